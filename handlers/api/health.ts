@@ -1,0 +1,15 @@
+import { json } from '../../lib/http/respond.js';
+import { HttpError } from '../../lib/http/errors.js';
+import { ping } from '../../lib/db/index.js';
+import type { Handler, HandlerModule } from '../../lib/http/handler.js';
+
+export const auth: HandlerModule['auth'] = 'public';
+
+export const GET: Handler = async (_req, { env }) => {
+  try {
+    await ping(env.db);
+  } catch {
+    throw new HttpError('service_unavailable', 'Database is not answering');
+  }
+  return json({ status: 'ok', db: 'ok' });
+};

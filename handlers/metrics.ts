@@ -1,0 +1,9 @@
+import { text } from '../lib/http/respond.js';
+import type { Handler, HandlerModule } from '../lib/http/handler.js';
+
+// The runtime answers a plain 404 unless the bearer equals SVC_METRICS_TOKEN.
+export const auth: HandlerModule['auth'] = 'metrics';
+
+export const GET: Handler = async (_req, { env }) => {
+  return text(await env.metrics.registry.metrics(), 200, env.metrics.registry.contentType);
+};

@@ -1,0 +1,27 @@
+// Login steps shared by the login, TOTP and setup handlers: issue the session and its cookies.
+import type { Env } from '../env.js';
+import type { Client } from '../http/handler.js';
+import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
+import { createSession, csrfFor, deleteSessionByRaw } from './sessions.js';
+import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
+
+/** Creates a fresh session (rotating away any session the request carried) and its cookies. */
+export async function startSession(env: Env, request: Request, client: Client, userId: string): Promise<Headers> {
+  const previous = parseCookies(request.headers.get('cookie'))[SESSION_COOKIE];
+  if (previous) await deleteSessionByRaw(env.db, previous);
+  const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
+  const { raw } = await createSession(env.db, userId, { ip: client.ip, userAgent: client.userAgent }, limits, env.now());
+  const headers = new Headers();
+  const maxAge = env.config.sessionMaxSeconds;
+  headers.append('set-cookie', serializeCookie(SESSION_COOKIE, raw, { httpOnly: true, secure: client.secure, maxAge }));
+  headers.append('set-cookie', serializeCookie(CSRF_COOKIE, csrfFor(env.signingKey, raw), { httpOnly: false, secure: client.secure, maxAge }));
+  headers.append('set-cookie', clearCookie(PRE_COOKIE, client.secure));
+  return headers;
+}
+
+export function endSessionCookies(client: Client): Headers {
+  const h = new Headers();
+  h.append('set-cookie', clearCookie(SESSION_COOKIE, client.secure));
+  h.append('set-cookie', clearCookie(CSRF_COOKIE, client.secure, false));
+  return h;
+}

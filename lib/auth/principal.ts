@@ -1,0 +1,31 @@
+import { HttpError } from '../http/errors.js';
+import { parseCookies } from '../http/cookies.js';
+import type { Principal } from '../http/handler.js';
+import type { Env } from '../env.js';
+import { resolveApiToken } from './tokens.js';
+import { resolveSession } from './sessions.js';
+
+export const SESSION_COOKIE = 'svc_session';
+export const CSRF_COOKIE = 'svc_csrf';
+export const PRE_COOKIE = 'svc_pre';
+
+/**
+ * A bearer header, when present, alone decides (an invalid one is 401 even beside a valid cookie).
+ * Otherwise the session cookie. Returns null when neither is present or the session is gone.
+ */
+export async function authenticate(env: Env, headers: { get(name: string): string | null }): Promise<Principal | null> {
+  const authz = headers.get('authorization');
+  if (authz !== null) {
+    const m = /^Bearer ([^\s]+)$/.exec(authz);
+    if (!m) throw new HttpError('unauthorized', 'Authorization header must be "Bearer <token>"');
+    const t = await resolveApiToken(env.db, m[1]!, env.now());
+    if (!t) throw new HttpError('unauthorized', 'API token is invalid, expired or revoked');
+    return { kind: 'token', user: t.user, credentialId: t.id, stepUpUntil: t.stepUpUntil };
+  }
+  const raw = parseCookies(headers.get('cookie'))[SESSION_COOKIE];
+  if (!raw) return null;
+  const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
+  const s = await resolveSession(env.db, raw, limits, env.now());
+  if (!s) return null;
+  return { kind: 'session', user: s.user, credentialId: s.id, stepUpUntil: s.stepUpUntil, rawSession: raw };
+}

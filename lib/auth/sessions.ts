@@ -1,0 +1,91 @@
+// Session ids are 256-bit random values; only their SHA-256 is stored, so a database leak
+// hands out no usable cookie. The CSRF token is an HMAC of the session id: bound to it, never stored.
+import { createHmac } from 'node:crypto';
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { newId, randomToken, sha256Hex } from '../crypto/random.js';
+import { publicUser, type PublicUser } from './users.js';
+
+export interface SessionLimits {
+  idleSeconds: number;
+  maxSeconds: number;
+}
+
+export function csrfFor(signingKey: Uint8Array, rawSession: string): string {
+  return createHmac('sha256', signingKey).update('csrf:').update(rawSession).digest('base64url');
+}
+
+export async function createSession(
+  db: Db,
+  userId: string,
+  meta: { ip: string | null; userAgent: string | null },
+  limits: SessionLimits,
+  now = Date.now(),
+): Promise<{ raw: string; id: string }> {
+  const raw = randomToken(32);
+  const id = newId(now);
+  await db
+    .insertInto('sessions')
+    .values({
+      id,
+      token_hash: sha256Hex(raw),
+      user_id: userId,
+      created_at: nowIso(now),
+      last_seen_at: nowIso(now),
+      expires_at: nowIso(now + limits.maxSeconds * 1000),
+      ip: meta.ip,
+      user_agent: meta.userAgent ? meta.userAgent.slice(0, 256) : null,
+      step_up_until: null,
+    })
+    .execute();
+  return { raw, id };
+}
+
+export interface ResolvedSession {
+  id: string;
+  stepUpUntil: string | null;
+  user: PublicUser;
+}
+
+// last_seen_at is written at most once a minute: a write per request would cost more than the lookup.
+const TOUCH_MS = 60_000;
+
+export async function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): Promise<ResolvedSession | null> {
+  if (raw.length !== 43) return null;
+  const row = await db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select(['sessions.id as sid', 'sessions.last_seen_at', 'sessions.expires_at', 'sessions.step_up_until', 'users.id', 'users.username', 'users.totp_enabled'])
+    .where('sessions.token_hash', '=', sha256Hex(raw))
+    .executeTakeFirst();
+  if (!row) return null;
+  const lastSeen = Date.parse(row.last_seen_at);
+  if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {
+    await db.deleteFrom('sessions').where('id', '=', row.sid).execute();
+    return null;
+  }
+  if (now - lastSeen > TOUCH_MS) {
+    await db.updateTable('sessions').set({ last_seen_at: nowIso(now) }).where('id', '=', row.sid).execute();
+  }
+  return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row) };
+}
+
+export async function deleteSessionByRaw(db: Db, raw: string): Promise<void> {
+  await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(raw)).execute();
+}
+
+export async function listSessions(db: Db, userId: string, currentId: string | null, now = Date.now()) {
+  const rows = await db
+    .selectFrom('sessions')
+    .select(['id', 'created_at', 'last_seen_at', 'expires_at', 'ip', 'user_agent'])
+    .where('user_id', '=', userId)
+    .where('expires_at', '>', nowIso(now))
+    .orderBy('created_at', 'desc')
+    .execute();
+  return rows.map((r) => ({ ...r, current: r.id === currentId }));
+}
+
+export async function revokeSession(db: Db, userId: string, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('sessions').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}

@@ -1,0 +1,17 @@
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import type { Principal } from '../http/handler.js';
+
+export const STEP_UP_SECONDS = 300;
+
+export function hasRecentStepUp(p: Principal, now: number): boolean {
+  return p.stepUpUntil !== null && Date.parse(p.stepUpUntil) > now;
+}
+
+/** Marks the session or token that did the step-up; another credential of the same user gets nothing. */
+export async function markStepUp(db: Db, p: Principal, now: number): Promise<string> {
+  const until = nowIso(now + STEP_UP_SECONDS * 1000);
+  if (p.kind === 'session') await db.updateTable('sessions').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
+  else await db.updateTable('api_tokens').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
+  return until;
+}

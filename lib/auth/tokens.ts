@@ -1,0 +1,77 @@
+// API tokens: `svc_` + 32 random bytes (base64url), shown once, stored as SHA-256 only.
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { newId, randomToken, sha256Hex } from '../crypto/random.js';
+import { publicUser, type PublicUser } from './users.js';
+
+export const TOKEN_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
+
+export interface ApiTokenView {
+  id: string;
+  name: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+export async function createApiToken(db: Db, userId: string, name: string, expiresAt: string | null, now = Date.now()) {
+  const token = 'svc_' + randomToken(32);
+  const row = {
+    id: newId(now),
+    user_id: userId,
+    name,
+    token_hash: sha256Hex(token),
+    created_at: nowIso(now),
+    expires_at: expiresAt,
+    last_used_at: null,
+    revoked_at: null,
+    step_up_until: null,
+  };
+  await db.insertInto('api_tokens').values(row).execute();
+  return { id: row.id, name, token, created_at: row.created_at, expires_at: expiresAt };
+}
+
+export interface ResolvedToken {
+  id: string;
+  stepUpUntil: string | null;
+  user: PublicUser;
+}
+
+const TOUCH_MS = 60_000;
+
+export async function resolveApiToken(db: Db, token: string, now = Date.now()): Promise<ResolvedToken | null> {
+  if (!TOKEN_PATTERN.test(token)) return null;
+  const row = await db
+    .selectFrom('api_tokens')
+    .innerJoin('users', 'users.id', 'api_tokens.user_id')
+    .select(['api_tokens.id as tid', 'api_tokens.expires_at', 'api_tokens.revoked_at', 'api_tokens.last_used_at', 'api_tokens.step_up_until', 'users.id', 'users.username', 'users.totp_enabled'])
+    .where('api_tokens.token_hash', '=', sha256Hex(token))
+    .executeTakeFirst();
+  if (!row || row.revoked_at !== null) return null;
+  if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
+  if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
+    await db.updateTable('api_tokens').set({ last_used_at: nowIso(now) }).where('id', '=', row.tid).execute();
+  }
+  return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row) };
+}
+
+export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenView[]> {
+  return db
+    .selectFrom('api_tokens')
+    .select(['id', 'name', 'created_at', 'expires_at', 'last_used_at'])
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .execute();
+}
+
+export async function revokeApiToken(db: Db, userId: string, id: string, now = Date.now()): Promise<boolean> {
+  const r = await db
+    .updateTable('api_tokens')
+    .set({ revoked_at: nowIso(now) })
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}

@@ -1,0 +1,118 @@
+// TOTP (RFC 6238) through otplib: ±1 step of tolerance, and a code's time step may be used once.
+import { generate, generateSecret, generateURI, verify } from 'otplib';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import type { Sealer } from '../crypto/seal.js';
+
+const PERIOD = 30;
+export const ISSUER = 'svc';
+
+export const totpBinding = (userId: string) => `user:${userId}:totp`;
+
+export function newTotpSecret(): string {
+  return generateSecret();
+}
+
+export function otpauthUrl(username: string, secret: string): string {
+  return generateURI({ issuer: ISSUER, label: username, secret });
+}
+
+export interface TotpOptions {
+  epoch?: number;
+  digits?: 6 | 7 | 8;
+  algorithm?: 'sha1' | 'sha256' | 'sha512';
+}
+
+export function totpCode(secret: string | Uint8Array, o: TotpOptions = {}): Promise<string> {
+  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<typeof generate>[0]);
+}
+
+/** The matched time step, or null. `afterStep` refuses the last used step and anything older. */
+export async function checkTotp(secret: string, code: string, afterStep: number | null, now = Date.now()): Promise<number | null> {
+  if (!/^\d{6}$/.test(code)) return null;
+  try {
+    const r = await verify({
+      secret,
+      token: code,
+      epoch: Math.floor(now / 1000),
+      epochTolerance: PERIOD,
+      period: PERIOD,
+      ...(afterStep !== null ? { afterTimeStep: afterStep } : {}),
+    } as Parameters<typeof verify>[0]);
+    return r.valid && 'timeStep' in r ? (r.timeStep as number) : null;
+  } catch {
+    return null;
+  }
+}
+
+const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
+
+export function newRecoveryCodes(n = 10): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const bytes = randomBytes(10);
+    let s = '';
+    for (const b of bytes) s += RECOVERY_ALPHABET[b % RECOVERY_ALPHABET.length];
+    out.push(`${s.slice(0, 5)}-${s.slice(5)}`);
+  }
+  return out;
+}
+
+export const RECOVERY_PATTERN = /^[a-z2-9]{5}-?[a-z2-9]{5}$/;
+
+function recoveryHash(code: string): string {
+  return createHash('sha256').update('recovery:' + code.toLowerCase().replace('-', '')).digest('hex');
+}
+
+/** Enables TOTP with the pending secret once a code proves the authenticator has it. */
+export async function enableTotp(db: Db, sealer: Sealer, userId: string, pendingSealed: string, code: string, now = Date.now()): Promise<string[] | null> {
+  const secret = sealer.open(pendingSealed, totpBinding(userId) + ':pending');
+  const step = await checkTotp(secret, code, null, now);
+  if (step === null) return null;
+  const codes = newRecoveryCodes();
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .updateTable('users')
+      .set({ totp_enabled: 1, totp_secret: sealer.seal(secret, totpBinding(userId)), totp_pending: null, totp_last_step: step, updated_at: nowIso(now) })
+      .where('id', '=', userId)
+      .execute();
+    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
+    await tx.insertInto('recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(c), used_at: null }))).execute();
+  });
+  return codes;
+}
+
+/**
+ * Checks a TOTP code (or a single-use recovery code) for a user with TOTP enabled and burns it.
+ * The step update is conditional, so two requests racing with one code cannot both pass.
+ */
+export async function consumeSecondFactor(db: Db, sealer: Sealer, userId: string, code: string, now = Date.now()): Promise<boolean> {
+  const user = await db.selectFrom('users').select(['totp_enabled', 'totp_secret', 'totp_last_step']).where('id', '=', userId).executeTakeFirst();
+  if (!user || user.totp_enabled !== 1 || !user.totp_secret) return false;
+  const trimmed = code.trim();
+  if (RECOVERY_PATTERN.test(trimmed.toLowerCase())) {
+    const r = await db
+      .updateTable('recovery_codes')
+      .set({ used_at: nowIso(now) })
+      .where('user_id', '=', userId)
+      .where('code_hash', '=', recoveryHash(trimmed))
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+  const secret = sealer.open(user.totp_secret, totpBinding(userId));
+  const step = await checkTotp(secret, trimmed, user.totp_last_step, now);
+  if (step === null) return false;
+  let q = db.updateTable('users').set({ totp_last_step: step }).where('id', '=', userId);
+  q = user.totp_last_step === null ? q.where('totp_last_step', 'is', null) : q.where('totp_last_step', '<', step);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function disableTotp(db: Db, userId: string, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx.updateTable('users').set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) }).where('id', '=', userId).execute();
+    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
+  });
+}

@@ -1,0 +1,39 @@
+import type { Db } from '../db/index.js';
+import type { UserTable } from '../db/schema.js';
+import { nowIso } from '../db/index.js';
+import { newId } from '../crypto/random.js';
+
+export interface PublicUser {
+  id: string;
+  username: string;
+  totp_enabled: boolean;
+}
+
+export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+/** Long passphrases are welcome; the cap only keeps one request from hashing megabytes. */
+export const PASSWORD_MAX = 1024;
+export const PASSWORD_MIN = 12;
+
+export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled'>): PublicUser {
+  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1 };
+}
+
+export function findUserByName(db: Db, username: string) {
+  return db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+}
+
+export function findUser(db: Db, id: string) {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function countUsers(db: Db): Promise<number> {
+  const r = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function insertUser(db: Db, username: string, passwordHash: string): Promise<PublicUser> {
+  const now = nowIso();
+  const row = { id: newId(), username, password_hash: passwordHash, totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, created_at: now, updated_at: now };
+  await db.insertInto('users').values(row).execute();
+  return publicUser(row);
+}

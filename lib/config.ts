@@ -1,0 +1,143 @@
+// Configuration is read once at boot; an invalid value stops the boot with the variable's name.
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  masterKey: Buffer | null;
+  metricsToken: string | null;
+  trustedProxies: string[];
+  exposure: 'local' | 'public';
+  baseDomain: string | null;
+  enableShell: boolean;
+  dockerSocket: string;
+  tlsCert: string | null;
+  tlsKey: string | null;
+  logLevel: string;
+  /** Attempts per minute per client address on setup, login, TOTP and step-up. */
+  authRateLimit: number;
+  /** log2 of scrypt's N for new password hashes; OWASP's 2^17 unless lowered for tests. */
+  passwordCost: number;
+  sessionIdleSeconds: number;
+  sessionMaxSeconds: number;
+  accessLog: string;
+  security: {
+    expectFirewall: boolean;
+    monitor: boolean;
+    agent: boolean;
+    windowSeconds: number;
+    requestThreshold: number;
+    errorThreshold: number;
+    cooldownSeconds: number;
+    maxIps: number;
+    allowlist: string[];
+    dir: string;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const v = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** A comma list of IPs or CIDRs; each entry is checked now so a typo cannot silently trust nobody. */
+function addressList(env: Env, name: string, def: string): string[] {
+  const raw = str(env, name) ?? def;
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    const [addr, bits, extra] = item.split('/');
+    const family = isIP(addr ?? '');
+    const okBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!family || !okBits || extra !== undefined) throw new ConfigError(name, `"${item}" is not an IP address or CIDR`);
+  }
+  return items;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const masterRaw = str(env, 'SVC_MASTER_KEY');
+  if (masterRaw !== undefined && !/^[0-9a-fA-F]{64}$/.test(masterRaw)) {
+    throw new ConfigError('SVC_MASTER_KEY', 'must be 64 hexadecimal characters (32 bytes)');
+  }
+  const exposure = str(env, 'SVC_EXPOSURE') ?? 'local';
+  if (exposure !== 'local' && exposure !== 'public') throw new ConfigError('SVC_EXPOSURE', `must be "local" or "public", got "${exposure}"`);
+  const baseDomain = str(env, 'SVC_BASE_DOMAIN') ?? null;
+  if (baseDomain !== null && !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i.test(baseDomain)) {
+    throw new ConfigError('SVC_BASE_DOMAIN', `"${baseDomain}" is not a domain name`);
+  }
+  const host = str(env, 'SVC_HOST') ?? '0.0.0.0';
+  if (!isIP(host) && host !== 'localhost') throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
+  const tlsCert = str(env, 'SVC_TLS_CERT') ?? null;
+  const tlsKey = str(env, 'SVC_TLS_KEY') ?? null;
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    throw new ConfigError(tlsCert ? 'SVC_TLS_KEY' : 'SVC_TLS_CERT', 'SVC_TLS_CERT and SVC_TLS_KEY must be set together');
+  }
+  const metricsToken = str(env, 'SVC_METRICS_TOKEN') ?? null;
+  if (metricsToken !== null && metricsToken.length < 16) {
+    throw new ConfigError('SVC_METRICS_TOKEN', 'must be at least 16 characters');
+  }
+  const logLevel = str(env, 'SVC_LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('SVC_LOG_LEVEL', `unknown level "${logLevel}"`);
+  }
+  const dataDir = resolve(str(env, 'SVC_DATA_DIR') ?? './data');
+  return {
+    port: int(env, 'SVC_PORT', 9393, 0, 65535),
+    host,
+    dataDir,
+    masterKey: masterRaw ? Buffer.from(masterRaw, 'hex') : null,
+    metricsToken,
+    trustedProxies: addressList(env, 'SVC_TRUSTED_PROXIES', '127.0.0.1,::1'),
+    exposure,
+    baseDomain,
+    enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
+    dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
+    tlsCert,
+    tlsKey,
+    logLevel,
+    authRateLimit: int(env, 'SVC_AUTH_RATE_LIMIT', 10, 1, 100_000),
+    passwordCost: int(env, 'SVC_PASSWORD_COST', 17, 10, 20),
+    sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
+    sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
+    accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
+    security: {
+      expectFirewall: bool(env, 'SVC_SECURITY_EXPECT_FIREWALL', true),
+      monitor: bool(env, 'SVC_SECURITY_MONITOR', true),
+      agent: bool(env, 'SVC_SECURITY_AGENT', false),
+      windowSeconds: int(env, 'SVC_SECURITY_WINDOW', 60, 1, 3600),
+      requestThreshold: int(env, 'SVC_SECURITY_REQUEST_THRESHOLD', 300, 1, 10_000_000),
+      errorThreshold: int(env, 'SVC_SECURITY_ERROR_THRESHOLD', 100, 1, 10_000_000),
+      cooldownSeconds: int(env, 'SVC_SECURITY_COOLDOWN', 600, 1, 7 * 86400),
+      maxIps: int(env, 'SVC_SECURITY_MAX_IPS', 1024, 1, 1_000_000),
+      allowlist: addressList(env, 'SVC_SECURITY_ALLOWLIST', ''),
+      dir: resolve(str(env, 'SVC_SECURITY_DIR') ?? '/var/lib/svc/security'),
+    },
+  };
+}

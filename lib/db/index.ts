@@ -1,0 +1,40 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, sql, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.js';
+import { migrations } from './migrations.js';
+
+export type Db = Kysely<Database>;
+export type { Database } from './schema.js';
+
+const staticProvider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** Opens `<dataDir>/svc.db` (or `:memory:`), with WAL, a busy timeout and foreign keys on. */
+export function openDb(dataDir: string | ':memory:'): Db {
+  let file = ':memory:';
+  if (dataDir !== ':memory:') {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    file = join(dataDir, 'svc.db');
+  }
+  const raw = new BetterSqlite3(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('busy_timeout = 5000');
+  raw.pragma('foreign_keys = ON');
+  raw.pragma('synchronous = NORMAL');
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+}
+
+export async function migrate(db: Db): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider: staticProvider }).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`database migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+export async function ping(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+export const nowIso = (now = Date.now()) => new Date(now).toISOString();

@@ -1,0 +1,71 @@
+import type { z } from 'zod';
+import { HttpError, badRequest } from './errors.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Reads at most `limit` bytes; a larger body is refused before it is buffered whole. */
+export async function readBodyBytes(request: Request, limit = MAX_BODY_BYTES): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.byteLength;
+  }
+  return out;
+}
+
+function tooLarge(limit: number): HttpError {
+  return new HttpError('payload_too_large', `Request body is larger than ${limit} bytes`);
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const bytes = await readBodyBytes(request, limit);
+  if (bytes.byteLength === 0) throw badRequest('Request body must be JSON');
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw badRequest('Request body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest('Request body is not valid JSON');
+  }
+}
+
+/** zod issues -> the contract's details, naming each field by its path. */
+export function validationError(error: z.ZodError, where: 'body' | 'query' | 'params' = 'body'): HttpError {
+  const details = error.issues.map((i) => ({
+    field: i.path.length ? i.path.join('.') : where,
+    message: i.message,
+  }));
+  const first = details[0];
+  const msg = first ? `Invalid ${where === 'body' ? 'field' : where} "${first.field}": ${first.message}` : `Invalid ${where}`;
+  return badRequest(msg, details);
+}
+
+export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'query' | 'params' = 'body'): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw validationError(r.error, where);
+  return r.data;
+}

@@ -1,0 +1,57 @@
+// One typed error for every expected failure; the runtime turns it into the contract's body.
+export type ErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'invalid_credentials'
+  | 'forbidden'
+  | 'csrf_mismatch'
+  | 'step_up_required'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'service_unavailable';
+
+const statusOf: Record<ErrorCode, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  invalid_credentials: 401,
+  forbidden: 403,
+  csrf_mismatch: 403,
+  step_up_required: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+};
+
+export interface ErrorDetail {
+  field?: string;
+  message: string;
+  [extra: string]: unknown;
+}
+
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.status = statusOf[code];
+  }
+}
+
+export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('bad_request', message, details);
+export const notFound = (what = 'Not found') => new HttpError('not_found', what);
+export const conflict = (message: string) => new HttpError('conflict', message);
+export const unauthorized = (message = 'Authentication required') => new HttpError('unauthorized', message);
+export const forbidden = (message = 'Not allowed') => new HttpError('forbidden', message);
+export const unavailable = (message: string) => new HttpError('service_unavailable', message);

@@ -1,0 +1,225 @@
+// The dispatcher: route table -> central policy (auth, CSRF, step-up, rate limit, validation)
+// -> handler -> audit and metrics. Handlers only see a Request and a ctx.
+import { IttyRouter } from 'itty-router';
+import { Response } from '@whatwg-node/fetch';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { Env } from '../lib/env.js';
+import { HttpError, badRequest } from '../lib/http/errors.js';
+import { errorResponse, text } from '../lib/http/respond.js';
+import { readJson, validationError } from '../lib/http/body.js';
+import { parseCookies } from '../lib/http/cookies.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
+import { METHODS, type AuditNote, type AuthPolicy, type Client, type Ctx, type HandlerModule, type Method, type Principal } from '../lib/http/handler.js';
+import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
+import { csrfFor } from '../lib/auth/sessions.js';
+import { hasRecentStepUp } from '../lib/auth/stepup.js';
+import { recordAudit } from '../lib/audit/index.js';
+import { safeEqual } from '../lib/crypto/random.js';
+import type { RouteDef } from './route-types.js';
+
+export interface RequestMeta {
+  /** Socket peer address. */
+  peer?: string;
+  /** The request arrived over TLS to this process. */
+  tls?: boolean;
+  waitUntil?: (p: Promise<unknown>) => void;
+}
+
+export interface App {
+  fetch(request: Request, meta?: RequestMeta): Promise<Response>;
+  routes: RouteDef[];
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const PARAM_MAX = 256;
+const CATCH_ALL_MAX = 1024;
+
+let requestCounter = 0;
+
+export function createApp(env: Env, routes: RouteDef[]): App {
+  const router = IttyRouter();
+  routes.forEach((r, i) => router.all(r.pattern, () => i));
+  const trusted = buildBlockList(env.config.trustedProxies);
+  const catchAllNames = routes.map((r) => new Set([...r.pattern.matchAll(/:(\w+)\+/g)].map((m) => m[1]!)));
+  const metricsDigest = env.config.metricsToken ? createHash('sha256').update(`Bearer ${env.config.metricsToken}`).digest() : null;
+
+  async function fetch(request: Request, meta: RequestMeta = {}): Promise<Response> {
+    const started = performance.now();
+    const method = request.method.toUpperCase();
+    let label = 'unmatched';
+    let response: Response;
+    const requestId = (++requestCounter).toString(36) + '-' + Math.floor(started).toString(36);
+    try {
+      const probe = { method, url: request.url } as { method: string; url: string; params?: Record<string, string> };
+      const index = (await router.fetch(probe)) as number | undefined;
+      if (index === undefined) throw new HttpError('not_found', 'No such route');
+      const route = routes[index]!;
+      label = route.pattern;
+      response = await dispatch(request, meta, route, decodeParams(probe.params ?? {}, catchAllNames[index]!), method, requestId);
+    } catch (e) {
+      response = toErrorResponse(e, requestId);
+    }
+    if (method === 'HEAD') response = new Response(null, { status: response.status, headers: response.headers });
+    const seconds = (performance.now() - started) / 1000;
+    env.metrics.httpRequests.inc({ method, route: label, status: String(response.status) });
+    env.metrics.httpDuration.observe({ method, route: label }, seconds);
+    return response;
+  }
+
+  function toErrorResponse(e: unknown, requestId: string): Response {
+    if (e instanceof HttpError) return errorResponse(e);
+    env.log.error({ err: e, requestId }, 'unhandled error');
+    return errorResponse(new HttpError('internal_error', `Internal error (request ${requestId})`));
+  }
+
+  async function dispatch(request: Request, meta: RequestMeta, route: RouteDef, params: Record<string, string>, method: string, requestId: string): Promise<Response> {
+    const mod = route.module;
+    const effective = (method === 'HEAD' ? 'GET' : method) as Method;
+    const handler = METHODS.includes(effective) ? mod[effective] : undefined;
+    if (!handler) {
+      const allow = METHODS.filter((m) => mod[m]);
+      if (mod.GET) allow.splice(1, 0, 'HEAD' as Method);
+      throw new HttpError('method_not_allowed', `Method ${method} is not allowed here`, undefined, { allow: allow.join(', ') });
+    }
+    const policy = policyOf(mod, effective);
+    const peer = meta.peer;
+    const client: Client = {
+      ip: clientAddress(peer, request.headers.get('x-forwarded-for'), trusted),
+      secure: meta.tls === true || forwardedSecure(peer, request.headers.get('x-forwarded-proto'), trusted),
+      userAgent: request.headers.get('user-agent'),
+    };
+
+    if (policy === 'metrics') {
+      // Closed unless the exact bearer is presented; the answer never hints why.
+      const presented = request.headers.get('authorization');
+      const ok = metricsDigest !== null && presented !== null && timingSafeEqual(createHash('sha256').update(presented).digest(), metricsDigest);
+      if (!ok) return text('Not Found\n', 404);
+    }
+
+    let principal: Principal | null = null;
+    const unsafe = UNSAFE.has(effective);
+    if (policy === 'operator') {
+      principal = await authenticate(env, request.headers);
+      if (!principal) throw new HttpError('unauthorized', 'Authentication required');
+    }
+    if (unsafe && policy !== 'metrics' && (principal === null || principal.kind === 'session')) {
+      // A browser tells us when a request comes from another site: cookie-backed writes never do that.
+      if (request.headers.get('sec-fetch-site') === 'cross-site' && request.headers.get('authorization') === null) {
+        throw new HttpError('csrf_mismatch', 'Cross-site requests may not change state');
+      }
+    }
+    if (principal?.kind === 'session' && unsafe) {
+      const header = request.headers.get('x-csrf-token');
+      const cookie = parseCookies(request.headers.get('cookie'))[CSRF_COOKIE];
+      const expected = csrfFor(env.signingKey, principal.rawSession!);
+      if (!header || !cookie || !safeEqual(header, expected) || !safeEqual(cookie, expected)) {
+        throw new HttpError('csrf_mismatch', 'X-CSRF-Token header must echo the svc_csrf cookie of this session');
+      }
+    }
+    if (principal && mod.stepUp?.includes(effective) && !hasRecentStepUp(principal, env.now())) {
+      throw new HttpError('step_up_required', 'This operation needs a recent step-up: POST /api/auth/step-up first');
+    }
+    if (mod.rateLimit?.includes(effective)) {
+      const r = env.authLimiter.hit(`${route.pattern}|${client.ip}`, env.now());
+      if (!r.ok) throw new HttpError('rate_limited', 'Too many attempts; try again later', undefined, { 'retry-after': String(r.retryAfter) });
+    }
+
+    const schema = mod.schema;
+    let parsedParams: unknown = params;
+    if (schema?.params) {
+      const r = schema.params.safeParse(params);
+      if (!r.success) throw validationError(r.error, 'params');
+      parsedParams = r.data;
+    }
+    let query: unknown = {};
+    const qIndex = request.url.indexOf('?');
+    if (qIndex >= 0 || schema?.query) {
+      const raw: Record<string, string> = {};
+      if (qIndex >= 0) for (const [k, v] of new URLSearchParams(request.url.slice(qIndex + 1))) if (!(k in raw)) raw[k] = v;
+      query = raw;
+      if (schema?.query) {
+        const r = schema.query.safeParse(raw);
+        if (!r.success) throw validationError(r.error, 'query');
+        query = r.data;
+      }
+    }
+    let body: unknown = undefined;
+    const bodySchema = schema?.body?.[effective];
+    if (bodySchema) {
+      const r = bodySchema.safeParse(await readJson(request));
+      if (!r.success) throw validationError(r.error, 'body');
+      body = r.data;
+    }
+
+    let note: AuditNote | undefined;
+    const pending: Promise<unknown>[] = [];
+    const ctx: Ctx = {
+      params: parsedParams as Record<string, string>,
+      query: query as Record<string, unknown>,
+      body,
+      env,
+      principal,
+      client,
+      requestId,
+      waitUntil: (p) => {
+        const guarded = p.catch((err) => env.log.error({ err, requestId }, 'background task failed'));
+        if (meta.waitUntil) meta.waitUntil(guarded);
+        else pending.push(guarded);
+      },
+      audit: (n) => {
+        note = { ...note, ...n };
+      },
+    };
+    let response: Response;
+    try {
+      response = await handler(request, ctx);
+    } catch (e) {
+      response = toErrorResponse(e, requestId);
+    }
+    if (principal && unsafe) {
+      await recordAudit(env.db, {
+        actorId: principal.user.id,
+        actor: principal.user.username,
+        via: principal.kind,
+        action: note?.action ?? `${effective} ${route.pattern}`,
+        target: note?.target ?? (Object.keys(params).length ? JSON.stringify(params) : null),
+        ip: client.ip,
+        outcome: response.status,
+        detail: note?.detail ?? null,
+      }).catch((err) => env.log.error({ err, requestId }, 'audit write failed'));
+    }
+    return response;
+  }
+
+  return { fetch, routes };
+}
+
+function policyOf(mod: HandlerModule, method: Method): AuthPolicy {
+  const a = mod.auth;
+  if (a === undefined) return 'operator';
+  if (typeof a === 'string') return a;
+  return a[method] ?? 'operator';
+}
+
+/** Path parameters arrive URL-encoded: decode them, and refuse what no id or name can contain. */
+function decodeParams(raw: Record<string, string>, catchAll: Set<string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    let v: string;
+    try {
+      v = decodeURIComponent(value);
+    } catch {
+      throw badRequest(`Path parameter "${name}" is not valid URL encoding`, [{ field: name, message: 'bad percent-encoding' }]);
+    }
+    const isCatchAll = catchAll.has(name);
+    const bad =
+      v.length === 0 ||
+      v.length > (isCatchAll ? CATCH_ALL_MAX : PARAM_MAX) ||
+      /[\u0000-\u001f\u007f]/.test(v) ||
+      (!isCatchAll && v.includes('/')) ||
+      v.split('/').some((seg) => seg === '..' || seg === '.');
+    if (bad) throw badRequest(`Path parameter "${name}" is not acceptable`, [{ field: name, message: 'empty, too long, or contains control characters, "/" or ".."' }]);
+    out[name] = v;
+  }
+  return out;
+}

@@ -1,0 +1,47 @@
+// Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
+import type { Config } from '../lib/config.js';
+import type { Env } from '../lib/env.js';
+import { openDb, migrate } from '../lib/db/index.js';
+import { Bus } from '../lib/events/bus.js';
+import { createSealer } from '../lib/crypto/seal.js';
+import { createLogger, type Logger } from '../lib/log.js';
+import { createMetrics } from '../lib/metrics/index.js';
+import { RateLimiter } from '../lib/auth/ratelimit.js';
+import { loadSigningKey } from '../lib/auth/signing.js';
+import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
+
+export interface BootOptions {
+  /** `:memory:` for tests that need no file. */
+  dataDir?: string;
+  log?: Logger;
+  now?: () => number;
+}
+
+export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const db = openDb(opts.dataDir ?? config.dataDir);
+  await migrate(db);
+  const env: Env = {
+    config,
+    db,
+    bus: new Bus(),
+    sealer: createSealer(config.masterKey),
+    log,
+    metrics: createMetrics(),
+    signingKey: await loadSigningKey(db),
+    authLimiter: new RateLimiter(config.authRateLimit, 60_000),
+    now: opts.now ?? Date.now,
+  };
+  if (!config.masterKey) log.warn('SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
+  return env;
+}
+
+/** First boot: writes the one-time setup token and prints it once. */
+export async function announceSetup(env: Env): Promise<void> {
+  const { open, created } = await prepareSetup(env.db, env.config.dataDir);
+  if (created) {
+    env.log.info({ setup_token_file: setupTokenPath(env.config.dataDir) }, `setup is open: one-time setup token ${created}`);
+  } else if (open) {
+    env.log.info({ setup_token_file: setupTokenPath(env.config.dataDir) }, 'setup is open: the one-time setup token is in the file (or run `svc setup-token`)');
+  }
+}

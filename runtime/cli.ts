@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// `svc serve` runs the control plane; `svc setup-token` prints the one-time setup token.
+import { loadConfig, ConfigError, type Config } from '../lib/config.js';
+import { readSetupToken } from '../lib/auth/setup.js';
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`svc: invalid configuration: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+async function serve(): Promise<void> {
+  const cfg = config();
+  const { createEnv, announceSetup } = await import('./boot.js');
+  const { startServer } = await import('./server.js');
+  const env = await createEnv(cfg);
+  await announceSetup(env);
+  const running = await startServer(env);
+  env.log.info({ url: running.url, host: cfg.host, port: running.port }, 'listening');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    env.log.info({ signal }, 'shutting down');
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        env.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function setupToken(): Promise<void> {
+  const cfg = config();
+  const token = await readSetupToken(cfg.dataDir);
+  if (!token) {
+    process.stderr.write('svc: no setup token: setup is closed, or the service has not started yet\n');
+    process.exit(1);
+  }
+  process.stdout.write(token + '\n');
+}
+
+const usage = `usage: svc <command>
+  serve          run the control plane (configuration from SVC_* variables)
+  setup-token    print the one-time setup token while setup is open
+`;
+
+const [command] = process.argv.slice(2);
+const commands: Record<string, () => Promise<void>> = { serve, 'setup-token': setupToken };
+const run = command ? commands[command] : undefined;
+if (!run) {
+  process.stderr.write(usage);
+  process.exit(command ? 2 : 0);
+} else {
+  run().catch((err) => {
+    process.stderr.write(`svc: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

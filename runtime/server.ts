@@ -1,0 +1,78 @@
+// The Node adapter: @whatwg-node/server turns node:http into Fetch calls; the WebSocket
+// upgrade shares the same server. Shutdown stops accepting, lets in-flight requests finish,
+// then closes sockets and the database.
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { createServerAdapter } from '@whatwg-node/server';
+import type { Env } from '../lib/env.js';
+import { createApp, type App } from './app.js';
+import { createWsHub, type WsHub } from './ws.js';
+import { routes } from './routes.gen.js';
+
+export interface Running {
+  server: Server;
+  app: App;
+  ws: WsHub;
+  url: string;
+  port: number;
+  /** Extra work to stop before the database closes (followers, tailers, queues). */
+  onClose(fn: () => Promise<void> | void): void;
+  close(): Promise<void>;
+}
+
+const DRAIN_MS = 10_000;
+
+export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
+  const app = createApp(env, routes);
+  const adapter = createServerAdapter<{ req: import('node:http').IncomingMessage }>((request, ctx) =>
+    app.fetch(request, {
+      peer: ctx.req.socket.remoteAddress,
+      tls: (ctx.req.socket as TLSSocket).encrypted === true,
+      waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
+    }),
+  );
+  const tls = env.config.tlsCert !== null;
+  const server: Server = tls
+    ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, adapter)
+    : createHttpServer(adapter);
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 120_000;
+  server.keepAliveTimeout = 5_000;
+  const ws = createWsHub(env);
+  server.on('upgrade', (req, socket, head) => ws.handleUpgrade(req, socket, head, tls));
+  const closers: Array<() => Promise<void> | void> = [];
+
+  const host = opts.host ?? env.config.host;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? env.config.port, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const url = `${tls ? 'https' : 'http'}://${shownHost}:${port}`;
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      const drained = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      await ws.close();
+      await drained;
+      clearTimeout(timer);
+      for (const fn of closers.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          env.log.error({ err }, 'shutdown step failed');
+        }
+      }
+      await adapter.dispose?.();
+      await env.db.destroy();
+    })());
+
+  return { server, app, ws, url, port, onClose: (fn) => closers.push(fn), close };
+}

@@ -1,0 +1,143 @@
+// WebSocket upgrade on the same server: authenticated before handleUpgrade, so an
+// unauthenticated client gets a plain HTTP 401 and never a socket.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, WebSocket } from 'ws';
+import type { Env } from '../lib/env.js';
+import { authenticate } from '../lib/auth/principal.js';
+import { HttpError } from '../lib/http/errors.js';
+import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
+import { buildBlockList, forwardedSecure } from '../lib/http/client.js';
+import type { Principal } from '../lib/http/handler.js';
+
+const MAX_TOPICS = 64;
+// A subscriber that stops reading must not make us buffer without bound.
+const MAX_BUFFERED = 4 * 1024 * 1024;
+
+export interface WsHub {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean): void;
+  close(): Promise<void>;
+  clientCount(): number;
+}
+
+function headerGetter(req: IncomingMessage) {
+  return {
+    get(name: string): string | null {
+      const v = req.headers[name.toLowerCase()];
+      if (v === undefined) return null;
+      return Array.isArray(v) ? v.join(', ') : v;
+    },
+  };
+}
+
+function refuse(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ error: message, code: status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : 'forbidden' });
+  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Forbidden';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+export function createWsHub(env: Env): WsHub {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  const trusted = buildBlockList(env.config.trustedProxies);
+  const alive = new WeakSet<WebSocket>();
+  const heartbeat = setInterval(() => {
+    for (const ws of wss.clients) {
+      if (!alive.has(ws)) {
+        ws.terminate();
+        continue;
+      }
+      alive.delete(ws);
+      ws.ping();
+    }
+  }, 30_000);
+  heartbeat.unref();
+
+  async function authorise(req: IncomingMessage, tls: boolean): Promise<Principal | null> {
+    const headers = headerGetter(req);
+    const principal = await authenticate(env, headers);
+    if (!principal) return null;
+    if (principal.kind === 'session') {
+      // Cookies ride along on cross-site WebSocket handshakes; only our own pages may use them.
+      const origin = headers.get('origin');
+      const host = headers.get('host');
+      const secure = tls || forwardedSecure(req.socket.remoteAddress, headers.get('x-forwarded-proto'), trusted);
+      if (!origin || !host || origin !== `${secure ? 'https' : 'http'}://${host}`) return null;
+    }
+    return principal;
+  }
+
+  function attach(ws: WebSocket, principal: Principal): void {
+    const subs = new Map<string, () => void>();
+    alive.add(ws);
+    ws.on('pong', () => alive.add(ws));
+    const send = (msg: unknown) => {
+      if (ws.readyState !== WebSocket.OPEN) return;
+      if (ws.bufferedAmount > MAX_BUFFERED) {
+        ws.close(1013, 'subscriber too slow');
+        return;
+      }
+      ws.send(JSON.stringify(msg));
+    };
+    const sendError = (code: string, error: string) => send({ type: 'error', code, error });
+    ws.on('message', async (raw, isBinary) => {
+      if (isBinary) return sendError('bad_request', 'messages must be JSON text');
+      let msg: { type?: unknown; topic?: unknown };
+      try {
+        msg = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return sendError('bad_request', 'message is not valid JSON');
+      }
+      if (msg === null || typeof msg !== 'object') return sendError('bad_request', 'message must be an object');
+      const { type, topic } = msg;
+      if (type !== 'subscribe' && type !== 'unsubscribe') return sendError('bad_request', 'type must be "subscribe" or "unsubscribe"');
+      if (!isValidTopic(topic)) return sendError('bad_request', 'unknown topic');
+      if (type === 'unsubscribe') {
+        subs.get(topic)?.();
+        subs.delete(topic);
+        return send({ type: 'unsubscribed', topic });
+      }
+      if (subs.has(topic)) return send({ type: 'subscribed', topic });
+      if (subs.size >= MAX_TOPICS) return sendError('bad_request', `at most ${MAX_TOPICS} topics per connection`);
+      subs.set(topic, () => {});
+      const off = await env.bus.subscribe(topic, (e: BusEvent) => send({ type: 'event', topic: e.topic, ts: e.ts, data: e.data }));
+      if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) {
+        off();
+        return;
+      }
+      subs.set(topic, off);
+      send({ type: 'subscribed', topic });
+    });
+    ws.on('close', () => {
+      for (const off of subs.values()) off();
+      subs.clear();
+    });
+    ws.on('error', () => ws.terminate());
+    env.log.debug({ user: principal.user.username, via: principal.kind }, 'websocket connected');
+  }
+
+  return {
+    handleUpgrade(req, socket, head, tls) {
+      socket.on('error', () => socket.destroy());
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/api/ws') return refuse(socket, 404, 'No such route');
+      authorise(req, tls).then(
+        (principal) => {
+          if (!principal) return refuse(socket, 401, 'Authentication required');
+          wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal));
+        },
+        (err) => {
+          if (err instanceof HttpError) return refuse(socket, err.status === 401 ? 401 : 403, err.message);
+          env.log.error({ err }, 'websocket authentication failed');
+          refuse(socket, 401, 'Authentication required');
+        },
+      );
+    },
+    async close() {
+      clearInterval(heartbeat);
+      for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+      await new Promise<void>((r) => wss.close(() => r()));
+      for (const ws of wss.clients) ws.terminate();
+    },
+    clientCount: () => wss.clients.size,
+  };
+}

@@ -1,0 +1,103 @@
+// Starts the real server on port 0 with its own data directory, and a small client that keeps
+// cookies like a browser does (and echoes the CSRF cookie when asked).
+import { mkdtemp, rm, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../lib/config.js';
+import { createEnv, announceSetup } from '../../runtime/boot.js';
+import { startServer, type Running } from '../../runtime/server.js';
+import type { Env } from '../../lib/env.js';
+import { createLogger } from '../../lib/log.js';
+
+export const TEST_MASTER_KEY = 'a'.repeat(64);
+export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
+
+export interface TestServer {
+  env: Env;
+  running: Running;
+  url: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(vars: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
+  const config = loadConfig({
+    SVC_DATA_DIR: dataDir,
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    SVC_PASSWORD_COST: '14',
+    SVC_AUTH_RATE_LIMIT: '1000',
+    SVC_LOG_LEVEL: 'silent',
+    ...vars,
+  });
+  const env = await createEnv(config, { log: createLogger(config.logLevel) });
+  await announceSetup(env);
+  const running = await startServer(env);
+  return {
+    env,
+    running,
+    url: running.url,
+    dataDir,
+    async stop() {
+      await running.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function setupToken(s: TestServer): Promise<string> {
+  return (await readFile(join(s.dataDir, 'setup.token'), 'utf8')).trim();
+}
+
+export class Client {
+  cookies = new Map<string, string>();
+  bearer: string | null = null;
+  constructor(readonly base: string, readonly headers: Record<string, string> = {}) {}
+
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
+  async req(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+    const headers: Record<string, string> = { ...this.headers };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.cookies.size) headers.cookie = this.cookieHeader();
+    const csrf = this.cookies.get('svc_csrf');
+    if (csrf && method !== 'GET' && method !== 'HEAD') headers['x-csrf-token'] = csrf;
+    if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
+    Object.assign(headers, extra);
+    for (const [k, v] of Object.entries(headers)) if (v === '') delete headers[k];
+    const res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const eq = pair!.indexOf('=');
+      const name = pair!.slice(0, eq);
+      const value = pair!.slice(eq + 1);
+      if (/Max-Age=0/i.test(c) || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    const text = await res.text();
+    let parsed: any = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  }
+}
+
+/** Runs setup and logs in; returns a client holding the session cookies. */
+export async function adminClient(s: TestServer): Promise<Client> {
+  const c = new Client(s.url);
+  const token = await setupToken(s).catch(() => null);
+  if (token) {
+    const r = await c.req('POST', '/api/setup/admin', { token, ...ADMIN });
+    if (r.status !== 201) throw new Error(`setup failed: ${r.status} ${r.text}`);
+  }
+  const r = await c.req('POST', '/api/auth/login', ADMIN);
+  if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`);
+  return c;
+}

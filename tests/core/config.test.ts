@@ -1,0 +1,60 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, ConfigError } from '../../lib/config.js';
+
+test('defaults follow the contract', () => {
+  const c = loadConfig({});
+  assert.equal(c.port, 9393);
+  assert.equal(c.host, '0.0.0.0');
+  assert.ok(c.dataDir.endsWith('/data'));
+  assert.equal(c.masterKey, null);
+  assert.deepEqual(c.trustedProxies, ['127.0.0.1', '::1']);
+  assert.equal(c.exposure, 'local');
+  assert.equal(c.security.monitor, true);
+  assert.equal(c.security.agent, false);
+  assert.equal(c.security.windowSeconds, 60);
+  assert.equal(c.security.requestThreshold, 300);
+  assert.equal(c.security.errorThreshold, 100);
+  assert.equal(c.security.cooldownSeconds, 600);
+  assert.equal(c.security.maxIps, 1024);
+});
+
+const bad: Array<[string, string]> = [
+  ['SVC_PORT', 'eighty'],
+  ['SVC_PORT', '70000'],
+  ['SVC_MASTER_KEY', 'abc'],
+  ['SVC_MASTER_KEY', 'z'.repeat(64)],
+  ['SVC_TRUSTED_PROXIES', '10.0.0.0/99'],
+  ['SVC_TRUSTED_PROXIES', 'proxy.local'],
+  ['SVC_EXPOSURE', 'internet'],
+  ['SVC_BASE_DOMAIN', 'not a domain'],
+  ['SVC_ENABLE_SHELL', 'maybe'],
+  ['SVC_SECURITY_WINDOW', '0'],
+  ['SVC_SECURITY_REQUEST_THRESHOLD', '-5'],
+  ['SVC_SECURITY_ERROR_THRESHOLD', 'many'],
+  ['SVC_SECURITY_COOLDOWN', '1.5'],
+  ['SVC_SECURITY_MAX_IPS', '0'],
+  ['SVC_SECURITY_ALLOWLIST', '1.2.3.4,nope'],
+  ['SVC_HOST', 'my host'],
+  ['SVC_METRICS_TOKEN', 'short'],
+];
+
+for (const [name, value] of bad) {
+  test(`${name}=${JSON.stringify(value)} is refused, naming the variable`, () => {
+    assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name));
+  });
+}
+
+test('the service refuses to boot on a bad value and says which variable', () => {
+  const cli = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
+  try {
+    execFileSync(process.execPath, [cli, 'serve'], { env: { ...process.env, SVC_SECURITY_MAX_IPS: '-1' }, stdio: 'pipe' });
+    assert.fail('booted');
+  } catch (e) {
+    const err = e as { status: number; stderr: Buffer };
+    assert.equal(err.status, 2);
+    assert.match(err.stderr.toString(), /SVC_SECURITY_MAX_IPS/);
+  }
+});

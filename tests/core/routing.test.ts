@@ -1,0 +1,119 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Request } from '@whatwg-node/fetch';
+import { createApp } from '../../runtime/app.js';
+import { routes } from '../../runtime/routes.gen.js';
+import type { RouteDef } from '../../runtime/route-types.js';
+import { json } from '../../lib/http/respond.js';
+import { memoryEnv } from '../_support/env.js';
+import type { Env } from '../../lib/env.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+let env: Env;
+before(async () => {
+  env = await memoryEnv();
+});
+after(async () => {
+  await env.db.destroy();
+});
+
+test('the committed route table matches the handlers folder', () => {
+  execFileSync(process.execPath, ['scripts/gen-routes.mjs', '--check'], { cwd: root, stdio: 'pipe' });
+});
+
+test('static segments come before parameters, parameters before catch-alls', () => {
+  const rank = (p: string) => p.split('/').map((s) => (s.endsWith('+') ? 2 : s.startsWith(':') ? 1 : 0));
+  for (let i = 1; i < routes.length; i++) {
+    const a = rank(routes[i - 1]!.pattern);
+    const b = rank(routes[i]!.pattern);
+    const n = Math.min(a.length, b.length);
+    for (let k = 0; k < n; k++) {
+      if (a[k] !== b[k]) {
+        assert.ok(a[k]! < b[k]! || routes[i - 1]!.pattern.split('/')[k] !== routes[i]!.pattern.split('/')[k], `${routes[i - 1]!.pattern} before ${routes[i]!.pattern}`);
+        break;
+      }
+    }
+  }
+});
+
+// A table of its own, to show the precedence and parameter rules without depending on real routes.
+const seen: string[] = [];
+const mk = (name: string): RouteDef['module'] => ({
+  auth: 'public',
+  GET: (_req, ctx) => {
+    seen.push(name);
+    return json({ name, params: ctx.params });
+  },
+});
+const table: RouteDef[] = [
+  { pattern: '/api/items/new', file: 'new', module: mk('static') },
+  { pattern: '/api/items/:id', file: 'param', module: { ...mk('param'), DELETE: () => json({}) } },
+  { pattern: '/api/files/:rest+', file: 'rest', module: mk('catchall') },
+];
+
+async function call(method: string, path: string) {
+  const app = createApp(env, table);
+  const res = await app.fetch(new Request('http://x' + path, { method }));
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+}
+
+test('static beats parameter; parameters are decoded', async () => {
+  assert.equal((await call('GET', '/api/items/new')).body.name, 'static');
+  const r = await call('GET', '/api/items/a%20b');
+  assert.equal(r.body.name, 'param');
+  assert.equal(r.body.params.id, 'a b');
+  const c = await call('GET', '/api/files/a/b/c.txt');
+  assert.equal(c.body.name, 'catchall');
+  assert.equal(c.body.params.rest, 'a/b/c.txt');
+});
+
+test('unknown path is 404 in the contract shape; other method is 405 with Allow; HEAD runs GET without a body', async () => {
+  const nf = await call('GET', '/api/nope');
+  assert.equal(nf.status, 404);
+  assert.deepEqual(Object.keys(nf.body).sort(), ['code', 'error']);
+  assert.equal(nf.body.code, 'not_found');
+  const na = await call('POST', '/api/items/1');
+  assert.equal(na.status, 405);
+  assert.equal(na.body.code, 'method_not_allowed');
+  assert.equal(na.headers.get('allow'), 'GET, HEAD, DELETE');
+  const head = await call('HEAD', '/api/items/1');
+  assert.equal(head.status, 200);
+  assert.equal(head.body, null);
+});
+
+test('bad path parameters are 400 and never reach the handler', async () => {
+  seen.length = 0;
+  for (const p of ['/api/items/%00', '/api/items/%E0%A4%A', '/api/items/..%2Fetc', '/api/items/' + 'x'.repeat(300), '/api/files/a/%2e%2e/b', '/api/items/a%0Ab']) {
+    const r = await call('GET', p);
+    assert.equal(r.status, 400, p);
+    assert.equal(r.body.code, 'bad_request', p);
+  }
+  // The URL parser itself resolves an encoded dot-dot segment away: it never reaches a handler either.
+  assert.equal((await call('GET', '/api/items/%2e%2e')).status, 404);
+  assert.deepEqual(seen, []);
+});
+
+test('every route that is not deliberately public answers 401 without credentials', async () => {
+  const app = createApp(env, routes);
+  const publicOk = new Set(['/api/health', '/api/setup/status', '/api/setup/admin', '/api/auth/login', '/metrics']);
+  let checked = 0;
+  for (const r of routes) {
+    const path = r.pattern.replace(/:(\w+)\+/g, 'a/b').replace(/:(\w+)/g, '01m7xsp88xare7pbe7126vxpxd');
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+      if (!r.module[method]) continue;
+      const policy = typeof r.module.auth === 'string' ? r.module.auth : r.module.auth?.[method] ?? 'operator';
+      if (policy !== 'operator') {
+        assert.ok(publicOk.has(r.pattern) || r.pattern.startsWith('/webhooks/') || r.pattern === '/api/auth/totp', `${method} ${r.pattern} is public: is it meant to be?`);
+        continue;
+      }
+      const res = await app.fetch(new Request('http://x' + path, { method, body: method === 'GET' || method === 'DELETE' ? undefined : '{}', headers: { 'content-type': 'application/json' } }));
+      assert.equal(res.status, 401, `${method} ${r.pattern}`);
+      assert.equal(((await res.json()) as { code: string }).code, 'unauthorized');
+      checked++;
+    }
+  }
+  assert.ok(checked >= 10, `checked ${checked} routes`);
+});
