@@ -1,5 +1,5 @@
 // Short-lived signed values (the `svc_pre` TOTP-pending token) use jose with an instance key.
-import { SignJWT, jwtVerify } from 'jose';
+import type * as Jose from 'jose';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
 
@@ -14,8 +14,13 @@ export async function loadSigningKey(db: Db): Promise<Uint8Array> {
 
 export const PRE_AUTH_SECONDS = 300;
 
+// Loaded on first use (only logins with TOTP need it): keeps start-up lean.
+let jose: Promise<typeof Jose> | undefined;
+const lib = () => (jose ??= import('jose'));
+
 export async function signPreAuth(key: Uint8Array, userId: string, now = Date.now()): Promise<string> {
   const iat = Math.floor(now / 1000);
+  const { SignJWT } = await lib();
   return new SignJWT({ purpose: 'totp' })
     .setProtectedHeader({ alg: 'HS256', typ: 'svc-pre' })
     .setSubject(userId)
@@ -28,6 +33,7 @@ export async function signPreAuth(key: Uint8Array, userId: string, now = Date.no
 /** The user id the token was issued for, or null when it is forged, altered or expired. */
 export async function verifyPreAuth(key: Uint8Array, token: string, now = Date.now()): Promise<string | null> {
   if (token.length > 2048) return null;
+  const { jwtVerify } = await lib();
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: ['HS256'],

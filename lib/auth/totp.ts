@@ -1,21 +1,25 @@
 // TOTP (RFC 6238) through otplib: ±1 step of tolerance, and a code's time step may be used once.
-import { generate, generateSecret, generateURI, verify } from 'otplib';
+import type * as Otplib from 'otplib';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 
 const PERIOD = 30;
+
+// Loaded on first use: most requests never touch TOTP, and start-up time and memory count.
+let otplib: Promise<typeof Otplib> | undefined;
+const lib = () => (otplib ??= import('otplib'));
 export const ISSUER = 'svc';
 
 export const totpBinding = (userId: string) => `user:${userId}:totp`;
 
-export function newTotpSecret(): string {
-  return generateSecret();
+export async function newTotpSecret(): Promise<string> {
+  return (await lib()).generateSecret();
 }
 
-export function otpauthUrl(username: string, secret: string): string {
-  return generateURI({ issuer: ISSUER, label: username, secret });
+export async function otpauthUrl(username: string, secret: string): Promise<string> {
+  return (await lib()).generateURI({ issuer: ISSUER, label: username, secret });
 }
 
 export interface TotpOptions {
@@ -24,13 +28,15 @@ export interface TotpOptions {
   algorithm?: 'sha1' | 'sha256' | 'sha512';
 }
 
-export function totpCode(secret: string | Uint8Array, o: TotpOptions = {}): Promise<string> {
-  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<typeof generate>[0]);
+export async function totpCode(secret: string | Uint8Array, o: TotpOptions = {}): Promise<string> {
+  const { generate } = await lib();
+  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<typeof Otplib.generate>[0]);
 }
 
 /** The matched time step, or null. `afterStep` refuses the last used step and anything older. */
 export async function checkTotp(secret: string, code: string, afterStep: number | null, now = Date.now()): Promise<number | null> {
   if (!/^\d{6}$/.test(code)) return null;
+  const { verify } = await lib();
   try {
     const r = await verify({
       secret,
@@ -39,7 +45,7 @@ export async function checkTotp(secret: string, code: string, afterStep: number 
       epochTolerance: PERIOD,
       period: PERIOD,
       ...(afterStep !== null ? { afterTimeStep: afterStep } : {}),
-    } as Parameters<typeof verify>[0]);
+    } as Parameters<typeof Otplib.verify>[0]);
     return r.valid && 'timeStep' in r ? (r.timeStep as number) : null;
   } catch {
     return null;

@@ -22,7 +22,31 @@ export function openDb(dataDir: string | ':memory:'): Db {
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
   raw.pragma('synchronous = NORMAL');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+}
+
+const STATEMENT_CACHE = 256;
+
+/**
+ * Kysely prepares every query afresh; preparing costs more than running a small indexed lookup.
+ * Statements are reused by SQL text (values are bound per call), with a bounded table.
+ */
+function withStatementCache(raw: BetterSqlite3.Database) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare(sqlText: string) {
+      let stmt = cache.get(sqlText);
+      if (stmt) {
+        cache.delete(sqlText);
+      } else {
+        stmt = raw.prepare(sqlText);
+        if (cache.size >= STATEMENT_CACHE) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(sqlText, stmt);
+      return stmt;
+    },
+  };
 }
 
 export async function migrate(db: Db): Promise<void> {

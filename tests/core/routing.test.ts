@@ -86,7 +86,7 @@ test('unknown path is 404 in the contract shape; other method is 405 with Allow;
 
 test('bad path parameters are 400 and never reach the handler', async () => {
   seen.length = 0;
-  for (const p of ['/api/items/%00', '/api/items/%E0%A4%A', '/api/items/..%2Fetc', '/api/items/' + 'x'.repeat(300), '/api/files/a/%2e%2e/b', '/api/items/a%0Ab']) {
+  for (const p of ['/api/items/%00', '/api/items/%E0%A4%A', '/api/items/..%2Fetc', '/api/items/' + 'x'.repeat(300), '/api/files/a/..%2Fb', '/api/items/a%0Ab']) {
     const r = await call('GET', p);
     assert.equal(r.status, 400, p);
     assert.equal(r.body.code, 'bad_request', p);

@@ -26,7 +26,7 @@ for (const [time, sha1, sha256, sha512] of vectors) {
 }
 
 test('a code is accepted one step either side, not two', async () => {
-  const secret = newTotpSecret();
+  const secret = await newTotpSecret();
   const now = 1_700_000_000_000;
   const at = (offsetSteps: number) => totpCode(secret, { epoch: Math.floor(now / 1000) + offsetSteps * 30 });
   assert.notEqual(await checkTotp(secret, await at(0), null, now), null);
@@ -37,7 +37,7 @@ test('a code is accepted one step either side, not two', async () => {
 });
 
 test('a used time step (and any older one) is refused afterwards', async () => {
-  const secret = newTotpSecret();
+  const secret = await newTotpSecret();
   const now = 1_700_000_000_000;
   const code = await totpCode(secret, { epoch: now / 1000 });
   const step = await checkTotp(secret, code, null, now);
@@ -48,7 +48,7 @@ test('a used time step (and any older one) is refused afterwards', async () => {
 });
 
 test('codes of the wrong shape are refused without work', async () => {
-  const secret = newTotpSecret();
+  const secret = await newTotpSecret();
   for (const c of ['', '12345', '1234567', 'abcdef', '12 345']) assert.equal(await checkTotp(secret, c, null), null);
 });
 

@@ -1,0 +1,142 @@
+// Image builds through the engine API: the context is streamed as a tar of the working copy,
+// honouring .dockerignore, and the build output comes back line by line.
+import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { join, posix } from 'node:path';
+import dockerignore from '@balena/dockerignore';
+import { pack as tarPack, type Pack, type Header } from 'tar-stream';
+import type { Engine } from './engine.js';
+import { StackError, guard } from './engine.js';
+import { LABEL_APP, LABEL_MANAGED, LABEL_SERVICE, LABEL_DEPLOYMENT } from './names.js';
+
+export interface BuildOptions {
+  contextDir: string;
+  dockerfile?: string;
+  args?: Record<string, string>;
+  target?: string;
+  tag: string;
+  labels?: Record<string, string>;
+  signal?: AbortSignal;
+  onLog?: (line: string) => void;
+  /** Refuse contexts larger than this (default 1 GiB). */
+  maxContextBytes?: number;
+}
+
+/** Builds an image; resolves with its id, rejects with the builder's error message. */
+export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ imageId: string }> {
+  const dockerfile = opts.dockerfile ?? 'Dockerfile';
+  const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3);
+  const log = opts.onLog ?? (() => {});
+  return guard(engine, async () => {
+    const stream = await engine.docker.buildImage(pack as unknown as NodeJS.ReadableStream, {
+      t: opts.tag,
+      dockerfile,
+      buildargs: opts.args ?? {},
+      ...(opts.target ? { target: opts.target } : {}),
+      labels: opts.labels ?? {},
+      rm: true,
+      forcerm: true,
+      abortSignal: opts.signal,
+    } as Parameters<typeof engine.docker.buildImage>[1]);
+    let imageId = '';
+    let failure: string | undefined;
+    let buf = '';
+    let partial = '';
+    const handle = (line: string) => {
+      if (!line.trim()) return;
+      let msg: { stream?: string; error?: string; status?: string; aux?: { ID?: string } };
+      try { msg = JSON.parse(line); } catch { return; }
+      if (msg.error) failure = msg.error;
+      if (msg.aux?.ID) imageId = msg.aux.ID;
+      const text = msg.stream ?? msg.status ?? msg.error;
+      if (text) {
+        // Build output arrives in arbitrary pieces; emit whole lines only.
+        partial += text;
+        const lines = partial.split(/\r?\n/);
+        partial = lines.pop() ?? '';
+        for (const l of lines) if (l.trim()) log(l);
+      }
+    };
+    try {
+      for await (const chunk of stream) {
+        buf += chunk.toString();
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          handle(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
+      }
+    } catch (e) {
+      opts.signal?.throwIfAborted();
+      throw e;
+    }
+    handle(buf);
+    if (partial.trim()) log(partial);
+    opts.signal?.throwIfAborted();
+    if (failure) throw new StackError(`build failed: ${failure.trim()}`);
+    if (!imageId) imageId = (await engine.docker.getImage(opts.tag).inspect()).Id;
+    return { imageId };
+  });
+}
+
+export function buildLabels(app: string, service: string, deploymentId: string): Record<string, string> {
+  return { [LABEL_MANAGED]: 'true', [LABEL_APP]: app, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: deploymentId };
+}
+
+type IgnoreFactory = typeof import('@balena/dockerignore').default;
+// The package is CommonJS with a default-export typing; at runtime the factory is module.exports.
+const ignore = ((dockerignore as unknown as { default?: IgnoreFactory }).default ?? dockerignore) as unknown as IgnoreFactory;
+
+async function packContext(dir: string, dockerfile: string, maxBytes: number): Promise<Pack> {
+  let rules: string[] = [];
+  try {
+    rules = (await readFile(join(dir, '.dockerignore'), 'utf8')).split(/\r?\n/);
+  } catch { /* no .dockerignore */ }
+  const ig = ignore().add(rules);
+  const keep = new Set([posix.normalize(dockerfile), '.dockerignore']);
+  const entries: { rel: string; abs: string }[] = [];
+  let total = 0;
+  const walk = async (rel: string) => {
+    for (const name of (await readdir(join(dir, rel))).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = await lstat(join(dir, r));
+      if (ig.ignores(r) && !keep.has(r)) {
+        // A later "!pattern" may re-include something inside an ignored folder: keep walking then.
+        if (!st.isDirectory() || !rules.some((l) => l.trim().startsWith('!'))) continue;
+      } else entries.push({ rel: r, abs: join(dir, r) });
+      if (st.isFile()) {
+        total += st.size;
+        if (total > maxBytes) throw new StackError(`build context is larger than ${maxBytes} bytes`);
+      }
+      if (st.isDirectory()) await walk(r);
+    }
+  };
+  await walk('');
+  const pack = tarPack();
+  void (async () => {
+    try {
+      for (const { rel, abs } of entries) {
+        const st = await lstat(abs);
+        const base = { name: rel, mode: st.mode & 0o7777, mtime: st.mtime, uid: 0, gid: 0 };
+        if (st.isDirectory()) await entry(pack, { ...base, type: 'directory' });
+        else if (st.isSymbolicLink()) await entry(pack, { ...base, type: 'symlink', linkname: await readlink(abs) });
+        else if (st.isFile()) {
+          await new Promise<void>((resolve, reject) => {
+            const w = pack.entry({ ...base, type: 'file', size: st.size }, (err) => (err ? reject(err) : resolve()));
+            const rs = createReadStream(abs);
+            rs.on('error', reject);
+            rs.pipe(w as unknown as NodeJS.WritableStream);
+          });
+        }
+      }
+      pack.finalize();
+    } catch (e) {
+      pack.destroy(e as Error);
+    }
+  })();
+  return pack;
+}
+
+function entry(pack: Pack, header: Partial<Header> & { name: string }): Promise<void> {
+  return new Promise((resolve, reject) => pack.entry(header, (err) => (err ? reject(err) : resolve())));
+}

@@ -1,0 +1,265 @@
+// Container-level building blocks. stackUp composes them one way (replace in place); the
+// deploy pipeline composes them blue/green: create next to the old ones without the service
+// alias, wait until ready, then move the alias with setAliases and remove the old containers.
+import type Docker from 'dockerode';
+import type { Engine } from './engine.js';
+import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './engine.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_MANAGED, LABEL_SERVICE, appFilter, containerName, imageTag } from './names.js';
+import type { PlanService, StackPlan } from './plan.js';
+import type { DependsCondition } from '../compose/index.js';
+
+export interface AppContainer {
+  id: string;
+  name: string;
+  service: string;
+  deployment: string;
+  index: number;
+  state: string;
+  /** Docker's status text, e.g. "Up 3 minutes (healthy)". */
+  statusText: string;
+  health: 'healthy' | 'unhealthy' | 'starting' | 'none';
+  image: string;
+  created: number;
+  ports: Docker.Port[];
+  /** Network name -> aliases the container holds there. */
+  networks: Record<string, string[]>;
+}
+
+export function healthFromStatus(status: string): AppContainer['health'] {
+  if (status.includes('(healthy)')) return 'healthy';
+  if (status.includes('(unhealthy)')) return 'unhealthy';
+  if (status.includes('(health: starting)')) return 'starting';
+  return 'none';
+}
+
+/** Every container of the app, found by label only. */
+export async function listAppContainers(engine: Engine, app: string, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
+  const labels = [`${LABEL_APP}=${app}`];
+  if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
+  if (filter.deployment) labels.push(`${LABEL_DEPLOYMENT}=${filter.deployment}`);
+  return guard(engine, async () => {
+    const list = await engine.docker.listContainers({ all: true, filters: { label: labels } });
+    return list
+      .filter((c) => c.Labels?.[LABEL_APP] === app)
+      .map((c) => ({
+        id: c.Id,
+        name: (c.Names[0] ?? '').replace(/^\//, ''),
+        service: c.Labels[LABEL_SERVICE] ?? '',
+        deployment: c.Labels[LABEL_DEPLOYMENT] ?? '',
+        index: Number(c.Labels[LABEL_INDEX] ?? 0),
+        state: c.State,
+        statusText: c.Status,
+        health: healthFromStatus(c.Status),
+        image: c.Image,
+        created: c.Created,
+        ports: c.Ports ?? [],
+        networks: Object.fromEntries(Object.entries(c.NetworkSettings?.Networks ?? {}).map(([n, info]) => [n, (info.Aliases as string[] | null) ?? []])),
+      }))
+      .sort((a, b) => a.created - b.created || a.index - b.index);
+  });
+}
+
+export interface CreateOptions {
+  deploymentId: string;
+  /** Container number; default: the lowest whose name no container on the host uses. */
+  index?: number;
+  /**
+   * Aliases on the service's networks. Default: the service name plus its compose aliases.
+   * Pass [] to start a container nobody reaches by the service name yet (blue/green).
+   */
+  aliases?: string[];
+  /** Image to run; default the plan's image, else the deployment's build tag. */
+  image?: string;
+  /** Extra labels (e.g. a config hash); svc.* labels cannot be overridden. */
+  labels?: Record<string, string>;
+}
+
+export function planService(plan: StackPlan, service: string): PlanService {
+  const s = plan.services.find((x) => x.name === service);
+  if (!s) throw new StackError(`service "${service}" is not in the plan`, service);
+  return s;
+}
+
+export function serviceImage(plan: StackPlan, svc: PlanService, deploymentId: string): string {
+  return svc.image ?? imageTag(plan.app, svc.name, deploymentId);
+}
+
+/** Creates (does not start) a container for one service of the plan. */
+export async function createServiceContainer(engine: Engine, plan: StackPlan, service: string, opts: CreateOptions): Promise<{ id: string; name: string }> {
+  const svc = planService(plan, service);
+  const image = opts.image ?? serviceImage(plan, svc, opts.deploymentId);
+  return guard(engine, async () => {
+    try {
+      await engine.docker.getImage(image).inspect();
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      throw new StackError(`image "${image}" for service "${service}" is not present on the engine${svc.image ? ' (pull it or build it first)' : ' (build it first)'}`, service);
+    }
+    let networkMode: string;
+    const first = svc.networks[0];
+    if (svc.networkMode && 'none' in svc.networkMode) networkMode = 'none';
+    else if (svc.networkMode) {
+      const peers = (await listAppContainers(engine, plan.app, { service: svc.networkMode.service })).filter((c) => c.state === 'running');
+      const peer = peers.at(-1);
+      if (!peer) throw new StackError(`service "${service}" shares the network of "${svc.networkMode.service}", which is not running`, service);
+      networkMode = `container:${peer.id}`;
+    } else networkMode = first.name;
+    const aliasesFor = (composeAliases: string[]) => opts.aliases ?? [svc.name, ...composeAliases];
+    const labels = {
+      ...svc.labels,
+      ...opts.labels,
+      [LABEL_MANAGED]: 'true',
+      [LABEL_APP]: plan.app,
+      [LABEL_SERVICE]: svc.name,
+      [LABEL_DEPLOYMENT]: opts.deploymentId,
+    };
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const index = opts.index ?? (await freeIndex(engine, plan.app, svc.name));
+      const name = containerName(plan.app, svc.name, index);
+      try {
+        const created = await engine.docker.createContainer({
+          ...svc.config,
+          name,
+          Image: image,
+          Env: svc.env,
+          Labels: { ...labels, [LABEL_INDEX]: String(index) },
+          HostConfig: { ...svc.config.HostConfig, NetworkMode: networkMode },
+          ...(first && !svc.networkMode ? { NetworkingConfig: { EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } } } } : {}),
+        });
+        try {
+          if (!svc.networkMode) {
+            for (const n of svc.networks.slice(1)) await engine.docker.getNetwork(n.name).connect({ Container: created.id, EndpointConfig: { Aliases: aliasesFor(n.aliases) } });
+          }
+        } catch (e) {
+          await created.remove({ force: true, v: true }).catch(() => {});
+          throw e;
+        }
+        return { id: created.id, name };
+      } catch (e) {
+        // Another container took the name between our look and our create: try the next one.
+        if (statusOf(e) === 409 && opts.index === undefined) continue;
+        if (statusOf(e) === 409) throw new EngineConflictError(`container name "${name}" is taken`);
+        throw e;
+      }
+    }
+    throw new EngineConflictError(`no free container name for service "${service}"`);
+  });
+}
+
+async function freeIndex(engine: Engine, app: string, service: string): Promise<number> {
+  const prefix = containerName(app, service, 0).slice(0, -1);
+  // Names of every container on the host (not only ours): a stray one may hold a name we'd pick.
+  const all = await engine.docker.listContainers({ all: true, filters: { name: [prefix] } });
+  const used = new Set(all.flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))));
+  let i = 1;
+  while (used.has(containerName(app, service, i))) i++;
+  return i;
+}
+
+export async function startContainer(engine: Engine, id: string): Promise<void> {
+  await guard(engine, async () => {
+    try {
+      await engine.docker.getContainer(id).start();
+    } catch (e) {
+      if (statusOf(e) !== 304) throw e; // already started
+    }
+  });
+}
+
+export async function stopContainer(engine: Engine, id: string, timeoutSeconds?: number): Promise<void> {
+  await guard(engine, async () => {
+    try {
+      await engine.docker.getContainer(id).stop(timeoutSeconds === undefined ? {} : { t: timeoutSeconds });
+    } catch (e) {
+      if (statusOf(e) !== 304 && !isNotFound(e)) throw e;
+    }
+  });
+}
+
+export async function removeContainer(engine: Engine, id: string): Promise<void> {
+  await guard(engine, async () => {
+    try {
+      await engine.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (e) {
+      // 409 "removal already in progress" counts as gone: retries converge.
+      if (!isNotFound(e) && statusOf(e) !== 409) throw e;
+    }
+  });
+}
+
+/** Removes every container of one deployment (a failed or interrupted one). */
+export async function removeDeploymentContainers(engine: Engine, app: string, deploymentId: string): Promise<string[]> {
+  const list = await listAppContainers(engine, app, { deployment: deploymentId });
+  for (const c of list) await removeContainer(engine, c.id);
+  return list.map((c) => c.name);
+}
+
+/**
+ * Replaces the aliases a container holds on each of the service's networks. Docker cannot edit
+ * aliases in place, so this disconnects and reconnects; do it on a container that is not yet
+ * the one serving (the new one before it takes over, or the old one after).
+ */
+export async function setAliases(engine: Engine, plan: StackPlan, service: string, containerId: string, aliases: string[] | 'default'): Promise<void> {
+  const svc = planService(plan, service);
+  await guard(engine, async () => {
+    const info = await engine.docker.getContainer(containerId).inspect();
+    if (info.Config.Labels?.[LABEL_APP] !== plan.app) throw new EngineConflictError(`container ${containerId} does not belong to app "${plan.app}"`);
+    for (const n of svc.networks) {
+      const net = engine.docker.getNetwork(n.name);
+      if (info.NetworkSettings.Networks[n.name]) await net.disconnect({ Container: containerId, Force: true });
+      await net.connect({ Container: containerId, EndpointConfig: { Aliases: aliases === 'default' ? [svc.name, ...n.aliases] : aliases } });
+    }
+  });
+}
+
+export interface WaitOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  pollMs?: number;
+}
+
+/**
+ * Waits until a container meets a depends_on condition: started (running), healthy (its
+ * healthcheck passes), or completed successfully (exited 0). Fails fast on exit/unhealthy.
+ */
+export async function waitForCondition(engine: Engine, id: string, condition: DependsCondition, opts: WaitOptions = {}): Promise<void> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
+  const pollMs = opts.pollMs ?? 500;
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const info = await guard(engine, () => engine.docker.getContainer(id).inspect());
+    const name = info.Name.replace(/^\//, '');
+    const st = info.State;
+    if (condition === 'service_completed_successfully') {
+      if (st.Status === 'exited' || st.Status === 'dead') {
+        if (st.ExitCode === 0) return;
+        throw new StackError(`${name} exited with code ${st.ExitCode}`);
+      }
+    } else {
+      if (st.Status === 'exited' || st.Status === 'dead') throw new StackError(`${name} exited with code ${st.ExitCode}${st.Error ? `: ${st.Error}` : ''}`);
+      if (condition === 'service_started' && st.Running) return;
+      if (condition === 'service_healthy') {
+        const h = st.Health?.Status;
+        if (!h) throw new StackError(`${name} has no healthcheck to wait for`);
+        if (h === 'healthy') return;
+        if (h === 'unhealthy') {
+          const last = st.Health?.Log?.at(-1);
+          throw new StackError(`${name} is unhealthy${last ? `: exit ${last.ExitCode}, ${String(last.Output).trim().slice(0, 300)}` : ''}`);
+        }
+      }
+    }
+    if (Date.now() > deadline) throw new StackError(`${name} did not reach ${condition} within ${Math.round((opts.timeoutMs ?? 120_000) / 1000)} s`);
+    await sleep(pollMs, opts.signal);
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export { appFilter };

@@ -1,0 +1,72 @@
+// The handle every engine function takes first. Errors that mean "no engine to talk to"
+// become EngineUnavailableError (naming the socket) so the HTTP layer can answer 503.
+import Docker from 'dockerode';
+
+export interface Engine {
+  readonly docker: Docker;
+  readonly socketPath: string;
+}
+
+export function createEngine(opts: { socketPath?: string; timeoutMs?: number } = {}): Engine {
+  const socketPath = opts.socketPath ?? '/var/run/docker.sock';
+  // No global timeout: event streams, builds and log follows are long-lived by design.
+  return { docker: new Docker({ socketPath, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) }), socketPath };
+}
+
+export class EngineUnavailableError extends Error {
+  readonly code = 'service_unavailable';
+  constructor(readonly socketPath: string, cause?: unknown) {
+    super(`Docker engine unavailable at unix://${socketPath}${cause instanceof Error && 'code' in cause ? ` (${String((cause as NodeJS.ErrnoException).code)})` : ''}`, { cause });
+    this.name = 'EngineUnavailableError';
+  }
+}
+
+/** A state conflict the caller should report as 409 (name taken by something we don't own...). */
+export class EngineConflictError extends Error {
+  readonly code = 'conflict';
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineConflictError';
+  }
+}
+
+/** A failed stack operation with a readable reason (dependency unhealthy, image missing...). */
+export class StackError extends Error {
+  constructor(message: string, readonly service?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StackError';
+  }
+}
+
+const CONNECT_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'ENOTSOCK', 'EPIPE', 'ETIMEDOUT']);
+
+export function isConnectError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && CONNECT_CODES.has(code) && (e as { statusCode?: number }).statusCode === undefined;
+}
+
+export function mapEngineError(engine: Engine, e: unknown): unknown {
+  return isConnectError(e) ? new EngineUnavailableError(engine.socketPath, e) : e;
+}
+
+/** Runs fn, translating connection failures into EngineUnavailableError. */
+export async function guard<T>(engine: Engine, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw mapEngineError(engine, e);
+  }
+}
+
+export function statusOf(e: unknown): number | undefined {
+  return (e as { statusCode?: number } | undefined)?.statusCode;
+}
+
+export function isNotFound(e: unknown): boolean {
+  return statusOf(e) === 404;
+}
+
+/** Pings the engine; throws EngineUnavailableError when it cannot be reached. */
+export async function pingEngine(engine: Engine): Promise<void> {
+  await guard(engine, () => engine.docker.ping());
+}

@@ -1,0 +1,123 @@
+// Docker's event stream, narrowed to containers we manage, with reconnects. Resuming from the
+// last event's time means a reconnect neither loses nor repeats events (Docker replays from `since`).
+import type { Engine } from './engine.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from './names.js';
+import { sleep } from './containers.js';
+
+export interface ContainerEvent {
+  app: string;
+  service: string;
+  /** Container name. */
+  container: string;
+  container_id: string;
+  deployment: string;
+  /** Docker's action: start, die, stop, kill, restart, health_status, destroy, create, oom... */
+  action: string;
+  /** What the container now is: running, exited, healthy, unhealthy, removed, created, paused... */
+  status: string;
+  exit_code?: number;
+  /** ISO-8601. */
+  at: string;
+}
+
+interface RawEvent {
+  Type?: string;
+  Action?: string;
+  status?: string;
+  id?: string;
+  time?: number;
+  timeNano?: number;
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
+}
+
+const STATUS: Record<string, string> = {
+  create: 'created', start: 'running', restart: 'running', unpause: 'running', pause: 'paused',
+  die: 'exited', stop: 'exited', kill: 'killed', oom: 'oom', destroy: 'removed',
+};
+
+export function toContainerEvent(e: RawEvent): ContainerEvent | null {
+  const attrs = e.Actor?.Attributes ?? {};
+  const app = attrs[LABEL_APP];
+  if (e.Type !== 'container' || !app || !e.Action) return null;
+  let action = e.Action;
+  let status: string | undefined;
+  if (action.startsWith('health_status')) {
+    status = action.split(':')[1]?.trim() || 'unknown';
+    action = 'health_status';
+  } else if (action.startsWith('exec_')) return null;
+  else status = STATUS[action];
+  if (!status) return null;
+  const exit = attrs.exitCode !== undefined ? Number(attrs.exitCode) : undefined;
+  return {
+    app,
+    service: attrs[LABEL_SERVICE] ?? '',
+    container: attrs.name ?? '',
+    container_id: e.Actor?.ID ?? e.id ?? '',
+    deployment: attrs[LABEL_DEPLOYMENT] ?? '',
+    action,
+    status,
+    ...(exit !== undefined && Number.isFinite(exit) ? { exit_code: exit } : {}),
+    at: new Date(e.timeNano ? Math.floor(e.timeNano / 1e6) : (e.time ?? 0) * 1000).toISOString(),
+  };
+}
+
+export interface FollowOptions {
+  /** Called when the stream fails or ends; the follower reconnects anyway. */
+  onError?: (err: unknown, retryInMs: number) => void;
+  maxBackoffMs?: number;
+}
+
+/** Follows events until signal aborts. Never throws for stream trouble: it backs off and reconnects. */
+export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) => void, signal: AbortSignal, opts: FollowOptions = {}): Promise<void> {
+  let since = Math.floor(Date.now() / 1000);
+  let backoff = 250;
+  const maxBackoff = opts.maxBackoffMs ?? 10_000;
+  let lastNano = 0;
+  while (!signal.aborted) {
+    try {
+      const stream = (await engine.docker.getEvents({
+        since,
+        filters: { type: ['container'], label: [LABEL_APP] },
+        abortSignal: signal,
+      } as Parameters<typeof engine.docker.getEvents>[0])) as NodeJS.ReadableStream & { destroy?: () => void };
+      const onAbort = () => stream.destroy?.();
+      signal.addEventListener('abort', onAbort, { once: true });
+      let buf = '';
+      try {
+        for await (const chunk of stream) {
+          backoff = 250;
+          buf += chunk.toString();
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            let raw: RawEvent;
+            try { raw = JSON.parse(line) as RawEvent; } catch { continue; }
+            // `since` has one-second resolution: skip what we already delivered after a reconnect.
+            if (raw.timeNano && raw.timeNano <= lastNano) continue;
+            if (raw.timeNano) lastNano = raw.timeNano;
+            if (raw.time) since = raw.time;
+            const ev = toContainerEvent(raw);
+            if (ev) {
+              try { onEvent(ev); } catch { /* a subscriber's bug must not kill the follower */ }
+            }
+          }
+        }
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+      if (signal.aborted) return;
+      opts.onError?.(new Error('event stream ended'), backoff);
+    } catch (e) {
+      if (signal.aborted) return;
+      opts.onError?.(e, backoff);
+    }
+    try {
+      await sleep(backoff, signal);
+    } catch {
+      return;
+    }
+    backoff = Math.min(backoff * 2, maxBackoff);
+  }
+}

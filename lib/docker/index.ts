@@ -1,0 +1,13 @@
+export { createEngine, pingEngine, guard, mapEngineError, isConnectError, isNotFound, EngineUnavailableError, EngineConflictError, StackError, type Engine } from './engine.js';
+export * from './names.js';
+export { planStack, insideWorkdir, type StackPlan, type PlanService, type PlanNetwork, type PlanVolume, type PlanOptions, type PlanResult } from './plan.js';
+export { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
+export {
+  listAppContainers, createServiceContainer, startContainer, stopContainer, removeContainer, removeDeploymentContainers,
+  setAliases, waitForCondition, serviceImage, planService, healthFromStatus, type AppContainer, type CreateOptions, type WaitOptions,
+} from './containers.js';
+export { stackUp, stackStop, stackStart, stackRestart, stackRemove, type UpOptions, type UpResult, type RemoveResult } from './stack.js';
+export { listServices, type ServiceState, type PublishedPort } from './services.js';
+export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
+export { ensureControlNetwork } from './control.js';
+export { buildImage, buildLabels, type BuildOptions } from './build.js';

@@ -1,0 +1,39 @@
+// Names are for humans; ownership is decided by labels (LABEL_APP) and nothing else.
+
+export const LABEL_MANAGED = 'svc.managed';
+export const LABEL_APP = 'svc.app';
+export const LABEL_SERVICE = 'svc.service';
+export const LABEL_DEPLOYMENT = 'svc.deployment';
+export const LABEL_INDEX = 'svc.index';
+export const LABEL_VOLUME = 'svc.volume';
+export const LABEL_NETWORK = 'svc.network';
+/** Marks the control plane's own network and container: never joined by an app. */
+export const LABEL_ROLE = 'svc.role';
+export const CONTROL_NETWORK = 'svc-control';
+
+export const APP_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export function assertAppName(app: string): void {
+  if (!APP_NAME.test(app)) throw new Error(`invalid app name "${app}"`);
+}
+
+export function networkName(app: string, key = 'default'): string {
+  return key === 'default' ? `svc-${app}` : `svc-${app}_${key}`;
+}
+
+export function volumeName(app: string, key: string): string {
+  return `svc-${app}_${key}`;
+}
+
+export function containerName(app: string, service: string, index: number): string {
+  return `svc-${app}-${service}-${index}`;
+}
+
+/** Tag for images the control plane builds: one per deployment, kept for rollback. */
+export function imageTag(app: string, service: string, deploymentId: string): string {
+  return `svc/${app}-${service}:${deploymentId.toLowerCase().replace(/[^a-z0-9_.-]/g, '-').slice(0, 128)}`;
+}
+
+export function appFilter(app: string): { label: string[] } {
+  return { label: [`${LABEL_APP}=${app}`] };
+}

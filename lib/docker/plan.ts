@@ -1,0 +1,224 @@
+// Compose model + app -> a stack plan: everything the engine needs to create containers,
+// already in Docker's terms, so creation code has no compose knowledge left in it.
+import { readFile, realpath } from 'node:fs/promises';
+import { dirname, join, relative, resolve, isAbsolute } from 'node:path';
+import type Docker from 'dockerode';
+import { parseDotenv, startOrder, type ComposeModel, type DependsCondition, type Finding, type ServiceSpec } from '../compose/index.js';
+import { assertAppName, networkName, volumeName } from './names.js';
+
+export interface PlanNetwork { key: string; name: string; internal: boolean; labels: Record<string, string> }
+export interface PlanVolume { key: string; name: string; labels: Record<string, string> }
+
+export interface PlanService {
+  name: string;
+  /** The image to run; null when the service is built (tagged per deployment at up time). */
+  image: string | null;
+  build?: { contextDir: string; dockerfile: string; args: Record<string, string>; target?: string };
+  /** `KEY=value`, exactly as the container will see it. */
+  env: string[];
+  dependsOn: { service: string; condition: DependsCondition }[];
+  /** Docker network names with the compose aliases (the service name is always added). */
+  networks: { name: string; aliases: string[] }[];
+  /** `none`, or the service whose network namespace this one joins. */
+  networkMode?: { none: true } | { service: string };
+  hasHealthcheck: boolean;
+  /** Fixed host ports mean two copies cannot run side by side (no blue/green). */
+  publishesFixedHostPort: boolean;
+  labels: Record<string, string>;
+  /** Container config minus name, image, labels, env and networking. */
+  config: Omit<Docker.ContainerCreateOptions, 'name' | 'Image' | 'Labels' | 'Env' | 'NetworkingConfig'>;
+}
+
+export interface StackPlan {
+  app: string;
+  /** The app network every service joins by default: `svc-<app>`. */
+  network: string;
+  networks: PlanNetwork[];
+  volumes: PlanVolume[];
+  /** In start order (dependencies first). */
+  services: PlanService[];
+}
+
+export interface PlanOptions {
+  app: string;
+  /** The app's env: base layer of every service's environment (see injectAppEnv). */
+  env?: Readonly<Record<string, string>>;
+  /**
+   * Precedence, lowest first: image < app env (when true, the default) < env_file < `environment`.
+   * The compose file is the more specific statement, and it can defer to the app env with `${VAR}`.
+   */
+  injectAppEnv?: boolean;
+  /** The app's working copy; needed for builds, env_file and relative binds. */
+  workdir?: string;
+  /** Host IP for published ports that name none (e.g. 127.0.0.1 in a local-only exposure). */
+  defaultHostIp?: string;
+}
+
+export type PlanResult = { ok: true; plan: StackPlan; findings: Finding[] } | { ok: false; findings: Finding[] };
+
+export async function planStack(model: ComposeModel, opts: PlanOptions): Promise<PlanResult> {
+  assertAppName(opts.app);
+  const findings: Finding[] = [];
+  const appEnv = opts.env ?? {};
+  const workdir = opts.workdir ? await realpath(opts.workdir) : undefined;
+  const networks: PlanNetwork[] = Object.values(model.networks).map((n) => ({ key: n.name, name: networkName(opts.app, n.name), internal: n.internal, labels: n.labels }));
+  const volumes: PlanVolume[] = Object.values(model.volumes).map((v) => ({ key: v.name, name: volumeName(opts.app, v.name), labels: v.labels }));
+  const services: PlanService[] = [];
+  for (const name of startOrder(model.services)) {
+    const spec = model.services[name];
+    const err = (key: string, message: string) => findings.push({ level: 'error', service: name, key, message });
+    const env = await serviceEnv(spec, appEnv, opts.injectAppEnv ?? true, workdir, err);
+    const mounts: Docker.MountSettings[] = [];
+    for (const [i, m] of spec.volumes.entries()) {
+      if (m.type === 'volume') mounts.push({ Type: 'volume', Source: volumeName(opts.app, m.source), Target: m.target, ReadOnly: m.readOnly, ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}) });
+      else if (m.type === 'anonymous') mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
+      else if (m.type === 'tmpfs') mounts.push({ Type: 'tmpfs', Source: '', Target: m.target, ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}) });
+      else if (m.relative) {
+        if (!workdir) { err(`volumes[${i}]`, 'relative bind mounts need the app\'s working copy'); continue; }
+        const src = await insideWorkdir(workdir, m.source);
+        if (!src) { err(`volumes[${i}]`, `bind source "${m.source}" resolves outside the app's working copy`); continue; }
+        mounts.push({ Type: 'bind', Source: src, Target: m.target, ReadOnly: m.readOnly });
+      } else mounts.push({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly });
+    }
+    let build: PlanService['build'];
+    if (spec.build) {
+      if (!workdir) err('build', 'building needs the app\'s working copy');
+      else {
+        const contextDir = await insideWorkdir(workdir, spec.build.context);
+        if (!contextDir) err('build.context', 'build context resolves outside the working copy');
+        else build = { contextDir, dockerfile: spec.build.dockerfile, args: spec.build.args, target: spec.build.target };
+      }
+    }
+    const exposed: Record<string, object> = {};
+    const bindings: Docker.PortMap = {};
+    for (const e of spec.expose) exposed[e] = {};
+    for (const p of spec.ports) {
+      const key = `${p.target}/${p.protocol}`;
+      exposed[key] = {};
+      (bindings[key] ??= []).push({ HostIp: p.hostIp ?? opts.defaultHostIp ?? '', HostPort: p.published === undefined ? '' : String(p.published) });
+    }
+    const hc = spec.healthcheck;
+    const hostConfig: Docker.HostConfig = {
+      Mounts: mounts,
+      PortBindings: bindings,
+      RestartPolicy: spec.restart ? { Name: spec.restart.name, MaximumRetryCount: spec.restart.name === 'on-failure' ? spec.restart.maxRetries : 0 } : { Name: 'no' },
+      ...(spec.limits?.nanoCpus ? { NanoCpus: spec.limits.nanoCpus } : {}),
+      ...(spec.limits?.memoryBytes ? { Memory: spec.limits.memoryBytes } : {}),
+      ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
+      ...(spec.capDrop.length ? { CapDrop: spec.capDrop } : {}),
+      ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
+      ...(spec.tmpfs.length ? { Tmpfs: Object.fromEntries(spec.tmpfs.map((t) => { const [p, o] = t.split(/:(.*)/s); return [p, o ?? '']; })) } : {}),
+      ...(spec.init ? { Init: true } : {}),
+      ...(spec.readOnly ? { ReadonlyRootfs: true } : {}),
+      ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
+      ...(Object.keys(spec.sysctls).length ? { Sysctls: spec.sysctls } : {}),
+      ...(spec.securityOpt.length ? { SecurityOpt: spec.securityOpt } : {}),
+    };
+    services.push({
+      name,
+      image: spec.image ?? null,
+      build,
+      env,
+      dependsOn: Object.entries(spec.dependsOn).map(([service, d]) => ({ service, condition: d.condition })),
+      networks: spec.networkMode ? [] : Object.entries(Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } })
+        .map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
+      networkMode: spec.networkMode === 'none' ? { none: true } : spec.networkMode ? { service: spec.networkMode.slice('service:'.length) } : undefined,
+      hasHealthcheck: !!hc && hc.test[0] !== 'NONE',
+      publishesFixedHostPort: spec.ports.some((p) => p.published !== undefined),
+      labels: spec.labels,
+      config: {
+        ...(spec.command ? { Cmd: spec.command } : {}),
+        ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
+        ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+        ...(spec.user ? { User: spec.user } : {}),
+        ...(spec.hostname ? { Hostname: spec.hostname } : {}),
+        ...(spec.tty ? { Tty: true } : {}),
+        ...(spec.stdinOpen ? { OpenStdin: true } : {}),
+        ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
+        ...(spec.stopGracePeriodMs !== undefined ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) } : {}),
+        ExposedPorts: exposed,
+        ...(hc ? { Healthcheck: {
+          Test: hc.test.length ? hc.test : undefined,
+          ...(hc.intervalMs !== undefined ? { Interval: hc.intervalMs * 1e6 } : {}),
+          ...(hc.timeoutMs !== undefined ? { Timeout: hc.timeoutMs * 1e6 } : {}),
+          ...(hc.startPeriodMs !== undefined ? { StartPeriod: hc.startPeriodMs * 1e6 } : {}),
+          ...(hc.retries !== undefined ? { Retries: hc.retries } : {}),
+        } } : {}),
+        HostConfig: hostConfig,
+      },
+    });
+  }
+  for (const s of services) {
+    for (const d of s.dependsOn) {
+      const dep = services.find((x) => x.name === d.service);
+      if (d.condition === 'service_healthy' && dep && !dep.hasHealthcheck) {
+        findings.push({ level: 'error', service: s.name, key: `depends_on.${d.service}`, message: `waits for "${d.service}" to be healthy, but it has no healthcheck` });
+      }
+    }
+  }
+  if (findings.some((f) => f.level === 'error')) return { ok: false, findings };
+  return { ok: true, findings, plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services } };
+}
+
+async function serviceEnv(
+  spec: ServiceSpec,
+  appEnv: Readonly<Record<string, string>>,
+  inject: boolean,
+  workdir: string | undefined,
+  err: (key: string, message: string) => void,
+): Promise<string[]> {
+  const env = new Map<string, string>(inject ? Object.entries(appEnv) : []);
+  for (const [i, f] of spec.envFiles.entries()) {
+    const key = spec.envFiles.length > 1 ? `env_file[${i}]` : 'env_file';
+    if (!workdir) { err(key, 'env_file needs the app\'s working copy'); continue; }
+    const file = await insideWorkdir(workdir, f.path);
+    if (!file) { err(key, `env file "${f.path}" resolves outside the working copy`); continue; }
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch {
+      if (f.required) err(key, `env file "${f.path}" not found`);
+      continue;
+    }
+    for (const { key: k, value } of parseDotenv(text)) env.set(k, value);
+  }
+  for (const [k, v] of Object.entries(spec.environment)) {
+    if (v !== null) env.set(k, v);
+    else if (Object.prototype.hasOwnProperty.call(appEnv, k)) env.set(k, appEnv[k]);
+    else env.delete(k);
+  }
+  const out: string[] = [];
+  for (const [k, v] of env) {
+    if (v.includes('\0') || k.includes('\0')) { err(`environment.${k}`, 'values cannot contain NUL bytes'); continue; }
+    out.push(`${k}=${v}`);
+  }
+  return out;
+}
+
+/**
+ * Resolves rel inside workdir, following symlinks of the longest existing prefix, and refuses
+ * anything that lands outside (a symlink in the repository pointing at /etc, say).
+ */
+export async function insideWorkdir(workdir: string, rel: string): Promise<string | null> {
+  const target = resolve(workdir, rel);
+  if (!within(workdir, target)) return null;
+  let probe = target;
+  let rest = '';
+  for (;;) {
+    try {
+      const real = await realpath(probe);
+      const full = rest ? join(real, rest) : real;
+      return within(workdir, full) ? full : null;
+    } catch {
+      const parent = dirname(probe);
+      if (parent === probe) return null;
+      rest = rest ? join(probe.slice(parent.length + 1), rest) : probe.slice(parent.length + 1);
+      probe = parent;
+    }
+  }
+}
+
+function within(root: string, p: string): boolean {
+  const r = relative(root, p);
+  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
+}

@@ -1,0 +1,157 @@
+// Shallow clones with the git CLI: argument arrays, `--` before positionals, no prompts, no
+// local transports, and hard bounds on time and on the size of what lands on disk.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, readdir, lstat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkRef, checkRepoUrl } from './validate.js';
+
+export class GitError extends Error {
+  constructor(message: string, readonly kind: 'invalid' | 'timeout' | 'too_large' | 'failed' | 'aborted', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'GitError';
+  }
+}
+
+export interface CloneOptions {
+  url: string;
+  ref: string;
+  /** Must not exist yet, or be empty. */
+  dir: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  maxBytes?: number;
+  /** Extra environment (e.g. GIT_SSH_COMMAND with a deploy key). */
+  env?: Record<string, string>;
+}
+
+export interface CloneResult {
+  commit: string;
+  subject: string;
+}
+
+const DEFAULT_TIMEOUT = 120_000;
+const DEFAULT_MAX = 512 * 1024 * 1024;
+
+/** Options that keep git from running helpers or reading repositories it was not given. */
+export const SAFE_CONFIG = [
+  '-c', 'protocol.file.allow=never',
+  '-c', 'protocol.ext.allow=never',
+  '-c', 'core.hooksPath=/dev/null',
+  '-c', 'core.fsmonitor=false',
+  '-c', 'submodule.recurse=false',
+  '-c', 'credential.helper=',
+];
+
+export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? tmpdir(),
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '/bin/false',
+    SSH_ASKPASS: '/bin/false',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_PROTOCOL_FROM_USER: '0',
+    GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
+    LC_ALL: 'C',
+    ...extra,
+  };
+}
+
+/** Runs git; rejects on a non-zero exit with its (trimmed) stderr. */
+export function runGit(args: string[], opts: { cwd?: string; env?: Record<string, string>; signal?: AbortSignal; timeoutMs?: number; onTick?: () => Promise<string | null> }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', [...SAFE_CONFIG, ...args], { cwd: opts.cwd, env: gitEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let killedFor: GitError | undefined;
+    const kill = (err: GitError) => {
+      if (killedFor) return;
+      killedFor = err;
+      child.kill('SIGKILL');
+    };
+    child.stdout.on('data', (c: Buffer) => { if (stdout.length < 1 << 20) stdout += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => { if (stderr.length < 1 << 16) stderr += c.toString(); });
+    const timer = setTimeout(() => kill(new GitError(`git timed out after ${Math.round((opts.timeoutMs ?? DEFAULT_TIMEOUT) / 1000)} s`, 'timeout')), opts.timeoutMs ?? DEFAULT_TIMEOUT);
+    const onAbort = () => kill(new GitError('git was canceled', 'aborted'));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
+    let ticking = false;
+    const ticker = opts.onTick ? setInterval(() => {
+      if (ticking) return;
+      ticking = true;
+      opts.onTick!().then((problem) => { if (problem) kill(new GitError(problem, 'too_large')); }, () => {}).finally(() => { ticking = false; });
+    }, 250) : undefined;
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      if (ticker) clearInterval(ticker);
+      reject(new GitError(`could not run git: ${e.message}`, 'failed', { cause: e }));
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (ticker) clearInterval(ticker);
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (killedFor) return reject(killedFor);
+      if (code === 0) return resolve(stdout);
+      reject(new GitError(`git ${args.find((a) => !a.startsWith('-')) ?? ''} failed: ${cleanStderr(stderr)}`, 'failed'));
+    });
+  });
+}
+
+function cleanStderr(s: string): string {
+  const lines = s.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into') && !l.startsWith('hint:'));
+  const text = lines.join('; ');
+  return text.length > 500 ? `${text.slice(0, 497)}...` : text || 'no output';
+}
+
+/** Bytes on disk under dir (files only, symlinks not followed). */
+export async function treeSize(dir: string): Promise<number> {
+  let total = 0;
+  const walk = async (d: string) => {
+    let names: string[];
+    try { names = await readdir(d); } catch { return; }
+    for (const n of names) {
+      const p = join(d, n);
+      let st;
+      try { st = await lstat(p); } catch { continue; }
+      if (st.isDirectory()) await walk(p);
+      else total += st.size;
+    }
+  };
+  await walk(dir);
+  return total;
+}
+
+export async function shallowClone(opts: CloneOptions): Promise<CloneResult> {
+  const u = checkRepoUrl(opts.url);
+  if (!u.ok) throw new GitError(`repo_url: ${u.reason}`, 'invalid');
+  const r = checkRef(opts.ref);
+  if (!r.ok) throw new GitError(`ref: ${r.reason}`, 'invalid');
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX;
+  await runGit(['clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', opts.ref, '--', opts.url, opts.dir], {
+    env: opts.env,
+    signal: opts.signal,
+    timeoutMs: opts.timeoutMs,
+    onTick: async () => {
+      const size = await treeSize(opts.dir);
+      return size > maxBytes ? `repository is larger than ${maxBytes} bytes` : null;
+    },
+  });
+  const size = await treeSize(opts.dir);
+  if (size > maxBytes) throw new GitError(`repository is larger than ${maxBytes} bytes`, 'too_large');
+  const out = await runGit(['log', '-1', '--format=%H%n%s'], { cwd: opts.dir, timeoutMs: 10_000 });
+  const [commit, ...subject] = out.split('\n');
+  return { commit: commit.trim(), subject: subject.join('\n').trim() };
+}
+
+/** Clones into a fresh temporary directory, runs fn, and always removes the directory. */
+export async function withTempClone<T>(opts: Omit<CloneOptions, 'dir'>, fn: (dir: string, clone: CloneResult) => Promise<T>): Promise<T> {
+  const base = await mkdtemp(join(tmpdir(), 'svc-clone-'));
+  try {
+    const dir = join(base, 'repo');
+    const clone = await shallowClone({ ...opts, dir });
+    return await fn(dir, clone);
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,129 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+
+let s: TestServer;
+let admin: Client;
+let token: string;
+
+before(async () => {
+  s = await startTestServer();
+  admin = await adminClient(s);
+  token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'ws' })).body.token;
+});
+after(async () => {
+  await s.stop();
+});
+
+const wsUrl = () => s.url.replace('http', 'ws') + '/api/ws';
+
+function open(headers: Record<string, string>): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(wsUrl(), { headers });
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('error', reject);
+  });
+}
+
+function collector(ws: WebSocket) {
+  const msgs: any[] = [];
+  const waiters: Array<() => void> = [];
+  ws.on('message', (d) => {
+    msgs.push(JSON.parse(d.toString()));
+    waiters.splice(0).forEach((w) => w());
+  });
+  return {
+    msgs,
+    async until(pred: (m: any) => boolean, ms = 5000): Promise<any> {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const m = msgs.find(pred);
+        if (m) return m;
+        if (Date.now() > deadline) throw new Error('timed out waiting for a message; got ' + JSON.stringify(msgs));
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 100);
+        });
+      }
+    },
+  };
+}
+
+test('unauthenticated upgrade gets an HTTP 401 before any socket', async () => {
+  await assert.rejects(open({}), (e: { status?: number }) => e.status === 401);
+  await assert.rejects(open({ authorization: 'Bearer svc_' + 'x'.repeat(43) }), (e: { status?: number }) => e.status === 401);
+});
+
+test('a session cookie needs a same-origin Origin', async () => {
+  const cookie = admin.cookieHeader();
+  await assert.rejects(open({ cookie }), (e: { status?: number }) => e.status === 401);
+  await assert.rejects(open({ cookie, origin: 'http://evil.example' }), (e: { status?: number }) => e.status === 401);
+  const ws = await open({ cookie, origin: s.url });
+  ws.close();
+});
+
+test('bearer client subscribes, receives events of its topics only, unsubscribes', async () => {
+  const ws = await open({ authorization: `Bearer ${token}` });
+  const c = collector(ws);
+  ws.send(JSON.stringify({ type: 'subscribe', topic: 'deployments' }));
+  await c.until((m) => m.type === 'subscribed' && m.topic === 'deployments');
+  s.env.bus.publish('host', { cpu: 1 });
+  s.env.bus.publish('deployments', { id: 'd1', status: 'queued' });
+  const ev = await c.until((m) => m.type === 'event');
+  assert.equal(ev.topic, 'deployments');
+  assert.deepEqual(ev.data, { id: 'd1', status: 'queued' });
+  assert.ok(!Number.isNaN(Date.parse(ev.ts)));
+  assert.equal(c.msgs.some((m) => m.topic === 'host' && m.type === 'event'), false);
+  ws.send(JSON.stringify({ type: 'unsubscribe', topic: 'deployments' }));
+  await c.until((m) => m.type === 'unsubscribed');
+  s.env.bus.publish('deployments', { id: 'd2' });
+  ws.send(JSON.stringify({ type: 'subscribe', topic: 'host' }));
+  await c.until((m) => m.type === 'subscribed' && m.topic === 'host');
+  assert.equal(c.msgs.filter((m) => m.type === 'event').length, 1);
+  assert.equal(s.env.bus.subscriberCount('deployments'), 0);
+  ws.close();
+});
+
+test('bad messages get an error message, not a dropped connection', async () => {
+  const ws = await open({ authorization: `Bearer ${token}` });
+  const c = collector(ws);
+  ws.send('not json');
+  ws.send(JSON.stringify({ type: 'subscribe', topic: 'build:../../etc' }));
+  ws.send(JSON.stringify({ type: 'dance' }));
+  await c.until(() => c.msgs.filter((m) => m.type === 'error').length === 3);
+  for (const m of c.msgs) assert.equal(m.code, 'bad_request');
+  ws.send(JSON.stringify({ type: 'subscribe', topic: 'host' }));
+  await c.until((m) => m.type === 'subscribed');
+  ws.close();
+});
+
+test('a late subscriber gets the replay first, then live events, without gap or duplicate', async () => {
+  const log: Array<{ seq: number; line: string }> = [];
+  s.env.bus.source('build', {
+    replay: async () => {
+      const snapshot = log.slice();
+      // Lines published while the replay is read must neither be lost nor doubled.
+      s.env.bus.publish('build:abc', pushLine());
+      await new Promise((r) => setTimeout(r, 20));
+      return snapshot.map((d) => ({ topic: 'build:abc', ts: new Date().toISOString(), data: d }));
+    },
+  });
+  function pushLine() {
+    const d = { seq: log.length + 1, line: `line ${log.length + 1}` };
+    log.push(d);
+    return d;
+  }
+  for (let i = 0; i < 5; i++) pushLine();
+  const ws = await open({ authorization: `Bearer ${token}` });
+  const c = collector(ws);
+  ws.send(JSON.stringify({ type: 'subscribe', topic: 'build:abc' }));
+  await c.until((m) => m.type === 'subscribed');
+  s.env.bus.publish('build:abc', pushLine());
+  await c.until(() => c.msgs.filter((m) => m.type === 'event').length >= 7);
+  await new Promise((r) => setTimeout(r, 100));
+  const seqs = c.msgs.filter((m) => m.type === 'event').map((m) => m.data.seq);
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7]);
+  ws.close();
+});

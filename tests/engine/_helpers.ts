@@ -1,0 +1,59 @@
+// Helpers shared by the engine tests: unique app names, cleanup by label, exec with demuxed output, polling.
+import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import type { Engine } from '../../lib/docker/index.js';
+import { stackRemove } from '../../lib/docker/index.js';
+
+export function appName(prefix = 't'): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export async function cleanup(engine: Engine, apps: Iterable<string>): Promise<void> {
+  for (const app of apps) {
+    try {
+      await stackRemove(engine, app, { volumes: true });
+    } catch (e) {
+      console.error(`cleanup of ${app} failed:`, e);
+    }
+  }
+}
+
+/** Runs a command in a container; returns raw stdout bytes and the exit code. */
+export async function execIn(engine: Engine, id: string, cmd: string[]): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
+  const exec = await engine.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const chunks: Buffer[] = [];
+  const errChunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  err.on('data', (c: Buffer) => errChunks.push(c));
+  engine.docker.modem.demuxStream(stream, out, err);
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  let info = await exec.inspect();
+  for (let i = 0; i < 50 && info.Running; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    info = await exec.inspect();
+  }
+  return { stdout: Buffer.concat(chunks), stderr: Buffer.concat(errChunks).toString(), exitCode: info.ExitCode ?? -1 };
+}
+
+/** Polls until fn returns a truthy value; generous deadline, no timing assertions. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000, everyMs = 500): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
