@@ -1,0 +1,333 @@
+import { existsSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { isStale, type ParsedSnapshot } from './snapshot.js';
+
+export type PostureStatus = 'ok' | 'warning' | 'error' | 'info';
+export type PostureCode =
+  | 'firewall'
+  | 'fail2ban'
+  | 'master_key'
+  | 'metrics_token'
+  | 'exposure_mode'
+  | 'base_domain'
+  | 'request_monitoring'
+  | 'host_ports';
+
+export interface PostureItem {
+  code: PostureCode;
+  status: PostureStatus;
+  title: string;
+  reason: string;
+  fix: string;
+  app?: string;
+  service?: string;
+}
+
+export type PublishedPort =
+  | number
+  | string
+  | { host_ip?: string; host_port: number | string; container_port?: number | string; protocol?: string };
+
+export interface PostureInput {
+  masterKeySet: boolean;
+  metricsTokenSet: boolean;
+  exposure: 'local' | 'public';
+  baseDomain?: string | null;
+  /** SVC_SECURITY_AGENT=true. */
+  agentEnabled: boolean;
+  /** SVC_SECURITY_EXPECT_FIREWALL=false, or the opt-out recorded by `svc security-check`. */
+  optedOut: boolean;
+  /** The agent's parsed snapshot (null when none was read). */
+  snapshot: ParsedSnapshot | null;
+  /** The access-log tailer's status (null when there is no tailer). */
+  tailer: { reading: boolean; path: string; error?: string; lines: number; lastLineAt: string | null } | null;
+  /** SVC_SECURITY_MONITOR is not false. */
+  monitorEnabled: boolean;
+  /** Services that publish host ports; ports bound only to loopback are not counted. */
+  hostPorts: ReadonlyArray<{ app: string; service: string; ports: readonly PublishedPort[] }>;
+  now?: number;
+}
+
+export const OPT_OUT_REASON = 'disabled by operator';
+const OPT_OUT_FIX =
+  'Nothing to do. To have it checked again, run `svc security-check --undo` and leave SVC_SECURITY_EXPECT_FIREWALL unset.';
+const AGENT_FIX =
+  'Turn on the read-only host agent as root with `svc security-agent on`, or, if the host is protected ' +
+  'elsewhere, run `svc security-check` to opt out of this check.';
+
+function minutesAgo(ms: number, now: number): string {
+  const m = Math.max(0, Math.round((now - ms) / 60000));
+  return m === 1 ? '1 minute' : `${m} minutes`;
+}
+
+/** The firewall/fail2ban rows share everything up to the point where the snapshot is usable. */
+function agentRow(
+  code: 'firewall' | 'fail2ban',
+  title: string,
+  input: PostureInput,
+): PostureItem | { snap: Extract<ParsedSnapshot, { ok: true }>; stale: boolean } {
+  if (input.optedOut) return { code, status: 'info', title, reason: OPT_OUT_REASON, fix: OPT_OUT_FIX };
+  if (!input.agentEnabled) {
+    return { code, status: 'warning', title, reason: `${title} state is unknown: the host security agent is off.`, fix: AGENT_FIX };
+  }
+  const snap = input.snapshot;
+  if (snap === null || !snap.ok) {
+    return {
+      code,
+      status: 'warning',
+      title,
+      reason: `${title} state is unknown: ${snap?.reason ?? 'no snapshot from the host security agent yet'}.`,
+      fix: 'Check the agent with `svc security-agent status`; it runs as root every minute. Re-run `svc security-agent on` if its timer is missing.',
+    };
+  }
+  return { snap, stale: isStale(snap.generatedAtMs, input.now ?? Date.now()) };
+}
+
+function firewallRow(input: PostureInput): PostureItem {
+  const title = 'Firewall';
+  const r = agentRow('firewall', title, input);
+  if ('code' in r) return r;
+  const now = input.now ?? Date.now();
+  if (!r.snap.firewall.ok) {
+    return { code: 'firewall', status: 'warning', title, reason: `Firewall state is unknown: ${r.snap.firewall.reason}.`, fix: 'Check the agent with `svc security-agent status`.' };
+  }
+  const f = r.snap.firewall.value;
+  const last = f.installed && f.backend ? `${f.backend} ${f.active ? 'active' : 'inactive'}` : 'no firewall';
+  if (r.stale) {
+    return {
+      code: 'firewall',
+      status: 'warning',
+      title,
+      reason: `Firewall state is stale: the agent's last snapshot is ${minutesAgo(r.snap.generatedAtMs, now)} old (it showed ${last}).`,
+      fix: 'The agent should run every minute: check `svc security-agent status` and the timer or cron entry it installed.',
+    };
+  }
+  if (!f.installed || f.backend === null) {
+    return {
+      code: 'firewall',
+      status: 'error',
+      title,
+      reason: 'No firewall detected (ufw, nftables or iptables): every listening port is reachable.',
+      fix: 'Install and enable one, for example: `apt install ufw && ufw default deny incoming && ufw allow 22/tcp && ufw allow 80/tcp && ufw allow 443/tcp && ufw enable`.',
+    };
+  }
+  if (!f.active) {
+    return {
+      code: 'firewall',
+      status: 'error',
+      title,
+      reason: `${f.backend} is installed but inactive: it filters no incoming traffic.`,
+      fix: f.backend === 'ufw'
+        ? 'Allow SSH, HTTP and HTTPS, then enable it: `ufw allow 22/tcp && ufw allow 80/tcp && ufw allow 443/tcp && ufw enable`.'
+        : `Load a ruleset that drops unsolicited incoming traffic (keep SSH, 80 and 443 open) and make it persistent.`,
+    };
+  }
+  const n = f.rules.length;
+  return { code: 'firewall', status: 'ok', title, reason: `${f.backend} is active with ${n} rule${n === 1 ? '' : 's'}.`, fix: 'Nothing to do.' };
+}
+
+function fail2banRow(input: PostureInput): PostureItem {
+  const title = 'fail2ban';
+  const r = agentRow('fail2ban', title, input);
+  if ('code' in r) return r;
+  const now = input.now ?? Date.now();
+  if (!r.snap.fail2ban.ok) {
+    return { code: 'fail2ban', status: 'warning', title, reason: `fail2ban state is unknown: ${r.snap.fail2ban.reason}.`, fix: 'Check the agent with `svc security-agent status`.' };
+  }
+  const f = r.snap.fail2ban.value;
+  if (r.stale) {
+    return {
+      code: 'fail2ban',
+      status: 'warning',
+      title,
+      reason: `fail2ban state is stale: the agent's last snapshot is ${minutesAgo(r.snap.generatedAtMs, now)} old.`,
+      fix: 'The agent should run every minute: check `svc security-agent status` and the timer or cron entry it installed.',
+    };
+  }
+  if (!f.installed) {
+    return {
+      code: 'fail2ban',
+      status: 'warning',
+      title,
+      reason: 'fail2ban is not installed: repeated failed logins (SSH and others) are never banned.',
+      fix: 'Install it with `apt install fail2ban` (the sshd jail is on by default on Debian) and start it.',
+    };
+  }
+  if (!f.active) {
+    return {
+      code: 'fail2ban',
+      status: 'warning',
+      title,
+      reason: 'fail2ban is installed but not running.',
+      fix: 'Start it and enable it at boot: `systemctl enable --now fail2ban`.',
+    };
+  }
+  if (f.jails.length === 0) {
+    return {
+      code: 'fail2ban',
+      status: 'warning',
+      title,
+      reason: 'fail2ban is running but no jail is enabled, so it bans nothing.',
+      fix: 'Enable at least the sshd jail in /etc/fail2ban/jail.local (`[sshd]` with `enabled = true`) and reload fail2ban.',
+    };
+  }
+  const banned = f.jails.reduce((s, j) => s + j.currently_banned, 0);
+  return {
+    code: 'fail2ban',
+    status: 'ok',
+    title,
+    reason: `fail2ban is active with ${f.jails.length} jail${f.jails.length === 1 ? '' : 's'} (${banned} address${banned === 1 ? '' : 'es'} banned now).`,
+    fix: 'Nothing to do.',
+  };
+}
+
+function isLoopback(hostIp: string | undefined): boolean {
+  if (!hostIp) return false;
+  const ip = hostIp.replace(/^\[|\]$/g, '');
+  if (isIP(ip) === 4) return ip.startsWith('127.');
+  return ip === '::1';
+}
+
+function portText(p: PublishedPort): string | null {
+  if (typeof p === 'number' || typeof p === 'string') return String(p);
+  if (isLoopback(p.host_ip)) return null;
+  const host = p.host_ip && p.host_ip !== '0.0.0.0' && p.host_ip !== '::' ? `${p.host_ip}:` : '';
+  const target = p.container_port !== undefined ? `->${p.container_port}` : '';
+  const proto = p.protocol && p.protocol !== 'tcp' ? `/${p.protocol}` : '';
+  return `${host}${p.host_port}${target}${proto}`;
+}
+
+function hostPortRows(input: PostureInput): PostureItem[] {
+  const rows: PostureItem[] = [];
+  for (const s of input.hostPorts) {
+    const ports = s.ports.map(portText).filter((x): x is string => x !== null);
+    if (ports.length === 0) continue;
+    rows.push({
+      code: 'host_ports',
+      status: 'warning',
+      title: 'Host ports',
+      reason: `Service "${s.service}" of app "${s.app}" publishes host port${ports.length === 1 ? '' : 's'} ${ports.join(', ')}, bypassing the reverse proxy (no HTTPS, no access log, no traffic monitoring).`,
+      fix: `Remove the \`ports:\` mapping of "${s.service}" and reach it through a domain on the reverse proxy, or bind it to 127.0.0.1 if only the host needs it.`,
+      app: s.app,
+      service: s.service,
+    });
+  }
+  if (rows.length === 0) {
+    rows.push({
+      code: 'host_ports',
+      status: 'ok',
+      title: 'Host ports',
+      reason: 'No service publishes a host port: all traffic goes through the reverse proxy.',
+      fix: 'Nothing to do.',
+    });
+  }
+  return rows;
+}
+
+/** The posture checklist, in the contract's order. Pure: the caller gathers live state. */
+export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
+  const items: PostureItem[] = [firewallRow(input), fail2banRow(input)];
+
+  items.push(
+    input.masterKeySet
+      ? { code: 'master_key', status: 'ok', title: 'Master key', reason: 'SVC_MASTER_KEY is set: secrets are sealed at rest.', fix: 'Nothing to do. Keep a copy of it outside this host.' }
+      : {
+          code: 'master_key',
+          status: 'error',
+          title: 'Master key',
+          reason: 'SVC_MASTER_KEY is missing: secrets (env values, deploy keys, TOTP secrets, webhook URLs) cannot be sealed.',
+          fix: 'Set SVC_MASTER_KEY to 64 hex characters (generate with `openssl rand -hex 32`) in the service environment file, restart, and keep a copy somewhere safe.',
+        },
+  );
+  items.push(
+    input.metricsTokenSet
+      ? { code: 'metrics_token', status: 'ok', title: 'Metrics token', reason: 'SVC_METRICS_TOKEN is set: /metrics answers only to that bearer token.', fix: 'Nothing to do.' }
+      : {
+          code: 'metrics_token',
+          status: 'warning',
+          title: 'Metrics token',
+          reason: 'SVC_METRICS_TOKEN is unset: /metrics has no token of its own, so monitoring cannot scrape it safely, and it must not be exposed without one.',
+          fix: 'Set SVC_METRICS_TOKEN to a long random value (`openssl rand -hex 32`) and give it to your scraper as a bearer token.',
+        },
+  );
+  items.push(
+    input.exposure === 'public'
+      ? { code: 'exposure_mode', status: 'ok', title: 'Exposure mode', reason: 'Running in public mode behind the HTTPS reverse proxy.', fix: 'Nothing to do.' }
+      : {
+          code: 'exposure_mode',
+          status: 'warning',
+          title: 'Exposure mode',
+          reason: 'Running in local exposure mode: the dashboard and apps are not served over public HTTPS.',
+          fix: 'Point a domain at this host, set SVC_BASE_DOMAIN and SVC_EXPOSURE=public, and restart.',
+        },
+  );
+  const domain = input.baseDomain?.trim();
+  items.push(
+    domain
+      ? { code: 'base_domain', status: 'ok', title: 'Base domain', reason: `Base domain is ${domain}: traffic is served over HTTPS.`, fix: 'Nothing to do.' }
+      : {
+          code: 'base_domain',
+          status: 'warning',
+          title: 'Base domain',
+          reason: 'No base domain is configured, so traffic is not on HTTPS.',
+          fix: 'Create a DNS record (and a wildcard) pointing at this host, then set the base domain in the instance settings or SVC_BASE_DOMAIN.',
+        },
+  );
+  items.push(requestMonitoringRow(input));
+  items.push(...hostPortRows(input));
+  return { items };
+}
+
+function requestMonitoringRow(input: PostureInput): PostureItem {
+  const title = 'Request monitoring';
+  if (!input.monitorEnabled) {
+    return {
+      code: 'request_monitoring',
+      status: 'warning',
+      title,
+      reason: 'The traffic monitor is turned off (SVC_SECURITY_MONITOR=false), so traffic analysis is off.',
+      fix: 'Remove SVC_SECURITY_MONITOR=false from the service environment and restart.',
+    };
+  }
+  const t = input.tailer;
+  if (t === null || !t.reading) {
+    return {
+      code: 'request_monitoring',
+      status: 'warning',
+      title,
+      reason: `The access log${t ? ` ${t.path}` : ''} is not being read${t?.error ? ` (${t.error})` : ''}, so traffic analysis is off.`,
+      fix: 'Make the reverse proxy write a JSON access log (Caddy: `log { output file /var/log/caddy/access.log; format json }`), point SVC_ACCESS_LOG at it, and let the service read it.',
+    };
+  }
+  return {
+    code: 'request_monitoring',
+    status: 'ok',
+    title,
+    reason: `Reading ${t.path} (${t.lines} line${t.lines === 1 ? '' : 's'} so far${t.lastLineAt ? `, last at ${t.lastLineAt}` : ''}).`,
+    fix: 'Nothing to do.',
+  };
+}
+
+/** `svc security-check` records the operator's opt-out here: in the data dir, so no root is needed. */
+export const OPT_OUT_FILE = 'security-opt-out';
+
+export function optOutPath(dataDir: string): string {
+  return join(dataDir, OPT_OUT_FILE);
+}
+
+export function readOptOut(dataDir: string): boolean {
+  return existsSync(optOutPath(dataDir));
+}
+
+export function writeOptOut(dataDir: string, on: boolean, now: Date = new Date()): void {
+  const path = optOutPath(dataDir);
+  if (!on) {
+    rmSync(path, { force: true });
+    return;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', { mode: 0o644 });
+  renameSync(tmp, path);
+}
