@@ -6,6 +6,10 @@ import type { Sealer } from './crypto/seal.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics/index.js';
 import type { RateLimiter } from './auth/ratelimit.js';
+import type { Engine } from './docker/index.js';
+import type { GitAuth } from './apps/probe.js';
+import type { AccessLogTailer } from './traffic/tailer.js';
+import type { TrafficMonitor } from './traffic/monitor.js';
 
 export interface Env {
   config: Config;
@@ -17,5 +21,13 @@ export interface Env {
   /** Signs `svc_pre` and derives CSRF tokens; generated once per instance. */
   signingKey: Uint8Array;
   authLimiter: RateLimiter;
+  /** The Docker engine (dockerode); unreachable engines surface as 503 naming the socket. */
+  engine: Engine;
+  /** One reader of the proxy's access log, feeding every consumer. */
+  tailer: AccessLogTailer;
+  /** The traffic anomaly monitor; null when SVC_SECURITY_MONITOR=false. */
+  monitor: TrafficMonitor | null;
+  /** Runs git with the app's deploy key when it has one (set up by the keys module). */
+  gitAuth?: GitAuth;
   now: () => number;
 }

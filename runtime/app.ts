@@ -16,6 +16,7 @@ import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { recordAudit } from '../lib/audit/index.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import type { RouteDef } from './route-types.js';
+import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/index.js';
 
 export interface RequestMeta {
   /** Socket peer address. */
@@ -68,6 +69,8 @@ export function createApp(env: Env, routes: RouteDef[]): App {
 
   function toErrorResponse(e: unknown, requestId: string): Response {
     if (e instanceof HttpError) return errorResponse(e);
+    const mapped = fromLibError(e);
+    if (mapped) return errorResponse(mapped);
     env.log.error({ err: e, requestId }, 'unhandled error');
     return errorResponse(new HttpError('internal_error', `Internal error (request ${requestId})`));
   }
@@ -192,6 +195,14 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   }
 
   return { fetch, routes };
+}
+
+/** lib/ errors that carry a meaning the client should see (engine down, state conflict...). */
+function fromLibError(e: unknown): HttpError | null {
+  if (e instanceof EngineUnavailableError) return new HttpError('service_unavailable', e.message);
+  if (e instanceof EngineConflictError) return new HttpError('conflict', e.message);
+  if (e instanceof StackError) return new HttpError('conflict', e.service ? `${e.service}: ${e.message}` : e.message);
+  return null;
 }
 
 function policyOf(mod: HandlerModule, method: Method): AuthPolicy {

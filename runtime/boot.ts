@@ -9,6 +9,9 @@ import { createMetrics } from '../lib/metrics/index.js';
 import { RateLimiter } from '../lib/auth/ratelimit.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
+import { createEngine } from '../lib/docker/index.js';
+import { AccessLogTailer } from '../lib/traffic/tailer.js';
+import { TrafficMonitor } from '../lib/traffic/monitor.js';
 
 export interface BootOptions {
   /** `:memory:` for tests that need no file. */
@@ -30,8 +33,25 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     metrics: createMetrics(),
     signingKey: await loadSigningKey(db),
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
+    engine: createEngine({ socketPath: config.dockerSocket }),
+    tailer: new AccessLogTailer(config.accessLog),
+    monitor: null,
     now: opts.now ?? Date.now,
   };
+  if (config.security.monitor) {
+    const s = config.security;
+    env.monitor = new TrafficMonitor({
+      windowSeconds: s.windowSeconds,
+      requestThreshold: s.requestThreshold,
+      errorThreshold: s.errorThreshold,
+      cooldownSeconds: s.cooldownSeconds,
+      maxIps: s.maxIps,
+      allowlist: s.allowlist,
+      now: () => env.now(),
+      // Notification channels listen for this event on the bus.
+      onAnomaly: (a) => env.bus.publish('security', { type: 'traffic_anomaly', ...a }),
+    });
+  }
   if (!config.masterKey) log.warn('SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
   return env;
 }

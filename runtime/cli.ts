@@ -22,6 +22,8 @@ async function serve(): Promise<void> {
   const env = await createEnv(cfg);
   await announceSetup(env);
   const running = await startServer(env);
+  const { startBackground } = await import('./background.js');
+  startBackground(env, running);
   env.log.info({ url: running.url, host: cfg.host, port: running.port }, 'listening');
   let stopping = false;
   const stop = (signal: string) => {

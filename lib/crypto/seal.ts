@@ -15,6 +15,11 @@ export interface Sealer {
 
 export class SealError extends Error {}
 
+/** Throws the 503 that names the missing master key when sealing is not possible. */
+export function requireSealer(sealer: Sealer): void {
+  if (!sealer.available) sealer.seal('', '');
+}
+
 export function createSealer(masterKey: Buffer | null): Sealer {
   if (!masterKey) {
     const missing = () => {

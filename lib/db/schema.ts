@@ -64,7 +64,74 @@ export interface SettingTable {
   value: string;
 }
 
+export interface AppTable {
+  id: string;
+  name: string;
+  /** JSON of the app's source: {type:'git', repo_url, branch, compose_path?} | {type:'image', image}. */
+  source: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+  /** Set when a delete began; a retried DELETE finishes the job. */
+  deleting_at: string | null;
+}
+
+export interface AppEnvTable {
+  app_id: string;
+  key: string;
+  secret: number;
+  /** Sealed, bound to `app:<id>:env:<key>`: every value is sealed, secret or not. */
+  sealed: string;
+}
+
+export interface AppServiceTable {
+  app_id: string;
+  name: string;
+  port: number | null;
+  health_path: string | null;
+}
+
+export interface DeploymentTable {
+  id: string;
+  app_id: string;
+  status: string;
+  trigger: string;
+  ref: string | null;
+  commit_sha: string | null;
+  commit_subject: string | null;
+  /** JSON map service -> image tag used by this deployment (for rollback). */
+  images: string | null;
+  error: string | null;
+  rollback_of: string | null;
+  delivery_id: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+}
+
+export interface DeploymentEventTable {
+  id: Generated<number>;
+  deployment_id: string;
+  status: string;
+  at: string;
+}
+
+export interface DeploymentLogTable {
+  deployment_id: string;
+  seq: number;
+  at: string;
+  stream: string;
+  line: string;
+}
+
 export interface Database {
+  apps: AppTable;
+  app_env: AppEnvTable;
+  app_services: AppServiceTable;
+  deployments: DeploymentTable;
+  deployment_events: DeploymentEventTable;
+  deployment_logs: DeploymentLogTable;
   users: UserTable;
   sessions: SessionTable;
   api_tokens: ApiTokenTable;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../lib/config.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';
 import { startServer, type Running } from '../../runtime/server.js';
+import { startBackground } from '../../runtime/background.js';
 import type { Env } from '../../lib/env.js';
 import { createLogger } from '../../lib/log.js';
 
@@ -30,11 +31,14 @@ export async function startTestServer(vars: Record<string, string> = {}): Promis
     SVC_PASSWORD_COST: '14',
     SVC_AUTH_RATE_LIMIT: '1000',
     SVC_LOG_LEVEL: 'silent',
+    SVC_ACCESS_LOG: join(dataDir, 'access.log'),
+    SVC_SECURITY_DIR: join(dataDir, 'security'),
     ...vars,
   });
   const env = await createEnv(config, { log: createLogger(config.logLevel) });
   await announceSetup(env);
   const running = await startServer(env);
+  startBackground(env, running);
   return {
     env,
     running,

@@ -1,0 +1,9 @@
+import { json } from '../../../../lib/http/respond.js';
+import { getApp } from '../../../../lib/apps/store.js';
+import { exportSpec } from '../../../../lib/apps/spec.js';
+import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
+import { appParams, type AppParams } from '../_shared.js';
+
+export const schema: HandlerModule['schema'] = { params: appParams };
+
+export const GET: Handler<AppParams> = async (_req, { env, params }) => json(await exportSpec(env, await getApp(env.db, params.id)));

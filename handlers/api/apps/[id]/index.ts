@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { join } from 'node:path';
+import { json } from '../../../../lib/http/respond.js';
+import { badRequest } from '../../../../lib/http/errors.js';
+import { sourceSchema } from '../../../../lib/apps/model.js';
+import { getApp, updateApp } from '../../../../lib/apps/store.js';
+import { deleteApp } from '../../../../lib/apps/ops.js';
+import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
+import { appParams, type AppParams } from '../_shared.js';
+
+export const stepUp: HandlerModule['stepUp'] = ['DELETE'];
+
+const patch = z.object({ name: z.string().optional(), source: sourceSchema.optional() });
+const delQuery = z.object({ volumes: z.enum(['true', 'false']).default('false') });
+export const schema: HandlerModule['schema'] = { params: appParams, body: { PATCH: patch } };
+
+export const GET: Handler<AppParams> = async (_req, { env, params }) => {
+  const { deleting: _d, ...app } = await getApp(env.db, params.id);
+  return json({ app });
+};
+
+export const PATCH: Handler<AppParams, z.infer<typeof patch>> = async (_req, { env, params, body, audit }) => {
+  const current = await getApp(env.db, params.id);
+  // The name is in every container, network and volume name: renaming would orphan them.
+  if (body.name !== undefined && body.name !== current.name) throw badRequest('An app cannot be renamed; export it and import it under the new name', [{ field: 'name', message: 'immutable' }]);
+  const app = await updateApp(env.db, params.id, { source: body.source }, env.now());
+  audit({ action: 'app.updated', target: app.id });
+  return json({ app });
+};
+
+export const DELETE: Handler<AppParams> = async (request, { env, params, audit }) => {
+  const q = delQuery.safeParse(Object.fromEntries(new URL(request.url).searchParams));
+  if (!q.success) throw badRequest('volumes must be true or false', [{ field: 'volumes', message: 'true or false' }]);
+  const volumes = q.data.volumes === 'true';
+  audit({ action: 'app.deleted', target: params.id, detail: { volumes } });
+  const removed = await deleteApp(env, params.id, { volumes, workDir: join(env.config.dataDir, 'work') });
+  return json({
+    deleted: true,
+    removed_containers: removed.containers,
+    removed_volumes: removed.removedVolumes,
+    kept_volumes: removed.keptVolumes,
+  });
+};

@@ -1,0 +1,3 @@
+import { lifecycleRoute } from '../../../_shared.js';
+
+export const { POST, schema } = lifecycleRoute('restart', true);

@@ -1,0 +1,106 @@
+// What the app endpoints ask of the engine: live services, lifecycle, deletion. The engine
+// finds everything by the `svc.app` label, so this survives restarts of the control plane.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Env } from '../env.js';
+import { HttpError } from '../http/errors.js';
+import {
+  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard,
+  type RemoveResult,
+} from '../docker/index.js';
+import { singleServiceModel } from '../compose/index.js';
+import type { App } from './model.js';
+import { deleteAppRows, getApp, markDeleting, serviceSettings, setAppStatus } from './store.js';
+import { resolveEnv } from './env.js';
+
+export interface ServiceView {
+  name: string;
+  image: string;
+  status: string;
+  health: string | null;
+  port: number | null;
+  health_path: string | null;
+  published_ports: { host_ip: string; host_port: number; container_port: number; protocol: string }[];
+}
+
+export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
+  const [live, settings] = await Promise.all([listServices(env.engine, app.name), serviceSettings(env.db, app.id)]);
+  return live.map((s) => ({
+    name: s.name,
+    image: s.image,
+    status: s.status,
+    health: s.health ?? null,
+    port: settings.get(s.name)?.port ?? null,
+    health_path: settings.get(s.name)?.health_path ?? null,
+    published_ports: s.published_ports,
+  }));
+}
+
+/** running: every service up (and healthy where it has a check); stopped: none up; else degraded. */
+export async function refreshAppStatus(env: Env, app: App): Promise<App['status']> {
+  const live = await listServices(env.engine, app.name);
+  if (!live.length) return app.status;
+  const up = live.filter((s) => s.status === 'running' && s.health !== 'unhealthy' && s.health !== 'starting');
+  const status = up.length === live.length ? 'running' : live.every((s) => s.status !== 'running') ? 'stopped' : 'degraded';
+  if (status !== app.status) await setAppStatus(env.db, app.id, status, env.now());
+  return status;
+}
+
+export async function ensureService(env: Env, app: App, service: string): Promise<void> {
+  const live = await listServices(env.engine, app.name);
+  if (!live.some((s) => s.name === service)) throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
+}
+
+export type Lifecycle = 'start' | 'stop' | 'restart';
+
+export async function lifecycle(env: Env, app: App, action: Lifecycle, service?: string): Promise<string[]> {
+  const existing = await listAppContainers(env.engine, app.name);
+  if (!existing.length) {
+    if (action !== 'start') throw new HttpError('conflict', `App "${app.name}" has no containers: deploy it first`);
+    return firstStart(env, app);
+  }
+  if (service) await ensureService(env, app, service);
+  const fn = action === 'start' ? stackStart : action === 'stop' ? stackStop : stackRestart;
+  const touched = await fn(env.engine, app.name, service);
+  await refreshAppStatus(env, app);
+  return touched;
+}
+
+/** An image app can be brought up without a build; a git app needs a deployment. */
+async function firstStart(env: Env, app: App): Promise<string[]> {
+  if (app.source.type !== 'image') throw new HttpError('conflict', `App "${app.name}" has not been deployed yet: POST /api/apps/${app.id}/deployments`);
+  const planned = await planStack(singleServiceModel({ image: app.source.image }), { app: app.name, env: await resolveEnv(env.db, env.sealer, app.id), defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
+  if (!planned.ok) throw new HttpError('bad_request', 'The app cannot be planned', planned.findings.map((f) => ({ field: f.key, message: f.message })));
+  const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
+  await refreshAppStatus(env, app);
+  return up.services.map((s) => s.containerName);
+}
+
+/**
+ * Deletion order: mark the row (so it disappears from listings and a retry resumes), remove the
+ * engine's containers and networks (and volumes only when asked), the working copy, then the rows
+ * with their sealed secrets. Each step is idempotent, so a failure midway is finished by a retry.
+ */
+export async function deleteApp(env: Env, id: string, opts: { volumes: boolean; workDir?: string }): Promise<RemoveResult> {
+  const app = await getApp(env.db, id, { includeDeleting: true });
+  await markDeleting(env.db, id, env.now());
+  const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
+  await removeAppImages(env, app.name);
+  if (opts.workDir) await rm(join(opts.workDir, app.id), { recursive: true, force: true });
+  await deleteAppRows(env.db, id);
+  env.bus.publish('apps', { id, name: app.name, status: 'deleted' });
+  return removed;
+}
+
+async function removeAppImages(env: Env, appName: string): Promise<void> {
+  await guard(env.engine, async () => {
+    const images = await env.engine.docker.listImages({ filters: { label: [`svc.app=${appName}`] } });
+    for (const img of images) {
+      try {
+        await env.engine.docker.getImage(img.Id).remove({ force: true });
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 404) throw e;
+      }
+    }
+  });
+}

@@ -1,0 +1,59 @@
+// The portable description of an app: enough to recreate it elsewhere, never a secret value.
+import { z } from 'zod';
+import type { Env } from '../env.js';
+import { appNameSchema, envKeySchema, sourceSchema, servicePatchSchema, type App } from './model.js';
+import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from './store.js';
+import { listEnv, replaceEnv } from './env.js';
+import { SERVICE_NAME } from '../compose/index.js';
+import { requireSealer } from '../crypto/seal.js';
+
+export const SPEC_VERSION = 1;
+
+export const specSchema = z.object({
+  version: z.literal(SPEC_VERSION),
+  name: appNameSchema,
+  source: sourceSchema,
+  services: z
+    .array(z.object({ name: z.string().regex(SERVICE_NAME), port: z.number().int().min(1).max(65535).nullable(), health_path: z.string().nullable() }))
+    .max(100)
+    .default([]),
+  env: z.array(z.object({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
+  triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
+  domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
+});
+export type AppSpec = z.infer<typeof specSchema>;
+
+export async function exportSpec(env: Env, app: App, extras: { triggers?: AppSpec['triggers'] } = {}): Promise<AppSpec> {
+  const settings = await serviceSettings(env.db, app.id);
+  // Secret values never leave: their keys do (value null), so the importer knows what to set.
+  const vars = env.sealer.available ? await listEnv(env.db, env.sealer, app.id) : [];
+  return {
+    version: SPEC_VERSION,
+    name: app.name,
+    source: app.source,
+    services: [...settings].map(([name, s]) => ({ name, port: s.port, health_path: s.health_path })),
+    env: vars.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })),
+    triggers: extras.triggers ?? [],
+    domains: [],
+  };
+}
+
+/**
+ * Creates the app and its settings. Secret keys arrive without values; they are reported back as
+ * `missing_secrets` to be set. Any failure removes the half-made app, so nothing is left behind.
+ */
+export async function importSpec(env: Env, spec: AppSpec, hooks: { triggers?: (app: App, t: AppSpec['triggers']) => Promise<void> } = {}): Promise<{ app: App; missing_secrets: string[] }> {
+  for (const s of spec.services) servicePatchSchema.parse({ port: s.port, health_path: s.health_path });
+  const withValues = spec.env.filter((e) => e.value !== null);
+  if (withValues.length) requireSealer(env.sealer);
+  const app = await insertApp(env.db, spec.name, spec.source, env.now());
+  try {
+    for (const s of spec.services) await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
+    if (withValues.length) await replaceEnv(env.db, env.sealer, app.id, withValues.map((e) => ({ key: e.key, value: e.value, secret: e.secret })));
+    if (spec.triggers.length && hooks.triggers) await hooks.triggers(app, spec.triggers);
+  } catch (e) {
+    await deleteAppRows(env.db, app.id);
+    throw e;
+  }
+  return { app, missing_secrets: spec.env.filter((e) => e.value === null).map((e) => e.key) };
+}

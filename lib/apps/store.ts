@@ -1,0 +1,80 @@
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { newId } from '../crypto/random.js';
+import { HttpError, notFound } from '../http/errors.js';
+import { toApp, type App, type AppSource, type AppStatus } from './model.js';
+
+function isUniqueViolation(e: unknown): boolean {
+  return (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export async function insertApp(db: Db, name: string, source: AppSource, now = Date.now()): Promise<App> {
+  const row = { id: newId(now), name, source: JSON.stringify(source), status: 'created', created_at: nowIso(now), updated_at: nowIso(now), deleting_at: null };
+  try {
+    await db.insertInto('apps').values(row).execute();
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new HttpError('conflict', `An app named "${name}" already exists`);
+    throw e;
+  }
+  return toApp(row);
+}
+
+export async function listApps(db: Db): Promise<App[]> {
+  const rows = await db.selectFrom('apps').selectAll().where('deleting_at', 'is', null).orderBy('name').execute();
+  return rows.map(toApp);
+}
+
+/** The app, or 404. Apps being deleted are still found, so a retried DELETE can finish them. */
+export async function getApp(db: Db, id: string, opts: { includeDeleting?: boolean } = {}): Promise<App & { deleting: boolean }> {
+  const row = await db.selectFrom('apps').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row || (row.deleting_at !== null && !opts.includeDeleting)) throw notFound('No such app');
+  return { ...toApp(row), deleting: row.deleting_at !== null };
+}
+
+export async function updateApp(db: Db, id: string, patch: { name?: string; source?: AppSource }, now = Date.now()): Promise<App> {
+  const set: Record<string, string> = { updated_at: nowIso(now) };
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.source !== undefined) set.source = JSON.stringify(patch.source);
+  try {
+    const r = await db.updateTable('apps').set(set).where('id', '=', id).where('deleting_at', 'is', null).executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) throw notFound('No such app');
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new HttpError('conflict', `An app named "${patch.name}" already exists`);
+    throw e;
+  }
+  return getApp(db, id);
+}
+
+export async function setAppStatus(db: Db, id: string, status: AppStatus, now = Date.now()): Promise<void> {
+  await db.updateTable('apps').set({ status, updated_at: nowIso(now) }).where('id', '=', id).execute();
+}
+
+export async function markDeleting(db: Db, id: string, now = Date.now()): Promise<void> {
+  await db.updateTable('apps').set({ deleting_at: nowIso(now) }).where('id', '=', id).where('deleting_at', 'is', null).execute();
+}
+
+/** The last step of a delete: rows (env, services, deployments cascade with the app). */
+export async function deleteAppRows(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('apps').where('id', '=', id).execute();
+}
+
+export async function serviceSettings(db: Db, appId: string): Promise<Map<string, { port: number | null; health_path: string | null }>> {
+  const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
+  return new Map(rows.map((r) => [r.name, { port: r.port, health_path: r.health_path }]));
+}
+
+export async function patchServiceSettings(db: Db, appId: string, name: string, patch: { port?: number | null; health_path?: string | null }): Promise<{ port: number | null; health_path: string | null }> {
+  const current = (await serviceSettings(db, appId)).get(name) ?? { port: null, health_path: null };
+  const next = { port: patch.port === undefined ? current.port : patch.port, health_path: patch.health_path === undefined ? current.health_path : patch.health_path };
+  await db
+    .insertInto('app_services')
+    .values({ app_id: appId, name, ...next })
+    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(next))
+    .execute();
+  return next;
+}
+
+export async function getAppByName(db: Db, name: string): Promise<App | null> {
+  const row = await db.selectFrom('apps').selectAll().where('name', '=', name).where('deleting_at', 'is', null).executeTakeFirst();
+  return row ? toApp(row) : null;
+}

@@ -1,0 +1,41 @@
+// Long-running work started with the server and stopped before the database closes:
+// the access-log tailer feeding the traffic monitor, and the Docker event follower.
+import type { Env } from '../lib/env.js';
+import type { Running } from './server.js';
+import { followEvents, type ContainerEvent } from '../lib/docker/index.js';
+import { getAppByName } from '../lib/apps/store.js';
+import { refreshAppStatus } from '../lib/apps/ops.js';
+
+export function startBackground(env: Env, running: Running): void {
+  if (env.monitor) env.tailer.subscribe(env.monitor.observe);
+  env.tailer.start();
+  running.onClose(() => env.tailer.stop());
+
+  const events = new AbortController();
+  followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {
+    onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
+  }).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
+  running.onClose(() => events.abort());
+}
+
+// Container state changes become bus events and refresh the app's status; bursts (a stack
+// coming up) are folded into one status refresh per app.
+const pending = new Map<string, NodeJS.Timeout>();
+
+function onContainerEvent(env: Env, e: ContainerEvent): void {
+  void getAppByName(env.db, e.app).then((app) => {
+    if (!app) return;
+    env.bus.publish('apps', { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
+    if (pending.has(app.id)) return;
+    pending.set(
+      app.id,
+      setTimeout(() => {
+        pending.delete(app.id);
+        refreshAppStatus(env, app).then(
+          (status) => env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status }),
+          () => {},
+        );
+      }, 250).unref(),
+    );
+  }, () => {});
+}
