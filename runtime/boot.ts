@@ -12,6 +12,7 @@ import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
 import { createEngine } from '../lib/docker/index.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { TrafficMonitor } from '../lib/traffic/monitor.js';
+import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 
 export interface BootOptions {
   /** `:memory:` for tests that need no file. */
@@ -52,6 +53,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
       onAnomaly: (a) => env.bus.publish('security', { type: 'traffic_anomaly', ...a }),
     });
   }
+  registerTrafficMetrics(env.metrics, env.tailer, () => env.monitor);
   if (!config.masterKey) log.warn('SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
   return env;
 }

@@ -52,13 +52,40 @@ async function setupToken(): Promise<void> {
   process.stdout.write(token + '\n');
 }
 
+async function securityAgentCmd(): Promise<void> {
+  const { securityAgent } = await import('./security-cli.js');
+  process.exitCode = await securityAgent(process.argv.slice(3), stdio);
+}
+
+/** Records (or with --undo removes) the opt-out, then prints the checklist as the API computes it. */
+async function securityCheckCmd(): Promise<void> {
+  const cfg = config();
+  const { securityCheck } = await import('./security-cli.js');
+  const provider = async () => {
+    const { createEnv } = await import('./boot.js');
+    const { posture } = await import('../lib/security/live.js');
+    const { createLogger } = await import('../lib/log.js');
+    const env = await createEnv(cfg, { log: createLogger('silent') });
+    try {
+      return await posture(env);
+    } finally {
+      await env.db.destroy();
+    }
+  };
+  process.exitCode = await securityCheck(process.argv.slice(3), stdio, provider, { dataDir: cfg.dataDir });
+}
+
+const stdio = { out: (l: string) => process.stdout.write(l + '\n'), err: (l: string) => process.stderr.write(l + '\n') };
+
 const usage = `usage: svc <command>
-  serve          run the control plane (configuration from SVC_* variables)
-  setup-token    print the one-time setup token while setup is open
+  serve                           run the control plane (configuration from SVC_* variables)
+  setup-token                     print the one-time setup token while setup is open
+  security-agent on|off|status    install, remove or inspect the read-only host security agent (root)
+  security-check [--undo|--show]  opt out of the firewall/fail2ban expectation, and print the checklist
 `;
 
 const [command] = process.argv.slice(2);
-const commands: Record<string, () => Promise<void>> = { serve, 'setup-token': setupToken };
+const commands: Record<string, () => Promise<void>> = { serve, 'setup-token': setupToken, 'security-agent': securityAgentCmd, 'security-check': securityCheckCmd };
 const run = command ? commands[command] : undefined;
 if (!run) {
   process.stderr.write(usage);

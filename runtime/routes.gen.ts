@@ -29,10 +29,14 @@ import * as h25 from '../handlers/api/auth/totp/index.js';
 import * as h26 from '../handlers/api/auth/totp/enable.js';
 import * as h27 from '../handlers/api/auth/totp/setup.js';
 import * as h28 from '../handlers/api/health.js';
-import * as h29 from '../handlers/api/setup/admin.js';
-import * as h30 from '../handlers/api/setup/status.js';
-import * as h31 from '../handlers/api/ws.js';
-import * as h32 from '../handlers/metrics.js';
+import * as h29 from '../handlers/api/security/fail2ban.js';
+import * as h30 from '../handlers/api/security/firewall.js';
+import * as h31 from '../handlers/api/security/posture.js';
+import * as h32 from '../handlers/api/security/traffic.js';
+import * as h33 from '../handlers/api/setup/admin.js';
+import * as h34 from '../handlers/api/setup/status.js';
+import * as h35 from '../handlers/api/ws.js';
+import * as h36 from '../handlers/metrics.js';
 
 export const routes: RouteDef[] = [
   { pattern: '/api/apps', file: 'handlers/api/apps/index.ts', module: h0 },
@@ -64,8 +68,12 @@ export const routes: RouteDef[] = [
   { pattern: '/api/auth/totp/enable', file: 'handlers/api/auth/totp/enable.ts', module: h26 },
   { pattern: '/api/auth/totp/setup', file: 'handlers/api/auth/totp/setup.ts', module: h27 },
   { pattern: '/api/health', file: 'handlers/api/health.ts', module: h28 },
-  { pattern: '/api/setup/admin', file: 'handlers/api/setup/admin.ts', module: h29 },
-  { pattern: '/api/setup/status', file: 'handlers/api/setup/status.ts', module: h30 },
-  { pattern: '/api/ws', file: 'handlers/api/ws.ts', module: h31 },
-  { pattern: '/metrics', file: 'handlers/metrics.ts', module: h32 },
+  { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', module: h29 },
+  { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', module: h30 },
+  { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', module: h31 },
+  { pattern: '/api/security/traffic', file: 'handlers/api/security/traffic.ts', module: h32 },
+  { pattern: '/api/setup/admin', file: 'handlers/api/setup/admin.ts', module: h33 },
+  { pattern: '/api/setup/status', file: 'handlers/api/setup/status.ts', module: h34 },
+  { pattern: '/api/ws', file: 'handlers/api/ws.ts', module: h35 },
+  { pattern: '/metrics', file: 'handlers/metrics.ts', module: h36 },
 ];

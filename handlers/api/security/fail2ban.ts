@@ -1,0 +1,9 @@
+import { json } from '../../../lib/http/respond.js';
+import { fail2banState, readHostSnapshot } from '../../../lib/security/snapshot.js';
+import type { Handler } from '../../../lib/http/handler.js';
+
+export const GET: Handler = async (_req, { env }) => {
+  const agentEnabled = env.config.security.agent;
+  const snap = agentEnabled ? await readHostSnapshot(env.config.security.dir) : null;
+  return json(fail2banState(snap, { agentEnabled, now: env.now() }));
+};

@@ -1,0 +1,53 @@
+// The posture checklist's input, read from live state on every request: configuration, the
+// agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
+import type { Env } from '../env.js';
+import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
+import { evaluatePosture, readOptOut, type PostureInput, type PostureItem } from './posture.js';
+import { readHostSnapshot } from './snapshot.js';
+
+const ENGINE_BUDGET_MS = 2000;
+
+async function hostPorts(env: Env): Promise<PostureInput['hostPorts']> {
+  const list = await guard(env.engine, () => env.engine.docker.listContainers({ filters: { label: [LABEL_APP] } }));
+  const by = new Map<string, { app: string; service: string; ports: { host_ip?: string; host_port: number; container_port: number; protocol: string }[] }>();
+  for (const c of list) {
+    const published = (c.Ports ?? []).filter((p) => p.PublicPort);
+    if (!published.length) continue;
+    const app = c.Labels[LABEL_APP]!;
+    const service = c.Labels[LABEL_SERVICE] ?? '';
+    const key = `${app}/${service}`;
+    const entry = by.get(key) ?? by.set(key, { app, service, ports: [] }).get(key)!;
+    for (const p of published) entry.ports.push({ host_ip: p.IP, host_port: p.PublicPort, container_port: p.PrivatePort, protocol: p.Type });
+  }
+  return [...by.values()];
+}
+
+function withBudget<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  return Promise.race([p.catch(() => fallback), new Promise<T>((r) => setTimeout(() => r(fallback), ms).unref())]);
+}
+
+export async function postureInput(env: Env): Promise<PostureInput> {
+  const c = env.config;
+  const [snapshot, ports] = await Promise.all([
+    c.security.agent ? readHostSnapshot(c.security.dir) : Promise.resolve(null),
+    // An unreachable engine must not make the checklist hang or fail.
+    withBudget(hostPorts(env), ENGINE_BUDGET_MS, []),
+  ]);
+  return {
+    masterKeySet: c.masterKey !== null,
+    metricsTokenSet: c.metricsToken !== null,
+    exposure: c.exposure,
+    baseDomain: c.baseDomain,
+    agentEnabled: c.security.agent,
+    optedOut: !c.security.expectFirewall || readOptOut(c.dataDir),
+    snapshot,
+    tailer: env.tailer.status(),
+    monitorEnabled: env.monitor !== null,
+    hostPorts: ports,
+    now: env.now(),
+  };
+}
+
+export async function posture(env: Env): Promise<{ items: PostureItem[] }> {
+  return evaluatePosture(await postureInput(env));
+}
