@@ -1,0 +1,265 @@
+// The apps API over the real server and the real Docker engine.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { needDocker, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
+import { startGitServer, type GitServer } from '../_support/gitserver.js';
+import { execIn, until } from './_helpers.js';
+import { listAppContainers, stackRemove } from '../../lib/docker/index.js';
+
+const run = promisify(execFile);
+const WEB_IMAGE = 'svc-test/web:apps-api';
+let s: TestServer;
+let c: Client;
+let git: GitServer;
+let ready = false;
+const made: string[] = [];
+
+before(async () => {
+  s = await startTestServer();
+  c = await adminClient(s);
+  git = await startGitServer();
+});
+after(async () => {
+  for (const name of made) await stackRemove(s.env.engine, name, { volumes: true }).catch(() => {});
+  await git.stop();
+  await s.stop();
+});
+
+async function engineReady(t: Parameters<typeof needDocker>[0]): Promise<boolean> {
+  if (!(await needDocker(t))) return false;
+  if (!ready) {
+    await ensureBaseImage();
+    // An image app needs an image with a command: a busybox web server.
+    await run('sh', ['-c', 'printf "FROM %s\\nRUN mkdir -p /www && echo hello > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, WEB_IMAGE]);
+    ready = true;
+  }
+  return true;
+}
+
+const uniq = () => `a-${Math.random().toString(36).slice(2, 8)}`;
+
+async function createImageApp(): Promise<{ id: string; name: string }> {
+  const name = uniq();
+  made.push(name);
+  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: WEB_IMAGE } });
+  assert.equal(r.status, 201, r.text);
+  return r.body.app;
+}
+
+test('bad app input is a 400 naming the field, and leaves no row behind', async () => {
+  const before = (await c.req('GET', '/api/apps')).body.items.length;
+  const names = ['bad;name', '../x', 'UPPER', 'x'.repeat(64), '-lead', '', 'a b', 'control'];
+  for (const name of names) {
+    const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1' } });
+    assert.equal(r.status, 400, name);
+    assert.equal(r.body.details[0].field, 'name', name);
+  }
+  const urls = ['https://x.example/$(id).git', 'https://x.example/`id`.git', 'https://x.example/a;b.git', 'file:///etc/passwd', 'ext::sh -c id', '-uhttps://x', 'https://u:secret@x.example/r.git', 'https://x.example/a b.git'];
+  for (const repo_url of urls) {
+    const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url, branch: 'main' } });
+    assert.equal(r.status, 400, repo_url);
+    assert.equal(r.body.details[0].field, 'source.repo_url', repo_url);
+    assert.equal(r.text.includes('secret'), false);
+  }
+  for (const branch of ['--upload-pack=x', 'main;id', 'a..b', 'main\nid', '/abs', '-x']) {
+    const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: 'https://git.example/r.git', branch } });
+    assert.equal(r.status, 400, branch);
+    assert.equal(r.body.details[0].field, 'source.branch', branch);
+  }
+  const img = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'image', image: '--privileged' } });
+  assert.equal(img.status, 400);
+  assert.equal((await c.req('GET', '/api/apps')).body.items.length, before);
+  const dup = await createImageApp();
+  const again = await c.req('POST', '/api/apps', { name: dup.name, source: { type: 'image', image: WEB_IMAGE } });
+  assert.equal(again.status, 409);
+  assert.equal((await c.req('PATCH', `/api/apps/${dup.id}`, { name: 'renamed' })).status, 400);
+  assert.equal((await c.req('GET', '/api/apps/nope')).status, 400);
+  assert.equal((await c.req('GET', '/api/apps/01m7xsp88xare7pbe7126vxpxd')).status, 404);
+});
+
+const TRICKY: Record<string, string> = {
+  QUOTES: `it's "quoted"`,
+  DOLLAR: '$HOME ${PATH} $$ `id`',
+  HASH: 'a # not a comment',
+  EQUALS: 'a=b=c',
+  NEWLINES: 'line1\nline2\r\nline3',
+  UNICODE: 'héllo wörld ✓ 日本',
+  EMPTY: '',
+};
+
+test('env: sealed at rest, secrets redacted in the listing, reveal is audited, null keeps a value; bad keys are 400', async () => {
+  const app = await createImageApp();
+  const items = Object.entries(TRICKY).map(([key, value], i) => ({ key, value, secret: i % 2 === 0 }));
+  const put = await c.req('PUT', `/api/apps/${app.id}/env`, { items });
+  assert.equal(put.status, 200, put.text);
+  const list = (await c.req('GET', `/api/apps/${app.id}/env`)).body.items as Array<{ key: string; secret: boolean; value: string | null }>;
+  for (const it of list) {
+    if (it.secret) assert.equal(it.value, null, it.key);
+    else assert.equal(it.value, TRICKY[it.key], it.key);
+  }
+  const rows = await s.env.db.selectFrom('app_env').selectAll().where('app_id', '=', app.id).execute();
+  for (const r of rows) {
+    assert.ok(r.sealed.startsWith('v1.'));
+    if (TRICKY[r.key]!.length > 3) assert.equal(r.sealed.includes(TRICKY[r.key]!), false);
+  }
+  const rev = await c.req('GET', `/api/apps/${app.id}/env/QUOTES/reveal`);
+  assert.deepEqual(rev.body, { key: 'QUOTES', value: TRICKY.QUOTES });
+  const audit = (await c.req('GET', '/api/audit?limit=5')).body.items;
+  const entry = audit.find((a: { action: string }) => a.action === 'app.env_revealed');
+  assert.ok(entry);
+  assert.equal(JSON.stringify(entry).includes(TRICKY.QUOTES!), false);
+  // Resubmitting the redacted listing keeps every value.
+  const keep = await c.req('PUT', `/api/apps/${app.id}/env`, { items: list.map((i) => ({ key: i.key, value: i.value, secret: i.secret })) });
+  assert.equal(keep.status, 200);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}/env/QUOTES/reveal`)).body.value, TRICKY.QUOTES);
+  for (const key of ['A=B', 'has space', '1LEAD', '', 'x-y']) {
+    const r = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key, value: 'v' }] });
+    assert.equal(r.status, 400, key);
+    assert.match(r.body.details[0].field, /^items\.0\.key$/);
+  }
+  const newNull = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'BRAND_NEW', value: null }] });
+  assert.equal(newNull.status, 400);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}/env`)).body.items.length, Object.keys(TRICKY).length);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}/env/NOPE/reveal`)).status, 404);
+});
+
+test('an image app comes up, its env reaches the container byte for byte, and its services follow start/stop/restart', async (t) => {
+  if (!(await engineReady(t))) return;
+  const app = await createImageApp();
+  await c.req('PUT', `/api/apps/${app.id}/env`, { items: Object.entries(TRICKY).map(([key, value]) => ({ key, value })) });
+  const events: any[] = [];
+  s.env.bus.onAny((e) => e.topic === 'apps' && (e.data as { app?: string }).app === app.name && events.push(e.data));
+  const start = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(start.status, 200, start.text);
+  const svc = await until('service running', async () => {
+    const r = await c.req('GET', `/api/apps/${app.id}/services`);
+    return r.body.items.find((x: { status: string }) => x.status === 'running');
+  });
+  assert.equal(svc.name, 'app');
+  assert.equal(svc.image, WEB_IMAGE);
+  const [container] = await listAppContainers(s.env.engine, app.name);
+  // The main process's environment, exactly as the kernel holds it: NUL-separated KEY=value.
+  const environ = (await execIn(s.env.engine, container!.id, ['cat', '/proc/1/environ'])).stdout.toString('utf8').split('\0');
+  for (const [key, value] of Object.entries(TRICKY)) assert.ok(environ.includes(`${key}=${value}`), key);
+  await until('status event', async () => events.some((e) => e.type === 'container' && e.action === 'start'));
+  assert.equal((await c.req('POST', `/api/apps/${app.id}/stop`)).status, 200);
+  await until('stopped', async () => (await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0].status === 'exited');
+  await until('app status stopped', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'stopped');
+  assert.equal((await c.req('POST', `/api/apps/${app.id}/services/app/start`)).status, 200);
+  await until('running again', async () => (await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0].status === 'running');
+  assert.equal((await c.req('POST', `/api/apps/${app.id}/services/app/restart`)).status, 200);
+  assert.equal((await c.req('POST', `/api/apps/${app.id}/services/nope/restart`)).status, 404);
+  const patched = await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/index.html' });
+  assert.equal(patched.status, 200);
+  assert.equal((await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 70000 })).status, 400);
+  assert.equal((await c.req('PATCH', `/api/apps/${app.id}/services/app`, { health_path: 'no-slash' })).status, 400);
+  const listed = (await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0];
+  assert.equal(listed.port, 8080);
+  assert.equal(listed.health_path, '/index.html');
+});
+
+test('delete needs a step-up, removes containers and network, keeps volumes unless asked, and is retryable', async (t) => {
+  if (!(await engineReady(t))) return;
+  const app = await createImageApp();
+  await c.req('POST', `/api/apps/${app.id}/start`);
+  // A named volume of the app (as a compose app would have), to see it kept.
+  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', `svc-${app.name}_data`]);
+  const denied = await c.req('DELETE', `/api/apps/${app.id}`);
+  assert.equal(denied.status, 403);
+  assert.equal(denied.body.code, 'step_up_required');
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: 'correct horse battery staple' })).status, 200);
+  const del = await c.req('DELETE', `/api/apps/${app.id}`);
+  assert.equal(del.status, 200, del.text);
+  assert.deepEqual(del.body.kept_volumes, [`svc-${app.name}_data`]);
+  assert.equal((await listAppContainers(s.env.engine, app.name)).length, 0);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}`)).status, 404);
+  assert.equal((await s.env.db.selectFrom('app_env').selectAll().where('app_id', '=', app.id).execute()).length, 0);
+  await run('docker', ['volume', 'inspect', `svc-${app.name}_data`]);
+  // Deleting again with ?volumes=true through a fresh app of the same name removes the volume.
+  const again = await c.req('POST', '/api/apps', { name: app.name, source: { type: 'image', image: WEB_IMAGE } });
+  const del2 = await c.req('DELETE', `/api/apps/${again.body.app.id}?volumes=true`);
+  assert.deepEqual(del2.body.removed_volumes, [`svc-${app.name}_data`]);
+  await assert.rejects(run('docker', ['volume', 'inspect', `svc-${app.name}_data`]));
+  assert.equal((await c.req('DELETE', `/api/apps/${again.body.app.id}?volumes=maybe`)).status, 400);
+});
+
+test('export then import recreates the app with its settings, without secret values', async () => {
+  const app = await createImageApp();
+  await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'PUBLIC', value: 'shown', secret: false }, { key: 'TOKEN', value: 'hidden-value', secret: true }] });
+  await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
+  const spec = (await c.req('GET', `/api/apps/${app.id}/export`)).body;
+  assert.equal(JSON.stringify(spec).includes('hidden-value'), false);
+  assert.deepEqual(spec.env, [{ key: 'PUBLIC', secret: false, value: 'shown' }, { key: 'TOKEN', secret: true, value: null }]);
+  const copyName = uniq();
+  made.push(copyName);
+  const imp = await c.req('POST', '/api/apps/import', { ...spec, name: copyName });
+  assert.equal(imp.status, 201, imp.text);
+  assert.deepEqual(imp.body.missing_secrets, ['TOKEN']);
+  const copy = imp.body.app;
+  assert.deepEqual(copy.source, spec.source);
+  const exported = (await c.req('GET', `/api/apps/${copy.id}/export`)).body;
+  assert.deepEqual(exported.services, spec.services);
+  assert.deepEqual(exported.env, [{ key: 'PUBLIC', secret: false, value: 'shown' }]);
+  assert.equal((await c.req('POST', '/api/apps/import', { ...spec, name: copyName })).status, 409);
+  assert.equal((await c.req('POST', '/api/apps/import', { ...spec, version: 9 })).status, 400);
+});
+
+test('detect-compose and env-example clone the repository into a temporary directory and report', async (t) => {
+  if (!(await needDocker(t))) return;
+  await git.commit('probe', {
+    'compose.yaml': 'services:\n  web:\n    image: nginx:1\n    privileged: true\n  worker:\n    build: .\n',
+    Dockerfile: 'FROM scratch\n',
+    '.env.example': '# comment\nDATABASE_URL=postgres://db/app\nexport MODE="prod"\n',
+  });
+  const name = uniq();
+  const app = (await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url('probe'), branch: 'main' } })).body.app;
+  const d = await c.req('POST', `/api/apps/${app.id}/detect-compose`);
+  assert.equal(d.status, 200, d.text);
+  assert.equal(d.body.compose_path, 'compose.yaml');
+  assert.deepEqual(d.body.services.sort(), ['web', 'worker']);
+  assert.ok(d.body.findings.some((f: { service?: string; key: string; level: string }) => f.service === 'web' && f.key === 'privileged' && f.level === 'error'));
+  const e = await c.req('POST', `/api/apps/${app.id}/env-example`);
+  assert.deepEqual(e.body.items, [{ key: 'DATABASE_URL', value: 'postgres://db/app' }, { key: 'MODE', value: 'prod' }]);
+  const missing = (await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: git.url('missing'), branch: 'main' } })).body.app;
+  const bad = await c.req('POST', `/api/apps/${missing.id}/detect-compose`);
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error, /clone/);
+  const image = await createImageApp();
+  assert.equal((await c.req('POST', `/api/apps/${image.id}/detect-compose`)).status, 400);
+});
+
+test('with the engine unreachable the API keeps serving and engine operations answer 503 naming the socket', async () => {
+  const down = await startTestServer({ SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
+  try {
+    const dc = await adminClient(down);
+    const app = (await dc.req('POST', '/api/apps', { name: 'offline', source: { type: 'image', image: WEB_IMAGE } })).body.app;
+    const r = await dc.req('GET', `/api/apps/${app.id}/services`);
+    assert.equal(r.status, 503);
+    assert.equal(r.body.code, 'service_unavailable');
+    assert.match(r.body.error, /\/nonexistent\/docker\.sock/);
+    assert.equal((await dc.req('POST', `/api/apps/${app.id}/start`)).status, 503);
+    assert.equal((await dc.req('GET', '/api/health')).status, 200);
+    assert.equal((await dc.req('GET', `/api/apps/${app.id}`)).status, 200);
+  } finally {
+    await down.stop();
+  }
+});
+
+test('without a master key the env cannot be set (503) and nothing is stored', async () => {
+  const nokey = await startTestServer({ SVC_MASTER_KEY: '' });
+  try {
+    const k = await adminClient(nokey);
+    const app = (await k.req('POST', '/api/apps', { name: 'nokey', source: { type: 'image', image: WEB_IMAGE } })).body.app;
+    const r = await k.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'A', value: 'b' }] });
+    assert.equal(r.status, 503);
+    assert.match(r.body.error, /SVC_MASTER_KEY/);
+    assert.deepEqual((await k.req('GET', `/api/apps/${app.id}/env`)).body.items, []);
+    const setup = await k.req('POST', '/api/auth/totp/setup');
+    assert.equal(setup.status, 503);
+  } finally {
+    await nokey.stop();
+  }
+});
