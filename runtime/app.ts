@@ -40,6 +40,12 @@ let requestCounter = 0;
 export function createApp(env: Env, routes: RouteDef[]): App {
   const router = IttyRouter();
   routes.forEach((r, i) => router.all(r.pattern, () => i));
+  // Paths without parameters are looked up directly; itty-router matches the rest in table order.
+  const statics = new Map<string, number>();
+  routes.forEach((r, i) => {
+    if (!r.pattern.includes(':') && !statics.has(r.pattern)) statics.set(r.pattern, i);
+  });
+  const observe = requestObserver(env);
   const trusted = buildBlockList(env.config.trustedProxies);
   const catchAllNames = routes.map((r) => new Set([...r.pattern.matchAll(/:(\w+)\+/g)].map((m) => m[1]!)));
   const metricsDigest = env.config.metricsToken ? createHash('sha256').update(`Bearer ${env.config.metricsToken}`).digest() : null;
@@ -52,7 +58,7 @@ export function createApp(env: Env, routes: RouteDef[]): App {
     const requestId = (++requestCounter).toString(36) + '-' + Math.floor(started).toString(36);
     try {
       const probe = { method, url: request.url } as { method: string; url: string; params?: Record<string, string> };
-      const index = (await router.fetch(probe)) as number | undefined;
+      const index = statics.get(pathOf(request.url)) ?? ((await router.fetch(probe)) as number | undefined);
       if (index === undefined) throw new HttpError('not_found', 'No such route');
       const route = routes[index]!;
       label = route.pattern;
@@ -61,9 +67,7 @@ export function createApp(env: Env, routes: RouteDef[]): App {
       response = toErrorResponse(e, requestId);
     }
     if (method === 'HEAD') response = new Response(null, { status: response.status, headers: response.headers });
-    const seconds = (performance.now() - started) / 1000;
-    env.metrics.httpRequests.inc({ method, route: label, status: String(response.status) });
-    env.metrics.httpDuration.observe({ method, route: label }, seconds);
+    observe(method, label, response.status, (performance.now() - started) / 1000);
     return response;
   }
 
@@ -203,6 +207,37 @@ function fromLibError(e: unknown): HttpError | null {
   if (e instanceof EngineConflictError) return new HttpError('conflict', e.message);
   if (e instanceof StackError) return new HttpError('conflict', e.service ? `${e.service}: ${e.message}` : e.message);
   return null;
+}
+
+/** The path of an absolute URL string, without parsing the whole URL (hot path). */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  if (start < 0) return '/';
+  let end = url.length;
+  const q = url.indexOf('?', start);
+  if (q >= 0) end = q;
+  const h = url.indexOf('#', start);
+  if (h >= 0 && h < end) end = h;
+  return url.slice(start, end);
+}
+
+/**
+ * Request counts and durations by route pattern. prom-client hashes label values on every call;
+ * the label-bound children are kept instead (the label space is bounded by the route table).
+ */
+function requestObserver(env: Env) {
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(v: number): void }>();
+  return (method: string, route: string, status: number, seconds: number) => {
+    const key = `${method} ${route}`;
+    const ckey = `${key} ${status}`;
+    let c = counters.get(ckey);
+    if (!c) counters.set(ckey, (c = env.metrics.httpRequests.labels(method, route, String(status))));
+    c.inc();
+    let t = timers.get(key);
+    if (!t) timers.set(key, (t = env.metrics.httpDuration.labels(method, route)));
+    t.observe(seconds);
+  };
 }
 
 function policyOf(mod: HandlerModule, method: Method): AuthPolicy {

@@ -57,8 +57,10 @@ export async function migrate(db: Db): Promise<void> {
   }
 }
 
+const pingQuery = sql`select 1 as ok`;
+
 export async function ping(db: Db): Promise<void> {
-  await sql`select 1`.execute(db);
+  await db.executeQuery(pingQuery.compile(db));
 }
 
 export const nowIso = (now = Date.now()) => new Date(now).toISOString();

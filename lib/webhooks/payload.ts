@@ -116,9 +116,11 @@ function gitlab(event: string, body: Uint8Array): ParsedDelivery {
 
 // Bitbucket Cloud: "repo:push" {push: {changes: [{new: {type, name, target: {hash, message}},
 // old, created, closed}]}}; `new` is null when the ref was deleted (then `old` names it).
-// There is no ping in Cloud; Bitbucket Server/Data Center's "diagnostics:ping" is honoured.
+// There is no ping in Cloud; Bitbucket Server/Data Center's "diagnostics:ping" is honoured, and
+// its push event (below) too.
 function bitbucket(event: string, body: Uint8Array): ParsedDelivery {
   if (event === 'diagnostics:ping') return { kind: 'ping' };
+  if (event === 'repo:refs_changed') return bitbucketServer(json(body));
   if (event !== 'repo:push') return { kind: 'ignored', reason: `event "${event}" is not a push` };
   const p = json(body);
   const push = obj(p.push);
@@ -140,11 +142,33 @@ function bitbucket(event: string, body: Uint8Array): ParsedDelivery {
       ? { after: target?.hash, deleted: false, message: target?.message }
       : { after: null, deleted: true });
   }).filter((r: PushRef | null): r is PushRef => r !== null);
+  return several(refs);
+}
+
+// Bitbucket Server / Data Center: "repo:refs_changed" {changes: [{ref: {id, displayId, type},
+// refId, fromHash, toHash, type: "ADD" | "UPDATE" | "DELETE"}]}.
+function bitbucketServer(p: Record<string, unknown>): ParsedDelivery {
+  if (!Array.isArray(p.changes)) throw new Invalid('changes is missing');
+  if (p.changes.length > 100) throw new Invalid('too many changes in one push');
+  const refs: PushRef[] = [];
+  for (const c of p.changes) {
+    const change = obj(c);
+    if (!change) throw new Invalid('changes[] is not an object');
+    const r = fromRef(str(change.refId ?? obj(change.ref)?.id, 'refId'), {
+      after: change.type === 'DELETE' ? null : change.toHash,
+      deleted: change.type === 'DELETE',
+    });
+    if (r.kind === 'push') refs.push(r);
+  }
+  return several(refs);
+}
+
+function several(refs: (PushRef & { kind?: string })[]): ParsedDelivery {
   if (refs.length === 0) return { kind: 'ignored', reason: 'push of neither a branch nor a tag' };
   // Lead with a ref that was not deleted, so a push that deletes one branch and updates another
   // is reported (and logged) by the update.
-  refs.sort((a, b) => Number(a.deleted) - Number(b.deleted));
-  const [first, ...rest] = refs;
+  const sorted = refs.map(({ kind: _kind, ...r }) => r).sort((a, b) => Number(a.deleted) - Number(b.deleted));
+  const [first, ...rest] = sorted;
   return rest.length ? { kind: 'push', ...first!, also: rest } : { kind: 'push', ...first! };
 }
 
@@ -197,7 +221,10 @@ function refOf(type: 'branch' | 'tag', name: string, info: { after: unknown; del
 function subjectOf(message: unknown): string | undefined {
   if (typeof message !== 'string') return undefined;
   // Bounded and stripped of control characters (incl. ANSI escapes' ESC): it ends up in logs.
-  const line = message.slice(0, 4096).split('\n')[0]!.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  const line = message.slice(0, 4096).split('\n')[0]!
+    .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .trim();
   if (!line) return undefined;
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }

@@ -33,7 +33,7 @@ const NO_SECRET_KEY = 'svc: no webhook secret configured';
  *    SHA-1), but the body is in Gitea's format, so their own headers must win.
  * 2. GitLab: X-Gitlab-Event or X-Gitlab-Token.
  * 3. GitHub: X-GitHub-Event.
- * 4. Bitbucket Cloud: X-Event-Key.
+ * 4. Bitbucket (Cloud, and Server/Data Center): X-Event-Key.
  *
  * GitLab, GitHub and Bitbucket never send each other's headers; a delivery that claims more
  * than one of those three (after the Gitea case is taken out) is refused as ambiguous.
@@ -61,9 +61,9 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
     case 'gitea': {
       // Forgejo sends both X-Forgejo-Signature and X-Gitea-Signature (same value); take Forgejo's
       // when present. Both carry bare hex, no "sha256=" prefix.
-      const sig = one(h, 'x-forgejo-signature') ?? one(h, 'x-gitea-signature');
-      const event = one(h, 'x-forgejo-event') ?? one(h, 'x-gitea-event');
-      const id = optional(h, 'x-forgejo-delivery') ?? optional(h, 'x-gitea-delivery');
+      const sig = one(h, has(h, 'x-forgejo-signature') ? 'x-forgejo-signature' : 'x-gitea-signature');
+      const event = one(h, has(h, 'x-forgejo-event') ? 'x-forgejo-event' : 'x-gitea-event');
+      const id = optional(h, has(h, 'x-forgejo-delivery') ? 'x-forgejo-delivery' : 'x-gitea-delivery');
       if (!sig.ok || !event.ok || !id.ok) return REJECTED;
       return hexMatches(sig.value, secret, body) ? accept(provider, event.value, id.value) : REJECTED;
     }
@@ -78,7 +78,8 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
       // Bitbucket Cloud signs with X-Hub-Signature, but in the sha256= form (not GitHub's old SHA-1).
       const sig = one(h, 'x-hub-signature');
       const event = one(h, 'x-event-key');
-      const id = optional(h, 'x-request-uuid');
+      // Cloud names the delivery X-Request-UUID; Server/Data Center X-Request-Id.
+      const id = optional(h, has(h, 'x-request-uuid') ? 'x-request-uuid' : 'x-request-id');
       if (!sig.ok || !event.ok || !id.ok) return REJECTED;
       return prefixedMatches(sig.value, secret, body) ? accept(provider, event.value, id.value) : REJECTED;
     }
@@ -89,9 +90,11 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
       const event = one(h, 'x-gitlab-event');
       const uuid = optional(h, 'x-gitlab-event-uuid');
       const key = optional(h, 'idempotency-key');
+      // Newer GitLab sends Idempotency-Key, documented as constant across retries of a delivery,
+      // which is exactly what duplicate detection wants; older versions only X-Gitlab-Event-UUID.
       hmacHex(NO_SECRET_KEY, body);
       if (!token.ok || !event.ok || !uuid.ok || !key.ok) return REJECTED;
-      return safeEqual(token.value, secret) ? accept(provider, event.value, uuid.value ?? key.value) : REJECTED;
+      return safeEqual(token.value, secret) ? accept(provider, event.value, key.value ?? uuid.value) : REJECTED;
     }
   }
 }

@@ -1,0 +1,370 @@
+// Deploy keys against a real OpenSSH server serving repositories through git-shell: the key is
+// accepted, another key is refused, a changed host key is refused, and a clone works over ssh://.
+//
+// The server is private to this file: its own config, host keys and authorized_keys in a temp
+// dir, on a free loopback port. As root it logs in a dedicated `svcgit` user whose login shell
+// is git-shell (created once, left in place). Without root, sshd can only log in the user running
+// it, so ForceCommand puts git-shell in front instead. Skips loudly where sshd cannot run at all,
+// and fails instead under CI (CI=true) or SVC_REQUIRE_SSHD=1.
+import { test, before, after, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { access, chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile, constants } from 'node:fs/promises';
+import { createServer, connect } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { generateDeployKey } from '../../lib/keys/ssh.js';
+import { withDeployKey, testConnection, shallowClone, GitError, sshCommand, cleanMessage, explainFailure, sshHost } from '../../lib/git/index.js';
+
+const run = promisify(execFile);
+const SSHD = '/usr/sbin/sshd';
+const GIT_USER = 'svcgit';
+const sshdRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_SSHD === '1';
+const isRoot = process.getuid?.() === 0;
+
+async function sshdUsable(): Promise<string | null> {
+  try {
+    await access(SSHD, constants.X_OK);
+    await access('/usr/bin/git-shell', constants.X_OK);
+    await run('ssh-keygen', ['-?']).catch((e: { code?: unknown }) => { if (e.code === 'ENOENT') throw e; });
+  } catch {
+    return `${SSHD}, ssh-keygen or /usr/bin/git-shell is missing (Debian: apt-get install openssh-server openssh-client git)`;
+  }
+  return null;
+}
+
+/** Call first: skips (loudly) where sshd cannot run, or fails under CI. */
+async function needSshd(t: TestContext): Promise<boolean> {
+  const problem = await sshdUsable();
+  if (!problem) return true;
+  if (sshdRequired) throw new Error(`sshd cannot run here: ${problem}; CI requires it`);
+  console.error(`\n*** SKIPPING ${t.name}: ${problem} ***\n`);
+  t.skip(problem);
+  return false;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+    s.on('error', reject);
+  });
+}
+
+interface Sshd {
+  port: number;
+  user: string;
+  /** Directory of the bare repositories; URLs are ssh://user@127.0.0.1:port<reposDir>/<name>.git */
+  reposDir: string;
+  url(repo: string): string;
+  authorize(publicKeys: string[]): Promise<void>;
+  /** Restarts the server with freshly generated host keys (a "changed host key"). */
+  rotateHostKey(): Promise<void>;
+  /** Everything sshd printed (-e), for diagnosing a failure. */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+async function ensureGitUser(): Promise<{ user: string; home: string }> {
+  if (!isRoot) {
+    const me = userInfo();
+    return { user: me.username, home: me.homedir };
+  }
+  try {
+    await run('id', ['-u', GIT_USER]);
+  } catch {
+    // "*" rather than useradd's locked "!": with UsePAM no, sshd refuses locked accounts even
+    // for public keys.
+    await run('useradd', ['--system', '--create-home', '--home-dir', `/home/${GIT_USER}`, '--shell', '/usr/bin/git-shell', '--password', '*', GIT_USER]);
+  }
+  await mkdir(`/home/${GIT_USER}`, { recursive: true });
+  return { user: GIT_USER, home: `/home/${GIT_USER}` };
+}
+
+async function startSshd(): Promise<Sshd> {
+  const { user, home } = await ensureGitUser();
+  const dir = await mkdtemp(join(tmpdir(), 'svc-sshd-'));
+  // sshd reads authorized_keys as the target user; host keys stay 0600 (root-readable only).
+  await chmod(dir, 0o755);
+  const reposDir = isRoot ? await mkdtemp(join(home, 'svc-test-')) : join(dir, 'repos');
+  await mkdir(reposDir, { recursive: true });
+  if (isRoot) await mkdir('/run/sshd', { recursive: true, mode: 0o755 }); // privilege separation dir
+  const port = await freePort();
+  const authorizedKeys = join(dir, 'authorized_keys');
+  await writeFile(authorizedKeys, '', { mode: 0o644 });
+  const config = join(dir, 'sshd_config');
+  let child: ChildProcess | undefined;
+  let output = '';
+  let generation = 0;
+
+  async function writeHostKey() {
+    generation += 1;
+    const key = join(dir, `host_ed25519_${generation}`);
+    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `svc-test-host-${generation}`, '-f', key]);
+    await writeFile(config, [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${key}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      'UsePAM no',
+      `AuthorizedKeysFile ${authorizedKeys}`,
+      'StrictModes no',
+      'PubkeyAuthentication yes',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      `AllowUsers ${user}`,
+      'AllowTcpForwarding no',
+      'AllowAgentForwarding no',
+      'X11Forwarding no',
+      'PermitTTY no',
+      'PrintMotd no',
+      'LogLevel VERBOSE',
+      ...(isRoot ? [] : ['ForceCommand /usr/bin/git-shell -c "$SSH_ORIGINAL_COMMAND"']),
+      '',
+    ].join('\n'));
+  }
+
+  async function start() {
+    child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.on('data', (c: Buffer) => { if (output.length < 1 << 20) output += c.toString(); });
+    const exited = new Promise<never>((_, reject) => child!.once('exit', (code) => reject(new Error(`sshd exited (${code}): ${output.slice(-2000)}`))));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const up = await Promise.race([exited, new Promise<boolean>((resolve) => {
+        const s = connect(port, '127.0.0.1');
+        s.once('data', () => { s.destroy(); resolve(true); }); // the SSH-2.0 banner
+        s.once('error', () => resolve(false));
+      })]);
+      if (up) break;
+      if (Date.now() > deadline) throw new Error(`sshd did not start: ${output.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    exited.catch(() => {});
+  }
+
+  async function stopChild() {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    await gone;
+  }
+
+  await writeHostKey();
+  try {
+    await start();
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    if (isRoot) await rm(reposDir, { recursive: true, force: true });
+    throw e;
+  }
+
+  return {
+    port,
+    user,
+    reposDir,
+    url: (repo) => `ssh://${user}@127.0.0.1:${port}${reposDir}/${repo}.git`,
+    async authorize(keys) {
+      await writeFile(authorizedKeys, keys.map((k) => `${k}\n`).join(''), { mode: 0o644 });
+    },
+    async rotateHostKey() {
+      await stopChild();
+      await writeHostKey();
+      await start();
+    },
+    log: () => output,
+    async stop() {
+      await stopChild();
+      await rm(dir, { recursive: true, force: true });
+      if (isRoot) await rm(reposDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A bare repository owned by the git user, with one commit on `branch`. */
+async function makeBareRepo(sshd: Sshd, name: string, files: Record<string, string>, branch = 'main'): Promise<string> {
+  const work = await mkdtemp(join(tmpdir(), 'svc-sshrepo-'));
+  try {
+    const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+    const git = (...args: string[]) => run('git', ['-C', work, ...args], { env });
+    await git('init', '-q', '-b', branch);
+    for (const [p, content] of Object.entries(files)) await writeFile(join(work, p), content);
+    await git('add', '-A');
+    await git('commit', '-q', '-m', `initial ${name}`);
+    const bare = join(sshd.reposDir, `${name}.git`);
+    await run('git', ['clone', '-q', '--bare', '--', work, bare]);
+    // upload-pack runs as the git user; git refuses repositories owned by someone else.
+    if (isRoot) await run('chown', ['-R', `${sshd.user}:`, sshd.reposDir]);
+    const { stdout } = await git('rev-parse', 'HEAD');
+    return stdout.trim();
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+// ---- tests ----
+
+let sshd: Sshd | undefined;
+let work = '';
+let head = '';
+const appKey = generateDeployKey('svc-deploy@ssh-test');
+const otherKey = generateDeployKey('svc-deploy@someone-else');
+
+before(async () => {
+  work = await mkdtemp(join(tmpdir(), 'svc-sshtest-'));
+  if (await sshdUsable()) return; // each test skips (or fails under CI) by itself
+  sshd = await startSshd();
+  await sshd.authorize([appKey.publicKey]);
+  head = await makeBareRepo(sshd, 'private-app', { 'compose.yaml': 'services:\n  web:\n    image: svc-test/busybox:latest\n', 'README.md': 'private\n' });
+});
+
+after(async () => {
+  await sshd?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+const exists = (p: string) => access(p).then(() => true, () => false);
+
+test('test-connection: the app key is accepted and the host key is recorded on first use', async (t) => {
+  if (!(await needSshd(t))) return;
+  const knownHosts = join(work, 'first', 'known_hosts');
+  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  assert.equal(r.ok, true, `${r.message}\n--- sshd ---\n${sshd!.log().slice(-3000)}`);
+  assert.match(r.message, /key is accepted \(1 branch, 0 tags\)/);
+  const recorded = await readFile(knownHosts, 'utf8');
+  assert.match(recorded, new RegExp(`^\\[127\\.0\\.0\\.1\\]:${sshd!.port} ssh-ed25519 AAAA`, 'm'));
+  // Second use: same key on record, still fine, nothing added.
+  const again = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  assert.equal(again.ok, true, again.message);
+  assert.equal(await readFile(knownHosts, 'utf8'), recorded);
+});
+
+test('test-connection: another key is refused with a clear message', async (t) => {
+  if (!(await needSshd(t))) return;
+  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: otherKey.privateKey, knownHostsFile: join(work, 'other', 'known_hosts'), timeoutMs: 20_000 });
+  assert.equal(r.ok, false);
+  assert.match(r.message, /^127\.0\.0\.1:\d+ refused the deploy key .*Permission denied \(publickey\)/);
+  assert.ok(!/[\u0000-\u001f]/.test(r.message));
+});
+
+test('test-connection: a missing repository and a non-ssh URL answer clearly', async (t) => {
+  if (!(await needSshd(t))) return;
+  const missing = await testConnection({ url: sshd!.url('nope'), privateKey: appKey.privateKey, knownHostsFile: join(work, 'missing', 'known_hosts'), timeoutMs: 20_000 });
+  assert.equal(missing.ok, false);
+  assert.match(missing.message, /does not appear to be a git repository/);
+  const https = await testConnection({ url: 'https://example.invalid/x.git', privateKey: appKey.privateKey, knownHostsFile: join(work, 'h', 'known_hosts') });
+  assert.deepEqual(https, { ok: false, message: 'deploy keys are used only with ssh:// or user@host:path repository URLs' });
+  const bad = await testConnection({ url: 'ssh://-oProxyCommand=id/x', privateKey: appKey.privateKey, knownHostsFile: join(work, 'h', 'known_hosts') });
+  assert.equal(bad.ok, false);
+  assert.match(bad.message, /^repository URL: /);
+});
+
+test('shallow clone over ssh:// with the deploy key; the key file is gone afterwards', async (t) => {
+  if (!(await needSshd(t))) return;
+  const knownHosts = join(work, 'clone', 'known_hosts');
+  let keyFile = '';
+  const dir = join(work, 'checkout');
+  const out = await withDeployKey(appKey.privateKey, knownHosts, async (env, paths) => {
+    keyFile = paths.keyFile;
+    assert.equal((await stat(paths.keyFile)).mode & 0o777, 0o600);
+    assert.equal((await stat(paths.dir)).mode & 0o777, 0o700);
+    assert.match(env.GIT_SSH_COMMAND!, /-o IdentitiesOnly=yes .*-o StrictHostKeyChecking=accept-new/);
+    return shallowClone({ url: sshd!.url('private-app'), ref: 'main', dir, env, timeoutMs: 60_000 });
+  });
+  assert.equal(out.commit, head);
+  assert.equal(out.subject, 'initial private-app');
+  assert.match(await readFile(join(dir, 'compose.yaml'), 'utf8'), /services:/);
+  assert.equal(await exists(keyFile), false, 'key file removed');
+  assert.equal(await exists(join(keyFile, '..')), false, 'key dir removed');
+});
+
+test('the key file is removed when the work throws, too', async () => {
+  let keyFile = '';
+  await assert.rejects(withDeployKey(appKey.privateKey, join(work, 'throw', 'known_hosts'), async (_env, paths) => {
+    keyFile = paths.keyFile;
+    assert.equal(await exists(keyFile), true);
+    throw new Error('boom');
+  }), /boom/);
+  assert.notEqual(keyFile, '');
+  assert.equal(await exists(keyFile), false);
+});
+
+test('GIT_SSH_COMMAND takes only safe paths; a bad key or relative path is refused', async () => {
+  assert.throws(() => sshCommand('/tmp/k', '/data/apps/x y/known_hosts'), GitError);
+  assert.throws(() => sshCommand('/tmp/k', '/data/$(id)/known_hosts'), GitError);
+  assert.throws(() => sshCommand('/tmp/k;id', '/data/known_hosts'), GitError);
+  assert.throws(() => sshCommand('/tmp/k', '/data/%h/known_hosts'), GitError);
+  assert.throws(() => sshCommand('/tmp/k', '/data/../etc/known_hosts'), GitError);
+  await assert.rejects(withDeployKey(appKey.privateKey, '/data/a b/known_hosts', async () => 1), GitError);
+  await assert.rejects(withDeployKey(appKey.privateKey, 'relative/known_hosts', async () => 1), GitError);
+  await assert.rejects(withDeployKey('not a key', join(work, 'k', 'known_hosts'), async () => 1), GitError);
+});
+
+test('server messages are cleaned of escapes and control characters, and bounded', () => {
+  const hostile = 'remote: \u001b[2J\u001b[31mhello\u001b[0m\u0007 \u001b]0;title\u0007there\r\nfatal: bad\u0000 thing\n' + 'x'.repeat(2000);
+  const m = cleanMessage(hostile);
+  assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(m), m);
+  assert.ok(m.startsWith('remote: hello there; fatal: bad thing; xxx'), m);
+  assert.ok(m.length <= 400);
+  const changed = ['@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@', '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @', 'Host key for [git.example]:2222 has changed and you have requested strict checking.', 'Host key verification failed.'].join('\n');
+  assert.match(explainFailure(changed, 'git.example:2222'), /^host key for git\.example:2222 changed .*refusing/);
+  assert.equal(sshHost('git@github.com:org/repo.git'), 'github.com');
+  assert.equal(sshHost('ssh://git@[::1]:2222/x.git'), '[::1]:2222');
+  assert.equal(sshHost('https://github.com/org/repo.git'), null);
+});
+
+test('a server that never answers is cut off at the timeout, ssh included', async (t) => {
+  if (!(await needSshd(t))) return;
+  const sockets: import('node:net').Socket[] = [];
+  let ended = 0;
+  const silent = createServer((s) => {
+    sockets.push(s);
+    s.on('end', () => { ended += 1; });
+    s.on('error', () => {});
+    s.resume();
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  const port = (silent.address() as { port: number }).port;
+  try {
+    const started = Date.now();
+    const r = await testConnection({ url: `ssh://git@127.0.0.1:${port}/x.git`, privateKey: appKey.privateKey, knownHostsFile: join(work, 'silent', 'known_hosts'), timeoutMs: 1500 });
+    assert.deepEqual(r, { ok: false, message: `no answer from 127.0.0.1:${port} within 2 s` });
+    assert.ok(Date.now() - started < 5000);
+    // The killed process group leaves no ssh behind holding the connection.
+    await new Promise((res) => setTimeout(res, 300));
+    assert.ok(sockets.length > 0 && ended === sockets.length, 'ssh was killed with git');
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
+// Last: it restarts the server with new host keys.
+test('a changed host key is refused with a clear message, and nothing is cloned', async (t) => {
+  if (!(await needSshd(t))) return;
+  const knownHosts = join(work, 'rotate', 'known_hosts');
+  const first = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  assert.equal(first.ok, true, first.message);
+  const before = await readFile(knownHosts, 'utf8');
+  await sshd!.rotateHostKey();
+  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  assert.equal(r.ok, false);
+  assert.match(r.message, new RegExp(`^host key for 127\\.0\\.0\\.1:${sshd!.port} changed .*refusing`));
+  assert.equal(await readFile(knownHosts, 'utf8'), before, 'the recorded key is not replaced');
+  const dir = join(work, 'checkout-after-rotation');
+  await assert.rejects(
+    withDeployKey(appKey.privateKey, knownHosts, (env) => shallowClone({ url: sshd!.url('private-app'), ref: 'main', dir, env, timeoutMs: 30_000 })),
+    (e: unknown) => e instanceof GitError && /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(e.message),
+  );
+  // A fresh known_hosts (what "reset known hosts" would give) accepts the new key.
+  await writeFile(knownHosts, '');
+  const fresh = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  assert.equal(fresh.ok, true, fresh.message);
+});
+
+if (sshdRequired) test('CI requires sshd', async () => assert.equal(await sshdUsable(), null));
