@@ -23,6 +23,12 @@ export interface Config {
   sessionIdleSeconds: number;
   sessionMaxSeconds: number;
   accessLog: string;
+  deploy: {
+    /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
+    keepImages: number;
+    /** A deployment still running after this many seconds is failed by the reaper (SVC_DEPLOY_TIMEOUT). */
+    timeoutSeconds: number;
+  };
   security: {
     expectFirewall: boolean;
     monitor: boolean;
@@ -127,6 +133,10 @@ export function loadConfig(env: Env = process.env): Config {
     sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
+    deploy: {
+      keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),
+      timeoutSeconds: int(env, 'SVC_DEPLOY_TIMEOUT', 3600, 60, 7 * 86400),
+    },
     security: {
       expectFirewall: bool(env, 'SVC_SECURITY_EXPECT_FIREWALL', true),
       monitor: bool(env, 'SVC_SECURITY_MONITOR', true),

@@ -10,6 +10,7 @@ import type { Engine } from './docker/index.js';
 import type { GitAuth } from './apps/probe.js';
 import type { AccessLogTailer } from './traffic/tailer.js';
 import type { TrafficMonitor } from './traffic/monitor.js';
+import type { DeployService } from './deploy/service.js';
 
 export interface Env {
   config: Config;
@@ -29,5 +30,7 @@ export interface Env {
   monitor: TrafficMonitor | null;
   /** Runs git with the app's deploy key when it has one (set up by the keys module). */
   gitAuth?: GitAuth;
+  /** The deployment queue and workers; started by runtime/background.ts. */
+  deployments: DeployService;
   now: () => number;
 }

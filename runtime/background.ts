@@ -5,6 +5,7 @@ import type { Running } from './server.js';
 import { followEvents, type ContainerEvent } from '../lib/docker/index.js';
 import { getAppByName } from '../lib/apps/store.js';
 import { refreshAppStatus } from '../lib/apps/ops.js';
+import { registerStreams } from '../lib/deploy/streams.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -16,6 +17,15 @@ export function startBackground(env: Env, running: Running): void {
     onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
   }).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
   running.onClose(() => events.abort());
+
+  // Deployments: boot recovery (interrupted ones cleaned up), then the queue's workers and reaper.
+  const streams = registerStreams(env);
+  running.onClose(() => streams.stopAll());
+  const deploys = env.deployments.start().catch((err) => env.log.error({ err }, 'deployment service failed to start'));
+  running.onClose(async () => {
+    await deploys;
+    await env.deployments.stop();
+  });
 }
 
 // Container state changes become bus events and refresh the app's status; bursts (a stack

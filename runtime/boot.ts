@@ -12,7 +12,9 @@ import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
 import { createEngine } from '../lib/docker/index.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { TrafficMonitor } from '../lib/traffic/monitor.js';
+import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
+import { deployKeyGitAuth } from '../lib/keys/store.js';
 
 export interface BootOptions {
   /** `:memory:` for tests that need no file. */
@@ -37,8 +39,11 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     engine: createEngine({ socketPath: config.dockerSocket }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,
+    // Replaced just below: the service needs the finished env.
+    deployments: undefined as unknown as DeployService,
     now: opts.now ?? Date.now,
   };
+  env.deployments = new DeployService(env);
   if (config.security.monitor) {
     const s = config.security;
     env.monitor = new TrafficMonitor({
@@ -53,6 +58,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
       onAnomaly: (a) => env.bus.publish('security', { type: 'traffic_anomaly', ...a }),
     });
   }
+  env.gitAuth = deployKeyGitAuth(db, env.sealer, config.dataDir);
   registerTrafficMetrics(env.metrics, env.tailer, () => env.monitor);
   if (!config.masterKey) log.warn('SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
   return env;

@@ -3,77 +3,107 @@ import type { RouteDef } from './route-types.js';
 import * as h0 from '../handlers/api/apps/index.js';
 import * as h1 from '../handlers/api/apps/import.js';
 import * as h2 from '../handlers/api/apps/[id]/index.js';
-import * as h3 from '../handlers/api/apps/[id]/detect-compose.js';
-import * as h4 from '../handlers/api/apps/[id]/env/index.js';
-import * as h5 from '../handlers/api/apps/[id]/env/[key]/reveal.js';
-import * as h6 from '../handlers/api/apps/[id]/env-example.js';
-import * as h7 from '../handlers/api/apps/[id]/export.js';
-import * as h8 from '../handlers/api/apps/[id]/restart.js';
-import * as h9 from '../handlers/api/apps/[id]/services/index.js';
-import * as h10 from '../handlers/api/apps/[id]/services/[name]/index.js';
-import * as h11 from '../handlers/api/apps/[id]/services/[name]/restart.js';
-import * as h12 from '../handlers/api/apps/[id]/services/[name]/start.js';
-import * as h13 from '../handlers/api/apps/[id]/services/[name]/stop.js';
-import * as h14 from '../handlers/api/apps/[id]/start.js';
-import * as h15 from '../handlers/api/apps/[id]/stop.js';
-import * as h16 from '../handlers/api/audit/index.js';
-import * as h17 from '../handlers/api/auth/api-tokens/index.js';
-import * as h18 from '../handlers/api/auth/api-tokens/[id].js';
-import * as h19 from '../handlers/api/auth/login.js';
-import * as h20 from '../handlers/api/auth/logout.js';
-import * as h21 from '../handlers/api/auth/me.js';
-import * as h22 from '../handlers/api/auth/sessions/index.js';
-import * as h23 from '../handlers/api/auth/sessions/[id].js';
-import * as h24 from '../handlers/api/auth/step-up.js';
-import * as h25 from '../handlers/api/auth/totp/index.js';
-import * as h26 from '../handlers/api/auth/totp/enable.js';
-import * as h27 from '../handlers/api/auth/totp/setup.js';
-import * as h28 from '../handlers/api/health.js';
-import * as h29 from '../handlers/api/security/fail2ban.js';
-import * as h30 from '../handlers/api/security/firewall.js';
-import * as h31 from '../handlers/api/security/posture.js';
-import * as h32 from '../handlers/api/security/traffic.js';
-import * as h33 from '../handlers/api/setup/admin.js';
-import * as h34 from '../handlers/api/setup/status.js';
-import * as h35 from '../handlers/api/ws.js';
-import * as h36 from '../handlers/metrics.js';
+import * as h3 from '../handlers/api/apps/[id]/deployments/index.js';
+import * as h4 from '../handlers/api/apps/[id]/deployments/[did]/index.js';
+import * as h5 from '../handlers/api/apps/[id]/deployments/[did]/cancel.js';
+import * as h6 from '../handlers/api/apps/[id]/deployments/[did]/logs.js';
+import * as h7 from '../handlers/api/apps/[id]/deployments/[did]/rollback.js';
+import * as h8 from '../handlers/api/apps/[id]/detect-compose.js';
+import * as h9 from '../handlers/api/apps/[id]/env/index.js';
+import * as h10 from '../handlers/api/apps/[id]/env/[key]/reveal.js';
+import * as h11 from '../handlers/api/apps/[id]/env-example.js';
+import * as h12 from '../handlers/api/apps/[id]/export.js';
+import * as h13 from '../handlers/api/apps/[id]/restart.js';
+import * as h14 from '../handlers/api/apps/[id]/services/index.js';
+import * as h15 from '../handlers/api/apps/[id]/services/[name]/index.js';
+import * as h16 from '../handlers/api/apps/[id]/services/[name]/restart.js';
+import * as h17 from '../handlers/api/apps/[id]/services/[name]/start.js';
+import * as h18 from '../handlers/api/apps/[id]/services/[name]/stop.js';
+import * as h19 from '../handlers/api/apps/[id]/ssh-key/index.js';
+import * as h20 from '../handlers/api/apps/[id]/ssh-key/regenerate.js';
+import * as h21 from '../handlers/api/apps/[id]/ssh-key/test-connection.js';
+import * as h22 from '../handlers/api/apps/[id]/start.js';
+import * as h23 from '../handlers/api/apps/[id]/stop.js';
+import * as h24 from '../handlers/api/apps/[id]/triggers/index.js';
+import * as h25 from '../handlers/api/apps/[id]/triggers/[tid].js';
+import * as h26 from '../handlers/api/apps/[id]/webhook/index.js';
+import * as h27 from '../handlers/api/apps/[id]/webhook/regenerate.js';
+import * as h28 from '../handlers/api/audit/index.js';
+import * as h29 from '../handlers/api/auth/api-tokens/index.js';
+import * as h30 from '../handlers/api/auth/api-tokens/[id].js';
+import * as h31 from '../handlers/api/auth/login.js';
+import * as h32 from '../handlers/api/auth/logout.js';
+import * as h33 from '../handlers/api/auth/me.js';
+import * as h34 from '../handlers/api/auth/sessions/index.js';
+import * as h35 from '../handlers/api/auth/sessions/[id].js';
+import * as h36 from '../handlers/api/auth/step-up.js';
+import * as h37 from '../handlers/api/auth/totp/index.js';
+import * as h38 from '../handlers/api/auth/totp/enable.js';
+import * as h39 from '../handlers/api/auth/totp/setup.js';
+import * as h40 from '../handlers/api/deployments/active.js';
+import * as h41 from '../handlers/api/health.js';
+import * as h42 from '../handlers/api/instance/deploy-concurrency.js';
+import * as h43 from '../handlers/api/security/fail2ban.js';
+import * as h44 from '../handlers/api/security/firewall.js';
+import * as h45 from '../handlers/api/security/posture.js';
+import * as h46 from '../handlers/api/security/traffic.js';
+import * as h47 from '../handlers/api/setup/admin.js';
+import * as h48 from '../handlers/api/setup/status.js';
+import * as h49 from '../handlers/api/ws.js';
+import * as h50 from '../handlers/metrics.js';
+import * as h51 from '../handlers/webhooks/[appID].js';
 
 export const routes: RouteDef[] = [
   { pattern: '/api/apps', file: 'handlers/api/apps/index.ts', module: h0 },
   { pattern: '/api/apps/import', file: 'handlers/api/apps/import.ts', module: h1 },
   { pattern: '/api/apps/:id', file: 'handlers/api/apps/[id]/index.ts', module: h2 },
-  { pattern: '/api/apps/:id/detect-compose', file: 'handlers/api/apps/[id]/detect-compose.ts', module: h3 },
-  { pattern: '/api/apps/:id/env', file: 'handlers/api/apps/[id]/env/index.ts', module: h4 },
-  { pattern: '/api/apps/:id/env/:key/reveal', file: 'handlers/api/apps/[id]/env/[key]/reveal.ts', module: h5 },
-  { pattern: '/api/apps/:id/env-example', file: 'handlers/api/apps/[id]/env-example.ts', module: h6 },
-  { pattern: '/api/apps/:id/export', file: 'handlers/api/apps/[id]/export.ts', module: h7 },
-  { pattern: '/api/apps/:id/restart', file: 'handlers/api/apps/[id]/restart.ts', module: h8 },
-  { pattern: '/api/apps/:id/services', file: 'handlers/api/apps/[id]/services/index.ts', module: h9 },
-  { pattern: '/api/apps/:id/services/:name', file: 'handlers/api/apps/[id]/services/[name]/index.ts', module: h10 },
-  { pattern: '/api/apps/:id/services/:name/restart', file: 'handlers/api/apps/[id]/services/[name]/restart.ts', module: h11 },
-  { pattern: '/api/apps/:id/services/:name/start', file: 'handlers/api/apps/[id]/services/[name]/start.ts', module: h12 },
-  { pattern: '/api/apps/:id/services/:name/stop', file: 'handlers/api/apps/[id]/services/[name]/stop.ts', module: h13 },
-  { pattern: '/api/apps/:id/start', file: 'handlers/api/apps/[id]/start.ts', module: h14 },
-  { pattern: '/api/apps/:id/stop', file: 'handlers/api/apps/[id]/stop.ts', module: h15 },
-  { pattern: '/api/audit', file: 'handlers/api/audit/index.ts', module: h16 },
-  { pattern: '/api/auth/api-tokens', file: 'handlers/api/auth/api-tokens/index.ts', module: h17 },
-  { pattern: '/api/auth/api-tokens/:id', file: 'handlers/api/auth/api-tokens/[id].ts', module: h18 },
-  { pattern: '/api/auth/login', file: 'handlers/api/auth/login.ts', module: h19 },
-  { pattern: '/api/auth/logout', file: 'handlers/api/auth/logout.ts', module: h20 },
-  { pattern: '/api/auth/me', file: 'handlers/api/auth/me.ts', module: h21 },
-  { pattern: '/api/auth/sessions', file: 'handlers/api/auth/sessions/index.ts', module: h22 },
-  { pattern: '/api/auth/sessions/:id', file: 'handlers/api/auth/sessions/[id].ts', module: h23 },
-  { pattern: '/api/auth/step-up', file: 'handlers/api/auth/step-up.ts', module: h24 },
-  { pattern: '/api/auth/totp', file: 'handlers/api/auth/totp/index.ts', module: h25 },
-  { pattern: '/api/auth/totp/enable', file: 'handlers/api/auth/totp/enable.ts', module: h26 },
-  { pattern: '/api/auth/totp/setup', file: 'handlers/api/auth/totp/setup.ts', module: h27 },
-  { pattern: '/api/health', file: 'handlers/api/health.ts', module: h28 },
-  { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', module: h29 },
-  { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', module: h30 },
-  { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', module: h31 },
-  { pattern: '/api/security/traffic', file: 'handlers/api/security/traffic.ts', module: h32 },
-  { pattern: '/api/setup/admin', file: 'handlers/api/setup/admin.ts', module: h33 },
-  { pattern: '/api/setup/status', file: 'handlers/api/setup/status.ts', module: h34 },
-  { pattern: '/api/ws', file: 'handlers/api/ws.ts', module: h35 },
-  { pattern: '/metrics', file: 'handlers/metrics.ts', module: h36 },
+  { pattern: '/api/apps/:id/deployments', file: 'handlers/api/apps/[id]/deployments/index.ts', module: h3 },
+  { pattern: '/api/apps/:id/deployments/:did', file: 'handlers/api/apps/[id]/deployments/[did]/index.ts', module: h4 },
+  { pattern: '/api/apps/:id/deployments/:did/cancel', file: 'handlers/api/apps/[id]/deployments/[did]/cancel.ts', module: h5 },
+  { pattern: '/api/apps/:id/deployments/:did/logs', file: 'handlers/api/apps/[id]/deployments/[did]/logs.ts', module: h6 },
+  { pattern: '/api/apps/:id/deployments/:did/rollback', file: 'handlers/api/apps/[id]/deployments/[did]/rollback.ts', module: h7 },
+  { pattern: '/api/apps/:id/detect-compose', file: 'handlers/api/apps/[id]/detect-compose.ts', module: h8 },
+  { pattern: '/api/apps/:id/env', file: 'handlers/api/apps/[id]/env/index.ts', module: h9 },
+  { pattern: '/api/apps/:id/env/:key/reveal', file: 'handlers/api/apps/[id]/env/[key]/reveal.ts', module: h10 },
+  { pattern: '/api/apps/:id/env-example', file: 'handlers/api/apps/[id]/env-example.ts', module: h11 },
+  { pattern: '/api/apps/:id/export', file: 'handlers/api/apps/[id]/export.ts', module: h12 },
+  { pattern: '/api/apps/:id/restart', file: 'handlers/api/apps/[id]/restart.ts', module: h13 },
+  { pattern: '/api/apps/:id/services', file: 'handlers/api/apps/[id]/services/index.ts', module: h14 },
+  { pattern: '/api/apps/:id/services/:name', file: 'handlers/api/apps/[id]/services/[name]/index.ts', module: h15 },
+  { pattern: '/api/apps/:id/services/:name/restart', file: 'handlers/api/apps/[id]/services/[name]/restart.ts', module: h16 },
+  { pattern: '/api/apps/:id/services/:name/start', file: 'handlers/api/apps/[id]/services/[name]/start.ts', module: h17 },
+  { pattern: '/api/apps/:id/services/:name/stop', file: 'handlers/api/apps/[id]/services/[name]/stop.ts', module: h18 },
+  { pattern: '/api/apps/:id/ssh-key', file: 'handlers/api/apps/[id]/ssh-key/index.ts', module: h19 },
+  { pattern: '/api/apps/:id/ssh-key/regenerate', file: 'handlers/api/apps/[id]/ssh-key/regenerate.ts', module: h20 },
+  { pattern: '/api/apps/:id/ssh-key/test-connection', file: 'handlers/api/apps/[id]/ssh-key/test-connection.ts', module: h21 },
+  { pattern: '/api/apps/:id/start', file: 'handlers/api/apps/[id]/start.ts', module: h22 },
+  { pattern: '/api/apps/:id/stop', file: 'handlers/api/apps/[id]/stop.ts', module: h23 },
+  { pattern: '/api/apps/:id/triggers', file: 'handlers/api/apps/[id]/triggers/index.ts', module: h24 },
+  { pattern: '/api/apps/:id/triggers/:tid', file: 'handlers/api/apps/[id]/triggers/[tid].ts', module: h25 },
+  { pattern: '/api/apps/:id/webhook', file: 'handlers/api/apps/[id]/webhook/index.ts', module: h26 },
+  { pattern: '/api/apps/:id/webhook/regenerate', file: 'handlers/api/apps/[id]/webhook/regenerate.ts', module: h27 },
+  { pattern: '/api/audit', file: 'handlers/api/audit/index.ts', module: h28 },
+  { pattern: '/api/auth/api-tokens', file: 'handlers/api/auth/api-tokens/index.ts', module: h29 },
+  { pattern: '/api/auth/api-tokens/:id', file: 'handlers/api/auth/api-tokens/[id].ts', module: h30 },
+  { pattern: '/api/auth/login', file: 'handlers/api/auth/login.ts', module: h31 },
+  { pattern: '/api/auth/logout', file: 'handlers/api/auth/logout.ts', module: h32 },
+  { pattern: '/api/auth/me', file: 'handlers/api/auth/me.ts', module: h33 },
+  { pattern: '/api/auth/sessions', file: 'handlers/api/auth/sessions/index.ts', module: h34 },
+  { pattern: '/api/auth/sessions/:id', file: 'handlers/api/auth/sessions/[id].ts', module: h35 },
+  { pattern: '/api/auth/step-up', file: 'handlers/api/auth/step-up.ts', module: h36 },
+  { pattern: '/api/auth/totp', file: 'handlers/api/auth/totp/index.ts', module: h37 },
+  { pattern: '/api/auth/totp/enable', file: 'handlers/api/auth/totp/enable.ts', module: h38 },
+  { pattern: '/api/auth/totp/setup', file: 'handlers/api/auth/totp/setup.ts', module: h39 },
+  { pattern: '/api/deployments/active', file: 'handlers/api/deployments/active.ts', module: h40 },
+  { pattern: '/api/health', file: 'handlers/api/health.ts', module: h41 },
+  { pattern: '/api/instance/deploy-concurrency', file: 'handlers/api/instance/deploy-concurrency.ts', module: h42 },
+  { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', module: h43 },
+  { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', module: h44 },
+  { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', module: h45 },
+  { pattern: '/api/security/traffic', file: 'handlers/api/security/traffic.ts', module: h46 },
+  { pattern: '/api/setup/admin', file: 'handlers/api/setup/admin.ts', module: h47 },
+  { pattern: '/api/setup/status', file: 'handlers/api/setup/status.ts', module: h48 },
+  { pattern: '/api/ws', file: 'handlers/api/ws.ts', module: h49 },
+  { pattern: '/metrics', file: 'handlers/metrics.ts', module: h50 },
+  { pattern: '/webhooks/:appID', file: 'handlers/webhooks/[appID].ts', module: h51 },
 ];

@@ -6,6 +6,7 @@ import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from 
 import { listEnv, replaceEnv } from './env.js';
 import { SERVICE_NAME } from '../compose/index.js';
 import { requireSealer } from '../crypto/seal.js';
+import { addTrigger, listTriggers } from '../webhooks/store.js';
 
 export const SPEC_VERSION = 1;
 
@@ -23,7 +24,7 @@ export const specSchema = z.object({
 });
 export type AppSpec = z.infer<typeof specSchema>;
 
-export async function exportSpec(env: Env, app: App, extras: { triggers?: AppSpec['triggers'] } = {}): Promise<AppSpec> {
+export async function exportSpec(env: Env, app: App): Promise<AppSpec> {
   const settings = await serviceSettings(env.db, app.id);
   // Secret values never leave: their keys do (value null), so the importer knows what to set.
   const vars = env.sealer.available ? await listEnv(env.db, env.sealer, app.id) : [];
@@ -33,7 +34,7 @@ export async function exportSpec(env: Env, app: App, extras: { triggers?: AppSpe
     source: app.source,
     services: [...settings].map(([name, s]) => ({ name, port: s.port, health_path: s.health_path })),
     env: vars.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })),
-    triggers: extras.triggers ?? [],
+    triggers: (await listTriggers(env.db, app.id)).map((t) => ({ event: t.event, pattern: t.pattern, enabled: t.enabled })),
     domains: [],
   };
 }
@@ -42,7 +43,7 @@ export async function exportSpec(env: Env, app: App, extras: { triggers?: AppSpe
  * Creates the app and its settings. Secret keys arrive without values; they are reported back as
  * `missing_secrets` to be set. Any failure removes the half-made app, so nothing is left behind.
  */
-export async function importSpec(env: Env, spec: AppSpec, hooks: { triggers?: (app: App, t: AppSpec['triggers']) => Promise<void> } = {}): Promise<{ app: App; missing_secrets: string[] }> {
+export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; missing_secrets: string[] }> {
   for (const s of spec.services) servicePatchSchema.parse({ port: s.port, health_path: s.health_path });
   const withValues = spec.env.filter((e) => e.value !== null);
   if (withValues.length) requireSealer(env.sealer);
@@ -50,7 +51,7 @@ export async function importSpec(env: Env, spec: AppSpec, hooks: { triggers?: (a
   try {
     for (const s of spec.services) await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
     if (withValues.length) await replaceEnv(env.db, env.sealer, app.id, withValues.map((e) => ({ key: e.key, value: e.value, secret: e.secret })));
-    if (spec.triggers.length && hooks.triggers) await hooks.triggers(app, spec.triggers);
+    for (const t of spec.triggers) await addTrigger(env.db, app.id, t, env.now());
   } catch (e) {
     await deleteAppRows(env.db, app.id);
     throw e;

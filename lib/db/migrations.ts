@@ -141,7 +141,64 @@ const m0002: Migration = {
   },
 };
 
+// Pushes in quick succession coalesce: one deployment runs while at most one newer push waits
+// behind it (`waiting` = 1). Everything else still holds to one non-terminal deployment per app,
+// enforced by the index (a manual deploy or rollback while one is active is refused by it).
+// `spec` records what was deployed (compose text, Dockerfile or image) so a rollback re-plans
+// the same stack from the kept images without cloning.
+const m0003: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable('deployments').addColumn('waiting', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema.alterTable('deployments').addColumn('spec', 'text').execute();
+    await db.schema.alterTable('deployments').addColumn('commit_wanted', 'text').execute();
+    await sql`drop index deployments_one_active`.execute(db);
+    await sql`create unique index deployments_one_active on deployments (app_id) where waiting = 0 and ${sql.raw(ACTIVE_DEPLOYMENT)}`.execute(db);
+    await sql`create unique index deployments_one_waiting on deployments (app_id) where waiting = 1 and status = 'queued'`.execute(db);
+    await db.schema.createIndex('deployments_status').on('deployments').columns(['status', 'created_at']).execute();
+  },
+};
+
+const m0004: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('app_webhooks')
+      .addColumn('app_id', 'text', (c) => c.primaryKey().references('apps.id').onDelete('cascade'))
+      .addColumn('secret_sealed', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('app_triggers')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('app_id', 'text', (c) => c.notNull().references('apps.id').onDelete('cascade'))
+      .addColumn('event', 'text', (c) => c.notNull())
+      .addColumn('pattern', 'text', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('app_triggers_app').on('app_triggers').column('app_id').execute();
+    await db.schema
+      .createTable('app_ssh_keys')
+      .addColumn('app_id', 'text', (c) => c.primaryKey().references('apps.id').onDelete('cascade'))
+      .addColumn('public_key', 'text', (c) => c.notNull())
+      .addColumn('fingerprint', 'text', (c) => c.notNull())
+      .addColumn('private_sealed', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute();
+    // Delivery ids seen within the retention window: a forge's retry must not deploy twice.
+    await db.schema
+      .createTable('webhook_deliveries')
+      .addColumn('app_id', 'text', (c) => c.notNull().references('apps.id').onDelete('cascade'))
+      .addColumn('delivery_id', 'text', (c) => c.notNull())
+      .addColumn('received_at', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('webhook_deliveries_pk', ['app_id', 'delivery_id'])
+      .execute();
+    await db.schema.createIndex('webhook_deliveries_at').on('webhook_deliveries').column('received_at').execute();
+  },
+};
+
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_apps_deployments': m0002,
+  '0003_deploy_queue': m0003,
+  '0004_webhooks_keys': m0004,
 };

@@ -108,6 +108,12 @@ export interface DeploymentTable {
   started_at: string | null;
   finished_at: string | null;
   updated_at: string;
+  /** 1: a push queued behind its app's active deployment (coalesced; at most one per app). */
+  waiting: number;
+  /** JSON of what was deployed ({kind:'compose', path, text} | {kind:'dockerfile', path} | {kind:'image', image}). */
+  spec: string | null;
+  /** The commit a webhook announced (informational; the ref's head at fetch time is deployed). */
+  commit_wanted: string | null;
 }
 
 export interface DeploymentEventTable {
@@ -125,7 +131,42 @@ export interface DeploymentLogTable {
   line: string;
 }
 
+export interface AppWebhookTable {
+  app_id: string;
+  /** Sealed, bound to `app:<id>:webhook`. */
+  secret_sealed: string;
+  created_at: string;
+}
+
+export interface AppTriggerTable {
+  id: string;
+  app_id: string;
+  event: string;
+  pattern: string;
+  enabled: number;
+  created_at: string;
+}
+
+export interface AppSshKeyTable {
+  app_id: string;
+  public_key: string;
+  fingerprint: string;
+  /** Sealed, bound to `app:<id>:ssh-key`. */
+  private_sealed: string;
+  created_at: string;
+}
+
+export interface WebhookDeliveryTable {
+  app_id: string;
+  delivery_id: string;
+  received_at: string;
+}
+
 export interface Database {
+  app_webhooks: AppWebhookTable;
+  app_triggers: AppTriggerTable;
+  app_ssh_keys: AppSshKeyTable;
+  webhook_deliveries: WebhookDeliveryTable;
   apps: AppTable;
   app_env: AppEnvTable;
   app_services: AppServiceTable;

@@ -1,0 +1,123 @@
+// Blue/green rollout of a planned stack. New containers start next to the old ones without the
+// service's name on the network; once every one has passed its health gate, the name moves to
+// them (the new container gets the alias, then the old one leaves the network, so a lookup
+// always finds a live address), and the old containers are stopped and removed. Until the
+// switch nothing old is touched; any failure removes what this deployment created.
+// A service publishing a fixed host port cannot run twice: its old container is stopped first,
+// and started again if the deployment fails.
+import {
+  StackError, createServiceContainer, ensureNetworks, ensureVolumes, guard, isNotFound, listAppContainers, removeContainer,
+  setAliases, startContainer, stopContainer, waitForCondition, type AppContainer, type Engine, type StackPlan,
+} from '../docker/index.js';
+import { healthGate, type ProbeMode } from './health.js';
+
+export interface RolloutOptions {
+  deploymentId: string;
+  /** Image per service (built tags, the plan's images, or a rollback's kept ones). */
+  images: Record<string, string>;
+  settings: Map<string, { port: number | null; health_path: string | null }>;
+  signal?: AbortSignal;
+  log: (line: string) => void;
+  gate: { timeoutMs: number; settleMs: number; probe: ProbeMode; probeImage?: string };
+  /** Called once every new container is started, before the gates. */
+  onHealthChecking: () => Promise<void>;
+  /** Pause between giving the new container the name and taking it from the old one. */
+  overlapMs?: number;
+}
+
+interface Created {
+  service: string;
+  id: string;
+  name: string;
+  movesAlias: boolean;
+}
+
+export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOptions): Promise<{ replaced: string[] }> {
+  const { log, signal } = opts;
+  signal?.throwIfAborted();
+  await ensureNetworks(engine, plan);
+  await ensureVolumes(engine, plan);
+  const old = await listAppContainers(engine, plan.app);
+  const created: Created[] = [];
+  const stoppedOld: AppContainer[] = [];
+  try {
+    for (const svc of plan.services) {
+      signal?.throwIfAborted();
+      for (const dep of svc.dependsOn) {
+        const peer = created.find((c) => c.service === dep.service);
+        if (!peer) continue;
+        if (dep.condition !== 'service_started') log(`${svc.name}: waiting for the new ${dep.service} (${dep.condition})`);
+        await waitForCondition(engine, peer.id, dep.condition, { timeoutMs: opts.gate.timeoutMs, signal });
+      }
+      const mine = old.filter((c) => c.service === svc.name);
+      const inPlace = svc.publishesFixedHostPort;
+      if (inPlace) {
+        const running = mine.filter((c) => c.state === 'running' || c.state === 'restarting');
+        log(`${svc.name}: publishes a fixed host port, so it cannot run twice: replacing it stop-then-start (brief interruption)`);
+        for (const c of running) {
+          await stopContainer(engine, c.id);
+          stoppedOld.push(c);
+        }
+      }
+      // networkMode service:X joins a container's namespace and has no aliases of its own.
+      const aliasable = !svc.networkMode && svc.networks.length > 0;
+      const c = await createServiceContainer(engine, plan, svc.name, {
+        deploymentId: opts.deploymentId,
+        image: opts.images[svc.name],
+        ...(aliasable && !inPlace && mine.length ? { aliases: [] } : {}),
+      });
+      created.push({ service: svc.name, id: c.id, name: c.name, movesAlias: aliasable && !inPlace && mine.length > 0 });
+      log(`${svc.name}: created ${c.name}${aliasable && !inPlace && mine.length ? ' next to the running one' : ''}`);
+      signal?.throwIfAborted();
+      await startContainer(engine, c.id);
+      log(`${svc.name}: started ${c.name}`);
+    }
+    await opts.onHealthChecking();
+    for (const c of created) {
+      signal?.throwIfAborted();
+      const s = opts.settings.get(c.service) ?? { port: null, health_path: null };
+      const how = await healthGate(engine, c.id, c.service, { ...opts.gate, port: s.port, healthPath: s.health_path, signal, log });
+      log(`${c.service}: ${c.name} is ready (${how})`);
+    }
+    signal?.throwIfAborted();
+  } catch (e) {
+    for (const c of created.reverse()) await removeContainer(engine, c.id).catch(() => {});
+    for (const c of stoppedOld) {
+      await startContainer(engine, c.id).then(
+        () => log(`${c.service}: restarted the previous ${c.name}`),
+        (err) => log(`${c.service}: could not restart the previous ${c.name}: ${(err as Error).message}`),
+      );
+    }
+    throw e;
+  }
+  // The switch. From here on the new version serves; problems with the old ones are only logged.
+  for (const c of created) {
+    if (!c.movesAlias) continue;
+    await setAliases(engine, plan, c.service, c.id, 'default');
+  }
+  if (created.some((c) => c.movesAlias)) await new Promise((r) => setTimeout(r, opts.overlapMs ?? 250));
+  const replaced: string[] = [];
+  const newIds = new Set(created.map((c) => c.id));
+  const leftovers = old.filter((c) => !newIds.has(c.id));
+  // Out of the network first (no new connections reach it), then stopped with its own grace period.
+  for (const c of leftovers) {
+    for (const net of Object.keys(c.networks)) {
+      await guard(engine, () => engine.docker.getNetwork(net).disconnect({ Container: c.id, Force: true })).catch((e) => {
+        if (!isNotFound(e)) log(`${c.service}: could not detach ${c.name} from ${net}: ${(e as Error).message}`);
+      });
+    }
+  }
+  await Promise.all(leftovers.map(async (c) => {
+    try {
+      await stopContainer(engine, c.id);
+      await removeContainer(engine, c.id);
+      replaced.push(c.name);
+      log(`${c.service}: removed the previous ${c.name}`);
+    } catch (e) {
+      log(`${c.service}: could not remove the previous ${c.name}: ${(e as Error).message}`);
+    }
+  }));
+  return { replaced };
+}
+
+export { StackError };

@@ -1,0 +1,70 @@
+// The deployment resource as the API shows it, and the state machine's vocabulary.
+import type { DeploymentTable } from '../db/schema.js';
+
+export const ACTIVE = ['queued', 'cloning', 'building', 'deploying', 'health_checking'] as const;
+export const TERMINAL = ['succeeded', 'failed', 'canceled', 'interrupted'] as const;
+export type ActiveStatus = (typeof ACTIVE)[number];
+export type TerminalStatus = (typeof TERMINAL)[number];
+export type DeployStatus = ActiveStatus | TerminalStatus;
+export type Trigger = 'manual' | 'push' | 'tag' | 'rollback';
+
+export function isTerminal(s: string): s is TerminalStatus {
+  return (TERMINAL as readonly string[]).includes(s);
+}
+
+/** What was deployed, so a rollback can plan the same stack again without a clone. */
+export type DeploySpec =
+  | { kind: 'compose'; path: string; text: string }
+  | { kind: 'dockerfile'; path: string }
+  | { kind: 'image'; image: string };
+
+export interface Deployment {
+  id: string;
+  app_id: string;
+  status: DeployStatus;
+  trigger: Trigger;
+  ref: string | null;
+  commit: string | null;
+  commit_subject: string | null;
+  /** The main service's image (the single service, else the first built one, else the first). */
+  image: string | null;
+  /** Every service's image: what a rollback to this deployment reuses. */
+  images: Record<string, string> | null;
+  error: string | null;
+  rollback_of: string | null;
+  delivery_id: string | null;
+  /** True for a push coalesced behind the app's running deployment (starts when it ends). */
+  waiting: boolean;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export function mainImage(images: Record<string, string> | null): string | null {
+  if (!images) return null;
+  if (images.app) return images.app;
+  const built = Object.values(images).find((i) => i.startsWith('svc/'));
+  return built ?? Object.values(images)[0] ?? null;
+}
+
+export function toDeployment(row: DeploymentTable): Deployment {
+  const images = row.images ? (JSON.parse(row.images) as Record<string, string>) : null;
+  return {
+    id: row.id,
+    app_id: row.app_id,
+    status: row.status as DeployStatus,
+    trigger: row.trigger as Trigger,
+    ref: row.ref,
+    commit: row.commit_sha,
+    commit_subject: row.commit_subject,
+    image: mainImage(images),
+    images,
+    error: row.error,
+    rollback_of: row.rollback_of,
+    delivery_id: row.delivery_id,
+    waiting: row.waiting === 1,
+    created_at: row.created_at,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+  };
+}

@@ -1,0 +1,151 @@
+// One deployment, start to finish: source (clone/fetch, or a rollback's kept images, or an
+// image app's image) -> build -> blue/green rollout with health gates. Status changes go
+// through `setStatus`; every step writes to the deployment log. Throws on failure or abort:
+// the caller decides the final status and cleans up what this deployment left.
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Env } from '../env.js';
+import type { App } from '../apps/model.js';
+import { noGitAuth } from '../apps/probe.js';
+import { resolveEnv } from '../apps/env.js';
+import { serviceSettings } from '../apps/store.js';
+import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
+import { StackError, buildImage, buildLabels, imageTag, planStack, type StackPlan } from '../docker/index.js';
+import { detectCompose } from '../git/index.js';
+import type { DeployLog } from './log.js';
+import type { DeploySpec, Deployment, DeployStatus } from './model.js';
+import type { TransitionPatch } from './store.js';
+import { checkout, appWorkDir } from './workdir.js';
+import { imagesPresent } from './images.js';
+import { rollout } from './bluegreen.js';
+import type { ProbeMode } from './health.js';
+
+export interface PipelineOptions {
+  workRoot: string;
+  cloneTimeoutMs: number;
+  cloneMaxBytes: number;
+  healthTimeoutMs: number;
+  settleMs: number;
+  probe: ProbeMode;
+  probeImage?: string;
+}
+
+export interface PipelineRun {
+  env: Env;
+  app: App;
+  deployment: Deployment;
+  /** The spec a rollback re-plans (read from the deployment it rolls back to). */
+  spec: DeploySpec | null;
+  log: DeployLog;
+  signal: AbortSignal;
+  setStatus: (status: DeployStatus, patch?: TransitionPatch) => Promise<void>;
+  opts: PipelineOptions;
+}
+
+export async function runPipeline(run: PipelineRun): Promise<{ images: Record<string, string>; replaced: string[] }> {
+  const { env, app, deployment: dep, log, signal, opts } = run;
+  const say = (line: string) => log.write(line, 'deploy');
+  const appEnv = await resolveEnv(env.db, env.sealer, app.id);
+  const repoDir = join(appWorkDir(opts.workRoot, app.id), 'repo');
+  let spec: DeploySpec;
+  let images: Record<string, string> = {};
+  let workdir: string | undefined;
+  let plan: StackPlan;
+
+  if (dep.trigger === 'rollback') {
+    if (!run.spec || !dep.images) throw new StackError('the deployment to roll back to has no recorded images');
+    spec = run.spec;
+    images = dep.images;
+    say(`rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`);
+    const missing = await imagesPresent(env.engine, images);
+    if (missing.length) throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
+    workdir = (await isDir(repoDir)) ? repoDir : undefined;
+    plan = await makePlan(env, app, spec, appEnv, workdir);
+    await run.setStatus('deploying');
+  } else if (app.source.type === 'image') {
+    spec = { kind: 'image', image: app.source.image };
+    say(`image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`);
+    plan = await makePlan(env, app, spec, appEnv, undefined);
+    images = { [plan.services[0]!.name]: app.source.image };
+    await run.setStatus('deploying', { images, spec });
+  } else {
+    const src = app.source;
+    const ref = dep.ref ?? src.branch;
+    await run.setStatus('cloning');
+    say(`fetching ${ref} from ${src.repo_url}`);
+    const gitAuth = env.gitAuth ?? noGitAuth;
+    const co = await gitAuth(app, (gitEnv) =>
+      checkout({
+        workRoot: opts.workRoot, appId: app.id, deploymentId: dep.id, url: src.repo_url, ref, env: gitEnv, signal,
+        timeoutMs: opts.cloneTimeoutMs, maxBytes: opts.cloneMaxBytes, log: say,
+      }),
+    );
+    workdir = co.dir;
+    say(`commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`);
+    const detected = await detectCompose(co.dir, { composePath: src.compose_path, env: appEnv });
+    const errors = detected.findings.filter((f) => f.level === 'error');
+    if (errors.length) throw new StackError(`the repository cannot be deployed: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
+    if (detected.compose_path) spec = { kind: 'compose', path: detected.compose_path, text: await readFile(join(co.dir, detected.compose_path), 'utf8') };
+    else spec = { kind: 'dockerfile', path: detected.dockerfile ?? 'Dockerfile' };
+    say(spec.kind === 'compose' ? `compose file ${spec.path}: services ${detected.services.join(', ')}` : `no compose file: building ${spec.path} as service "app"`);
+    plan = await makePlan(env, app, spec, appEnv, workdir);
+    await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
+    for (const svc of plan.services) {
+      if (!svc.build) {
+        images[svc.name] = svc.image!;
+        continue;
+      }
+      signal.throwIfAborted();
+      const tag = imageTag(app.name, svc.name, dep.id);
+      say(`${svc.name}: building ${tag}`);
+      await buildImage(env.engine, {
+        contextDir: svc.build.contextDir,
+        dockerfile: svc.build.dockerfile,
+        args: svc.build.args,
+        target: svc.build.target,
+        tag,
+        labels: buildLabels(app.name, svc.name, dep.id),
+        signal,
+        onLog: (line) => log.write(line, 'build'),
+      });
+      images[svc.name] = tag;
+    }
+    await run.setStatus('deploying', { images });
+  }
+
+  const settings = await serviceSettings(env.db, app.id);
+  const result = await rollout(env.engine, plan, {
+    deploymentId: dep.id,
+    images,
+    settings,
+    signal,
+    log: say,
+    gate: { timeoutMs: opts.healthTimeoutMs, settleMs: opts.settleMs, probe: opts.probe, probeImage: opts.probeImage },
+    onHealthChecking: () => run.setStatus('health_checking'),
+  });
+  return { images, replaced: result.replaced };
+}
+
+async function isDir(p: string): Promise<boolean> {
+  try {
+    return (await stat(p)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<string, string>, workdir: string | undefined): Promise<StackPlan> {
+  let model: ComposeModel;
+  if (spec.kind === 'compose') {
+    const parsed = parseCompose(spec.text, { env: appEnv });
+    const errors = parsed.findings.filter((f) => f.level === 'error');
+    if (!parsed.model || errors.length) throw new StackError(`${spec.path}: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ') || 'cannot be parsed'}`);
+    model = parsed.model;
+  } else if (spec.kind === 'dockerfile') model = singleServiceModel({ dockerfile: spec.path });
+  else model = singleServiceModel({ image: spec.image });
+  const planned = await planStack(model, { app: app.name, env: appEnv, workdir, defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
+  if (!planned.ok) {
+    throw new StackError(`the stack cannot be planned: ${planned.findings.filter((f) => f.level === 'error').map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
+  }
+  return planned.plan;
+}

@@ -1,0 +1,240 @@
+// Topic sources for the WebSocket: build:<deploymentId> (replayed from the table, then live),
+// logs:<appId> (runtime logs of every service, last lines replayed), stats:<appId> and host
+// (collected only while someone listens). Log text travels as JSON strings: data, never markup.
+import { statfs } from 'node:fs/promises';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { PassThrough, type Readable } from 'node:stream';
+import type { Env } from '../env.js';
+import type { BusEvent } from '../events/bus.js';
+import { getApp } from '../apps/store.js';
+import { listAppContainers } from '../docker/index.js';
+import { readLogs } from './store.js';
+
+const LOG_REPLAY = 100;
+const RESCAN_MS = 2_000;
+const STATS_MS = 2_000;
+const HOST_MS = 3_000;
+const MAX_LINE = 8 * 1024;
+
+export function registerStreams(env: Env): { stopAll(): void } {
+  const stoppers = new Map<string, () => void>();
+  const rings = new Map<string, BusEvent[]>();
+
+  env.bus.source('build', {
+    async replay(topic) {
+      const id = topic.slice('build:'.length);
+      const rows = await readLogs(env.db, id);
+      return rows.map((r) => ({ topic, ts: r.at, data: { seq: r.seq, at: r.at, stream: r.stream, line: r.line } }));
+    },
+  });
+
+  env.bus.source('logs', {
+    replay: (topic) => rings.get(topic)?.slice() ?? [],
+    start(topic) {
+      const ring: BusEvent[] = [];
+      rings.set(topic, ring);
+      stoppers.set(topic, followAppLogs(env, topic, (e) => {
+        ring.push(e);
+        if (ring.length > LOG_REPLAY) ring.shift();
+      }));
+    },
+    stop(topic) {
+      stoppers.get(topic)?.();
+      stoppers.delete(topic);
+      rings.delete(topic);
+    },
+  });
+
+  env.bus.source('stats', {
+    start(topic) {
+      stoppers.set(topic, collectStats(env, topic));
+    },
+    stop(topic) {
+      stoppers.get(topic)?.();
+      stoppers.delete(topic);
+    },
+  });
+
+  env.bus.source('host', {
+    start(topic) {
+      stoppers.set(topic, collectHost(env, topic));
+    },
+    stop(topic) {
+      stoppers.get(topic)?.();
+      stoppers.delete(topic);
+    },
+  });
+
+  return {
+    stopAll() {
+      for (const s of stoppers.values()) s();
+      stoppers.clear();
+    },
+  };
+}
+
+/** Follows every running container of the app (new ones too, found by a periodic rescan). */
+function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void): () => void {
+  const appId = topic.slice('logs:'.length);
+  const followed = new Map<string, Readable>();
+  let stopped = false;
+  let seq = 0;
+  let scanning = false;
+  const emit = (service: string, container: string, stream: 'stdout' | 'stderr', line: string) => {
+    const data = { seq: ++seq, at: new Date().toISOString(), service, container, stream, line: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line };
+    remember({ topic, ts: data.at, data });
+    env.bus.publish(topic, data);
+  };
+  const scan = async () => {
+    if (scanning || stopped) return;
+    scanning = true;
+    try {
+      const app = await getApp(env.db, appId).catch(() => null);
+      if (!app) return;
+      for (const c of await listAppContainers(env.engine, app.name)) {
+        if (c.state !== 'running' || followed.has(c.id) || stopped) continue;
+        const container = env.engine.docker.getContainer(c.id);
+        const info = await container.inspect();
+        const raw = (await container.logs({ follow: true, stdout: true, stderr: true, tail: LOG_REPLAY })) as unknown as Readable;
+        if (stopped) {
+          raw.destroy();
+          return;
+        }
+        followed.set(c.id, raw);
+        const lines = (stream: 'stdout' | 'stderr') => {
+          let partial = '';
+          const pt = new PassThrough();
+          pt.on('data', (chunk: Buffer) => {
+            partial += chunk.toString('utf8');
+            const parts = partial.split(/\r?\n/);
+            partial = parts.pop() ?? '';
+            if (partial.length > MAX_LINE) {
+              parts.push(partial);
+              partial = '';
+            }
+            for (const l of parts) emit(c.service, c.name, stream, l);
+          });
+          return pt;
+        };
+        if (info.Config.Tty) raw.pipe(lines('stdout'));
+        else env.engine.docker.modem.demuxStream(raw, lines('stdout'), lines('stderr'));
+        const forget = () => followed.delete(c.id);
+        raw.on('end', forget);
+        raw.on('close', forget);
+        raw.on('error', forget);
+      }
+    } catch {
+      // Engine hiccup: the next scan retries.
+    } finally {
+      scanning = false;
+    }
+  };
+  void scan();
+  const timer = setInterval(() => void scan(), RESCAN_MS);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    for (const s of followed.values()) s.destroy();
+    followed.clear();
+  };
+}
+
+interface DockerStats {
+  cpu_stats?: { cpu_usage?: { total_usage?: number; percpu_usage?: number[] }; system_cpu_usage?: number; online_cpus?: number };
+  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
+  memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number> };
+  networks?: Record<string, { rx_bytes?: number; tx_bytes?: number }>;
+}
+
+export function statsFrom(s: DockerStats) {
+  const cpuDelta = (s.cpu_stats?.cpu_usage?.total_usage ?? 0) - (s.precpu_stats?.cpu_usage?.total_usage ?? 0);
+  const sysDelta = (s.cpu_stats?.system_cpu_usage ?? 0) - (s.precpu_stats?.system_cpu_usage ?? 0);
+  const online = s.cpu_stats?.online_cpus ?? s.cpu_stats?.cpu_usage?.percpu_usage?.length ?? 1;
+  const cpu = cpuDelta > 0 && sysDelta > 0 ? (cpuDelta / sysDelta) * online * 100 : 0;
+  const ms = s.memory_stats ?? {};
+  // Page cache is reclaimable: subtract it, as `docker stats` does.
+  const cache = ms.stats?.inactive_file ?? ms.stats?.total_inactive_file ?? ms.stats?.cache ?? 0;
+  let rx = 0;
+  let tx = 0;
+  for (const n of Object.values(s.networks ?? {})) {
+    rx += n.rx_bytes ?? 0;
+    tx += n.tx_bytes ?? 0;
+  }
+  return { cpu_percent: Math.round(cpu * 100) / 100, memory_bytes: Math.max(0, (ms.usage ?? 0) - cache), memory_limit_bytes: ms.limit ?? null, rx_bytes: rx, tx_bytes: tx };
+}
+
+function collectStats(env: Env, topic: string): () => void {
+  const appId = topic.slice('stats:'.length);
+  let busy = false;
+  let stopped = false;
+  const tick = async () => {
+    if (busy || stopped) return;
+    busy = true;
+    try {
+      const app = await getApp(env.db, appId).catch(() => null);
+      if (!app) return;
+      const running = (await listAppContainers(env.engine, app.name)).filter((c) => c.state === 'running');
+      const items = await Promise.all(running.map(async (c) => {
+        try {
+          const s = (await env.engine.docker.getContainer(c.id).stats({ stream: false })) as unknown as DockerStats;
+          return { service: c.service, container: c.name, ...statsFrom(s) };
+        } catch {
+          return null;
+        }
+      }));
+      if (!stopped) env.bus.publish(topic, { at: new Date().toISOString(), items: items.filter((x) => x !== null) });
+    } catch {
+      // Engine unavailable: try again next tick.
+    } finally {
+      busy = false;
+    }
+  };
+  void tick();
+  const timer = setInterval(() => void tick(), STATS_MS);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
+
+function cpuTimes(): { idle: number; total: number } {
+  let idle = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    idle += c.times.idle;
+    total += c.times.user + c.times.nice + c.times.sys + c.times.irq + c.times.idle;
+  }
+  return { idle, total };
+}
+
+function collectHost(env: Env, topic: string): () => void {
+  let prev = cpuTimes();
+  const tick = async () => {
+    const now = cpuTimes();
+    const total = now.total - prev.total;
+    const cpu = total > 0 ? (1 - (now.idle - prev.idle) / total) * 100 : 0;
+    prev = now;
+    let disk: { path: string; total_bytes: number; free_bytes: number } | null = null;
+    try {
+      const s = await statfs(env.config.dataDir);
+      disk = { path: env.config.dataDir, total_bytes: s.blocks * s.bsize, free_bytes: s.bavail * s.bsize };
+    } catch {
+      disk = null;
+    }
+    const [l1, l5, l15] = loadavg();
+    env.bus.publish(topic, {
+      at: new Date().toISOString(),
+      cpu_percent: Math.round(cpu * 100) / 100,
+      cpus: cpus().length,
+      memory: { total_bytes: totalmem(), used_bytes: totalmem() - freemem() },
+      disk,
+      load: [l1, l5, l15],
+    });
+  };
+  void tick();
+  const timer = setInterval(() => void tick().catch(() => {}), HOST_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

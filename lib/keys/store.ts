@@ -1,0 +1,62 @@
+// One ed25519 deploy key per app: the private half sealed, the public half shown to paste
+// into the forge. git uses it through GIT_SSH_COMMAND with a per-app known_hosts file.
+import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { requireSealer, type Sealer } from '../crypto/seal.js';
+import type { App } from '../apps/model.js';
+import type { GitAuth } from '../apps/probe.js';
+import { withDeployKey } from '../git/ssh.js';
+import { generateDeployKey } from './ssh.js';
+
+export const keyBinding = (appId: string) => `app:${appId}:ssh-key`;
+
+export interface PublicKeyView {
+  public_key: string;
+  fingerprint: string;
+  created_at: string;
+}
+
+export function knownHostsFile(dataDir: string, appId: string): string {
+  return join(dataDir, 'ssh', appId, 'known_hosts');
+}
+
+export async function getPublicKey(db: Db, appId: string): Promise<PublicKeyView | null> {
+  const row = await db.selectFrom('app_ssh_keys').select(['public_key', 'fingerprint', 'created_at']).where('app_id', '=', appId).executeTakeFirst();
+  return row ?? null;
+}
+
+/** Generates (or replaces) the app's key; the old key stops working at once. */
+export async function regenerateKey(db: Db, sealer: Sealer, app: App, now = Date.now()): Promise<PublicKeyView> {
+  requireSealer(sealer);
+  const k = generateDeployKey(`svc-${app.name}`);
+  const row = { app_id: app.id, public_key: k.publicKey, fingerprint: k.fingerprint, private_sealed: sealer.seal(k.privateKey, keyBinding(app.id)), created_at: nowIso(now) };
+  await db
+    .insertInto('app_ssh_keys')
+    .values(row)
+    .onConflict((c) => c.column('app_id').doUpdateSet({ public_key: row.public_key, fingerprint: row.fingerprint, private_sealed: row.private_sealed, created_at: row.created_at }))
+    .execute();
+  return { public_key: row.public_key, fingerprint: row.fingerprint, created_at: row.created_at };
+}
+
+export async function deleteKey(db: Db, dataDir: string, appId: string): Promise<boolean> {
+  const r = await db.deleteFrom('app_ssh_keys').where('app_id', '=', appId).executeTakeFirst();
+  await rm(join(dataDir, 'ssh', appId), { recursive: true, force: true });
+  return Number(r.numDeletedRows) > 0;
+}
+
+export async function privateKey(db: Db, sealer: Sealer, appId: string): Promise<string | null> {
+  const row = await db.selectFrom('app_ssh_keys').select('private_sealed').where('app_id', '=', appId).executeTakeFirst();
+  if (!row) return null;
+  return sealer.open(row.private_sealed, keyBinding(appId));
+}
+
+/** git runs with the app's key when it has one; the key file exists only for that run. */
+export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAuth {
+  return async (app, fn) => {
+    const key = await privateKey(db, sealer, app.id);
+    if (!key) return fn({});
+    return withDeployKey(key, knownHostsFile(dataDir, app.id), (env) => fn(env));
+  };
+}

@@ -1,0 +1,83 @@
+// Per-app webhook secret (sealed), push/tag trigger rules, and the delivery-id retention window.
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { requireSealer, type Sealer } from '../crypto/seal.js';
+import { newId, randomToken } from '../crypto/random.js';
+import { badRequest } from '../http/errors.js';
+import { validatePattern } from './triggers.js';
+
+export const webhookBinding = (appId: string) => `app:${appId}:webhook`;
+export const DELIVERY_RETENTION_MS = 24 * 3600 * 1000;
+export const MAX_TRIGGERS = 50;
+
+export async function webhookSecret(db: Db, sealer: Sealer, appId: string): Promise<string | null> {
+  const row = await db.selectFrom('app_webhooks').select('secret_sealed').where('app_id', '=', appId).executeTakeFirst();
+  if (!row || !sealer.available) return null;
+  return sealer.open(row.secret_sealed, webhookBinding(appId));
+}
+
+export async function hasWebhookSecret(db: Db, appId: string): Promise<boolean> {
+  return (await db.selectFrom('app_webhooks').select('app_id').where('app_id', '=', appId).executeTakeFirst()) !== undefined;
+}
+
+/** A new secret replaces the old at once; the caller shows it once and never again. */
+export async function rotateWebhookSecret(db: Db, sealer: Sealer, appId: string, now = Date.now()): Promise<string> {
+  requireSealer(sealer);
+  const secret = randomToken(32);
+  const sealed = sealer.seal(secret, webhookBinding(appId));
+  await db
+    .insertInto('app_webhooks')
+    .values({ app_id: appId, secret_sealed: sealed, created_at: nowIso(now) })
+    .onConflict((c) => c.column('app_id').doUpdateSet({ secret_sealed: sealed, created_at: nowIso(now) }))
+    .execute();
+  return secret;
+}
+
+export async function removeWebhookSecret(db: Db, appId: string): Promise<boolean> {
+  const r = await db.deleteFrom('app_webhooks').where('app_id', '=', appId).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** True when this delivery id was already seen for the app within the window (and records it). */
+export async function deliverySeen(db: Db, appId: string, deliveryId: string, now = Date.now()): Promise<boolean> {
+  const cutoff = nowIso(now - DELIVERY_RETENTION_MS);
+  await db.deleteFrom('webhook_deliveries').where('received_at', '<', cutoff).execute();
+  const r = await db
+    .insertInto('webhook_deliveries')
+    .values({ app_id: appId, delivery_id: deliveryId, received_at: nowIso(now) })
+    .onConflict((c) => c.columns(['app_id', 'delivery_id']).doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0n) === 0;
+}
+
+/** Lets the forge's retry through when queueing the delivery failed. */
+export async function forgetDelivery(db: Db, appId: string, deliveryId: string): Promise<void> {
+  await db.deleteFrom('webhook_deliveries').where('app_id', '=', appId).where('delivery_id', '=', deliveryId).execute();
+}
+
+export interface TriggerView {
+  id: string;
+  event: 'push' | 'tag';
+  pattern: string;
+  enabled: boolean;
+}
+
+export async function listTriggers(db: Db, appId: string): Promise<TriggerView[]> {
+  const rows = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).orderBy('created_at').execute();
+  return rows.map((r) => ({ id: r.id, event: r.event as 'push' | 'tag', pattern: r.pattern, enabled: r.enabled === 1 }));
+}
+
+export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'tag'; pattern: string; enabled?: boolean }, now = Date.now()): Promise<TriggerView> {
+  const v = validatePattern(t.pattern);
+  if (!v.ok) throw badRequest(`Invalid pattern: ${v.reason}`, [{ field: 'pattern', message: v.reason }]);
+  const count = (await listTriggers(db, appId)).length;
+  if (count >= MAX_TRIGGERS) throw badRequest(`At most ${MAX_TRIGGERS} triggers per app`, [{ field: 'pattern', message: 'too many triggers' }]);
+  const row = { id: newId(now), app_id: appId, event: t.event, pattern: t.pattern, enabled: t.enabled === false ? 0 : 1, created_at: nowIso(now) };
+  await db.insertInto('app_triggers').values(row).execute();
+  return { id: row.id, event: t.event, pattern: t.pattern, enabled: row.enabled === 1 };
+}
+
+export async function removeTrigger(db: Db, appId: string, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('app_triggers').where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
