@@ -23,6 +23,8 @@ export interface RolloutOptions {
   onHealthChecking: () => Promise<void>;
   /** Pause between giving the new container the name and taking it from the old one. */
   overlapMs?: number;
+  /** How long an old container keeps its address (without the name) before it is stopped. */
+  drainMs?: number;
 }
 
 interface Created {
@@ -99,14 +101,16 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
   const replaced: string[] = [];
   const newIds = new Set(created.map((c) => c.id));
   const leftovers = old.filter((c) => !newIds.has(c.id));
-  // Out of the network first (no new connections reach it), then stopped with its own grace period.
+  // The old containers lose the service name but keep their address for a drain period: a client
+  // that resolved the name just before the switch still connects. Then they stop, with their own
+  // grace period.
+  let drained = false;
   for (const c of leftovers) {
     for (const net of Object.keys(c.networks)) {
-      await guard(engine, () => engine.docker.getNetwork(net).disconnect({ Container: c.id, Force: true })).catch((e) => {
-        if (!isNotFound(e)) log(`${c.service}: could not detach ${c.name} from ${net}: ${(e as Error).message}`);
-      });
+      drained = (await dropAliasKeepAddress(engine, c, net, log)) || drained;
     }
   }
+  if (drained) await new Promise((r) => setTimeout(r, opts.drainMs ?? 2000));
   await Promise.all(leftovers.map(async (c) => {
     try {
       await stopContainer(engine, c.id);
@@ -118,6 +122,37 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
     }
   }));
   return { replaced };
+}
+
+/**
+ * Reconnects a container to a network with the same IPv4 address and no aliases. The engine
+ * allows a fixed address only on networks with a configured subnet (ours have one); elsewhere
+ * the container just leaves the network. Returns true when the address was kept.
+ */
+async function dropAliasKeepAddress(engine: Engine, c: AppContainer, net: string, log: (line: string) => void): Promise<boolean> {
+  const detach = () =>
+    guard(engine, () => engine.docker.getNetwork(net).disconnect({ Container: c.id, Force: true })).catch((e) => {
+      if (!isNotFound(e)) log(`${c.service}: could not detach ${c.name} from ${net}: ${(e as Error).message}`);
+    });
+  let ip = '';
+  let configured = false;
+  try {
+    const info = await engine.docker.getContainer(c.id).inspect();
+    ip = info.NetworkSettings?.Networks?.[net]?.IPAddress ?? '';
+    const netInfo = await engine.docker.getNetwork(net).inspect();
+    configured = (netInfo.IPAM?.Config ?? []).some((x: { Subnet?: string }) => !!x.Subnet) && !!netInfo.Labels?.['svc.app'];
+  } catch {
+    /* gone already */
+  }
+  await detach();
+  if (!ip || !configured) return false;
+  try {
+    await engine.docker.getNetwork(net).connect({ Container: c.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip }, Aliases: [] } });
+    return true;
+  } catch (e) {
+    log(`${c.service}: ${c.name} left ${net} without a drain period: ${(e as Error).message}`);
+    return false;
+  }
 }
 
 export { StackError };

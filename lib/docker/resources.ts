@@ -19,7 +19,7 @@ export async function ensureNetworks(engine: Engine, plan: StackPlan): Promise<v
         }
         continue;
       }
-      await engine.docker.createNetwork({
+      await createWithSubnet(engine, {
         Name: n.name,
         Driver: 'bridge',
         CheckDuplicate: true,
@@ -28,6 +28,47 @@ export async function ensureNetworks(engine: Engine, plan: StackPlan): Promise<v
       });
     }
   });
+}
+
+// App networks get an explicit subnet: only then does the engine let a container be reconnected
+// with the same address, which is how a blue/green switch drains the old container without its
+// address vanishing under a client that has just resolved it.
+const POOL_BASE = (172 << 24) | (30 << 16);
+const POOL_SUBNETS = 256;
+
+function parseV4Cidr(cidr: string): [number, number] | null {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(cidr);
+  if (!m) return null;
+  const ip = ((+m[1]! << 24) | (+m[2]! << 16) | (+m[3]! << 8) | +m[4]!) >>> 0;
+  const bits = +m[5]!;
+  const size = bits === 0 ? 2 ** 32 : 2 ** (32 - bits);
+  const start = Math.floor(ip / size) * size;
+  return [start, start + size - 1];
+}
+
+async function createWithSubnet(engine: Engine, opts: import('dockerode').NetworkCreateOptions): Promise<void> {
+  const nets = await engine.docker.listNetworks();
+  const used: Array<[number, number]> = [];
+  for (const n of nets) for (const c of n.IPAM?.Config ?? []) {
+    const r = c.Subnet ? parseV4Cidr(c.Subnet) : null;
+    if (r) used.push(r);
+  }
+  for (let i = 0; i < POOL_SUBNETS; i++) {
+    const start = (POOL_BASE + i * 256) >>> 0;
+    const end = start + 255;
+    if (used.some(([a, b]) => a <= end && start <= b)) continue;
+    const subnet = `172.30.${i}.0/24`;
+    try {
+      await engine.docker.createNetwork({ ...opts, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } });
+      return;
+    } catch (e) {
+      // Another network took this range meanwhile: try the next one.
+      if (/overlap/i.test(String((e as Error).message))) continue;
+      throw e;
+    }
+  }
+  // Pool exhausted: the engine picks; blue/green then falls back to a plain disconnect.
+  await engine.docker.createNetwork(opts);
 }
 
 export async function ensureVolumes(engine: Engine, plan: StackPlan): Promise<void> {

@@ -239,7 +239,7 @@ test('a redeploy loses no request from a client calling the service by name ever
   const client = await engine.docker.createContainer({
     Image: BASE_IMAGE,
     Labels: { 'svc.test': 'client' },
-    Cmd: ['sh', '-c', 'ok=0; fail=0; while [ ! -f /tmp/stop ]; do if timeout 5 wget -q -O /tmp/body http://app:8080/; then ok=$((ok+1)); cat /tmp/body >> /tmp/seen; else fail=$((fail+1)); fi; echo "$ok $fail" > /tmp/count; sleep 0.02; done; echo done > /tmp/finished; sleep 600'],
+    Cmd: ['sh', '-c', 'ok=0; fail=0; while [ ! -f /tmp/stop ]; do if timeout 5 wget -q -O /tmp/body http://app:8080/ 2>/tmp/err; then ok=$((ok+1)); cat /tmp/body >> /tmp/seen; else fail=$((fail+1)); read u rest < /proc/uptime; echo "$u $(cat /tmp/err)" >> /tmp/fails; fi; echo "$ok $fail" > /tmp/count; sleep 0.02; done; echo done > /tmp/finished; sleep 600'],
     HostConfig: { NetworkMode: `svc-${app.name}` },
   });
   try {
@@ -249,9 +249,11 @@ test('a redeploy loses no request from a client calling the service by name ever
       return (await execIn(engine, client.id, ['cat', file])).stdout.toString();
     };
     await until('the client to get answers', async () => Number((await read('/tmp/count')).split(' ')[0]) > 20, 60_000, 250);
+    const deps: string[] = [];
     for (const color of ['green', 'blue again']) {
       await git.commit(repo, webRepo(color));
       const d = await deploy(app.id);
+      deps.push(d.id);
       await waitStatus(admin, app.id, d.id, ['succeeded']);
       await until(`answers from ${color}`, async () => (await read('/tmp/seen')).trimEnd().endsWith(color), 60_000, 250);
     }
@@ -261,6 +263,19 @@ test('a redeploy loses no request from a client calling the service by name ever
     const [ok, fail] = (await read('/tmp/count')).trim().split(' ').map(Number);
     const seen = (await read('/tmp/seen')).split('\n');
     console.log(`zero-downtime: ${ok} requests answered, ${fail} failed across two redeploys`);
+    if (fail) {
+      const { readFileSync } = await import('node:fs');
+      const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+      const bootMs = Date.now() - uptime * 1000;
+      for (const f of (await read('/tmp/fails')).trim().split('\n')) {
+        const [u, ...rest] = f.split(' ');
+        console.log(`failure at ${new Date(bootMs + Number(u) * 1000).toISOString()}: ${rest.join(' ')}`);
+      }
+      for (const d of deps) {
+        const items = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d}/logs`)).body.items as any[];
+        for (const l of items.filter((x) => x.stream === 'deploy')) console.log(`${l.at} ${d.slice(-4)} ${l.line}`);
+      }
+    }
     assert.equal(fail, 0, `${fail} of ${ok + fail!} requests failed`);
     assert.ok(ok! > 50);
     assert.ok(seen.includes('green') && seen.includes('blue again'));
@@ -331,7 +346,9 @@ test('a WebSocket client subscribing late to build:<id> receives the whole log i
 test('stats:, logs: and host topics produce data only while subscribed', async (t) => {
   if (!(await needDocker(t)) || !ready) return;
   const repo = `streams-${uniq()}`;
-  await git.commit(repo, webRepo('streams'));
+  const files = webRepo('streams');
+  files.Dockerfile = files.Dockerfile!.replace("trap 'exit 0' TERM;", "echo hello-stdout; echo hello-stderr >&2; trap 'exit 0' TERM;");
+  await git.commit(repo, files);
   const app = await createApp(repo);
   const d = await deploy(app.id);
   await waitStatus(admin, app.id, d.id, ['succeeded']);
@@ -346,8 +363,8 @@ test('stats:, logs: and host topics produce data only while subscribed', async (
   await until('runtime log lines', async () => logs.length > 0, 30_000, 200);
   await until('stats', async () => stats.some((x) => x.items.length > 0), 30_000, 200);
   await until('host metrics', async () => host.length > 0, 30_000, 200);
+  await until('both streams', async () => logs.some((l) => l.stream === 'stderr' && l.line === 'hello-stderr') && logs.some((l) => l.stream === 'stdout' && l.line === 'hello-stdout'), 30_000, 200);
   assert.equal(logs[0].service, 'app');
-  assert.ok(['stdout', 'stderr'].includes(logs[0].stream));
   const st = stats.find((x) => x.items.length).items[0];
   assert.equal(st.service, 'app');
   assert.equal(typeof st.cpu_percent, 'number');
