@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { startTestServer, adminClient } from '../tests/_support/server.js';
-import { ensureBaseImage, BASE_IMAGE } from '../tests/_support/docker.js';
+import { ensureBaseImage } from '../tests/_support/docker.js';
 import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js';
 import { DeployLog } from '../lib/deploy/log.js';
 import { newId } from '../lib/crypto/random.js';

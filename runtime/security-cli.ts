@@ -2,7 +2,7 @@
 // Every host path hangs off `root` (default "/"), so tests run the whole thing in a temp dir.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postureSummary, formatPostureTable } from '../lib/security/format.js';

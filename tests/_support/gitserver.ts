@@ -1,75 +1,47 @@
-// A real git remote on loopback: `git daemon` serving bare repositories the tests create.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+// A real git remote on loopback: `git daemon` serving repositories the tests write.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join, dirname } from 'node:path';
+import { freePort, waitListening } from './net.js';
 
 const run = promisify(execFile);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 export interface GitServer {
-  url(repo: string): string;
-  /** Creates (or adds a commit to) a repository with these files on `branch`. */
-  commit(repo: string, files: Record<string, string>, message?: string, branch?: string): Promise<string>;
+  base: string;
+  port: number;
+  url(name: string): string;
+  /** Creates (first call) or updates a repository with these files on `main`; returns the commit. */
+  commit(name: string, files: Record<string, string>, message?: string): Promise<string>;
   stop(): Promise<void>;
 }
 
 export async function startGitServer(): Promise<GitServer> {
-  const root = await mkdtemp(join(tmpdir(), 'svc-git-'));
-  const srv = join(root, 'srv');
-  await mkdir(srv);
+  const base = await mkdtemp(join(tmpdir(), 'svc-git-'));
   const port = await freePort();
-  const daemon: ChildProcess = spawn('git', ['daemon', '--reuseaddr', '--export-all', `--base-path=${srv}`, '--listen=127.0.0.1', `--port=${port}`, '--', srv], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((r) => {
-      const c = connect(port, '127.0.0.1', () => {
-        c.end();
-        r(true);
-      });
-      c.on('error', () => r(false));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child: ChildProcess = spawn('git', ['daemon', '--export-all', `--base-path=${base}`, '--reuseaddr', `--port=${port}`, '--listen=127.0.0.1', '--informative-errors', base], { stdio: 'ignore' });
+  await waitListening(port);
   const git = (cwd: string, ...args: string[]) => run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd });
   return {
-    url: (repo) => `git://127.0.0.1:${port}/${repo}.git`,
-    async commit(repo, files, message = 'change', branch = 'main') {
-      const bare = join(srv, `${repo}.git`);
-      const work = join(root, 'work', repo);
-      await mkdir(work, { recursive: true });
-      try {
-        await run('git', ['init', '--bare', '-q', '-b', branch, bare]);
-        await run('git', ['init', '-q', '-b', branch, work]);
-        await git(work, 'remote', 'add', 'origin', bare);
-      } catch {
-        /* exists already */
+    base,
+    port,
+    url: (name) => `git://127.0.0.1:${port}/${name}`,
+    async commit(name, files, message = 'update') {
+      const dir = join(base, name);
+      await mkdir(dir, { recursive: true });
+      await git(dir, 'init', '-q', '-b', 'main').catch(() => {});
+      for (const [path, content] of Object.entries(files)) {
+        await mkdir(dirname(join(dir, path)), { recursive: true });
+        await writeFile(join(dir, path), content);
       }
-      await git(work, 'checkout', '-q', '-B', branch);
-      for (const [name, content] of Object.entries(files)) {
-        await mkdir(dirname(join(work, name)), { recursive: true });
-        await writeFile(join(work, name), content);
-      }
-      await git(work, 'add', '-A');
-      await git(work, 'commit', '-q', '--allow-empty', '-m', message);
-      await git(work, 'push', '-q', '-f', 'origin', `${branch}:${branch}`);
-      return (await git(work, 'rev-parse', 'HEAD')).stdout.trim();
+      await git(dir, 'add', '-A');
+      await git(dir, 'commit', '-q', '--allow-empty', '-m', message);
+      return (await git(dir, 'rev-parse', 'HEAD')).stdout.trim();
     },
     async stop() {
-      daemon.kill('SIGTERM');
-      await rm(root, { recursive: true, force: true });
+      child.kill('SIGKILL');
+      await rm(base, { recursive: true, force: true });
     },
   };
 }

@@ -7,9 +7,10 @@ import type { TestContext } from 'node:test';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { access, chmod, mkdir, mkdtemp, rm, writeFile, constants } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './net.js';
 
 export const run = promisify(execFile);
 const SSHD = '/usr/sbin/sshd';
@@ -38,16 +39,6 @@ export async function needSshd(t: TestContext): Promise<boolean> {
   return false;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-    s.on('error', reject);
-  });
-}
 
 export interface Sshd {
   port: number;

@@ -1,75 +1,13 @@
 // Helpers for the deployment tests: a real git server on loopback (git daemon) holding small
 // repositories the tests write, a client container on an app's network, and polling of the API.
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
-import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { Engine } from '../../lib/docker/index.js';
 import { stackRemove, guard } from '../../lib/docker/index.js';
 import { BASE_IMAGE } from '../_support/docker.js';
 import type { Client } from '../_support/server.js';
-import { until } from './_helpers.js';
 
-const run = promisify(execFile);
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-export interface GitServer {
-  base: string;
-  port: number;
-  url(name: string): string;
-  /** Creates (first call) or updates a repository with these files; returns the commit. */
-  commit(name: string, files: Record<string, string>, message?: string): Promise<string>;
-  stop(): Promise<void>;
-}
-
-export async function startGitServer(): Promise<GitServer> {
-  const base = await mkdtemp(join(tmpdir(), 'svc-git-'));
-  const port = await freePort();
-  const child: ChildProcess = spawn('git', ['daemon', '--export-all', `--base-path=${base}`, '--reuseaddr', `--port=${port}`, '--listen=127.0.0.1', '--informative-errors', base], { stdio: 'ignore' });
-  await until('git daemon listening', async () => {
-    const { createConnection } = await import('node:net');
-    return new Promise<boolean>((resolve) => {
-      const c = createConnection(port, '127.0.0.1');
-      c.once('connect', () => { c.destroy(); resolve(true); });
-      c.once('error', () => resolve(false));
-    });
-  }, 15_000, 100);
-  const git = (cwd: string, ...args: string[]) => run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd });
-  return {
-    base,
-    port,
-    url: (name) => `git://127.0.0.1:${port}/${name}`,
-    async commit(name, files, message = 'update') {
-      const dir = join(base, name);
-      await mkdir(dir, { recursive: true });
-      await git(dir, 'init', '-q', '-b', 'main').catch(() => {});
-      for (const [path, content] of Object.entries(files)) {
-        await mkdir(dirname(join(dir, path)), { recursive: true });
-        await writeFile(join(dir, path), content);
-      }
-      await git(dir, 'add', '-A');
-      await git(dir, 'commit', '-q', '--allow-empty', '-m', message);
-      return (await git(dir, 'rev-parse', 'HEAD')).stdout.trim();
-    },
-    async stop() {
-      child.kill('SIGKILL');
-      await rm(base, { recursive: true, force: true });
-    },
-  };
-}
+export { freePort } from '../_support/net.js';
+export { startGitServer, type GitServer } from '../_support/gitserver.js';
 
 /** A Dockerfile app serving `content` on 8080; SIGTERM ends it at once (as a real app would). */
 export function webRepo(content: string, extra = ''): Record<string, string> {

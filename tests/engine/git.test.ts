@@ -4,26 +4,16 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtemp, mkdir, writeFile, rm, readdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { shallowClone, withTempClone, detectCompose, envExample, GitError } from '../../lib/git/index.js';
+import { freePort } from '../_support/net.js';
 
 const run = promisify(execFile);
 let root = '';
 let daemon: ChildProcess | undefined;
 let port = 0;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-    s.on('error', reject);
-  });
-}
 
 async function makeRepo(name: string, files: Record<string, string | Buffer>, branch = 'main'): Promise<void> {
   const work = join(root, 'work', name);

@@ -1,18 +1,14 @@
 // Deploy keys against a real OpenSSH server serving repositories through git-shell: the key is
 // accepted, another key is refused, a changed host key is refused, and a clone works over ssh://.
 //
-// The server is private to this file: its own config, host keys and authorized_keys in a temp
-// dir, on a free loopback port. As root it logs in a dedicated `svcgit` user whose login shell
-// is git-shell (created once, left in place). Without root, sshd can only log in the user running
-// it, so ForceCommand puts git-shell in front instead. Skips loudly where sshd cannot run at all,
-// and fails instead under CI (CI=true) or SVC_REQUIRE_SSHD=1.
-import { test, before, after, type TestContext } from 'node:test';
+// The server (tests/_support/sshd.ts) is private to this file's run: its own config, host keys
+// and authorized_keys in a temp dir, on a free loopback port. Skips loudly where sshd cannot run
+// at all, and fails instead under CI (CI=true) or SVC_REQUIRE_SSHD=1.
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
-import { access, chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile, constants } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateDeployKey } from '../../lib/keys/ssh.js';
 import { needSshd, startSshd, makeBareRepo, sshdUsable, sshdRequired, type Sshd } from '../_support/sshd.js';

@@ -3,10 +3,10 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+export { freePort } from '../_support/net.js';
 
 export const run = promisify(execFile);
 export const required = process.env.CI === 'true' || process.env.SVC_REQUIRE_SECURITY_TOOLS === '1';
@@ -32,17 +32,6 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, dead
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function haveCommand(cmd: string, args: string[] = ['--version']): Promise<boolean> {
   try {
