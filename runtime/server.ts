@@ -1,12 +1,12 @@
 // The Node adapter: @whatwg-node/server turns node:http into Fetch calls; the WebSocket
 // upgrade shares the same server. Shutdown stops accepting, lets in-flight requests finish,
 // then closes sockets and the database.
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { createServerAdapter } from '@whatwg-node/server';
+import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
 import type { Env } from '../lib/env.js';
 import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
@@ -27,17 +27,34 @@ const DRAIN_MS = 10_000;
 
 export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
   const app = createApp(env, routes);
-  const adapter = createServerAdapter<{ req: import('node:http').IncomingMessage }>((request, ctx) =>
+  const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>((request, ctx) =>
     app.fetch(request, {
       peer: ctx.req.socket.remoteAddress,
+      target: ctx.req.url,
+      rawHeaders: ctx.req.headers,
       tls: (ctx.req.socket as TLSSocket).encrypted === true,
       waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
     }),
   );
+  // The adapter's own listener writes head, body and end as separate socket writes once the
+  // (asynchronous) handler is done; corking around the send makes them one write.
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    Promise.resolve()
+      .then(() => adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil }))
+      .then((response) => {
+        res.cork();
+        return Promise.resolve(sendNodeResponse(response, res, req, true)).finally(() => res.uncork());
+      })
+      .catch((err) => {
+        env.log.error({ err }, 'response could not be sent');
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
+  };
   const tls = env.config.tlsCert !== null;
   const server: Server = tls
-    ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, adapter)
-    : createHttpServer(adapter);
+    ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, listener)
+    : createHttpServer(listener);
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;

@@ -2,7 +2,7 @@
 // hands out no usable cookie. The CSRF token is an HMAC of the session id: bound to it, never stored.
 import { createHmac } from 'node:crypto';
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 
@@ -52,12 +52,14 @@ const TOUCH_MS = 60_000;
 
 export async function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): Promise<ResolvedSession | null> {
   if (raw.length !== 43) return null;
-  const row = await db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.id as sid', 'sessions.last_seen_at', 'sessions.expires_at', 'sessions.step_up_until', 'users.id', 'users.username', 'users.totp_enabled'])
-    .where('sessions.token_hash', '=', sha256Hex(raw))
-    .executeTakeFirst();
+  // Every cookie request runs this: a cached statement, no query building.
+  const row = hotStatement(
+    db,
+    `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
+       from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
+  ).get(sha256Hex(raw)) as
+    | { sid: string; last_seen_at: string; expires_at: string; step_up_until: string | null; id: string; username: string; totp_enabled: number }
+    | undefined;
   if (!row) return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {

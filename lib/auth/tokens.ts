@@ -1,6 +1,6 @@
 // API tokens: `svc_` + 32 random bytes (base64url), shown once, stored as SHA-256 only.
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 
@@ -41,12 +41,14 @@ const TOUCH_MS = 60_000;
 
 export async function resolveApiToken(db: Db, token: string, now = Date.now()): Promise<ResolvedToken | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
-  const row = await db
-    .selectFrom('api_tokens')
-    .innerJoin('users', 'users.id', 'api_tokens.user_id')
-    .select(['api_tokens.id as tid', 'api_tokens.expires_at', 'api_tokens.revoked_at', 'api_tokens.last_used_at', 'api_tokens.step_up_until', 'users.id', 'users.username', 'users.totp_enabled'])
-    .where('api_tokens.token_hash', '=', sha256Hex(token))
-    .executeTakeFirst();
+  // Every bearer request runs this: a cached statement, no query building.
+  const row = hotStatement(
+    db,
+    `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
+       from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
+  ).get(sha256Hex(token)) as
+    | { tid: string; expires_at: string | null; revoked_at: string | null; last_used_at: string | null; step_up_until: string | null; id: string; username: string; totp_enabled: number }
+    | undefined;
   if (!row || row.revoked_at !== null) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {

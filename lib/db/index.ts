@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, sql, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
 
@@ -22,7 +22,23 @@ export function openDb(dataDir: string | ':memory:'): Db {
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
   raw.pragma('synchronous = NORMAL');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const cached = withStatementCache(raw);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  rawHandles.set(db, cached);
+  return db;
+}
+
+const rawHandles = new WeakMap<object, { prepare(sqlText: string): BetterSqlite3.Statement }>();
+
+/**
+ * A cached prepared statement on the same connection, for the few per-request hot paths (health
+ * ping, credential lookup) where Kysely's asynchronous query pipeline costs more than the query.
+ * Everything else goes through Kysely.
+ */
+export function hotStatement(db: Db, sqlText: string): BetterSqlite3.Statement {
+  const raw = rawHandles.get(db);
+  if (!raw) throw new Error('hotStatement needs a database opened with openDb');
+  return raw.prepare(sqlText);
 }
 
 const STATEMENT_CACHE = 256;
@@ -57,10 +73,8 @@ export async function migrate(db: Db): Promise<void> {
   }
 }
 
-const pingQuery = sql`select 1 as ok`;
-
 export async function ping(db: Db): Promise<void> {
-  await db.executeQuery(pingQuery.compile(db));
+  hotStatement(db, 'select 1 as ok').get();
 }
 
 export const nowIso = (now = Date.now()) => new Date(now).toISOString();

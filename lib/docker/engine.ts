@@ -1,16 +1,31 @@
 // The handle every engine function takes first. Errors that mean "no engine to talk to"
 // become EngineUnavailableError (naming the socket) so the HTTP layer can answer 503.
-import Docker from 'dockerode';
+import { createRequire } from 'node:module';
+import type Docker from 'dockerode';
 
 export interface Engine {
   readonly docker: Docker;
   readonly socketPath: string;
 }
 
+const requireCjs = createRequire(import.meta.url);
+
 export function createEngine(opts: { socketPath?: string; timeoutMs?: number } = {}): Engine {
   const socketPath = opts.socketPath ?? '/var/run/docker.sock';
-  // No global timeout: event streams, builds and log follows are long-lived by design.
-  return { docker: new Docker({ socketPath, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) }), socketPath };
+  let client: Docker | undefined;
+  return {
+    socketPath,
+    // dockerode (with its SSH and gRPC dependencies) is loaded on first use, not at boot: a
+    // control plane that is only asked for its health never pays for it.
+    get docker(): Docker {
+      if (!client) {
+        const DockerClass = requireCjs('dockerode') as typeof Docker;
+        // No global timeout: event streams, builds and log follows are long-lived by design.
+        client = new DockerClass({ socketPath, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) });
+      }
+      return client;
+    },
+  };
 }
 
 export class EngineUnavailableError extends Error {

@@ -1,5 +1,6 @@
 // Docker's event stream, narrowed to containers we manage, with reconnects. Resuming from the
 // last event's time means a reconnect neither loses nor repeats events (Docker replays from `since`).
+import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from './engine.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from './names.js';
 import { sleep } from './containers.js';
@@ -67,6 +68,27 @@ export interface FollowOptions {
   maxBackoffMs?: number;
 }
 
+/**
+ * The engine's event stream, straight from its HTTP API over the socket: a long-lived GET that
+ * this module reads line by line, with no need for the full client library.
+ */
+function eventStream(socketPath: string, since: number, signal: AbortSignal): Promise<IncomingMessage> {
+  const filters = JSON.stringify({ type: ['container'], label: [LABEL_APP] });
+  const path = `/events?since=${since}&filters=${encodeURIComponent(filters)}`;
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path, method: 'GET', signal }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new Error(`engine answered ${res.statusCode} to the event stream`));
+        return;
+      }
+      resolve(res);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** Follows events until signal aborts. Never throws for stream trouble: it backs off and reconnects. */
 export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) => void, signal: AbortSignal, opts: FollowOptions = {}): Promise<void> {
   let since = Math.floor(Date.now() / 1000);
@@ -75,11 +97,7 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
   let lastNano = 0;
   while (!signal.aborted) {
     try {
-      const stream = (await engine.docker.getEvents({
-        since,
-        filters: { type: ['container'], label: [LABEL_APP] },
-        abortSignal: signal,
-      } as Parameters<typeof engine.docker.getEvents>[0])) as NodeJS.ReadableStream & { destroy?: () => void };
+      const stream = await eventStream(engine.socketPath, since, signal);
       const onAbort = () => stream.destroy?.();
       signal.addEventListener('abort', onAbort, { once: true });
       let buf = '';

@@ -44,7 +44,12 @@ export class HttpError extends Error {
     readonly details?: ErrorDetail[],
     readonly headers?: Record<string, string>,
   ) {
+    // Expected failures (401, 404...) are answered, not debugged: capturing a stack trace for
+    // each would cost more than the rest of the request.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.status = statusOf[code];
   }
 }
