@@ -181,3 +181,30 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
   assert.equal(JSON.stringify(audit).includes(secret), false);
   assert.ok(SHA_A);
 });
+
+test('pushes in quick succession coalesce: one runs, the newest follows, the ones between are skipped', async (t) => {
+  if (!(await needDocker(t)) || !sshd) return;
+  const dockerfile = (v: string) => `FROM ${BASE_IMAGE}\nRUN mkdir -p /www && echo ${v} > /www/index.html && sleep 2\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`;
+  await makeBareRepo(sshd, 'burst', { Dockerfile: dockerfile('b1') });
+  const app = await gitApp(sshd.url('burst'));
+  const key = (await c.req('POST', `/api/apps/${app.id}/ssh-key/regenerate`)).body;
+  await sshd.authorize([key.public_key]);
+  const secret = (await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
+  const answers = [];
+  for (let i = 1; i <= 4; i++) {
+    const r = await deliver(app.id, github(secret, 'push', githubPush('refs/heads/main', SHA_A.slice(0, 39) + i)));
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    answers.push(r.body.deployment);
+  }
+  const final = await until('all deployments terminal', async () => {
+    const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items as Array<{ id: string; status: string; error: string | null }>;
+    return list.length === 4 && list.every((d) => ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status)) ? list : null;
+  }, 240_000);
+  const byId = new Map(final.map((d) => [d.id, d]));
+  // The first push ran (or was superseded before it started); the last one always deploys.
+  assert.equal(byId.get(answers[3]!.id)!.status, 'succeeded', JSON.stringify(final));
+  const canceled = final.filter((d) => d.status === 'canceled');
+  assert.ok(canceled.length >= 2, JSON.stringify(final));
+  for (const d of canceled) assert.match(d.error ?? '', /supersed/i);
+  assert.ok(final.filter((d) => d.status === 'succeeded').length <= 2);
+});
