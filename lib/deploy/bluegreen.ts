@@ -34,7 +34,17 @@ interface Created {
   movesAlias: boolean;
 }
 
-export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOptions): Promise<{ replaced: string[] }> {
+export interface RolloutResult {
+  /** The previous containers that the new ones replaced (still draining until `retire`). */
+  replaced: string[];
+  /**
+   * Drains, stops and removes the previous containers. The new version already serves when
+   * rollout returns; the caller runs this after recording success, within the app's deploy slot.
+   */
+  retire(): Promise<string[]>;
+}
+
+export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOptions): Promise<RolloutResult> {
   const { log, signal } = opts;
   signal?.throwIfAborted();
   await ensureNetworks(engine, plan);
@@ -98,7 +108,6 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
     await setAliases(engine, plan, c.service, c.id, 'default');
   }
   if (created.some((c) => c.movesAlias)) await new Promise((r) => setTimeout(r, opts.overlapMs ?? 250));
-  const replaced: string[] = [];
   const newIds = new Set(created.map((c) => c.id));
   const leftovers = old.filter((c) => !newIds.has(c.id));
   // The old containers lose the service name but keep their address for a drain period: a client
@@ -110,18 +119,22 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
       drained = (await dropAliasKeepAddress(engine, c, net, log)) || drained;
     }
   }
-  if (drained) await new Promise((r) => setTimeout(r, opts.drainMs ?? 2000));
-  await Promise.all(leftovers.map(async (c) => {
-    try {
-      await stopContainer(engine, c.id);
-      await removeContainer(engine, c.id);
-      replaced.push(c.name);
-      log(`${c.service}: removed the previous ${c.name}`);
-    } catch (e) {
-      log(`${c.service}: could not remove the previous ${c.name}: ${(e as Error).message}`);
-    }
-  }));
-  return { replaced };
+  const retire = async () => {
+    if (drained) await new Promise((r) => setTimeout(r, opts.drainMs ?? 1000));
+    const removed: string[] = [];
+    await Promise.all(leftovers.map(async (c) => {
+      try {
+        await stopContainer(engine, c.id);
+        await removeContainer(engine, c.id);
+        removed.push(c.name);
+        log(`${c.service}: removed the previous ${c.name}`);
+      } catch (e) {
+        log(`${c.service}: could not remove the previous ${c.name}: ${(e as Error).message}`);
+      }
+    }));
+    return removed;
+  };
+  return { replaced: leftovers.map((c) => c.name), retire };
 }
 
 /**

@@ -42,7 +42,7 @@ export interface PipelineRun {
   opts: PipelineOptions;
 }
 
-export async function runPipeline(run: PipelineRun): Promise<{ images: Record<string, string>; replaced: string[] }> {
+export async function runPipeline(run: PipelineRun): Promise<{ images: Record<string, string>; replaced: string[]; retire: () => Promise<string[]> }> {
   const { env, app, deployment: dep, log, signal, opts } = run;
   const say = (line: string) => log.write(line, 'deploy');
   const appEnv = await resolveEnv(env.db, env.sealer, app.id);
@@ -123,7 +123,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     gate: { timeoutMs: opts.healthTimeoutMs, settleMs: opts.settleMs, probe: opts.probe, probeImage: opts.probeImage },
     onHealthChecking: () => run.setStatus('health_checking'),
   });
-  return { images, replaced: result.replaced };
+  return { images, replaced: result.replaced, retire: result.retire };
 }
 
 async function isDir(p: string): Promise<boolean> {

@@ -307,12 +307,16 @@ export class DeployService {
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
       const result = await runPipeline({ env: this.env, app, deployment, spec, log, signal, setStatus, opts: this.opts });
       signal.throwIfAborted();
-      log.write(`succeeded${result.replaced.length ? `; replaced ${result.replaced.join(', ')}` : ''}`);
+      log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);
       await log.flush();
       const done = await this.finish(id, app.id, 'succeeded', {}, app);
+      if (done) this.notify('deploy_succeeded', done, app);
+      // Still within this app's slot: the next deployment of the app starts after the old
+      // containers are gone.
+      await result.retire();
+      await log.flush();
       await refreshAppStatus(this.env, { ...app, status: 'deploying' }).catch(() => {});
       this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'running' });
-      if (done) this.notify('deploy_succeeded', done, app);
       await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) => this.env.log.info({ app: app.name }, l)).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
     } catch (e) {
       const reason = signal.aborted ? signal.reason : e instanceof StopReason ? e : null;
