@@ -12,6 +12,7 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -87,14 +88,23 @@ async function main() {
     const csrf = /svc_csrf=([^;]+)/.exec(cookies)![1]!;
     const apiToken = ((await (await post('/api/auth/api-tokens', { name: 'bench' }, { cookie: cookies, 'x-csrf-token': csrf })).json()) as { token: string }).token;
 
-    // Warm both up so JIT state is comparable.
+    // Warm both up so JIT state is comparable, then interleave the runs: on a shared machine the
+    // background load drifts, and alternating keeps each ratio's two sides under the same load.
     await load(bareUrl).catch(() => 0);
-    const bare = await load(bareUrl);
-    const health = await load(base + '/api/health');
-    const me = await load(base + '/api/auth/me', { authorization: `Bearer ${apiToken}` });
+    await load(base + '/api/health').catch(() => 0);
+    const runs: Record<'bare' | 'health' | 'me', number[]> = { bare: [], health: [], me: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.bare.push(await load(bareUrl));
+      runs.health.push(await load(base + '/api/health'));
+      runs.me.push(await load(base + '/api/auth/me', { authorization: `Bearer ${apiToken}` }));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const bare = median(runs.bare);
+    const health = median(runs.health);
+    const me = median(runs.me);
 
     const fmt = (n: number) => n.toFixed(0).padStart(8);
-    console.log(`connections ${CONNECTIONS}, ${DURATION}s per run, loaded from a separate autocannon process`);
+    console.log(`connections ${CONNECTIONS}, ${DURATION}s per run, ${ROUNDS} interleaved rounds (medians), loaded from a separate autocannon process`);
     console.log(`bare node:http          ${fmt(bare)} req/s`);
     console.log(`GET /api/health         ${fmt(health)} req/s   ratio ${(health / bare).toFixed(2)} (goal >= 0.55)`);
     console.log(`GET /api/auth/me bearer ${fmt(me)} req/s   ratio ${(me / bare).toFixed(2)} (goal >= 0.40)`);

@@ -5,6 +5,7 @@ import type { Db } from '../db/index.js';
 import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
+import { credentialCache, invalidateCredentials } from './cache.js';
 
 export interface SessionLimits {
   idleSeconds: number;
@@ -50,30 +51,43 @@ export interface ResolvedSession {
 // last_seen_at is written at most once a minute: a write per request would cost more than the lookup.
 const TOUCH_MS = 60_000;
 
+interface SessionRow {
+  sid: string;
+  last_seen_at: string;
+  expires_at: string;
+  step_up_until: string | null;
+  id: string;
+  username: string;
+  totp_enabled: number;
+}
+const cache = credentialCache<SessionRow>();
+
 export async function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): Promise<ResolvedSession | null> {
   if (raw.length !== 43) return null;
-  // Every cookie request runs this: a cached statement, no query building.
-  const row = hotStatement(
+  // Every cookie request runs this: a short-lived cache, else a cached statement.
+  const row = cache.get(raw, now) ?? hotStatement(
     db,
     `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
        from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
-  ).get(sha256Hex(raw)) as
-    | { sid: string; last_seen_at: string; expires_at: string; step_up_until: string | null; id: string; username: string; totp_enabled: number }
-    | undefined;
+  ).get(sha256Hex(raw)) as SessionRow | undefined;
   if (!row) return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {
+    cache.delete(raw);
     await db.deleteFrom('sessions').where('id', '=', row.sid).execute();
     return null;
   }
   if (now - lastSeen > TOUCH_MS) {
-    await db.updateTable('sessions').set({ last_seen_at: nowIso(now) }).where('id', '=', row.sid).execute();
+    row.last_seen_at = nowIso(now);
+    await db.updateTable('sessions').set({ last_seen_at: row.last_seen_at }).where('id', '=', row.sid).execute();
   }
+  cache.set(raw, row, now);
   return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row) };
 }
 
 export async function deleteSessionByRaw(db: Db, raw: string): Promise<void> {
   await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(raw)).execute();
+  invalidateCredentials();
 }
 
 export async function listSessions(db: Db, userId: string, currentId: string | null, now = Date.now()) {
@@ -89,5 +103,6 @@ export async function listSessions(db: Db, userId: string, currentId: string | n
 
 export async function revokeSession(db: Db, userId: string, id: string): Promise<boolean> {
   const r = await db.deleteFrom('sessions').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  invalidateCredentials();
   return Number(r.numDeletedRows) > 0;
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Principal } from '../http/handler.js';
+import { invalidateCredentials } from './cache.js';
 
 export const STEP_UP_SECONDS = 300;
 
@@ -13,5 +14,6 @@ export async function markStepUp(db: Db, p: Principal, now: number): Promise<str
   const until = nowIso(now + STEP_UP_SECONDS * 1000);
   if (p.kind === 'session') await db.updateTable('sessions').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
   else await db.updateTable('api_tokens').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
+  invalidateCredentials();
   return until;
 }

@@ -3,6 +3,7 @@ import type { Db } from '../db/index.js';
 import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
+import { credentialCache, invalidateCredentials } from './cache.js';
 
 export const TOKEN_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
 
@@ -39,21 +40,33 @@ export interface ResolvedToken {
 
 const TOUCH_MS = 60_000;
 
+interface TokenRow {
+  tid: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  step_up_until: string | null;
+  id: string;
+  username: string;
+  totp_enabled: number;
+}
+const cache = credentialCache<TokenRow>();
+
 export async function resolveApiToken(db: Db, token: string, now = Date.now()): Promise<ResolvedToken | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
-  // Every bearer request runs this: a cached statement, no query building.
-  const row = hotStatement(
+  // Every bearer request runs this: a short-lived cache, else a cached statement.
+  const row = cache.get(token, now) ?? hotStatement(
     db,
     `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
        from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
-  ).get(sha256Hex(token)) as
-    | { tid: string; expires_at: string | null; revoked_at: string | null; last_used_at: string | null; step_up_until: string | null; id: string; username: string; totp_enabled: number }
-    | undefined;
+  ).get(sha256Hex(token)) as TokenRow | undefined;
   if (!row || row.revoked_at !== null) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
-    await db.updateTable('api_tokens').set({ last_used_at: nowIso(now) }).where('id', '=', row.tid).execute();
+    row.last_used_at = nowIso(now);
+    await db.updateTable('api_tokens').set({ last_used_at: row.last_used_at }).where('id', '=', row.tid).execute();
   }
+  cache.set(token, row, now);
   return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row) };
 }
 
@@ -75,5 +88,6 @@ export async function revokeApiToken(db: Db, userId: string, id: string, now = D
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
+  invalidateCredentials();
   return Number(r.numUpdatedRows) > 0;
 }

@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
+import { invalidateCredentials } from './cache.js';
 
 const PERIOD = 30;
 
@@ -86,6 +87,7 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
     await tx.insertInto('recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(c), used_at: null }))).execute();
   });
+  invalidateCredentials();
   return codes;
 }
 
@@ -121,4 +123,5 @@ export async function disableTotp(db: Db, userId: string, now = Date.now()): Pro
     await tx.updateTable('users').set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) }).where('id', '=', userId).execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
   });
+  invalidateCredentials();
 }

@@ -1,11 +1,14 @@
 // Compose text -> {model, findings}. Bounded before parsing (size) and while parsing
 // (alias expansion), interpolated from the app's env, then normalised and checked.
-import { parseDocument } from 'yaml';
+import type * as Yaml from 'yaml';
+import { lazyRequire } from '../util/lazy.js';
 import { interpolateTree } from './interpolate.js';
 import { normaliseService, isMap, stringMap } from './service.js';
 import { checkDependencies } from './graph.js';
 import { DEFAULT_SOCKET_PATHS } from './policy.js';
 import type { ComposeModel, ComposeResult, Finding, NetworkSpec, VolumeSpec } from './types.js';
+
+const yaml = lazyRequire<typeof Yaml>('yaml');
 
 export const MAX_COMPOSE_BYTES = 1024 * 1024;
 export const MAX_SERVICES = 100;
@@ -34,7 +37,7 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
   }
   let raw: unknown;
   try {
-    const doc = parseDocument(text, { merge: true, uniqueKeys: true, prettyErrors: false, strict: true, schema: 'core' });
+    const doc = yaml().parseDocument(text, { merge: true, uniqueKeys: true, prettyErrors: false, strict: true, schema: 'core' });
     if (doc.errors.length) {
       findings.push({ level: 'error', key: '(file)', message: `not valid YAML: ${oneLine(doc.errors[0].message)}` });
       return done(null);

@@ -3,8 +3,9 @@
 import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { join, posix } from 'node:path';
-import dockerignore from '@balena/dockerignore';
-import { pack as tarPack, type Pack, type Header } from 'tar-stream';
+import type { Pack, Header } from 'tar-stream';
+import type * as TarStream from 'tar-stream';
+import { lazyRequire } from '../util/lazy.js';
 import type { Engine } from './engine.js';
 import { StackError, guard } from './engine.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_SERVICE, LABEL_DEPLOYMENT } from './names.js';
@@ -85,7 +86,12 @@ export function buildLabels(app: string, service: string, deploymentId: string):
 
 type IgnoreFactory = typeof import('@balena/dockerignore').default;
 // The package is CommonJS with a default-export typing; at runtime the factory is module.exports.
-const ignore = ((dockerignore as unknown as { default?: IgnoreFactory }).default ?? dockerignore) as unknown as IgnoreFactory;
+const dockerignore = lazyRequire<IgnoreFactory | { default: IgnoreFactory }>('@balena/dockerignore');
+const ignore: IgnoreFactory = (...args) => {
+  const m = dockerignore();
+  return ('default' in m ? m.default : m)(...args);
+};
+const tar = lazyRequire<typeof TarStream>('tar-stream');
 
 async function packContext(dir: string, dockerfile: string, maxBytes: number): Promise<Pack> {
   let rules: string[] = [];
@@ -112,7 +118,7 @@ async function packContext(dir: string, dockerfile: string, maxBytes: number): P
     }
   };
   await walk('');
-  const pack = tarPack();
+  const pack = tar().pack();
   void (async () => {
     try {
       for (const { rel, abs } of entries) {

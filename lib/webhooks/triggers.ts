@@ -1,6 +1,9 @@
 // Which push deploys: push rules glob the branch name, tag rules the tag name. With no enabled
 // rule at all, the app's configured branch deploys on push and tags do not.
-import picomatch from 'picomatch';
+import type Picomatch from 'picomatch';
+import { lazyRequire } from '../util/lazy.js';
+
+const picomatch = lazyRequire<typeof Picomatch>('picomatch');
 import type { PushRef } from './payload.js';
 
 export interface TriggerRule {
@@ -18,7 +21,7 @@ export const MAX_PATTERN = 255;
 // Branch and tag names may contain "/" (release/1.x), so "*" stays within one segment and "**"
 // crosses them, as in git's own refspec globs. Dotfiles are not special for refs: checkRef
 // already refuses components starting with ".".
-const GLOB_OPTIONS: picomatch.PicomatchOptions = { dot: true, nocase: false, maxLength: MAX_PATTERN };
+const GLOB_OPTIONS: Picomatch.PicomatchOptions = { dot: true, nocase: false, maxLength: MAX_PATTERN };
 
 export function validatePattern(pattern: unknown): { ok: true } | { ok: false; reason: string } {
   if (typeof pattern !== 'string' || pattern.length === 0) return { ok: false, reason: 'pattern is empty' };
@@ -26,7 +29,7 @@ export function validatePattern(pattern: unknown): { ok: true } | { ok: false; r
   if (/[\u0000-\u001f\u007f-\u009f]/.test(pattern)) return { ok: false, reason: 'pattern contains control characters' };
   if (pattern.trim() !== pattern) return { ok: false, reason: 'pattern starts or ends with whitespace' };
   try {
-    picomatch.makeRe(pattern, GLOB_OPTIONS);
+    picomatch().makeRe(pattern, GLOB_OPTIONS);
   } catch {
     return { ok: false, reason: 'pattern is not a valid glob' };
   }
@@ -55,7 +58,7 @@ function matchOne(rules: readonly TriggerRule[], push: PushRef, defaultBranch: s
     if (push.name !== defaultBranch) return { deploy: false, reason: `branch "${push.name}" is not the app's branch "${defaultBranch}"` };
     return { deploy: true, ref: push.name, trigger, commit: push.after, pattern: null };
   }
-  const hit = enabled.find((r) => r.event === trigger && picomatch.isMatch(push.name, r.pattern, GLOB_OPTIONS));
+  const hit = enabled.find((r) => r.event === trigger && picomatch().isMatch(push.name, r.pattern, GLOB_OPTIONS));
   if (!hit) return { deploy: false, reason: `no enabled ${trigger} rule matches ${what} "${push.name}"` };
   return { deploy: true, ref: push.name, trigger, commit: push.after, pattern: hit.pattern };
 }
