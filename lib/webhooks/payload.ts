@@ -42,9 +42,9 @@ export function parsePushEvent(provider: Provider, event: string, body: Uint8Arr
   try {
     switch (provider) {
       case 'github':
-        return github(event, body);
+        return githubStyle('github', event, body);
       case 'gitea':
-        return gitea(event, body);
+        return githubStyle('gitea', event, body);
       case 'gitlab':
         return gitlab(event, body);
       case 'bitbucket':
@@ -60,8 +60,12 @@ export function parsePushEvent(provider: Provider, event: string, body: Uint8Arr
 
 // GitHub: push {ref, after, deleted, head_commit}; ping {zen, hook_id}; delete {ref, ref_type}
 // with a short ref name. A tag push is a push of refs/tags/...
-function github(event: string, body: Uint8Array): ParsedDelivery {
-  if (event === 'ping') return { kind: 'ping' };
+// Gitea and Forgejo send the same shapes without `deleted` and without a ping: branch/tag
+// deletion arrives as a `delete` event and, depending on the version, as a push with an all-zero
+// `after`. Their "Test delivery" button sends a push built from the latest commit, which deploys
+// like any push.
+function githubStyle(forge: 'github' | 'gitea', event: string, body: Uint8Array): ParsedDelivery {
+  if (forge === 'github' && event === 'ping') return { kind: 'ping' };
   if (event === 'delete') return deletion(json(body));
   if (event === 'create') return { kind: 'ignored', reason: 'create event (the push event for the same ref deploys)' };
   if (event !== 'push') return { kind: 'ignored', reason: `event "${event}" is not a push` };
@@ -69,25 +73,7 @@ function github(event: string, body: Uint8Array): ParsedDelivery {
   const head = obj(p.head_commit);
   return fromRef(str(p.ref, 'ref'), {
     after: p.after,
-    deleted: p.deleted === true,
-    peeled: head ? head.id : undefined,
-    message: head ? head.message : undefined,
-  });
-}
-
-// Gitea and Forgejo: push {ref, after, head_commit, commits} (tag pushes too); branch/tag
-// deletion arrives as a `delete` event {ref (short), ref_type} and, depending on the version, as
-// a push with an all-zero `after`. Their "Test delivery" button sends a push built from the
-// latest commit, which deploys like any push.
-function gitea(event: string, body: Uint8Array): ParsedDelivery {
-  if (event === 'delete') return deletion(json(body));
-  if (event === 'create') return { kind: 'ignored', reason: 'create event (the push event for the same ref deploys)' };
-  if (event !== 'push') return { kind: 'ignored', reason: `event "${event}" is not a push` };
-  const p = json(body);
-  const head = obj(p.head_commit);
-  return fromRef(str(p.ref, 'ref'), {
-    after: p.after,
-    deleted: false,
+    deleted: forge === 'github' && p.deleted === true,
     peeled: head ? head.id : undefined,
     message: head ? head.message : undefined,
   });
