@@ -78,15 +78,18 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
 
 /**
  * Deletion order: mark the row (so it disappears from listings and a retry resumes), remove the
- * engine's containers and networks (and volumes only when asked), the working copy, then the rows
+ * engine's containers and networks (and volumes only when asked), the working copy and known
+ * hosts, then the rows
  * with their sealed secrets. Each step is idempotent, so a failure midway is finished by a retry.
  */
-export async function deleteApp(env: Env, id: string, opts: { volumes: boolean; workDir?: string }): Promise<RemoveResult> {
+export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
   const app = await getApp(env.db, id, { includeDeleting: true });
   await markDeleting(env.db, id, env.now());
   const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
   await removeAppImages(env, app.name);
-  if (opts.workDir) await rm(join(opts.workDir, app.id), { recursive: true, force: true });
+  // The working copy and the per-app known_hosts live under the data directory.
+  await rm(join(env.config.dataDir, 'work', app.id), { recursive: true, force: true });
+  await rm(join(env.config.dataDir, 'ssh', app.id), { recursive: true, force: true });
   await deleteAppRows(env.db, id);
   env.bus.publish('apps', { id, name: app.name, status: 'deleted' });
   return removed;

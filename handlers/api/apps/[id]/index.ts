@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { join } from 'node:path';
 import { json } from '../../../../lib/http/respond.js';
 import { badRequest } from '../../../../lib/http/errors.js';
 import { sourceSchema } from '../../../../lib/apps/model.js';
@@ -33,7 +32,7 @@ export const DELETE: Handler<AppParams> = async (request, { env, params, audit }
   if (!q.success) throw badRequest('volumes must be true or false', [{ field: 'volumes', message: 'true or false' }]);
   const volumes = q.data.volumes === 'true';
   audit({ action: 'app.deleted', target: params.id, detail: { volumes } });
-  const removed = await deleteApp(env, params.id, { volumes, workDir: join(env.config.dataDir, 'work') });
+  const removed = await deleteApp(env, params.id, { volumes });
   return json({
     deleted: true,
     removed_containers: removed.containers,
