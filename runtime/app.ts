@@ -15,7 +15,7 @@ import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { recordAudit } from '../lib/audit/index.js';
 import { safeEqual } from '../lib/crypto/random.js';
-import type { RouteDef } from './route-types.js';
+import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/index.js';
 
 export interface RequestMeta {
@@ -93,7 +93,7 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   }
 
   async function dispatch(request: Request, headers: HeaderGetter, search: string, meta: RequestMeta, route: RouteDef, params: Record<string, string>, method: string, requestId: string): Promise<Response> {
-    const mod = route.module;
+    const mod = route.module ?? (await routeModule(route));
     const effective = (method === 'HEAD' ? 'GET' : method) as Method;
     const handler = METHODS.includes(effective) ? mod[effective] : undefined;
     if (!handler) {

@@ -1,7 +1,8 @@
 // The portable description of an app: enough to recreate it elsewhere, never a secret value.
 import { z } from 'zod';
 import type { Env } from '../env.js';
-import { appNameSchema, envKeySchema, sourceSchema, servicePatchSchema, type App } from './model.js';
+import { appNameSchema, envKeySchema, sourceSchema, servicePatchSchema } from './schemas.js';
+import type { App } from './model.js';
 import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from './store.js';
 import { listEnv, replaceEnv } from './env.js';
 import { SERVICE_NAME } from '../compose/index.js';

@@ -17,7 +17,7 @@ import {
   getDeployment, getDeploymentRow, insertCoalesced, insertDeployment, listActive, readConcurrency, readSpec, transition, writeConcurrency,
   MAX_CONCURRENCY, MIN_CONCURRENCY, type TransitionPatch,
 } from './store.js';
-import { runPipeline, type PipelineOptions } from './pipeline.js';
+import type { PipelineOptions } from './pipeline.js';
 import { imagesPresent, pruneImages, removeDeploymentImages } from './images.js';
 import { removeStrayClones } from './workdir.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
@@ -305,6 +305,8 @@ export class DeployService {
       this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'deploying' });
       log.write(`deployment ${id} (${deployment.trigger}${deployment.delivery_id ? `, delivery ${deployment.delivery_id}` : ''}) of app ${app.name} started`);
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
+      // The pipeline (compose, build, blue/green) loads with the first deployment, not at boot.
+      const { runPipeline } = await import('./pipeline.js');
       const result = await runPipeline({ env: this.env, app, deployment, spec, log, signal, setStatus, opts: this.opts });
       signal.throwIfAborted();
       log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);

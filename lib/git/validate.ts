@@ -1,7 +1,6 @@
 // Repository URLs and refs, per the contract. Checked before anything reaches the git CLI,
 // which also gets `--` and `protocol.*` guards: two layers, because git's own option parsing
 // and transport helpers (ext::, file://) are the classic injection routes.
-import { z } from 'zod';
 
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
@@ -57,13 +56,3 @@ export function checkRef(ref: string): Verdict {
   }
   return { ok: true };
 }
-
-function refine(check: (v: string) => Verdict) {
-  return (v: string, ctx: z.core.$RefinementCtx<string>) => {
-    const r = check(v);
-    if (!r.ok) ctx.addIssue({ code: 'custom', message: r.reason });
-  };
-}
-
-export const repoUrlSchema = z.string().superRefine(refine(checkRepoUrl));
-export const refSchema = z.string().superRefine(refine(checkRef));

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkRepoUrl, checkRef, repoUrlSchema, refSchema } from '../../lib/git/index.js';
+import { checkRepoUrl, checkRef } from '../../lib/git/index.js';
+import { repoUrlSchema, refSchema } from '../../lib/git/schemas.js';
 
 test('repository URLs: the allowed transports', () => {
   for (const url of [

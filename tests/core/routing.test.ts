@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Request } from '@whatwg-node/fetch';
 import { createApp } from '../../runtime/app.js';
 import { routes } from '../../runtime/routes.gen.js';
-import type { RouteDef } from '../../runtime/route-types.js';
+import { routeModule, type RouteDef } from '../../runtime/route-types.js';
 import { json } from '../../lib/http/respond.js';
 import { memoryEnv } from '../_support/env.js';
 import type { Env } from '../../lib/env.js';
@@ -101,10 +101,11 @@ test('every route that is not deliberately public answers 401 without credential
   const publicOk = new Set(['/api/health', '/api/setup/status', '/api/setup/admin', '/api/auth/login', '/metrics']);
   let checked = 0;
   for (const r of routes) {
+    const mod = await routeModule(r);
     const path = r.pattern.replace(/:(\w+)\+/g, 'a/b').replace(/:(\w+)/g, '01m7xsp88xare7pbe7126vxpxd');
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
-      if (!r.module[method]) continue;
-      const policy = typeof r.module.auth === 'string' ? r.module.auth : r.module.auth?.[method] ?? 'operator';
+      if (!mod[method]) continue;
+      const policy = typeof mod.auth === 'string' ? mod.auth : mod.auth?.[method] ?? 'operator';
       if (policy !== 'operator') {
         assert.ok(publicOk.has(r.pattern) || r.pattern.startsWith('/webhooks/') || r.pattern === '/api/auth/totp', `${method} ${r.pattern} is public: is it meant to be?`);
         continue;

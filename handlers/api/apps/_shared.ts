@@ -1,7 +1,7 @@
 // Not a route (leading underscore): parameter schemas shared by the app endpoints.
 import { z } from 'zod';
 import { ID_PATTERN } from '../../../lib/crypto/random.js';
-import { envKeySchema } from '../../../lib/apps/model.js';
+import { envKeySchema } from '../../../lib/apps/schemas.js';
 import { SERVICE_NAME } from '../../../lib/compose/index.js';
 
 export const appId = z.string().regex(ID_PATTERN, 'not an app id');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { json } from '../../../lib/http/respond.js';
-import { appNameSchema, sourceSchema } from '../../../lib/apps/model.js';
+import { appNameSchema, sourceSchema } from '../../../lib/apps/schemas.js';
 import { insertApp, listApps } from '../../../lib/apps/store.js';
 import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 

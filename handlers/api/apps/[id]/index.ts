@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { json } from '../../../../lib/http/respond.js';
 import { badRequest } from '../../../../lib/http/errors.js';
-import { sourceSchema } from '../../../../lib/apps/model.js';
+import { sourceSchema } from '../../../../lib/apps/schemas.js';
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
 import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';

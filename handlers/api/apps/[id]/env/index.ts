@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { json } from '../../../../../lib/http/respond.js';
-import { envKeySchema } from '../../../../../lib/apps/model.js';
+import { envKeySchema } from '../../../../../lib/apps/schemas.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { listEnv, replaceEnv } from '../../../../../lib/apps/env.js';
 import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { json } from '../../../../../../lib/http/respond.js';
-import { servicePatchSchema } from '../../../../../../lib/apps/model.js';
+import { servicePatchSchema } from '../../../../../../lib/apps/schemas.js';
 import { getApp, patchServiceSettings } from '../../../../../../lib/apps/store.js';
 import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
 import { serviceParams, type ServiceParams } from '../../../_shared.js';

@@ -1,0 +1,45 @@
+// Request shapes of the app endpoints (zod), apart from the model so that code running at boot
+// does not load zod.
+import { z } from 'zod';
+import { repoUrlSchema, refSchema } from '../git/schemas.js';
+import { isImageRef } from '../compose/index.js';
+import { APP_NAME, ENV_KEY, RESERVED_NAMES } from './model.js';
+
+export const appNameSchema = z
+  .string()
+  .regex(APP_NAME, 'lowercase letters, digits and "-", starting with a letter or digit, at most 63')
+  .refine((n) => !RESERVED_NAMES.has(n), 'this name is reserved');
+
+const composePath = z
+  .string()
+  .max(255)
+  .regex(/^[A-Za-z0-9._/-]+\.ya?ml$/, 'a relative path to a .yml or .yaml file')
+  .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
+
+export const sourceSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('git'),
+    // A password or token in the URL would be stored and shown in plain text: deploy keys do that job.
+    repo_url: repoUrlSchema.refine((u) => !/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(u), 'credentials in the URL are refused; use the app\'s SSH deploy key'),
+    branch: refSchema.default('main'),
+    compose_path: composePath.optional(),
+  }),
+  z.object({
+    type: z.literal('image'),
+    image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
+  }),
+]);
+
+export const envKeySchema = z.string().max(255).regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
+
+export const servicePatchSchema = z
+  .object({
+    port: z.number().int().min(1).max(65535).nullable().optional(),
+    health_path: z
+      .string()
+      .max(512)
+      .regex(/^\/[\x21-\x7e]*$/, 'an absolute path like /healthz, printable characters only')
+      .nullable()
+      .optional(),
+  })
+  .refine((v) => v.port !== undefined || v.health_path !== undefined, 'give port and/or health_path');
