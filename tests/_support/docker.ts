@@ -55,3 +55,10 @@ export function ensureBaseImage(): Promise<void> {
   })();
   return baseImage;
 }
+
+/** needDocker plus the base image: a failed import fails the test, it never passes silently. */
+export async function needEngine(t: TestContext): Promise<boolean> {
+  if (!(await needDocker(t))) return false;
+  await ensureBaseImage();
+  return true;
+}

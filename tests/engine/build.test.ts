@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { needDocker, ensureBaseImage, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { parseCompose } from '../../lib/compose/index.js';
 import { createEngine, planStack, stackUp, buildImage, buildLabels, imageTag, StackError } from '../../lib/docker/index.js';
 import { appName, cleanup, execIn } from './_helpers.js';
@@ -12,16 +12,9 @@ const engine = createEngine({ socketPath: DOCKER_SOCKET });
 const apps = new Set<string>();
 const tags: string[] = [];
 let dir = '';
-let ready = false;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-build-'));
-  try {
-    await ensureBaseImage();
-    ready = true;
-  } catch (e) {
-    console.error('base image unavailable:', e);
-  }
 });
 after(async () => {
   await cleanup(engine, apps);
@@ -30,7 +23,7 @@ after(async () => {
 });
 
 test('a compose build service is built from a tar context honouring .dockerignore, then run', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName('b');
   apps.add(app);
   await mkdir(join(dir, 'svc', 'sub'), { recursive: true });
@@ -66,7 +59,7 @@ test('a compose build service is built from a tar context honouring .dockerignor
 });
 
 test('a failing build rejects with the builder message; a missing image is a readable error', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   await mkdir(join(dir, 'bad'), { recursive: true });
   await writeFile(join(dir, 'bad', 'Dockerfile'), `FROM ${BASE_IMAGE}\nRUN exit 3\n`);
   await assert.rejects(buildImage(engine, { contextDir: join(dir, 'bad'), tag: 'svc/t-bad:x' }), (e: unknown) => e instanceof StackError && /build failed: .*returned a non-zero code: 3/.test(e.message));

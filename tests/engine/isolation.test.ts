@@ -3,10 +3,10 @@
 // plane's container sits on svc-control; an app container can reach it neither by name nor by
 // address. A probe on svc-control proves the listener itself answers, so the failures from the
 // app side are the isolation and not a dead listener.
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { needDocker, ensureBaseImage, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { parseCompose } from '../../lib/compose/index.js';
 import { createEngine, planStack, stackUp, ensureControlNetwork, isNotFound, CONTROL_NETWORK, networkName, LABEL_ROLE } from '../../lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
@@ -15,16 +15,7 @@ const engine = createEngine({ socketPath: DOCKER_SOCKET });
 const CONTROL_IMAGE = process.env.SVC_CONTROL_IMAGE ?? 'svc/control-plane:latest';
 const apps = new Set<string>();
 const made: string[] = [];
-let ready = false;
 
-before(async () => {
-  try {
-    await ensureBaseImage();
-    ready = true;
-  } catch (e) {
-    console.error('base image unavailable:', e);
-  }
-});
 
 after(async () => {
   for (const id of made) await engine.docker.getContainer(id).remove({ force: true, v: true }).catch(() => {});
@@ -42,7 +33,7 @@ async function hasImage(ref: string): Promise<boolean> {
 }
 
 test('an app container cannot reach the control plane container by name or by address', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   await ensureControlNetwork(engine);
   const ctlName = `svc-control-plane-t${randomBytes(3).toString('hex')}`;
   // The real image when it was built (scripts/docker/build-image.sh), serving on its port with its
@@ -108,7 +99,7 @@ test('an app container cannot reach the control plane container by name or by ad
 });
 
 test('an app can never take over the control network, even when named "control"', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   await ensureControlNetwork(engine);
   const parsed = parseCompose(`services:\n  web:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "600"]\n`);
   const plan = await planStack(parsed.model!, { app: 'control' });

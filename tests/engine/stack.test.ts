@@ -1,6 +1,6 @@
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { needDocker, ensureBaseImage, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { parseCompose } from '../../lib/compose/index.js';
 import {
   createEngine, planStack, stackUp, stackStop, stackStart, stackRestart, stackRemove, listServices, listAppContainers,
@@ -10,16 +10,7 @@ import { appName, cleanup, execIn, until } from './_helpers.js';
 
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
 const apps = new Set<string>();
-let ready = false;
 
-before(async () => {
-  try {
-    await ensureBaseImage();
-    ready = true;
-  } catch (e) {
-    console.error('base image unavailable:', e);
-  }
-});
 after(() => cleanup(engine, apps));
 
 async function plan(app: string, yaml: string, env: Record<string, string> = {}): Promise<StackPlan> {
@@ -56,7 +47,7 @@ services:
 `;
 
 test('a two-service stack with depends_on service_healthy comes up healthy; stop/start/restart', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const p = await plan(app, TWO_SERVICES);
@@ -115,7 +106,7 @@ test('a two-service stack with depends_on service_healthy comes up healthy; stop
 });
 
 test('a failing dependency stops stackUp with a readable reason', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const p = await plan(app, `
@@ -135,7 +126,7 @@ services:
 });
 
 test('env values reach the container byte for byte', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const env: Record<string, string> = {
@@ -168,7 +159,7 @@ test('env values reach the container byte for byte', async (t) => {
 });
 
 test('a named volume survives a re-up and a remove without volumes', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const yaml = `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`;
@@ -195,7 +186,7 @@ test('a named volume survives a re-up and a remove without volumes', async (t) =
 });
 
 test('bad compose input leaves no container, network or volume behind', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   let laughs = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
   for (let i = 1; i < 10; i++) laughs += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
@@ -222,7 +213,7 @@ test('bad compose input leaves no container, network or volume behind', async (t
 });
 
 test('stray containers with our naming but without our labels are never touched', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const stray = await engine.docker.createContainer({ name: `svc-${app}-app-1`, Image: BASE_IMAGE, Cmd: ['sleep', '600'] });
@@ -238,7 +229,7 @@ test('stray containers with our naming but without our labels are never touched'
 });
 
 test('container state changes arrive through the event stream', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
   const events: ContainerEvent[] = [];
