@@ -27,8 +27,9 @@ export const PATCH: Handler<AppParams, z.infer<typeof patch>> = async (_req, { e
   return json({ app });
 };
 
-export const DELETE: Handler<AppParams> = async (request, { env, params, audit }) => {
-  const q = delQuery.safeParse(Object.fromEntries(new URL(request.url).searchParams));
+// The query is read only for DELETE; the runtime hands it over already parsed.
+export const DELETE: Handler<AppParams> = async (_req, { env, params, query, audit }) => {
+  const q = delQuery.safeParse(query);
   if (!q.success) throw badRequest('volumes must be true or false', [{ field: 'volumes', message: 'true or false' }]);
   const volumes = q.data.volumes === 'true';
   audit({ action: 'app.deleted', target: params.id, detail: { volumes } });
