@@ -17,6 +17,7 @@ import { recordAudit } from '../lib/audit/index.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/index.js';
+import { attempt, isPromise, then, type Maybe } from '../lib/util/maybe.js';
 
 export interface RequestMeta {
   /** Socket peer address. */
@@ -34,7 +35,8 @@ export interface RequestMeta {
 }
 
 export interface App {
-  fetch(request: Request, meta?: RequestMeta): Promise<Response>;
+  /** Synchronous when every step of the request is; a promise otherwise. Never rejects. */
+  fetch(request: Request, meta?: RequestMeta): Response | Promise<Response>;
   routes: RouteDef[];
 }
 
@@ -42,6 +44,8 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const PARAM_MAX = 256;
 const CATCH_ALL_MAX = 1024;
 
+// Request ids: a per-process prefix and a counter, unique across restarts for log correlation.
+const ID_PREFIX = Date.now().toString(36) + '-';
 let requestCounter = 0;
 
 export function createApp(env: Env, routes: RouteDef[]): App {
@@ -52,36 +56,41 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   routes.forEach((r, i) => {
     if (!r.pattern.includes(':') && !statics.has(r.pattern)) statics.set(r.pattern, i);
   });
-  const observe = requestObserver(env);
+  const metrics = env.metrics.requests;
   const trusted = buildBlockList(env.config.trustedProxies);
   const catchAllNames = routes.map((r) => new Set([...r.pattern.matchAll(/:(\w+)\+/g)].map((m) => m[1]!)));
   const metricsDigest = env.config.metricsToken ? createHash('sha256').update(`Bearer ${env.config.metricsToken}`).digest() : null;
 
-  async function fetch(request: Request, meta: RequestMeta = {}): Promise<Response> {
+  function fetch(request: Request, meta: RequestMeta = {}): Maybe<Response> {
     const started = performance.now();
     const method = request.method.toUpperCase();
+    const requestId = ID_PREFIX + (++requestCounter).toString(36);
     let label = 'unmatched';
-    let response: Response;
-    const requestId = (++requestCounter).toString(36) + '-' + Math.floor(started).toString(36);
-    try {
-      // origin-form (`/path?query`) from the host; anything else is taken from the parsed URL.
-      const target = meta.target?.startsWith('/') ? meta.target : targetOf(request.url);
-      const qAt = target.indexOf('?');
-      const path = qAt >= 0 ? target.slice(0, qAt) : target;
-      let index = statics.get(path);
-      const probe = { method, url: 'http://h' + target } as { method: string; url: string; params?: Record<string, string> };
-      if (index === undefined) index = (await router.fetch(probe)) as number | undefined;
-      if (index === undefined) throw new HttpError('not_found', 'No such route');
-      const route = routes[index]!;
-      label = route.pattern;
-      const headers = meta.rawHeaders ? nodeHeaders(meta.rawHeaders) : request.headers;
-      response = await dispatch(request, headers, qAt >= 0 ? target.slice(qAt + 1) : '', meta, route, decodeParams(probe.params ?? {}, catchAllNames[index]!), method, requestId);
-    } catch (e) {
-      response = toErrorResponse(e, requestId);
-    }
-    if (method === 'HEAD') response = new Response(null, { status: response.status, headers: response.headers });
-    observe(method, label, response.status, (performance.now() - started) / 1000);
-    return response;
+    const finish = (response: Response): Response => {
+      if (method === 'HEAD') response = new Response(null, { status: response.status, headers: response.headers });
+      metrics.observe(method, label, response.status, (performance.now() - started) / 1000);
+      return response;
+    };
+    const out = attempt(
+      () => {
+        // origin-form (`/path?query`) from the host; anything else is taken from the parsed URL.
+        const target = meta.target?.startsWith('/') ? meta.target : targetOf(request.url);
+        const qAt = target.indexOf('?');
+        const path = qAt >= 0 ? target.slice(0, qAt) : target;
+        const probe = { method, url: 'http://h' + target } as { method: string; url: string; params?: Record<string, string> };
+        const found = statics.get(path) ?? (router.fetch(probe) as Promise<number | undefined>);
+        return then(found, (index) => {
+          if (index === undefined) throw new HttpError('not_found', 'No such route');
+          const route = routes[index]!;
+          label = route.pattern;
+          const headers = meta.rawHeaders ? nodeHeaders(meta.rawHeaders) : request.headers;
+          const params = decodeParams(probe.params ?? {}, catchAllNames[index]!);
+          return dispatch(request, headers, qAt >= 0 ? target.slice(qAt + 1) : '', meta, route, params, method, requestId);
+        });
+      },
+      (e) => toErrorResponse(e, requestId),
+    );
+    return isPromise(out) ? out.then(finish) : finish(out);
   }
 
   function toErrorResponse(e: unknown, requestId: string): Response {
@@ -92,8 +101,9 @@ export function createApp(env: Env, routes: RouteDef[]): App {
     return errorResponse(new HttpError('internal_error', `Internal error (request ${requestId})`));
   }
 
-  async function dispatch(request: Request, headers: HeaderGetter, search: string, meta: RequestMeta, route: RouteDef, params: Record<string, string>, method: string, requestId: string): Promise<Response> {
-    const mod = route.module ?? (await routeModule(route));
+  function dispatch(request: Request, headers: HeaderGetter, search: string, meta: RequestMeta, route: RouteDef, params: Record<string, string>, method: string, requestId: string): Maybe<Response> {
+    const mod = route.module;
+    if (!mod) return routeModule(route).then(() => dispatch(request, headers, search, meta, route, params, method, requestId));
     const effective = (method === 'HEAD' ? 'GET' : method) as Method;
     const handler = METHODS.includes(effective) ? mod[effective] : undefined;
     if (!handler) {
@@ -119,7 +129,7 @@ export function createApp(env: Env, routes: RouteDef[]): App {
     let principal: Principal | null = null;
     const unsafe = UNSAFE.has(effective);
     if (policy === 'operator') {
-      principal = await authenticate(env, headers);
+      principal = authenticate(env, headers);
       if (!principal) throw new HttpError('unauthorized', 'Authentication required');
     }
     if (unsafe && policy !== 'metrics' && (principal === null || principal.kind === 'session')) {
@@ -162,52 +172,60 @@ export function createApp(env: Env, routes: RouteDef[]): App {
         query = r.data;
       }
     }
-    let body: unknown = undefined;
-    const bodySchema = schema?.body?.[effective];
-    if (bodySchema) {
-      const r = bodySchema.safeParse(await readJson(request));
-      if (!r.success) throw validationError(r.error, 'body');
-      body = r.data;
-    }
 
-    let note: AuditNote | undefined;
-    const pending: Promise<unknown>[] = [];
-    const ctx: Ctx = {
-      params: parsedParams as Record<string, string>,
-      query: query as Record<string, unknown>,
-      body,
-      env,
-      principal,
-      client,
-      requestId,
-      waitUntil: (p) => {
-        const guarded = p.catch((err) => env.log.error({ err, requestId }, 'background task failed'));
-        if (meta.waitUntil) meta.waitUntil(guarded);
-        else pending.push(guarded);
-      },
-      audit: (n) => {
-        note = { ...note, ...n };
-      },
+    const invoke = (body: unknown): Maybe<Response> => {
+      let note: AuditNote | undefined;
+      const pending: Promise<unknown>[] = [];
+      const ctx: Ctx = {
+        params: parsedParams as Record<string, string>,
+        query: query as Record<string, unknown>,
+        body,
+        env,
+        principal,
+        client,
+        requestId,
+        waitUntil: (p) => {
+          const guarded = p.catch((err) => env.log.error({ err, requestId }, 'background task failed'));
+          if (meta.waitUntil) meta.waitUntil(guarded);
+          else pending.push(guarded);
+        },
+        audit: (n) => {
+          note = { ...note, ...n };
+        },
+      };
+      const response = attempt(
+        () => handler(request, ctx),
+        (e) => toErrorResponse(e, requestId),
+      );
+      if (!principal || !unsafe) return response;
+      const who = principal;
+      return then(response, (r) =>
+        recordAudit(env.db, {
+          actorId: who.user.id,
+          actor: who.user.username,
+          via: who.kind,
+          action: note?.action ?? `${effective} ${route.pattern}`,
+          target: note?.target ?? (Object.keys(params).length ? JSON.stringify(params) : null),
+          ip: client.ip,
+          outcome: r.status,
+          detail: note?.detail ?? null,
+        }).then(
+          () => r,
+          (err) => {
+            env.log.error({ err, requestId }, 'audit write failed');
+            return r;
+          },
+        ),
+      );
     };
-    let response: Response;
-    try {
-      response = await handler(request, ctx);
-    } catch (e) {
-      response = toErrorResponse(e, requestId);
-    }
-    if (principal && unsafe) {
-      await recordAudit(env.db, {
-        actorId: principal.user.id,
-        actor: principal.user.username,
-        via: principal.kind,
-        action: note?.action ?? `${effective} ${route.pattern}`,
-        target: note?.target ?? (Object.keys(params).length ? JSON.stringify(params) : null),
-        ip: client.ip,
-        outcome: response.status,
-        detail: note?.detail ?? null,
-      }).catch((err) => env.log.error({ err, requestId }, 'audit write failed'));
-    }
-    return response;
+
+    const bodySchema = schema?.body?.[effective];
+    if (!bodySchema) return invoke(undefined);
+    return readJson(request).then((raw) => {
+      const r = bodySchema.safeParse(raw);
+      if (!r.success) throw validationError(r.error, 'body');
+      return invoke(r.data);
+    });
   }
 
   return { fetch, routes };
@@ -241,25 +259,6 @@ function nodeHeaders(raw: Record<string, string | string[] | undefined>): Header
       if (v === undefined) return null;
       return Array.isArray(v) ? v.join(', ') : v;
     },
-  };
-}
-
-/**
- * Request counts and durations by route pattern. prom-client hashes label values on every call;
- * the label-bound children are kept instead (the label space is bounded by the route table).
- */
-function requestObserver(env: Env) {
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(v: number): void }>();
-  return (method: string, route: string, status: number, seconds: number) => {
-    const key = `${method} ${route}`;
-    const ckey = `${key} ${status}`;
-    let c = counters.get(ckey);
-    if (!c) counters.set(ckey, (c = env.metrics.httpRequests.labels(method, route, String(status))));
-    c.inc();
-    let t = timers.get(key);
-    if (!t) timers.set(key, (t = env.metrics.httpDuration.labels(method, route)));
-    t.observe(seconds);
   };
 }
 

@@ -11,6 +11,7 @@ import type { Env } from '../lib/env.js';
 import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
+import { isPromise } from '../lib/util/maybe.js';
 
 export interface Running {
   server: Server;
@@ -36,20 +37,31 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
       waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
     }),
   );
-  // The adapter's own listener writes head, body and end as separate socket writes once the
-  // (asynchronous) handler is done; corking around the send makes them one write.
+  // Like the adapter's own listener, but synchronous end to end when the app answers
+  // synchronously (a health check, a cached credential): no promise is made for such a request.
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    Promise.resolve()
-      .then(() => adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil }))
-      .then((response) => {
-        res.cork();
-        return Promise.resolve(sendNodeResponse(response, res, req, true)).finally(() => res.uncork());
-      })
-      .catch((err) => {
-        env.log.error({ err }, 'response could not be sent');
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
+    const failed = (err: unknown) => {
+      env.log.error({ err }, 'response could not be sent');
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    };
+    const send = (response: Response) => {
+      try {
+        const sent = sendNodeResponse(response, res, req, true);
+        if (isPromise(sent)) sent.then(undefined, failed);
+      } catch (err) {
+        failed(err);
+      }
+    };
+    let response: Response | Promise<Response>;
+    try {
+      response = adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil });
+    } catch (err) {
+      failed(err);
+      return;
+    }
+    if (isPromise(response)) response.then(send, failed);
+    else send(response);
   };
   const tls = env.config.tlsCert !== null;
   const server: Server = tls

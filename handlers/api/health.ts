@@ -5,9 +5,9 @@ import type { Handler, HandlerModule } from '../../lib/http/handler.js';
 
 export const auth: HandlerModule['auth'] = 'public';
 
-export const GET: Handler = async (_req, { env }) => {
+export const GET: Handler = (_req, { env }) => {
   try {
-    await ping(env.db);
+    ping(env.db);
   } catch {
     throw new HttpError('service_unavailable', 'Database is not answering');
   }

@@ -12,20 +12,21 @@ export const PRE_COOKIE = 'svc_pre';
 /**
  * A bearer header, when present, alone decides (an invalid one is 401 even beside a valid cookie).
  * Otherwise the session cookie. Returns null when neither is present or the session is gone.
+ * Synchronous: the hot path answers from the credential cache or one prepared statement.
  */
-export async function authenticate(env: Env, headers: { get(name: string): string | null }): Promise<Principal | null> {
+export function authenticate(env: Env, headers: { get(name: string): string | null }): Principal | null {
   const authz = headers.get('authorization');
   if (authz !== null) {
     const m = /^Bearer ([^\s]+)$/.exec(authz);
     if (!m) throw new HttpError('unauthorized', 'Authorization header must be "Bearer <token>"');
-    const t = await resolveApiToken(env.db, m[1]!, env.now());
+    const t = resolveApiToken(env.db, m[1]!, env.now());
     if (!t) throw new HttpError('unauthorized', 'API token is invalid, expired or revoked');
     return { kind: 'token', user: t.user, credentialId: t.id, stepUpUntil: t.stepUpUntil };
   }
   const raw = parseCookies(headers.get('cookie'))[SESSION_COOKIE];
   if (!raw) return null;
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
-  const s = await resolveSession(env.db, raw, limits, env.now());
+  const s = resolveSession(env.db, raw, limits, env.now());
   if (!s) return null;
   return { kind: 'session', user: s.user, credentialId: s.id, stepUpUntil: s.stepUpUntil, rawSession: raw };
 }

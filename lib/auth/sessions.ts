@@ -62,7 +62,8 @@ interface SessionRow {
 }
 const cache = credentialCache<SessionRow>();
 
-export async function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): Promise<ResolvedSession | null> {
+/** Synchronous on purpose: every cookie request runs it, and better-sqlite3 answers in place. */
+export function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): ResolvedSession | null {
   if (raw.length !== 43) return null;
   // Every cookie request runs this: a short-lived cache, else a cached statement.
   const row = cache.get(raw, now) ?? hotStatement(
@@ -74,12 +75,12 @@ export async function resolveSession(db: Db, raw: string, limits: SessionLimits,
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {
     cache.delete(raw);
-    await db.deleteFrom('sessions').where('id', '=', row.sid).execute();
+    hotStatement(db, 'delete from sessions where id = ?').run(row.sid);
     return null;
   }
   if (now - lastSeen > TOUCH_MS) {
     row.last_seen_at = nowIso(now);
-    await db.updateTable('sessions').set({ last_seen_at: row.last_seen_at }).where('id', '=', row.sid).execute();
+    hotStatement(db, 'update sessions set last_seen_at = ? where id = ?').run(row.last_seen_at, row.sid);
   }
   cache.set(raw, row, now);
   return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row) };

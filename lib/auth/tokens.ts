@@ -52,7 +52,8 @@ interface TokenRow {
 }
 const cache = credentialCache<TokenRow>();
 
-export async function resolveApiToken(db: Db, token: string, now = Date.now()): Promise<ResolvedToken | null> {
+/** Synchronous on purpose: every bearer request runs it, and better-sqlite3 answers in place. */
+export function resolveApiToken(db: Db, token: string, now = Date.now()): ResolvedToken | null {
   if (!TOKEN_PATTERN.test(token)) return null;
   // Every bearer request runs this: a short-lived cache, else a cached statement.
   const row = cache.get(token, now) ?? hotStatement(
@@ -64,7 +65,7 @@ export async function resolveApiToken(db: Db, token: string, now = Date.now()): 
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
     row.last_used_at = nowIso(now);
-    await db.updateTable('api_tokens').set({ last_used_at: row.last_used_at }).where('id', '=', row.tid).execute();
+    hotStatement(db, 'update api_tokens set last_used_at = ? where id = ?').run(row.last_used_at, row.tid);
   }
   cache.set(token, row, now);
   return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row) };

@@ -73,7 +73,8 @@ export async function migrate(db: Db): Promise<void> {
   }
 }
 
-export async function ping(db: Db): Promise<void> {
+/** A database round trip (synchronous: better-sqlite3 answers in place). */
+export function ping(db: Db): void {
   hotStatement(db, 'select 1 as ok').get();
 }
 
