@@ -5,5 +5,6 @@ import type { Handler, HandlerModule } from '../lib/http/handler.js';
 export const auth: HandlerModule['auth'] = 'metrics';
 
 export const GET: Handler = async (_req, { env }) => {
-  return text(await env.metrics.registry.metrics(), 200, env.metrics.registry.contentType);
+  const { text: body, contentType } = await env.metrics.render();
+  return text(body, 200, contentType);
 };

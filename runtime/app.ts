@@ -16,7 +16,7 @@ import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { recordAudit } from '../lib/audit/index.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
-import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/index.js';
+import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
 import { attempt, isPromise, then, type Maybe } from '../lib/util/maybe.js';
 
 export interface RequestMeta {

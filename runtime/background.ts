@@ -2,9 +2,8 @@
 // the access-log tailer feeding the traffic monitor, and the Docker event follower.
 import type { Env } from '../lib/env.js';
 import type { Running } from './server.js';
-import { followEvents, type ContainerEvent } from '../lib/docker/index.js';
+import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';
-import { refreshAppStatus } from '../lib/apps/ops.js';
 import { registerStreams } from '../lib/deploy/streams.js';
 
 export function startBackground(env: Env, running: Running): void {
@@ -41,10 +40,13 @@ function onContainerEvent(env: Env, e: ContainerEvent): void {
       app.id,
       setTimeout(() => {
         pending.delete(app.id);
-        refreshAppStatus(env, app).then(
-          (status) => env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status }),
-          () => {},
-        );
+        // App operations load on the first container event, not at boot.
+        import('../lib/apps/ops.js')
+          .then(({ refreshAppStatus }) => refreshAppStatus(env, app))
+          .then(
+            (status) => env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status }),
+            () => {},
+          );
       }, 250).unref(),
     );
   }, () => {});

@@ -9,9 +9,8 @@ import { createMetrics } from '../lib/metrics/index.js';
 import { RateLimiter } from '../lib/auth/ratelimit.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
-import { createEngine } from '../lib/docker/index.js';
+import { createEngine } from '../lib/docker/engine.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
-import { TrafficMonitor } from '../lib/traffic/monitor.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
@@ -46,6 +45,8 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   env.deployments = new DeployService(env);
   if (config.security.monitor) {
     const s = config.security;
+    // Loaded only when enabled.
+    const { TrafficMonitor } = await import('../lib/traffic/monitor.js');
     env.monitor = new TrafficMonitor({
       windowSeconds: s.windowSeconds,
       requestThreshold: s.requestThreshold,

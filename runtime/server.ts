@@ -28,14 +28,18 @@ const DRAIN_MS = 10_000;
 
 export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
   const app = createApp(env, routes);
-  const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>((request, ctx) =>
-    app.fetch(request, {
-      peer: ctx.req.socket.remoteAddress,
-      target: ctx.req.url,
-      rawHeaders: ctx.req.headers,
-      tls: (ctx.req.socket as TLSSocket).encrypted === true,
-      waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
-    }),
+  const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
+    (request, ctx) =>
+      app.fetch(request, {
+        peer: ctx.req.socket.remoteAddress,
+        target: ctx.req.url,
+        rawHeaders: ctx.req.headers,
+        tls: (ctx.req.socket as TLSSocket).encrypted === true,
+        waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
+      }),
+    // The adapter's own abort signal, which it picks anyway because its Request is not Node's;
+    // said here so that it does not read Node's global Request to find out, which loads undici.
+    { __useCustomAbortCtrl: true },
   );
   // Like the adapter's own listener, but synchronous end to end when the app answers
   // synchronously (a health check, a cached credential): no promise is made for such a request.

@@ -2,6 +2,7 @@
 import type { Env } from '../env.js';
 import type { Client } from '../http/handler.js';
 import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
+import { Headers } from '../http/respond.js';
 import { createSession, csrfFor, deleteSessionByRaw } from './sessions.js';
 import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
 

@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type MigrationProvider } from 'kysely';
+import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
+import { Kysely, Migrator, SqliteDialect } from './kysely.js';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
 
-export type Db = Kysely<Database>;
+export type Db = KyselyDb<Database>;
 export type { Database } from './schema.js';
 
 const staticProvider: MigrationProvider = { getMigrations: async () => migrations };

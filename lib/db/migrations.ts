@@ -1,5 +1,6 @@
 // Migrations are frozen in time and listed statically: never edit one that has shipped, add the next.
-import { sql, type Kysely, type Migration } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
+import { sql } from './kysely.js';
 
 const m0001: Migration = {
   async up(db: Kysely<any>) {

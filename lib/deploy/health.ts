@@ -15,7 +15,8 @@
 // assumed.
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { StackError, guard, removeContainer, waitForCondition, type Engine } from '../docker/index.js';
+import { StackError, guard, type Engine } from '../docker/engine.js';
+import { removeContainer, waitForCondition } from '../docker/containers.js';
 
 /** `auto`: container mode when this process is itself a container of the engine, else host. */
 export type ProbeMode = 'host' | 'container' | 'auto';

@@ -1,6 +1,7 @@
 // Built images are tagged per deployment (svc/<app>-<service>:<deployment id>) and labelled with
 // the app and deployment, so the newest N deployments of an app stay available for rollback.
-import { guard, isNotFound, listAppContainers, type Engine } from '../docker/index.js';
+import { guard, isNotFound, type Engine } from '../docker/engine.js';
+import { listAppContainers } from '../docker/containers.js';
 
 export async function imagesPresent(engine: Engine, images: Record<string, string>): Promise<string[]> {
   const missing: string[] = [];

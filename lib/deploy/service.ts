@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import type { Env } from '../env.js';
 import type { App } from '../apps/model.js';
 import { getApp, setAppStatus } from '../apps/store.js';
-import { refreshAppStatus } from '../apps/ops.js';
 import { envBinding } from '../apps/env.js';
 import { HttpError, badRequest, conflict } from '../http/errors.js';
-import { checkRef, GitError } from '../git/index.js';
-import { listAppContainers, removeDeploymentContainers, EngineUnavailableError } from '../docker/index.js';
+import { checkRef } from '../git/validate.js';
+import { GitError } from '../git/clone.js';
+import { EngineUnavailableError } from '../docker/engine.js';
+import { listAppContainers, removeDeploymentContainers } from '../docker/containers.js';
 import { nowIso } from '../db/index.js';
 import { DeployLog, masker } from './log.js';
 import { isTerminal, type Deployment, type DeployStatus, type Trigger } from './model.js';
@@ -317,7 +318,7 @@ export class DeployService {
       // containers are gone.
       await result.retire();
       await log.flush();
-      await refreshAppStatus(this.env, { ...app, status: 'deploying' }).catch(() => {});
+      await refreshStatus(this.env, { ...app, status: 'deploying' }).catch(() => {});
       this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'running' });
       await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) => this.env.log.info({ app: app.name }, l)).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
     } catch (e) {
@@ -365,7 +366,7 @@ export class DeployService {
         this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'failed' });
         return;
       }
-      const status = await refreshAppStatus(this.env, { ...app, status: 'deploying' });
+      const status = await refreshStatus(this.env, { ...app, status: 'deploying' });
       this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status });
     } catch {
       // Engine unavailable: the event follower refreshes the status when it is back.
@@ -435,3 +436,9 @@ function describe(e: unknown): string {
 }
 
 export { nowIso };
+
+/** App operations (stack control, compose) load with the first deployment, not at boot. */
+async function refreshStatus(...args: Parameters<typeof import('../apps/ops.js').refreshAppStatus>) {
+  const { refreshAppStatus } = await import('../apps/ops.js');
+  return refreshAppStatus(...args);
+}

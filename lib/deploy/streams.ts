@@ -7,7 +7,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { Env } from '../env.js';
 import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
-import { listAppContainers } from '../docker/index.js';
+import { listAppContainers } from '../docker/containers.js';
 import { readLogs } from './store.js';
 
 const LOG_REPLAY = 100;

@@ -5,7 +5,8 @@
 // in use (boot removes stray `.clone-*` directories).
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runGit, shallowClone, treeSize, checkRef, checkRepoUrl, GitError, type CloneResult } from '../git/index.js';
+import { runGit, shallowClone, treeSize, GitError, type CloneResult } from '../git/clone.js';
+import { checkRef, checkRepoUrl } from '../git/validate.js';
 
 export interface CheckoutOptions {
   workRoot: string;

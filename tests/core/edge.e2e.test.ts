@@ -104,6 +104,8 @@ test('/metrics: 404 without the exact bearer, Prometheus text with it, HTTP coun
   assert.equal(ok.status, 200);
   assert.match(ok.headers.get('content-type')!, /text\/plain/);
   assert.match(ok.text, /svc_http_requests_total\{method="GET",route="\/api\/health",status="200"\} 1/);
+  assert.match(ok.text, /svc_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/health"\} 1/);
+  assert.match(ok.text, /svc_http_request_duration_seconds_count\{method="GET",route="\/api\/health"\} 1/);
   assert.match(ok.text, /svc_process_resident_memory_bytes/);
   // An operator session is not a metrics credential.
   const admin = await adminClient(s);

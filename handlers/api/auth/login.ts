@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
+import { json, Headers } from '../../../lib/http/respond.js';
 import { HttpError } from '../../../lib/http/errors.js';
 import { serializeCookie } from '../../../lib/http/cookies.js';
 import { findUserByName, PASSWORD_MAX, publicUser } from '../../../lib/auth/users.js';

@@ -1,0 +1,14 @@
+// Kysely's values, from its CommonJS build. The package ships the same code twice; Node 20 keeps
+// far more per module for ES modules, and Kysely is 264 of them: loaded as CommonJS it costs
+// about 6.5 MB less resident memory at start-up (measured: 12.7 vs 19.3 MB). Types still come
+// from the package's declarations. Everything in the project takes Kysely's values from here,
+// so only one copy is ever loaded.
+import { createRequire } from 'node:module';
+
+type KyselyModule = typeof import('kysely');
+const kysely = createRequire(import.meta.url)('kysely') as KyselyModule;
+
+export const Kysely: KyselyModule['Kysely'] = kysely.Kysely;
+export const Migrator: KyselyModule['Migrator'] = kysely.Migrator;
+export const SqliteDialect: KyselyModule['SqliteDialect'] = kysely.SqliteDialect;
+export const sql: KyselyModule['sql'] = kysely.sql;
