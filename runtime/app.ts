@@ -77,14 +77,14 @@ export function createApp(env: Env, routes: RouteDef[]): App {
         const target = meta.target?.startsWith('/') ? meta.target : targetOf(request.url);
         const qAt = target.indexOf('?');
         const path = qAt >= 0 ? target.slice(0, qAt) : target;
-        const probe = { method, url: 'http://h' + target } as { method: string; url: string; params?: Record<string, string> };
-        const found = statics.get(path) ?? (router.fetch(probe) as Promise<number | undefined>);
+        let probe: { method: string; url: string; params?: Record<string, string> } | undefined;
+        const found = statics.get(path) ?? (router.fetch((probe = { method, url: 'http://h' + target })) as Promise<number | undefined>);
         return then(found, (index) => {
           if (index === undefined) throw new HttpError('not_found', 'No such route');
           const route = routes[index]!;
           label = route.pattern;
           const headers = meta.rawHeaders ? nodeHeaders(meta.rawHeaders) : request.headers;
-          const params = decodeParams(probe.params ?? {}, catchAllNames[index]!);
+          const params = probe?.params ? decodeParams(probe.params, catchAllNames[index]!) : {};
           return dispatch(request, headers, qAt >= 0 ? target.slice(qAt + 1) : '', meta, route, params, method, requestId);
         });
       },

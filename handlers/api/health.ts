@@ -1,9 +1,11 @@
-import { json } from '../../lib/http/respond.js';
+import { text, JSON_TYPE } from '../../lib/http/respond.js';
 import { HttpError } from '../../lib/http/errors.js';
 import { ping } from '../../lib/db/index.js';
 import type { Handler, HandlerModule } from '../../lib/http/handler.js';
 
 export const auth: HandlerModule['auth'] = 'public';
+
+const OK = JSON.stringify({ status: 'ok', db: 'ok' });
 
 export const GET: Handler = (_req, { env }) => {
   try {
@@ -11,5 +13,5 @@ export const GET: Handler = (_req, { env }) => {
   } catch {
     throw new HttpError('service_unavailable', 'Database is not answering');
   }
-  return json({ status: 'ok', db: 'ok' });
+  return text(OK, 200, JSON_TYPE);
 };

@@ -25,21 +25,24 @@ export function openDb(dataDir: string | ':memory:'): Db {
   raw.pragma('synchronous = NORMAL');
   const cached = withStatementCache(raw);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  rawHandles.set(db, cached);
+  rawHandles.set(db, { raw, hot: new Map() });
   return db;
 }
 
-const rawHandles = new WeakMap<object, { prepare(sqlText: string): BetterSqlite3.Statement }>();
+const rawHandles = new WeakMap<object, { raw: BetterSqlite3.Database; hot: Map<string, BetterSqlite3.Statement> }>();
 
 /**
  * A cached prepared statement on the same connection, for the few per-request hot paths (health
  * ping, credential lookup) where Kysely's asynchronous query pipeline costs more than the query.
- * Everything else goes through Kysely.
+ * Everything else goes through Kysely. `sqlText` must be a constant: statements are kept for good.
  */
 export function hotStatement(db: Db, sqlText: string): BetterSqlite3.Statement {
-  const raw = rawHandles.get(db);
-  if (!raw) throw new Error('hotStatement needs a database opened with openDb');
-  return raw.prepare(sqlText);
+  const handle = rawHandles.get(db);
+  if (!handle) throw new Error('hotStatement needs a database opened with openDb');
+  // A handful of fixed SQL texts: kept for the life of the connection, no eviction bookkeeping.
+  let stmt = handle.hot.get(sqlText);
+  if (!stmt) handle.hot.set(sqlText, (stmt = handle.raw.prepare(sqlText)));
+  return stmt;
 }
 
 const STATEMENT_CACHE = 256;

@@ -3,7 +3,7 @@
 import { Response, Headers } from '@whatwg-node/fetch';
 import { HttpError } from './errors.js';
 
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function json(body: unknown, status = 200, headers?: Record<string, string> | Headers): Response {
   // A fresh init object each time: the fetch ponyfill records content-length into the init it is given.
