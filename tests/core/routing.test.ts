@@ -118,3 +118,30 @@ test('every route that is not deliberately public answers 401 without credential
   }
   assert.ok(checked >= 10, `checked ${checked} routes`);
 });
+
+test('a loaded route answers synchronously when nothing on its path waits (health, a known bearer)', async () => {
+  const app = createApp(env, routes);
+  const { insertUser } = await import('../../lib/auth/users.js');
+  const { createApiToken } = await import('../../lib/auth/tokens.js');
+  const user = await insertUser(env.db, 'sync-check', 'not-a-real-hash');
+  const { token } = await createApiToken(env.db, user.id, 'sync', null);
+  const health = () => app.fetch(new Request('http://x/api/health'), { target: '/api/health', rawHeaders: {} });
+  const me = () => app.fetch(new Request('http://x/api/auth/me'), { target: '/api/auth/me', rawHeaders: { authorization: `Bearer ${token}` } });
+  // The first call loads the handler module; after that no promise is made on these paths.
+  assert.equal((await health()).status, 200);
+  assert.equal((await me()).status, 200);
+  const h = health();
+  assert.ok(!(h instanceof Promise), 'health answered with a promise');
+  assert.equal((h as Response).status, 200);
+  assert.deepEqual(await (h as Response).json(), { status: 'ok', db: 'ok' });
+  const m = me();
+  assert.ok(!(m instanceof Promise), 'an authenticated GET answered with a promise');
+  assert.equal(((await (m as Response).json()) as { user: { username: string } }).user.username, 'sync-check');
+  // A revoked token is refused at once, still without waiting.
+  const { revokeApiToken } = await import('../../lib/auth/tokens.js');
+  const id = ((await env.db.selectFrom('api_tokens').select('id').where('name', '=', 'sync').executeTakeFirstOrThrow()) as { id: string }).id;
+  assert.equal(await revokeApiToken(env.db, user.id, id), true);
+  const gone = me();
+  assert.ok(!(gone instanceof Promise));
+  assert.equal((gone as Response).status, 401);
+});
