@@ -175,7 +175,6 @@ export function createApp(env: Env, routes: RouteDef[]): App {
 
     const invoke = (body: unknown): Maybe<Response> => {
       let note: AuditNote | undefined;
-      const pending: Promise<unknown>[] = [];
       const ctx: Ctx = {
         params: parsedParams as Record<string, string>,
         query: query as Record<string, unknown>,
@@ -186,8 +185,8 @@ export function createApp(env: Env, routes: RouteDef[]): App {
         requestId,
         waitUntil: (p) => {
           const guarded = p.catch((err) => env.log.error({ err, requestId }, 'background task failed'));
-          if (meta.waitUntil) meta.waitUntil(guarded);
-          else pending.push(guarded);
+          // The work runs either way; a host that can wait for it (graceful shutdown) is told.
+          meta.waitUntil?.(guarded);
         },
         audit: (n) => {
           note = { ...note, ...n };
