@@ -13,6 +13,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SETTLE_MS = 12_000;
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -69,14 +70,19 @@ async function main() {
     const port = await freePort();
     const started = process.hrtime.bigint();
     const svc = spawn(process.execPath, [join(root, 'dist/runtime/cli.js'), 'serve'], {
-      env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_SECURITY_MONITOR: 'false' },
+      env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     children.push(svc);
     const base = `http://127.0.0.1:${port}`;
     const bootMs = await waitHealthy(base + '/api/health', started);
+    // Default configuration (the traffic monitor on). Measured 1.5 s after the first answer, and
+    // again once V8 has had time to give back what start-up allocated (its memory reducer runs
+    // a few seconds after activity stops).
     await new Promise((r) => setTimeout(r, 1500));
     const idleRss = await rssMb(svc.pid!);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const settledRss = await rssMb(svc.pid!);
 
     const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
     const admin = { username: 'bench', password: 'bench password 123456' };
@@ -108,7 +114,7 @@ async function main() {
     console.log(`bare node:http          ${fmt(bare)} req/s`);
     console.log(`GET /api/health         ${fmt(health)} req/s   ratio ${(health / bare).toFixed(2)} (goal >= 0.55)`);
     console.log(`GET /api/auth/me bearer ${fmt(me)} req/s   ratio ${(me / bare).toFixed(2)} (goal >= 0.40)`);
-    console.log(`idle RSS after start-up ${idleRss.toFixed(1)} MB (goal < 80)`);
+    console.log(`idle RSS after start-up ${idleRss.toFixed(1)} MB (goal < 80); ${settledRss.toFixed(1)} MB after ${SETTLE_MS / 1000} s more idle`);
     console.log(`start to first health   ${bootMs.toFixed(0)} ms (goal < 500)`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
