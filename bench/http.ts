@@ -114,6 +114,8 @@ async function main() {
     console.log(`bare node:http          ${fmt(bare)} req/s`);
     console.log(`GET /api/health         ${fmt(health)} req/s   ratio ${(health / bare).toFixed(2)} (goal >= 0.55)`);
     console.log(`GET /api/auth/me bearer ${fmt(me)} req/s   ratio ${(me / bare).toFixed(2)} (goal >= 0.40)`);
+    const perRound = (xs: number[]) => xs.map((x, i) => (x / runs.bare[i]!).toFixed(2)).join(' ');
+    console.log(`per round (each against the bare run just before it): health ${perRound(runs.health)}; auth/me ${perRound(runs.me)}`);
     console.log(`idle RSS after start-up ${idleRss.toFixed(1)} MB (goal < 80); ${settledRss.toFixed(1)} MB after ${SETTLE_MS / 1000} s more idle`);
     console.log(`start to first health   ${bootMs.toFixed(0)} ms (goal < 500)`);
   } finally {
