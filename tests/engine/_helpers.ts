@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Engine } from '../../lib/docker/index.js';
 import { stackRemove } from '../../lib/docker/index.js';
+import { poll } from '../_support/wait.js';
 
 export function appName(prefix = 't'): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
@@ -43,17 +44,6 @@ export async function execIn(engine: Engine, id: string, cmd: string[]): Promise
 }
 
 /** Polls until fn returns a truthy value; generous deadline, no timing assertions. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000, everyMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+export function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000, everyMs = 500): Promise<T> {
+  return poll(what, fn, timeoutMs, everyMs) as Promise<T>;
 }

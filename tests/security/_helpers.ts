@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 export { freePort } from '../_support/net.js';
+import { poll } from '../_support/wait.js';
 
 export const run = promisify(execFile);
 export const required = process.env.CI === 'true' || process.env.SVC_REQUIRE_SECURITY_TOOLS === '1';
@@ -17,21 +18,9 @@ export async function tempDir(prefix: string): Promise<{ dir: string; cleanup: (
 }
 
 /** Polls until `check` is truthy; generous deadline because CI machines are slow, never a timed assertion. */
-export async function waitFor<T>(check: () => T | Promise<T>, what: string, deadlineMs = 30_000): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export function waitFor<T>(check: () => T | Promise<T>, what: string, deadlineMs = 30_000): Promise<T> {
+  return poll(what, check, deadlineMs, 50);
 }
-
 
 export async function haveCommand(cmd: string, args: string[] = ['--version']): Promise<boolean> {
   try {
