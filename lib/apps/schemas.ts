@@ -19,8 +19,8 @@ const composePath = z
 export const sourceSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('git'),
-    // A password or token in the URL would be stored and shown in plain text: deploy keys do that job.
-    repo_url: repoUrlSchema.refine((u) => !/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(u), 'credentials in the URL are refused; use the app\'s SSH deploy key'),
+    // checkRepoUrl refuses credentials in the URL (a token would be stored and shown in clear).
+    repo_url: repoUrlSchema,
     branch: refSchema.default('main'),
     compose_path: composePath.optional(),
   }),

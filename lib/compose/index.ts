@@ -5,5 +5,5 @@ export { parseDotenv, type DotenvEntry } from './dotenv.js';
 export { splitWords } from './words.js';
 export { startOrder } from './graph.js';
 export { isImageRef } from './service.js';
-export { REFUSED_CAPS, DEFAULT_SOCKET_PATHS } from './policy.js';
+export { ALLOWED_CAPS, DEFAULT_SOCKET_PATHS, truthy, falsy } from './policy.js';
 export { singleServiceModel, SINGLE_SERVICE } from './single.js';

@@ -3,7 +3,7 @@
 import type { BuildSpec, DependsCondition, Finding, HealthcheckSpec, MountSpec, PortSpec, ServiceSpec } from './types.js';
 import { splitWords } from './words.js';
 import { parseBytes, parseDuration } from './units.js';
-import { REFUSED_CAPS, WARNED_CAPS, checkBindSource, checkRelativePath, normaliseCap, refusedSecurityOpt, type BindPolicy } from './policy.js';
+import { ALLOWED_CAPS, WARNED_CAPS, checkBindSource, checkRelativePath, falsy, normaliseCap, refusedSecurityOpt, truthy, type BindPolicy } from './policy.js';
 
 type Raw = Record<string, unknown>;
 
@@ -203,7 +203,7 @@ function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[] {
       const t = scalar(item.target);
       if (!t) return err(ctx, `${key}.target`, 'missing target');
       target = t;
-      readOnly = item.read_only === true;
+      readOnly = truthy(item.read_only);
       if (isMap(item.volume) && item.volume.nocopy === true) noCopy = true;
       if (isMap(item.tmpfs) && item.tmpfs.size !== undefined) {
         const n = parseBytes(item.tmpfs.size);
@@ -370,7 +370,7 @@ function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
   for (const k of Object.keys(raw)) {
     if (['context', 'dockerfile', 'args', 'target'].includes(k)) continue;
     if (k === 'network' && scalar(raw.network) === 'host') err(ctx, 'build.network', 'building on the host network is refused');
-    else if (k === 'privileged' && raw.privileged === true) err(ctx, 'build.privileged', 'privileged builds are refused');
+    else if (k === 'privileged') { if (!falsy(raw.privileged)) err(ctx, 'build.privileged', 'privileged builds are refused'); }
     else if (k === 'dockerfile_inline') err(ctx, 'build.dockerfile_inline', 'inline Dockerfiles are not supported');
     else warn(ctx, `build.${k}`, 'unsupported key, ignored');
   }
@@ -522,9 +522,10 @@ export function normaliseService(
       case 'cap_add':
         for (const c of stringList(ctx, key, v)) {
           const cap = normaliseCap(c);
-          if (REFUSED_CAPS.has(cap)) err(ctx, key, `capability ${cap} lets a container escape to the host; refused`);
+          if (!ALLOWED_CAPS.has(cap)) err(ctx, key, `capability ${cap} is not on the allow-list (${[...ALLOWED_CAPS].sort().join(', ')}); it can reach beyond the container; refused`);
           else {
-            if (WARNED_CAPS.has(cap)) warn(ctx, key, `capability ${cap} is powerful (it acts inside the container's network namespace)`);
+            const why = WARNED_CAPS.get(cap);
+            if (why) warn(ctx, key, `capability ${cap} is powerful: ${why}`);
             spec.capAdd.push(cap);
           }
         }
@@ -541,10 +542,10 @@ export function normaliseService(
         else spec.stopGracePeriodMs = ms;
         break;
       }
-      case 'init': spec.init = v === true; break;
-      case 'tty': spec.tty = v === true; break;
-      case 'stdin_open': spec.stdinOpen = v === true; break;
-      case 'read_only': spec.readOnly = v === true; break;
+      case 'init': spec.init = truthy(v); break;
+      case 'tty': spec.tty = truthy(v); break;
+      case 'stdin_open': spec.stdinOpen = truthy(v); break;
+      case 'read_only': spec.readOnly = truthy(v); break;
       case 'shm_size': {
         const b = parseBytes(v);
         if (b === null) err(ctx, key, `invalid size "${String(v)}"`);
@@ -562,8 +563,9 @@ export function normaliseService(
         }
         break;
       // Refused outright: each of these reaches the host.
+      // Anything but a clear "false" counts: "yes", "on", 1, "TRUE" all mean privileged somewhere.
       case 'privileged':
-        if (v === true || v === 'true') err(ctx, key, 'privileged containers have full access to the host; refused');
+        if (!falsy(v)) err(ctx, key, 'privileged containers have full access to the host; refused');
         break;
       case 'pid':
       case 'ipc':

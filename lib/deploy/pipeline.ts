@@ -2,7 +2,7 @@
 // image app's image) -> build -> blue/green rollout with health gates. Status changes go
 // through `setStatus`; every step writes to the deployment log. Throws on failure or abort:
 // the caller decides the final status and cleans up what this deployment left.
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Env } from '../env.js';
 import type { App } from '../apps/model.js';
@@ -10,12 +10,13 @@ import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
 import { serviceSettings } from '../apps/store.js';
 import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
-import { StackError, buildImage, buildLabels, imageTag, planStack, type StackPlan } from '../docker/index.js';
-import { detectCompose } from '../git/index.js';
+import { StackError, buildImage, buildLabels, imageTag, planStack, type BindTable, type StackPlan } from '../docker/index.js';
+import { detectCompose, readComposeFile, redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
 import type { DeploySpec, Deployment, DeployStatus } from './model.js';
 import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
+import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
 import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
 import type { ProbeMode } from './health.js';
@@ -28,6 +29,8 @@ export interface PipelineOptions {
   settleMs: number;
   probe: ProbeMode;
   probeImage?: string;
+  /** Deployments whose copies of the repository are kept for rollback (default 5). */
+  keepImages?: number;
 }
 
 export interface PipelineRun {
@@ -52,6 +55,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
   let workdir: string | undefined;
   let plan: StackPlan;
 
+  const prune = () => pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => { say(`could not remove old copies of the repository: ${(e as Error).message}`); return []; });
   if (dep.trigger === 'rollback') {
     if (!run.spec || !dep.images) throw new StackError('the deployment to roll back to has no recorded images');
     spec = run.spec;
@@ -59,20 +63,23 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     say(`rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`);
     const missing = await imagesPresent(env.engine, images);
     if (missing.length) throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
-    workdir = (await isDir(repoDir)) ? repoDir : undefined;
-    plan = await makePlan(env, app, spec, appEnv, workdir);
+    // That deployment's own copy of the repository, when it made one, has the right files.
+    const kept = dep.rollback_of ? sourceCopy(opts.workRoot, app.id, dep.rollback_of) : null;
+    workdir = kept && (await isDir(kept)) ? kept : (await isDir(repoDir)) ? repoDir : undefined;
+    plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: kept && workdir === kept ? kept : null, log: say });
+    await prune();
     await run.setStatus('deploying');
   } else if (app.source.type === 'image') {
     spec = { kind: 'image', image: app.source.image };
     say(`image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`);
-    plan = await makePlan(env, app, spec, appEnv, undefined);
+    plan = await makePlan(env, app, spec, appEnv, undefined, null);
     images = { [plan.services[0]!.name]: app.source.image };
     await run.setStatus('deploying', { images, spec });
   } else {
     const src = app.source;
     const ref = dep.ref ?? src.branch;
     await run.setStatus('cloning');
-    say(`fetching ${ref} from ${src.repo_url}`);
+    say(`fetching ${ref} from ${redactUrl(src.repo_url)}`);
     const gitAuth = env.gitAuth ?? noGitAuth;
     const co = await gitAuth(app, (gitEnv) =>
       checkout({
@@ -85,10 +92,11 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     const detected = await detectCompose(co.dir, { composePath: src.compose_path, env: appEnv });
     const errors = detected.findings.filter((f) => f.level === 'error');
     if (errors.length) throw new StackError(`the repository cannot be deployed: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
-    if (detected.compose_path) spec = { kind: 'compose', path: detected.compose_path, text: await readFile(join(co.dir, detected.compose_path), 'utf8') };
+    if (detected.compose_path) spec = { kind: 'compose', path: detected.compose_path, text: await readComposeFile(co.dir, detected.compose_path) };
     else spec = { kind: 'dockerfile', path: detected.dockerfile ?? 'Dockerfile' };
     say(spec.kind === 'compose' ? `compose file ${spec.path}: services ${detected.services.join(', ')}` : `no compose file: building ${spec.path} as service "app"`);
-    plan = await makePlan(env, app, spec, appEnv, workdir);
+    plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: co.dir, log: say });
+    await prune();
     await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
     for (const svc of plan.services) {
       if (!svc.build) {
@@ -134,7 +142,15 @@ async function isDir(p: string): Promise<boolean> {
   }
 }
 
-async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<string, string>, workdir: string | undefined): Promise<StackPlan> {
+/** Where relative binds come from: this deployment's id, and the files to copy (null: none kept). */
+interface BindContext {
+  workRoot: string;
+  deploymentId: string;
+  files: string | null;
+  log: (line: string) => void;
+}
+
+async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<string, string>, workdir: string | undefined, binds: BindContext | null): Promise<StackPlan> {
   let model: ComposeModel;
   if (spec.kind === 'compose') {
     const parsed = parseCompose(spec.text, { env: appEnv });
@@ -143,7 +159,12 @@ async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<str
     model = parsed.model;
   } else if (spec.kind === 'dockerfile') model = singleServiceModel({ dockerfile: spec.path });
   else model = singleServiceModel({ image: spec.image });
-  const planned = await planStack(model, { app: app.name, env: appEnv, workdir, defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
+  let table: BindTable | undefined;
+  if (binds && relativeBinds(model).length) {
+    if (!binds.files) throw new StackError('the compose file mounts folders of the repository, and the files of that deployment are no longer kept; deploy the commit again instead');
+    table = await prepareBinds({ workRoot: binds.workRoot, appId: app.id, deploymentId: binds.deploymentId, checkout: binds.files, model, log: binds.log });
+  }
+  const planned = await planStack(model, { app: app.name, env: appEnv, workdir, binds: table, defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
   if (!planned.ok) {
     throw new StackError(`the stack cannot be planned: ${planned.findings.filter((f) => f.level === 'error').map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
   }

@@ -100,19 +100,29 @@ async function packContext(dir: string, dockerfile: string, maxBytes: number): P
   } catch { /* no .dockerignore */ }
   const ig = ignore().add(rules);
   const keep = new Set([posix.normalize(dockerfile), '.dockerignore']);
+  // A later "!pattern" may re-include something inside an ignored folder: keep walking then.
+  const reincludes = rules.some((l) => l.trim().startsWith('!'));
+  return packEntries(dir, maxBytes, (rel, isDir) => (ig.ignores(rel) && !keep.has(rel) ? (isDir && reincludes ? 'walk' : 'skip') : 'take'), 'build context');
+}
+
+/** A tar of a whole folder (symlinks as symlinks, owned by root): a volume's first content. */
+export function packTree(dir: string, maxBytes: number): Promise<Pack> {
+  return packEntries(dir, maxBytes, () => 'take', 'folder');
+}
+
+async function packEntries(dir: string, maxBytes: number, pick: (rel: string, isDir: boolean) => 'take' | 'walk' | 'skip', what: string): Promise<Pack> {
   const entries: { rel: string; abs: string }[] = [];
   let total = 0;
   const walk = async (rel: string) => {
     for (const name of (await readdir(join(dir, rel))).sort()) {
       const r = rel ? `${rel}/${name}` : name;
       const st = await lstat(join(dir, r));
-      if (ig.ignores(r) && !keep.has(r)) {
-        // A later "!pattern" may re-include something inside an ignored folder: keep walking then.
-        if (!st.isDirectory() || !rules.some((l) => l.trim().startsWith('!'))) continue;
-      } else entries.push({ rel: r, abs: join(dir, r) });
+      const choice = pick(r, st.isDirectory());
+      if (choice === 'skip') continue;
+      if (choice === 'take') entries.push({ rel: r, abs: join(dir, r) });
       if (st.isFile()) {
         total += st.size;
-        if (total > maxBytes) throw new StackError(`build context is larger than ${maxBytes} bytes`);
+        if (total > maxBytes) throw new StackError(`${what} is larger than ${maxBytes} bytes`);
       }
       if (st.isDirectory()) await walk(r);
     }

@@ -7,6 +7,7 @@ import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_MANAGED, LABEL_SERVICE, appFilter, containerName, imageTag } from './names.js';
 import type { PlanService, StackPlan } from './plan.js';
 import type { DependsCondition } from '../compose/index.js';
+import { checkBindsBeforeCreate, verifyCreatedMounts } from './binds.js';
 
 export interface AppContainer {
   id: string;
@@ -113,6 +114,7 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
       [LABEL_SERVICE]: svc.name,
       [LABEL_DEPLOYMENT]: opts.deploymentId,
     };
+    await checkBindsBeforeCreate(engine, svc.name, svc.config);
     for (let attempt = 0; attempt < 20; attempt++) {
       const index = opts.index ?? (await freeIndex(engine, plan.app, svc.name));
       const name = containerName(plan.app, svc.name, index);
@@ -127,6 +129,10 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
           ...(first && !svc.networkMode ? { NetworkingConfig: { EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } } } } : {}),
         });
         try {
+          // The engine resolves bind sources when the container starts: what it recorded must be
+          // exactly what was planned and checked, or the container never starts.
+          const mismatch = await verifyCreatedMounts(engine, created.id, svc.name, svc.config);
+          if (mismatch) throw new StackError(`${svc.name}: mount check failed, container removed: ${mismatch}`, svc.name);
           if (!svc.networkMode) {
             for (const n of svc.networks.slice(1)) await engine.docker.getNetwork(n.name).connect({ Container: created.id, EndpointConfig: { Aliases: aliasesFor(n.aliases) } });
           }

@@ -10,4 +10,5 @@ export { stackUp, stackStop, stackStart, stackRestart, stackRemove, type UpOptio
 export { listServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
-export { buildImage, buildLabels, type BuildOptions } from './build.js';
+export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
+export { relativeKey, showBind, bindKey, lookupBind, hostPathProblem, checkBindsBeforeCreate, verifyCreatedMounts, seedVolume, LABEL_BIND, EMPTY_IMAGE, type BindSource, type BindTable } from './binds.js';

@@ -1,13 +1,20 @@
 // Compose model + app -> a stack plan: everything the engine needs to create containers,
 // already in Docker's terms, so creation code has no compose knowledge left in it.
 import { readFile, realpath } from 'node:fs/promises';
-import { dirname, join, relative, resolve, isAbsolute } from 'node:path';
 import type Docker from 'dockerode';
 import { parseDotenv, startOrder, type ComposeModel, type DependsCondition, type Finding, type ServiceSpec } from '../compose/index.js';
+import { resolveInside, within } from '../util/paths.js';
 import { assertAppName, networkName, volumeName } from './names.js';
+import { LABEL_BIND, hostPathProblem, lookupBind, showBind, type BindTable } from './binds.js';
 
 export interface PlanNetwork { key: string; name: string; internal: boolean; labels: Record<string, string> }
-export interface PlanVolume { key: string; name: string; labels: Record<string, string> }
+export interface PlanVolume {
+  key: string;
+  name: string;
+  labels: Record<string, string>;
+  /** A folder of the repository to fill the volume from when it is first created (writable relative binds). */
+  seed?: string;
+}
 
 export interface PlanService {
   name: string;
@@ -48,8 +55,15 @@ export interface PlanOptions {
    * The compose file is the more specific statement, and it can defer to the app env with `${VAR}`.
    */
   injectAppEnv?: boolean;
-  /** The app's working copy; needed for builds, env_file and relative binds. */
+  /** The app's checkout; needed for builds and env_file. It is never mounted into a container. */
   workdir?: string;
+  /**
+   * Where each relative bind of the model comes from (lib/deploy/mounts.ts prepares it per
+   * deployment). Without it, relative binds are refused.
+   */
+  binds?: BindTable;
+  /** Absolute host directories under which binds are allowed (as given to parseCompose). */
+  allowedBindRoots?: readonly string[];
   /** Host IP for published ports that name none (e.g. 127.0.0.1 in a local-only exposure). */
   defaultHostIp?: string;
 }
@@ -74,17 +88,24 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       else if (m.type === 'anonymous') mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
       else if (m.type === 'tmpfs') mounts.push({ Type: 'tmpfs', Source: '', Target: m.target, ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}) });
       else if (m.relative) {
-        if (!workdir) { err(`volumes[${i}]`, 'relative bind mounts need the app\'s working copy'); continue; }
-        const src = await insideWorkdir(workdir, m.source);
-        if (!src) { err(`volumes[${i}]`, `bind source "${m.source}" resolves outside the app's working copy`); continue; }
+        const b = opts.binds ? lookupBind(opts.binds, m.source, m.readOnly) : undefined;
+        if (!b) { err(`volumes[${i}]`, 'relative bind mounts need the deployment\'s copy of the repository'); continue; }
+        if (b.kind === 'refused') { err(`volumes[${i}]`, b.reason); continue; }
+        if (b.kind === 'bind') { mounts.push({ Type: 'bind', Source: b.source, Target: m.target, ReadOnly: m.readOnly }); continue; }
+        const name = volumeName(opts.app, b.key);
+        if (!volumes.some((v) => v.name === name)) volumes.push({ key: b.key, name, labels: { [LABEL_BIND]: showBind(m.source) }, ...(b.seed ? { seed: b.seed } : {}) });
+        mounts.push({ Type: 'volume', Source: name, Target: m.target, ReadOnly: false });
+      } else {
+        const src = await absoluteBind(m.source, opts.allowedBindRoots ?? []);
+        if (typeof src !== 'string') { err(`volumes[${i}]`, src.reason); continue; }
         mounts.push({ Type: 'bind', Source: src, Target: m.target, ReadOnly: m.readOnly });
-      } else mounts.push({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly });
+      }
     }
     let build: PlanService['build'];
     if (spec.build) {
       if (!workdir) err('build', 'building needs the app\'s working copy');
       else {
-        const contextDir = await insideWorkdir(workdir, spec.build.context);
+        const contextDir = await resolveInside(workdir, spec.build.context);
         if (!contextDir) err('build.context', 'build context resolves outside the working copy');
         else build = { contextDir, dockerfile: spec.build.dockerfile, args: spec.build.args, target: spec.build.target };
       }
@@ -148,6 +169,7 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       },
     });
   }
+  findings.push(...writableAboveOthers(services));
   for (const s of services) {
     for (const d of s.dependsOn) {
       const dep = services.find((x) => x.name === d.service);
@@ -171,7 +193,7 @@ async function serviceEnv(
   for (const [i, f] of spec.envFiles.entries()) {
     const key = spec.envFiles.length > 1 ? `env_file[${i}]` : 'env_file';
     if (!workdir) { err(key, 'env_file needs the app\'s working copy'); continue; }
-    const file = await insideWorkdir(workdir, f.path);
+    const file = await resolveInside(workdir, f.path);
     if (!file) { err(key, `env file "${f.path}" resolves outside the working copy`); continue; }
     let text: string;
     try {
@@ -195,30 +217,39 @@ async function serviceEnv(
   return out;
 }
 
+/** Kept for callers that name it so: see resolveInside. */
+export const insideWorkdir = resolveInside;
+
 /**
- * Resolves rel inside workdir, following symlinks of the longest existing prefix, and refuses
- * anything that lands outside (a symlink in the repository pointing at /etc, say).
+ * An absolute bind source (allowed by parseCompose as written) resolved to its real path and
+ * checked again: a symlink on the way may lead out of the allowed roots or onto the socket.
  */
-export async function insideWorkdir(workdir: string, rel: string): Promise<string | null> {
-  const target = resolve(workdir, rel);
-  if (!within(workdir, target)) return null;
-  let probe = target;
-  let rest = '';
-  for (;;) {
-    try {
-      const real = await realpath(probe);
-      const full = rest ? join(real, rest) : real;
-      return within(workdir, full) ? full : null;
-    } catch {
-      const parent = dirname(probe);
-      if (parent === probe) return null;
-      rest = rest ? join(probe.slice(parent.length + 1), rest) : probe.slice(parent.length + 1);
-      probe = parent;
-    }
+async function absoluteBind(source: string, roots: readonly string[]): Promise<string | { reason: string }> {
+  let real: string;
+  try {
+    real = await realpath(source);
+  } catch {
+    return { reason: `bind source "${source}" does not exist on the host` };
   }
+  const realRoots = await Promise.all(roots.map((r) => realpath(r).catch(() => null)));
+  if (!realRoots.some((r) => r !== null && within(r, real))) return { reason: `bind source "${source}" resolves to "${real}", outside the allowed roots` };
+  const problem = await hostPathProblem(real);
+  return problem ? { reason: `bind source "${source}": ${problem}` } : real;
 }
 
-function within(root: string, p: string): boolean {
-  const r = relative(root, p);
-  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
+/**
+ * A directory some service may write must not lie above another bind's source: whoever writes
+ * it can swap a folder on that path for a symlink, and the engine follows it at the next start.
+ */
+function writableAboveOthers(services: PlanService[]): Finding[] {
+  const binds = services.flatMap((s) => (s.config.HostConfig?.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ service: s.name, source: m.Source, target: m.Target, rw: !m.ReadOnly })));
+  const out: Finding[] = [];
+  for (const w of binds.filter((b) => b.rw)) {
+    for (const b of binds) {
+      if (b.source !== w.source && within(w.source, b.source)) {
+        out.push({ level: 'error', service: b.service, key: 'volumes', message: `bind source "${b.source}" lies inside "${w.source}", which ${w.service} mounts writable at ${w.target}; refused` });
+      }
+    }
+  }
+  return out;
 }

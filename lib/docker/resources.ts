@@ -3,6 +3,7 @@ import type { Engine } from './engine.js';
 import { EngineConflictError, guard, isNotFound } from './engine.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_NETWORK, LABEL_VOLUME, appFilter } from './names.js';
 import type { StackPlan } from './plan.js';
+import { seedVolume } from './binds.js';
 
 export async function ensureNetworks(engine: Engine, plan: StackPlan): Promise<void> {
   await guard(engine, async () => {
@@ -89,6 +90,15 @@ export async function ensureVolumes(engine: Engine, plan: StackPlan): Promise<vo
         Driver: 'local',
         Labels: { ...v.labels, [LABEL_MANAGED]: 'true', [LABEL_APP]: plan.app, [LABEL_VOLUME]: v.key },
       });
+      if (v.seed) {
+        try {
+          await seedVolume(engine, plan.app, v.name, v.seed);
+        } catch (e) {
+          // Half-filled data would be kept as the app's own from now on: start again next time.
+          await engine.docker.getVolume(v.name).remove().catch(() => {});
+          throw e;
+        }
+      }
     }
   });
 }

@@ -1,17 +1,21 @@
 // Shallow clones with the git CLI: argument arrays, `--` before positionals, no prompts, no
 // local transports, and hard bounds on time and on the size of what lands on disk.
+//
+// Repository content is hostile, and so is anything that could have written into a `.git`
+// directory: git runs with no system or global configuration, a private empty HOME, hooks,
+// fsmonitor and attribute files switched off, and the working copy's own configuration is
+// checked before each reuse (lib/deploy/workdir.ts). What is left for a filter driver or a
+// command-valued setting to come from is the command line, which is ours.
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { mkdtemp, rm, readdir, lstat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkRef, checkRepoUrl } from './validate.js';
+import { checkRef, checkRepoUrl, redactUrls } from './validate.js';
+import { GitError } from './errors.js';
+import { anonymousSshCommand } from './sshcmd.js';
 
-export class GitError extends Error {
-  constructor(message: string, readonly kind: 'invalid' | 'timeout' | 'too_large' | 'failed' | 'aborted', options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'GitError';
-  }
-}
+export { GitError };
 
 export interface CloneOptions {
   url: string;
@@ -39,20 +43,38 @@ export const SAFE_CONFIG = [
   '-c', 'protocol.ext.allow=never',
   '-c', 'core.hooksPath=/dev/null',
   '-c', 'core.fsmonitor=false',
+  '-c', 'core.attributesFile=/dev/null',
   '-c', 'submodule.recurse=false',
   '-c', 'credential.helper=',
 ];
 
+let home: string | undefined;
+
+/**
+ * An empty 0700 directory of this process, used as HOME and XDG_CONFIG_HOME: no ~/.gitconfig,
+ * ~/.config/git or credential store of the service user is read (ssh reads ~ from the password
+ * database instead, hence the explicit ssh options in sshcmd.ts).
+ */
+export function privateHome(): string {
+  home ??= mkdtempSync(join(tmpdir(), 'svc-git-home-'));
+  return home;
+}
+
 export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const h = privateHome();
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? tmpdir(),
+    HOME: h,
+    XDG_CONFIG_HOME: h,
     GIT_TERMINAL_PROMPT: '0',
     GIT_ASKPASS: '/bin/false',
     SSH_ASKPASS: '/bin/false',
     GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ATTR_NOSYSTEM: '1',
     GIT_PROTOCOL_FROM_USER: '0',
-    GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
+    GIT_SSH_COMMAND: anonymousSshCommand(join(h, 'known_hosts')),
+    GIT_SSH_VARIANT: 'ssh',
     LC_ALL: 'C',
     ...extra,
   };
@@ -99,7 +121,7 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
 }
 
 function cleanStderr(s: string): string {
-  const lines = s.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into') && !l.startsWith('hint:'));
+  const lines = redactUrls(s).split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into') && !l.startsWith('hint:'));
   const text = lines.join('; ');
   return text.length > 500 ? `${text.slice(0, 497)}...` : text || 'no output';
 }

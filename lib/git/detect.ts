@@ -1,7 +1,8 @@
 // What a repository holds: its compose file (or a lone Dockerfile) and its env example.
-import { readFile, lstat } from 'node:fs/promises';
+import { readFile, lstat, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseCompose, parseDotenv, SINGLE_SERVICE, type Finding } from '../compose/index.js';
+import { resolveInside } from '../util/paths.js';
 
 export const COMPOSE_FILES = ['compose.yaml', 'compose.yml', 'docker-compose.yml', 'docker-compose.yaml'];
 export const ENV_EXAMPLE_FILES = ['.env.example', '.env.sample', 'env.example', '.env.template'];
@@ -25,17 +26,44 @@ async function isFile(p: string): Promise<boolean> {
 }
 
 /**
+ * A compose file of the repository: the real path when it is a regular file inside it, 'outside'
+ * when it (or a folder on its way) is a symlink that leads out of the repository, null when absent.
+ */
+async function composeFile(dir: string, name: string): Promise<string | 'outside' | null> {
+  if (name.startsWith('/') || name.split('/').includes('..')) return 'outside';
+  const root = await realpath(dir);
+  const p = await resolveInside(root, name);
+  if (p === null) return 'outside';
+  try {
+    return (await stat(p)).isFile() ? p : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reads the compose file `name` of the checkout in dir, refusing one that resolves outside it. */
+export async function readComposeFile(dir: string, name: string): Promise<string> {
+  const p = await composeFile(dir, name);
+  if (p === null || p === 'outside') throw new Error(`compose file ${name} ${p === null ? 'is missing' : 'resolves outside the repository'}`);
+  if ((await stat(p)).size > MAX_FILE) throw new Error(`compose file ${name} is larger than 1 MiB`);
+  return readFile(p, 'utf8');
+}
+
+/**
  * Looks up compose.yaml, compose.yml, docker-compose.yml, docker-compose.yaml, then a
  * Dockerfile alone (a one-service stack named `app`). `composePath` (the app's setting) wins
- * when given. Symlinks are not followed: a repository cannot point us at host files.
+ * when given. A compose file may be a symlink within the repository; one that leads outside it
+ * (to a host file) is refused, never read.
  */
 export async function detectCompose(dir: string, opts: { composePath?: string; env?: Record<string, string> } = {}): Promise<Detection> {
   const candidates = opts.composePath ? [opts.composePath] : COMPOSE_FILES;
   for (const name of candidates) {
-    if (name.startsWith('/') || name.split('/').includes('..')) continue;
-    const p = join(dir, name);
-    if (!(await isFile(p))) continue;
-    if ((await lstat(p)).size > MAX_FILE) {
+    const p = await composeFile(dir, name);
+    if (p === null) continue;
+    if (p === 'outside') {
+      return { compose_path: name, dockerfile: null, services: [], findings: [{ level: 'error', key: '(file)', message: `compose file ${name} resolves outside the repository (a symlink to a host path?); refused` }] };
+    }
+    if ((await stat(p)).size > MAX_FILE) {
       return { compose_path: name, dockerfile: null, services: [], findings: [{ level: 'error', key: '(file)', message: 'compose file is larger than 1 MiB' }] };
     }
     const r = parseCompose(await readFile(p, 'utf8'), { env: opts.env ?? {} });

@@ -7,43 +7,14 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { GitError, SAFE_CONFIG, gitEnv } from './clone.js';
-import { checkRepoUrl } from './validate.js';
+import { checkRepoUrl, redactUrls } from './validate.js';
+import { sshCommand } from './sshcmd.js';
 
-// git hands GIT_SSH_COMMAND to a shell, and ssh expands "%" tokens and splits
-// UserKnownHostsFile on spaces: paths going into it are limited to characters none of those
-// layers treat specially, and anything else is refused rather than escaped.
-const SAFE_PATH = /^\/[A-Za-z0-9._/-]+$/;
+export { sshCommand, anonymousSshCommand } from './sshcmd.js';
 
 export interface DeployKeyPaths {
   dir: string;
   keyFile: string;
-}
-
-/** The GIT_SSH_COMMAND value for a key file and a known_hosts file (both must be safe paths). */
-export function sshCommand(keyFile: string, knownHostsFile: string, connectTimeoutSec = 10): string {
-  for (const p of [keyFile, knownHostsFile]) {
-    if (!SAFE_PATH.test(p) || p.split('/').includes('..')) throw new GitError(`path ${JSON.stringify(p)} is not usable in GIT_SSH_COMMAND (only letters, digits, ".", "_", "-" and "/")`, 'invalid');
-  }
-  return [
-    'ssh',
-    // No user or system ssh_config: nothing on the host can add identities, proxies or agents.
-    '-F', '/dev/null',
-    '-i', keyFile,
-    '-o', 'IdentitiesOnly=yes',
-    '-o', 'IdentityAgent=none',
-    '-o', 'BatchMode=yes',
-    '-o', 'PasswordAuthentication=no',
-    '-o', 'KbdInteractiveAuthentication=no',
-    '-o', `UserKnownHostsFile=${knownHostsFile}`,
-    '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'StrictHostKeyChecking=accept-new',
-    '-o', 'CheckHostIP=no',
-    '-o', 'UpdateHostKeys=no',
-    '-o', 'HashKnownHosts=no',
-    '-o', 'ClearAllForwardings=yes',
-    '-o', 'ForwardAgent=no',
-    '-o', `ConnectTimeout=${Math.max(1, Math.floor(connectTimeoutSec))}`,
-  ].join(' ');
 }
 
 /**
@@ -122,8 +93,7 @@ export function explainFailure(stderr: string, host: string): string {
  * dashboard's terminal or the log viewer), lines joined with "; ", length bounded.
  */
 export function cleanMessage(text: string, max = MAX_MESSAGE): string {
-  const s = text
-    .slice(0, 64 * 1024)
+  const s = redactUrls(text.slice(0, 64 * 1024))
     // CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and other two-byte escapes.
     .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
     .replace(/\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?/g, '')

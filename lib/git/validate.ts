@@ -6,6 +6,30 @@ export type Verdict = { ok: true } | { ok: false; reason: string };
 
 const SHELL_META = /[$`;|&<>()\\'"!*?{}]/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const USER = /^[A-Za-z0-9._~][A-Za-z0-9._~-]*$/;
+const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])$/;
+const CREDENTIALS = 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key';
+
+function decoded(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The URL with any userinfo of a scheme URL replaced by "***": for log lines and messages about
+ * repositories stored before credentials were refused.
+ */
+export function redactUrl(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1***@');
+}
+
+/** Every scheme URL with userinfo in a text (git's own messages quote the URL) redacted. */
+export function redactUrls(text: string): string {
+  return text.replace(/\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^\s/?#@'"]*@/g, '$1***@');
+}
 
 export function checkRepoUrl(url: string): Verdict {
   if (typeof url !== 'string' || url.length === 0) return { ok: false, reason: 'repository URL is empty' };
@@ -25,18 +49,29 @@ export function checkRepoUrl(url: string): Verdict {
     } catch {
       return { ok: false, reason: 'repository URL is not a valid URL' };
     }
+    // A token or password in the URL would be stored, logged and exported with it. ssh:// may
+    // name a user (it carries no secret); the deploy key is the way to authenticate.
+    if (parsed.password || (s !== 'ssh' && parsed.username)) return { ok: false, reason: CREDENTIALS };
+    const user = decoded(parsed.username);
+    if (user === null || (user && !USER.test(user))) return { ok: false, reason: 'repository user may only contain letters, digits, ".", "_", "~" and "-"' };
     if (!parsed.hostname) return { ok: false, reason: 'repository URL has no host' };
-    if (parsed.hostname.startsWith('-')) return { ok: false, reason: 'repository host starts with "-"' };
+    // WHATWG keeps the host of ssh:// and git:// URLs percent-encoded while git decodes it: check
+    // what git will see, and accept only plain host names and IP literals.
+    const host = decoded(parsed.hostname);
+    if (host === null || host !== parsed.hostname) return { ok: false, reason: 'repository host may not be percent-encoded' };
+    if (host.startsWith('-')) return { ok: false, reason: 'repository host starts with "-"' };
+    if (!HOST.test(host)) return { ok: false, reason: 'repository host is not a host name or IP address' };
     if (parsed.pathname === '/' || parsed.pathname === '') return { ok: false, reason: 'repository URL has no path' };
     return { ok: true };
   }
   // scp-like: [user@]host:path, no scheme. Git treats it as ssh only when a colon comes before any slash.
   const scp = /^(?:([A-Za-z0-9._~-]+)@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(.+)$/.exec(url);
   if (scp) {
-    const [, , host, path] = scp;
+    const [, user, host, path] = scp;
     if (host.startsWith('-') || host.startsWith('.')) return { ok: false, reason: 'repository host is invalid' };
     if (path.startsWith('-')) return { ok: false, reason: 'repository path starts with "-"' };
-    if (!url.includes('@')) return { ok: false, reason: 'scp-like URLs need a user (user@host:path)' };
+    // Without this, "name:secret@host:path" would pass as host "name" with a path holding the secret.
+    if (!user) return { ok: false, reason: 'scp-like URLs need a user (user@host:path)' };
     return { ok: true };
   }
   return { ok: false, reason: 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)' };

@@ -1,13 +1,13 @@
 // One ed25519 deploy key per app: the private half sealed, the public half shown to paste
 // into the forge. git uses it through GIT_SSH_COMMAND with a per-app known_hosts file.
-import { join } from 'node:path';
-import { rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { mkdir, rm } from 'node:fs/promises';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import type { App } from '../apps/model.js';
 import type { GitAuth } from '../apps/probe.js';
-import { withDeployKey } from '../git/ssh.js';
+import { withDeployKey, anonymousSshCommand } from '../git/ssh.js';
 import { generateDeployKey } from './ssh.js';
 
 export const keyBinding = (appId: string) => `app:${appId}:ssh-key`;
@@ -52,11 +52,23 @@ export async function privateKey(db: Db, sealer: Sealer, appId: string): Promise
   return sealer.open(row.private_sealed, keyBinding(appId));
 }
 
-/** git runs with the app's key when it has one; the key file exists only for that run. */
+/**
+ * git runs with the app's key when it has one; the key file exists only for that run. Without
+ * one, ssh offers no key at all (not the service user's) and still pins the app's host keys.
+ */
 export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAuth {
   return async (app, fn) => {
+    const known = knownHostsFile(dataDir, app.id);
     const key = await privateKey(db, sealer, app.id);
-    if (!key) return fn({});
-    return withDeployKey(key, knownHostsFile(dataDir, app.id), (env) => fn(env));
+    if (key) return withDeployKey(key, known, (env) => fn(env));
+    let command: string;
+    try {
+      command = anonymousSshCommand(known);
+    } catch {
+      // A data directory path ssh cannot take: gitEnv's default (the same options, a private known_hosts).
+      return fn({});
+    }
+    await mkdir(dirname(known), { recursive: true, mode: 0o700 });
+    return fn({ GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh' });
   };
 }

@@ -193,6 +193,37 @@ const ESCAPES: [string, string, string][] = [
   ['env_file: /etc/shadow', 'env_file', 'inside'],
   ['labels: { "svc.app": other }', 'labels.svc.app', 'reserved'],
   ['deploy: { resources: { reservations: { devices: [{capabilities: [gpu]}] } } }', 'deploy.resources.reservations.devices', 'device'],
+  // YAML's other spellings of true: the compose CLI reads them as true, so does the policy.
+  ['privileged: "yes"', 'privileged', 'privileged'],
+  ['privileged: "true"', 'privileged', 'privileged'],
+  ['privileged: "TRUE"', 'privileged', 'privileged'],
+  ['privileged: "on"', 'privileged', 'privileged'],
+  ['privileged: "1"', 'privileged', 'privileged'],
+  ['privileged: 1', 'privileged', 'privileged'],
+  ['privileged: "y"', 'privileged', 'privileged'],
+  ['build: { context: ., privileged: "yes" }', 'build.privileged', 'privileged'],
+  ['build: { context: ., privileged: on }', 'build.privileged', 'privileged'],
+  // security_opt entries that switch confinement off or change the SELinux type.
+  ['security_opt: ["label=type:spc_t"]', 'security_opt', 'spc_t'],
+  ['security_opt: ["label:type:unconfined_t"]', 'security_opt', 'unconfined'],
+  ['security_opt: ["label:disable"]', 'security_opt', 'disable'],
+  ['security_opt: ["label=user:system_u"]', 'security_opt', 'selinux'],
+  ['security_opt: ["label=role:system_r"]', 'security_opt', 'selinux'],
+  ['security_opt: ["systempaths=unconfined"]', 'security_opt', 'unconfined'],
+  ['security_opt: ["seccomp=unconfined"]', 'security_opt', 'unconfined'],
+  ['security_opt: [" Seccomp = Unconfined "]', 'security_opt', 'unconfined'],
+  ['security_opt: ["apparmor:unconfined"]', 'security_opt', 'unconfined'],
+  ['security_opt: ["apparmor=docker-custom"]', 'security_opt', 'profile'],
+  ['security_opt: ["writable-cgroups=true"]', 'security_opt', 'unknown'],
+  // cap_add is an allow-list: what the old deny-list let through is refused now.
+  ['cap_add: [SYS_TIME]', 'cap_add', 'allow-list'],
+  ['cap_add: [WAKE_ALARM]', 'cap_add', 'allow-list'],
+  ['cap_add: [SYS_PACCT]', 'cap_add', 'allow-list'],
+  ['cap_add: [LINUX_IMMUTABLE]', 'cap_add', 'allow-list'],
+  ['cap_add: [CHECKPOINT_RESTORE]', 'cap_add', 'allow-list'],
+  ['cap_add: [AUDIT_CONTROL]', 'cap_add', 'allow-list'],
+  ['cap_add: [SYS_TTY_CONFIG]', 'cap_add', 'allow-list'],
+  ['cap_add: [NEW_CAP_OF_2030]', 'cap_add', 'allow-list'],
 ];
 
 for (const [yaml, key, words] of ESCAPES) {
@@ -226,6 +257,26 @@ test('allowed: binds under an allowed root, relative binds, harmless capabilitie
   assert.deepEqual(errors(r.findings), []);
   assert.ok(warnings(r.findings).some((f) => f.key === 'cap_add' && /NET_ADMIN/.test(f.message)));
   assert.deepEqual(r.model!.services.web.volumes[0], { type: 'bind', source: '/srv/data/web', target: '/data', readOnly: false, relative: false });
+});
+
+test('allowed: Docker\'s default capabilities and the few harmless ones; warned where powerful', () => {
+  const caps = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'NET_BIND_SERVICE', 'NET_RAW', 'SYS_CHROOT', 'MKNOD', 'AUDIT_WRITE', 'SETFCAP', 'cap_net_admin', 'SYS_NICE', 'SYS_RESOURCE', 'IPC_LOCK', 'NET_BROADCAST'];
+  const r = parseCompose(`services:\n  web:\n    image: a\n    cap_add: [${caps.join(', ')}]\n    security_opt: ["no-new-privileges:true", "no-new-privileges", "label=level:s0:c100,c200"]\n    privileged: "no"\n`);
+  assert.deepEqual(errors(r.findings), []);
+  assert.deepEqual(warnings(r.findings).filter((f) => f.key === 'cap_add').map((f) => /capability (\w+)/.exec(f.message)![1]).sort(), ['NET_ADMIN', 'SYS_NICE', 'SYS_RESOURCE']);
+  assert.equal(r.model!.services.web.capAdd.length, caps.length);
+  for (const off of ['false', '"false"', '"no"', '"off"', '0', '"0"', 'null']) {
+    assert.deepEqual(errors(parseCompose(`services:\n  web:\n    image: a\n    privileged: ${off}\n    build: { context: ., privileged: ${off} }\n`).findings), [], off);
+  }
+});
+
+test('the harmless switches read YAML\'s spellings of true too', () => {
+  const r = parseCompose('services:\n  web:\n    image: a\n    read_only: "yes"\n    init: "on"\n    tty: "true"\n    stdin_open: 1\n    volumes: [{type: bind, source: ./c, target: /c, read_only: "yes"}]\n');
+  assert.deepEqual(errors(r.findings), []);
+  const web = r.model!.services.web;
+  assert.deepEqual([web.readOnly, web.init, web.tty, web.stdinOpen, (web.volumes[0] as { readOnly: boolean }).readOnly], [true, true, true, true, true]);
+  const off = parseCompose('services:\n  web:\n    image: a\n    read_only: "no"\n    init: false\n').model!.services.web;
+  assert.deepEqual([off.readOnly, off.init], [false, false]);
 });
 
 test('bad input: not YAML, not a mapping, duplicate keys, multiple documents', () => {
