@@ -1,5 +1,6 @@
 // The app resource: its name (also its slug in every engine name) and where its code comes from.
 import type { AppTable } from '../db/schema.js';
+import { redactUrl } from '../git/validate.js';
 
 export const APP_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 // `control` would collide with the control plane's own network (svc-control).
@@ -20,10 +21,14 @@ export interface App {
 }
 
 export function toApp(row: AppTable): App {
+  const source = JSON.parse(row.source) as AppSource;
+  // A row stored before credentials in repository URLs were refused keeps them only on disk: every
+  // view, export, log line and clone attempt gets the redacted URL (which git refuses to use).
+  if (source.type === 'git') source.repo_url = redactUrl(source.repo_url);
   return {
     id: row.id,
     name: row.name,
-    source: JSON.parse(row.source) as AppSource,
+    source,
     status: row.status as AppStatus,
     created_at: row.created_at,
     updated_at: row.updated_at,

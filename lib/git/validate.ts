@@ -18,17 +18,25 @@ function decoded(s: string): string | null {
   }
 }
 
-/**
- * The URL with any userinfo of a scheme URL replaced by "***": for log lines and messages about
- * repositories stored before credentials were refused.
- */
-export function redactUrl(url: string): string {
-  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1***@');
+// The userinfo of a scheme URL that may hold a secret: all of it for http(s)/git (a token often
+// stands alone as the user name), the password part for ssh (its user name is no secret).
+function redactInfo(all: string, scheme: string, info: string): string {
+  if (scheme.toLowerCase() !== 'ssh') return `${scheme}://***@`;
+  const colon = info.indexOf(':');
+  return colon < 0 ? all : `${scheme}://${info.slice(0, colon)}:***@`;
 }
 
-/** Every scheme URL with userinfo in a text (git's own messages quote the URL) redacted. */
+/**
+ * The URL with a possible secret in its userinfo replaced by "***": for repositories stored
+ * before credentials were refused (views, exports, log lines, messages).
+ */
+export function redactUrl(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#@]*)@/, redactInfo);
+}
+
+/** The same for every scheme URL in a text (git's own messages quote the URL). */
 export function redactUrls(text: string): string {
-  return text.replace(/\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^\s/?#@'"]*@/g, '$1***@');
+  return text.replace(/\b([A-Za-z][A-Za-z0-9+.-]*):\/\/([^\s/?#@'"]*)@/g, redactInfo);
 }
 
 export function checkRepoUrl(url: string): Verdict {
@@ -37,6 +45,9 @@ export function checkRepoUrl(url: string): Verdict {
   if (CONTROL.test(url)) return { ok: false, reason: 'repository URL contains control characters' };
   if (/\s/.test(url)) return { ok: false, reason: 'repository URL contains whitespace' };
   if (url.startsWith('-')) return { ok: false, reason: 'repository URL starts with "-"' };
+  // Before the character checks, so that a redacted URL (`https://***@host/...`) says why it is refused.
+  const info = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)@/.exec(url);
+  if (info && (info[1]!.toLowerCase() !== 'ssh' || info[2]!.includes(':'))) return { ok: false, reason: CREDENTIALS };
   if (SHELL_META.test(url)) return { ok: false, reason: 'repository URL contains shell metacharacters' };
   if (/::/.test(url.split('/')[0] ?? '') && !/^[a-z+]+:\/\//i.test(url)) return { ok: false, reason: 'transport helpers ("<helper>::") are refused' };
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url);

@@ -85,5 +85,8 @@ test('URLs stored before credentials were refused are redacted in messages', () 
   assert.equal(redactUrl('https://tok:secret@host.example/r.git'), 'https://***@host.example/r.git');
   assert.equal(redactUrl('https://host.example/r.git'), 'https://host.example/r.git');
   assert.equal(redactUrl('git@host.example:r.git'), 'git@host.example:r.git');
+  assert.equal(redactUrl('https://ghp_token@host.example/r.git'), 'https://***@host.example/r.git');
+  assert.equal(redactUrl('ssh://git@host.example/r.git'), 'ssh://git@host.example/r.git', 'an ssh user is no secret');
+  assert.equal(redactUrl('ssh://git:pw@host.example/r.git'), 'ssh://git:***@host.example/r.git');
   assert.equal(redactUrls("fatal: unable to access 'https://ghp_abc@github.example/o/r.git/': 403"), "fatal: unable to access 'https://***@github.example/o/r.git/': 403");
 });
