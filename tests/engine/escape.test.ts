@@ -114,16 +114,19 @@ test('a container that writes git hooks, filters and config into its bind mounts
   assert.equal(await sh(c1, 'cat /app/version /conf/version'), 'v1\nv1\n');
   const id1 = await sh(c1, 'cat /data/id-v1');
   assert.match(id1, /^[0-9a-f-]{36}\n$/);
-  const log1 = await logText(app.id, d1.id);
-  assert.match(log1, /bind \. \(writable repository root\): a fresh copy/);
-  assert.match(log1, /bind \.\/data \(writable folder\): the app's data, kept across deploys/);
 
   // A new commit touches every file, so a checkout into a tampered working copy would smudge them.
   await git.commit(repo, { ...files('v2'), 'extra.txt': 'new\n' });
-  const d2 = await deployOk(app.id);
+  const r2 = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
+  assert.equal(r2.status, 202, r2.text);
+  const d2 = await waitStatus(admin, app.id, r2.body.deployment.id, ['succeeded', 'failed']).catch((e) => ({ error: String(e) }));
+  for (const m of markers) assert.equal(await exists(m), false, `${m} must not exist: the host ran a command the container wrote`);
+  assert.equal(d2.status, 'succeeded', d2.error);
   const log2 = await logText(app.id, d2.id);
   assert.match(log2, /fetched into the working copy/, 'the working copy was never touched, so it was reused');
-  for (const m of markers) assert.equal(await exists(m), false, `${m} must not exist: the host ran a command the container wrote`);
+  const log1 = await logText(app.id, d1.id);
+  assert.match(log1, /bind \. \(writable repository root\): a fresh copy/);
+  assert.match(log1, /bind \.\/data \(writable folder\): the app's data, kept across deploys/);
 
   // Nothing the container wrote is in the working copy.
   const repoDir = join(s.dataDir, 'work', app.id, 'repo');
@@ -150,14 +153,15 @@ test('a container that writes git hooks, filters and config into its bind mounts
 
 test('a symlink race on a bind source path never mounts / or the engine socket, over many restarts and a redeploy', async (t) => {
   if (!(await needDocker(t)) || !ready) return;
-  // The attacker can write where it is mounted and swaps, in a tight loop, the folders that the
-  // victim's binds name for symlinks to / and to the engine's socket. The engine resolves a
-  // bind source every time it starts a container.
+  // The attacker can write where it is mounted. Once told to, it replaces the folder that the
+  // victim's binds sit in by a symlink, and flips it atomically, in a tight loop, between the
+  // real files and a folder whose entries point at / and at the engine's socket. The engine
+  // resolves a bind source each time it starts a container.
   const loop = [
-    'while :; do',
-    'rm -rf /w/sub/x /w/sub/sock; ln -s / /w/sub/x; ln -s /var/run/docker.sock /w/sub/sock; usleep 3000;',
-    'rm -f /w/sub/x /w/sub/sock; mkdir -p /w/sub/x; touch /w/sub/x/MARKER /w/sub/sock; usleep 1000;',
-    'done',
+    'until [ -e /w/GO ]; do usleep 100000; done;',
+    'mkdir -p /w/real /w/evil; cp -a /w/sub/. /w/real/; ln -s / /w/evil/x; ln -s /var/run/docker.sock /w/evil/sock;',
+    'rm -rf /w/sub; ln -s real /w/sub;',
+    'while :; do ln -s evil /w/sub.t; mv -fT /w/sub.t /w/sub; usleep 3000; ln -s real /w/sub.t; mv -fT /w/sub.t /w/sub; usleep 1000; done',
   ].join(' ');
   const repo = `race-${uniq()}`;
   await git.commit(repo, {
@@ -179,7 +183,8 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
   const app = await createApp(repo);
   await deployOk(app.id);
   const attacker = await running(app.name, 'attacker');
-  await until('the attacker loop running', async () => (await sh(attacker, 'ls -la /w/sub')).includes('->'));
+  await sh(attacker, 'touch /w/GO');
+  await until('the attacker loop running', async () => /sub -> (evil|real)/.test(await sh(attacker, 'ls -la /w')));
   const socketReal = DOCKER_SOCKET;
   const checked = new Set<string>();
   const check = async (round: number) => {
@@ -197,6 +202,7 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
       const d = await deployOk(app.id);
       // The previous victim is retired after the switch: wait for it to go.
       await until('only the new victim', async () => (await listAppContainers(s.env.engine, app.name, { service: 'victim' })).every((c) => c.deployment === d.id));
+      await sh(await running(app.name, 'attacker', d.id), 'touch /w/GO');
     } else {
       const r = await admin.req('POST', `/api/apps/${app.id}/services/victim/restart`);
       assert.equal(r.status, 200, r.text);
@@ -207,7 +213,8 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
   // The loop kept racing all along (and after the redeploy, in the new attacker).
   await until('the previous attacker retired', async () => (await listAppContainers(s.env.engine, app.name, { service: 'attacker' })).length === 1);
   const last = await running(app.name, 'attacker');
-  await until('the attacker loop still running', async () => (await sh(last, 'ls -la /w/sub')).includes('->'));
+  await sh(last, 'touch /w/GO');
+  await until('the attacker loop still running', async () => /sub -> evil/.test(await sh(last, 'ls -la /w')));
 });
 
 test('a compose file that is a symlink out of the repository is refused, never read', async (t) => {
