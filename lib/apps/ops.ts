@@ -8,9 +8,10 @@ import {
   listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard,
   type RemoveResult,
 } from '../docker/index.js';
-import { singleServiceModel } from '../compose/index.js';
+import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
-import { deleteAppRows, getApp, markDeleting, serviceSettings, setAppStatus } from './store.js';
+import { deleteAppRows, getApp, markDeleting, serviceSettings } from './store.js';
+import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
 
 export interface ServiceView {
@@ -36,14 +37,20 @@ export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
   }));
 }
 
-/** running: every service up (and healthy where it has a check); stopped: none up; else degraded. */
-export async function refreshAppStatus(env: Env, app: App): Promise<App['status']> {
-  const live = await listServices(env.engine, app.name);
-  if (!live.length) return app.status;
-  const up = live.filter((s) => s.status === 'running' && s.health !== 'unhealthy' && s.health !== 'starting');
-  const status = up.length === live.length ? 'running' : live.every((s) => s.status !== 'running') ? 'stopped' : 'degraded';
-  if (status !== app.status) await setAppStatus(env.db, app.id, status, env.now());
-  return status;
+export { refreshAppStatus } from './status.js';
+
+/**
+ * Settings may be given to a service the app has: one with stored settings (set before, or
+ * imported), one a deployment of the app ran or planned, one with a container, or an image app's
+ * single service. Anything else is a typo that would otherwise be stored as a phantom.
+ */
+export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
+  if (app.source.type === 'image' && service === SINGLE_SERVICE) return;
+  if ((await serviceSettings(env.db, app.id)).has(service)) return;
+  const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null)
+    .orderBy('id', 'desc').limit(1).executeTakeFirst();
+  if (deployed?.images && Object.hasOwn(JSON.parse(deployed.images) as Record<string, string>, service)) return;
+  await ensureService(env, app, service);
 }
 
 export async function ensureService(env: Env, app: App, service: string): Promise<void> {

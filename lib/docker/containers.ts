@@ -11,6 +11,7 @@ import type { DependsCondition } from '../compose/index.js';
 export interface AppContainer {
   id: string;
   name: string;
+  app: string;
   service: string;
   deployment: string;
   index: number;
@@ -32,18 +33,19 @@ export function healthFromStatus(status: string): AppContainer['health'] {
   return 'none';
 }
 
-/** Every container of the app, found by label only. */
-export async function listAppContainers(engine: Engine, app: string, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
-  const labels = [`${LABEL_APP}=${app}`];
+/** Every container of the app (of every app for null), found by label only. */
+export async function listAppContainers(engine: Engine, app: string | null, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
+  const labels = [app === null ? LABEL_APP : `${LABEL_APP}=${app}`];
   if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
   if (filter.deployment) labels.push(`${LABEL_DEPLOYMENT}=${filter.deployment}`);
   return guard(engine, async () => {
     const list = await engine.docker.listContainers({ all: true, filters: { label: labels } });
     return list
-      .filter((c) => c.Labels?.[LABEL_APP] === app)
+      .filter((c) => (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app))
       .map((c) => ({
         id: c.Id,
         name: (c.Names[0] ?? '').replace(/^\//, ''),
+        app: c.Labels[LABEL_APP]!,
         service: c.Labels[LABEL_SERVICE] ?? '',
         deployment: c.Labels[LABEL_DEPLOYMENT] ?? '',
         index: Number(c.Labels[LABEL_INDEX] ?? 0),
