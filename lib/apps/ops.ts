@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Env } from '../env.js';
 import { HttpError } from '../http/errors.js';
 import {
-  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard,
+  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard, EngineConflictError,
   type RemoveResult,
 } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
@@ -41,16 +41,22 @@ export { refreshAppStatus } from './status.js';
 
 /**
  * Settings may be given to a service the app has: one with stored settings (set before, or
- * imported), one a deployment of the app ran or planned, one with a container, or an image app's
- * single service. Anything else is a typo that would otherwise be stored as a phantom.
+ * imported), one its latest deployment ran or planned, one with a container, or the single
+ * service "app" of an image app or of a git app before its first deployment (a Dockerfile
+ * repository's only service, set up before it first deploys). Any other name is a typo that
+ * would otherwise be stored as a phantom.
  */
 export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
-  if (app.source.type === 'image' && service === SINGLE_SERVICE) return;
   if ((await serviceSettings(env.db, app.id)).has(service)) return;
   const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null)
     .orderBy('id', 'desc').limit(1).executeTakeFirst();
-  if (deployed?.images && Object.hasOwn(JSON.parse(deployed.images) as Record<string, string>, service)) return;
-  await ensureService(env, app, service);
+  const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
+  if (images && Object.hasOwn(images, service)) return;
+  if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
+  const live = await listServices(env.engine, app.name);
+  if (live.some((s) => s.name === service)) return;
+  const known = [...new Set([...Object.keys(images ?? {}), ...live.map((s) => s.name)])].sort();
+  throw new HttpError('not_found', `No service "${service}" in app "${app.name}"${known.length ? ` (its services: ${known.join(', ')})` : '; its services are known once it has deployed'}`);
 }
 
 export async function ensureService(env: Env, app: App, service: string): Promise<void> {
@@ -109,7 +115,10 @@ async function removeAppImages(env: Env, appName: string): Promise<void> {
       try {
         await env.engine.docker.getImage(img.Id).remove({ force: true });
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 404) throw e;
+        const status = (e as { statusCode?: number }).statusCode;
+        // Only a container svc does not manage can still use it (ours are gone): never touched.
+        if (status === 409) throw new EngineConflictError(`image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`);
+        if (status !== 404) throw e;
       }
     }
   });

@@ -41,5 +41,6 @@ export const DELETE: Handler<AppParams> = async (_req, { env, params, query, aud
     removed_containers: removed.containers,
     removed_volumes: removed.removedVolumes,
     kept_volumes: removed.keptVolumes,
+    detached_containers: removed.detached,
   });
 };
