@@ -91,11 +91,17 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
   const svc = planService(plan, service);
   const image = opts.image ?? serviceImage(plan, svc, opts.deploymentId);
   return guard(engine, async () => {
+    let imageConfig: { Cmd?: string[] | null; Entrypoint?: string[] | string | null } | undefined;
     try {
-      await engine.docker.getImage(image).inspect();
+      imageConfig = (await engine.docker.getImage(image).inspect()).Config;
     } catch (e) {
       if (!isNotFound(e)) throw e;
       throw new StackError(`image "${image}" for service "${service}" is not present on the engine${svc.image ? ' (pull it or build it first)' : ' (build it first)'}`, service);
+    }
+    // The engine's own answer would be "No command specified": say which image and what to do.
+    const has = (v: unknown) => (Array.isArray(v) ? v.length > 0 : typeof v === 'string' && v.length > 0);
+    if (!has(svc.config.Cmd) && !has(svc.config.Entrypoint) && !has(imageConfig?.Cmd) && !has(imageConfig?.Entrypoint)) {
+      throw new StackError(noCommand(image, service));
     }
     let networkMode: string;
     const first = svc.networks[0];
@@ -138,6 +144,7 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
         }
         return { id: created.id, name };
       } catch (e) {
+        if (statusOf(e) === 400 && /no command specified/i.test(String((e as Error).message))) throw new StackError(noCommand(image, service));
         // Another container took the name between our look and our create: try the next one.
         if (statusOf(e) === 409 && opts.index === undefined) continue;
         if (statusOf(e) === 409) throw new EngineConflictError(`container name "${name}" is taken`);
@@ -146,6 +153,10 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
     }
     throw new EngineConflictError(`no free container name for service "${service}"`);
   });
+}
+
+function noCommand(image: string, service: string): string {
+  return `service "${service}" cannot start: image "${image}" has no command (neither CMD nor ENTRYPOINT); give the service a "command" in the compose file, or use an image that defines one`;
 }
 
 async function freeIndex(engine: Engine, app: string, service: string): Promise<number> {

@@ -211,6 +211,33 @@ test('app restart, per-service stop and a successful PATCH of the app, against t
   assert.ok(audit.some((a: { action: string; target: string }) => a.action === 'app.updated' && a.target === app.id));
 });
 
+test('an image without a command (an imported root fs) fails with a readable reason: start, deployment and app status', async (t) => {
+  if (!(await engineReady(t))) return;
+  const name = uniq();
+  made.push(name);
+  // BASE_IMAGE is a root file system imported with `docker import`: no CMD, no ENTRYPOINT.
+  const created = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(created.status, 201, created.text);
+  const app = created.body.app;
+  const reason = new RegExp(`image "${BASE_IMAGE}" has no command \\(neither CMD nor ENTRYPOINT\\)`);
+  const start = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(start.status, 409, start.text);
+  assert.match(start.body.error, reason);
+  const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
+  assert.equal(dep.status, 202, dep.text);
+  const done = await until('deployment finished', async () => {
+    const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
+    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+  }, 120_000);
+  assert.equal(done.status, 'failed');
+  assert.match(done.error, reason);
+  assert.doesNotMatch(done.error, /HTTP code|bad parameter/);
+  const logs = (await c.req('GET', `/api/apps/${app.id}/deployments/${done.id}/logs`)).body.items.map((l: { line: string }) => l.line).join('\n');
+  assert.match(logs, reason);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}`)).body.app.status, 'failed');
+  assert.equal((await listAppContainers(s.env.engine, name)).length, 0);
+});
+
 test('PATCH of a service the app does not have is a 404 and stores nothing', async (t) => {
   if (!(await needDocker(t))) return;
   const image = await createImageApp();
