@@ -9,6 +9,7 @@ import { createServer, type Socket } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
+import { request as httpRequest } from 'node:http';
 import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
 import { needDocker, needEngine, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
 import { needSshd, startSshd, makeBareRepo, type Sshd } from '../_support/sshd.js';
@@ -50,6 +51,20 @@ function github(secret: string | null, event: string, payload: unknown, extra: R
   return { body, headers: { ...headers, ...extra } };
 }
 
+/** GET with a Host header of our choosing (fetch always sends the real one). */
+function getWithHost(client: Client, path: string, host: string): Promise<{ status: number; text: string; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(client.base + path, { headers: { host, cookie: client.cookieHeader() } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, body: text ? JSON.parse(text) : null }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** The same signed body again, as a replay would send it: with another delivery id, or none. */
 function withDelivery(d: { body: Buffer; headers: Record<string, string> }, id: string | null) {
   const headers = { ...d.headers };
@@ -74,8 +89,12 @@ async function deliver(appId: string, d: { body: Buffer; headers: Record<string,
 
 test('webhook config: URL to paste, secret shown once at rotation and sealed at rest, removal', async () => {
   const app = await gitApp();
-  const g = await c.req('GET', `/api/apps/${app.id}/webhook`);
-  assert.equal(g.body.url, `${s.url}/webhooks/${app.id}`);
+  // No public URL configured: a path and a hint, never an origin taken from the Host header.
+  const g = await getWithHost(c, `/api/apps/${app.id}/webhook`, 'attacker.example');
+  assert.equal(g.status, 200, g.text);
+  assert.equal(g.body.url, `/webhooks/${app.id}`);
+  assert.match(g.body.url_hint, /SVC_PUBLIC_URL/);
+  assert.doesNotMatch(g.text, /attacker/);
   assert.equal(g.body.secret_set, false);
   assert.ok(g.body.providers.includes('github'));
   const r1 = await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`);
@@ -92,6 +111,29 @@ test('webhook config: URL to paste, secret shown once at rotation and sealed at 
   const audit = JSON.stringify((await c.req('GET', '/api/audit?limit=50')).body);
   assert.ok(audit.includes('app.webhook_secret_rotated'));
   assert.equal(audit.includes(r2.body.secret), false);
+});
+
+test('the webhook URL comes from SVC_PUBLIC_URL, else from the control domain, whatever Host the request carries', async () => {
+  for (const [vars, base] of [
+    [{ SVC_PUBLIC_URL: 'https://paas.example.net/' }, 'https://paas.example.net'],
+    [{ SVC_PUBLIC_URL: 'http://10.0.0.5:9393/svc' }, 'http://10.0.0.5:9393/svc'],
+    [{ SVC_BASE_DOMAIN: 'apps.example.org' }, 'https://svc.apps.example.org'],
+    [{ SVC_BASE_DOMAIN: 'apps.example.org', SVC_CONTROL_DOMAIN: 'panel.example.org' }, 'https://panel.example.org'],
+  ] as const) {
+    const other = await startTestServer(vars);
+    try {
+      const oc = await adminClient(other);
+      const created = await oc.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: 'https://git.example/r.git', branch: 'main' } });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.app.id;
+      const g = await getWithHost(oc, `/api/apps/${id}/webhook`, 'attacker.example');
+      assert.equal(g.status, 200, g.text);
+      assert.equal(g.body.url, `${base}/webhooks/${id}`, JSON.stringify(vars));
+      assert.equal(g.body.url_hint, undefined);
+    } finally {
+      await other.stop();
+    }
+  }
 });
 
 test('deliveries: one 401 for every authentication failure, 413 over 1 MiB, compressed refused, bad payloads 400, nothing queued', async () => {
