@@ -11,6 +11,13 @@ export interface Config {
   trustedProxies: string[];
   exposure: 'local' | 'public';
   baseDomain: string | null;
+  /** Host of the dashboard and API over HTTPS (SVC_CONTROL_DOMAIN; default svc.<base domain>). */
+  controlDomain: string | null;
+  /**
+   * Where forges and browsers reach the control plane (SVC_PUBLIC_URL), without a trailing slash;
+   * the webhook URL shown to the operator is built from it, never from a request's Host header.
+   */
+  publicUrl: string | null;
   enableShell: boolean;
   dockerSocket: string;
   tlsCert: string | null;
@@ -87,6 +94,25 @@ function addressList(env: Env, name: string, def: string): string[] {
   return items;
 }
 
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+
+/** An absolute http(s) URL with a host, optionally a path prefix; no credentials, query or fragment. */
+function publicUrlOf(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  const name = 'SVC_PUBLIC_URL';
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `"${raw}" is not a URL (like https://paas.example.com)`);
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(name, 'must start with https:// (or http://)');
+  if (!u.hostname) throw new ConfigError(name, 'has no host');
+  if (u.username || u.password) throw new ConfigError(name, 'must not carry credentials');
+  if (u.search || u.hash || raw.includes('?') || raw.includes('#')) throw new ConfigError(name, 'must not have a query or a fragment');
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const masterRaw = str(env, 'SVC_MASTER_KEY');
   if (masterRaw !== undefined && !/^[0-9a-fA-F]{64}$/.test(masterRaw)) {
@@ -95,9 +121,14 @@ export function loadConfig(env: Env = process.env): Config {
   const exposure = str(env, 'SVC_EXPOSURE') ?? 'local';
   if (exposure !== 'local' && exposure !== 'public') throw new ConfigError('SVC_EXPOSURE', `must be "local" or "public", got "${exposure}"`);
   const baseDomain = str(env, 'SVC_BASE_DOMAIN') ?? null;
-  if (baseDomain !== null && !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i.test(baseDomain)) {
+  if (baseDomain !== null && !DOMAIN.test(baseDomain)) {
     throw new ConfigError('SVC_BASE_DOMAIN', `"${baseDomain}" is not a domain name`);
   }
+  const controlDomain = str(env, 'SVC_CONTROL_DOMAIN')?.toLowerCase() ?? (baseDomain ? `svc.${baseDomain.toLowerCase()}` : null);
+  if (controlDomain !== null && !DOMAIN.test(controlDomain)) {
+    throw new ConfigError('SVC_CONTROL_DOMAIN', `"${controlDomain}" is not a domain name`);
+  }
+  const publicUrl = publicUrlOf(str(env, 'SVC_PUBLIC_URL'));
   const host = str(env, 'SVC_HOST') ?? '0.0.0.0';
   if (!isIP(host) && host !== 'localhost') throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
   const tlsCert = str(env, 'SVC_TLS_CERT') ?? null;
@@ -123,6 +154,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: addressList(env, 'SVC_TRUSTED_PROXIES', '127.0.0.1,::1'),
     exposure,
     baseDomain,
+    controlDomain,
+    publicUrl,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
     tlsCert,

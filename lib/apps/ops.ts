@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import type { Env } from '../env.js';
 import { HttpError } from '../http/errors.js';
 import {
-  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard,
+  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard, EngineConflictError,
   type RemoveResult,
 } from '../docker/index.js';
-import { singleServiceModel } from '../compose/index.js';
+import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
-import { deleteAppRows, getApp, markDeleting, serviceSettings, setAppStatus } from './store.js';
+import { deleteAppRows, getApp, markDeleting, serviceSettings } from './store.js';
+import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
 
 export interface ServiceView {
@@ -36,14 +37,26 @@ export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
   }));
 }
 
-/** running: every service up (and healthy where it has a check); stopped: none up; else degraded. */
-export async function refreshAppStatus(env: Env, app: App): Promise<App['status']> {
+export { refreshAppStatus } from './status.js';
+
+/**
+ * Settings may be given to a service the app has: one with stored settings (set before, or
+ * imported), one its latest deployment ran or planned, one with a container, or the single
+ * service "app" of an image app or of a git app before its first deployment (a Dockerfile
+ * repository's only service, set up before it first deploys). Any other name is a typo that
+ * would otherwise be stored as a phantom.
+ */
+export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
+  if ((await serviceSettings(env.db, app.id)).has(service)) return;
+  const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null)
+    .orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
+  if (images && Object.hasOwn(images, service)) return;
+  if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
   const live = await listServices(env.engine, app.name);
-  if (!live.length) return app.status;
-  const up = live.filter((s) => s.status === 'running' && s.health !== 'unhealthy' && s.health !== 'starting');
-  const status = up.length === live.length ? 'running' : live.every((s) => s.status !== 'running') ? 'stopped' : 'degraded';
-  if (status !== app.status) await setAppStatus(env.db, app.id, status, env.now());
-  return status;
+  if (live.some((s) => s.name === service)) return;
+  const known = [...new Set([...Object.keys(images ?? {}), ...live.map((s) => s.name)])].sort();
+  throw new HttpError('not_found', `No service "${service}" in app "${app.name}"${known.length ? ` (its services: ${known.join(', ')})` : '; its services are known once it has deployed'}`);
 }
 
 export async function ensureService(env: Env, app: App, service: string): Promise<void> {
@@ -102,7 +115,10 @@ async function removeAppImages(env: Env, appName: string): Promise<void> {
       try {
         await env.engine.docker.getImage(img.Id).remove({ force: true });
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 404) throw e;
+        const status = (e as { statusCode?: number }).statusCode;
+        // Only a container svc does not manage can still use it (ours are gone): never touched.
+        if (status === 409) throw new EngineConflictError(`image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`);
+        if (status !== 404) throw e;
       }
     }
   });

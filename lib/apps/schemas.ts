@@ -32,14 +32,15 @@ export const sourceSchema = z.discriminatedUnion('type', [
 
 export const envKeySchema = z.string().max(255).regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
 
+export const servicePortSchema = z.number().int().min(1).max(65535);
+export const healthPathSchema = z
+  .string()
+  .max(512)
+  .regex(/^\/[\x21-\x7e]*$/, 'an absolute path like /healthz, printable characters only');
+
 export const servicePatchSchema = z
   .object({
-    port: z.number().int().min(1).max(65535).nullable().optional(),
-    health_path: z
-      .string()
-      .max(512)
-      .regex(/^\/[\x21-\x7e]*$/, 'an absolute path like /healthz, printable characters only')
-      .nullable()
-      .optional(),
+    port: servicePortSchema.nullable().optional(),
+    health_path: healthPathSchema.nullable().optional(),
   })
   .refine((v) => v.port !== undefined || v.health_path !== undefined, 'give port and/or health_path');

@@ -1,7 +1,7 @@
 // The portable description of an app: enough to recreate it elsewhere, never a secret value.
 import { z } from 'zod';
 import type { Env } from '../env.js';
-import { appNameSchema, envKeySchema, sourceSchema, servicePatchSchema } from './schemas.js';
+import { appNameSchema, envKeySchema, healthPathSchema, servicePortSchema, sourceSchema } from './schemas.js';
 import type { App } from './model.js';
 import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from './store.js';
 import { listEnv, replaceEnv } from './env.js';
@@ -16,7 +16,8 @@ export const specSchema = z.object({
   name: appNameSchema,
   source: sourceSchema,
   services: z
-    .array(z.object({ name: z.string().regex(SERVICE_NAME), port: z.number().int().min(1).max(65535).nullable(), health_path: z.string().nullable() }))
+    // The same rules as PATCH /services/{name}, checked with the rest of the body (400, not later).
+    .array(z.object({ name: z.string().regex(SERVICE_NAME), port: servicePortSchema.nullable(), health_path: healthPathSchema.nullable() }))
     .max(100)
     .default([]),
   env: z.array(z.object({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
@@ -45,7 +46,6 @@ export async function exportSpec(env: Env, app: App): Promise<AppSpec> {
  * `missing_secrets` to be set. Any failure removes the half-made app, so nothing is left behind.
  */
 export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; missing_secrets: string[] }> {
-  for (const s of spec.services) servicePatchSchema.parse({ port: s.port, health_path: s.health_path });
   const withValues = spec.env.filter((e) => e.value !== null);
   if (withValues.length) requireSealer(env.sealer);
   const app = await insertApp(env.db, spec.name, spec.source, env.now());

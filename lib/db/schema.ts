@@ -162,11 +162,22 @@ export interface WebhookDeliveryTable {
   received_at: string;
 }
 
+export interface WebhookPushTable {
+  app_id: string;
+  /** Full ref (refs/heads/main, refs/tags/v1). */
+  ref: string;
+  /** '' when the forge sent no previous commit (a new ref). */
+  old_sha: string;
+  new_sha: string;
+  received_at: string;
+}
+
 export interface Database {
   app_webhooks: AppWebhookTable;
   app_triggers: AppTriggerTable;
   app_ssh_keys: AppSshKeyTable;
   webhook_deliveries: WebhookDeliveryTable;
+  webhook_pushes: WebhookPushTable;
   apps: AppTable;
   app_env: AppEnvTable;
   app_services: AppServiceTable;

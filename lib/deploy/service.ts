@@ -10,7 +10,7 @@ import { HttpError, badRequest, conflict } from '../http/errors.js';
 import { checkRef } from '../git/validate.js';
 import { GitError } from '../git/clone.js';
 import { EngineUnavailableError } from '../docker/engine.js';
-import { listAppContainers, removeDeploymentContainers } from '../docker/containers.js';
+import { removeDeploymentContainers } from '../docker/containers.js';
 import { nowIso } from '../db/index.js';
 import { DeployLog, masker } from './log.js';
 import { isTerminal, type Deployment, type DeployStatus, type Trigger } from './model.js';
@@ -318,8 +318,7 @@ export class DeployService {
       // containers are gone.
       await result.retire();
       await log.flush();
-      await refreshStatus(this.env, { ...app, status: 'deploying' }).catch(() => {});
-      this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'running' });
+      await refreshStatus(this.env, app).catch(() => {});
       await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) => this.env.log.info({ app: app.name }, l)).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
     } catch (e) {
       const reason = signal.aborted ? signal.reason : e instanceof StopReason ? e : null;
@@ -360,14 +359,7 @@ export class DeployService {
 
   private async settleAppStatus(app: App): Promise<void> {
     try {
-      const live = await listAppContainers(this.env.engine, app.name);
-      if (!live.length) {
-        await setAppStatus(this.env.db, app.id, 'failed', this.env.now());
-        this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'failed' });
-        return;
-      }
-      const status = await refreshStatus(this.env, { ...app, status: 'deploying' });
-      this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status });
+      await refreshStatus(this.env, app);
     } catch {
       // Engine unavailable: the event follower refreshes the status when it is back.
     }
@@ -437,8 +429,8 @@ function describe(e: unknown): string {
 
 export { nowIso };
 
-/** App operations (stack control, compose) load with the first deployment, not at boot. */
-async function refreshStatus(...args: Parameters<typeof import('../apps/ops.js').refreshAppStatus>) {
-  const { refreshAppStatus } = await import('../apps/ops.js');
+/** The status module (and the engine client) load with the first deployment, not at boot. */
+async function refreshStatus(...args: Parameters<typeof import('../apps/status.js').refreshAppStatus>) {
+  const { refreshAppStatus } = await import('../apps/status.js');
   return refreshAppStatus(...args);
 }

@@ -12,6 +12,7 @@ import { checkBindsBeforeCreate, verifyCreatedMounts } from './binds.js';
 export interface AppContainer {
   id: string;
   name: string;
+  app: string;
   service: string;
   deployment: string;
   index: number;
@@ -33,18 +34,19 @@ export function healthFromStatus(status: string): AppContainer['health'] {
   return 'none';
 }
 
-/** Every container of the app, found by label only. */
-export async function listAppContainers(engine: Engine, app: string, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
-  const labels = [`${LABEL_APP}=${app}`];
+/** Every container of the app (of every app for null), found by label only. */
+export async function listAppContainers(engine: Engine, app: string | null, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
+  const labels = [app === null ? LABEL_APP : `${LABEL_APP}=${app}`];
   if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
   if (filter.deployment) labels.push(`${LABEL_DEPLOYMENT}=${filter.deployment}`);
   return guard(engine, async () => {
     const list = await engine.docker.listContainers({ all: true, filters: { label: labels } });
     return list
-      .filter((c) => c.Labels?.[LABEL_APP] === app)
+      .filter((c) => (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app))
       .map((c) => ({
         id: c.Id,
         name: (c.Names[0] ?? '').replace(/^\//, ''),
+        app: c.Labels[LABEL_APP]!,
         service: c.Labels[LABEL_SERVICE] ?? '',
         deployment: c.Labels[LABEL_DEPLOYMENT] ?? '',
         index: Number(c.Labels[LABEL_INDEX] ?? 0),
@@ -90,11 +92,17 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
   const svc = planService(plan, service);
   const image = opts.image ?? serviceImage(plan, svc, opts.deploymentId);
   return guard(engine, async () => {
+    let imageConfig: { Cmd?: string[] | null; Entrypoint?: string[] | string | null } | undefined;
     try {
-      await engine.docker.getImage(image).inspect();
+      imageConfig = (await engine.docker.getImage(image).inspect()).Config;
     } catch (e) {
       if (!isNotFound(e)) throw e;
       throw new StackError(`image "${image}" for service "${service}" is not present on the engine${svc.image ? ' (pull it or build it first)' : ' (build it first)'}`, service);
+    }
+    // The engine's own answer would be "No command specified": say which image and what to do.
+    const has = (v: unknown) => (Array.isArray(v) ? v.length > 0 : typeof v === 'string' && v.length > 0);
+    if (!has(svc.config.Cmd) && !has(svc.config.Entrypoint) && !has(imageConfig?.Cmd) && !has(imageConfig?.Entrypoint)) {
+      throw new StackError(noCommand(image, service));
     }
     let networkMode: string;
     const first = svc.networks[0];
@@ -142,6 +150,7 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
         }
         return { id: created.id, name };
       } catch (e) {
+        if (statusOf(e) === 400 && /no command specified/i.test(String((e as Error).message))) throw new StackError(noCommand(image, service));
         // Another container took the name between our look and our create: try the next one.
         if (statusOf(e) === 409 && opts.index === undefined) continue;
         if (statusOf(e) === 409) throw new EngineConflictError(`container name "${name}" is taken`);
@@ -150,6 +159,10 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
     }
     throw new EngineConflictError(`no free container name for service "${service}"`);
   });
+}
+
+function noCommand(image: string, service: string): string {
+  return `service "${service}" cannot start: image "${image}" has no command (neither CMD nor ENTRYPOINT); give the service a "command" in the compose file, or use an image that defines one`;
 }
 
 async function freeIndex(engine: Engine, app: string, service: string): Promise<number> {

@@ -7,7 +7,7 @@ export {
   setAliases, waitForCondition, serviceImage, planService, healthFromStatus, type AppContainer, type CreateOptions, type WaitOptions,
 } from './containers.js';
 export { stackUp, stackStop, stackStart, stackRestart, stackRemove, type UpOptions, type UpResult, type RemoveResult } from './stack.js';
-export { listServices, type ServiceState, type PublishedPort } from './services.js';
+export { listServices, listAllServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';

@@ -26,7 +26,17 @@ const STATE_RANK: Record<string, number> = { running: 6, restarting: 5, paused: 
 
 export async function listServices(engine: Engine, app: string): Promise<ServiceState[]> {
   assertAppName(app);
-  const containers = await listAppContainers(engine, app);
+  return servicesOf(await listAppContainers(engine, app));
+}
+
+/** Every app's services from one engine call (the app listing), keyed by app name. */
+export async function listAllServices(engine: Engine): Promise<Map<string, ServiceState[]>> {
+  const byApp = new Map<string, AppContainer[]>();
+  for (const c of await listAppContainers(engine, null)) (byApp.get(c.app) ?? byApp.set(c.app, []).get(c.app)!).push(c);
+  return new Map([...byApp].map(([app, list]) => [app, servicesOf(list)]));
+}
+
+function servicesOf(containers: AppContainer[]): ServiceState[] {
   const by = new Map<string, AppContainer[]>();
   for (const c of containers) (by.get(c.service) ?? by.set(c.service, []).get(c.service)!).push(c);
   const out: ServiceState[] = [];

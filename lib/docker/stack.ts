@@ -2,7 +2,7 @@
 // dependency order; zero-downtime replacement is the deploy pipeline's job, built from the
 // same pieces in containers.ts.
 import type { Engine } from './engine.js';
-import { StackError, guard, isNotFound } from './engine.js';
+import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './engine.js';
 import { assertAppName } from './names.js';
 import type { StackPlan } from './plan.js';
 import { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
@@ -117,21 +117,43 @@ export interface RemoveResult {
   removedVolumes: string[];
   /** Volumes left in place because removal was not asked for: deleting data is never a side effect. */
   keptVolumes: string[];
+  /** Containers svc does not manage that were attached to the app's networks: detached, never stopped. */
+  detached: string[];
 }
 
 /**
  * Removes the app's containers, then networks, then (only when asked) volumes. Each step
- * treats "already gone" as done, so a retry after a failure midway finishes the job.
+ * treats "already gone" as done, so a retry after a failure midway finishes the job; it returns
+ * only when nothing of the app is left (kept volumes aside), and throws naming what is.
  */
 export async function stackRemove(engine: Engine, app: string, opts: { volumes: boolean }): Promise<RemoveResult> {
   assertAppName(app);
   const containers = await listAppContainers(engine, app);
   for (const c of containers) await removeContainer(engine, c.id);
   const networks = await listAppNetworks(engine, app);
+  const detached: string[] = [];
   await guard(engine, async () => {
     for (const n of networks) {
+      const net = engine.docker.getNetwork(n.id);
+      let attached: Record<string, { Name?: string }> = {};
       try {
-        await engine.docker.getNetwork(n.id).remove();
+        attached = ((await net.inspect()) as { Containers?: Record<string, { Name?: string }> }).Containers ?? {};
+      } catch (e) {
+        if (isNotFound(e)) continue;
+        throw e;
+      }
+      // Our own containers are gone by now: whatever is still attached was connected by someone
+      // else (`docker network connect`). It leaves the network and is otherwise left alone.
+      for (const [id, endpoint] of Object.entries(attached)) {
+        try {
+          await net.disconnect({ Container: id, Force: true });
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+        }
+        detached.push(endpoint.Name || id.slice(0, 12));
+      }
+      try {
+        await net.remove();
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }
@@ -145,11 +167,25 @@ export async function stackRemove(engine: Engine, app: string, opts: { volumes: 
         try {
           await engine.docker.getVolume(v).remove();
         } catch (e) {
-          if (!isNotFound(e)) throw e;
+          if (isNotFound(e)) continue;
+          if (statusOf(e) === 409) throw new EngineConflictError(`volume "${v}" is in use by ${await volumeUsers(engine, v)}, which svc does not manage and never stops; stop it or remove it, then delete the app again`);
+          throw e;
         }
         removedVolumes.push(v);
       }
     });
   }
-  return { containers: containers.map((c) => c.name), networks: networks.map((n) => n.name), removedVolumes, keptVolumes: opts.volumes ? [] : volumes };
+  const left = [
+    ...(await listAppContainers(engine, app)).map((c) => `container ${c.name}`),
+    ...(await listAppNetworks(engine, app)).map((n) => `network ${n.name}`),
+    ...(opts.volumes ? (await listAppVolumes(engine, app)).map((v) => `volume ${v}`) : []),
+  ];
+  if (left.length) throw new EngineConflictError(`app "${app}" is not fully removed: ${left.join(', ')} still exist (created meanwhile?); delete it again`);
+  return { containers: containers.map((c) => c.name), networks: networks.map((n) => n.name), removedVolumes, keptVolumes: opts.volumes ? [] : volumes, detached };
+}
+
+async function volumeUsers(engine: Engine, volume: string): Promise<string> {
+  const users = await engine.docker.listContainers({ all: true, filters: { volume: [volume] } }).catch(() => []);
+  const names = users.map((c) => (c.Names[0] ?? c.Id.slice(0, 12)).replace(/^\//, ''));
+  return names.length ? `container ${names.join(', ')}` : 'a container';
 }

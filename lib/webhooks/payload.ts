@@ -16,6 +16,11 @@ export interface PushRef {
    */
   after: string | null;
   deleted: boolean;
+  /**
+   * The ref's previous commit as the forge signed it, when there was one (absent for a new ref).
+   * With the ref and `after` it names one ref update: a replayed delivery repeats all three.
+   */
+  before?: string;
   /** First line of the head commit's message, cleaned and bounded, when the forge sends it. */
   head_subject?: string;
 }
@@ -73,6 +78,7 @@ function githubStyle(forge: 'github' | 'gitea', event: string, body: Uint8Array)
   const head = obj(p.head_commit);
   return fromRef(str(p.ref, 'ref'), {
     after: p.after,
+    before: p.before,
     deleted: forge === 'github' && p.deleted === true,
     peeled: head ? head.id : undefined,
     message: head ? head.message : undefined,
@@ -94,6 +100,7 @@ function gitlab(event: string, body: Uint8Array): ParsedDelivery {
   const head = commits.map(obj).find((c) => c && c.id === p.after);
   return fromRef(ref, {
     after: p.after,
+    before: p.before,
     deleted: false,
     peeled: p.checkout_sha ?? undefined,
     message: head ? (head.title ?? head.message) : p.message,
@@ -125,7 +132,7 @@ function bitbucket(event: string, body: Uint8Array): ParsedDelivery {
     const name = str(side.name, 'name');
     const target = obj(side.target);
     return refOf(type, name, next
-      ? { after: target?.hash, deleted: false, message: target?.message }
+      ? { after: target?.hash, before: obj(prev?.target)?.hash, deleted: false, message: target?.message }
       : { after: null, deleted: true });
   }).filter((r: PushRef | null): r is PushRef => r !== null);
   return several(refs);
@@ -142,6 +149,7 @@ function bitbucketServer(p: Record<string, unknown>): ParsedDelivery {
     if (!change) throw new Invalid('changes[] is not an object');
     const r = fromRef(str(change.refId ?? obj(change.ref)?.id, 'refId'), {
       after: change.type === 'DELETE' ? null : change.toHash,
+      before: change.fromHash,
       deleted: change.type === 'DELETE',
     });
     if (r.kind === 'push') refs.push(r);
@@ -165,7 +173,9 @@ function deletion(p: Record<string, unknown>): ParsedDelivery {
   return { kind: 'push', ...refOf(type, str(p.ref, 'ref'), { after: null, deleted: true }) };
 }
 
-function fromRef(ref: string, info: { after: unknown; deleted: boolean; peeled?: unknown; message?: unknown }): ParsedDelivery {
+type RefInfo = { after: unknown; before?: unknown; deleted: boolean; peeled?: unknown; message?: unknown };
+
+function fromRef(ref: string, info: RefInfo): ParsedDelivery {
   let type: 'branch' | 'tag';
   let name: string;
   if (ref.startsWith('refs/heads/')) {
@@ -183,7 +193,7 @@ function fromRef(ref: string, info: { after: unknown; deleted: boolean; peeled?:
   return { kind: 'push', ...refOf(type, name, info) };
 }
 
-function refOf(type: 'branch' | 'tag', name: string, info: { after: unknown; deleted: boolean; peeled?: unknown; message?: unknown }): PushRef {
+function refOf(type: 'branch' | 'tag', name: string, info: RefInfo): PushRef {
   const c = checkRef(name);
   if (!c.ok) throw new Invalid(`${type} name: ${c.reason}`);
   const ref = `${type === 'branch' ? 'refs/heads/' : 'refs/tags/'}${name}`;
@@ -199,6 +209,8 @@ function refOf(type: 'branch' | 'tag', name: string, info: { after: unknown; del
   if (deleted) return { ref_type: type, name, ref, after: null, deleted: true };
   if (typeof info.peeled === 'string' && SHA.test(info.peeled)) after = info.peeled;
   const out: PushRef = { ref_type: type, name, ref, after, deleted: false };
+  // Only for telling ref updates apart: an odd value is dropped rather than refused.
+  if (typeof info.before === 'string' && SHA.test(info.before) && !ZERO.test(info.before)) out.before = info.before;
   const subject = subjectOf(info.message);
   if (subject) out.head_subject = subject;
   return out;

@@ -10,11 +10,12 @@ import type { Deployment } from '../deploy/model.js';
 import { verifyDelivery } from './verify.js';
 import { parsePushEvent } from './payload.js';
 import { matchTriggers } from './triggers.js';
-import { deliverySeen, forgetDelivery, listTriggers, webhookSecret } from './store.js';
+import { alreadyDeploying, deliverySeen, forgetDelivery, forgetPush, listTriggers, recordPush, webhookSecret, type PushKey } from './store.js';
+import type { PushRef } from './payload.js';
 
 export type DeliveryOutcome =
   | { status: 202; body: { deployment: Deployment } }
-  | { status: 200; body: { ignored: string } | { duplicate: true } | { ok: true; event: 'ping' } };
+  | { status: 200; body: { ignored: string } | { duplicate: true; reason?: string } | { ok: true; event: 'ping' } };
 
 const refused = () => new HttpError('unauthorized', 'Webhook signature verification failed');
 
@@ -48,13 +49,28 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
   const rules = (await listTriggers(env.db, app.id)).map((t) => ({ event: t.event, pattern: t.pattern, enabled: t.enabled }));
   const match = matchTriggers(rules, parsed, app.source.branch);
   if (!match.deploy) return { status: 200, body: { ignored: match.reason } };
+  // Delivery ids are not signed (a replay can carry a new one, or none): what the forge signed is
+  // the ref update itself, so that is what decides whether this push was already received.
+  const pushed = [parsed as PushRef, ...(parsed.also ?? [])].find((r) => r.name === match.ref && (r.ref_type === 'tag') === (match.trigger === 'tag'))!;
+  const key: PushKey = { ref: pushed.ref, old: pushed.before ?? '', new: match.commit! };
+  // Recorded in the audit feed: a repeat whose delivery id is new is either a forge's redelivery or a replay.
+  const duplicate = async (reason: string): Promise<DeliveryOutcome> => {
+    await audit('webhook.duplicate', 200, { ref: match.ref, commit: key.new, reason });
+    return { status: 200, body: { duplicate: true, reason } };
+  };
+  if (!(await recordPush(env.db, app.id, key, env.now()))) return duplicate(`this push of ${key.new.slice(0, 12)} to ${key.ref} was already received`);
+  let queued;
   try {
-    const { deployment, superseded } = await env.deployments.enqueue(app, { trigger: match.trigger, ref: match.ref, deliveryId: v.deliveryId, commit: match.commit });
-    await audit('webhook.deploy_queued', 202, { deployment: deployment.id, ref: match.ref, commit: match.commit, superseded: superseded.map((d) => d.id) });
-    return { status: 202, body: { deployment } };
+    const busy = await alreadyDeploying(env.db, app.id, match.ref, key.new);
+    if (busy) return await duplicate(busy);
+    queued = await env.deployments.enqueue(app, { trigger: match.trigger, ref: match.ref, deliveryId: v.deliveryId, commit: key.new });
   } catch (e) {
-    // Let the forge's retry through: nothing was queued for this delivery.
-    if (v.deliveryId) await forgetDelivery(env.db, app.id, v.deliveryId);
+    // Nothing was queued for this delivery: the forge's retry (same id, same push) must deploy.
+    if (v.deliveryId) await forgetDelivery(env.db, app.id, v.deliveryId).catch(() => {});
+    await forgetPush(env.db, app.id, key).catch(() => {});
     throw e;
   }
+  const { deployment, superseded } = queued;
+  await audit('webhook.deploy_queued', 202, { deployment: deployment.id, ref: match.ref, commit: match.commit, superseded: superseded.map((d) => d.id) });
+  return { status: 202, body: { deployment } };
 }

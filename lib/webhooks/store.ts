@@ -1,6 +1,11 @@
-// Per-app webhook secret (sealed), push/tag trigger rules, and the delivery-id retention window.
+// Per-app webhook secret (sealed), push/tag trigger rules, and what was already received: delivery
+// ids for a retention window, and the ref updates themselves (see recordPush).
+import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
+import { sql } from '../db/kysely.js';
+import type { Database } from '../db/schema.js';
+import { ACTIVE } from '../deploy/model.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { newId, randomToken } from '../crypto/random.js';
 import { badRequest } from '../http/errors.js';
@@ -8,6 +13,9 @@ import { validatePattern } from './triggers.js';
 
 export const webhookBinding = (appId: string) => `app:${appId}:webhook`;
 export const DELIVERY_RETENTION_MS = 24 * 3600 * 1000;
+/** Per app: a flood of validly signed deliveries cannot grow the tables past these. */
+export const MAX_DELIVERIES_PER_APP = 1000;
+export const MAX_PUSHES_PER_APP = 1000;
 export const MAX_TRIGGERS = 50;
 
 export async function webhookSecret(db: Db, sealer: Sealer, appId: string): Promise<string | null> {
@@ -47,12 +55,61 @@ export async function deliverySeen(db: Db, appId: string, deliveryId: string, no
     .values({ app_id: appId, delivery_id: deliveryId, received_at: nowIso(now) })
     .onConflict((c) => c.columns(['app_id', 'delivery_id']).doNothing())
     .executeTakeFirst();
-  return Number(r.numInsertedOrUpdatedRows ?? 0n) === 0;
+  const repeat = Number(r.numInsertedOrUpdatedRows ?? 0n) === 0;
+  if (!repeat) {
+    await sql`DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE app_id = ${appId}
+      ORDER BY received_at DESC, rowid DESC LIMIT -1 OFFSET ${MAX_DELIVERIES_PER_APP})`.execute(db);
+  }
+  return repeat;
 }
 
 /** Lets the forge's retry through when queueing the delivery failed. */
 export async function forgetDelivery(db: Db, appId: string, deliveryId: string): Promise<void> {
   await db.deleteFrom('webhook_deliveries').where('app_id', '=', appId).where('delivery_id', '=', deliveryId).execute();
+}
+
+/** One ref update as the forge signed it: full ref, previous commit ('' for a new ref), new commit. */
+export interface PushKey {
+  ref: string;
+  old: string;
+  new: string;
+}
+
+/**
+ * Records a ref update; false when it was already recorded for the app. Kept without a time limit
+ * (an old tag push replayed months later must not roll the app back), bounded per app instead.
+ * A force-push back to an earlier commit is a new update (its previous commit differs), so it deploys.
+ */
+export async function recordPush(db: Db, appId: string, key: PushKey, now = Date.now()): Promise<boolean> {
+  const r = await db
+    .insertInto('webhook_pushes')
+    .values({ app_id: appId, ref: key.ref, old_sha: key.old, new_sha: key.new, received_at: nowIso(now) })
+    .onConflict((c) => c.columns(['app_id', 'ref', 'old_sha', 'new_sha']).doNothing())
+    .executeTakeFirst();
+  if (Number(r.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
+  await sql`DELETE FROM webhook_pushes WHERE rowid IN (SELECT rowid FROM webhook_pushes WHERE app_id = ${appId}
+    ORDER BY received_at DESC, rowid DESC LIMIT -1 OFFSET ${MAX_PUSHES_PER_APP})`.execute(db);
+  return true;
+}
+
+export async function forgetPush(db: Db, appId: string, key: PushKey): Promise<void> {
+  await db.deleteFrom('webhook_pushes').where('app_id', '=', appId).where('ref', '=', key.ref).where('old_sha', '=', key.old).where('new_sha', '=', key.new).execute();
+}
+
+/**
+ * Why a push of `commit` to `ref` (a branch or tag name) must not deploy: the same commit of that
+ * ref is already queued or running, or is what the app serves now. null when it may deploy.
+ */
+export async function alreadyDeploying(db: Db, appId: string, ref: string, commit: string): Promise<string | null> {
+  const sameCommit = (eb: ExpressionBuilder<Database, 'deployments'>) => eb.or([eb('commit_wanted', '=', commit), eb('commit_sha', '=', commit)]);
+  const active = await db.selectFrom('deployments').select(['id', 'status']).where('app_id', '=', appId)
+    .where('status', 'in', [...ACTIVE]).where('ref', '=', ref).where(sameCommit).executeTakeFirst();
+  if (active) return `commit ${commit.slice(0, 12)} of ${ref} is already ${active.status === 'queued' ? 'queued' : 'being deployed'} (deployment ${active.id})`;
+  // The app serves what its latest succeeded deployment deployed.
+  const live = await db.selectFrom('deployments').select(['id', 'ref', 'commit_sha', 'commit_wanted']).where('app_id', '=', appId)
+    .where('status', '=', 'succeeded').orderBy('finished_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  if (live && live.ref === ref && (live.commit_sha === commit || live.commit_wanted === commit)) return `commit ${commit.slice(0, 12)} of ${ref} is already live (deployment ${live.id})`;
+  return null;
 }
 
 export interface TriggerView {

@@ -11,6 +11,7 @@ import { listAppContainers, stackRemove } from '../../lib/docker/index.js';
 
 const run = promisify(execFile);
 const WEB_IMAGE = 'svc-test/web:apps-api';
+const WEB_IMAGE_V2 = 'svc-test/web:apps-api-v2';
 let s: TestServer;
 let c: Client;
 let git: GitServer;
@@ -34,6 +35,7 @@ async function engineReady(t: Parameters<typeof needDocker>[0]): Promise<boolean
     await ensureBaseImage();
     // An image app needs an image with a command: a busybox web server.
     await run('sh', ['-c', 'printf "FROM %s\\nRUN mkdir -p /www && echo hello > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, WEB_IMAGE]);
+    await run('docker', ['tag', WEB_IMAGE, WEB_IMAGE_V2]);
     ready = true;
   }
   return true;
@@ -129,7 +131,8 @@ test('env: sealed at rest, secrets redacted in the listing, reveal is audited, n
 test('an image app comes up, its env reaches the container byte for byte, and its services follow start/stop/restart', async (t) => {
   if (!(await engineReady(t))) return;
   const app = await createImageApp();
-  await c.req('PUT', `/api/apps/${app.id}/env`, { items: Object.entries(TRICKY).map(([key, value]) => ({ key, value })) });
+  const env = await c.req('PUT', `/api/apps/${app.id}/env`, { items: Object.entries(TRICKY).map(([key, value]) => ({ key, value })) });
+  assert.equal(env.status, 200, env.text);
   const events: any[] = [];
   s.env.bus.onAny((e) => e.topic === 'apps' && (e.data as { app?: string }).app === app.name && events.push(e.data));
   const start = await c.req('POST', `/api/apps/${app.id}/start`);
@@ -161,10 +164,118 @@ test('an image app comes up, its env reaches the container byte for byte, and it
   assert.equal(listed.health_path, '/index.html');
 });
 
+test('app restart, per-service stop and a successful PATCH of the app, against the engine', async (t) => {
+  if (!(await engineReady(t))) return;
+  const app = await createImageApp();
+  const started = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(started.status, 200, started.text);
+  const [first] = await until('one running container', async () => {
+    const list = await listAppContainers(s.env.engine, app.name);
+    return list.length === 1 && list[0]!.state === 'running' ? list : null;
+  });
+  const startedAt = async (id: string) => (await s.env.engine.docker.getContainer(id).inspect()).State.StartedAt;
+  const before = await startedAt(first!.id);
+
+  const restarted = await c.req('POST', `/api/apps/${app.id}/restart`);
+  assert.equal(restarted.status, 200, restarted.text);
+  assert.deepEqual(restarted.body.containers, [first!.name]);
+  // The same container, started again (a restart is not a re-creation).
+  const info = await s.env.engine.docker.getContainer(first!.id).inspect();
+  assert.equal(info.State.Running, true);
+  assert.notEqual(await startedAt(first!.id), before);
+
+  const stopped = await c.req('POST', `/api/apps/${app.id}/services/app/stop`);
+  assert.equal(stopped.status, 200, stopped.text);
+  assert.deepEqual(stopped.body.containers, [first!.name]);
+  assert.equal((await s.env.engine.docker.getContainer(first!.id).inspect()).State.Running, false);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}`)).body.app.status, 'stopped');
+  assert.equal((await c.req('POST', `/api/apps/${app.id}/services/nope/stop`)).status, 404);
+
+  // PATCH: a new source takes effect with the next deployment.
+  const patched = await c.req('PATCH', `/api/apps/${app.id}`, { name: app.name, source: { type: 'image', image: WEB_IMAGE_V2 } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.deepEqual(patched.body.app.source, { type: 'image', image: WEB_IMAGE_V2 });
+  assert.deepEqual((await c.req('GET', `/api/apps/${app.id}`)).body.app.source, { type: 'image', image: WEB_IMAGE_V2 });
+  const bad = await c.req('PATCH', `/api/apps/${app.id}`, { source: { type: 'image', image: '--privileged' } });
+  assert.equal(bad.status, 400);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}`)).body.app.source.image, WEB_IMAGE_V2);
+  const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
+  assert.equal(dep.status, 202, dep.text);
+  const done = await until('deployment finished', async () => {
+    const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
+    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+  }, 240_000);
+  assert.equal(done.status, 'succeeded', done.error);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0].image, WEB_IMAGE_V2);
+  const audit = (await c.req('GET', '/api/audit?limit=50')).body.items;
+  assert.ok(audit.some((a: { action: string; target: string }) => a.action === 'app.updated' && a.target === app.id));
+});
+
+test('an image without a command (an imported root fs) fails with a readable reason: start, deployment and app status', async (t) => {
+  if (!(await engineReady(t))) return;
+  const name = uniq();
+  made.push(name);
+  // BASE_IMAGE is a root file system imported with `docker import`: no CMD, no ENTRYPOINT.
+  const created = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(created.status, 201, created.text);
+  const app = created.body.app;
+  const reason = new RegExp(`image "${BASE_IMAGE}" has no command \\(neither CMD nor ENTRYPOINT\\)`);
+  const start = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(start.status, 409, start.text);
+  assert.match(start.body.error, reason);
+  const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
+  assert.equal(dep.status, 202, dep.text);
+  const done = await until('deployment finished', async () => {
+    const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
+    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+  }, 120_000);
+  assert.equal(done.status, 'failed');
+  assert.match(done.error, reason);
+  assert.doesNotMatch(done.error, /HTTP code|bad parameter/);
+  const logs = (await c.req('GET', `/api/apps/${app.id}/deployments/${done.id}/logs`)).body.items.map((l: { line: string }) => l.line).join('\n');
+  assert.match(logs, reason);
+  assert.equal((await c.req('GET', `/api/apps/${app.id}`)).body.app.status, 'failed');
+  assert.equal((await listAppContainers(s.env.engine, name)).length, 0);
+});
+
+test('PATCH of a service the app does not have is a 404 and stores nothing', async (t) => {
+  if (!(await needDocker(t))) return;
+  const image = await createImageApp();
+  const gitName = uniq();
+  made.push(gitName);
+  const gitApp = await c.req('POST', '/api/apps', { name: gitName, source: { type: 'git', repo_url: 'https://git.example/r.git', branch: 'main' } });
+  assert.equal(gitApp.status, 201, gitApp.text);
+  for (const app of [image, gitApp.body.app]) {
+    const phantom = await c.req('PATCH', `/api/apps/${app.id}/services/nope`, { port: 8080 });
+    assert.equal(phantom.status, 404, phantom.text);
+    assert.equal(phantom.body.code, 'not_found');
+    // The single service of an image app, or of a Dockerfile repository before its first deployment.
+    const single = await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
+    assert.equal(single.status, 200, single.text);
+    const rows = await s.env.db.selectFrom('app_services').select('name').where('app_id', '=', app.id).execute();
+    assert.deepEqual(rows.map((r) => r.name), ['app']);
+    assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/export`)).body.services, [{ name: 'app', port: 8080, health_path: '/' }]);
+  }
+});
+
+test('import with an invalid health_path or port is a 400 naming the field, and creates nothing', async () => {
+  const before = (await c.req('GET', '/api/apps')).body.items.length;
+  const spec = { version: 1, name: uniq(), source: { type: 'image', image: WEB_IMAGE }, services: [{ name: 'app', port: 8080, health_path: 'no-slash' }] };
+  const r = await c.req('POST', '/api/apps/import', spec);
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.body.code, 'bad_request');
+  assert.equal(r.body.details[0].field, 'services.0.health_path');
+  const port = await c.req('POST', '/api/apps/import', { ...spec, services: [{ name: 'app', port: 0, health_path: '/' }] });
+  assert.equal(port.status, 400, port.text);
+  assert.equal(port.body.details[0].field, 'services.0.port');
+  assert.equal((await c.req('GET', '/api/apps')).body.items.length, before);
+});
+
 test('delete needs a step-up, removes containers and network, keeps volumes unless asked, and is retryable', async (t) => {
   if (!(await engineReady(t))) return;
   const app = await createImageApp();
-  await c.req('POST', `/api/apps/${app.id}/start`);
+  const started = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(started.status, 200, started.text);
   // A named volume of the app (as a compose app would have), to see it kept.
   await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', `svc-${app.name}_data`]);
   const denied = await c.req('DELETE', `/api/apps/${app.id}`);
@@ -180,16 +291,73 @@ test('delete needs a step-up, removes containers and network, keeps volumes unle
   await run('docker', ['volume', 'inspect', `svc-${app.name}_data`]);
   // Deleting again with ?volumes=true through a fresh app of the same name removes the volume.
   const again = await c.req('POST', '/api/apps', { name: app.name, source: { type: 'image', image: WEB_IMAGE } });
+  assert.equal(again.status, 201, again.text);
   const del2 = await c.req('DELETE', `/api/apps/${again.body.app.id}?volumes=true`);
+  assert.equal(del2.status, 200, del2.text);
   assert.deepEqual(del2.body.removed_volumes, [`svc-${app.name}_data`]);
   await assert.rejects(run('docker', ['volume', 'inspect', `svc-${app.name}_data`]));
   assert.equal((await c.req('DELETE', `/api/apps/${again.body.app.id}?volumes=maybe`)).status, 400);
 });
 
+test('delete detaches a container svc does not manage from the app network, never stops it, and removes everything the app owns', async (t) => {
+  if (!(await engineReady(t))) return;
+  const app = await createImageApp();
+  const started = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(started.status, 200, started.text);
+  const foreign = `svc-foreign-${Math.random().toString(36).slice(2, 8)}`;
+  await run('docker', ['run', '-d', '--name', foreign, '--label', 'svc.test=foreign', BASE_IMAGE, 'sleep', '600']);
+  try {
+    await run('docker', ['network', 'connect', `svc-${app.name}`, foreign]);
+    assert.equal((await c.req('POST', '/api/auth/step-up', { password: 'correct horse battery staple' })).status, 200);
+    const del = await c.req('DELETE', `/api/apps/${app.id}`);
+    assert.equal(del.status, 200, del.text);
+    assert.deepEqual(del.body.detached_containers, [foreign]);
+    assert.equal((await run('docker', ['inspect', '-f', '{{.State.Running}}', foreign])).stdout.trim(), 'true');
+    await assert.rejects(run('docker', ['network', 'inspect', `svc-${app.name}`]));
+    assert.equal((await listAppContainers(s.env.engine, app.name)).length, 0);
+    assert.equal((await c.req('GET', `/api/apps/${app.id}`)).status, 404);
+    assert.equal((await c.req('DELETE', `/api/apps/${app.id}`)).status, 404);
+  } finally {
+    await run('docker', ['rm', '-f', foreign]).catch(() => {});
+  }
+});
+
+test('a delete that cannot finish (a foreign container uses the app volume) says what is left, and a repeat finishes it', async (t) => {
+  if (!(await engineReady(t))) return;
+  const app = await createImageApp();
+  const started = await c.req('POST', `/api/apps/${app.id}/start`);
+  assert.equal(started.status, 200, started.text);
+  const volume = `svc-${app.name}_data`;
+  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', volume]);
+  const foreign = `svc-foreign-${Math.random().toString(36).slice(2, 8)}`;
+  await run('docker', ['run', '-d', '--name', foreign, '--label', 'svc.test=foreign', '-v', `${volume}:/data`, BASE_IMAGE, 'sleep', '600']);
+  try {
+    assert.equal((await c.req('POST', '/api/auth/step-up', { password: 'correct horse battery staple' })).status, 200);
+    const first = await c.req('DELETE', `/api/apps/${app.id}?volumes=true`);
+    assert.equal(first.status, 409, first.text);
+    assert.match(first.body.error, new RegExp(`volume "${volume}" is in use by container ${foreign}`));
+    // Half-way: containers and network are gone, the foreign container untouched, the volume kept.
+    assert.equal((await listAppContainers(s.env.engine, app.name)).length, 0);
+    await assert.rejects(run('docker', ['network', 'inspect', `svc-${app.name}`]));
+    assert.equal((await run('docker', ['inspect', '-f', '{{.State.Running}}', foreign])).stdout.trim(), 'true');
+    await run('docker', ['rm', '-f', foreign]);
+    const again = await c.req('DELETE', `/api/apps/${app.id}?volumes=true`);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body.removed_volumes, [volume]);
+    await assert.rejects(run('docker', ['volume', 'inspect', volume]));
+    assert.equal((await s.env.db.selectFrom('apps').select('id').where('id', '=', app.id).execute()).length, 0);
+  } finally {
+    await run('docker', ['rm', '-f', foreign]).catch(() => {});
+    await run('docker', ['volume', 'rm', volume]).catch(() => {});
+  }
+});
+
 test('export then import recreates the app with its settings, without secret values', async () => {
   const app = await createImageApp();
-  await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'PUBLIC', value: 'shown', secret: false }, { key: 'TOKEN', value: 'hidden-value', secret: true }] });
-  await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
+  const env = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'PUBLIC', value: 'shown', secret: false }, { key: 'TOKEN', value: 'hidden-value', secret: true }] });
+  assert.equal(env.status, 200, env.text);
+  const patched = await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
+  assert.equal(patched.status, 200, patched.text);
   const spec = (await c.req('GET', `/api/apps/${app.id}/export`)).body;
   assert.equal(JSON.stringify(spec).includes('hidden-value'), false);
   assert.deepEqual(spec.env, [{ key: 'PUBLIC', secret: false, value: 'shown' }, { key: 'TOKEN', secret: true, value: null }]);
@@ -215,7 +383,9 @@ test('detect-compose and env-example clone the repository into a temporary direc
     '.env.example': '# comment\nDATABASE_URL=postgres://db/app\nexport MODE="prod"\n',
   });
   const name = uniq();
-  const app = (await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url('probe'), branch: 'main' } })).body.app;
+  const createdProbe = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url('probe'), branch: 'main' } });
+  assert.equal(createdProbe.status, 201, createdProbe.text);
+  const app = createdProbe.body.app;
   const d = await c.req('POST', `/api/apps/${app.id}/detect-compose`);
   assert.equal(d.status, 200, d.text);
   assert.equal(d.body.compose_path, 'compose.yaml');
@@ -223,7 +393,9 @@ test('detect-compose and env-example clone the repository into a temporary direc
   assert.ok(d.body.findings.some((f: { service?: string; key: string; level: string }) => f.service === 'web' && f.key === 'privileged' && f.level === 'error'));
   const e = await c.req('POST', `/api/apps/${app.id}/env-example`);
   assert.deepEqual(e.body.items, [{ key: 'DATABASE_URL', value: 'postgres://db/app' }, { key: 'MODE', value: 'prod' }]);
-  const missing = (await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: git.url('missing'), branch: 'main' } })).body.app;
+  const createdMissing = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: git.url('missing'), branch: 'main' } });
+  assert.equal(createdMissing.status, 201, createdMissing.text);
+  const missing = createdMissing.body.app;
   const bad = await c.req('POST', `/api/apps/${missing.id}/detect-compose`);
   assert.equal(bad.status, 400);
   assert.match(bad.body.error, /clone/);
@@ -235,7 +407,9 @@ test('with the engine unreachable the API keeps serving and engine operations an
   const down = await startTestServer({ SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
   try {
     const dc = await adminClient(down);
-    const app = (await dc.req('POST', '/api/apps', { name: 'offline', source: { type: 'image', image: WEB_IMAGE } })).body.app;
+    const created = await dc.req('POST', '/api/apps', { name: 'offline', source: { type: 'image', image: WEB_IMAGE } });
+    assert.equal(created.status, 201, created.text);
+    const app = created.body.app;
     const r = await dc.req('GET', `/api/apps/${app.id}/services`);
     assert.equal(r.status, 503);
     assert.equal(r.body.code, 'service_unavailable');
@@ -252,7 +426,9 @@ test('without a master key the env cannot be set (503) and nothing is stored', a
   const nokey = await startTestServer({ SVC_MASTER_KEY: '' });
   try {
     const k = await adminClient(nokey);
-    const app = (await k.req('POST', '/api/apps', { name: 'nokey', source: { type: 'image', image: WEB_IMAGE } })).body.app;
+    const created = await k.req('POST', '/api/apps', { name: 'nokey', source: { type: 'image', image: WEB_IMAGE } });
+    assert.equal(created.status, 201, created.text);
+    const app = created.body.app;
     const r = await k.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'A', value: 'b' }] });
     assert.equal(r.status, 503);
     assert.match(r.body.error, /SVC_MASTER_KEY/);

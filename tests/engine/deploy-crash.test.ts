@@ -65,7 +65,8 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
   const created = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
   assert.equal(created.status, 201, created.text);
   const app = created.body.app;
-  await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
+  const patched = await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
+  assert.equal(patched.status, 200, patched.text);
   const v1 = (await admin.req('POST', `/api/apps/${app.id}/deployments`, {})).body.deployment;
   await waitStatus(admin, app.id, v1.id, ['succeeded']);
   const oldContainers = (await listAppContainers(engine, name)).map((c) => c.id);

@@ -2,14 +2,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePushEvent } from '../../lib/webhooks/index.js';
-import { SHA_A, ZERO, githubPush, githubPing, giteaPush, giteaDelete, gitlabPush, gitlabTagPush, bitbucketPush, enc } from './_payloads.js';
+import { SHA_A, SHA_B, ZERO, githubPush, githubPing, giteaPush, giteaDelete, gitlabPush, gitlabTagPush, bitbucketPush, enc } from './_payloads.js';
 
 test('github: branch push, tag push, deletion, ping, other events', () => {
   assert.deepEqual(parsePushEvent('github', 'push', enc(githubPush('refs/heads/main'))), {
-    kind: 'push', ref_type: 'branch', name: 'main', ref: 'refs/heads/main', after: SHA_A, deleted: false, head_subject: 'Update README.md',
+    kind: 'push', ref_type: 'branch', name: 'main', ref: 'refs/heads/main', after: SHA_A, deleted: false, before: SHA_B, head_subject: 'Update README.md',
   });
   assert.deepEqual(parsePushEvent('github', 'push', enc(githubPush('refs/heads/release/1.x'))), {
-    kind: 'push', ref_type: 'branch', name: 'release/1.x', ref: 'refs/heads/release/1.x', after: SHA_A, deleted: false, head_subject: 'Update README.md',
+    kind: 'push', ref_type: 'branch', name: 'release/1.x', ref: 'refs/heads/release/1.x', after: SHA_A, deleted: false, before: SHA_B, head_subject: 'Update README.md',
   });
   const tag = parsePushEvent('github', 'push', enc(githubPush('refs/tags/v1.2.0')));
   assert.equal(tag.kind === 'push' && tag.ref_type, 'tag');
@@ -34,7 +34,7 @@ test('github: form-encoded deliveries (payload=...) read the same', () => {
 
 test('gitea/forgejo: push, tag push, zero-after deletion, delete event', () => {
   assert.deepEqual(parsePushEvent('gitea', 'push', enc(giteaPush('refs/heads/develop'))), {
-    kind: 'push', ref_type: 'branch', name: 'develop', ref: 'refs/heads/develop', after: 'bffeb74224043ba2feb48d137756c8a9331c449a', deleted: false, head_subject: 'Webhooks Yay!',
+    kind: 'push', ref_type: 'branch', name: 'develop', ref: 'refs/heads/develop', after: 'bffeb74224043ba2feb48d137756c8a9331c449a', deleted: false, before: '28e1879d029cb852e4844d9c718537df08844e03', head_subject: 'Webhooks Yay!',
   });
   const tag = parsePushEvent('gitea', 'push', enc(giteaPush('refs/tags/v2.0.0')));
   assert.equal(tag.kind === 'push' && `${tag.ref_type}:${tag.name}`, 'tag:v2.0.0');
@@ -49,9 +49,10 @@ test('gitea/forgejo: push, tag push, zero-after deletion, delete event', () => {
 
 test('gitlab: push, tag push (peeled commit), deletion, mismatched object_kind', () => {
   assert.deepEqual(parsePushEvent('gitlab', 'Push Hook', enc(gitlabPush('refs/heads/master'))), {
-    kind: 'push', ref_type: 'branch', name: 'master', ref: 'refs/heads/master', after: 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7', deleted: false, head_subject: 'fixed readme',
+    kind: 'push', ref_type: 'branch', name: 'master', ref: 'refs/heads/master', after: 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7', deleted: false, before: '95790bf891e76fee5e1747ab589903a6a1f80f22', head_subject: 'fixed readme',
   });
-  // Annotated tag: `after` is the tag object, checkout_sha the commit it points at.
+  // Annotated tag: `after` is the tag object, checkout_sha the commit it points at. A new tag's
+  // all-zero `before` is no previous commit.
   const peeled = '5937ac0a7beb003549fc5fd26fc247adbce4a52e';
   assert.deepEqual(parsePushEvent('gitlab', 'Tag Push Hook', enc(gitlabTagPush('refs/tags/v1.0.0', '82b3d5ae55f7080f1e6022629cdb57bfae7cccc7', peeled))), {
     kind: 'push', ref_type: 'tag', name: 'v1.0.0', ref: 'refs/tags/v1.0.0', after: peeled, deleted: false, head_subject: 'Tag message',
@@ -69,7 +70,7 @@ test('bitbucket: branch push, tag push, deletion (new: null), several changes', 
   const main = { type: 'branch' as const, name: 'main', hash: '709d658dc5b6d6afcd46049c2f332ee3f515a67d', message: 'Merge feature\n\nbody' };
   const oldMain = { type: 'branch' as const, name: 'main', hash: '1e65c05c1d5171631d92438a13901ca7dae9618c' };
   assert.deepEqual(parsePushEvent('bitbucket', 'repo:push', enc(bitbucketPush([{ next: main, prev: oldMain }]))), {
-    kind: 'push', ref_type: 'branch', name: 'main', ref: 'refs/heads/main', after: main.hash, deleted: false, head_subject: 'Merge feature',
+    kind: 'push', ref_type: 'branch', name: 'main', ref: 'refs/heads/main', after: main.hash, deleted: false, before: oldMain.hash, head_subject: 'Merge feature',
   });
   const tag = parsePushEvent('bitbucket', 'repo:push', enc(bitbucketPush([{ next: { type: 'tag', name: 'v3.1', hash: main.hash }, prev: null }])));
   assert.equal(tag.kind === 'push' && `${tag.ref_type}:${tag.name}:${tag.after}`, `tag:v3.1:${main.hash}`);
@@ -99,7 +100,7 @@ test('bitbucket server: repo:refs_changed with ADD, UPDATE and DELETE changes', 
   };
   const r = parsePushEvent('bitbucket', 'repo:refs_changed', enc(body));
   assert.deepEqual(r, {
-    kind: 'push', ref_type: 'branch', name: 'master', ref: 'refs/heads/master', after: '178864a7d521b6f5e720b386b2c2b0ef8563e0dc', deleted: false,
+    kind: 'push', ref_type: 'branch', name: 'master', ref: 'refs/heads/master', after: '178864a7d521b6f5e720b386b2c2b0ef8563e0dc', deleted: false, before: 'ecddabb624f6f5ba43816f5926e580a5f680a932',
     also: [{ ref_type: 'branch', name: 'old', ref: 'refs/heads/old', after: null, deleted: true }],
   });
   const tag = parsePushEvent('bitbucket', 'repo:refs_changed', enc({ ...body, changes: [{ ref: { id: 'refs/tags/v1', displayId: 'v1', type: 'TAG' }, refId: 'refs/tags/v1', fromHash: ZERO, toHash: SHA_A, type: 'ADD' }] }));

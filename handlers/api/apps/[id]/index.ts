@@ -4,6 +4,7 @@ import { badRequest } from '../../../../lib/http/errors.js';
 import { sourceSchema } from '../../../../lib/apps/schemas.js';
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
+import { currentStatuses } from '../../../../lib/apps/status.js';
 import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
 import { appParams, type AppParams } from '../_shared.js';
 
@@ -14,7 +15,8 @@ const delQuery = z.object({ volumes: z.enum(['true', 'false']).default('false') 
 export const schema: HandlerModule['schema'] = { params: appParams, body: { PATCH: patch } };
 
 export const GET: Handler<AppParams> = async (_req, { env, params }) => {
-  const { deleting: _d, ...app } = await getApp(env.db, params.id);
+  const { deleting: _d, ...stored } = await getApp(env.db, params.id);
+  const [app] = await currentStatuses(env, [stored]);
   return json({ app });
 };
 
@@ -39,5 +41,6 @@ export const DELETE: Handler<AppParams> = async (_req, { env, params, query, aud
     removed_containers: removed.containers,
     removed_volumes: removed.removedVolumes,
     kept_volumes: removed.keptVolumes,
+    detached_containers: removed.detached,
   });
 };

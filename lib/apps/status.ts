@@ -1,0 +1,103 @@
+// An app's status, derived in this one place from the engine's containers (state and health) and
+// the app's deployments; every writer and every read goes through it, so two reads of an
+// unchanged app give the same answer.
+import type { Env } from '../env.js';
+import type { Db } from '../db/index.js';
+import { ACTIVE } from '../deploy/model.js';
+import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
+import type { App, AppStatus } from './model.js';
+import { setAppStatus } from './store.js';
+
+export interface StatusFacts {
+  /** What the database holds now (the answer when the engine has nothing to say). */
+  stored: AppStatus;
+  /** A deployment of the app has been admitted and has not finished. */
+  deploying: boolean;
+  /** The app's last finished deployment failed (or was interrupted). */
+  lastFailed: boolean;
+  services: Pick<ServiceState, 'status' | 'health'>[];
+}
+
+/**
+ * - deploying: while a deployment runs, whatever its new containers do (they start next to the old
+ *   ones, unhealthy until their gate passes, and may be thrown away);
+ * - no containers: `created` until something ran, `failed` when the last deployment failed,
+ *   else `stopped`;
+ * - running: every service's live container is running and healthy (or has no healthcheck);
+ * - stopped: no service has a running container;
+ * - degraded: anything between (a service exited, restarting, unhealthy, or not yet healthy).
+ */
+export function deriveStatus(f: StatusFacts): AppStatus {
+  if (f.deploying) return 'deploying';
+  if (f.services.length === 0) {
+    if (f.stored === 'created') return 'created';
+    return f.lastFailed ? 'failed' : 'stopped';
+  }
+  const up = (s: StatusFacts['services'][number]) => s.status === 'running' && (s.health === 'healthy' || s.health === 'none');
+  if (f.services.every(up)) return 'running';
+  if (f.services.every((s) => s.status !== 'running')) return 'stopped';
+  return 'degraded';
+}
+
+interface DbFacts {
+  stored: AppStatus;
+  deploying: boolean;
+  lastFailed: boolean;
+}
+
+async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> {
+  const out = new Map<string, DbFacts>();
+  if (!appIds.length) return out;
+  const apps = await db.selectFrom('apps').select(['id', 'status']).where('id', 'in', appIds).execute();
+  for (const a of apps) out.set(a.id, { stored: a.status as AppStatus, deploying: false, lastFailed: false });
+  const active = await db.selectFrom('deployments').select('app_id').where('app_id', 'in', appIds)
+    .where('status', 'in', [...ACTIVE]).where('waiting', '=', 0).execute();
+  for (const d of active) out.get(d.app_id)!.deploying = true;
+  // Ids are time-ordered: the newest finished deployment of each app.
+  const last = await db.selectFrom('deployments').select(['app_id', 'status']).where('app_id', 'in', appIds)
+    .where('status', 'not in', [...ACTIVE])
+    .where('id', 'in', (eb) => eb.selectFrom('deployments as d2').select((e) => e.fn.max('d2.id').as('id'))
+      .where('d2.app_id', 'in', appIds).where('d2.status', 'not in', [...ACTIVE]).groupBy('d2.app_id'))
+    .execute();
+  for (const d of last) out.get(d.app_id)!.lastFailed = d.status === 'failed' || d.status === 'interrupted';
+  return out;
+}
+
+async function settle(env: Env, app: Pick<App, 'id' | 'name'>, facts: DbFacts, services: ServiceState[]): Promise<AppStatus> {
+  const status = deriveStatus({ ...facts, services });
+  if (status !== facts.stored) {
+    await setAppStatus(env.db, app.id, status, env.now());
+    env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status });
+  }
+  return status;
+}
+
+/** Derives the app's status from the engine now, stores it when it changed, and returns it. */
+export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>): Promise<AppStatus> {
+  const [services, facts] = await Promise.all([listServices(env.engine, app.name), dbFacts(env.db, [app.id])]);
+  const f = facts.get(app.id);
+  if (!f) return 'stopped'; // deleted meanwhile
+  return settle(env, app, f, services);
+}
+
+/**
+ * For reads (GET /api/apps, /api/apps/{id}): the derived status of each app, with one engine call
+ * for all of them. Without an engine the stored status is the best answer there is.
+ */
+export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'status'>>(env: Env, apps: T[]): Promise<T[]> {
+  if (!apps.length) return apps;
+  let all: Map<string, ServiceState[]>;
+  try {
+    all = apps.length === 1 ? new Map([[apps[0]!.name, await listServices(env.engine, apps[0]!.name)]]) : await listAllServices(env.engine);
+  } catch (e) {
+    if (e instanceof EngineUnavailableError) return apps;
+    throw e;
+  }
+  const facts = await dbFacts(env.db, apps.map((a) => a.id));
+  const out: T[] = [];
+  for (const app of apps) {
+    const f = facts.get(app.id);
+    out.push(f ? { ...app, status: await settle(env, app, f, all.get(app.name) ?? []) } : app);
+  }
+  return out;
+}
