@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { startTestServer, adminClient } from '../tests/_support/server.js';
+import { startTestServer, adminClient, apiToken } from '../tests/_support/server.js';
 import { ensureBaseImage } from '../tests/_support/docker.js';
 import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js';
 import { DeployLog } from '../lib/deploy/log.js';
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     console.log(`  control-plane overhead: ${overhead.toFixed(0)} ms (${((overhead / p) * 100).toFixed(1)}%); goal < ${goal.toFixed(0)} ms: ${overhead < goal ? 'met' : 'NOT met'}`);
 
     // Log line -> WebSocket latency, 50 subscribers of one build topic.
-    const token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'bench' })).body.token;
+    const token = await apiToken(admin, 'bench');
     const depId = newId();
     const clients: WebSocket[] = [];
     const latencies: number[] = [];

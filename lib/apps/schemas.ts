@@ -17,14 +17,14 @@ const composePath = z
   .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
 
 export const sourceSchema = z.discriminatedUnion('type', [
-  z.object({
+  z.strictObject({
     type: z.literal('git'),
     // A password or token in the URL would be stored and shown in plain text: deploy keys do that job.
     repo_url: repoUrlSchema.refine((u) => !/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(u), 'credentials in the URL are refused; use the app\'s SSH deploy key'),
     branch: refSchema.default('main'),
     compose_path: composePath.optional(),
   }),
-  z.object({
+  z.strictObject({
     type: z.literal('image'),
     image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
   }),
@@ -33,7 +33,7 @@ export const sourceSchema = z.discriminatedUnion('type', [
 export const envKeySchema = z.string().max(255).regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
 
 export const servicePatchSchema = z
-  .object({
+  .strictObject({
     port: z.number().int().min(1).max(65535).nullable().optional(),
     health_path: z
       .string()

@@ -11,16 +11,16 @@ import { addTrigger, listTriggers } from '../webhooks/store.js';
 
 export const SPEC_VERSION = 1;
 
-export const specSchema = z.object({
+export const specSchema = z.strictObject({
   version: z.literal(SPEC_VERSION),
   name: appNameSchema,
   source: sourceSchema,
   services: z
-    .array(z.object({ name: z.string().regex(SERVICE_NAME), port: z.number().int().min(1).max(65535).nullable(), health_path: z.string().nullable() }))
+    .array(z.strictObject({ name: z.string().regex(SERVICE_NAME), port: z.number().int().min(1).max(65535).nullable(), health_path: z.string().nullable() }))
     .max(100)
     .default([]),
-  env: z.array(z.object({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
-  triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
+  env: z.array(z.strictObject({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
+  triggers: z.array(z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
   domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
 });
 export type AppSpec = z.infer<typeof specSchema>;

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
 
 let s: TestServer;
 let admin: Client;
@@ -10,7 +10,7 @@ let token: string;
 before(async () => {
   s = await startTestServer();
   admin = await adminClient(s);
-  token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'ws' })).body.token;
+  token = await apiToken(admin, 'ws');
 });
 after(async () => {
   await s.stop();

@@ -4,7 +4,7 @@ import { appNameSchema, sourceSchema } from '../../../lib/apps/schemas.js';
 import { insertApp, listApps } from '../../../lib/apps/store.js';
 import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 
-const body = z.object({ name: appNameSchema, source: sourceSchema });
+const body = z.strictObject({ name: appNameSchema, source: sourceSchema });
 export const schema: HandlerModule['schema'] = { body: { POST: body } };
 
 export const GET: Handler = async (_req, { env }) => json({ items: await listApps(env.db) });

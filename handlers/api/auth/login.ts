@@ -13,7 +13,7 @@ import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 export const auth: HandlerModule['auth'] = 'public';
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
 
-const body = z.object({
+const body = z.strictObject({
   username: z.string().min(1).max(128),
   password: z.string().min(1).max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),
 });

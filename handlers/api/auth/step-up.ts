@@ -9,7 +9,7 @@ import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
 
-const body = z.object({
+const body = z.strictObject({
   password: z.string().min(1).max(PASSWORD_MAX).optional(),
   code: z.string().min(1).max(32).optional(),
 });
