@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
+import { poll } from '../_support/wait.js';
 import { startTestServer, Client, adminClient, ADMIN, type TestServer } from '../_support/server.js';
 
 const servers: TestServer[] = [];
@@ -68,7 +69,7 @@ test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted pro
 test('TLS served directly: cookies are Secure', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'pipe' });
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'pipe', timeout: 60_000 });
     const s = await server({ SVC_TLS_CERT: join(dir, 'cert.pem'), SVC_TLS_KEY: join(dir, 'key.pem') });
     assert.ok(s.url.startsWith('https://'));
     const setup = await (await import('../_support/server.js')).setupToken(s);
@@ -114,19 +115,22 @@ test('/metrics: 404 without the exact bearer, Prometheus text with it, HTTP coun
 
 test('graceful shutdown lets an in-flight request finish, then refuses new connections', async () => {
   const s = await startTestServer();
-  // A slow request: the body arrives after close() has begun.
+  // A slow request: the body arrives only after close() has begun.
   const u = new URL(s.url);
+  const arrived = new Promise((resolve) => s.running.server.once('request', resolve));
+  const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json' } });
   const inflight = new Promise<number>((resolve, reject) => {
-    const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    req.on('response', (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode!));
     });
     req.on('error', reject);
-    req.write('{"username":"x",');
-    setTimeout(() => req.end('"password":"y"}'), 300);
   });
-  await new Promise((r) => setTimeout(r, 100));
+  req.write('{"username":"x",');
+  await arrived;
   const closing = s.stop();
+  await poll('the server to stop accepting', () => !s.running.server.listening, 10_000, 5);
+  req.end('"password":"y"}');
   assert.equal(await inflight, 401);
   await closing;
   await assert.rejects(fetch(s.url + '/api/health'));
