@@ -13,6 +13,10 @@ export interface Config {
   trustedProxies: string[];
   exposure: 'local' | 'public';
   baseDomain: string | null;
+  /** SVC_PUBLIC_URL: where operators reach the control plane (scheme, host, optional port). */
+  publicUrl: string | null;
+  /** SVC_CONTROL_DOMAIN, default `svc.<SVC_BASE_DOMAIN>`: the dashboard and API over HTTPS. */
+  controlDomain: string | null;
   enableShell: boolean;
   dockerSocket: string;
   tlsCert: string | null;
@@ -100,6 +104,24 @@ export function loadConfig(env: Env = process.env): Config {
   if (baseDomain !== null && !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i.test(baseDomain)) {
     throw new ConfigError('SVC_BASE_DOMAIN', `"${baseDomain}" is not a domain name`);
   }
+  const publicRaw = str(env, 'SVC_PUBLIC_URL');
+  let publicUrl: string | null = null;
+  if (publicRaw !== undefined) {
+    let u: URL | null = null;
+    try {
+      u = new URL(publicRaw);
+    } catch {
+      u = null;
+    }
+    if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || u.search || u.hash) {
+      throw new ConfigError('SVC_PUBLIC_URL', `must be an http(s) URL like https://svc.example.com, got "${publicRaw}"`);
+    }
+    publicUrl = u.href.replace(/\/+$/, '');
+  }
+  const controlDomain = str(env, 'SVC_CONTROL_DOMAIN')?.toLowerCase() ?? (baseDomain ? `svc.${baseDomain.toLowerCase()}` : null);
+  if (controlDomain !== null && !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/.test(controlDomain)) {
+    throw new ConfigError('SVC_CONTROL_DOMAIN', `"${controlDomain}" is not a domain name`);
+  }
   const host = str(env, 'SVC_HOST') ?? '0.0.0.0';
   if (!isIP(host) && host !== 'localhost') throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
   const tlsCert = str(env, 'SVC_TLS_CERT') ?? null;
@@ -126,6 +148,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: addressList(env, 'SVC_TRUSTED_PROXIES', '127.0.0.1,::1'),
     exposure,
     baseDomain,
+    publicUrl,
+    controlDomain,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
     tlsCert,
