@@ -24,6 +24,8 @@ export interface Config {
   logLevel: string;
   /** Attempts per minute per client address on setup, login, TOTP and step-up. */
   authRateLimit: number;
+  /** Failed passwords per account in 15 minutes before strangers' attempts on it get 429. */
+  authAccountLimit: number;
   /** log2 of scrypt's N for new password hashes; OWASP's 2^17 unless lowered for tests. */
   passwordCost: number;
   sessionIdleSeconds: number;
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKey,
     logLevel,
     authRateLimit: int(env, 'SVC_AUTH_RATE_LIMIT', 10, 1, 100_000),
+    authAccountLimit: int(env, 'SVC_AUTH_ACCOUNT_LIMIT', 10, 1, 100_000),
     passwordCost: int(env, 'SVC_PASSWORD_COST', 17, 10, 20),
     sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),

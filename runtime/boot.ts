@@ -7,6 +7,7 @@ import { createSealer, type Sealer } from '../lib/crypto/seal.js';
 import { createLogger, type Logger } from '../lib/log.js';
 import { createMetrics } from '../lib/metrics/index.js';
 import { RateLimiter } from '../lib/auth/ratelimit.js';
+import { LoginGuard } from '../lib/auth/guard.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
 import { rehashRecoveryCodes } from '../lib/auth/totp.js';
 import { chooseMasterKey, masterKeyPath, MasterKeyError, type MasterKeyChoice } from '../lib/crypto/master-key.js';
@@ -91,6 +92,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     metrics: createMetrics(),
     signingKey,
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
+    loginGuard: new LoginGuard(config.authAccountLimit),
     engine: createEngine({ socketPath: config.dockerSocket }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,

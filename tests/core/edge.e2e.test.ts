@@ -36,10 +36,12 @@ function rawPost(url: string, path: string, body: unknown, headers: Record<strin
 
 test('login is rate-limited per client address; X-Forwarded-For from an untrusted peer does not escape it', async () => {
   const s = await server({ SVC_AUTH_RATE_LIMIT: '5' });
-  const bad = { username: 'nobody', password: 'wrong' };
+  // A new name each time: this is about the per-address limit, not the per-account one.
+  let n = 0;
+  const bad = () => ({ username: `nobody-${n++}`, password: 'wrong' });
   let limited: { status: number; headers: Record<string, string | string[] | undefined> } | undefined;
   for (let i = 0; i < 8; i++) {
-    const r = await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': `203.0.113.${i}` }, '127.0.0.2');
+    const r = await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': `203.0.113.${i}` }, '127.0.0.2');
     if (r.status === 429) {
       limited = r;
       break;
@@ -49,10 +51,10 @@ test('login is rate-limited per client address; X-Forwarded-For from an untruste
   assert.ok(limited, '127.0.0.2 was never limited despite rotating X-Forwarded-For');
   assert.ok(Number(limited.headers['retry-after']) >= 1);
   // A different client address has its own budget.
-  assert.equal((await rawPost(s.url, '/api/auth/login', bad, {}, '127.0.0.3')).status, 401);
+  assert.equal((await rawPost(s.url, '/api/auth/login', bad(), {}, '127.0.0.3')).status, 401);
   // From a trusted proxy (127.0.0.1), X-Forwarded-For names the client, so each forwarded client is counted apart.
-  for (let i = 0; i < 4; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1')).status, 401);
-  for (let i = 0; i < 3; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1')).status, 401);
+  for (let i = 0; i < 4; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1')).status, 401);
+  for (let i = 0; i < 3; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1')).status, 401);
 });
 
 test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted proxy', async () => {

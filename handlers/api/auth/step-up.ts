@@ -26,7 +26,8 @@ export const POST: Handler<{}, z.infer<typeof body>> = async (_req, { env, body,
     ok = await consumeSecondFactor(env.db, env.sealer, user.id, body.code, env.now());
   } else {
     if (!body.password) throw badRequest('password is required', [{ field: 'password', message: 'required' }]);
-    ok = await verifyPassword(body.password, user.password_hash);
+    // An authenticated operator: never queued behind strangers' login attempts.
+    ok = await verifyPassword(body.password, user.password_hash, 'priority');
   }
   audit({ action: 'auth.step_up' });
   if (!ok) throw new HttpError('invalid_credentials', 'Verification failed');
