@@ -22,8 +22,6 @@ function hostConfig(): HostConfig {
 const config = (): Config => hostConfig().config;
 
 async function serve(): Promise<void> {
-  // Everything the service creates (database, keys, working copies) is for its own user only.
-  process.umask(0o077);
   const host = hostConfig();
   const cfg = host.config;
   const { createEnv, announceSetup } = await import('./boot.js');

@@ -1,6 +1,9 @@
 // The data directory holds the database, the setup token, the master key and working copies:
-// only the service's user may enter it (0700), and its files are 0600 whatever the umask was
-// when an older build, a restore or an operator's copy created them.
+// only the service's user may enter it (0700), and the files the service keeps there are 0600
+// whatever the umask was when an older build, a restore or an operator's copy created them.
+// Working copies below keep their repository's modes on purpose (no process-wide umask): they
+// become image layers, where a 0600 file is unreadable to a container's non-root user; the 0700
+// directory above them is what keeps other local users out.
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
