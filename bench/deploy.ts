@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { startTestServer, adminClient } from '../tests/_support/server.js';
+import { startTestServer, adminClient, apiToken } from '../tests/_support/server.js';
 import { ensureBaseImage } from '../tests/_support/docker.js';
 import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js';
 import { DeployLog } from '../lib/deploy/log.js';
@@ -98,8 +98,12 @@ async function main(): Promise<void> {
     console.log(`  control-plane overhead: ${overhead.toFixed(0)} ms (${((overhead / p) * 100).toFixed(1)}%); goal < ${goal.toFixed(0)} ms: ${overhead < goal ? 'met' : 'NOT met'}`);
 
     // Log line -> WebSocket latency, 50 subscribers of one build topic.
-    const token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'bench' })).body.token;
+    const token = await apiToken(admin, 'bench');
     const depId = newId();
+    // The row must exist (for the foreign key, and a build: topic of no deployment is refused);
+    // the log writes as a real deployment's would.
+    const now = new Date().toISOString();
+    await s.env.db.insertInto('deployments').values({ id: depId, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null }).execute();
     const clients: WebSocket[] = [];
     const latencies: number[] = [];
     const sent = new Map<number, number>();
@@ -120,9 +124,6 @@ async function main(): Promise<void> {
     }
     while (received > -SUBSCRIBERS) await new Promise((r) => setTimeout(r, 10));
     received = 0;
-    // The row must exist for the foreign key; the log writes as a real deployment's would.
-    const now = new Date().toISOString();
-    await s.env.db.insertInto('deployments').values({ id: depId, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null }).execute();
     const log = new DeployLog(s.env.db, s.env.bus, depId);
     for (let i = 1; i <= LINES; i++) {
       sent.set(i, performance.now());

@@ -7,6 +7,8 @@ export interface Config {
   host: string;
   dataDir: string;
   masterKey: Buffer | null;
+  /** Where the master key came from: SVC_MASTER_KEY, or `<dataDir>/master.key` (set at boot). */
+  masterKeySource: 'env' | 'file' | null;
   metricsToken: string | null;
   trustedProxies: string[];
   exposure: 'local' | 'public';
@@ -25,6 +27,8 @@ export interface Config {
   logLevel: string;
   /** Attempts per minute per client address on setup, login, TOTP and step-up. */
   authRateLimit: number;
+  /** Failed passwords per account in 15 minutes before strangers' attempts on it get 429. */
+  authAccountLimit: number;
   /** log2 of scrypt's N for new password hashes; OWASP's 2^17 unless lowered for tests. */
   passwordCost: number;
   sessionIdleSeconds: number;
@@ -150,6 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     dataDir,
     masterKey: masterRaw ? Buffer.from(masterRaw, 'hex') : null,
+    masterKeySource: masterRaw ? 'env' : null,
     metricsToken,
     trustedProxies: addressList(env, 'SVC_TRUSTED_PROXIES', '127.0.0.1,::1'),
     exposure,
@@ -162,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKey,
     logLevel,
     authRateLimit: int(env, 'SVC_AUTH_RATE_LIMIT', 10, 1, 100_000),
+    authAccountLimit: int(env, 'SVC_AUTH_ACCOUNT_LIMIT', 10, 1, 100_000),
     passwordCost: int(env, 'SVC_PASSWORD_COST', 17, 10, 20),
     sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
@@ -183,4 +189,26 @@ export function loadConfig(env: Env = process.env): Config {
       dir: resolve(str(env, 'SVC_SECURITY_DIR') ?? '/var/lib/svc/security'),
     },
   };
+}
+
+/**
+ * The service's environment file (`KEY=value` lines, as systemd's EnvironmentFile reads them):
+ * `#` and `;` comments, an optional `export `, values optionally in single or double quotes.
+ */
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    if (!m) continue;
+    let value = m[2]!.trim();
+    const q = value[0];
+    if ((q === '"' || q === "'") && value.length >= 2 && value.endsWith(q)) {
+      value = value.slice(1, -1);
+      if (q === '"') value = value.replace(/\\(["\\$`])/g, '$1');
+    }
+    out[m[1]!] = value;
+  }
+  return out;
 }

@@ -6,6 +6,7 @@ import type { Sealer } from './crypto/seal.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics/index.js';
 import type { RateLimiter } from './auth/ratelimit.js';
+import type { LoginGuard } from './auth/guard.js';
 import type { Engine } from './docker/index.js';
 import type { GitAuth } from './apps/probe.js';
 import type { AccessLogTailer } from './traffic/tailer.js';
@@ -22,6 +23,8 @@ export interface Env {
   /** Signs `svc_pre` and derives CSRF tokens; generated once per instance. */
   signingKey: Uint8Array;
   authLimiter: RateLimiter;
+  /** Per-account login throttling that known devices bypass. */
+  loginGuard: LoginGuard;
   /** The Docker engine (dockerode); unreachable engines surface as 503 naming the socket. */
   engine: Engine;
   /** One reader of the proxy's access log, feeding every consumer. */

@@ -4,7 +4,7 @@ import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Env } from '../lib/env.js';
-import { HttpError, badRequest } from '../lib/http/errors.js';
+import { ClientAbortError, HttpError, badRequest } from '../lib/http/errors.js';
 import { errorResponse, text } from '../lib/http/respond.js';
 import { readJson, validationError } from '../lib/http/body.js';
 import { parseCookies } from '../lib/http/cookies.js';
@@ -42,6 +42,8 @@ export interface App {
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const PARAM_MAX = 256;
+// The scheme is case-insensitive (RFC 9110); the metrics token itself is compared whole.
+const METRICS_BEARER = /^bearer[ \t]+(.+?)[ \t]*$/i;
 const CATCH_ALL_MAX = 1024;
 
 // Request ids: a per-process prefix and a counter, unique across restarts for log correlation.
@@ -59,7 +61,11 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   const metrics = env.metrics.requests;
   const trusted = buildBlockList(env.config.trustedProxies);
   const catchAllNames = routes.map((r) => new Set([...r.pattern.matchAll(/:(\w+)\+/g)].map((m) => m[1]!)));
-  const metricsDigest = env.config.metricsToken ? createHash('sha256').update(`Bearer ${env.config.metricsToken}`).digest() : null;
+  const metricsDigest = env.config.metricsToken ? createHash('sha256').update(env.config.metricsToken).digest() : null;
+  const metricsAllowed = (authz: string | null): boolean => {
+    const m = authz === null || metricsDigest === null ? null : METRICS_BEARER.exec(authz);
+    return m !== null && timingSafeEqual(createHash('sha256').update(m[1]!).digest(), metricsDigest!);
+  };
 
   function fetch(request: Request, meta: RequestMeta = {}): Maybe<Response> {
     const started = performance.now();
@@ -94,6 +100,8 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   }
 
   function toErrorResponse(e: unknown, requestId: string): Response {
+    // An ordinary event (a closed tab, a cancelled upload): one line, no stack.
+    if (e instanceof ClientAbortError) env.log.info({ requestId }, 'client aborted the request body');
     if (e instanceof HttpError) return errorResponse(e);
     const mapped = fromLibError(e);
     if (mapped) return errorResponse(mapped);
@@ -105,6 +113,8 @@ export function createApp(env: Env, routes: RouteDef[]): App {
     const mod = route.module;
     if (!mod) return routeModule(route).then(() => dispatch(request, headers, search, meta, route, params, method, requestId));
     const effective = (method === 'HEAD' ? 'GET' : method) as Method;
+    // A metrics route is closed to every method without its token: a 405 would confirm it exists.
+    if (mod.auth === 'metrics' && !metricsAllowed(headers.get('authorization'))) return text('Not Found\n', 404);
     const handler = METHODS.includes(effective) ? mod[effective] : undefined;
     if (!handler) {
       const allow = METHODS.filter((m) => mod[m]);
@@ -119,12 +129,8 @@ export function createApp(env: Env, routes: RouteDef[]): App {
       userAgent: headers.get('user-agent'),
     };
 
-    if (policy === 'metrics') {
-      // Closed unless the exact bearer is presented; the answer never hints why.
-      const presented = headers.get('authorization');
-      const ok = metricsDigest !== null && presented !== null && timingSafeEqual(createHash('sha256').update(presented).digest(), metricsDigest);
-      if (!ok) return text('Not Found\n', 404);
-    }
+    // Closed unless the exact bearer is presented; the answer never hints why.
+    if (policy === 'metrics' && !metricsAllowed(headers.get('authorization'))) return text('Not Found\n', 404);
 
     let principal: Principal | null = null;
     const unsafe = UNSAFE.has(effective);

@@ -1,13 +1,18 @@
 // Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
 import type { Config } from '../lib/config.js';
 import type { Env } from '../lib/env.js';
-import { openDb, migrate } from '../lib/db/index.js';
+import { openDb, migrate, type Db } from '../lib/db/index.js';
 import { Bus } from '../lib/events/bus.js';
-import { createSealer } from '../lib/crypto/seal.js';
+import { createSealer, type Sealer } from '../lib/crypto/seal.js';
 import { createLogger, type Logger } from '../lib/log.js';
 import { createMetrics } from '../lib/metrics/index.js';
 import { RateLimiter } from '../lib/auth/ratelimit.js';
+import { LoginGuard } from '../lib/auth/guard.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
+import { rehashRecoveryCodes } from '../lib/auth/totp.js';
+import { chooseMasterKey, masterKeyPath, MasterKeyError, type MasterKeyChoice } from '../lib/crypto/master-key.js';
+import { hasSealedData, unopenableSealedData } from '../lib/crypto/sealed-rows.js';
+import { tightenPrivateDir } from '../lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
 import { createEngine } from '../lib/docker/engine.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
@@ -15,26 +20,79 @@ import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
 
+export interface BootNotice {
+  level: 'info' | 'warn';
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
 export interface BootOptions {
   /** `:memory:` for tests that need no file. */
   dataDir?: string;
   log?: Logger;
   now?: () => number;
+  /** Collects boot messages instead of logging them, so the caller can log "listening" first. */
+  notices?: BootNotice[];
+}
+
+/** Resolves the master key and checks that it opens what is already sealed; stops the boot otherwise. */
+async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Promise<MasterKeyChoice> {
+  const choice: MasterKeyChoice =
+    dataDir === ':memory:'
+      ? { key: explicit, source: explicit ? 'env' : null, generated: false, fileKey: null }
+      : chooseMasterKey(dataDir, explicit, { generate: true, hasSealedData: await hasSealedData(db) });
+  if (!choice.key) return choice;
+  const failed = await unopenableSealedData(db, createSealer(choice.key));
+  if (failed.length === 0) return choice;
+  const from = choice.source === 'env' ? 'SVC_MASTER_KEY' : `the key in ${masterKeyPath(dataDir)}`;
+  const fileOpens = choice.source === 'env' && choice.fileKey && !choice.fileKey.equals(choice.key) && (await unopenableSealedData(db, createSealer(choice.fileKey))).length === 0;
+  throw new MasterKeyError(
+    `${from} cannot open the secrets already sealed in ${dataDir} (${failed.join(', ')}): ` +
+      (fileOpens
+        ? `the key in ${masterKeyPath(dataDir)} does; unset SVC_MASTER_KEY or set it to that key`
+        : 'start with the key that sealed them (SVC_MASTER_KEY, or the master.key file from your backup)'),
+  );
 }
 
 export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const db = openDb(opts.dataDir ?? config.dataDir);
-  await migrate(db);
+  const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) =>
+    opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg);
+  const dataDir = opts.dataDir ?? config.dataDir;
+  const db = openDb(dataDir);
+  let key: MasterKeyChoice;
+  let sealer: Sealer;
+  let signingKey: Uint8Array;
+  try {
+    await migrate(db);
+    key = await masterKey(db, dataDir, config.masterKey);
+    sealer = createSealer(key.key);
+    signingKey = await loadSigningKey(db, sealer);
+    const rekeyed = await rehashRecoveryCodes(db, sealer);
+    if (rekeyed) notice('info', { recovery_codes: rekeyed }, 'recovery codes re-keyed under the master key');
+    if (dataDir !== ':memory:') tightenPrivateDir(dataDir);
+  } catch (e) {
+    await db.destroy();
+    throw e;
+  }
+  config = { ...config, masterKey: key.key, masterKeySource: key.source };
+  if (key.generated) {
+    const path = masterKeyPath(dataDir);
+    notice('warn', { master_key_file: path }, `generated the master key in ${path}: back it up now (sealed secrets cannot be recovered without it); a key kept beside the data protects less than SVC_MASTER_KEY supplied from outside`);
+  } else if (key.source === 'env' && key.fileKey && !key.fileKey.equals(key.key!)) {
+    notice('warn', { master_key_file: masterKeyPath(dataDir) }, `SVC_MASTER_KEY is in use; ${masterKeyPath(dataDir)} holds another key that nothing uses: delete it`);
+  }
+  if (!key.key) notice('warn', {}, 'SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
   const env: Env = {
     config,
     db,
     bus: new Bus(),
-    sealer: createSealer(config.masterKey),
+    sealer,
     log,
     metrics: createMetrics(),
-    signingKey: await loadSigningKey(db),
+    signingKey,
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
+    loginGuard: new LoginGuard(config.authAccountLimit),
     engine: createEngine({ socketPath: config.dockerSocket }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,
@@ -61,16 +119,14 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   }
   env.gitAuth = deployKeyGitAuth(db, env.sealer, config.dataDir);
   registerTrafficMetrics(env.metrics, env.tailer, () => env.monitor);
-  if (!config.masterKey) log.warn('SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
   return env;
 }
 
 /** First boot: writes the one-time setup token and prints it once. */
-export async function announceSetup(env: Env): Promise<void> {
+export async function announceSetup(env: Env, notices?: BootNotice[]): Promise<void> {
   const { open, created } = await prepareSetup(env.db, env.config.dataDir);
-  if (created) {
-    env.log.info({ setup_token_file: setupTokenPath(env.config.dataDir) }, `setup is open: one-time setup token ${created}`);
-  } else if (open) {
-    env.log.info({ setup_token_file: setupTokenPath(env.config.dataDir) }, 'setup is open: the one-time setup token is in the file (or run `svc setup-token`)');
-  }
+  const fields = { setup_token_file: setupTokenPath(env.config.dataDir) };
+  const say = (msg: string) => (notices ? notices.push({ level: 'info', fields, msg }) : env.log.info(fields, msg));
+  if (created) say(`setup is open: one-time setup token ${created}`);
+  else if (open) say('setup is open: the one-time setup token is in the file (or run `svc setup-token`)');
 }

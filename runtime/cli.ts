@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // `svc serve` runs the control plane; `svc setup-token` prints the one-time setup token.
-import { loadConfig, ConfigError, type Config } from '../lib/config.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, type Config } from '../lib/config.js';
+import { loadHostConfig, DEFAULT_ENV_FILE, type HostConfig } from './host-config.js';
 import { readSetupToken } from '../lib/auth/setup.js';
+import type { BootNotice } from './boot.js';
 
-function config(): Config {
+function hostConfig(): HostConfig {
   try {
-    return loadConfig();
+    return loadHostConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`svc: invalid configuration: ${e.message}\n`);
@@ -15,16 +19,20 @@ function config(): Config {
   }
 }
 
+const config = (): Config => hostConfig().config;
+
 async function serve(): Promise<void> {
-  const cfg = config();
+  const host = hostConfig();
+  const cfg = host.config;
   const { createEnv, announceSetup } = await import('./boot.js');
   const { startServer } = await import('./server.js');
-  const env = await createEnv(cfg);
-  await announceSetup(env);
-  const running = await startServer(env);
   const { startBackground } = await import('./background.js');
+  const notices: BootNotice[] = [];
+  if (host.envFileError) notices.push({ level: 'info', fields: {}, msg: `${host.envFileError}; using the process environment only` });
+  const env = await createEnv(cfg, { notices });
+  await announceSetup(env, notices);
+  const running = await startServer(env);
   startBackground(env, running);
-  env.log.info({ url: running.url, host: cfg.host, port: running.port }, 'listening');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -40,6 +48,10 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // The first line says how long the start took (process start to listening), then what boot found.
+  const startupMs = Math.round(performance.now());
+  env.log.info({ url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs }, `listening on ${running.url} (started in ${startupMs} ms)`);
+  for (const n of notices) env.log[n.level](n.fields, n.msg);
 }
 
 async function setupToken(): Promise<void> {
@@ -57,21 +69,30 @@ async function securityAgentCmd(): Promise<void> {
   process.exitCode = await securityAgent(process.argv.slice(3), stdio);
 }
 
-/** Records (or with --undo removes) the opt-out, then prints the checklist as the API computes it. */
+/**
+ * Records (or with --undo removes) the opt-out, then prints the checklist as the running service
+ * computes it. Reads the configuration like `svc serve` does, and never creates anything where no
+ * service keeps its data: without the service's database it stops and says where it looked.
+ */
 async function securityCheckCmd(): Promise<void> {
-  const cfg = config();
+  const host = hostConfig();
+  const cfg = host.config;
+  const database = join(cfg.dataDir, 'svc.db');
+  if (!existsSync(database)) {
+    process.stderr.write(
+      `svc security-check: no service database at ${database}; nothing was changed.\n` +
+        `  Configuration read from ${host.envFile ?? `the process environment only (no ${process.env.SVC_ENV_FILE || DEFAULT_ENV_FILE})`}${host.envFileError ? ` (${host.envFileError})` : ''}.\n` +
+        '  Run it with the SVC_DATA_DIR (or SVC_ENV_FILE) the service uses, from the same working directory if SVC_DATA_DIR is relative.\n',
+    );
+    process.exitCode = 1;
+    return;
+  }
   const { securityCheck } = await import('./security-cli.js');
   const provider = async () => {
-    const { createEnv } = await import('./boot.js');
-    const { posture } = await import('../lib/security/live.js');
-    const { createLogger } = await import('../lib/log.js');
-    const env = await createEnv(cfg, { log: createLogger('silent') });
-    try {
-      return await posture(env);
-    } finally {
-      await env.db.destroy();
-    }
+    const { cliPosture } = await import('./security-cli.js');
+    return cliPosture(cfg);
   };
+  stdio.out(`Service data: ${cfg.dataDir}; configuration from ${host.envFile ? `${host.envFile} and the environment` : 'the environment'}.`);
   process.exitCode = await securityCheck(process.argv.slice(3), stdio, provider, { dataDir: cfg.dataDir });
 }
 

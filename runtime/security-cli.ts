@@ -2,12 +2,16 @@
 // Every host path hangs off `root` (default "/"), so tests run the whole thing in a temp dir.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { access, chmod, chown, constants, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postureSummary, formatPostureTable } from '../lib/security/format.js';
-import type { PostureItem } from '../lib/security/posture.js';
-import { readOptOut, writeOptOut, optOutPath } from '../lib/security/posture.js';
+import type { PostureInput, PostureItem } from '../lib/security/posture.js';
+import { evaluatePosture, readOptOut, writeOptOut, optOutPath } from '../lib/security/posture.js';
+import { postureInputFrom } from '../lib/security/live.js';
+import { chooseMasterKey } from '../lib/crypto/master-key.js';
+import { createEngine } from '../lib/docker/engine.js';
+import type { Config } from '../lib/config.js';
 import { DEFAULT_SECURITY_DIR, isStale, readHostSnapshot, snapshotPath } from '../lib/security/snapshot.js';
 
 export interface CliIo {
@@ -48,7 +52,8 @@ export const SERVICE_UNIT = 'svc-security-agent.service';
 export const TIMER_UNIT = 'svc-security-agent.timer';
 /** Files in /etc/cron.d are ignored by cron when their name has a dot. */
 export const CRON_FILE = 'svc-security-agent';
-export const DEFAULT_ENV_FILE = '/etc/svc/svc.env';
+export { DEFAULT_ENV_FILE } from './host-config.js';
+import { DEFAULT_ENV_FILE } from './host-config.js';
 
 const defaultRunner: CmdRunner = (cmd, args) =>
   new Promise((done) => {
@@ -374,4 +379,32 @@ export async function securityCheck(
     io.err(`svc security-check: ${e instanceof Error ? e.message : String(e)}`);
     return 1;
   }
+}
+
+/** What the service's tailer would find: the access log readable or not (the CLI reads no lines). */
+async function probeAccessLog(path: string): Promise<NonNullable<PostureInput['tailer']>> {
+  try {
+    await access(path, constants.R_OK);
+    const st = await stat(path);
+    return { reading: true, probed: true, path, lines: 0, lastLineAt: st.mtime.toISOString() };
+  } catch (e) {
+    return { reading: false, path, lines: 0, lastLineAt: null, error: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message };
+  }
+}
+
+/**
+ * The checklist from the service's own configuration and files, without opening its database
+ * (nothing is created or migrated) and with the master key resolved as the service resolves it.
+ */
+export async function cliPosture(cfg: Config): Promise<{ items: PostureItem[] }> {
+  const key = chooseMasterKey(cfg.dataDir, cfg.masterKey, { generate: false, hasSealedData: false });
+  const config: Config = { ...cfg, masterKey: key.key, masterKeySource: key.source };
+  const input = await postureInputFrom({
+    config,
+    engine: createEngine({ socketPath: cfg.dockerSocket }),
+    tailerStatus: cfg.security.monitor ? await probeAccessLog(cfg.accessLog) : null,
+    monitorEnabled: cfg.security.monitor,
+    now: Date.now(),
+  });
+  return evaluatePosture(input);
 }

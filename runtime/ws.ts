@@ -4,7 +4,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { Env } from '../lib/env.js';
+import { isIP } from 'node:net';
 import { authenticate } from '../lib/auth/principal.js';
+import { onCredentialsChanged } from '../lib/auth/cache.js';
+import { missingTopicResource } from '../lib/events/topics.js';
 import { HttpError } from '../lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
 import { buildBlockList, forwardedSecure } from '../lib/http/client.js';
@@ -36,10 +39,67 @@ function refuse(socket: Duplex, status: number, message: string): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
+/**
+ * The origins a cookie-authenticated upgrade may come from. With SVC_PUBLIC_URL or a control
+ * domain configured, those; the plain-HTTP fallback (`http://<ip>:9393`) stays usable because a
+ * Host that is an IP literal cannot be a rebinding attacker's name. Without configuration, the
+ * origin the request's own Host names. Cookies are never sent to another site's name, so an
+ * Origin that matches the Host it was sent to is our own page.
+ */
+export function allowedOrigin(config: Pick<Env['config'], 'publicUrl' | 'controlDomain'>): (origin: string | null, host: string | null, secure: boolean) => boolean {
+  const configured = new Set<string>();
+  if (config.publicUrl) configured.add(new URL(config.publicUrl).origin);
+  if (config.controlDomain) configured.add(`https://${config.controlDomain}`);
+  return (origin, host, secure) => {
+    if (!origin || !host) return false;
+    const o = origin.toLowerCase();
+    if (configured.has(o)) return true;
+    const own = `${secure ? 'https' : 'http'}://${host.toLowerCase()}`;
+    if (o !== own) return false;
+    if (configured.size === 0) return true;
+    const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+    return isIP(name) !== 0;
+  };
+}
+
+/** What a connection authenticated with, to check it again when credentials change. */
+interface Credential {
+  authorization: string | null;
+  cookie: string | null;
+}
+
 export function createWsHub(env: Env): WsHub {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const trusted = buildBlockList(env.config.trustedProxies);
+  const originOk = allowedOrigin(env.config);
   const alive = new WeakSet<WebSocket>();
+  const owners = new Map<WebSocket, { userId: string; credential: Credential }>();
+
+  // A revocation, logout, deleted operator or new password closes what it no longer allows.
+  // Coalesced: one pass over the open sockets per burst of changes.
+  let recheckQueued = false;
+  const recheck = () => {
+    recheckQueued = false;
+    for (const [ws, o] of owners) {
+      let still: Principal | null = null;
+      try {
+        still = authenticate(env, { get: (name: string) => (name === 'authorization' ? o.credential.authorization : name === 'cookie' ? o.credential.cookie : null) });
+      } catch {
+        still = null;
+      }
+      if (!still || still.user.id !== o.userId) {
+        owners.delete(ws);
+        ws.close(1008, 'credentials revoked');
+        // A peer that ignores the close handshake is cut off anyway.
+        setTimeout(() => ws.terminate(), 1000).unref();
+      }
+    }
+  };
+  const offCredentials = onCredentialsChanged(() => {
+    if (recheckQueued || owners.size === 0) return;
+    recheckQueued = true;
+    setImmediate(recheck);
+  });
   const heartbeat = setInterval(() => {
     for (const ws of wss.clients) {
       if (!alive.has(ws)) {
@@ -58,16 +118,15 @@ export function createWsHub(env: Env): WsHub {
     if (!principal) return null;
     if (principal.kind === 'session') {
       // Cookies ride along on cross-site WebSocket handshakes; only our own pages may use them.
-      const origin = headers.get('origin');
-      const host = headers.get('host');
       const secure = tls || forwardedSecure(req.socket.remoteAddress, headers.get('x-forwarded-proto'), trusted);
-      if (!origin || !host || origin !== `${secure ? 'https' : 'http'}://${host}`) return null;
+      if (!originOk(headers.get('origin'), headers.get('host'), secure)) return null;
     }
     return principal;
   }
 
-  function attach(ws: WebSocket, principal: Principal): void {
+  function attach(ws: WebSocket, principal: Principal, credential: Credential): void {
     const subs = new Map<string, () => void>();
+    owners.set(ws, { userId: principal.user.id, credential });
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
     const send = (msg: unknown) => {
@@ -99,6 +158,12 @@ export function createWsHub(env: Env): WsHub {
       if (subs.has(topic)) return send({ type: 'subscribed', topic });
       if (subs.size >= MAX_TOPICS) return sendError('bad_request', `at most ${MAX_TOPICS} topics per connection`);
       subs.set(topic, () => {});
+      const missing = await missingTopicResource(env.db, topic).catch(() => null);
+      if (missing !== null) {
+        subs.delete(topic);
+        return send({ type: 'error', code: 'not_found', error: `cannot subscribe to ${topic}: ${missing}`, topic });
+      }
+      if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) return;
       const off = await env.bus.subscribe(topic, (e: BusEvent) => send({ type: 'event', topic: e.topic, ts: e.ts, data: e.data }));
       if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) {
         off();
@@ -108,6 +173,7 @@ export function createWsHub(env: Env): WsHub {
       send({ type: 'subscribed', topic });
     });
     ws.on('close', () => {
+      owners.delete(ws);
       for (const off of subs.values()) off();
       subs.clear();
     });
@@ -123,7 +189,8 @@ export function createWsHub(env: Env): WsHub {
       authorise(req, tls).then(
         (principal) => {
           if (!principal) return refuse(socket, 401, 'Authentication required');
-          wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal));
+          const credential = { authorization: headerGetter(req).get('authorization'), cookie: headerGetter(req).get('cookie') };
+          wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal, credential));
         },
         (err) => {
           if (err instanceof HttpError) return refuse(socket, err.status === 401 ? 401 : 403, err.message);
@@ -134,6 +201,7 @@ export function createWsHub(env: Env): WsHub {
     },
     async close() {
       clearInterval(heartbeat);
+      offCredentials();
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       await new Promise<void>((r) => wss.close(() => r()));
       for (const ws of wss.clients) ws.terminate();

@@ -17,14 +17,14 @@ const composePath = z
   .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
 
 export const sourceSchema = z.discriminatedUnion('type', [
-  z.object({
+  z.strictObject({
     type: z.literal('git'),
     // checkRepoUrl refuses credentials in the URL (a token would be stored and shown in clear).
     repo_url: repoUrlSchema,
     branch: refSchema.default('main'),
     compose_path: composePath.optional(),
   }),
-  z.object({
+  z.strictObject({
     type: z.literal('image'),
     image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
   }),
@@ -39,7 +39,7 @@ export const healthPathSchema = z
   .regex(/^\/[\x21-\x7e]*$/, 'an absolute path like /healthz, printable characters only');
 
 export const servicePatchSchema = z
-  .object({
+  .strictObject({
     port: servicePortSchema.nullable().optional(),
     health_path: healthPathSchema.nullable().optional(),
   })

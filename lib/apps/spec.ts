@@ -11,17 +11,17 @@ import { addTrigger, listTriggers } from '../webhooks/store.js';
 
 export const SPEC_VERSION = 1;
 
-export const specSchema = z.object({
+export const specSchema = z.strictObject({
   version: z.literal(SPEC_VERSION),
   name: appNameSchema,
   source: sourceSchema,
   services: z
     // The same rules as PATCH /services/{name}, checked with the rest of the body (400, not later).
-    .array(z.object({ name: z.string().regex(SERVICE_NAME), port: servicePortSchema.nullable(), health_path: healthPathSchema.nullable() }))
+    .array(z.strictObject({ name: z.string().regex(SERVICE_NAME), port: servicePortSchema.nullable(), health_path: healthPathSchema.nullable() }))
     .max(100)
     .default([]),
-  env: z.array(z.object({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
-  triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
+  env: z.array(z.strictObject({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
+  triggers: z.array(z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
   domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
 });
 export type AppSpec = z.infer<typeof specSchema>;

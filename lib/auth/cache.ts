@@ -35,6 +35,24 @@ export function credentialCache<T>(): CredentialCache<T> {
   };
 }
 
+const listeners = new Set<() => void>();
+
+/**
+ * Called after every credential change (revocation, logout, a deleted operator, a new password):
+ * holders of long-lived connections re-check them, so a revoked principal's WebSockets close too.
+ */
+export function onCredentialsChanged(fn: () => void): () => void {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
 export function invalidateCredentials(): void {
   for (const m of caches) m.clear();
+  for (const fn of listeners) {
+    try {
+      fn();
+    } catch {
+      // A listener's failure must not undo or hide the change itself.
+    }
+  }
 }

@@ -5,6 +5,7 @@ import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
 import { createSession, csrfFor, deleteSessionByRaw } from './sessions.js';
 import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
+import { DEVICE_COOKIE, DEVICE_MAX_AGE, issueDevice } from './guard.js';
 
 /** Creates a fresh session (rotating away any session the request carried) and its cookies. */
 export async function startSession(env: Env, request: Request, client: Client, userId: string): Promise<Headers> {
@@ -17,6 +18,8 @@ export async function startSession(env: Env, request: Request, client: Client, u
   headers.append('set-cookie', serializeCookie(SESSION_COOKIE, raw, { httpOnly: true, secure: client.secure, maxAge }));
   headers.append('set-cookie', serializeCookie(CSRF_COOKIE, csrfFor(env.signingKey, raw), { httpOnly: false, secure: client.secure, maxAge }));
   headers.append('set-cookie', clearCookie(PRE_COOKIE, client.secure));
+  // This browser is now a known device of the operator: a login flood does not lock it out.
+  headers.append('set-cookie', serializeCookie(DEVICE_COOKIE, issueDevice(env.signingKey, userId), { httpOnly: true, secure: client.secure, maxAge: DEVICE_MAX_AGE, path: '/api/auth', sameSite: 'Strict' }));
   return headers;
 }
 

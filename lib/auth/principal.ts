@@ -9,6 +9,8 @@ export const SESSION_COOKIE = 'svc_session';
 export const CSRF_COOKIE = 'svc_csrf';
 export const PRE_COOKIE = 'svc_pre';
 
+export const BEARER = /^bearer[ \t]+([^\s]+)[ \t]*$/i;
+
 /**
  * A bearer header, when present, alone decides (an invalid one is 401 even beside a valid cookie).
  * Otherwise the session cookie. Returns null when neither is present or the session is gone.
@@ -17,7 +19,8 @@ export const PRE_COOKIE = 'svc_pre';
 export function authenticate(env: Env, headers: { get(name: string): string | null }): Principal | null {
   const authz = headers.get('authorization');
   if (authz !== null) {
-    const m = /^Bearer ([^\s]+)$/.exec(authz);
+    // RFC 9110: the scheme is case-insensitive (`bearer`, `BEARER`).
+    const m = BEARER.exec(authz);
     if (!m) throw new HttpError('unauthorized', 'Authorization header must be "Bearer <token>"');
     const t = resolveApiToken(env.db, m[1]!, env.now());
     if (!t) throw new HttpError('unauthorized', 'API token is invalid, expired or revoked');

@@ -2,14 +2,35 @@
 import type * as Jose from 'jose';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
+import type { Sealer } from '../crypto/seal.js';
 
-export async function loadSigningKey(db: Db): Promise<Uint8Array> {
-  const row = await db.selectFrom('settings').select('value').where('key', '=', 'signing_key').executeTakeFirst();
-  if (row) return Buffer.from(row.value, 'base64url');
-  const key = randomBytes(32);
-  await db.insertInto('settings').values({ key: 'signing_key', value: key.toString('base64url') }).onConflict((c) => c.doNothing()).execute();
-  const again = await db.selectFrom('settings').select('value').where('key', '=', 'signing_key').executeTakeFirstOrThrow();
-  return Buffer.from(again.value, 'base64url');
+// The instance key signs `svc_pre` and derives CSRF tokens: whoever reads it from a copy of the
+// database could forge both, so it is sealed under the master key like every other secret.
+export const SIGNING_KEY_SETTING = 'signing_key';
+export const SIGNING_KEY_BINDING = 'settings:signing_key';
+
+/** Sealed envelopes start with their version; the key stored in clear by older builds does not. */
+export const isSealed = (value: string) => value.startsWith('v1.');
+
+/**
+ * The instance key, created on first use. A key stored in clear (older builds, or a boot without
+ * a master key) is sealed in place as soon as a master key is available.
+ */
+export async function loadSigningKey(db: Db, sealer: Sealer): Promise<Uint8Array> {
+  const read = () => db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirst();
+  let row = await read();
+  if (!row) {
+    const fresh = randomBytes(32).toString('base64url');
+    const value = sealer.available ? sealer.seal(fresh, SIGNING_KEY_BINDING) : fresh;
+    await db.insertInto('settings').values({ key: SIGNING_KEY_SETTING, value }).onConflict((c) => c.doNothing()).execute();
+    row = (await read())!;
+  }
+  if (isSealed(row.value)) return Buffer.from(sealer.open(row.value, SIGNING_KEY_BINDING), 'base64url');
+  if (sealer.available) {
+    // Conditional: a concurrent boot that sealed it first wins, and both end with the same key.
+    await db.updateTable('settings').set({ value: sealer.seal(row.value, SIGNING_KEY_BINDING) }).where('key', '=', SIGNING_KEY_SETTING).where('value', '=', row.value).execute();
+  }
+  return Buffer.from(row.value, 'base64url');
 }
 
 export const PRE_AUTH_SECONDS = 300;

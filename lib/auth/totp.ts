@@ -68,8 +68,30 @@ export function newRecoveryCodes(n = 10): string[] {
 
 export const RECOVERY_PATTERN = /^[a-z2-9]{5}-?[a-z2-9]{5}$/;
 
-function recoveryHash(code: string): string {
+// A bare SHA-256 of a 50-bit code is brute-forced offline from a copy of the database; keyed by
+// the master key, the stored value is worthless without it. The keyed digest is taken over the
+// old bare hash, so codes stored by older builds are upgraded in place (rehashRecoveryCodes) and
+// keep working: nobody has to print new ones.
+const RECOVERY_PREFIX = 'hmac1:';
+
+function bareRecoveryHash(code: string): string {
   return createHash('sha256').update('recovery:' + code.toLowerCase().replace('-', '')).digest('hex');
+}
+
+function keyedRecoveryHash(sealer: Sealer, bare: string): string {
+  return RECOVERY_PREFIX + sealer.digest('recovery-code', bare);
+}
+
+const recoveryHash = (sealer: Sealer, code: string) => keyedRecoveryHash(sealer, bareRecoveryHash(code));
+
+/** Boot: re-keys codes stored as a bare SHA-256 by older builds. Returns how many were upgraded. */
+export async function rehashRecoveryCodes(db: Db, sealer: Sealer): Promise<number> {
+  if (!sealer.available) return 0;
+  const rows = await db.selectFrom('recovery_codes').select(['id', 'code_hash']).where('code_hash', 'not like', `${RECOVERY_PREFIX}%`).execute();
+  for (const r of rows) {
+    await db.updateTable('recovery_codes').set({ code_hash: keyedRecoveryHash(sealer, r.code_hash) }).where('id', '=', r.id).where('code_hash', '=', r.code_hash).execute();
+  }
+  return rows.length;
 }
 
 /** Enables TOTP with the pending secret once a code proves the authenticator has it. */
@@ -85,7 +107,7 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
       .where('id', '=', userId)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
-    await tx.insertInto('recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(c), used_at: null }))).execute();
+    await tx.insertInto('recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null }))).execute();
   });
   invalidateCredentials();
   return codes;
@@ -104,7 +126,7 @@ export async function consumeSecondFactor(db: Db, sealer: Sealer, userId: string
       .updateTable('recovery_codes')
       .set({ used_at: nowIso(now) })
       .where('user_id', '=', userId)
-      .where('code_hash', '=', recoveryHash(trimmed))
+      .where('code_hash', '=', recoveryHash(sealer, trimmed))
       .where('used_at', 'is', null)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;

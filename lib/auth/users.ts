@@ -2,6 +2,7 @@ import type { Db } from '../db/index.js';
 import type { UserTable } from '../db/schema.js';
 import { nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
+import { invalidateCredentials } from './cache.js';
 
 export interface PublicUser {
   id: string;
@@ -36,4 +37,25 @@ export async function insertUser(db: Db, username: string, passwordHash: string)
   const row = { id: newId(), username, password_hash: passwordHash, totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, created_at: now, updated_at: now };
   await db.insertInto('users').values(row).execute();
   return publicUser(row);
+}
+
+/** Removes an operator with every session and token (cascade); open connections close at once. */
+export async function deleteUser(db: Db, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+  invalidateCredentials();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/**
+ * A new password ends every session of the operator except `keepSessionId` (the one that changed
+ * it, if any): whoever knew the old password is logged out, WebSockets included.
+ */
+export async function setPassword(db: Db, id: string, passwordHash: string, keepSessionId: string | null = null, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx.updateTable('users').set({ password_hash: passwordHash, updated_at: nowIso(now) }).where('id', '=', id).execute();
+    let q = tx.deleteFrom('sessions').where('user_id', '=', id);
+    if (keepSessionId) q = q.where('id', '!=', keepSessionId);
+    await q.execute();
+  });
+  invalidateCredentials();
 }

@@ -1,6 +1,6 @@
 // AES-256-GCM sealing of secrets at rest. Envelope: v1.<iv>.<ciphertext>.<tag> (base64url).
 // The owning row is bound in as associated data, so a ciphertext copied to another row fails to open.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { HttpError } from '../http/errors.js';
 
 const VERSION = 'v1';
@@ -11,6 +11,11 @@ export interface Sealer {
   readonly available: boolean;
   seal(plaintext: string, binding: string): string;
   open(envelope: string, binding: string): string;
+  /**
+   * A keyed digest (HMAC-SHA-256 under a key derived from the master key for `purpose`): for
+   * values that are checked, never read back, and must be worthless to whoever copies the database.
+   */
+  digest(purpose: string, value: string): string;
 }
 
 export class SealError extends Error {}
@@ -25,13 +30,20 @@ export function createSealer(masterKey: Buffer | null): Sealer {
     const missing = () => {
       throw new HttpError('service_unavailable', 'SVC_MASTER_KEY is not set, so secrets cannot be sealed or opened');
     };
-    return { available: false, seal: missing, open: missing };
+    return { available: false, seal: missing, open: missing, digest: missing };
   }
   if (masterKey.length !== 32) throw new Error('master key must be 32 bytes');
   // A derived key keeps the master key usable for other purposes without key reuse across them.
   const key = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), 'svc secret sealing v1', 32));
+  const digestKeys = new Map<string, Buffer>();
+  const digestKey = (purpose: string) => {
+    let k = digestKeys.get(purpose);
+    if (!k) digestKeys.set(purpose, (k = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), `svc keyed digest v1:${purpose}`, 32))));
+    return k;
+  };
   return {
     available: true,
+    digest: (purpose, value) => createHmac('sha256', digestKey(purpose)).update(value, 'utf8').digest('hex'),
     seal(plaintext, binding) {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });

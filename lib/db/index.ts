@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
+import { ensurePrivateDir } from '../util/private-dir.js';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
@@ -15,8 +16,11 @@ const staticProvider: MigrationProvider = { getMigrations: async () => migration
 export function openDb(dataDir: string | ':memory:'): Db {
   let file = ':memory:';
   if (dataDir !== ':memory:') {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ensurePrivateDir(dataDir);
     file = join(dataDir, 'svc.db');
+    // SQLite gives the -wal and -shm files the database file's mode: create it 0600 first.
+    closeSync(openSync(file, 'a', 0o600));
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
   }
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { HttpError, badRequest } from './errors.js';
+import { ClientAbortError, HttpError, badRequest } from './errors.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -12,7 +12,14 @@ export async function readBodyBytes(request: Request, limit = MAX_BODY_BYTES): P
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      // The only way a request body stream fails is the client closing the connection mid-body.
+      throw new ClientAbortError();
+    }
+    const { done, value } = chunk;
     if (done) break;
     total += value.byteLength;
     if (total > limit) {
@@ -55,10 +62,12 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promis
 
 /** zod issues -> the contract's details, naming each field by its path. */
 export function validationError(error: z.ZodError, where: 'body' | 'query' | 'params' = 'body'): HttpError {
-  const details = error.issues.map((i) => ({
-    field: i.path.length ? i.path.join('.') : where,
-    message: i.message,
-  }));
+  // An unknown key is named itself (`expires_in`), not the object that carries it.
+  const details = error.issues.flatMap((i) =>
+    i.code === 'unrecognized_keys'
+      ? i.keys.map((k) => ({ field: [...i.path, k].join('.'), message: 'unknown field' }))
+      : [{ field: i.path.length ? i.path.join('.') : where, message: i.message }],
+  );
   const first = details[0];
   const msg = first ? `Invalid ${where === 'body' ? 'field' : where} "${first.field}": ${first.message}` : `Invalid ${where}`;
   return badRequest(msg, details);

@@ -22,10 +22,11 @@ export interface CookieOptions {
   secure: boolean;
   maxAge?: number;
   sameSite?: 'Lax' | 'Strict';
+  path?: string;
 }
 
 export function serializeCookie(name: string, value: string, o: CookieOptions): string {
-  let s = `${name}=${encodeURIComponent(value)}; Path=/; SameSite=${o.sameSite ?? 'Lax'}`;
+  let s = `${name}=${encodeURIComponent(value)}; Path=${o.path ?? '/'}; SameSite=${o.sameSite ?? 'Lax'}`;
   if (o.maxAge !== undefined) s += `; Max-Age=${Math.max(0, Math.floor(o.maxAge))}`;
   if (o.httpOnly) s += '; HttpOnly';
   if (o.secure) s += '; Secure';

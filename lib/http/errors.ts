@@ -54,6 +54,13 @@ export class HttpError extends Error {
   }
 }
 
+/** The client went away while its request body was being read: nobody is left to answer. */
+export class ClientAbortError extends HttpError {
+  constructor() {
+    super('bad_request', 'The request body was aborted by the client');
+  }
+}
+
 export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('bad_request', message, details);
 export const notFound = (what = 'Not found') => new HttpError('not_found', what);
 export const conflict = (message: string) => new HttpError('conflict', message);

@@ -1,14 +1,18 @@
 // The posture checklist's input, read from live state on every request: configuration, the
 // agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
+import { existsSync } from 'node:fs';
 import type { Env } from '../env.js';
+import type { Config } from '../config.js';
+import type { Engine } from '../docker/index.js';
+import { masterKeyPath } from '../crypto/master-key.js';
 import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
 import { evaluatePosture, readOptOut, type PostureInput, type PostureItem } from './posture.js';
 import { readHostSnapshot } from './snapshot.js';
 
 const ENGINE_BUDGET_MS = 2000;
 
-async function hostPorts(env: Env): Promise<PostureInput['hostPorts']> {
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ filters: { label: [LABEL_APP] } }));
+async function hostPorts(engine: Engine): Promise<PostureInput['hostPorts']> {
+  const list = await guard(engine, () => engine.docker.listContainers({ filters: { label: [LABEL_APP] } }));
   const by = new Map<string, { app: string; service: string; ports: { host_ip?: string; host_port: number; container_port: number; protocol: string }[] }>();
   for (const c of list) {
     const published = (c.Ports ?? []).filter((p) => p.PublicPort);
@@ -26,26 +30,42 @@ function withBudget<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
   return Promise.race([p.catch(() => fallback), new Promise<T>((r) => setTimeout(() => r(fallback), ms).unref())]);
 }
 
-export async function postureInput(env: Env): Promise<PostureInput> {
-  const c = env.config;
+/** What the checklist reads; the running service hands its env, the CLI builds the same from config. */
+export interface PostureSources {
+  config: Config;
+  engine: Engine;
+  tailerStatus: PostureInput['tailer'];
+  monitorEnabled: boolean;
+  now: number;
+}
+
+export async function postureInputFrom(src: PostureSources): Promise<PostureInput> {
+  const c = src.config;
   const [snapshot, ports] = await Promise.all([
     c.security.agent ? readHostSnapshot(c.security.dir) : Promise.resolve(null),
     // An unreachable engine must not make the checklist hang or fail.
-    withBudget(hostPorts(env), ENGINE_BUDGET_MS, []),
+    withBudget(hostPorts(src.engine), ENGINE_BUDGET_MS, []),
   ]);
   return {
     masterKeySet: c.masterKey !== null,
+    masterKeySource: c.masterKeySource ?? undefined,
+    masterKeyFile: masterKeyPath(c.dataDir),
+    masterKeyFilePresent: existsSync(masterKeyPath(c.dataDir)),
     metricsTokenSet: c.metricsToken !== null,
     exposure: c.exposure,
     baseDomain: c.baseDomain,
     agentEnabled: c.security.agent,
     optedOut: !c.security.expectFirewall || readOptOut(c.dataDir),
     snapshot,
-    tailer: env.tailer.status(),
-    monitorEnabled: env.monitor !== null,
+    tailer: src.tailerStatus,
+    monitorEnabled: src.monitorEnabled,
     hostPorts: ports,
-    now: env.now(),
+    now: src.now,
   };
+}
+
+export function postureInput(env: Env): Promise<PostureInput> {
+  return postureInputFrom({ config: env.config, engine: env.engine, tailerStatus: env.tailer.status(), monitorEnabled: env.monitor !== null, now: env.now() });
 }
 
 export async function posture(env: Env): Promise<{ items: PostureItem[] }> {

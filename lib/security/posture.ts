@@ -31,6 +31,11 @@ export type PublishedPort =
 
 export interface PostureInput {
   masterKeySet: boolean;
+  /** Where the key came from: SVC_MASTER_KEY, or the key file beside the data. */
+  masterKeySource?: 'env' | 'file';
+  /** `<dataDir>/master.key`, and whether it exists (a copy left there after moving the key out). */
+  masterKeyFile?: string;
+  masterKeyFilePresent?: boolean;
   metricsTokenSet: boolean;
   exposure: 'local' | 'public';
   baseDomain?: string | null;
@@ -41,7 +46,7 @@ export interface PostureInput {
   /** The agent's parsed snapshot (null when none was read). */
   snapshot: ParsedSnapshot | null;
   /** The access-log tailer's status (null when there is no tailer). */
-  tailer: { reading: boolean; path: string; error?: string; lines: number; lastLineAt: string | null } | null;
+  tailer: { reading: boolean; path: string; error?: string; lines: number; lastLineAt: string | null; probed?: boolean } | null;
   /** SVC_SECURITY_MONITOR is not false. */
   monitorEnabled: boolean;
   /** Services that publish host ports; ports bound only to loopback are not counted. */
@@ -229,17 +234,7 @@ function hostPortRows(input: PostureInput): PostureItem[] {
 export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
   const items: PostureItem[] = [firewallRow(input), fail2banRow(input)];
 
-  items.push(
-    input.masterKeySet
-      ? { code: 'master_key', status: 'ok', title: 'Master key', reason: 'SVC_MASTER_KEY is set: secrets are sealed at rest.', fix: 'Nothing to do. Keep a copy of it outside this host.' }
-      : {
-          code: 'master_key',
-          status: 'error',
-          title: 'Master key',
-          reason: 'SVC_MASTER_KEY is missing: secrets (env values, deploy keys, TOTP secrets, webhook URLs) cannot be sealed.',
-          fix: 'Set SVC_MASTER_KEY to 64 hex characters (generate with `openssl rand -hex 32`) in the service environment file, restart, and keep a copy somewhere safe.',
-        },
-  );
+  items.push(masterKeyRow(input));
   items.push(
     input.metricsTokenSet
       ? { code: 'metrics_token', status: 'ok', title: 'Metrics token', reason: 'SVC_METRICS_TOKEN is set: /metrics answers only to that bearer token.', fix: 'Nothing to do.' }
@@ -279,6 +274,43 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
   return { items };
 }
 
+function masterKeyRow(input: PostureInput): PostureItem {
+  const title = 'Master key';
+  const file = input.masterKeyFile ?? '<data dir>/master.key';
+  if (!input.masterKeySet) {
+    return {
+      code: 'master_key',
+      status: 'error',
+      title,
+      reason: 'SVC_MASTER_KEY is missing: secrets (env values, deploy keys, TOTP secrets, webhook URLs) cannot be sealed.',
+      fix: 'Set SVC_MASTER_KEY to 64 hex characters (generate with `openssl rand -hex 32`) in the service environment file, restart, and keep a copy somewhere safe.',
+    };
+  }
+  const moveOut =
+    `Move it out of the data directory: put SVC_MASTER_KEY=<the 64 hex characters in ${file}> in the service environment ` +
+    '(for example /etc/svc/svc.env, owned by root, mode 0600), restart and check that the service starts, ' +
+    `then delete ${file}. Keep a copy offline: without the key, sealed secrets cannot be recovered.`;
+  if (input.masterKeySource === 'file') {
+    return {
+      code: 'master_key',
+      status: 'warning',
+      title,
+      reason: `The master key is stored in ${file}, beside the data it protects: anyone with a copy of the data directory (a backup, a snapshot, a stolen disk) can open every sealed secret. A key supplied from outside (SVC_MASTER_KEY) protects more.`,
+      fix: moveOut,
+    };
+  }
+  if (input.masterKeySource === 'env' && input.masterKeyFilePresent) {
+    return {
+      code: 'master_key',
+      status: 'warning',
+      title,
+      reason: `SVC_MASTER_KEY is set, but a key file is still stored beside the data in ${file}.`,
+      fix: `Check that you have a copy of SVC_MASTER_KEY outside this host, then delete ${file}.`,
+    };
+  }
+  return { code: 'master_key', status: 'ok', title, reason: 'SVC_MASTER_KEY is set: secrets are sealed at rest.', fix: 'Nothing to do. Keep a copy of it outside this host.' };
+}
+
 function requestMonitoringRow(input: PostureInput): PostureItem {
   const title = 'Request monitoring';
   if (!input.monitorEnabled) {
@@ -299,6 +331,9 @@ function requestMonitoringRow(input: PostureInput): PostureItem {
       reason: `The access log${t ? ` ${t.path}` : ''} is not being read${t?.error ? ` (${t.error})` : ''}, so traffic analysis is off.`,
       fix: 'Make the reverse proxy write a JSON access log (Caddy: `log { output file /var/log/caddy/access.log; format json }`), point SVC_ACCESS_LOG at it, and let the service read it.',
     };
+  }
+  if (t.probed) {
+    return { code: 'request_monitoring', status: 'ok', title, reason: `${t.path} is readable${t.lastLineAt ? ` (last written ${t.lastLineAt})` : ''}: the service reads it.`, fix: 'Nothing to do.' };
   }
   return {
     code: 'request_monitoring',
@@ -328,6 +363,6 @@ export function writeOptOut(dataDir: string, on: boolean, now: Date = new Date()
   }
   mkdirSync(dataDir, { recursive: true });
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', { mode: 0o644 });
+  writeFileSync(tmp, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', { mode: 0o600 });
   renameSync(tmp, path);
 }

@@ -8,7 +8,8 @@ import { createEnv, announceSetup } from '../../runtime/boot.js';
 import { startServer, type Running } from '../../runtime/server.js';
 import { startBackground } from '../../runtime/background.js';
 import type { Env } from '../../lib/env.js';
-import { createLogger } from '../../lib/log.js';
+import { pino } from 'pino';
+import { createLogger, type Logger } from '../../lib/log.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -21,7 +22,7 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(vars: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger } = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -35,7 +36,7 @@ export async function startTestServer(vars: Record<string, string> = {}): Promis
     SVC_SECURITY_DIR: join(dataDir, 'security'),
     ...vars,
   });
-  const env = await createEnv(config, { log: createLogger(config.logLevel) });
+  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel) });
   await announceSetup(env);
   const running = await startServer(env);
   startBackground(env, running);
@@ -104,4 +105,20 @@ export async function adminClient(s: TestServer): Promise<Client> {
   const r = await c.req('POST', '/api/auth/login', ADMIN);
   if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`);
   return c;
+}
+
+/** Creates an API token the way an operator must: a step-up first (tokens need a recent one). */
+export async function apiToken(c: Client, name: string): Promise<string> {
+  const up = await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
+  if (up.status !== 200) throw new Error(`step-up failed: ${up.status} ${up.text}`);
+  const r = await c.req('POST', '/api/auth/api-tokens', { name });
+  if (r.status !== 201) throw new Error(`token creation failed: ${r.status} ${r.text}`);
+  return r.body.token;
+}
+
+/** A logger that keeps every line (parsed) in memory, for tests that assert on what is logged. */
+export function memoryLogger(level = 'info'): { log: Logger; lines: Array<Record<string, any>> } {
+  const lines: Array<Record<string, any>> = [];
+  const log = pino({ level, base: undefined }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+  return { log, lines };
 }

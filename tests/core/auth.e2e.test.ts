@@ -58,6 +58,8 @@ test('login: wrong password and unknown user get the same 401; success sets Http
   assert.doesNotMatch(csrf, /HttpOnly/);
   assert.equal((await c.req('GET', '/api/auth/me')).body.via, 'session');
   admin = c;
+  // Creating API tokens (below) needs a recent step-up.
+  assert.equal((await admin.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
 });
 
 test('a login rotates the session: the old cookie stops working', async () => {
@@ -101,6 +103,16 @@ test('CSRF: cookie-authenticated writes need the header of this very session', a
   assert.equal(ok.status, 201);
 });
 
+test('API tokens: creating one needs a recent step-up, like the contract says', async () => {
+  const c = new Client(s.url);
+  await c.req('POST', '/api/auth/login', ADMIN);
+  const denied = await c.req('POST', '/api/auth/api-tokens', { name: 'no-step-up' });
+  assert.equal(denied.status, 403);
+  assert.equal(denied.body.code, 'step_up_required');
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  assert.equal((await c.req('POST', '/api/auth/api-tokens', { name: 'after-step-up' })).status, 201);
+});
+
 test('API tokens: shown once, listed without value, bearer needs no CSRF, bearer beats cookies, revocation is immediate', async () => {
   const created = await admin.req('POST', '/api/auth/api-tokens', { name: 'ci' });
   assert.equal(created.status, 201);
@@ -113,7 +125,16 @@ test('API tokens: shown once, listed without value, bearer needs no CSRF, bearer
   const bot = new Client(s.url);
   bot.bearer = created.body.token;
   assert.equal((await bot.req('GET', '/api/auth/me')).body.via, 'token');
+  // A token is no way around the step-up: it needs its own.
+  assert.equal((await bot.req('POST', '/api/auth/api-tokens', { name: 'from-bot' })).status, 403);
+  assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   assert.equal((await bot.req('POST', '/api/auth/api-tokens', { name: 'from-bot' })).status, 201);
+  // RFC 9110: the scheme is case-insensitive.
+  for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+    const r = await new Client(s.url).req('GET', '/api/auth/me', undefined, { authorization: `${scheme} ${created.body.token}` });
+    assert.equal(r.status, 200, scheme);
+    assert.equal(r.body.via, 'token');
+  }
 
   // An invalid bearer is 401 even beside a valid session cookie.
   const mixed = new Client(s.url);

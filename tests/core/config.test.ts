@@ -50,11 +50,34 @@ for (const [name, value] of bad) {
 test('the service refuses to boot on a bad value and says which variable', () => {
   const cli = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
   try {
-    execFileSync(process.execPath, [cli, 'serve'], { env: { ...process.env, SVC_SECURITY_MAX_IPS: '-1' }, stdio: 'pipe' });
+    // A deadline: a regression that boots (and then serves forever) fails instead of hanging the run.
+    execFileSync(process.execPath, [cli, 'serve'], { env: { ...process.env, SVC_SECURITY_MAX_IPS: '-1', SVC_ENV_FILE: '/nonexistent/svc.env' }, stdio: 'pipe', timeout: 60_000, killSignal: 'SIGKILL' });
     assert.fail('booted');
   } catch (e) {
-    const err = e as { status: number; stderr: Buffer };
+    const err = e as { status: number | null; signal: string | null; stderr: Buffer };
+    assert.equal(err.signal, null, 'svc serve did not stop by itself within 60 s');
     assert.equal(err.status, 2);
     assert.match(err.stderr.toString(), /SVC_SECURITY_MAX_IPS/);
+  }
+});
+
+test('the environment file is read like systemd reads it, and the process environment wins', async () => {
+  const { parseEnvFile } = await import('../../lib/config.js');
+  const parsed = parseEnvFile(['# comment', '; also a comment', 'SVC_PORT=9400', 'export SVC_HOST="127.0.0.1"', "SVC_BASE_DOMAIN='apps.example.com'", 'SVC_METRICS_TOKEN = "a \\"quoted\\" token"', 'not a line', ''].join('\n'));
+  assert.deepEqual(parsed, { SVC_PORT: '9400', SVC_HOST: '127.0.0.1', SVC_BASE_DOMAIN: 'apps.example.com', SVC_METRICS_TOKEN: 'a "quoted" token' });
+  const { loadHostConfig } = await import('../../runtime/host-config.js');
+  const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-envfile-'));
+  try {
+    await writeFile(join(dir, 'svc.env'), 'SVC_PORT=9400\nSVC_EXPOSURE=public\n');
+    const h = loadHostConfig({ SVC_ENV_FILE: join(dir, 'svc.env'), SVC_PORT: '9500' });
+    assert.equal(h.envFile, join(dir, 'svc.env'));
+    assert.equal(h.config.port, 9500);
+    assert.equal(h.config.exposure, 'public');
+    assert.equal(loadHostConfig({ SVC_ENV_FILE: join(dir, 'missing.env') }).envFile, null);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
+import { poll } from '../_support/wait.js';
 import { startTestServer, Client, adminClient, ADMIN, type TestServer } from '../_support/server.js';
 
 const servers: TestServer[] = [];
@@ -35,10 +36,12 @@ function rawPost(url: string, path: string, body: unknown, headers: Record<strin
 
 test('login is rate-limited per client address; X-Forwarded-For from an untrusted peer does not escape it', async () => {
   const s = await server({ SVC_AUTH_RATE_LIMIT: '5' });
-  const bad = { username: 'nobody', password: 'wrong' };
+  // A new name each time: this is about the per-address limit, not the per-account one.
+  let n = 0;
+  const bad = () => ({ username: `nobody-${n++}`, password: 'wrong' });
   let limited: { status: number; headers: Record<string, string | string[] | undefined> } | undefined;
   for (let i = 0; i < 8; i++) {
-    const r = await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': `203.0.113.${i}` }, '127.0.0.2');
+    const r = await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': `203.0.113.${i}` }, '127.0.0.2');
     if (r.status === 429) {
       limited = r;
       break;
@@ -48,10 +51,10 @@ test('login is rate-limited per client address; X-Forwarded-For from an untruste
   assert.ok(limited, '127.0.0.2 was never limited despite rotating X-Forwarded-For');
   assert.ok(Number(limited.headers['retry-after']) >= 1);
   // A different client address has its own budget.
-  assert.equal((await rawPost(s.url, '/api/auth/login', bad, {}, '127.0.0.3')).status, 401);
+  assert.equal((await rawPost(s.url, '/api/auth/login', bad(), {}, '127.0.0.3')).status, 401);
   // From a trusted proxy (127.0.0.1), X-Forwarded-For names the client, so each forwarded client is counted apart.
-  for (let i = 0; i < 4; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1')).status, 401);
-  for (let i = 0; i < 3; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad, { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1')).status, 401);
+  for (let i = 0; i < 4; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1')).status, 401);
+  for (let i = 0; i < 3; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1')).status, 401);
 });
 
 test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted proxy', async () => {
@@ -68,7 +71,7 @@ test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted pro
 test('TLS served directly: cookies are Secure', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'pipe' });
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'pipe', timeout: 60_000 });
     const s = await server({ SVC_TLS_CERT: join(dir, 'cert.pem'), SVC_TLS_KEY: join(dir, 'key.pem') });
     assert.ok(s.url.startsWith('https://'));
     const setup = await (await import('../_support/server.js')).setupToken(s);
@@ -114,19 +117,22 @@ test('/metrics: 404 without the exact bearer, Prometheus text with it, HTTP coun
 
 test('graceful shutdown lets an in-flight request finish, then refuses new connections', async () => {
   const s = await startTestServer();
-  // A slow request: the body arrives after close() has begun.
+  // A slow request: the body arrives only after close() has begun.
   const u = new URL(s.url);
+  const arrived = new Promise((resolve) => s.running.server.once('request', resolve));
+  const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json' } });
   const inflight = new Promise<number>((resolve, reject) => {
-    const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    req.on('response', (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode!));
     });
     req.on('error', reject);
-    req.write('{"username":"x",');
-    setTimeout(() => req.end('"password":"y"}'), 300);
   });
-  await new Promise((r) => setTimeout(r, 100));
+  req.write('{"username":"x",');
+  await arrived;
   const closing = s.stop();
+  await poll('the server to stop accepting', () => !s.running.server.listening, 10_000, 5);
+  req.end('"password":"y"}');
   assert.equal(await inflight, 401);
   await closing;
   await assert.rejects(fetch(s.url + '/api/health'));

@@ -1,7 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { insertApp } from '../../lib/apps/store.js';
+import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
 
 let s: TestServer;
 let admin: Client;
@@ -10,11 +11,21 @@ let token: string;
 before(async () => {
   s = await startTestServer();
   admin = await adminClient(s);
-  token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'ws' })).body.token;
+  token = await apiToken(admin, 'ws');
 });
 after(async () => {
   await s.stop();
 });
+
+/** A deployment row that exists (build: topics need one) and that no worker will pick up. */
+async function insertFinishedDeployment(id: string): Promise<void> {
+  const app = await insertApp(s.env.db, `ws-${id}`, { type: 'image', image: 'nginx:1.27' });
+  const now = new Date().toISOString();
+  await s.env.db
+    .insertInto('deployments')
+    .values({ id, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null })
+    .execute();
+}
 
 const wsUrl = () => s.url.replace('http', 'ws') + '/api/ws';
 
@@ -117,6 +128,7 @@ test('a late subscriber gets the replay first, then live events, without gap or 
     return d;
   }
   for (let i = 0; i < 5; i++) pushLine();
+  await insertFinishedDeployment('abc');
   const ws = await open({ authorization: `Bearer ${token}` });
   const c = collector(ws);
   ws.send(JSON.stringify({ type: 'subscribe', topic: 'build:abc' }));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, apiToken, type Client, type TestServer } from '../_support/server.js';
 import { listAppContainers } from '../../lib/docker/index.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
@@ -322,7 +322,7 @@ test('a WebSocket client subscribing late to build:<id> receives the whole log i
   const lines = Array.from({ length: 40 }, (_, i) => `echo line-${i}`).join(' && ');
   await git.commit(repo, webRepo('ws', `RUN ${lines} && sleep 4 && echo ${uniq()} && ${lines}`));
   const app = await createApp(repo);
-  const token = (await admin.req('POST', '/api/auth/api-tokens', { name: 'ws-deploy' })).body.token;
+  const token = await apiToken(admin, 'ws-deploy');
   const d = await deploy(app.id);
   // Late: the build has already written lines.
   await until('some log lines', async () => (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items.length > 5, 120_000, 100);

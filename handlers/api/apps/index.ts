@@ -5,7 +5,7 @@ import { insertApp, listApps } from '../../../lib/apps/store.js';
 import { currentStatuses } from '../../../lib/apps/status.js';
 import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 
-const body = z.object({ name: appNameSchema, source: sourceSchema });
+const body = z.strictObject({ name: appNameSchema, source: sourceSchema });
 export const schema: HandlerModule['schema'] = { body: { POST: body } };
 
 export const GET: Handler = async (_req, { env }) => json({ items: await currentStatuses(env, await listApps(env.db)) });

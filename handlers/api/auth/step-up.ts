@@ -9,7 +9,7 @@ import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
 
-const body = z.object({
+const body = z.strictObject({
   password: z.string().min(1).max(PASSWORD_MAX).optional(),
   code: z.string().min(1).max(32).optional(),
 });
@@ -26,7 +26,8 @@ export const POST: Handler<{}, z.infer<typeof body>> = async (_req, { env, body,
     ok = await consumeSecondFactor(env.db, env.sealer, user.id, body.code, env.now());
   } else {
     if (!body.password) throw badRequest('password is required', [{ field: 'password', message: 'required' }]);
-    ok = await verifyPassword(body.password, user.password_hash);
+    // An authenticated operator: never queued behind strangers' login attempts.
+    ok = await verifyPassword(body.password, user.password_hash, 'priority');
   }
   audit({ action: 'auth.step_up' });
   if (!ok) throw new HttpError('invalid_credentials', 'Verification failed');

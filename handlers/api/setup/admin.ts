@@ -10,7 +10,7 @@ import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
 export const auth: HandlerModule['auth'] = 'public';
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
 
-const body = z.object({
+const body = z.strictObject({
   token: z.string().min(1).max(256),
   username: z.string().regex(USERNAME_PATTERN, 'letters, digits, ".", "_", "@", "-"; at most 64'),
   password: z.string().min(PASSWORD_MIN, `at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),

@@ -10,7 +10,7 @@ import { appParams, type AppParams } from '../_shared.js';
 
 export const stepUp: HandlerModule['stepUp'] = ['DELETE'];
 
-const patch = z.object({ name: z.string().optional(), source: sourceSchema.optional() });
+const patch = z.strictObject({ name: z.string().optional(), source: sourceSchema.optional() });
 const delQuery = z.object({ volumes: z.enum(['true', 'false']).default('false') });
 export const schema: HandlerModule['schema'] = { params: appParams, body: { PATCH: patch } };
 

@@ -3,7 +3,10 @@ import { json } from '../../../../lib/http/respond.js';
 import { createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
 import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
 
-const body = z.object({
+// A token outlives the session that made it: minting one is as sensitive as the other step-up operations.
+export const stepUp: HandlerModule['stepUp'] = ['POST'];
+
+const body = z.strictObject({
   name: z.string().trim().min(1).max(64),
   expires_at: z.iso
     .datetime({ offset: true })

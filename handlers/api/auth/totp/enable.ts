@@ -6,7 +6,7 @@ import { findUser } from '../../../../lib/auth/users.js';
 import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
 
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
-const body = z.object({ code: z.string().regex(/^\d{6}$/, 'six digits') });
+const body = z.strictObject({ code: z.string().regex(/^\d{6}$/, 'six digits') });
 export const schema: HandlerModule['schema'] = { body: { POST: body } };
 
 export const POST: Handler<{}, z.infer<typeof body>> = async (_req, { env, body, principal, audit }) => {

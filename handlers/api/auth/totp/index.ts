@@ -15,7 +15,7 @@ export const auth: HandlerModule['auth'] = { POST: 'public', DELETE: 'operator' 
 export const rateLimit: HandlerModule['rateLimit'] = ['POST'];
 export const stepUp: HandlerModule['stepUp'] = ['DELETE'];
 
-const body = z.object({ code: z.string().min(1).max(32) });
+const body = z.strictObject({ code: z.string().min(1).max(32) });
 export const schema: HandlerModule['schema'] = { body: { POST: body } };
 
 export const POST: Handler<{}, z.infer<typeof body>> = async (request, { env, body, client }) => {

@@ -6,8 +6,8 @@ import { listEnv, replaceEnv } from '../../../../../lib/apps/env.js';
 import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
 import { appParams, type AppParams } from '../../_shared.js';
 
-const body = z.object({
-  items: z.array(z.object({ key: envKeySchema, value: z.string().nullable(), secret: z.boolean().optional() })).max(500),
+const body = z.strictObject({
+  items: z.array(z.strictObject({ key: envKeySchema, value: z.string().nullable(), secret: z.boolean().optional() })).max(500),
 });
 export const schema: HandlerModule['schema'] = { params: appParams, body: { PUT: body } };
 

@@ -5,7 +5,7 @@ import { addTrigger, listTriggers } from '../../../../../lib/webhooks/store.js';
 import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
 import { appParams, type AppParams } from '../../_shared.js';
 
-const body = z.object({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() });
+const body = z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() });
 export const schema: HandlerModule['schema'] = { params: appParams, body: { POST: body } };
 
 export const GET: Handler<AppParams> = async (_req, { env, params }) => {
