@@ -9,6 +9,7 @@ import { startServer, type Running } from '../../runtime/server.js';
 import { startBackground } from '../../runtime/background.js';
 import type { Env } from '../../lib/env.js';
 import { createLogger } from '../../lib/log.js';
+import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -21,7 +22,8 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(vars: Record<string, string> = {}): Promise<TestServer> {
+/** `deploy`: options of the deployment service (a short reaper interval...), set before it starts. */
+export async function startTestServer(vars: Record<string, string> = {}, opts: { deploy?: Partial<DeployServiceOptions> } = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -36,6 +38,7 @@ export async function startTestServer(vars: Record<string, string> = {}): Promis
     ...vars,
   });
   const env = await createEnv(config, { log: createLogger(config.logLevel) });
+  if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const running = await startServer(env);
   startBackground(env, running);
