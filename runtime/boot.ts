@@ -25,7 +25,12 @@ export interface BootOptions {
 export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDb(opts.dataDir ?? config.dataDir);
-  await migrate(db);
+  try {
+    await migrate(db);
+  } catch (e) {
+    await db.destroy();
+    throw e;
+  }
   const env: Env = {
     config,
     db,
