@@ -14,6 +14,10 @@ export function startBackground(env: Env, running: Running): void {
   const events = new AbortController();
   followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {
     onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
+    // The engine answers again: finish what deployments could not do while it was away.
+    onConnect: (resumed) => {
+      if (resumed) void env.deployments.recover().catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
+    },
   }).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
   running.onClose(() => events.abort());
 

@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 // Runs every compiled test file with Node's own runner in one invocation (one summary).
 // `npm test -- auth` runs only the files whose path contains "auth".
-import { readdirSync, statSync } from 'node:fs';
+//
+// Under CI (tests/_support/ci.ts says what counts) a skipped or todo test fails the run: the
+// gates already throw there, and this catches any skip that bypasses them. A second reporter
+// writes TAP to a temporary file for that count; the first keeps the usual output.
+import { readdirSync, statSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 
 const dir = new URL('../dist/tests/', import.meta.url).pathname;
+const { isCI } = await import(new URL('../dist/tests/_support/ci.js', import.meta.url).href);
 function find(d) {
   const out = [];
   for (const name of readdirSync(d).sort()) {
@@ -18,5 +24,36 @@ function find(d) {
 const filter = process.argv.slice(2);
 let files = find(dir);
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+if (!files.length) {
+  console.error(`no test file matches ${filter.join(' ')}`);
+  process.exit(1);
+}
+const ci = isCI();
+const scratch = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
+const tap = join(scratch, 'report.tap');
+const reporters = ci
+  ? ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`]
+  : [];
+const started = Date.now();
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...files], { stdio: 'inherit' });
+let status = r.status ?? 1;
+if (ci) {
+  let report = '';
+  try {
+    report = readFileSync(tap, 'utf8');
+  } catch {
+    console.error('CI: the TAP report is missing; cannot tell whether tests were skipped');
+    status = status || 1;
+  }
+  const count = (name) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(report)?.[1] ?? 0);
+  const skipped = count('skipped');
+  const todo = count('todo');
+  if (skipped || todo) {
+    const names = [...report.matchAll(/^\s*ok \d+ - (.*) # (SKIP|TODO)\b(.*)$/gm)].map((m) => `  ${m[2]} ${m[1]}${m[3]}`);
+    console.error(`\nCI: ${skipped} skipped and ${todo} todo test(s); under CI every test must run:\n${names.join('\n')}`);
+    status = status || 1;
+  }
+}
+rmSync(scratch, { recursive: true, force: true });
+console.error(`test run: ${files.length} file(s), ${((Date.now() - started) / 1000).toFixed(1)} s${ci ? ', CI' : ''}`);
+process.exit(status);

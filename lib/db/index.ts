@@ -3,7 +3,7 @@ import { ensurePrivateDir } from '../util/private-dir.js';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
-import { Kysely, Migrator, SqliteDialect } from './kysely.js';
+import { Kysely, Migrator, TransactionalSqliteDialect } from './kysely.js';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
 
@@ -11,6 +11,16 @@ export type Db = KyselyDb<Database>;
 export type { Database } from './schema.js';
 
 const staticProvider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** A database the service refuses to run on (unreadable, damaged, from a newer version). */
+export class DatabaseError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatabaseError';
+  }
+}
+
+const LEFT_AS_IS = 'it was left as it is: restore it from a backup, or move it away to start with an empty one';
 
 /** Opens `<dataDir>/svc.db` (or `:memory:`), with WAL, a busy timeout and foreign keys on. */
 export function openDb(dataDir: string | ':memory:'): Db {
@@ -23,12 +33,20 @@ export function openDb(dataDir: string | ':memory:'): Db {
     for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
   }
   const raw = new BetterSqlite3(file);
-  raw.pragma('journal_mode = WAL');
+  try {
+    // Reads the header and the schema first: a file that is not a database is refused before
+    // anything (the journal mode included) is written to it.
+    raw.prepare('select count(*) from sqlite_master').get();
+    raw.pragma('journal_mode = WAL');
+  } catch (e) {
+    raw.close();
+    throw new DatabaseError(`the database ${file} cannot be opened (${(e as Error).message}); ${LEFT_AS_IS}`, { cause: e });
+  }
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
   raw.pragma('synchronous = NORMAL');
   const cached = withStatementCache(raw);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  const db = new Kysely<Database>({ dialect: new TransactionalSqliteDialect({ database: cached }) });
   rawHandles.set(db, { raw, hot: new Map() });
   return db;
 }
@@ -73,12 +91,21 @@ function withStatementCache(raw: BetterSqlite3.Database) {
   };
 }
 
+/**
+ * Brings the schema to the latest migration, all pending ones in one transaction (see
+ * TransactionalSqliteDialect): a failure rolls every one of them back. A database written by a
+ * newer version, or too damaged to read, is refused.
+ */
 export async function migrate(db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider: staticProvider }).migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`database migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  if (!error) return;
+  const where = rawHandles.get(db)?.raw.name ?? 'the database';
+  const reason = error instanceof Error ? error.message : String(error);
+  const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+  const newer = /previously executed migration (\S+) is missing/.exec(reason);
+  if (failed) throw new DatabaseError(`migration ${failed} of ${where} failed, and every migration of this boot was rolled back (${reason}); ${LEFT_AS_IS}`, { cause: error });
+  if (newer) throw new DatabaseError(`${where} was written by a newer version of svc (its migration ${newer[1]} is unknown to this one); ${LEFT_AS_IS}`, { cause: error });
+  throw new DatabaseError(`${where} cannot be migrated (${reason}); ${LEFT_AS_IS}`, { cause: error });
 }
 
 /** A database round trip (synchronous: better-sqlite3 answers in place). */

@@ -30,6 +30,11 @@ export interface DeployServiceOptions extends PipelineOptions {
   /** The reaper fails deployments active for longer than this. */
   timeoutMs: number;
   reaperEveryMs: number;
+  /**
+   * How long a timed-out deployment may take to stop after the reaper aborted it. Past this its
+   * worker is wedged (an engine call that never answers): the reaper records the failure itself.
+   */
+  reapGraceMs: number;
 }
 
 export interface EnqueueInput {
@@ -60,6 +65,8 @@ interface Active {
   appId: string;
   controller: AbortController;
   done: Promise<void>;
+  /** When the reaper aborted it for its timeout. */
+  reapedAt?: number;
 }
 
 export class DeployService {
@@ -70,6 +77,13 @@ export class DeployService {
   private started = false;
   private stopping = false;
   private reaper: NodeJS.Timeout | undefined;
+  /**
+   * Work the engine was not there for: deployments whose containers and images are still to be
+   * removed (by id, with the app's name), and apps whose status is still to be settled. Retried
+   * by recover() when the engine answers again.
+   */
+  private readonly pendingCleanup = new Map<string, string>();
+  private readonly unsettled = new Map<string, App>();
 
   constructor(private readonly env: Env, opts: Partial<DeployServiceOptions> = {}) {
     this.opts = {
@@ -83,6 +97,7 @@ export class DeployService {
       keepImages: env.config.deploy.keepImages,
       timeoutMs: env.config.deploy.timeoutSeconds * 1000,
       reaperEveryMs: 30_000,
+      reapGraceMs: 60_000,
       ...opts,
     };
   }
@@ -334,8 +349,10 @@ export class DeployService {
         const removed = await removeDeploymentContainers(this.env.engine, app.name, id);
         if (removed.length) log.write(`removed this deployment's containers: ${removed.join(', ')}`);
         await removeDeploymentImages(this.env.engine, app.name, id);
+        this.pendingCleanup.delete(id);
       } catch (err) {
-        log.write(`cleanup incomplete: ${describe(err)}`, 'error');
+        this.pendingCleanup.set(id, app.name);
+        log.write(`cleanup incomplete: ${describe(err)}; retried when the engine answers again`, 'error');
       }
       log.write('the previous version, if any, was left serving');
       await log.flush();
@@ -360,8 +377,34 @@ export class DeployService {
   private async settleAppStatus(app: App): Promise<void> {
     try {
       await refreshStatus(this.env, app);
+      this.unsettled.delete(app.id);
     } catch {
-      // Engine unavailable: the event follower refreshes the status when it is back.
+      // Engine unavailable: settled again by recover() when it answers.
+      this.unsettled.set(app.id, app);
+    }
+  }
+
+  /**
+   * The engine answers again (its event stream reconnected): removes what failed deployments
+   * left while it was away and settles the status of their apps. Each item is retried until done.
+   */
+  async recover(): Promise<void> {
+    for (const [id, appName] of [...this.pendingCleanup]) {
+      if (this.running.has(id)) continue; // its worker is still on it
+      try {
+        const removed = await removeDeploymentContainers(this.env.engine, appName, id);
+        await removeDeploymentImages(this.env.engine, appName, id);
+        this.pendingCleanup.delete(id);
+        const log = await this.openLog(id);
+        log.write(`the engine answers again: removed what this deployment left${removed.length ? ` (${removed.join(', ')})` : ''}`);
+        await log.flush();
+      } catch (e) {
+        this.env.log.warn({ err: String(e), deployment: id }, 'cleanup after the engine came back failed; retried on its next return');
+      }
+    }
+    for (const app of [...this.unsettled.values()]) {
+      if ([...this.running.values()].some((a) => a.appId === app.id)) continue;
+      await this.settleAppStatus(app);
     }
   }
 
@@ -402,11 +445,35 @@ export class DeployService {
       if (since > limit) continue;
       const mine = this.running.get(d.id);
       const text = `timed out after ${Math.round(this.opts.timeoutMs / 1000)} s (SVC_DEPLOY_TIMEOUT)`;
-      if (mine) mine.controller.abort(new StopReason('timeout', text));
-      else if (d.status !== 'queued' || d.waiting) {
+      if (mine && mine.reapedAt === undefined) {
+        mine.reapedAt = this.env.now();
+        mine.controller.abort(new StopReason('timeout', text));
+      } else if (mine) {
+        // Aborted, yet still running: its worker waits on an engine call that does not answer.
+        // The failure is recorded now; the worker cleans up when the call returns (or recover()).
+        if (this.env.now() - mine.reapedAt! < this.opts.reapGraceMs) continue;
+        const app = await getApp(this.env.db, d.app_id).catch(() => null);
+        const error = `${text}; the engine did not answer, so what it made is removed when the engine answers again`;
+        const done = await this.finish(d.id, d.app_id, 'failed', { error }, app);
+        if (!done) continue;
+        if (app) {
+          this.pendingCleanup.set(d.id, app.name);
+          const log = await this.openLog(d.id);
+          log.write(`failed: ${error}`, 'error');
+          await log.flush();
+          this.notify('deploy_failed', done, app);
+        }
+      } else if (d.status !== 'queued' || d.waiting) {
         const app = await getApp(this.env.db, d.app_id).catch(() => null);
         await this.finish(d.id, d.app_id, 'failed', { error: text }, app);
-        if (app) await removeDeploymentContainers(this.env.engine, app.name, d.id).catch(() => {});
+        if (app) {
+          try {
+            await removeDeploymentContainers(this.env.engine, app.name, d.id);
+            await removeDeploymentImages(this.env.engine, app.name, d.id);
+          } catch {
+            this.pendingCleanup.set(d.id, app.name);
+          }
+        }
       } else continue;
       n++;
     }

@@ -65,6 +65,11 @@ export function toContainerEvent(e: RawEvent): ContainerEvent | null {
 export interface FollowOptions {
   /** Called when the stream fails or ends; the follower reconnects anyway. */
   onError?: (err: unknown, retryInMs: number) => void;
+  /**
+   * Called each time the stream is (re)established: the engine answers again. `resumed` is true
+   * after a failure, when work that failed for want of an engine can be retried.
+   */
+  onConnect?: (resumed: boolean) => void;
   maxBackoffMs?: number;
 }
 
@@ -95,9 +100,12 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
   let backoff = 250;
   const maxBackoff = opts.maxBackoffMs ?? 10_000;
   let lastNano = 0;
+  let failed = false;
   while (!signal.aborted) {
     try {
       const stream = await eventStream(engine.socketPath, since, signal);
+      try { opts.onConnect?.(failed); } catch { /* the caller's problem, not the stream's */ }
+      failed = false;
       const onAbort = () => stream.destroy?.();
       signal.addEventListener('abort', onAbort, { once: true });
       let buf = '';
@@ -126,9 +134,11 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
         signal.removeEventListener('abort', onAbort);
       }
       if (signal.aborted) return;
+      failed = true;
       opts.onError?.(new Error('event stream ended'), backoff);
     } catch (e) {
       if (signal.aborted) return;
+      failed = true;
       opts.onError?.(e, backoff);
     }
     try {

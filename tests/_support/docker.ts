@@ -1,11 +1,12 @@
 // Shared by every test that needs the real Docker engine. On a machine without an engine the
-// tests skip loudly; under CI (CI=true) or SVC_REQUIRE_DOCKER=1 a missing engine is a failure.
+// tests skip loudly; under CI (see ./ci.ts) or SVC_REQUIRE_DOCKER=1 a missing engine is a failure.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtemp, mkdir, copyFile, symlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { componentRequired, missing } from './ci.js';
 
 const run = promisify(execFile);
 export const BASE_IMAGE = 'svc-test/busybox:latest';
@@ -19,15 +20,12 @@ export function dockerReachable(): Promise<boolean> {
   return reachable;
 }
 
-export const dockerRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_DOCKER === '1';
+export const dockerRequired = componentRequired('SVC_REQUIRE_DOCKER');
 
 /** Call first in a Docker test: skips (loudly) without an engine, or fails under CI. */
 export async function needDocker(t: TestContext): Promise<boolean> {
   if (await dockerReachable()) return true;
-  if (dockerRequired) throw new Error(`Docker engine unreachable at ${DOCKER_SOCKET}, and CI requires it`);
-  console.error(`\n*** SKIPPING ${t.name}: no Docker engine at ${DOCKER_SOCKET} ***\n`);
-  t.skip('no Docker engine');
-  return false;
+  return missing(t, `no Docker engine answers at ${DOCKER_SOCKET}`, 'SVC_REQUIRE_DOCKER');
 }
 
 let baseImage: Promise<void> | undefined;

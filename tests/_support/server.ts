@@ -10,6 +10,7 @@ import { startBackground } from '../../runtime/background.js';
 import type { Env } from '../../lib/env.js';
 import { pino } from 'pino';
 import { createLogger, type Logger } from '../../lib/log.js';
+import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -22,7 +23,8 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger } = {}): Promise<TestServer> {
+/** `deploy`: options of the deployment service (a short reaper interval...), set before it starts. */
+export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger; deploy?: Partial<DeployServiceOptions> } = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -37,6 +39,7 @@ export async function startTestServer(vars: Record<string, string> = {}, opts: {
     ...vars,
   });
   const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel) });
+  if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const running = await startServer(env);
   startBackground(env, running);

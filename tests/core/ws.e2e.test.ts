@@ -47,7 +47,7 @@ function collector(ws: WebSocket) {
   });
   return {
     msgs,
-    async until(pred: (m: any) => boolean, ms = 5000): Promise<any> {
+    async until(pred: (m: any) => boolean, ms = 30_000): Promise<any> {
       const deadline = Date.now() + ms;
       for (;;) {
         const m = msgs.find(pred);
@@ -134,9 +134,11 @@ test('a late subscriber gets the replay first, then live events, without gap or 
   ws.send(JSON.stringify({ type: 'subscribe', topic: 'build:abc' }));
   await c.until((m) => m.type === 'subscribed');
   s.env.bus.publish('build:abc', pushLine());
-  await c.until(() => c.msgs.filter((m) => m.type === 'event').length >= 7);
-  await new Promise((r) => setTimeout(r, 100));
+  // A last line is the marker: events arrive in order on one socket, so any duplicate of an
+  // earlier line would come before it.
+  s.env.bus.publish('build:abc', pushLine());
+  await c.until((m) => m.type === 'event' && m.data.seq === 8);
   const seqs = c.msgs.filter((m) => m.type === 'event').map((m) => m.data.seq);
-  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7, 8]);
   ws.close();
 });

@@ -11,10 +11,10 @@ import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitSer
 
 let s: TestServer;
 let admin: Client;
-let git: GitServer;
-let ready = false;
+let git: GitServer | undefined;
 const apps = new Set<string>();
 
+// Without an engine every test skips (or fails under CI) through needDocker; nothing is set up.
 before(async () => {
   if (!(await dockerReachable())) return;
   await ensureBaseImage();
@@ -24,14 +24,14 @@ before(async () => {
   // Short gates keep failures quick; generous enough for a loaded 2-core machine.
   s.env.deployments.opts.healthTimeoutMs = 60_000;
   s.env.deployments.opts.settleMs = 1_500;
-  ready = true;
 });
 
 after(async () => {
-  if (!ready) return;
-  for (const a of apps) await cleanupApp(s.env.engine, a);
-  await s.stop();
-  await git.stop();
+  if (s) {
+    for (const a of apps) await cleanupApp(s.env.engine, a);
+    await s.stop();
+  }
+  await git?.stop();
 });
 
 const uniq = () => randomBytes(3).toString('hex');
@@ -39,7 +39,7 @@ const uniq = () => randomBytes(3).toString('hex');
 async function createApp(repo: string, opts: { health?: boolean; compose_path?: string } = {}): Promise<{ id: string; name: string }> {
   const name = `dep-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main', ...(opts.compose_path ? { compose_path: opts.compose_path } : {}) } });
+  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main', ...(opts.compose_path ? { compose_path: opts.compose_path } : {}) } });
   assert.equal(r.status, 201, r.text);
   if (opts.health !== false) {
     const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, { port: 8080, health_path: '/' });
@@ -55,9 +55,9 @@ async function deploy(appId: string, body: unknown = {}): Promise<any> {
 }
 
 test('first deploy of a Dockerfile repo reaches succeeded, records the commit, and the app answers by name', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `web-${uniq()}`;
-  const commit = await git.commit(repo, webRepo('hello v1'), 'first version');
+  const commit = await git!.commit(repo, webRepo('hello v1'), 'first version');
   const app = await createApp(repo);
   const d = await deploy(app.id);
   assert.equal(d.status, 'queued');
@@ -86,9 +86,9 @@ test('first deploy of a Dockerfile repo reaches succeeded, records the commit, a
 });
 
 test('a compose repo with two services and a healthcheck deploys; secrets are masked in the log', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `compose-${uniq()}`;
-  await git.commit(repo, {
+  await git!.commit(repo, {
     'web/index.html': 'compose web\n',
     'web/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY index.html /www/index.html\nARG TOKEN\nRUN echo "token is $TOKEN"\nCMD ["sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]\n`,
     'compose.yaml': [
@@ -131,9 +131,9 @@ test('a compose repo with two services and a healthcheck deploys; secrets are ma
 });
 
 test('bad input: refs with shell characters, unknown ids, rollback without images, concurrency out of range', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `bad-${uniq()}`;
-  await git.commit(repo, webRepo('bad'));
+  await git!.commit(repo, webRepo('bad'));
   const app = await createApp(repo);
   for (const ref of ['main;rm -rf /', '$(id)', '-upload-pack=x', '../etc', 'a b', '`x`', 'main|cat']) {
     const r = await admin.req('POST', `/api/apps/${app.id}/deployments`, { ref });
@@ -155,7 +155,7 @@ test('bad input: refs with shell characters, unknown ids, rollback without image
   }
   assert.equal((await admin.req('GET', '/api/instance/deploy-concurrency')).body.concurrency, 1);
   // A failed deployment has no kept images: rolling back to it is refused.
-  await git.commit(repo, { Dockerfile: `FROM ${BASE_IMAGE}\nRUN exit 3\n` }, 'broken build');
+  await git!.commit(repo, { Dockerfile: `FROM ${BASE_IMAGE}\nRUN exit 3\n` }, 'broken build');
   const d = await deploy(app.id);
   const failed = await waitStatus(admin, app.id, d.id, ['failed']);
   assert.match(failed.error, /build failed|returned a non-zero code/);
@@ -168,14 +168,14 @@ test('bad input: refs with shell characters, unknown ids, rollback without image
 });
 
 test('a second manual deploy while one is active is 409; cancel during a slow build leaves the running version', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `slow-${uniq()}`;
-  await git.commit(repo, webRepo('steady v1'));
+  await git!.commit(repo, webRepo('steady v1'));
   const app = await createApp(repo);
   const first = await deploy(app.id);
   await waitStatus(admin, app.id, first.id, ['succeeded']);
   const before = (await listAppContainers(s.env.engine, app.name)).map((c) => c.id);
-  await git.commit(repo, webRepo('never served', `RUN echo ${uniq()} && sleep 120`), 'slow build');
+  await git!.commit(repo, webRepo('never served', `RUN echo ${uniq()} && sleep 120`), 'slow build');
   const d = await deploy(app.id);
   const again = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(again.status, 409, again.text);
@@ -192,25 +192,25 @@ test('a second manual deploy while one is active is 409; cancel during a slow bu
   const imgs = await s.env.engine.docker.listImages({ filters: { label: [`svc.deployment=${d.id}`] } });
   assert.equal(imgs.length, 0);
   // After a cancel, a new deploy is accepted at once.
-  await git.commit(repo, webRepo('steady v2'));
+  await git!.commit(repo, webRepo('steady v2'));
   const next = await deploy(app.id);
   await waitStatus(admin, app.id, next.id, ['succeeded']);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'steady v2\n');
 });
 
 test('a new version failing its health check ends failed and the old version keeps answering; rollback restores earlier content', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `hc-${uniq()}`;
-  await git.commit(repo, webRepo('version one'));
+  await git!.commit(repo, webRepo('version one'));
   const app = await createApp(repo);
   const v1 = await deploy(app.id);
   await waitStatus(admin, app.id, v1.id, ['succeeded']);
-  await git.commit(repo, webRepo('version two'));
+  await git!.commit(repo, webRepo('version two'));
   const v2 = await deploy(app.id);
   await waitStatus(admin, app.id, v2.id, ['succeeded']);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'version two\n');
 
-  await git.commit(repo, webRepo('version three (sick)', 'HEALTHCHECK --interval=1s --timeout=2s --retries=2 CMD ["false"]'));
+  await git!.commit(repo, webRepo('version three (sick)', 'HEALTHCHECK --interval=1s --timeout=2s --retries=2 CMD ["false"]'));
   const v3 = await deploy(app.id);
   const failed = await waitStatus(admin, app.id, v3.id, ['failed']);
   assert.match(failed.error, /unhealthy/);
@@ -229,9 +229,9 @@ test('a new version failing its health check ends failed and the old version kee
 });
 
 test('a redeploy loses no request from a client calling the service by name every 20 ms', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `zero-${uniq()}`;
-  await git.commit(repo, webRepo('blue'));
+  await git!.commit(repo, webRepo('blue'));
   const app = await createApp(repo);
   const d1 = await deploy(app.id);
   await waitStatus(admin, app.id, d1.id, ['succeeded']);
@@ -251,7 +251,7 @@ test('a redeploy loses no request from a client calling the service by name ever
     await until('the client to get answers', async () => Number((await read('/tmp/count')).split(' ')[0]) > 20, 60_000, 250);
     const deps: string[] = [];
     for (const color of ['green', 'blue again']) {
-      await git.commit(repo, webRepo(color));
+      await git!.commit(repo, webRepo(color));
       const d = await deploy(app.id);
       deps.push(d.id);
       await waitStatus(admin, app.id, d.id, ['succeeded']);
@@ -285,7 +285,7 @@ test('a redeploy loses no request from a client calling the service by name ever
 });
 
 test('two apps deploy in parallel with concurrency 2', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const put = await admin.req('PUT', '/api/instance/deploy-concurrency', { concurrency: 2 });
   assert.equal(put.status, 200, put.text);
   assert.equal(put.body.concurrency, 2);
@@ -293,7 +293,7 @@ test('two apps deploy in parallel with concurrency 2', async (t) => {
     const made: { id: string; name: string }[] = [];
     for (let i = 0; i < 2; i++) {
       const repo = `par-${uniq()}`;
-      await git.commit(repo, webRepo(`parallel ${i}`, `RUN echo ${uniq()} && sleep 6`));
+      await git!.commit(repo, webRepo(`parallel ${i}`, `RUN echo ${uniq()} && sleep 6`));
       made.push(await createApp(repo));
     }
     const deps: any[] = [];
@@ -317,10 +317,10 @@ test('two apps deploy in parallel with concurrency 2', async (t) => {
 });
 
 test('a WebSocket client subscribing late to build:<id> receives the whole log in order, complete', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `ws-${uniq()}`;
   const lines = Array.from({ length: 40 }, (_, i) => `echo line-${i}`).join(' && ');
-  await git.commit(repo, webRepo('ws', `RUN ${lines} && sleep 4 && echo ${uniq()} && ${lines}`));
+  await git!.commit(repo, webRepo('ws', `RUN ${lines} && sleep 4 && echo ${uniq()} && ${lines}`));
   const app = await createApp(repo);
   const token = await apiToken(admin, 'ws-deploy');
   const d = await deploy(app.id);
@@ -344,41 +344,54 @@ test('a WebSocket client subscribing late to build:<id> receives the whole log i
 });
 
 test('stats:, logs: and host topics produce data only while subscribed', async (t) => {
-  if (!(await needDocker(t)) || !ready) return;
+  if (!(await needDocker(t))) return;
   const repo = `streams-${uniq()}`;
   const files = webRepo('streams');
   files.Dockerfile = files.Dockerfile!.replace("trap 'exit 0' TERM;", "echo hello-stdout; echo hello-stderr >&2; trap 'exit 0' TERM;");
-  await git.commit(repo, files);
+  await git!.commit(repo, files);
   const app = await createApp(repo);
   const d = await deploy(app.id);
   await waitStatus(admin, app.id, d.id, ['succeeded']);
   await callInApp(s.env.engine, app.name, 'http://app:8080/');
   const bus = s.env.bus;
+  // What the producer publishes on the topic, seen without subscribing to it (which would start it).
+  let produced = 0;
+  const offAny = bus.onAny((e) => { if (e.topic === `stats:${app.id}`) produced++; });
   const logs: any[] = [];
   const stats: any[] = [];
   const host: any[] = [];
+  assert.equal(produced, 0, 'nothing is collected before anyone subscribes');
   const offLogs = await bus.subscribe(`logs:${app.id}`, (e) => logs.push(e.data));
   const offStats = await bus.subscribe(`stats:${app.id}`, (e) => stats.push(e.data));
   const offHost = await bus.subscribe('host', (e) => host.push(e.data));
-  await until('runtime log lines', async () => logs.length > 0, 30_000, 200);
-  await until('stats', async () => stats.some((x) => x.items.length > 0), 30_000, 200);
-  await until('host metrics', async () => host.length > 0, 30_000, 200);
-  await until('both streams', async () => logs.some((l) => l.stream === 'stderr' && l.line === 'hello-stderr') && logs.some((l) => l.stream === 'stdout' && l.line === 'hello-stdout'), 30_000, 200);
-  assert.equal(logs[0].service, 'app');
-  const st = stats.find((x) => x.items.length).items[0];
-  assert.equal(st.service, 'app');
-  assert.equal(typeof st.cpu_percent, 'number');
-  assert.ok(st.memory_bytes > 0);
-  assert.ok(host[0].memory.total_bytes > 0 && host[0].disk.total_bytes > 0 && host[0].load.length === 3);
-  // A second, late subscriber gets the last lines replayed.
-  const late: any[] = [];
-  const offLate = await bus.subscribe(`logs:${app.id}`, (e) => late.push(e.data));
-  assert.ok(late.length > 0);
-  offLate();
-  offLogs();
-  offStats();
-  offHost();
-  const n = stats.length;
-  await new Promise((r) => setTimeout(r, 5000));
-  assert.ok(stats.length <= n + 1, 'stats stop when nobody listens');
+  try {
+    await until('runtime log lines', async () => logs.length > 0, 30_000, 200);
+    await until('stats', async () => stats.some((x) => x.items.length > 0), 30_000, 200);
+    await until('host metrics', async () => host.length > 0, 30_000, 200);
+    await until('both streams', async () => logs.some((l) => l.stream === 'stderr' && l.line === 'hello-stderr') && logs.some((l) => l.stream === 'stdout' && l.line === 'hello-stdout'), 30_000, 200);
+    assert.equal(logs[0].service, 'app');
+    const st = stats.find((x) => x.items.length).items[0];
+    assert.equal(st.service, 'app');
+    assert.equal(typeof st.cpu_percent, 'number');
+    assert.ok(st.memory_bytes > 0);
+    assert.ok(host[0].memory.total_bytes > 0 && host[0].disk.total_bytes > 0 && host[0].load.length === 3);
+    // A second, late subscriber gets the last lines replayed.
+    const late: any[] = [];
+    const offLate = await bus.subscribe(`logs:${app.id}`, (e) => late.push(e.data));
+    assert.ok(late.length > 0);
+    offLate();
+    offLogs();
+    offStats();
+    // The stats producer stops with its last subscriber. The host topic (its own timer, 3 s
+    // against the stats' 2 s) is the clock: after two of its ticks a running stats producer
+    // would have published again; a stopped one publishes nothing more.
+    const stoppedAt = produced;
+    const tick = host.length;
+    await until('two host ticks after the last stats subscriber left', async () => host.length >= tick + 2, 60_000, 100);
+    assert.equal(produced, stoppedAt, 'stats are not collected once nobody listens');
+    assert.equal(bus.subscriberCount(`stats:${app.id}`), 0);
+  } finally {
+    offHost();
+    offAny();
+  }
 });

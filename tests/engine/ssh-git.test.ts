@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateDeployKey } from '../../lib/keys/ssh.js';
+import { poll } from '../_support/wait.js';
 import { needSshd, startSshd, makeBareRepo, sshdUsable, sshdRequired, type Sshd } from '../_support/sshd.js';
 import { withDeployKey, testConnection, shallowClone, GitError, sshCommand, cleanMessage, explainFailure, sshHost } from '../../lib/git/index.js';
 
@@ -126,23 +127,23 @@ test('server messages are cleaned of escapes and control characters, and bounded
 test('a server that never answers is cut off at the timeout, ssh included', async (t) => {
   if (!(await needSshd(t))) return;
   const sockets: import('node:net').Socket[] = [];
-  let ended = 0;
+  let closed = 0;
   const silent = createServer((s) => {
     sockets.push(s);
-    s.on('end', () => { ended += 1; });
+    s.on('close', () => { closed += 1; });
     s.on('error', () => {});
     s.resume();
   });
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
   const port = (silent.address() as { port: number }).port;
   try {
-    const started = Date.now();
     const r = await testConnection({ url: `ssh://git@127.0.0.1:${port}/x.git`, privateKey: appKey.privateKey, knownHostsFile: join(work, 'silent', 'known_hosts'), timeoutMs: 1500 });
+    // Only the timeout path gives this answer (the server never says a word).
     assert.deepEqual(r, { ok: false, message: `no answer from 127.0.0.1:${port} within 2 s` });
-    assert.ok(Date.now() - started < 5000);
-    // The killed process group leaves no ssh behind holding the connection.
-    await new Promise((res) => setTimeout(res, 300));
-    assert.ok(sockets.length > 0 && ended === sockets.length, 'ssh was killed with git');
+    assert.ok(sockets.length > 0, 'ssh did connect');
+    // The killed process group leaves no ssh behind holding the connection: every connection
+    // it opened gets closed from its side (waited for, not timed: a loaded machine is slow).
+    await poll('every ssh connection to be closed by the client', () => closed === sockets.length, 30_000, 50);
   } finally {
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));

@@ -1,5 +1,5 @@
 // Deploy keys made with node:crypto, checked by OpenSSH's own ssh-keygen.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -7,18 +7,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateDeployKey, fingerprintOf } from '../../lib/keys/ssh.js';
+import { missing } from '../_support/ci.js';
 
 const run = promisify(execFile);
 
-async function haveSshKeygen(t: { skip(msg: string): void; name: string }): Promise<boolean> {
+async function haveSshKeygen(t: TestContext): Promise<boolean> {
   try {
     await run('ssh-keygen', ['-l', '-f', '/dev/null']).catch((e: { code?: unknown }) => { if (e.code === 'ENOENT') throw e; });
     return true;
   } catch {
-    if (process.env.CI === 'true') throw new Error('ssh-keygen (openssh-client) is required under CI');
-    console.error(`\n*** SKIPPING ${t.name}: ssh-keygen not installed (Debian: openssh-client) ***\n`);
-    t.skip('no ssh-keygen');
-    return false;
+    return missing(t, 'ssh-keygen is not installed (Debian: openssh-client)');
   }
 }
 

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 export { freePort } from '../_support/net.js';
 import { poll } from '../_support/wait.js';
+import { missing } from '../_support/ci.js';
 
 export const run = promisify(execFile);
-export const required = process.env.CI === 'true' || process.env.SVC_REQUIRE_SECURITY_TOOLS === '1';
+const OVERRIDE = 'SVC_REQUIRE_SECURITY_TOOLS';
 
 export async function tempDir(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), `svc-sec-${prefix}-`));
@@ -34,10 +35,7 @@ export async function haveCommand(cmd: string, args: string[] = ['--version']): 
 /** Skips (loudly) when a host tool is missing; under CI a missing tool is a failure. */
 export async function need(t: TestContext, cmd: string, args?: string[]): Promise<boolean> {
   if (await haveCommand(cmd, args)) return true;
-  if (required) throw new Error(`${cmd} is not installed, and CI requires it`);
-  console.error(`\n*** SKIPPING ${t.name}: ${cmd} is not installed ***\n`);
-  t.skip(`${cmd} not installed`);
-  return false;
+  return missing(t, `${cmd} is not installed`, OVERRIDE);
 }
 
 /** One Caddy-shaped JSON access-log line. */
@@ -79,8 +77,5 @@ export function caddyLine(o: {
 /** Network namespaces and nft need root; skip loudly without it (fail under CI). */
 export function needRoot(t: TestContext): boolean {
   if ((process.getuid?.() ?? 0) === 0) return true;
-  if (required) throw new Error('these tests need root, and CI requires them');
-  console.error(`\n*** SKIPPING ${t.name}: needs root ***\n`);
-  t.skip('needs root');
-  return false;
+  return missing(t, 'this test needs root (network namespaces, nft)', OVERRIDE);
 }

@@ -1,10 +1,12 @@
 // The host agent against the real tools: nftables, iptables and ufw each inside a throwaway
-// network namespace (nothing touches the host's own rules, which Docker and other tests use),
-// and a private fail2ban server that bans a TEST-NET address itself from a log this test writes.
-import { test, before, after } from 'node:test';
+// network namespace (nothing touches the host's own rules, which Docker and other tests use)
+// and a private mount namespace whose /etc/ufw is a copy this test controls (so the host's own
+// ufw, enabled or not, changes nothing here), and a private fail2ban server that bans a
+// TEST-NET address itself from a log this test writes.
+import { test, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, cp, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { access, appendFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fail2banState, firewallState, readHostSnapshot, parseHostSnapshot } from '../../lib/security/snapshot.js';
@@ -42,8 +44,34 @@ async function netns(name: string): Promise<string> {
   return ns;
 }
 
-async function agentIn(ns: string, out: string): Promise<void> {
-  await run('ip', ['netns', 'exec', ns, process.execPath, AGENT, '--out', out, '--fail2ban-socket', NO_F2B()], { timeout: 60_000 });
+const hostHasUfw = () => access('/etc/ufw').then(() => true, () => false);
+
+/** A private copy of /etc/ufw with ufw switched off (or as the host has it, for `enable`). */
+async function ufwCopy(name: string, off: boolean): Promise<string> {
+  const etc = join(dir, `etc-ufw-${name}`);
+  await cp('/etc/ufw', etc, { recursive: true });
+  if (off) {
+    const conf = join(etc, 'ufw.conf');
+    const text = await readFile(conf, 'utf8').catch(() => '');
+    await writeFile(conf, /^ENABLED=/m.test(text) ? text.replace(/^ENABLED=.*$/m, 'ENABLED=no') : `ENABLED=no\n${text}`);
+  }
+  return etc;
+}
+
+/**
+ * Runs the agent in the namespace, and in a mount namespace where ufw is off (when installed).
+ * False when a tool is missing (the test was skipped, or failed under CI).
+ */
+async function agentIn(t: TestContext, ns: string, out: string): Promise<boolean> {
+  if (!(await hostHasUfw())) {
+    await run('ip', ['netns', 'exec', ns, process.execPath, AGENT, '--out', out, '--fail2ban-socket', NO_F2B()], { timeout: 60_000 });
+    return true;
+  }
+  if (!(await need(t, 'unshare', ['--version']))) return false;
+  const etc = await ufwCopy(ns, true);
+  await mkdir(out, { recursive: true });
+  await run('ip', ['netns', 'exec', ns, 'unshare', '--mount', '--propagation', 'private', '--', process.execPath, UFW_HELPER, etc, AGENT, out, NO_F2B(), 'as-is'], { timeout: 60_000 });
+  return true;
 }
 
 test('nftables: an input chain with rules is reported active, with its rules', async (t) => {
@@ -64,15 +92,14 @@ test('nftables: an input chain with rules is reported active, with its rules', a
   ].join('\n'));
   await run('ip', ['netns', 'exec', ns, 'nft', '-f', rules]);
   const out = join(dir, 'nft-out');
-  await agentIn(ns, out);
+  if (!(await agentIn(t, ns, out))) return;
 
   const st = await stat(join(out, 'host-snapshot.json'));
   assert.equal(st.mode & 0o777, 0o644);
   assert.equal((await stat(out)).mode & 0o777, 0o755);
   const snap = await readHostSnapshot(out);
   const fw = firewallState(snap, { agentEnabled: true });
-  assert.equal(fw.available, true);
-  if (!fw.available) return;
+  assert.ok(fw.available);
   assert.equal(fw.backend, 'nftables');
   assert.equal(fw.active, true);
   assert.equal(fw.stale, false);
@@ -80,8 +107,8 @@ test('nftables: an input chain with rules is reported active, with its rules', a
   assert.ok(fw.rules.some((r) => r.startsWith('inet svc_test input: ip saddr @blocked')));
   assert.ok(fw.rules.includes('inet svc_test output: tcp dport 65001 drop'));
   const f2 = fail2banState(snap, { agentEnabled: true });
-  assert.equal(f2.available, true);
-  if (f2.available) assert.deepEqual(f2.jails, []);
+  assert.ok(f2.available);
+  assert.deepEqual(f2.jails, []);
 
   const rows = evaluatePosture(baseInput({ snapshot: snap })).items;
   assert.equal(rows[0].code, 'firewall');
@@ -96,10 +123,9 @@ test('iptables: an INPUT DROP policy is reported active under the iptables backe
   await run('ip', ['netns', 'exec', ns, 'iptables', '-P', 'INPUT', 'DROP']);
   await run('ip', ['netns', 'exec', ns, 'iptables', '-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
   const out = join(dir, 'ipt-out');
-  await agentIn(ns, out);
+  if (!(await agentIn(t, ns, out))) return;
   const fw = firewallState(await readHostSnapshot(out), { agentEnabled: true });
-  assert.equal(fw.available, true);
-  if (!fw.available) return;
+  assert.ok(fw.available);
   assert.equal(fw.backend, 'iptables');
   assert.equal(fw.active, true);
   assert.ok(fw.rules.includes('-P INPUT DROP'));
@@ -110,11 +136,10 @@ test('no filtering at all: reported installed but inactive, and the posture row 
   if (!needRoot(t) || !(await need(t, 'ip', ['-V']))) return;
   const ns = await netns('none');
   const out = join(dir, 'none-out');
-  await agentIn(ns, out);
+  if (!(await agentIn(t, ns, out))) return;
   const snap = await readHostSnapshot(out);
   const fw = firewallState(snap, { agentEnabled: true });
-  assert.equal(fw.available, true);
-  if (!fw.available) return;
+  assert.ok(fw.available);
   assert.equal(fw.active, false);
   assert.notEqual(fw.backend, null);
   const row = evaluatePosture(baseInput({ snapshot: snap })).items[0];
@@ -125,21 +150,21 @@ test('no filtering at all: reported installed but inactive, and the posture row 
 test('ufw: enabled inside a private namespace, reported active with its rules', async (t) => {
   if (!needRoot(t) || !(await need(t, 'ufw', ['version'])) || !(await need(t, 'ip', ['-V'])) || !(await need(t, 'unshare', ['--version']))) return;
   const ns = await netns('ufw');
-  const etc = join(dir, 'etc-ufw');
-  await cp('/etc/ufw', etc, { recursive: true });
+  const hostUfw = await snapshotDir('/etc/ufw');
+  const etc = await ufwCopy('ufw', true);
   const out = join(dir, 'ufw-out');
   await mkdir(out, { recursive: true });
-  await run('ip', ['netns', 'exec', ns, 'unshare', '--mount', '--propagation', 'private', '--', process.execPath, UFW_HELPER, etc, AGENT, out, NO_F2B()], { timeout: 120_000 });
+  await run('ip', ['netns', 'exec', ns, 'unshare', '--mount', '--propagation', 'private', '--', process.execPath, UFW_HELPER, etc, AGENT, out, NO_F2B(), 'enable'], { timeout: 120_000 });
   const fw = firewallState(await readHostSnapshot(out), { agentEnabled: true });
-  assert.equal(fw.available, true);
-  if (!fw.available) return;
+  assert.ok(fw.available);
   assert.equal(fw.backend, 'ufw');
   assert.equal(fw.active, true);
   assert.match(fw.rules[0], /^Default: deny \(incoming\)/);
   assert.ok(fw.rules.some((r) => /^22\/tcp\s+ALLOW IN\s+Anywhere$/.test(r)), JSON.stringify(fw.rules));
   assert.ok(fw.rules.some((r) => /^Anywhere\s+DENY IN\s+192\.0\.2\.0\/24$/.test(r)), JSON.stringify(fw.rules));
-  // The host's own ufw configuration was never touched.
-  assert.match(await readFile('/etc/ufw/ufw.conf', 'utf8'), /^ENABLED=no/m);
+  // Enabled in the private copy only: the host's own ufw configuration is byte for byte as it was.
+  assert.match(await readFile(join(etc, 'ufw.conf'), 'utf8'), /^ENABLED=yes/m);
+  assert.deepEqual(await snapshotDir('/etc/ufw'), hostUfw);
 });
 
 test('fail2ban: a private server bans a test address itself; the agent reports the jail', async (t) => {
@@ -175,8 +200,7 @@ test('fail2ban: a private server bans a test address itself; the agent reports t
   await run(process.execPath, [AGENT, '--out', out, '--fail2ban-socket', sock], { timeout: 60_000 });
   const snap = await readHostSnapshot(out);
   const state = fail2banState(snap, { agentEnabled: true });
-  assert.equal(state.available, true);
-  if (!state.available) return;
+  assert.ok(state.available);
   assert.equal(state.stale, false);
   assert.deepEqual(state.jails, [{ name: 'svc-test', currently_banned: 1, total_banned: 1, banned_ips: ['192.0.2.7'] }]);
   const row = evaluatePosture(baseInput({ snapshot: snap })).items[1];
@@ -189,6 +213,17 @@ test('fail2ban: a private server bans a test address itself; the agent reports t
   const again = parseHostSnapshot(await readFile(join(out2, 'host-snapshot.json')));
   assert.equal(again.ok && again.fail2ban.ok && again.fail2ban.value.jails[0].currently_banned, 1);
 });
+
+/** Every file under a directory with its content, to show it was left as it was. */
+async function snapshotDir(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of await readdir(root, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const p = join(e.parentPath, e.name);
+    out[p] = (await readFile(p)).toString('base64');
+  }
+  return out;
+}
 
 function baseInput(over: Partial<Parameters<typeof evaluatePosture>[0]> = {}): Parameters<typeof evaluatePosture>[0] {
   return {

@@ -1,6 +1,6 @@
 // Real Caddy (Debian package) serving a test site on loopback with a JSON access log; real
 // requests from distinct loopback source addresses go through it and trip the monitor.
-import { test, before, after } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request, Agent } from 'node:http';
@@ -8,19 +8,37 @@ import { writeFile, truncate, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AccessLogTailer } from '../../lib/traffic/tailer.js';
 import { TrafficMonitor, type Anomaly } from '../../lib/traffic/monitor.js';
-import { freePort, haveCommand, required, tempDir, waitFor } from './_helpers.js';
+import { freePort, need, tempDir, waitFor } from './_helpers.js';
 
-let dir = '';
-let cleanupDir: (() => Promise<void>) | undefined;
-let caddy: ChildProcess | undefined;
-let caddyOut = '';
-let port = 0;
-let tailer: AccessLogTailer | undefined;
-const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-let available = false;
+interface Caddy {
+  port: number;
+  log: string;
+  get(path: string, from: string): Promise<number>;
+  burst(n: number, path: string, from: string): Promise<void>;
+}
 
-function get(path: string, from: string): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Each test runs its own Caddy (own directory, port and access log), stopped when the test ends:
+ * no test depends on what another left behind. Without caddy: a loud skip, or a failure under CI.
+ */
+async function startCaddy(t: TestContext): Promise<Caddy | null> {
+  if (!(await need(t, 'caddy', ['version']))) return null;
+  const { dir, cleanup } = await tempDir('caddy');
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  let caddy: ChildProcess | undefined;
+  t.after(async () => {
+    agent.destroy();
+    if (caddy && caddy.exitCode === null) {
+      const exited = new Promise((r) => caddy?.once('exit', r));
+      caddy.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (caddy.exitCode === null) caddy.kill('SIGKILL');
+    }
+    await cleanup();
+  });
+  const port = await freePort();
+  const log = join(dir, 'access.log');
+  const get = (path: string, from: string) => new Promise<number>((resolve, reject) => {
     const r = request({ host: '127.0.0.1', port, path, localAddress: from, agent }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
@@ -28,23 +46,11 @@ function get(path: string, from: string): Promise<number> {
     r.on('error', reject);
     r.end();
   });
-}
-
-async function burst(n: number, path: string, from: string): Promise<void> {
-  for (let i = 0; i < n; i += 10) {
-    await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(path, from)));
-  }
-}
-
-before(async () => {
-  available = await haveCommand('caddy', ['version']);
-  if (!available) {
-    if (required) throw new Error('caddy is not installed, and CI requires it');
-    return;
-  }
-  ({ dir, cleanup: cleanupDir } = await tempDir('caddy'));
-  port = await freePort();
-  const log = join(dir, 'access.log');
+  const burst = async (n: number, path: string, from: string) => {
+    for (let i = 0; i < n; i += 10) {
+      await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(path, from)));
+    }
+  };
   const config = {
     admin: { disabled: true },
     logging: {
@@ -73,37 +79,36 @@ before(async () => {
     },
   };
   await writeFile(join(dir, 'caddy.json'), JSON.stringify(config));
+  let out = '';
   caddy = spawn('caddy', ['run', '--config', join(dir, 'caddy.json')], {
     cwd: dir,
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  caddy.stdout?.on('data', (d) => (caddyOut += d));
-  caddy.stderr?.on('data', (d) => (caddyOut = (caddyOut + d).slice(-8000)));
+  caddy.stdout?.on('data', (d) => (out = (out + d).slice(-8000)));
+  caddy.stderr?.on('data', (d) => (out = (out + d).slice(-8000)));
   await waitFor(async () => {
-    if (caddy?.exitCode !== null) throw new Error(`caddy exited: ${caddyOut}`);
-    return (await get('/ok', '127.0.0.1')) === 200;
+    if (caddy?.exitCode !== null) throw new Error(`caddy exited: ${out}`);
+    return (await get('/ok', '127.0.0.1').catch(() => 0)) === 200;
   }, 'caddy to answer');
-  await waitFor(async () => (await stat(log)).size > 0, 'caddy access log');
-});
+  await waitFor(async () => (await stat(log).catch(() => null))?.size, 'caddy access log');
+  return { port, log, get, burst };
+}
 
-after(async () => {
-  agent.destroy();
-  await tailer?.stop();
-  if (caddy && caddy.exitCode === null) {
-    const exited = new Promise((r) => caddy?.once('exit', r));
-    caddy.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (caddy.exitCode === null) caddy.kill('SIGKILL');
-  }
-  await cleanupDir?.();
-});
+/** A tailer over this Caddy's log, caught up with what is there, stopped when the test ends. */
+async function tail(t: TestContext, caddy: Caddy): Promise<AccessLogTailer> {
+  const tailer = new AccessLogTailer(caddy.log, { pollIntervalMs: 100 });
+  t.after(() => tailer.stop());
+  tailer.start();
+  await waitFor(() => tailer.status().reading, 'tailer reading');
+  await tailer.catchUp();
+  return tailer;
+}
 
 test('real Caddy traffic: a burst and a 404 storm trip the monitor; allowlisted is recorded only', async (t) => {
-  if (!available) {
-    console.error(`\n*** SKIPPING ${t.name}: caddy is not installed ***\n`);
-    return t.skip('caddy not installed');
-  }
+  const caddy = await startCaddy(t);
+  if (!caddy) return;
+  const { burst, port } = caddy;
   const notified: Anomaly[] = [];
   const monitor = new TrafficMonitor({
     windowSeconds: 60,
@@ -112,11 +117,8 @@ test('real Caddy traffic: a burst and a 404 storm trip the monitor; allowlisted 
     allowlist: ['127.0.0.4/32'],
     onAnomaly: (a) => notified.push(a),
   });
-  tailer = new AccessLogTailer(join(dir, 'access.log'), { pollIntervalMs: 100 });
+  const tailer = await tail(t, caddy);
   tailer.subscribe(monitor.observe);
-  tailer.start();
-  await waitFor(() => tailer?.status().reading, 'tailer reading');
-  await tailer.catchUp();
 
   await burst(60, '/ok', '127.0.0.2');
   await waitFor(() => notified.some((a) => a.ip === '127.0.0.2'), 'request spike from 127.0.0.2');
@@ -149,8 +151,10 @@ test('real Caddy traffic: a burst and a 404 storm trip the monitor; allowlisted 
 });
 
 test('real Caddy: truncating its live log while requests flow loses none', async (t) => {
-  if (!available || !tailer) return t.skip('caddy not installed or tailer not started');
-  const log = join(dir, 'access.log');
+  const caddy = await startCaddy(t);
+  if (!caddy) return;
+  const { burst, log } = caddy;
+  const tailer = await tail(t, caddy);
   let seen = 0;
   const unsubscribe = tailer.subscribe((e) => {
     if (e.ip === '127.0.0.5') seen++;
