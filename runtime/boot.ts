@@ -14,6 +14,10 @@ import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
+import { createEdge } from '../lib/proxy/edge.js';
+import { hostAttribution } from '../lib/proxy/config.js';
+import { RequestSeries } from '../lib/series/requests.js';
+import { VitalsSampler } from '../lib/series/vitals.js';
 
 export interface BootOptions {
   /** `:memory:` for tests that need no file. */
@@ -40,9 +44,16 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     monitor: null,
     // Replaced just below: the service needs the finished env.
     deployments: undefined as unknown as DeployService,
+    edge: undefined as unknown as Env['edge'],
+    series: undefined as unknown as Env['series'],
+    vitals: undefined as unknown as Env['vitals'],
     now: opts.now ?? Date.now,
   };
   env.deployments = new DeployService(env);
+  env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() });
+  env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
+  env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
+  env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
   if (config.security.monitor) {
     const s = config.security;
     // Loaded only when enabled.
