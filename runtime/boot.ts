@@ -14,7 +14,7 @@ import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
-import { createEdge } from '../lib/proxy/edge.js';
+import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
 import { hostAttribution } from '../lib/proxy/config.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { VitalsSampler } from '../lib/series/vitals.js';
@@ -24,6 +24,8 @@ export interface BootOptions {
   dataDir?: string;
   log?: Logger;
   now?: () => number;
+  /** Timings of the edge's background work (tests shorten them). */
+  edge?: EdgeOptions;
 }
 
 export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
@@ -50,7 +52,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     now: opts.now ?? Date.now,
   };
   env.deployments = new DeployService(env);
-  env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() });
+  env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
   env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
   env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
   env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
