@@ -1,6 +1,9 @@
 // Configuration is read once at boot; an invalid value stops the boot with the variable's name.
 import { isIP } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { resolve } from 'node:path';
+import { checkHostname } from './domains/hostname.js';
 
 export interface Config {
   port: number;
@@ -34,6 +37,25 @@ export interface Config {
   sessionIdleSeconds: number;
   sessionMaxSeconds: number;
   accessLog: string;
+  /** The edge: Caddy driven through its admin API, ACME, DNS checks. */
+  proxy: {
+    /** SVC_PROXY: false keeps the control plane away from Caddy entirely (tests without one). */
+    enabled: boolean;
+    /** SVC_CADDY_ADMIN, an http:// origin. */
+    adminUrl: string;
+    httpPort: number;
+    httpsPort: number;
+    acmeCa: string;
+    /** PEM file Caddy trusts when it talks to the ACME CA (a private CA, Pebble in tests). */
+    acmeCaRoot: string | null;
+    acmeEmail: string | null;
+    /** SVC_DNS_RESOLVER: `ip` or `ip:port` (`[v6]:port`); null uses the system's resolvers. */
+    dnsResolver: string | null;
+    /** SVC_PUBLIC_IP: the addresses domains must resolve to; null detects them. */
+    publicIps: string[] | null;
+    /** SVC_CONTROL_DOMAIN; null means `svc.<base domain>` when a base domain is set. */
+    controlDomain: string | null;
+  };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
     keepImages: number;
@@ -98,8 +120,6 @@ function addressList(env: Env, name: string, def: string): string[] {
   return items;
 }
 
-const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
-
 /** An absolute http(s) URL with a host, optionally a path prefix; no credentials, query or fragment. */
 function publicUrlOf(raw: string | undefined): string | null {
   if (raw === undefined) return null;
@@ -124,14 +144,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const exposure = str(env, 'SVC_EXPOSURE') ?? 'local';
   if (exposure !== 'local' && exposure !== 'public') throw new ConfigError('SVC_EXPOSURE', `must be "local" or "public", got "${exposure}"`);
-  const baseDomain = str(env, 'SVC_BASE_DOMAIN') ?? null;
-  if (baseDomain !== null && !DOMAIN.test(baseDomain)) {
-    throw new ConfigError('SVC_BASE_DOMAIN', `"${baseDomain}" is not a domain name`);
-  }
-  const controlDomain = str(env, 'SVC_CONTROL_DOMAIN')?.toLowerCase() ?? (baseDomain ? `svc.${baseDomain.toLowerCase()}` : null);
-  if (controlDomain !== null && !DOMAIN.test(controlDomain)) {
-    throw new ConfigError('SVC_CONTROL_DOMAIN', `"${controlDomain}" is not a domain name`);
-  }
+  const baseDomain = hostnameVar(env, 'SVC_BASE_DOMAIN');
+  const explicitControl = hostnameVar(env, 'SVC_CONTROL_DOMAIN');
+  const controlDomain = explicitControl ?? (baseDomain ? `svc.${baseDomain}` : null);
   const publicUrl = publicUrlOf(str(env, 'SVC_PUBLIC_URL'));
   const host = str(env, 'SVC_HOST') ?? '0.0.0.0';
   if (!isIP(host) && host !== 'localhost') throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
@@ -149,6 +164,19 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_LOG_LEVEL', `unknown level "${logLevel}"`);
   }
   const dataDir = resolve(str(env, 'SVC_DATA_DIR') ?? './data');
+  const httpPort = port(env, 'SVC_PROXY_HTTP_PORT', 80);
+  const httpsPort = port(env, 'SVC_PROXY_HTTPS_PORT', 443);
+  if (httpPort === httpsPort) throw new ConfigError('SVC_PROXY_HTTPS_PORT', 'must differ from SVC_PROXY_HTTP_PORT');
+  const acmeCa = str(env, 'SVC_ACME_CA') ?? 'https://acme-v02.api.letsencrypt.org/directory';
+  try {
+    if (new URL(acmeCa).protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError('SVC_ACME_CA', `must be the https:// URL of an ACME directory, got "${acmeCa}"`);
+  }
+  const acmeEmail = str(env, 'SVC_ACME_EMAIL') ?? null;
+  if (acmeEmail !== null && !/^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[^\s@<>()[\],;:"]+$/.test(acmeEmail)) {
+    throw new ConfigError('SVC_ACME_EMAIL', `"${acmeEmail}" is not an email address`);
+  }
   return {
     port: int(env, 'SVC_PORT', 9393, 0, 65535),
     host,
@@ -172,6 +200,18 @@ export function loadConfig(env: Env = process.env): Config {
     sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
+    proxy: {
+      enabled: bool(env, 'SVC_PROXY', true),
+      adminUrl: adminOrigin(env, 'SVC_CADDY_ADMIN', 'http://127.0.0.1:2019'),
+      httpPort,
+      httpsPort,
+      acmeCa,
+      acmeCaRoot: pemFile(env, 'SVC_ACME_CA_ROOT'),
+      acmeEmail,
+      dnsResolver: resolverAddress(env, 'SVC_DNS_RESOLVER'),
+      publicIps: ipList(env, 'SVC_PUBLIC_IP'),
+      controlDomain: explicitControl,
+    },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),
       timeoutSeconds: int(env, 'SVC_DEPLOY_TIMEOUT', 3600, 60, 7 * 86400),
@@ -189,6 +229,74 @@ export function loadConfig(env: Env = process.env): Config {
       dir: resolve(str(env, 'SVC_SECURITY_DIR') ?? '/var/lib/svc/security'),
     },
   };
+}
+
+function port(env: Env, name: string, def: number): number {
+  return int(env, name, def, 1, 65535);
+}
+
+/** An http:// origin (scheme, host, port; no path): Caddy's admin endpoint. */
+function adminOrigin(env: Env, name: string, def: string): string {
+  const raw = str(env, name) ?? def;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `"${raw}" is not a URL (like http://127.0.0.1:2019)`);
+  }
+  if (u.protocol !== 'http:') throw new ConfigError(name, `must be an http:// URL, got "${u.protocol}"`);
+  if (u.username || u.password) throw new ConfigError(name, 'must not carry credentials');
+  if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new ConfigError(name, 'must be an origin without a path, like http://127.0.0.1:2019');
+  const p = u.port || '80';
+  return `http://${u.hostname}:${p}`;
+}
+
+/** `ip` or `ip:port` (`[v6]:port`), normalised to what node:dns's setServers takes. */
+function resolverAddress(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === undefined) return null;
+  if (isIP(raw)) return raw;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(raw);
+  const host = m?.[1] ?? m?.[2];
+  const p = Number(m?.[3]);
+  if (!m || !host || !isIP(host) || !(p >= 1 && p <= 65535)) throw new ConfigError(name, `"${raw}" is not an IP address or ip:port`);
+  return isIP(host) === 6 ? `[${host}]:${p}` : `${host}:${p}`;
+}
+
+function ipList(env: Env, name: string): string[] | null {
+  const raw = str(env, name);
+  if (raw === undefined) return null;
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new ConfigError(name, 'must list at least one IP address');
+  for (const ip of items) if (!isIP(ip)) throw new ConfigError(name, `"${ip}" is not an IP address`);
+  return items.map((ip) => (isIP(ip) === 6 ? ip.toLowerCase() : ip));
+}
+
+function hostnameVar(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === undefined) return null;
+  const r = checkHostname(raw);
+  if (!r.ok) throw new ConfigError(name, r.message);
+  return r.hostname;
+}
+
+/** A PEM file that must exist and hold a certificate now, not when Caddy first needs it. */
+function pemFile(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === undefined) return null;
+  const path = resolve(raw);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(name, `cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    new X509Certificate(text);
+  } catch {
+    throw new ConfigError(name, `${path} does not hold a PEM certificate`);
+  }
+  return path;
 }
 
 /**

@@ -12,6 +12,9 @@ import type { GitAuth } from './apps/probe.js';
 import type { AccessLogTailer } from './traffic/tailer.js';
 import type { TrafficMonitor } from './traffic/monitor.js';
 import type { DeployService } from './deploy/service.js';
+import type { Edge } from './proxy/edge.js';
+import type { RequestSeries } from './series/requests.js';
+import type { VitalsSampler } from './series/vitals.js';
 
 export interface Env {
   config: Config;
@@ -35,5 +38,11 @@ export interface Env {
   gitAuth?: GitAuth;
   /** The deployment queue and workers; started by runtime/background.ts. */
   deployments: DeployService;
+  /** Caddy sync, host checker, DNS check (lib/proxy/edge.ts); started by runtime/background.ts. */
+  edge: Edge;
+  /** Request metrics from the access log (a tailer consumer); 10 s / 1 min / 1 h rows. */
+  series: RequestSeries;
+  /** Host vitals every 10 s; its latest sample serves the `host` topic and /metrics too. */
+  vitals: VitalsSampler;
   now: () => number;
 }

@@ -5,11 +5,25 @@ import type { Running } from './server.js';
 import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';
 import { registerStreams } from '../lib/deploy/streams.js';
+import { defaultControlUpstream } from '../lib/proxy/rows.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
+  // Request metrics read the same log; host vitals are sampled every 10 s. Close handlers run
+  // last-registered first: the tailer stops before the series writes its last buckets.
+  env.series.start(env.tailer);
+  env.vitals.start();
   env.tailer.start();
+  running.onClose(() => env.series.stop());
+  running.onClose(() => env.vitals.stop());
   running.onClose(() => env.tailer.stop());
+
+  // The edge (SVC_PROXY): Caddy's config from the rows, its periodic check, the host checker.
+  if (env.config.proxy.enabled) {
+    env.edge.setControlUpstream(defaultControlUpstream(env.config, running.port));
+    env.edge.start();
+    running.onClose(() => env.edge.stop());
+  }
 
   const events = new AbortController();
   followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {

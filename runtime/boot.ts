@@ -19,6 +19,10 @@ import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
+import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
+import { hostAttribution } from '../lib/proxy/config.js';
+import { RequestSeries } from '../lib/series/requests.js';
+import { VitalsSampler } from '../lib/series/vitals.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -33,6 +37,8 @@ export interface BootOptions {
   now?: () => number;
   /** Collects boot messages instead of logging them, so the caller can log "listening" first. */
   notices?: BootNotice[];
+  /** Timings of the edge's background work (tests shorten them). */
+  edge?: EdgeOptions;
 }
 
 /** Resolves the master key and checks that it opens what is already sealed; stops the boot otherwise. */
@@ -98,9 +104,16 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     monitor: null,
     // Replaced just below: the service needs the finished env.
     deployments: undefined as unknown as DeployService,
+    edge: undefined as unknown as Env['edge'],
+    series: undefined as unknown as Env['series'],
+    vitals: undefined as unknown as Env['vitals'],
     now: opts.now ?? Date.now,
   };
   env.deployments = new DeployService(env);
+  env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
+  env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
+  env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
+  env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
   if (config.security.monitor) {
     const s = config.security;
     // Loaded only when enabled.

@@ -67,6 +67,16 @@ export function hotStatement(db: Db, sqlText: string): BetterSqlite3.Statement {
   return stmt;
 }
 
+/**
+ * The connection itself, for the few writers that batch thousands of rows in one synchronous
+ * transaction (the request and host time series), where Kysely's per-query promise dominates.
+ */
+export function rawConnection(db: Db): BetterSqlite3.Database {
+  const handle = rawHandles.get(db);
+  if (!handle) throw new Error('rawConnection needs a database opened with openDb');
+  return handle.raw;
+}
+
 const STATEMENT_CACHE = 256;
 
 /**

@@ -172,7 +172,98 @@ export interface WebhookPushTable {
   received_at: string;
 }
 
+export interface DomainTable {
+  id: string;
+  /** Normalised (lower case, no trailing dot); unique. */
+  hostname: string;
+  /** Null: unassigned (or a redirect). */
+  app_id: string | null;
+  service: string | null;
+  /** Overrides the service's port for this domain. */
+  port: number | null;
+  /** A hostname: the domain answers 308 to https://<redirect_to><uri>. */
+  redirect_to: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DomainCertificateTable {
+  domain_id: string;
+  /** The certificate chain (public). */
+  cert_pem: string;
+  /** Sealed, bound to `domain:<id>:certificate-key`. */
+  key_sealed: string;
+  issuer: string;
+  not_after: string;
+  fingerprint256: string;
+  created_at: string;
+}
+
+/** What the checker last saw of a host (a domain, an automatic host, the control domain). */
+export interface HostCheckTable {
+  hostname: string;
+  /** JSON arrays of addresses. */
+  dns_resolved: string | null;
+  dns_expected: string | null;
+  dns_points_here: number | null;
+  dns_error: string | null;
+  dns_checked_at: string | null;
+  /** The certificate Caddy serves for the name (null: none served). */
+  cert_issuer: string | null;
+  cert_not_after: string | null;
+  cert_fingerprint256: string | null;
+  cert_error: string | null;
+  cert_checked_at: string | null;
+  /** Since when the host has been handed to the CA without a certificate being served. */
+  issuing_since: string | null;
+  /** JSON of the events already published for this host, so each is published once. */
+  notified: string | null;
+  updated_at: string;
+}
+
+export interface ProxyUpstreamTable {
+  app_id: string;
+  service: string;
+  /** JSON array of container addresses (IPs) the service's routes dial. */
+  addresses: string;
+  updated_at: string;
+}
+
+export interface RequestSeriesTable {
+  /** Bucket width in seconds: 10, 60 or 3600. */
+  res: number;
+  /** '' for the host-wide series. */
+  app_id: string;
+  service: string;
+  /** Bucket start, epoch seconds. */
+  t: number;
+  requests: number;
+  errors_4xx: number;
+  errors_5xx: number;
+  bytes_out: number;
+  /** Latency histogram: little-endian uint32 counts over fixed bounds (lib/series/histogram.ts). */
+  hist: Buffer;
+}
+
+export interface HostVitalsTable {
+  res: number;
+  t: number;
+  samples: number;
+  cpu_sum: number;
+  load1_sum: number;
+  mem_used_sum: number;
+  mem_total_sum: number;
+  disk_used_sum: number;
+  disk_total_sum: number;
+}
+
 export interface Database {
+  domains: DomainTable;
+  domain_certificates: DomainCertificateTable;
+  host_checks: HostCheckTable;
+  proxy_upstreams: ProxyUpstreamTable;
+  request_series: RequestSeriesTable;
+  host_vitals: HostVitalsTable;
   app_webhooks: AppWebhookTable;
   app_triggers: AppTriggerTable;
   app_ssh_keys: AppSshKeyTable;

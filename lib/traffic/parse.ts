@@ -11,6 +11,10 @@ export interface AccessEntry {
   /** Request path without its query string: queries often carry tokens. */
   path: string;
   status: number;
+  /** Response body bytes (`size`); 0 when absent. */
+  bytes: number;
+  /** Time to serve, milliseconds (`duration`, seconds in the log); 0 when absent. */
+  durationMs: number;
 }
 
 /** A line longer than this is dropped (and counted as a parse error) to keep memory bounded. */
@@ -76,6 +80,8 @@ function buildEntry(
   host: unknown,
   method: unknown,
   uri: unknown,
+  size: unknown,
+  duration: unknown,
   fallbackAt: number,
 ): AccessEntry | null {
   const ip = normalizeIp(clientIp !== undefined && clientIp !== '' ? clientIp : remoteIp);
@@ -85,7 +91,10 @@ function buildEntry(
   let path = shortString(uri);
   const qm = path.indexOf('?');
   if (qm !== -1) path = path.slice(0, qm);
-  return { at, ip, host: shortString(host), method: shortString(method), path, status };
+  const bytes = typeof size === 'number' && size > 0 && size < 1e15 ? Math.floor(size) : 0;
+  // Caddy 2.6 logs seconds as a float; a duration string ("1.2ms", newer formats) is not worth a parser here.
+  const durationMs = typeof duration === 'number' && duration > 0 && duration < 1e7 ? duration * 1000 : 0;
+  return { at, ip, host: shortString(host), method: shortString(method), path, status, bytes, durationMs };
 }
 
 /**
@@ -105,7 +114,7 @@ export function parseAccessLine(line: string, fallbackAt = Date.now()): AccessEn
   const req = r.request;
   if (req === null || typeof req !== 'object') return null;
   const q = req as Record<string, unknown>;
-  return buildEntry(q.client_ip, q.remote_ip, r.status, r.ts, q.host, q.method, q.uri, fallbackAt);
+  return buildEntry(q.client_ip, q.remote_ip, r.status, r.ts, q.host, q.method, q.uri, r.size, r.duration, fallbackAt);
 }
 
 /**

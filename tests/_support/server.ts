@@ -36,6 +36,8 @@ export async function startTestServer(vars: Record<string, string> = {}, opts: {
     SVC_LOG_LEVEL: 'silent',
     SVC_ACCESS_LOG: join(dataDir, 'access.log'),
     SVC_SECURITY_DIR: join(dataDir, 'security'),
+    // No test server talks to a Caddy unless it brings its own (tests/_support/edge.ts).
+    SVC_PROXY: 'off',
     ...vars,
   });
   const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel) });

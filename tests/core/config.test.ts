@@ -39,6 +39,24 @@ const bad: Array<[string, string]> = [
   ['SVC_SECURITY_ALLOWLIST', '1.2.3.4,nope'],
   ['SVC_HOST', 'my host'],
   ['SVC_METRICS_TOKEN', 'short'],
+  ['SVC_PROXY', 'sometimes'],
+  ['SVC_CADDY_ADMIN', 'https://127.0.0.1:2019'],
+  ['SVC_CADDY_ADMIN', 'http://127.0.0.1:2019/config'],
+  ['SVC_CADDY_ADMIN', 'caddy'],
+  ['SVC_PROXY_HTTP_PORT', '0'],
+  ['SVC_PROXY_HTTPS_PORT', '65536'],
+  ['SVC_PROXY_HTTPS_PORT', '80'],
+  ['SVC_ACME_CA', 'http://acme.example/dir'],
+  ['SVC_ACME_CA', 'not a url'],
+  ['SVC_ACME_CA_ROOT', '/nonexistent/ca.pem'],
+  ['SVC_ACME_CA_ROOT', '/etc/hostname'],
+  ['SVC_ACME_EMAIL', 'not-an-email'],
+  ['SVC_DNS_RESOLVER', '8.8.8.8:99999'],
+  ['SVC_DNS_RESOLVER', 'dns.example:53'],
+  ['SVC_PUBLIC_IP', '203.0.113.1,example.com'],
+  ['SVC_PUBLIC_IP', '10.0.0.0/8'],
+  ['SVC_CONTROL_DOMAIN', 'https://svc.example.com'],
+  ['SVC_BASE_DOMAIN', '*.example.com'],
 ];
 
 for (const [name, value] of bad) {
@@ -46,6 +64,42 @@ for (const [name, value] of bad) {
     assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name));
   });
 }
+
+test('the edge: defaults and accepted forms', () => {
+  const c = loadConfig({});
+  assert.deepEqual(c.proxy, {
+    enabled: true,
+    adminUrl: 'http://127.0.0.1:2019',
+    httpPort: 80,
+    httpsPort: 443,
+    acmeCa: 'https://acme-v02.api.letsencrypt.org/directory',
+    acmeCaRoot: null,
+    acmeEmail: null,
+    dnsResolver: null,
+    publicIps: null,
+    controlDomain: null,
+  });
+  const d = loadConfig({
+    SVC_PROXY: 'off',
+    SVC_CADDY_ADMIN: 'http://localhost:2999/',
+    SVC_PROXY_HTTP_PORT: '8080',
+    SVC_PROXY_HTTPS_PORT: '8443',
+    SVC_ACME_EMAIL: 'ops@example.com',
+    SVC_DNS_RESOLVER: '[2001:db8::53]:5353',
+    SVC_PUBLIC_IP: '203.0.113.1, 2001:DB8::1',
+    SVC_CONTROL_DOMAIN: 'Panel.Example.com.',
+    SVC_BASE_DOMAIN: 'Apps.Example.COM',
+  });
+  assert.equal(d.proxy.enabled, false);
+  assert.equal(d.proxy.adminUrl, 'http://localhost:2999');
+  assert.deepEqual([d.proxy.httpPort, d.proxy.httpsPort], [8080, 8443]);
+  assert.equal(d.proxy.dnsResolver, '[2001:db8::53]:5353');
+  assert.equal(loadConfig({ SVC_DNS_RESOLVER: '127.0.0.1:8053' }).proxy.dnsResolver, '127.0.0.1:8053');
+  assert.equal(loadConfig({ SVC_DNS_RESOLVER: '9.9.9.9' }).proxy.dnsResolver, '9.9.9.9');
+  assert.deepEqual(d.proxy.publicIps, ['203.0.113.1', '2001:db8::1']);
+  assert.equal(d.proxy.controlDomain, 'panel.example.com');
+  assert.equal(d.baseDomain, 'apps.example.com');
+});
 
 test('the service refuses to boot on a bad value and says which variable', () => {
   const cli = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));

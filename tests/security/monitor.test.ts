@@ -6,7 +6,7 @@ import type { AccessEntry } from '../../lib/traffic/parse.js';
 const T0 = Date.UTC(2024, 0, 1, 12, 0, 0);
 
 function req(ip: string, at: number, status = 200, path = '/'): AccessEntry {
-  return { at, ip, host: 'example.test', method: 'GET', path, status };
+  return { at, ip, host: 'example.test', method: 'GET', path, status, bytes: 0, durationMs: 0 };
 }
 
 function monitor(opts: ConstructorParameters<typeof TrafficMonitor>[0] = {}) {

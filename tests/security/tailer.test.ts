@@ -26,7 +26,7 @@ async function setup(name: string, opts: ConstructorParameters<typeof AccessLogT
 
 test('parses client_ip before remote_ip, strips zones and queries, refuses non-IPs', () => {
   const e = parseAccessLine(caddyLine({ ts: 1700000000.25, ip: '10.0.0.1', clientIp: '203.0.113.9', uri: '/a?token=x', status: 404 }));
-  assert.deepEqual(e, { at: 1700000000250, ip: '203.0.113.9', host: 'example.test', method: 'GET', path: '/a', status: 404 });
+  assert.deepEqual(e, { at: 1700000000250, ip: '203.0.113.9', host: 'example.test', method: 'GET', path: '/a', status: 404, bytes: 2, durationMs: 0.1 });
   assert.equal(parseAccessLine(caddyLine({ ip: 'fe80::1%eth0' }))?.ip, 'fe80::1');
   assert.equal(parseAccessLine(caddyLine({ ip: '::ffff:198.51.100.4' }))?.ip, '198.51.100.4');
   assert.equal(parseAccessLine(caddyLine({ ip: '10.0.0.1', clientIp: '' }))?.ip, '10.0.0.1');

@@ -1,0 +1,146 @@
+// Domain operations as the API performs them: each saves its rows first, checks the host, then
+// brings Caddy in line, and answers with the domain and whether the proxy took the change.
+// Without a reachable Caddy the rows are still saved and `proxy.synced` is false; the next sync
+// (the periodic check, a boot, another change) applies them.
+import type { Config } from '../config.js';
+import type { Db } from '../db/index.js';
+import type { Sealer } from '../crypto/seal.js';
+import type { Edge } from '../proxy/edge.js';
+import { automaticHosts, effectiveControlDomain } from '../proxy/config.js';
+import { appRows } from '../proxy/rows.js';
+import {
+  createDomain,
+  deleteCertificate,
+  deleteDomain,
+  getBaseDomain,
+  getCertificateRow,
+  getDomainRow,
+  getHostCheck,
+  hostCheckRows,
+  listDomainRows,
+  certificateRows,
+  putCertificate,
+  setBaseDomain,
+  updateDomain,
+  type DomainInput,
+  type DomainRow,
+} from './store.js';
+import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from './status.js';
+
+export interface DomainCtx {
+  db: Db;
+  sealer: Sealer;
+  config: Config;
+  now: () => number;
+  edge: Edge;
+}
+
+export interface ProxySummary {
+  synced: boolean;
+  error?: string;
+}
+
+async function view(ctx: DomainCtx, row: DomainRow): Promise<DomainView> {
+  const [cert, check] = await Promise.all([getCertificateRow(ctx.db, row.id), getHostCheck(ctx.db, row.hostname)]);
+  return domainView(row, cert, check, ctx.now());
+}
+
+async function applied(ctx: DomainCtx, hostname: string | null): Promise<ProxySummary> {
+  if (hostname) {
+    try {
+      await ctx.edge.checker.refresh(hostname);
+    } catch {
+      // A failed check leaves the host awaiting DNS; the change itself still goes to the proxy.
+    }
+  }
+  await ctx.edge.proxy.sync('domain change');
+  return ctx.edge.proxy.summary();
+}
+
+async function controlDomain(ctx: DomainCtx): Promise<string | null> {
+  return effectiveControlDomain(ctx.config.proxy.controlDomain, await getBaseDomain(ctx.db, ctx.config.baseDomain));
+}
+
+/** The hub (every domain and automatic host), or one app's. */
+export async function listDomains(ctx: DomainCtx, appId?: string): Promise<Array<DomainView | AutomaticHostView>> {
+  const [rows, certs, checks, base, apps] = await Promise.all([
+    listDomainRows(ctx.db, appId),
+    certificateRows(ctx.db),
+    hostCheckRows(ctx.db),
+    getBaseDomain(ctx.db, ctx.config.baseDomain),
+    appRows(ctx.db),
+  ]);
+  const now = ctx.now();
+  const byDomain = new Map(certs.map((c) => [c.domain_id, c]));
+  const items: Array<DomainView | AutomaticHostView> = rows.map((r) => domainView(r, byDomain.get(r.id) ?? null, checks.get(r.hostname) ?? null, now));
+  const explicit = new Set((appId === undefined ? rows : await listDomainRows(ctx.db)).map((r) => r.hostname));
+  const control = await controlDomain(ctx);
+  for (const a of automaticHosts(base, apps)) {
+    if (appId !== undefined && a.appId !== appId) continue;
+    if (explicit.has(a.hostname) || a.hostname === control) continue;
+    items.push(automaticHostView(a, checks.get(a.hostname) ?? null, now));
+  }
+  return items;
+}
+
+export async function getDomain(ctx: DomainCtx, id: string): Promise<DomainView> {
+  return view(ctx, await getDomainRow(ctx.db, id));
+}
+
+export async function addDomain(ctx: DomainCtx, input: DomainInput): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+  const control = await controlDomain(ctx);
+  const row = await createDomain(ctx.db, input, { reserved: control ? [control] : [] }, ctx.now());
+  const proxy = await applied(ctx, row.app_id !== null || row.redirect_to !== null ? row.hostname : null);
+  return { domain: await view(ctx, row), proxy };
+}
+
+export async function changeDomain(ctx: DomainCtx, id: string, patch: DomainInput): Promise<{ domain: DomainView; before: DomainRow; proxy: ProxySummary }> {
+  const { before, after } = await updateDomain(ctx.db, id, patch, ctx.now());
+  const proxy = await applied(ctx, after.hostname);
+  return { domain: await view(ctx, after), before, proxy };
+}
+
+export async function removeDomain(ctx: DomainCtx, id: string): Promise<{ before: DomainRow; proxy: ProxySummary }> {
+  const before = await deleteDomain(ctx.db, id);
+  return { before, proxy: await applied(ctx, null) };
+}
+
+/** Re-checks DNS and the served certificate now. */
+export async function refreshDomain(ctx: DomainCtx, id: string): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+  const row = await getDomainRow(ctx.db, id);
+  const proxy = await applied(ctx, row.hostname);
+  // The sync may have just handed the host to the CA or loaded a certificate: look again.
+  await ctx.edge.checker.refresh(row.hostname).catch(() => {});
+  return { domain: await view(ctx, row), proxy };
+}
+
+export async function uploadCertificate(ctx: DomainCtx, id: string, input: { cert_pem?: unknown; key_pem?: unknown }): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+  await putCertificate(ctx.db, ctx.sealer, id, input, ctx.now());
+  const row = await getDomainRow(ctx.db, id);
+  await ctx.edge.proxy.sync('certificate');
+  const proxy = await applied(ctx, row.hostname);
+  return { domain: await view(ctx, row), proxy };
+}
+
+export async function removeCertificate(ctx: DomainCtx, id: string): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+  await deleteCertificate(ctx.db, id);
+  const row = await getDomainRow(ctx.db, id);
+  await ctx.edge.proxy.sync('certificate');
+  const proxy = await applied(ctx, row.hostname);
+  return { domain: await view(ctx, row), proxy };
+}
+
+export async function instanceDomains(ctx: DomainCtx): Promise<{ base_domain: string | null; control_domain: string | null }> {
+  const base = await getBaseDomain(ctx.db, ctx.config.baseDomain);
+  return { base_domain: base, control_domain: effectiveControlDomain(ctx.config.proxy.controlDomain, base) };
+}
+
+/** `PUT /api/instance/base-domain`: null clears (SVC_BASE_DOMAIN no longer applies either). */
+export async function putBaseDomain(ctx: DomainCtx, value: unknown): Promise<{ base_domain: string | null; control_domain: string | null; proxy: ProxySummary }> {
+  const base = await setBaseDomain(ctx.db, value);
+  const control = effectiveControlDomain(ctx.config.proxy.controlDomain, base);
+  // New automatic hosts and control domain: check them all before the sync decides what to issue.
+  await ctx.edge.checker.tick();
+  const proxy = await applied(ctx, control);
+  return { base_domain: base, control_domain: control, proxy };
+}

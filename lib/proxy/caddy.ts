@@ -1,0 +1,140 @@
+// Caddy's admin API, and nothing else: the control plane never edits a Caddyfile and never runs
+// `caddy`. Every call opens a fresh connection: Caddy restarts its admin server on each config
+// load and closes the sockets it had, so a pooled socket would fail the next call.
+import { request } from 'node:http';
+
+export class CaddyError extends Error {
+  constructor(
+    message: string,
+    /** false: Caddy answered and refused; true: it could not be reached at all. */
+    readonly unreachable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface CaddyClient {
+  readonly adminUrl: string;
+  /** host:port of the admin endpoint, as Caddy's `admin.listen` writes it. */
+  readonly listen: string;
+  /** The whole running config (null when Caddy runs with none). */
+  getConfig(): Promise<unknown>;
+  /** Replaces the whole config in one step (POST /load). */
+  load(config: unknown): Promise<void>;
+  /** Whether the admin endpoint answers. */
+  reachable(): Promise<boolean>;
+}
+
+export interface CaddyClientOptions {
+  timeoutMs?: number;
+  loadTimeoutMs?: number;
+  /** Bound on a response body (the config holds uploaded certificates, so it can be large). */
+  maxBytes?: number;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+const RETRYABLE = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']);
+
+function call(base: URL, method: 'GET' | 'POST', path: string, body: string | undefined, timeoutMs: number, maxBytes: number): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: base.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(base.port) || 80,
+        method,
+        path,
+        agent: false,
+        timeout: timeoutMs,
+        headers: {
+          host: base.host,
+          connection: 'close',
+          ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > maxBytes) {
+            req.destroy(Object.assign(new Error('response too large'), { code: 'ETOOBIG' }));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function errorText(status: number, body: string): string {
+  let msg = body.trim();
+  try {
+    const j = JSON.parse(body) as { error?: unknown };
+    if (typeof j.error === 'string') msg = j.error;
+  } catch {
+    /* plain text */
+  }
+  msg = msg.replace(/\s+/g, ' ');
+  return `${status}${msg ? `: ${msg.length > 400 ? `${msg.slice(0, 400)}...` : msg}` : ''}`;
+}
+
+export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {}): CaddyClient {
+  const base = new URL(adminUrl);
+  const timeoutMs = opts.timeoutMs ?? 5_000;
+  const loadTimeoutMs = opts.loadTimeoutMs ?? 60_000;
+  const maxBytes = opts.maxBytes ?? 32 * 1024 * 1024;
+  const where = `Caddy's admin API at ${base.origin}`;
+
+  async function send(method: 'GET' | 'POST', path: string, body: string | undefined, timeout: number): Promise<Reply> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call(base, method, path, body, timeout, maxBytes);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? '';
+        // A refused or reset connection while Caddy swaps its admin server is worth one retry;
+        // the calls made here are idempotent (a read, or a load of the whole config).
+        if (attempt === 0 && RETRYABLE.has(code)) {
+          await new Promise((r) => setTimeout(r, 250));
+          continue;
+        }
+        throw new CaddyError(`${where} is unreachable (${code || (e as Error).message})`, true);
+      }
+    }
+  }
+
+  return {
+    adminUrl: base.origin,
+    listen: base.host.includes(':') ? base.host : `${base.host}:80`,
+    async getConfig() {
+      const r = await send('GET', '/config/', undefined, timeoutMs);
+      if (r.status !== 200) throw new CaddyError(`${where} answered ${errorText(r.status, r.body)}`, false);
+      try {
+        return JSON.parse(r.body || 'null');
+      } catch {
+        throw new CaddyError(`${where} answered something that is not JSON`, false);
+      }
+    },
+    async load(config) {
+      const r = await send('POST', '/load', JSON.stringify(config), loadTimeoutMs);
+      if (r.status !== 200) throw new CaddyError(`Caddy refused the configuration (${errorText(r.status, r.body)})`, false);
+    },
+    async reachable() {
+      try {
+        await send('GET', '/config/admin', undefined, timeoutMs);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

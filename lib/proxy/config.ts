@@ -1,0 +1,365 @@
+// Caddy's configuration as a pure function of rows.
+//
+// Design note. The control plane owns Caddy's `apps.http`, `apps.tls` and one access logger;
+// everything else in Caddy's config (admin, storage, other loggers, other apps) is kept as found.
+// `planRoutes` turns rows (domains, uploaded certificates, automatic hosts from the base domain,
+// the control domain, upstream addresses, what the checker saw of each host) into one route per
+// hostname; `buildCaddyConfig` turns routes into Caddy JSON. Nothing here does I/O, so the whole
+// edge can be unit-tested without Caddy, and the same plan feeds request attribution.
+//
+// Caddy's automatic HTTPS is disabled on both servers and its effects are written out instead,
+// because they depend on facts Caddy cannot know:
+// - certificates: a host goes to the CA (`tls.certificates.automate`) only once its DNS points
+//   here; a host awaiting DNS is not in the automation list at all, so the CA is not hammered
+//   with challenges that must fail. Uploaded certificates (`load_pem`) replace ACME for their host.
+// - HTTP: ACME HTTP-01 challenges are answered by Caddy before any route runs (its HTTP-01
+//   handler sees every plain-HTTP request), so the routes only decide the rest: a host whose
+//   certificate is served redirects to HTTPS (308); a host without one yet is served over plain
+//   HTTP, since redirecting it would only show a certificate error; redirect domains answer 308
+//   to https://<redirect_to><uri> on both ports.
+// - HTTPS: one server with TLS for every host that has or is getting a certificate; strict SNI
+//   so a connection made for one name cannot be used for another; h1 and h2 only (no UDP).
+// The route that serves a host's content carries the contract's `@id` (`svc-route-<domainId>`,
+// `svc-auto-<appId>-<service>`, `svc-control`); its plain-HTTP companion adds `-http`.
+// Upstreams are container addresses on the app's bridge network, which Caddy on the host can
+// reach without any port published; switching them is one load of this whole config.
+
+import { isIP } from 'node:net';
+import { isLabel, MAX_HOSTNAME } from '../domains/hostname.js';
+
+export const ACCESS_LOGGER = 'svc';
+/** Caddy names a server's access logger `http.log.access.<default_logger_name>`. */
+export const ACCESS_LOGGER_NAMESPACE = `http.log.access.${ACCESS_LOGGER}`;
+export const ACCESS_LOG_KEY = 'svc_access';
+export const HTTP_SERVER = 'svc_http';
+export const HTTPS_SERVER = 'svc_https';
+export const CONTROL_ROUTE_ID = 'svc-control';
+
+export interface EdgeSettings {
+  httpPort: number;
+  httpsPort: number;
+  accessLog: string;
+  acme: { ca: string; caRoot: string | null; email: string | null };
+  /** host:port of the control plane, for the control domain's route. */
+  controlUpstream: string;
+}
+
+export interface AppRow {
+  id: string;
+  name: string;
+  /** In a stable order: the first one with a port gets `<app>.<base>`. */
+  services: Array<{ name: string; port: number | null }>;
+}
+
+export interface DomainRow {
+  id: string;
+  hostname: string;
+  app_id: string | null;
+  service: string | null;
+  port: number | null;
+  redirect_to: string | null;
+}
+
+export interface UploadedCertificate {
+  domain_id: string;
+  cert_pem: string;
+  key_pem: string;
+}
+
+export interface UpstreamRow {
+  app_id: string;
+  service: string;
+  /** Container addresses (IPs); the route's port is added to each. */
+  addresses: string[];
+}
+
+/** What the checker saw of a host. */
+export interface HostState {
+  pointsHere: boolean;
+  /** A valid certificate for the host is being served. */
+  certReady: boolean;
+}
+
+export interface EdgeRows {
+  settings: EdgeSettings;
+  baseDomain: string | null;
+  controlDomain: string | null;
+  apps: AppRow[];
+  domains: DomainRow[];
+  certificates: UploadedCertificate[];
+  upstreams: UpstreamRow[];
+  hosts: ReadonlyMap<string, HostState>;
+}
+
+export type RouteTarget =
+  | { kind: 'service'; appId: string; service: string; port: number; dial: string[] }
+  | { kind: 'control'; dial: string[] }
+  | { kind: 'redirect'; to: string }
+  /** Assigned to a service with no port (or no app): answered 503 until that is fixed. */
+  | { kind: 'unavailable'; appId: string | null; service: string | null; reason: string };
+
+export interface PlannedRoute {
+  id: string;
+  hostname: string;
+  source: 'control' | 'domain' | 'auto';
+  domainId?: string;
+  target: RouteTarget;
+  /** 'acme': handed to the CA; 'uploaded': an uploaded certificate; 'none': awaiting DNS. */
+  tls: 'acme' | 'uploaded' | 'none';
+  certReady: boolean;
+}
+
+export interface AutomaticHost {
+  appId: string;
+  service: string;
+  hostname: string;
+  port: number;
+}
+
+/**
+ * `<app>.<base>` for the app's first service with a port, `<service>.<app>.<base>` for each
+ * further one. Names that would not make a valid DNS label are left out rather than mangled.
+ */
+export function automaticHosts(baseDomain: string | null, apps: readonly AppRow[]): AutomaticHost[] {
+  if (!baseDomain) return [];
+  const out: AutomaticHost[] = [];
+  for (const app of apps) {
+    if (!isLabel(app.name)) continue;
+    let first = true;
+    for (const s of app.services) {
+      if (s.port === null) continue;
+      const isFirst = first;
+      first = false;
+      if (!isFirst && !isLabel(s.name)) continue;
+      const hostname = isFirst ? `${app.name}.${baseDomain}` : `${s.name}.${app.name}.${baseDomain}`;
+      if (hostname.length > MAX_HOSTNAME) continue;
+      out.push({ appId: app.id, service: s.name, hostname, port: s.port });
+    }
+  }
+  return out;
+}
+
+/** The control domain in force: SVC_CONTROL_DOMAIN, else `svc.<base>`. */
+export function effectiveControlDomain(explicit: string | null, baseDomain: string | null): string | null {
+  return explicit ?? (baseDomain ? `svc.${baseDomain}` : null);
+}
+
+export function dialAddress(host: string, port: number): string {
+  return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function tlsMode(hostname: string, uploaded: boolean, hosts: ReadonlyMap<string, HostState>): PlannedRoute['tls'] {
+  if (uploaded) return 'uploaded';
+  return hosts.get(hostname)?.pointsHere ? 'acme' : 'none';
+}
+
+/** One route per hostname: the control domain first, then domains, then automatic hosts. */
+export function planRoutes(rows: EdgeRows): PlannedRoute[] {
+  const taken = new Set<string>();
+  const routes: PlannedRoute[] = [];
+  const upstreams = new Map(rows.upstreams.map((u) => [`${u.app_id}\u0000${u.service}`, u.addresses]));
+  const apps = new Map(rows.apps.map((a) => [a.id, a]));
+  const uploaded = new Set(rows.certificates.map((c) => c.domain_id));
+  const ready = (h: string, up: boolean) => up || (rows.hosts.get(h)?.certReady ?? false);
+
+  if (rows.controlDomain) {
+    const h = rows.controlDomain;
+    taken.add(h);
+    const tls = tlsMode(h, false, rows.hosts);
+    routes.push({ id: CONTROL_ROUTE_ID, hostname: h, source: 'control', target: { kind: 'control', dial: [rows.settings.controlUpstream] }, tls, certReady: tls !== 'none' && ready(h, false) });
+  }
+
+  const serviceTarget = (appId: string | null, service: string | null, port: number | null): RouteTarget => {
+    const app = appId ? apps.get(appId) : undefined;
+    if (!app || !service) return { kind: 'unavailable', appId, service, reason: 'the domain is not assigned to an app service' };
+    const svc = app.services.find((s) => s.name === service);
+    const p = port ?? svc?.port ?? null;
+    if (p === null) return { kind: 'unavailable', appId, service, reason: `service "${service}" has no port` };
+    const addrs = upstreams.get(`${appId}\u0000${service}`) ?? [];
+    return { kind: 'service', appId: app.id, service, port: p, dial: addrs.map((a) => dialAddress(a, p)) };
+  };
+
+  for (const d of [...rows.domains].sort((a, b) => (a.hostname < b.hostname ? -1 : 1))) {
+    if (taken.has(d.hostname)) continue;
+    // Unassigned domains are not served at all: nothing to route, no certificate to get.
+    if (d.redirect_to === null && d.app_id === null) continue;
+    taken.add(d.hostname);
+    const up = uploaded.has(d.id);
+    const target: RouteTarget = d.redirect_to !== null ? { kind: 'redirect', to: d.redirect_to } : serviceTarget(d.app_id, d.service, d.port);
+    const tls = tlsMode(d.hostname, up, rows.hosts);
+    routes.push({ id: `svc-route-${d.id}`, hostname: d.hostname, source: 'domain', domainId: d.id, target, tls, certReady: tls !== 'none' && ready(d.hostname, up) });
+  }
+
+  for (const a of automaticHosts(rows.baseDomain, rows.apps)) {
+    if (taken.has(a.hostname)) continue;
+    taken.add(a.hostname);
+    const tls = tlsMode(a.hostname, false, rows.hosts);
+    routes.push({ id: `svc-auto-${a.appId}-${a.service}`, hostname: a.hostname, source: 'auto', target: serviceTarget(a.appId, a.service, a.port), tls, certReady: tls !== 'none' && ready(a.hostname, false) });
+  }
+  return routes;
+}
+
+type Json = Record<string, unknown>;
+
+function contentHandlers(target: RouteTarget): Json[] {
+  switch (target.kind) {
+    case 'redirect':
+      return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://${target.to}{http.request.uri}`] } }];
+    case 'service':
+    case 'control':
+      if (target.dial.length === 0) return unavailable('This service has no running container right now.');
+      return [
+        {
+          handler: 'reverse_proxy',
+          upstreams: target.dial.map((dial) => ({ dial })),
+          // A dial failure (a container restarting) is retried on another upstream for a moment
+          // instead of answering 502 at once.
+          load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '250ms' },
+        },
+      ];
+    case 'unavailable':
+      return unavailable('This domain has no service to serve it.');
+  }
+}
+
+function unavailable(body: string): Json[] {
+  return [{ handler: 'static_response', status_code: 503, headers: { 'Content-Type': ['text/plain; charset=utf-8'], 'Retry-After': ['10'] }, body: `${body}\n` }];
+}
+
+function toHttpsHandlers(httpsPort: number): Json[] {
+  const port = httpsPort === 443 ? '' : `:${httpsPort}`;
+  return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] } }];
+}
+
+const notFound: Json = {
+  handle: [{ handler: 'static_response', status_code: 404, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host.\n' }],
+  terminal: true,
+};
+
+export interface OwnedConfig {
+  http: Json;
+  tls: Json;
+  accessLogger: Json;
+}
+
+/** Caddy's `apps.http`, `apps.tls` and the access logger for the planned routes. */
+export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: EdgeSettings, certificates: readonly UploadedCertificate[]): OwnedConfig {
+  const httpRoutes: Json[] = [];
+  const httpsRoutes: Json[] = [];
+  const automate: string[] = [];
+  for (const r of routes) {
+    const match = [{ host: [r.hostname] }];
+    const content = contentHandlers(r.target);
+    if (r.tls === 'none') {
+      httpRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
+      continue;
+    }
+    if (r.tls === 'acme') automate.push(r.hostname);
+    httpsRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
+    const plain = r.target.kind === 'redirect' ? content : r.certReady ? toHttpsHandlers(settings.httpsPort) : content;
+    httpRoutes.push({ '@id': `${r.id}-http`, match, handle: plain, terminal: true });
+  }
+  const servers = {
+    [HTTP_SERVER]: {
+      listen: [`:${settings.httpPort}`],
+      routes: [...httpRoutes, notFound],
+      automatic_https: { disable: true },
+      logs: { default_logger_name: ACCESS_LOGGER },
+    },
+    [HTTPS_SERVER]: {
+      listen: [`:${settings.httpsPort}`],
+      routes: [...httpsRoutes, notFound],
+      tls_connection_policies: [{}],
+      automatic_https: { disable: true },
+      strict_sni_host: true,
+      protocols: ['h1', 'h2'],
+      logs: { default_logger_name: ACCESS_LOGGER },
+    },
+  };
+  const http: Json = {
+    http_port: settings.httpPort,
+    https_port: settings.httpsPort,
+    // Requests still running on the previous config get this long to finish after a reload.
+    grace_period: '60s',
+    servers,
+  };
+
+  const issuer: Json = {
+    module: 'acme',
+    ca: settings.acme.ca,
+    challenges: { http: { alternate_port: settings.httpPort }, 'tls-alpn': { disabled: true } },
+  };
+  if (settings.acme.email) issuer.email = settings.acme.email;
+  if (settings.acme.caRoot) issuer.trusted_roots_pem_files = [settings.acme.caRoot];
+  const certs: Json = {};
+  if (automate.length) certs.automate = [...automate].sort();
+  const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));
+  const pems = certificates.filter((c) => loaded.has(c.domain_id));
+  if (pems.length) certs.load_pem = pems.map((c) => ({ certificate: c.cert_pem, key: c.key_pem, tags: [`svc-domain-${c.domain_id}`] }));
+  const tls: Json = { automation: { policies: [{ issuers: [issuer] }] } };
+  if (Object.keys(certs).length) tls.certificates = certs;
+
+  const accessLogger: Json = {
+    writer: { output: 'file', filename: settings.accessLog },
+    // Request and response headers carry cookies and bearer tokens: they never reach the file.
+    encoder: {
+      format: 'filter',
+      wrap: { format: 'json' },
+      fields: { 'request>headers': { filter: 'delete' }, 'request>tls': { filter: 'delete' }, resp_headers: { filter: 'delete' } },
+    },
+    include: [ACCESS_LOGGER_NAMESPACE],
+  };
+  return { http, tls, accessLogger };
+}
+
+function isObject(v: unknown): v is Json {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * The whole config to load: what Caddy has now with the owned parts replaced. The admin
+ * endpoint keeps its settings; without any, it is pinned to the address the control plane
+ * uses, since a config without `admin` would move it back to Caddy's default.
+ */
+export function withOwned(current: unknown, owned: OwnedConfig, adminListen: string): Json {
+  const base: Json = isObject(current) ? structuredClone(current) : {};
+  const admin: Json = isObject(base.admin) ? base.admin : {};
+  if (typeof admin.listen !== 'string' || admin.listen === '') admin.listen = adminListen;
+  base.admin = admin;
+  const apps: Json = isObject(base.apps) ? base.apps : {};
+  apps.http = owned.http;
+  apps.tls = owned.tls;
+  base.apps = apps;
+  const logging: Json = isObject(base.logging) ? base.logging : {};
+  const logs: Json = isObject(logging.logs) ? logging.logs : {};
+  logs[ACCESS_LOG_KEY] = owned.accessLogger;
+  // Without this the default logger would print every access line to Caddy's own log too.
+  const def: Json = isObject(logs.default) ? logs.default : {};
+  const exclude = Array.isArray(def.exclude) ? def.exclude.filter((x): x is string => typeof x === 'string') : [];
+  if (!exclude.includes(ACCESS_LOGGER_NAMESPACE)) def.exclude = [...exclude, ACCESS_LOGGER_NAMESPACE];
+  logs.default = def;
+  logging.logs = logs;
+  base.logging = logging;
+  return base;
+}
+
+/** JSON with object keys sorted: Caddy hands back what it was given, but not in our key order. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (isObject(v)) {
+    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+/** Request attribution: hostname -> (app, service), from the same plan Caddy serves. */
+export function hostAttribution(routes: readonly PlannedRoute[]): Map<string, { appId: string; service: string }> {
+  const map = new Map<string, { appId: string; service: string }>();
+  for (const r of routes) {
+    const t = r.target;
+    if (t.kind === 'service') map.set(r.hostname, { appId: t.appId, service: t.service });
+    else if (t.kind === 'unavailable' && t.appId && t.service) map.set(r.hostname, { appId: t.appId, service: t.service });
+  }
+  return map;
+}

@@ -1,0 +1,119 @@
+// The edge's parts wired together: the proxy sync (rows -> Caddy), the host checker (DNS and
+// certificates -> rows), the DNS check. Built once per env; started and stopped by the runtime.
+import type { Config } from '../config.js';
+import type { Db } from '../db/index.js';
+import type { Sealer } from '../crypto/seal.js';
+import type { Bus } from '../events/bus.js';
+import type { Logger } from '../log.js';
+import { createCaddyClient } from './caddy.js';
+import { planRoutes, type EdgeRows, type PlannedRoute } from './config.js';
+import { defaultControlUpstream, loadEdgeRows } from './rows.js';
+import { ProxySync } from './sync.js';
+import { createDnsChecker, type DnsChecker } from '../domains/dns.js';
+import { createCertificateProber } from '../domains/certificate.js';
+import { DomainChecker, type CheckTarget } from '../domains/checker.js';
+import { certificateRows } from '../domains/store.js';
+
+export interface EdgeDeps {
+  db: Db;
+  config: Config;
+  sealer: Sealer;
+  bus: Bus;
+  log: Logger;
+  now: () => number;
+}
+
+export interface EdgeOptions {
+  /** Period of the comparison with Caddy's running config (tests shorten it). */
+  checkIntervalMs?: number;
+  /** Period of the host checker's passes. */
+  checkerTickMs?: number;
+  issueTimeoutMs?: number;
+}
+
+export interface Edge {
+  readonly proxy: ProxySync;
+  readonly checker: DomainChecker;
+  /** `GET /api/instance/dns-check`, and the check behind every domain status. */
+  readonly dnsCheck: DnsChecker;
+  rows(): Promise<EdgeRows>;
+  plan(): Promise<{ rows: EdgeRows; routes: PlannedRoute[] }>;
+  /** Where Caddy reaches the control plane, once the server listens (its port may be chosen then). */
+  setControlUpstream(hostPort: string): void;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** The address Caddy listens on, as seen from the control plane: the admin endpoint's host. */
+function proxyAddress(adminUrl: string): string {
+  const h = new URL(adminUrl).hostname.replace(/^\[|\]$/g, '');
+  return h === 'localhost' ? '127.0.0.1' : h;
+}
+
+export function targetsOf(routes: readonly PlannedRoute[], certs: ReadonlyArray<{ domain_id: string; issuer: string; not_after: string; fingerprint256: string }>): CheckTarget[] {
+  const byDomain = new Map(certs.map((c) => [c.domain_id, c]));
+  return routes.map((r) => {
+    const t = r.target;
+    const appId = t.kind === 'service' ? t.appId : t.kind === 'unavailable' ? t.appId : null;
+    const service = t.kind === 'service' ? t.service : t.kind === 'unavailable' ? t.service : null;
+    const up = r.domainId ? byDomain.get(r.domainId) : undefined;
+    return {
+      hostname: r.hostname,
+      domainId: r.domainId ?? null,
+      appId,
+      service,
+      tls: r.tls,
+      uploaded: r.tls === 'uploaded' && up ? { issuer: up.issuer, not_after: up.not_after, fingerprint256: up.fingerprint256 } : null,
+    };
+  });
+}
+
+export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
+  const { config } = deps;
+  let controlUpstream = defaultControlUpstream(config);
+  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream });
+  const proxy = new ProxySync({
+    client: createCaddyClient(config.proxy.adminUrl),
+    rows,
+    log: deps.log,
+    now: deps.now,
+    checkIntervalMs: opts.checkIntervalMs,
+    enabled: config.proxy.enabled,
+  });
+  const dnsCheck = createDnsChecker({ resolver: config.proxy.dnsResolver, publicIps: config.proxy.publicIps, now: deps.now });
+  const plan = async () => {
+    const r = await rows();
+    return { rows: r, routes: planRoutes(r) };
+  };
+  const checker = new DomainChecker({
+    db: deps.db,
+    bus: deps.bus,
+    log: deps.log,
+    now: deps.now,
+    dns: dnsCheck,
+    probe: createCertificateProber({ address: proxyAddress(config.proxy.adminUrl), port: config.proxy.httpsPort }),
+    targets: async () => targetsOf((await plan()).routes, await certificateRows(deps.db)),
+    onChange: () => void proxy.sync('host state'),
+    tickMs: opts.checkerTickMs,
+    issueTimeoutMs: opts.issueTimeoutMs,
+  });
+  return {
+    proxy,
+    checker,
+    dnsCheck,
+    rows,
+    plan,
+    setControlUpstream(hostPort) {
+      controlUpstream = hostPort;
+    },
+    start() {
+      if (!config.proxy.enabled) return;
+      proxy.start();
+      checker.start();
+    },
+    async stop() {
+      await checker.stop();
+      await proxy.stop();
+    },
+  };
+}

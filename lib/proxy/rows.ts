@@ -1,0 +1,82 @@
+// Reads the rows the edge is a function of. The only I/O on the way to Caddy's config.
+import type { Config } from '../config.js';
+import type { Db } from '../db/index.js';
+import type { Sealer } from '../crypto/seal.js';
+import { certificateRows, getBaseDomain, hostCheckRows, listDomainRows, openKey } from '../domains/store.js';
+import { effectiveControlDomain, type AppRow, type EdgeRows, type EdgeSettings, type HostState, type UploadedCertificate, type UpstreamRow } from './config.js';
+import { listUpstreams } from './upstreams.js';
+
+export interface EdgeContext {
+  db: Db;
+  config: Config;
+  sealer: Sealer;
+  now: () => number;
+  /** host:port where Caddy reaches the control plane (the listening address once known). */
+  controlUpstream: () => string;
+}
+
+export function edgeSettings(config: Config, controlUpstream: string): EdgeSettings {
+  const p = config.proxy;
+  return {
+    httpPort: p.httpPort,
+    httpsPort: p.httpsPort,
+    accessLog: config.accessLog,
+    acme: { ca: p.acmeCa, caRoot: p.acmeCaRoot, email: p.acmeEmail },
+    controlUpstream,
+  };
+}
+
+/** Where Caddy on this host reaches the control plane: loopback unless bound elsewhere. */
+export function defaultControlUpstream(config: Config, port = config.port): string {
+  const h = config.host;
+  const host = h === '0.0.0.0' || h === 'localhost' ? '127.0.0.1' : h === '::' ? '::1' : h;
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+export async function appRows(db: Db): Promise<AppRow[]> {
+  const apps = await db.selectFrom('apps').select(['id', 'name']).where('deleting_at', 'is', null).orderBy('name').execute();
+  const services = await db.selectFrom('app_services').select(['app_id', 'name', 'port']).orderBy('app_id').orderBy('name').execute();
+  const by = new Map<string, AppRow['services']>();
+  for (const s of services) {
+    let list = by.get(s.app_id);
+    if (!list) by.set(s.app_id, (list = []));
+    list.push({ name: s.name, port: s.port });
+  }
+  return apps.map((a) => ({ id: a.id, name: a.name, services: by.get(a.id) ?? [] }));
+}
+
+export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
+  const { db, config, sealer } = ctx;
+  const now = ctx.now();
+  const [baseDomain, apps, domains, certs, upstreams, checks] = await Promise.all([
+    getBaseDomain(db, config.baseDomain),
+    appRows(db),
+    listDomainRows(db),
+    certificateRows(db),
+    listUpstreams(db),
+    hostCheckRows(db),
+  ]);
+  const certificates: UploadedCertificate[] = [];
+  for (const c of certs) {
+    const key = openKey(sealer, c);
+    if (key !== null) certificates.push({ domain_id: c.domain_id, cert_pem: c.cert_pem, key_pem: key });
+  }
+  const hosts = new Map<string, HostState>();
+  for (const [h, c] of checks) {
+    hosts.set(h, {
+      pointsHere: c.dns_points_here === 1,
+      certReady: c.cert_fingerprint256 !== null && c.cert_not_after !== null && Date.parse(c.cert_not_after) > now,
+    });
+  }
+  const ups: UpstreamRow[] = upstreams;
+  return {
+    settings: edgeSettings(config, ctx.controlUpstream()),
+    baseDomain,
+    controlDomain: effectiveControlDomain(config.proxy.controlDomain, baseDomain),
+    apps,
+    domains,
+    certificates,
+    upstreams: ups,
+    hosts,
+  };
+}

@@ -1,0 +1,270 @@
+// The edge's real components for tests, each its own process on free loopback ports:
+// - Debian's `caddy`, started with nothing but an admin endpoint (as `caddy-api.service` would
+//   be after a wipe), so everything it serves comes from the control plane;
+// - Debian's `pebble`, an ACME CA validating HTTP-01 against Caddy's unprivileged HTTP port;
+// - `pebble-challtestsrv` as the DNS server of both Pebble and the control plane's DNS check,
+//   answering 127.0.0.1 for every name unless a test says otherwise.
+// Pebble's HTTPS listener gets a certificate from a throwaway CA (Debian ships no test certs);
+// that CA is SVC_ACME_CA_ROOT. Tests trust Pebble's issuing root, fetched from its management API.
+// needEdge skips loudly without these programs, and fails under CI.
+import type { TestContext } from 'node:test';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { access, constants, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import { freePort, waitListening } from './net.js';
+import { poll } from './wait.js';
+import { makeCa, issue, type TestCa } from './pki.js';
+
+export const edgeRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_EDGE === '1';
+const PROGRAMS = ['/usr/bin/caddy', '/usr/bin/pebble', '/usr/bin/pebble-challtestsrv', '/usr/bin/openssl'];
+
+export async function edgeUsable(): Promise<string | null> {
+  for (const p of PROGRAMS) {
+    try {
+      await access(p, constants.X_OK);
+    } catch {
+      return `${p} is missing (Debian: apt-get install caddy pebble openssl)`;
+    }
+  }
+  return null;
+}
+
+/** Call first: skips (loudly) without Caddy/Pebble, or fails under CI. */
+export async function needEdge(t: TestContext): Promise<boolean> {
+  const problem = await edgeUsable();
+  if (!problem) return true;
+  if (edgeRequired) throw new Error(`the edge cannot run here: ${problem}; CI requires it`);
+  console.error(`\n*** SKIPPING ${t.name}: ${problem} ***\n`);
+  t.skip(problem);
+  return false;
+}
+
+interface Proc {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<void>;
+}
+
+function launch(cmd: string, args: string[], env: Record<string, string>): Proc {
+  const child = spawn(cmd, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (c: Buffer) => {
+    out += c.toString();
+    if (out.length > 256 * 1024) out = out.slice(-128 * 1024);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return { child, output: () => out, exited };
+}
+
+async function stopProc(p: Proc | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
+  p.child.kill(signal);
+  await p.exited;
+}
+
+export interface FetchResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** The certificate Caddy presented (HTTPS only). */
+  cert?: PeerCertificate;
+  /** Whether the connection was a reused keep-alive one. */
+  reused?: boolean;
+}
+
+export interface EdgeLab {
+  dir: string;
+  adminUrl: string;
+  httpPort: number;
+  httpsPort: number;
+  dnsAddress: string;
+  accessLog: string;
+  /** The CA behind Pebble's listener (SVC_ACME_CA_ROOT); also handy to sign uploads. */
+  ca: TestCa;
+  /** Pebble's issuing root: what a visitor must trust for ACME certificates. */
+  pebbleRoot: string;
+  /** The configuration variables that point the control plane at this lab. */
+  vars: Record<string, string>;
+  /** GET https://<host><path> through Caddy with real TLS (SNI = host), trusting Pebble's root and `ca`. */
+  https(host: string, path?: string, opts?: { agent?: import('node:https').Agent | false; method?: string }): Promise<FetchResult>;
+  /** GET http://<host><path> through Caddy's HTTP port; redirects are not followed. */
+  http(host: string, path?: string): Promise<FetchResult>;
+  /** GET on Caddy's admin API (a fresh connection: Caddy restarts that server on every load). */
+  admin(path: string): Promise<unknown>;
+  /** Makes the mock DNS answer `addresses` for `host` (A records); `null` restores the default. */
+  setA(host: string, addresses: string[] | null): Promise<void>;
+  /** Kills Caddy (SIGKILL by default) and waits for it to be gone. */
+  killCaddy(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts Caddy again with an empty config (the admin endpoint only). */
+  startCaddy(): Promise<void>;
+  caddyOutput(): string;
+  pebbleOutput(): string;
+  stop(): Promise<void>;
+}
+
+async function postJson(port: number, path: string, body: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+function get(url: URL, opts: { ca?: string | string[] } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const fn = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = fn(url, { agent: false, ca: opts.ca }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function startEdgeLab(): Promise<EdgeLab> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-edge-'));
+  const [adminPort, httpPort, httpsPort, acmePort, mgmtPort, tlsPort, dnsPort, dnsMgmtPort] = await Promise.all(Array.from({ length: 8 }, () => freePort()));
+  let caddy: Proc | null = null;
+  let pebble: Proc | null = null;
+  let dns: Proc | null = null;
+  try {
+    const ca = await makeCa(dir, 'svc test pebble CA');
+    const listener = await issue(ca, ['localhost', '127.0.0.1'], { file: 'pebble-listener' });
+    const pebbleConfig = join(dir, 'pebble.json');
+    await writeFile(
+      pebbleConfig,
+      JSON.stringify({
+        pebble: {
+          listenAddress: `127.0.0.1:${acmePort}`,
+          managementListenAddress: `127.0.0.1:${mgmtPort}`,
+          certificate: listener.certPath,
+          privateKey: listener.keyPath,
+          httpPort,
+          tlsPort,
+          ocspResponderURL: '',
+          externalAccountBindingRequired: false,
+        },
+      }),
+    );
+    dns = launch('/usr/bin/pebble-challtestsrv', ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '', '-management', `127.0.0.1:${dnsMgmtPort}`], {});
+    await waitListening(dnsMgmtPort, 30_000);
+    pebble = launch('/usr/bin/pebble', ['-config', pebbleConfig, '-dnsserver', `127.0.0.1:${dnsPort}`], { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' });
+    const pebbleRoot = await poll(
+      'pebble management API',
+      async () => {
+        const r = await get(new URL(`https://127.0.0.1:${mgmtPort}/roots/0`), { ca: ca.certPem });
+        return r.status === 200 && r.body.includes('BEGIN CERTIFICATE') ? r.body : null;
+      },
+      30_000,
+      100,
+    );
+    await poll('pebble ACME directory', async () => (await get(new URL(`https://127.0.0.1:${acmePort}/dir`), { ca: ca.certPem })).status === 200, 30_000, 100);
+
+    const caddyHome = join(dir, 'caddy');
+    await mkdir(join(caddyHome, 'data'), { recursive: true });
+    await mkdir(join(caddyHome, 'config'), { recursive: true });
+    const emptyConfig = join(dir, 'caddy-empty.json');
+    await writeFile(emptyConfig, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));
+    const startCaddy = async () => {
+      caddy = launch('/usr/bin/caddy', ['run', '--config', emptyConfig], { HOME: caddyHome, XDG_DATA_HOME: join(caddyHome, 'data'), XDG_CONFIG_HOME: join(caddyHome, 'config') });
+      await poll('caddy admin API', async () => (await get(new URL(`http://127.0.0.1:${adminPort}/config/`))).status === 200, 30_000, 100);
+    };
+    await startCaddy();
+
+    const accessLog = join(dir, 'logs', 'access.log');
+    await mkdir(join(dir, 'logs'), { recursive: true });
+    const trust = [pebbleRoot, ca.certPem];
+
+    const https = (host: string, path = '/', opts: { agent?: import('node:https').Agent | false; method?: string } = {}) =>
+      new Promise<FetchResult>((resolve, reject) => {
+        const req = httpsRequest(
+          { host: '127.0.0.1', port: httpsPort, path, method: opts.method ?? 'GET', servername: host, headers: { host }, ca: trust, agent: opts.agent ?? false },
+          (res) => {
+            const cert = (res.socket as TLSSocket).getPeerCertificate?.();
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cert, reused: req.reusedSocket }));
+          },
+        );
+        req.on('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
+        req.end();
+      });
+    const http = (host: string, path = '/') =>
+      new Promise<FetchResult>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: httpPort, path, headers: { host }, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+
+    return {
+      dir,
+      adminUrl: `http://127.0.0.1:${adminPort}`,
+      httpPort,
+      httpsPort,
+      dnsAddress: `127.0.0.1:${dnsPort}`,
+      accessLog,
+      ca,
+      pebbleRoot,
+      vars: {
+        SVC_CADDY_ADMIN: `http://127.0.0.1:${adminPort}`,
+        SVC_PROXY_HTTP_PORT: String(httpPort),
+        SVC_PROXY_HTTPS_PORT: String(httpsPort),
+        SVC_ACME_CA: `https://127.0.0.1:${acmePort}/dir`,
+        SVC_ACME_CA_ROOT: ca.certPath,
+        SVC_ACME_EMAIL: 'ops@svc.test',
+        SVC_DNS_RESOLVER: `127.0.0.1:${dnsPort}`,
+        SVC_PUBLIC_IP: '127.0.0.1',
+        SVC_ACCESS_LOG: accessLog,
+        SVC_PROXY: 'on',
+      },
+      https,
+      http,
+      async admin(path) {
+        const r = await get(new URL(`http://127.0.0.1:${adminPort}${path}`));
+        if (r.status !== 200) throw new Error(`admin API answered ${r.status}: ${r.body}`);
+        return JSON.parse(r.body);
+      },
+      async setA(host, addresses) {
+        const status = addresses === null ? await postJson(dnsMgmtPort, '/clear-a', { host }) : await postJson(dnsMgmtPort, '/add-a', { host, addresses });
+        if (status !== 200) throw new Error(`challtestsrv answered ${status}`);
+      },
+      async killCaddy(signal = 'SIGKILL') {
+        await stopProc(caddy, signal);
+        caddy = null;
+      },
+      startCaddy,
+      caddyOutput: () => (caddy as Proc | null)?.output() ?? '',
+      pebbleOutput: () => (pebble as Proc | null)?.output() ?? '',
+      async stop() {
+        await stopProc(caddy);
+        await stopProc(pebble);
+        await stopProc(dns);
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await stopProc(caddy);
+    await stopProc(pebble);
+    await stopProc(dns);
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}

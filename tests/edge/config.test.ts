@@ -1,0 +1,221 @@
+// Caddy's config as a pure function of rows: no Caddy needed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  automaticHosts,
+  buildCaddyConfig,
+  canonicalJson,
+  effectiveControlDomain,
+  hostAttribution,
+  planRoutes,
+  withOwned,
+  ACCESS_LOGGER_NAMESPACE,
+  type EdgeRows,
+  type HostState,
+} from '../../lib/proxy/config.js';
+
+const settings = {
+  httpPort: 8080,
+  httpsPort: 8443,
+  accessLog: '/var/log/caddy/access.log',
+  acme: { ca: 'https://acme.test/dir', caRoot: '/etc/svc/ca.pem', email: 'ops@example.com' },
+  controlUpstream: '127.0.0.1:9393',
+};
+
+function rows(over: Partial<EdgeRows> = {}): EdgeRows {
+  const ready: HostState = { pointsHere: true, certReady: true };
+  return {
+    settings,
+    baseDomain: 'apps.example.com',
+    controlDomain: 'svc.apps.example.com',
+    apps: [
+      { id: 'A1', name: 'shop', services: [{ name: 'api', port: 8000 }, { name: 'web', port: 3000 }, { name: 'worker', port: null }] },
+      { id: 'A2', name: 'blog', services: [{ name: 'web', port: 80 }] },
+    ],
+    domains: [
+      { id: 'D1', hostname: 'shop.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
+      { id: 'D2', hostname: 'www.shop.com', app_id: null, service: null, port: null, redirect_to: 'shop.com' },
+      { id: 'D3', hostname: 'parked.com', app_id: null, service: null, port: null, redirect_to: null },
+      { id: 'D4', hostname: 'new.shop.com', app_id: 'A1', service: 'api', port: 9000, redirect_to: null },
+      { id: 'D5', hostname: 'upload.shop.com', app_id: 'A2', service: 'web', port: null, redirect_to: null },
+    ],
+    certificates: [{ domain_id: 'D5', cert_pem: 'CERT', key_pem: 'KEY' }],
+    upstreams: [
+      { app_id: 'A1', service: 'web', addresses: ['172.18.0.5', '172.18.0.6'] },
+      { app_id: 'A1', service: 'api', addresses: ['fd00::7'] },
+    ],
+    hosts: new Map<string, HostState>([
+      ['shop.com', ready],
+      ['www.shop.com', ready],
+      ['new.shop.com', { pointsHere: false, certReady: false }],
+      ['svc.apps.example.com', ready],
+      ['shop.apps.example.com', { pointsHere: true, certReady: false }],
+      ['web.shop.apps.example.com', ready],
+      ['blog.apps.example.com', ready],
+    ]),
+    ...over,
+  };
+}
+
+type Route = { '@id': string; match: Array<{ host: string[] }>; handle: Array<Record<string, any>> };
+function servers(cfg: ReturnType<typeof buildCaddyConfig>) {
+  const s = cfg.http.servers as Record<string, { routes: Route[]; listen: string[] }>;
+  return { http: s.svc_http!, https: s.svc_https! };
+}
+const byHost = (routes: Route[], host: string) => routes.filter((r) => r.match?.[0]?.host.includes(host));
+
+test('automatic hosts: <app>.<base> for the first service with a port, <service>.<app>.<base> for the others', () => {
+  const hosts = automaticHosts('apps.example.com', rows().apps);
+  assert.deepEqual(hosts.map((h) => [h.hostname, h.appId, h.service, h.port]), [
+    ['shop.apps.example.com', 'A1', 'api', 8000],
+    ['web.shop.apps.example.com', 'A1', 'web', 3000],
+    ['blog.apps.example.com', 'A2', 'web', 80],
+  ]);
+  assert.deepEqual(automaticHosts(null, rows().apps), []);
+  // Names that are not DNS labels are left out, not mangled into something else.
+  assert.deepEqual(automaticHosts('b.com', [{ id: 'X', name: 'ok', services: [{ name: 'a', port: 1 }, { name: 'Bad_Name', port: 2 }] }]).map((h) => h.hostname), ['ok.b.com']);
+  assert.deepEqual(automaticHosts('b.com', [{ id: 'X', name: 'trailing-', services: [{ name: 'a', port: 1 }] }]), []);
+});
+
+test('the control domain defaults to svc.<base>', () => {
+  assert.equal(effectiveControlDomain(null, 'apps.example.com'), 'svc.apps.example.com');
+  assert.equal(effectiveControlDomain('panel.example.net', 'apps.example.com'), 'panel.example.net');
+  assert.equal(effectiveControlDomain(null, null), null);
+});
+
+test('routes: one per hostname, tagged with the contract ids; unassigned domains are not served', () => {
+  const routes = planRoutes(rows());
+  assert.deepEqual(routes.map((r) => [r.id, r.hostname, r.tls]), [
+    ['svc-control', 'svc.apps.example.com', 'acme'],
+    ['svc-route-D4', 'new.shop.com', 'none'],
+    ['svc-route-D1', 'shop.com', 'acme'],
+    ['svc-route-D5', 'upload.shop.com', 'uploaded'],
+    ['svc-route-D2', 'www.shop.com', 'acme'],
+    ['svc-auto-A1-api', 'shop.apps.example.com', 'acme'],
+    ['svc-auto-A1-web', 'web.shop.apps.example.com', 'acme'],
+    ['svc-auto-A2-web', 'blog.apps.example.com', 'acme'],
+  ]);
+  // An explicit domain wins over the automatic host of the same name; the control domain over both.
+  const clash = planRoutes(rows({ domains: [{ id: 'D9', hostname: 'blog.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null }, { id: 'D8', hostname: 'svc.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null }] }));
+  assert.deepEqual(clash.filter((r) => r.hostname === 'blog.apps.example.com').map((r) => r.id), ['svc-route-D9']);
+  assert.deepEqual(clash.filter((r) => r.hostname === 'svc.apps.example.com').map((r) => r.id), ['svc-control']);
+});
+
+test('upstreams: container addresses with the domain port, else the service port; IPv6 bracketed', () => {
+  const cfg = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
+  const { https, http } = servers(cfg);
+  const shop = byHost(https.routes, 'shop.com')[0]!;
+  assert.equal(shop['@id'], 'svc-route-D1');
+  assert.equal(shop.handle[0]!.handler, 'reverse_proxy');
+  assert.deepEqual(shop.handle[0]!.upstreams, [{ dial: '172.18.0.5:3000' }, { dial: '172.18.0.6:3000' }]);
+  const api = byHost(http.routes, 'new.shop.com')[0]!;
+  assert.deepEqual(api.handle[0]!.upstreams, [{ dial: '[fd00::7]:9000' }]);
+  const control = byHost(https.routes, 'svc.apps.example.com')[0]!;
+  assert.deepEqual(control.handle[0]!.upstreams, [{ dial: '127.0.0.1:9393' }]);
+  // A service with no running container answers 503, not a hanging proxy.
+  const blog = byHost(https.routes, 'blog.apps.example.com')[0]!;
+  assert.equal(blog.handle[0]!.handler, 'static_response');
+  assert.equal(blog.handle[0]!.status_code, 503);
+});
+
+test('HTTP: redirects to HTTPS once a certificate is served, serves hosts without one, redirect domains go straight to their target', () => {
+  const { http, https } = servers(buildCaddyConfig(planRoutes(rows()), settings, rows().certificates));
+  const shop = byHost(http.routes, 'shop.com')[0]!;
+  assert.equal(shop['@id'], 'svc-route-D1-http');
+  assert.deepEqual(shop.handle, [{ handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } }]);
+  // Issuing: DNS points here, the certificate is not served yet: the app answers over HTTP meanwhile.
+  assert.deepEqual(byHost(http.routes, 'shop.apps.example.com')[0]!.handle[0]!.upstreams, [{ dial: '[fd00::7]:8000' }]);
+  // Awaiting DNS: HTTP only, carrying the route's own id; no HTTPS route, no certificate.
+  assert.equal(byHost(http.routes, 'new.shop.com')[0]!['@id'], 'svc-route-D4');
+  assert.equal(byHost(https.routes, 'new.shop.com').length, 0);
+  const www = byHost(http.routes, 'www.shop.com')[0]!;
+  assert.deepEqual(www.handle, [{ handler: 'static_response', status_code: 308, headers: { Location: ['https://shop.com{http.request.uri}'] } }]);
+  assert.deepEqual(byHost(https.routes, 'www.shop.com')[0]!.handle, www.handle);
+  // Unknown hosts: 404 after every route, on both servers.
+  assert.equal(http.routes.at(-1)!.handle[0]!.status_code, 404);
+  assert.equal(https.routes.at(-1)!.handle[0]!.status_code, 404);
+  assert.deepEqual(http.listen, [':8080']);
+  assert.deepEqual(https.listen, [':8443']);
+  const plain = servers(buildCaddyConfig(planRoutes(rows()), { ...settings, httpsPort: 443 }, [])).http;
+  assert.deepEqual(byHost(plain.routes, 'shop.com')[0]!.handle[0]!.headers.Location, ['https://{http.request.host}{http.request.uri}']);
+});
+
+test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates replace ACME; automatic HTTPS is off', () => {
+  const cfg = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
+  const tls = cfg.tls as any;
+  assert.deepEqual(tls.certificates.automate, ['blog.apps.example.com', 'shop.apps.example.com', 'shop.com', 'svc.apps.example.com', 'web.shop.apps.example.com', 'www.shop.com']);
+  assert.ok(!tls.certificates.automate.includes('new.shop.com'), 'awaiting DNS: not sent to the CA');
+  assert.ok(!tls.certificates.automate.includes('upload.shop.com'), 'uploaded: not sent to the CA');
+  assert.deepEqual(tls.certificates.load_pem, [{ certificate: 'CERT', key: 'KEY', tags: ['svc-domain-D5'] }]);
+  assert.deepEqual(tls.automation.policies, [
+    {
+      issuers: [
+        {
+          module: 'acme',
+          ca: 'https://acme.test/dir',
+          email: 'ops@example.com',
+          trusted_roots_pem_files: ['/etc/svc/ca.pem'],
+          challenges: { http: { alternate_port: 8080 }, 'tls-alpn': { disabled: true } },
+        },
+      ],
+    },
+  ]);
+  const { http, https } = servers(cfg) as any;
+  assert.deepEqual(http.automatic_https, { disable: true });
+  assert.deepEqual(https.automatic_https, { disable: true });
+  assert.deepEqual(https.tls_connection_policies, [{}]);
+  assert.equal(https.strict_sni_host, true);
+  // Nothing anywhere uses Caddy's internal issuer.
+  assert.doesNotMatch(JSON.stringify(cfg), /"internal"/);
+  // No certificates at all: no empty lists for Caddy to puzzle over.
+  const bare = buildCaddyConfig([], settings, []).tls as any;
+  assert.equal(bare.certificates, undefined);
+});
+
+test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the default log', () => {
+  const cfg = buildCaddyConfig(planRoutes(rows()), settings, []);
+  assert.deepEqual((cfg.accessLogger as any).writer, { output: 'file', filename: '/var/log/caddy/access.log' });
+  assert.equal((cfg.accessLogger as any).encoder.wrap.format, 'json');
+  assert.deepEqual(Object.keys((cfg.accessLogger as any).encoder.fields).sort(), ['request>headers', 'request>tls', 'resp_headers']);
+  assert.deepEqual((cfg.accessLogger as any).include, [ACCESS_LOGGER_NAMESPACE]);
+  const { http, https } = servers(cfg) as any;
+  assert.deepEqual(http.logs, { default_logger_name: 'svc' });
+  assert.deepEqual(https.logs, { default_logger_name: 'svc' });
+});
+
+test('the loaded config keeps what the control plane does not own and pins the admin endpoint', () => {
+  const owned = buildCaddyConfig(planRoutes(rows()), settings, []);
+  const current = {
+    admin: { listen: 'localhost:2019', origins: ['localhost:2019'] },
+    storage: { module: 'file_system', root: '/var/lib/caddy' },
+    apps: { http: { servers: { stale: { listen: [':80'] } } }, pki: { certificate_authorities: {} } },
+    logging: { logs: { default: { level: 'WARN', exclude: ['x'] }, other: { level: 'DEBUG' } } },
+  };
+  const full = withOwned(current, owned, '127.0.0.1:2019') as any;
+  assert.deepEqual(full.admin, current.admin);
+  assert.deepEqual(full.storage, current.storage);
+  assert.deepEqual(full.apps.pki, current.apps.pki);
+  assert.equal(full.apps.http.servers.stale, undefined, 'routes and servers it has no row for are gone');
+  assert.deepEqual(full.logging.logs.default, { level: 'WARN', exclude: ['x', ACCESS_LOGGER_NAMESPACE] });
+  assert.deepEqual(full.logging.logs.other, { level: 'DEBUG' });
+  assert.deepEqual(current.logging.logs.default.exclude, ['x'], 'the input is not mutated');
+  // Caddy running with nothing: the admin endpoint stays where the control plane reaches it.
+  assert.deepEqual((withOwned(null, owned, '127.0.0.1:2999') as any).admin, { listen: '127.0.0.1:2999' });
+  // Applying twice changes nothing: the periodic check compares exactly this.
+  assert.equal(canonicalJson(withOwned(full, owned, 'x')), canonicalJson(full));
+});
+
+test('canonical JSON ignores key order and nothing else', () => {
+  assert.equal(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }), canonicalJson({ a: [{ c: 3, d: 2 }], b: 1 }));
+  assert.notEqual(canonicalJson({ a: [1, 2] }), canonicalJson({ a: [2, 1] }));
+  assert.notEqual(canonicalJson({ a: 1 }), canonicalJson({ a: '1' }));
+});
+
+test('request attribution follows the routes: services by host, redirects and the control domain count host-wide', () => {
+  const map = hostAttribution(planRoutes(rows()));
+  assert.deepEqual(map.get('shop.com'), { appId: 'A1', service: 'web' });
+  assert.deepEqual(map.get('shop.apps.example.com'), { appId: 'A1', service: 'api' });
+  assert.equal(map.get('www.shop.com'), undefined);
+  assert.equal(map.get('svc.apps.example.com'), undefined);
+  assert.equal(map.get('parked.com'), undefined);
+});
