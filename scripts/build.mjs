@@ -2,7 +2,7 @@
 // Builds dist/ (route table, then tsc) and stamps it. `--if-stale` builds only when a source is
 // newer than the stamp, so `npm start` runs what was compiled at install (the `prepare` script)
 // and answers in well under a second instead of compiling on every start.
-import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,23 @@ function newestSource() {
   return newest;
 }
 
+/** Outputs whose source is gone (a deleted test would otherwise still run from dist/). */
+function removeOrphans() {
+  const visit = (dir, srcDir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!existsSync(join(srcDir, e.name))) rmSync(full, { recursive: true, force: true });
+        else visit(full, join(srcDir, e.name));
+        continue;
+      }
+      const m = /^(.*)\.(js|js\.map|d\.ts)$/.exec(e.name);
+      if (m && !existsSync(join(srcDir, `${m[1]}.ts`))) rmSync(full, { force: true });
+    }
+  };
+  for (const d of SOURCE_DIRS) if (existsSync(join(root, 'dist', d))) visit(join(root, 'dist', d), join(root, d));
+}
+
 function isStale() {
   if (!existsSync(stamp) || !existsSync(join(root, 'dist', 'runtime', 'cli.js'))) return true;
   return newestSource() > statSync(stamp).mtimeMs;
@@ -48,4 +65,5 @@ try {
 step([join(root, 'scripts', 'gen-routes.mjs')]);
 step([tsc, '-p', join(root, 'tsconfig.json')]);
 mkdirSync(join(root, 'dist'), { recursive: true });
+removeOrphans();
 writeFileSync(stamp, new Date().toISOString() + '\n');

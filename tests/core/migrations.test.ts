@@ -117,8 +117,12 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
       assert.equal(login.status, 200, `the operator of that version still logs in: ${login.text}`);
       assert.equal((await c.req('GET', '/api/instance/deploy-concurrency')).body.concurrency, 3);
       if (i + 1 >= 2) {
+        // The row keeps what that version stored; the API's answer is then derived from the engine,
+        // where no container of this app runs.
+        const stored = await env.db.selectFrom('apps').select('status').where('id', '=', appId).executeTakeFirstOrThrow();
+        assert.equal(stored.status, 'running');
         const apps = (await c.req('GET', '/api/apps')).body.items as { id: string; name: string; status: string }[];
-        assert.deepEqual(apps.map((a) => [a.id, a.name, a.status]), [[appId, 'legacy-app', 'running']]);
+        assert.deepEqual(apps.map((a) => [a.id, a.name]), [[appId, 'legacy-app']]);
         assert.deepEqual((await c.req('GET', `/api/apps/${appId}/env`)).body.items, [{ key: 'MODE', secret: false, value: 'legacy value' }]);
         const deps = (await c.req('GET', `/api/apps/${appId}/deployments`)).body.items as { id: string; status: string }[];
         assert.deepEqual(deps.map((d) => [d.id, d.status]), [[depId, 'succeeded']]);

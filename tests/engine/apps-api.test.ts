@@ -422,19 +422,20 @@ test('with the engine unreachable the API keeps serving and engine operations an
   }
 });
 
-test('without a master key the env cannot be set (503) and nothing is stored', async () => {
+test('without SVC_MASTER_KEY a key is generated beside the data, and env values are sealed with it, never stored in clear', async () => {
   const nokey = await startTestServer({ SVC_MASTER_KEY: '' });
   try {
     const k = await adminClient(nokey);
     const created = await k.req('POST', '/api/apps', { name: 'nokey', source: { type: 'image', image: WEB_IMAGE } });
     assert.equal(created.status, 201, created.text);
     const app = created.body.app;
-    const r = await k.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'A', value: 'b' }] });
-    assert.equal(r.status, 503);
-    assert.match(r.body.error, /SVC_MASTER_KEY/);
-    assert.deepEqual((await k.req('GET', `/api/apps/${app.id}/env`)).body.items, []);
-    const setup = await k.req('POST', '/api/auth/totp/setup');
-    assert.equal(setup.status, 503);
+    const r = await k.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'A', value: 'plain-value-7731', secret: true }] });
+    assert.equal(r.status, 200, r.text);
+    const { stat } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    assert.equal((await stat(join(nokey.dataDir, 'master.key'))).mode & 0o777, 0o600);
+    const rows = await nokey.env.db.selectFrom('app_env').selectAll().execute();
+    assert.equal(JSON.stringify(rows).includes('plain-value-7731'), false, 'the value is sealed at rest');
   } finally {
     await nokey.stop();
   }
