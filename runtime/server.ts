@@ -12,6 +12,7 @@ import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { isPromise } from '../lib/util/maybe.js';
+import { registerWsMetrics } from '../lib/metrics/platform.js';
 import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/engine-subnets.js';
 
 export interface Running {
@@ -80,6 +81,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
   const ws = createWsHub(env);
+  registerWsMetrics(env.metrics, ws);
   server.on('upgrade', (req, socket, head) => ws.handleUpgrade(req, socket, head, tls));
   const closers: Array<() => Promise<void> | void> = [];
 
