@@ -100,12 +100,11 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   });
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    subnets.refresh().catch((err) => env.log.warn({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers')),
+    // Debug: "listening" stays the first line; an engine that is away is reported by what needs it.
+    subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers')),
     new Promise<void>((r) => (timer = setTimeout(r, SUBNETS_AT_BOOT_MS))),
   ]);
   clearTimeout(timer);
-  const following = new AbortController();
-  void followNetworks(env.engine, subnets, following.signal, (err) => env.log.debug({ err: String(err) }, 'engine network events interrupted; reconnecting'));
 
   const host = opts.host ?? env.config.host;
   await new Promise<void>((resolve, reject) => {
@@ -113,6 +112,8 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     server.listen(opts.port ?? env.config.port, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  const following = new AbortController();
+  void followNetworks(env.engine, subnets, following.signal, (err) => env.log.debug({ err: String(err) }, 'engine network events interrupted; reconnecting'));
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `${tls ? 'https' : 'http'}://${shownHost}:${port}`;
 
