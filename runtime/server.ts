@@ -33,6 +33,9 @@ const DRAIN_MS = 10_000;
 const SUBNETS_AT_BOOT_MS = 5_000;
 
 export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
+  // Asked first, so the engine answers while the rest is set up; awaited before listening.
+  const subnets = engineSubnetGuard(env.engine);
+  const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers'));
   const app = createApp(env, routes);
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
@@ -86,7 +89,6 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   const closers: Array<() => Promise<void> | void> = [];
 
   // Before any other listener (TLS's included): such a connection is closed with nothing read.
-  const subnets = engineSubnetGuard(env.engine);
   server.prependListener('connection', (socket) => {
     if (!subnets.refuses(socket.remoteAddress)) return;
     subnets.count();
@@ -100,8 +102,8 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   });
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    // Debug: "listening" stays the first line; an engine that is away is reported by what needs it.
-    subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers')),
+    // (Logged at debug: "listening" stays the first line; an engine that is away is reported by what needs it.)
+    subnetsRead,
     new Promise<void>((r) => (timer = setTimeout(r, SUBNETS_AT_BOOT_MS))),
   ]);
   clearTimeout(timer);

@@ -83,8 +83,35 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
   };
 }
 
+/**
+ * GET /networks straight over the socket: boot waits for it, and the full client library
+ * (dockerode, loaded on first use) would cost a start seconds for this one call.
+ */
+export function listEngineNetworks(socketPath: string, timeoutMs = 5_000): Promise<NetworkInfo[]> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: '/networks', method: 'GET', timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        if (res.statusCode !== 200) return reject(new Error(`engine answered ${res.statusCode} to GET /networks`));
+        try {
+          const list = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+          if (!Array.isArray(list)) return reject(new Error('engine answered GET /networks with something other than a list'));
+          resolve(list as NetworkInfo[]);
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('engine did not answer GET /networks in time')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 export function engineSubnetGuard(engine: Engine): SubnetGuard {
-  return createSubnetGuard(async () => (await engine.docker.listNetworks()) as NetworkInfo[]);
+  return createSubnetGuard(() => listEngineNetworks(engine.socketPath));
 }
 
 function networkEvents(socketPath: string, signal: AbortSignal): Promise<IncomingMessage> {
