@@ -63,7 +63,10 @@ async function main() {
       // Each sample from its own address, so the per-address limit measures nothing here.
       const ip = `192.0.2.${10 + (sample++ % 200)}`;
       const t0 = performance.now();
-      const r = await post('/api/auth/login', admin, { 'x-forwarded-for': ip, ...(device ? { cookie: device } : {}) });
+      const once = () => post('/api/auth/login', admin, { 'x-forwarded-for': ip, ...(device ? { cookie: device } : {}) });
+      // The same keep-alive race: the browser would resend on a new connection, and so does this
+      // (the time of both attempts counts).
+      const r = await once().catch(once);
       await r.arrayBuffer();
       const ms = performance.now() - t0;
       if (r.status !== 200) throw new Error(`operator login answered ${r.status}`);
@@ -84,9 +87,13 @@ async function main() {
         sent++;
         // Half aim at the real account, half at made-up names (each a fresh account budget).
         const username = i % 2 === 0 ? 'admin' : `user${a}x${i}`;
-        const r = await post('/api/auth/login', { username, password: `guess ${i}` }, { 'x-forwarded-for': xff });
-        await r.arrayBuffer();
-        counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+        // A kept-alive socket the server closed just as it was reused (the keep-alive race, which
+        // a loaded machine makes likely) fails the request: an attacker's loss, counted as such.
+        const status = await post('/api/auth/login', { username, password: `guess ${i}` }, { 'x-forwarded-for': xff }).then(
+          async (r) => (await r.arrayBuffer(), r.status),
+          () => 0,
+        );
+        counts.set(status, (counts.get(status) ?? 0) + 1);
       }
     });
     // Measure once the flood is in full swing.
@@ -100,7 +107,7 @@ async function main() {
     const idleP95 = pct(idle, 95);
     const floodP95 = pct(flooded, 95);
     const ratio = floodP95 / idleP95;
-    const answered = [...counts].sort(([a], [b]) => a - b).map(([s, n]) => `${n}x${s}`).join(', ');
+    const answered = [...counts].sort(([a], [b]) => a - b).map(([s, n]) => (s === 0 ? `${n} connection closed` : `${n}x${s}`)).join(', ');
     console.log(`login flood benchmark (scrypt 2^17, ${SAMPLES} operator logins per phase, ${ATTACKERS} attacking addresses)`);
     console.log(`  operator login, idle server:   p50 ${pct(idle, 50).toFixed(0)} ms, p95 ${idleP95.toFixed(0)} ms`);
     console.log(`  operator login, during flood:  p50 ${pct(flooded, 50).toFixed(0)} ms, p95 ${floodP95.toFixed(0)} ms`);

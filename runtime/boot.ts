@@ -18,6 +18,7 @@ import { createEngine } from '../lib/docker/engine.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
+import { registerPlatformMetrics } from '../lib/metrics/platform.js';
 import { deployKeyGitAuth } from '../lib/keys/store.js';
 import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
 import { hostAttribution } from '../lib/proxy/config.js';
@@ -132,6 +133,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   }
   env.gitAuth = deployKeyGitAuth(db, env.sealer, config.dataDir);
   registerTrafficMetrics(env.metrics, env.tailer, () => env.monitor);
+  registerPlatformMetrics(env.metrics, { db, engine: env.engine, vitals: env.vitals });
   return env;
 }
 

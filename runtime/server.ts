@@ -12,11 +12,15 @@ import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { isPromise } from '../lib/util/maybe.js';
+import { registerWsMetrics } from '../lib/metrics/platform.js';
+import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/engine-subnets.js';
 
 export interface Running {
   server: Server;
   app: App;
   ws: WsHub;
+  /** Closes connections from networks the engine manages (app containers) before reading them. */
+  subnets: SubnetGuard;
   url: string;
   port: number;
   /** Extra work to stop before the database closes (followers, tailers, queues). */
@@ -25,8 +29,13 @@ export interface Running {
 }
 
 const DRAIN_MS = 10_000;
+/** How long boot waits for the engine's network list before listening without it. */
+const SUBNETS_AT_BOOT_MS = 5_000;
 
 export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
+  // Asked first, so the engine answers while the rest is set up; awaited before listening.
+  const subnets = engineSubnetGuard(env.engine);
+  const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers'));
   const app = createApp(env, routes);
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
@@ -75,8 +84,29 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
   const ws = createWsHub(env);
+  registerWsMetrics(env.metrics, ws);
   server.on('upgrade', (req, socket, head) => ws.handleUpgrade(req, socket, head, tls));
   const closers: Array<() => Promise<void> | void> = [];
+
+  // Before any other listener (TLS's included): such a connection is closed with nothing read.
+  server.prependListener('connection', (socket) => {
+    if (!subnets.refuses(socket.remoteAddress)) return;
+    subnets.count();
+    socket.destroy();
+  });
+  env.metrics.add({
+    name: 'svc_http_connections_refused_total',
+    help: 'Connections closed unread because they came from a network the Docker engine manages',
+    type: 'counter',
+    values: () => [{ value: subnets.refused() }],
+  });
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    // (Logged at debug: "listening" stays the first line; an engine that is away is reported by what needs it.)
+    subnetsRead,
+    new Promise<void>((r) => (timer = setTimeout(r, SUBNETS_AT_BOOT_MS))),
+  ]);
+  clearTimeout(timer);
 
   const host = opts.host ?? env.config.host;
   await new Promise<void>((resolve, reject) => {
@@ -84,6 +114,8 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     server.listen(opts.port ?? env.config.port, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  const following = new AbortController();
+  void followNetworks(env.engine, subnets, following.signal, (err) => env.log.debug({ err: String(err) }, 'engine network events interrupted; reconnecting'));
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `${tls ? 'https' : 'http'}://${shownHost}:${port}`;
 
@@ -93,6 +125,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
       const drained = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      following.abort();
       await ws.close();
       await drained;
       clearTimeout(timer);
@@ -107,5 +140,5 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
       await env.db.destroy();
     })());
 
-  return { server, app, ws, url, port, onClose: (fn) => closers.push(fn), close };
+  return { server, app, ws, subnets, url, port, onClose: (fn) => closers.push(fn), close };
 }

@@ -21,6 +21,8 @@ export interface WsHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean): void;
   close(): Promise<void>;
   clientCount(): number;
+  /** Subscriptions by topic kind (`logs:<id>` counts as `logs`), for /metrics. */
+  topicCounts(): Map<string, number>;
 }
 
 function headerGetter(req: IncomingMessage) {
@@ -74,6 +76,7 @@ export function createWsHub(env: Env): WsHub {
   const originOk = allowedOrigin(env.config);
   const alive = new WeakSet<WebSocket>();
   const owners = new Map<WebSocket, { userId: string; credential: Credential }>();
+  const subscriptions = new Map<WebSocket, Map<string, () => void>>();
 
   // A revocation, logout, deleted operator or new password closes what it no longer allows.
   // Coalesced: one pass over the open sockets per burst of changes.
@@ -126,6 +129,7 @@ export function createWsHub(env: Env): WsHub {
 
   function attach(ws: WebSocket, principal: Principal, credential: Credential): void {
     const subs = new Map<string, () => void>();
+    subscriptions.set(ws, subs);
     owners.set(ws, { userId: principal.user.id, credential });
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
@@ -174,6 +178,7 @@ export function createWsHub(env: Env): WsHub {
     });
     ws.on('close', () => {
       owners.delete(ws);
+      subscriptions.delete(ws);
       for (const off of subs.values()) off();
       subs.clear();
     });
@@ -207,5 +212,15 @@ export function createWsHub(env: Env): WsHub {
       for (const ws of wss.clients) ws.terminate();
     },
     clientCount: () => wss.clients.size,
+    topicCounts() {
+      const out = new Map<string, number>();
+      for (const subs of subscriptions.values()) {
+        for (const topic of subs.keys()) {
+          const kind = topic.split(':')[0]!;
+          out.set(kind, (out.get(kind) ?? 0) + 1);
+        }
+      }
+      return out;
+    },
   };
 }

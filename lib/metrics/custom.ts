@@ -35,3 +35,8 @@ export function registerScraped(registry: Registry, m: ScrapedMetric): void {
 export function gauge(name: string, help: string, read: () => number): ScrapedMetric {
   return { name, help, type: 'gauge', values: () => [{ value: read() }] };
 }
+
+/** A counter of one unlabelled value (a total since start). */
+export function counter(name: string, help: string, read: () => number): ScrapedMetric {
+  return { name, help, type: 'counter', values: () => [{ value: read() }] };
+}

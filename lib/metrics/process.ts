@@ -63,7 +63,7 @@ export function processMetrics(prefix: string): ScrapedMetric[] {
     { name: `${prefix}process_open_fds`, help: 'Number of open file descriptors.', type: 'gauge', values: async () => one(await openFds()) },
     { name: `${prefix}process_max_fds`, help: 'Maximum number of open file descriptors.', type: 'gauge', values: async () => one(await maxFds()) },
     { name: `${prefix}nodejs_eventloop_lag_seconds`, help: 'Lag of event loop in seconds.', type: 'gauge', values: async () => one(await loopLag()) },
-    { name: `${prefix}nodejs_active_resources_total`, help: 'Number of active resources keeping the event loop alive.', type: 'gauge', values: () => one(process.getActiveResourcesInfo().length) },
+    { name: `${prefix}nodejs_active_resources`, help: 'Number of active resources keeping the event loop alive.', type: 'gauge', values: () => one(process.getActiveResourcesInfo().length) },
     { name: `${prefix}nodejs_heap_size_total_bytes`, help: 'Process heap size from Node.js in bytes.', type: 'gauge', values: () => one(process.memoryUsage().heapTotal) },
     { name: `${prefix}nodejs_heap_size_used_bytes`, help: 'Process heap size used from Node.js in bytes.', type: 'gauge', values: () => one(process.memoryUsage().heapUsed) },
     { name: `${prefix}nodejs_external_memory_bytes`, help: 'Node.js external memory size in bytes.', type: 'gauge', values: () => one(process.memoryUsage().external) },

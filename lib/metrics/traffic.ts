@@ -1,6 +1,6 @@
 // The traffic monitor's figures on /metrics, read at scrape time (no work between scrapes).
 import type { Metrics } from './index.js';
-import { gauge } from './custom.js';
+import { counter, gauge } from './custom.js';
 import type { AccessLogTailer } from '../traffic/tailer.js';
 import type { TrafficMonitor } from '../traffic/monitor.js';
 
@@ -9,7 +9,7 @@ export function registerTrafficMetrics(m: Metrics, tailer: AccessLogTailer, moni
   m.add({
     name: 'svc_traffic_anomalies_total',
     help: 'Anomalies flagged since start, by kind',
-    type: 'gauge',
+    type: 'counter',
     values: () => {
       const a = monitor()?.stats().anomalies ?? { request_spike: 0, error_surge: 0 };
       return [
@@ -18,7 +18,7 @@ export function registerTrafficMetrics(m: Metrics, tailer: AccessLogTailer, moni
       ];
     },
   });
-  m.add(gauge('svc_access_log_lines_total', 'Access-log lines read since start', () => tailer.status().lines));
-  m.add(gauge('svc_access_log_parse_errors_total', 'Access-log lines that could not be used (not JSON, missing fields, bad address, too long)', () => tailer.status().parseErrors));
+  m.add(counter('svc_access_log_lines_total', 'Access-log lines read since start', () => tailer.status().lines));
+  m.add(counter('svc_access_log_parse_errors_total', 'Access-log lines that could not be used (not JSON, missing fields, bad address, too long)', () => tailer.status().parseErrors));
   m.add(gauge('svc_access_log_reading', '1 while the access log is being read', () => (tailer.status().reading ? 1 : 0)));
 }
