@@ -244,6 +244,8 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
 export async function startVerify(env: Env, run: BackupRunTable): Promise<void> {
   usable(run);
   masterKey(env);
+  // A new verdict replaces the old one: until it is in, the run reads as not verified.
+  await env.db.updateTable('backup_runs').set({ verified_at: null, verify_error: null }).where('id', '=', run.id).execute();
   track(verifyRun(env, run));
 }
 

@@ -65,6 +65,8 @@ function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredS
   if (!/^[A-Za-z0-9_./-]{0,200}$/.test(s3.prefix) || s3.prefix.includes('..')) throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [{ field: 'destination.prefix', message: 'invalid' }]);
   if (!/^[A-Za-z0-9_+/=-]{3,128}$/.test(s3.access_key_id)) throw badRequest('destination.access_key_id is invalid', [{ field: 'destination.access_key_id', message: 'invalid' }]);
   if (!s3.secret_access_key && !hasStoredSecret) throw badRequest('destination.secret_access_key is required', [{ field: 'destination.secret_access_key', message: 'required' }]);
+  // Validated like a real one so the answer is the same later; the uploader is not in this build.
+  throw badRequest('S3 destinations are not available yet; use {"type":"local"}', [{ field: 'destination.type', message: 'not available' }]);
 }
 
 export interface ConfigView {

@@ -55,7 +55,7 @@ export function connectionUrl(r: Pick<AppDatabaseTable, 'engine' | 'username' | 
   const pw = encodeURIComponent(password);
   if (r.engine === 'postgres') return `postgres://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
   if (r.engine === 'mariadb') return `mysql://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
-  return `redis://:${pw}@${r.host}:${r.port}/0`;
+  return `redis://default:${pw}@${r.host}:${r.port}/0`;
 }
 
 export interface CreateInput {

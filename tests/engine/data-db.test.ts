@@ -217,3 +217,55 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
   await assert.rejects(s.env.engine.docker.getContainer(info.Id).inspect());
   assert.equal((await c.req('GET', `/api/apps/${app.id}/env`)).body.items.some((i: any) => i.key === 'DATABASE_URL'), false);
 });
+
+test('mariadb: write through the env URL, backup, change, restore, verify; a stopped container fails the run with its reason', async (t) => {
+  if (!(await ready(t))) return;
+  const app = await newApp();
+  const db = await provision(app.id, 'mariadb', '10.11');
+  const url = new URL((await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value);
+  assert.equal(url.protocol, 'mysql:');
+  const sql = (q: string) => clientRun(app, images!.mariadb,
+    'DATABASE_URL',
+    // The URL's parts, taken apart by the shell from the env var the app gets (no secret on a command line).
+    `u="\${URL#mysql://}"; creds="\${u%%@*}"; hostpart="\${u#*@}"; export MYSQL_PWD="\${creds#*:}"; mariadb -h "\${hostpart%%:*}" -u "\${creds%%:*}" -N -B "\${hostpart##*/}" -e "${q}"`);
+  await sql("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40)) ENGINE=InnoDB; INSERT INTO items VALUES (1,'one'),(2,'two'),(3,'three');");
+  const { bid, run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
+  assert.equal(run.status, 'succeeded', run.error);
+  await sql("DELETE FROM items WHERE id > 1; UPDATE items SET name='changed';");
+  const rs = await restore(app.id, run.id);
+  assert.equal(rs.status, 'succeeded', rs.error);
+  assert.equal(await sql('SELECT GROUP_CONCAT(name ORDER BY id) FROM items'), 'one,two,three');
+  const v = await verify(app.id, run.id);
+  assert.ok(v.verified_at, v.verify_error);
+
+  // The database container stopped: the run fails, says why, and leaves no artifact.
+  const ct = s.env.engine.docker.getContainer(`svc-${app.name}-db-${db.id.slice(-8)}`);
+  await ct.stop();
+  const failed = await runOnce(app.id, bid);
+  assert.equal(failed.status, 'failed');
+  assert.match(failed.error, /not running/);
+  await assert.rejects(stat(artifactPath(app.id, failed.id)));
+  await stat(artifactPath(app.id, run.id));
+  assert.ok(events.some((e) => (e.data as any).type === 'backup_failed' && (e.data as any).run_id === failed.id));
+  const over = await c.req('GET', '/api/backups');
+  assert.ok(over.body.failed_last_7d.some((r: any) => r.id === failed.id));
+});
+
+test('redis: write, backup, change, restore, verify (DBSIZE)', async (t) => {
+  if (!(await ready(t))) return;
+  const app = await newApp();
+  const db = await provision(app.id, 'redis', '7');
+  assert.equal(db.env_var, 'REDIS_URL');
+  const cli = (args: string) => clientRun(app, images!.redis, 'REDIS_URL', `redis-cli --no-auth-warning -u "$URL" ${args}`);
+  await cli('MSET a 1 b 2 c 3');
+  const { run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
+  assert.equal(run.status, 'succeeded', run.error);
+  await cli('FLUSHALL');
+  await cli('SET z 26');
+  const rs = await restore(app.id, run.id);
+  assert.equal(rs.status, 'succeeded', rs.error);
+  // z (written after the backup) is gone: its empty reply trims away.
+  assert.equal(await cli('MGET a b c z'), '1\n2\n3');
+  const v = await verify(app.id, run.id);
+  assert.ok(v.verified_at, v.verify_error);
+});
