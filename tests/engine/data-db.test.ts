@@ -268,4 +268,13 @@ test('redis: write, backup, change, restore, verify (DBSIZE)', async (t) => {
   assert.equal(await cli('MGET a b c z'), '1\n2\n3');
   const v = await verify(app.id, run.id);
   assert.ok(v.verified_at, v.verify_error);
+
+  // The database dies with its app: container gone, and its volume too when the app's volumes go.
+  const name = `svc-${app.name}-db-${db.id.slice(-8)}`;
+  await stepUp();
+  const del = await c.req('DELETE', `/api/apps/${app.id}?volumes=true`);
+  assert.equal(del.status, 200, del.text);
+  await assert.rejects(s.env.engine.docker.getContainer(name).inspect());
+  await assert.rejects(s.env.engine.docker.getVolume(`svc-${app.name}_db-${db.id.slice(-8)}`).inspect());
+  assert.equal((await c.req('GET', '/api/databases')).body.items.some((x: any) => x.id === db.id), false);
 });
