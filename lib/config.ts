@@ -24,6 +24,8 @@ export interface Config {
    */
   publicUrl: string | null;
   enableShell: boolean;
+  /** SVC_IMAGE_MAP: catalog image reference -> the reference pulled instead (a mirror, local test images). */
+  imageMap: Record<string, string>;
   dockerSocket: string;
   tlsCert: string | null;
   tlsKey: string | null;
@@ -137,6 +139,25 @@ function publicUrlOf(raw: string | undefined): string | null {
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
+const IMAGE_REF = /^[a-z0-9][a-z0-9._\/:@-]{0,254}$/i;
+
+function imageMapOf(raw: string | undefined): Record<string, string> {
+  if (raw === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('SVC_IMAGE_MAP', 'is not JSON (expected an object from image reference to image reference)');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('SVC_IMAGE_MAP', 'must be a JSON object');
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!IMAGE_REF.test(k) || typeof v !== 'string' || !IMAGE_REF.test(v)) throw new ConfigError('SVC_IMAGE_MAP', `entry "${k.slice(0, 80)}" is not an image reference mapped to an image reference`);
+    out[k] = v;
+  }
+  return out;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const masterRaw = str(env, 'SVC_MASTER_KEY');
   if (masterRaw !== undefined && !/^[0-9a-fA-F]{64}$/.test(masterRaw)) {
@@ -190,6 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
     controlDomain,
     publicUrl,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
+    imageMap: imageMapOf(str(env, 'SVC_IMAGE_MAP')),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
     tlsCert,
     tlsKey,

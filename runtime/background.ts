@@ -6,6 +6,9 @@ import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';
 import { registerStreams } from '../lib/deploy/streams.js';
 import { defaultControlUpstream } from '../lib/proxy/rows.js';
+import { recoverDatabases } from '../lib/databases/index.js';
+import { recoverRuns, settleJobs } from '../lib/backups/run.js';
+import { BackupScheduler } from '../lib/backups/scheduler.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -24,6 +27,19 @@ export function startBackground(env: Env, running: Running): void {
     env.edge.start();
     running.onClose(() => env.edge.stop());
   }
+
+  // Data: what the process died during ends interrupted (partial artifacts removed); then the
+  // backup scheduler, whose first tick runs once whatever slot was missed while it was down.
+  const scheduler = new BackupScheduler(env);
+  const data = recoverDatabases(env)
+    .then(() => recoverRuns(env))
+    .then(() => scheduler.start())
+    .catch((err) => env.log.error({ err }, 'backup recovery failed'));
+  running.onClose(async () => {
+    await data;
+    await scheduler.stop();
+    await settleJobs();
+  });
 
   const events = new AbortController();
   followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {

@@ -10,6 +10,7 @@ import {
 } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
+import { removeAppDatabaseContainers } from '../databases/index.js';
 import { deleteAppRows, getApp, markDeleting, serviceSettings } from './store.js';
 import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
@@ -98,6 +99,8 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
 export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
   const app = await getApp(env.db, id, { includeDeleting: true });
   await markDeleting(env.db, id, env.now());
+  // Managed databases are not compose services (a deploy must not take them for orphans): they go first.
+  await removeAppDatabaseContainers(env, app.name);
   const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
   await removeAppImages(env, app.name);
   // The working copy and the per-app known_hosts live under the data directory.

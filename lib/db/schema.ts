@@ -257,7 +257,77 @@ export interface HostVitalsTable {
   disk_total_sum: number;
 }
 
+export interface AppDatabaseTable {
+  id: string;
+  app_id: string;
+  engine: string;
+  version: string;
+  name: string;
+  username: string;
+  /** Sealed, bound to `db:<id>:password`. */
+  password_sealed: string;
+  host: string;
+  port: number;
+  env_var: string;
+  container: string;
+  volume: string;
+  status: string;
+  error: string | null;
+  created_at: string;
+}
+
+export interface BackupConfigTable {
+  id: string;
+  app_id: string;
+  /** JSON: {type:'database', database_id} | {type:'volume', volume}. */
+  source: string;
+  schedule: string;
+  keep_last: number;
+  /** JSON of the destination without its secret key. */
+  destination: string;
+  /** S3 secret access key, sealed, bound to `backup:<id>:s3`. */
+  secret_sealed: string | null;
+  enabled: number;
+  verify_after_run: number;
+  /** The last schedule slot the scheduler handled: a slot is run at most once, across restarts. */
+  last_scheduled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BackupRunTable {
+  id: string;
+  backup_id: string;
+  app_id: string;
+  status: string;
+  trigger: string;
+  /** Local file name (under <data>/backups) or S3 key of the stored artifact. */
+  artifact: string | null;
+  artifact_removed: number;
+  size_bytes: number | null;
+  sha256: string | null;
+  error: string | null;
+  verified_at: string | null;
+  verify_error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface BackupRestoreTable {
+  id: string;
+  run_id: string;
+  app_id: string;
+  status: string;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
 export interface Database {
+  app_databases: AppDatabaseTable;
+  backup_configs: BackupConfigTable;
+  backup_runs: BackupRunTable;
+  backup_restores: BackupRestoreTable;
   domains: DomainTable;
   domain_certificates: DomainCertificateTable;
   host_checks: HostCheckTable;

@@ -126,7 +126,7 @@ export async function verifyCreatedMounts(engine: Engine, id: string, service: s
 /** A tiny image with no files, imported once: it only carries volumes for archive uploads. */
 export const EMPTY_IMAGE = 'svc/empty:1';
 
-async function ensureEmptyImage(engine: Engine): Promise<void> {
+export async function ensureEmptyImage(engine: Engine): Promise<void> {
   try {
     await engine.docker.getImage(EMPTY_IMAGE).inspect();
     return;

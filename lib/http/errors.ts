@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'gone'
   | 'payload_too_large'
   | 'rate_limited'
   | 'internal_error'
@@ -24,6 +25,7 @@ const statusOf: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  gone: 410,
   payload_too_large: 413,
   rate_limited: 429,
   internal_error: 500,

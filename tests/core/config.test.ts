@@ -135,3 +135,11 @@ test('the environment file is read like systemd reads it, and the process enviro
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('SVC_IMAGE_MAP: a JSON object of image references; anything else stops the boot naming it', () => {
+  assert.deepEqual(loadConfig({}).imageMap, {});
+  assert.deepEqual(loadConfig({ SVC_IMAGE_MAP: '{"postgres:15.8-bookworm":"mirror.local/postgres:15"}' }).imageMap, { 'postgres:15.8-bookworm': 'mirror.local/postgres:15' });
+  for (const bad of ['not json', '[]', '"x"', '{"a":1}', '{"a b":"c"}', '{"a":"-rm"}']) {
+    assert.throws(() => loadConfig({ SVC_IMAGE_MAP: bad }), (e: unknown) => e instanceof ConfigError && e.variable === 'SVC_IMAGE_MAP', bad);
+  }
+});

@@ -1,0 +1,51 @@
+// Where artifacts live. Local: <data>/backups/<app id>/<run id>.svcbak, files 0600, written to a
+// `.part` name and renamed when complete, so a partial artifact is never taken for a whole one.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Env } from '../env.js';
+import type { BackupConfigTable } from '../db/schema.js';
+
+export interface ArtifactStore {
+  put(key: string, body: Readable): Promise<void>;
+  get(key: string): Promise<Readable>;
+  remove(key: string): Promise<void>;
+  sweepPartials?(): Promise<void>;
+}
+
+const KEY = /^[0-9a-z]{26}\/[0-9a-z]{26}\.svcbak$/;
+
+export function localStore(dataDir: string): ArtifactStore {
+  const root = join(dataDir, 'backups');
+  const path = (key: string) => {
+    if (!KEY.test(key)) throw new Error('bad artifact key');
+    return join(root, key);
+  };
+  return {
+    async put(key, body) {
+      const p = path(key);
+      await mkdir(dirname(p), { recursive: true, mode: 0o700 });
+      await pipeline(body, createWriteStream(`${p}.part`, { mode: 0o600, flags: 'wx' }));
+      await rename(`${p}.part`, p);
+    },
+    async get(key) {
+      return createReadStream(path(key));
+    },
+    async remove(key) {
+      const p = path(key);
+      await rm(`${p}.part`, { force: true });
+      await rm(p, { force: true });
+    },
+    async sweepPartials() {
+      for (const app of await readdir(root).catch(() => [] as string[])) {
+        for (const f of await readdir(join(root, app)).catch(() => [] as string[])) if (f.endsWith('.part')) await rm(join(root, app, f), { force: true });
+      }
+    },
+  };
+}
+
+export function destinationOf(env: Env, _cfg: BackupConfigTable | null): ArtifactStore {
+  return localStore(env.config.dataDir);
+}

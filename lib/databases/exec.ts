@@ -1,0 +1,100 @@
+// Runs a database's own clients inside its container (engine exec, argument arrays only).
+// Secrets reach the client through the exec's environment, never its command line, where
+// `ps` in the container (or the engine's inspect) would show them.
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Engine } from '../docker/index.js';
+
+const STDERR_KEEP = 8 * 1024;
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ExecHandle {
+  stdout: Readable;
+  /** Resolves when the process has exited (after stdout ended). */
+  done: Promise<{ code: number; stderr: string }>;
+}
+
+async function waitExit(exec: import('dockerode').Exec): Promise<number> {
+  for (let i = 0; i < 600; i++) {
+    const info = await exec.inspect();
+    if (!info.Running) return info.ExitCode ?? -1;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the client did not exit');
+}
+
+/**
+ * Starts `cmd` in the container; its stdout is a stream (a dump is never held whole), stdin is fed
+ * from `stdin` when given. Only the tail of stderr is kept, for the error message.
+ */
+export async function execStream(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; user?: string } = {}): Promise<ExecHandle> {
+  const exec = await engine.docker.getContainer(container).exec({
+    Cmd: cmd,
+    Env: opts.env ?? [],
+    User: opts.user,
+    AttachStdout: true,
+    AttachStderr: true,
+    AttachStdin: !!opts.stdin,
+  });
+  const stream = (await exec.start({ hijack: true, stdin: !!opts.stdin })) as unknown as NodeJS.ReadWriteStream & import('node:stream').Duplex;
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stderr = '';
+  err.on('data', (c: Buffer) => {
+    stderr = (stderr + c.toString('utf8')).slice(-STDERR_KEEP);
+  });
+  engine.docker.modem.demuxStream(stream, out, err);
+  const ended = new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  let fed: Promise<void> = Promise.resolve();
+  if (opts.stdin) {
+    const input = opts.stdin;
+    // Half-close after the last byte: the engine then closes the client's stdin.
+    fed = new Promise<void>((resolve, reject) => {
+      input.on('error', reject);
+      input.on('end', () => {
+        stream.end();
+        resolve();
+      });
+      input.pipe(stream, { end: false });
+    });
+  }
+  const done = (async () => {
+    try {
+      await Promise.all([ended, fed]);
+    } finally {
+      out.end();
+      err.end();
+    }
+    return { code: await waitExit(exec), stderr };
+  })();
+  done.catch(() => {});
+  return { stdout: out, done };
+}
+
+/** Runs a client to completion; stdout kept up to `maxOut` bytes. */
+export async function execCapture(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; maxOut?: number; user?: string } = {}): Promise<ExecResult> {
+  const h = await execStream(engine, container, cmd, opts);
+  const max = opts.maxOut ?? 1024 * 1024;
+  let stdout = '';
+  h.stdout.on('data', (c: Buffer) => {
+    if (stdout.length < max) stdout += c.toString('utf8');
+  });
+  const r = await h.done;
+  return { code: r.code, stdout: stdout.slice(0, max), stderr: r.stderr };
+}
+
+/** Pipes a client's stdout into `sink`; throws with the client's stderr tail when it fails. */
+export async function execInto(engine: Engine, container: string, cmd: string[], sink: NodeJS.WritableStream, opts: { env?: string[] } = {}): Promise<void> {
+  const h = await execStream(engine, container, cmd, opts);
+  const [, r] = await Promise.all([pipeline(h.stdout, sink as import('node:stream').Writable), h.done]);
+  if (r.code !== 0) throw new Error(`${cmd[0]} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500)}`);
+}
