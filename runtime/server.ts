@@ -11,6 +11,7 @@ import type { Env } from '../lib/env.js';
 import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
+import { loadDashboard } from './dashboard.js';
 import { isPromise } from '../lib/util/maybe.js';
 
 export interface Running {
@@ -26,8 +27,9 @@ export interface Running {
 
 const DRAIN_MS = 10_000;
 
-export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
-  const app = createApp(env, routes);
+/** `dashboardDir`: where the built dashboard is (default dist/dashboard); without one, `/` is a 404. */
+export async function startServer(env: Env, opts: { port?: number; host?: string; dashboardDir?: string } = {}): Promise<Running> {
+  const app = createApp(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
       app.fetch(request, {
