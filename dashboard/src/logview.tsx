@@ -1,6 +1,6 @@
 // A build log that follows the live stream (topic build:<id>, replayed from the start on every
 // subscribe), can be paused, and renders only the rows in view so 100,000 lines stay cheap.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { LogLine } from './api';
 import { useTopic } from './ws';
 
@@ -16,6 +16,8 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
   const [scrollTop, setScrollTop] = useState(0);
   const box = useRef<HTMLDivElement>(null);
   const frame = useRef<number | null>(null);
+  // Where following last put the view: only a scroll above it (the reader's) pauses.
+  const pinned = useRef(0);
 
   useEffect(() => {
     lines.current = [];
@@ -37,8 +39,11 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
     });
   });
 
-  useEffect(() => {
-    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!follow || !el) return;
+    el.scrollTop = el.scrollHeight;
+    pinned.current = el.scrollTop;
   }, [version, follow]);
 
   const all = lines.current;
@@ -62,7 +67,8 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
           setScrollTop(el.scrollTop);
           // Scrolling up pauses; back at the bottom follows again.
           const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW * 2;
-          if (atBottom !== follow) setFollow(atBottom);
+          if (atBottom && !follow) setFollow(true);
+          else if (!atBottom && follow && el.scrollTop < pinned.current - ROW) setFollow(false);
         }}
       >
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>

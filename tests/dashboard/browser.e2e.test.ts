@@ -188,8 +188,21 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     await assertNoInjectedMarkup(page);
     await watcher.getByTestId('active-deployments').getByText(name).waitFor({ state: 'detached', ...WAIT });
     await watcher.close();
+    // The services list follows the deployment's end without a reload.
+    await page.getByTestId('service-row').filter({ hasText: 'app' }).waitFor(WAIT);
     await shot(page, '08-app');
     await axe(page, 'app');
+
+    // A second version, then a rollback to the first from its row.
+    await git!.commit(repo, webRepo('hello again', `RUN echo '${MARKUP(2)}'`), 'second version');
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page.getByTestId('deployment-row').filter({ hasText: 'second version' }).locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
+    await page.getByTestId('deployment-row').filter({ hasText: 'first' }).getByRole('button', { name: 'Roll back' }).click();
+    const rolled = page.getByTestId('deployment-row').filter({ hasText: 'rollback' });
+    await rolled.locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
+    // The log view now follows the rollback; pausing stops following.
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('button', { name: 'Follow' }).waitFor(WAIT);
 
     // Reveal of the secret is the operator's explicit act.
     await page.getByTestId('env-row').filter({ hasText: 'API_SECRET' }).getByRole('button', { name: 'Reveal' }).click();

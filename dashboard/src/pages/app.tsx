@@ -11,11 +11,14 @@ export function AppPage({ id }: { id: string }) {
   const app = useLoad(() => api.getApp(id).then((r) => r.app), [id]);
   const deployments = useLoad(() => api.listDeployments(id).then((r) => r.items), [id]);
   const [selected, setSelected] = useState<string | null>(null);
+  // Bumped when a deployment ends: services and their state come from what it deployed.
+  const [settled, setSettled] = useState(0);
   const act = useAction();
 
   useTopic('deployments', (d: any) => {
     if (d?.type !== 'status' || d.app_id !== id) return;
     const dep = d as Deployment;
+    if (api.TERMINAL.includes(dep.status)) setSettled((n) => n + 1);
     const list = deployments.data ?? [];
     deployments.set(list.some((x) => x.id === dep.id) ? list.map((x) => (x.id === dep.id ? { ...x, ...dep } : x)) : [dep, ...list]);
   });
@@ -64,7 +67,7 @@ export function AppPage({ id }: { id: string }) {
       <p class="muted mono">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.image}</p>
       <ErrorNote error={act.error} />
       <div class="grid">
-        <Services id={id} />
+        <Services id={id} version={settled} />
         <Env id={id} />
       </div>
       <section class="card" aria-labelledby="dep-h">
@@ -115,8 +118,8 @@ export function AppPage({ id }: { id: string }) {
   );
 }
 
-function Services({ id }: { id: string }) {
-  const services = useLoad(() => api.listServices(id).then((r) => r.items), [id]);
+function Services({ id, version }: { id: string; version: number }) {
+  const services = useLoad(() => api.listServices(id).then((r) => r.items), [id, version]);
   const act = useAction();
   return (
     <section class="card" aria-labelledby="svc-h">
@@ -173,7 +176,7 @@ function Env({ id }: { id: string }) {
             {env.data.map((v) => (
               <tr key={v.key} data-testid="env-row">
                 <td class="mono">{v.key}</td>
-                <td class="mono ellipsis">{v.secret ? (revealed[v.key] ?? <span class="muted" aria-label="hidden value">••••••</span>) : v.value}</td>
+                <td class="mono ellipsis narrow">{v.secret ? (revealed[v.key] ?? <span class="muted" aria-label="hidden value">••••••</span>) : v.value}</td>
                 <td class="row">
                   {v.secret && revealed[v.key] === undefined && (
                     <button type="button" onClick={() => void act.run(async () => setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }))}>Reveal</button>
