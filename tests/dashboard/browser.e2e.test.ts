@@ -14,6 +14,7 @@ import { startGitServer, webRepo, cleanupApp, type GitServer } from '../engine/_
 import { totpCode } from '../../lib/auth/totp.js';
 import { existsSync } from 'node:fs';
 import { CHROMIUM } from '../_support/browser.js';
+import { poll } from '../_support/wait.js';
 
 const OPERATOR = { username: 'ops', password: 'a long enough passphrase 42' };
 const WAIT = { timeout: 60_000 };
@@ -263,6 +264,47 @@ test('audit and security pages list what happened and the posture', async (t) =>
     await shot(page, '13-security');
     await axe(page, 'security');
   });
+});
+
+test('a dropped WebSocket shows "reconnecting", comes back by itself and subscribes its topics again', async (t) => {
+  if (!(await needChromium(t))) return;
+  const tab = await context.newPage();
+  await withFailureShot(tab, 'reconnect', async () => {
+    // Every socket of this tab goes through the test, which forwards it to the real server and can cut it.
+    const sockets: Array<{ route: import('playwright-core').WebSocketRoute; sent: string[] }> = [];
+    await tab.routeWebSocket(/\/api\/ws$/, (route) => {
+      const entry = { route, sent: [] as string[] };
+      sockets.push(entry);
+      const server = route.connectToServer();
+      route.onMessage((m) => {
+        entry.sent.push(String(m));
+        server.send(m);
+      });
+    });
+    await tab.goto(s!.url + '/');
+    await tab.getByRole('heading', { name: 'Overview' }).waitFor(WAIT);
+    const status = tab.getByRole('status').filter({ hasText: /^(live|connecting|reconnecting)$/ });
+    await status.filter({ hasText: 'live' }).waitFor(WAIT);
+    const topics = (i: number) => sockets[i]!.sent.map((m) => JSON.parse(m)).filter((m) => m.type === 'subscribe').map((m) => m.topic).sort();
+    await poll('the first socket subscribes', () => topics(0).length === 2, 60_000, 50);
+    assert.deepEqual(topics(0), ['apps', 'deployments']);
+    // Record every state the indicator shows from here on.
+    await tab.evaluate(() => {
+      const el = [...document.querySelectorAll('[role="status"]')].find((e) => e.classList.contains('ws'))!;
+      const seen: string[] = ((window as any).__wsStates = []);
+      new MutationObserver(() => seen.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await sockets[0]!.route.close({ code: 1012, reason: 'test drops the connection' });
+    await status.filter({ hasText: 'live' }).waitFor(WAIT);
+    await tab.waitForFunction(() => (window as any).__wsStates.includes('live'), undefined, WAIT);
+    const states: string[] = await tab.evaluate(() => (window as any).__wsStates);
+    assert.ok(states.includes('reconnecting'), `states shown: ${states.join(' -> ')}`);
+    assert.equal(sockets.length, 2, 'one new connection, no reload');
+    await poll('the new socket subscribes again', () => topics(1).length === 2, 60_000, 50);
+    assert.deepEqual(topics(1), ['apps', 'deployments']);
+    await tab.getByRole('heading', { name: 'Overview' }).waitFor(WAIT);
+  });
+  await tab.close();
 });
 
 test('log out ends the session on the server; every page then asks to sign in', async (t) => {
