@@ -18,6 +18,7 @@ import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
 import { attempt, isPromise, then, type Maybe } from '../lib/util/maybe.js';
+import type { Dashboard } from './dashboard.js';
 
 export interface RequestMeta {
   /** Socket peer address. */
@@ -50,7 +51,9 @@ const CATCH_ALL_MAX = 1024;
 const ID_PREFIX = Date.now().toString(36) + '-';
 let requestCounter = 0;
 
-export function createApp(env: Env, routes: RouteDef[]): App {
+/** `dashboard`: the built single-page client, answering the GETs no route claims (never /api, /webhooks). */
+export function createApp(env: Env, routes: RouteDef[], opts: { dashboard?: Dashboard | null } = {}): App {
+  const dashboard = opts.dashboard ?? null;
   const router = IttyRouter();
   routes.forEach((r, i) => router.all(r.pattern, () => i));
   // Paths without parameters are looked up directly; itty-router matches the rest in table order.
@@ -86,7 +89,14 @@ export function createApp(env: Env, routes: RouteDef[]): App {
         let probe: { method: string; url: string; params?: Record<string, string> } | undefined;
         const found = statics.get(path) ?? (router.fetch((probe = { method, url: 'http://h' + target })) as Promise<number | undefined>);
         return then(found, (index) => {
-          if (index === undefined) throw new HttpError('not_found', 'No such route');
+          if (index === undefined) {
+            const page = dashboard === null ? null : serveDashboard(dashboard, request, meta, method, path);
+            if (page !== null) {
+              label = 'dashboard';
+              return page;
+            }
+            throw new HttpError('not_found', 'No such route');
+          }
           const route = routes[index]!;
           label = route.pattern;
           const headers = meta.rawHeaders ? nodeHeaders(meta.rawHeaders) : request.headers;
@@ -234,6 +244,11 @@ export function createApp(env: Env, routes: RouteDef[]): App {
   }
 
   return { fetch, routes };
+}
+
+function serveDashboard(dashboard: Dashboard, request: Request, meta: RequestMeta, method: string, path: string): Response | null {
+  const headers = meta.rawHeaders ? nodeHeaders(meta.rawHeaders) : request.headers;
+  return dashboard.serve(method, path, headers.get('accept-encoding'), headers.get('if-none-match'));
 }
 
 /** lib/ errors that carry a meaning the client should see (engine down, state conflict...). */

@@ -11,6 +11,7 @@ import type { Env } from '../lib/env.js';
 import { createApp, type App } from './app.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
+import { loadDashboard } from './dashboard.js';
 import { isPromise } from '../lib/util/maybe.js';
 import { registerWsMetrics } from '../lib/metrics/platform.js';
 import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/engine-subnets.js';
@@ -32,11 +33,12 @@ const DRAIN_MS = 10_000;
 /** How long boot waits for the engine's network list before listening without it. */
 const SUBNETS_AT_BOOT_MS = 5_000;
 
-export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
+/** `dashboardDir`: where the built dashboard is (default dist/dashboard); without one, `/` is a 404. */
+export async function startServer(env: Env, opts: { port?: number; host?: string; dashboardDir?: string } = {}): Promise<Running> {
   // Asked first, so the engine answers while the rest is set up; awaited before listening.
   const subnets = engineSubnetGuard(env.engine);
   const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers'));
-  const app = createApp(env, routes);
+  const app = createApp(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
       app.fetch(request, {

@@ -2,8 +2,10 @@
 // Builds dist/ (route table, then tsc) and stamps it. `--if-stale` builds only when a source is
 // newer than the stamp, so `npm start` runs what was compiled at install (the `prepare` script)
 // and answers in well under a second instead of compiling on every start.
+// The dashboard (dashboard/, Vite) has its own stamp and is rebuilt only when its sources changed,
+// so `npm install` builds it once and neither `npm start` nor `npm test` pays for it again.
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
@@ -54,7 +56,46 @@ function step(args) {
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
-if (process.argv.includes('--if-stale') && !isStale()) process.exit(0);
+const dashboardDir = join(root, 'dashboard');
+const dashboardOut = join(root, 'dist', 'dashboard');
+const dashboardStamp = join(root, 'dist', '.dashboard-stamp');
+
+function newestDashboardSource() {
+  let newest = 0;
+  const visit = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.name === 'node_modules' || e.name.startsWith('.')) continue;
+      const full = join(dir, e.name);
+      if (e.isDirectory()) visit(full);
+      else newest = Math.max(newest, statSync(full).mtimeMs);
+    }
+  };
+  visit(dashboardDir);
+  return newest;
+}
+
+function buildDashboard() {
+  if (!existsSync(dashboardDir)) return;
+  const fresh = existsSync(dashboardStamp) && existsSync(join(dashboardOut, 'index.html')) && newestDashboardSource() <= statSync(dashboardStamp).mtimeMs;
+  if (fresh) return;
+  let vite;
+  try {
+    vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
+  } catch {
+    console.error('build: Vite is not installed; the dashboard is not built (run `npm install` with dev dependencies)');
+    return;
+  }
+  const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  step([tscBin, '-p', join(dashboardDir, 'tsconfig.json')]);
+  step([vite, 'build', '--config', join(dashboardDir, 'vite.config.ts'), '--logLevel', 'warn']);
+  mkdirSync(join(root, 'dist'), { recursive: true });
+  writeFileSync(dashboardStamp, new Date().toISOString() + '\n');
+}
+
+if (process.argv.includes('--if-stale') && !isStale()) {
+  buildDashboard();
+  process.exit(0);
+}
 let tsc;
 try {
   tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -67,3 +108,4 @@ step([tsc, '-p', join(root, 'tsconfig.json')]);
 mkdirSync(join(root, 'dist'), { recursive: true });
 removeOrphans();
 writeFileSync(stamp, new Date().toISOString() + '\n');
+buildDashboard();

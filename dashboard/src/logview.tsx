@@ -1,0 +1,84 @@
+// A build log that follows the live stream (topic build:<id>, replayed from the start on every
+// subscribe), can be paused, and renders only the rows in view so 100,000 lines stay cheap.
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import type { LogLine } from './api';
+import { useTopic } from './ws';
+
+const ROW = 18;
+const HEIGHT = 420;
+const OVERSCAN = 20;
+
+export function LogView({ topic, label }: { topic: string; label: string }) {
+  const lines = useRef<LogLine[]>([]);
+  const lastSeq = useRef(0);
+  const [version, setVersion] = useState(0);
+  const [follow, setFollow] = useState(true);
+  const [scrollTop, setScrollTop] = useState(0);
+  const box = useRef<HTMLDivElement>(null);
+  const frame = useRef<number | null>(null);
+  // Where following last put the view: only a scroll above it (the reader's) pauses.
+  const pinned = useRef(0);
+
+  useEffect(() => {
+    lines.current = [];
+    lastSeq.current = 0;
+    setVersion((v) => v + 1);
+  }, [topic]);
+
+  useTopic(topic, (d: any) => {
+    const batch: LogLine[] = Array.isArray(d?.items) ? d.items : [d];
+    for (const l of batch) {
+      if (typeof l?.seq !== 'number' || l.seq <= lastSeq.current) continue;
+      lastSeq.current = l.seq;
+      lines.current.push(l);
+    }
+    // One render per frame however many lines arrive.
+    frame.current ??= requestAnimationFrame(() => {
+      frame.current = null;
+      setVersion((v) => v + 1);
+    });
+  });
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!follow || !el) return;
+    el.scrollTop = el.scrollHeight;
+    pinned.current = el.scrollTop;
+  }, [version, follow]);
+
+  const all = lines.current;
+  const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
+  const last = Math.min(all.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  return (
+    <div class="logview">
+      <div class="row">
+        <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>{follow ? 'Pause' : 'Follow'}</button>
+        <span class="muted" role="status">{all.length} line{all.length === 1 ? '' : 's'}</span>
+      </div>
+      <div
+        ref={box}
+        class="log"
+        role="log"
+        aria-label={label}
+        tabIndex={0}
+        style={{ height: `${HEIGHT}px` }}
+        onScroll={(e) => {
+          const el = e.currentTarget as HTMLDivElement;
+          setScrollTop(el.scrollTop);
+          // Scrolling up pauses; back at the bottom follows again.
+          const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW * 2;
+          if (atBottom && !follow) setFollow(true);
+          else if (!atBottom && follow && el.scrollTop < pinned.current - ROW) setFollow(false);
+        }}
+      >
+        <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
+          {all.slice(first, last).map((l, i) => (
+            <div key={l.seq} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
+              {l.line}
+            </div>
+          ))}
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,114 @@
+// The dashboard shell: finds out whether setup is open or a session exists, then routes.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import * as api from './api';
+import type { User } from './api';
+import { Link, navigate, usePath } from './router';
+import { StepUpDialog } from './stepup';
+import { startSocket, stopSocket, useSocketState } from './ws';
+import { ErrorNote } from './ui';
+import { SetupPage } from './pages/setup';
+import { LoginPage } from './pages/login';
+import { OverviewPage } from './pages/overview';
+import { AppPage } from './pages/app';
+import { TokensPage } from './pages/tokens';
+import { AuditPage } from './pages/audit';
+import { SecurityPage } from './pages/security';
+import './styles.css';
+
+type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
+
+function Root() {
+  const [boot, setBoot] = useState<Boot>({ kind: 'loading' });
+  const path = usePath();
+
+  const refresh = async () => {
+    try {
+      // Both at once: the first paint of a signed-in operator waits for one round trip, not two.
+      const [s, m] = await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+      if (s.open) return setBoot({ kind: 'setup' });
+      if (m instanceof api.ApiError && m.status === 401) return setBoot({ kind: 'login' });
+      if (m instanceof Error) throw m;
+      setBoot({ kind: 'in', user: (m as { user: User }).user });
+    } catch (e) {
+      setBoot({ kind: 'error', error: e });
+    }
+  };
+  useEffect(() => {
+    void refresh();
+    api.setUnauthorizedHandler(() => {
+      stopSocket();
+      setBoot({ kind: 'login' });
+    });
+  }, []);
+  useEffect(() => {
+    if (boot.kind === 'in') startSocket();
+    else stopSocket();
+  }, [boot.kind]);
+
+  if (boot.kind === 'loading') return <main class="center"><p class="muted">Loading…</p></main>;
+  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={refresh}>Retry</button></main>;
+  if (boot.kind === 'setup') {
+    return <SetupPage onDone={(user) => { setBoot({ kind: 'in', user }); navigate('/', true); }} />;
+  }
+  if (boot.kind === 'login') {
+    return <LoginPage onDone={(user) => { setBoot({ kind: 'in', user }); if (path === '/login' || path === '/setup') navigate('/', true); }} />;
+  }
+  return (
+    <Shell user={boot.user} onLogout={async () => {
+      try {
+        await api.logout();
+      } finally {
+        stopSocket();
+        setBoot({ kind: 'login' });
+        navigate('/login', true);
+      }
+    }}>
+      <StepUpDialog totp={boot.user.totp_enabled} />
+      <Page path={path} />
+    </Shell>
+  );
+}
+
+function Page({ path }: { path: string }) {
+  const app = /^\/apps\/([^/]+)$/.exec(path);
+  if (app) return <AppPage id={decodeURIComponent(app[1]!)} />;
+  switch (path) {
+    case '/':
+    case '/login':
+    case '/setup':
+      return <OverviewPage />;
+    case '/tokens':
+      return <TokensPage />;
+    case '/audit':
+      return <AuditPage />;
+    case '/security':
+      return <SecurityPage />;
+    default:
+      return <main><h1>Not found</h1><p>No page at this address. <Link href="/">Back to the overview</Link></p></main>;
+  }
+}
+
+function Shell({ user, onLogout, children }: { user: User; onLogout: () => void; children: any }) {
+  const ws = useSocketState();
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <Link href="/" class="brand">svc</Link>
+        <nav aria-label="Main">
+          <Link href="/">Overview</Link>
+          <Link href="/security">Security</Link>
+          <Link href="/audit">Audit</Link>
+          <Link href="/tokens">Tokens</Link>
+        </nav>
+        <span class={`ws ws-${ws}`} role="status" aria-live="polite">{ws === 'open' ? 'live' : ws}</span>
+        <span class="muted user">{user.username}</span>
+        <button type="button" onClick={onLogout}>Log out</button>
+      </header>
+      <div id="main" class="content">{children}</div>
+    </>
+  );
+}
+
+render(<Root />, document.getElementById('root')!);

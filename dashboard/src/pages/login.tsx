@@ -1,0 +1,48 @@
+// Sign in: password first; when the operator has TOTP, the server answers totp_required and the code follows.
+import { useState } from 'preact/hooks';
+import * as api from '../api';
+import type { User } from '../api';
+import { ErrorNote, useAction } from '../ui';
+
+export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
+  const [stage, setStage] = useState<'password' | 'totp'>('password');
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [code, setCode] = useState('');
+  const act = useAction();
+  return (
+    <main class="narrow">
+      <h1>Sign in</h1>
+      {stage === 'password' ? (
+        <form
+          class="card stack"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act.run(async () => {
+              const r = await api.login(username.trim(), password);
+              if (r.totp_required) setStage('totp');
+              else if (r.user) onDone(r.user);
+            });
+          }}
+        >
+          <label>Username<input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername((e.target as HTMLInputElement).value)} /></label>
+          <label>Password<input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} /></label>
+          <ErrorNote error={act.error} />
+          <button type="submit" class="primary" disabled={act.busy}>Sign in</button>
+        </form>
+      ) : (
+        <form
+          class="card stack"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act.run(async () => onDone((await api.loginTotp(code.trim())).user));
+          }}
+        >
+          <label>Authentication code (or a recovery code)<input name="code" inputMode="numeric" autoComplete="one-time-code" required autoFocus value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} /></label>
+          <ErrorNote error={act.error} />
+          <button type="submit" class="primary" disabled={act.busy}>Verify</button>
+        </form>
+      )}
+    </main>
+  );
+}
