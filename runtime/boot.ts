@@ -23,6 +23,7 @@ import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
 import { hostAttribution } from '../lib/proxy/config.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { VitalsSampler } from '../lib/series/vitals.js';
+import { registerHostMetrics } from '../lib/metrics/host.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -114,6 +115,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
   env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
   env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
+  registerHostMetrics(env.metrics, env.vitals);
   if (config.security.monitor) {
     const s = config.security;
     // Loaded only when enabled.
