@@ -129,7 +129,8 @@ async function main(): Promise<void> {
       } catch (e) {
         if (!(e as { reused?: boolean }).reused) throw e;
         stats.retried++;
-        return lab!.https(HOST, '/', { agent });
+        // On a new connection: the other pooled ones were closed by the same reload.
+        return lab!.https(HOST, '/', { agent: false });
       }
     };
     const loop = async (agent: HttpsAgent | false) => {
