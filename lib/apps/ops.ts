@@ -11,6 +11,7 @@ import {
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { removeAppDatabaseContainers } from '../databases/index.js';
+import { followRunning } from '../proxy/deploy.js';
 import { deleteAppRows, getApp, markDeleting, serviceSettings } from './store.js';
 import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
@@ -76,6 +77,7 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
   if (service) await ensureService(env, app, service);
   const fn = action === 'start' ? stackStart : action === 'stop' ? stackStop : stackRestart;
   const touched = await fn(env.engine, app.name, service);
+  if (action !== 'stop') await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
   await refreshAppStatus(env, app);
   return touched;
 }
@@ -86,6 +88,7 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
   const planned = await planStack(singleServiceModel({ image: app.source.image }), { app: app.name, env: await resolveEnv(env.db, env.sealer, app.id), defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
   if (!planned.ok) throw new HttpError('bad_request', 'The app cannot be planned', planned.findings.map((f) => ({ field: f.key, message: f.message })));
   const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
+  await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
   await refreshAppStatus(env, app);
   return up.services.map((s) => s.containerName);
 }

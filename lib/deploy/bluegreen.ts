@@ -25,6 +25,11 @@ export interface RolloutOptions {
   overlapMs?: number;
   /** How long an old container keeps its address (without the name) before it is stopped. */
   drainMs?: number;
+  /**
+   * The proxy's switch, once every new container passed its gate: routes move to them in one
+   * change. True when the proxy took it (the old containers then drain before they stop).
+   */
+  switchProxy?: (created: ReadonlyArray<{ service: string; id: string }>) => Promise<boolean>;
 }
 
 interface Created {
@@ -103,6 +108,13 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
     throw e;
   }
   // The switch. From here on the new version serves; problems with the old ones are only logged.
+  let proxied = false;
+  if (opts.switchProxy) {
+    proxied = await opts.switchProxy(created).catch((e) => {
+      log(`proxy: could not switch the routes: ${(e as Error).message}`);
+      return false;
+    });
+  }
   for (const c of created) {
     if (!c.movesAlias) continue;
     await setAliases(engine, plan, c.service, c.id, 'default');
@@ -113,7 +125,7 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
   // The old containers lose the service name but keep their address for a drain period: a client
   // that resolved the name just before the switch still connects. Then they stop, with their own
   // grace period.
-  let drained = false;
+  let drained = proxied;
   for (const c of leftovers) {
     for (const net of Object.keys(c.networks)) {
       drained = (await dropAliasKeepAddress(engine, c, net, log)) || drained;

@@ -19,6 +19,7 @@ import { checkout, appWorkDir } from './workdir.js';
 import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
 import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
+import { switchToContainers } from '../proxy/deploy.js';
 import type { ProbeMode } from './health.js';
 
 export interface PipelineOptions {
@@ -130,6 +131,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     log: say,
     gate: { timeoutMs: opts.healthTimeoutMs, settleMs: opts.settleMs, probe: opts.probe, probeImage: opts.probeImage },
     onHealthChecking: () => run.setStatus('health_checking'),
+    switchProxy: (created) => switchToContainers(env, app, created, say),
   });
   return { images, replaced: result.replaced, retire: result.retire };
 }

@@ -1,8 +1,8 @@
 // Topic sources for the WebSocket: build:<deploymentId> (replayed from the table, then live),
 // logs:<appId> (runtime logs of every service, last lines replayed), stats:<appId> and host
-// (collected only while someone listens). Log text travels as JSON strings: data, never markup.
-import { statfs } from 'node:fs/promises';
-import { cpus, freemem, loadavg, totalmem } from 'node:os';
+// (stats collected only while someone listens; host from the vitals sampler). Log text travels as JSON strings: data, never markup.
+import { cpus, loadavg } from 'node:os';
+import type { VitalsSample } from '../series/vitals.js';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Env } from '../env.js';
 import type { BusEvent } from '../events/bus.js';
@@ -13,7 +13,6 @@ import { readLogs } from './store.js';
 const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
 const STATS_MS = 2_000;
-const HOST_MS = 3_000;
 const MAX_LINE = 8 * 1024;
 
 export function registerStreams(env: Env): { stopAll(): void } {
@@ -199,42 +198,23 @@ function collectStats(env: Env, topic: string): () => void {
   };
 }
 
-function cpuTimes(): { idle: number; total: number } {
-  let idle = 0;
-  let total = 0;
-  for (const c of cpus()) {
-    idle += c.times.idle;
-    total += c.times.user + c.times.nice + c.times.sys + c.times.irq + c.times.idle;
-  }
-  return { idle, total };
-}
-
+// The host topic shows the vitals sampler's samples (the same ones stored for /api/host/metrics
+// and exposed on /metrics), so the host is read once whoever is looking.
 function collectHost(env: Env, topic: string): () => void {
-  let prev = cpuTimes();
-  const tick = async () => {
-    const now = cpuTimes();
-    const total = now.total - prev.total;
-    const cpu = total > 0 ? (1 - (now.idle - prev.idle) / total) * 100 : 0;
-    prev = now;
-    let disk: { path: string; total_bytes: number; free_bytes: number } | null = null;
-    try {
-      const s = await statfs(env.config.dataDir);
-      disk = { path: env.config.dataDir, total_bytes: s.blocks * s.bsize, free_bytes: s.bavail * s.bsize };
-    } catch {
-      disk = null;
-    }
-    const [l1, l5, l15] = loadavg();
+  const publish = (v: VitalsSample) => {
+    const [, l5, l15] = loadavg();
     env.bus.publish(topic, {
-      at: new Date().toISOString(),
-      cpu_percent: Math.round(cpu * 100) / 100,
+      at: new Date(v.at).toISOString(),
+      cpu_percent: v.cpu_percent,
       cpus: cpus().length,
-      memory: { total_bytes: totalmem(), used_bytes: totalmem() - freemem() },
-      disk,
-      load: [l1, l5, l15],
+      memory: { total_bytes: v.mem_total_bytes, used_bytes: v.mem_used_bytes },
+      disk: v.disk_total_bytes > 0 ? { path: env.config.dataDir, total_bytes: v.disk_total_bytes, used_bytes: v.disk_used_bytes, free_bytes: v.disk_total_bytes - v.disk_used_bytes } : null,
+      load: [v.load1, l5, l15],
     });
   };
-  void tick();
-  const timer = setInterval(() => void tick().catch(() => {}), HOST_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  const off = env.vitals.onSample(publish);
+  const last = env.vitals.latest();
+  if (last) publish(last);
+  else void env.vitals.sample();
+  return off;
 }

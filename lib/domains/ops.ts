@@ -25,6 +25,8 @@ import {
   type DomainInput,
   type DomainRow,
 } from './store.js';
+import { checkHostname } from './hostname.js';
+import { badRequest } from '../http/errors.js';
 import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from './status.js';
 
 export interface DomainCtx {
@@ -143,4 +145,12 @@ export async function putBaseDomain(ctx: DomainCtx, value: unknown): Promise<{ b
   await ctx.edge.checker.tick();
   const proxy = await applied(ctx, control);
   return { base_domain: base, control_domain: control, proxy };
+}
+
+/** `GET /api/instance/dns-check?host=`: the hostname rules first (400 naming the rule), then the lookup. */
+export async function checkDnsOf(ctx: Pick<DomainCtx, 'edge'>, host: unknown): Promise<{ host: string; expected: string[]; resolved: string[]; points_here: boolean; error?: string }> {
+  const r = checkHostname(host);
+  if (!r.ok) throw badRequest(`Invalid host: ${r.message}`, [{ field: 'host', rule: r.rule, message: r.message }]);
+  const c = await ctx.edge.dnsCheck(r.hostname);
+  return { host: c.host, expected: c.expected, resolved: c.resolved, points_here: c.points_here, ...(c.error ? { error: c.error } : {}) };
 }

@@ -8,6 +8,8 @@ import { masterKeyPath } from '../crypto/master-key.js';
 import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
 import { evaluatePosture, readOptOut, type PostureInput, type PostureItem } from './posture.js';
 import { readHostSnapshot } from './snapshot.js';
+import { instanceDomains } from '../domains/ops.js';
+import { getHostCheck } from '../domains/store.js';
 
 const ENGINE_BUDGET_MS = 2000;
 
@@ -64,8 +66,24 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
   };
 }
 
-export function postureInput(env: Env): Promise<PostureInput> {
-  return postureInputFrom({ config: env.config, engine: env.engine, tailerStatus: env.tailer.status(), monitorEnabled: env.monitor !== null, now: env.now() });
+export async function postureInput(env: Env): Promise<PostureInput> {
+  const [input, edge] = await Promise.all([
+    postureInputFrom({ config: env.config, engine: env.engine, tailerStatus: env.tailer.status(), monitorEnabled: env.monitor !== null, now: env.now() }),
+    edgePosture(env),
+  ]);
+  return { ...input, baseDomain: edge.baseDomain, edge: edge.edge };
+}
+
+/** The base domain in force (the instance setting wins over SVC_BASE_DOMAIN) and what the proxy serves. */
+async function edgePosture(env: Env): Promise<{ baseDomain: string | null; edge: NonNullable<PostureInput['edge']> }> {
+  const { base_domain, control_domain } = await instanceDomains(env);
+  const st = env.edge.proxy.state();
+  const check = control_domain ? await getHostCheck(env.db, control_domain) : null;
+  const valid = check?.cert_fingerprint256 && check.cert_not_after && Date.parse(check.cert_not_after) > env.now() ? check.cert_not_after : null;
+  return {
+    baseDomain: base_domain,
+    edge: { enabled: env.edge.proxy.enabled, synced: st.synced, error: st.error, controlDomain: control_domain, controlCertNotAfter: valid },
+  };
 }
 
 export async function posture(env: Env): Promise<{ items: PostureItem[] }> {

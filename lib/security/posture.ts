@@ -39,6 +39,18 @@ export interface PostureInput {
   metricsTokenSet: boolean;
   exposure: 'local' | 'public';
   baseDomain?: string | null;
+  /**
+   * What the running service knows of the proxy: whether Caddy runs our config, and whether it
+   * serves a valid certificate for the control domain. Absent where nobody can tell (the CLI).
+   */
+  edge?: {
+    enabled: boolean;
+    synced: boolean;
+    error?: string;
+    controlDomain: string | null;
+    /** Expiry of the valid certificate Caddy serves for the control domain; null: none seen. */
+    controlCertNotAfter: string | null;
+  };
   /** SVC_SECURITY_AGENT=true. */
   agentEnabled: boolean;
   /** SVC_SECURITY_EXPECT_FIREWALL=false, or the opt-out recorded by `svc security-check`. */
@@ -257,21 +269,58 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
           fix: 'Point a domain at this host, set SVC_BASE_DOMAIN and SVC_EXPOSURE=public, and restart.',
         },
   );
-  const domain = input.baseDomain?.trim();
-  items.push(
-    domain
-      ? { code: 'base_domain', status: 'ok', title: 'Base domain', reason: `Base domain is ${domain}: traffic is served over HTTPS.`, fix: 'Nothing to do.' }
-      : {
-          code: 'base_domain',
-          status: 'warning',
-          title: 'Base domain',
-          reason: 'No base domain is configured, so traffic is not on HTTPS.',
-          fix: 'Create a DNS record (and a wildcard) pointing at this host, then set the base domain in the instance settings or SVC_BASE_DOMAIN.',
-        },
-  );
+  items.push(baseDomainRow(input));
   items.push(requestMonitoringRow(input));
   items.push(...hostPortRows(input));
   return { items };
+}
+
+/** Says "served over HTTPS" only when Caddy runs our config and serves a valid certificate for the control domain. */
+function baseDomainRow(input: PostureInput): PostureItem {
+  const title = 'Base domain';
+  const domain = input.baseDomain?.trim();
+  if (!domain) {
+    return {
+      code: 'base_domain',
+      status: 'warning',
+      title,
+      reason: 'No base domain is configured, so traffic is not on HTTPS.',
+      fix: 'Create a DNS record (and a wildcard) pointing at this host, then set the base domain in the instance settings or SVC_BASE_DOMAIN.',
+    };
+  }
+  const e = input.edge;
+  if (!e) {
+    return { code: 'base_domain', status: 'info', title, reason: `Base domain is ${domain}; whether it is served over HTTPS is known to the running service only.`, fix: 'See GET /api/security/posture.' };
+  }
+  if (!e.enabled) {
+    return {
+      code: 'base_domain',
+      status: 'warning',
+      title,
+      reason: `Base domain is ${domain}, but the proxy is turned off (SVC_PROXY=off): nothing serves it over HTTPS.`,
+      fix: 'Run Caddy with its admin endpoint on loopback (see README), point SVC_CADDY_ADMIN at it and unset SVC_PROXY.',
+    };
+  }
+  if (!e.synced) {
+    return {
+      code: 'base_domain',
+      status: 'error',
+      title,
+      reason: `Base domain is ${domain}, but the proxy is not in sync: ${e.error ?? 'not synced yet'}. Domains and certificates are not served as configured.`,
+      fix: 'Start Caddy (systemctl start caddy-api) and check SVC_CADDY_ADMIN; the control plane reloads its config within 30 seconds.',
+    };
+  }
+  const control = e.controlDomain ?? `svc.${domain}`;
+  if (!e.controlCertNotAfter) {
+    return {
+      code: 'base_domain',
+      status: 'warning',
+      title,
+      reason: `Base domain is ${domain}, but Caddy does not serve a valid certificate for ${control} yet: the control plane is not on HTTPS.`,
+      fix: `Point ${control} (and *.${domain}) at this host, keep port 80 reachable for the CA, then check GET /api/domains for the status.`,
+    };
+  }
+  return { code: 'base_domain', status: 'ok', title, reason: `Base domain is ${domain}: ${control} is served over HTTPS (certificate valid until ${e.controlCertNotAfter.slice(0, 10)}).`, fix: 'Nothing to do.' };
 }
 
 function masterKeyRow(input: PostureInput): PostureItem {

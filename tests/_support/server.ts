@@ -11,6 +11,7 @@ import type { Env } from '../../lib/env.js';
 import { pino } from 'pino';
 import { createLogger, type Logger } from '../../lib/log.js';
 import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
+import type { EdgeOptions } from '../../lib/proxy/edge.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -24,7 +25,7 @@ export interface TestServer {
 }
 
 /** `deploy`: options of the deployment service (a short reaper interval...), set before it starts. */
-export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger; deploy?: Partial<DeployServiceOptions> } = {}): Promise<TestServer> {
+export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger; deploy?: Partial<DeployServiceOptions>; edge?: EdgeOptions } = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -40,7 +41,7 @@ export async function startTestServer(vars: Record<string, string> = {}, opts: {
     SVC_PROXY: 'off',
     ...vars,
   });
-  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel) });
+  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel), edge: opts.edge });
   if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const running = await startServer(env);

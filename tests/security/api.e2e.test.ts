@@ -76,7 +76,10 @@ test('posture rows follow the configuration, in the contract order', async () =>
 
   const good = await boot({ SVC_METRICS_TOKEN: 'a-long-metrics-token-123', SVC_EXPOSURE: 'public', SVC_BASE_DOMAIN: 'apps.example.com', SVC_SECURITY_EXPECT_FIREWALL: 'false' });
   const p2 = (await good.c.req('GET', '/api/security/posture')).body.items;
-  for (const code of ['master_key', 'metrics_token', 'exposure_mode', 'base_domain']) assert.equal(row(p2, code)!.status, 'ok', code);
+  for (const code of ['master_key', 'metrics_token', 'exposure_mode']) assert.equal(row(p2, code)!.status, 'ok', code);
+  // A base domain alone is not HTTPS: with no proxy running, the row says so.
+  assert.equal(row(p2, 'base_domain')!.status, 'warning');
+  assert.match(row(p2, 'base_domain')!.reason, /proxy is turned off/);
   assert.equal(row(p2, 'firewall')!.status, 'info');
   assert.equal(row(p2, 'firewall')!.reason, 'disabled by operator');
   assert.equal(row(p2, 'fail2ban')!.status, 'info');

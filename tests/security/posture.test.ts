@@ -38,6 +38,7 @@ function input(over: Partial<PostureInput> = {}): PostureInput {
     metricsTokenSet: true,
     exposure: 'public',
     baseDomain: 'example.test',
+    edge: { enabled: true, synced: true, controlDomain: 'svc.example.test', controlCertNotAfter: '2099-01-01T00:00:00.000Z' },
     agentEnabled: true,
     optedOut: false,
     snapshot: parseHostSnapshot(JSON.stringify(snapshot())),
@@ -161,6 +162,17 @@ test('posture rows change as the environment changes', () => {
   assert.deepEqual(status(input({ exposure: 'local' }), 'exposure_mode'), ['warning']);
   assert.deepEqual(status(input({ baseDomain: '' }), 'base_domain'), ['warning']);
   assert.deepEqual(status(input({ baseDomain: null }), 'base_domain'), ['warning']);
+  // A base domain says HTTPS only when Caddy runs our config and serves a valid certificate for the control domain.
+  const edge = { enabled: true, synced: true, controlDomain: 'svc.example.test', controlCertNotAfter: '2099-01-01T00:00:00.000Z' };
+  assert.deepEqual(status(input({ edge }), 'base_domain'), ['ok']);
+  assert.deepEqual(status(input({ edge: { ...edge, controlCertNotAfter: null } }), 'base_domain'), ['warning']);
+  const off = rows(input({ edge: { ...edge, enabled: false } })).find((r) => r.code === 'base_domain')!;
+  assert.equal(off.status, 'warning');
+  assert.match(off.reason, /proxy is turned off/);
+  const unsynced = rows(input({ edge: { ...edge, synced: false, error: "Caddy's admin API at http://127.0.0.1:2019 is unreachable (ECONNREFUSED)" } })).find((r) => r.code === 'base_domain')!;
+  assert.equal(unsynced.status, 'error');
+  assert.match(unsynced.reason, /not in sync: Caddy's admin API .* unreachable/);
+  assert.notEqual(status(input({ edge: undefined }), 'base_domain')[0], 'ok', 'without knowledge of the proxy, no claim of HTTPS');
   assert.deepEqual(status(input({ monitorEnabled: false }), 'request_monitoring'), ['warning']);
   const notReading = rows(input({ tailer: { reading: false, path: '/x/access.log', error: 'file not found', lines: 0, lastLineAt: null } }));
   assert.equal(notReading[6].status, 'warning');
