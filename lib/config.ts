@@ -24,6 +24,8 @@ export interface Config {
    */
   publicUrl: string | null;
   enableShell: boolean;
+  /** SVC_NOTIFY_ALLOW: IPs/CIDRs notification URLs may reach although private (self-hosted chat). */
+  notifyAllow: string[];
   dockerSocket: string;
   tlsCert: string | null;
   tlsKey: string | null;
@@ -190,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     controlDomain,
     publicUrl,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
+    notifyAllow: addressList(env, 'SVC_NOTIFY_ALLOW', ''),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
     tlsCert,
     tlsKey,

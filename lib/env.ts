@@ -15,6 +15,7 @@ import type { DeployService } from './deploy/service.js';
 import type { Edge } from './proxy/edge.js';
 import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
+import type { Notifier } from './notify/notifier.js';
 
 export interface Env {
   config: Config;
@@ -44,5 +45,7 @@ export interface Env {
   series: RequestSeries;
   /** Host vitals every 10 s; its latest sample serves the `host` topic and /metrics too. */
   vitals: VitalsSampler;
+  /** Notification channels: bus events to Discord/Slack through the outbound guard. */
+  notifier: Notifier;
   now: () => number;
 }

@@ -6,6 +6,7 @@ import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';
 import { registerStreams } from '../lib/deploy/streams.js';
 import { defaultControlUpstream } from '../lib/proxy/rows.js';
+import { productVersion } from '../lib/version.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -24,6 +25,11 @@ export function startBackground(env: Env, running: Running): void {
     env.edge.start();
     running.onClose(() => env.edge.stop());
   }
+
+  // Notification channels listen to the bus from here on; boot is the first thing they hear.
+  env.notifier.start(env.bus);
+  running.onClose(() => env.notifier.stop());
+  env.bus.publish('instance', { type: 'control_plane_started', version: productVersion(), at: new Date(env.now()).toISOString() });
 
   const events = new AbortController();
   followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {

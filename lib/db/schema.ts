@@ -257,7 +257,35 @@ export interface HostVitalsTable {
   disk_total_sum: number;
 }
 
+export interface NotificationChannelTable {
+  id: string;
+  kind: string;
+  name: string;
+  url_sealed: string;
+  url_hint: string;
+  /** JSON array of event names. */
+  events: string;
+  enabled: number;
+  /** JSON {at, ok, status, error} of the newest delivery. */
+  last_delivery: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NotificationDeliveryTable {
+  id: Generated<number>;
+  channel_id: string;
+  at: string;
+  event: string;
+  ok: number;
+  status: number | null;
+  error: string | null;
+  attempts: number;
+}
+
 export interface Database {
+  notification_channels: NotificationChannelTable;
+  notification_deliveries: NotificationDeliveryTable;
   domains: DomainTable;
   domain_certificates: DomainCertificateTable;
   host_checks: HostCheckTable;

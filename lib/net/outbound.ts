@@ -142,20 +142,21 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
   const allow = parseAllow(opts.allow ?? []);
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (!host) throw new OutboundRefused('the URL has no host');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundRefused('only https:// URLs are accepted');
+  const httpRefused = new OutboundRefused('only https:// URLs are accepted (http only for SVC_NOTIFY_ALLOW addresses)');
   let addresses: ResolvedAddress[];
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) === 6 ? 6 : 4 }];
   else {
     try {
       addresses = await (opts.resolve ?? systemResolve)(host);
     } catch (e) {
+      if (url.protocol === 'http:') throw httpRefused;
       throw new OutboundRefused(`${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`);
     }
     if (!addresses.length) throw new OutboundRefused(`${host} does not resolve`);
   }
   const exempt = addresses.every((a) => allowed(ipaddr.parse(a.address), allow));
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && exempt)) {
-    throw new OutboundRefused(url.protocol === 'http:' ? 'only https:// URLs are accepted (http only for SVC_NOTIFY_ALLOW addresses)' : 'only https:// URLs are accepted');
-  }
+  if (url.protocol === 'http:' && !exempt) throw httpRefused;
   for (const a of addresses) {
     if (allowed(ipaddr.parse(a.address), allow)) continue;
     const why = refusalOf(a.address);
