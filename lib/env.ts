@@ -16,6 +16,7 @@ import type { Edge } from './proxy/edge.js';
 import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
 import type { Notifier } from './notify/notifier.js';
+import type { CrashWatcher } from './apps/crash.js';
 
 export interface Env {
   config: Config;
@@ -47,5 +48,7 @@ export interface Env {
   vitals: VitalsSampler;
   /** Notification channels: bus events to Discord/Slack through the outbound guard. */
   notifier: Notifier;
+  /** Crash detection from the engine's events; set while the background work runs. */
+  crashes?: CrashWatcher;
   now: () => number;
 }
