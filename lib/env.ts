@@ -50,5 +50,7 @@ export interface Env {
   notifier: Notifier;
   /** Crash detection from the engine's events; set while the background work runs. */
   crashes?: CrashWatcher;
+  /** Drains and restarts the process; set by the host that can (`svc serve`), absent elsewhere. */
+  requestRestart?: () => void;
   now: () => number;
 }

@@ -49,6 +49,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/instance/info', file: 'handlers/api/instance/info.ts', load: () => import('../handlers/api/instance/info.js') },
   { pattern: '/api/instance/prune', file: 'handlers/api/instance/prune.ts', load: () => import('../handlers/api/instance/prune.js') },
   { pattern: '/api/instance/reset', file: 'handlers/api/instance/reset.ts', load: () => import('../handlers/api/instance/reset.js') },
+  { pattern: '/api/instance/restart', file: 'handlers/api/instance/restart.ts', load: () => import('../handlers/api/instance/restart.js') },
   { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', load: () => import('../handlers/api/security/fail2ban.js') },
   { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', load: () => import('../handlers/api/security/firewall.js') },
   { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', load: () => import('../handlers/api/security/posture.js') },
