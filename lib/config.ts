@@ -26,6 +26,8 @@ export interface Config {
   enableShell: boolean;
   /** SVC_IMAGE_MAP: catalog image reference -> the reference pulled instead (a mirror, local test images). */
   imageMap: Record<string, string>;
+  /** SVC_NOTIFY_ALLOW: IPs/CIDRs notification URLs may reach although private (self-hosted chat). */
+  notifyAllow: string[];
   dockerSocket: string;
   tlsCert: string | null;
   tlsKey: string | null;
@@ -212,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
     imageMap: imageMapOf(str(env, 'SVC_IMAGE_MAP')),
+    notifyAllow: addressList(env, 'SVC_NOTIFY_ALLOW', ''),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',
     tlsCert,
     tlsKey,

@@ -15,6 +15,8 @@ import type { DeployService } from './deploy/service.js';
 import type { Edge } from './proxy/edge.js';
 import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
+import type { Notifier } from './notify/notifier.js';
+import type { CrashWatcher } from './apps/crash.js';
 
 export interface Env {
   config: Config;
@@ -44,5 +46,11 @@ export interface Env {
   series: RequestSeries;
   /** Host vitals every 10 s; its latest sample serves the `host` topic and /metrics too. */
   vitals: VitalsSampler;
+  /** Notification channels: bus events to Discord/Slack through the outbound guard. */
+  notifier: Notifier;
+  /** Crash detection from the engine's events; set while the background work runs. */
+  crashes?: CrashWatcher;
+  /** Drains and restarts the process; set by the host that can (`svc serve`), absent elsewhere. */
+  requestRestart?: () => void;
   now: () => number;
 }

@@ -9,6 +9,8 @@ import { defaultControlUpstream } from '../lib/proxy/rows.js';
 import { recoverDatabases } from '../lib/databases/index.js';
 import { recoverRuns, settleJobs } from '../lib/backups/run.js';
 import { BackupScheduler } from '../lib/backups/scheduler.js';
+import { productVersion } from '../lib/version.js';
+import { CrashWatcher } from '../lib/apps/crash.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -40,9 +42,23 @@ export function startBackground(env: Env, running: Running): void {
     await scheduler.stop();
     await settleJobs();
   });
+  // Notification channels listen to the bus from here on; boot is the first thing they hear.
+  env.notifier.start(env.bus);
+  running.onClose(() => env.notifier.stop());
+  env.bus.publish('instance', { type: 'control_plane_started', version: productVersion(), at: new Date(env.now()).toISOString() });
+
+  const crashes = new CrashWatcher({
+    db: env.db, engine: env.engine, bus: env.bus, log: env.log, now: () => env.now(),
+    onChange: (name) => void getAppByName(env.db, name).then((app) => app && import('../lib/apps/ops.js').then(({ refreshAppStatus }) => refreshAppStatus(env, app))).catch(() => {}),
+  });
+  env.crashes = crashes;
+  running.onClose(() => crashes.stop());
 
   const events = new AbortController();
-  followEvents(env.engine, (e) => onContainerEvent(env, e), events.signal, {
+  followEvents(env.engine, (e) => {
+    crashes.observe(e);
+    onContainerEvent(env, e);
+  }, events.signal, {
     onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
     // The engine answers again: finish what deployments could not do while it was away.
     onConnect: (resumed) => {

@@ -24,6 +24,7 @@ import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
 import { hostAttribution } from '../lib/proxy/config.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { VitalsSampler } from '../lib/series/vitals.js';
+import { Notifier } from '../lib/notify/notifier.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -108,12 +109,24 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     edge: undefined as unknown as Env['edge'],
     series: undefined as unknown as Env['series'],
     vitals: undefined as unknown as Env['vitals'],
+    notifier: undefined as unknown as Env['notifier'],
     now: opts.now ?? Date.now,
   };
   env.deployments = new DeployService(env);
   env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
   env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
   env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
+  env.notifier = new Notifier(
+    {
+      db,
+      sealer: env.sealer,
+      log,
+      baseUrl: config.controlDomain ? `https://${config.controlDomain}` : config.publicUrl,
+      cooldownSeconds: config.security.cooldownSeconds,
+      now: () => env.now(),
+    },
+    { allow: config.notifyAllow },
+  );
   env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
   if (config.security.monitor) {
     const s = config.security;

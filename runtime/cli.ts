@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `svc serve` runs the control plane; `svc setup-token` prints the one-time setup token.
 import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { restartMode, RESTART_EXIT_CODE } from '../lib/instance/restart.js';
 import { join } from 'node:path';
 import { ConfigError, type Config } from '../lib/config.js';
 import { loadHostConfig, DEFAULT_ENV_FILE, type HostConfig } from './host-config.js';
@@ -48,10 +50,34 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // POST /api/instance/restart: drain like a stop, then come back (lib/instance/restart.ts).
+  env.requestRestart = () => {
+    if (stopping) return;
+    stopping = true;
+    const mode = restartMode(process.env);
+    env.log.info({ mode }, 'restarting');
+    running.close().then(
+      () => {
+        if (mode === 'exit') process.exit(RESTART_EXIT_CODE);
+        reexec();
+        process.exit(0);
+      },
+      (err) => {
+        env.log.error({ err }, 'shutdown for the restart failed');
+        process.exit(1);
+      },
+    );
+  };
   // The first line says how long the start took (process start to listening), then what boot found.
   const startupMs = Math.round(performance.now());
-  env.log.info({ url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs }, `listening on ${running.url} (started in ${startupMs} ms)`);
+  env.log.info({ url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs, pid: process.pid }, `listening on ${running.url} (started in ${startupMs} ms)`);
   for (const n of notices) env.log[n.level](n.fields, n.msg);
+}
+
+/** Standalone: the same program, arguments and environment, detached; it binds once we have let go. */
+function reexec(): void {
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', detached: true, env: process.env });
+  child.unref();
 }
 
 async function setupToken(): Promise<void> {

@@ -10,7 +10,9 @@ import { onCredentialsChanged } from '../lib/auth/cache.js';
 import { missingTopicResource } from '../lib/events/topics.js';
 import { HttpError } from '../lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
-import { buildBlockList, forwardedSecure } from '../lib/http/client.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
+import { hasRecentStepUp } from '../lib/auth/stepup.js';
+import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
 import type { Principal } from '../lib/http/handler.js';
 
 const MAX_TOPICS = 64;
@@ -35,9 +37,9 @@ function headerGetter(req: IncomingMessage) {
   };
 }
 
-function refuse(socket: Duplex, status: number, message: string): void {
-  const body = JSON.stringify({ error: message, code: status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : 'forbidden' });
-  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Forbidden';
+function refuse(socket: Duplex, status: number, message: string, code?: string): void {
+  const body = JSON.stringify({ error: message, code: code ?? (status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 409 ? 'conflict' : status === 503 ? 'service_unavailable' : 'forbidden') });
+  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 409 ? 'Conflict' : status === 503 ? 'Service Unavailable' : 'Forbidden';
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
@@ -72,6 +74,8 @@ interface Credential {
 
 export function createWsHub(env: Env): WsHub {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  // The container shell's sockets: same limits on frames, their own lifecycle (lib/shell).
+  const shells = new WebSocketServer({ noServer: true, maxPayload: SHELL_MAX_FRAME });
   const trusted = buildBlockList(env.config.trustedProxies);
   const originOk = allowedOrigin(env.config);
   const alive = new WeakSet<WebSocket>();
@@ -186,10 +190,40 @@ export function createWsHub(env: Env): WsHub {
     env.log.debug({ user: principal.user.username, via: principal.kind }, 'websocket connected');
   }
 
+  function upgradeShell(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean, m: RegExpExecArray): void {
+    if (!env.config.enableShell) return refuse(socket, 404, 'No such route');
+    let appId: string;
+    let service: string;
+    try {
+      appId = decodeURIComponent(m[1]!);
+      service = decodeURIComponent(m[2]!);
+    } catch {
+      return refuse(socket, 404, 'No such route');
+    }
+    authorise(req, tls)
+      .then(async (principal) => {
+        if (!principal) return refuse(socket, 401, 'Authentication required');
+        if (!hasRecentStepUp(principal, env.now())) return refuse(socket, 403, 'A shell needs a recent step-up: POST /api/auth/step-up first', 'step_up_required');
+        const target = await prepareShell(env, principal, appId, service);
+        const ip = clientAddress(req.socket.remoteAddress, headerGetter(req).get('x-forwarded-for'), trusted);
+        shells.handleUpgrade(req, socket, head, (ws) => {
+          ws.on('error', () => ws.terminate());
+          void runShell(env, principal, ip, target, ws as unknown as ShellSocket);
+        });
+      })
+      .catch((err) => {
+        if (err instanceof HttpError) return refuse(socket, err.status, err.message, err.code);
+        env.log.error({ err }, 'shell upgrade failed');
+        refuse(socket, 503, 'The shell could not be opened');
+      });
+  }
+
   return {
     handleUpgrade(req, socket, head, tls) {
       socket.on('error', () => socket.destroy());
-      const path = (req.url ?? '').split('?')[0];
+      const path = (req.url ?? '').split('?')[0]!;
+      const shell = SHELL_PATH.exec(path);
+      if (shell) return upgradeShell(req, socket, head, tls, shell);
       if (path !== '/api/ws') return refuse(socket, 404, 'No such route');
       authorise(req, tls).then(
         (principal) => {
@@ -208,8 +242,11 @@ export function createWsHub(env: Env): WsHub {
       clearInterval(heartbeat);
       offCredentials();
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+      for (const ws of shells.clients) ws.close(1001, 'server shutting down');
       await new Promise<void>((r) => wss.close(() => r()));
+      await new Promise<void>((r) => shells.close(() => r()));
       for (const ws of wss.clients) ws.terminate();
+      for (const ws of shells.clients) ws.terminate();
     },
     clientCount: () => wss.clients.size,
     topicCounts() {

@@ -9,7 +9,7 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(['control']);
 export type AppSource =
   | { type: 'git'; repo_url: string; branch: string; compose_path?: string }
   | { type: 'image'; image: string };
-export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed';
+export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
 export interface App {
   id: string;

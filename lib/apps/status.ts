@@ -16,6 +16,8 @@ export interface StatusFacts {
   /** The app's last finished deployment failed (or was interrupted). */
   lastFailed: boolean;
   services: Pick<ServiceState, 'status' | 'health'>[];
+  /** The crash watcher's episode for the app (lib/apps/crash.ts), until a service is healthy again. */
+  crash?: 'crash_loop' | 'oom' | null;
 }
 
 /**
@@ -25,10 +27,14 @@ export interface StatusFacts {
  *   else `stopped`;
  * - running: every service's live container is running and healthy (or has no healthcheck);
  * - stopped: no service has a running container;
- * - degraded: anything between (a service exited, restarting, unhealthy, or not yet healthy).
+ * - degraded: anything between (a service exited, restarting, unhealthy, or not yet healthy);
+ * - crash_loop / oom: a crash episode (3 unexpected exits in 5 minutes, or an OOM kill) until the
+ *   service is healthy again.
  */
 export function deriveStatus(f: StatusFacts): AppStatus {
   if (f.deploying) return 'deploying';
+  // A crash episode outranks what the containers show for a moment (a restarting one looks up).
+  if (f.crash) return f.crash;
   if (f.services.length === 0) {
     if (f.stored === 'created') return 'created';
     return f.lastFailed ? 'failed' : 'stopped';
@@ -64,7 +70,7 @@ async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> 
 }
 
 async function settle(env: Env, app: Pick<App, 'id' | 'name'>, facts: DbFacts, services: ServiceState[]): Promise<AppStatus> {
-  const status = deriveStatus({ ...facts, services });
+  const status = deriveStatus({ ...facts, services, crash: env.crashes?.state(app.name) ?? null });
   if (status !== facts.stored) {
     await setAppStatus(env.db, app.id, status, env.now());
     env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status });

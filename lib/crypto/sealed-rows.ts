@@ -6,6 +6,7 @@ import { totpBinding } from '../auth/totp.js';
 import { envBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding } from '../keys/store.js';
+import { channelBinding } from '../notify/store.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
 interface Sample {
@@ -29,6 +30,8 @@ async function samples(db: Db): Promise<Sample[]> {
   if (hook) out.push({ what: 'a webhook secret', sealed: hook.secret_sealed, binding: webhookBinding(hook.app_id) });
   const key = await db.selectFrom('app_ssh_keys').select(['app_id', 'private_sealed']).executeTakeFirst();
   if (key) out.push({ what: 'a deploy key', sealed: key.private_sealed, binding: keyBinding(key.app_id) });
+  const channel = await db.selectFrom('notification_channels').select(['id', 'url_sealed']).executeTakeFirst();
+  if (channel) out.push({ what: 'a notification channel URL', sealed: channel.url_sealed, binding: channelBinding(channel.id) });
   return out;
 }
 

@@ -303,7 +303,7 @@ const m0006: Migration = {
 };
 
 // Managed databases and backups (issue 15). Passwords and S3 secret keys are sealed, bound to their row.
-const m0007w15: Migration = {
+const m0008: Migration = {
   async up(db: Kysely<any>) {
     await db.schema
       .createTable('app_databases')
@@ -372,6 +372,37 @@ const m0007w15: Migration = {
   },
 };
 
+// Notification channels (URL sealed, bound to the channel id) and their last deliveries.
+const m0007: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('notification_channels')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('url_sealed', 'text', (c) => c.notNull())
+      .addColumn('url_hint', 'text', (c) => c.notNull())
+      .addColumn('events', 'text', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('last_delivery', 'text')
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('notification_deliveries')
+      .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('channel_id', 'text', (c) => c.notNull().references('notification_channels.id').onDelete('cascade'))
+      .addColumn('at', 'text', (c) => c.notNull())
+      .addColumn('event', 'text', (c) => c.notNull())
+      .addColumn('ok', 'integer', (c) => c.notNull())
+      .addColumn('status', 'integer')
+      .addColumn('error', 'text')
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('notification_deliveries_channel').on('notification_deliveries').columns(['channel_id', 'id']).execute();
+  },
+};
+
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_apps_deployments': m0002,
@@ -379,5 +410,6 @@ export const migrations: Record<string, Migration> = {
   '0004_webhooks_keys': m0004,
   '0005_webhook_pushes': m0005,
   '0006_edge': m0006,
-  '0007_w15_data': m0007w15,
+  '0007_notifications': m0007,
+  '0008_data': m0008,
 };

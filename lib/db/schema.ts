@@ -323,7 +323,35 @@ export interface BackupRestoreTable {
   finished_at: string | null;
 }
 
+export interface NotificationChannelTable {
+  id: string;
+  kind: string;
+  name: string;
+  url_sealed: string;
+  url_hint: string;
+  /** JSON array of event names. */
+  events: string;
+  enabled: number;
+  /** JSON {at, ok, status, error} of the newest delivery. */
+  last_delivery: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NotificationDeliveryTable {
+  id: Generated<number>;
+  channel_id: string;
+  at: string;
+  event: string;
+  ok: number;
+  status: number | null;
+  error: string | null;
+  attempts: number;
+}
+
 export interface Database {
+  notification_channels: NotificationChannelTable;
+  notification_deliveries: NotificationDeliveryTable;
   app_databases: AppDatabaseTable;
   backup_configs: BackupConfigTable;
   backup_runs: BackupRunTable;

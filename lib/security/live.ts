@@ -62,6 +62,8 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
     tailer: src.tailerStatus,
     monitorEnabled: src.monitorEnabled,
     hostPorts: ports,
+    notifyAllow: c.notifyAllow ?? [],
+    shellEnabled: c.enableShell,
     now: src.now,
   };
 }

@@ -12,7 +12,9 @@ export type PostureCode =
   | 'exposure_mode'
   | 'base_domain'
   | 'request_monitoring'
-  | 'host_ports';
+  | 'host_ports'
+  | 'notify_allow'
+  | 'container_shell';
 
 export interface PostureItem {
   code: PostureCode;
@@ -63,6 +65,10 @@ export interface PostureInput {
   monitorEnabled: boolean;
   /** Services that publish host ports; ports bound only to loopback are not counted. */
   hostPorts: ReadonlyArray<{ app: string; service: string; ports: readonly PublishedPort[] }>;
+  /** SVC_NOTIFY_ALLOW: addresses notification URLs may reach although they are private. */
+  notifyAllow?: readonly string[];
+  /** SVC_ENABLE_SHELL=true. */
+  shellEnabled?: boolean;
   now?: number;
 }
 
@@ -272,6 +278,25 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
   items.push(baseDomainRow(input));
   items.push(requestMonitoringRow(input));
   items.push(...hostPortRows(input));
+  // Shown only when turned on: each widens what the control plane can reach or do.
+  if (input.notifyAllow?.length) {
+    items.push({
+      code: 'notify_allow',
+      status: 'info',
+      title: 'Notification address exemptions',
+      reason: `SVC_NOTIFY_ALLOW lets notification URLs reach ${input.notifyAllow.join(', ')}, which the outbound guard would otherwise refuse as private or reserved.`,
+      fix: 'Nothing to do if these are your self-hosted chat servers; keep the list as narrow as possible.',
+    });
+  }
+  if (input.shellEnabled) {
+    items.push({
+      code: 'container_shell',
+      status: 'warning',
+      title: 'Container shell',
+      reason: 'SVC_ENABLE_SHELL=true: operators (after a step-up) can open a shell inside app containers from the API.',
+      fix: 'Unset SVC_ENABLE_SHELL when nobody needs it.',
+    });
+  }
   return { items };
 }
 

@@ -1,0 +1,44 @@
+// GET /api/instance/info: what runs, since when, and whether its dependencies answer. Each probe
+// has a short budget: an unreachable engine or proxy is reported, never waited on.
+import { sql } from 'kysely';
+import type { Env } from '../env.js';
+import { productVersion } from '../version.js';
+import { getBaseDomain } from '../domains/store.js';
+
+const PROBE_MS = 2_000;
+
+function withBudget<T>(p: Promise<T>, fallback: T): Promise<T> {
+  return Promise.race([p.catch(() => fallback), new Promise<T>((r) => setTimeout(() => r(fallback), PROBE_MS).unref())]);
+}
+
+async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: string | null }> {
+  if (!env.config.proxy.enabled) return { reachable: false, version: null };
+  // Caddy's admin API has no version endpoint; its config endpoint answering is what matters.
+  const res = await fetch(`${env.config.proxy.adminUrl}/config/`, { signal: AbortSignal.timeout(PROBE_MS) });
+  await res.body?.cancel();
+  return { reachable: res.ok, version: res.headers.get('server') };
+}
+
+export async function instanceInfo(env: Env) {
+  const now = env.now();
+  const uptime = process.uptime();
+  const [engineVersion, proxy, size, baseDomain] = await Promise.all([
+    withBudget(env.engine.docker.version().then((v) => v.Version ?? 'unknown'), null as string | null),
+    withBudget(proxyProbe(env), { reachable: false, version: null as string | null }),
+    sql<{ size: number }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`.execute(env.db).then((r) => Number(r.rows[0]?.size ?? 0)),
+    getBaseDomain(env.db, env.config.baseDomain),
+  ]);
+  return {
+    version: productVersion(),
+    started_at: new Date(now - uptime * 1000).toISOString(),
+    uptime_seconds: Math.floor(uptime),
+    node_version: process.version,
+    engine: { reachable: engineVersion !== null, version: engineVersion },
+    proxy,
+    database: { dialect: 'sqlite', size_bytes: size },
+    base_domain: baseDomain,
+    control_domain: env.config.controlDomain ?? (baseDomain ? `svc.${baseDomain}` : null),
+    exposure: env.config.exposure,
+    features: { shell: env.config.enableShell, security_agent: env.config.security.agent, traffic_monitor: env.monitor !== null },
+  };
+}

@@ -1,0 +1,98 @@
+// Crash detection from the engine's event stream: a real container that exits in a loop (restart
+// policy) and one killed by a memory limit each give one app_crashed per episode, with the exit
+// code, the OOM flag and the last log lines, and the app's status says crash_loop / oom. A
+// container stopped on purpose is not a crash.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
+import { needEngine, BASE_IMAGE } from '../_support/docker.js';
+import { poll } from '../_support/wait.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
+import type { BusEvent } from '../../lib/events/bus.js';
+
+let s: TestServer | undefined;
+let c: Client;
+const crashes: BusEvent[] = [];
+const created: string[] = [];
+const suffix = `${process.pid}`;
+
+before(async () => {
+  s = await startTestServer();
+  c = await adminClient(s);
+  s.env.bus.onAny((e) => {
+    if ((e.data as any)?.type === 'app_crashed') crashes.push(e);
+  });
+});
+after(async () => {
+  if (s) {
+    for (const id of created) await s.env.engine.docker.getContainer(id).remove({ force: true }).catch(() => {});
+    await s.stop();
+  }
+});
+
+async function appWith(name: string): Promise<{ id: string; name: string }> {
+  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(r.status, 201, r.text);
+  return r.body.app;
+}
+
+async function run(app: string, cmd: string, host: Record<string, unknown> = {}): Promise<string> {
+  const ctr = await s!.env.engine.docker.createContainer({
+    Image: BASE_IMAGE,
+    name: `svc-${app}-web-w14`,
+    Cmd: ['sh', '-c', cmd],
+    Labels: { [LABEL_APP]: app, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14test', 'svc.test': 'w14-crash' },
+    HostConfig: host,
+  });
+  created.push(ctr.id);
+  await ctr.start();
+  return ctr.id;
+}
+
+const crashesOf = (app: string) => crashes.filter((e) => (e.data as any).app === app).map((e) => e.data as any);
+
+test('a container exiting in a loop: one app_crashed with exit code and logs; status crash_loop', async (t) => {
+  if (!(await needEngine(t))) return;
+  const app = await appWith(`w14-loop-${suffix}`);
+  await run(app.name, 'echo "starting worker"; echo "fatal: cannot connect to db" >&2; exit 3', { RestartPolicy: { Name: 'always' } });
+  const status = await poll('crash_loop status', async () => {
+    const r = await c.req('GET', `/api/apps/${app.id}`);
+    return r.body.app.status === 'crash_loop' ? r.body.app.status : null;
+  }, 120_000, 250);
+  assert.equal(status, 'crash_loop');
+  const got = crashesOf(app.name);
+  assert.equal(got.length, 1, 'one notification per episode, however many restarts');
+  assert.equal(got[0].exit_code, 3);
+  assert.equal(got[0].oom, false);
+  assert.equal(got[0].service, 'web');
+  assert.equal(got[0].app_id, app.id);
+  assert.ok(got[0].last_logs.includes('fatal: cannot connect to db'), JSON.stringify(got[0].last_logs));
+});
+
+test('a container killed by its memory limit: app_crashed with oom=true; status oom', async (t) => {
+  if (!(await needEngine(t))) return;
+  const app = await appWith(`w14-oom-${suffix}`);
+  // Doubling a shell string until the 8 MiB limit (no swap) kills it.
+  await run(app.name, 'echo "loading everything"; x=aaaaaaaa; while true; do x="$x$x"; done', { Memory: 8 * 1024 * 1024, MemorySwap: 8 * 1024 * 1024 });
+  const ev = await poll('app_crashed (oom)', () => crashesOf(app.name)[0], 120_000, 250);
+  assert.equal(ev.oom, true);
+  assert.equal(ev.exit_code, 137);
+  assert.equal(ev.kind, 'oom');
+  assert.ok(ev.last_logs.includes('loading everything'));
+  const r = await poll('oom status', async () => {
+    const a = await c.req('GET', `/api/apps/${app.id}`);
+    return a.body.app.status === 'oom' ? a : null;
+  }, 60_000, 250);
+  assert.equal(r.body.app.status, 'oom');
+});
+
+test('a container stopped on purpose is not a crash', async (t) => {
+  if (!(await needEngine(t))) return;
+  const app = await appWith(`w14-stop-${suffix}`);
+  const id = await run(app.name, 'trap "exit 0" TERM; echo up; while true; do sleep 1; done');
+  await poll('running', async () => (await s!.env.engine.docker.getContainer(id).inspect()).State.Running, 60_000, 100);
+  await s!.env.engine.docker.getContainer(id).stop({ t: 2 });
+  // Wait until the status reflects the stop (the die event was processed), then check nothing was sent.
+  await poll('stopped status', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'stopped', 60_000, 250);
+  assert.equal(crashesOf(app.name).length, 0);
+});

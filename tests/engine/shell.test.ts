@@ -1,0 +1,139 @@
+// The container shell over a real WebSocket client into a real container: off unless enabled,
+// step-up, same-origin, 409 on a stopped service, binary frames both ways, resize, audited
+// open/close with byte counts, a 1 MB frame closes the socket instead of being buffered.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { WebSocket } from 'ws';
+import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
+import { needEngine, BASE_IMAGE } from '../_support/docker.js';
+import { poll } from '../_support/wait.js';
+import { openShells } from '../../lib/shell/session.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
+
+let s: TestServer | undefined;
+let c: Client;
+let token: string;
+let appId: string;
+const tag = `w14-shell-${process.pid}`;
+
+before(async () => {
+  s = await startTestServer({ SVC_ENABLE_SHELL: 'true' });
+  c = await adminClient(s);
+  token = await apiToken(c, 'shell');
+});
+after(async () => {
+  if (!s) return;
+  const d = s.env.engine.docker;
+  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } })) await d.getContainer(ct.Id).remove({ force: true }).catch(() => {});
+  await s.stop();
+});
+
+async function setup(): Promise<void> {
+  if (appId) return;
+  const r = await c.req('POST', '/api/apps', { name: tag, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(r.status, 201, r.text);
+  appId = r.body.app.id;
+  const d = s!.env.engine.docker;
+  const labels = (service: string) => ({ [LABEL_APP]: tag, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag });
+  const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-web`, Cmd: ['sleep', '3600'], Labels: labels('web') });
+  await web.start();
+  await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-db`, Cmd: ['sleep', '3600'], Labels: labels('db') });
+}
+
+const url = (service: string) => `${s!.url.replace('http', 'ws')}/api/apps/${appId}/services/${service}/shell`;
+
+function connect(service: string, headers: Record<string, string>): Promise<{ ws?: WebSocket; status?: number; body?: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url(service), { headers });
+    ws.once('open', () => resolve({ ws }));
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (b: Buffer) => (body += b.toString()));
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    ws.once('error', (e) => reject(e));
+  });
+}
+
+test('refusals: disabled 404, no step-up 403, foreign origin 401, stopped service 409', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  const bearer = { authorization: `Bearer ${token}` };
+  s!.env.config.enableShell = false;
+  assert.equal((await connect('web', bearer)).status, 404);
+  s!.env.config.enableShell = true;
+  // The token has no step-up of its own yet (the session's does not count for it).
+  const noStep = await connect('web', bearer);
+  assert.equal(noStep.status, 403);
+  assert.match(noStep.body!, /step_up_required/);
+  const up = new Client(s!.url);
+  up.bearer = token;
+  assert.equal((await up.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
+  assert.equal((await connect('web', { cookie: c.cookieHeader(), origin: 'https://evil.example' })).status, 401);
+  const stopped = await connect('db', bearer);
+  assert.equal(stopped.status, 409);
+  assert.match(stopped.body!, /not running/);
+  assert.equal((await connect('nope', bearer)).status, 404);
+});
+
+test('a real shell: command output, resize, audited with byte counts', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  const { ws } = await connect('web', { authorization: `Bearer ${token}` });
+  assert.ok(ws);
+  let out = '';
+  ws.on('message', (data: Buffer, isBinary: boolean) => {
+    assert.equal(isBinary, true, 'the TTY arrives in binary frames');
+    out += data.toString('utf8');
+  });
+  ws.send(JSON.stringify({ type: 'resize', rows: 33, cols: 101 }));
+  ws.send(Buffer.from('echo hello-$((6*7)); stty size\n'), { binary: true });
+  await poll('command output', () => out.includes('hello-42') && /33 101/.test(out), 30_000, 50);
+  const closed = new Promise<void>((r) => ws.once('close', () => r()));
+  ws.close();
+  await closed;
+  const entries = await poll('audit of the close', async () => {
+    const rows = await s!.env.db.selectFrom('audit').select(['action', 'detail', 'target']).where('action', 'like', 'app.shell_%').execute();
+    return rows.some((r) => r.action === 'app.shell_closed') ? rows : null;
+  }, 15_000, 50);
+  assert.ok(entries.some((e) => e.action === 'app.shell_opened' && e.target === appId));
+  const closedEntry = JSON.parse(entries.find((e) => e.action === 'app.shell_closed')!.detail!);
+  assert.ok(closedEntry.bytes_in >= 'echo hello-$((6*7)); stty size\n'.length, JSON.stringify(closedEntry));
+  assert.ok(closedEntry.bytes_out > 0);
+});
+
+test('a 1 MB frame closes the socket (1009) instead of being buffered', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  const { ws } = await connect('web', { authorization: `Bearer ${token}` });
+  assert.ok(ws);
+  const code = new Promise<number>((r) => ws.once('close', (c2: number) => r(c2)));
+  ws.on('error', () => {});
+  ws.send(Buffer.alloc(1024 * 1024, 0x61), { binary: true });
+  assert.equal(await code, 1009);
+  // The server is still fine and the slot was released.
+  const again = await connect('web', { authorization: `Bearer ${token}` });
+  assert.ok(again.ws);
+  again.ws.close();
+});
+
+test('at most 4 shells per operator', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  const bearer = { authorization: `Bearer ${token}` };
+  const me = (await c.req('GET', '/api/auth/me')).body.user.id;
+  await poll('earlier shells released', () => openShells(me) === 0, 15_000, 50);
+  const open: WebSocket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await connect('web', bearer);
+    assert.ok(r.ws, `shell ${i + 1} opens`);
+    open.push(r.ws);
+  }
+  const fifth = await connect('web', bearer);
+  assert.equal(fifth.status, 409);
+  assert.match(fifth.body!, /At most 4/);
+  await Promise.all(open.map((ws) => new Promise<void>((r) => { ws.once('close', () => r()); ws.close(); })));
+  const again = await poll('a slot after closing', async () => (await connect('web', bearer)).ws ?? null, 15_000, 100);
+  again.close();
+});
