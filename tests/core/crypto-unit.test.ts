@@ -124,6 +124,9 @@ test('sealer: the envelope is v1 with a 12-byte iv and 16-byte tag, the key is d
   assert.throws(() => s.open([v, iv, ct, tag, 'x'].join('.'), 'row:1'), (e: unknown) => e instanceof SealError && /version/.test((e as Error).message));
   assert.throws(() => s.open(env, 'row:2'), (e: unknown) => e instanceof SealError && /authentication/.test((e as Error).message));
   assert.equal(s.open(s.seal('', 'e'), 'e'), '');
+  // A short tag is refused as malformed before GCM sees it (GCM would accept a truncated tag).
+  const short = Buffer.from(tag!, 'base64url').subarray(0, 12).toString('base64url');
+  assert.throws(() => s.open([v, iv, ct, short].join('.'), 'row:1'), (e: unknown) => e instanceof SealError && /malformed/.test((e as Error).message));
 });
 
 test('sealer: the keyed digest is an HMAC under a per-purpose derived key', () => {
@@ -144,6 +147,8 @@ test('random: ids encode the time in Crockford base32, tokens and hashes have th
   assert.equal(newId(32 ** 2 * 18 + 31).slice(0, 10), '0000000j0z');
   assert.equal(newId(2 ** 48 - 1).slice(0, 10), '7zzzzzzzzz');
   for (let i = 0; i < 50; i++) assert.match(newId(), ID_PATTERN);
+  const id = newId();
+  for (const bad of [`x${id}`, `${id}x`, id.slice(1), id.toUpperCase()]) assert.equal(ID_PATTERN.test(bad), false, bad);
   assert.equal(newId().length, 26);
   const tails = new Set(Array.from({ length: 200 }, () => newId(5).slice(10)));
   assert.equal(tails.size, 200, 'the 80 random bits differ');
