@@ -90,3 +90,97 @@ test('URLs stored before credentials were refused are redacted in messages', () 
   assert.equal(redactUrl('ssh://git:pw@host.example/r.git'), 'ssh://git:***@host.example/r.git');
   assert.equal(redactUrls("fatal: unable to access 'https://ghp_abc@github.example/o/r.git/': 403"), "fatal: unable to access 'https://***@github.example/o/r.git/': 403");
 });
+
+// Each layer of the URL and ref checks answers for itself: the exact reason shows which check
+// refused an input, so a check that stopped working is noticed even where a later one would
+// still refuse the same input (what `npm run mutation` measures).
+test('repository URLs: each refusal names its own reason', () => {
+  const cases: Array<[string, string]> = [
+    ['', 'repository URL is empty'],
+    [`https://h.example/${'a'.repeat(2048 - 18)}`, ''],
+    [`https://h.example/${'a'.repeat(2048 - 17)}`, 'repository URL is too long'],
+    ['https://h.example/a\u0001b', 'repository URL contains control characters'],
+    ['https://h.example/a\u007fb', 'repository URL contains control characters'],
+    ['https://h.example/a b', 'repository URL contains whitespace'],
+    ['https://h.example/a\u00a0b', 'repository URL contains whitespace'],
+    ['-https://h.example/r', 'repository URL starts with "-"'],
+    ['https://***@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
+    ['HTTPS://tok@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
+    ['SSH://git:pw@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
+    ['git+ssh://u@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
+    ['https://h.example/a$b', 'repository URL contains shell metacharacters'],
+    ['https://h.example/a!b', 'repository URL contains shell metacharacters'],
+    ['https://h.example/a{b', 'repository URL contains shell metacharacters'],
+    ['ext::x', 'transport helpers ("<helper>::") are refused'],
+    ['a/b::c', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    ['ftp://h.example/r', 'transport "ftp" is refused (use https, http, ssh or git)'],
+    ['File://h/r', 'transport "file" is refused (use https, http, ssh or git)'],
+    ['http://[zz]/r', 'repository URL is not a valid URL'],
+    ['ssh://%ZZ@h.example/r', 'repository user may only contain letters, digits, ".", "_", "~" and "-"'],
+    ['ssh://a%2Bb@h.example/r', 'repository user may only contain letters, digits, ".", "_", "~" and "-"'],
+    ['ssh://-u@h.example/r', 'repository user may only contain letters, digits, ".", "_", "~" and "-"'],
+    ['ssh://a.b_c~d-e@h.example/r', ''],
+    ['ssh://h%2Eexample/r', 'repository host may not be percent-encoded'],
+    ['ssh://-h.example/r', 'repository host starts with "-"'],
+    ['ssh://h.example-/r', 'repository host is not a host name or IP address'],
+    ['ssh://.h.example/r', 'repository host is not a host name or IP address'],
+    ['ssh://h_x.example/r', ''],
+    ['ssh://h.example/', 'repository URL has no path'],
+    ['git://h.example', 'repository URL has no path'],
+    ['-oProxyCommand=x@h:p', 'repository URL starts with "-"'],
+    ['u@-h:path', 'repository host is invalid'],
+    ['u@.h:path', 'repository host is invalid'],
+    ['u@h-:path', ''],
+    ['u@h:-path', 'repository path starts with "-"'],
+    ['u@h:pa-th', ''],
+    ['h.example:path', 'scp-like URLs need a user (user@host:path)'],
+    ['u@[::1]:srv/r', 'transport helpers ("<helper>::") are refused'],
+    ['u@[1.2.3.4]:srv/r', ''],
+    ['u@[g]:srv/r', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    ['u@h:', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    ['x u@h:p', 'repository URL contains whitespace'],
+    ['ab@cd@h:p', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+  ];
+  for (const [url, reason] of cases) assert.deepEqual(checkRepoUrl(url), reason ? { ok: false, reason } : { ok: true }, JSON.stringify(url).slice(0, 80));
+  assert.deepEqual(checkRepoUrl(undefined as unknown as string), { ok: false, reason: 'repository URL is empty' });
+  assert.deepEqual(checkRepoUrl(42 as unknown as string), { ok: false, reason: 'repository URL is empty' });
+});
+
+test('refs: each refusal names its own reason', () => {
+  const cases: Array<[string, string]> = [
+    ['', 'ref is empty'],
+    ['a b', 'ref may only contain letters, digits, ".", "_", "/" and "-" (at most 255)'],
+    ['a'.repeat(256), 'ref may only contain letters, digits, ".", "_", "/" and "-" (at most 255)'],
+    ['-a', 'ref starts with "-"'],
+    ['/a', 'ref starts with "/"'],
+    ['a..b', 'ref contains ".."'],
+    ['a/', 'ref is not a valid git ref name'],
+    ['a.', 'ref is not a valid git ref name'],
+    ['a.lock', 'ref is not a valid git ref name'],
+    ['a//b', 'ref is not a valid git ref name'],
+    ['.a', 'ref is not a valid git ref name'],
+    ['a/.b', 'ref is not a valid git ref name'],
+    ['a/b.c', ''],
+    ['a.b/c', ''],
+    ['a-', ''],
+    ['a/-b', ''],
+    ['a.locks', ''],
+  ];
+  for (const [ref, reason] of cases) assert.deepEqual(checkRef(ref), reason ? { ok: false, reason } : { ok: true }, ref);
+  assert.deepEqual(checkRef(undefined as unknown as string), { ok: false, reason: 'ref is empty' });
+});
+
+test('redaction: the userinfo of any scheme URL, the password only for ssh, nothing else touched', () => {
+  assert.equal(redactUrl('HTTP://tok@h/r'), 'HTTP://***@h/r');
+  assert.equal(redactUrl('git+https://a:b@h/r'), 'git+https://***@h/r');
+  assert.equal(redactUrl('SSH://git:pw@h/r'), 'SSH://git:***@h/r');
+  assert.equal(redactUrl('ssh://git@h/r'), 'ssh://git@h/r');
+  assert.equal(redactUrl('https://h/r?x=a@b'), 'https://h/r?x=a@b', 'an @ after the host is no userinfo');
+  assert.equal(redactUrl('https://h/a@b'), 'https://h/a@b');
+  assert.equal(redactUrl('x https://tok@h/r'), 'x https://tok@h/r', 'only at the start');
+  assert.equal(redactUrl('1x://tok@h/r'), '1x://tok@h/r', 'not a scheme');
+  assert.equal(redactUrls('a https://t@h/r and ssh://g:p@h/r and ssh://g@h/r'), 'a https://***@h/r and ssh://g:***@h/r and ssh://g@h/r');
+  assert.equal(redactUrls("'https://t@h/r'"), "'https://***@h/r'");
+  assert.equal(redactUrls('see https://h/a@b'), 'see https://h/a@b');
+  assert.equal(redactUrls('xhttps://t@h/r'), 'xhttps://***@h/r');
+});

@@ -20,7 +20,7 @@ after(async () => {
 });
 
 test('the committed route table matches the handlers folder', () => {
-  execFileSync(process.execPath, ['scripts/gen-routes.mjs', '--check'], { cwd: root, stdio: 'pipe' });
+  execFileSync(process.execPath, ['scripts/gen-routes.mjs', '--check'], { cwd: root, stdio: 'pipe', timeout: 60_000, killSignal: 'SIGKILL' });
 });
 
 test('static segments come before parameters, parameters before catch-alls', () => {

@@ -112,6 +112,32 @@ test('SVC_KEEP_IMAGES: the oldest images are pruned, the kept ones roll back, a 
   assert.equal((await imagesOf(v3.id)).length, 1);
 });
 
+test('a repository with bad compose input: each deployment fails with the reason, and nothing of the app reaches the engine', async (t) => {
+  if (!(await needDocker(t))) return;
+  let laughs = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
+  for (let i = 1; i < 10; i++) laughs += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
+  const inputs: Array<[string, RegExp]> = [
+    ['services: [not yaml', /yaml|parse|flow/i],
+    [`${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`, /alias|anchor|large|expan/i],
+    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\nnetworks:\n  n: {}\n`, /ghost/],
+    [`services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`, /cycle|circular/i],
+    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n    volumes: [data:/data]\nvolumes:\n  data: {}\n`, /privileged/],
+  ];
+  const app = await gitApp('badcompose', { 'compose.yaml': inputs[0]![0] }, false);
+  for (const [i, [text, reason]] of inputs.entries()) {
+    if (i > 0) await git!.commit(app.repo, { 'compose.yaml': text });
+    const d = await deploy(app.id);
+    const done = await waitStatus(admin, app.id, d.id, ['failed']);
+    assert.match(String(done.error), reason, `input ${i}: ${done.error}`);
+    // Checked after every attempt: a later one must not be the first to notice a leftover.
+    const label = { label: [`svc.app=${app.name}`] };
+    assert.deepEqual((await direct.docker.listContainers({ all: true, filters: label })).map((c) => c.Names), [], `input ${i}: containers`);
+    assert.deepEqual((await direct.docker.listNetworks({ filters: label })).map((n) => n.Name), [], `input ${i}: networks`);
+    assert.deepEqual(((await direct.docker.listVolumes({ filters: label })).Volumes ?? []).map((v) => v.Name), [], `input ${i}: volumes`);
+    assert.deepEqual((await direct.docker.listImages({ filters: label })).map((x) => x.RepoTags), [], `input ${i}: images`);
+  }
+});
+
 test(`the deploy log stops at ${MAX_LOG_LINES} lines, and says so as its last line; the deployment still succeeds`, async (t) => {
   if (!(await needDocker(t))) return;
   const app = await gitApp('loglines', webRepo('many lines', `RUN echo ${uniq()} && seq 1 ${MAX_LOG_LINES + 2000}`));

@@ -185,28 +185,49 @@ test('a named volume survives a re-up and a remove without volumes', async (t) =
   await assert.rejects(engine.docker.getVolume(volumeName(app, 'data')).inspect(), (e: { statusCode?: number }) => e.statusCode === 404);
 });
 
-test('bad compose input leaves no container, network or volume behind', async (t) => {
-  if (!(await needEngine(t))) return;
-  const app = appName();
+// The parser is the gate: what it refuses never gets a plan, so never reaches the engine. That
+// these inputs leave nothing behind through the real deployment path is proven in
+// deploy-failures.test.ts; here each must be refused with an error finding, and a plan that the
+// engine then refuses part-way must not be reported as up.
+test('bad compose input is refused by the parser with an error naming the problem', () => {
   let laughs = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
   for (let i = 1; i < 10; i++) laughs += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
-  const inputs = [
-    'services: [not yaml',
-    `services:\n  web:\n    image: ${BASE_IMAGE}\n# ${'x'.repeat(1024 * 1024)}`,
-    `${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`,
-    `services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\n`,
-    `services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`,
-    `services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n`,
+  const inputs: Array<[string, RegExp]> = [
+    ['services: [not yaml', /./],
+    [`services:\n  web:\n    image: ${BASE_IMAGE}\n# ${'x'.repeat(1024 * 1024)}`, /large|size|bytes|MiB|KiB/i],
+    [`${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`, /./],
+    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\n`, /ghost/],
+    [`services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`, /cycle|circular/i],
+    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n`, /privileged/],
   ];
-  for (const text of inputs) {
+  for (const [text, reason] of inputs) {
     const r = parseCompose(text);
     assert.equal(r.ok, false);
-    // The flow a handler follows: only an ok result reaches the engine.
-    if (r.ok && r.model) {
-      const p = await planStack(r.model, { app });
-      if (p.ok) await stackUp(engine, p.plan, { deploymentId: 'x' });
-    }
+    const errors = r.findings.filter((f) => f.level === 'error');
+    assert.ok(errors.length > 0, 'refused with an error finding');
+    assert.ok(errors.some((f) => reason.test(JSON.stringify(f))), JSON.stringify(errors));
   }
+});
+
+test('a stack the engine refuses part-way fails stackUp with the service named; stackRemove then leaves nothing', async (t) => {
+  if (!(await needEngine(t))) return;
+  const app = appName();
+  apps.add(app);
+  const p = await plan(app, `
+services:
+  a:
+    image: ${BASE_IMAGE}
+    command: ["sleep", "600"]
+    volumes: [data:/data]
+  b:
+    image: svc-test/never-built-${app}:none
+    depends_on: [a]
+volumes:
+  data: {}
+`);
+  await assert.rejects(stackUp(engine, p, { deploymentId: 'x' }), (e: Error) => /never-built|No such image|not found/i.test(e.message));
+  assert.equal((await listAppContainers(engine, app)).length, 1, 'a was started before b failed');
+  await stackRemove(engine, app, { volumes: true });
   assert.deepEqual(await listAppContainers(engine, app), []);
   assert.deepEqual(await engine.docker.listNetworks({ filters: { label: [`svc.app=${app}`] } }), []);
   assert.deepEqual((await engine.docker.listVolumes({ filters: { label: [`svc.app=${app}`] } })).Volumes ?? [], []);

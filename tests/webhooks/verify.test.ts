@@ -130,3 +130,35 @@ test('uppercase hex is the same signature', () => {
   const h = headers({ ...githubHeaders('push'), 'X-Hub-Signature-256': `sha256=${signBody(SECRET, body).toUpperCase()}` });
   assert.equal(verifyDelivery({ headers: h, body, secret: SECRET }).ok, true);
 });
+
+// Edges of the header checks, each on its own: what `npm run mutation` showed untested.
+test('header edges: anchored event and delivery patterns, lengths, trimming, an empty secret, Forgejo headers alone, Bitbucket Server ids', () => {
+  const body = enc(githubPush('refs/heads/main'));
+  const sig = `sha256=${signBody(SECRET, body)}`;
+  // A plain getter: Headers would trim and join on its own, this passes values as they come.
+  const raw = (init: Record<string, string>) => ({ get: (n: string) => Object.entries(init).find(([k]) => k.toLowerCase() === n)?.[1] ?? null });
+  const gh = (over: Record<string, string | undefined>) => {
+    const init: Record<string, string> = { 'X-GitHub-Event': 'push', 'X-GitHub-Delivery': 'd-1', 'X-Hub-Signature-256': sig };
+    for (const [k, v] of Object.entries(over)) if (v === undefined) delete init[k]; else init[k] = v;
+    return verifyDelivery({ headers: raw(init), body, secret: SECRET });
+  };
+  assert.deepEqual(gh({}), { ok: true, provider: 'github', event: 'push', deliveryId: 'd-1' });
+  assert.deepEqual(gh({ 'X-GitHub-Delivery': undefined }), { ok: true, provider: 'github', event: 'push', deliveryId: null }, 'no delivery id is allowed');
+  assert.deepEqual(gh({ 'X-GitHub-Event': ' push ', 'X-GitHub-Delivery': ' d-1 ' }), { ok: true, provider: 'github', event: 'push', deliveryId: 'd-1' }, 'values are trimmed');
+  for (const event of ['!push', 'push!', 'x'.repeat(65)]) assert.deepEqual(gh({ 'X-GitHub-Event': event }), FAIL, event);
+  assert.equal(gh({ 'X-GitHub-Event': 'x'.repeat(64) }).ok, true);
+  for (const id of ['a b', '!a', 'a!', 'x'.repeat(129)]) assert.deepEqual(gh({ 'X-GitHub-Delivery': id }), FAIL, id);
+  assert.equal(gh({ 'X-GitHub-Delivery': '{a}:b.c_d-e' + 'x'.repeat(117) }).ok, true);
+  // A header value over 256 characters is refused; 256 is fine.
+  assert.deepEqual(gh({ 'X-Hub-Signature-256': sig + ' '.repeat(256 - sig.length + 1) }), FAIL);
+  assert.equal(gh({ 'X-Hub-Signature-256': sig + ' '.repeat(256 - sig.length) }).ok, true);
+  // An empty secret is no secret: a signature made with the empty key does not pass.
+  assert.deepEqual(verifyDelivery({ headers: raw({ 'X-GitHub-Event': 'push', 'X-Hub-Signature-256': `sha256=${signBody('', body)}` }), body, secret: '' }), FAIL);
+  // Forgejo's own headers alone make it a Gitea-format delivery, whatever else is claimed.
+  assert.equal(detectProvider(raw({ 'X-Forgejo-Event': 'push', 'X-GitHub-Event': 'push' })), 'gitea');
+  assert.equal(detectProvider(raw({ 'X-Forgejo-Signature': 'x', 'X-GitHub-Event': 'push' })), 'gitea');
+  // Bitbucket Server names the delivery X-Request-Id.
+  const bb = enc(bitbucketPush([]));
+  const bbSig = `sha256=${signBody(SECRET, bb)}`;
+  assert.deepEqual(verifyDelivery({ headers: raw({ 'X-Event-Key': 'repo:refs_changed', 'X-Hub-Signature': bbSig, 'X-Request-Id': 'srv-1' }), body: bb, secret: SECRET }), { ok: true, provider: 'bitbucket', event: 'repo:refs_changed', deliveryId: 'srv-1' });
+});
