@@ -8,14 +8,14 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
 import type { Env } from '../lib/env.js';
-import { createApp, type App } from './app.js';
+import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { isPromise } from '../lib/util/maybe.js';
 
 export interface Running {
   server: Server;
-  app: App;
+  app: Dispatcher;
   ws: WsHub;
   url: string;
   port: number;
@@ -27,7 +27,7 @@ export interface Running {
 const DRAIN_MS = 10_000;
 
 export async function startServer(env: Env, opts: { port?: number; host?: string } = {}): Promise<Running> {
-  const app = createApp(env, routes);
+  const app = createDispatcher(env, routes);
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
       app.fetch(request, {

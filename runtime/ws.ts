@@ -12,6 +12,7 @@ import { HttpError } from '../lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
 import { buildBlockList, forwardedSecure } from '../lib/http/client.js';
 import type { Principal } from '../lib/http/handler.js';
+import { headerGetter } from '../lib/http/headers.js';
 
 const MAX_TOPICS = 64;
 // A subscriber that stops reading must not make us buffer without bound.
@@ -21,16 +22,6 @@ export interface WsHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean): void;
   close(): Promise<void>;
   clientCount(): number;
-}
-
-function headerGetter(req: IncomingMessage) {
-  return {
-    get(name: string): string | null {
-      const v = req.headers[name.toLowerCase()];
-      if (v === undefined) return null;
-      return Array.isArray(v) ? v.join(', ') : v;
-    },
-  };
 }
 
 function refuse(socket: Duplex, status: number, message: string): void {
@@ -113,7 +104,7 @@ export function createWsHub(env: Env): WsHub {
   heartbeat.unref();
 
   async function authorise(req: IncomingMessage, tls: boolean): Promise<Principal | null> {
-    const headers = headerGetter(req);
+    const headers = headerGetter(req.headers);
     const principal = await authenticate(env, headers);
     if (!principal) return null;
     if (principal.kind === 'session') {
@@ -189,7 +180,7 @@ export function createWsHub(env: Env): WsHub {
       authorise(req, tls).then(
         (principal) => {
           if (!principal) return refuse(socket, 401, 'Authentication required');
-          const credential = { authorization: headerGetter(req).get('authorization'), cookie: headerGetter(req).get('cookie') };
+          const credential = { authorization: headerGetter(req.headers).get('authorization'), cookie: headerGetter(req.headers).get('cookie') };
           wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal, credential));
         },
         (err) => {
