@@ -45,6 +45,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/deployments/active', file: 'handlers/api/deployments/active.ts', load: () => import('../handlers/api/deployments/active.js') },
   { pattern: '/api/health', file: 'handlers/api/health.ts', load: () => import('../handlers/api/health.js') },
   { pattern: '/api/instance/deploy-concurrency', file: 'handlers/api/instance/deploy-concurrency.ts', load: () => import('../handlers/api/instance/deploy-concurrency.js') },
+  { pattern: '/api/openapi.json', file: 'handlers/api/openapi.json.ts', load: () => import('../handlers/api/openapi.json.js') },
   { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', load: () => import('../handlers/api/security/fail2ban.js') },
   { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', load: () => import('../handlers/api/security/firewall.js') },
   { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', load: () => import('../handlers/api/security/posture.js') },

@@ -79,7 +79,7 @@ export const deploymentSchema = named(
   }),
 );
 
-export const deploymentBody = z.object({ deployment: deploymentSchema });
+export const deploymentBody = named('DeploymentBody', z.object({ deployment: deploymentSchema }));
 
 export const envItemSchema = named('EnvItem', z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() }));
 
