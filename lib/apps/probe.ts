@@ -3,13 +3,13 @@
 import type { Env } from '../env.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { withTempClone, detectCompose, envExample, GitError } from '../git/index.js';
-import type { App } from './model.js';
+import type { App, GitAuth } from './model.js';
 import type { Finding } from '../compose/types.js';
 
 const PROBE_TIMEOUT_MS = 60_000;
 const PROBE_MAX_BYTES = 256 * 1024 * 1024;
 
-export type GitAuth = <T>(app: App, fn: (gitEnv: Record<string, string>) => Promise<T>) => Promise<T>;
+export type { GitAuth };
 
 /** Without a deploy key, git runs with no extra environment. */
 export const noGitAuth: GitAuth = (_app, fn) => fn({});
