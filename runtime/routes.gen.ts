@@ -75,6 +75,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/instance/prune', file: 'handlers/api/instance/prune.ts', load: () => import('../handlers/api/instance/prune.js') },
   { pattern: '/api/instance/reset', file: 'handlers/api/instance/reset.ts', load: () => import('../handlers/api/instance/reset.js') },
   { pattern: '/api/instance/restart', file: 'handlers/api/instance/restart.ts', load: () => import('../handlers/api/instance/restart.js') },
+  { pattern: '/api/openapi.json', file: 'handlers/api/openapi.json.ts', load: () => import('../handlers/api/openapi.json.js') },
   { pattern: '/api/security/fail2ban', file: 'handlers/api/security/fail2ban.ts', load: () => import('../handlers/api/security/fail2ban.js') },
   { pattern: '/api/security/firewall', file: 'handlers/api/security/firewall.ts', load: () => import('../handlers/api/security/firewall.js') },
   { pattern: '/api/security/posture', file: 'handlers/api/security/posture.ts', load: () => import('../handlers/api/security/posture.js') },
