@@ -567,6 +567,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/services/{name}/shell": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * WebSocket: a shell in a service's running container (SVC_ENABLE_SHELL=true)
+         * @description Upgrade with `Upgrade: websocket`, authenticated like the API (the session cookie with a same-origin `Origin`, or a bearer token) and a recent step-up. An engine exec with a TTY: binary frames carry the terminal both ways; a text frame `{"type":"resize","rows","cols"}` resizes. Frames over 64 KiB close the socket, 15 idle minutes close it, at most 4 shells per operator; opening and closing are audited. Refusals before the upgrade: 404 (shell disabled, or no such app or service), 401, 403 (no step-up), 409 (service not running, too many shells). A plain GET without the upgrade answers 400.
+         */
+        get: operations["getApiAppsByIdServicesByNameShell"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/services/{name}/start": {
         parameters: {
             query?: never;
@@ -3549,6 +3569,31 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdServicesByNameShell: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };

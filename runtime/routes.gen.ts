@@ -34,6 +34,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/apps/:id/services', file: 'handlers/api/apps/[id]/services/index.ts', load: () => import('../handlers/api/apps/[id]/services/index.js') },
   { pattern: '/api/apps/:id/services/:name', file: 'handlers/api/apps/[id]/services/[name]/index.ts', load: () => import('../handlers/api/apps/[id]/services/[name]/index.js') },
   { pattern: '/api/apps/:id/services/:name/restart', file: 'handlers/api/apps/[id]/services/[name]/restart.ts', load: () => import('../handlers/api/apps/[id]/services/[name]/restart.js') },
+  { pattern: '/api/apps/:id/services/:name/shell', file: 'handlers/api/apps/[id]/services/[name]/shell.ts', load: () => import('../handlers/api/apps/[id]/services/[name]/shell.js') },
   { pattern: '/api/apps/:id/services/:name/start', file: 'handlers/api/apps/[id]/services/[name]/start.ts', load: () => import('../handlers/api/apps/[id]/services/[name]/start.js') },
   { pattern: '/api/apps/:id/services/:name/stop', file: 'handlers/api/apps/[id]/services/[name]/stop.ts', load: () => import('../handlers/api/apps/[id]/services/[name]/stop.js') },
   { pattern: '/api/apps/:id/ssh-key', file: 'handlers/api/apps/[id]/ssh-key/index.ts', load: () => import('../handlers/api/apps/[id]/ssh-key/index.js') },
