@@ -1650,6 +1650,31 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        AutomaticHost: {
+            /** @constant */
+            managed: true;
+            hostname: string;
+            /** @enum {string} */
+            status: "unassigned" | "awaiting_dns" | "issuing" | "active" | "error";
+            status_detail: string;
+            certificate: {
+                /** @enum {string} */
+                source: "acme" | "uploaded";
+                issuer: string;
+                /** @description ISO-8601 UTC timestamp */
+                not_after: string;
+            } | null;
+            dns: {
+                addresses: string[];
+                points_here: boolean;
+                /** @description ISO-8601 UTC timestamp */
+                checked_at: string;
+            } | null;
+            app_id: string;
+            service: string;
+            port: number;
+            redirect_to: null;
+        };
         BackupConfig: unknown;
         BackupRun: unknown;
         BackupsOverview: unknown;
@@ -1682,7 +1707,34 @@ export interface components {
             finished_at: string | null;
         };
         DiskUsage: unknown;
-        Domain: unknown;
+        Domain: {
+            id: string;
+            hostname: string;
+            /** @enum {string} */
+            status: "unassigned" | "awaiting_dns" | "issuing" | "active" | "error";
+            status_detail: string;
+            certificate: {
+                /** @enum {string} */
+                source: "acme" | "uploaded";
+                issuer: string;
+                /** @description ISO-8601 UTC timestamp */
+                not_after: string;
+            } | null;
+            dns: {
+                addresses: string[];
+                points_here: boolean;
+                /** @description ISO-8601 UTC timestamp */
+                checked_at: string;
+            } | null;
+            app_id: string | null;
+            service: string | null;
+            port: number | null;
+            redirect_to: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         EnvItem: {
             key: string;
             secret: boolean;
@@ -1690,8 +1742,36 @@ export interface components {
         };
         InstanceInfo: unknown;
         MetricsSeries: unknown;
-        NotificationChannel: unknown;
-        NotificationDelivery: unknown;
+        NotificationChannel: {
+            id: string;
+            /** @enum {string} */
+            kind: "discord" | "slack";
+            name: string;
+            /** @description The URL is sealed and never returned */
+            url_hint: string;
+            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started")[];
+            enabled: boolean;
+            last_delivery: {
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                ok: boolean;
+                status: number | null;
+                error: string | null;
+            } | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
+        NotificationDelivery: {
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            event: string;
+            ok: boolean;
+            status: number | null;
+            error: string | null;
+            attempts: number;
+        };
         Result: unknown;
         PostureItem: {
             /** @enum {string} */
@@ -1880,7 +1960,7 @@ export interface components {
             }[];
         };
         GetApiAppsByIdDomains200: {
-            items: components["schemas"]["Domain"][];
+            items: (components["schemas"]["Domain"] | components["schemas"]["AutomaticHost"])[];
             proxy: components["schemas"]["ProxySummary"];
         };
         PostApiAppsByIdDomains201: {
@@ -1987,7 +2067,7 @@ export interface components {
             items: components["schemas"]["Deployment"][];
         };
         GetApiDomains200: {
-            items: components["schemas"]["Domain"][];
+            items: (components["schemas"]["Domain"] | components["schemas"]["AutomaticHost"])[];
             proxy: components["schemas"]["ProxySummary"];
         };
         PostApiDomains201: {

@@ -2,6 +2,7 @@
 // compile time and the OpenAPI document (scripts/gen-openapi) is generated from them. Named shapes
 // are registered in `components` and become `#/components/schemas/<id>` in the document.
 import { z } from 'zod';
+import { NOTIFY_EVENTS } from '../notify/message.js';
 
 export const components = z.registry<{ id: string; description?: string }>();
 const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
@@ -220,11 +221,55 @@ export const restoreSchema = opaque('Restore', 'A restore of a backup run into i
 export const backupsOverviewSchema = opaque('BackupsOverview', 'Backup configurations, failures of the last 7 days and what no configuration covers');
 export const databaseSchema = opaque('Database', 'A managed database of an app: engine, version, env_var, state, volume');
 export const databaseEngineSchema = opaque('DatabaseEngine', 'A database engine that can be provisioned, with its pinned versions');
-export const domainSchema = opaque('Domain', 'A domain: hostname, target app service or redirect, DNS and certificate state');
 export const proxySummarySchema = opaque('ProxySummary', 'Which proxy serves the domains and whether it is reachable');
 export const metricsSeriesSchema = opaque('MetricsSeries', 'Time series, oldest first, zero-filled, at most 500 points');
 export const instanceInfoSchema = opaque('InstanceInfo', 'Versions, uptime and the engine of this instance');
 export const diskUsageSchema = opaque('DiskUsage', 'Engine disk usage by kind: images, containers, volumes, build cache');
-export const notificationChannelSchema = opaque('NotificationChannel', 'A notification channel (the URL sealed, only `url_hint` shown)');
-export const notificationDeliverySchema = opaque('NotificationDelivery', 'One delivery attempt of a notification');
 export const opaqueResultSchema = opaque('Result', 'The outcome of an operation, as lib/ reports it');
+
+const domainFields = {
+  hostname: z.string(),
+  status: z.enum(['unassigned', 'awaiting_dns', 'issuing', 'active', 'error']),
+  status_detail: z.string(),
+  certificate: z.object({ source: z.enum(['acme', 'uploaded']), issuer: z.string(), not_after: ts }).nullable(),
+  dns: z.object({ addresses: z.array(z.string()), points_here: z.boolean(), checked_at: ts }).nullable(),
+};
+export const domainSchema = named(
+  'Domain',
+  z.object({
+    id: z.string(),
+    ...domainFields,
+    app_id: z.string().nullable(),
+    service: z.string().nullable(),
+    port: z.number().int().nullable(),
+    redirect_to: z.string().nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+  'A domain: the app service it serves or the URL it redirects to, its DNS and certificate',
+);
+export const automaticHostSchema = named(
+  'AutomaticHost',
+  z.object({ managed: z.literal(true), ...domainFields, app_id: z.string(), service: z.string(), port: z.number().int(), redirect_to: z.null() }),
+  'A host under the base domain given to every app service automatically (no id: it follows the app)',
+);
+export const domainListItemSchema = z.union([domainSchema, automaticHostSchema]);
+
+export const notificationChannelSchema = named(
+  'NotificationChannel',
+  z.object({
+    id: z.string(),
+    kind: z.enum(['discord', 'slack']),
+    name: z.string(),
+    url_hint: z.string().describe('The URL is sealed and never returned'),
+    events: z.array(z.enum(NOTIFY_EVENTS)),
+    enabled: z.boolean(),
+    last_delivery: z.object({ at: ts, ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable() }).nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+);
+export const notificationDeliverySchema = named(
+  'NotificationDelivery',
+  z.object({ at: ts, event: z.string(), ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable(), attempts: z.number().int() }),
+);

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { addDomain, listDomains } from '../../../lib/domains/ops.js';
 import { route } from '../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';
+import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';
 import { createBody } from './_params.js';
 
 /** The hub: every domain, then the automatic hosts (`managed: true`, no id). */
 export const GET = route(
-  { summary: 'Every domain, then the automatic hosts (`managed: true`, no id)', responses: { 200: z.object({ items: z.array(domainSchema), proxy: proxySummarySchema }) } },
+  { summary: 'Every domain, then the automatic hosts (`managed: true`, no id)', responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
   async (_req, { env, reply }) => reply(200, { items: await listDomains(env), proxy: env.edge.proxy.summary() }),
 );
 

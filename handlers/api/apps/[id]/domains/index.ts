@@ -2,13 +2,13 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addDomain, listDomains } from '../../../../../lib/domains/ops.js';
 import { route } from '../../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
+import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
 import { appParams } from '../../_shared.js';
 import { appDomainBody } from '../../../domains/_params.js';
 
 /** The app's domains and its automatic hosts. */
 export const GET = route(
-  { summary: "An app's domains and its automatic hosts", params: appParams, responses: { 200: z.object({ items: z.array(domainSchema), proxy: proxySummarySchema }) } },
+  { summary: "An app's domains and its automatic hosts", params: appParams, responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     return reply(200, { items: await listDomains(env, params.id), proxy: env.edge.proxy.summary() });
