@@ -128,6 +128,17 @@ test('real answers match the documented response schemas: login, apps, sessions,
   await apiToken(c, 'oas');
   await rec(c, 'GET', '/api/auth/api-tokens', '/api/auth/api-tokens');
   await rec(c, 'GET', '/api/audit?limit=5', '/api/audit');
+  // The routes main added before the conversion: their envelopes and the shapes described so far.
+  await rec(c, 'GET', '/api/settings/notifications', '/api/settings/notifications');
+  await rec(c, 'GET', '/api/domains', '/api/domains');
+  const redirect = await rec(c, 'POST', '/api/domains', '/api/domains', { hostname: 'old.example.com', redirect_to: 'new.example.com' });
+  assert.equal(redirect.status, 201, JSON.stringify(redirect.body));
+  const did = (redirect.body as { domain: { id: string } }).domain.id;
+  await rec(c, 'GET', `/api/domains/${did}`, '/api/domains/{id}');
+  await rec(c, 'GET', '/api/domains', '/api/domains');
+  await rec(c, 'DELETE', `/api/domains/${did}`, '/api/domains/{id}');
+  await rec(c, 'GET', '/api/addons', '/api/addons');
+  await rec(c, 'GET', '/api/databases/engines', '/api/databases/engines');
   const statuses = new Set(recorded.map(([, , r]) => r.status));
   for (const want of [200, 201, 400, 401, 403, 404, 409]) assert.ok(statuses.has(want), `a ${want} was recorded (${[...statuses]})`);
   for (const [path, method, r] of recorded) conforms(path, method, r);
@@ -136,6 +147,8 @@ test('real answers match the documented response schemas: login, apps, sessions,
 test('a wrong answer fails the conformance check (the check can fail)', () => {
   assert.throws(() => conforms('/api/auth/me', 'GET', { status: 200, body: { user: { id: 'x', username: 'y' }, via: 'session' } }));
   assert.throws(() => conforms('/api/apps', 'GET', { status: 200, body: { items: [], extra: true } }));
+  assert.throws(() => conforms('/api/domains/{id}', 'GET', { status: 200, body: { domain: { id: 'x', hostname: 'a.example.com' }, proxy: {} } }));
+  assert.throws(() => conforms('/api/settings/notifications', 'GET', { status: 200, body: { items: [{ id: 'x', kind: 'email' }], events: [] } }));
 });
 
 test('GET /api/openapi.json serves the document to an authenticated caller, and 401 to anyone else', async () => {
