@@ -19,18 +19,12 @@ import { waitStatus, cleanupApp } from '../tests/engine/_deploy.js';
 import { poll } from '../tests/_support/wait.js';
 import { listAppContainers } from '../lib/docker/index.js';
 import { containerAddress } from '../lib/proxy/deploy.js';
+import { arg } from './_args.js';
 
 const run = promisify(execFile);
 const IMAGE = `svc-bench/edge-web:${process.pid}`;
 const HOST = 'bench.edge.test';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
 
 async function deploy(c: Client, appId: string): Promise<void> {
   const d = await c.req('POST', `/api/apps/${appId}/deployments`, {});

@@ -19,27 +19,11 @@ import { addRequestBuckets, newAcc, type RequestRowWrite } from '../lib/series/s
 import { bucketOf } from '../lib/series/histogram.js';
 import { queryRequests, RANGE_NAMES, RANGES } from '../lib/series/query.js';
 import { migrate, openDb, rawConnection } from '../lib/db/index.js';
+import { arg, rng } from './_args.js';
 
 const START_S = 1_700_000_000;
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const hostName = (i: number) => `app${i}.bench.test`;
 

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { TrafficMonitor } from '../lib/traffic/monitor.js';
+import { arg, rng } from './_args.js';
 
 interface ChildResult {
   lines: number;
@@ -25,25 +26,7 @@ interface ChildResult {
   parseErrors?: number;
 }
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
 
-/** Deterministic generator so runs are comparable. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function address(i: number): string {
   // One address in ten is IPv6; the rest spread over 10.0.0.0/8.

@@ -119,6 +119,9 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   await rm(join(env.config.dataDir, 'work', app.id), { recursive: true, force: true });
   await rm(join(env.config.dataDir, 'ssh', app.id), { recursive: true, force: true });
   await deleteAppRows(env.db, id);
+  // Its automatic hosts and upstream rows went with the rows: Caddy stops serving them now, not at
+  // its next periodic check.
+  if (env.edge.proxy.enabled) await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
   publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
   return removed;
 }

@@ -118,13 +118,18 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
   });
   stream.on('end', () => finish(1000, 'shell exited'));
   stream.on('error', () => finish(1011, 'shell stream failed'));
+  // Frames take effect in the order they came: a resize is applied before the input after it
+  // reaches the shell (a `stty size` typed right after a resize must see the new size).
+  let order: Promise<unknown> = Promise.resolve();
   onFrame = (data, isBinary) => {
     if (closed) return;
     touch();
     if (isBinary) {
       bytesIn += data.length;
       if (stream!.writableLength > MAX_BUFFERED) return finish(1013, 'input faster than the shell reads it');
-      stream!.write(data);
+      order = order.then(() => {
+        if (!closed) stream!.write(data);
+      });
       return;
     }
     let msg: { type?: unknown; rows?: unknown; cols?: unknown };
@@ -136,9 +141,21 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
     const dim = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 1000 ? v : null);
     const rows = dim(msg?.rows);
     const cols = dim(msg?.cols);
-    if (msg?.type === 'resize' && rows && cols) void exec.resize({ h: rows, w: cols }).catch(() => {});
+    if (msg?.type === 'resize' && rows && cols) order = order.then(() => resizeExec(exec, rows, cols));
   };
   for (const [data, isBinary] of early.splice(0)) onFrame(data, isBinary);
+}
+
+/** The engine refuses a resize until the exec's process runs, which may be just after start. */
+async function resizeExec(exec: Dockerode.Exec, h: number, w: number): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      await exec.resize({ h, w });
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 /** Open shells per operator (tests, metrics). */

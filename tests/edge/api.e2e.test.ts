@@ -258,7 +258,10 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
     try {
       return await lab!.https(host, '/', { agent });
     } catch (e) {
-      if (!(e as { reused?: boolean }).reused) throw e;
+      // A fresh connection accepted in the instant Caddy swaps its config can be closed by the
+      // outgoing server before the request is read (a reset, no answer): retried once as well.
+      const err = e as { reused?: boolean; code?: string; message?: string };
+      if (!err.reused && err.code !== 'ECONNRESET' && !/socket hang up/.test(String(err.message))) throw e;
       stats.retried++;
       // On a new connection: the other pooled ones were closed by the same reload.
       return lab!.https(host, '/', { agent: false });
@@ -295,7 +298,7 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
     await Promise.all(loops);
     keepAlive.destroy();
   }
-  assert.deepEqual(stats.failed, [], `${stats.failed.length} of ${stats.ok + stats.failed.length} requests failed (${stats.retried} retried on a closed kept-alive connection)`);
+  assert.deepEqual(stats.failed, [], `${stats.failed.length} of ${stats.ok + stats.failed.length} requests failed (${stats.retried} retried once after a connection closed before any answer)`);
   assert.ok(before.some((x) => stats.seen.has(x)) && fresh.some((x) => stats.seen.has(x)), 'served by the old, then the new container');
   const logs = await c.req('GET', `/api/apps/${shop.id}/deployments`);
   const last = logs.body.items[0];
@@ -318,6 +321,9 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
     last = n;
     return settled ? n + 1 : null;
   }, 60_000, 10)) - 1;
+  // A fresh 10 s bucket, so the loop of the previous test shares none with these requests.
+  const bucket = Math.floor(Date.now() / 10_000);
+  await poll('the next 10 s bucket', () => Math.floor(Date.now() / 10_000) > bucket, 15_000, 50);
   for (let i = 0; i < 30; i++) assert.equal((await lab!.https(host, `/?i=${i}`)).status, 200);
   for (let i = 0; i < 5; i++) assert.equal((await lab!.https(host, '/cgi-bin/slow')).status, 200);
   await poll('35 requests counted', async () => {
@@ -333,7 +339,7 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   assert.ok(ts.every((x: number, i: number) => i === 0 || x - ts[i - 1] === 10_000), 'oldest first, one step apart');
   assert.ok(m.points.some((p: any) => p.requests === 0 && p.p99_ms === 0), 'gaps are zero-filled');
   const busy = m.points.filter((p: any) => p.requests > 0);
-  assert.ok(Math.max(...busy.map((p: any) => p.p99_ms)) >= 100, 'the slow requests show in p99');
+  assert.ok(Math.max(...busy.map((p: any) => p.p99_ms)) >= 100, `the slow requests show in p99: ${JSON.stringify(busy)}`);
   assert.ok(busy.every((p: any) => p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms));
   assert.ok(m.points.reduce((n: number, p: any) => n + p.bytes_out, 0) > 0);
   const svc = (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h&service=app`)).body;
@@ -369,4 +375,16 @@ test('deleting a domain stops serving it', async (t) => {
   const cfg = JSON.stringify(await lab!.admin('/config/apps/http'));
   assert.ok(!cfg.includes(`svc-route-${shopDomainId}`), 'its route is gone from Caddy');
   assert.ok(!cfg.includes('"shop.w13x.test"'), 'no route matches the name any more (the redirect only points at it)');
+});
+
+test('deleting an app takes its automatic host out of Caddy before the delete answers', async (t) => {
+  if (!(await ready(t))) return;
+  const gone = await deployedApp(appName('w13g'));
+  const auto = `${gone.name}.${BASE}`;
+  await until(auto, (x) => x.status === 200, 'the automatic host served');
+  const r = await c.req('DELETE', `/api/apps/${gone.id}`);
+  assert.ok(r.status === 200 || r.status === 204, r.text);
+  // Read at once: the periodic check (1 s here) must not be what removes it.
+  const cfg = JSON.stringify(await lab!.admin('/config/apps/http'));
+  assert.ok(!cfg.includes(`"${auto}"`), `no route matches ${auto} any more`);
 });
