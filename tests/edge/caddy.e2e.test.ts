@@ -261,8 +261,10 @@ test('Caddy killed with SIGKILL and restarted empty serves every domain again wi
   await l.killCaddy('SIGKILL');
   await assert.rejects(l.https(host, '/'));
   await l.startCaddy();
+  // Caddy starts with no config; on a quick machine the periodic check may already have loaded
+  // ours by the time we look, which it can only have done through a new load.
   const empty = await l.admin('/config/apps');
-  assert.equal(empty, null, 'Caddy came back with no apps at all');
+  assert.ok(empty === null || env.edge.proxy.state().loads > loads, 'Caddy came back with no apps at all');
 
   const r = await until(l, host, (x) => x.status === 200, 'served again without an operator');
   assert.equal(r.body, `hello from heal ${host} /`);
