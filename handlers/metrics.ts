@@ -1,10 +1,7 @@
-import { text } from '../lib/http/respond.js';
-import type { Handler, HandlerModule } from '../lib/http/handler.js';
+import { raw, route } from '../lib/http/route.js';
 
 // The runtime answers a plain 404 unless the bearer equals SVC_METRICS_TOKEN.
-export const auth: HandlerModule['auth'] = 'metrics';
-
-export const GET: Handler = async (_req, { env }) => {
-  const { text: body, contentType } = await env.metrics.render();
-  return text(body, 200, contentType);
-};
+export const GET = route({ summary: 'Prometheus metrics (bearer SVC_METRICS_TOKEN; 404 without it)', auth: 'metrics', responses: { 200: raw('text/plain; version=0.0.4') } }, async (_req, { env, reply }) => {
+  const { text, contentType } = await env.metrics.render();
+  return reply(200, text, { 'content-type': contentType });
+});

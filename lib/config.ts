@@ -111,10 +111,12 @@ function bool(env: Env, name: string, def: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
+/** The entries of a comma list, trimmed, empty ones dropped. */
+const commaList = (raw: string): string[] => raw.split(',').map((s) => s.trim()).filter(Boolean);
+
 /** A comma list of IPs or CIDRs; each entry is checked now so a typo cannot silently trust nobody. */
 function addressList(env: Env, name: string, def: string): string[] {
-  const raw = str(env, name) ?? def;
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = commaList(str(env, name) ?? def);
   for (const item of items) {
     const [addr, bits, extra] = item.split('/');
     const family = isIP(addr ?? '');
@@ -291,7 +293,7 @@ function resolverAddress(env: Env, name: string): string | null {
 function ipList(env: Env, name: string): string[] | null {
   const raw = str(env, name);
   if (raw === undefined) return null;
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = commaList(raw);
   if (items.length === 0) throw new ConfigError(name, 'must list at least one IP address');
   for (const ip of items) if (!isIP(ip)) throw new ConfigError(name, `"${ip}" is not an IP address`);
   return items.map((ip) => (isIP(ip) === 6 ? ip.toLowerCase() : ip));

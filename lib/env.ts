@@ -8,7 +8,7 @@ import type { Metrics } from './metrics/index.js';
 import type { RateLimiter } from './auth/ratelimit.js';
 import type { LoginGuard } from './auth/guard.js';
 import type { Engine } from './docker/index.js';
-import type { GitAuth } from './apps/probe.js';
+import type { GitAuth } from './apps/model.js';
 import type { AccessLogTailer } from './traffic/tailer.js';
 import type { TrafficMonitor } from './traffic/monitor.js';
 import type { DeployService } from './deploy/service.js';

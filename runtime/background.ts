@@ -4,6 +4,7 @@ import type { Env } from '../lib/env.js';
 import type { Running } from './server.js';
 import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';
+import { publishAppEvent } from '../lib/apps/events.js';
 import { registerStreams } from '../lib/deploy/streams.js';
 import { defaultControlUpstream } from '../lib/proxy/rows.js';
 import { recoverDatabases } from '../lib/databases/index.js';
@@ -84,7 +85,7 @@ const pending = new Map<string, NodeJS.Timeout>();
 function onContainerEvent(env: Env, e: ContainerEvent): void {
   void getAppByName(env.db, e.app).then((app) => {
     if (!app) return;
-    env.bus.publish('apps', { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
+    publishAppEvent(env.bus, { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
     if (pending.has(app.id)) return;
     pending.set(
       app.id,
@@ -94,7 +95,7 @@ function onContainerEvent(env: Env, e: ContainerEvent): void {
         import('../lib/apps/ops.js')
           .then(({ refreshAppStatus }) => refreshAppStatus(env, app))
           .then(
-            (status) => env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status }),
+            (status) => publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status }),
             () => {},
           );
       }, 250).unref(),

@@ -8,7 +8,8 @@
 // Defaults: --out $SVC_SECURITY_DIR or /var/lib/svc/security; --fail2ban-socket
 // $SVC_FAIL2BAN_SOCKET or fail2ban's own default.
 import { execFile } from 'node:child_process';
-import { mkdir, open, rename, rm, chmod } from 'node:fs/promises';
+import { mkdir, chmod } from 'node:fs/promises';
+import { writeFileAtomic } from '../lib/util/files.js';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { collectHostSnapshot, type Runner } from '../lib/security/collect.js';
@@ -46,22 +47,7 @@ export async function writeSnapshotAtomically(dir: string, snapshot: HostSnapsho
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await chmod(dir, 0o755);
   const final = join(dir, SNAPSHOT_FILE);
-  const tmp = join(dir, `.${SNAPSHOT_FILE}.${process.pid}.tmp`);
-  const fh = await open(tmp, 'w', 0o644);
-  try {
-    await fh.writeFile(JSON.stringify(snapshot, null, 1) + '\n');
-    await fh.chmod(0o644);
-    await fh.sync();
-  } catch (e) {
-    await fh.close().catch(() => {});
-    await rm(tmp, { force: true });
-    throw e;
-  }
-  await fh.close();
-  await rename(tmp, final);
-  const d = await open(dir, 'r').catch(() => null);
-  await d?.sync().catch(() => {});
-  await d?.close().catch(() => {});
+  await writeFileAtomic(final, JSON.stringify(snapshot, null, 1) + '\n', 0o644);
   return final;
 }
 

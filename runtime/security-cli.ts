@@ -2,9 +2,10 @@
 // Every host path hangs off `root` (default "/"), so tests run the whole thing in a temp dir.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { access, chmod, chown, constants, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { access, chmod, chown, constants, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeFileAtomic as writeAtomic } from '../lib/util/files.js';
 import { postureSummary, formatPostureTable } from '../lib/security/format.js';
 import type { PostureInput, PostureItem } from '../lib/security/posture.js';
 import { evaluatePosture, readOptOut, writeOptOut, optOutPath } from '../lib/security/posture.js';
@@ -157,20 +158,6 @@ export function cronText(cmd: readonly string[]): string {
     `* * * * * root ${cmd.join(' ')} >/dev/null 2>&1`,
     '',
   ].join('\n');
-}
-
-async function writeAtomic(path: string, text: string, mode: number): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w', mode);
-  try {
-    await fh.writeFile(text);
-    await fh.chmod(mode);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
 import type { Env } from '../lib/env.js';
-import { createApp, type App } from './app.js';
+import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { loadDashboard } from './dashboard.js';
@@ -18,7 +18,7 @@ import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/
 
 export interface Running {
   server: Server;
-  app: App;
+  app: Dispatcher;
   ws: WsHub;
   /** Closes connections from networks the engine manages (app containers) before reading them. */
   subnets: SubnetGuard;
@@ -38,7 +38,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   // Asked first, so the engine answers while the rest is set up; awaited before listening.
   const subnets = engineSubnetGuard(env.engine);
   const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers'));
-  const app = createApp(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
+  const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
       app.fetch(request, {

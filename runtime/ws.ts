@@ -14,6 +14,7 @@ import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/clie
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
 import type { Principal } from '../lib/http/handler.js';
+import { headerGetter } from '../lib/http/headers.js';
 
 const MAX_TOPICS = 64;
 // A subscriber that stops reading must not make us buffer without bound.
@@ -25,16 +26,6 @@ export interface WsHub {
   clientCount(): number;
   /** Subscriptions by topic kind (`logs:<id>` counts as `logs`), for /metrics. */
   topicCounts(): Map<string, number>;
-}
-
-function headerGetter(req: IncomingMessage) {
-  return {
-    get(name: string): string | null {
-      const v = req.headers[name.toLowerCase()];
-      if (v === undefined) return null;
-      return Array.isArray(v) ? v.join(', ') : v;
-    },
-  };
 }
 
 function refuse(socket: Duplex, status: number, message: string, code?: string): void {
@@ -120,7 +111,7 @@ export function createWsHub(env: Env): WsHub {
   heartbeat.unref();
 
   async function authorise(req: IncomingMessage, tls: boolean): Promise<Principal | null> {
-    const headers = headerGetter(req);
+    const headers = headerGetter(req.headers);
     const principal = await authenticate(env, headers);
     if (!principal) return null;
     if (principal.kind === 'session') {
@@ -205,7 +196,7 @@ export function createWsHub(env: Env): WsHub {
         if (!principal) return refuse(socket, 401, 'Authentication required');
         if (!hasRecentStepUp(principal, env.now())) return refuse(socket, 403, 'A shell needs a recent step-up: POST /api/auth/step-up first', 'step_up_required');
         const target = await prepareShell(env, principal, appId, service);
-        const ip = clientAddress(req.socket.remoteAddress, headerGetter(req).get('x-forwarded-for'), trusted);
+        const ip = clientAddress(req.socket.remoteAddress, headerGetter(req.headers).get('x-forwarded-for'), trusted);
         shells.handleUpgrade(req, socket, head, (ws) => {
           ws.on('error', () => ws.terminate());
           void runShell(env, principal, ip, target, ws as unknown as ShellSocket);
@@ -228,7 +219,7 @@ export function createWsHub(env: Env): WsHub {
       authorise(req, tls).then(
         (principal) => {
           if (!principal) return refuse(socket, 401, 'Authentication required');
-          const credential = { authorization: headerGetter(req).get('authorization'), cookie: headerGetter(req).get('cookie') };
+          const credential = { authorization: headerGetter(req.headers).get('authorization'), cookie: headerGetter(req.headers).get('cookie') };
           wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal, credential));
         },
         (err) => {

@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const stamp = join(root, 'dist', '.build-stamp');
-const SOURCE_DIRS = ['handlers', 'lib', 'runtime', 'tests', 'bench'];
-const SOURCE_FILES = ['tsconfig.json', 'package.json', 'scripts/gen-routes.mjs'];
+const SOURCE_DIRS = ['client', 'handlers', 'lib', 'runtime', 'tests', 'bench'];
+const SOURCE_FILES = ['tsconfig.json', 'package.json', 'scripts/gen-routes.mjs', 'scripts/gen-openapi.mjs'];
 
 function newestSource() {
   let newest = 0;
@@ -105,6 +105,12 @@ try {
 }
 step([join(root, 'scripts', 'gen-routes.mjs')]);
 step([tsc, '-p', join(root, 'tsconfig.json')]);
+// The OpenAPI document and the client types come from the compiled routes; when they change, the
+// handler that serves the document and the client are compiled again against them.
+const outputs = [join(root, 'api', 'openapi.json'), join(root, 'client', 'types.ts')];
+const before = outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)).join();
+step([join(root, 'scripts', 'gen-openapi.mjs')]);
+if (outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)).join() !== before) step([tsc, '-p', join(root, 'tsconfig.json')]);
 mkdirSync(join(root, 'dist'), { recursive: true });
 removeOrphans();
 writeFileSync(stamp, new Date().toISOString() + '\n');

@@ -1,17 +1,18 @@
-import { text, JSON_TYPE } from '../../lib/http/respond.js';
+import { z } from 'zod';
 import { HttpError } from '../../lib/http/errors.js';
 import { ping } from '../../lib/db/index.js';
-import type { Handler, HandlerModule } from '../../lib/http/handler.js';
+import { route } from '../../lib/http/route.js';
 
-export const auth: HandlerModule['auth'] = 'public';
+const OK = { status: 'ok', db: 'ok' } as const;
 
-const OK = JSON.stringify({ status: 'ok', db: 'ok' });
-
-export const GET: Handler = (_req, { env }) => {
-  try {
-    ping(env.db);
-  } catch {
-    throw new HttpError('service_unavailable', 'Database is not answering');
-  }
-  return text(OK, 200, JSON_TYPE);
-};
+export const GET = route(
+  { summary: 'Liveness: the database answers', auth: 'public', responses: { 200: z.object({ status: z.literal('ok'), db: z.literal('ok') }) } },
+  (_req, { env, reply }) => {
+    try {
+      ping(env.db);
+    } catch {
+      throw new HttpError('service_unavailable', 'Database is not answering');
+    }
+    return reply(200, OK);
+  },
+);

@@ -11,6 +11,9 @@ export type AppSource =
   | { type: 'image'; image: string };
 export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
+/** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */
+export type GitAuth = <T>(app: App, fn: (gitEnv: Record<string, string>) => Promise<T>) => Promise<T>;
+
 export interface App {
   id: string;
   name: string;

@@ -12,7 +12,9 @@ import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { removeAppDatabaseContainers } from '../databases/index.js';
 import { followRunning } from '../proxy/deploy.js';
-import { deleteAppRows, getApp, markDeleting, serviceSettings } from './store.js';
+import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings } from './store.js';
+import { publishAppEvent } from './events.js';
+import type { AppSource } from './model.js';
 import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
 
@@ -99,6 +101,13 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
  * hosts, then the rows
  * with their sealed secrets. Each step is idempotent, so a failure midway is finished by a retry.
  */
+/** A new app row; subscribers of the `apps` topic hear of it. */
+export async function createApp(env: Env, name: string, source: AppSource): Promise<App> {
+  const app = await insertApp(env.db, name, source, env.now());
+  publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status: app.status });
+  return app;
+}
+
 export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
   const app = await getApp(env.db, id, { includeDeleting: true });
   await markDeleting(env.db, id, env.now());
@@ -113,7 +122,7 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   // Its automatic hosts and upstream rows went with the rows: Caddy stops serving them now, not at
   // its next periodic check.
   if (env.edge.proxy.enabled) await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
-  env.bus.publish('apps', { id, name: app.name, status: 'deleted' });
+  publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
   return removed;
 }
 

@@ -3,12 +3,13 @@
 import type { Env } from '../env.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { withTempClone, detectCompose, envExample, GitError } from '../git/index.js';
-import type { App } from './model.js';
+import type { App, GitAuth } from './model.js';
+import type { Finding } from '../compose/types.js';
 
 const PROBE_TIMEOUT_MS = 60_000;
 const PROBE_MAX_BYTES = 256 * 1024 * 1024;
 
-export type GitAuth = <T>(app: App, fn: (gitEnv: Record<string, string>) => Promise<T>) => Promise<T>;
+export type { GitAuth };
 
 /** Without a deploy key, git runs with no extra environment. */
 export const noGitAuth: GitAuth = (_app, fn) => fn({});
@@ -19,6 +20,8 @@ export function gitErrorToHttp(e: unknown): unknown {
   return badRequest(`Could not clone the repository: ${e.message}`, [{ field: 'source', message: e.message }]);
 }
 
+export function probeRepository(env: Env, app: App, what: 'compose', gitAuth?: GitAuth): Promise<{ compose_path: string | null; dockerfile: string | null; services: string[]; findings: Finding[] }>;
+export function probeRepository(env: Env, app: App, what: 'env-example', gitAuth?: GitAuth): Promise<{ items: { key: string; value: string }[] }>;
 export async function probeRepository(env: Env, app: App, what: 'compose' | 'env-example', gitAuth: GitAuth = env.gitAuth ?? noGitAuth) {
   if (app.source.type !== 'git') throw badRequest('Only git apps have a repository to probe', [{ field: 'source.type', message: 'not git' }]);
   const { repo_url, branch, compose_path } = app.source;

@@ -7,6 +7,7 @@ import { ACTIVE } from '../deploy/model.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
 import type { App, AppStatus } from './model.js';
 import { setAppStatus } from './store.js';
+import { publishAppEvent } from './events.js';
 
 export interface StatusFacts {
   /** What the database holds now (the answer when the engine has nothing to say). */
@@ -73,7 +74,7 @@ async function settle(env: Env, app: Pick<App, 'id' | 'name'>, facts: DbFacts, s
   const status = deriveStatus({ ...facts, services, crash: env.crashes?.state(app.name) ?? null });
   if (status !== facts.stored) {
     await setAppStatus(env.db, app.id, status, env.now());
-    env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status });
+    publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status });
   }
   return status;
 }

@@ -17,6 +17,7 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { StackError, guard, type Engine } from '../docker/engine.js';
 import { removeContainer, waitForCondition } from '../docker/containers.js';
+import { sleep } from '../util/sleep.js';
 
 /** `auto`: container mode when this process is itself a container of the engine, else host. */
 export type ProbeMode = 'host' | 'container' | 'auto';
@@ -56,14 +57,6 @@ function ownImage(engine: Engine): Promise<string | null> {
   return selfImage;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-    const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 export async function healthGate(engine: Engine, containerId: string, service: string, opts: GateOptions): Promise<string> {
   const info = await guard(engine, () => engine.docker.getContainer(containerId).inspect());

@@ -186,6 +186,13 @@ export async function readLogs(db: Db, deploymentId: string, opts: { after?: num
   return q.orderBy('seq', 'asc').limit(opts.limit ?? 100_000).execute();
 }
 
+/** One page of log lines; `next_after` is set when more lines follow. */
+export async function readLogPage(db: Db, deploymentId: string, opts: { after?: number; limit: number }): Promise<{ items: { seq: number; at: string; stream: string; line: string }[]; next_after?: number }> {
+  const rows = await readLogs(db, deploymentId, { after: opts.after, limit: opts.limit + 1 });
+  const items = rows.slice(0, opts.limit);
+  return rows.length > opts.limit ? { items, next_after: items.at(-1)!.seq } : { items };
+}
+
 export async function readSpec(db: Db, id: string): Promise<DeploySpec | null> {
   const r = await db.selectFrom('deployments').select('spec').where('id', '=', id).executeTakeFirst();
   return r?.spec ? (JSON.parse(r.spec) as DeploySpec) : null;

@@ -8,6 +8,7 @@ import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_MANAGED, LABEL_SERVICE,
 import type { PlanService, StackPlan } from './plan.js';
 import type { DependsCondition } from '../compose/index.js';
 import { checkBindsBeforeCreate, verifyCreatedMounts } from './binds.js';
+import { sleep } from '../util/sleep.js';
 
 export interface AppContainer {
   id: string;
@@ -272,13 +273,5 @@ export async function waitForCondition(engine: Engine, id: string, condition: De
   }
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-    const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 export { appFilter };

@@ -3,7 +3,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from './engine.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from './names.js';
-import { sleep } from './containers.js';
+import { sleep } from '../util/sleep.js';
 
 export interface ContainerEvent {
   app: string;

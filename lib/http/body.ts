@@ -72,9 +72,3 @@ export function validationError(error: z.ZodError, where: 'body' | 'query' | 'pa
   const msg = first ? `Invalid ${where === 'body' ? 'field' : where} "${first.field}": ${first.message}` : `Invalid ${where}`;
   return badRequest(msg, details);
 }
-
-export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'query' | 'params' = 'body'): T {
-  const r = schema.safeParse(value);
-  if (!r.success) throw validationError(r.error, where);
-  return r.data;
-}

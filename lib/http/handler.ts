@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { RouteHandler } from './route.js';
 import type { Env } from '../env.js';
 import type { PublicUser } from '../auth/users.js';
 
@@ -27,8 +27,14 @@ export interface Client {
 
 export interface AuditNote {
   action?: string;
-  target?: string;
+  target?: string | null;
   detail?: Record<string, unknown>;
+  /** Who acted, on a public route that learns it (login, setup): the principal otherwise. */
+  actor?: { id: string; username: string };
+  /** How they authenticated (`password`, `totp`, `setup`...): the principal's kind otherwise. */
+  via?: string;
+  /** This outcome is not an event worth a row (a login that still waits for its second factor). */
+  skip?: boolean;
 }
 
 export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string, unknown>> {
@@ -44,24 +50,5 @@ export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string,
   audit(note: AuditNote): void;
 }
 
-export type Handler<P = any, B = any, Q = any> = (request: Request, ctx: Ctx<P, B, Q>) => Response | Promise<Response>;
-
-export interface RouteSchema {
-  params?: z.ZodType;
-  query?: z.ZodType;
-  body?: Partial<Record<Method, z.ZodType>>;
-}
-
-/** What a handler file may export. */
-export interface HandlerModule {
-  GET?: Handler;
-  POST?: Handler;
-  PUT?: Handler;
-  PATCH?: Handler;
-  DELETE?: Handler;
-  auth?: AuthPolicy | Partial<Record<Method, AuthPolicy>>;
-  stepUp?: readonly Method[];
-  /** Methods rate-limited per client address (login, TOTP, step-up, setup). */
-  rateLimit?: readonly Method[];
-  schema?: RouteSchema;
-}
+/** What a handler file may export: one route() per method. */
+export type HandlerModule = Partial<Record<Method, RouteHandler>>;

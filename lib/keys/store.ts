@@ -5,9 +5,9 @@ import { mkdir, rm } from 'node:fs/promises';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
-import type { App } from '../apps/model.js';
-import type { GitAuth } from '../apps/probe.js';
-import { withDeployKey, anonymousSshCommand } from '../git/ssh.js';
+import type { App, GitAuth } from '../apps/model.js';
+import { withDeployKey, anonymousSshCommand, testConnection, type ConnectionResult } from '../git/ssh.js';
+import { badRequest, notFound } from '../http/errors.js';
 import { generateDeployKey } from './ssh.js';
 
 export const keyBinding = (appId: string) => `app:${appId}:ssh-key`;
@@ -71,4 +71,12 @@ export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAu
     await mkdir(dirname(known), { recursive: true, mode: 0o700 });
     return fn({ GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh' });
   };
+}
+
+/** `git ls-remote` with the app's key against its repository (400 for an image app, 404 without a key). */
+export async function testDeployKey(deps: { db: Db; sealer: Sealer; config: { dataDir: string } }, app: App): Promise<ConnectionResult> {
+  if (app.source.type !== 'git') throw badRequest('Only git apps have a repository to connect to', [{ field: 'source.type', message: 'not git' }]);
+  const key = await privateKey(deps.db, deps.sealer, app.id);
+  if (!key) throw notFound('This app has no deploy key: POST /api/apps/{id}/ssh-key/regenerate creates one');
+  return testConnection({ url: app.source.repo_url, privateKey: key, knownHostsFile: knownHostsFile(deps.config.dataDir, app.id) });
 }

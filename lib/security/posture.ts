@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/files.js';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
@@ -435,8 +436,5 @@ export function writeOptOut(dataDir: string, on: boolean, now: Date = new Date()
     rmSync(path, { force: true });
     return;
   }
-  mkdirSync(dataDir, { recursive: true });
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFileAtomicSync(path, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', 0o600);
 }

@@ -138,3 +138,25 @@ export async function removeTrigger(db: Db, appId: string, id: string): Promise<
   const r = await db.deleteFrom('app_triggers').where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
+
+export const PROVIDERS = ['github', 'gitea', 'forgejo', 'gitlab', 'bitbucket'] as const;
+
+/**
+ * Where the forge should deliver. The URL comes from configuration only: a request's Host header
+ * is whatever the client sent, and an operator pasting a URL built from it would send the forge's
+ * deliveries (and signatures) there.
+ */
+export async function webhookInfo(db: Db, config: { publicUrl: string | null; controlDomain: string | null }, appId: string) {
+  const path = `/webhooks/${appId}`;
+  const base = config.publicUrl ?? (config.controlDomain ? `https://${config.controlDomain}` : null);
+  const secret_set = await hasWebhookSecret(db, appId);
+  const providers = [...PROVIDERS];
+  if (base) return { url: `${base}${path}`, secret_set, providers };
+  return {
+    url: path,
+    url_hint:
+      'The control plane does not know its public address: set SVC_PUBLIC_URL (or SVC_BASE_DOMAIN) to see the full URL; until then, prefix this path with the address your forge reaches the control plane at.',
+    secret_set,
+    providers,
+  };
+}

@@ -36,7 +36,7 @@ test('health answers ok after a database round trip', async () => {
   const res = await health.GET!(new Request('http://x/api/health'), ctx());
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { status: 'ok', db: 'ok' });
-  assert.equal(health.auth, 'public');
+  assert.equal(health.GET.spec.auth, 'public');
 });
 
 test('setup status is open while no operator exists', async () => {

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Request } from '@whatwg-node/fetch';
-import { createApp } from '../../runtime/app.js';
+import { z } from 'zod';
+import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule, type RouteDef } from '../../runtime/route-types.js';
-import { json } from '../../lib/http/respond.js';
+import { route } from '../../lib/http/route.js';
 import { memoryEnv } from '../_support/env.js';
 import type { Env } from '../../lib/env.js';
 
@@ -40,21 +41,21 @@ test('static segments come before parameters, parameters before catch-alls', () 
 
 // A table of its own, to show the precedence and parameter rules without depending on real routes.
 const seen: string[] = [];
+const anything = z.unknown();
 const mk = (name: string): RouteDef['module'] => ({
-  auth: 'public',
-  GET: (_req, ctx) => {
+  GET: route({ summary: name, auth: 'public', responses: { 200: anything } }, (_req, ctx) => {
     seen.push(name);
-    return json({ name, params: ctx.params });
-  },
+    return ctx.reply(200, { name, params: ctx.params });
+  }),
 });
 const table: RouteDef[] = [
   { pattern: '/api/items/new', file: 'new', module: mk('static') },
-  { pattern: '/api/items/:id', file: 'param', module: { ...mk('param'), DELETE: () => json({}) } },
+  { pattern: '/api/items/:id', file: 'param', module: { ...mk('param'), DELETE: route({ summary: 'delete', auth: 'public', responses: { 200: anything } }, (_req, ctx) => ctx.reply(200, {})) } },
   { pattern: '/api/files/:rest+', file: 'rest', module: mk('catchall') },
 ];
 
 async function call(method: string, path: string) {
-  const app = createApp(env, table);
+  const app = createDispatcher(env, table);
   const res = await app.fetch(new Request('http://x' + path, { method }));
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
@@ -97,7 +98,7 @@ test('bad path parameters are 400 and never reach the handler', async () => {
 });
 
 test('every route that is not deliberately public answers 401 without credentials', async () => {
-  const app = createApp(env, routes);
+  const app = createDispatcher(env, routes);
   const publicOk = new Set(['/api/health', '/api/setup/status', '/api/setup/admin', '/api/auth/login', '/metrics']);
   let checked = 0;
   for (const r of routes) {
@@ -105,7 +106,7 @@ test('every route that is not deliberately public answers 401 without credential
     const path = r.pattern.replace(/:(\w+)\+/g, 'a/b').replace(/:(\w+)/g, '01m7xsp88xare7pbe7126vxpxd');
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
       if (!mod[method]) continue;
-      const policy = typeof mod.auth === 'string' ? mod.auth : mod.auth?.[method] ?? 'operator';
+      const policy = mod[method].spec.auth ?? 'operator';
       if (policy !== 'operator') {
         assert.ok(publicOk.has(r.pattern) || r.pattern.startsWith('/webhooks/') || r.pattern === '/api/auth/totp', `${method} ${r.pattern} is public: is it meant to be?`);
         continue;
@@ -120,7 +121,7 @@ test('every route that is not deliberately public answers 401 without credential
 });
 
 test('a loaded route answers synchronously when nothing on its path waits (health, a known bearer)', async () => {
-  const app = createApp(env, routes);
+  const app = createDispatcher(env, routes);
   const { insertUser } = await import('../../lib/auth/users.js');
   const { createApiToken } = await import('../../lib/auth/tokens.js');
   const user = await insertUser(env.db, 'sync-check', 'not-a-real-hash');

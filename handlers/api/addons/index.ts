@@ -1,5 +1,5 @@
-import { json } from '../../../lib/http/respond.js';
 import { listAddons } from '../../../lib/addons/catalog.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { addonSchema, items } from '../../../lib/api/schemas.js';
 
-export const GET: Handler = () => json({ items: listAddons() });
+export const GET = route({ summary: 'The vetted add-on templates', responses: { 200: items(addonSchema) } }, (_req, { reply }) => reply(200, { items: listAddons() }));

@@ -1,12 +1,18 @@
-import type { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
+import { z } from 'zod';
 import { importSpec, specSchema } from '../../../lib/apps/spec.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
+import { appSchema } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-export const schema: HandlerModule['schema'] = { body: { POST: specSchema } };
-
-export const POST: Handler<{}, z.infer<typeof specSchema>> = async (_req, { env, body, audit }) => {
-  const { app, missing_secrets } = await importSpec(env, body);
-  audit({ action: 'app.imported', target: app.id, detail: { name: app.name } });
-  return json({ app, missing_secrets }, 201);
-};
+export const POST = route(
+  {
+    summary: 'Create an app from an exported spec',
+    body: specSchema,
+    responses: { 201: z.object({ app: appSchema, missing_secrets: z.array(z.string()) }) },
+    audit: { action: 'app.imported' },
+  },
+  async (_req, { env, body, reply, audit }) => {
+    const { app, missing_secrets } = await importSpec(env, body);
+    audit({ target: app.id, detail: { name: app.name } });
+    return reply(201, { app, missing_secrets });
+  },
+);

@@ -1,18 +1,25 @@
 import { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
 import { appNameSchema, sourceSchema } from '../../../lib/apps/schemas.js';
-import { insertApp, listApps } from '../../../lib/apps/store.js';
+import { listApps } from '../../../lib/apps/store.js';
+import { createApp } from '../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../lib/apps/status.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
+import { appSchema, items } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-const body = z.strictObject({ name: appNameSchema, source: sourceSchema });
-export const schema: HandlerModule['schema'] = { body: { POST: body } };
+export const GET = route({ summary: 'List apps with their current status', responses: { 200: items(appSchema) } }, async (_req, { env, reply }) =>
+  reply(200, { items: await currentStatuses(env, await listApps(env.db)) }),
+);
 
-export const GET: Handler = async (_req, { env }) => json({ items: await currentStatuses(env, await listApps(env.db)) });
-
-export const POST: Handler<{}, z.infer<typeof body>> = async (_req, { env, body, audit }) => {
-  const app = await insertApp(env.db, body.name, body.source, env.now());
-  audit({ action: 'app.created', target: app.id, detail: { name: app.name, source: app.source.type } });
-  env.bus.publish('apps', { id: app.id, name: app.name, status: app.status });
-  return json({ app }, 201);
-};
+export const POST = route(
+  {
+    summary: 'Create an app',
+    body: z.strictObject({ name: appNameSchema, source: sourceSchema }),
+    responses: { 201: z.object({ app: appSchema }) },
+    audit: { action: 'app.created' },
+  },
+  async (_req, { env, body, reply, audit }) => {
+    const app = await createApp(env, body.name, body.source);
+    audit({ target: app.id, detail: { name: app.name, source: app.source.type } });
+    return reply(201, { app });
+  },
+);

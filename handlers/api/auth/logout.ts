@@ -1,10 +1,8 @@
-import { noContent } from '../../../lib/http/respond.js';
 import { revokeSession } from '../../../lib/auth/sessions.js';
 import { endSessionCookies } from '../../../lib/auth/login.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
 
-export const POST: Handler = async (_req, { env, principal, client, audit }) => {
-  audit({ action: 'auth.logout' });
+export const POST = route({ summary: 'Sign out: the session ends and its cookies are cleared', responses: { 204: null }, audit: { action: 'auth.logout' } }, async (_req, { env, principal, client, reply }) => {
   if (principal?.kind === 'session') await revokeSession(env.db, principal.user.id, principal.credentialId);
-  return noContent(endSessionCookies(client));
-};
+  return reply(204, null, endSessionCookies(client));
+});

@@ -1,4 +1,7 @@
-import { json } from '../../../lib/http/respond.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { z } from 'zod';
+import { userSchema } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-export const GET: Handler = (_req, { principal }) => json({ user: principal!.user, via: principal!.kind });
+export const GET = route({ summary: 'Who is calling, and how they authenticated', responses: { 200: z.object({ user: userSchema, via: z.enum(['session', 'token']) }) } }, (_req, { principal, reply }) =>
+  reply(200, { user: principal!.user, via: principal!.kind }),
+);

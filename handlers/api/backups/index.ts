@@ -1,5 +1,7 @@
-import { json } from '../../../lib/http/respond.js';
 import { overview } from '../../../lib/backups/index.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { backupsOverviewSchema } from '../../../lib/api/schemas.js';
 
-export const GET: Handler = async (_req, { env }) => json(await overview(env));
+export const GET = route({ summary: 'Backups across the fleet: configurations, recent failures, what is not covered', responses: { 200: backupsOverviewSchema } }, async (_req, { env, reply }) =>
+  reply(200, await overview(env)),
+);

@@ -1,5 +1,5 @@
-import { json } from '../../../lib/http/respond.js';
 import { listEngines } from '../../../lib/databases/catalog.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { databaseEngineSchema, items } from '../../../lib/api/schemas.js';
 
-export const GET: Handler = () => json({ items: listEngines() });
+export const GET = route({ summary: 'The database engines that can be provisioned', responses: { 200: items(databaseEngineSchema) } }, (_req, { reply }) => reply(200, { items: listEngines() }));

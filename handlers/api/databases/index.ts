@@ -1,6 +1,8 @@
-import { json } from '../../../lib/http/respond.js';
 import { listDatabases } from '../../../lib/databases/index.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { databaseSchema, items } from '../../../lib/api/schemas.js';
 
 /** The fleet's databases with their volumes' sizes on disk. */
-export const GET: Handler = async (_req, { env }) => json({ items: await listDatabases(env, null, true) });
+export const GET = route({ summary: "The fleet's managed databases with their volumes' sizes", responses: { 200: items(databaseSchema) } }, async (_req, { env, reply }) =>
+  reply(200, { items: await listDatabases(env, null, true) }),
+);

@@ -1,6 +1,7 @@
-import { json } from '../../../lib/http/respond.js';
-import { listActive } from '../../../lib/deploy/index.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { listActive } from '../../../lib/deploy/store.js';
+import { deploymentSchema, items } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-/** Non-terminal deployments of every app, oldest first. */
-export const GET: Handler = async (_req, { env }) => json({ items: await listActive(env.db) });
+export const GET = route({ summary: 'Non-terminal deployments of every app, oldest first', responses: { 200: items(deploymentSchema) } }, async (_req, { env, reply }) =>
+  reply(200, { items: await listActive(env.db) }),
+);

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
 import { hostMetrics } from '../../../lib/series/answer.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
-
-const query = z.object({ range: z.string().max(16).optional() });
-export const schema: HandlerModule['schema'] = { query };
+import { route } from '../../../lib/http/route.js';
+import { metricsSeriesSchema } from '../../../lib/api/schemas.js';
 
 /** Every request through the proxy (known hosts or not) and the host's vitals. */
-export const GET: Handler<unknown, unknown, z.infer<typeof query>> = async (_req, { env, query }) => json(hostMetrics(env, query));
+export const GET = route(
+  { summary: "Every request through the proxy (known hosts or not) and the host's vitals", query: z.object({ range: z.string().max(16).optional() }), responses: { 200: metricsSeriesSchema } },
+  async (_req, { env, query, reply }) => reply(200, hostMetrics(env, query)),
+);

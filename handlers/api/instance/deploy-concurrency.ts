@@ -1,16 +1,23 @@
 import { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
-import { MAX_CONCURRENCY, MIN_CONCURRENCY, readConcurrency } from '../../../lib/deploy/index.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
+import { MAX_CONCURRENCY, MIN_CONCURRENCY, readConcurrency } from '../../../lib/deploy/store.js';
+import { route } from '../../../lib/http/route.js';
 
-const body = z.object({ concurrency: z.number().int().min(MIN_CONCURRENCY).max(MAX_CONCURRENCY) }).strict();
-export const schema: HandlerModule['schema'] = { body: { PUT: body } };
+const concurrency = z.object({ concurrency: z.number().int().min(MIN_CONCURRENCY).max(MAX_CONCURRENCY) });
 
-export const GET: Handler = async (_req, { env }) => json({ concurrency: await readConcurrency(env.db) });
+export const GET = route({ summary: 'How many apps may deploy at once', responses: { 200: concurrency } }, async (_req, { env, reply }) =>
+  reply(200, { concurrency: await readConcurrency(env.db) }),
+);
 
-/** How many apps may deploy at once (1..8); takes effect for the next queued deployment. */
-export const PUT: Handler<unknown, z.infer<typeof body>> = async (_req, { env, body, audit }) => {
-  const concurrency = await env.deployments.setConcurrency(body.concurrency);
-  audit({ action: 'instance.deploy_concurrency', detail: { concurrency } });
-  return json({ concurrency });
-};
+export const PUT = route(
+  {
+    summary: 'Set how many apps may deploy at once (1..8); takes effect for the next queued deployment',
+    body: concurrency.strict(),
+    responses: { 200: concurrency },
+    audit: { action: 'instance.deploy_concurrency' },
+  },
+  async (_req, { env, body, reply, audit }) => {
+    const n = await env.deployments.setConcurrency(body.concurrency);
+    audit({ detail: { concurrency: n } });
+    return reply(200, { concurrency: n });
+  },
+);

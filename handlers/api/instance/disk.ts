@@ -1,6 +1,8 @@
-import { json } from '../../../lib/http/respond.js';
 import { diskUsage } from '../../../lib/instance/disk.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { diskUsageSchema } from '../../../lib/api/schemas.js';
 
 /** Engine disk usage by kind: images, containers, volumes, build cache. */
-export const GET: Handler = async (_req, { env }) => json(await diskUsage(env.engine));
+export const GET = route({ summary: 'Engine disk usage by kind: images, containers, volumes, build cache', responses: { 200: diskUsageSchema } }, async (_req, { env, reply }) =>
+  reply(200, await diskUsage(env.engine)),
+);

@@ -1,5 +1,5 @@
-import { json } from '../../../lib/http/respond.js';
 import { instanceInfo } from '../../../lib/instance/info.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { instanceInfoSchema } from '../../../lib/api/schemas.js';
 
-export const GET: Handler = async (_req, { env }) => json(await instanceInfo(env));
+export const GET = route({ summary: 'Versions, uptime and the engine of this instance', responses: { 200: instanceInfoSchema } }, async (_req, { env, reply }) => reply(200, await instanceInfo(env)));

@@ -1,10 +1,13 @@
-import { json } from '../../../lib/http/respond.js';
 import { pruneEngine } from '../../../lib/instance/disk.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
+import { opaqueResultSchema } from '../../../lib/api/schemas.js';
 
 /** Dangling images, stopped containers no app owns, build cache; never an app's images or volumes. */
-export const POST: Handler = async (_req, { env, audit }) => {
-  const r = await pruneEngine(env.engine);
-  audit({ action: 'instance.pruned', detail: { ...r } });
-  return json(r);
-};
+export const POST = route(
+  { summary: "Prune dangling images, stopped containers no app owns and build cache (never an app's images or volumes)", responses: { 200: opaqueResultSchema }, audit: { action: 'instance.pruned' } },
+  async (_req, { env, reply, audit }) => {
+    const r = await pruneEngine(env.engine);
+    audit({ detail: { ...r } });
+    return reply(200, r);
+  },
+);

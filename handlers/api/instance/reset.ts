@@ -1,15 +1,20 @@
 import { z } from 'zod';
-import { json } from '../../../lib/http/respond.js';
 import { resetInstance } from '../../../lib/instance/reset.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
-
-export const stepUp: HandlerModule['stepUp'] = ['POST'];
-const body = z.strictObject({ confirm: z.literal('RESET', { error: 'confirm must be exactly "RESET"' }) });
-export const schema: HandlerModule['schema'] = { body: { POST: body } };
+import { route } from '../../../lib/http/route.js';
+import { opaqueResultSchema } from '../../../lib/api/schemas.js';
 
 /** Removes every app with everything it owns; operators, tokens, audit and settings stay. */
-export const POST: Handler<unknown, z.infer<typeof body>> = async (_req, { env, audit }) => {
-  const r = await resetInstance(env);
-  audit({ action: 'instance.reset', detail: { removed: r.removed.map((a) => a.name), failed: r.failed.map((a) => a.name) } });
-  return json(r);
-};
+export const POST = route(
+  {
+    summary: 'Remove every app with everything it owns (operators, tokens, audit and settings stay)',
+    stepUp: true,
+    body: z.strictObject({ confirm: z.literal('RESET', { error: 'confirm must be exactly "RESET"' }) }),
+    responses: { 200: opaqueResultSchema },
+    audit: { action: 'instance.reset' },
+  },
+  async (_req, { env, reply, audit }) => {
+    const r = await resetInstance(env);
+    audit({ detail: { removed: r.removed.map((a) => a.name), failed: r.failed.map((a) => a.name) } });
+    return reply(200, r);
+  },
+);

@@ -1,9 +1,9 @@
-import { json } from '../../../lib/http/respond.js';
 import { firewallState, readHostSnapshot } from '../../../lib/security/snapshot.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { firewallStateSchema } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-export const GET: Handler = async (_req, { env }) => {
+export const GET = route({ summary: "The host firewall's rules from the host agent's snapshot", responses: { 200: firewallStateSchema } }, async (_req, { env, reply }) => {
   const agentEnabled = env.config.security.agent;
   const snap = agentEnabled ? await readHostSnapshot(env.config.security.dir) : null;
-  return json(firewallState(snap, { agentEnabled, now: env.now() }));
-};
+  return reply(200, firewallState(snap, { agentEnabled, now: env.now() }));
+});

@@ -1,9 +1,9 @@
-import { json } from '../../../lib/http/respond.js';
 import { disabledTrafficSnapshot } from '../../../lib/traffic/monitor.js';
-import type { Handler } from '../../../lib/http/handler.js';
+import { trafficSnapshotSchema } from '../../../lib/api/schemas.js';
+import { route } from '../../../lib/http/route.js';
 
-export const GET: Handler = (_req, { env }) => {
+export const GET = route({ summary: 'Top talkers, recent requests and anomalies seen in the proxy access log', responses: { 200: trafficSnapshotSchema } }, (_req, { env, reply }) => {
   const s = env.config.security;
-  if (!env.monitor) return json(disabledTrafficSnapshot({ windowSeconds: s.windowSeconds, requestThreshold: s.requestThreshold, errorThreshold: s.errorThreshold }));
-  return json(env.monitor.snapshot());
-};
+  if (!env.monitor) return reply(200, disabledTrafficSnapshot({ windowSeconds: s.windowSeconds, requestThreshold: s.requestThreshold, errorThreshold: s.errorThreshold }));
+  return reply(200, env.monitor.snapshot());
+});

@@ -1,7 +1,7 @@
-import { json } from '../../../lib/http/respond.js';
+import { z } from 'zod';
 import { countUsers } from '../../../lib/auth/users.js';
-import type { Handler, HandlerModule } from '../../../lib/http/handler.js';
+import { route } from '../../../lib/http/route.js';
 
-export const auth: HandlerModule['auth'] = 'public';
-
-export const GET: Handler = async (_req, { env }) => json({ open: (await countUsers(env.db)) === 0 });
+export const GET = route({ summary: 'Whether first-boot setup is still open', auth: 'public', responses: { 200: z.object({ open: z.boolean() }) } }, async (_req, { env, reply }) =>
+  reply(200, { open: (await countUsers(env.db)) === 0 }),
+);

@@ -1,9 +1,10 @@
-import { json } from '../../../../lib/http/respond.js';
 import { getApp } from '../../../../lib/apps/store.js';
 import { probeRepository } from '../../../../lib/apps/probe.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../_shared.js';
+import { detectionSchema } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
+import { appParams } from '../_shared.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams };
-
-export const POST: Handler<AppParams> = async (_req, { env, params }) => json(await probeRepository(env, await getApp(env.db, params.id), 'compose'));
+export const POST = route(
+  { summary: "Clone the app's repository and report its compose file, Dockerfile and services", params: appParams, responses: { 200: detectionSchema } },
+  async (_req, { env, params, reply }) => reply(200, await probeRepository(env, await getApp(env.db, params.id), 'compose')),
+);

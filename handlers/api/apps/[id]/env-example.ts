@@ -1,9 +1,11 @@
-import { json } from '../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../lib/apps/store.js';
 import { probeRepository } from '../../../../lib/apps/probe.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../_shared.js';
+import { items } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
+import { appParams } from '../_shared.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams };
-
-export const POST: Handler<AppParams> = async (_req, { env, params }) => json(await probeRepository(env, await getApp(env.db, params.id), 'env-example'));
+export const POST = route(
+  { summary: "Variables named by the repository's .env.example", params: appParams, responses: { 200: items(z.object({ key: z.string(), value: z.string() })) } },
+  async (_req, { env, params, reply }) => reply(200, await probeRepository(env, await getApp(env.db, params.id), 'env-example')),
+);

@@ -1,9 +1,9 @@
-import { json } from '../../../../lib/http/respond.js';
 import { getApp } from '../../../../lib/apps/store.js';
 import { exportSpec } from '../../../../lib/apps/spec.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../_shared.js';
+import { appSpecSchema } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
+import { appParams } from '../_shared.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams };
-
-export const GET: Handler<AppParams> = async (_req, { env, params }) => json(await exportSpec(env, await getApp(env.db, params.id)));
+export const GET = route({ summary: 'The portable spec of an app (no secret values)', params: appParams, responses: { 200: appSpecSchema } }, async (_req, { env, params, reply }) =>
+  reply(200, await exportSpec(env, await getApp(env.db, params.id))),
+);

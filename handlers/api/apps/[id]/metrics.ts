@@ -1,17 +1,22 @@
 import { z } from 'zod';
-import { json } from '../../../../lib/http/respond.js';
 import { getApp } from '../../../../lib/apps/store.js';
 import { appMetrics } from '../../../../lib/series/answer.js';
 import { SERVICE_NAME } from '../../../../lib/compose/index.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../_shared.js';
-
-// `range` is checked by lib/series (its 400 lists the ranges there are).
-const query = z.object({ range: z.string().max(16).optional(), service: z.string().regex(SERVICE_NAME, 'not a service name').optional() });
-export const schema: HandlerModule['schema'] = { params: appParams, query };
+import { route } from '../../../../lib/http/route.js';
+import { metricsSeriesSchema } from '../../../../lib/api/schemas.js';
+import { appParams } from '../_shared.js';
 
 /** Requests through the proxy to this app (or one service): oldest first, zero-filled, at most 500 points. */
-export const GET: Handler<AppParams, unknown, z.infer<typeof query>> = async (_req, { env, params, query }) => {
-  await getApp(env.db, params.id);
-  return json(appMetrics(env, params.id, query));
-};
+export const GET = route(
+  {
+    summary: 'Requests through the proxy to this app (or one service)',
+    params: appParams,
+    // `range` is checked by lib/series (its 400 lists the ranges there are).
+    query: z.object({ range: z.string().max(16).optional(), service: z.string().regex(SERVICE_NAME, 'not a service name').optional() }),
+    responses: { 200: metricsSeriesSchema },
+  },
+  async (_req, { env, params, query, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, appMetrics(env, params.id, query));
+  },
+);

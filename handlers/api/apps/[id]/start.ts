@@ -1,3 +1,3 @@
-import { lifecycleRoute } from '../_shared.js';
+import { appLifecycle } from '../_shared.js';
 
-export const { POST, schema } = lifecycleRoute('start', false);
+export const POST = appLifecycle('start');

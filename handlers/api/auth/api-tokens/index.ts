@@ -1,26 +1,32 @@
 import { z } from 'zod';
-import { json } from '../../../../lib/http/respond.js';
 import { createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
+import { apiTokenSchema, items } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
+
+export const GET = route({ summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>
+  reply(200, { items: await listApiTokens(env.db, principal!.user.id) }),
+);
 
 // A token outlives the session that made it: minting one is as sensitive as the other step-up operations.
-export const stepUp: HandlerModule['stepUp'] = ['POST'];
-
-const body = z.strictObject({
-  name: z.string().trim().min(1).max(64),
-  expires_at: z.iso
-    .datetime({ offset: true })
-    .refine((s) => Date.parse(s) > Date.now(), 'must be in the future')
-    .transform((s) => new Date(s).toISOString())
-    .nullable()
-    .optional(),
-});
-export const schema: HandlerModule['schema'] = { body: { POST: body } };
-
-export const GET: Handler = async (_req, { env, principal }) => json({ items: await listApiTokens(env.db, principal!.user.id) });
-
-export const POST: Handler<{}, z.infer<typeof body>> = async (_req, { env, principal, body, audit }) => {
-  const created = await createApiToken(env.db, principal!.user.id, body.name, body.expires_at ?? null, env.now());
-  audit({ action: 'auth.api_token_created', target: created.id, detail: { name: created.name, expires_at: created.expires_at } });
-  return json(created, 201);
-};
+export const POST = route(
+  {
+    summary: 'Mint an API token (its value is shown only in this answer)',
+    stepUp: true,
+    body: z.strictObject({
+      name: z.string().trim().min(1).max(64),
+      expires_at: z.iso
+        .datetime({ offset: true })
+        .refine((s) => Date.parse(s) > Date.now(), 'must be in the future')
+        .transform((s) => new Date(s).toISOString())
+        .nullable()
+        .optional(),
+    }),
+    responses: { 201: z.object({ id: z.string(), name: z.string(), token: z.string(), created_at: z.string(), expires_at: z.string().nullable() }) },
+    audit: { action: 'auth.api_token_created' },
+  },
+  async (_req, { env, principal, body, reply, audit }) => {
+    const created = await createApiToken(env.db, principal!.user.id, body.name, body.expires_at ?? null, env.now());
+    audit({ target: created.id, detail: { name: created.name, expires_at: created.expires_at } });
+    return reply(201, created);
+  },
+);

@@ -1,8 +1,8 @@
-import { json } from '../../../../lib/http/respond.js';
 import { listSessions } from '../../../../lib/auth/sessions.js';
-import type { Handler } from '../../../../lib/http/handler.js';
+import { items, sessionSchema } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
 
-export const GET: Handler = async (_req, { env, principal }) => {
+export const GET = route({ summary: "The caller's live sessions", responses: { 200: items(sessionSchema) } }, async (_req, { env, principal, reply }) => {
   const p = principal!;
-  return json({ items: await listSessions(env.db, p.user.id, p.kind === 'session' ? p.credentialId : null, env.now()) });
-};
+  return reply(200, { items: await listSessions(env.db, p.user.id, p.kind === 'session' ? p.credentialId : null, env.now()) });
+});

@@ -1,10 +1,8 @@
-import type { z } from 'zod';
-import { json } from '../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { changeDomain, getDomain, removeDomain } from '../../../../lib/domains/ops.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { domainParams, patchBody, type DomainParams } from '../_params.js';
-
-export const schema: HandlerModule['schema'] = { params: domainParams, body: { PATCH: patchBody } };
+import { route } from '../../../../lib/http/route.js';
+import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
+import { domainParams, patchBody } from '../_params.js';
 
 const state = (d: { hostname: string; app_id: string | null; service: string | null; port: number | null; redirect_to: string | null }) => ({
   hostname: d.hostname,
@@ -13,18 +11,32 @@ const state = (d: { hostname: string; app_id: string | null; service: string | n
   port: d.port,
   redirect_to: d.redirect_to,
 });
+const one = z.object({ domain: domainSchema, proxy: proxySummarySchema });
 
-export const GET: Handler<DomainParams> = async (_req, { env, params }) => json({ domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() });
+export const GET = route({ summary: 'One domain', params: domainParams, responses: { 200: one } }, async (_req, { env, params, reply }) =>
+  reply(200, { domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() }),
+);
 
 /** Reassign to another app service, turn into a redirect (`redirect_to`), or back. */
-export const PATCH: Handler<DomainParams, z.infer<typeof patchBody>> = async (_req, { env, params, body, audit }) => {
-  const { domain, before, proxy } = await changeDomain(env, params.id, body);
-  audit({ action: 'domain.updated', target: params.id, detail: { before: state(before), after: state(domain) } });
-  return json({ domain, proxy });
-};
+export const PATCH = route(
+  { summary: 'Reassign a domain to another app service, or turn it into a redirect (or back)', params: domainParams, body: patchBody, responses: { 200: one }, audit: { action: 'domain.updated', target: (c) => c.params.id } },
+  async (_req, { env, params, body, reply, audit }) => {
+    const { domain, before, proxy } = await changeDomain(env, params.id, body);
+    audit({ detail: { before: state(before), after: state(domain) } });
+    return reply(200, { domain, proxy });
+  },
+);
 
-export const DELETE: Handler<DomainParams> = async (_req, { env, params, audit }) => {
-  const { before, proxy } = await removeDomain(env, params.id);
-  audit({ action: 'domain.deleted', target: params.id, detail: { before: state(before) } });
-  return json({ id: params.id, deleted: true, proxy });
-};
+export const DELETE = route(
+  {
+    summary: 'Delete a domain',
+    params: domainParams,
+    responses: { 200: z.object({ id: z.string(), deleted: z.literal(true), proxy: proxySummarySchema }) },
+    audit: { action: 'domain.deleted', target: (c) => c.params.id },
+  },
+  async (_req, { env, params, reply, audit }) => {
+    const { before, proxy } = await removeDomain(env, params.id);
+    audit({ detail: { before: state(before) } });
+    return reply(200, { id: params.id, deleted: true, proxy });
+  },
+);

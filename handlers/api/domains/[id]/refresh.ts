@@ -1,9 +1,9 @@
-import { json } from '../../../../lib/http/respond.js';
 import { refreshDomain } from '../../../../lib/domains/ops.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
-import { domainParams, type DomainParams } from '../_params.js';
-
-export const schema: HandlerModule['schema'] = { params: domainParams };
+import { route } from '../../../../lib/http/route.js';
+import { opaqueResultSchema } from '../../../../lib/api/schemas.js';
+import { domainParams } from '../_params.js';
 
 /** DNS and the served certificate checked now, and the proxy brought in line. */
-export const POST: Handler<DomainParams> = async (_req, { env, params }) => json(await refreshDomain(env, params.id));
+export const POST = route({ summary: "Check a domain's DNS and certificate now and bring the proxy in line", params: domainParams, responses: { 200: opaqueResultSchema } }, async (_req, { env, params, reply }) =>
+  reply(200, await refreshDomain(env, params.id)),
+);

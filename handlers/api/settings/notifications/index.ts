@@ -1,16 +1,20 @@
-import type { z } from 'zod';
-import { json } from '../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { createChannel, listChannels } from '../../../../lib/notify/store.js';
 import { NOTIFY_EVENTS } from '../../../../lib/notify/message.js';
-import type { Handler, HandlerModule } from '../../../../lib/http/handler.js';
+import { route } from '../../../../lib/http/route.js';
+import { notificationChannelSchema } from '../../../../lib/api/schemas.js';
 import { createBody } from './_schemas.js';
 
-export const schema: HandlerModule['schema'] = { body: { POST: createBody } };
+export const GET = route(
+  { summary: 'The notification channels and the events they can subscribe to', responses: { 200: z.object({ items: z.array(notificationChannelSchema), events: z.array(z.string()) }) } },
+  async (_req, { env, reply }) => reply(200, { items: await listChannels(env.db), events: [...NOTIFY_EVENTS] }),
+);
 
-export const GET: Handler = async (_req, { env }) => json({ items: await listChannels(env.db), events: NOTIFY_EVENTS });
-
-export const POST: Handler<unknown, z.infer<typeof createBody>> = async (_req, { env, body, audit }) => {
-  const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
-  audit({ action: 'notification.channel_created', target: channel.id, detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint } });
-  return json(channel, 201);
-};
+export const POST = route(
+  { summary: 'Add a notification channel (Discord or Slack)', body: createBody, responses: { 201: notificationChannelSchema }, audit: { action: 'notification.channel_created' } },
+  async (_req, { env, body, reply, audit }) => {
+    const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
+    audit({ target: channel.id, detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint } });
+    return reply(201, channel);
+  },
+);

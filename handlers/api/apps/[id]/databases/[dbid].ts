@@ -1,28 +1,36 @@
 import { z } from 'zod';
-import { json } from '../../../../../lib/http/respond.js';
 import { badRequest } from '../../../../../lib/http/errors.js';
 import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { deleteDatabase, getDatabaseRow, toView } from '../../../../../lib/databases/index.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
+import { route } from '../../../../../lib/http/route.js';
+import { databaseSchema } from '../../../../../lib/api/schemas.js';
 import { appId } from '../../_shared.js';
 
-export const stepUp: HandlerModule['stepUp'] = ['DELETE'];
 const params = z.object({ id: appId, dbid: z.string().regex(ID_PATTERN, 'not a database id') });
-type Params = z.infer<typeof params>;
 const delQuery = z.object({ keep_data: z.enum(['true', 'false']).default('false') });
-export const schema: HandlerModule['schema'] = { params };
 
-export const GET: Handler<Params> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'One managed database of an app', params, responses: { 200: z.object({ database: databaseSchema }) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ database: toView(await getDatabaseRow(env, params.id, params.dbid)) });
-};
+  return reply(200, { database: toView(await getDatabaseRow(env, params.id, params.dbid)) });
+});
 
-export const DELETE: Handler<Params> = async (_req, { env, params, query, audit }) => {
-  const q = delQuery.safeParse(query);
-  if (!q.success) throw badRequest('keep_data must be true or false', [{ field: 'keep_data', message: 'true or false' }]);
-  await getApp(env.db, params.id);
-  const keep = q.data.keep_data === 'true';
-  audit({ action: 'database.deleted', target: params.id, detail: { database: params.dbid, keep_data: keep } });
-  return json({ deleted: true, ...(await deleteDatabase(env, params.id, params.dbid, keep)) });
-};
+export const DELETE = route(
+  {
+    summary: 'Delete a managed database (`?keep_data=true` keeps its volume)',
+    stepUp: true,
+    params,
+    query: z.object({ keep_data: z.string().optional() }),
+    responses: { 200: z.looseObject({ deleted: z.literal(true) }) },
+    audit: { action: 'database.deleted', target: (c) => c.params.id },
+  },
+  async (_req, { env, params, query, reply, audit }) => {
+    // Checked here, so the 400 names the accepted values.
+    const q = delQuery.safeParse(query);
+    if (!q.success) throw badRequest('keep_data must be true or false', [{ field: 'keep_data', message: 'true or false' }]);
+    await getApp(env.db, params.id);
+    const keep = q.data.keep_data === 'true';
+    audit({ detail: { database: params.dbid, keep_data: keep } });
+    return reply(200, { deleted: true as const, ...(await deleteDatabase(env, params.id, params.dbid, keep)) });
+  },
+);

@@ -4,4 +4,3 @@ import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { appId } from '../../_shared.js';
 
 export const deploymentParams = z.object({ id: appId, did: z.string().regex(ID_PATTERN, 'not a deployment id') });
-export type DeploymentParams = z.infer<typeof deploymentParams>;

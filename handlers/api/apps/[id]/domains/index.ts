@@ -1,22 +1,26 @@
-import type { z } from 'zod';
-import { json } from '../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addDomain, listDomains } from '../../../../../lib/domains/ops.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../../_shared.js';
+import { route } from '../../../../../lib/http/route.js';
+import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
+import { appParams } from '../../_shared.js';
 import { appDomainBody } from '../../../domains/_params.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams, body: { POST: appDomainBody } };
-
 /** The app's domains and its automatic hosts. */
-export const GET: Handler<AppParams> = async (_req, { env, params }) => {
-  await getApp(env.db, params.id);
-  return json({ items: await listDomains(env, params.id), proxy: env.edge.proxy.summary() });
-};
+export const GET = route(
+  { summary: "An app's domains and its automatic hosts", params: appParams, responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { items: await listDomains(env, params.id), proxy: env.edge.proxy.summary() });
+  },
+);
 
-export const POST: Handler<AppParams, z.infer<typeof appDomainBody>> = async (_req, { env, params, body, audit }) => {
-  await getApp(env.db, params.id);
-  const { domain, proxy } = await addDomain(env, { ...body, app_id: params.id });
-  audit({ action: 'domain.created', target: domain.id, detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: null } } });
-  return json({ domain, proxy }, 201);
-};
+export const POST = route(
+  { summary: 'Add a domain to an app', params: appParams, body: appDomainBody, responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) }, audit: { action: 'domain.created' } },
+  async (_req, { env, params, body, reply, audit }) => {
+    await getApp(env.db, params.id);
+    const { domain, proxy } = await addDomain(env, { ...body, app_id: params.id });
+    audit({ target: domain.id, detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: null } } });
+    return reply(201, { domain, proxy });
+  },
+);

@@ -1,12 +1,9 @@
-import { json } from '../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { appServices } from '../../../../../lib/apps/ops.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../../_shared.js';
+import { items, serviceSchema } from '../../../../../lib/api/schemas.js';
+import { route } from '../../../../../lib/http/route.js';
+import { appParams } from '../../_shared.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams };
-
-export const GET: Handler<AppParams> = async (_req, { env, params }) => {
-  const app = await getApp(env.db, params.id);
-  return json({ items: await appServices(env, app) });
-};
+export const GET = route({ summary: "An app's services as the engine runs them", params: appParams, responses: { 200: items(serviceSchema) } }, async (_req, { env, params, reply }) =>
+  reply(200, { items: await appServices(env, await getApp(env.db, params.id)) }),
+);

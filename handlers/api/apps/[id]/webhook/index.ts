@@ -1,33 +1,27 @@
-import { json, noContent } from '../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { notFound } from '../../../../../lib/http/errors.js';
 import { getApp } from '../../../../../lib/apps/store.js';
-import { hasWebhookSecret, removeWebhookSecret } from '../../../../../lib/webhooks/store.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
-import { appParams, type AppParams } from '../../_shared.js';
+import { removeWebhookSecret, webhookInfo, PROVIDERS } from '../../../../../lib/webhooks/store.js';
+import { route } from '../../../../../lib/http/route.js';
+import { appParams } from '../../_shared.js';
 
-export const schema: HandlerModule['schema'] = { params: appParams };
+export const GET = route(
+  {
+    summary: "Where an app's forge sends its pushes, and whether a secret is set",
+    params: appParams,
+    responses: { 200: z.object({ url: z.string(), url_hint: z.string().optional(), secret_set: z.boolean(), providers: z.array(z.enum(PROVIDERS)) }) },
+  },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, await webhookInfo(env.db, env.config, params.id));
+  },
+);
 
-export const PROVIDERS = ['github', 'gitea', 'forgejo', 'gitlab', 'bitbucket'];
-
-// The URL comes from configuration only: a request's Host header is whatever the client sent, and
-// an operator pasting a URL built from it would send the forge's deliveries (and signatures) there.
-export const GET: Handler<AppParams> = async (_req, { env, params }) => {
-  await getApp(env.db, params.id);
-  const path = `/webhooks/${params.id}`;
-  const base = env.config.publicUrl ?? (env.config.controlDomain ? `https://${env.config.controlDomain}` : null);
-  const secret_set = await hasWebhookSecret(env.db, params.id);
-  if (base) return json({ url: `${base}${path}`, secret_set, providers: PROVIDERS });
-  return json({
-    url: path,
-    url_hint: 'The control plane does not know its public address: set SVC_PUBLIC_URL (or SVC_BASE_DOMAIN) to see the full URL; until then, prefix this path with the address your forge reaches the control plane at.',
-    secret_set,
-    providers: PROVIDERS,
-  });
-};
-
-export const DELETE: Handler<AppParams> = async (_req, { env, params, audit }) => {
-  await getApp(env.db, params.id);
-  audit({ action: 'app.webhook_removed', target: params.id });
-  if (!(await removeWebhookSecret(env.db, params.id))) throw notFound('No webhook secret is set');
-  return noContent();
-};
+export const DELETE = route(
+  { summary: "Remove an app's webhook secret (deliveries are refused until a new one is made)", params: appParams, responses: { 204: null }, audit: { action: 'app.webhook_removed', target: (c) => c.params.id } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    if (!(await removeWebhookSecret(env.db, params.id))) throw notFound('No webhook secret is set');
+    return reply(204);
+  },
+);

@@ -1,9 +1,9 @@
-import { json } from '../../../../../lib/http/respond.js';
 import { listDeliveries } from '../../../../../lib/notify/store.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
-import { channelParams, type ChannelParams } from '../_schemas.js';
-
-export const schema: HandlerModule['schema'] = { params: channelParams };
+import { route } from '../../../../../lib/http/route.js';
+import { items, notificationDeliverySchema } from '../../../../../lib/api/schemas.js';
+import { channelParams } from '../_schemas.js';
 
 /** The channel's delivery log, newest first (the last 50). */
-export const GET: Handler<ChannelParams> = async (_req, { env, params }) => json({ items: await listDeliveries(env.db, params.id) });
+export const GET = route({ summary: "A channel's delivery log, newest first (the last 50)", params: channelParams, responses: { 200: items(notificationDeliverySchema) } }, async (_req, { env, params, reply }) =>
+  reply(200, { items: await listDeliveries(env.db, params.id) }),
+);

@@ -1,21 +1,25 @@
-import type { z } from 'zod';
-import { json, noContent } from '../../../../../lib/http/respond.js';
-import { deleteChannel, getChannel, updateChannel } from '../../../../../lib/notify/store.js';
-import type { Handler, HandlerModule } from '../../../../../lib/http/handler.js';
-import { channelParams, patchBody, type ChannelParams } from '../_schemas.js';
+import { getChannel, deleteChannel, updateChannel } from '../../../../../lib/notify/store.js';
+import { route } from '../../../../../lib/http/route.js';
+import { notificationChannelSchema } from '../../../../../lib/api/schemas.js';
+import { channelParams, patchBody } from '../_schemas.js';
 
-export const schema: HandlerModule['schema'] = { params: channelParams, body: { PATCH: patchBody } };
+export const GET = route({ summary: 'One notification channel', params: channelParams, responses: { 200: notificationChannelSchema } }, async (_req, { env, params, reply }) =>
+  reply(200, await getChannel(env.db, params.id)),
+);
 
-export const GET: Handler<ChannelParams> = async (_req, { env, params }) => json(await getChannel(env.db, params.id));
+export const PATCH = route(
+  { summary: 'Change a notification channel', params: channelParams, body: patchBody, responses: { 200: notificationChannelSchema }, audit: { action: 'notification.channel_updated', target: (c) => c.params.id } },
+  async (_req, { env, params, body, reply, audit }) => {
+    const channel = await updateChannel(env.db, env.sealer, env.notifier.transport, params.id, body, env.now());
+    audit({ target: channel.id, detail: { fields: Object.keys(body), url_hint: channel.url_hint } });
+    return reply(200, channel);
+  },
+);
 
-export const PATCH: Handler<ChannelParams, z.infer<typeof patchBody>> = async (_req, { env, params, body, audit }) => {
-  const channel = await updateChannel(env.db, env.sealer, env.notifier.transport, params.id, body, env.now());
-  audit({ action: 'notification.channel_updated', target: channel.id, detail: { fields: Object.keys(body), url_hint: channel.url_hint } });
-  return json(channel);
-};
-
-export const DELETE: Handler<ChannelParams> = async (_req, { env, params, audit }) => {
-  await deleteChannel(env.db, params.id);
-  audit({ action: 'notification.channel_deleted', target: params.id });
-  return noContent();
-};
+export const DELETE = route(
+  { summary: 'Delete a notification channel', params: channelParams, responses: { 204: null }, audit: { action: 'notification.channel_deleted', target: (c) => c.params.id } },
+  async (_req, { env, params, reply }) => {
+    await deleteChannel(env.db, params.id);
+    return reply(204);
+  },
+);

@@ -1,29 +1,34 @@
-import type { z } from 'zod';
-import { json, noContent } from '../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { deleteConfig } from '../../../../../../lib/backups/index.js';
 import { configView, getConfig, updateConfig } from '../../../../../../lib/backups/store.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { configParams, patchBody, type ConfigParams } from '../_schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { backupConfigSchema } from '../../../../../../lib/api/schemas.js';
+import { configParams, patchBody } from '../_schemas.js';
 
-export const stepUp: HandlerModule['stepUp'] = ['DELETE'];
-export const schema: HandlerModule['schema'] = { params: configParams, body: { PATCH: patchBody } };
+const one = z.object({ backup: backupConfigSchema });
 
-export const GET: Handler<ConfigParams> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'One backup configuration of an app', params: configParams, responses: { 200: one } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ backup: await configView(env, await getConfig(env, params.id, params.bid)) });
-};
+  return reply(200, { backup: await configView(env, await getConfig(env, params.id, params.bid)) });
+});
 
-export const PATCH: Handler<ConfigParams, z.infer<typeof patchBody>> = async (_req, { env, params, body, audit }) => {
-  await getApp(env.db, params.id);
-  const row = await updateConfig(env, params.id, params.bid, body);
-  audit({ action: 'backup.config_updated', target: params.id, detail: { backup: row.id, fields: Object.keys(body) } });
-  return json({ backup: await configView(env, row) });
-};
+export const PATCH = route(
+  { summary: 'Change a backup configuration', params: configParams, body: patchBody, responses: { 200: one }, audit: { action: 'backup.config_updated', target: (c) => c.params.id } },
+  async (_req, { env, params, body, reply, audit }) => {
+    await getApp(env.db, params.id);
+    const row = await updateConfig(env, params.id, params.bid, body);
+    audit({ detail: { backup: row.id, fields: Object.keys(body) } });
+    return reply(200, { backup: await configView(env, row) });
+  },
+);
 
-export const DELETE: Handler<ConfigParams> = async (_req, { env, params, audit }) => {
-  await getApp(env.db, params.id);
-  audit({ action: 'backup.config_deleted', target: params.id, detail: { backup: params.bid } });
-  await deleteConfig(env, params.id, params.bid);
-  return noContent();
-};
+export const DELETE = route(
+  { summary: 'Delete a backup configuration', stepUp: true, params: configParams, responses: { 204: null }, audit: { action: 'backup.config_deleted', target: (c) => c.params.id } },
+  async (_req, { env, params, reply, audit }) => {
+    await getApp(env.db, params.id);
+    audit({ detail: { backup: params.bid } });
+    await deleteConfig(env, params.id, params.bid);
+    return reply(204);
+  },
+);

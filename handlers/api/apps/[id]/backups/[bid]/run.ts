@@ -1,15 +1,17 @@
-import { json } from '../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { getConfig, runView } from '../../../../../../lib/backups/store.js';
 import { startRun } from '../../../../../../lib/backups/run.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { configParams, type ConfigParams } from '../_schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { backupRunSchema } from '../../../../../../lib/api/schemas.js';
+import { configParams } from '../_schemas.js';
 
-export const schema: HandlerModule['schema'] = { params: configParams };
-
-export const POST: Handler<ConfigParams> = async (_req, { env, params, audit }) => {
-  await getApp(env.db, params.id);
-  const run = await startRun(env, await getConfig(env, params.id, params.bid), 'manual');
-  audit({ action: 'backup.run_started', target: params.id, detail: { backup: params.bid, run: run.id } });
-  return json({ run: runView(run) }, 202);
-};
+export const POST = route(
+  { summary: 'Run a backup now (202: it runs in the background)', params: configParams, responses: { 202: z.object({ run: backupRunSchema }) }, audit: { action: 'backup.run_started', target: (c) => c.params.id } },
+  async (_req, { env, params, reply, audit }) => {
+    await getApp(env.db, params.id);
+    const run = await startRun(env, await getConfig(env, params.id, params.bid), 'manual');
+    audit({ detail: { backup: params.bid, run: run.id } });
+    return reply(202, { run: runView(run) });
+  },
+);

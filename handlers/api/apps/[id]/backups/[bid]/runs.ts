@@ -1,12 +1,10 @@
-import { json } from '../../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { listRuns } from '../../../../../../lib/backups/index.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { configParams, type ConfigParams } from '../_schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { backupRunSchema, items } from '../../../../../../lib/api/schemas.js';
+import { configParams } from '../_schemas.js';
 
-export const schema: HandlerModule['schema'] = { params: configParams };
-
-export const GET: Handler<ConfigParams> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'The runs of a backup configuration', params: configParams, responses: { 200: items(backupRunSchema) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ items: await listRuns(env, params.id, params.bid) });
-};
+  return reply(200, { items: await listRuns(env, params.id, params.bid) });
+});

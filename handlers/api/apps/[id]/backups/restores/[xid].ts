@@ -1,13 +1,11 @@
-import { json } from '../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { getRestore } from '../../../../../../lib/backups/store.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { restoreSchema } from '../../../../../../lib/api/schemas.js';
 import { restoreParams } from '../_schemas.js';
-import type { z } from 'zod';
 
-export const schema: HandlerModule['schema'] = { params: restoreParams };
-
-export const GET: Handler<z.infer<typeof restoreParams>> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'One restore and how it went', params: restoreParams, responses: { 200: z.object({ restore: restoreSchema }) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ restore: await getRestore(env, params.id, params.xid) });
-};
+  return reply(200, { restore: await getRestore(env, params.id, params.xid) });
+});

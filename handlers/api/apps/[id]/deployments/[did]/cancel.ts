@@ -1,13 +1,13 @@
-import { json } from '../../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../../lib/apps/store.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { deploymentParams, type DeploymentParams } from '../_params.js';
-
-export const schema: HandlerModule['schema'] = { params: deploymentParams };
+import { deploymentBody } from '../../../../../../lib/api/schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { deploymentParams } from '../_params.js';
 
 /** Stops the in-flight step and cleans up; answers once the deployment is canceled (or 409 if it had finished). */
-export const POST: Handler<DeploymentParams> = async (_req, { env, params, audit }) => {
-  const app = await getApp(env.db, params.id);
-  audit({ action: 'deployment.canceled', target: app.id, detail: { deployment: params.did } });
-  return json({ deployment: await env.deployments.cancel(app, params.did) });
-};
+export const POST = route(
+  { summary: 'Cancel a deployment (409 when it already finished)', params: deploymentParams, responses: { 200: deploymentBody }, audit: { action: 'deployment.canceled', target: (c) => c.params.id } },
+  async (_req, { env, params, reply, audit }) => {
+    audit({ detail: { deployment: params.did } });
+    return reply(200, { deployment: await env.deployments.cancel(await getApp(env.db, params.id), params.did) });
+  },
+);

@@ -1,12 +1,10 @@
-import { json } from '../../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../../lib/apps/store.js';
-import { getDeployment } from '../../../../../../lib/deploy/index.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { deploymentParams, type DeploymentParams } from '../_params.js';
+import { getDeployment } from '../../../../../../lib/deploy/store.js';
+import { deploymentBody } from '../../../../../../lib/api/schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { deploymentParams } from '../_params.js';
 
-export const schema: HandlerModule['schema'] = { params: deploymentParams };
-
-export const GET: Handler<DeploymentParams> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'One deployment', params: deploymentParams, responses: { 200: deploymentBody } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ deployment: await getDeployment(env.db, params.id, params.did) });
-};
+  return reply(200, { deployment: await getDeployment(env.db, params.id, params.did) });
+});

@@ -1,14 +1,14 @@
-import { json } from '../../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../../lib/apps/store.js';
-import type { Handler, HandlerModule } from '../../../../../../lib/http/handler.js';
-import { deploymentParams, type DeploymentParams } from '../_params.js';
-
-export const schema: HandlerModule['schema'] = { params: deploymentParams };
+import { deploymentBody } from '../../../../../../lib/api/schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { deploymentParams } from '../_params.js';
 
 /** Redeploys the kept images of {did}: no clone, no build, the same blue/green path. */
-export const POST: Handler<DeploymentParams> = async (_req, { env, params, audit }) => {
-  const app = await getApp(env.db, params.id);
-  const deployment = await env.deployments.rollback(app, params.did);
-  audit({ action: 'deployment.rollback', target: app.id, detail: { deployment: deployment.id, rollback_of: params.did } });
-  return json({ deployment }, 202);
-};
+export const POST = route(
+  { summary: 'Redeploy the images of an earlier deployment (202: queued)', params: deploymentParams, responses: { 202: deploymentBody }, audit: { action: 'deployment.rollback', target: (c) => c.params.id } },
+  async (_req, { env, params, reply, audit }) => {
+    const deployment = await env.deployments.rollback(await getApp(env.db, params.id), params.did);
+    audit({ detail: { deployment: deployment.id, rollback_of: params.did } });
+    return reply(202, { deployment });
+  },
+);

@@ -1,3 +1,3 @@
-import { lifecycleRoute } from '../../../_shared.js';
+import { serviceLifecycle } from '../../../_shared.js';
 
-export const { POST, schema } = lifecycleRoute('restart', true);
+export const POST = serviceLifecycle('restart');

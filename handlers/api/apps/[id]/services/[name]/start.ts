@@ -1,3 +1,3 @@
-import { lifecycleRoute } from '../../../_shared.js';
+import { serviceLifecycle } from '../../../_shared.js';
 
-export const { POST, schema } = lifecycleRoute('start', true);
+export const POST = serviceLifecycle('start');

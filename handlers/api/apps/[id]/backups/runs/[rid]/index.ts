@@ -1,12 +1,11 @@
-import { json } from '../../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun, runView } from '../../../../../../../lib/backups/store.js';
-import type { Handler, HandlerModule } from '../../../../../../../lib/http/handler.js';
-import { runParams, type RunParams } from '../../_schemas.js';
+import { route } from '../../../../../../../lib/http/route.js';
+import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
+import { runParams } from '../../_schemas.js';
 
-export const schema: HandlerModule['schema'] = { params: runParams };
-
-export const GET: Handler<RunParams> = async (_req, { env, params }) => {
+export const GET = route({ summary: 'One backup run', params: runParams, responses: { 200: z.object({ run: backupRunSchema }) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
-  return json({ run: runView(await getRun(env, params.id, params.rid)) });
-};
+  return reply(200, { run: runView(await getRun(env, params.id, params.rid)) });
+});

@@ -1,17 +1,24 @@
-import { json } from '../../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun } from '../../../../../../../lib/backups/store.js';
 import { startRestore } from '../../../../../../../lib/backups/run.js';
-import type { Handler, HandlerModule } from '../../../../../../../lib/http/handler.js';
-import { runParams, type RunParams } from '../../_schemas.js';
+import { route } from '../../../../../../../lib/http/route.js';
+import { restoreSchema } from '../../../../../../../lib/api/schemas.js';
+import { runParams } from '../../_schemas.js';
 
-export const stepUp: HandlerModule['stepUp'] = ['POST'];
-export const schema: HandlerModule['schema'] = { params: runParams };
-
-export const POST: Handler<RunParams> = async (_req, { env, params, principal, audit }) => {
-  const app = await getApp(env.db, params.id);
-  const run = await getRun(env, params.id, params.rid);
-  const restore = await startRestore(env, app, run, { id: principal?.user.id ?? null, name: principal?.user.username ?? null });
-  audit({ action: 'backup.restore_started', target: params.id, detail: { run: run.id, restore: restore.id } });
-  return json({ restore }, 202);
-};
+export const POST = route(
+  {
+    summary: 'Restore a backup run into its source (stops the services using it, starts them after)',
+    stepUp: true,
+    params: runParams,
+    responses: { 202: z.object({ restore: restoreSchema }) },
+    audit: { action: 'backup.restore_started', target: (c) => c.params.id },
+  },
+  async (_req, { env, params, principal, reply, audit }) => {
+    const app = await getApp(env.db, params.id);
+    const run = await getRun(env, params.id, params.rid);
+    const restore = await startRestore(env, app, run, { id: principal?.user.id ?? null, name: principal?.user.username ?? null });
+    audit({ detail: { run: run.id, restore: restore.id } });
+    return reply(202, { restore });
+  },
+);

@@ -1,16 +1,18 @@
-import { json } from '../../../../../../../lib/http/respond.js';
+import { z } from 'zod';
 import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun, runView } from '../../../../../../../lib/backups/store.js';
 import { startVerify } from '../../../../../../../lib/backups/run.js';
-import type { Handler, HandlerModule } from '../../../../../../../lib/http/handler.js';
-import { runParams, type RunParams } from '../../_schemas.js';
+import { route } from '../../../../../../../lib/http/route.js';
+import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
+import { runParams } from '../../_schemas.js';
 
-export const schema: HandlerModule['schema'] = { params: runParams };
-
-export const POST: Handler<RunParams> = async (_req, { env, params, audit }) => {
-  await getApp(env.db, params.id);
-  const run = await getRun(env, params.id, params.rid);
-  await startVerify(env, run);
-  audit({ action: 'backup.verify_started', target: params.id, detail: { run: run.id } });
-  return json({ run: runView(run) }, 202);
-};
+export const POST = route(
+  { summary: 'Verify a backup run by restoring it into a scratch container', params: runParams, responses: { 202: z.object({ run: backupRunSchema }) }, audit: { action: 'backup.verify_started', target: (c) => c.params.id } },
+  async (_req, { env, params, reply, audit }) => {
+    await getApp(env.db, params.id);
+    const run = await getRun(env, params.id, params.rid);
+    await startVerify(env, run);
+    audit({ detail: { run: run.id } });
+    return reply(202, { run: runView(run) });
+  },
+);

@@ -1,0 +1,275 @@
+// The wire shapes the API answers with, as zod schemas: route() checks handlers against them at
+// compile time and the OpenAPI document (scripts/gen-openapi) is generated from them. Named shapes
+// are registered in `components` and become `#/components/schemas/<id>` in the document.
+import { z } from 'zod';
+import { NOTIFY_EVENTS } from '../notify/message.js';
+
+export const components = z.registry<{ id: string; description?: string }>();
+const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
+  components.add(schema, description ? { id, description } : { id });
+  return schema;
+};
+
+const ts = z.string().describe('ISO-8601 UTC timestamp');
+
+export const errorSchema = named(
+  'Error',
+  z.object({
+    error: z.string().describe('A human sentence'),
+    code: z.enum([
+      'bad_request',
+      'unauthorized',
+      'invalid_credentials',
+      'forbidden',
+      'csrf_mismatch',
+      'step_up_required',
+      'not_found',
+      'method_not_allowed',
+      'conflict',
+      'payload_too_large',
+      'rate_limited',
+      'internal_error',
+      'service_unavailable',
+    ]),
+    details: z.array(z.looseObject({ field: z.string().optional(), message: z.string() })).optional(),
+  }),
+  'The error body of every failed request (CONTRACT.md)',
+);
+
+export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean() }));
+
+export const appSourceSchema = named(
+  'AppSource',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional() }),
+    z.object({ type: z.literal('image'), image: z.string() }),
+  ]),
+);
+
+export const appSchema = named(
+  'App',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    source: appSourceSchema,
+    status: z.enum(['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom']),
+    created_at: ts,
+    updated_at: ts,
+  }),
+);
+
+export const deploymentSchema = named(
+  'Deployment',
+  z.object({
+    id: z.string(),
+    app_id: z.string(),
+    status: z.enum(['queued', 'cloning', 'building', 'deploying', 'health_checking', 'succeeded', 'failed', 'canceled', 'interrupted']),
+    trigger: z.enum(['manual', 'push', 'tag', 'rollback']),
+    ref: z.string().nullable(),
+    commit: z.string().nullable(),
+    commit_subject: z.string().nullable(),
+    image: z.string().nullable(),
+    images: z.record(z.string(), z.string()).nullable(),
+    error: z.string().nullable(),
+    rollback_of: z.string().nullable(),
+    delivery_id: z.string().nullable(),
+    waiting: z.boolean(),
+    created_at: ts,
+    started_at: ts.nullable(),
+    finished_at: ts.nullable(),
+  }),
+);
+
+export const deploymentBody = named('DeploymentBody', z.object({ deployment: deploymentSchema }));
+
+export const envItemSchema = named('EnvItem', z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() }));
+
+export const serviceSchema = named(
+  'Service',
+  z.object({
+    name: z.string(),
+    image: z.string(),
+    status: z.string(),
+    health: z.string().nullable(),
+    port: z.number().int().nullable(),
+    health_path: z.string().nullable(),
+    published_ports: z.array(z.object({ host_ip: z.string(), host_port: z.number().int(), container_port: z.number().int(), protocol: z.string() })),
+  }),
+);
+
+export const serviceSettingsSchema = z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() });
+
+export const appSpecSchema = named(
+  'AppSpec',
+  z.object({
+    version: z.literal(1),
+    name: z.string(),
+    source: appSourceSchema,
+    services: z.array(z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() })),
+    env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
+    triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() })),
+    domains: z.array(z.unknown()),
+  }),
+  'The portable description of an app (never a secret value)',
+);
+
+const findingSchema = z.object({ level: z.enum(['error', 'warning']), service: z.string().optional(), key: z.string(), message: z.string() });
+
+export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });
+
+export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() }));
+
+export const publicKeySchema = named('DeployKey', z.object({ public_key: z.string(), fingerprint: z.string(), created_at: ts }));
+
+export const logLineSchema = z.object({ seq: z.number().int(), at: ts, stream: z.string(), line: z.string() });
+
+export const auditEntrySchema = named(
+  'AuditEntry',
+  z.object({
+    id: z.string(),
+    at: ts,
+    actor: z.object({ id: z.string().nullable(), username: z.string().nullable(), via: z.string().nullable() }),
+    action: z.string(),
+    target: z.string().nullable(),
+    ip: z.string().nullable(),
+    outcome: z.number().int(),
+    detail: z.record(z.string(), z.unknown()).nullable(),
+  }),
+);
+
+export const apiTokenSchema = named('ApiToken', z.object({ id: z.string(), name: z.string(), created_at: ts, expires_at: ts.nullable(), last_used_at: ts.nullable() }));
+
+export const sessionSchema = named(
+  'Session',
+  z.object({ id: z.string(), created_at: ts, last_seen_at: ts, expires_at: ts, ip: z.string().nullable(), user_agent: z.string().nullable(), current: z.boolean() }),
+);
+
+export const postureItemSchema = named(
+  'PostureItem',
+  z.object({
+    code: z.enum(['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports', 'notify_allow', 'container_shell']),
+    status: z.enum(['ok', 'warning', 'error', 'info']),
+    title: z.string(),
+    reason: z.string(),
+    fix: z.string(),
+    app: z.string().optional(),
+    service: z.string().optional(),
+  }),
+);
+
+const unavailable = z.object({ available: z.literal(false), reason: z.string() });
+
+export const firewallStateSchema = z.union([
+  z.object({
+    available: z.literal(true),
+    stale: z.boolean(),
+    generated_at: ts,
+    backend: z.enum(['ufw', 'nftables', 'iptables']).nullable(),
+    active: z.boolean(),
+    rules: z.array(z.string()),
+  }),
+  unavailable,
+]);
+
+export const fail2banStateSchema = z.union([
+  z.object({
+    available: z.literal(true),
+    stale: z.boolean(),
+    generated_at: ts,
+    jails: z.array(z.object({ name: z.string(), currently_banned: z.number().int(), total_banned: z.number().int(), banned_ips: z.array(z.string()) })),
+  }),
+  unavailable,
+]);
+
+export const trafficSnapshotSchema = named(
+  'TrafficSnapshot',
+  z.object({
+    enabled: z.boolean(),
+    window_seconds: z.number(),
+    request_threshold: z.number(),
+    error_threshold: z.number(),
+    tracked_ips: z.number().int(),
+    top_talkers: z.array(z.object({ ip: z.string(), requests: z.number().int(), errors: z.number().int(), last_seen: ts })),
+    recent_requests: z.array(z.object({ at: ts, ip: z.string(), host: z.string(), method: z.string(), path: z.string(), status: z.number().int() })),
+    recent_anomalies: z.array(
+      z.object({
+        at: ts,
+        ip: z.string(),
+        kind: z.enum(['request_spike', 'error_surge']),
+        count: z.number().int(),
+        window_seconds: z.number(),
+        detail: z.string(),
+        notified: z.boolean(),
+      }),
+    ),
+  }),
+);
+
+export const items = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
+export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().optional() });
+
+/**
+ * An entity lib/ owns whose fields are not described here yet: documented by name and purpose,
+ * any JSON in the schema. Replace with its fields when a client needs them typed.
+ */
+const opaque = (id: string, description: string) => named(id, z.unknown(), description);
+
+export const addonSchema = opaque('Addon', 'A vetted compose template: id, name, parameters, footprint (and `compose` when read alone)');
+export const backupConfigSchema = opaque('BackupConfig', 'A backup configuration of an app: source, schedule, keep_last, destination, last run');
+export const backupRunSchema = opaque('BackupRun', 'One run of a backup: status, size, sha256, started/finished times');
+export const restoreSchema = opaque('Restore', 'A restore of a backup run into its source: status and times');
+export const backupsOverviewSchema = opaque('BackupsOverview', 'Backup configurations, failures of the last 7 days and what no configuration covers');
+export const databaseSchema = opaque('Database', 'A managed database of an app: engine, version, env_var, state, volume');
+export const databaseEngineSchema = opaque('DatabaseEngine', 'A database engine that can be provisioned, with its pinned versions');
+export const proxySummarySchema = opaque('ProxySummary', 'Which proxy serves the domains and whether it is reachable');
+export const metricsSeriesSchema = opaque('MetricsSeries', 'Time series, oldest first, zero-filled, at most 500 points');
+export const instanceInfoSchema = opaque('InstanceInfo', 'Versions, uptime and the engine of this instance');
+export const diskUsageSchema = opaque('DiskUsage', 'Engine disk usage by kind: images, containers, volumes, build cache');
+export const opaqueResultSchema = opaque('Result', 'The outcome of an operation, as lib/ reports it');
+
+const domainFields = {
+  hostname: z.string(),
+  status: z.enum(['unassigned', 'awaiting_dns', 'issuing', 'active', 'error']),
+  status_detail: z.string(),
+  certificate: z.object({ source: z.enum(['acme', 'uploaded']), issuer: z.string(), not_after: ts }).nullable(),
+  dns: z.object({ addresses: z.array(z.string()), points_here: z.boolean(), checked_at: ts }).nullable(),
+};
+export const domainSchema = named(
+  'Domain',
+  z.object({
+    id: z.string(),
+    ...domainFields,
+    app_id: z.string().nullable(),
+    service: z.string().nullable(),
+    port: z.number().int().nullable(),
+    redirect_to: z.string().nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+  'A domain: the app service it serves or the URL it redirects to, its DNS and certificate',
+);
+export const automaticHostSchema = named(
+  'AutomaticHost',
+  z.object({ managed: z.literal(true), ...domainFields, app_id: z.string(), service: z.string(), port: z.number().int(), redirect_to: z.null() }),
+  'A host under the base domain given to every app service automatically (no id: it follows the app)',
+);
+export const domainListItemSchema = z.union([domainSchema, automaticHostSchema]);
+
+export const notificationChannelSchema = named(
+  'NotificationChannel',
+  z.object({
+    id: z.string(),
+    kind: z.enum(['discord', 'slack']),
+    name: z.string(),
+    url_hint: z.string().describe('The URL is sealed and never returned'),
+    events: z.array(z.enum(NOTIFY_EVENTS)),
+    enabled: z.boolean(),
+    last_delivery: z.object({ at: ts, ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable() }).nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+);
+export const notificationDeliverySchema = named(
+  'NotificationDelivery',
+  z.object({ at: ts, event: z.string(), ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable(), attempts: z.number().int() }),
+);

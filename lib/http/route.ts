@@ -1,0 +1,91 @@
+// One declaration per route: its policy, its schemas and its handler. The runtime validates with
+// the schemas, the OpenAPI document is generated from them, and the handler's ctx types are
+// inferred from them, so no shape is written twice.
+import type { z } from 'zod';
+import { json, noContent, Response, Headers } from './respond.js';
+import type { AuditNote, AuthPolicy, Ctx } from './handler.js';
+import type { Maybe } from '../util/maybe.js';
+
+/** A response that is not JSON (Prometheus text, a preformatted body): documented by its media type. */
+export interface RawSpec {
+  readonly raw: string;
+}
+export const raw = (contentType: string): RawSpec => ({ raw: contentType });
+
+/** A zod schema (JSON body), `null` (no body, e.g. 204) or a raw media type. */
+export type ResponseSpec = z.ZodType | null | RawSpec;
+
+/** What the audit stage records for a route (any method that declares it, and every authenticated write). */
+export interface AuditSpec<C = Ctx> {
+  action: string;
+  /** The resource acted on; default: the path parameters. */
+  target?: (ctx: C) => string | null | undefined;
+}
+
+export interface RouteSpec {
+  summary: string;
+  description?: string;
+  /** Default `operator`. */
+  auth?: AuthPolicy;
+  /** Needs a recent step-up (403 step_up_required otherwise). */
+  stepUp?: boolean;
+  /** Rate-limited per client address (login, TOTP, step-up, setup). */
+  rateLimit?: boolean;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  responses: Readonly<Record<number, ResponseSpec>>;
+  audit?: AuditSpec<any>;
+  /** Documented only: the runtime upgrades this route to a WebSocket before any handler runs. */
+  websocket?: { description: string };
+}
+
+declare const typed: unique symbol;
+/** A Response made by `ctx.reply`: only those satisfy a route's return type. */
+export type TypedResponse<S extends number = number> = Response & { readonly [typed]: S };
+
+type Out<T, Fallback> = T extends z.ZodType ? z.output<T> : Fallback;
+type ReplyArgs<R> = R extends null
+  ? [body?: null, headers?: Headers | Record<string, string>]
+  : R extends RawSpec
+    ? [body: string, headers?: Headers | Record<string, string>]
+    : R extends z.ZodType
+      ? [body: z.output<R>, headers?: Headers | Record<string, string>]
+      : never;
+
+export interface RouteCtx<S extends RouteSpec> extends Ctx<Out<S['params'], Record<string, string>>, Out<S['body'], undefined>, Out<S['query'], Record<string, unknown>>> {
+  /** Answers with one of the declared statuses and a body of its declared shape. */
+  reply<K extends keyof S['responses'] & number>(status: K, ...args: ReplyArgs<S['responses'][K]>): TypedResponse<K>;
+}
+
+export type RouteFn<S extends RouteSpec> = (request: Request, ctx: RouteCtx<S>) => Maybe<TypedResponse>;
+
+/** What a handler file exports per method: callable with a plain ctx from any host, spec attached. */
+export interface RouteHandler<S extends RouteSpec = RouteSpec> {
+  (request: Request, ctx: Ctx): Maybe<Response>;
+  readonly spec: S;
+}
+
+export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
+  const reply = replyFor(spec);
+  const handler = (request: Request, ctx: Ctx) => fn(request, { ...(ctx as RouteCtx<S>), reply });
+  return Object.assign(handler, { spec });
+}
+
+function replyFor(spec: RouteSpec): (status: number, body?: unknown, headers?: Headers | Record<string, string>) => any {
+  return (status, body, headers) => {
+    const declared = spec.responses[status];
+    if (declared === null) return noContent(headers === undefined ? undefined : new Headers(headers));
+    if (declared !== undefined && 'raw' in declared) {
+      const h = new Headers(headers);
+      if (!h.has('content-type')) h.set('content-type', declared.raw);
+      return new Response(body as string, { status, headers: h });
+    }
+    return json(body, status, headers);
+  };
+}
+
+/** Folds a handler's refinements into the note the audit stage writes. */
+export function mergeNote(a: AuditNote | undefined, b: AuditNote): AuditNote {
+  return a ? { ...a, ...b } : b;
+}

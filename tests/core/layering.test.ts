@@ -1,0 +1,76 @@
+// The layers of ARCHITECTURE.md, checked over the source's imports: runtime -> handlers -> lib,
+// lib knows neither handlers nor the runtime, a handler reaches Docker, SQL and the filesystem
+// only through lib/, and the client stands apart.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const rel = join(dir, e.name);
+    if (e.isDirectory()) out.push(...sources(rel));
+    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push(rel);
+  }
+  return out;
+}
+
+/** Every module a file imports, statically or dynamically, type-only imports included. */
+export function importsOf(text: string): string[] {
+  const specs = new Set<string>();
+  for (const m of text.matchAll(/(?:^|[^\w.])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]/gm)) specs.add(m[1]!);
+  for (const m of text.matchAll(/(?:^|[^\w.])import\s*\(?\s*['"]([^'"]+)['"]/gm)) specs.add(m[1]!);
+  return [...specs];
+}
+
+/** The top-level folder a relative import lands in, or the package name of a bare one. */
+function target(file: string, spec: string): { layer?: string; pkg?: string } {
+  if (!spec.startsWith('.')) return { pkg: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!.replace(/^node:/, 'node:') };
+  const abs = resolve(root, dirname(file), spec);
+  return { layer: relative(root, abs).split(sep)[0] };
+}
+
+const RULES: { from: string; forbidden: (t: { layer?: string; pkg?: string }, spec: string) => boolean; why: string }[] = [
+  { from: 'lib', forbidden: (t) => t.layer === 'handlers' || t.layer === 'runtime' || t.layer === 'client', why: 'lib/ knows nothing of handlers/, runtime/ or the client' },
+  {
+    from: 'handlers',
+    forbidden: (t, spec) => t.layer === 'runtime' || ['dockerode', 'kysely', 'better-sqlite3'].includes(t.pkg ?? '') || /^(node:)?fs(\/promises)?$/.test(spec),
+    why: 'a handler calls lib/ for Docker, SQL and files',
+  },
+  { from: 'client', forbidden: (t) => t.layer === 'lib' || t.layer === 'handlers' || t.layer === 'runtime', why: 'the client only knows the generated types' },
+];
+
+export function violations(files: { file: string; text: string }[]): string[] {
+  const out: string[] = [];
+  for (const { file, text } of files) {
+    const layer = file.split(/[\\/]/)[0];
+    for (const rule of RULES.filter((r) => r.from === layer)) {
+      for (const spec of importsOf(text)) if (rule.forbidden(target(file, spec), spec)) out.push(`${file} imports ${spec}: ${rule.why}`);
+    }
+  }
+  return out;
+}
+
+test('no import crosses a layer the wrong way', () => {
+  const files = ['lib', 'handlers', 'client'].flatMap(sources).map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  assert.ok(files.length > 150, `read ${files.length} files`);
+  assert.deepEqual(violations(files), []);
+});
+
+test('the check catches each kind of crossing', () => {
+  const bad = [
+    { file: 'lib/apps/x.ts', text: "import { routes } from '../../runtime/routes.gen.js';" },
+    { file: 'lib/apps/y.ts', text: "const h = await import('../../handlers/api/health.js');" },
+    { file: 'handlers/api/x.ts', text: "import Docker from 'dockerode';" },
+    { file: 'handlers/api/y.ts', text: "import type { Kysely } from 'kysely';" },
+    { file: 'handlers/api/z.ts', text: "import { readFile } from 'node:fs/promises';" },
+    { file: 'handlers/api/w.ts', text: "import { readFileSync } from 'fs';" },
+    { file: 'client/x.ts', text: "import type { App } from '../lib/apps/model.js';" },
+  ];
+  assert.equal(violations(bad).length, bad.length, violations(bad).join('\n'));
+  assert.deepEqual(violations([{ file: 'handlers/api/ok.ts', text: "import { getApp } from '../../lib/apps/store.js';\nimport { z } from 'zod';" }]), []);
+});
