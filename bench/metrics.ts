@@ -8,9 +8,10 @@
 //    Prints lines/s of each and the ratio (goal: at least 0.5x), and RSS along (b) (goal: flat).
 // 2. Query: an app with 90 days of history at every resolution (as retention leaves it); every
 //    range queried `--queries` times: p50/p95 per range (goal: p95 under 20 ms); the row count.
+//    Each range reads rows of its own step (lib/series/store.ts), at most 360 per series.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
@@ -198,6 +199,8 @@ async function main(): Promise<void> {
     const db = await history(join(dir, 'history'), nowMs);
     const rows = (rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number }).n;
     console.log(`90 days of history for one app written in ${((performance.now() - t0) / 1000).toFixed(1)} s; request_series rows: ${fmt(rows)}`);
+    // Percentiles of a few milliseconds are at the mercy of the scheduler on a shared machine.
+    console.log(`load average at the query phase: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores`);
     // Baseline in the same run: SQLite alone handing back the same rows, nothing computed.
     const raw = rawConnection(db).prepare('select t, requests, errors_4xx, errors_5xx, bytes_out, hist from request_series where res = ? and app_id = ? and t >= ? and t < ?');
     for (const range of RANGE_NAMES) {

@@ -1,17 +1,18 @@
 // Metric series in the contract's shape: points oldest first, aligned to the step, gaps filled
-// with zeros, at most 500 points; each range reads the coarsest rows that still give its step.
+// with zeros, at most 500 points; each range reads rows of its own step (one row per point and
+// series; see the design note in store.ts).
 import type BetterSqlite3 from 'better-sqlite3';
 import { rawConnection, type Db } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
-import { addEncoded, newHistogram, quantile } from './histogram.js';
-import type { Resolution } from './store.js';
+import { quantile } from './histogram.js';
+import { addStoredRow, newAcc, readRequestRows, type RequestAcc, type Resolution } from './store.js';
 
 export const RANGES = {
   '1h': { seconds: 3_600, step: 10, res: 10 },
   '6h': { seconds: 21_600, step: 60, res: 60 },
-  '24h': { seconds: 86_400, step: 300, res: 60 },
+  '24h': { seconds: 86_400, step: 300, res: 300 },
   '7d': { seconds: 604_800, step: 3_600, res: 3600 },
-  '30d': { seconds: 2_592_000, step: 7_200, res: 3600 },
+  '30d': { seconds: 2_592_000, step: 7_200, res: 7200 },
 } as const satisfies Record<string, { seconds: number; step: number; res: Resolution }>;
 
 export type RangeName = keyof typeof RANGES;
@@ -59,7 +60,7 @@ interface Window {
   end: number;
   step: number;
   n: number;
-  res: number;
+  res: Resolution;
 }
 
 function window(range: RangeName, nowMs: number): Window {
@@ -72,84 +73,43 @@ function window(range: RangeName, nowMs: number): Window {
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
 
-interface Queries {
-  host: BetterSqlite3.Statement;
-  app: BetterSqlite3.Statement;
-  service: BetterSqlite3.Statement;
-  vitals: BetterSqlite3.Statement;
-}
-const prepared = new WeakMap<object, Queries>();
+const vitalsQueries = new WeakMap<object, BetterSqlite3.Statement>();
 
-function queries(db: Db): Queries {
-  let q = prepared.get(db);
+function vitalsQuery(db: Db): BetterSqlite3.Statement {
+  let q = vitalsQueries.get(db);
   if (!q) {
-    const raw = rawConnection(db);
-    const cols = 't, requests, errors_4xx, errors_5xx, bytes_out, hist';
-    q = {
-      host: raw.prepare(`select ${cols} from request_series where res = ? and app_id = '' and service = '' and t >= ? and t < ?`),
-      // Every service of the app: the host-wide rows ('') never match an app id.
-      app: raw.prepare(`select ${cols} from request_series where res = ? and app_id = ? and t >= ? and t < ?`),
-      service: raw.prepare(`select ${cols} from request_series where res = ? and app_id = ? and service = ? and t >= ? and t < ?`),
-      vitals: raw.prepare('select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?'),
-    };
-    prepared.set(db, q);
+    q = rawConnection(db).prepare('select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?');
+    vitalsQueries.set(db, q);
   }
   return q;
-}
-
-interface Row {
-  t: number;
-  requests: number;
-  errors_4xx: number;
-  errors_5xx: number;
-  bytes_out: number;
-  hist: Buffer;
-}
-
-function requestPoints(rows: Row[], w: Window): RequestPoint[] {
-  const req = new Float64Array(w.n);
-  const e4 = new Float64Array(w.n);
-  const e5 = new Float64Array(w.n);
-  const bytes = new Float64Array(w.n);
-  const hists: Array<Uint32Array | undefined> = new Array(w.n);
-  for (const r of rows) {
-    const i = Math.floor((r.t - w.start) / w.step);
-    if (i < 0 || i >= w.n) continue;
-    req[i]! += r.requests;
-    e4[i]! += r.errors_4xx;
-    e5[i]! += r.errors_5xx;
-    bytes[i]! += r.bytes_out;
-    addEncoded((hists[i] ??= newHistogram()), r.hist);
-  }
-  const points: RequestPoint[] = new Array(w.n);
-  for (let i = 0; i < w.n; i++) {
-    const h = hists[i];
-    points[i] = {
-      t: iso(w.start + i * w.step),
-      requests: req[i]!,
-      errors_4xx: e4[i]!,
-      errors_5xx: e5[i]!,
-      bytes_out: bytes[i]!,
-      p50_ms: h ? quantile(h, 0.5) : 0,
-      p95_ms: h ? quantile(h, 0.95) : 0,
-      p99_ms: h ? quantile(h, 0.99) : 0,
-    };
-  }
-  return points;
 }
 
 /** An app's requests (all its services, or one), or the host-wide ones (`appId` null). */
 export function queryRequests(db: Db, opts: { appId: string | null; service?: string; range: RangeName; now: number }): RequestSeriesAnswer {
   const w = window(opts.range, opts.now);
-  const q = queries(db);
-  const rows = (
-    opts.appId === null
-      ? q.host.all(w.res, w.start, w.end)
-      : opts.service !== undefined
-        ? q.service.all(w.res, opts.appId, opts.service, w.start, w.end)
-        : q.app.all(w.res, opts.appId, w.start, w.end)
-  ) as Row[];
-  return { range: opts.range, step_seconds: w.step, points: requestPoints(rows, w) };
+  const rows = readRequestRows(db, { res: w.res, appId: opts.appId ?? '', service: opts.appId === null ? '' : opts.service, start: w.start, end: w.end });
+  // Rows are of the step's own resolution: every row is one point (several when an app has several services).
+  const accs: Array<RequestAcc | undefined> = new Array(w.n);
+  for (const r of rows) {
+    const i = Math.floor((r[0] - w.start) / w.step);
+    if (i < 0 || i >= w.n) continue;
+    addStoredRow((accs[i] ??= newAcc()), r);
+  }
+  const points: RequestPoint[] = new Array(w.n);
+  for (let i = 0; i < w.n; i++) {
+    const a = accs[i];
+    points[i] = {
+      t: iso(w.start + i * w.step),
+      requests: a?.requests ?? 0,
+      errors_4xx: a?.errors4xx ?? 0,
+      errors_5xx: a?.errors5xx ?? 0,
+      bytes_out: a?.bytes ?? 0,
+      p50_ms: a ? quantile(a.hist, 0.5) : 0,
+      p95_ms: a ? quantile(a.hist, 0.95) : 0,
+      p99_ms: a ? quantile(a.hist, 0.99) : 0,
+    };
+  }
+  return { range: opts.range, step_seconds: w.step, points };
 }
 
 /** Host-wide requests plus vitals (averages of the samples in each step; zeros where none). */
@@ -158,7 +118,7 @@ export function queryHost(db: Db, opts: { range: RangeName; now: number }): Host
   const w = window(opts.range, opts.now);
   const n = w.n;
   const sums = Array.from({ length: 7 }, () => new Float64Array(n));
-  const rows = queries(db).vitals.all(w.res, w.start, w.end) as Array<{
+  const rows = vitalsQuery(db).all(w.res, w.start, w.end) as Array<{
     t: number;
     samples: number;
     cpu_sum: number;

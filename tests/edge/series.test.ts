@@ -5,12 +5,13 @@ import assert from 'node:assert/strict';
 import { BOUNDS_MS, bucketOf, newHistogram, addInto, quantile, encode, addEncoded } from '../../lib/series/histogram.js';
 import { RequestSeries, hostKey } from '../../lib/series/requests.js';
 import { queryRequests, queryHost, parseRange, RANGES, RANGE_NAMES } from '../../lib/series/query.js';
-import { addVitalsSample, pruneSeries, MAX_ROWS_PER_SERIES, RETENTION } from '../../lib/series/store.js';
+import { addVitalsSample, pruneSeries, MAX_ROWS_PER_SERIES, RESOLUTIONS, RETENTION } from '../../lib/series/store.js';
 import { parseMeminfo, parseProcStat, VitalsSampler } from '../../lib/series/vitals.js';
 import { parseAccessLine } from '../../lib/traffic/parse.js';
 import type { AccessEntry } from '../../lib/traffic/parse.js';
 import { HttpError } from '../../lib/http/errors.js';
 import { memoryEnv } from '../_support/env.js';
+import { migrations } from '../../lib/db/migrations.js';
 
 const T0 = Date.parse('2030-06-01T00:00:00.000Z');
 
@@ -153,6 +154,39 @@ test('roll-up is exact: every resolution holds the same counts and percentiles',
     assert.equal(hour.p99_ms, quantile(h, 0.99));
   }
   assert.equal(coarse.points.reduce((n, p) => n + p.errors_5xx, 0), 12);
+  // The 24 h range reads 5-minute rows, the 30 d range 2-hour rows: the same as the minutes merged.
+  const day = queryRequests(env.db, { appId: 'A1', range: '24h', now });
+  assert.equal(total(day), 2160);
+  for (const [answer, step] of [[day, 300], [month, 7200]] as const) {
+    for (const p of answer.points.filter((x) => x.requests > 0)) {
+      const start = Date.parse(p.t) / 1000;
+      const h = newHistogram();
+      for (const m of minutes) if (m.t >= start && m.t < start + step) addEncoded(h, m.hist);
+      assert.deepEqual([p.p50_ms, p.p95_ms, p.p99_ms], [quantile(h, 0.5), quantile(h, 0.95), quantile(h, 0.99)], `${step} s step at ${p.t}`);
+    }
+  }
+});
+
+test('the 5-minute and 2-hour rows are built from history written before they existed (migration 0009)', async () => {
+  let now = Date.now();
+  const { env, series } = await rig(() => now);
+  // Two hours of traffic ending now, and host vitals along.
+  const from = now - 7_200_000;
+  for (let at = from; at < now; at += 20_000) {
+    series.observe(entry(at, at % 3 === 0 ? 'api.shop.example.com' : 'shop.example.com', at % 7 === 0 ? 502 : 200, (at / 1000) % 300));
+    addVitalsSample(env.db, { at, cpu_percent: 40, mem_used_bytes: 10, mem_total_bytes: 20, disk_used_bytes: 30, disk_total_bytes: 40, load1: 1 });
+  }
+  series.flush(true);
+  const ranges = ['24h', '30d'] as const;
+  const before = ranges.map((range) => [queryRequests(env.db, { appId: 'A1', range, now }), queryHost(env.db, { range, now })]);
+  assert.ok(total(before[0]![0]!) > 300);
+  // As a database from before the change holds them: no rows at those steps.
+  await env.db.deleteFrom('request_series').where('res', 'in', [300, 7200]).execute();
+  await env.db.deleteFrom('host_vitals').where('res', 'in', [300, 7200]).execute();
+  assert.equal(total(queryRequests(env.db, { appId: 'A1', range: '24h', now })), 0);
+  await migrations['0009_series_steps']!.up(env.db);
+  const after = ranges.map((range) => [queryRequests(env.db, { appId: 'A1', range, now }), queryHost(env.db, { range, now })]);
+  assert.deepEqual(after, before);
 });
 
 test('90 days of a fake clock: retention keeps the row count bounded and old data readable at coarser steps', async () => {
@@ -186,7 +220,7 @@ test('90 days of a fake clock: retention keeps the row count bounded and old dat
   series.prune();
   const rows = await count();
   assert.ok(rows <= 2 * MAX_ROWS_PER_SERIES, `${rows} rows for 2 series, bound ${2 * MAX_ROWS_PER_SERIES}`);
-  for (const res of [10, 60, 3600] as const) {
+  for (const res of RESOLUTIONS) {
     const oldest = await env.db.selectFrom('request_series').select((eb) => eb.fn.min<number>('t').as('t')).where('res', '=', res).executeTakeFirstOrThrow();
     assert.ok(oldest.t >= end / 1000 - RETENTION[res], `res ${res} keeps ${RETENTION[res]} s`);
   }
@@ -194,6 +228,8 @@ test('90 days of a fake clock: retention keeps the row count bounded and old dat
   assert.ok((await count(10)) <= 2 * 289);
   assert.ok((await count(60)) <= 2 * 2017);
   assert.ok((await count(3600)) <= 2 * 2161);
+  assert.ok((await count(300)) <= 2 * 289);
+  assert.ok((await count(7200)) <= 2 * 361);
   const month = queryRequests(env.db, { appId: 'A1', range: '30d', now });
   assert.equal(month.points.length, 360);
   assert.equal(month.points[0]!.requests, 24, '12 requests an hour, 2-hour steps, 30 days back');
@@ -203,7 +239,8 @@ test('90 days of a fake clock: retention keeps the row count bounded and old dat
   for (let at = T0; at < end; at += 3_600_000) addVitalsSample(env.db, { at, cpu_percent: 50, mem_used_bytes: 1, mem_total_bytes: 2, disk_used_bytes: 3, disk_total_bytes: 4, load1: 0.5 });
   pruneSeries(env.db, end);
   const vit = Number((await env.db.selectFrom('host_vitals').select(env.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-  assert.ok(vit <= 90 * 24 + 2 + 7 * 24 + 2 + 24 + 2, `${vit} vitals rows`);
+  // Hour samples: 24 + 7 * 24 + 24 + 90 * 24 + 30 * 12 rows (10 s, 1 min, 5 min, 1 h, 2 h), plus edges.
+  assert.ok(vit <= 24 + 2 + 7 * 24 + 2 + 24 + 2 + 90 * 24 + 2 + 30 * 12 + 2, `${vit} vitals rows`);
 });
 
 test('host vitals: /proc parsers, averages per step, the sampler records into every resolution', async () => {
@@ -233,7 +270,7 @@ test('host vitals: /proc parsers, averages per step, the sampler records into ev
   assert.ok(s.cpu_percent >= 0 && s.cpu_percent <= 100);
   assert.deepEqual(sampler.latest(), s);
   const rows = await env.db.selectFrom('host_vitals').select(['res']).where('t', '>=', Math.floor((T0 + 30_000) / 1000 / 3600) * 3600).execute();
-  assert.deepEqual([...new Set(rows.map((r) => r.res))].sort((a, b) => a - b), [10, 60, 3600]);
+  assert.deepEqual([...new Set(rows.map((r) => r.res))].sort((a, b) => a - b), [...RESOLUTIONS]);
 });
 
 test("Caddy's access line: bytes and duration are read for the metrics", () => {
