@@ -79,7 +79,9 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
   if (service) await ensureService(env, app, service);
   const fn = action === 'start' ? stackStart : action === 'stop' ? stackStop : stackRestart;
   const touched = await fn(env.engine, app.name, service);
-  if (action !== 'stop') await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
+  // A stop too: a service with no running container loses its upstreams, so the proxy answers
+  // 503 (unavailable) at once instead of retrying dead addresses and answering 502.
+  await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
   await refreshAppStatus(env, app);
   return touched;
 }

@@ -242,6 +242,27 @@ test('reassigning a domain to another app moves its traffic there', async (t) =>
   assert.equal(back.status, 200, back.text);
 });
 
+test('a stopped app answers 503 from the proxy at once (not 502 after dialing dead addresses); started again, it serves', async (t) => {
+  if (!(await ready(t))) return;
+  const blog = apps[1]!;
+  const auto = `${blog.name}.${BASE}`;
+  await until(auto, (x) => x.status === 200, 'the automatic host served');
+  const stop = await c.req('POST', `/api/apps/${blog.id}/stop`);
+  assert.equal(stop.status, 200, stop.text);
+  assert.deepEqual(await containerIds(blog.name), [], 'nothing runs');
+  // The stop answered after the proxy took the change: the very next request sees it.
+  const stopped = await lab!.https(auto, '/');
+  assert.equal(stopped.status, 503, `${stopped.status} ${stopped.body}`);
+  assert.match(stopped.body, /no running container/);
+  assert.equal(stopped.headers['retry-after'], '10');
+  const start = await c.req('POST', `/api/apps/${blog.id}/start`);
+  assert.equal(start.status, 200, start.text);
+  const ids = await containerIds(blog.name);
+  const back = await lab!.https(auto, '/');
+  assert.equal(back.status, 200, `${back.status} ${back.body}`);
+  assert.ok(ids.includes(back.body.trim()), 'served by the started container');
+});
+
 test('a redeploy while clients loop through Caddy (new and kept-alive connections) loses no request', async (t) => {
   if (!(await ready(t))) return;
   const shop = apps[0]!;
@@ -300,9 +321,31 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
   }
   assert.deepEqual(stats.failed, [], `${stats.failed.length} of ${stats.ok + stats.failed.length} requests failed (${stats.retried} retried once after a connection closed before any answer)`);
   assert.ok(before.some((x) => stats.seen.has(x)) && fresh.some((x) => stats.seen.has(x)), 'served by the old, then the new container');
+  t.diagnostic(`redeploy under load: ${stats.ok} requests, ${stats.failed.length} lost, ${stats.retried} retried once after a connection closed before any answer`);
   const logs = await c.req('GET', `/api/apps/${shop.id}/deployments`);
   const last = logs.body.items[0];
   const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${last.id}/logs`)).body.items.map((l: any) => l.line);
+  assert.ok(lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)), lines.join('\n'));
+});
+
+test('a rollback takes the same path: the route switches to its containers in one proxy change', async (t) => {
+  if (!(await ready(t))) return;
+  const shop = apps[0]!;
+  const host = 'shop.w13x.test';
+  const items = (await c.req('GET', `/api/apps/${shop.id}/deployments`)).body.items;
+  const first = items.at(-1);
+  const before = await containerIds(shop.name);
+  const loads = server!.env.edge.proxy.state().loads;
+  const rb = await c.req('POST', `/api/apps/${shop.id}/deployments/${first.id}/rollback`);
+  assert.equal(rb.status, 202, rb.text);
+  await waitStatus(c, shop.id, rb.body.deployment.id, ['succeeded']);
+  const fresh = (await containerIds(shop.name)).filter((x) => !before.includes(x));
+  assert.ok(fresh.length > 0, 'the rollback runs new containers');
+  const r = await lab!.https(host, '/');
+  assert.equal(r.status, 200);
+  assert.ok(fresh.includes(r.body.trim()), `served by the rollback's container (${r.body.trim()} in ${fresh.join(', ')})`);
+  assert.ok(server!.env.edge.proxy.state().loads > loads, 'the proxy was changed');
+  const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${rb.body.deployment.id}/logs`)).body.items.map((l: any) => l.line);
   assert.ok(lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)), lines.join('\n'));
 });
 
