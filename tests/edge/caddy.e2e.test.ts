@@ -118,17 +118,22 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
 
   // Request metrics: 20 fast and 5 slow requests through Caddy, read back from its access log.
   const before = () => queryRequests(env.db, { appId, range: '1h', now: Date.now() }).points.reduce((n, p) => n + p.requests, 0);
-  // Earlier requests to this host (the polls above) may still be on their way into the log.
-  let last = -1;
-  const base = await poll('the count to settle', async () => {
-    await new Promise((r) => setTimeout(r, 300));
+  // Earlier requests to this host (the polls above) may still be on their way into the log. A
+  // marker request sent after all of them is logged after them: once the tailer has seen it,
+  // everything before it is counted, and the marker with it.
+  const marker = `/settled-${Date.now()}`;
+  let markerSeen = false;
+  const unsubscribe = env.tailer.subscribe((e) => {
+    if (e.path === marker) markerSeen = true;
+  });
+  assert.equal((await l.https(host, marker)).status, 200);
+  await poll('the marker request in the access log', async () => {
     await env.tailer.catchUp();
-    env.series.flush(true);
-    const n = before();
-    const settled = n === last;
-    last = n;
-    return settled ? n + 1 : null;
-  }, 30_000, 10) - 1;
+    return markerSeen;
+  }, 30_000, 50);
+  unsubscribe();
+  env.series.flush(true);
+  const base = before();
   for (let i = 0; i < 20; i++) assert.equal((await l.https(host, `/fast/${i}`)).status, 200);
   for (let i = 0; i < 5; i++) assert.equal((await l.https(host, `/slow/${i}`)).status, 200);
   await poll('25 requests counted', async () => {
