@@ -23,6 +23,27 @@
 // `svc-auto-<appId>-<service>`, `svc-control`); its plain-HTTP companion adds `-http`.
 // Upstreams are container addresses on the app's bridge network, which Caddy on the host can
 // reach without any port published; switching them is one load of this whole config.
+//
+// Zero downtime and Caddy's reloads (why a deploy still reloads, and what that costs). Caddy 2.6
+// restarts every app on any admin-API change. Each HTTP server then opens its own listening socket
+// on the port (SO_REUSEPORT) and the old server closes its socket and its idle kept-alive
+// connections; requests in flight finish (`grace_period`). Two races remain, both on requests
+// that got no byte of answer and were never processed: a client sending on an idle kept-alive
+// connection as the old server closes it, and a connection the kernel had queued on the old
+// socket (reset when it closes). Clients retry exactly those for idempotent requests (RFC 9112,
+// 9.3.1: browsers, curl and Go do); the zero-loss tests count such retries. Measured with the
+// tests and `npm run bench:edge`: a few kept-alive retries per five redeploys, no loss.
+// Ruled out, by reading Caddy 2.6.2 and trying it:
+// - `shutdown_delay` applies only when a listener closes for good, never on a reload;
+// - dynamic upstreams (`a`/`srv` sources) answered by a DNS server of the control plane would
+//   make a deploy need no reload, but 2.6.2 fails a request whose lookup fails (`srv` refuses a
+//   `grace_period` to keep stale answers), so a control-plane restart would drop traffic; a DNS
+//   answerer of its own would be one more long-lived process for the operator to run;
+// - a fixed per-service address that the engine moves between containers (a static IP on a
+//   second network) cuts the old container's in-flight connections when it is disconnected.
+// What would move it: Linux `net.ipv4.tcp_migrate_req=1` hands connections queued on a closing
+// SO_REUSEPORT socket to the new one (the reset case); a Caddy whose dynamic upstreams keep
+// stale answers, or a local DNS answerer run as its own service, would remove the reload.
 
 import { isIP } from 'node:net';
 import { isLabel, MAX_HOSTNAME } from '../domains/hostname.js';
