@@ -354,16 +354,20 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   const shop = apps[0]!;
   const host = 'shop.w13x.test';
   const total = async () => (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h`)).body.points.reduce((n: number, p: any) => n + p.requests, 0);
-  // Earlier requests may still be on their way into the access log: wait for the count to settle.
-  let last = -1;
-  const base = (await poll('the count to settle', async () => {
-    await new Promise((r) => setTimeout(r, 1000));
+  // Earlier requests may still be on their way into the access log. A marker request sent after
+  // all of them is logged after them: once the tailer has seen it, they are all counted (it too).
+  const marker = `/settled-${Date.now()}`;
+  let markerSeen = false;
+  const unsubscribe = server!.env.tailer.subscribe((e) => {
+    if (e.path === marker) markerSeen = true;
+  });
+  assert.equal((await lab!.https(host, marker)).status, 404, 'busybox httpd has no such file');
+  await poll('the marker request in the access log', async () => {
     await server!.env.tailer.catchUp();
-    const n = await total();
-    const settled = n === last;
-    last = n;
-    return settled ? n + 1 : null;
-  }, 60_000, 10)) - 1;
+    return markerSeen;
+  }, 60_000, 50);
+  unsubscribe();
+  const base = await total();
   // A fresh 10 s bucket, so the loop of the previous test shares none with these requests.
   const bucket = Math.floor(Date.now() / 10_000);
   await poll('the next 10 s bucket', () => Math.floor(Date.now() / 10_000) > bucket, 15_000, 50);
