@@ -12,6 +12,9 @@ import type { AccessEntry } from '../../lib/traffic/parse.js';
 import { HttpError } from '../../lib/http/errors.js';
 import { memoryEnv } from '../_support/env.js';
 import { migrations } from '../../lib/db/migrations.js';
+import { registerStreams } from '../../lib/deploy/streams.js';
+import { poll } from '../_support/wait.js';
+import { tmpdir } from 'node:os';
 
 const T0 = Date.parse('2030-06-01T00:00:00.000Z');
 
@@ -282,4 +285,29 @@ test("Caddy's access line: bytes and duration are read for the metrics", () => {
   const odd = parseAccessLine(JSON.stringify({ request: { remote_ip: '127.0.0.1' }, status: 200, size: -5, duration: 'slow' }))!;
   assert.equal(odd.bytes, 0);
   assert.equal(odd.durationMs, 0);
+});
+
+test('the host WebSocket topic and /metrics show the sampler\'s own sample, not a reading of their own', async () => {
+  const env = await memoryEnv({ SVC_DATA_DIR: tmpdir() });
+  const streams = registerStreams(env);
+  try {
+    const s = (await env.vitals.sample())!;
+    assert.ok(s.mem_used_bytes > 0);
+    const seen: any[] = [];
+    const off = await env.bus.subscribe('host', (e) => seen.push(e.data));
+    await poll('a host event', () => seen.length > 0, 10_000, 10);
+    off();
+    assert.equal(seen[0].at, new Date(s.at).toISOString());
+    // Memory in use moves by the byte between two readings: equal figures mean one sample.
+    assert.deepEqual(seen[0].memory, { total_bytes: s.mem_total_bytes, used_bytes: s.mem_used_bytes });
+    assert.equal(seen[0].cpu_percent, s.cpu_percent);
+    const text = (await env.metrics.render()).text;
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.equal(gauge('svc_host_memory_used_bytes'), s.mem_used_bytes);
+    assert.equal(gauge('svc_host_disk_used_bytes'), s.disk_used_bytes);
+    assert.equal(gauge('svc_host_cpu_usage_ratio'), s.cpu_percent / 100);
+  } finally {
+    streams.stopAll();
+    await env.db.destroy();
+  }
 });
