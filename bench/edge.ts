@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   try {
     await ensureBaseImage();
     const dockerfile = [`FROM ${BASE_IMAGE}`, 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`].join('\n');
-    await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --label svc.bench=edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+    await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.bench=edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
     lab = await startEdgeLab();
     server = await startTestServer({ ...lab.vars }, { edge: { checkIntervalMs: 2000, checkerTickMs: 500 } });
     const c = await adminClient(server);

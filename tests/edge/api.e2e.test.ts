@@ -43,13 +43,15 @@ async function buildImage(): Promise<void> {
     'EXPOSE 8080',
     `CMD ["sh", "-c", "trap 'exit 0' TERM; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`,
   ].join('\n');
-  await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --label svc.test=w13-edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+  // No network for the RUN step: it needs none, and the build then does not depend on the engine's default bridge.
+  await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=w13-edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
 }
 
 async function ready(t: import('node:test').TestContext): Promise<boolean> {
   if (!(await needEdge(t)) || !(await needEngine(t))) return false;
   if (server) return true;
-  lab = await startEdgeLab();
+  // Kept when a later step fails: a second lab would leave the first one's processes running.
+  lab ??= await startEdgeLab();
   await buildImage();
   server = await startTestServer({ ...lab.vars, SVC_BASE_DOMAIN: BASE }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } });
   c = await adminClient(server);
