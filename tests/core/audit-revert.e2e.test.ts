@@ -262,3 +262,72 @@ test('every route that changes a diffable target declares the state the audit st
   }
   assert.ok(checked >= 12, `only ${checked} routes checked`);
 });
+
+test('a service setting change reverts to the recorded port and health path', async () => {
+  const app = await newApp();
+  assert.equal((await c.req('PATCH', `/api/apps/${app}/services/app`, { port: 8080, health_path: '/up' })).status, 200);
+  assert.equal((await c.req('PATCH', `/api/apps/${app}/services/app`, { port: 9090 })).status, 200);
+  const entry = await lastEntry('app.service_updated', app);
+  const d = await c.req('GET', `/api/audit/${entry.id}/diff`);
+  assert.deepEqual(d.body.rows, [
+    { field: 'health_path', status: 'unchanged', before: '/up', after: '/up', masked: false },
+    { field: 'port', status: 'changed', before: 8080, after: 9090, masked: false },
+  ]);
+  assert.equal((await c.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
+  // A PATCH that sets only the health path answers the settings now in force.
+  const now = await c.req('PATCH', `/api/apps/${app}/services/app`, { health_path: '/up' });
+  assert.deepEqual({ port: now.body.port, health_path: now.body.health_path }, { port: 8080, health_path: '/up' });
+});
+
+test('notification channels: a URL change is masked in the diff, and its revert (and the revert of a deletion) delivers to the real old URL again', async () => {
+  const { startReceiver, receiverResolve } = await import('../_support/receiver.js');
+  const recv = await startReceiver();
+  const ns = await startTestServer({ SVC_NOTIFY_ALLOW: '127.0.0.1' });
+  try {
+    Object.assign(ns.env.notifier.transport, { agent: recv.agent, resolve: receiverResolve });
+    const nc = await adminClient(ns);
+    const token = 'hooktoken_' + randomBytes(8).toString('hex');
+    const created = await nc.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'ops', url: recv.url(`/old/${token}`) });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id;
+    const patched = await nc.req('PATCH', `/api/settings/notifications/${id}`, { name: 'ops-new', url: recv.url('/new/other'), enabled: false });
+    assert.equal(patched.status, 200, patched.text);
+    const entry = (await nc.req('GET', `/api/audit?action=notification.channel_updated&limit=1`)).body.items[0];
+    const diff = await nc.req('GET', `/api/audit/${entry.id}/diff`);
+    const rows = Object.fromEntries(diff.body.rows.map((r: any) => [r.field, r]));
+    assert.deepEqual(rows.url, { field: 'url', status: 'changed', masked: true });
+    assert.deepEqual(rows.name, { field: 'name', status: 'changed', before: 'ops', after: 'ops-new', masked: false });
+    assert.deepEqual(rows.enabled, { field: 'enabled', status: 'changed', before: true, after: false, masked: false });
+    assert.ok(!diff.text.includes(token));
+
+    assert.equal((await nc.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
+    const back = (await nc.req('GET', `/api/settings/notifications/${id}`)).body;
+    assert.equal(back.name, 'ops');
+    assert.equal(back.enabled, true);
+    const sent = await nc.req('POST', `/api/settings/notifications/${id}/test`);
+    assert.equal(sent.status, 200, sent.text);
+    assert.ok(recv.received.some((r) => r.path === `/old/${token}`), 'the test message went to the restored URL');
+
+    // Deleted, then the deletion reverted: a channel with the same URL again.
+    assert.equal((await nc.req('DELETE', `/api/settings/notifications/${id}`)).status, 204);
+    const del = (await nc.req('GET', `/api/audit?action=notification.channel_deleted&limit=1`)).body.items[0];
+    const rev = await nc.req('POST', `/api/audit/${del.id}/revert`);
+    assert.equal(rev.status, 200, rev.text);
+    const again = (await nc.req('GET', '/api/settings/notifications')).body.items;
+    assert.equal(again.length, 1);
+    assert.equal(again[0].name, 'ops');
+    const before = recv.received.length;
+    assert.equal((await nc.req('POST', `/api/settings/notifications/${again[0].id}/test`)).status, 200);
+    assert.ok(recv.received.slice(before).some((r) => r.path === `/old/${token}`));
+
+    const db = new Database(join(ns.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
+    try {
+      assert.equal(JSON.stringify(db.prepare('select * from audit').all()).includes(token), false, 'the channel URL is not in the audit table in clear');
+    } finally {
+      db.close();
+    }
+  } finally {
+    await ns.stop();
+    await recv.close();
+  }
+});
