@@ -255,7 +255,7 @@ test('every route that changes a diffable target declares the state the audit st
       if (!h || m === 'GET') continue;
       // Deleting an app removes the app itself: not a revertible change.
       if (r.pattern === '/api/apps/:id' && m === 'DELETE') continue;
-      const state = h.spec.audit?.state;
+      const state = (h.spec.audit as { state?: { kind?: string } } | undefined)?.state;
       assert.ok(state && typeof state === 'object' && state.kind === kind, `${m} ${r.pattern} declares no ${kind} state`);
       checked++;
     }
