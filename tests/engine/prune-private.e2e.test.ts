@@ -20,6 +20,7 @@ import { LABEL_APP } from '../../lib/docker/names.js';
 
 const run = promisify(execFile);
 const DOCKERD = '/usr/sbin/dockerd';
+const UNSHARE = '/usr/bin/unshare';
 
 let dir = '';
 let daemon: ChildProcess | null = null;
@@ -45,6 +46,11 @@ async function canRunDaemon(t: import('node:test').TestContext): Promise<boolean
     await access(DOCKERD, constants.X_OK);
   } catch {
     return missing(t, `${DOCKERD} is missing (apt-get install docker.io)`, 'SVC_REQUIRE_DOCKER');
+  }
+  try {
+    await access(UNSHARE, constants.X_OK);
+  } catch {
+    return missing(t, `${UNSHARE} is missing (apt-get install util-linux)`, 'SVC_REQUIRE_DOCKER');
   }
   return true;
 }
@@ -95,9 +101,16 @@ test('prune on a private dockerd removes dangling images and stopped containers 
   dir = await mkdtemp(join(tmpdir(), 'svc-dockerd-'));
   const sock = join(dir, 'docker.sock');
   await writeFile(join(dir, 'daemon.json'), '{}');
+  const hostBridges = await hostInterfaces();
+  // Its own network namespace: with --bridge=none a dockerd deletes any `docker0` it can see,
+  // which in the host's namespace would be the shared daemon's bridge. unshare execs dockerd, so
+  // the child's pid is the daemon's.
   daemon = spawn(
-    DOCKERD,
+    UNSHARE,
     [
+      '--net',
+      '--',
+      DOCKERD,
       '--config-file', join(dir, 'daemon.json'),
       '--data-root', join(dir, 'data'),
       '--exec-root', join(dir, 'exec'),
@@ -163,4 +176,11 @@ test('prune on a private dockerd removes dangling images and stopped containers 
   assert.equal(audit.body.items[0]?.outcome, 200);
 
   await docker(sock, ['rm', '-f', '--', running, appStopped]);
+  assert.deepEqual(await hostInterfaces(), hostBridges, "the host's network interfaces are untouched");
 });
+
+/** Whether the host's docker0 (the shared engine's default bridge) is there: `['docker0']` or `[]`. */
+async function hostInterfaces(): Promise<string[]> {
+  const { stdout } = await run('ip', ['-o', 'link', 'show', 'type', 'bridge']);
+  return stdout.split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1]).filter((n): n is string => !!n).filter((n) => n === 'docker0').sort();
+}
