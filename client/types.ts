@@ -784,10 +784,50 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The audit feed, newest first */
+        /** The audit feed, newest first (filter by actor, action prefix, target, time) */
         get: operations["getApiAudit"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/{id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an audited change did to its target (secrets masked), and whether the target changed since
+         * @description Entries without recorded state (logins, deployments, failed requests) answer 422 not_diffable.
+         */
+        get: operations["getApiAuditByIdDiff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/{id}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an audited change's recorded before-state, through the same operations as the original route
+         * @description Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict.
+         */
+        post: operations["postApiAuditByIdRevert"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1633,6 +1673,19 @@ export interface components {
             }[];
             domains: unknown[];
         };
+        AuditDiff: {
+            rows: {
+                field: string;
+                /** @enum {string} */
+                status: "added" | "removed" | "changed" | "unchanged";
+                before?: unknown;
+                after?: unknown;
+                /** @description A secret: its values are never shown */
+                masked: boolean;
+            }[];
+            /** @description The target changed after this entry */
+            changed_since: boolean;
+        };
         AuditEntry: {
             id: string;
             /** @description ISO-8601 UTC timestamp */
@@ -1649,6 +1702,12 @@ export interface components {
             detail: {
                 [key: string]: unknown;
             } | null;
+            /** @description The kind of state recorded (app_env, domain...); null: not diffable */
+            target_type: string | null;
+            revertible: boolean;
+            reverted_at: string | null;
+            reverted_by: string | null;
+            revert_of: string | null;
         };
         AutomaticHost: {
             /** @constant */
@@ -2014,6 +2073,9 @@ export interface components {
             items: components["schemas"]["AuditEntry"][];
             next_cursor?: string;
         };
+        PostApiAuditByIdRevert200: {
+            audit_id: string;
+        };
         GetApiAuthApiTokens200: {
             items: components["schemas"]["ApiToken"][];
         };
@@ -2327,6 +2389,9 @@ export interface components {
             event: "push" | "tag";
             pattern: string;
             enabled?: boolean;
+        };
+        PostApiAuditByIdRevertBody: {
+            force?: boolean;
         };
         PostApiAuthApiTokensBody: {
             name: string;
@@ -4059,6 +4124,11 @@ export interface operations {
             query?: {
                 cursor?: string;
                 limit?: number;
+                actor?: string;
+                action?: string;
+                target?: string;
+                since?: string;
+                until?: string;
             };
             header?: never;
             path?: never;
@@ -4077,6 +4147,63 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAuditByIdDiff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditDiff"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAuditByIdRevert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAuditByIdRevertBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAuditByIdRevert200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

@@ -12,11 +12,12 @@ import { parseCookies } from '../lib/http/cookies.js';
 import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
 import { headerGetter, type HeaderGetter } from '../lib/http/headers.js';
 import { METHODS, type AuditNote, type AuthPolicy, type Client, type Ctx, type HandlerModule, type Method, type Principal } from '../lib/http/handler.js';
-import type { RouteHandler, RouteSpec } from '../lib/http/route.js';
+import type { AuditSpec, AuditStateRef, RouteHandler, RouteSpec } from '../lib/http/route.js';
 import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
 import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
-import { recordAudit } from '../lib/audit/index.js';
+import { recordAudit, type AuditEntryInput } from '../lib/audit/index.js';
+import { STATE_KINDS, type State, type StateKindName } from '../lib/audit/state.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
@@ -130,11 +131,15 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
     return then(parse(spec, x), (input) => {
       const note: { value?: AuditNote } = {};
       const ctx = contextFor(env, x, input, principal, client, note);
-      const response = attempt(
-        () => handler(x.request, ctx),
-        (e) => toErrorResponse(env, e, x.requestId),
-      );
-      return then(response, (r) => audit(env, spec, x, ctx, note.value, r));
+      const call = (before: StateBefore | null) => {
+        const response = attempt(
+          () => handler(x.request, ctx),
+          (e) => toErrorResponse(env, e, x.requestId),
+        );
+        return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
+      };
+      // Only routes that declare a state pay for reading it.
+      return spec.audit?.state ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call) : call(null);
     });
   }
 
@@ -254,7 +259,7 @@ export function parse(spec: RouteSpec, x: Exchange): Maybe<ParsedInput> {
   }
   const bodySchema = spec.body;
   if (!bodySchema) return { params, query, body: undefined };
-  return readJson(x.request).then((raw) => {
+  return readJson(x.request, undefined, bodySchema.safeParse(undefined).success).then((raw) => {
     const r = bodySchema.safeParse(raw);
     if (!r.success) throw validationError(r.error, 'body');
     return { params, query, body: r.data };
@@ -287,8 +292,15 @@ function contextFor(env: Env, x: Exchange, input: ParsedInput, principal: Princi
  * authenticated write (named `<METHOD> <pattern>` when it declares none). The handler may refine
  * the entry through ctx.audit; it never writes one itself.
  */
-export function audit(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response): Maybe<Response> {
+export function audit(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response, before: StateBefore | null = null): Maybe<Response> {
   if (note?.skip) return response;
+  if (before !== null && response.status >= 200 && response.status < 300) {
+    return readAfter(env, before, note, x.requestId).then((state) => write(env, spec, x, ctx, note, response, state));
+  }
+  return write(env, spec, x, ctx, note, response, null);
+}
+
+function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response, state: AuditEntryInput['state']): Maybe<Response> {
   const principal = ctx.principal;
   const declared = spec.audit;
   if (!declared && !(principal && UNSAFE.has(x.effective))) return response;
@@ -305,13 +317,54 @@ export function audit(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: Au
     ip: ctx.client.ip,
     outcome: response.status,
     detail: note?.detail ?? null,
+    state,
+    revertOf: ok(response) ? (note?.revertOf ?? null) : null,
   }).then(
-    () => response,
+    (id) => (note?.answer && ok(response) ? note.answer(String(id)) : response),
     (err) => {
       env.log.error({ err, requestId: x.requestId }, 'audit write failed');
       return response;
     },
   );
+}
+
+const ok = (r: Response) => r.status >= 200 && r.status < 300;
+
+/** What the audit stage read of a route's target before its handler ran. */
+export interface StateBefore {
+  kind: StateKindName;
+  id: string | null;
+  before: State | null;
+}
+
+/** Stage `audit`, first half: the declared target's state before the change (null: not recorded). */
+function readBefore(env: Env, ref: NonNullable<AuditSpec['state']>, ctx: Ctx, requestId: string): Promise<StateBefore | null> {
+  const resolve = async (): Promise<AuditStateRef | null> => {
+    if (typeof ref === 'function') return ref(ctx);
+    return { kind: ref.kind, id: ref.id ? (safeTarget(ref.id, ctx) ?? null) : null };
+  };
+  return resolve().then(
+    async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await STATE_KINDS[r.kind].read(env, r.id) }),
+    (err) => {
+      env.log.error({ err, requestId }, 'audit state read failed');
+      return null;
+    },
+  ).catch((err) => {
+    env.log.error({ err, requestId }, 'audit state read failed');
+    return null;
+  });
+}
+
+/** Second half: the state the change produced, under the id the handler named when it made one. */
+async function readAfter(env: Env, b: StateBefore, note: AuditNote | undefined, requestId: string): Promise<AuditEntryInput['state']> {
+  const id = note?.stateId ?? b.id ?? note?.target ?? null;
+  if (id === null) return null;
+  try {
+    return { kind: b.kind, id, before: b.before, after: await STATE_KINDS[b.kind].read(env, id) };
+  } catch (err) {
+    env.log.error({ err, requestId }, 'audit state read failed');
+    return null;
+  }
 }
 
 function safeTarget(fn: (ctx: Ctx) => string | null | undefined, ctx: Ctx): string | null | undefined {

@@ -207,3 +207,35 @@ export const activeDeployments = () => call<Items<Deployment>>('GET', '/api/depl
 // Audit and security
 export const listAudit = (cursor?: string) => call<Items<AuditEntry>>('GET', `/api/audit${cursor ? `?cursor=${seg(cursor)}` : ''}`);
 export const posture = () => call<Items<PostureItem>>('GET', '/api/security/posture');
+
+// Audit: filters, diff and revert (CONTRACT.md "Audit diff and revert")
+export interface AuditEntryState {
+  target_type: string | null;
+  revertible: boolean;
+  reverted_at: string | null;
+  reverted_by: string | null;
+  revert_of: string | null;
+}
+export type AuditRow = AuditEntry & AuditEntryState;
+export interface AuditFilter {
+  actor?: string;
+  action?: string;
+  target?: string;
+  since?: string;
+  until?: string;
+}
+export interface AuditDiffRow {
+  field: string;
+  status: 'added' | 'removed' | 'changed' | 'unchanged';
+  before?: unknown;
+  after?: unknown;
+  masked: boolean;
+}
+export const queryAudit = (filter: AuditFilter, cursor?: string, limit = 100) => {
+  const q = new URLSearchParams({ limit: String(limit) });
+  for (const [k, v] of Object.entries(filter)) if (v) q.set(k, v);
+  if (cursor) q.set('cursor', cursor);
+  return call<Items<AuditRow>>('GET', `/api/audit?${q}`);
+};
+export const auditDiff = (id: string) => call<{ rows: AuditDiffRow[]; changed_since: boolean }>('GET', `/api/audit/${seg(id)}/diff`);
+export const revertAudit = (id: string, force = false) => call<{ audit_id: string }>('POST', `/api/audit/${seg(id)}/revert`, force ? { force: true } : {});

@@ -134,6 +134,11 @@ export const auditEntrySchema = named(
     ip: z.string().nullable(),
     outcome: z.number().int(),
     detail: z.record(z.string(), z.unknown()).nullable(),
+    target_type: z.string().nullable().describe('The kind of state recorded (app_env, domain...); null: not diffable'),
+    revertible: z.boolean(),
+    reverted_at: ts.nullable(),
+    reverted_by: z.string().nullable(),
+    revert_of: z.string().nullable(),
   }),
 );
 
@@ -272,4 +277,20 @@ export const notificationChannelSchema = named(
 export const notificationDeliverySchema = named(
   'NotificationDelivery',
   z.object({ at: ts, event: z.string(), ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable(), attempts: z.number().int() }),
+);
+
+export const auditDiffSchema = named(
+  'AuditDiff',
+  z.object({
+    rows: z.array(
+      z.object({
+        field: z.string(),
+        status: z.enum(['added', 'removed', 'changed', 'unchanged']),
+        before: z.unknown().optional(),
+        after: z.unknown().optional(),
+        masked: z.boolean().describe('A secret: its values are never shown'),
+      }),
+    ),
+    changed_since: z.boolean().describe('The target changed after this entry'),
+  }),
 );

@@ -433,6 +433,26 @@ const m0009: Migration = {
   },
 };
 
+// Audit diff and revert: what the audited change's target looked like before and after (a flat
+// JSON state, secrets as sealed envelopes with a keyed digest), and whether it was reverted.
+const m0010: Migration = {
+  async up(db: Kysely<any>) {
+    for (const [name, type] of [
+      ['target_kind', 'text'],
+      ['target_id', 'text'],
+      ['state_before', 'text'],
+      ['state_after', 'text'],
+      ['has_state', 'integer'],
+      ['reverted_at', 'text'],
+      ['reverted_by', 'integer'],
+      ['revert_of', 'integer'],
+    ] as const) {
+      await db.schema.alterTable('audit').addColumn(name, type).execute();
+    }
+    await db.schema.createIndex('audit_target').on('audit').columns(['target_kind', 'target_id', 'id']).execute();
+  },
+};
+
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_apps_deployments': m0002,
@@ -443,4 +463,5 @@ export const migrations: Record<string, Migration> = {
   '0007_notifications': m0007,
   '0008_data': m0008,
   '0009_series_steps': m0009,
+  '0010_audit_state': m0010,
 };

@@ -57,6 +57,15 @@ export interface AuditTable {
   ip: string | null;
   outcome: number;
   detail: string | null;
+  target_kind: string | null;
+  target_id: string | null;
+  state_before: string | null;
+  state_after: string | null;
+  /** 1 when before/after were recorded (either may be null: created, deleted). */
+  has_state: number | null;
+  reverted_at: string | null;
+  reverted_by: number | null;
+  revert_of: number | null;
 }
 
 export interface SettingTable {

@@ -44,9 +44,13 @@ function tooLarge(limit: number): HttpError {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
+/** `emptyOk`: a route whose body is optional reads no body as `undefined`. */
+export async function readJson(request: Request, limit = MAX_BODY_BYTES, emptyOk = false): Promise<unknown> {
   const bytes = await readBodyBytes(request, limit);
-  if (bytes.byteLength === 0) throw badRequest('Request body must be JSON');
+  if (bytes.byteLength === 0) {
+    if (emptyOk) return undefined;
+    throw badRequest('Request body must be JSON');
+  }
   let text: string;
   try {
     text = decoder.decode(bytes);

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'conflict'
   | 'gone'
   | 'payload_too_large'
+  | 'not_diffable'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable';
@@ -27,6 +28,7 @@ const statusOf: Record<ErrorCode, number> = {
   conflict: 409,
   gone: 410,
   payload_too_large: 413,
+  not_diffable: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

@@ -35,6 +35,12 @@ export interface AuditNote {
   via?: string;
   /** This outcome is not an event worth a row (a login that still waits for its second factor). */
   skip?: boolean;
+  /** The state target's id when the handler changed it (a re-created target). */
+  stateId?: string;
+  /** This request reverts that audit entry (POST /api/audit/{id}/revert). */
+  revertOf?: number;
+  /** Answers with the id of the entry the stage writes (the revert names its own entry). */
+  answer?: (auditId: string) => Response;
 }
 
 export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string, unknown>> {

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
 import type { AuditNote, AuthPolicy, Ctx } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
+import type { StateKindName } from '../audit/state.js';
 
 /** A response that is not JSON (Prometheus text, a preformatted body): documented by its media type. */
 export interface RawSpec {
@@ -20,6 +21,17 @@ export interface AuditSpec<C = Ctx> {
   action: string;
   /** The resource acted on; default: the path parameters. */
   target?: (ctx: C) => string | null | undefined;
+  /**
+   * The target's state, read by the audit stage before and after the handler (lib/audit/state.ts):
+   * what makes the entry diffable and revertible. `id` undefined: a creation, whose id the handler
+   * names through ctx.audit({ target }). A function resolves kind and id itself (the revert route).
+   */
+  state?: { kind: StateKindName; id?: (ctx: C) => string | null | undefined } | ((ctx: C) => Promise<AuditStateRef | null>);
+}
+
+export interface AuditStateRef {
+  kind: StateKindName;
+  id: string | null;
 }
 
 export interface RouteSpec {

@@ -14,7 +14,7 @@ export const PUT = route(
     // The hostname rules are applied in lib/domains (its 400 names the rule broken).
     body: z.strictObject({ base_domain: z.string().max(2048).nullable() }),
     responses: { 200: opaqueResultSchema },
-    audit: { action: 'instance.base_domain' },
+    audit: { action: 'instance.base_domain', state: { kind: 'base_domain', id: () => 'instance' } },
   },
   async (_req, { env, body, reply, audit }) => {
     const before = await instanceDomains(env);

@@ -13,7 +13,7 @@ export const PUT = route(
     summary: 'Set how many apps may deploy at once (1..8); takes effect for the next queued deployment',
     body: concurrency.strict(),
     responses: { 200: concurrency },
-    audit: { action: 'instance.deploy_concurrency' },
+    audit: { action: 'instance.deploy_concurrency', state: { kind: 'deploy_concurrency', id: () => 'instance' } },
   },
   async (_req, { env, body, reply, audit }) => {
     const n = await env.deployments.setConcurrency(body.concurrency);

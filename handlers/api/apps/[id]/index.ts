@@ -22,7 +22,7 @@ export const PATCH = route(
     params: appParams,
     body: z.strictObject({ name: z.string().optional(), source: sourceSchema.optional() }),
     responses: { 200: appBody },
-    audit: { action: 'app.updated', target: (c) => c.params.id },
+    audit: { action: 'app.updated', target: (c) => c.params.id, state: { kind: 'app', id: (c) => c.params.id } },
   },
   async (_req, { env, params, body, reply }) => {
     const current = await getApp(env.db, params.id);

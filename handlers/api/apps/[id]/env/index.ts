@@ -19,7 +19,7 @@ export const PUT = route(
       items: z.array(z.strictObject({ key: envKeySchema, value: z.string().nullable(), secret: z.boolean().optional() })).max(500),
     }),
     responses: { 200: items(envItemSchema) },
-    audit: { action: 'app.env_replaced', target: (c) => c.params.id },
+    audit: { action: 'app.env_replaced', target: (c) => c.params.id, state: { kind: 'app_env', id: (c) => c.params.id } },
   },
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);

@@ -11,7 +11,7 @@ export const DELETE = route(
     summary: 'Remove a deploy trigger',
     params: z.object({ id: appId, tid: z.string().regex(ID_PATTERN, 'not a trigger id') }),
     responses: { 204: null },
-    audit: { action: 'app.trigger_removed', target: (c) => c.params.id },
+    audit: { action: 'app.trigger_removed', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },
   },
   async (_req, { env, params, reply, audit }) => {
     audit({ detail: { trigger: params.tid } });

@@ -16,7 +16,7 @@ export const POST = route(
     params: appParams,
     body: z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() }),
     responses: { 201: triggerSchema },
-    audit: { action: 'app.trigger_added', target: (c) => c.params.id },
+    audit: { action: 'app.trigger_added', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },
   },
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);

@@ -13,7 +13,7 @@ export const PATCH = route(
     params: serviceParams,
     body: servicePatchSchema,
     responses: { 200: serviceSettingsSchema },
-    audit: { action: 'app.service_updated', target: (c) => c.params.id },
+    audit: { action: 'app.service_updated', target: (c) => c.params.id, state: { kind: 'service', id: (c) => `${c.params.id}/${c.params.name}` } },
   },
   async (_req, { env, params, body, reply, audit }) => {
     const app = await getApp(env.db, params.id);

@@ -1,0 +1,14 @@
+import { diffEntry } from '../../../../lib/audit/revert.js';
+import { auditDiffSchema } from '../../../../lib/api/schemas.js';
+import { route } from '../../../../lib/http/route.js';
+import { auditParams } from './_params.js';
+
+export const GET = route(
+  {
+    summary: "What an audited change did to its target (secrets masked), and whether the target changed since",
+    description: 'Entries without recorded state (logins, deployments, failed requests) answer 422 not_diffable.',
+    params: auditParams,
+    responses: { 200: auditDiffSchema },
+  },
+  async (_req, { env, params, reply }) => reply(200, await diffEntry(env, params.id)),
+);

@@ -1,0 +1,100 @@
+// Diff and revert of an audit entry (CONTRACT.md "Audit diff and revert"). The entry holds the
+// target's state before and after the change (lib/audit/state.ts); a revert hands `before` to the
+// target kind's applier, i.e. to the same lib functions the original route called.
+import type { Env } from '../env.js';
+import { HttpError, notFound } from '../http/errors.js';
+import { nowIso } from '../db/index.js';
+import { getAuditRow, isOk } from './index.js';
+import { STATE_KINDS, isMasked, isStateKind, notDiffable, sameState, sameValue, type FieldValue, type State, type StateKindName } from './state.js';
+
+export interface DiffRow {
+  field: string;
+  status: 'added' | 'removed' | 'changed' | 'unchanged';
+  before?: unknown;
+  after?: unknown;
+  masked: boolean;
+}
+
+interface Recorded {
+  id: number;
+  kind: StateKindName;
+  targetId: string;
+  before: State | null;
+  after: State | null;
+  revertedAt: string | null;
+}
+
+async function recorded(env: Env, id: number): Promise<Recorded> {
+  const row = await getAuditRow(env.db, id);
+  if (!row) throw notFound('No such audit entry');
+  if (row.has_state !== 1 || !isStateKind(row.target_kind) || row.target_id === null || !isOk(row.outcome)) {
+    throw notDiffable('This entry records no state to compare or restore (a login, a deployment, a failed request...)');
+  }
+  return {
+    id,
+    kind: row.target_kind,
+    targetId: row.target_id,
+    before: JSON.parse(row.state_before ?? 'null') as State | null,
+    after: JSON.parse(row.state_after ?? 'null') as State | null,
+    revertedAt: row.reverted_at,
+  };
+}
+
+/** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */
+export async function entryTarget(env: Env, id: number): Promise<{ kind: StateKindName; id: string } | null> {
+  try {
+    const r = await recorded(env, id);
+    return { kind: r.kind, id: r.targetId };
+  } catch {
+    return null;
+  }
+}
+
+export function diffRows(before: State | null, after: State | null): DiffRow[] {
+  const b = before ?? {};
+  const a = after ?? {};
+  const fields = [...new Set([...Object.keys(b), ...Object.keys(a)])].sort();
+  return fields.map((field) => {
+    const inB = Object.hasOwn(b, field);
+    const inA = Object.hasOwn(a, field);
+    const masked = (inB && isMasked(b[field])) || (inA && isMasked(a[field]));
+    const status: DiffRow['status'] = !inB ? 'added' : !inA ? 'removed' : sameValue(b[field], a[field]) ? 'unchanged' : 'changed';
+    const row: DiffRow = { field, status, masked };
+    // A secret is never shown, not even sealed: only whether it changed.
+    if (!masked) {
+      if (inB) row.before = b[field] as FieldValue;
+      if (inA) row.after = a[field] as FieldValue;
+    }
+    return row;
+  });
+}
+
+export async function diffEntry(env: Env, id: number): Promise<{ rows: DiffRow[]; changed_since: boolean }> {
+  const r = await recorded(env, id);
+  const current = await STATE_KINDS[r.kind].read(env, r.targetId);
+  return { rows: diffRows(r.before, r.after), changed_since: !sameState(current, r.after) };
+}
+
+/**
+ * Applies the entry's before-state. The entry is claimed (reverted_at) before anything is applied,
+ * so two concurrent reverts cannot both apply; a failed apply releases the claim.
+ * Answers the target's id after the revert (a re-created target has a new one).
+ */
+export async function revertEntry(env: Env, id: number, opts: { force: boolean }): Promise<{ kind: StateKindName; targetId: string }> {
+  const r = await recorded(env, id);
+  if (r.revertedAt !== null) throw new HttpError('conflict', `Audit entry ${id} was already reverted at ${r.revertedAt}`);
+  const kind = STATE_KINDS[r.kind];
+  const current = await kind.read(env, r.targetId);
+  if (!opts.force && !sameState(current, r.after)) {
+    throw new HttpError('conflict', 'The target changed after this entry (a later change, or it was deleted): revert with {"force": true} to apply the recorded state anyway');
+  }
+  const claimed = await env.db.updateTable('audit').set({ reverted_at: nowIso(env.now()) }).where('id', '=', id).where('reverted_at', 'is', null).executeTakeFirst();
+  if (Number(claimed.numUpdatedRows) === 0) throw new HttpError('conflict', `Audit entry ${id} was already reverted`);
+  try {
+    const newId = await kind.apply(env, r.targetId, r.before, current);
+    return { kind: r.kind, targetId: newId ?? r.targetId };
+  } catch (e) {
+    await env.db.updateTable('audit').set({ reverted_at: null }).where('id', '=', id).execute();
+    throw e;
+  }
+}

@@ -1,0 +1,244 @@
+// What an audited change's target looked like: one reader and one applier per kind of target.
+// The dispatcher's audit stage reads a route's target before and after the handler runs (the
+// route only names the kind and the id), and a revert hands the recorded before-state to the
+// same lib functions the routes call, so validation, proxy sync and events happen as they do
+// for a request.
+//
+// Secrets: a state holds a secret as a `Masked` value, never in clear. Its `sealed` envelope is
+// the one the owning row already stores (same binding), so the audit table holds nothing the
+// master key does not already protect; a revert opens it and hands the real value back to the
+// route's function (replaceEnv, updateChannel), which seals it again. `fp` is a keyed digest
+// (HMAC under a key derived from the master key): it tells "changed" from "unchanged" without
+// opening anything and is worthless to whoever copies the database.
+import type { Env } from '../env.js';
+import { HttpError } from '../http/errors.js';
+import { envBinding, replaceEnv } from '../apps/env.js';
+import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
+import type { AppSource } from '../apps/model.js';
+import { addTrigger, listTriggers, removeTrigger } from '../webhooks/store.js';
+import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeDomain } from '../domains/ops.js';
+import { getDomainRow } from '../domains/store.js';
+import { channelBinding, createChannel, deleteChannel, updateChannel, type ChannelKind } from '../notify/store.js';
+import type { NotifyEvent } from '../notify/message.js';
+import { readConcurrency } from '../deploy/store.js';
+
+export interface Masked {
+  masked: true;
+  sealed: string;
+  binding: string;
+  fp: string;
+  /** A non-secret hint (a notification URL's host), shown instead of the value. */
+  hint?: string;
+}
+export type FieldValue = string | number | boolean | null | Masked | { [k: string]: unknown } | unknown[];
+/** Field -> value; `null` when the target does not exist (before a creation, after a deletion). */
+export type State = Record<string, FieldValue>;
+
+export const FP_PURPOSE = 'audit-state';
+
+export interface StateKind {
+  read(env: Env, id: string): Promise<State | null>;
+  /** Brings the target back to `before`; answers the target's id when it changes (re-created). */
+  apply(env: Env, id: string, before: State | null, current: State | null): Promise<string | void>;
+}
+
+export const isMasked = (v: unknown): v is Masked => typeof v === 'object' && v !== null && (v as Masked).masked === true;
+
+function mask(env: Env, sealed: string, binding: string, hint?: string): Masked {
+  const fp = env.sealer.digest(FP_PURPOSE, env.sealer.open(sealed, binding));
+  return hint === undefined ? { masked: true, sealed, binding, fp } : { masked: true, sealed, binding, fp, hint };
+}
+
+const unmask = (env: Env, v: Masked): string => env.sealer.open(v.sealed, v.binding);
+
+/** Not found is a state (absent), every other failure is not. */
+async function orNull<T>(p: Promise<T>): Promise<T | null> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 404) return null;
+    throw e;
+  }
+}
+
+const appEnv: StateKind = {
+  async read(env, appId) {
+    if (!(await orNull(getApp(env.db, appId)))) return null;
+    const rows = await env.db.selectFrom('app_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
+    const out: State = {};
+    for (const r of rows) {
+      const binding = envBinding(appId, r.key);
+      out[r.key] = r.secret === 1 ? mask(env, r.sealed, binding) : env.sealer.open(r.sealed, binding);
+    }
+    return out;
+  },
+  async apply(env, appId, before) {
+    await getApp(env.db, appId);
+    if (before === null) throw notDiffable('The variables of an app that did not exist cannot be restored');
+    const items = Object.entries(before).map(([key, v]) =>
+      isMasked(v) ? { key, value: unmask(env, v), secret: true } : { key, value: String(v), secret: false },
+    );
+    await replaceEnv(env.db, env.sealer, appId, items);
+  },
+};
+
+/** The source, flattened to one row per field. */
+const appSettings: StateKind = {
+  async read(env, appId) {
+    const app = await orNull(getApp(env.db, appId));
+    if (!app) return null;
+    const out: State = {};
+    for (const [k, v] of Object.entries(app.source)) out[`source.${k}`] = v as FieldValue;
+    return out;
+  },
+  async apply(env, appId, before) {
+    if (before === null) throw notDiffable('An app that did not exist cannot be restored by a revert');
+    const source: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(before)) if (k.startsWith('source.')) source[k.slice(7)] = v;
+    await updateApp(env.db, appId, { source: source as AppSource }, env.now());
+  },
+};
+
+/** id: `<app id>/<service name>`. */
+const service: StateKind = {
+  async read(env, id) {
+    const [appId, name] = splitService(id);
+    if (!(await orNull(getApp(env.db, appId)))) return null;
+    const s = (await serviceSettings(env.db, appId)).get(name) ?? { port: null, health_path: null };
+    return { port: s.port, health_path: s.health_path };
+  },
+  async apply(env, id, before) {
+    const [appId, name] = splitService(id);
+    await getApp(env.db, appId);
+    await patchServiceSettings(env.db, appId, name, { port: (before?.port as number | null) ?? null, health_path: (before?.health_path as string | null) ?? null });
+  },
+};
+
+const splitService = (id: string): [string, string] => {
+  const at = id.indexOf('/');
+  return [id.slice(0, at), id.slice(at + 1)];
+};
+
+/** One row per trigger (by id). A revert removes the ones added and adds back the ones removed. */
+const triggers: StateKind = {
+  async read(env, appId) {
+    if (!(await orNull(getApp(env.db, appId)))) return null;
+    const out: State = {};
+    for (const t of await listTriggers(env.db, appId)) out[t.id] = { event: t.event, pattern: t.pattern, enabled: t.enabled };
+    return out;
+  },
+  async apply(env, appId, before, current) {
+    await getApp(env.db, appId);
+    const want = before ?? {};
+    const have = current ?? {};
+    for (const id of Object.keys(have)) if (!(id in want)) await removeTrigger(env.db, appId, id);
+    for (const [id, t] of Object.entries(want)) {
+      if (id in have) continue;
+      const v = t as { event: 'push' | 'tag'; pattern: string; enabled: boolean };
+      await addTrigger(env.db, appId, v, env.now());
+    }
+  },
+};
+
+const domain: StateKind = {
+  async read(env, id) {
+    const d = await orNull(getDomainRow(env.db, id));
+    return d && { hostname: d.hostname, app_id: d.app_id, service: d.service, port: d.port, redirect_to: d.redirect_to };
+  },
+  async apply(env, id, before, current) {
+    if (before === null) {
+      if (current !== null) await removeDomain(env, id);
+      return;
+    }
+    const input = before.redirect_to !== null ? { hostname: before.hostname, redirect_to: before.redirect_to } : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
+    if (current === null) return (await addDomain(env, input)).domain.id;
+    const patch = before.redirect_to !== null ? { redirect_to: before.redirect_to } : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
+    await changeDomain(env, id, before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch });
+  },
+};
+
+const baseDomain: StateKind = {
+  async read(env) {
+    return { base_domain: (await instanceDomains(env)).base_domain };
+  },
+  async apply(env, _id, before) {
+    await putBaseDomain(env, before?.base_domain ?? null);
+  },
+};
+
+const deployConcurrency: StateKind = {
+  async read(env) {
+    return { concurrency: await readConcurrency(env.db) };
+  },
+  async apply(env, _id, before) {
+    await env.deployments.setConcurrency(Number(before?.concurrency));
+  },
+};
+
+const channel: StateKind = {
+  async read(env, id) {
+    const r = await env.db.selectFrom('notification_channels').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!r) return null;
+    return {
+      kind: r.kind,
+      name: r.name,
+      url: mask(env, r.url_sealed, channelBinding(id), r.url_hint),
+      events: JSON.parse(r.events) as string[],
+      enabled: r.enabled === 1,
+    };
+  },
+  async apply(env, id, before, current) {
+    const guard = env.notifier.transport;
+    if (before === null) {
+      if (current !== null) await deleteChannel(env.db, id);
+      return;
+    }
+    const url = isMasked(before.url) ? unmask(env, before.url) : String(before.url);
+    const fields = { name: String(before.name), events: before.events as NotifyEvent[], enabled: before.enabled === true };
+    if (current === null) return (await createChannel(env.db, env.sealer, guard, { kind: before.kind as ChannelKind, url, ...fields }, env.now())).id;
+    const sameUrl = isMasked(before.url) && isMasked(current.url) && before.url.fp === current.url.fp;
+    await updateChannel(env.db, env.sealer, guard, id, sameUrl ? fields : { ...fields, url }, env.now());
+  },
+};
+
+/** The diffable targets (CONTRACT.md "Audit diff and revert"), by kind. */
+export const STATE_KINDS = {
+  app_env: appEnv,
+  app: appSettings,
+  service,
+  triggers,
+  domain,
+  base_domain: baseDomain,
+  deploy_concurrency: deployConcurrency,
+  notification_channel: channel,
+} satisfies Record<string, StateKind>;
+
+export type StateKindName = keyof typeof STATE_KINDS;
+export const isStateKind = (k: string | null | undefined): k is StateKindName => k != null && Object.hasOwn(STATE_KINDS, k);
+
+export function notDiffable(message: string): HttpError {
+  return new HttpError('not_diffable', message);
+}
+
+/** Values compared as the diff sees them: masked ones by their digest. */
+export function sameValue(a: FieldValue | undefined, b: FieldValue | undefined): boolean {
+  if (isMasked(a) || isMasked(b)) return isMasked(a) && isMasked(b) && a.fp === b.fp;
+  return canonical(a) === canonical(b);
+}
+
+export function sameState(a: State | null, b: State | null): boolean {
+  if (a === null || b === null) return a === b;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) if (!(k in a) || !(k in b) || !sameValue(a[k], b[k])) return false;
+  return true;
+}
+
+function canonical(v: unknown): string {
+  if (v === undefined) return 'undefined';
+  if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
+  if (v !== null && typeof v === 'object') {
+    return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical((v as Record<string, unknown>)[k])).join(',') + '}';
+  }
+  return JSON.stringify(v);
+}
+
