@@ -13,8 +13,35 @@ import { OverviewPage } from './pages/overview';
 import { AppPage } from './pages/app';
 import { TokensPage } from './pages/tokens';
 import { AuditPage } from './pages/audit';
-import { SecurityPage } from './pages/security';
+import { prefetchOverview } from './pages/overview';
 import './styles.css';
+
+// Before the first render: the session check and, on the overview, its data, all at once.
+const bootCheck = Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+bootCheck.catch(() => {});
+if (location.pathname === '/') prefetchOverview();
+
+/** A page loaded when first opened, so the first page's script stays small. */
+function lazyPage<P extends object>(load: () => Promise<(p: P) => unknown>) {
+  let Comp: any = null;
+  let pending: Promise<unknown> | null = null;
+  return function LazyPage(props: P) {
+    const [, setLoaded] = useState(false);
+    const [error, setError] = useState<unknown>(null);
+    useEffect(() => {
+      if (Comp) return;
+      pending ??= load().then((c) => (Comp = c));
+      pending.then(() => setLoaded(true), (e) => { pending = null; setError(e); });
+    }, []);
+    if (Comp) return <Comp {...props} />;
+    return <main>{error ? <ErrorNote error={error} /> : <p class="muted">Loading…</p>}</main>;
+  };
+}
+const SecurityPage = lazyPage<object>(() => import('./pages/security').then((m) => m.SecurityPage));
+const DomainsPage = lazyPage<object>(() => import('./pages/domains').then((m) => m.DomainsPage));
+const NotificationsPage = lazyPage<object>(() => import('./pages/notifications').then((m) => m.NotificationsPage));
+const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) => m.InstancePage));
+const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 
 type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
 
@@ -22,10 +49,10 @@ function Root() {
   const [boot, setBoot] = useState<Boot>({ kind: 'loading' });
   const path = usePath();
 
-  const refresh = async () => {
+  const refresh = async (first = false) => {
     try {
       // Both at once: the first paint of a signed-in operator waits for one round trip, not two.
-      const [s, m] = await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+      const [s, m] = first ? await bootCheck : await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
       if (s.open) return setBoot({ kind: 'setup' });
       if (m instanceof api.ApiError && m.status === 401) return setBoot({ kind: 'login' });
       if (m instanceof Error) throw m;
@@ -35,7 +62,7 @@ function Root() {
     }
   };
   useEffect(() => {
-    void refresh();
+    void refresh(true);
     api.setUnauthorizedHandler(() => {
       stopSocket();
       setBoot({ kind: 'login' });
@@ -47,7 +74,7 @@ function Root() {
   }, [boot.kind]);
 
   if (boot.kind === 'loading') return <main class="center"><p class="muted">Loading…</p></main>;
-  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={refresh}>Retry</button></main>;
+  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={() => refresh()}>Retry</button></main>;
   if (boot.kind === 'setup') {
     return <SetupPage onDone={(user) => { setBoot({ kind: 'in', user }); navigate('/', true); }} />;
   }
@@ -65,12 +92,12 @@ function Root() {
       }
     }}>
       <StepUpDialog totp={boot.user.totp_enabled} />
-      <Page path={path} />
+      <Page path={path} user={boot.user} />
     </Shell>
   );
 }
 
-function Page({ path }: { path: string }) {
+function Page({ path, user }: { path: string; user: User }) {
   const app = /^\/apps\/([^/]+)$/.exec(path);
   if (app) return <AppPage id={decodeURIComponent(app[1]!)} />;
   switch (path) {
@@ -84,6 +111,14 @@ function Page({ path }: { path: string }) {
       return <AuditPage />;
     case '/security':
       return <SecurityPage />;
+    case '/domains':
+      return <DomainsPage />;
+    case '/notifications':
+      return <NotificationsPage />;
+    case '/instance':
+      return <InstancePage />;
+    case '/profile':
+      return <ProfilePage user={user} />;
     default:
       return <main><h1>Not found</h1><p>No page at this address. <Link href="/">Back to the overview</Link></p></main>;
   }
@@ -101,6 +136,10 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
           <Link href="/security">Security</Link>
           <Link href="/audit">Audit</Link>
           <Link href="/tokens">Tokens</Link>
+          <Link href="/domains">Domains</Link>
+          <Link href="/notifications">Notifications</Link>
+          <Link href="/instance">Instance</Link>
+          <Link href="/profile">Profile</Link>
         </nav>
         <span class={`ws ws-${ws}`} role="status" aria-live="polite">{ws === 'open' ? 'live' : ws}</span>
         <span class="muted user">{user.username}</span>
