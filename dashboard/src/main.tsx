@@ -13,7 +13,7 @@ import { OverviewPage } from './pages/overview';
 import { AppPage } from './pages/app';
 import { TokensPage } from './pages/tokens';
 import { AuditPage } from './pages/audit';
-import { prefetchOverview } from './pages/overview';
+import { prefetchOverview, overviewReady } from './pages/overview';
 import './styles.css';
 
 // Before the first render: the session check and, on the overview, its data, all at once.
@@ -45,24 +45,31 @@ const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').the
 
 type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
 
-function Root() {
-  const [boot, setBoot] = useState<Boot>({ kind: 'loading' });
+/** The boot state from the session check's answers (or its failure). */
+function bootFrom(r: PromiseSettledResult<[{ open: boolean }, unknown]>): Boot {
+  if (r.status === 'rejected') return { kind: 'error', error: r.reason };
+  const [s, m] = r.value;
+  if (s.open) return { kind: 'setup' };
+  if (m instanceof api.ApiError && m.status === 401) return { kind: 'login' };
+  if (m instanceof Error) return { kind: 'error', error: m };
+  return { kind: 'in', user: (m as { user: User }).user };
+}
+
+function Root({ initial }: { initial: Boot }) {
+  const [boot, setBoot] = useState<Boot>(initial);
   const path = usePath();
 
   const refresh = async (first = false) => {
     try {
       // Both at once: the first paint of a signed-in operator waits for one round trip, not two.
       const [s, m] = first ? await bootCheck : await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
-      if (s.open) return setBoot({ kind: 'setup' });
-      if (m instanceof api.ApiError && m.status === 401) return setBoot({ kind: 'login' });
-      if (m instanceof Error) throw m;
-      setBoot({ kind: 'in', user: (m as { user: User }).user });
+      setBoot(bootFrom({ status: 'fulfilled', value: [s, m] }));
     } catch (e) {
       setBoot({ kind: 'error', error: e });
     }
   };
   useEffect(() => {
-    void refresh(true);
+    if (initial.kind === 'loading') void refresh(true);
     api.setUnauthorizedHandler(() => {
       stopSocket();
       setBoot({ kind: 'login' });
@@ -150,4 +157,11 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
   );
 }
 
-render(<Root />, document.getElementById('root')!);
+// The first render waits for the session check and the overview's prefetched data (requested in
+// parallel above): one render with data instead of a loading frame, then effects, then another
+// render a frame or two later. index.html shows a static "Loading…" meanwhile.
+const root = document.getElementById('root')!;
+void Promise.allSettled([bootCheck, overviewReady()]).then(([b]) => {
+  root.textContent = '';
+  render(<Root initial={bootFrom(b as PromiseSettledResult<[{ open: boolean }, unknown]>)} />, root);
+});

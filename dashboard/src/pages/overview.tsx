@@ -18,8 +18,27 @@ export function prefetchOverview(): void {
     active: (api.run(() => api.client.GET('/api/deployments/active'), quiet) as Promise<api.Items<Deployment>>).then((r) => r.items),
     posture: api.run(() => api.client.GET('/api/security/posture'), quiet).then((r) => r.items),
   };
-  // Unused (signed out): no unhandled rejection.
-  for (const p of Object.values(prefetched)) p.catch(() => {});
+  // A failed one (signed out) is dropped, so the overview asks again once signed in.
+  for (const [k, p] of Object.entries(prefetched)) p.then((v) => (settled[k] = v), () => {
+    if (prefetched) prefetched = { ...prefetched, [k]: null } as typeof prefetched;
+  });
+}
+const settled: Record<string, unknown> = {};
+/**
+ * Resolves once the apps are in (at once when nothing was prefetched): the first render shows
+ * them; the slower panels (posture reads the host) fill in when they answer.
+ */
+export function overviewReady(): Promise<unknown> {
+  return prefetched?.apps ? prefetched.apps.catch(() => {}) : Promise.resolve();
+}
+/** A prefetched answer already in, for the first render (used once). */
+function ready<T>(k: 'apps' | 'active' | 'posture'): T | undefined {
+  const v = settled[k] as T | undefined;
+  if (v !== undefined && prefetched) {
+    delete settled[k];
+    prefetched = { ...prefetched, [k]: null } as typeof prefetched;
+  }
+  return v;
 }
 function take<K extends 'apps' | 'active' | 'posture'>(k: K): NonNullable<typeof prefetched>[K] | null {
   const p = prefetched?.[k] ?? null;
@@ -28,9 +47,9 @@ function take<K extends 'apps' | 'active' | 'posture'>(k: K): NonNullable<typeof
 }
 
 export function OverviewPage() {
-  const apps = useLoad(() => take('apps') ?? api.listApps().then((r) => r.items));
-  const active = useLoad(() => take('active') ?? api.activeDeployments().then((r) => r.items));
-  const posture = useLoad(() => take('posture') ?? api.posture().then((r) => r.items));
+  const apps = useLoad(() => take('apps') ?? api.listApps().then((r) => r.items), [], ready<App[]>('apps'));
+  const active = useLoad(() => take('active') ?? api.activeDeployments().then((r) => r.items), [], ready<Deployment[]>('active'));
+  const posture = useLoad(() => take('posture') ?? api.posture().then((r) => r.items), [], ready<api.PostureItem[]>('posture'));
 
   useTopic('deployments', (d: any) => {
     if (d?.type !== 'status' || typeof d.id !== 'string') return;
