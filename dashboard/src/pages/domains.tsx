@@ -79,7 +79,7 @@ export function DnsCheckForm({ initial = '', title = 'DNS check' }: { initial?: 
 
 export function DnsResult({ r }: { r: DnsCheck }) {
   return (
-    <div class="notice" data-testid="dns-result" role="status">
+    <div class={r.points_here ? "notice" : "notice notice-warn"} data-testid="dns-result" role="status">
       <p><strong>{r.host}</strong> {r.points_here ? 'points at this host.' : 'does not point at this host yet.'}</p>
       <p class="small">Expected: <span class="mono">{r.expected.join(', ') || '—'}</span>; resolved: <span class="mono">{r.resolved.join(', ') || 'nothing'}</span></p>
       {r.error && <p class="error small">{r.error}</p>}
