@@ -19,6 +19,11 @@ import { headerGetter } from '../lib/http/headers.js';
 const MAX_TOPICS = 64;
 // A subscriber that stops reading must not make us buffer without bound.
 const MAX_BUFFERED = 4 * 1024 * 1024;
+// A replay (a whole build log: 100,000 lines is ~15 MB of frames) is paced to the socket: above
+// this much unsent, the next replayed frame waits until the last one is written out, so a long
+// history never trips MAX_BUFFERED, which would close the socket, and the client's resubscribe
+// would start the same replay over again.
+const REPLAY_HIGH_WATER = 512 * 1024;
 
 export interface WsHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean): void;
@@ -163,7 +168,12 @@ export function createWsHub(env: Env): WsHub {
         return send({ type: 'error', code: 'not_found', error: `cannot subscribe to ${topic}: ${missing}`, topic });
       }
       if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) return;
-      const off = await env.bus.subscribe(topic, (e: BusEvent) => send({ type: 'event', topic: e.topic, ts: e.ts, data: e.data }));
+      const off = await env.bus.subscribe(topic, (e: BusEvent) => {
+        const frame = { type: 'event', topic: e.topic, ts: e.ts, data: e.data };
+        if (ws.readyState !== WebSocket.OPEN || ws.bufferedAmount <= REPLAY_HIGH_WATER || ws.bufferedAmount > MAX_BUFFERED) return send(frame);
+        // Only the replay awaits this; live events are sent at once (and bounded by send()).
+        return new Promise<void>((resolve) => ws.send(JSON.stringify(frame), () => resolve()));
+      });
       if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) {
         off();
         return;

@@ -1,76 +1,23 @@
-// Every call the dashboard makes to the control plane goes through this module, so that it can
-// be swapped for the client generated from the OpenAPI document without touching the pages.
+// Every call the dashboard makes to the control plane goes through this module, over the client
+// generated from the OpenAPI document (client/): paths, bodies and answers are typed by the
+// document, so a renamed field fails the dashboard's type check instead of a page at run time.
 // Cookie session + X-CSRF-Token on writes (CONTRACT.md); a `step_up_required` answer asks the
-// registered step-up handler and retries the call once.
+// registered step-up handler and retries the call once; any other error body becomes an ApiError.
+import createFetchClient from 'openapi-fetch';
+import type { components, paths } from '../../client/types';
 
-export interface User {
-  id: string;
-  username: string;
-  totp_enabled: boolean;
-}
-
-export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed';
-export type AppSource = { type: 'git'; repo_url: string; branch: string; compose_path?: string } | { type: 'image'; image: string };
-
-export interface App {
-  id: string;
-  name: string;
-  source: AppSource;
-  status: AppStatus;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface Service {
-  name: string;
-  image: string | null;
-  status: string;
-  health: string | null;
-  port: number | null;
-  health_path: string | null;
-  published_ports: unknown[];
-}
-
-export interface EnvVar {
-  key: string;
-  secret: boolean;
-  value: string | null;
-}
-
-export type DeploymentStatus = 'queued' | 'cloning' | 'building' | 'deploying' | 'health_checking' | 'succeeded' | 'failed' | 'canceled' | 'interrupted';
+type S = components['schemas'];
+export type User = S['User'];
+export type App = S['App'];
+export type AppStatus = App['status'];
+export type AppSource = S['AppSource'];
+export type Service = S['Service'];
+export type EnvVar = S['EnvItem'];
+// The active-deployments listing adds the app's name.
+export type Deployment = S['Deployment'] & { app?: string };
+export type DeploymentStatus = Deployment['status'];
 export const TERMINAL: readonly DeploymentStatus[] = ['succeeded', 'failed', 'canceled', 'interrupted'];
-
-export interface Deployment {
-  id: string;
-  app_id: string;
-  app?: string;
-  status: DeploymentStatus;
-  trigger: 'manual' | 'push' | 'tag' | 'rollback';
-  ref: string | null;
-  commit: string | null;
-  commit_subject?: string | null;
-  image: string | null;
-  error: string | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export interface LogLine {
-  seq: number;
-  at: string;
-  stream: string;
-  line: string;
-}
-
-export interface ApiToken {
-  id: string;
-  name: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
-
+export type ApiToken = S['ApiToken'];
 export interface NewApiToken {
   id: string;
   name: string;
@@ -78,26 +25,21 @@ export interface NewApiToken {
   created_at: string;
   expires_at: string | null;
 }
+export type AuditEntry = S['AuditEntry'];
+export type PostureItem = S['PostureItem'];
+export type Domain = S['Domain'];
+export type AutomaticHost = S['AutomaticHost'];
+export type NotificationChannel = S['NotificationChannel'];
+export type NotificationDelivery = S['NotificationDelivery'];
+export type Session = S['Session'];
+export type TrafficSnapshot = S['TrafficSnapshot'];
 
-export interface AuditEntry {
-  id: string;
+/** A build log line as the `build:<id>` topic and `GET .../logs` carry it. */
+export interface LogLine {
+  seq: number;
   at: string;
-  actor: { id: string | null; username: string | null; via: string | null };
-  action: string;
-  target: string | null;
-  ip: string | null;
-  outcome: number | string;
-  detail: Record<string, unknown> | null;
-}
-
-export interface PostureItem {
-  code: string;
-  status: 'ok' | 'warning' | 'error' | 'info';
-  title: string;
-  reason: string;
-  fix: string;
-  app?: string;
-  service?: string;
+  stream: string;
+  line: string;
 }
 
 export interface Items<T> {
@@ -137,76 +79,198 @@ function csrfToken(): string | null {
   return null;
 }
 
-const seg = encodeURIComponent;
+export const client = createFetchClient<paths>({ baseUrl: '', credentials: 'same-origin', headers: { accept: 'application/json' } });
+client.use({
+  onRequest({ request }) {
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      const csrf = csrfToken();
+      if (csrf) request.headers.set('x-csrf-token', csrf);
+    }
+    return request;
+  },
+});
 
-async function call<T>(method: string, path: string, body?: unknown, opts: { retried?: boolean; quiet401?: boolean } = {}): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET') {
-    const csrf = csrfToken();
-    if (csrf) headers['x-csrf-token'] = csrf;
-  }
-  let res: Response;
+export interface CallOptions {
+  retried?: boolean;
+  quiet401?: boolean;
+}
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+function toApiError(status: number, body: unknown): ApiError {
+  const b = (body && typeof body === 'object' ? body : {}) as { error?: unknown; code?: unknown; details?: unknown };
+  return new ApiError(
+    status,
+    typeof b.code === 'string' ? b.code : `http_${status}`,
+    typeof b.error === 'string' ? b.error : `Request failed (${status})`,
+    Array.isArray(b.details) ? (b.details as ApiError['details']) : undefined,
+  );
+}
+
+/**
+ * Runs one request (again, after a step-up) and answers its data or throws an ApiError. `send`
+ * is a typed client call, so T is the document's answer for that path and method.
+ */
+export async function run<T>(send: () => Promise<Answer<T>>, opts: CallOptions = {}): Promise<T> {
+  let r: Answer<T>;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+    r = await send();
   } catch {
     throw new ApiError(0, 'network_error', 'The control plane cannot be reached');
   }
-  const text = await res.text();
-  let data: any = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null;
-  }
-  if (res.ok) return data as T;
-  const err = new ApiError(res.status, typeof data?.code === 'string' ? data.code : `http_${res.status}`, typeof data?.error === 'string' ? data.error : `Request failed (${res.status})`, Array.isArray(data?.details) ? data.details : undefined);
+  if (r.response.ok) return r.data as T;
+  const err = toApiError(r.response.status, r.error);
   if (err.code === 'step_up_required' && !opts.retried && stepUpHandler) {
-    if (await stepUpHandler()) return call<T>(method, path, body, { ...opts, retried: true });
+    if (await stepUpHandler()) return run(send, { ...opts, retried: true });
   }
   if (err.status === 401 && err.code === 'unauthorized' && !opts.quiet401) unauthorizedHandler?.();
   throw err;
 }
 
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+type Lower<M extends Method> = Lowercase<M>;
+type Op<P, M extends Method> = P extends keyof paths ? (Lower<M> extends keyof paths[P] ? paths[P][Lower<M>] : never) : never;
+type Ok<O> = O extends { responses: infer R } ? R[Extract<keyof R, 200 | 201 | 202>] extends { content: { 'application/json': infer J } } ? J : unknown : unknown;
+
+/**
+ * A request by method and concrete path (ids already in it, query string included). With a
+ * template path of the document (`/api/apps/{id}`) T defaults to its answer; otherwise name T.
+ */
+export function call<T = never, M extends Method = Method, P extends string = string>(method: M, path: P, body?: unknown, opts: CallOptions = {}): Promise<[T] extends [never] ? Ok<Op<P, M>> : T> {
+  const init = body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } };
+  // The path is concrete here, so it goes through the untyped request: the document's template
+  // paths are what the typed helpers below use.
+  const request = client.request as unknown as (m: string, p: string, i: object) => Promise<Answer<any>>;
+  return run(() => request(method.toLowerCase(), path, init), opts);
+}
+
 // Setup and authentication
-export const setupStatus = () => call<{ open: boolean }>('GET', '/api/setup/status');
-export const setupAdmin = (token: string, username: string, password: string) => call<{ user: User }>('POST', '/api/setup/admin', { token, username, password });
-export const login = (username: string, password: string) => call<{ user?: User; totp_required?: boolean }>('POST', '/api/auth/login', { username, password });
-export const loginTotp = (code: string) => call<{ user: User }>('POST', '/api/auth/totp', { code });
-export const me = () => call<{ user: User; via: 'session' | 'token' }>('GET', '/api/auth/me', undefined, { quiet401: true });
-export const logout = () => call<unknown>('POST', '/api/auth/logout');
-export const totpSetup = () => call<{ secret: string; otpauth_url: string }>('POST', '/api/auth/totp/setup');
-export const totpEnable = (code: string) => call<{ enabled: true; recovery_codes: string[] }>('POST', '/api/auth/totp/enable', { code });
-export const stepUp = (cred: { password: string } | { code: string }) => call<{ verified_until: string }>('POST', '/api/auth/step-up', cred, { retried: true });
+export const setupStatus = () => run(() => client.GET('/api/setup/status'));
+export const setupAdmin = (token: string, username: string, password: string) => run(() => client.POST('/api/setup/admin', { body: { token, username, password } }));
+export const login = (username: string, password: string) =>
+  run(() => client.POST('/api/auth/login', { body: { username, password } })) as Promise<{ user?: User; totp_required?: boolean }>;
+export const loginTotp = (code: string) => run(() => client.POST('/api/auth/totp', { body: { code } })) as Promise<{ user: User }>;
+export const me = () => run(() => client.GET('/api/auth/me'), { quiet401: true });
+export const logout = () => run(() => client.POST('/api/auth/logout'));
+export const totpSetup = () => run(() => client.POST('/api/auth/totp/setup'));
+export const totpEnable = (code: string) => run(() => client.POST('/api/auth/totp/enable', { body: { code } }));
+export const stepUp = (cred: { password: string } | { code: string }) => run(() => client.POST('/api/auth/step-up', { body: cred }), { retried: true });
+export const listSessions = () => run(() => client.GET('/api/auth/sessions'));
+export const revokeSession = (id: string) => run(() => client.DELETE('/api/auth/sessions/{id}', { params: { path: { id } } }));
 
 // Tokens
-export const listTokens = () => call<Items<ApiToken>>('GET', '/api/auth/api-tokens');
-export const createToken = (name: string, expiresAt: string | null) => call<NewApiToken>('POST', '/api/auth/api-tokens', { name, expires_at: expiresAt });
-export const revokeToken = (id: string) => call<unknown>('DELETE', `/api/auth/api-tokens/${seg(id)}`);
+export const listTokens = () => run(() => client.GET('/api/auth/api-tokens'));
+export const createToken = (name: string, expiresAt: string | null) =>
+  run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt } })) as Promise<NewApiToken>;
+export const revokeToken = (id: string) => run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
 
 // Apps
-export const listApps = () => call<Items<App>>('GET', '/api/apps');
-export const getApp = (id: string) => call<{ app: App }>('GET', `/api/apps/${seg(id)}`);
-export const createApp = (name: string, source: AppSource) => call<{ app: App }>('POST', '/api/apps', { name, source });
-export const deleteApp = (id: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}`);
-export const listServices = (id: string) => call<Items<Service>>('GET', `/api/apps/${seg(id)}/services`);
+const app = (id: string) => ({ params: { path: { id } } });
+export const listApps = () => run(() => client.GET('/api/apps'));
+export const getApp = (id: string) => run(() => client.GET('/api/apps/{id}', app(id)));
+export const createApp = (name: string, source: AppSource) => run(() => client.POST('/api/apps', { body: { name, source } }));
+export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}', app(id)));
+export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}/services', app(id)));
 export const patchService = (id: string, name: string, patch: { port?: number | null; health_path?: string | null }) =>
-  call<unknown>('PATCH', `/api/apps/${seg(id)}/services/${seg(name)}`, patch);
-export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') => call<unknown>('POST', `/api/apps/${seg(id)}/services/${seg(name)}/${action}`);
-export const getEnv = (id: string) => call<Items<EnvVar>>('GET', `/api/apps/${seg(id)}/env`);
-export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>) => call<Items<EnvVar>>('PUT', `/api/apps/${seg(id)}/env`, { items });
-export const revealEnv = (id: string, key: string) => call<{ key: string; value: string }>('GET', `/api/apps/${seg(id)}/env/${seg(key)}/reveal`);
+  run(() => client.PATCH('/api/apps/{id}/services/{name}', { params: { path: { id, name } }, body: patch }));
+export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') =>
+  run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
+export const getEnv = (id: string) => run(() => client.GET('/api/apps/{id}/env', app(id)));
+export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>) => run(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items } }));
+export const revealEnv = (id: string, key: string) => run(() => client.GET('/api/apps/{id}/env/{key}/reveal', { params: { path: { id, key } } }));
 
 // Deployments
-export const listDeployments = (id: string) => call<Items<Deployment>>('GET', `/api/apps/${seg(id)}/deployments`);
-export const deploy = (id: string, ref?: string) => call<{ deployment: Deployment }>('POST', `/api/apps/${seg(id)}/deployments`, ref ? { ref } : {});
-export const rollback = (id: string, did: string) => call<{ deployment: Deployment }>('POST', `/api/apps/${seg(id)}/deployments/${seg(did)}/rollback`);
-export const cancelDeployment = (id: string, did: string) => call<{ deployment: Deployment }>('POST', `/api/apps/${seg(id)}/deployments/${seg(did)}/cancel`);
-export const activeDeployments = () => call<Items<Deployment>>('GET', '/api/deployments/active');
+export const listDeployments = (id: string) => run(() => client.GET('/api/apps/{id}/deployments', app(id)));
+export const deploy = (id: string, ref?: string) => run(() => client.POST('/api/apps/{id}/deployments', { ...app(id), body: ref ? { ref } : {} }));
+export const rollback = (id: string, did: string) => run(() => client.POST('/api/apps/{id}/deployments/{did}/rollback', { params: { path: { id, did } } }));
+export const cancelDeployment = (id: string, did: string) => run(() => client.POST('/api/apps/{id}/deployments/{did}/cancel', { params: { path: { id, did } } }));
+export const activeDeployments = () => run(() => client.GET('/api/deployments/active')) as Promise<Items<Deployment>>;
 
 // Audit and security
-export const listAudit = (cursor?: string) => call<Items<AuditEntry>>('GET', `/api/audit${cursor ? `?cursor=${seg(cursor)}` : ''}`);
-export const posture = () => call<Items<PostureItem>>('GET', '/api/security/posture');
+export const listAudit = (cursor?: string) => run(() => client.GET('/api/audit', { params: { query: cursor ? { cursor } : {} } }));
+export const posture = () => run(() => client.GET('/api/security/posture'));
+export const traffic = () => run(() => client.GET('/api/security/traffic'));
+export const firewall = () => run(() => client.GET('/api/security/firewall'));
+export const fail2ban = () => run(() => client.GET('/api/security/fail2ban'));
+
+// Domains and host
+export const listDomains = () => run(() => client.GET('/api/domains'));
+export const refreshDomain = (id: string) => run(() => client.POST('/api/domains/{id}/refresh', { params: { path: { id } } }));
+export const hostMetrics = (range: '1h' | '6h' | '24h' | '7d' | '30d' = '1h') => call<HostMetrics>('GET', `/api/host/metrics?range=${range}`);
+
+// Notifications
+export const listChannels = () => run(() => client.GET('/api/settings/notifications'));
+export const createChannel = (body: components['schemas']['PostApiSettingsNotificationsBody']) => run(() => client.POST('/api/settings/notifications', { body }));
+export const patchChannel = (id: string, body: components['schemas']['PatchApiSettingsNotificationsByIdBody']) =>
+  run(() => client.PATCH('/api/settings/notifications/{id}', { params: { path: { id } }, body }));
+export const deleteChannel = (id: string) => run(() => client.DELETE('/api/settings/notifications/{id}', { params: { path: { id } } }));
+export const testChannel = (id: string) => run(() => client.POST('/api/settings/notifications/{id}/test', { params: { path: { id } } }));
+export const channelDeliveries = (id: string) => run(() => client.GET('/api/settings/notifications/{id}/deliveries', { params: { path: { id } } }));
+
+// Instance
+export const instanceInfo = () => call<InstanceInfo>('GET', '/api/instance/info');
+export const getBaseDomain = () => call<{ base_domain: string | null; control_domain?: string | null }>('GET', '/api/instance/base-domain');
+export const putBaseDomain = (base: string | null) => call<{ base_domain: string | null }>('PUT', '/api/instance/base-domain', { base_domain: base });
+export const dnsCheck = (host: string) => call<DnsCheck>('GET', `/api/instance/dns-check?host=${encodeURIComponent(host)}`);
+export const getConcurrency = () => run(() => client.GET('/api/instance/deploy-concurrency'));
+export const putConcurrency = (concurrency: number) => run(() => client.PUT('/api/instance/deploy-concurrency', { body: { concurrency } }));
+export const diskUsage = () => call<DiskUsage>('GET', '/api/instance/disk');
+export const prune = () => call<{ reclaimed_bytes: number } & Record<string, number>>('POST', '/api/instance/prune');
+export const restartInstance = () => call<{ restarting: true }>('POST', '/api/instance/restart');
+export const resetInstance = () => call<{ removed: Array<{ name: string }>; failed: Array<{ name: string; error?: string }> }>('POST', '/api/instance/reset', { confirm: 'RESET' });
+
+// Shapes the document leaves opaque (CONTRACT.md "Instance", "Request metrics and host vitals").
+export interface InstanceInfo {
+  version: string;
+  started_at: string;
+  uptime_seconds: number;
+  node_version: string;
+  engine: { reachable: boolean; version: string | null };
+  proxy: { reachable: boolean; version: string | null };
+  database: { dialect: string; size_bytes: number };
+  base_domain: string | null;
+  control_domain: string | null;
+  exposure: string;
+  features: { shell: boolean; security_agent: boolean; traffic_monitor: boolean };
+}
+export interface DnsCheck {
+  host: string;
+  expected: string[];
+  resolved: string[];
+  points_here: boolean;
+  error?: string;
+}
+interface DiskKind {
+  count: number;
+  size_bytes: number;
+  reclaimable_bytes: number;
+}
+export interface DiskUsage {
+  images: DiskKind;
+  containers: DiskKind;
+  volumes: DiskKind;
+  build_cache: DiskKind;
+  total_bytes: number;
+}
+export interface HostVital {
+  t: string;
+  cpu_percent: number;
+  mem_used_bytes: number;
+  mem_total_bytes: number;
+  disk_used_bytes: number;
+  disk_total_bytes: number;
+  load1: number;
+}
+export interface HostMetrics {
+  range: string;
+  step_seconds: number;
+  points: unknown[];
+  vitals: HostVital[];
+}
 
 // Audit: filters, diff and revert (CONTRACT.md "Audit diff and revert")
 export interface AuditEntryState {
@@ -237,5 +301,6 @@ export const queryAudit = (filter: AuditFilter, cursor?: string, limit = 100) =>
   if (cursor) q.set('cursor', cursor);
   return call<Items<AuditRow>>('GET', `/api/audit?${q}`);
 };
+const seg = encodeURIComponent;
 export const auditDiff = (id: string) => call<{ rows: AuditDiffRow[]; changed_since: boolean }>('GET', `/api/audit/${seg(id)}/diff`);
 export const revertAudit = (id: string, force = false) => call<{ audit_id: string }>('POST', `/api/audit/${seg(id)}/revert`, force ? { force: true } : {});

@@ -13,29 +13,63 @@ import { OverviewPage } from './pages/overview';
 import { AppPage } from './pages/app';
 import { TokensPage } from './pages/tokens';
 import { AuditPage } from './pages/audit';
-import { SecurityPage } from './pages/security';
+import { prefetchOverview, overviewReady } from './pages/overview';
 import './styles.css';
+
+// Before the first render: the session check and, on the overview, its data, all at once.
+const bootCheck = Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+bootCheck.catch(() => {});
+if (location.pathname === '/') prefetchOverview();
+
+/** A page loaded when first opened, so the first page's script stays small. */
+function lazyPage<P extends object>(load: () => Promise<(p: P) => unknown>) {
+  let Comp: any = null;
+  let pending: Promise<unknown> | null = null;
+  return function LazyPage(props: P) {
+    const [, setLoaded] = useState(false);
+    const [error, setError] = useState<unknown>(null);
+    useEffect(() => {
+      if (Comp) return;
+      pending ??= load().then((c) => (Comp = c));
+      pending.then(() => setLoaded(true), (e) => { pending = null; setError(e); });
+    }, []);
+    if (Comp) return <Comp {...props} />;
+    return <main>{error ? <ErrorNote error={error} /> : <p class="muted">Loading…</p>}</main>;
+  };
+}
+const SecurityPage = lazyPage<object>(() => import('./pages/security').then((m) => m.SecurityPage));
+const DomainsPage = lazyPage<object>(() => import('./pages/domains').then((m) => m.DomainsPage));
+const NotificationsPage = lazyPage<object>(() => import('./pages/notifications').then((m) => m.NotificationsPage));
+const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) => m.InstancePage));
+const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 
 type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
 
-function Root() {
-  const [boot, setBoot] = useState<Boot>({ kind: 'loading' });
+/** The boot state from the session check's answers (or its failure). */
+function bootFrom(r: PromiseSettledResult<[{ open: boolean }, unknown]>): Boot {
+  if (r.status === 'rejected') return { kind: 'error', error: r.reason };
+  const [s, m] = r.value;
+  if (s.open) return { kind: 'setup' };
+  if (m instanceof api.ApiError && m.status === 401) return { kind: 'login' };
+  if (m instanceof Error) return { kind: 'error', error: m };
+  return { kind: 'in', user: (m as { user: User }).user };
+}
+
+function Root({ initial }: { initial: Boot }) {
+  const [boot, setBoot] = useState<Boot>(initial);
   const path = usePath();
 
-  const refresh = async () => {
+  const refresh = async (first = false) => {
     try {
       // Both at once: the first paint of a signed-in operator waits for one round trip, not two.
-      const [s, m] = await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
-      if (s.open) return setBoot({ kind: 'setup' });
-      if (m instanceof api.ApiError && m.status === 401) return setBoot({ kind: 'login' });
-      if (m instanceof Error) throw m;
-      setBoot({ kind: 'in', user: (m as { user: User }).user });
+      const [s, m] = first ? await bootCheck : await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+      setBoot(bootFrom({ status: 'fulfilled', value: [s, m] }));
     } catch (e) {
       setBoot({ kind: 'error', error: e });
     }
   };
   useEffect(() => {
-    void refresh();
+    if (initial.kind === 'loading') void refresh(true);
     api.setUnauthorizedHandler(() => {
       stopSocket();
       setBoot({ kind: 'login' });
@@ -47,7 +81,7 @@ function Root() {
   }, [boot.kind]);
 
   if (boot.kind === 'loading') return <main class="center"><p class="muted">Loading…</p></main>;
-  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={refresh}>Retry</button></main>;
+  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={() => refresh()}>Retry</button></main>;
   if (boot.kind === 'setup') {
     return <SetupPage onDone={(user) => { setBoot({ kind: 'in', user }); navigate('/', true); }} />;
   }
@@ -65,12 +99,12 @@ function Root() {
       }
     }}>
       <StepUpDialog totp={boot.user.totp_enabled} />
-      <Page path={path} />
+      <Page path={path} user={boot.user} />
     </Shell>
   );
 }
 
-function Page({ path }: { path: string }) {
+function Page({ path, user }: { path: string; user: User }) {
   const app = /^\/apps\/([^/]+)$/.exec(path);
   if (app) return <AppPage id={decodeURIComponent(app[1]!)} />;
   switch (path) {
@@ -84,6 +118,14 @@ function Page({ path }: { path: string }) {
       return <AuditPage />;
     case '/security':
       return <SecurityPage />;
+    case '/domains':
+      return <DomainsPage />;
+    case '/notifications':
+      return <NotificationsPage />;
+    case '/instance':
+      return <InstancePage />;
+    case '/profile':
+      return <ProfilePage user={user} />;
     default:
       return <main><h1>Not found</h1><p>No page at this address. <Link href="/">Back to the overview</Link></p></main>;
   }
@@ -101,6 +143,10 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
           <Link href="/security">Security</Link>
           <Link href="/audit">Audit</Link>
           <Link href="/tokens">Tokens</Link>
+          <Link href="/domains">Domains</Link>
+          <Link href="/notifications">Notifications</Link>
+          <Link href="/instance">Instance</Link>
+          <Link href="/profile">Profile</Link>
         </nav>
         <span class={`ws ws-${ws}`} role="status" aria-live="polite">{ws === 'open' ? 'live' : ws}</span>
         <span class="muted user">{user.username}</span>
@@ -111,4 +157,11 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
   );
 }
 
-render(<Root />, document.getElementById('root')!);
+// The first render waits for the session check and the overview's prefetched data (requested in
+// parallel above): one render with data instead of a loading frame, then effects, then another
+// render a frame or two later. index.html shows a static "Loading…" meanwhile.
+const root = document.getElementById('root')!;
+void Promise.allSettled([bootCheck, overviewReady()]).then(([b]) => {
+  root.textContent = '';
+  render(<Root initial={bootFrom(b as PromiseSettledResult<[{ open: boolean }, unknown]>)} />, root);
+});

@@ -1,5 +1,5 @@
 // Small shared pieces: error display, status badges, dates, a loader hook.
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
 export function errorText(e: unknown): string {
@@ -29,10 +29,14 @@ export function When({ at }: { at: string | null | undefined }) {
   return <time dateTime={at} title={d.toISOString()}>{d.toLocaleString()}</time>;
 }
 
-/** Loads once (and on reload()); keeps the last data while reloading. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data: T | null; error: unknown; reload: () => Promise<void>; set: (t: T) => void } {
-  const [data, setData] = useState<T | null>(null);
+/**
+ * Loads once (and on reload()); keeps the last data while reloading. With `initial` (data already
+ * fetched, e.g. before the first render) the first load is skipped.
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = [], initial?: T): { data: T | null; error: unknown; reload: () => Promise<void>; set: (t: T) => void } {
+  const [data, setData] = useState<T | null>(initial ?? null);
   const [error, setError] = useState<unknown>(null);
+  const skipFirst = useRef(initial !== undefined);
   const reload = useCallback(async () => {
     try {
       setData(await load());
@@ -42,6 +46,10 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data
     }
   }, deps);
   useEffect(() => {
+    if (skipFirst.current) {
+      skipFirst.current = false;
+      return;
+    }
     void reload();
   }, [reload]);
   return { data, error, reload, set: setData };

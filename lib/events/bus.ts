@@ -8,6 +8,11 @@ export interface BusEvent {
 }
 
 export type Listener = (event: BusEvent) => void;
+/**
+ * A subscriber's listener. During the replay it may answer a promise to slow the replay down
+ * (a socket whose send buffer is full); live events are never awaited.
+ */
+export type ReplayListener = (event: BusEvent) => unknown;
 
 export interface TopicSource {
   /** Events a new subscriber receives before live ones (e.g. the build log so far). */
@@ -46,10 +51,13 @@ export class Bus {
    * is being read are held back and delivered after it, skipping any the replay already had
    * (sources mark order with a numeric `seq` in data when duplicates are possible).
    */
-  async subscribe(topic: string, fn: Listener): Promise<() => void> {
+  async subscribe(topic: string, fn: ReplayListener): Promise<() => void> {
     const source = this.sources.get(topic.split(':')[0]!);
     let buffered: BusEvent[] | null = source?.replay ? [] : null;
-    const wrapper: Listener = (e) => (buffered ? buffered.push(e) : fn(e));
+    const wrapper: Listener = (e) => {
+      if (buffered) buffered.push(e);
+      else void fn(e);
+    };
     let set = this.listeners.get(topic);
     const first = !set || set.size === 0;
     if (!set) this.listeners.set(topic, (set = new Set()));
@@ -64,7 +72,8 @@ export class Bus {
       }
       let lastSeq = -Infinity;
       for (const e of history) {
-        fn(e);
+        const pending = fn(e);
+        if (pending instanceof Promise) await pending;
         lastSeq = seqOf(e) ?? lastSeq;
       }
       const held = buffered ?? [];

@@ -286,8 +286,9 @@ test('a dropped WebSocket shows "reconnecting", comes back by itself and subscri
     const status = tab.getByRole('status').filter({ hasText: /^(live|connecting|reconnecting)$/ });
     await status.filter({ hasText: 'live' }).waitFor(WAIT);
     const topics = (i: number) => sockets[i]!.sent.map((m) => JSON.parse(m)).filter((m) => m.type === 'subscribe').map((m) => m.topic).sort();
-    await poll('the first socket subscribes', () => topics(0).length === 2, 60_000, 50);
-    assert.deepEqual(topics(0), ['apps', 'deployments']);
+    // The overview's topics: app statuses, deployments in flight, host vitals.
+    await poll('the first socket subscribes', () => topics(0).length === 3, 60_000, 50);
+    assert.deepEqual(topics(0), ['apps', 'deployments', 'host']);
     // Record every state the indicator shows from here on.
     await tab.evaluate(() => {
       const el = [...document.querySelectorAll('[role="status"]')].find((e) => e.classList.contains('ws'))!;
@@ -300,8 +301,8 @@ test('a dropped WebSocket shows "reconnecting", comes back by itself and subscri
     const states: string[] = await tab.evaluate(() => (window as any).__wsStates);
     assert.ok(states.includes('reconnecting'), `states shown: ${states.join(' -> ')}`);
     assert.equal(sockets.length, 2, 'one new connection, no reload');
-    await poll('the new socket subscribes again', () => topics(1).length === 2, 60_000, 50);
-    assert.deepEqual(topics(1), ['apps', 'deployments']);
+    await poll('the new socket subscribes again', () => topics(1).length === 3, 60_000, 50);
+    assert.deepEqual(topics(1), ['apps', 'deployments', 'host']);
     await tab.getByRole('heading', { name: 'Overview' }).waitFor(WAIT);
   });
   await tab.close();

@@ -1,0 +1,116 @@
+// Notification channels: add (Discord or Slack webhook URL, events), enable/disable, send a test
+// and see its answer, the delivery log, delete.
+import { useState } from 'preact/hooks';
+import * as api from '../api';
+import type { NotificationChannel, NotificationDelivery } from '../api';
+import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+
+type EventName = NotificationChannel['events'][number];
+
+export function NotificationsPage() {
+  const channels = useLoad(() => api.listChannels());
+  return (
+    <main>
+      <h1>Notifications</h1>
+      <section class="card" aria-labelledby="channels-h">
+        <h2 id="channels-h">Channels</h2>
+        <ErrorNote error={channels.error} />
+        {channels.data?.items.length === 0 && <p class="muted">No channels yet.</p>}
+        <ul class="plain">
+          {(channels.data?.items ?? []).map((c) => <Channel key={c.id} c={c} onChange={channels.reload} />)}
+        </ul>
+      </section>
+      {channels.data && <NewChannel events={channels.data.events as EventName[]} onCreated={channels.reload} />}
+    </main>
+  );
+}
+
+function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Promise<void> }) {
+  const act = useAction();
+  const [test, setTest] = useState<{ ok: boolean; status: number | null; error?: string } | null>(null);
+  const [log, setLog] = useState<NotificationDelivery[] | null>(null);
+  const loadLog = async () => setLog((await api.channelDeliveries(c.id)).items);
+  return (
+    <li class="channel" data-testid="channel">
+      <div class="row">
+        <strong>{c.name}</strong> <span class="muted">{c.kind} · <span class="mono">{c.url_hint}</span></span>
+        <Badge status={c.enabled ? 'enabled' : 'disabled'} />
+      </div>
+      <p class="small muted">Events: {c.events.length ? c.events.join(', ') : 'none'}</p>
+      {c.last_delivery && <p class="small">Last delivery: {c.last_delivery.ok ? 'ok' : 'failed'} <When at={c.last_delivery.at} />{c.last_delivery.error && ` — ${c.last_delivery.error}`}</p>}
+      <div class="row">
+        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { setTest(await api.testChannel(c.id)); await loadLog(); })}>Send test <span class="sr-only">to {c.name}</span></button>
+        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { await api.patchChannel(c.id, { enabled: !c.enabled }); await onChange(); })}>{c.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{c.name}</span></button>
+        <button type="button" aria-expanded={log !== null} onClick={() => (log ? setLog(null) : act.run(loadLog))}>Delivery log <span class="sr-only">of {c.name}</span></button>
+        <button type="button" class="danger" disabled={act.busy} onClick={() => confirm(`Delete the channel ${c.name}?`) && act.run(async () => { await api.deleteChannel(c.id); await onChange(); })}>Delete <span class="sr-only">{c.name}</span></button>
+      </div>
+      <ErrorNote error={act.error} />
+      {test && (
+        <p role="status" data-testid="test-result" class={test.ok ? 'notice' : 'error'}>
+          Test {test.ok ? 'delivered' : 'failed'}{test.status !== null ? ` (HTTP ${test.status})` : ''}{test.error ? `: ${test.error}` : ''}
+        </p>
+      )}
+      {log && (
+        <table data-testid="deliveries">
+          <caption class="sr-only">Deliveries of {c.name}</caption>
+          <thead><tr><th>When</th><th>Event</th><th>Result</th><th>Attempts</th></tr></thead>
+          <tbody>
+            {log.length === 0 && <tr><td colSpan={4} class="muted">Nothing sent yet.</td></tr>}
+            {log.map((d, i) => (
+              <tr key={`${d.at}-${i}`}>
+                <td><When at={d.at} /></td>
+                <td class="mono">{d.event}</td>
+                <td>{d.ok ? 'ok' : 'failed'}{d.status !== null ? ` (${d.status})` : ''}{d.error ? ` — ${d.error}` : ''}</td>
+                <td>{d.attempts}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </li>
+  );
+}
+
+function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () => Promise<void> }) {
+  const [kind, setKind] = useState<'discord' | 'slack'>('discord');
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [picked, setPicked] = useState<Set<EventName>>(new Set(['deploy_failed', 'app_crashed', 'certificate_error']));
+  const act = useAction();
+  return (
+    <section class="card" aria-labelledby="new-channel-h">
+      <h2 id="new-channel-h">New channel</h2>
+      <form
+        class="stack"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act.run(async () => {
+            await api.createChannel({ kind, name: name.trim(), url: url.trim(), events: events.filter((x) => picked.has(x)) });
+            setName('');
+            setUrl('');
+            await onCreated();
+          });
+        }}
+      >
+        <label>Kind
+          <select name="kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'discord' | 'slack')}>
+            <option value="discord">Discord</option>
+            <option value="slack">Slack</option>
+          </select>
+        </label>
+        <label>Name<input name="channel-name" required value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></label>
+        <label>Webhook URL<input name="channel-url" type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} /></label>
+        <fieldset>
+          <legend>Events</legend>
+          {events.map((ev) => (
+            <label class="inline" key={ev}>
+              <input type="checkbox" checked={picked.has(ev)} onChange={() => { const n = new Set(picked); if (n.has(ev)) n.delete(ev); else n.add(ev); setPicked(n); }} /> {ev.replace(/_/g, ' ')}
+            </label>
+          ))}
+        </fieldset>
+        <ErrorNote error={act.error} />
+        <button type="submit" class="primary" disabled={act.busy}>Add channel</button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,89 @@
+// Profile: the signed-in operator, two-factor enrolment with its recovery codes, and the live
+// sessions with a revoke for each. A password change has no API route yet (CONTRACT.md), so the
+// page says how rather than offering a form that cannot work.
+import { useState } from 'preact/hooks';
+import * as api from '../api';
+import type { User } from '../api';
+import { QrCode } from '../qr';
+import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+
+export function ProfilePage({ user }: { user: User }) {
+  return (
+    <main>
+      <h1>Profile</h1>
+      <div class="grid">
+        <section class="card" aria-labelledby="me-h">
+          <h2 id="me-h">Operator</h2>
+          <p>Signed in as <strong>{user.username}</strong>.</p>
+          <h3>Password</h3>
+          <p class="muted small">Changing the password is not offered yet: the API has no route for it.</p>
+        </section>
+        <Totp user={user} />
+        <Sessions />
+      </div>
+    </main>
+  );
+}
+
+function Totp({ user }: { user: User }) {
+  const [enrol, setEnrol] = useState<{ secret: string; url: string } | null>(null);
+  const [codes, setCodes] = useState<string[] | null>(null);
+  const [enabled, setEnabled] = useState(user.totp_enabled);
+  const [code, setCode] = useState('');
+  const act = useAction();
+  return (
+    <section class="card" aria-labelledby="totp-h">
+      <h2 id="totp-h">Two-factor authentication</h2>
+      <p>Status: <Badge status={enabled ? 'enabled' : 'disabled'} /></p>
+      {!enabled && !enrol && (
+        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { const t = await api.totpSetup(); setEnrol({ secret: t.secret, url: t.otpauth_url }); })}>Set up TOTP</button>
+      )}
+      {enrol && !enabled && (
+        <div class="stack">
+          <QrCode text={enrol.url} label="QR code of the TOTP secret" />
+          <p>Secret: <code class="secret">{enrol.secret}</code></p>
+          <form class="row wrap" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { const r = await api.totpEnable(code.trim()); setCodes(r.recovery_codes); setEnabled(true); setEnrol(null); }); }}>
+            <label>Code<input name="totp-code" inputMode="numeric" autoComplete="one-time-code" required value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} /></label>
+            <button type="submit" class="primary" disabled={act.busy}>Enable</button>
+          </form>
+        </div>
+      )}
+      {codes && (
+        <div class="notice">
+          <h3>Recovery codes</h3>
+          <p class="small">Each signs you in once. Shown only now: save them.</p>
+          <ul class="codes" data-testid="recovery-codes">{codes.map((c) => <li key={c}><code>{c}</code></li>)}</ul>
+        </div>
+      )}
+      {enabled && !codes && <p class="muted small">Recovery codes are shown once, when TOTP is enabled. Each code works once.</p>}
+      <ErrorNote error={act.error} />
+    </section>
+  );
+}
+
+function Sessions() {
+  const sessions = useLoad(() => api.listSessions().then((r) => r.items));
+  const act = useAction();
+  return (
+    <section class="card" aria-labelledby="sessions-h">
+      <h2 id="sessions-h">Sessions</h2>
+      <ErrorNote error={sessions.error} />
+      <ErrorNote error={act.error} />
+      {sessions.data && (
+        <table>
+          <thead><tr><th>Signed in</th><th>Last seen</th><th>From</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {sessions.data.map((x) => (
+              <tr key={x.id} data-testid="session-row">
+                <td><When at={x.created_at} />{x.current && <> <Badge status="current" /></>}</td>
+                <td><When at={x.last_seen_at} /></td>
+                <td><span class="mono">{x.ip ?? '—'}</span><div class="muted small ellipsis">{x.user_agent ?? ''}</div></td>
+                <td>{!x.current && <button type="button" class="danger" disabled={act.busy} onClick={() => act.run(async () => { await api.revokeSession(x.id); await sessions.reload(); })}>Revoke <span class="sr-only">the session from {x.ip ?? 'an unknown address'}</span></button>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
