@@ -69,7 +69,13 @@ export async function execStream(engine: Engine, container: string, cmd: string[
   }
   const done = (async () => {
     try {
-      await Promise.all([ended, fed]);
+      await ended;
+      // A client may exit before reading all its input (pg_restore --list reads the archive's
+      // table of contents only): stop feeding it rather than wait for an end that never comes.
+      if (opts.stdin && !opts.stdin.readableEnded) {
+        opts.stdin.unpipe(stream);
+        opts.stdin.destroy();
+      } else await fed;
     } finally {
       out.end();
       err.end();
