@@ -14,6 +14,7 @@ import { deleteApp } from '../../lib/apps/ops.js';
 const run = promisify(execFile);
 const LOCAL = 'svc-test/addon-web:1';
 const UPSTREAM = 'vaultwarden/server:1.32.3';
+const UPSTREAM2 = 'louislam/uptime-kuma:1.23.16';
 let s: TestServer;
 let c: Client;
 const apps: string[] = [];
@@ -22,7 +23,7 @@ before(async () => {
   if (await dockerReachable()) {
     await run('sh', ['-c', 'printf "FROM %s\\nCMD [\\"sh\\", \\"-c\\", \\"mkdir -p /www && echo vault > /www/index.html && exec httpd -f -p 80 -h /www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, LOCAL]);
   }
-  s = await startTestServer({ SVC_IMAGE_MAP: JSON.stringify({ [UPSTREAM]: LOCAL }) });
+  s = await startTestServer({ SVC_IMAGE_MAP: JSON.stringify({ [UPSTREAM]: LOCAL, [UPSTREAM2]: LOCAL }) });
   c = await adminClient(s);
 });
 after(async () => {
@@ -104,4 +105,19 @@ test('install vaultwarden: an app from the template, deployed and running, gener
   assert.ok((info.Mounts ?? []).some((m) => m.Type === 'volume' && m.Destination === '/data'));
   // Shown once: nothing else answers the secret (the env listing redacts it), and the name is taken now.
   assert.equal((await c.req('POST', '/api/addons/vaultwarden/install', { name })).status, 409);
+});
+
+test('install a second add-on (uptime-kuma, no parameters): it reaches running beside the first', async (t) => {
+  if (!(await needEngine(t))) return;
+  const name = `uk-${Math.random().toString(36).slice(2, 8)}`;
+  const r = await c.req('POST', '/api/addons/uptime-kuma/install', { name });
+  assert.equal(r.status, 202, r.text);
+  apps.push(r.body.app.id);
+  assert.deepEqual(r.body.generated_secrets, {});
+  const done = await until('deployment', async () => {
+    const d = await c.req('GET', `/api/apps/${r.body.app.id}/deployments/${r.body.deployment.id}`);
+    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
+  }, 180_000, 500);
+  assert.equal(done.status, 'succeeded', done.error);
+  await until('running', async () => ((await c.req('GET', `/api/apps/${r.body.app.id}`)).body.app.status === 'running' ? true : null), 120_000, 500);
 });
