@@ -34,6 +34,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/addons/{id}/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Install an add-on: an app from its template, deployed now (202); generated secrets are shown only here */
+        post: operations["postApiAddonsByIdInstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps": {
         parameters: {
             query?: never;
@@ -1649,6 +1666,10 @@ export interface components {
             /** @constant */
             type: "image";
             image: string;
+        } | {
+            /** @constant */
+            type: "compose";
+            compose: string;
         };
         AppSpec: {
             /** @constant */
@@ -1928,6 +1949,13 @@ export interface components {
         };
         GetApiAddonsById200: {
             addon: components["schemas"]["Addon"];
+        };
+        PostApiAddonsByIdInstall202: {
+            app: components["schemas"]["App"];
+            deployment: components["schemas"]["Deployment"];
+            generated_secrets: {
+                [key: string]: string;
+            };
         };
         GetApiApps200: {
             items: components["schemas"]["App"][];
@@ -2229,6 +2257,12 @@ export interface components {
             /** @constant */
             event: "ping";
         };
+        PostApiAddonsByIdInstallBody: {
+            name: string;
+            params?: {
+                [key: string]: string;
+            };
+        };
         PostApiAppsBody: {
             name: string;
             source: {
@@ -2242,6 +2276,10 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+            } | {
+                /** @constant */
+                type: "compose";
+                compose: string;
             };
         };
         PostApiAppsImportBody: {
@@ -2259,6 +2297,10 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+            } | {
+                /** @constant */
+                type: "compose";
+                compose: string;
             };
             /** @default [] */
             services: {
@@ -2296,6 +2338,10 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+            } | {
+                /** @constant */
+                type: "compose";
+                compose: string;
             };
         };
         PostApiAppsByIdBackupsBody: {
@@ -2566,6 +2612,37 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAddonsByIdInstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAddonsByIdInstallBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAddonsByIdInstall202"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };

@@ -3,7 +3,8 @@ import type { RouteDef } from './route-types.js';
 
 export const routes: RouteDef[] = [
   { pattern: '/api/addons', file: 'handlers/api/addons/index.ts', load: () => import('../handlers/api/addons/index.js') },
-  { pattern: '/api/addons/:id', file: 'handlers/api/addons/[id].ts', load: () => import('../handlers/api/addons/[id].js') },
+  { pattern: '/api/addons/:id', file: 'handlers/api/addons/[id]/index.ts', load: () => import('../handlers/api/addons/[id]/index.js') },
+  { pattern: '/api/addons/:id/install', file: 'handlers/api/addons/[id]/install.ts', load: () => import('../handlers/api/addons/[id]/install.js') },
   { pattern: '/api/apps', file: 'handlers/api/apps/index.ts', load: () => import('../handlers/api/apps/index.js') },
   { pattern: '/api/apps/import', file: 'handlers/api/apps/import.ts', load: () => import('../handlers/api/apps/import.js') },
   { pattern: '/api/apps/:id', file: 'handlers/api/apps/[id]/index.ts', load: () => import('../handlers/api/apps/[id]/index.js') },

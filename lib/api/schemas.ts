@@ -43,6 +43,7 @@ export const appSourceSchema = named(
   z.discriminatedUnion('type', [
     z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional() }),
     z.object({ type: z.literal('image'), image: z.string() }),
+    z.object({ type: z.literal('compose'), compose: z.string() }),
   ]),
 );
 

@@ -8,7 +8,8 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(['control']);
 
 export type AppSource =
   | { type: 'git'; repo_url: string; branch: string; compose_path?: string }
-  | { type: 'image'; image: string };
+  | { type: 'image'; image: string }
+  | { type: 'compose'; compose: string };
 export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
 /** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */

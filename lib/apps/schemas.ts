@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
 import { APP_NAME, ENV_KEY, RESERVED_NAMES } from './model.js';
+import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../deploy/source.js';
 
 export const appNameSchema = z
   .string()
@@ -27,6 +28,13 @@ export const sourceSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('image'),
     image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
+  }),
+  // An inline compose file (add-ons): the compose policy runs on it now and again at deploy.
+  z.strictObject({
+    type: z.literal('compose'),
+    compose: z.string().min(1).max(MAX_INLINE_COMPOSE_BYTES).superRefine((text, ctx) => {
+      for (const p of inlineComposeProblems(text)) ctx.addIssue({ code: 'custom', message: p.message });
+    }),
   }),
 ]);
 

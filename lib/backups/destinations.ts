@@ -7,6 +7,8 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Env } from '../env.js';
 import type { BackupConfigTable } from '../db/schema.js';
+import { s3Binding, type Destination } from './store.js';
+import { s3Store } from './s3.js';
 
 export interface ArtifactStore {
   put(key: string, body: Readable): Promise<void>;
@@ -46,6 +48,15 @@ export function localStore(dataDir: string): ArtifactStore {
   };
 }
 
-export function destinationOf(env: Env, _cfg: BackupConfigTable | null): ArtifactStore {
+export function destinationOf(env: Env, cfg: BackupConfigTable | null): ArtifactStore {
+  const dest = cfg ? (JSON.parse(cfg.destination) as Destination) : null;
+  if (dest?.type === 's3') {
+    const id = cfg!.id;
+    const sealed = cfg!.secret_sealed;
+    return s3Store(async () => {
+      if (!sealed) throw new Error('the S3 secret access key is not set');
+      return { ...dest, prefix: dest.prefix ?? '', secret_access_key: env.sealer.open(sealed, s3Binding(id)) };
+    });
+  }
   return localStore(env.config.dataDir);
 }

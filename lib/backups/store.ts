@@ -1,11 +1,11 @@
 // Backup configs and runs: validation at save time, rows, and the views the API answers with.
 import { Cron } from 'croner';
-import { isIP } from 'node:net';
 import type { Env } from '../env.js';
 import type { BackupConfigTable, BackupRunTable, BackupRestoreTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
+import { probe, S3Refused } from './s3.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
 export type Destination =
@@ -35,18 +35,6 @@ export function parseSchedule(expr: string): Cron {
   }
 }
 
-function isPrivateHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost') || h.endsWith('.internal') || h.endsWith('.local')) return true;
-  const v = isIP(h);
-  if (v === 4) {
-    const [a, b] = h.split('.').map(Number) as [number, number];
-    return a === 10 || a === 127 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
-  }
-  if (v === 6) return h === '::1' || h.startsWith('fc') || h.startsWith('fd') || h.startsWith('fe80');
-  return false;
-}
-
 function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredSecret: boolean): void {
   if (d.type === 'local') return;
   const s3 = d as Destination & { type: 's3'; secret_access_key?: string };
@@ -57,16 +45,27 @@ function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredS
     throw badRequest('destination.endpoint is not a URL', [{ field: 'destination.endpoint', message: 'not a URL' }]);
   }
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw badRequest('destination.endpoint must be https://', [{ field: 'destination.endpoint', message: 'https only' }]);
-  // Plain HTTP would carry the artifacts and the signed requests in clear across the internet.
-  if (u.protocol === 'http:' && !isPrivateHost(u.hostname)) throw badRequest('destination.endpoint may use http:// only for a loopback or private host; use https://', [{ field: 'destination.endpoint', message: 'http to a public host' }]);
+  // http:// to a public address, and the addresses no S3 server lives at, are refused once the
+  // name is resolved (probeDestination, lib/backups/s3.ts).
   if (u.username || u.password || u.search || u.hash) throw badRequest('destination.endpoint must not carry credentials, a query or a fragment', [{ field: 'destination.endpoint', message: 'bare origin' }]);
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s3.bucket)) throw badRequest('destination.bucket is not a valid bucket name', [{ field: 'destination.bucket', message: 'invalid' }]);
   if (!/^[a-z0-9-]{1,40}$/.test(s3.region)) throw badRequest('destination.region is not a region name', [{ field: 'destination.region', message: 'invalid' }]);
   if (!/^[A-Za-z0-9_./-]{0,200}$/.test(s3.prefix) || s3.prefix.includes('..')) throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [{ field: 'destination.prefix', message: 'invalid' }]);
   if (!/^[A-Za-z0-9_+/=-]{3,128}$/.test(s3.access_key_id)) throw badRequest('destination.access_key_id is invalid', [{ field: 'destination.access_key_id', message: 'invalid' }]);
   if (!s3.secret_access_key && !hasStoredSecret) throw badRequest('destination.secret_access_key is required', [{ field: 'destination.secret_access_key', message: 'required' }]);
-  // Validated like a real one so the answer is the same later; the uploader is not in this build.
-  throw badRequest('S3 destinations are not available yet; use {"type":"local"}', [{ field: 'destination.type', message: 'not available' }]);
+}
+
+/**
+ * Where it is knowable at save time, a bad S3 destination is a 400: the endpoint passes the
+ * guard (lib/backups/s3.ts), and the bucket answers HeadBucket to these credentials.
+ */
+async function probeDestination(d: Destination & { type: 's3' }, secret: string): Promise<void> {
+  try {
+    await probe({ ...d, secret_access_key: secret });
+  } catch (e) {
+    if (e instanceof S3Refused) throw badRequest(e.message, [{ field: e.field, message: 'refused' }]);
+    throw e;
+  }
 }
 
 export interface ConfigView {
@@ -147,8 +146,9 @@ export async function createConfig(env: Env, appId: string, input: Required<Pick
   if (destIn.type === 's3') {
     const { secret_access_key, ...rest } = destIn as Destination & { type: 's3'; secret_access_key?: string };
     requireSealer(env.sealer);
+    dest = { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false };
+    await probeDestination(dest, secret_access_key!);
     secret = env.sealer.seal(secret_access_key!, s3Binding(id));
-    dest = { ...rest, prefix: rest.prefix ?? '' };
   }
   const row: BackupConfigTable = {
     id, app_id: appId, source: JSON.stringify(input.source), schedule: input.schedule.trim().split(/\s+/).join(' '), keep_last: input.keep_last,
@@ -189,7 +189,10 @@ export async function updateConfig(env: Env, appId: string, id: string, input: C
       patch.secret_sealed = null;
     } else {
       const { secret_access_key, ...rest } = input.destination as Destination & { type: 's3'; secret_access_key?: string };
-      patch.destination = JSON.stringify({ ...rest, prefix: rest.prefix ?? '' });
+      requireSealer(env.sealer);
+      const dest = { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false };
+      await probeDestination(dest, secret_access_key ?? env.sealer.open(cur.secret_sealed!, s3Binding(id)));
+      patch.destination = JSON.stringify(dest);
       if (secret_access_key) patch.secret_sealed = env.sealer.seal(secret_access_key, s3Binding(id));
     }
   }

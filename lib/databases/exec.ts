@@ -48,7 +48,7 @@ export async function execStream(engine: Engine, container: string, cmd: string[
   err.on('data', (c: Buffer) => {
     stderr = (stderr + c.toString('utf8')).slice(-STDERR_KEEP);
   });
-  engine.docker.modem.demuxStream(stream, out, err);
+  demuxWithBackpressure(stream, out, err);
   const ended = new Promise<void>((resolve, reject) => {
     stream.on('end', resolve);
     stream.on('close', resolve);
@@ -69,7 +69,13 @@ export async function execStream(engine: Engine, container: string, cmd: string[
   }
   const done = (async () => {
     try {
-      await Promise.all([ended, fed]);
+      await ended;
+      // A client may exit before reading all its input (pg_restore --list reads the archive's
+      // table of contents only): stop feeding it rather than wait for an end that never comes.
+      if (opts.stdin && !opts.stdin.readableEnded) {
+        opts.stdin.unpipe(stream);
+        opts.stdin.destroy();
+      } else await fed;
     } finally {
       out.end();
       err.end();
@@ -97,4 +103,33 @@ export async function execInto(engine: Engine, container: string, cmd: string[],
   const h = await execStream(engine, container, cmd, opts);
   const [, r] = await Promise.all([pipeline(h.stdout, sink as import('node:stream').Writable), h.done]);
   if (r.code !== 0) throw new Error(`${cmd[0]} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500)}`);
+}
+
+/**
+ * The engine's multiplexed stream (8-byte frame headers) split into stdout and stderr, pausing
+ * the source while stdout's reader is behind. The modem's own demuxer writes regardless of
+ * backpressure, so a dump faster than its consumer (gzip + encryption) piled up in memory.
+ */
+function demuxWithBackpressure(src: import('node:stream').Duplex, out: PassThrough, err: PassThrough): void {
+  let buf: Buffer = Buffer.alloc(0);
+  let waiting = false;
+  src.on('data', (chunk: Buffer) => {
+    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    while (buf.length >= 8) {
+      const len = buf.readUInt32BE(4);
+      if (buf.length < 8 + len) break;
+      const type = buf[0];
+      const payload = buf.subarray(8, 8 + len);
+      buf = buf.subarray(8 + len);
+      if (type === 2) err.write(payload);
+      else if (!out.write(payload) && !waiting) {
+        waiting = true;
+        src.pause();
+        out.once('drain', () => {
+          waiting = false;
+          src.resume();
+        });
+      }
+    }
+  });
 }

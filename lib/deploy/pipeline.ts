@@ -16,6 +16,7 @@ import type { DeployLog } from './log.js';
 import type { DeploySpec, Deployment, DeployStatus } from './model.js';
 import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
+import { inlineSpec } from './source.js';
 import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
 import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
@@ -75,6 +76,12 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     say(`image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`);
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
     images = { [plan.services[0]!.name]: app.source.image };
+    await run.setStatus('deploying', { images, spec });
+  } else if (app.source.type === 'compose') {
+    spec = inlineSpec(app.source);
+    say('inline compose file: no clone, no build; its images must be present on the engine');
+    plan = await makePlan(env, app, spec, appEnv, undefined, null);
+    for (const svc of plan.services) images[svc.name] = svc.image!;
     await run.setStatus('deploying', { images, spec });
   } else {
     const src = app.source;
