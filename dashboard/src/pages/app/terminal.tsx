@@ -1,0 +1,48 @@
+// The shell's terminal, in its own chunk: @xterm/xterm and its stylesheet load only when the
+// shell tab connects. The socket carries the TTY as binary frames; resizes go as a text frame.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Terminal } from '@xterm/xterm';
+import '@xterm/xterm/css/xterm.css';
+
+export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened: boolean) => void }) {
+  const box = useRef<HTMLDivElement>(null);
+  const [state, setState] = useState<'connecting' | 'open' | 'closed'>('connecting');
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, rows: 24, cols: 100, screenReaderMode: true });
+    term.open(el);
+    const ws = new WebSocket(url);
+    ws.binaryType = 'arraybuffer';
+    let opened = false;
+    const enc = new TextEncoder();
+    const sendSize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
+    ws.onopen = () => {
+      opened = true;
+      setState('open');
+      sendSize();
+      term.focus();
+    };
+    // Container output is written to the terminal emulator, which draws it; it is never HTML.
+    ws.onmessage = (ev) => term.write(typeof ev.data === 'string' ? ev.data : new Uint8Array(ev.data as ArrayBuffer));
+    ws.onclose = () => {
+      setState('closed');
+      onClosed(opened);
+    };
+    const input = term.onData((d) => ws.readyState === WebSocket.OPEN && ws.send(enc.encode(d)));
+    const resize = term.onResize(sendSize);
+    return () => {
+      input.dispose();
+      resize.dispose();
+      ws.onclose = null;
+      ws.close();
+      term.dispose();
+    };
+  }, [url]);
+  return (
+    <div>
+      <p class="muted small" role="status">{state === 'open' ? 'Connected' : state === 'connecting' ? 'Connecting…' : 'Closed'}</p>
+      <div ref={box} class="terminal" data-testid="terminal" />
+    </div>
+  );
+}
