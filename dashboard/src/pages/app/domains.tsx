@@ -48,7 +48,6 @@ export function DomainsTab({ id }: { id: string }) {
           void act.run(async () => {
             await api.addAppDomain(id, { hostname: hostname.trim(), service: chosen, ...(port.trim() ? { port: Number(port) } : {}) });
             setHostname('');
-            setPort('');
             await domains.reload();
           });
         }}
@@ -60,7 +59,7 @@ export function DomainsTab({ id }: { id: string }) {
             {services.data?.map((s) => <option key={s.name} value={s.name}>{s.name}</option>)}
           </select>
         </label>
-        <label>Port<input name="port" class="short" inputMode="numeric" placeholder="auto" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} /></label>
+        <label>Port<input name="port" class="short" inputMode="numeric" placeholder="the service's" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} /></label>
         <button type="submit" disabled={act.busy || !chosen}>Add domain</button>
       </form>
     </section>

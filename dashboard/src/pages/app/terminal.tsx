@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
+import { openShellSocket } from '../../ws';
 
 export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened: boolean) => void }) {
   const box = useRef<HTMLDivElement>(null);
@@ -12,8 +13,7 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
     if (!el) return;
     const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, rows: 24, cols: 100, screenReaderMode: true });
     term.open(el);
-    const ws = new WebSocket(url);
-    ws.binaryType = 'arraybuffer';
+    const ws = openShellSocket(url);
     let opened = false;
     const enc = new TextEncoder();
     const sendSize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
