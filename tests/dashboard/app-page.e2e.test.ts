@@ -338,6 +338,9 @@ test('the shell tab opens a terminal in the running container after a step-up', 
     await page.getByTestId('terminal').click();
     await page.keyboard.type('echo shell-$((6*7))\n');
     await poll('the command runs in the container', async () => ((await page.getByTestId('terminal').textContent()) ?? '').includes('shell-42'), 60_000, 200);
+    // xterm's own styles (colours, cell sizes) apply despite the CSP's `style-src 'self'`:
+    // its default white foreground, not the page's text colour.
+    assert.equal(await page.locator('.xterm-rows').evaluate((el) => getComputedStyle(el).color), 'rgb(255, 255, 255)');
     await shot(page, 'app-shell-connected');
     await page.getByRole('button', { name: 'Disconnect' }).click();
     await page.getByRole('button', { name: 'Connect' }).waitFor(WAIT);

@@ -5,6 +5,28 @@ import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { openShellSocket } from '../../ws';
 
+// The page's CSP (`style-src 'self'`) blocks the <style> elements xterm writes into its own
+// subtree (theme colours, cell sizes). Their text is mirrored into a constructed stylesheet: the
+// CSSOM is not inline markup, so the policy stays strict and the terminal keeps its colours.
+function mirrorStyles(root: HTMLElement): () => void {
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  let last = '';
+  const sync = () => {
+    const text = [...root.querySelectorAll('style')].map((st) => st.textContent ?? '').join('\n');
+    if (text === last) return;
+    last = text;
+    sheet.replaceSync(text);
+  };
+  const mo = new MutationObserver(sync);
+  mo.observe(root, { subtree: true, childList: true, characterData: true });
+  sync();
+  return () => {
+    mo.disconnect();
+    document.adoptedStyleSheets = document.adoptedStyleSheets.filter((x) => x !== sheet);
+  };
+}
+
 export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened: boolean) => void }) {
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<'connecting' | 'open' | 'closed'>('connecting');
@@ -12,6 +34,7 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
     const el = box.current;
     if (!el) return;
     const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, rows: 24, cols: 100, screenReaderMode: true });
+    const unmirror = mirrorStyles(el);
     term.open(el);
     const ws = openShellSocket(url);
     let opened = false;
@@ -37,6 +60,7 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
       ws.onclose = null;
       ws.close();
       term.dispose();
+      unmirror();
     };
   }, [url]);
   return (
