@@ -17,6 +17,9 @@ import { needDocker, dockerReachable, ensureBaseImage, BASE_IMAGE } from '../_su
 import { needEdge, edgeUsable, startEdgeLab, type EdgeLab } from '../_support/edge.js';
 import { startGitServer, cleanupApp, waitStatus, type GitServer } from '../engine/_deploy.js';
 import { poll } from '../_support/wait.js';
+import { ensureDbImages, needDbImages, type DbImages } from '../_support/dbimages.js';
+import { CATALOG } from '../../lib/databases/catalog.js';
+import { deleteApp } from '../../lib/apps/ops.js';
 
 const WAIT = { timeout: 60_000 };
 const LONG = { timeout: 180_000 };
@@ -76,6 +79,25 @@ function repoFiles(): Record<string, string> {
   };
 }
 
+function imageMap(img: DbImages): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const e of ['postgres', 'mariadb', 'redis'] as const) for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
+  return map;
+}
+
+/** Waits for `done`; when the step-up dialog comes first (no recent step-up), answers it with the password. */
+async function withStepUp(done: import('playwright-core').Locator, timeout = 180_000): Promise<void> {
+  const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+  // The loser of the race times out later; its rejection is dropped (the winner decides).
+  const first = await Promise.race([done.waitFor({ timeout }).then(() => 'done', () => 'timeout'), dialog.waitFor({ timeout }).then(() => 'dialog', () => 'timeout')]);
+  assert.notEqual(first, 'timeout', 'neither the result nor the step-up dialog appeared');
+  if (first === 'dialog') {
+    await dialog.getByLabel('Password').fill(ADMIN.password);
+    await dialog.getByRole('button', { name: 'Verify' }).click();
+    await done.waitFor({ timeout });
+  }
+}
+
 async function openTab(label: string): Promise<void> {
   await page.getByRole('tab', { name: label, exact: true }).click();
   await page.getByRole('tab', { name: label, exact: true, selected: true }).waitFor(WAIT);
@@ -84,8 +106,10 @@ async function openTab(label: string): Promise<void> {
 before(async () => {
   if (!existsSync(CHROMIUM) || !(await dockerReachable()) || (await edgeUsable()) !== null) return;
   await ensureBaseImage();
+  // Local database images over the catalog's references (no registry here), when they can be built.
+  const img = await ensureDbImages().catch(() => null);
   lab = await startEdgeLab();
-  s = await startTestServer({ ...lab.vars, SVC_ENABLE_SHELL: 'true' }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } });
+  s = await startTestServer({ ...lab.vars, SVC_ENABLE_SHELL: 'true', ...(img ? { SVC_IMAGE_MAP: JSON.stringify(imageMap(img)) } : {}) }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } });
   s.env.deployments.opts.healthTimeoutMs = 60_000;
   s.env.deployments.opts.settleMs = 1_500;
   git = await startGitServer();
@@ -100,7 +124,10 @@ before(async () => {
 after(async () => {
   await browser?.close();
   if (s) {
-    if (app) await cleanupApp(s.env.engine, app.name);
+    if (app) {
+      await deleteApp(s.env, app.id, { volumes: true }).catch((e) => console.error('cleanup', e));
+      await cleanupApp(s.env.engine, app.name);
+    }
     await s.stop();
   }
   await git?.stop();
@@ -324,6 +351,42 @@ test('request metrics: real requests through Caddy show up in the totals and the
   });
 });
 
+test('webhook & key: the URL and a secret shown once, a trigger, a deploy key copied and tested', async (t) => {
+  if (!(await ready(t))) return;
+  await withFailureShot(page, 'app-git', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s!.url });
+    await openTab('Webhook & key');
+    const url = (await page.getByTestId('webhook-url').textContent())!;
+    assert.ok(url.includes(`/webhooks/${app!.id}`), `webhook URL shown: ${url}`);
+    await page.getByRole('button', { name: 'Copy the webhook URL' }).click();
+    await page.getByRole('button', { name: 'Copy the webhook URL' }).filter({ hasText: 'Copied' }).waitFor(WAIT);
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), url);
+
+    await page.getByRole('button', { name: 'Generate secret' }).click();
+    const secret = (await page.getByTestId('webhook-secret').locator('code').textContent())!.trim();
+    assert.ok(secret.length >= 16, 'the secret is shown once');
+    await page.getByTestId('webhook-secret').getByRole('button', { name: 'Done' }).click();
+    assert.equal(await page.getByText(secret).count(), 0, 'and not again');
+    await page.getByRole('button', { name: 'Regenerate secret' }).waitFor(WAIT);
+    assert.equal((await c.req('GET', `/api/apps/${app!.id}/webhook`)).body.secret_set, true);
+
+    await page.getByLabel('Branch or tag pattern').fill('release/*');
+    await page.getByRole('button', { name: 'Add trigger' }).click();
+    await page.getByTestId('trigger-row').filter({ hasText: 'release/*' }).waitFor(WAIT);
+
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const key = (await page.getByTestId('deploy-key').textContent({ timeout: 60_000 }))!.trim();
+    assert.match(key, /^ssh-ed25519 AAAA/);
+    await page.getByRole('button', { name: 'Copy the public key' }).click();
+    await page.getByRole('button', { name: 'Copy the public key' }).filter({ hasText: 'Copied' }).waitFor(WAIT);
+    assert.equal((await page.evaluate(() => navigator.clipboard.readText())).trim(), key);
+    await page.getByRole('button', { name: 'Test connection' }).click();
+    await page.getByTestId('deploy-key-test').filter({ hasText: /^(Connected|Failed): .+/ }).waitFor(WAIT);
+    await shot(page, 'app-git-filled');
+    await axe(page, 'webhook & key filled');
+  });
+});
+
 test('the shell tab opens a terminal in the running container after a step-up', async (t) => {
   if (!(await ready(t))) return;
   await withFailureShot(page, 'app-shell', async () => {
@@ -344,5 +407,53 @@ test('the shell tab opens a terminal in the running container after a step-up', 
     await shot(page, 'app-shell-connected');
     await page.getByRole('button', { name: 'Disconnect' }).click();
     await page.getByRole('button', { name: 'Connect' }).waitFor(WAIT);
+  });
+});
+
+test('databases and backups: a Redis database from the catalog, a backup run, downloaded, restored, then both deleted', async (t) => {
+  if (!(await ready(t))) return;
+  if (!(await needDbImages(t))) return;
+  await withFailureShot(page, 'app-data', async () => {
+    await openTab('Databases');
+    await page.getByLabel('Engine').selectOption('redis');
+    await page.getByRole('button', { name: 'Create database' }).click();
+    const db = page.getByTestId('database-row').filter({ hasText: 'redis' });
+    await db.locator('.badge-ready').waitFor(LONG);
+    await db.getByText('REDIS_URL').waitFor(WAIT);
+    const env = await c.req('GET', `/api/apps/${app!.id}/env`);
+    assert.ok(env.body.items.some((v: any) => v.key === 'REDIS_URL' && v.secret === true), 'the connection URL is a secret variable');
+    await shot(page, 'app-databases-redis');
+    await axe(page, 'databases with one');
+
+    await openTab('Backups');
+    await page.getByLabel('Database', { exact: true }).selectOption({ index: 0 });
+    await page.getByRole('button', { name: 'Add backup' }).click();
+    const config = page.getByTestId('backup-config').filter({ hasText: 'redis' });
+    await config.waitFor(WAIT);
+    await config.getByRole('button', { name: 'Run now' }).click();
+    const run = config.getByTestId('backup-run').first();
+    await run.locator('.badge-succeeded').waitFor(LONG);
+    // The download link works with the session cookie alone.
+    const href = (await run.getByRole('link', { name: 'Download' }).getAttribute('href'))!;
+    const got = await page.evaluate((h) => fetch(h).then(async (r) => ({ status: r.status, size: (await r.arrayBuffer()).byteLength })), href);
+    assert.equal(got.status, 200);
+    assert.ok(got.size > 0, 'the artifact has bytes');
+    // Restore: a confirmation, then the step-up the API asks for; its progress is shown.
+    page.once('dialog', (d) => void d.accept());
+    await run.getByRole('button', { name: 'Restore' }).click();
+    await withStepUp(config.getByTestId('restore-status'));
+    await config.getByTestId('restore-status').locator('.badge-succeeded').waitFor(LONG);
+    await shot(page, 'app-backups-restored');
+    await axe(page, 'backups with a run');
+
+    page.once('dialog', (d) => void d.accept());
+    await config.getByRole('button', { name: /^Delete the backup of database redis/ }).click();
+    await withStepUp(page.getByText('No backups configured.'));
+
+    await openTab('Databases');
+    page.once('dialog', (d) => void d.accept());
+    await db.getByRole('button', { name: /^Delete the redis database/ }).click();
+    await withStepUp(page.getByText('No databases.'));
+    assert.deepEqual((await c.req('GET', `/api/apps/${app!.id}/databases`)).body.items, []);
   });
 });
