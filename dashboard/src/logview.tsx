@@ -16,6 +16,7 @@ const OVERSCAN = 20;
 export function LogView({ topic, label, filter, prefix }: { topic: string; label: string; filter?: (l: LogLine) => boolean; prefix?: (l: LogLine) => ComponentChildren }) {
   const lines = useRef<LogLine[]>([]);
   const lastSeq = useRef(0);
+  const lastAt = useRef('');
   const [version, setVersion] = useState(0);
   const [follow, setFollow] = useState(true);
   const [scrollTop, setScrollTop] = useState(0);
@@ -27,14 +28,19 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
   useEffect(() => {
     lines.current = [];
     lastSeq.current = 0;
+    lastAt.current = '';
     setVersion((v) => v + 1);
   }, [topic]);
 
   useTopic(topic, (d: any) => {
     const batch: LogLine[] = Array.isArray(d?.items) ? d.items : [d];
     for (const l of batch) {
-      if (typeof l?.seq !== 'number' || l.seq <= lastSeq.current) continue;
+      if (typeof l?.seq !== 'number') continue;
+      // A replay repeats lines already shown (same seq, same time): dropped. A runtime-log source
+      // that restarted (the socket reconnected) numbers from 1 again, but with later times: kept.
+      if (l.seq <= lastSeq.current && !(typeof l.at === 'string' && l.at > lastAt.current)) continue;
       lastSeq.current = l.seq;
+      if (typeof l.at === 'string' && l.at > lastAt.current) lastAt.current = l.at;
       lines.current.push(l);
     }
     // One render per frame however many lines arrive.
@@ -78,7 +84,7 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
       >
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
           {all.slice(first, last).map((l, i) => (
-            <div key={l.seq} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
+            <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
               {prefix?.(l)}{l.line}
             </div>
           ))}
