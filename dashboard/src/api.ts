@@ -304,3 +304,161 @@ export const queryAudit = (filter: AuditFilter, cursor?: string, limit = 100) =>
 const seg = encodeURIComponent;
 export const auditDiff = (id: string) => call<{ rows: AuditDiffRow[]; changed_since: boolean }>('GET', `/api/audit/${seg(id)}/diff`);
 export const revertAudit = (id: string, force = false) => call<{ audit_id: string }>('POST', `/api/audit/${seg(id)}/revert`, force ? { force: true } : {});
+
+// ---------------------------------------------------------------------------------------------
+// App page (x16a): logs, stats, metrics, domains, databases, backups, webhook, triggers, deploy
+// key, shell. Appended as one block on top of `call()` so the client swap underneath stays a
+// separate change.
+// ---------------------------------------------------------------------------------------------
+
+export interface RuntimeLogLine extends LogLine {
+  service: string;
+  container: string;
+}
+
+export interface ServiceStats {
+  service: string;
+  container: string;
+  cpu_percent: number;
+  memory_bytes: number;
+  memory_limit_bytes: number | null;
+  rx_bytes: number;
+  tx_bytes: number;
+}
+
+export type MetricsRange = '1h' | '6h' | '24h' | '7d' | '30d';
+export interface MetricsPoint {
+  t: number | string;
+  requests: number;
+  errors_4xx: number;
+  errors_5xx: number;
+  bytes_out: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+}
+export interface MetricsSeries {
+  range: MetricsRange;
+  step_seconds: number;
+  points: MetricsPoint[];
+}
+
+export type DomainStatus = 'unassigned' | 'awaiting_dns' | 'issuing' | 'active' | 'error';
+export interface ProxySummary {
+  synced?: boolean;
+  error?: string;
+  [k: string]: unknown;
+}
+
+export interface DbEngine {
+  engine: 'postgres' | 'mariadb' | 'redis';
+  versions: string[];
+  default_version: string;
+}
+export interface Database {
+  id: string;
+  app_id: string;
+  engine: string;
+  version: string;
+  name: string | null;
+  username: string | null;
+  host: string;
+  port: number;
+  env_var: string;
+  status: 'provisioning' | 'ready' | 'error';
+  error: string | null;
+  size_bytes: number | null;
+  created_at: string;
+}
+
+export type BackupSource = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
+export interface BackupRun {
+  id: string;
+  backup_id: string;
+  status: 'running' | 'succeeded' | 'failed' | 'interrupted';
+  started_at: string;
+  finished_at: string | null;
+  size_bytes: number | null;
+  sha256: string | null;
+  error: string | null;
+  verified_at?: string | null;
+  verify_error?: string | null;
+}
+export interface BackupConfig {
+  id: string;
+  app_id: string;
+  source: BackupSource;
+  schedule: string;
+  keep_last: number;
+  destination: { type: 'local' } | { type: 's3'; bucket: string; [k: string]: unknown };
+  enabled: boolean;
+  verify_after_run?: boolean;
+  last_run: BackupRun | null;
+}
+export interface Restore {
+  id: string;
+  run_id: string;
+  status: 'running' | 'succeeded' | 'failed';
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface Webhook {
+  url: string;
+  secret_set: boolean;
+  providers: string[];
+}
+export interface Trigger {
+  id: string;
+  event: 'push' | 'tag';
+  pattern: string;
+  enabled: boolean;
+}
+export interface DeployKey {
+  public_key: string;
+  fingerprint: string;
+  created_at: string;
+}
+
+const one = <T>(r: any, key: string): T => (r && typeof r === 'object' && key in r ? r[key] : r) as T;
+
+export const appMetrics = (id: string, range: MetricsRange, service?: string) =>
+  call<MetricsSeries>('GET', `/api/apps/${seg(id)}/metrics?range=${seg(range)}${service ? `&service=${seg(service)}` : ''}`);
+
+export const appDomains = (id: string) => call<{ items: Domain[]; proxy?: ProxySummary }>('GET', `/api/apps/${seg(id)}/domains`);
+export const addAppDomain = (id: string, d: { hostname: string; service: string; port?: number }) =>
+  call<{ domain: Domain; proxy?: ProxySummary }>('POST', `/api/apps/${seg(id)}/domains`, d);
+export const deleteDomain = (did: string) => call<unknown>('DELETE', `/api/domains/${seg(did)}`);
+
+export const dbEngines = () => call<Items<DbEngine>>('GET', '/api/databases/engines');
+export const appDatabases = (id: string) => call<Items<Database>>('GET', `/api/apps/${seg(id)}/databases`);
+export const createDatabase = (id: string, d: { engine: string; version?: string; env_var?: string }) =>
+  call<unknown>('POST', `/api/apps/${seg(id)}/databases`, d).then((r) => one<Database>(r, 'database'));
+export const deleteDatabase = (id: string, dbid: string, keepData: boolean) =>
+  call<unknown>('DELETE', `/api/apps/${seg(id)}/databases/${seg(dbid)}${keepData ? '?keep_data=true' : ''}`);
+
+export const appBackups = (id: string) => call<Items<BackupConfig>>('GET', `/api/apps/${seg(id)}/backups`);
+export const createBackup = (id: string, b: { source: BackupSource; schedule: string; keep_last: number; destination: { type: 'local' } }) =>
+  call<unknown>('POST', `/api/apps/${seg(id)}/backups`, b).then((r) => one<BackupConfig>(r, 'backup'));
+export const deleteBackup = (id: string, bid: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}/backups/${seg(bid)}`);
+export const runBackup = (id: string, bid: string) => call<{ run: BackupRun }>('POST', `/api/apps/${seg(id)}/backups/${seg(bid)}/run`);
+export const backupRuns = (id: string, bid: string) => call<Items<BackupRun>>('GET', `/api/apps/${seg(id)}/backups/${seg(bid)}/runs`);
+export const restoreRun = (id: string, rid: string) => call<{ restore: Restore }>('POST', `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/restore`);
+export const getRestore = (id: string, xid: string) => call<{ restore: Restore }>('GET', `/api/apps/${seg(id)}/backups/restores/${seg(xid)}`);
+/** A plain link: the browser downloads it with the session cookie (a GET needs no CSRF token). */
+export const backupDownloadUrl = (id: string, rid: string) => `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/download`;
+
+export const getWebhook = (id: string) => call<Webhook>('GET', `/api/apps/${seg(id)}/webhook`);
+export const regenerateWebhook = (id: string) => call<{ secret: string }>('POST', `/api/apps/${seg(id)}/webhook/regenerate`);
+export const listTriggers = (id: string) => call<Items<Trigger>>('GET', `/api/apps/${seg(id)}/triggers`);
+export const addTrigger = (id: string, t: { event: 'push' | 'tag'; pattern: string; enabled?: boolean }) => call<unknown>('POST', `/api/apps/${seg(id)}/triggers`, t);
+export const deleteTrigger = (id: string, tid: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}/triggers/${seg(tid)}`);
+export const getDeployKey = (id: string) => call<DeployKey>('GET', `/api/apps/${seg(id)}/ssh-key`);
+export const regenerateDeployKey = (id: string) => call<unknown>('POST', `/api/apps/${seg(id)}/ssh-key/regenerate`);
+export const testDeployKey = (id: string) => call<{ ok: boolean; message: string }>('POST', `/api/apps/${seg(id)}/ssh-key/test-connection`);
+
+/** The shell's WebSocket needs a recent step-up, which a browser upgrade cannot ask for: ask first. */
+export const confirmIdentity = (): Promise<boolean> => (stepUpHandler ? stepUpHandler() : Promise.resolve(false));
+export const shellUrl = (id: string, service: string) =>
+  `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;

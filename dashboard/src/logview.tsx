@@ -1,6 +1,7 @@
 // A build log that follows the live stream (topic build:<id>, replayed from the start on every
 // subscribe), can be paused, and renders only the rows in view so 100,000 lines stay cheap.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
 import type { LogLine } from './api';
 import { useTopic } from './ws';
 
@@ -8,9 +9,14 @@ const ROW = 18;
 const HEIGHT = 420;
 const OVERSCAN = 20;
 
-export function LogView({ topic, label }: { topic: string; label: string }) {
+/**
+ * `filter` shows only the lines it accepts (runtime logs: a service, a search); `prefix` renders
+ * something before each line's text (the service name). Both see lines as data, never markup.
+ */
+export function LogView({ topic, label, filter, prefix }: { topic: string; label: string; filter?: (l: LogLine) => boolean; prefix?: (l: LogLine) => ComponentChildren }) {
   const lines = useRef<LogLine[]>([]);
   const lastSeq = useRef(0);
+  const lastAt = useRef('');
   const [version, setVersion] = useState(0);
   const [follow, setFollow] = useState(true);
   const [scrollTop, setScrollTop] = useState(0);
@@ -22,14 +28,19 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
   useEffect(() => {
     lines.current = [];
     lastSeq.current = 0;
+    lastAt.current = '';
     setVersion((v) => v + 1);
   }, [topic]);
 
   useTopic(topic, (d: any) => {
     const batch: LogLine[] = Array.isArray(d?.items) ? d.items : [d];
     for (const l of batch) {
-      if (typeof l?.seq !== 'number' || l.seq <= lastSeq.current) continue;
+      if (typeof l?.seq !== 'number') continue;
+      // A replay repeats lines already shown (same seq, same time): dropped. A runtime-log source
+      // that restarted (the socket reconnected) numbers from 1 again, but with later times: kept.
+      if (l.seq <= lastSeq.current && !(typeof l.at === 'string' && l.at > lastAt.current)) continue;
       lastSeq.current = l.seq;
+      if (typeof l.at === 'string' && l.at > lastAt.current) lastAt.current = l.at;
       lines.current.push(l);
     }
     // One render per frame however many lines arrive.
@@ -46,14 +57,14 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
     pinned.current = el.scrollTop;
   }, [version, follow]);
 
-  const all = lines.current;
+  const all = filter ? lines.current.filter(filter) : lines.current;
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div class="logview">
       <div class="row">
         <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>{follow ? 'Pause' : 'Follow'}</button>
-        <span class="muted" role="status">{all.length} line{all.length === 1 ? '' : 's'}</span>
+        <span class="muted" role="status">{all.length !== lines.current.length ? `${all.length} of ` : ''}{lines.current.length} line{lines.current.length === 1 ? '' : 's'}</span>
       </div>
       <div
         ref={box}
@@ -73,8 +84,8 @@ export function LogView({ topic, label }: { topic: string; label: string }) {
       >
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
           {all.slice(first, last).map((l, i) => (
-            <div key={l.seq} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
-              {l.line}
+            <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
+              {prefix?.(l)}{l.line}
             </div>
           ))}
         </div>

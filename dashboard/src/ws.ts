@@ -108,3 +108,13 @@ export function useSocketState(): WsState {
   }, []);
   return s;
 }
+
+/**
+ * The container shell's own socket (a TTY stream, not topics): one per open terminal, binary
+ * frames, closed by the terminal. Kept here so every socket the dashboard opens is in this file.
+ */
+export function openShellSocket(url: string): WebSocket {
+  const ws = new WebSocket(url);
+  ws.binaryType = 'arraybuffer';
+  return ws;
+}

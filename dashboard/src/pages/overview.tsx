@@ -82,7 +82,7 @@ export function OverviewPage() {
                   <tr key={a.id} data-testid="app-row">
                     <td><Link href={`/apps/${encodeURIComponent(a.id)}`}>{a.name}</Link></td>
                     <td><Badge status={a.status} /></td>
-                    <td class="mono ellipsis">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.image}</td>
+                    <td class="mono ellipsis">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.type === 'image' ? a.source.image : 'inline Compose'}</td>
                   </tr>
                 ))}
               </tbody>

@@ -1,0 +1,176 @@
+// Environment: the redacted list, one value revealed after step-up (the API asks for it; the
+// dialog retries), one variable set, and a whole `.env` pasted: parsed here, shown as a list of
+// changes, applied with one PUT (the API replaces the set in one transaction).
+import { useMemo, useState } from 'preact/hooks';
+import * as api from '../../api';
+import type { EnvVar } from '../../api';
+import { ErrorNote, useAction, useLoad } from '../../ui';
+import { parseDotenv } from './dotenv';
+
+type Change = { key: string; kind: 'added' | 'changed' | 'unchanged' | 'removed'; value: string | null; secret: boolean };
+
+// The whole set is replaced; `value: null` keeps a stored secret as it is.
+const keep = (items: EnvVar[]) => items.map((v) => ({ key: v.key, value: v.secret ? null : v.value, secret: v.secret }));
+
+export function planBulk(current: EnvVar[], pasted: Array<{ key: string; value: string }>, opts: { replace: boolean; secret: boolean }): Change[] {
+  const byKey = new Map(current.map((v) => [v.key, v]));
+  const seen = new Set<string>();
+  const out: Change[] = [];
+  for (const p of pasted) {
+    seen.add(p.key);
+    const old = byKey.get(p.key);
+    if (!old) out.push({ key: p.key, kind: 'added', value: p.value, secret: opts.secret });
+    // A stored secret cannot be compared without revealing it: a pasted value replaces it.
+    else if (old.secret || old.value !== p.value) out.push({ key: p.key, kind: 'changed', value: p.value, secret: old.secret });
+    else out.push({ key: p.key, kind: 'unchanged', value: p.value, secret: old.secret });
+  }
+  if (opts.replace) for (const v of current) if (!seen.has(v.key)) out.push({ key: v.key, kind: 'removed', value: null, secret: v.secret });
+  return out;
+}
+
+export function Env({ id }: { id: string }) {
+  const env = useLoad(() => api.getEnv(id).then((r) => r.items), [id]);
+  const [revealed, setRevealed] = useState<Record<string, string>>({});
+  const [key, setKey] = useState('');
+  const [value, setValue] = useState('');
+  const [secret, setSecret] = useState(true);
+  const [bulkOpen, setBulkOpen] = useState(false);
+  const act = useAction();
+  return (
+    <section class="card" aria-labelledby="env-h">
+      <div class="row spread">
+        <h2 id="env-h">Environment</h2>
+        <button type="button" aria-expanded={bulkOpen} aria-controls="env-bulk" onClick={() => setBulkOpen(!bulkOpen)}>Paste .env</button>
+      </div>
+      <ErrorNote error={env.error ?? act.error} />
+      {bulkOpen && env.data && (
+        <BulkEdit
+          current={env.data}
+          onApply={async (changes) => {
+            const removed = new Set(changes.filter((c) => c.kind === 'removed').map((c) => c.key));
+            const pasted = new Map(changes.filter((c) => c.kind !== 'removed').map((c) => [c.key, c]));
+            const items = [
+              ...keep(env.data!.filter((v) => !removed.has(v.key) && !pasted.has(v.key))),
+              ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret })),
+            ];
+            const ok = await act.run(async () => {
+              env.set((await api.putEnv(id, items)).items);
+              setRevealed({});
+            });
+            if (ok) setBulkOpen(false);
+            return ok;
+          }}
+          onCancel={() => setBulkOpen(false)}
+        />
+      )}
+      {env.data?.length === 0 && <p class="muted">No variables.</p>}
+      {env.data && env.data.length > 0 && (
+        <table>
+          <thead><tr><th>Key</th><th>Value</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {env.data.map((v) => (
+              <tr key={v.key} data-testid="env-row">
+                <td class="mono">{v.key}</td>
+                <td class="mono ellipsis narrow" data-testid="env-value">{v.secret ? (revealed[v.key] ?? <span class="muted" aria-label="hidden value">••••••</span>) : v.value}</td>
+                <td class="row">
+                  {v.secret && revealed[v.key] === undefined && (
+                    <button type="button" aria-label={`Reveal ${v.key}`} onClick={() => void act.run(async () => setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }))}>Reveal</button>
+                  )}
+                  {v.secret && revealed[v.key] !== undefined && (
+                    <button type="button" aria-label={`Hide ${v.key}`} onClick={() => { const { [v.key]: _, ...rest } = revealed; setRevealed(rest); }}>Hide</button>
+                  )}
+                  <button type="button" aria-label={`Remove ${v.key}`} onClick={() => void act.run(async () => env.set((await api.putEnv(id, keep(env.data!.filter((x) => x.key !== v.key)))).items))}>Remove</button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form
+        class="row wrap"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act.run(async () => {
+            const rest = keep((env.data ?? []).filter((x) => x.key !== key.trim()));
+            env.set((await api.putEnv(id, [...rest, { key: key.trim(), value, secret }])).items);
+            setKey('');
+            setValue('');
+          });
+        }}
+      >
+        <label>Key<input name="env_key" required value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} /></label>
+        <label>Value<input name="env_value" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} /></label>
+        <label class="inline"><input type="checkbox" name="env_secret" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Secret</label>
+        <button type="submit" disabled={act.busy}>Set</button>
+      </form>
+    </section>
+  );
+}
+
+function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: (c: Change[]) => Promise<boolean>; onCancel: () => void }) {
+  const [text, setText] = useState('');
+  const [replace, setReplace] = useState(false);
+  const [secret, setSecret] = useState(true);
+  const [busy, setBusy] = useState(false);
+  const parsed = useMemo(() => parseDotenv(text), [text]);
+  const changes = useMemo(() => planBulk(current, parsed.entries, { replace, secret }), [current, parsed, replace, secret]);
+  const effective = changes.filter((c) => c.kind !== 'unchanged');
+  return (
+    <div id="env-bulk" class="bulk" data-testid="env-bulk">
+      <label class="block">
+        .env content
+        <textarea
+          rows={8}
+          class="mono"
+          spellcheck={false}
+          autocomplete="off"
+          placeholder={'DATABASE_HOST=db\nexport LOG_LEVEL="info"'}
+          value={text}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+        />
+      </label>
+      <div class="row wrap">
+        <label class="inline"><input type="checkbox" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Store new keys as secrets</label>
+        <label class="inline"><input type="checkbox" checked={replace} onChange={(e) => setReplace((e.target as HTMLInputElement).checked)} /> Remove keys missing from the paste</label>
+      </div>
+      {parsed.errors.length > 0 && (
+        <ul class="error" role="alert" data-testid="env-bulk-errors">
+          {parsed.errors.map((e) => <li key={e.line}>Line {e.line}: {e.message}</li>)}
+        </ul>
+      )}
+      {changes.length > 0 && (
+        <table data-testid="env-bulk-preview">
+          <caption class="sr-only">Changes the paste makes</caption>
+          <thead><tr><th>Key</th><th>Change</th><th>New value</th></tr></thead>
+          <tbody>
+            {changes.map((c) => (
+              <tr key={c.key} data-testid="env-change" class={`change-${c.kind}`}>
+                <td class="mono">{c.key}</td>
+                <td>{c.kind}</td>
+                <td class="mono ellipsis narrow">{c.kind === 'removed' ? '—' : c.secret ? <span class="muted">secret ({c.value!.length} characters)</span> : c.value}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div class="row">
+        <button
+          type="button"
+          class="primary"
+          disabled={busy || effective.length === 0 || parsed.errors.length > 0}
+          onClick={async () => {
+            setBusy(true);
+            try {
+              await onApply(changes);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          Apply {effective.length} change{effective.length === 1 ? '' : 's'}
+        </button>
+        <button type="button" onClick={onCancel}>Cancel</button>
+      </div>
+    </div>
+  );
+}
