@@ -159,6 +159,7 @@ export const logout = () => run(() => client.POST('/api/auth/logout'));
 export const totpSetup = () => run(() => client.POST('/api/auth/totp/setup'));
 export const totpEnable = (code: string) => run(() => client.POST('/api/auth/totp/enable', { body: { code } }));
 export const stepUp = (cred: { password: string } | { code: string }) => run(() => client.POST('/api/auth/step-up', { body: cred }), { retried: true });
+export const changePassword = (current: string, next: string) => run(() => client.POST('/api/auth/password', { body: { current_password: current, new_password: next } }));
 export const listSessions = () => run(() => client.GET('/api/auth/sessions'));
 export const revokeSession = (id: string) => run(() => client.DELETE('/api/auth/sessions/{id}', { params: { path: { id } } }));
 

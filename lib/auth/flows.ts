@@ -6,7 +6,7 @@ import { HttpError, badRequest } from '../http/errors.js';
 import { parseCookies, serializeCookie } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
 import { nowIso } from '../db/index.js';
-import { countUsers, findUser, findUserByName, insertUser, publicUser, type PublicUser } from './users.js';
+import { countUsers, findUser, findUserByName, insertUser, publicUser, setPassword, type PublicUser } from './users.js';
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js';
 import { consumeSecondFactor, enableTotp, newTotpSecret, otpauthUrl, totpBinding } from './totp.js';
 import { startSession } from './login.js';
@@ -89,6 +89,22 @@ export async function stepUp(env: Env, principal: Principal, input: { password?:
   }
   if (!ok) throw new HttpError('invalid_credentials', 'Verification failed');
   return markStepUp(env.db, principal, env.now());
+}
+
+/**
+ * A new password for the caller. The current one proves it is them (a stolen session alone cannot
+ * lock the operator out); every other session of theirs ends, so whoever knew the old password
+ * is logged out. API tokens are separate credentials and stay until revoked.
+ */
+export async function changePassword(env: Env, principal: Principal, input: { current_password: string; new_password: string }): Promise<void> {
+  const user = await findUser(env.db, principal.user.id);
+  if (!user) throw new HttpError('unauthorized', 'Authentication required');
+  if (!(await verifyPassword(input.current_password, user.password_hash, 'priority'))) throw new HttpError('invalid_credentials', 'The current password is wrong');
+  if (input.new_password === input.current_password) {
+    throw badRequest('The new password must differ from the current one', [{ field: 'new_password', message: 'same as the current password' }]);
+  }
+  const hash = await hashPassword(input.new_password, env.config.passwordCost);
+  await setPassword(env.db, user.id, hash, principal.kind === 'session' ? principal.credentialId : null, env.now());
 }
 
 /** A new TOTP secret, kept sealed as pending until a code from it enables it. */

@@ -1,6 +1,5 @@
 // Profile: the signed-in operator, two-factor enrolment with its recovery codes, and the live
-// sessions with a revoke for each. A password change has no API route yet (CONTRACT.md), so the
-// page says how rather than offering a form that cannot work.
+// sessions with a revoke for each, and a password change (which ends the other sessions).
 import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { User } from '../api';
@@ -15,13 +14,42 @@ export function ProfilePage({ user }: { user: User }) {
         <section class="card" aria-labelledby="me-h">
           <h2 id="me-h">Operator</h2>
           <p>Signed in as <strong>{user.username}</strong>.</p>
-          <h3>Password</h3>
-          <p class="muted small">Changing the password is not offered yet: the API has no route for it.</p>
+          <PasswordForm />
         </section>
         <Totp user={user} />
         <Sessions />
       </div>
     </main>
+  );
+}
+
+function PasswordForm() {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [done, setDone] = useState(false);
+  const act = useAction();
+  return (
+    <form
+      class="stack"
+      aria-labelledby="password-h"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setDone(false);
+        void act.run(async () => {
+          await api.changePassword(current, next);
+          setCurrent('');
+          setNext('');
+          setDone(true);
+        });
+      }}
+    >
+      <h3 id="password-h">Password</h3>
+      <label>Current password<input type="password" name="current-password" autoComplete="current-password" required value={current} onInput={(e) => setCurrent((e.target as HTMLInputElement).value)} /></label>
+      <label>New password<input type="password" name="new-password" autoComplete="new-password" required minLength={12} value={next} onInput={(e) => setNext((e.target as HTMLInputElement).value)} /></label>
+      <button type="submit" disabled={act.busy}>Change password</button>
+      {done && <p role="status" class="small">Password changed. Your other sessions were signed out.</p>}
+      <ErrorNote error={act.error} />
+    </form>
   );
 }
 
