@@ -3,7 +3,7 @@
 // inferred from them, so no shape is written twice.
 import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
-import type { AuditNote, AuthPolicy, Ctx } from './handler.js';
+import type { AuditNote, AuthPolicy, Ctx, Method } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
 
 /** A response that is not JSON (Prometheus text, a preformatted body): documented by its media type. */
@@ -65,6 +65,9 @@ export interface RouteHandler<S extends RouteSpec = RouteSpec> {
   (request: Request, ctx: Ctx): Maybe<Response>;
   readonly spec: S;
 }
+
+/** What a handler file may export: one route() per method. */
+export type HandlerModule = Partial<Record<Method, RouteHandler>>;
 
 export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
   const reply = replyFor(spec);
