@@ -1656,7 +1656,39 @@ export interface components {
                 [key: string]: unknown;
             })[];
         };
-        Addon: unknown;
+        Addon: {
+            id: string;
+            name: string;
+            description: string;
+            category: string;
+            services: string[];
+            images: string[];
+            footprint_mb: number;
+            params: {
+                key: string;
+                label: string;
+                default: string | null;
+                secret: boolean;
+                generated: boolean;
+            }[];
+        };
+        AddonWithCompose: {
+            id: string;
+            name: string;
+            description: string;
+            category: string;
+            services: string[];
+            images: string[];
+            footprint_mb: number;
+            params: {
+                key: string;
+                label: string;
+                default: string | null;
+                secret: boolean;
+                generated: boolean;
+            }[];
+            compose: string;
+        };
         ApiToken: {
             id: string;
             name: string;
@@ -1775,11 +1807,119 @@ export interface components {
             port: number;
             redirect_to: null;
         };
-        BackupConfig: unknown;
-        BackupRun: unknown;
-        BackupsOverview: unknown;
-        DatabaseEngine: unknown;
-        Database: unknown;
+        BackupConfig: {
+            id: string;
+            app_id: string;
+            source: {
+                /** @constant */
+                type: "database";
+                database_id: string;
+            } | {
+                /** @constant */
+                type: "volume";
+                /** @description The volume's name as the app's compose file writes it */
+                volume: string;
+            };
+            /** @description 5-field cron expression, UTC */
+            schedule: string;
+            keep_last: number;
+            destination: {
+                /** @constant */
+                type: "local";
+            } | {
+                /** @constant */
+                type: "s3";
+                endpoint: string;
+                region: string;
+                bucket: string;
+                prefix: string;
+                access_key_id: string;
+                path_style: boolean;
+                /** @description The secret key is sealed and never returned */
+                secret_set?: boolean;
+            };
+            enabled: boolean;
+            verify_after_run: boolean;
+            last_run: components["schemas"]["BackupRun"] | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
+        BackupRun: {
+            id: string;
+            backup_id: string;
+            /** @description running | succeeded | failed | interrupted */
+            status: string;
+            trigger: string;
+            /** @description ISO-8601 UTC timestamp */
+            started_at: string;
+            finished_at: string | null;
+            size_bytes: number | null;
+            /** @description Of the stored (encrypted) artifact's bytes */
+            sha256: string | null;
+            error: string | null;
+            verified_at: string | null;
+            verify_error: string | null;
+            /** @description Retention removed the artifact: download and restore answer 410 */
+            artifact_removed: boolean;
+        };
+        BackupsOverview: {
+            configs: components["schemas"]["BackupConfig"][];
+            failed_last_7d: {
+                id: string;
+                backup_id: string;
+                /** @description running | succeeded | failed | interrupted */
+                status: string;
+                trigger: string;
+                /** @description ISO-8601 UTC timestamp */
+                started_at: string;
+                finished_at: string | null;
+                size_bytes: number | null;
+                /** @description Of the stored (encrypted) artifact's bytes */
+                sha256: string | null;
+                error: string | null;
+                verified_at: string | null;
+                verify_error: string | null;
+                /** @description Retention removed the artifact: download and restore answer 410 */
+                artifact_removed: boolean;
+                app_id: string;
+            }[];
+            uncovered: {
+                app_id: string;
+                service: string;
+                volume: string;
+                database_id?: string;
+            }[];
+        };
+        DatabaseEngine: {
+            /** @enum {string} */
+            engine: "postgres" | "mariadb" | "redis";
+            versions: string[];
+            default_version: string;
+            /** @description Version -> image reference */
+            images: {
+                [key: string]: string;
+            };
+        };
+        Database: {
+            id: string;
+            app_id: string;
+            /** @enum {string} */
+            engine: "postgres" | "mariadb" | "redis";
+            version: string;
+            name: string;
+            username: string;
+            host: string;
+            port: number;
+            env_var: string;
+            /** @enum {string} */
+            status: "provisioning" | "ready" | "error";
+            error: string | null;
+            size_bytes: number | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+        };
         DeploymentBody: {
             deployment: components["schemas"]["Deployment"];
         };
@@ -1806,7 +1946,29 @@ export interface components {
             started_at: string | null;
             finished_at: string | null;
         };
-        DiskUsage: unknown;
+        DiskUsage: {
+            images: {
+                count: number;
+                size_bytes: number;
+                reclaimable_bytes: number;
+            };
+            containers: {
+                count: number;
+                size_bytes: number;
+                reclaimable_bytes: number;
+            };
+            volumes: {
+                count: number;
+                size_bytes: number;
+                reclaimable_bytes: number;
+            };
+            build_cache: {
+                count: number;
+                size_bytes: number;
+                reclaimable_bytes: number;
+            };
+            total_bytes: number;
+        };
         Domain: {
             id: string;
             hostname: string;
@@ -1840,8 +2002,79 @@ export interface components {
             secret: boolean;
             value: string | null;
         };
-        InstanceInfo: unknown;
-        MetricsSeries: unknown;
+        HostMetrics: {
+            /** @enum {string} */
+            range: "1h" | "6h" | "24h" | "7d" | "30d";
+            step_seconds: number;
+            /** @description Oldest first, aligned to step_seconds, zero-filled gaps */
+            points: {
+                /** @description ISO-8601 UTC timestamp */
+                t: string;
+                requests: number;
+                errors_4xx: number;
+                errors_5xx: number;
+                bytes_out: number;
+                p50_ms: number;
+                p95_ms: number;
+                p99_ms: number;
+            }[];
+            vitals: {
+                /** @description ISO-8601 UTC timestamp */
+                t: string;
+                cpu_percent: number;
+                mem_used_bytes: number;
+                mem_total_bytes: number;
+                disk_used_bytes: number;
+                disk_total_bytes: number;
+                load1: number;
+            }[];
+        };
+        InstanceInfo: {
+            version: string;
+            /** @description ISO-8601 UTC timestamp */
+            started_at: string;
+            uptime_seconds: number;
+            node_version: string;
+            engine: {
+                reachable: boolean;
+                version: string | null;
+            };
+            proxy: {
+                reachable: boolean;
+                version: string | null;
+            };
+            database: {
+                /** @constant */
+                dialect: "sqlite";
+                size_bytes: number;
+            };
+            base_domain: string | null;
+            control_domain: string | null;
+            /** @enum {string} */
+            exposure: "local" | "public";
+            features: {
+                shell: boolean;
+                security_agent: boolean;
+                traffic_monitor: boolean;
+            };
+        };
+        MetricsSeries: {
+            /** @enum {string} */
+            range: "1h" | "6h" | "24h" | "7d" | "30d";
+            step_seconds: number;
+            /** @description Oldest first, aligned to step_seconds, zero-filled gaps */
+            points: {
+                /** @description ISO-8601 UTC timestamp */
+                t: string;
+                requests: number;
+                errors_4xx: number;
+                errors_5xx: number;
+                bytes_out: number;
+                p50_ms: number;
+                p95_ms: number;
+                p99_ms: number;
+            }[];
+        };
         NotificationChannel: {
             id: string;
             /** @enum {string} */
@@ -1885,13 +2118,39 @@ export interface components {
             service?: string;
         };
         ProxySummary: unknown;
+        PruneResult: {
+            reclaimed_bytes: number;
+            images_deleted: number;
+            containers_deleted: number;
+            build_cache_bytes: number;
+        };
         DeployKey: {
             public_key: string;
             fingerprint: string;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
         };
-        Restore: unknown;
+        ResetResult: {
+            removed: {
+                id: string;
+                name: string;
+            }[];
+            failed: {
+                id: string;
+                name: string;
+                error: string;
+            }[];
+        };
+        Restore: {
+            id: string;
+            run_id: string;
+            /** @description running | succeeded | failed */
+            status: string;
+            error: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            started_at: string;
+            finished_at: string | null;
+        };
         Service: {
             name: string;
             image: string;
@@ -1968,7 +2227,7 @@ export interface components {
             items: components["schemas"]["Addon"][];
         };
         GetApiAddonsById200: {
-            addon: components["schemas"]["Addon"];
+            addon: components["schemas"]["AddonWithCompose"];
         };
         PostApiAddonsByIdInstall202: {
             app: components["schemas"]["App"];
@@ -5005,7 +5264,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricsSeries"];
+                    "application/json": components["schemas"]["HostMetrics"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5197,7 +5456,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["PruneResult"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5224,7 +5483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["ResetResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

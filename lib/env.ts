@@ -11,7 +11,7 @@ import type { Engine } from './docker/index.js';
 import type { GitAuth } from './apps/model.js';
 import type { AccessLogTailer } from './traffic/tailer.js';
 import type { TrafficMonitor } from './traffic/monitor.js';
-import type { DeployService } from './deploy/service.js';
+import type { Deployments } from './deploy/types.js';
 import type { Edge } from './proxy/edge.js';
 import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
@@ -39,7 +39,7 @@ export interface Env {
   /** Runs git with the app's deploy key when it has one (set up by the keys module). */
   gitAuth?: GitAuth;
   /** The deployment queue and workers; started by runtime/background.ts. */
-  deployments: DeployService;
+  deployments: Deployments;
   /** Caddy sync, host checker, DNS check (lib/proxy/edge.ts); started by runtime/background.ts. */
   edge: Edge;
   /** Request metrics from the access log (a tailer consumer); 10 s / 1 min / 1 h rows. */

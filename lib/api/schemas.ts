@@ -220,17 +220,185 @@ export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(
  */
 const opaque = (id: string, description: string) => named(id, z.unknown(), description);
 
-export const addonSchema = opaque('Addon', 'A vetted compose template: id, name, parameters, footprint (and `compose` when read alone)');
-export const backupConfigSchema = opaque('BackupConfig', 'A backup configuration of an app: source, schedule, keep_last, destination, last run');
-export const backupRunSchema = opaque('BackupRun', 'One run of a backup: status, size, sha256, started/finished times');
-export const restoreSchema = opaque('Restore', 'A restore of a backup run into its source: status and times');
-export const backupsOverviewSchema = opaque('BackupsOverview', 'Backup configurations, failures of the last 7 days and what no configuration covers');
-export const databaseSchema = opaque('Database', 'A managed database of an app: engine, version, env_var, state, volume');
-export const databaseEngineSchema = opaque('DatabaseEngine', 'A database engine that can be provisioned, with its pinned versions');
+export const addonParamSchema = z.object({ key: z.string(), label: z.string(), default: z.string().nullable(), secret: z.boolean(), generated: z.boolean() });
+const addonFields = {
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  services: z.array(z.string()),
+  images: z.array(z.string()),
+  footprint_mb: z.number(),
+  params: z.array(addonParamSchema),
+};
+export const addonSchema = named('Addon', z.object(addonFields), 'A vetted compose template: what it runs, its footprint and its parameters');
+export const addonWithComposeSchema = named('AddonWithCompose', z.object({ ...addonFields, compose: z.string() }), 'An add-on read alone: with its compose template');
+
+const backupSourceSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('database'), database_id: z.string() }),
+  z.object({ type: z.literal('volume'), volume: z.string().describe("The volume's name as the app's compose file writes it") }),
+]);
+const backupDestinationSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('local') }),
+  z.object({
+    type: z.literal('s3'),
+    endpoint: z.string(),
+    region: z.string(),
+    bucket: z.string(),
+    prefix: z.string(),
+    access_key_id: z.string(),
+    path_style: z.boolean(),
+    secret_set: z.boolean().optional().describe('The secret key is sealed and never returned'),
+  }),
+]);
+export const backupRunSchema = named(
+  'BackupRun',
+  z.object({
+    id: z.string(),
+    backup_id: z.string(),
+    status: z.string().describe('running | succeeded | failed | interrupted'),
+    trigger: z.string(),
+    started_at: ts,
+    finished_at: ts.nullable(),
+    size_bytes: z.number().nullable(),
+    sha256: z.string().nullable().describe("Of the stored (encrypted) artifact's bytes"),
+    error: z.string().nullable(),
+    verified_at: ts.nullable(),
+    verify_error: z.string().nullable(),
+    artifact_removed: z.boolean().describe('Retention removed the artifact: download and restore answer 410'),
+  }),
+  'One run of a backup',
+);
+export const backupConfigSchema = named(
+  'BackupConfig',
+  z.object({
+    id: z.string(),
+    app_id: z.string(),
+    source: backupSourceSchema,
+    schedule: z.string().describe('5-field cron expression, UTC'),
+    keep_last: z.number().int(),
+    destination: backupDestinationSchema,
+    enabled: z.boolean(),
+    verify_after_run: z.boolean(),
+    last_run: backupRunSchema.nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+  'A backup configuration of an app: what, when, how many kept, where, and its last run',
+);
+export const restoreSchema = named(
+  'Restore',
+  z.object({ id: z.string(), run_id: z.string(), status: z.string().describe('running | succeeded | failed'), error: z.string().nullable(), started_at: ts, finished_at: ts.nullable() }),
+  'A restore of a backup run into its source',
+);
+export const backupsOverviewSchema = named(
+  'BackupsOverview',
+  z.object({
+    configs: z.array(backupConfigSchema),
+    failed_last_7d: z.array(z.object({ ...backupRunSchema.shape, app_id: z.string() })),
+    uncovered: z.array(z.object({ app_id: z.string(), service: z.string(), volume: z.string(), database_id: z.string().optional() })),
+  }),
+  'Backup configurations, failures of the last 7 days and what no configuration covers',
+);
+export const databaseSchema = named(
+  'Database',
+  z.object({
+    id: z.string(),
+    app_id: z.string(),
+    engine: z.enum(['postgres', 'mariadb', 'redis']),
+    version: z.string(),
+    name: z.string(),
+    username: z.string(),
+    host: z.string(),
+    port: z.number().int(),
+    env_var: z.string(),
+    status: z.enum(['provisioning', 'ready', 'error']),
+    error: z.string().nullable(),
+    size_bytes: z.number().nullable(),
+    created_at: ts,
+  }),
+  'A managed database of an app (the password is sealed; the connection URL is a secret env var of the app)',
+);
+export const databaseEngineSchema = named(
+  'DatabaseEngine',
+  z.object({
+    engine: z.enum(['postgres', 'mariadb', 'redis']),
+    versions: z.array(z.string()),
+    default_version: z.string(),
+    images: z.record(z.string(), z.string()).describe('Version -> image reference'),
+  }),
+  'A database engine that can be provisioned, with its pinned versions',
+);
 export const proxySummarySchema = opaque('ProxySummary', 'Which proxy serves the domains and whether it is reachable');
-export const metricsSeriesSchema = opaque('MetricsSeries', 'Time series, oldest first, zero-filled, at most 500 points');
-export const instanceInfoSchema = opaque('InstanceInfo', 'Versions, uptime and the engine of this instance');
-export const diskUsageSchema = opaque('DiskUsage', 'Engine disk usage by kind: images, containers, volumes, build cache');
+const requestPointSchema = z.object({
+  t: ts,
+  requests: z.number(),
+  errors_4xx: z.number(),
+  errors_5xx: z.number(),
+  bytes_out: z.number(),
+  p50_ms: z.number(),
+  p95_ms: z.number(),
+  p99_ms: z.number(),
+});
+const seriesFields = {
+  range: z.enum(['1h', '6h', '24h', '7d', '30d']),
+  step_seconds: z.number().int(),
+  points: z.array(requestPointSchema).max(500).describe('Oldest first, aligned to step_seconds, zero-filled gaps'),
+};
+export const metricsSeriesSchema = named('MetricsSeries', z.object(seriesFields), "Requests through the proxy to an app's hosts, over a range");
+export const hostMetricsSchema = named(
+  'HostMetrics',
+  z.object({
+    ...seriesFields,
+    vitals: z
+      .array(
+        z.object({
+          t: ts,
+          cpu_percent: z.number(),
+          mem_used_bytes: z.number(),
+          mem_total_bytes: z.number(),
+          disk_used_bytes: z.number(),
+          disk_total_bytes: z.number(),
+          load1: z.number(),
+        }),
+      )
+      .max(500),
+  }),
+  "Every request through the proxy (known hosts or not) and the host's vitals, over a range",
+);
+export const instanceInfoSchema = named(
+  'InstanceInfo',
+  z.object({
+    version: z.string(),
+    started_at: ts,
+    uptime_seconds: z.number().int(),
+    node_version: z.string(),
+    engine: z.object({ reachable: z.boolean(), version: z.string().nullable() }),
+    proxy: z.object({ reachable: z.boolean(), version: z.string().nullable() }),
+    database: z.object({ dialect: z.literal('sqlite'), size_bytes: z.number() }),
+    base_domain: z.string().nullable(),
+    control_domain: z.string().nullable(),
+    exposure: z.enum(['local', 'public']),
+    features: z.object({ shell: z.boolean(), security_agent: z.boolean(), traffic_monitor: z.boolean() }),
+  }),
+  'Versions, uptime and the engine of this instance',
+);
+const diskKind = z.object({ count: z.number().int(), size_bytes: z.number(), reclaimable_bytes: z.number() });
+export const diskUsageSchema = named(
+  'DiskUsage',
+  z.object({ images: diskKind, containers: diskKind, volumes: diskKind, build_cache: diskKind, total_bytes: z.number() }),
+  'Engine disk usage by kind: images, containers, volumes, build cache',
+);
+export const pruneResultSchema = named(
+  'PruneResult',
+  z.object({ reclaimed_bytes: z.number(), images_deleted: z.number().int(), containers_deleted: z.number().int(), build_cache_bytes: z.number() }),
+  "What a prune removed (never an app's images or volumes)",
+);
+export const resetResultSchema = named(
+  'ResetResult',
+  z.object({ removed: z.array(z.object({ id: z.string(), name: z.string() })), failed: z.array(z.object({ id: z.string(), name: z.string(), error: z.string() })) }),
+  'The apps a reset removed, and those it could not',
+);
 export const opaqueResultSchema = opaque('Result', 'The outcome of an operation, as lib/ reports it');
 
 const domainFields = {

@@ -21,19 +21,9 @@ import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from '
 import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
 import { switchToContainers } from '../proxy/deploy.js';
-import type { ProbeMode } from './health.js';
+import type { PipelineOptions } from './types.js';
 
-export interface PipelineOptions {
-  workRoot: string;
-  cloneTimeoutMs: number;
-  cloneMaxBytes: number;
-  healthTimeoutMs: number;
-  settleMs: number;
-  probe: ProbeMode;
-  probeImage?: string;
-  /** Deployments whose copies of the repository are kept for rollback (default 5). */
-  keepImages?: number;
-}
+export type { PipelineOptions };
 
 export interface PipelineRun {
   env: Env;

@@ -1,4 +1,3 @@
-import type { RouteHandler } from './route.js';
 import type { Env } from '../env.js';
 import type { PublicUser } from '../auth/users.js';
 
@@ -55,6 +54,3 @@ export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string,
   /** Refines the audit entry the runtime writes for this request (never pass secrets). */
   audit(note: AuditNote): void;
 }
-
-/** What a handler file may export: one route() per method. */
-export type HandlerModule = Partial<Record<Method, RouteHandler>>;

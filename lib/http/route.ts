@@ -3,7 +3,7 @@
 // inferred from them, so no shape is written twice.
 import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
-import type { AuditNote, AuthPolicy, Ctx } from './handler.js';
+import type { AuditNote, AuthPolicy, Ctx, Method } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
 import type { StateKindName } from '../audit/state.js';
 
@@ -77,6 +77,9 @@ export interface RouteHandler<S extends RouteSpec = RouteSpec> {
   (request: Request, ctx: Ctx): Maybe<Response>;
   readonly spec: S;
 }
+
+/** What a handler file may export: one route() per method. */
+export type HandlerModule = Partial<Record<Method, RouteHandler>>;
 
 export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
   const reply = replyFor(spec);

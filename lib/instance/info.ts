@@ -35,7 +35,7 @@ export async function instanceInfo(env: Env) {
     node_version: process.version,
     engine: { reachable: engineVersion !== null, version: engineVersion },
     proxy,
-    database: { dialect: 'sqlite', size_bytes: size },
+    database: { dialect: 'sqlite' as const, size_bytes: size },
     base_domain: baseDomain,
     control_domain: env.config.controlDomain ?? (baseDomain ? `svc.${baseDomain}` : null),
     exposure: env.config.exposure,

@@ -74,3 +74,71 @@ test('the check catches each kind of crossing', () => {
   assert.equal(violations(bad).length, bad.length, violations(bad).join('\n'));
   assert.deepEqual(violations([{ file: 'handlers/api/ok.ts', text: "import { getApp } from '../../lib/apps/store.js';\nimport { z } from 'zod';" }]), []);
 });
+
+/** Relative imports of lib/ files that land in lib/, as a graph of repository paths. */
+export function libGraph(files: { file: string; text: string }[]): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const { file, text } of files) {
+    const deps: string[] = [];
+    for (const spec of importsOf(text)) {
+      if (!spec.startsWith('.')) continue;
+      const to = relative(root, resolve(root, dirname(file), spec)).split(sep).join('/').replace(/\.js$/, '.ts');
+      if (to.startsWith('lib/')) deps.push(to);
+    }
+    graph.set(file.split(sep).join('/'), deps);
+  }
+  return graph;
+}
+
+/** Strongly connected groups of more than one module (or a module importing itself), sorted. */
+export function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      group.push(w);
+    } while (w !== v);
+    if (group.length > 1 || graph.get(v)!.includes(v)) out.push(group.sort());
+  }
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
+// Type-only and dynamic imports count: a type cycle still ties the modules' meanings together
+// (lib/env.ts once named the deployment class whose pipeline takes an Env), and a lazy import
+// is still a dependency, deferred only to keep boot light.
+test('no import cycle inside lib/, type-only and dynamic imports included', () => {
+  const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  const found = cycles(libGraph(files));
+  assert.deepEqual(found.map((c) => c.join(' -> ')), [], `import cycles in lib/:\n${found.map((c) => `  ${c.join(', ')}`).join('\n')}`);
+});
+
+test('the cycle check finds type-only and dynamic cycles, and passes a tree without one', () => {
+  const f = (file: string, text: string) => ({ file, text });
+  const typeCycle = [f('lib/env.ts', "import type { DeployService } from './deploy/service.js';"), f('lib/deploy/service.ts', "import type { Env } from '../env.js';")];
+  assert.deepEqual(cycles(libGraph(typeCycle)), [['lib/deploy/service.ts', 'lib/env.ts']]);
+  const lazy = [f('lib/a.ts', "import { b } from './b.js';"), f('lib/b.ts', "const { c } = await import('./c.js');"), f('lib/c.ts', "export { a } from './a.js';")];
+  assert.deepEqual(cycles(libGraph(lazy)), [['lib/a.ts', 'lib/b.ts', 'lib/c.ts']]);
+  const acyclic = [f('lib/env.ts', "import type { Deployments } from './deploy/types.js';"), f('lib/deploy/types.ts', "import type { App } from '../apps/model.js';"), f('lib/apps/model.ts', '')];
+  assert.deepEqual(cycles(libGraph(acyclic)), []);
+});

@@ -144,11 +144,70 @@ test('real answers match the documented response schemas: login, apps, sessions,
   for (const [path, method, r] of recorded) conforms(path, method, r);
 });
 
+test('real answers match the documented schemas: instance, metrics, add-ons, databases, backups', async () => {
+  const c = await adminClient(s);
+  const recorded: [string, string, { status: number; body: unknown }][] = [];
+  const rec = async (method: string, url: string, path: string, body?: unknown) => {
+    const r = await c.req(method, url, body);
+    recorded.push([path, method, r]);
+    return r;
+  };
+  const created = await rec('POST', '/api/apps', '/api/apps', { name: 'oas-data', source: { type: 'image', image: 'nginx:1.27' } });
+  const appId = (created.body as { app: { id: string } }).app.id;
+  // Databases and runs are made by the engine in their own tests (tests/engine/data-*.test.ts);
+  // here rows like theirs go in directly, so the real views and routes answer without it.
+  const at = new Date().toISOString();
+  await s.env.db
+    .insertInto('app_databases')
+    .values({ id: 'oasdb000000000000000000001', app_id: appId, engine: 'postgres', version: '16', name: 'app', username: 'app', password_sealed: 'x', host: 'db-oasdb000000000000000000001', port: 5432, env_var: 'DATABASE_URL', container: 'svc-oas-db', volume: 'svc-oas-db-data', status: 'ready', error: null, created_at: at })
+    .execute();
+  const made = await rec('POST', `/api/apps/${appId}/backups`, '/api/apps/{id}/backups', { source: { type: 'database', database_id: 'oasdb000000000000000000001' }, schedule: '0 3 * * *', keep_last: 3, destination: { type: 'local' } });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const bid = (made.body as { backup: { id: string } }).backup.id;
+  await s.env.db
+    .insertInto('backup_runs')
+    .values({ id: 'oasrun00000000000000000001', backup_id: bid, app_id: appId, status: 'failed', trigger: 'manual', artifact: null, artifact_removed: 0, size_bytes: null, sha256: null, error: 'dump failed', verified_at: null, verify_error: null, started_at: at, finished_at: at })
+    .execute();
+  await s.env.db.insertInto('backup_restores').values({ id: 'oasrestore0000000000000001', run_id: 'oasrun00000000000000000001', app_id: appId, status: 'failed', error: 'no artifact', started_at: at, finished_at: at }).execute();
+  await rec('GET', '/api/instance/info', '/api/instance/info');
+  await rec('GET', '/api/instance/disk', '/api/instance/disk');
+  await rec('GET', '/api/host/metrics?range=1h', '/api/host/metrics');
+  await rec('GET', `/api/apps/${appId}/metrics?range=6h`, '/api/apps/{id}/metrics');
+  await rec('GET', '/api/addons', '/api/addons');
+  await rec('GET', '/api/addons/gitea', '/api/addons/{id}');
+  await rec('GET', '/api/addons/no-such-addon', '/api/addons/{id}');
+  await rec('GET', '/api/databases/engines', '/api/databases/engines');
+  await rec('GET', `/api/apps/${appId}/databases`, '/api/apps/{id}/databases');
+  await rec('GET', `/api/apps/${appId}/databases/oasdb000000000000000000001`, '/api/apps/{id}/databases/{dbid}');
+  await rec('GET', '/api/databases', '/api/databases');
+  await rec('GET', `/api/apps/${appId}/backups`, '/api/apps/{id}/backups');
+  await rec('GET', `/api/apps/${appId}/backups/${bid}/runs`, '/api/apps/{id}/backups/{bid}/runs');
+  await rec('GET', `/api/apps/${appId}/backups/runs/oasrun00000000000000000001`, '/api/apps/{id}/backups/runs/{rid}');
+  await rec('GET', `/api/apps/${appId}/backups/restores/oasrestore0000000000000001`, '/api/apps/{id}/backups/restores/{xid}');
+  await rec('GET', '/api/backups', '/api/backups');
+  for (const [path, method, r] of recorded) {
+    if (!path.includes('no-such')) assert.ok(r.status < 300 || path === '/api/addons/{id}', `${method} ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    conforms(path, method, r);
+  }
+  // The lists are not vacuous: each holds what was made above.
+  const body = (path: string) => recorded.find(([p, m]) => p === path && m === 'GET')![2].body as Record<string, unknown[]>;
+  assert.equal(body('/api/apps/{id}/databases').items!.length, 1);
+  assert.equal(body('/api/apps/{id}/backups').items!.length, 1);
+  assert.equal(body('/api/apps/{id}/backups/{bid}/runs').items!.length, 1);
+  assert.ok(body('/api/backups').failed_last_7d!.length >= 1);
+  assert.ok(body('/api/addons').items!.length >= 8);
+});
+
 test('a wrong answer fails the conformance check (the check can fail)', () => {
   assert.throws(() => conforms('/api/auth/me', 'GET', { status: 200, body: { user: { id: 'x', username: 'y' }, via: 'session' } }));
   assert.throws(() => conforms('/api/apps', 'GET', { status: 200, body: { items: [], extra: true } }));
   assert.throws(() => conforms('/api/domains/{id}', 'GET', { status: 200, body: { domain: { id: 'x', hostname: 'a.example.com' }, proxy: {} } }));
   assert.throws(() => conforms('/api/settings/notifications', 'GET', { status: 200, body: { items: [{ id: 'x', kind: 'email' }], events: [] } }));
+  // The shapes that were placeholders (any JSON) before: an extra or a missing field fails now.
+  assert.throws(() => conforms('/api/instance/disk', 'GET', { status: 200, body: { images: 1 } }));
+  assert.throws(() => conforms('/api/databases/engines', 'GET', { status: 200, body: { items: [{ engine: 'postgres', versions: ['16'], default_version: '16', images: {}, port: 5432 }] } }));
+  assert.throws(() => conforms('/api/backups', 'GET', { status: 200, body: { configs: [], failed_last_7d: [], uncovered: [], extra: 1 } }));
+  assert.throws(() => conforms('/api/host/metrics', 'GET', { status: 200, body: { range: '1h', step_seconds: 10, points: [] } }));
 });
 
 test('GET /api/openapi.json serves the document to an authenticated caller, and 401 to anyone else', async () => {

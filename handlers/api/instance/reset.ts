@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resetInstance } from '../../../lib/instance/reset.js';
 import { route } from '../../../lib/http/route.js';
-import { opaqueResultSchema } from '../../../lib/api/schemas.js';
+import { resetResultSchema } from '../../../lib/api/schemas.js';
 
 /** Removes every app with everything it owns; operators, tokens, audit and settings stay. */
 export const POST = route(
@@ -9,7 +9,7 @@ export const POST = route(
     summary: 'Remove every app with everything it owns (operators, tokens, audit and settings stay)',
     stepUp: true,
     body: z.strictObject({ confirm: z.literal('RESET', { error: 'confirm must be exactly "RESET"' }) }),
-    responses: { 200: opaqueResultSchema },
+    responses: { 200: resetResultSchema },
     audit: { action: 'instance.reset' },
   },
   async (_req, { env, reply, audit }) => {

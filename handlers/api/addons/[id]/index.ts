@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { getAddon } from '../../../../lib/addons/catalog.js';
 import { route } from '../../../../lib/http/route.js';
-import { addonSchema } from '../../../../lib/api/schemas.js';
+import { addonWithComposeSchema } from '../../../../lib/api/schemas.js';
 
 export const GET = route(
-  { summary: 'One add-on template with its compose file', params: z.object({ id: z.string().regex(/^[a-z0-9-]{1,40}$/, 'not an add-on id') }), responses: { 200: z.object({ addon: addonSchema }) } },
+  { summary: 'One add-on template with its compose file', params: z.object({ id: z.string().regex(/^[a-z0-9-]{1,40}$/, 'not an add-on id') }), responses: { 200: z.object({ addon: addonWithComposeSchema }) } },
   (_req, { params, reply }) => {
     const { compose, ...addon } = getAddon(params.id);
     return reply(200, { addon: { ...addon, compose } });
