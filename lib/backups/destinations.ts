@@ -3,19 +3,14 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Env } from '../env.js';
 import type { BackupConfigTable } from '../db/schema.js';
 import { s3Binding, type Destination } from './store.js';
 import { s3Store } from './s3.js';
 
-export interface ArtifactStore {
-  put(key: string, body: Readable): Promise<void>;
-  get(key: string): Promise<Readable>;
-  remove(key: string): Promise<void>;
-  sweepPartials?(): Promise<void>;
-}
+import type { ArtifactStore } from './artifact.js';
+export type { ArtifactStore };
 
 const KEY = /^[0-9a-z]{26}\/[0-9a-z]{26}\.svcbak$/;
 

@@ -32,7 +32,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { refusalOf } from '../net/outbound.js';
-import type { ArtifactStore } from './destinations.js';
+import type { ArtifactStore } from './artifact.js';
 
 /** S3's minimum part size: with QUEUE parts in flight a run holds about 10 MiB of artifact. */
 export const PART_SIZE = 5 * 1024 * 1024;
