@@ -79,14 +79,23 @@ export interface NewApiToken {
   expires_at: string | null;
 }
 
+/** CONTRACT.md "Audit diff and revert": the contract's fields, then a few extra facts. */
 export interface AuditEntry {
   id: string;
   at: string;
-  actor: { id: string | null; username: string | null; via: string | null };
+  actor: { type: 'user' | 'token' | 'system'; id: string | null; name: string | null };
+  /** `<METHOD> <route pattern>`: `PUT /api/apps/{id}/env`. */
   action: string;
-  target: string | null;
+  target: { type: string; id: string | null };
   ip: string | null;
-  outcome: number | string;
+  outcome: 'ok' | 'error';
+  summary: string;
+  revertible: boolean;
+  reverted_at: string | null;
+  event: string | null;
+  status: number;
+  user: { id: string; username: string } | null;
+  via: string | null;
   detail: Record<string, unknown> | null;
 }
 
@@ -210,9 +219,7 @@ export const posture = () => call<Items<PostureItem>>('GET', '/api/security/post
 
 // Audit: filters, diff and revert (CONTRACT.md "Audit diff and revert")
 export interface AuditEntryState {
-  target_type: string | null;
-  revertible: boolean;
-  reverted_at: string | null;
+  state_kind: string | null;
   reverted_by: string | null;
   revert_of: string | null;
 }
