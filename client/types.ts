@@ -1763,22 +1763,46 @@ export interface components {
             id: string;
             /** @description ISO-8601 UTC timestamp */
             at: string;
+            /** @description user: a session (or a sign-in attempt: id null when no operator matched); token: an API token, its id and name; system: no operator (a forge's webhook delivery) */
             actor: {
+                /** @enum {string} */
+                type: "user" | "token" | "system";
                 id: string | null;
-                username: string | null;
-                via: string | null;
+                name: string | null;
             };
+            /** @description `<METHOD> <route pattern>` of the route that caused the entry, as in the OpenAPI paths: `PUT /api/apps/{id}/env` */
             action: string;
-            target: string | null;
+            target: {
+                /** @description app, service, domain, user, session, api_token, notification_channel, instance, audit_entry... */
+                type: string;
+                id: string | null;
+            };
             ip: string | null;
-            outcome: number;
+            /**
+             * @description ok: answered 1xx-3xx; error otherwise (`status` has the code)
+             * @enum {string}
+             */
+            outcome: "ok" | "error";
+            /** @description A short sentence: the route's summary (or the event's), with the target's current name */
+            summary: string;
+            revertible: boolean;
+            reverted_at: string | null;
+            /** @description The finer event when the route does not say it all (`auth.totp_failed` on POST /api/auth/totp) */
+            event: string | null;
+            /** @description The HTTP status of the answer (101: a WebSocket opened; 500: background work failed) */
+            status: number;
+            /** @description The operator behind the actor (a token's owner); null for system entries */
+            user: {
+                id: string;
+                username: string;
+            } | null;
+            /** @description How the actor authenticated: session, token, password, totp, setup, webhook */
+            via: string | null;
             detail: {
                 [key: string]: unknown;
             } | null;
             /** @description The kind of state recorded (app_env, domain...); null: not diffable */
-            target_type: string | null;
-            revertible: boolean;
-            reverted_at: string | null;
+            state_kind: string | null;
             reverted_by: string | null;
             revert_of: string | null;
         };
@@ -4484,10 +4508,15 @@ export interface operations {
             query?: {
                 cursor?: string;
                 limit?: number;
+                /** @description The actor's name or id (a token's name or id); an operator's username also finds what their tokens did */
                 actor?: string;
+                /** @description A prefix of the action (`PUT /api/apps/{id}/env`, `DELETE `), of its path (`/api/domains`), or of the event (`auth.`) */
                 action?: string;
+                /** @description The target's id */
                 target?: string;
+                /** @description Entries at or after this time */
                 since?: string;
+                /** @description Entries at or before this time */
                 until?: string;
             };
             header?: never;

@@ -16,7 +16,7 @@ import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec }
 import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
 import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
-import { recordAudit, type AuditEntryInput } from '../lib/audit/index.js';
+import { recordAudit, routeAction, type AuditEntryInput } from '../lib/audit/index.js';
 import { STATE_KINDS, type State, type StateKindName } from '../lib/audit/state.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
@@ -289,7 +289,7 @@ function contextFor(env: Env, x: Exchange, input: ParsedInput, principal: Princi
 
 /**
  * Stage `audit`: one row for every route that declares an audit action, and for every
- * authenticated write (named `<METHOD> <pattern>` when it declares none). The handler may refine
+ * authenticated write, named by its `<METHOD> <pattern>` (the declared action is its finer event). The handler may refine
  * the entry through ctx.audit; it never writes one itself.
  */
 export function audit(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response, before: StateBefore | null = null): Maybe<Response> {
@@ -307,12 +307,16 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
   const actor = principal ? principal.user : note?.actor;
   let target: string | null | undefined = note?.target;
   if (target === undefined && declared?.target) target = safeTarget(declared.target, ctx);
-  if (target === undefined) target = Object.keys(x.rawParams).length ? JSON.stringify(x.rawParams) : null;
-  return recordAudit(env.db, {
+  if (target === undefined) target = x.rawParams.id ?? Object.values(x.rawParams)[0] ?? null;
+    return recordAudit(env.db, {
+    route: routeAction(x.effective, x.route.pattern),
+    actorType: principal ? (principal.kind === 'token' ? 'token' : 'user') : actor || note?.claimed !== undefined ? 'user' : 'system',
     actorId: actor?.id ?? null,
-    actor: actor?.username ?? null,
+    actor: actor?.username ?? note?.claimed ?? null,
+    tokenId: principal?.kind === 'token' ? principal.credentialId : null,
     via: note?.via ?? principal?.kind ?? null,
-    action: note?.action ?? declared?.action ?? `${x.effective} ${x.route.pattern}`,
+    event: note?.action ?? declared?.action ?? null,
+    summary: spec.summary,
     target,
     ip: ctx.client.ip,
     outcome: response.status,

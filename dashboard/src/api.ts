@@ -275,9 +275,7 @@ export interface HostMetrics {
 
 // Audit: filters, diff and revert (CONTRACT.md "Audit diff and revert")
 export interface AuditEntryState {
-  target_type: string | null;
-  revertible: boolean;
-  reverted_at: string | null;
+  state_kind: string | null;
   reverted_by: string | null;
   revert_of: string | null;
 }

@@ -237,7 +237,7 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
     for (const cid of stopped) await startContainer(env.engine, cid).catch((e) => env.log.warn({ err: reason(e) }, 'restart after restore failed'));
   }
   await env.db.updateTable('backup_restores').set({ status, error, finished_at: iso(env) }).where('id', '=', id).execute().catch(() => {});
-  await recordAudit(env.db, { actorId: actor.id, actor: actor.name, action: 'backup.restore_finished', target: app.id, outcome: status === 'succeeded' ? 200 : 500, detail: { restore: id, run: run.id, status, error } }).catch(() => {});
+  await recordAudit(env.db, { route: 'POST /api/apps/{id}/backups/runs/{rid}/restore', actorId: actor.id, actor: actor.name, event: 'backup.restore_finished', target: app.id, outcome: status === 'succeeded' ? 200 : 500, detail: { restore: id, run: run.id, status, error } }).catch(() => {});
   env.bus.publish('backups', { type: 'restore_finished', app_id: app.id, run_id: run.id, restore_id: id, status, error });
 }
 

@@ -66,6 +66,12 @@ export interface AuditTable {
   reverted_at: string | null;
   reverted_by: number | null;
   revert_of: number | null;
+  /** `<METHOD> <route pattern>` (OpenAPI form) of the route that caused the entry. */
+  route: string | null;
+  actor_type: 'user' | 'token' | 'system' | null;
+  /** The API token that acted, when one did (actor_id stays its operator). */
+  token_id: string | null;
+  summary: string | null;
 }
 
 export interface SettingTable {

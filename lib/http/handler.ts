@@ -30,6 +30,8 @@ export interface AuditNote {
   detail?: Record<string, unknown>;
   /** Who acted, on a public route that learns it (login, setup): the principal otherwise. */
   actor?: { id: string; username: string };
+  /** The username a refused sign-in claimed (no operator is known): shown as the actor's name. */
+  claimed?: string;
   /** How they authenticated (`password`, `totp`, `setup`...): the principal's kind otherwise. */
   via?: string;
   /** This outcome is not an event worth a row (a login that still waits for its second factor). */

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startTestServer, adminClient, ADMIN, type Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { METHODS } from '../../lib/http/handler.js';
@@ -65,7 +65,7 @@ test('an env change (plain and secret) is diffed with the secret masked, reverte
   ]);
   const entry = await lastEntry('app.env_replaced', app);
   assert.equal(entry.revertible, true);
-  assert.equal(entry.target_type, 'app_env');
+  assert.equal(entry.state_kind, 'app_env');
 
   const diff = await c.req('GET', `/api/audit/${entry.id}/diff`);
   assert.equal(diff.status, 200, diff.text);
@@ -90,9 +90,12 @@ test('an env change (plain and secret) is diffed with the secret masked, reverte
   // The revert is an entry of its own, linked both ways, and diffable like any change.
   const list = (await c.req('GET', `/api/audit?target=${app}&limit=10`)).body.items;
   const revertEntry = list.find((i: any) => i.id === rev.body.audit_id);
-  assert.equal(revertEntry.action, 'audit.reverted');
+  assert.equal(revertEntry.action, 'POST /api/audit/{id}/revert');
+  assert.equal(revertEntry.event, 'audit.reverted');
+  assert.deepEqual(revertEntry.target, { type: 'app', id: app });
+  assert.equal(revertEntry.summary, `Reverted audit entry ${entry.id}: ${(await c.req('GET', `/api/apps/${app}`)).body.app.name}`);
   assert.equal(revertEntry.revert_of, entry.id);
-  assert.equal(revertEntry.target_type, 'app_env');
+  assert.equal(revertEntry.state_kind, 'app_env');
   const original = list.find((i: any) => i.id === entry.id);
   assert.ok(original.reverted_at);
   assert.equal(original.reverted_by, rev.body.audit_id);
@@ -141,8 +144,9 @@ test('entries without state (a login, a failed request) answer 422 not_diffable 
   const app = await newApp();
   const bad = await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'K', value: 'x' }, { key: 'K', value: 'y' }] });
   assert.equal(bad.status, 400);
-  const failed = await lastEntry('app.env_replaced', app);
-  assert.equal(failed.outcome, 400);
+  const failed = await lastEntry('PUT /api/apps/{id}/env', app);
+  assert.equal(failed.outcome, 'error');
+  assert.equal(failed.status, 400);
   assert.equal((await c.req('GET', `/api/audit/${failed.id}/diff`)).status, 422);
   assert.equal((await c.req('GET', '/api/audit/999999999/diff')).status, 404);
   assert.equal((await c.req('GET', '/api/audit/abc/diff')).status, 400);
@@ -179,7 +183,9 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   const created = await c.req('POST', '/api/domains', { hostname: host, redirect_to: 'example.org' });
   assert.equal(created.status, 201, created.text);
   const creation = await lastEntry('domain.created', created.body.domain.id);
-  assert.equal(creation.target_type, 'domain');
+  assert.equal(creation.state_kind, 'domain');
+  assert.deepEqual(creation.target, { type: 'domain', id: created.body.domain.id });
+  assert.equal(creation.action, 'POST /api/domains');
   const del = await c.req('DELETE', `/api/domains/${created.body.domain.id}`);
   assert.equal(del.status, 200, del.text);
   const deletion = await lastEntry('domain.deleted', created.body.domain.id);
@@ -203,7 +209,7 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   assert.ok(back, 'the domain is back');
   assert.equal(back.redirect_to, 'example.org');
   const revEntry = (await c.req('GET', `/api/audit?action=audit.reverted&limit=1`)).body.items[0];
-  assert.equal(revEntry.target, back.id, 'the revert names the re-created domain');
+  assert.deepEqual(revEntry.target, { type: 'domain', id: back.id }, 'the revert names the re-created domain');
 });
 
 test('no secret value is stored in clear in the audit table or anywhere in the database files', async () => {
@@ -331,3 +337,90 @@ test('notification channels: a URL change is masked in the diff, and its revert 
     await recv.close();
   }
 });
+
+// CONTRACT.md "Audit diff and revert": {id, at, actor: {type, id, name}, action, target: {type, id},
+// ip, outcome, summary, revertible, reverted_at}, with `action` the method and route pattern.
+function assertContractEntry(e: any, why: string) {
+  const types: Record<string, (v: unknown) => boolean> = {
+    id: (v) => typeof v === 'string' && /^\d+$/.test(v),
+    at: (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v as string)),
+    actor: (v: any) => v !== null && typeof v === 'object' && ['user', 'token', 'system'].includes(v.type) && 'id' in v && 'name' in v && (v.id === null || typeof v.id === 'string') && (v.name === null || typeof v.name === 'string'),
+    action: (v) => typeof v === 'string' && /^(GET|POST|PUT|PATCH|DELETE) \/[^\s:]*$/.test(v as string),
+    target: (v: any) => v !== null && typeof v === 'object' && typeof v.type === 'string' && (v.id === null || typeof v.id === 'string'),
+    ip: (v) => v === null || typeof v === 'string',
+    outcome: (v) => v === 'ok' || v === 'error',
+    summary: (v) => typeof v === 'string' && (v as string).length > 0,
+    revertible: (v) => typeof v === 'boolean',
+    reverted_at: (v) => v === null || typeof v === 'string',
+  };
+  for (const [field, ok] of Object.entries(types)) assert.ok(field in e && ok(e[field]), `${why}: ${field} is ${JSON.stringify(e[field])}`);
+  assert.deepEqual(Object.keys(e.actor).sort(), ['id', 'name', 'type'], `${why}: actor has exactly the contract's fields`);
+  assert.deepEqual(Object.keys(e.target).sort(), ['id', 'type'], `${why}: target has exactly the contract's fields`);
+}
+
+test("GET /api/audit answers entries in the contract's shape: a user's, a token's and a failed one; filters use the same meanings", async () => {
+  const app = await newApp();
+  const appName = (await c.req('GET', `/api/apps/${app}`)).body.app.name;
+  await putEnv(app, [{ key: 'BY_USER', value: '1', secret: false }]);
+
+  const up = await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
+  assert.equal(up.status, 200, up.text);
+  const tokenName = 'ci-' + uniq();
+  const made = await c.req('POST', '/api/auth/api-tokens', { name: tokenName });
+  assert.equal(made.status, 201, made.text);
+  const bot = new Client(s.url);
+  bot.bearer = made.body.token;
+  const byToken = await bot.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'BY_TOKEN', value: '2', secret: false }] });
+  assert.equal(byToken.status, 200, byToken.text);
+  const bad = await bot.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'TWICE', value: 'x', secret: false }, { key: 'TWICE', value: 'y', secret: false }] });
+  assert.equal(bad.status, 400, bad.text);
+
+  const r = await c.req('GET', `/api/audit?target=${app}&action=${encodeURIComponent('PUT /api/apps/{id}/env')}&limit=10`);
+  assert.equal(r.status, 200, r.text);
+  const [failed, token, user] = r.body.items;
+  for (const [e, why] of [[user, 'user entry'], [token, 'token entry'], [failed, 'failed entry']] as const) {
+    assertContractEntry(e, why);
+    assert.equal(e.action, 'PUT /api/apps/{id}/env', why);
+    assert.deepEqual(e.target, { type: 'app', id: app }, why);
+    assert.equal(e.ip, '127.0.0.1', why);
+  }
+  assert.deepEqual(user.actor, { type: 'user', id: user.user.id, name: ADMIN.username });
+  assert.equal(user.outcome, 'ok');
+  assert.equal(user.revertible, true);
+  assert.equal(user.reverted_at, null);
+  assert.ok(user.summary.endsWith(`: ${appName}`), user.summary);
+  assert.deepEqual(token.actor, { type: 'token', id: token.actor.id, name: tokenName });
+  assert.match(token.actor.id, /\S/);
+  assert.notEqual(token.actor.id, user.actor.id, "a token's id is its own, not its operator's");
+  assert.equal(token.user.username, ADMIN.username, "the token's operator is kept beside it");
+  assert.equal(token.outcome, 'ok');
+  assert.equal(failed.actor.type, 'token');
+  assert.equal(failed.outcome, 'error');
+  assert.equal(failed.status, 400);
+  assert.equal(failed.revertible, false);
+  assert.match(failed.summary, /\(failed\)/);
+
+  // A refused sign-in: the claimed name, no operator id, an error, on the login route.
+  const stranger = new Client(s.url);
+  assert.equal((await stranger.req('POST', '/api/auth/login', { username: 'mallory-' + uniq(), password: 'not it at all' })).status, 401);
+  const refused = (await c.req('GET', '/api/audit?action=auth.login_failed&limit=1')).body.items[0];
+  assertContractEntry(refused, 'refused sign-in');
+  assert.equal(refused.action, 'POST /api/auth/login');
+  assert.equal(refused.event, 'auth.login_failed');
+  assert.equal(refused.actor.type, 'user');
+  assert.equal(refused.actor.id, null);
+  assert.match(refused.actor.name, /^mallory-/);
+  assert.equal(refused.outcome, 'error');
+
+  // Filters: the actor by token name or id, by username (the operator's own and their tokens'),
+  // the action by path prefix and by method, the target by id.
+  const ids = (q: string) => c.req('GET', `/api/audit?${q}&limit=200`).then((x) => { assert.equal(x.status, 200, x.text); return x.body.items.map((i: any) => i.id) as string[]; });
+  assert.deepEqual(await ids(`actor=${tokenName}`), [failed.id, token.id]);
+  assert.deepEqual(await ids(`actor=${token.actor.id}`), [failed.id, token.id]);
+  const mine = await ids(`actor=${ADMIN.username}&target=${app}`);
+  for (const id of [failed.id, token.id, user.id]) assert.ok(mine.includes(id), `actor=${ADMIN.username} finds ${id}`);
+  assert.deepEqual(await ids(`actor=${tokenName}&action=${encodeURIComponent('/api/apps/{id}/env')}`), [failed.id, token.id]);
+  assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('PUT ')}`), [failed.id, token.id, user.id]);
+  assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('DELETE ')}`), []);
+});
+

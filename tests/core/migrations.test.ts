@@ -54,6 +54,9 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
       .run(newId(), ADMIN.username, await hashPassword(ADMIN.password, 14), at, at);
     raw.prepare("insert into settings (key, value) values ('deploy_concurrency', '3')").run();
     raw.prepare("insert into audit (at, actor, via, action, target, outcome) values (?, 'admin', 'session', 'legacy.action', 'x', 1)").run(at);
+    // As versions before the contract's entry shape wrote them: an event name, a route with `:id`.
+    raw.prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'token', 'auth.api_token_revoked', 'tok1', 204)").run(at);
+    raw.prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'session', 'POST /api/apps/:id/deploy-now', ?, 500)").run(at, JSON.stringify({ id: 'app1' }));
     if (level >= 2) {
       raw.prepare("insert into apps (id, name, source, status, created_at, updated_at) values (?, 'legacy-app', ?, 'running', ?, ?)")
         .run(appId, JSON.stringify({ type: 'image', image: 'svc-test/busybox:latest' }), at, at);
@@ -132,8 +135,16 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
         assert.equal(row.waiting, 0);
         assert.equal(row.spec === null, i + 1 < 3);
       }
-      const audit = (await c.req('GET', '/api/audit?limit=50')).body.items as { action: string }[];
-      assert.ok(audit.some((a) => a.action === 'legacy.action'), 'the audit feed kept its old entries');
+      const audit = (await c.req('GET', '/api/audit?limit=50')).body.items as any[];
+      assert.ok(audit.some((a) => a.event === 'legacy.action' && a.action === 'SYSTEM legacy.action'), 'the audit feed kept its old entries');
+      // Old entries read in the contract's shape: the route their event came from, the actor's kind.
+      const revoked = audit.find((a) => a.event === 'auth.api_token_revoked');
+      assert.equal(revoked.action, 'DELETE /api/auth/api-tokens/{id}');
+      assert.equal(revoked.actor.type, 'token');
+      assert.deepEqual(revoked.target, { type: 'api_token', id: 'tok1' });
+      assert.equal(revoked.outcome, 'ok');
+      const deploy = audit.find((a) => a.action === 'POST /api/apps/{id}/deploy-now');
+      assert.deepEqual([deploy.actor, deploy.target, deploy.outcome, deploy.event], [{ type: 'user', id: 'u1', name: 'admin' }, { type: 'app', id: 'app1' }, 'error', null]);
     } finally {
       await running.close();
     }

@@ -233,3 +233,23 @@ test('the typed client lists apps and reads one with an API token', async () => 
   assert.equal(missing.response.status, 404);
   assert.equal(missing.error!.code, 'not_found');
 });
+
+test("the documented audit entry is the contract's, and every entry's action names a documented method and path", async () => {
+  const e = doc.components.schemas.AuditEntry;
+  for (const f of ['id', 'at', 'actor', 'action', 'target', 'ip', 'outcome', 'summary', 'revertible', 'reverted_at']) assert.ok(e.required.includes(f), `AuditEntry requires ${f}`);
+  assert.deepEqual(e.properties.actor.properties.type.enum, ['user', 'token', 'system']);
+  assert.deepEqual(Object.keys(e.properties.actor.properties).sort(), ['id', 'name', 'type']);
+  assert.deepEqual(Object.keys(e.properties.target.properties).sort(), ['id', 'type']);
+  assert.deepEqual(e.properties.outcome.enum, ['ok', 'error']);
+  const params = doc.paths['/api/audit'].get.parameters as { name: string; description?: string }[];
+  for (const name of ['actor', 'action', 'target', 'since', 'until']) assert.ok(params.find((p) => p.name === name)?.description, `the ${name} filter is documented`);
+
+  // The conformance run above wrote entries of many routes (and refused sign-ins): each action is one the document has.
+  const c = await adminClient(s);
+  const items = (await c.req('GET', '/api/audit?limit=200')).body.items as { action: string }[];
+  assert.ok(items.length > 5);
+  for (const { action } of items) {
+    const [method, path] = action.split(' ');
+    assert.ok(doc.paths[path!]?.[method!.toLowerCase()], `${action} is a documented operation`);
+  }
+});

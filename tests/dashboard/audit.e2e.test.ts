@@ -153,13 +153,15 @@ test('filters narrow the list on the server, and a long list keeps only the rows
     const N = 240;
     for (let i = 0; i < N; i++) await ok(api.req('PUT', '/api/instance/deploy-concurrency', { concurrency: (i % 3) + 1 }));
     await page.goto(s!.url + '/audit');
-    await page.getByLabel('Action').fill('instance.deploy');
+    await page.getByLabel('Action').fill('PUT /api/instance/deploy');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.getByText(/^100 entries loaded/).waitFor(WAIT);
     const rows = page.getByTestId('audit-row');
     const inDom = await rows.count();
     assert.ok(inDom > 5 && inDom < 40, `only the rows in view are rendered (${inDom})`);
-    for (const a of await rows.locator(':scope > span:nth-child(3)').allTextContents()) assert.equal(a, 'instance.deploy_concurrency');
+    const actions = rows.locator(':scope > span:nth-child(3)');
+    for (let i = 0; i < (await actions.count()); i++) assert.equal(await actions.nth(i).getAttribute('title'), 'PUT /api/instance/deploy-concurrency');
+    assert.match((await actions.first().textContent())!, /deploy at once/, 'the row says what happened in words');
     // Scrolling to the end renders the last rows and fetches the next pages.
     const viewport = page.getByTestId('audit-viewport');
     await poll('every entry loaded by scrolling', async () => {

@@ -110,8 +110,10 @@ test('env: sealed at rest, secrets redacted in the listing, reveal is audited, n
   const rev = await c.req('GET', `/api/apps/${app.id}/env/QUOTES/reveal`);
   assert.deepEqual(rev.body, { key: 'QUOTES', value: TRICKY.QUOTES });
   const audit = (await c.req('GET', '/api/audit?limit=5')).body.items;
-  const entry = audit.find((a: { action: string }) => a.action === 'app.env_revealed');
+  const entry = audit.find((a: { action: string }) => a.action === 'GET /api/apps/{id}/env/{key}/reveal');
   assert.ok(entry);
+  assert.equal(entry.event, 'app.env_revealed');
+  assert.deepEqual(entry.target, { type: 'app', id: app.id });
   assert.equal(JSON.stringify(entry).includes(TRICKY.QUOTES!), false);
   // Resubmitting the redacted listing keeps every value.
   const keep = await c.req('PUT', `/api/apps/${app.id}/env`, { items: list.map((i) => ({ key: i.key, value: i.value, secret: i.secret })) });
@@ -208,7 +210,7 @@ test('app restart, per-service stop and a successful PATCH of the app, against t
   assert.equal(done.status, 'succeeded', done.error);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0].image, WEB_IMAGE_V2);
   const audit = (await c.req('GET', '/api/audit?limit=50')).body.items;
-  assert.ok(audit.some((a: { action: string; target: string }) => a.action === 'app.updated' && a.target === app.id));
+  assert.ok(audit.some((a: { action: string; target: { id: string } }) => a.action === 'PATCH /api/apps/{id}' && a.target.id === app.id));
 });
 
 test('an image without a command (an imported root fs) fails with a readable reason: start, deployment and app status', async (t) => {

@@ -173,7 +173,9 @@ test('prune on a private dockerd removes dangling images and stopped containers 
   assert.equal(await exists(sock, 'volume', volume), true, 'volumes are never pruned');
   assert.equal(await exists(sock, 'volume', looseVolume), true, 'volumes are never pruned');
   const audit = await c.req('GET', '/api/audit?action=instance.pruned&limit=1');
-  assert.equal(audit.body.items[0]?.outcome, 200);
+  assert.equal(audit.body.items[0]?.outcome, 'ok');
+  assert.equal(audit.body.items[0]?.status, 200);
+  assert.equal(audit.body.items[0]?.action, 'POST /api/instance/prune');
 
   await docker(sock, ['rm', '-f', '--', running, appStopped]);
   assert.deepEqual(await hostInterfaces(), hostBridges, "the host's network interfaces are untouched");

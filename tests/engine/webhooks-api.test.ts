@@ -238,7 +238,9 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
   assert.equal(done.commit, head);
   assert.equal(done.delivery_id, d.headers['x-github-delivery']);
   const audit = (await c.req('GET', '/api/audit?limit=100')).body.items;
-  const queued = audit.find((a: { action: string }) => a.action === 'webhook.deploy_queued');
+  const queued = audit.find((a: { event: string }) => a.event === 'webhook.deploy_queued');
+  assert.equal(queued.action, 'POST /webhooks/{appID}');
+  assert.deepEqual([queued.actor, queued.target, queued.outcome], [{ type: 'system', id: null, name: 'webhook:github' }, { type: 'app', id: app.id }, 'ok']);
   assert.equal(queued.detail.delivery_id, d.headers['x-github-delivery']);
   assert.equal(queued.detail.deployment, r.body.deployment.id);
   assert.equal(JSON.stringify(audit).includes(secret), false);
@@ -289,7 +291,7 @@ test('a captured push replayed with a new or without a delivery id is a duplicat
   const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items;
   assert.deepEqual(list.map((x: { id: string }) => x.id), [first.body.deployment.id]);
   const audit = (await c.req('GET', '/api/audit?limit=100')).body.items;
-  assert.ok(audit.some((a: { action: string; target: string }) => a.action === 'webhook.duplicate' && a.target === app.id));
+  assert.ok(audit.some((a: { event: string; action: string; target: { id: string } }) => a.event === 'webhook.duplicate' && a.action === 'POST /webhooks/{appID}' && a.target.id === app.id));
 });
 
 test('a forge retry of a delivery that could not be queued deploys', async () => {

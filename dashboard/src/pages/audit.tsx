@@ -68,8 +68,8 @@ export function AuditPage() {
             setFilter({ actor: draft.actor.trim() || undefined, action: draft.action.trim() || undefined, target: draft.target.trim() || undefined, since: toIso(draft.since), until: toIso(draft.until) });
           }}
         >
-          <label>Actor<input name="actor" value={draft.actor} onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })} placeholder="username" /></label>
-          <label>Action<input name="action" value={draft.action} onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })} placeholder="app.env" /></label>
+          <label>Actor<input name="actor" value={draft.actor} onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })} placeholder="username or token name" /></label>
+          <label>Action<input name="action" value={draft.action} onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })} placeholder="PUT /api/apps/{id}/env" /></label>
           <label>Target<input name="target" value={draft.target} onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })} placeholder="an app or domain id" /></label>
           <label>From<input name="since" type="datetime-local" value={draft.since} onInput={(e) => setDraft({ ...draft, since: (e.target as HTMLInputElement).value })} /></label>
           <label>Until<input name="until" type="datetime-local" value={draft.until} onInput={(e) => setDraft({ ...draft, until: (e.target as HTMLInputElement).value })} /></label>
@@ -101,12 +101,12 @@ export function AuditPage() {
                 style={{ position: 'absolute', top: `${(first + i) * ROW_HEIGHT}px`, left: 0, right: 0, height: `${ROW_HEIGHT}px` }}
               >
                 <span><When at={e.at} /></span>
-                <span>{e.actor.username ?? 'system'}{e.actor.via ? <span class="muted"> ({e.actor.via})</span> : null}</span>
-                <span class="mono ellipsis">{e.action}</span>
-                <span class="mono ellipsis">{e.target ?? '—'}</span>
-                <span>{String(e.outcome)}{e.reverted_at ? <span class="muted"> · reverted</span> : null}</span>
+                <span class="ellipsis">{e.actor.name ?? e.actor.type}{e.actor.type !== 'user' ? <span class="muted"> ({e.actor.type})</span> : null}</span>
+                <span class="ellipsis" title={e.action}>{e.summary}</span>
+                <span class="mono ellipsis" title={e.target.type}>{e.target.id ?? e.target.type}</span>
+                <span>{e.outcome}<span class="muted"> {e.status}</span>{e.reverted_at ? <span class="muted"> · reverted</span> : null}</span>
                 <span>
-                  {e.target_type ? (
+                  {e.state_kind ? (
                     <button type="button" aria-pressed={selected?.id === e.id} aria-label={`Changes of entry ${e.id} (${e.action})`} onClick={() => setSelected(e)}>Changes</button>
                   ) : null}
                 </span>
@@ -138,6 +138,7 @@ function EntryDetail({ entry, onReverted }: { entry: AuditRow; onReverted: (id: 
   return (
     <section class="card" aria-labelledby="audit-detail-title" data-testid="audit-detail">
       <h2 id="audit-detail-title">Entry {entry.id}: <span class="mono">{entry.action}</span></h2>
+      <p>{entry.summary}{entry.user && entry.actor.type === 'token' ? ` (token of ${entry.user.username})` : ''}</p>
       <ErrorNote error={error} />
       {diff && (
         <>
@@ -205,7 +206,7 @@ function RevertButton({ entry, onDone }: { entry: AuditRow; onDone: (auditId: st
       <dialog ref={ref} class="dialog" aria-labelledby={`revert-title-${entry.id}`} onCancel={(e) => { e.preventDefault(); close(); }}>
         <h2 id={`revert-title-${entry.id}`}>Revert entry {entry.id}?</h2>
         <p>
-          This puts <span class="mono">{entry.target ?? entry.target_type}</span> back to its state before <span class="mono">{entry.action}</span>, through the same checks as the original change. The revert is audited.
+          This puts <span class="mono">{entry.target.id ?? entry.target.type}</span> back to its state before <span class="mono">{entry.action}</span>, through the same checks as the original change. The revert is audited.
         </p>
         {conflict && (
           <p class="error" role="alert" data-testid="revert-conflict">{conflict}</p>

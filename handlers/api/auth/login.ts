@@ -21,7 +21,7 @@ export const POST = route(
   async (request, { env, body, client, reply, audit }) => {
     const outcome = await passwordLogin(env, request, client, body);
     if (outcome.kind === 'failed') {
-      audit({ action: 'auth.login_failed', via: 'password', detail: { username: body.username.slice(0, 64) } });
+      audit({ action: 'auth.login_failed', via: 'password', claimed: body.username.slice(0, 64), detail: { username: body.username.slice(0, 64) } });
       throw new HttpError('invalid_credentials', 'Username or password is wrong');
     }
     if (outcome.kind === 'second_factor') {

@@ -18,7 +18,7 @@ export const POST = route(
   },
   async (_req, { env, params, body, reply, audit }) => {
     const force = body?.force === true;
-    audit({ target: null, revertOf: params.id, detail: { revert_of: String(params.id), force } });
+    audit({ target: String(params.id), revertOf: params.id, detail: { revert_of: String(params.id), force } });
     const r = await revertEntry(env, params.id, { force });
     audit({ target: r.targetId, stateId: r.targetId, answer: (id) => reply(200, { audit_id: id }) });
     return reply(200, { audit_id: '' });
