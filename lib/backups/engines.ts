@@ -34,12 +34,12 @@ export async function dumpDatabase(env: Env, t: Target): Promise<ExecHandle> {
   await assertRunning(env.engine, t.container);
   if (t.engine === 'postgres') {
     // Custom format, uncompressed: the pipeline compresses, and pg_restore --list can read it.
-    return execStream(env.engine, t.container, ['pg_dump', '-Fc', '-Z0', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], { env: [`PGPASSWORD=${t.password}`] });
+    return execStream(env.engine, t.container, ['pg_dump', '-Fc', '-Z0', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], { env: [`PGPASSWORD=${t.password}`], stoppable: true });
   }
   if (t.engine === 'mariadb') {
-    return execStream(env.engine, t.container, ['mariadb-dump', '--single-transaction', '--routines', '--events', '--triggers', '-h', '127.0.0.1', '-u', 'root', '--', t.name], { env: [`MYSQL_PWD=${t.root}`] });
+    return execStream(env.engine, t.container, ['mariadb-dump', '--single-transaction', '--routines', '--events', '--triggers', '-h', '127.0.0.1', '-u', 'root', '--', t.name], { env: [`MYSQL_PWD=${t.root}`], stoppable: true });
   }
-  return execStream(env.engine, t.container, ['redis-cli', '-h', '127.0.0.1', '--rdb', '-'], { env: [`REDISCLI_AUTH=${t.password}`] });
+  return execStream(env.engine, t.container, ['redis-cli', '-h', '127.0.0.1', '--rdb', '-'], { env: [`REDISCLI_AUTH=${t.password}`], stoppable: true });
 }
 
 async function assertRunning(engine: Engine, container: string): Promise<void> {

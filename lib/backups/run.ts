@@ -110,7 +110,9 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
     await env.db.updateTable('backup_runs').set({ status: 'succeeded', size_bytes: size, sha256, finished_at: iso(env) }).where('id', '=', run.id).execute();
     env.bus.publish('backups', { type: 'backup_succeeded', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, size_bytes: size, sha256 });
     await applyRetention(env, cfg, store);
-    if (run.trigger === 'schedule' && cfg.verify_after_run === 1) await verifyRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });
+    // Any run, scheduled or on demand: the setting's promise is that every artifact it leaves
+    // has been restored once into a scratch instance.
+    if (cfg.verify_after_run === 1) await verifyRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });
   } catch (e) {
     const why = reason(e);
     await store?.remove(run.artifact!).catch(() => {});
@@ -264,6 +266,11 @@ async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
     }
     await env.db.updateTable('backup_runs').set({ verified_at: iso(env), verify_error: null }).where('id', '=', run.id).execute();
   } catch (e) {
-    await env.db.updateTable('backup_runs').set({ verified_at: null, verify_error: reason(e) }).where('id', '=', run.id).execute().catch(() => {});
+    const why = reason(e);
+    await env.db.updateTable('backup_runs').set({ verified_at: null, verify_error: why }).where('id', '=', run.id).execute().catch(() => {});
+    // The contract has no event of its own for this: an artifact that does not restore is a
+    // failed backup as far as the operator is concerned, so it notifies as one.
+    env.log.warn({ run: run.id, err: why }, 'backup verification failed');
+    env.bus.publish('backups', { type: 'backup_failed', stage: 'verify', app_id: run.app_id, backup_id: run.backup_id, run_id: run.id, error: `verification failed: ${why}` });
   }
 }

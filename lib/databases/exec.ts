@@ -32,9 +32,13 @@ async function waitExit(exec: import('dockerode').Exec): Promise<number> {
  * Starts `cmd` in the container; its stdout is a stream (a dump is never held whole), stdin is fed
  * from `stdin` when given. Only the tail of stderr is kept, for the error message.
  */
-export async function execStream(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; user?: string } = {}): Promise<ExecHandle> {
+export async function execStream(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; user?: string; stoppable?: boolean } = {}): Promise<ExecHandle> {
+  // The engine has no way to kill an exec, and closing the attach connection does not end the
+  // process: a dump whose reader gave up (a full disk, a refused upload) would block on its
+  // stdout forever, holding its snapshot and table locks. A stoppable client reports its pid
+  // (in the container's namespace) on the first stderr line, so a second exec can end it.
   const exec = await engine.docker.getContainer(container).exec({
-    Cmd: cmd,
+    Cmd: opts.stoppable ? ['sh', '-c', 'echo "$$" >&2; exec "$@"', 'sh', ...cmd] : cmd,
     Env: opts.env ?? [],
     User: opts.user,
     AttachStdout: true,
@@ -45,10 +49,36 @@ export async function execStream(engine: Engine, container: string, cmd: string[
   const out = new PassThrough();
   const err = new PassThrough();
   let stderr = '';
+  let pid: string | null = opts.stoppable ? null : '';
+  let head = '';
   err.on('data', (c: Buffer) => {
-    stderr = (stderr + c.toString('utf8')).slice(-STDERR_KEEP);
+    let text = c.toString('utf8');
+    if (pid === null) {
+      head += text;
+      const nl = head.indexOf('\n');
+      if (nl < 0) return;
+      pid = /^\d+$/.test(head.slice(0, nl).trim()) ? head.slice(0, nl).trim() : '';
+      text = head.slice(nl + 1);
+    }
+    stderr = (stderr + text).slice(-STDERR_KEEP);
   });
   demuxWithBackpressure(stream, out, err);
+  let finished = false;
+  out.on('error', () => {});
+  if (opts.stoppable) {
+    out.once('close', () => {
+      if (finished) return;
+      // The reader went away before the end: end the client, then the connection.
+      void (async () => {
+        if (pid) {
+          const k = await engine.docker.getContainer(container).exec({ Cmd: ['sh', '-c', 'kill -TERM "$1"', 'sh', pid], AttachStdout: true, AttachStderr: true, User: opts.user });
+          const ks = await k.start({ hijack: true, stdin: false });
+          ks.resume();
+          await new Promise((r) => { ks.on('end', r); ks.on('close', r); ks.on('error', r); });
+        }
+      })().catch(() => {}).finally(() => stream.destroy());
+    });
+  }
   const ended = new Promise<void>((resolve, reject) => {
     stream.on('end', resolve);
     stream.on('close', resolve);
@@ -77,6 +107,7 @@ export async function execStream(engine: Engine, container: string, cmd: string[
         opts.stdin.destroy();
       } else await fed;
     } finally {
+      finished = true;
       out.end();
       err.end();
     }

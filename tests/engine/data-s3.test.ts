@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { startTestServer, adminClient, ADMIN, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
@@ -15,7 +15,7 @@ import { freePort } from '../_support/net.js';
 import { until } from './_helpers.js';
 import { CATALOG } from '../../lib/databases/catalog.js';
 import { deleteApp } from '../../lib/apps/ops.js';
-import { settleJobs } from '../../lib/backups/run.js';
+import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
 import { PART_SIZE } from '../../lib/backups/s3.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
@@ -222,4 +222,53 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   assert.equal(ok.artifact_removed, false);
   const again = await verify(app.id, runs[1].id);
   assert.ok(again.verified_at, again.verify_error);
+});
+
+test('s3: a run the process died during ends interrupted at boot; its object goes, older objects stay', async () => {
+  // Mirrors the local-destination test in data-backups.test.ts: the rows and the bucket as a
+  // kill -9 leaves them. The dead run's upload had completed (the window between
+  // CompleteMultipartUpload and recording success), and a second multipart upload of the same
+  // key is still open with one part. s3rver implements neither ListMultipartUploads nor
+  // AbortMultipartUpload, so only objects can be asserted here; the product's listing of open
+  // uploads is shown to have been asked for.
+  const name = `s3k-${Math.random().toString(36).slice(2, 8)}`;
+  const a = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
+  assert.equal(a.status, 201, a.text);
+  const app = a.body.app;
+  apps.push(app.id);
+  const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'gone' }, schedule: '0 3 * * *', keep_last: 3, destination: dest });
+  assert.equal(cfg.status, 201, cfg.text);
+  const bid = cfg.body.backup.id;
+  const now = new Date().toISOString();
+  const oldId = '0'.repeat(25) + '1';
+  const deadId = '0'.repeat(25) + '2';
+  await s.env.db.insertInto('backup_runs').values([
+    { id: oldId, backup_id: bid, app_id: app.id, status: 'succeeded', trigger: 'manual', artifact: `${app.id}/${oldId}.svcbak`, artifact_removed: 0, size_bytes: 3, sha256: 'x', error: null, verified_at: null, verify_error: null, started_at: now, finished_at: now },
+    { id: deadId, backup_id: bid, app_id: app.id, status: 'running', trigger: 'schedule', artifact: `${app.id}/${deadId}.svcbak`, artifact_removed: 0, size_bytes: null, sha256: null, error: null, verified_at: null, verify_error: null, started_at: now, finished_at: null },
+  ]).execute();
+  const oldKey = `${PREFIX}/${app.id}/${oldId}.svcbak`;
+  const deadKey = `${PREFIX}/${app.id}/${deadId}.svcbak`;
+  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: oldKey, Body: 'old' }));
+  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: deadKey, Body: 'whole but unrecorded' }));
+  const mpu = await s3.client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key: deadKey }));
+  await s3.client.send(new UploadPartCommand({ Bucket: s3.bucket, Key: deadKey, UploadId: mpu.UploadId, PartNumber: 1, Body: Buffer.alloc(1024, 7) }));
+  const mine = (await listKeys()).filter((k) => k.key.includes(app.id)).map((k) => k.key);
+  assert.deepEqual(mine, [oldKey, deadKey]);
+  const logged = s3.log.length;
+
+  await recoverRuns(s.env);
+
+  const runs = (await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items;
+  const dead = runs.find((r: any) => r.id === deadId);
+  assert.equal(dead.status, 'interrupted');
+  assert.match(dead.error, /stopped/);
+  assert.ok(dead.finished_at);
+  assert.equal(dead.artifact_removed, true);
+  assert.deepEqual((await listKeys()).filter((k) => k.key.includes(app.id)).map((k) => k.key), [oldKey]);
+  assert.equal((await getObject(oldKey)).toString(), 'old');
+  assert.ok(s3.log.slice(logged).some((l) => /[?&]uploads=?(&|\s|$)/.test(l)), `no ListMultipartUploads asked: ${s3.log.slice(logged).join('\n')}`);
+  const old = runs.find((r: any) => r.id === oldId);
+  assert.equal(old.status, 'succeeded');
+  assert.equal(old.artifact_removed, false);
 });
