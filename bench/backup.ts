@@ -71,11 +71,16 @@ async function main(): Promise<void> {
     appId = a.body.app.id as string;
     const d = await c.req('POST', `/api/apps/${appId}/databases`, { engine: 'postgres' });
     if (d.status !== 202) throw new Error(d.text);
-    const db = await until('postgres ready', async () => {
-      const x = (await c.req('GET', `/api/apps/${appId}/databases`)).body.items[0];
-      if (x.status === 'error') throw new Error(x.error);
-      return x.status === 'ready' ? x : null;
-    }, 300_000, 500);
+    const db = await until(
+      'postgres ready',
+      async () => {
+        const x = (await c.req('GET', `/api/apps/${appId}/databases`)).body.items[0];
+        if (x.status === 'error') throw new Error(x.error);
+        return x.status === 'ready' ? x : null;
+      },
+      300_000,
+      500,
+    );
     const container = `svc-${name}-db-${db.id.slice(-8)}`;
     const url = (await c.req('GET', `/api/apps/${appId}/env/DATABASE_URL/reveal`)).body.value as string;
     const psql = (sql: string) => exec('docker', ['exec', '-e', `URL=${url}`, container, 'sh', '-c', 'exec psql "$URL" -v ON_ERROR_STOP=1 -At -c "$0"', sql]);
@@ -100,10 +105,14 @@ async function main(): Promise<void> {
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
     const t0 = performance.now();
     const started = await c.req('POST', `/api/apps/${appId}/backups/${cfg.body.backup.id}/run`);
-    const run = await until('backup', async () => {
-      const x = (await c.req('GET', `/api/apps/${appId}/backups/runs/${started.body.run.id}`)).body.run;
-      return x.status === 'running' ? null : x;
-    }, 600_000);
+    const run = await until(
+      'backup',
+      async () => {
+        const x = (await c.req('GET', `/api/apps/${appId}/backups/runs/${started.body.run.id}`)).body.run;
+        return x.status === 'running' ? null : x;
+      },
+      600_000,
+    );
     const runMs = performance.now() - t0;
     clearInterval(sampler);
     if (run.status !== 'succeeded') throw new Error(`backup ${run.status}: ${run.error}`);
@@ -111,17 +120,23 @@ async function main(): Promise<void> {
     await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
     const r0 = performance.now();
     const rs = await c.req('POST', `/api/apps/${appId}/backups/runs/${run.id}/restore`);
-    const restored = await until('restore', async () => {
-      const x = (await c.req('GET', `/api/apps/${appId}/backups/restores/${rs.body.restore.id}`)).body.restore;
-      return x.status === 'running' ? null : x;
-    }, 600_000);
+    const restored = await until(
+      'restore',
+      async () => {
+        const x = (await c.req('GET', `/api/apps/${appId}/backups/restores/${rs.body.restore.id}`)).body.restore;
+        return x.status === 'running' ? null : x;
+      },
+      600_000,
+    );
     const restoreMs = performance.now() - r0;
     if (restored.status !== 'succeeded') throw new Error(`restore failed: ${restored.error}`);
 
     console.log(`database ${mib(size)} MiB, artifact ${mib(run.size_bytes)} MiB`);
     console.log(`baseline pg_dump | gzip -3 > /dev/null : ${(baseMs / 1000).toFixed(2)} s`);
     console.log(`pipeline backup run                  : ${(runMs / 1000).toFixed(2)} s  ratio ${(runMs / baseMs).toFixed(2)}x (goal <= 1.3x)`);
-    console.log(`control plane RSS before / peak      : ${mib(rssBefore)} / ${mib(peak)} MiB, growth ${mib(peak - rssBefore)} MiB = ${((peak - rssBefore) / size).toFixed(3)} of the database (goal: peak < 150 MiB; "before" includes this harness)`);
+    console.log(
+      `control plane RSS before / peak      : ${mib(rssBefore)} / ${mib(peak)} MiB, growth ${mib(peak - rssBefore)} MiB = ${((peak - rssBefore) / size).toFixed(3)} of the database (goal: peak < 150 MiB; "before" includes this harness)`,
+    );
     console.log(`restore (authenticate + pg_restore)  : ${(restoreMs / 1000).toFixed(2)} s  ratio to baseline dump ${(restoreMs / baseMs).toFixed(2)}x`);
   } finally {
     await settleJobs();
@@ -130,7 +145,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -18,7 +18,10 @@ try {
     const w = await page.evaluate(() => {
       const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
       const out = [`nav responseEnd ${nav.responseEnd.toFixed(0)} domInteractive ${nav.domInteractive.toFixed(0)}`];
-      for (const e of performance.getEntriesByType('resource') as PerformanceResourceTiming[]) out.push(`${e.name.replace(location.origin, '')} start ${e.startTime.toFixed(0)} reqStart ${e.requestStart.toFixed(0)} respStart ${e.responseStart.toFixed(0)} end ${e.responseEnd.toFixed(0)}`);
+      for (const e of performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+        out.push(
+          `${e.name.replace(location.origin, '')} start ${e.startTime.toFixed(0)} reqStart ${e.requestStart.toFixed(0)} respStart ${e.responseStart.toFixed(0)} end ${e.responseEnd.toFixed(0)}`,
+        );
       return out;
     });
     console.log(`round ${r}: row at ${row.toFixed(0)}\n  ${w.join('\n  ')}`);

@@ -52,11 +52,13 @@ try {
     await page.goto(s.url + '/api/health');
     health.push(await page.evaluate(() => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).responseEnd));
     // The data the overview waits for: one GET /api/apps (statuses come from the engine).
-    appsApi.push(await page.evaluate(async () => {
-      const t = performance.now();
-      await (await fetch('/api/apps')).json();
-      return performance.now() - t;
-    }));
+    appsApi.push(
+      await page.evaluate(async () => {
+        const t = performance.now();
+        await (await fetch('/api/apps')).json();
+        return performance.now() - t;
+      }),
+    );
     await page.goto(s.url + '/', { waitUntil: 'commit' });
     // Polled every frame: the value is the first frame that shows an app row.
     const at = await page.waitForFunction(() => (document.querySelector('[data-testid="app-row"]') ? performance.now() : 0), undefined, { polling: 'raf', timeout: 60_000 });
@@ -72,48 +74,74 @@ try {
 
   if (LOG_LINES > 0) await longLog();
   async function longLog(): Promise<void> {
-  // A finished deployment of the first app with a long log, written as the builder writes rows.
-  const app = (await admin.req('GET', '/api/apps')).body.items.find((x: { name: string }) => x.name === 'bench-0');
-  const depId = newId();
-  const now = new Date().toISOString();
-  await s.env.db.insertInto('deployments').values({
-    id: depId, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: 'long log', images: null, error: 'bench',
-    rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null,
-  } as never).execute();
-  for (let i = 0; i < LOG_LINES; i += 1000) {
-    const rows = [];
-    for (let j = i + 1; j <= Math.min(LOG_LINES, i + 1000); j++) rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line` });
-    await s.env.db.insertInto('deployment_logs').values(rows).execute();
-  }
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('Performance.enable');
-  const started = performance.now();
-  await page.goto(s.url + `/apps/${app.id}`);
-  await page.getByRole('status').filter({ hasText: `${LOG_LINES} lines` }).waitFor({ timeout: 600_000 });
-  const loadMs = performance.now() - started;
-  await cdp.send('HeapProfiler.collectGarbage').catch(() => {});
-  const metrics = (await cdp.send('Performance.getMetrics')).metrics as Array<{ name: string; value: number }>;
-  const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')!.value;
-  // Scroll the log from top to bottom, a screenful a frame, counting frames for two seconds.
-  const fps = await page.evaluate(() => new Promise<{ fps: number; worst: number }>((resolve) => {
-    const el = document.querySelector('.log') as HTMLElement;
-    el.scrollTop = 0;
-    let frames = 0;
-    let worst = 0;
-    const t0 = performance.now();
-    let last = t0;
-    const step = (t: number) => {
-      frames++;
-      worst = Math.max(worst, t - last);
-      last = t;
-      el.scrollTop += 400;
-      if (t - t0 < 2000) requestAnimationFrame(step);
-      else resolve({ fps: (frames * 1000) / (t - t0), worst });
-    };
-    requestAnimationFrame(step);
-  }));
-  console.log(`build log of ${LOG_LINES} lines: all on the page after ${(loadMs / 1000).toFixed(1)} s; JS heap ${(heap / 1024 / 1024).toFixed(1)} MB (goal < 200 MB)`);
-  console.log(`scrolling it: ${fps.fps.toFixed(0)} frames/s, worst frame ${fps.worst.toFixed(0)} ms (goal >= 30 frames/s)`);
+    // A finished deployment of the first app with a long log, written as the builder writes rows.
+    const app = (await admin.req('GET', '/api/apps')).body.items.find((x: { name: string }) => x.name === 'bench-0');
+    const depId = newId();
+    const now = new Date().toISOString();
+    await s.env.db
+      .insertInto('deployments')
+      .values({
+        id: depId,
+        app_id: app.id,
+        status: 'failed',
+        trigger: 'manual',
+        ref: null,
+        commit_sha: null,
+        commit_subject: 'long log',
+        images: null,
+        error: 'bench',
+        rollback_of: null,
+        delivery_id: null,
+        created_at: now,
+        started_at: now,
+        finished_at: now,
+        updated_at: now,
+        waiting: 0,
+        spec: null,
+        commit_wanted: null,
+      } as never)
+      .execute();
+    for (let i = 0; i < LOG_LINES; i += 1000) {
+      const rows = [];
+      for (let j = i + 1; j <= Math.min(LOG_LINES, i + 1000); j++)
+        rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line` });
+      await s.env.db.insertInto('deployment_logs').values(rows).execute();
+    }
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Performance.enable');
+    const started = performance.now();
+    await page.goto(s.url + `/apps/${app.id}`);
+    await page
+      .getByRole('status')
+      .filter({ hasText: `${LOG_LINES} lines` })
+      .waitFor({ timeout: 600_000 });
+    const loadMs = performance.now() - started;
+    await cdp.send('HeapProfiler.collectGarbage').catch(() => {});
+    const metrics = (await cdp.send('Performance.getMetrics')).metrics as Array<{ name: string; value: number }>;
+    const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')!.value;
+    // Scroll the log from top to bottom, a screenful a frame, counting frames for two seconds.
+    const fps = await page.evaluate(
+      () =>
+        new Promise<{ fps: number; worst: number }>((resolve) => {
+          const el = document.querySelector('.log') as HTMLElement;
+          el.scrollTop = 0;
+          let frames = 0;
+          let worst = 0;
+          const t0 = performance.now();
+          let last = t0;
+          const step = (t: number) => {
+            frames++;
+            worst = Math.max(worst, t - last);
+            last = t;
+            el.scrollTop += 400;
+            if (t - t0 < 2000) requestAnimationFrame(step);
+            else resolve({ fps: (frames * 1000) / (t - t0), worst });
+          };
+          requestAnimationFrame(step);
+        }),
+    );
+    console.log(`build log of ${LOG_LINES} lines: all on the page after ${(loadMs / 1000).toFixed(1)} s; JS heap ${(heap / 1024 / 1024).toFixed(1)} MB (goal < 200 MB)`);
+    console.log(`scrolling it: ${fps.fps.toFixed(0)} frames/s, worst frame ${fps.worst.toFixed(0)} ms (goal >= 30 frames/s)`);
   }
 } finally {
   await browser.close();

@@ -33,7 +33,9 @@ async function answers(ip: string): Promise<void> {
     try {
       const r = await fetch(`http://${ip}:8080/`, { signal: AbortSignal.timeout(2000) });
       if (r.ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     if (Date.now() > end) throw new Error('plain container never answered');
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -103,14 +105,39 @@ async function main(): Promise<void> {
     // The row must exist (for the foreign key, and a build: topic of no deployment is refused);
     // the log writes as a real deployment's would.
     const now = new Date().toISOString();
-    await s.env.db.insertInto('deployments').values({ id: depId, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null }).execute();
+    await s.env.db
+      .insertInto('deployments')
+      .values({
+        id: depId,
+        app_id: app.id,
+        status: 'failed',
+        trigger: 'manual',
+        ref: null,
+        commit_sha: null,
+        commit_subject: null,
+        images: null,
+        error: null,
+        rollback_of: null,
+        delivery_id: null,
+        created_at: now,
+        started_at: now,
+        finished_at: now,
+        updated_at: now,
+        waiting: 0,
+        spec: null,
+        commit_wanted: null,
+      })
+      .execute();
     const clients: WebSocket[] = [];
     const latencies: number[] = [];
     const sent = new Map<number, number>();
     let received = 0;
     for (let i = 0; i < SUBSCRIBERS; i++) {
       const ws = new WebSocket(s.url.replace('http', 'ws') + '/api/ws', { headers: { authorization: `Bearer ${token}` } });
-      await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
+      await new Promise((r, j) => {
+        ws.once('open', r);
+        ws.once('error', j);
+      });
       ws.on('message', (m) => {
         const msg = JSON.parse(m.toString());
         if (msg.type === 'subscribed') received--;
@@ -133,7 +160,9 @@ async function main(): Promise<void> {
     const end = Date.now() + 30_000;
     while (received < LINES * SUBSCRIBERS && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     for (const ws of clients) ws.close();
-    console.log(`log line -> WebSocket, ${SUBSCRIBERS} subscribers, ${LINES} lines (${latencies.length} deliveries): p50 ${pct(latencies, 50).toFixed(2)} ms, p99 ${pct(latencies, 99).toFixed(2)} ms, max ${Math.max(...latencies).toFixed(2)} ms; goal p99 < 50 ms: ${pct(latencies, 99) < 50 ? 'met' : 'NOT met'}`);
+    console.log(
+      `log line -> WebSocket, ${SUBSCRIBERS} subscribers, ${LINES} lines (${latencies.length} deliveries): p50 ${pct(latencies, 50).toFixed(2)} ms, p99 ${pct(latencies, 99).toFixed(2)} ms, max ${Math.max(...latencies).toFixed(2)} ms; goal p99 < 50 ms: ${pct(latencies, 99) < 50 ? 'met' : 'NOT met'}`,
+    );
   } finally {
     await cleanupApp(s.env.engine, name);
     await run('docker', ['network', 'rm', net]).catch(() => {});
@@ -143,7 +172,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

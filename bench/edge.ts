@@ -25,7 +25,6 @@ const run = promisify(execFile);
 const IMAGE = `svc-bench/edge-web:${process.pid}`;
 const HOST = 'bench.edge.test';
 
-
 async function deploy(c: Client, appId: string): Promise<void> {
   const d = await c.req('POST', `/api/apps/${appId}/deployments`, {});
   if (d.status !== 202) throw new Error(`deploy: ${d.status} ${d.text}`);
@@ -49,18 +48,20 @@ async function load(total: number, concurrency: number, one: () => Promise<numbe
   let errors = 0;
   let sum = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < total) {
-      next++;
-      const s = performance.now();
-      try {
-        if ((await one()) !== 200) errors++;
-      } catch {
-        errors++;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        const s = performance.now();
+        try {
+          if ((await one()) !== 200) errors++;
+        } catch {
+          errors++;
+        }
+        sum += performance.now() - s;
       }
-      sum += performance.now() - s;
-    }
-  }));
+    }),
+  );
   const ms = performance.now() - t0;
   return { rps: total / (ms / 1000), meanMs: sum / total, errors };
 }
@@ -106,7 +107,9 @@ async function main(): Promise<void> {
     const avg = (xs: typeof d, k: 'rps' | 'meanMs') => xs.reduce((n, x) => n + x[k], 0) / xs.length;
     const dr = avg(d, 'rps');
     const pr = avg(p, 'rps');
-    console.log(`direct to the container : ${dr.toFixed(0)} req/s, mean ${avg(d, 'meanMs').toFixed(2)} ms (${total} requests x2, ${concurrency} in flight, errors ${d.reduce((n, x) => n + x.errors, 0)})`);
+    console.log(
+      `direct to the container : ${dr.toFixed(0)} req/s, mean ${avg(d, 'meanMs').toFixed(2)} ms (${total} requests x2, ${concurrency} in flight, errors ${d.reduce((n, x) => n + x.errors, 0)})`,
+    );
     console.log(`through Caddy (HTTPS)   : ${pr.toFixed(0)} req/s, mean ${avg(p, 'meanMs').toFixed(2)} ms (errors ${p.reduce((n, x) => n + x.errors, 0)})`);
     console.log(`proxy overhead          : throughput ${(pr / dr).toFixed(2)}x of direct; latency ${(avg(p, 'meanMs') / avg(d, 'meanMs')).toFixed(2)}x`);
     httpAgent.destroy();
@@ -148,7 +151,9 @@ async function main(): Promise<void> {
       keep.destroy();
     }
     const secs = (performance.now() - t0) / 1000;
-    console.log(`redeploys under load    : ${redeploys} redeploys in ${secs.toFixed(1)} s, ${stats.ok + stats.lost.length} requests, lost ${stats.lost.length} (goal 0), retried on a closed kept-alive connection ${stats.retried}${stats.lost.length ? `: ${[...new Set(stats.lost)].slice(0, 5).join('; ')}` : ''}`);
+    console.log(
+      `redeploys under load    : ${redeploys} redeploys in ${secs.toFixed(1)} s, ${stats.ok + stats.lost.length} requests, lost ${stats.lost.length} (goal 0), retried on a closed kept-alive connection ${stats.retried}${stats.lost.length ? `: ${[...new Set(stats.lost)].slice(0, 5).join('; ')}` : ''}`,
+    );
   } finally {
     if (server && appName) await cleanupApp(server.env.engine, appName);
     await server?.stop();

@@ -90,7 +90,10 @@ async function main() {
       fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
     await post('/api/setup/admin', { token, ...admin });
     const login = await post('/api/auth/login', admin);
-    const cookies = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookies = login.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const csrf = /svc_csrf=([^;]+)/.exec(cookies)![1]!;
     await post('/api/auth/step-up', { password: admin.password }, { cookie: cookies, 'x-csrf-token': csrf });
     const apiToken = ((await (await post('/api/auth/api-tokens', { name: 'bench' }, { cookie: cookies, 'x-csrf-token': csrf })).json()) as { token: string }).token;

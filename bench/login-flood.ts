@@ -55,7 +55,11 @@ async function main() {
     // The operator's browser logged in once before: it keeps its device cookie, not the session.
     const first = await post('/api/auth/login', admin, { 'x-forwarded-for': '192.0.2.1' });
     if (first.status !== 200) throw new Error(`first login: ${first.status}`);
-    const device = first.headers.getSetCookie().map((c) => c.split(';')[0]!).filter((c) => c.startsWith('svc_device=')).join('; ');
+    const device = first.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0]!)
+      .filter((c) => c.startsWith('svc_device='))
+      .join('; ');
     if (!device) console.log('  (this build sets no device cookie: the operator logs in like a stranger)');
 
     let sample = 0;
@@ -107,7 +111,10 @@ async function main() {
     const idleP95 = pct(idle, 95);
     const floodP95 = pct(flooded, 95);
     const ratio = floodP95 / idleP95;
-    const answered = [...counts].sort(([a], [b]) => a - b).map(([s, n]) => (s === 0 ? `${n} connection closed` : `${n}x${s}`)).join(', ');
+    const answered = [...counts]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => (s === 0 ? `${n} connection closed` : `${n}x${s}`))
+      .join(', ');
     console.log(`login flood benchmark (scrypt 2^17, ${SAMPLES} operator logins per phase, ${ATTACKERS} attacking addresses)`);
     console.log(`  operator login, idle server:   p50 ${pct(idle, 50).toFixed(0)} ms, p95 ${idleP95.toFixed(0)} ms`);
     console.log(`  operator login, during flood:  p50 ${pct(flooded, 50).toFixed(0)} ms, p95 ${floodP95.toFixed(0)} ms`);

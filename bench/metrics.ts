@@ -24,8 +24,6 @@ import { arg, rng } from './_args.js';
 
 const START_S = 1_700_000_000;
 
-
-
 const hostName = (i: number) => `app${i}.bench.test`;
 
 function generate(path: string, lines: number, hosts: number): void {
@@ -36,18 +34,28 @@ function generate(path: string, lines: number, hosts: number): void {
     const r = rand();
     const status = r < 0.9 ? 200 : r < 0.97 ? 404 : 502;
     const host = hostName(n % hosts);
-    batch.push(JSON.stringify({
-      level: 'info',
-      ts: START_S + n / 1000,
-      logger: 'http.log.access.svc',
-      msg: 'handled request',
-      request: { remote_ip: `10.0.${(n >> 8) & 255}.${n & 255}`, remote_port: '40000', client_ip: `10.0.${(n >> 8) & 255}.${n & 255}`, proto: 'HTTP/2.0', method: 'GET', host: n % 7 === 0 ? `${host}:443` : host, uri: `/items/${n % 1000}?q=${n}` },
-      bytes_read: 0,
-      user_id: '',
-      duration: (rand() * rand()) / 5,
-      size: Math.floor(rand() * 20000),
-      status,
-    }));
+    batch.push(
+      JSON.stringify({
+        level: 'info',
+        ts: START_S + n / 1000,
+        logger: 'http.log.access.svc',
+        msg: 'handled request',
+        request: {
+          remote_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
+          remote_port: '40000',
+          client_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
+          proto: 'HTTP/2.0',
+          method: 'GET',
+          host: n % 7 === 0 ? `${host}:443` : host,
+          uri: `/items/${n % 1000}?q=${n}`,
+        },
+        bytes_read: 0,
+        user_id: '',
+        duration: (rand() * rand()) / 5,
+        size: Math.floor(rand() * 20000),
+        status,
+      }),
+    );
     if (batch.length === 10_000) {
       writeSync(fd, batch.join('\n') + '\n');
       batch = [];
@@ -200,7 +208,11 @@ async function main(): Promise<void> {
     const rows = (rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number }).n;
     console.log(`90 days of history for one app written in ${((performance.now() - t0) / 1000).toFixed(1)} s; request_series rows: ${fmt(rows)}`);
     // Percentiles of a few milliseconds are at the mercy of the scheduler on a shared machine.
-    console.log(`load average at the query phase: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores`);
+    console.log(
+      `load average at the query phase: ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${availableParallelism()} cores`,
+    );
     // Baseline in the same run: SQLite alone handing back the same rows, nothing computed.
     const raw = rawConnection(db).prepare('select t, requests, errors_4xx, errors_5xx, bytes_out, hist from request_series where res = ? and app_id = ? and t >= ? and t < ?');
     for (const range of RANGE_NAMES) {

@@ -26,8 +26,6 @@ interface ChildResult {
   parseErrors?: number;
 }
 
-
-
 function address(i: number): string {
   // One address in ten is IPv6; the rest spread over 10.0.0.0/8.
   if (i % 10 === 9) return `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::1`;
@@ -49,33 +47,35 @@ function generate(path: string, lines: number, addresses: number): void {
     const r = rand();
     const status = r < 0.9 ? 200 : r < 0.97 ? 404 : 502;
     const ts = start + n / 1000 + rand() / 1000;
-    batch.push(JSON.stringify({
-      level: status >= 500 ? 'error' : 'info',
-      ts,
-      logger: 'http.log.access.log0',
-      msg: 'handled request',
-      request: {
-        remote_ip: ip,
-        remote_port: String(1024 + Math.floor(rand() * 60000)),
-        client_ip: ip,
-        proto: 'HTTP/2.0',
-        method: rand() < 0.8 ? 'GET' : 'POST',
-        host: hosts[n % hosts.length],
-        uri: `${paths[Math.floor(rand() * paths.length)]}?q=${n}`,
-        headers: {
-          'User-Agent': [agents[n % agents.length]],
-          Accept: ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
-          'Accept-Encoding': ['gzip, deflate, br'],
+    batch.push(
+      JSON.stringify({
+        level: status >= 500 ? 'error' : 'info',
+        ts,
+        logger: 'http.log.access.log0',
+        msg: 'handled request',
+        request: {
+          remote_ip: ip,
+          remote_port: String(1024 + Math.floor(rand() * 60000)),
+          client_ip: ip,
+          proto: 'HTTP/2.0',
+          method: rand() < 0.8 ? 'GET' : 'POST',
+          host: hosts[n % hosts.length],
+          uri: `${paths[Math.floor(rand() * paths.length)]}?q=${n}`,
+          headers: {
+            'User-Agent': [agents[n % agents.length]],
+            Accept: ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
+            'Accept-Encoding': ['gzip, deflate, br'],
+          },
+          tls: { resumed: false, version: 772, cipher_suite: 4865, proto: 'h2', server_name: hosts[n % hosts.length] },
         },
-        tls: { resumed: false, version: 772, cipher_suite: 4865, proto: 'h2', server_name: hosts[n % hosts.length] },
-      },
-      bytes_read: 0,
-      user_id: '',
-      duration: rand() / 50,
-      size: Math.floor(rand() * 20000),
-      status,
-      resp_headers: { Server: ['Caddy'], 'Content-Type': ['text/html; charset=utf-8'] },
-    }));
+        bytes_read: 0,
+        user_id: '',
+        duration: rand() / 50,
+        size: Math.floor(rand() * 20000),
+        status,
+        resp_headers: { Server: ['Caddy'], 'Content-Type': ['text/html; charset=utf-8'] },
+      }),
+    );
     if (batch.length === 10_000) {
       writeSync(fd, batch.join('\n') + '\n');
       batch = [];

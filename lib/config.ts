@@ -81,7 +81,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`);
   }
 }
@@ -112,7 +115,11 @@ function bool(env: Env, name: string, def: boolean): boolean {
 }
 
 /** The entries of a comma list, trimmed, empty ones dropped. */
-const commaList = (raw: string): string[] => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const commaList = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** A comma list of IPs or CIDRs; each entry is checked now so a typo cannot silently trust nobody. */
 function addressList(env: Env, name: string, def: string): string[] {

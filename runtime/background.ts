@@ -49,23 +49,35 @@ export function startBackground(env: Env, running: Running): void {
   env.bus.publish('instance', { type: 'control_plane_started', version: productVersion(), at: new Date(env.now()).toISOString() });
 
   const crashes = new CrashWatcher({
-    db: env.db, engine: env.engine, bus: env.bus, log: env.log, now: () => env.now(),
-    onChange: (name) => void getAppByName(env.db, name).then((app) => app && import('../lib/apps/ops.js').then(({ refreshAppStatus }) => refreshAppStatus(env, app))).catch(() => {}),
+    db: env.db,
+    engine: env.engine,
+    bus: env.bus,
+    log: env.log,
+    now: () => env.now(),
+    onChange: (name) =>
+      void getAppByName(env.db, name)
+        .then((app) => app && import('../lib/apps/ops.js').then(({ refreshAppStatus }) => refreshAppStatus(env, app)))
+        .catch(() => {}),
   });
   env.crashes = crashes;
   running.onClose(() => crashes.stop());
 
   const events = new AbortController();
-  followEvents(env.engine, (e) => {
-    crashes.observe(e);
-    onContainerEvent(env, e);
-  }, events.signal, {
-    onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
-    // The engine answers again: finish what deployments could not do while it was away.
-    onConnect: (resumed) => {
-      if (resumed) void env.deployments.recover().catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
+  followEvents(
+    env.engine,
+    (e) => {
+      crashes.observe(e);
+      onContainerEvent(env, e);
     },
-  }).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
+    events.signal,
+    {
+      onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
+      // The engine answers again: finish what deployments could not do while it was away.
+      onConnect: (resumed) => {
+        if (resumed) void env.deployments.recover().catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
+      },
+    },
+  ).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
   running.onClose(() => events.abort());
 
   // Deployments: boot recovery (interrupted ones cleaned up), then the queue's workers and reaper.
@@ -83,22 +95,25 @@ export function startBackground(env: Env, running: Running): void {
 const pending = new Map<string, NodeJS.Timeout>();
 
 function onContainerEvent(env: Env, e: ContainerEvent): void {
-  void getAppByName(env.db, e.app).then((app) => {
-    if (!app) return;
-    publishAppEvent(env.bus, { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
-    if (pending.has(app.id)) return;
-    pending.set(
-      app.id,
-      setTimeout(() => {
-        pending.delete(app.id);
-        // App operations load on the first container event, not at boot.
-        import('../lib/apps/ops.js')
-          .then(({ refreshAppStatus }) => refreshAppStatus(env, app))
-          .then(
-            (status) => publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status }),
-            () => {},
-          );
-      }, 250).unref(),
-    );
-  }, () => {});
+  void getAppByName(env.db, e.app).then(
+    (app) => {
+      if (!app) return;
+      publishAppEvent(env.bus, { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
+      if (pending.has(app.id)) return;
+      pending.set(
+        app.id,
+        setTimeout(() => {
+          pending.delete(app.id);
+          // App operations load on the first container event, not at boot.
+          import('../lib/apps/ops.js')
+            .then(({ refreshAppStatus }) => refreshAppStatus(env, app))
+            .then(
+              (status) => publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status }),
+              () => {},
+            );
+        }, 250).unref(),
+      );
+    },
+    () => {},
+  );
 }

@@ -64,8 +64,7 @@ async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Prom
 
 export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) =>
-    opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg);
+  const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) => (opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg));
   const dataDir = opts.dataDir ?? config.dataDir;
   const db = openDb(dataDir);
   let key: MasterKeyChoice;
@@ -86,7 +85,11 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   config = { ...config, masterKey: key.key, masterKeySource: key.source };
   if (key.generated) {
     const path = masterKeyPath(dataDir);
-    notice('warn', { master_key_file: path }, `generated the master key in ${path}: back it up now (sealed secrets cannot be recovered without it); a key kept beside the data protects less than SVC_MASTER_KEY supplied from outside`);
+    notice(
+      'warn',
+      { master_key_file: path },
+      `generated the master key in ${path}: back it up now (sealed secrets cannot be recovered without it); a key kept beside the data protects less than SVC_MASTER_KEY supplied from outside`,
+    );
   } else if (key.source === 'env' && key.fileKey && !key.fileKey.equals(key.key!)) {
     notice('warn', { master_key_file: masterKeyPath(dataDir) }, `SVC_MASTER_KEY is in use; ${masterKeyPath(dataDir)} holds another key that nothing uses: delete it`);
   }

@@ -308,7 +308,7 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
   let target: string | null | undefined = note?.target;
   if (target === undefined && declared?.target) target = safeTarget(declared.target, ctx);
   if (target === undefined) target = x.rawParams.id ?? Object.values(x.rawParams)[0] ?? null;
-    return recordAudit(env.db, {
+  return recordAudit(env.db, {
     route: routeAction(x.effective, x.route.pattern),
     actorType: principal ? (principal.kind === 'token' ? 'token' : 'user') : actor || note?.claimed !== undefined ? 'user' : 'system',
     actorId: actor?.id ?? null,
@@ -347,16 +347,18 @@ function readBefore(env: Env, ref: NonNullable<AuditSpec['state']>, ctx: Ctx, re
     if (typeof ref === 'function') return ref(ctx);
     return { kind: ref.kind, id: ref.id ? (safeTarget(ref.id, ctx) ?? null) : null };
   };
-  return resolve().then(
-    async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await STATE_KINDS[r.kind].read(env, r.id) }),
-    (err) => {
+  return resolve()
+    .then(
+      async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await STATE_KINDS[r.kind].read(env, r.id) }),
+      (err) => {
+        env.log.error({ err, requestId }, 'audit state read failed');
+        return null;
+      },
+    )
+    .catch((err) => {
       env.log.error({ err, requestId }, 'audit state read failed');
       return null;
-    },
-  ).catch((err) => {
-    env.log.error({ err, requestId }, 'audit state read failed');
-    return null;
-  });
+    });
 }
 
 /** Second half: the state the change produced, under the id the handler named when it made one. */

@@ -328,12 +328,7 @@ export type PostureProvider = () => { items: PostureItem[] } | Promise<{ items: 
  * `svc security-check`: records the operator's opt-out of the firewall/fail2ban expectation
  * (`--undo` removes it, `--show` changes nothing), then prints the posture checklist.
  */
-export async function securityCheck(
-  args: readonly string[],
-  io: CliIo,
-  postureProvider: PostureProvider,
-  options: SecurityCliOptions = {},
-): Promise<number> {
+export async function securityCheck(args: readonly string[], io: CliIo, postureProvider: PostureProvider, options: SecurityCliOptions = {}): Promise<number> {
   const flags = new Set(args);
   for (const a of flags) {
     if (a !== '--undo' && a !== '--show') {

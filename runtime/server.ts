@@ -37,7 +37,7 @@ const SUBNETS_AT_BOOT_MS = 5_000;
 export async function startServer(env: Env, opts: { port?: number; host?: string; dashboardDir?: string } = {}): Promise<Running> {
   // Asked first, so the engine answers while the rest is set up; awaited before listening.
   const subnets = engineSubnetGuard(env.engine);
-  const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, 'could not read the engine\'s networks at boot; connections from app networks are refused once it answers'));
+  const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, "could not read the engine's networks at boot; connections from app networks are refused once it answers"));
   const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
     (request, ctx) =>
@@ -79,9 +79,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     else send(response);
   };
   const tls = env.config.tlsCert !== null;
-  const server: Server = tls
-    ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, listener)
-    : createHttpServer(listener);
+  const server: Server = tls ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, listener) : createHttpServer(listener);
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;

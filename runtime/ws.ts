@@ -34,7 +34,10 @@ export interface WsHub {
 }
 
 function refuse(socket: Duplex, status: number, message: string, code?: string): void {
-  const body = JSON.stringify({ error: message, code: code ?? (status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 409 ? 'conflict' : status === 503 ? 'service_unavailable' : 'forbidden') });
+  const body = JSON.stringify({
+    error: message,
+    code: code ?? (status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 409 ? 'conflict' : status === 503 ? 'service_unavailable' : 'forbidden'),
+  });
   const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 409 ? 'Conflict' : status === 503 ? 'Service Unavailable' : 'Forbidden';
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

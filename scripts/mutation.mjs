@@ -21,7 +21,11 @@ const GOAL = 80;
 // lib/auth is split in three runs so that each reports on its own (and can be rerun alone).
 const MODULES = [
   { name: 'auth-throttle', mutate: ['lib/auth/passwords.ts', 'lib/auth/ratelimit.ts', 'lib/auth/guard.ts', 'lib/auth/cache.ts'], tests: ['core/auth-unit'] },
-  { name: 'auth-credentials', mutate: ['lib/auth/sessions.ts', 'lib/auth/tokens.ts', 'lib/auth/principal.ts', 'lib/auth/stepup.ts', 'lib/auth/users.ts', 'lib/auth/login.ts'], tests: ['core/auth-unit'] },
+  {
+    name: 'auth-credentials',
+    mutate: ['lib/auth/sessions.ts', 'lib/auth/tokens.ts', 'lib/auth/principal.ts', 'lib/auth/stepup.ts', 'lib/auth/users.ts', 'lib/auth/login.ts'],
+    tests: ['core/auth-unit'],
+  },
   { name: 'auth-setup-2fa', mutate: ['lib/auth/setup.ts', 'lib/auth/signing.ts', 'lib/auth/totp.ts'], tests: ['core/auth-unit', 'core/totp'] },
   { name: 'crypto', mutate: ['lib/crypto/**/*.ts'], tests: ['core/crypto', 'core/crypto-unit'] },
   { name: 'webhooks-verify', mutate: ['lib/webhooks/verify.ts'], tests: ['webhooks/verify'] },
@@ -111,7 +115,9 @@ for (const r of results) {
     continue;
   }
   if (r.score < GOAL) short = true;
-  console.log(`${r.name.padEnd(18)}${String(r.Killed).padStart(6)}${String(r.Timeout).padStart(9)}${String(r.Survived).padStart(10)}${String(r.NoCoverage).padStart(8)}${r.score.toFixed(1).padStart(7)}%${r.seconds.toFixed(0).padStart(6)} s`);
+  console.log(
+    `${r.name.padEnd(18)}${String(r.Killed).padStart(6)}${String(r.Timeout).padStart(9)}${String(r.Survived).padStart(10)}${String(r.NoCoverage).padStart(8)}${r.score.toFixed(1).padStart(7)}%${r.seconds.toFixed(0).padStart(6)} s`,
+  );
 }
 for (const r of results) {
   if (r.survivors?.length) console.log(`\nsurvivors in ${r.name}:\n  ${r.survivors.join('\n  ')}`);

@@ -31,9 +31,7 @@ if (!files.length) {
 const ci = isCI();
 const scratch = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
 const tap = join(scratch, 'report.tap');
-const reporters = ci
-  ? ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`]
-  : [];
+const reporters = ci ? ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`] : [];
 const started = Date.now();
 const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...files], { stdio: 'inherit' });
 let status = r.status ?? 1;

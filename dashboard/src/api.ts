@@ -134,7 +134,7 @@ export async function run<T>(send: () => Promise<Answer<T>>, opts: CallOptions =
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type Lower<M extends Method> = Lowercase<M>;
 type Op<P, M extends Method> = P extends keyof paths ? (Lower<M> extends keyof paths[P] ? paths[P][Lower<M>] : never) : never;
-type Ok<O> = O extends { responses: infer R } ? R[Extract<keyof R, 200 | 201 | 202>] extends { content: { 'application/json': infer J } } ? J : unknown : unknown;
+type Ok<O> = O extends { responses: infer R } ? (R[Extract<keyof R, 200 | 201 | 202>] extends { content: { 'application/json': infer J } } ? J : unknown) : unknown;
 
 /**
  * A request by method and concrete path (ids already in it, query string included). With a
@@ -151,8 +151,7 @@ export function call<T = never, M extends Method = Method, P extends string = st
 // Setup and authentication
 export const setupStatus = () => run(() => client.GET('/api/setup/status'));
 export const setupAdmin = (token: string, username: string, password: string) => run(() => client.POST('/api/setup/admin', { body: { token, username, password } }));
-export const login = (username: string, password: string) =>
-  run(() => client.POST('/api/auth/login', { body: { username, password } })) as Promise<{ user?: User; totp_required?: boolean }>;
+export const login = (username: string, password: string) => run(() => client.POST('/api/auth/login', { body: { username, password } })) as Promise<{ user?: User; totp_required?: boolean }>;
 export const loginTotp = (code: string) => run(() => client.POST('/api/auth/totp', { body: { code } })) as Promise<{ user: User }>;
 export const me = () => run(() => client.GET('/api/auth/me'), { quiet401: true });
 export const logout = () => run(() => client.POST('/api/auth/logout'));
@@ -165,8 +164,7 @@ export const revokeSession = (id: string) => run(() => client.DELETE('/api/auth/
 
 // Tokens
 export const listTokens = () => run(() => client.GET('/api/auth/api-tokens'));
-export const createToken = (name: string, expiresAt: string | null) =>
-  run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt } })) as Promise<NewApiToken>;
+export const createToken = (name: string, expiresAt: string | null) => run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt } })) as Promise<NewApiToken>;
 export const revokeToken = (id: string) => run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
 
 // Apps
@@ -178,8 +176,7 @@ export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}
 export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}/services', app(id)));
 export const patchService = (id: string, name: string, patch: { port?: number | null; health_path?: string | null }) =>
   run(() => client.PATCH('/api/apps/{id}/services/{name}', { params: { path: { id, name } }, body: patch }));
-export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') =>
-  run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
+export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') => run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
 export const getEnv = (id: string) => run(() => client.GET('/api/apps/{id}/env', app(id)));
 export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>) => run(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items } }));
 export const revealEnv = (id: string, key: string) => run(() => client.GET('/api/apps/{id}/env/{key}/reveal', { params: { path: { id, key } } }));
@@ -426,16 +423,14 @@ export const appMetrics = (id: string, range: MetricsRange, service?: string) =>
   call<MetricsSeries>('GET', `/api/apps/${seg(id)}/metrics?range=${seg(range)}${service ? `&service=${seg(service)}` : ''}`);
 
 export const appDomains = (id: string) => call<{ items: Domain[]; proxy?: ProxySummary }>('GET', `/api/apps/${seg(id)}/domains`);
-export const addAppDomain = (id: string, d: { hostname: string; service: string; port?: number }) =>
-  call<{ domain: Domain; proxy?: ProxySummary }>('POST', `/api/apps/${seg(id)}/domains`, d);
+export const addAppDomain = (id: string, d: { hostname: string; service: string; port?: number }) => call<{ domain: Domain; proxy?: ProxySummary }>('POST', `/api/apps/${seg(id)}/domains`, d);
 export const deleteDomain = (did: string) => call<unknown>('DELETE', `/api/domains/${seg(did)}`);
 
 export const dbEngines = () => call<Items<DbEngine>>('GET', '/api/databases/engines');
 export const appDatabases = (id: string) => call<Items<Database>>('GET', `/api/apps/${seg(id)}/databases`);
 export const createDatabase = (id: string, d: { engine: string; version?: string; env_var?: string }) =>
   call<unknown>('POST', `/api/apps/${seg(id)}/databases`, d).then((r) => one<Database>(r, 'database'));
-export const deleteDatabase = (id: string, dbid: string, keepData: boolean) =>
-  call<unknown>('DELETE', `/api/apps/${seg(id)}/databases/${seg(dbid)}${keepData ? '?keep_data=true' : ''}`);
+export const deleteDatabase = (id: string, dbid: string, keepData: boolean) => call<unknown>('DELETE', `/api/apps/${seg(id)}/databases/${seg(dbid)}${keepData ? '?keep_data=true' : ''}`);
 
 export const appBackups = (id: string) => call<Items<BackupConfig>>('GET', `/api/apps/${seg(id)}/backups`);
 export const createBackup = (id: string, b: { source: BackupSource; schedule: string; keep_last: number; destination: { type: 'local' } }) =>
@@ -459,5 +454,4 @@ export const testDeployKey = (id: string) => call<{ ok: boolean; message: string
 
 /** The shell's WebSocket needs a recent step-up, which a browser upgrade cannot ask for: ask first. */
 export const confirmIdentity = (): Promise<boolean> => (stepUpHandler ? stepUpHandler() : Promise.resolve(false));
-export const shellUrl = (id: string, service: string) =>
-  `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;
+export const shellUrl = (id: string, service: string) => `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;

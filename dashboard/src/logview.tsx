@@ -63,8 +63,13 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
   return (
     <div class="logview">
       <div class="row">
-        <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>{follow ? 'Pause' : 'Follow'}</button>
-        <span class="muted" role="status">{all.length !== lines.current.length ? `${all.length} of ` : ''}{lines.current.length} line{lines.current.length === 1 ? '' : 's'}</span>
+        <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>
+          {follow ? 'Pause' : 'Follow'}
+        </button>
+        <span class="muted" role="status">
+          {all.length !== lines.current.length ? `${all.length} of ` : ''}
+          {lines.current.length} line{lines.current.length === 1 ? '' : 's'}
+        </span>
       </div>
       <div
         ref={box}
@@ -85,7 +90,8 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
           {all.slice(first, last).map((l, i) => (
             <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
-              {prefix?.(l)}{l.line}
+              {prefix?.(l)}
+              {l.line}
             </div>
           ))}
         </div>

@@ -31,7 +31,13 @@ function lazyPage<P extends object>(load: () => Promise<(p: P) => unknown>) {
     useEffect(() => {
       if (Comp) return;
       pending ??= load().then((c) => (Comp = c));
-      pending.then(() => setLoaded(true), (e) => { pending = null; setError(e); });
+      pending.then(
+        () => setLoaded(true),
+        (e) => {
+          pending = null;
+          setError(e);
+        },
+      );
     }, []);
     if (Comp) return <Comp {...props} />;
     return <main>{error ? <ErrorNote error={error} /> : <p class="muted">Loading…</p>}</main>;
@@ -80,24 +86,52 @@ function Root({ initial }: { initial: Boot }) {
     else stopSocket();
   }, [boot.kind]);
 
-  if (boot.kind === 'loading') return <main class="center"><p class="muted">Loading…</p></main>;
-  if (boot.kind === 'error') return <main class="center"><ErrorNote error={boot.error} /><button onClick={() => refresh()}>Retry</button></main>;
+  if (boot.kind === 'loading')
+    return (
+      <main class="center">
+        <p class="muted">Loading…</p>
+      </main>
+    );
+  if (boot.kind === 'error')
+    return (
+      <main class="center">
+        <ErrorNote error={boot.error} />
+        <button onClick={() => refresh()}>Retry</button>
+      </main>
+    );
   if (boot.kind === 'setup') {
-    return <SetupPage onDone={(user) => { setBoot({ kind: 'in', user }); navigate('/', true); }} />;
+    return (
+      <SetupPage
+        onDone={(user) => {
+          setBoot({ kind: 'in', user });
+          navigate('/', true);
+        }}
+      />
+    );
   }
   if (boot.kind === 'login') {
-    return <LoginPage onDone={(user) => { setBoot({ kind: 'in', user }); if (path === '/login' || path === '/setup') navigate('/', true); }} />;
+    return (
+      <LoginPage
+        onDone={(user) => {
+          setBoot({ kind: 'in', user });
+          if (path === '/login' || path === '/setup') navigate('/', true);
+        }}
+      />
+    );
   }
   return (
-    <Shell user={boot.user} onLogout={async () => {
-      try {
-        await api.logout();
-      } finally {
-        stopSocket();
-        setBoot({ kind: 'login' });
-        navigate('/login', true);
-      }
-    }}>
+    <Shell
+      user={boot.user}
+      onLogout={async () => {
+        try {
+          await api.logout();
+        } finally {
+          stopSocket();
+          setBoot({ kind: 'login' });
+          navigate('/login', true);
+        }
+      }}
+    >
       <StepUpDialog totp={boot.user.totp_enabled} />
       <Page path={path} user={boot.user} />
     </Shell>
@@ -127,7 +161,14 @@ function Page({ path, user }: { path: string; user: User }) {
     case '/profile':
       return <ProfilePage user={user} />;
     default:
-      return <main><h1>Not found</h1><p>No page at this address. <Link href="/">Back to the overview</Link></p></main>;
+      return (
+        <main>
+          <h1>Not found</h1>
+          <p>
+            No page at this address. <Link href="/">Back to the overview</Link>
+          </p>
+        </main>
+      );
   }
 }
 
@@ -135,9 +176,13 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
   const ws = useSocketState();
   return (
     <>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
       <header class="top">
-        <Link href="/" class="brand">svc</Link>
+        <Link href="/" class="brand">
+          svc
+        </Link>
         <nav aria-label="Main">
           <Link href="/">Overview</Link>
           <Link href="/security">Security</Link>
@@ -148,11 +193,17 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
           <Link href="/instance">Instance</Link>
           <Link href="/profile">Profile</Link>
         </nav>
-        <span class={`ws ws-${ws}`} role="status" aria-live="polite">{ws === 'open' ? 'live' : ws}</span>
+        <span class={`ws ws-${ws}`} role="status" aria-live="polite">
+          {ws === 'open' ? 'live' : ws}
+        </span>
         <span class="muted user">{user.username}</span>
-        <button type="button" onClick={onLogout}>Log out</button>
+        <button type="button" onClick={onLogout}>
+          Log out
+        </button>
       </header>
-      <div id="main" class="content">{children}</div>
+      <div id="main" class="content">
+        {children}
+      </div>
     </>
   );
 }

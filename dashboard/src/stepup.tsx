@@ -34,7 +34,15 @@ export function StepUpDialog({ totp }: { totp: boolean }) {
   };
 
   return (
-    <dialog ref={ref} class="dialog" aria-labelledby="stepup-title" onCancel={(e) => { e.preventDefault(); finish(false); }}>
+    <dialog
+      ref={ref}
+      class="dialog"
+      aria-labelledby="stepup-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        finish(false);
+      }}
+    >
       <form
         method="dialog"
         onSubmit={async (e) => {
@@ -67,8 +75,12 @@ export function StepUpDialog({ totp }: { totp: boolean }) {
         </label>
         <ErrorNote error={error} />
         <div class="row">
-          <button type="submit" class="primary" disabled={busy}>Verify</button>
-          <button type="button" onClick={() => finish(false)}>Cancel</button>
+          <button type="submit" class="primary" disabled={busy}>
+            Verify
+          </button>
+          <button type="button" onClick={() => finish(false)}>
+            Cancel
+          </button>
         </div>
       </form>
     </dialog>

@@ -26,7 +26,11 @@ export function Badge({ status }: { status: string }) {
 export function When({ at }: { at: string | null | undefined }) {
   if (!at) return <span class="muted">—</span>;
   const d = new Date(at);
-  return <time dateTime={at} title={d.toISOString()}>{d.toLocaleString()}</time>;
+  return (
+    <time dateTime={at} title={d.toISOString()}>
+      {d.toLocaleString()}
+    </time>
+  );
 }
 
 /**

@@ -29,8 +29,14 @@ const opt = (key: string, label: string, def: string): AddonParam => ({ key, lab
 
 const ADDONS: Addon[] = [
   {
-    id: 'uptime-kuma', name: 'Uptime Kuma', description: 'Self-hosted uptime monitoring with status pages.', category: 'monitoring',
-    services: ['web'], images: ['louislam/uptime-kuma:1.23.16'], footprint_mb: 150, params: [],
+    id: 'uptime-kuma',
+    name: 'Uptime Kuma',
+    description: 'Self-hosted uptime monitoring with status pages.',
+    category: 'monitoring',
+    services: ['web'],
+    images: ['louislam/uptime-kuma:1.23.16'],
+    footprint_mb: 150,
+    params: [],
     compose: `services:
   web:
     image: louislam/uptime-kuma:1.23.16
@@ -42,8 +48,13 @@ volumes:
 `,
   },
   {
-    id: 'umami', name: 'Umami', description: 'Privacy-friendly web analytics, with its PostgreSQL.', category: 'analytics',
-    services: ['web', 'db'], images: ['ghcr.io/umami-software/umami:postgresql-v2.13.2', 'postgres:16.4-bookworm'], footprint_mb: 400,
+    id: 'umami',
+    name: 'Umami',
+    description: 'Privacy-friendly web analytics, with its PostgreSQL.',
+    category: 'analytics',
+    services: ['web', 'db'],
+    images: ['ghcr.io/umami-software/umami:postgresql-v2.13.2', 'postgres:16.4-bookworm'],
+    footprint_mb: 400,
     params: [gen('DB_PASSWORD', 'Database password'), gen('APP_SECRET', 'Session secret')],
     compose: `services:
   web:
@@ -74,8 +85,14 @@ volumes:
 `,
   },
   {
-    id: 'gitea', name: 'Gitea', description: 'A lightweight self-hosted git forge.', category: 'development',
-    services: ['web'], images: ['gitea/gitea:1.22.3'], footprint_mb: 200, params: [opt('APP_NAME', 'Site title', 'Gitea')],
+    id: 'gitea',
+    name: 'Gitea',
+    description: 'A lightweight self-hosted git forge.',
+    category: 'development',
+    services: ['web'],
+    images: ['gitea/gitea:1.22.3'],
+    footprint_mb: 200,
+    params: [opt('APP_NAME', 'Site title', 'Gitea')],
     compose: `services:
   web:
     image: gitea/gitea:1.22.3
@@ -90,8 +107,14 @@ volumes:
 `,
   },
   {
-    id: 'n8n', name: 'n8n', description: 'Workflow automation.', category: 'automation',
-    services: ['web'], images: ['n8nio/n8n:1.64.3'], footprint_mb: 350, params: [gen('N8N_ENCRYPTION_KEY', 'Credentials encryption key'), opt('GENERIC_TIMEZONE', 'Time zone', 'UTC')],
+    id: 'n8n',
+    name: 'n8n',
+    description: 'Workflow automation.',
+    category: 'automation',
+    services: ['web'],
+    images: ['n8nio/n8n:1.64.3'],
+    footprint_mb: 350,
+    params: [gen('N8N_ENCRYPTION_KEY', 'Credentials encryption key'), opt('GENERIC_TIMEZONE', 'Time zone', 'UTC')],
     compose: `services:
   web:
     image: n8nio/n8n:1.64.3
@@ -106,8 +129,14 @@ volumes:
 `,
   },
   {
-    id: 'vaultwarden', name: 'Vaultwarden', description: 'Bitwarden-compatible password manager server.', category: 'security',
-    services: ['web'], images: ['vaultwarden/server:1.32.3'], footprint_mb: 60, params: [gen('ADMIN_TOKEN', 'Admin page token'), opt('SIGNUPS_ALLOWED', 'Allow sign-ups', 'false')],
+    id: 'vaultwarden',
+    name: 'Vaultwarden',
+    description: 'Bitwarden-compatible password manager server.',
+    category: 'security',
+    services: ['web'],
+    images: ['vaultwarden/server:1.32.3'],
+    footprint_mb: 60,
+    params: [gen('ADMIN_TOKEN', 'Admin page token'), opt('SIGNUPS_ALLOWED', 'Allow sign-ups', 'false')],
     compose: `services:
   web:
     image: vaultwarden/server:1.32.3
@@ -122,8 +151,14 @@ volumes:
 `,
   },
   {
-    id: 'metabase', name: 'Metabase', description: 'Business intelligence and dashboards.', category: 'analytics',
-    services: ['web'], images: ['metabase/metabase:v0.50.30'], footprint_mb: 900, params: [],
+    id: 'metabase',
+    name: 'Metabase',
+    description: 'Business intelligence and dashboards.',
+    category: 'analytics',
+    services: ['web'],
+    images: ['metabase/metabase:v0.50.30'],
+    footprint_mb: 900,
+    params: [],
     compose: `services:
   web:
     image: metabase/metabase:v0.50.30
@@ -137,8 +172,13 @@ volumes:
 `,
   },
   {
-    id: 'minio', name: 'MinIO', description: 'S3-compatible object storage.', category: 'storage',
-    services: ['web'], images: ['minio/minio:RELEASE.2024-10-13T13-34-11Z'], footprint_mb: 250,
+    id: 'minio',
+    name: 'MinIO',
+    description: 'S3-compatible object storage.',
+    category: 'storage',
+    services: ['web'],
+    images: ['minio/minio:RELEASE.2024-10-13T13-34-11Z'],
+    footprint_mb: 250,
     params: [opt('MINIO_ROOT_USER', 'Root user', 'admin'), gen('MINIO_ROOT_PASSWORD', 'Root password')],
     compose: `services:
   web:
@@ -155,8 +195,14 @@ volumes:
 `,
   },
   {
-    id: 'ntfy', name: 'ntfy', description: 'Push notifications over HTTP.', category: 'notifications',
-    services: ['web'], images: ['binwiederhier/ntfy:v2.11.0'], footprint_mb: 40, params: [opt('NTFY_BASE_URL', 'Public URL', 'http://localhost')],
+    id: 'ntfy',
+    name: 'ntfy',
+    description: 'Push notifications over HTTP.',
+    category: 'notifications',
+    services: ['web'],
+    images: ['binwiederhier/ntfy:v2.11.0'],
+    footprint_mb: 40,
+    params: [opt('NTFY_BASE_URL', 'Public URL', 'http://localhost')],
     compose: `services:
   web:
     image: binwiederhier/ntfy:v2.11.0

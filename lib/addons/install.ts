@@ -28,7 +28,8 @@ export async function installAddon(env: Env, id: string, name: string, params: R
   for (const [k, v] of Object.entries(params)) {
     // A value is env, interpolated into the parsed tree (never into YAML text), but it still
     // must not carry control characters into a container's environment or a log line.
-    if (v.length > MAX_PARAM || /[\x00-\x1f\x7f]/.test(v)) throw badRequest(`Parameter "${k.slice(0, 60)}" must be at most ${MAX_PARAM} characters without control characters`, [{ field: `params.${k.slice(0, 60)}`, message: 'invalid value' }]);
+    if (v.length > MAX_PARAM || /[\x00-\x1f\x7f]/.test(v))
+      throw badRequest(`Parameter "${k.slice(0, 60)}" must be at most ${MAX_PARAM} characters without control characters`, [{ field: `params.${k.slice(0, 60)}`, message: 'invalid value' }]);
   }
   const { env: values, generated } = resolveParams(addon, params);
   for (const p of addon.params) {
@@ -42,7 +43,12 @@ export async function installAddon(env: Env, id: string, name: string, params: R
   const app = await createApp(env, name, { type: 'compose', compose });
   try {
     const secret = new Map(addon.params.map((p) => [p.key, p.secret]));
-    await replaceEnv(env.db, env.sealer, app.id, Object.entries(values).map(([key, value]) => ({ key, value, secret: secret.get(key) ?? true })));
+    await replaceEnv(
+      env.db,
+      env.sealer,
+      app.id,
+      Object.entries(values).map(([key, value]) => ({ key, value, secret: secret.get(key) ?? true })),
+    );
     const { deployment } = await env.deployments.enqueue(app, { trigger: 'manual', ref: null });
     return { app, deployment, generated_secrets: generated };
   } catch (e) {

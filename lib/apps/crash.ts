@@ -107,7 +107,10 @@ export class CrashWatcher {
     if (ep.stableTimer) clearTimeout(ep.stableTimer);
     ep.stableTimer = null;
     const before = this.state(e.app);
-    ep.deaths = ep.deaths.filter((t) => t >= now - CRASH_LOOP_WINDOW_MS).concat(now).slice(-16);
+    ep.deaths = ep.deaths
+      .filter((t) => t >= now - CRASH_LOOP_WINDOW_MS)
+      .concat(now)
+      .slice(-16);
     if (oom) ep.oom = true;
     if (this.state(e.app) !== before) this.deps.onChange?.(e.app);
     if (ep.notified) return;

@@ -48,7 +48,8 @@ export async function replaceEnv(db: Db, sealer: Sealer, appId: string, items: E
   for (const [i, it] of items.entries()) {
     if (seen.has(it.key)) throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
     seen.add(it.key);
-    if (it.value !== null && Buffer.byteLength(it.value) > ENV_MAX_VALUE) throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: `items.${i}.value`, message: 'too large' }]);
+    if (it.value !== null && Buffer.byteLength(it.value) > ENV_MAX_VALUE)
+      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: `items.${i}.value`, message: 'too large' }]);
   }
   requireSealer(sealer);
   await db.transaction().execute(async (tx) => {

@@ -6,10 +6,7 @@ export const APP_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 // `control` would collide with the control plane's own network (svc-control).
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['control']);
 
-export type AppSource =
-  | { type: 'git'; repo_url: string; branch: string; compose_path?: string }
-  | { type: 'image'; image: string }
-  | { type: 'compose'; compose: string };
+export type AppSource = { type: 'git'; repo_url: string; branch: string; compose_path?: string } | { type: 'image'; image: string } | { type: 'compose'; compose: string };
 export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
 /** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */

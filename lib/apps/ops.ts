@@ -4,10 +4,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Env } from '../env.js';
 import { HttpError } from '../http/errors.js';
-import {
-  listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard, EngineConflictError,
-  type RemoveResult,
-} from '../docker/index.js';
+import { listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard, EngineConflictError, type RemoveResult } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { removeAppDatabaseContainers } from '../databases/index.js';
@@ -52,8 +49,7 @@ export { refreshAppStatus } from './status.js';
  */
 export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
   if ((await serviceSettings(env.db, app.id)).has(service)) return;
-  const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null)
-    .orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
   const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
   if (images && Object.hasOwn(images, service)) return;
   if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
@@ -89,8 +85,17 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
 /** An image app can be brought up without a build; a git app needs a deployment. */
 async function firstStart(env: Env, app: App): Promise<string[]> {
   if (app.source.type !== 'image') throw new HttpError('conflict', `App "${app.name}" has not been deployed yet: POST /api/apps/${app.id}/deployments`);
-  const planned = await planStack(singleServiceModel({ image: app.source.image }), { app: app.name, env: await resolveEnv(env.db, env.sealer, app.id), defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
-  if (!planned.ok) throw new HttpError('bad_request', 'The app cannot be planned', planned.findings.map((f) => ({ field: f.key, message: f.message })));
+  const planned = await planStack(singleServiceModel({ image: app.source.image }), {
+    app: app.name,
+    env: await resolveEnv(env.db, env.sealer, app.id),
+    defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined,
+  });
+  if (!planned.ok)
+    throw new HttpError(
+      'bad_request',
+      'The app cannot be planned',
+      planned.findings.map((f) => ({ field: f.key, message: f.message })),
+    );
   const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
   await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
   await refreshAppStatus(env, app);
@@ -123,7 +128,8 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   await deleteAppRows(env.db, id);
   // Its automatic hosts and upstream rows went with the rows: Caddy stops serving them now, not at
   // its next periodic check.
-  if (env.edge.proxy.enabled) await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
+  if (env.edge.proxy.enabled)
+    await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
   publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
   return removed;
 }
@@ -137,7 +143,8 @@ async function removeAppImages(env: Env, appName: string): Promise<void> {
       } catch (e) {
         const status = (e as { statusCode?: number }).statusCode;
         // Only a container svc does not manage can still use it (ours are gone): never touched.
-        if (status === 409) throw new EngineConflictError(`image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`);
+        if (status === 409)
+          throw new EngineConflictError(`image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`);
         if (status !== 404) throw e;
       }
     }

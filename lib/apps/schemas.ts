@@ -32,9 +32,13 @@ export const sourceSchema = z.discriminatedUnion('type', [
   // An inline compose file (add-ons): the compose policy runs on it now and again at deploy.
   z.strictObject({
     type: z.literal('compose'),
-    compose: z.string().min(1).max(MAX_INLINE_COMPOSE_BYTES).superRefine((text, ctx) => {
-      for (const p of inlineComposeProblems(text)) ctx.addIssue({ code: 'custom', message: p.message });
-    }),
+    compose: z
+      .string()
+      .min(1)
+      .max(MAX_INLINE_COMPOSE_BYTES)
+      .superRefine((text, ctx) => {
+        for (const p of inlineComposeProblems(text)) ctx.addIssue({ code: 'custom', message: p.message });
+      }),
   }),
 ]);
 

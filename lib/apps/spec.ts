@@ -20,8 +20,14 @@ export const specSchema = z.strictObject({
     .array(z.strictObject({ name: z.string().regex(SERVICE_NAME), port: servicePortSchema.nullable(), health_path: healthPathSchema.nullable() }))
     .max(100)
     .default([]),
-  env: z.array(z.strictObject({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() })).max(500).default([]),
-  triggers: z.array(z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) })).max(100).default([]),
+  env: z
+    .array(z.strictObject({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() }))
+    .max(500)
+    .default([]),
+  triggers: z
+    .array(z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) }))
+    .max(100)
+    .default([]),
   domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
 });
 export type AppSpec = z.infer<typeof specSchema>;
@@ -51,7 +57,13 @@ export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; m
   const app = await insertApp(env.db, spec.name, spec.source, env.now());
   try {
     for (const s of spec.services) await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
-    if (withValues.length) await replaceEnv(env.db, env.sealer, app.id, withValues.map((e) => ({ key: e.key, value: e.value, secret: e.secret })));
+    if (withValues.length)
+      await replaceEnv(
+        env.db,
+        env.sealer,
+        app.id,
+        withValues.map((e) => ({ key: e.key, value: e.value, secret: e.secret })),
+      );
     for (const t of spec.triggers) await addTrigger(env.db, app.id, t, env.now());
   } catch (e) {
     await deleteAppRows(env.db, app.id);

@@ -57,14 +57,28 @@ async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> 
   if (!appIds.length) return out;
   const apps = await db.selectFrom('apps').select(['id', 'status']).where('id', 'in', appIds).execute();
   for (const a of apps) out.set(a.id, { stored: a.status as AppStatus, deploying: false, lastFailed: false });
-  const active = await db.selectFrom('deployments').select('app_id').where('app_id', 'in', appIds)
-    .where('status', 'in', [...ACTIVE]).where('waiting', '=', 0).execute();
+  const active = await db
+    .selectFrom('deployments')
+    .select('app_id')
+    .where('app_id', 'in', appIds)
+    .where('status', 'in', [...ACTIVE])
+    .where('waiting', '=', 0)
+    .execute();
   for (const d of active) out.get(d.app_id)!.deploying = true;
   // Ids are time-ordered: the newest finished deployment of each app.
-  const last = await db.selectFrom('deployments').select(['app_id', 'status']).where('app_id', 'in', appIds)
+  const last = await db
+    .selectFrom('deployments')
+    .select(['app_id', 'status'])
+    .where('app_id', 'in', appIds)
     .where('status', 'not in', [...ACTIVE])
-    .where('id', 'in', (eb) => eb.selectFrom('deployments as d2').select((e) => e.fn.max('d2.id').as('id'))
-      .where('d2.app_id', 'in', appIds).where('d2.status', 'not in', [...ACTIVE]).groupBy('d2.app_id'))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('deployments as d2')
+        .select((e) => e.fn.max('d2.id').as('id'))
+        .where('d2.app_id', 'in', appIds)
+        .where('d2.status', 'not in', [...ACTIVE])
+        .groupBy('d2.app_id'),
+    )
     .execute();
   for (const d of last) out.get(d.app_id)!.lastFailed = d.status === 'failed' || d.status === 'interrupted';
   return out;
@@ -100,7 +114,10 @@ export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'statu
     if (e instanceof EngineUnavailableError) return apps;
     throw e;
   }
-  const facts = await dbFacts(env.db, apps.map((a) => a.id));
+  const facts = await dbFacts(
+    env.db,
+    apps.map((a) => a.id),
+  );
   const out: T[] = [];
   for (const app of apps) {
     const f = facts.get(app.id);

@@ -46,11 +46,20 @@ export async function updateApp(db: Db, id: string, patch: { name?: string; sour
 }
 
 export async function setAppStatus(db: Db, id: string, status: AppStatus, now = Date.now()): Promise<void> {
-  await db.updateTable('apps').set({ status, updated_at: nowIso(now) }).where('id', '=', id).execute();
+  await db
+    .updateTable('apps')
+    .set({ status, updated_at: nowIso(now) })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function markDeleting(db: Db, id: string, now = Date.now()): Promise<void> {
-  await db.updateTable('apps').set({ deleting_at: nowIso(now) }).where('id', '=', id).where('deleting_at', 'is', null).execute();
+  await db
+    .updateTable('apps')
+    .set({ deleting_at: nowIso(now) })
+    .where('id', '=', id)
+    .where('deleting_at', 'is', null)
+    .execute();
 }
 
 /** The last step of a delete: rows (env, services, deployments cascade with the app). */
@@ -63,7 +72,12 @@ export async function serviceSettings(db: Db, appId: string): Promise<Map<string
   return new Map(rows.map((r) => [r.name, { port: r.port, health_path: r.health_path }]));
 }
 
-export async function patchServiceSettings(db: Db, appId: string, name: string, patch: { port?: number | null; health_path?: string | null }): Promise<{ port: number | null; health_path: string | null }> {
+export async function patchServiceSettings(
+  db: Db,
+  appId: string,
+  name: string,
+  patch: { port?: number | null; health_path?: string | null },
+): Promise<{ port: number | null; health_path: string | null }> {
   const current = (await serviceSettings(db, appId)).get(name) ?? { port: null, health_path: null };
   const next = { port: patch.port === undefined ? current.port : patch.port, health_path: patch.health_path === undefined ? current.health_path : patch.health_path };
   await db

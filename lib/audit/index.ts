@@ -160,8 +160,14 @@ const TARGET_TYPES: Array<[string, string]> = [
 
 /** A revert acts on the recorded target: its type follows the kind of state. */
 const STATE_TARGET_TYPES: Record<string, string> = {
-  app_env: 'app', app: 'app', service: 'service', triggers: 'app', domain: 'domain',
-  base_domain: 'instance', deploy_concurrency: 'instance', notification_channel: 'notification_channel',
+  app_env: 'app',
+  app: 'app',
+  service: 'service',
+  triggers: 'app',
+  domain: 'domain',
+  base_domain: 'instance',
+  deploy_concurrency: 'instance',
+  notification_channel: 'notification_channel',
 };
 
 export function targetTypeOf(route: string, stateKind: string | null): string {

@@ -88,7 +88,12 @@ export async function revertEntry(env: Env, id: number, opts: { force: boolean }
   if (!opts.force && !sameState(current, r.after)) {
     throw new HttpError('conflict', 'The target changed after this entry (a later change, or it was deleted): revert with {"force": true} to apply the recorded state anyway');
   }
-  const claimed = await env.db.updateTable('audit').set({ reverted_at: nowIso(env.now()) }).where('id', '=', id).where('reverted_at', 'is', null).executeTakeFirst();
+  const claimed = await env.db
+    .updateTable('audit')
+    .set({ reverted_at: nowIso(env.now()) })
+    .where('id', '=', id)
+    .where('reverted_at', 'is', null)
+    .executeTakeFirst();
   if (Number(claimed.numUpdatedRows) === 0) throw new HttpError('conflict', `Audit entry ${id} was already reverted`);
   try {
     const newId = await kind.apply(env, r.targetId, r.before, current);

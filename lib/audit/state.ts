@@ -75,9 +75,7 @@ const appEnv: StateKind = {
   async apply(env, appId, before) {
     await getApp(env.db, appId);
     if (before === null) throw notDiffable('The variables of an app that did not exist cannot be restored');
-    const items = Object.entries(before).map(([key, v]) =>
-      isMasked(v) ? { key, value: unmask(env, v), secret: true } : { key, value: String(v), secret: false },
-    );
+    const items = Object.entries(before).map(([key, v]) => (isMasked(v) ? { key, value: unmask(env, v), secret: true } : { key, value: String(v), secret: false }));
     await replaceEnv(env.db, env.sealer, appId, items);
   },
 };
@@ -150,7 +148,8 @@ const domain: StateKind = {
       if (current !== null) await removeDomain(env, id);
       return;
     }
-    const input = before.redirect_to !== null ? { hostname: before.hostname, redirect_to: before.redirect_to } : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
+    const input =
+      before.redirect_to !== null ? { hostname: before.hostname, redirect_to: before.redirect_to } : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
     if (current === null) return (await addDomain(env, input)).domain.id;
     const patch = before.redirect_to !== null ? { redirect_to: before.redirect_to } : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
     await changeDomain(env, id, before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch });
@@ -237,8 +236,14 @@ function canonical(v: unknown): string {
   if (v === undefined) return 'undefined';
   if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
   if (v !== null && typeof v === 'object') {
-    return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical((v as Record<string, unknown>)[k])).join(',') + '}';
+    return (
+      '{' +
+      Object.keys(v)
+        .sort()
+        .map((k) => JSON.stringify(k) + ':' + canonical((v as Record<string, unknown>)[k]))
+        .join(',') +
+      '}'
+    );
   }
   return JSON.stringify(v);
 }
-

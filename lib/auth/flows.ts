@@ -17,10 +17,7 @@ import { PRE_AUTH_SECONDS, signPreAuth, verifyPreAuth } from './signing.js';
 import { markStepUp } from './stepup.js';
 import { checkSetupToken, closeSetup } from './setup.js';
 
-export type LoginOutcome =
-  | { kind: 'failed' }
-  | { kind: 'second_factor'; headers: Headers }
-  | { kind: 'session'; user: PublicUser; headers: Headers };
+export type LoginOutcome = { kind: 'failed' } | { kind: 'second_factor'; headers: Headers } | { kind: 'session'; user: PublicUser; headers: Headers };
 
 /**
  * Username and password. Unknown user and wrong password take the same path: one full scrypt
@@ -58,12 +55,7 @@ export async function passwordLogin(env: Env, request: Request, client: Client, 
 const noPendingLogin = () => new HttpError('unauthorized', 'No pending login: sign in with username and password first');
 
 /** The second step of a login with TOTP: the `svc_pre` cookie plus a TOTP or recovery code. */
-export async function secondFactorLogin(
-  env: Env,
-  request: Request,
-  client: Client,
-  code: string,
-): Promise<{ ok: false; user: PublicUser } | { ok: true; user: PublicUser; headers: Headers }> {
+export async function secondFactorLogin(env: Env, request: Request, client: Client, code: string): Promise<{ ok: false; user: PublicUser } | { ok: true; user: PublicUser; headers: Headers }> {
   const pre = parseCookies(request.headers.get('cookie'))[PRE_COOKIE];
   const userId = pre ? await verifyPreAuth(env.signingKey, pre, env.now()) : null;
   if (!userId) throw noPendingLogin();
@@ -114,7 +106,11 @@ export async function beginTotpSetup(env: Env, userId: string): Promise<{ secret
   if (user.totp_enabled === 1) throw new HttpError('conflict', 'Two-factor authentication is already enabled; disable it first');
   const secret = await newTotpSecret();
   const sealed = env.sealer.seal(secret, totpBinding(user.id) + ':pending');
-  await env.db.updateTable('users').set({ totp_pending: sealed, updated_at: nowIso(env.now()) }).where('id', '=', user.id).execute();
+  await env.db
+    .updateTable('users')
+    .set({ totp_pending: sealed, updated_at: nowIso(env.now()) })
+    .where('id', '=', user.id)
+    .execute();
   return { secret, otpauth_url: await otpauthUrl(user.username, secret) };
 }
 

@@ -19,7 +19,10 @@ export async function startSession(env: Env, request: Request, client: Client, u
   headers.append('set-cookie', serializeCookie(CSRF_COOKIE, csrfFor(env.signingKey, raw), { httpOnly: false, secure: client.secure, maxAge }));
   headers.append('set-cookie', clearCookie(PRE_COOKIE, client.secure));
   // This browser is now a known device of the operator: a login flood does not lock it out.
-  headers.append('set-cookie', serializeCookie(DEVICE_COOKIE, issueDevice(env.signingKey, userId), { httpOnly: true, secure: client.secure, maxAge: DEVICE_MAX_AGE, path: '/api/auth', sameSite: 'Strict' }));
+  headers.append(
+    'set-cookie',
+    serializeCookie(DEVICE_COOKIE, issueDevice(env.signingKey, userId), { httpOnly: true, secure: client.secure, maxAge: DEVICE_MAX_AGE, path: '/api/auth', sameSite: 'Strict' }),
+  );
   return headers;
 }
 

@@ -88,11 +88,7 @@ export const hashing = new HashGate({ slots: 2, reserved: 1, maxWaiting: { norma
 
 function scryptAsync(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
   const N = 2 ** logN;
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
-  );
+  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
 export async function hashPassword(password: string, logN = 17, lane: HashLane = 'normal'): Promise<string> {

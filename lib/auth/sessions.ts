@@ -16,13 +16,7 @@ export function csrfFor(signingKey: Uint8Array, rawSession: string): string {
   return createHmac('sha256', signingKey).update('csrf:').update(rawSession).digest('base64url');
 }
 
-export async function createSession(
-  db: Db,
-  userId: string,
-  meta: { ip: string | null; userAgent: string | null },
-  limits: SessionLimits,
-  now = Date.now(),
-): Promise<{ raw: string; id: string }> {
+export async function createSession(db: Db, userId: string, meta: { ip: string | null; userAgent: string | null }, limits: SessionLimits, now = Date.now()): Promise<{ raw: string; id: string }> {
   const raw = randomToken(32);
   const id = newId(now);
   await db
@@ -66,11 +60,13 @@ const cache = credentialCache<SessionRow>();
 export function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): ResolvedSession | null {
   if (raw.length !== 43) return null;
   // Every cookie request runs this: a short-lived cache, else a cached statement.
-  const row = cache.get(raw, now) ?? hotStatement(
-    db,
-    `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
+  const row =
+    cache.get(raw, now) ??
+    (hotStatement(
+      db,
+      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
        from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
-  ).get(sha256Hex(raw)) as SessionRow | undefined;
+    ).get(sha256Hex(raw)) as SessionRow | undefined);
   if (!row) return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {

@@ -22,13 +22,22 @@ export async function loadSigningKey(db: Db, sealer: Sealer): Promise<Uint8Array
   if (!row) {
     const fresh = randomBytes(32).toString('base64url');
     const value = sealer.available ? sealer.seal(fresh, SIGNING_KEY_BINDING) : fresh;
-    await db.insertInto('settings').values({ key: SIGNING_KEY_SETTING, value }).onConflict((c) => c.doNothing()).execute();
+    await db
+      .insertInto('settings')
+      .values({ key: SIGNING_KEY_SETTING, value })
+      .onConflict((c) => c.doNothing())
+      .execute();
     row = (await read())!;
   }
   if (isSealed(row.value)) return Buffer.from(sealer.open(row.value, SIGNING_KEY_BINDING), 'base64url');
   if (sealer.available) {
     // Conditional: a concurrent boot that sealed it first wins, and both end with the same key.
-    await db.updateTable('settings').set({ value: sealer.seal(row.value, SIGNING_KEY_BINDING) }).where('key', '=', SIGNING_KEY_SETTING).where('value', '=', row.value).execute();
+    await db
+      .updateTable('settings')
+      .set({ value: sealer.seal(row.value, SIGNING_KEY_BINDING) })
+      .where('key', '=', SIGNING_KEY_SETTING)
+      .where('value', '=', row.value)
+      .execute();
   }
   return Buffer.from(row.value, 'base64url');
 }

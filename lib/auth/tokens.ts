@@ -56,11 +56,13 @@ const cache = credentialCache<TokenRow>();
 export function resolveApiToken(db: Db, token: string, now = Date.now()): ResolvedToken | null {
   if (!TOKEN_PATTERN.test(token)) return null;
   // Every bearer request runs this: a short-lived cache, else a cached statement.
-  const row = cache.get(token, now) ?? hotStatement(
-    db,
-    `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
+  const row =
+    cache.get(token, now) ??
+    (hotStatement(
+      db,
+      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
        from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
-  ).get(sha256Hex(token)) as TokenRow | undefined;
+    ).get(sha256Hex(token)) as TokenRow | undefined);
   if (!row || row.revoked_at !== null) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {

@@ -31,7 +31,9 @@ export interface TotpOptions {
 
 export async function totpCode(secret: string | Uint8Array, o: TotpOptions = {}): Promise<string> {
   const { generate } = await lib();
-  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<typeof Otplib.generate>[0]);
+  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<
+    typeof Otplib.generate
+  >[0]);
 }
 
 /** The matched time step, or null. `afterStep` refuses the last used step and anything older. */
@@ -75,7 +77,9 @@ export const RECOVERY_PATTERN = /^[a-z2-9]{5}-?[a-z2-9]{5}$/;
 const RECOVERY_PREFIX = 'hmac1:';
 
 function bareRecoveryHash(code: string): string {
-  return createHash('sha256').update('recovery:' + code.toLowerCase().replace('-', '')).digest('hex');
+  return createHash('sha256')
+    .update('recovery:' + code.toLowerCase().replace('-', ''))
+    .digest('hex');
 }
 
 function keyedRecoveryHash(sealer: Sealer, bare: string): string {
@@ -89,7 +93,12 @@ export async function rehashRecoveryCodes(db: Db, sealer: Sealer): Promise<numbe
   if (!sealer.available) return 0;
   const rows = await db.selectFrom('recovery_codes').select(['id', 'code_hash']).where('code_hash', 'not like', `${RECOVERY_PREFIX}%`).execute();
   for (const r of rows) {
-    await db.updateTable('recovery_codes').set({ code_hash: keyedRecoveryHash(sealer, r.code_hash) }).where('id', '=', r.id).where('code_hash', '=', r.code_hash).execute();
+    await db
+      .updateTable('recovery_codes')
+      .set({ code_hash: keyedRecoveryHash(sealer, r.code_hash) })
+      .where('id', '=', r.id)
+      .where('code_hash', '=', r.code_hash)
+      .execute();
   }
   return rows.length;
 }
@@ -107,7 +116,10 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
       .where('id', '=', userId)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
-    await tx.insertInto('recovery_codes').values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null }))).execute();
+    await tx
+      .insertInto('recovery_codes')
+      .values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null })))
+      .execute();
   });
   invalidateCredentials();
   return codes;
@@ -142,7 +154,11 @@ export async function consumeSecondFactor(db: Db, sealer: Sealer, userId: string
 
 export async function disableTotp(db: Db, userId: string, now = Date.now()): Promise<void> {
   await db.transaction().execute(async (tx) => {
-    await tx.updateTable('users').set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) }).where('id', '=', userId).execute();
+    await tx
+      .updateTable('users')
+      .set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) })
+      .where('id', '=', userId)
+      .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
   });
   invalidateCredentials();

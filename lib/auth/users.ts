@@ -28,7 +28,10 @@ export function findUser(db: Db, id: string) {
 }
 
 export async function countUsers(db: Db): Promise<number> {
-  const r = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -52,7 +55,11 @@ export async function deleteUser(db: Db, id: string): Promise<boolean> {
  */
 export async function setPassword(db: Db, id: string, passwordHash: string, keepSessionId: string | null = null, now = Date.now()): Promise<void> {
   await db.transaction().execute(async (tx) => {
-    await tx.updateTable('users').set({ password_hash: passwordHash, updated_at: nowIso(now) }).where('id', '=', id).execute();
+    await tx
+      .updateTable('users')
+      .set({ password_hash: passwordHash, updated_at: nowIso(now) })
+      .where('id', '=', id)
+      .execute();
     let q = tx.deleteFrom('sessions').where('user_id', '=', id);
     if (keepSessionId) q = q.where('id', '!=', keepSessionId);
     await q.execute();

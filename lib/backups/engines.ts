@@ -37,7 +37,10 @@ export async function dumpDatabase(env: Env, t: Target): Promise<ExecHandle> {
     return execStream(env.engine, t.container, ['pg_dump', '-Fc', '-Z0', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], { env: [`PGPASSWORD=${t.password}`], stoppable: true });
   }
   if (t.engine === 'mariadb') {
-    return execStream(env.engine, t.container, ['mariadb-dump', '--single-transaction', '--routines', '--events', '--triggers', '-h', '127.0.0.1', '-u', 'root', '--', t.name], { env: [`MYSQL_PWD=${t.root}`], stoppable: true });
+    return execStream(env.engine, t.container, ['mariadb-dump', '--single-transaction', '--routines', '--events', '--triggers', '-h', '127.0.0.1', '-u', 'root', '--', t.name], {
+      env: [`MYSQL_PWD=${t.root}`],
+      stoppable: true,
+    });
   }
   return execStream(env.engine, t.container, ['redis-cli', '-h', '127.0.0.1', '--rdb', '-'], { env: [`REDISCLI_AUTH=${t.password}`], stoppable: true });
 }
@@ -60,7 +63,12 @@ function failIfNonZero(what: string, r: { code: number; stderr: string }): void 
 /** Feeds the (decompressed) dump to the engine's restore client in `container`. */
 export async function restoreDatabase(env: Env, t: Target, dump: () => Promise<Readable>): Promise<void> {
   if (t.engine === 'postgres') {
-    const h = await execStream(env.engine, t.container, ['pg_restore', '--clean', '--if-exists', '--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], { env: [`PGPASSWORD=${t.password}`], stdin: await dump() });
+    const h = await execStream(
+      env.engine,
+      t.container,
+      ['pg_restore', '--clean', '--if-exists', '--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', '-h', '127.0.0.1', '-U', t.username, '-d', t.name],
+      { env: [`PGPASSWORD=${t.password}`], stdin: await dump() },
+    );
     h.stdout.resume();
     failIfNonZero('pg_restore', await h.done);
     return;
@@ -73,7 +81,11 @@ export async function restoreDatabase(env: Env, t: Target, dump: () => Promise<R
   }
   // Redis loads dump.rdb at start: stop it, put the file into its data volume, start it.
   const c = env.engine.docker.getContainer(t.container);
-  await guard(env.engine, () => c.stop({ t: 30 }).catch((e) => { if ((e as { statusCode?: number }).statusCode !== 304) throw e; }));
+  await guard(env.engine, () =>
+    c.stop({ t: 30 }).catch((e) => {
+      if ((e as { statusCode?: number }).statusCode !== 304) throw e;
+    }),
+  );
   await putFile(env, t.container, '/data', 'dump.rdb', dump);
   await guard(env.engine, () => c.start());
   await waitHealthy(env.engine, t.container);
@@ -115,19 +127,28 @@ async function volumeHelper(env: Env, volume: string, readOnly: boolean, label: 
     throw e;
   }
   await ensureEmptyImage(env.engine);
-  return guard(env.engine, () => env.engine.docker.createContainer({
-    Image: EMPTY_IMAGE,
-    Cmd: ['/never-started'],
-    Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: label },
-    HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/backup-src', ReadOnly: readOnly }] },
-  }));
+  return guard(env.engine, () =>
+    env.engine.docker.createContainer({
+      Image: EMPTY_IMAGE,
+      Cmd: ['/never-started'],
+      Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: label },
+      HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/backup-src', ReadOnly: readOnly }] },
+    }),
+  );
 }
 
 export async function dumpVolume(env: Env, volume: string): Promise<{ stream: Readable; cleanup: () => Promise<void> }> {
   const c = await volumeHelper(env, volume, true, 'volume-dump');
   try {
     const stream = (await guard(env.engine, () => c.getArchive({ path: '/backup-src' }))) as unknown as Readable;
-    return { stream, cleanup: () => c.remove({ force: true }).then(() => {}, () => {}) };
+    return {
+      stream,
+      cleanup: () =>
+        c.remove({ force: true }).then(
+          () => {},
+          () => {},
+        ),
+    };
   } catch (e) {
     await c.remove({ force: true }).catch(() => {});
     throw e;
@@ -178,26 +199,37 @@ export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () =
   const spec = CATALOG[row.engine as DbEngine];
   const image = mappedImage(env.config, spec.images[row.version]!);
   const pw = randomBytes(18).toString('base64url');
-  const t: Target = { engine: row.engine as DbEngine, container: '', name: row.engine === 'redis' ? '0' : row.name, username: row.engine === 'redis' ? 'default' : row.username, password: pw, root: pw };
-  const envs = row.engine === 'postgres'
-    ? [`POSTGRES_USER=${t.username}`, `POSTGRES_PASSWORD=${pw}`, `POSTGRES_DB=${t.name}`]
-    : row.engine === 'mariadb'
-      ? [`MARIADB_ROOT_PASSWORD=${pw}`, `MARIADB_DATABASE=${t.name}`]
-      : [`REDIS_PASSWORD=${pw}`];
+  const t: Target = {
+    engine: row.engine as DbEngine,
+    container: '',
+    name: row.engine === 'redis' ? '0' : row.name,
+    username: row.engine === 'redis' ? 'default' : row.username,
+    password: pw,
+    root: pw,
+  };
+  const envs =
+    row.engine === 'postgres'
+      ? [`POSTGRES_USER=${t.username}`, `POSTGRES_PASSWORD=${pw}`, `POSTGRES_DB=${t.name}`]
+      : row.engine === 'mariadb'
+        ? [`MARIADB_ROOT_PASSWORD=${pw}`, `MARIADB_DATABASE=${t.name}`]
+        : [`REDIS_PASSWORD=${pw}`];
   const hc = { Interval: 1e9, Timeout: 5e9, Retries: 120, StartPeriod: 120e9 };
-  const healthcheck = row.engine === 'postgres'
-    ? { Test: ['CMD', 'pg_isready', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], ...hc }
-    : row.engine === 'mariadb'
-      ? { Test: ['CMD', 'healthcheck.sh', '--connect', '--innodb_initialized'], ...hc }
-      : { Test: ['CMD-SHELL', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG'], ...hc };
-  const c = await guard(env.engine, () => env.engine.docker.createContainer({
-    Image: image,
-    Env: envs,
-    Cmd: row.engine === 'redis' ? ['redis-server', '--requirepass', pw, '--appendonly', 'no'] : undefined,
-    Healthcheck: healthcheck,
-    Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: row.id },
-    HostConfig: { NetworkMode: 'none', SecurityOpt: ['no-new-privileges'] },
-  }));
+  const healthcheck =
+    row.engine === 'postgres'
+      ? { Test: ['CMD', 'pg_isready', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], ...hc }
+      : row.engine === 'mariadb'
+        ? { Test: ['CMD', 'healthcheck.sh', '--connect', '--innodb_initialized'], ...hc }
+        : { Test: ['CMD-SHELL', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG'], ...hc };
+  const c = await guard(env.engine, () =>
+    env.engine.docker.createContainer({
+      Image: image,
+      Env: envs,
+      Cmd: row.engine === 'redis' ? ['redis-server', '--requirepass', pw, '--appendonly', 'no'] : undefined,
+      Healthcheck: healthcheck,
+      Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: row.id },
+      HostConfig: { NetworkMode: 'none', SecurityOpt: ['no-new-privileges'] },
+    }),
+  );
   t.container = c.id;
   try {
     if (row.engine === 'redis') {
@@ -215,10 +247,16 @@ export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () =
     if (row.engine === 'postgres') {
       const list = await execStream(env.engine, c.id, ['pg_restore', '--list'], { stdin: await dump() });
       let entries = 0;
-      list.stdout.on('data', (b: Buffer) => { entries += b.toString().split('\n').filter((l) => l && !l.startsWith(';')).length; });
+      list.stdout.on('data', (b: Buffer) => {
+        entries += b
+          .toString()
+          .split('\n')
+          .filter((l) => l && !l.startsWith(';')).length;
+      });
       failIfNonZero('pg_restore --list', await list.done);
       await restoreDatabase(env, t, dump);
-      const q = "SELECT table_schema || '.' || table_name || ' ' || (xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1";
+      const q =
+        "SELECT table_schema || '.' || table_name || ' ' || (xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1";
       const r = await execCapture(env.engine, c.id, ['psql', '-h', '127.0.0.1', '-U', t.username, '-d', t.name, '-At', '-v', 'ON_ERROR_STOP=1', '-c', q], { env: [`PGPASSWORD=${pw}`] });
       failIfNonZero('psql', r);
       const tables = r.stdout.trim().split('\n').filter(Boolean);

@@ -28,10 +28,19 @@ export async function deleteConfig(env: Env, appId: string, backupId: string): P
 }
 
 /** Configs, failures of the last 7 days, and every database or app volume no config covers. */
-export async function overview(env: Env): Promise<{ configs: ConfigView[]; failed_last_7d: Array<RunView & { app_id: string }>; uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }> }> {
+export async function overview(
+  env: Env,
+): Promise<{ configs: ConfigView[]; failed_last_7d: Array<RunView & { app_id: string }>; uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }> }> {
   const configs = await listConfigs(env, null);
   const since = new Date(env.now() - 7 * 86400_000).toISOString();
-  const failed = await env.db.selectFrom('backup_runs').selectAll().where('status', 'in', ['failed', 'interrupted']).where('started_at', '>=', since).orderBy('started_at', 'desc').limit(500).execute();
+  const failed = await env.db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('status', 'in', ['failed', 'interrupted'])
+    .where('started_at', '>=', since)
+    .orderBy('started_at', 'desc')
+    .limit(500)
+    .execute();
   const covered = new Set(configs.map((c) => (c.source.type === 'database' ? `db:${c.source.database_id}` : `vol:${c.app_id}:${(c.source as Extract<Source, { type: 'volume' }>).volume}`)));
   const uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }> = [];
   const apps = await env.db.selectFrom('apps').select(['id', 'name']).where('deleting_at', 'is', null).execute();

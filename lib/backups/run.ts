@@ -36,8 +36,20 @@ export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manua
   if (running) throw conflict('A run of this backup is already in progress');
   const id = newId(env.now());
   const row: BackupRunTable = {
-    id, backup_id: cfg.id, app_id: cfg.app_id, status: 'running', trigger, artifact: `${cfg.app_id}/${id}.svcbak`, artifact_removed: 0,
-    size_bytes: null, sha256: null, error: null, verified_at: null, verify_error: null, started_at: iso(env), finished_at: null,
+    id,
+    backup_id: cfg.id,
+    app_id: cfg.app_id,
+    status: 'running',
+    trigger,
+    artifact: `${cfg.app_id}/${id}.svcbak`,
+    artifact_removed: 0,
+    size_bytes: null,
+    sha256: null,
+    error: null,
+    verified_at: null,
+    verify_error: null,
+    started_at: iso(env),
+    finished_at: null,
   };
   await env.db.insertInto('backup_runs').values(row).execute();
   active.add(cfg.id);
@@ -96,18 +108,18 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
     });
     const stored = count.pipe(new Transform({ transform: (c, _e, cb) => cb(null, c) }));
     try {
-      await Promise.all([
-        pipeline(src.stream, createGzip({ level: 3 }), encryptStream(masterKey(env)), count),
-        store.put(run.artifact!, stored),
-        src.done,
-      ]);
+      await Promise.all([pipeline(src.stream, createGzip({ level: 3 }), encryptStream(masterKey(env)), count), store.put(run.artifact!, stored), src.done]);
     } catch (e) {
       src.stream.destroy();
       stored.destroy();
       throw e;
     }
     const sha256 = hash.digest('hex');
-    await env.db.updateTable('backup_runs').set({ status: 'succeeded', size_bytes: size, sha256, finished_at: iso(env) }).where('id', '=', run.id).execute();
+    await env.db
+      .updateTable('backup_runs')
+      .set({ status: 'succeeded', size_bytes: size, sha256, finished_at: iso(env) })
+      .where('id', '=', run.id)
+      .execute();
     env.bus.publish('backups', { type: 'backup_succeeded', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, size_bytes: size, sha256 });
     await applyRetention(env, cfg, store);
     // Any run, scheduled or on demand: the setting's promise is that every artifact it leaves
@@ -116,7 +128,12 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
   } catch (e) {
     const why = reason(e);
     await store?.remove(run.artifact!).catch(() => {});
-    await env.db.updateTable('backup_runs').set({ status: 'failed', error: why, finished_at: iso(env), artifact_removed: 1 }).where('id', '=', run.id).execute().catch(() => {});
+    await env.db
+      .updateTable('backup_runs')
+      .set({ status: 'failed', error: why, finished_at: iso(env), artifact_removed: 1 })
+      .where('id', '=', run.id)
+      .execute()
+      .catch(() => {});
     env.log.warn({ backup: cfg.id, run: run.id, err: why }, 'backup run failed');
     env.bus.publish('backups', { type: 'backup_failed', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, error: why });
   }
@@ -124,7 +141,15 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
 
 /** keep_last newest successful artifacts stay; older ones go. Called only after a success. */
 async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactStore): Promise<void> {
-  const kept = await env.db.selectFrom('backup_runs').selectAll().where('backup_id', '=', cfg.id).where('status', '=', 'succeeded').where('artifact_removed', '=', 0).orderBy('started_at', 'desc').orderBy('id', 'desc').execute();
+  const kept = await env.db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('backup_id', '=', cfg.id)
+    .where('status', '=', 'succeeded')
+    .where('artifact_removed', '=', 0)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   for (const r of kept.slice(cfg.keep_last)) {
     try {
       await store.remove(r.artifact!);
@@ -140,10 +165,21 @@ export async function recoverRuns(env: Env): Promise<void> {
   const stuck = await env.db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
   for (const r of stuck) {
     const cfg = await env.db.selectFrom('backup_configs').selectAll().where('id', '=', r.backup_id).executeTakeFirst();
-    if (cfg && r.artifact) await destinationOf(env, cfg).remove(r.artifact).catch(() => {});
-    await env.db.updateTable('backup_runs').set({ status: 'interrupted', error: 'the control plane stopped during the run', finished_at: iso(env), artifact_removed: 1 }).where('id', '=', r.id).execute();
+    if (cfg && r.artifact)
+      await destinationOf(env, cfg)
+        .remove(r.artifact)
+        .catch(() => {});
+    await env.db
+      .updateTable('backup_runs')
+      .set({ status: 'interrupted', error: 'the control plane stopped during the run', finished_at: iso(env), artifact_removed: 1 })
+      .where('id', '=', r.id)
+      .execute();
   }
-  await env.db.updateTable('backup_restores').set({ status: 'failed', error: 'the control plane stopped during the restore', finished_at: iso(env) }).where('status', '=', 'running').execute();
+  await env.db
+    .updateTable('backup_restores')
+    .set({ status: 'failed', error: 'the control plane stopped during the restore', finished_at: iso(env) })
+    .where('status', '=', 'running')
+    .execute();
   for (const store of [destinationOf(env, null)]) await store.sweepPartials?.().catch(() => {});
 }
 
@@ -162,7 +198,12 @@ function usable(run: BackupRunTable): void {
  */
 export async function authenticateArtifact(env: Env, store: ArtifactStore, run: BackupRunTable): Promise<void> {
   const hash = createHash('sha256');
-  const tee = new Transform({ transform(c: Buffer, _e, cb) { hash.update(c); cb(null, c); } });
+  const tee = new Transform({
+    transform(c: Buffer, _e, cb) {
+      hash.update(c);
+      cb(null, c);
+    },
+  });
   try {
     await pipeline(await store.get(run.artifact!), tee, decryptStream(masterKey(env)), new Writable({ write: (_c, _e, cb) => cb() }));
   } catch (e) {
@@ -194,7 +235,12 @@ async function plainDump(env: Env, store: ArtifactStore, run: BackupRunTable): P
   return gunzip;
 }
 
-export async function startRestore(env: Env, app: App, run: BackupRunTable, actor: { id: string | null; name: string | null }): Promise<{ id: string; run_id: string; status: string; error: null; started_at: string; finished_at: null }> {
+export async function startRestore(
+  env: Env,
+  app: App,
+  run: BackupRunTable,
+  actor: { id: string | null; name: string | null },
+): Promise<{ id: string; run_id: string; status: string; error: null; started_at: string; finished_at: null }> {
   usable(run);
   masterKey(env);
   const id = newId(env.now());
@@ -238,8 +284,21 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
   } finally {
     for (const cid of stopped) await startContainer(env.engine, cid).catch((e) => env.log.warn({ err: reason(e) }, 'restart after restore failed'));
   }
-  await env.db.updateTable('backup_restores').set({ status, error, finished_at: iso(env) }).where('id', '=', id).execute().catch(() => {});
-  await recordAudit(env.db, { route: 'POST /api/apps/{id}/backups/runs/{rid}/restore', actorId: actor.id, actor: actor.name, event: 'backup.restore_finished', target: app.id, outcome: status === 'succeeded' ? 200 : 500, detail: { restore: id, run: run.id, status, error } }).catch(() => {});
+  await env.db
+    .updateTable('backup_restores')
+    .set({ status, error, finished_at: iso(env) })
+    .where('id', '=', id)
+    .execute()
+    .catch(() => {});
+  await recordAudit(env.db, {
+    route: 'POST /api/apps/{id}/backups/runs/{rid}/restore',
+    actorId: actor.id,
+    actor: actor.name,
+    event: 'backup.restore_finished',
+    target: app.id,
+    outcome: status === 'succeeded' ? 200 : 500,
+    detail: { restore: id, run: run.id, status, error },
+  }).catch(() => {});
   env.bus.publish('backups', { type: 'restore_finished', app_id: app.id, run_id: run.id, restore_id: id, status, error });
 }
 
@@ -264,10 +323,19 @@ async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
     } else {
       await checkVolumeArchive(await plainDump(env, store, run));
     }
-    await env.db.updateTable('backup_runs').set({ verified_at: iso(env), verify_error: null }).where('id', '=', run.id).execute();
+    await env.db
+      .updateTable('backup_runs')
+      .set({ verified_at: iso(env), verify_error: null })
+      .where('id', '=', run.id)
+      .execute();
   } catch (e) {
     const why = reason(e);
-    await env.db.updateTable('backup_runs').set({ verified_at: null, verify_error: why }).where('id', '=', run.id).execute().catch(() => {});
+    await env.db
+      .updateTable('backup_runs')
+      .set({ verified_at: null, verify_error: why })
+      .where('id', '=', run.id)
+      .execute()
+      .catch(() => {});
     // The contract has no event of its own for this: an artifact that does not restore is a
     // failed backup as far as the operator is concerned, so it notifies as one.
     env.log.warn({ run: run.id, err: why }, 'backup verification failed');

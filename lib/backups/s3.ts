@@ -21,15 +21,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
-import {
-  AbortMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  ListMultipartUploadsCommand,
-  S3Client,
-  S3ServiceException,
-} from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, ListMultipartUploadsCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { refusalOf } from '../net/outbound.js';
 import type { ArtifactStore } from './artifact.js';
@@ -52,7 +44,10 @@ export interface S3Settings {
 
 /** An endpoint the guard refuses; `field` is the config field to name in a 400. */
 export class S3Refused extends Error {
-  constructor(readonly field: string, message: string) {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -75,8 +70,7 @@ interface Target {
 }
 
 export type S3Resolver = (host: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
-const systemResolve: S3Resolver = async (host) =>
-  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+const systemResolve: S3Resolver = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 
 /** Resolves the host the client will contact, once, and applies the policy above. */
 export async function checkEndpoint(endpoint: string, bucket: string, pathStyle: boolean, resolve: S3Resolver = systemResolve): Promise<Target> {

@@ -55,7 +55,10 @@ export async function runDue(env: Env, nowMs: number): Promise<string[]> {
 export class BackupScheduler {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<unknown> = Promise.resolve();
-  constructor(private readonly env: Env, private readonly everyMs = 30_000) {}
+  constructor(
+    private readonly env: Env,
+    private readonly everyMs = 30_000,
+  ) {}
 
   start(): void {
     const tick = () => {

@@ -8,9 +8,7 @@ import { badRequest, notFound } from '../http/errors.js';
 import { probe, S3Refused } from './s3.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
-export type Destination =
-  | { type: 'local' }
-  | { type: 's3'; endpoint: string; region: string; bucket: string; prefix: string; access_key_id: string; path_style: boolean };
+export type Destination = { type: 'local' } | { type: 's3'; endpoint: string; region: string; bucket: string; prefix: string; access_key_id: string; path_style: boolean };
 
 export interface ConfigInput {
   source?: Source;
@@ -47,10 +45,12 @@ function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredS
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw badRequest('destination.endpoint must be https://', [{ field: 'destination.endpoint', message: 'https only' }]);
   // http:// to a public address, and the addresses no S3 server lives at, are refused once the
   // name is resolved (probeDestination, lib/backups/s3.ts).
-  if (u.username || u.password || u.search || u.hash) throw badRequest('destination.endpoint must not carry credentials, a query or a fragment', [{ field: 'destination.endpoint', message: 'bare origin' }]);
+  if (u.username || u.password || u.search || u.hash)
+    throw badRequest('destination.endpoint must not carry credentials, a query or a fragment', [{ field: 'destination.endpoint', message: 'bare origin' }]);
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s3.bucket)) throw badRequest('destination.bucket is not a valid bucket name', [{ field: 'destination.bucket', message: 'invalid' }]);
   if (!/^[a-z0-9-]{1,40}$/.test(s3.region)) throw badRequest('destination.region is not a region name', [{ field: 'destination.region', message: 'invalid' }]);
-  if (!/^[A-Za-z0-9_./-]{0,200}$/.test(s3.prefix) || s3.prefix.includes('..')) throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [{ field: 'destination.prefix', message: 'invalid' }]);
+  if (!/^[A-Za-z0-9_./-]{0,200}$/.test(s3.prefix) || s3.prefix.includes('..'))
+    throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [{ field: 'destination.prefix', message: 'invalid' }]);
   if (!/^[A-Za-z0-9_+/=-]{3,128}$/.test(s3.access_key_id)) throw badRequest('destination.access_key_id is invalid', [{ field: 'destination.access_key_id', message: 'invalid' }]);
   if (!s3.secret_access_key && !hasStoredSecret) throw badRequest('destination.secret_access_key is required', [{ field: 'destination.secret_access_key', message: 'required' }]);
 }
@@ -99,8 +99,17 @@ export interface RunView {
 
 export function runView(r: BackupRunTable): RunView {
   return {
-    id: r.id, backup_id: r.backup_id, status: r.status, trigger: r.trigger, started_at: r.started_at, finished_at: r.finished_at,
-    size_bytes: r.size_bytes, sha256: r.sha256, error: r.error, verified_at: r.verified_at, verify_error: r.verify_error,
+    id: r.id,
+    backup_id: r.backup_id,
+    status: r.status,
+    trigger: r.trigger,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
+    size_bytes: r.size_bytes,
+    sha256: r.sha256,
+    error: r.error,
+    verified_at: r.verified_at,
+    verify_error: r.verify_error,
     artifact_removed: r.artifact_removed === 1,
   };
 }
@@ -113,10 +122,17 @@ export async function configView(env: Env, r: BackupConfigTable): Promise<Config
   const last = await env.db.selectFrom('backup_runs').selectAll().where('backup_id', '=', r.id).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
   const dest = JSON.parse(r.destination) as Destination;
   return {
-    id: r.id, app_id: r.app_id, source: JSON.parse(r.source) as Source, schedule: r.schedule, keep_last: r.keep_last,
+    id: r.id,
+    app_id: r.app_id,
+    source: JSON.parse(r.source) as Source,
+    schedule: r.schedule,
+    keep_last: r.keep_last,
     destination: dest.type === 's3' ? { ...dest, secret_set: r.secret_sealed !== null } : dest,
-    enabled: r.enabled === 1, verify_after_run: r.verify_after_run === 1, last_run: last ? runView(last) : null,
-    created_at: r.created_at, updated_at: r.updated_at,
+    enabled: r.enabled === 1,
+    verify_after_run: r.verify_after_run === 1,
+    last_run: last ? runView(last) : null,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
   };
 }
 
@@ -151,9 +167,18 @@ export async function createConfig(env: Env, appId: string, input: Required<Pick
     secret = env.sealer.seal(secret_access_key!, s3Binding(id));
   }
   const row: BackupConfigTable = {
-    id, app_id: appId, source: JSON.stringify(input.source), schedule: input.schedule.trim().split(/\s+/).join(' '), keep_last: input.keep_last,
-    destination: JSON.stringify(dest), secret_sealed: secret, enabled: input.enabled === false ? 0 : 1,
-    verify_after_run: input.verify_after_run ? 1 : 0, last_scheduled_at: now, created_at: now, updated_at: now,
+    id,
+    app_id: appId,
+    source: JSON.stringify(input.source),
+    schedule: input.schedule.trim().split(/\s+/).join(' '),
+    keep_last: input.keep_last,
+    destination: JSON.stringify(dest),
+    secret_sealed: secret,
+    enabled: input.enabled === false ? 0 : 1,
+    verify_after_run: input.verify_after_run ? 1 : 0,
+    last_scheduled_at: now,
+    created_at: now,
+    updated_at: now,
   };
   await env.db.insertInto('backup_configs').values(row).execute();
   return row;

@@ -45,7 +45,10 @@ export function parseDotenv(text: string): DotenvEntry[] {
       let closed = false;
       while (k < src.length) {
         const c = src[k];
-        if (c === q) { closed = true; break; }
+        if (c === q) {
+          closed = true;
+          break;
+        }
         if (q === '"' && c === '\\' && k + 1 < src.length) {
           const e = src[k + 1];
           value += e === 'n' ? '\n' : e === 't' ? '\t' : e === 'r' ? '\r' : e;

@@ -80,7 +80,10 @@ export function commandLike(ctx: Ctx, key: string, v: unknown): string[] | undef
   if (v === null || v === undefined) return undefined;
   if (typeof v === 'string') {
     const words = splitWords(v);
-    if (!words) { err(ctx, key, 'unbalanced quotes'); return undefined; }
+    if (!words) {
+      err(ctx, key, 'unbalanced quotes');
+      return undefined;
+    }
     return words;
   }
   if (Array.isArray(v)) return stringList(ctx, key, v);

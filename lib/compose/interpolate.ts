@@ -55,7 +55,10 @@ export function interpolateString(input: string, env: Readonly<Record<string, st
 function matchingBrace(s: string, open: number): number {
   let depth = 0;
   for (let j = open; j < s.length; j++) {
-    if (s[j] === '$' && s[j + 1] === '$') { j++; continue; }
+    if (s[j] === '$' && s[j + 1] === '$') {
+      j++;
+      continue;
+    }
     if (s[j] === '{') depth++;
     else if (s[j] === '}') {
       depth--;
@@ -80,10 +83,14 @@ function expandBraced(body: string, env: Readonly<Record<string, string>>, issue
   const value = has ? env[name] : undefined;
   const nonEmpty = value !== undefined && value !== '';
   switch (op) {
-    case ':-': return nonEmpty ? value! : interpolateString(arg, env, issues);
-    case '-': return has ? value! : interpolateString(arg, env, issues);
-    case ':+': return nonEmpty ? interpolateString(arg, env, issues) : '';
-    case '+': return has ? interpolateString(arg, env, issues) : '';
+    case ':-':
+      return nonEmpty ? value! : interpolateString(arg, env, issues);
+    case '-':
+      return has ? value! : interpolateString(arg, env, issues);
+    case ':+':
+      return nonEmpty ? interpolateString(arg, env, issues) : '';
+    case '+':
+      return has ? interpolateString(arg, env, issues) : '';
     case ':?':
     case '?': {
       const ok = op === ':?' ? nonEmpty : has;
@@ -112,12 +119,7 @@ function clip(s: string): string {
  * Interpolates every string value of a parsed document (mapping keys stay as written).
  * `report(path, issue)` receives each problem with the dotted path of the value.
  */
-export function interpolateTree(
-  node: unknown,
-  env: Readonly<Record<string, string>>,
-  report: (path: string[], issue: InterpolationIssue) => void,
-  path: string[] = [],
-): unknown {
+export function interpolateTree(node: unknown, env: Readonly<Record<string, string>>, report: (path: string[], issue: InterpolationIssue) => void, path: string[] = []): unknown {
   if (typeof node === 'string') {
     const issues: InterpolationIssue[] = [];
     const v = interpolateString(node, env, issues);

@@ -7,7 +7,10 @@ import { err, isMap, scalar, warn, type Ctx } from './fields.js';
 
 export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[] {
   const out: MountSpec[] = [];
-  if (!Array.isArray(v)) { err(ctx, 'volumes', 'expected a list'); return out; }
+  if (!Array.isArray(v)) {
+    err(ctx, 'volumes', 'expected a list');
+    return out;
+  }
   v.forEach((item, i) => {
     const key = `volumes[${i}]`;
     let type: string;
@@ -47,11 +50,13 @@ export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[]
         const opts = parts.slice(2).join(':').split(',').filter(Boolean);
         for (const o of opts) {
           if (o === 'ro') readOnly = true;
-          else if (o === 'rw' || o === 'z' || o === 'Z' || o === 'cached' || o === 'delegated' || o === 'consistent') { /* no effect here */ }
-          else if (o === 'nocopy') noCopy = true;
+          else if (o === 'rw' || o === 'z' || o === 'Z' || o === 'cached' || o === 'delegated' || o === 'consistent') {
+            /* no effect here */
+          } else if (o === 'nocopy') noCopy = true;
           else if (/^(r?shared|r?slave)$/.test(o)) return err(ctx, key, `mount propagation "${o}" lets mounts cross between host and container`);
-          else if (/^r?private$/.test(o)) { /* default */ }
-          else warn(ctx, key, `unknown volume option "${o}", ignored`);
+          else if (/^r?private$/.test(o)) {
+            /* default */
+          } else warn(ctx, key, `unknown volume option "${o}", ignored`);
         }
         type = /^[./~]/.test(source) ? 'bind' : 'volume';
       }

@@ -46,7 +46,8 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     findings.push({
-      level: 'error', key: '(file)',
+      level: 'error',
+      key: '(file)',
       message: /alias/i.test(msg) ? 'YAML aliases expand too much (possible "billion laughs" document); refused' : `not valid YAML: ${oneLine(msg)}`,
     });
     return done(null);
@@ -127,7 +128,10 @@ function topLevel<T extends 'volumes' | 'networks'>(v: unknown, kind: T, finding
         refused = true;
       } else if (k === 'driver') {
         const ok = kind === 'volumes' ? val === 'local' : val === 'bridge';
-        if (!ok) { findings.push({ level: 'error', key: `${key}.driver`, message: `driver "${String(val)}" is not allowed (only ${kind === 'volumes' ? 'local' : 'bridge'})` }); refused = true; }
+        if (!ok) {
+          findings.push({ level: 'error', key: `${key}.driver`, message: `driver "${String(val)}" is not allowed (only ${kind === 'volumes' ? 'local' : 'bridge'})` });
+          refused = true;
+        }
       } else if (k === 'driver_opts' && kind === 'volumes') {
         // local driver options (type=none,o=bind,device=/...) turn a named volume into a host bind.
         findings.push({ level: 'error', key: `${key}.driver_opts`, message: 'volume driver options can bind host paths; refused' });

@@ -17,13 +17,25 @@ import { posix } from 'node:path';
  * MAC_*, SYSLOG, SYS_TIME, SYS_BOOT, ALL...) is refused.
  */
 export const DOCKER_DEFAULT_CAPS = new Set([
-  'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'NET_BIND_SERVICE',
-  'NET_RAW', 'SYS_CHROOT', 'MKNOD', 'AUDIT_WRITE', 'SETFCAP',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'SETPCAP',
+  'NET_BIND_SERVICE',
+  'NET_RAW',
+  'SYS_CHROOT',
+  'MKNOD',
+  'AUDIT_WRITE',
+  'SETFCAP',
 ]);
 export const WARNED_CAPS = new Map([
-  ['NET_ADMIN', 'it controls the container\'s own network namespace'],
-  ['SYS_NICE', 'real-time scheduling can starve the host\'s CPU'],
-  ['SYS_RESOURCE', 'it lifts the container\'s resource limits'],
+  ['NET_ADMIN', "it controls the container's own network namespace"],
+  ['SYS_NICE', "real-time scheduling can starve the host's CPU"],
+  ['SYS_RESOURCE', "it lifts the container's resource limits"],
 ]);
 export const ALLOWED_CAPS = new Set([...DOCKER_DEFAULT_CAPS, ...WARNED_CAPS.keys(), 'IPC_LOCK', 'NET_BROADCAST']);
 
@@ -95,7 +107,10 @@ export function checkBindSource(source: string, policy: BindPolicy): { ok: true;
       if (within(abs, sock) || within(sock, abs)) return { ok: false, reason: `bind mounts of the Docker socket (${sock}) or a directory holding it are refused` };
     }
     if (!policy.allowedBindRoots.some((root) => within(posix.normalize(root), abs))) {
-      return { ok: false, reason: `bind mount of host path "${abs}" is outside the allowed roots${policy.allowedBindRoots.length ? ` (${policy.allowedBindRoots.join(', ')})` : ' (none are allowed)'}` };
+      return {
+        ok: false,
+        reason: `bind mount of host path "${abs}" is outside the allowed roots${policy.allowedBindRoots.length ? ` (${policy.allowedBindRoots.join(', ')})` : ' (none are allowed)'}`,
+      };
     }
     return { ok: true, source: abs, relative: false };
   }

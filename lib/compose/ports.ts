@@ -15,11 +15,17 @@ const MAX_RANGE = 100;
 
 export function portRange(ctx: Ctx, key: string, s: string): number[] | null {
   const m = /^(\d+)(?:-(\d+))?$/.exec(s);
-  if (!m) { err(ctx, key, `invalid port "${s}"`); return null; }
+  if (!m) {
+    err(ctx, key, `invalid port "${s}"`);
+    return null;
+  }
   const a = port(ctx, key, m[1]);
   const b = m[2] === undefined ? a : port(ctx, key, m[2]);
   if (a === null || b === null) return null;
-  if (b < a || b - a >= MAX_RANGE) { err(ctx, key, `invalid or too large port range "${s}" (at most ${MAX_RANGE})`); return null; }
+  if (b < a || b - a >= MAX_RANGE) {
+    err(ctx, key, `invalid or too large port range "${s}" (at most ${MAX_RANGE})`);
+    return null;
+  }
   return Array.from({ length: b - a + 1 }, (_, i) => a + i);
 }
 
@@ -32,7 +38,10 @@ function protocol(ctx: Ctx, key: string, p: string): PortSpec['protocol'] | null
 
 export function ports(ctx: Ctx, v: unknown): PortSpec[] {
   const out: PortSpec[] = [];
-  if (!Array.isArray(v)) { err(ctx, 'ports', 'expected a list'); return out; }
+  if (!Array.isArray(v)) {
+    err(ctx, 'ports', 'expected a list');
+    return out;
+  }
   v.forEach((item, i) => {
     const key = `ports[${i}]`;
     if (isMap(item)) {

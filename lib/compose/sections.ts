@@ -24,7 +24,10 @@ export function dependsOn(ctx: Ctx, v: unknown): ServiceSpec['dependsOn'] {
       if (isMap(opts)) {
         if (opts.condition !== undefined) {
           const c = scalar(opts.condition) as DependsCondition | null;
-          if (!c || !CONDITIONS.has(c)) { err(ctx, `depends_on.${name}.condition`, `unknown condition "${String(opts.condition)}"`); continue; }
+          if (!c || !CONDITIONS.has(c)) {
+            err(ctx, `depends_on.${name}.condition`, `unknown condition "${String(opts.condition)}"`);
+            continue;
+          }
           condition = c;
         }
         if (opts.required === false) required = false;
@@ -42,19 +45,38 @@ export function dependsOn(ctx: Ctx, v: unknown): ServiceSpec['dependsOn'] {
 }
 
 export function healthcheck(ctx: Ctx, v: unknown): HealthcheckSpec | undefined {
-  if (!isMap(v)) { err(ctx, 'healthcheck', 'expected a mapping'); return undefined; }
+  if (!isMap(v)) {
+    err(ctx, 'healthcheck', 'expected a mapping');
+    return undefined;
+  }
   for (const k of Object.keys(v)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable'].includes(k)) warn(ctx, `healthcheck.${k}`, 'unknown key, ignored');
   if (v.disable === true) return { test: ['NONE'] };
   let test: string[] | undefined;
   if (typeof v.test === 'string') test = ['CMD-SHELL', v.test];
   else if (Array.isArray(v.test)) {
     test = stringList(ctx, 'healthcheck.test', v.test);
-    if (!['CMD', 'CMD-SHELL', 'NONE'].includes(test[0] ?? '')) { err(ctx, 'healthcheck.test', 'a list must start with CMD, CMD-SHELL or NONE'); return undefined; }
-    if (test[0] === 'CMD-SHELL' && test.length !== 2) { err(ctx, 'healthcheck.test', 'CMD-SHELL takes exactly one command string'); return undefined; }
-    if (test[0] !== 'NONE' && test.length < 2) { err(ctx, 'healthcheck.test', 'missing command'); return undefined; }
-  } else if (v.test !== undefined) { err(ctx, 'healthcheck.test', 'expected a string or a list'); return undefined; }
+    if (!['CMD', 'CMD-SHELL', 'NONE'].includes(test[0] ?? '')) {
+      err(ctx, 'healthcheck.test', 'a list must start with CMD, CMD-SHELL or NONE');
+      return undefined;
+    }
+    if (test[0] === 'CMD-SHELL' && test.length !== 2) {
+      err(ctx, 'healthcheck.test', 'CMD-SHELL takes exactly one command string');
+      return undefined;
+    }
+    if (test[0] !== 'NONE' && test.length < 2) {
+      err(ctx, 'healthcheck.test', 'missing command');
+      return undefined;
+    }
+  } else if (v.test !== undefined) {
+    err(ctx, 'healthcheck.test', 'expected a string or a list');
+    return undefined;
+  }
   const spec: HealthcheckSpec = { test: test ?? [] };
-  for (const [k, field] of [['interval', 'intervalMs'], ['timeout', 'timeoutMs'], ['start_period', 'startPeriodMs']] as const) {
+  for (const [k, field] of [
+    ['interval', 'intervalMs'],
+    ['timeout', 'timeoutMs'],
+    ['start_period', 'startPeriodMs'],
+  ] as const) {
     if (v[k] === undefined) continue;
     const ms = parseDuration(v[k]);
     if (ms === null) err(ctx, `healthcheck.${k}`, `invalid duration "${String(v[k])}"`);
@@ -92,8 +114,14 @@ export function networks(ctx: Ctx, v: unknown, declared: Set<string>): ServiceSp
     });
   } else if (isMap(v)) {
     for (const [name, opts] of Object.entries(v)) {
-      if (opts === null || opts === undefined) { add(`networks.${name}`, name, []); continue; }
-      if (!isMap(opts)) { err(ctx, `networks.${name}`, 'expected a mapping'); continue; }
+      if (opts === null || opts === undefined) {
+        add(`networks.${name}`, name, []);
+        continue;
+      }
+      if (!isMap(opts)) {
+        err(ctx, `networks.${name}`, 'expected a mapping');
+        continue;
+      }
       for (const k of Object.keys(opts)) {
         if (k === 'ipv4_address' || k === 'ipv6_address') warn(ctx, `networks.${name}.${k}`, 'fixed addresses are not supported, ignored');
         else if (k !== 'aliases') warn(ctx, `networks.${name}.${k}`, 'unknown key, ignored');
@@ -108,24 +136,37 @@ export function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
   let raw: Raw;
   if (typeof v === 'string') raw = { context: v };
   else if (isMap(v)) raw = v;
-  else { err(ctx, 'build', 'expected a path or a mapping'); return undefined; }
+  else {
+    err(ctx, 'build', 'expected a path or a mapping');
+    return undefined;
+  }
   for (const k of Object.keys(raw)) {
     if (['context', 'dockerfile', 'args', 'target'].includes(k)) continue;
     if (k === 'network' && scalar(raw.network) === 'host') err(ctx, 'build.network', 'building on the host network is refused');
-    else if (k === 'privileged') { if (!falsy(raw.privileged)) err(ctx, 'build.privileged', 'privileged builds are refused'); }
-    else if (k === 'dockerfile_inline') err(ctx, 'build.dockerfile_inline', 'inline Dockerfiles are not supported');
+    else if (k === 'privileged') {
+      if (!falsy(raw.privileged)) err(ctx, 'build.privileged', 'privileged builds are refused');
+    } else if (k === 'dockerfile_inline') err(ctx, 'build.dockerfile_inline', 'inline Dockerfiles are not supported');
     else warn(ctx, `build.${k}`, 'unsupported key, ignored');
   }
   const contextRaw = scalar(raw.context) ?? '.';
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(contextRaw) || contextRaw.startsWith('git@')) { err(ctx, 'build.context', 'remote build contexts are refused; the context must be a folder of the repository'); return undefined; }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(contextRaw) || contextRaw.startsWith('git@')) {
+    err(ctx, 'build.context', 'remote build contexts are refused; the context must be a folder of the repository');
+    return undefined;
+  }
   const context = checkRelativePath(contextRaw);
-  if (context === null) { err(ctx, 'build.context', `build context "${contextRaw}" must stay inside the repository`); return undefined; }
+  if (context === null) {
+    err(ctx, 'build.context', `build context "${contextRaw}" must stay inside the repository`);
+    return undefined;
+  }
   const dfRaw = scalar(raw.dockerfile) ?? 'Dockerfile';
   const dockerfile = checkRelativePath(dfRaw);
-  if (dockerfile === null) { err(ctx, 'build.dockerfile', `dockerfile "${dfRaw}" must stay inside the build context`); return undefined; }
+  if (dockerfile === null) {
+    err(ctx, 'build.dockerfile', `dockerfile "${dfRaw}" must stay inside the build context`);
+    return undefined;
+  }
   const args: Record<string, string> = {};
   for (const [k, val] of Object.entries(stringMap(ctx, 'build.args', raw.args, true))) if (val !== null) args[k] = val;
-  const target = raw.target === undefined ? undefined : scalar(raw.target) ?? undefined;
+  const target = raw.target === undefined ? undefined : (scalar(raw.target) ?? undefined);
   return { context, dockerfile, args, target };
 }
 
@@ -149,7 +190,10 @@ export function deploy(ctx: Ctx, v: unknown, spec: ServiceSpec) {
     if (k === 'replicas') {
       if (val !== 1) warn(ctx, 'deploy.replicas', 'only one replica per service is run; ignored');
     } else if (k === 'resources') {
-      if (!isMap(val)) { err(ctx, 'deploy.resources', 'expected a mapping'); continue; }
+      if (!isMap(val)) {
+        err(ctx, 'deploy.resources', 'expected a mapping');
+        continue;
+      }
       for (const [rk, rv] of Object.entries(val)) {
         if (rk === 'limits' && isMap(rv)) {
           limits(ctx, 'deploy.resources.limits', rv, spec);

@@ -6,8 +6,21 @@ export const SINGLE_SERVICE = 'app';
 
 export function singleServiceModel(source: { image: string } | { dockerfile: string; context?: string }): ComposeModel {
   const spec: ServiceSpec = {
-    name: SINGLE_SERVICE, environment: {}, envFiles: [], ports: [], expose: [], volumes: [], dependsOn: {}, labels: {},
-    networks: {}, capAdd: [], capDrop: [], extraHosts: [], tmpfs: [], sysctls: {}, securityOpt: [],
+    name: SINGLE_SERVICE,
+    environment: {},
+    envFiles: [],
+    ports: [],
+    expose: [],
+    volumes: [],
+    dependsOn: {},
+    labels: {},
+    networks: {},
+    capAdd: [],
+    capDrop: [],
+    extraHosts: [],
+    tmpfs: [],
+    sysctls: {},
+    securityOpt: [],
     restart: { name: 'unless-stopped' },
   };
   if ('image' in source) spec.image = source.image;

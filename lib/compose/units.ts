@@ -1,7 +1,7 @@
 // Compose's duration and byte-size notations.
 
 const DURATION_PART = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g;
-const DURATION_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DURATION_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** "1m30s", "500ms", "10s" -> milliseconds; a bare number is seconds. null when invalid. */
 export function parseDuration(v: unknown): number | null {

@@ -20,7 +20,11 @@ export function splitWords(input: string): string[] | null {
       let closed = false;
       while (i < input.length) {
         const d = input[i];
-        if (d === '"') { closed = true; i++; break; }
+        if (d === '"') {
+          closed = true;
+          i++;
+          break;
+        }
         if (d === '\\' && i + 1 < input.length && '"\\$`\n'.includes(input[i + 1])) {
           cur += input[i + 1];
           i += 2;

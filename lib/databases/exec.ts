@@ -74,9 +74,15 @@ export async function execStream(engine: Engine, container: string, cmd: string[
           const k = await engine.docker.getContainer(container).exec({ Cmd: ['sh', '-c', 'kill -TERM "$1"', 'sh', pid], AttachStdout: true, AttachStderr: true, User: opts.user });
           const ks = await k.start({ hijack: true, stdin: false });
           ks.resume();
-          await new Promise((r) => { ks.on('end', r); ks.on('close', r); ks.on('error', r); });
+          await new Promise((r) => {
+            ks.on('end', r);
+            ks.on('close', r);
+            ks.on('error', r);
+          });
         }
-      })().catch(() => {}).finally(() => stream.destroy());
+      })()
+        .catch(() => {})
+        .finally(() => stream.destroy());
     });
   }
   const ended = new Promise<void>((resolve, reject) => {

@@ -41,9 +41,19 @@ export const dbBinding = (id: string) => `db:${id}:password`;
 
 export function toView(r: AppDatabaseTable, size: number | null = null): DatabaseView {
   return {
-    id: r.id, app_id: r.app_id, engine: r.engine as DbEngine, version: r.version, name: r.name, username: r.username,
-    host: r.host, port: r.port, env_var: r.env_var, status: r.status as DatabaseView['status'], error: r.error,
-    size_bytes: size, created_at: r.created_at,
+    id: r.id,
+    app_id: r.app_id,
+    engine: r.engine as DbEngine,
+    version: r.version,
+    name: r.name,
+    username: r.username,
+    host: r.host,
+    port: r.port,
+    env_var: r.env_var,
+    status: r.status as DatabaseView['status'],
+    error: r.error,
+    size_bytes: size,
+    created_at: r.created_at,
   };
 }
 
@@ -66,10 +76,12 @@ export interface CreateInput {
 
 /** Validates, reserves the row and the env var, and starts provisioning in the background. */
 export async function createDatabase(env: Env, app: App, input: CreateInput, background: (p: Promise<unknown>) => void): Promise<DatabaseView> {
-  if (!DB_ENGINES.includes(input.engine as DbEngine)) throw badRequest(`Unknown engine "${String(input.engine).slice(0, 40)}"; one of ${DB_ENGINES.join(', ')}`, [{ field: 'engine', message: 'not in the catalog' }]);
+  if (!DB_ENGINES.includes(input.engine as DbEngine))
+    throw badRequest(`Unknown engine "${String(input.engine).slice(0, 40)}"; one of ${DB_ENGINES.join(', ')}`, [{ field: 'engine', message: 'not in the catalog' }]);
   const spec = CATALOG[input.engine as DbEngine];
   const version = input.version ?? spec.default_version;
-  if (!spec.versions.includes(version)) throw badRequest(`Version "${version.slice(0, 40)}" of ${spec.engine} is not in the catalog; one of ${spec.versions.join(', ')}`, [{ field: 'version', message: 'not in the catalog' }]);
+  if (!spec.versions.includes(version))
+    throw badRequest(`Version "${version.slice(0, 40)}" of ${spec.engine} is not in the catalog; one of ${spec.versions.join(', ')}`, [{ field: 'version', message: 'not in the catalog' }]);
   const envVar = input.env_var ?? spec.defaultEnvVar;
   if (!ENV_VAR.test(envVar)) throw badRequest('env_var must be a valid variable name (letters, digits, underscore; not starting with a digit)', [{ field: 'env_var', message: 'not an identifier' }]);
   requireSealer(env.sealer);
@@ -98,7 +110,10 @@ export async function createDatabase(env: Env, app: App, input: CreateInput, bac
     const taken = await tx.selectFrom('app_env').select('key').where('app_id', '=', app.id).where('key', '=', envVar).executeTakeFirst();
     if (taken) throw conflict(`The app already has an env var "${envVar}"; pick another env_var`);
     await tx.insertInto('app_databases').values(row).execute();
-    await tx.insertInto('app_env').values({ app_id: app.id, key: envVar, secret: 1, sealed: env.sealer.seal(connectionUrl(row, secrets.password), envBinding(app.id, envVar)) }).execute();
+    await tx
+      .insertInto('app_env')
+      .values({ app_id: app.id, key: envVar, secret: 1, sealed: env.sealer.seal(connectionUrl(row, secrets.password), envBinding(app.id, envVar)) })
+      .execute();
   });
   background(provision(env, app, row, secrets));
   return toView(row);
@@ -158,7 +173,10 @@ export async function createDbContainer(env: Env, appName: string, row: AppDatab
       await env.engine.docker.getVolume(row.volume).inspect();
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      await env.engine.docker.createVolume({ Name: row.volume, Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: appName, [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length), [LABEL_DATABASE]: row.id } });
+      await env.engine.docker.createVolume({
+        Name: row.volume,
+        Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: appName, [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length), [LABEL_DATABASE]: row.id },
+      });
     }
     const c = containerSpec(row, secrets);
     const created = await env.engine.docker.createContainer({
@@ -206,7 +224,12 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     env.log.warn({ database: row.id, err: message }, 'database provisioning failed');
-    await env.db.updateTable('app_databases').set({ status: 'error', error: message.slice(0, 500) }).where('id', '=', row.id).execute().catch(() => {});
+    await env.db
+      .updateTable('app_databases')
+      .set({ status: 'error', error: message.slice(0, 500) })
+      .where('id', '=', row.id)
+      .execute()
+      .catch(() => {});
     env.bus.publish('apps', { type: 'database', app_id: app.id, database_id: row.id, status: 'error' });
   }
 }

@@ -150,7 +150,10 @@ const m0002: Migration = {
 // the same stack from the kept images without cloning.
 const m0003: Migration = {
   async up(db: Kysely<any>) {
-    await db.schema.alterTable('deployments').addColumn('waiting', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('deployments')
+      .addColumn('waiting', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('deployments').addColumn('spec', 'text').execute();
     await db.schema.alterTable('deployments').addColumn('commit_wanted', 'text').execute();
     await sql`drop index deployments_one_active`.execute(db);
@@ -410,8 +413,16 @@ const m0007: Migration = {
 const m0009: Migration = {
   async up(db: Kysely<any>) {
     const now = Math.floor(Date.now() / 1000);
-    for (const [res, from, keep] of [[300, 60, 86_400], [7200, 3600, 30 * 86_400]] as const) {
-      const rows = await db.selectFrom('request_series').selectAll().where('res', '=', from).where('t', '>=', now - keep).execute();
+    for (const [res, from, keep] of [
+      [300, 60, 86_400],
+      [7200, 3600, 30 * 86_400],
+    ] as const) {
+      const rows = await db
+        .selectFrom('request_series')
+        .selectAll()
+        .where('res', '=', from)
+        .where('t', '>=', now - keep)
+        .execute();
       const merged = new Map<string, { app_id: string; service: string; t: number; requests: number; errors_4xx: number; errors_5xx: number; bytes_out: number; hist: Uint32Array }>();
       for (const r of rows) {
         const t = Math.floor(r.t / res) * res;
@@ -425,7 +436,12 @@ const m0009: Migration = {
         addEncoded(m.hist, r.hist);
       }
       const values = [...merged.values()].map((m) => ({ ...m, res, hist: encode(m.hist) }));
-      for (let i = 0; i < values.length; i += 500) await db.insertInto('request_series').values(values.slice(i, i + 500)).onConflict((c) => c.doNothing()).execute();
+      for (let i = 0; i < values.length; i += 500)
+        await db
+          .insertInto('request_series')
+          .values(values.slice(i, i + 500))
+          .onConflict((c) => c.doNothing())
+          .execute();
       await sql`insert or ignore into host_vitals (res, t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum)
         select ${res}, (t / ${res}) * ${res}, sum(samples), sum(cpu_sum), sum(load1_sum), sum(mem_used_sum), sum(mem_total_sum), sum(disk_used_sum), sum(disk_total_sum)
         from host_vitals where res = ${from} and t >= ${now - keep} group by (t / ${res})`.execute(db);
@@ -457,39 +473,80 @@ const m0010: Migration = {
 // caused the entry (`<METHOD> <pattern>`), who acted (user, token or system; the token's id), and a
 // short sentence. Existing rows get the route their event name was written by at this version.
 const LEGACY_ROUTES: Record<string, string> = {
-  'app.created': 'POST /api/apps', 'app.imported': 'POST /api/apps/import', 'app.deleted': 'DELETE /api/apps/{id}',
-  'app.updated': 'PATCH /api/apps/{id}', 'app.env_replaced': 'PUT /api/apps/{id}/env', 'app.env_revealed': 'GET /api/apps/{id}/env/{key}/reveal',
-  'app.service_updated': 'PATCH /api/apps/{id}/services/{name}', 'app.ssh_key_deleted': 'DELETE /api/apps/{id}/ssh-key',
-  'app.ssh_key_regenerated': 'POST /api/apps/{id}/ssh-key/regenerate', 'app.ssh_key_tested': 'POST /api/apps/{id}/ssh-key/test-connection',
-  'app.trigger_added': 'POST /api/apps/{id}/triggers', 'app.trigger_removed': 'DELETE /api/apps/{id}/triggers/{tid}',
-  'app.webhook_removed': 'DELETE /api/apps/{id}/webhook', 'app.webhook_secret_rotated': 'POST /api/apps/{id}/webhook/regenerate',
-  'app.start': 'POST /api/apps/{id}/start', 'app.stop': 'POST /api/apps/{id}/stop', 'app.restart': 'POST /api/apps/{id}/restart',
-  'app.shell_opened': 'GET /api/apps/{id}/services/{name}/shell', 'app.shell_closed': 'GET /api/apps/{id}/services/{name}/shell',
-  'backup.config_created': 'POST /api/apps/{id}/backups', 'backup.config_updated': 'PATCH /api/apps/{id}/backups/{bid}',
-  'backup.config_deleted': 'DELETE /api/apps/{id}/backups/{bid}', 'backup.run_started': 'POST /api/apps/{id}/backups/{bid}/run',
-  'backup.downloaded': 'GET /api/apps/{id}/backups/runs/{rid}/download', 'backup.restore_started': 'POST /api/apps/{id}/backups/runs/{rid}/restore',
-  'backup.restore_finished': 'POST /api/apps/{id}/backups/runs/{rid}/restore', 'backup.verify_started': 'POST /api/apps/{id}/backups/runs/{rid}/verify',
-  'database.created': 'POST /api/apps/{id}/databases', 'database.deleted': 'DELETE /api/apps/{id}/databases/{dbid}',
-  'deployment.created': 'POST /api/apps/{id}/deployments', 'deployment.canceled': 'POST /api/apps/{id}/deployments/{did}/cancel',
-  'deployment.rollback': 'POST /api/apps/{id}/deployments/{did}/rollback', 'domain.created': 'POST /api/domains',
-  'domain.updated': 'PATCH /api/domains/{id}', 'domain.deleted': 'DELETE /api/domains/{id}',
-  'domain.certificate_uploaded': 'POST /api/domains/{id}/certificate', 'domain.certificate_removed': 'DELETE /api/domains/{id}/certificate',
-  'audit.reverted': 'POST /api/audit/{id}/revert', 'auth.api_token_created': 'POST /api/auth/api-tokens',
-  'auth.api_token_revoked': 'DELETE /api/auth/api-tokens/{id}', 'auth.login': 'POST /api/auth/login', 'auth.login_failed': 'POST /api/auth/login',
-  'auth.totp_failed': 'POST /api/auth/totp', 'auth.logout': 'POST /api/auth/logout', 'auth.session_revoked': 'DELETE /api/auth/sessions/{id}',
-  'auth.step_up': 'POST /api/auth/step-up', 'auth.totp_disabled': 'DELETE /api/auth/totp', 'auth.totp_enabled': 'POST /api/auth/totp/enable',
-  'auth.totp_setup': 'POST /api/auth/totp/setup', 'instance.base_domain': 'PUT /api/instance/base-domain',
-  'instance.deploy_concurrency': 'PUT /api/instance/deploy-concurrency', 'instance.pruned': 'POST /api/instance/prune',
-  'instance.reset': 'POST /api/instance/reset', 'instance.restart': 'POST /api/instance/restart',
-  'notification.channel_created': 'POST /api/settings/notifications', 'notification.channel_updated': 'PATCH /api/settings/notifications/{id}',
-  'notification.channel_deleted': 'DELETE /api/settings/notifications/{id}', 'notification.channel_tested': 'POST /api/settings/notifications/{id}/test',
-  'setup.admin_created': 'POST /api/setup/admin', 'webhook.duplicate': 'POST /webhooks/{appID}', 'webhook.deploy_queued': 'POST /webhooks/{appID}',
+  'app.created': 'POST /api/apps',
+  'app.imported': 'POST /api/apps/import',
+  'app.deleted': 'DELETE /api/apps/{id}',
+  'app.updated': 'PATCH /api/apps/{id}',
+  'app.env_replaced': 'PUT /api/apps/{id}/env',
+  'app.env_revealed': 'GET /api/apps/{id}/env/{key}/reveal',
+  'app.service_updated': 'PATCH /api/apps/{id}/services/{name}',
+  'app.ssh_key_deleted': 'DELETE /api/apps/{id}/ssh-key',
+  'app.ssh_key_regenerated': 'POST /api/apps/{id}/ssh-key/regenerate',
+  'app.ssh_key_tested': 'POST /api/apps/{id}/ssh-key/test-connection',
+  'app.trigger_added': 'POST /api/apps/{id}/triggers',
+  'app.trigger_removed': 'DELETE /api/apps/{id}/triggers/{tid}',
+  'app.webhook_removed': 'DELETE /api/apps/{id}/webhook',
+  'app.webhook_secret_rotated': 'POST /api/apps/{id}/webhook/regenerate',
+  'app.start': 'POST /api/apps/{id}/start',
+  'app.stop': 'POST /api/apps/{id}/stop',
+  'app.restart': 'POST /api/apps/{id}/restart',
+  'app.shell_opened': 'GET /api/apps/{id}/services/{name}/shell',
+  'app.shell_closed': 'GET /api/apps/{id}/services/{name}/shell',
+  'backup.config_created': 'POST /api/apps/{id}/backups',
+  'backup.config_updated': 'PATCH /api/apps/{id}/backups/{bid}',
+  'backup.config_deleted': 'DELETE /api/apps/{id}/backups/{bid}',
+  'backup.run_started': 'POST /api/apps/{id}/backups/{bid}/run',
+  'backup.downloaded': 'GET /api/apps/{id}/backups/runs/{rid}/download',
+  'backup.restore_started': 'POST /api/apps/{id}/backups/runs/{rid}/restore',
+  'backup.restore_finished': 'POST /api/apps/{id}/backups/runs/{rid}/restore',
+  'backup.verify_started': 'POST /api/apps/{id}/backups/runs/{rid}/verify',
+  'database.created': 'POST /api/apps/{id}/databases',
+  'database.deleted': 'DELETE /api/apps/{id}/databases/{dbid}',
+  'deployment.created': 'POST /api/apps/{id}/deployments',
+  'deployment.canceled': 'POST /api/apps/{id}/deployments/{did}/cancel',
+  'deployment.rollback': 'POST /api/apps/{id}/deployments/{did}/rollback',
+  'domain.created': 'POST /api/domains',
+  'domain.updated': 'PATCH /api/domains/{id}',
+  'domain.deleted': 'DELETE /api/domains/{id}',
+  'domain.certificate_uploaded': 'POST /api/domains/{id}/certificate',
+  'domain.certificate_removed': 'DELETE /api/domains/{id}/certificate',
+  'audit.reverted': 'POST /api/audit/{id}/revert',
+  'auth.api_token_created': 'POST /api/auth/api-tokens',
+  'auth.api_token_revoked': 'DELETE /api/auth/api-tokens/{id}',
+  'auth.login': 'POST /api/auth/login',
+  'auth.login_failed': 'POST /api/auth/login',
+  'auth.totp_failed': 'POST /api/auth/totp',
+  'auth.logout': 'POST /api/auth/logout',
+  'auth.session_revoked': 'DELETE /api/auth/sessions/{id}',
+  'auth.step_up': 'POST /api/auth/step-up',
+  'auth.totp_disabled': 'DELETE /api/auth/totp',
+  'auth.totp_enabled': 'POST /api/auth/totp/enable',
+  'auth.totp_setup': 'POST /api/auth/totp/setup',
+  'instance.base_domain': 'PUT /api/instance/base-domain',
+  'instance.deploy_concurrency': 'PUT /api/instance/deploy-concurrency',
+  'instance.pruned': 'POST /api/instance/prune',
+  'instance.reset': 'POST /api/instance/reset',
+  'instance.restart': 'POST /api/instance/restart',
+  'notification.channel_created': 'POST /api/settings/notifications',
+  'notification.channel_updated': 'PATCH /api/settings/notifications/{id}',
+  'notification.channel_deleted': 'DELETE /api/settings/notifications/{id}',
+  'notification.channel_tested': 'POST /api/settings/notifications/{id}/test',
+  'setup.admin_created': 'POST /api/setup/admin',
+  'webhook.duplicate': 'POST /webhooks/{appID}',
+  'webhook.deploy_queued': 'POST /webhooks/{appID}',
 };
 
 const m0011: Migration = {
   async up(db: Kysely<any>) {
     for (const name of ['route', 'actor_type', 'token_id', 'summary']) await db.schema.alterTable('audit').addColumn(name, 'text').execute();
-    const rows = (await db.selectFrom('audit').select(['id', 'action', 'via', 'actor_id', 'actor', 'detail']).execute()) as Array<{ id: number; action: string; via: string | null; actor_id: string | null; actor: string | null; detail: string | null }>;
+    const rows = (await db.selectFrom('audit').select(['id', 'action', 'via', 'actor_id', 'actor', 'detail']).execute()) as Array<{
+      id: number;
+      action: string;
+      via: string | null;
+      actor_id: string | null;
+      actor: string | null;
+      detail: string | null;
+    }>;
     for (const r of rows) {
       const asRoute = /^[A-Z]+ \//.test(r.action) ? r.action.replace(/:(\w+)\+?/g, '{$1}') : null;
       let route = asRoute ?? LEGACY_ROUTES[r.action] ?? null;

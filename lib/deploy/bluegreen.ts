@@ -6,8 +6,21 @@
 // A service publishing a fixed host port cannot run twice: its old container is stopped first,
 // and started again if the deployment fails.
 import {
-  StackError, createServiceContainer, ensureNetworks, ensureVolumes, guard, isNotFound, listAppContainers, removeContainer,
-  setAliases, startContainer, stopContainer, waitForCondition, type AppContainer, type Engine, type StackPlan,
+  StackError,
+  createServiceContainer,
+  ensureNetworks,
+  ensureVolumes,
+  guard,
+  isNotFound,
+  listAppContainers,
+  removeContainer,
+  setAliases,
+  startContainer,
+  stopContainer,
+  waitForCondition,
+  type AppContainer,
+  type Engine,
+  type StackPlan,
 } from '../docker/index.js';
 import { healthGate, type ProbeMode } from './health.js';
 
@@ -134,16 +147,18 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
   const retire = async () => {
     if (drained) await new Promise((r) => setTimeout(r, opts.drainMs ?? 1000));
     const removed: string[] = [];
-    await Promise.all(leftovers.map(async (c) => {
-      try {
-        await stopContainer(engine, c.id);
-        await removeContainer(engine, c.id);
-        removed.push(c.name);
-        log(`${c.service}: removed the previous ${c.name}`);
-      } catch (e) {
-        log(`${c.service}: could not remove the previous ${c.name}: ${(e as Error).message}`);
-      }
-    }));
+    await Promise.all(
+      leftovers.map(async (c) => {
+        try {
+          await stopContainer(engine, c.id);
+          await removeContainer(engine, c.id);
+          removed.push(c.name);
+          log(`${c.service}: removed the previous ${c.name}`);
+        } catch (e) {
+          log(`${c.service}: could not remove the previous ${c.name}: ${(e as Error).message}`);
+        }
+      }),
+    );
     return removed;
   };
   return { replaced: leftovers.map((c) => c.name), retire };

@@ -57,7 +57,6 @@ function ownImage(engine: Engine): Promise<string | null> {
   return selfImage;
 }
 
-
 export async function healthGate(engine: Engine, containerId: string, service: string, opts: GateOptions): Promise<string> {
   const info = await guard(engine, () => engine.docker.getContainer(containerId).inspect());
   const test = info.Config.Healthcheck?.Test;
@@ -70,7 +69,7 @@ export async function healthGate(engine: Engine, containerId: string, service: s
     const port = opts.port ?? firstTcpPort(info.Config.ExposedPorts);
     if (!port) throw new StackError(`${service}: health_path ${opts.healthPath} is set but the service has no port (set one, or EXPOSE it)`, service);
     opts.log(`${service}: probing GET ${opts.healthPath} on port ${port}`);
-    const image = opts.probe === 'host' ? null : opts.probeImage ?? (await ownImage(engine));
+    const image = opts.probe === 'host' ? null : (opts.probeImage ?? (await ownImage(engine)));
     if (opts.probe === 'container' && !image) throw new StackError(`${service}: no probe image (the control plane is not a container of this engine)`, service);
     if (image) await probeFromContainer(engine, containerId, service, port, opts.healthPath, image, opts);
     else await probeFromHost(engine, containerId, service, port, opts.healthPath, opts);
@@ -113,7 +112,9 @@ async function probeFromHost(engine: Engine, id: string, service: string, port: 
   for (;;) {
     opts.signal?.throwIfAborted();
     const info = await assertAlive(engine, id, service);
-    const ip = Object.values(info.NetworkSettings.Networks ?? {}).map((n) => n.IPAddress).find((a) => !!a);
+    const ip = Object.values(info.NetworkSettings.Networks ?? {})
+      .map((n) => n.IPAddress)
+      .find((a) => !!a);
     if (ip) {
       try {
         const res = await fetch(`http://${ip}:${port}${path}`, { signal: AbortSignal.any([AbortSignal.timeout(3000), ...(opts.signal ? [opts.signal] : [])]), redirect: 'manual' });
@@ -149,13 +150,15 @@ let last = 'no answer yet';
 `;
 
 async function probeFromContainer(engine: Engine, id: string, service: string, port: number, path: string, image: string, opts: GateOptions): Promise<void> {
-  const probe = await guard(engine, () => engine.docker.createContainer({
-    Image: image,
-    Entrypoint: ['node', '-e', PROBE_SCRIPT],
-    Cmd: [String(port), path, String(opts.timeoutMs)],
-    Labels: { 'svc.managed': 'true', 'svc.role': 'probe' },
-    HostConfig: { NetworkMode: `container:${id}`, AutoRemove: false },
-  }));
+  const probe = await guard(engine, () =>
+    engine.docker.createContainer({
+      Image: image,
+      Entrypoint: ['node', '-e', PROBE_SCRIPT],
+      Cmd: [String(port), path, String(opts.timeoutMs)],
+      Labels: { 'svc.managed': 'true', 'svc.role': 'probe' },
+      HostConfig: { NetworkMode: `container:${id}`, AutoRemove: false },
+    }),
+  );
   const onAbort = () => void removeContainer(engine, probe.id).catch(() => {});
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {

@@ -54,7 +54,9 @@ export class DeployLog {
   write(line: string, stream: LogStream = 'deploy'): void {
     if (this.truncated) return;
     // Control characters other than tab are dropped: the log is data, shown as text anywhere.
-    let text = this.mask(line).replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+    let text = this.mask(line)
+      .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
+      .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
     if (text.length > MAX_LINE) text = `${text.slice(0, MAX_LINE)}…`;
     const size = Buffer.byteLength(text);
     if (this.seq + 1 >= this.limits.lines || this.bytes + size > this.limits.bytes) {
@@ -78,7 +80,11 @@ export class DeployLog {
     const batch = this.pending.splice(0);
     if (!batch.length) return;
     try {
-      for (let i = 0; i < batch.length; i += 200) await this.db.insertInto('deployment_logs').values(batch.slice(i, i + 200)).execute();
+      for (let i = 0; i < batch.length; i += 200)
+        await this.db
+          .insertInto('deployment_logs')
+          .values(batch.slice(i, i + 200))
+          .execute();
     } catch {
       // A log write must never fail the deployment; the lines still go to live subscribers.
     }

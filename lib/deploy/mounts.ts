@@ -49,7 +49,13 @@ function withoutGit(src: string): boolean {
 
 /** A name for a volume or folder from a relative path: readable, and unique through the hash. */
 function slug(rel: string): string {
-  const readable = rel === '.' ? 'root' : rel.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[-.]+/, '').slice(0, 40) || 'x';
+  const readable =
+    rel === '.'
+      ? 'root'
+      : rel
+          .replace(/[^A-Za-z0-9_.-]+/g, '-')
+          .replace(/^[-.]+/, '')
+          .slice(0, 40) || 'x';
   return `${readable}-${createHash('sha256').update(rel).digest('hex').slice(0, 8)}`;
 }
 
@@ -85,9 +91,13 @@ export async function prepareBinds(opts: PrepareOptions): Promise<BindTable> {
     const r = await decide(src, depDir, b.source, b.readOnly);
     table.set(bindKey(b.source, b.readOnly), r);
     if (r.kind === 'volume') {
-      opts.log(`bind ${showBind(b.source)} (writable folder): the app's data, kept across deploys in a volume${r.seed ? '; filled from the repository only when the volume is first created, later commits do not change it (mount it :ro to get each deployment\'s files)' : ''}`);
+      opts.log(
+        `bind ${showBind(b.source)} (writable folder): the app's data, kept across deploys in a volume${r.seed ? "; filled from the repository only when the volume is first created, later commits do not change it (mount it :ro to get each deployment's files)" : ''}`,
+      );
     } else if (r.kind === 'bind' && !b.readOnly) {
-      opts.log(`bind ${showBind(b.source)} (writable ${relativeKey(b.source) === '.' ? 'repository root' : 'file'}): a fresh copy of this deployment's files; what the app writes there lasts until the next deploy`);
+      opts.log(
+        `bind ${showBind(b.source)} (writable ${relativeKey(b.source) === '.' ? 'repository root' : 'file'}): a fresh copy of this deployment's files; what the app writes there lasts until the next deploy`,
+      );
     }
   }
   return table;
@@ -138,12 +148,24 @@ export async function pruneDeploymentCopies(engine: Engine, workRoot: string, ap
   const depsDir = join(base, 'deployments');
   const deps = await readdir(depsDir).catch(() => [] as string[]);
   // Deployment ids sort by creation time.
-  const kept = new Set(deps.filter((d) => !d.startsWith('.')).sort().reverse().slice(0, keep));
+  const kept = new Set(
+    deps
+      .filter((d) => !d.startsWith('.'))
+      .sort()
+      .reverse()
+      .slice(0, keep),
+  );
   for (const d of deps) if (d !== current && !kept.has(d) && !d.startsWith('.tmp-')) candidates.push(join(depsDir, d));
   for (const n of await readdir(base).catch(() => [] as string[])) if (n.startsWith('.old-')) candidates.push(join(base, n));
   for (const dir of candidates) {
     if (mounted(dir)) continue;
-    if (!(await lstat(dir).then((s) => s.isDirectory(), () => false))) continue;
+    if (
+      !(await lstat(dir).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    )
+      continue;
     await rm(dir, { recursive: true, force: true });
     removed.push(dir);
   }

@@ -47,7 +47,11 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
   let workdir: string | undefined;
   let plan: StackPlan;
 
-  const prune = () => pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => { say(`could not remove old copies of the repository: ${(e as Error).message}`); return []; });
+  const prune = () =>
+    pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => {
+      say(`could not remove old copies of the repository: ${(e as Error).message}`);
+      return [];
+    });
   if (dep.trigger === 'rollback') {
     if (!run.spec || !dep.images) throw new StackError('the deployment to roll back to has no recorded images');
     spec = run.spec;
@@ -81,8 +85,16 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     const gitAuth = env.gitAuth ?? noGitAuth;
     const co = await gitAuth(app, (gitEnv) =>
       checkout({
-        workRoot: opts.workRoot, appId: app.id, deploymentId: dep.id, url: src.repo_url, ref, env: gitEnv, signal,
-        timeoutMs: opts.cloneTimeoutMs, maxBytes: opts.cloneMaxBytes, log: say,
+        workRoot: opts.workRoot,
+        appId: app.id,
+        deploymentId: dep.id,
+        url: src.repo_url,
+        ref,
+        env: gitEnv,
+        signal,
+        timeoutMs: opts.cloneTimeoutMs,
+        maxBytes: opts.cloneMaxBytes,
+        log: say,
       }),
     );
     workdir = co.dir;
@@ -165,7 +177,12 @@ async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<str
   }
   const planned = await planStack(model, { app: app.name, env: appEnv, workdir, binds: table, defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
   if (!planned.ok) {
-    throw new StackError(`the stack cannot be planned: ${planned.findings.filter((f) => f.level === 'error').map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
+    throw new StackError(
+      `the stack cannot be planned: ${planned.findings
+        .filter((f) => f.level === 'error')
+        .map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`)
+        .join('; ')}`,
+    );
   }
   return planned.plan;
 }

@@ -19,7 +19,10 @@ import { defaultProbeMode, type ProbeMode } from './health.js';
 
 /** Why a running deployment's signal was aborted. */
 export class StopReason extends Error {
-  constructor(readonly kind: 'cancel' | 'shutdown' | 'timeout', message: string) {
+  constructor(
+    readonly kind: 'cancel' | 'shutdown' | 'timeout',
+    message: string,
+  ) {
     super(message);
     this.name = 'StopReason';
   }
@@ -45,7 +48,10 @@ export abstract class DeployRunner {
   private readonly pendingCleanup = new Map<string, string>();
   private readonly unsettled = new Map<string, App>();
 
-  constructor(protected readonly env: Env, opts: Partial<DeployServiceOptions> = {}) {
+  constructor(
+    protected readonly env: Env,
+    opts: Partial<DeployServiceOptions> = {},
+  ) {
     this.opts = {
       workRoot: join(env.config.dataDir, 'work'),
       cloneTimeoutMs: 300_000,
@@ -71,7 +77,11 @@ export abstract class DeployRunner {
   }
 
   protected async openLog(id: string): Promise<DeployLog> {
-    const r = await this.env.db.selectFrom('deployment_logs').select((eb) => eb.fn.max('seq').as('m')).where('deployment_id', '=', id).executeTakeFirst();
+    const r = await this.env.db
+      .selectFrom('deployment_logs')
+      .select((eb) => eb.fn.max('seq').as('m'))
+      .where('deployment_id', '=', id)
+      .executeTakeFirst();
     return new DeployLog(this.env.db, this.env.bus, id, this.env.now, Number(r?.m ?? 0));
   }
 
@@ -87,7 +97,7 @@ export abstract class DeployRunner {
     }
     const log = await this.openLog(id);
     const signal = slot.controller.signal;
-    let deployment = (await getDeployment(this.env.db, app.id, id));
+    let deployment = await getDeployment(this.env.db, app.id, id);
     const setStatus = async (status: DeployStatus, patch: TransitionPatch = {}) => {
       signal.throwIfAborted();
       const r = await transition(this.env.db, id, status, patch, { now: this.env.now() });
@@ -146,9 +156,9 @@ export abstract class DeployRunner {
   protected async finish(id: string, appId: string, status: DeployStatus, patch: TransitionPatch, app: App | null, from?: readonly string[]): Promise<Deployment | null> {
     const r = await transition(this.env.db, id, status, patch, { from, now: this.env.now() });
     if (!r) return null;
-    this.publishStatus(r.deployment, app ?? { id: appId, name: '' } as App);
+    this.publishStatus(r.deployment, app ?? ({ id: appId, name: '' } as App));
     if (r.promoted) {
-      this.publishStatus(r.promoted, app ?? { id: appId, name: '' } as App);
+      this.publishStatus(r.promoted, app ?? ({ id: appId, name: '' } as App));
       if (!this.stopping) this.admit(r.promoted.id, appId);
     }
     return r.deployment;
@@ -198,8 +208,18 @@ export abstract class DeployRunner {
    */
   protected notify(type: 'deploy_succeeded' | 'deploy_failed', d: Deployment, app: App): void {
     this.env.bus.publish('deployments', {
-      type, deployment_id: d.id, app_id: app.id, app: app.name, trigger: d.trigger, ref: d.ref, commit: d.commit,
-      commit_subject: d.commit_subject, image: d.image, error: d.error, delivery_id: d.delivery_id, finished_at: d.finished_at,
+      type,
+      deployment_id: d.id,
+      app_id: app.id,
+      app: app.name,
+      trigger: d.trigger,
+      ref: d.ref,
+      commit: d.commit,
+      commit_subject: d.commit_subject,
+      image: d.image,
+      error: d.error,
+      delivery_id: d.delivery_id,
+      finished_at: d.finished_at,
     });
   }
 

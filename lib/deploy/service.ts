@@ -9,10 +9,7 @@ import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
 import { nowIso } from '../db/index.js';
 import { isTerminal, type Deployment } from './model.js';
-import {
-  getDeployment, insertCoalesced, insertDeployment, listActive, readConcurrency, readSpec, writeConcurrency,
-  MAX_CONCURRENCY, MIN_CONCURRENCY,
-} from './store.js';
+import { getDeployment, insertCoalesced, insertDeployment, listActive, readConcurrency, readSpec, writeConcurrency, MAX_CONCURRENCY, MIN_CONCURRENCY } from './store.js';
 import { imagesPresent, removeDeploymentImages } from './images.js';
 import { removeStrayClones } from './workdir.js';
 import { DeployRunner, StopReason, type Active } from './runner.js';
@@ -76,7 +73,8 @@ export class DeployService extends DeployRunner implements Deployments {
   }
 
   async setConcurrency(n: number): Promise<number> {
-    if (!Number.isInteger(n) || n < MIN_CONCURRENCY || n > MAX_CONCURRENCY) throw badRequest(`concurrency must be a whole number from ${MIN_CONCURRENCY} to ${MAX_CONCURRENCY}`, [{ field: 'concurrency', message: 'out of range' }]);
+    if (!Number.isInteger(n) || n < MIN_CONCURRENCY || n > MAX_CONCURRENCY)
+      throw badRequest(`concurrency must be a whole number from ${MIN_CONCURRENCY} to ${MAX_CONCURRENCY}`, [{ field: 'concurrency', message: 'out of range' }]);
     await writeConcurrency(this.env.db, n);
     this.concurrency = n;
     this.pump();
@@ -137,10 +135,20 @@ export class DeployService extends DeployRunner implements Deployments {
     const missing = await imagesPresent(this.env.engine, target.images);
     if (missing.length) throw conflict(`The images of deployment ${target.id} are no longer kept (${missing.join(', ')}); keep more with SVC_KEEP_IMAGES`);
     this.assertRoom();
-    const d = await insertDeployment(this.env.db, {
-      appId: app.id, trigger: 'rollback', ref: target.ref, rollbackOf: target.id, images: target.images, spec,
-      commit: target.commit, commitSubject: target.commit_subject,
-    }, this.env.now());
+    const d = await insertDeployment(
+      this.env.db,
+      {
+        appId: app.id,
+        trigger: 'rollback',
+        ref: target.ref,
+        rollbackOf: target.id,
+        images: target.images,
+        spec,
+        commit: target.commit,
+        commitSubject: target.commit_subject,
+      },
+      this.env.now(),
+    );
     this.publishStatus(d, app);
     this.admit(d.id, app.id);
     return d;
@@ -192,7 +200,7 @@ export class DeployService extends DeployRunner implements Deployments {
   private pump(): void {
     if (!this.started || this.stopping) return;
     const busy = new Set([...this.running.values()].map((a) => a.appId));
-    for (let i = 0; i < this.queue.length && this.running.size < this.concurrency; ) {
+    for (let i = 0; i < this.queue.length && this.running.size < this.concurrency;) {
       const { id, appId } = this.queue[i]!;
       if (busy.has(appId)) {
         i++;

@@ -81,7 +81,12 @@ export interface CoalesceResult {
 export async function insertCoalesced(db: Db, input: NewDeployment, now = Date.now()): Promise<CoalesceResult> {
   const at = nowIso(now);
   return db.transaction().execute(async (tx) => {
-    const active = await tx.selectFrom('deployments').selectAll().where('app_id', '=', input.appId).where('status', 'in', [...ACTIVE]).execute();
+    const active = await tx
+      .selectFrom('deployments')
+      .selectAll()
+      .where('app_id', '=', input.appId)
+      .where('status', 'in', [...ACTIVE])
+      .execute();
     const superseded: DeploymentTable[] = [];
     const current = active.find((d) => d.waiting === 0);
     const replaceable = (d: DeploymentTable) => d.status === 'queued' && (d.trigger === 'push' || d.trigger === 'tag');
@@ -92,7 +97,12 @@ export async function insertCoalesced(db: Db, input: NewDeployment, now = Date.n
     const r = row(input, now, waiting);
     for (const d of superseded) {
       const error = `superseded by deployment ${r.id} (a newer push)`;
-      const u = await tx.updateTable('deployments').set({ status: 'canceled', error, finished_at: at, updated_at: at, waiting: 0 }).where('id', '=', d.id).where('status', '=', 'queued').executeTakeFirst();
+      const u = await tx
+        .updateTable('deployments')
+        .set({ status: 'canceled', error, finished_at: at, updated_at: at, waiting: 0 })
+        .where('id', '=', d.id)
+        .where('status', '=', 'queued')
+        .executeTakeFirst();
       if (Number(u.numUpdatedRows) !== 1) throw new HttpError('conflict', CONFLICT);
       await tx.insertInto('deployment_events').values({ deployment_id: d.id, status: 'canceled', at }).execute();
       Object.assign(d, { status: 'canceled', error, finished_at: at, updated_at: at, waiting: 0 });
@@ -121,7 +131,13 @@ export interface TransitionPatch {
  * row and in deployment_events. Returns null when the deployment was not in an expected state
  * (someone else finished it first). A terminal move promotes the push waiting behind it.
  */
-export async function transition(db: Db, id: string, to: DeployStatus, patch: TransitionPatch = {}, opts: { from?: readonly string[]; now?: number } = {}): Promise<{ deployment: Deployment; promoted: Deployment | null } | null> {
+export async function transition(
+  db: Db,
+  id: string,
+  to: DeployStatus,
+  patch: TransitionPatch = {},
+  opts: { from?: readonly string[]; now?: number } = {},
+): Promise<{ deployment: Deployment; promoted: Deployment | null } | null> {
   const at = nowIso(opts.now ?? Date.now());
   return db.transaction().execute(async (tx) => {
     const set: Partial<DeploymentTable> = { status: to, updated_at: at };
@@ -169,25 +185,40 @@ export async function listDeployments(db: Db, appId: string, opts: { cursor?: st
   let q = db.selectFrom('deployments').selectAll().where('app_id', '=', appId);
   // Ids are time-ordered, newest first: the cursor is the last id of the previous page.
   if (opts.cursor) q = q.where('id', '<', opts.cursor);
-  const rows = await q.orderBy('id', 'desc').limit(opts.limit + 1).execute();
+  const rows = await q
+    .orderBy('id', 'desc')
+    .limit(opts.limit + 1)
+    .execute();
   const items = rows.slice(0, opts.limit).map(toDeployment);
   return rows.length > opts.limit ? { items, next_cursor: items.at(-1)!.id } : { items };
 }
 
 /** Non-terminal deployments of every app, oldest first. */
 export async function listActive(db: Db): Promise<Deployment[]> {
-  const rows = await db.selectFrom('deployments').selectAll().where('status', 'in', [...ACTIVE]).orderBy('id', 'asc').execute();
+  const rows = await db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('status', 'in', [...ACTIVE])
+    .orderBy('id', 'asc')
+    .execute();
   return rows.map(toDeployment);
 }
 
 export async function readLogs(db: Db, deploymentId: string, opts: { after?: number; limit?: number } = {}): Promise<{ seq: number; at: string; stream: string; line: string }[]> {
   let q = db.selectFrom('deployment_logs').select(['seq', 'at', 'stream', 'line']).where('deployment_id', '=', deploymentId);
   if (opts.after !== undefined) q = q.where('seq', '>', opts.after);
-  return q.orderBy('seq', 'asc').limit(opts.limit ?? 100_000).execute();
+  return q
+    .orderBy('seq', 'asc')
+    .limit(opts.limit ?? 100_000)
+    .execute();
 }
 
 /** One page of log lines; `next_after` is set when more lines follow. */
-export async function readLogPage(db: Db, deploymentId: string, opts: { after?: number; limit: number }): Promise<{ items: { seq: number; at: string; stream: string; line: string }[]; next_after?: number }> {
+export async function readLogPage(
+  db: Db,
+  deploymentId: string,
+  opts: { after?: number; limit: number },
+): Promise<{ items: { seq: number; at: string; stream: string; line: string }[]; next_after?: number }> {
   const rows = await readLogs(db, deploymentId, { after: opts.after, limit: opts.limit + 1 });
   const items = rows.slice(0, opts.limit);
   return rows.length > opts.limit ? { items, next_after: items.at(-1)!.seq } : { items };
@@ -209,5 +240,9 @@ export async function readConcurrency(db: Db): Promise<number> {
 }
 
 export async function writeConcurrency(db: Db, n: number): Promise<void> {
-  await db.insertInto('settings').values({ key: CONCURRENCY_KEY, value: String(n) }).onConflict((c) => c.column('key').doUpdateSet({ value: String(n) })).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: CONCURRENCY_KEY, value: String(n) })
+    .onConflict((c) => c.column('key').doUpdateSet({ value: String(n) }))
+    .execute();
 }

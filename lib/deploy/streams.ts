@@ -32,10 +32,13 @@ export function registerStreams(env: Env): { stopAll(): void } {
     start(topic) {
       const ring: BusEvent[] = [];
       rings.set(topic, ring);
-      stoppers.set(topic, followAppLogs(env, topic, (e) => {
-        ring.push(e);
-        if (ring.length > LOG_REPLAY) ring.shift();
-      }));
+      stoppers.set(
+        topic,
+        followAppLogs(env, topic, (e) => {
+          ring.push(e);
+          if (ring.length > LOG_REPLAY) ring.shift();
+        }),
+      );
     },
     stop(topic) {
       stoppers.get(topic)?.();
@@ -174,14 +177,16 @@ function collectStats(env: Env, topic: string): () => void {
       const app = await getApp(env.db, appId).catch(() => null);
       if (!app) return;
       const running = (await listAppContainers(env.engine, app.name)).filter((c) => c.state === 'running');
-      const items = await Promise.all(running.map(async (c) => {
-        try {
-          const s = (await env.engine.docker.getContainer(c.id).stats({ stream: false })) as unknown as DockerStats;
-          return { service: c.service, container: c.name, ...statsFrom(s) };
-        } catch {
-          return null;
-        }
-      }));
+      const items = await Promise.all(
+        running.map(async (c) => {
+          try {
+            const s = (await env.engine.docker.getContainer(c.id).stats({ stream: false })) as unknown as DockerStats;
+            return { service: c.service, container: c.name, ...statsFrom(s) };
+          } catch {
+            return null;
+          }
+        }),
+      );
       if (!stopped) env.bus.publish(topic, { at: new Date().toISOString(), items: items.filter((x) => x !== null) });
     } catch {
       // Engine unavailable: try again next tick.

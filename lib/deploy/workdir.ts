@@ -62,9 +62,17 @@ export async function configDigest(repo: string): Promise<string | null> {
     const config = join(git, 'config');
     if (!(await lstat(config)).isFile()) return null;
     for (const f of FOREIGN) {
-      if (await lstat(join(git, f)).then(() => true, () => false)) return null;
+      if (
+        await lstat(join(git, f)).then(
+          () => true,
+          () => false,
+        )
+      )
+        return null;
     }
-    return createHash('sha256').update(await readFile(config)).digest('hex');
+    return createHash('sha256')
+      .update(await readFile(config))
+      .digest('hex');
   } catch {
     return null;
   }
@@ -74,7 +82,10 @@ export async function configDigest(repo: string): Promise<string | null> {
 export async function reusable(base: string): Promise<boolean> {
   const repo = join(base, 'repo');
   if (!(await exists(join(repo, '.git')))) return false;
-  const expected = await readFile(join(base, DIGEST_FILE), 'utf8').then((s) => s.trim(), () => null);
+  const expected = await readFile(join(base, DIGEST_FILE), 'utf8').then(
+    (s) => s.trim(),
+    () => null,
+  );
   const actual = await configDigest(repo);
   return expected !== null && actual !== null && expected === actual;
 }
@@ -91,12 +102,15 @@ export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { d
   const left = () => Math.max(1000, deadline - Date.now());
   if (await exists(join(repo, '.git'))) {
     if (!(await reusable(base))) {
-      opts.log('the working copy\'s git configuration is not the one the control plane wrote; it is not used: cloning afresh');
+      opts.log("the working copy's git configuration is not the one the control plane wrote; it is not used: cloning afresh");
     } else {
       try {
         // The URL is given explicitly (not a stored remote): a changed repo_url takes effect at once.
         await runGit(['fetch', '--depth', '1', '--no-tags', '--force', '--', opts.url, opts.ref], {
-          cwd: repo, env: opts.env, signal: opts.signal, timeoutMs: left(),
+          cwd: repo,
+          env: opts.env,
+          signal: opts.signal,
+          timeoutMs: left(),
           onTick: async () => ((await treeSize(repo)) > opts.maxBytes ? `repository is larger than ${opts.maxBytes} bytes` : null),
         });
         await runGit(['checkout', '--force', '--detach', 'FETCH_HEAD'], { cwd: repo, signal: opts.signal, timeoutMs: left() });
@@ -116,7 +130,13 @@ export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { d
     const digest = await configDigest(tmp);
     if (!digest) throw new GitError('the fresh clone has no plain .git/config', 'failed');
     await rm(join(base, DIGEST_FILE), { force: true });
-    if (await lstat(repo).then(() => true, () => false)) await rename(repo, join(base, `.old-${opts.deploymentId}`));
+    if (
+      await lstat(repo).then(
+        () => true,
+        () => false,
+      )
+    )
+      await rename(repo, join(base, `.old-${opts.deploymentId}`));
     await rename(tmp, repo);
     await writeFile(join(base, DIGEST_FILE), `${digest}\n`, { mode: 0o600 });
     return { ...res, dir: repo, fresh: true };

@@ -51,7 +51,7 @@ const HOST_TREES = ['/proc', '/sys', '/dev', '/boot', '/var/lib/docker', '/var/l
 
 /** Why a real host path must never be a bind source, or null. */
 export async function hostPathProblem(real: string): Promise<string | null> {
-  if (real === '/') return 'the host\'s root directory is never mounted';
+  if (real === '/') return "the host's root directory is never mounted";
   const sockets = new Set(SOCKETS);
   for (const s of SOCKETS) {
     const r = await realpath(s).catch(() => null);
@@ -62,7 +62,11 @@ export async function hostPathProblem(real: string): Promise<string | null> {
   return null;
 }
 
-interface PlannedBind { source: string; target: string; readOnly: boolean }
+interface PlannedBind {
+  source: string;
+  target: string;
+  readOnly: boolean;
+}
 
 function plannedBinds(config: Docker.ContainerCreateOptions): PlannedBind[] {
   return (config.HostConfig?.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ source: m.Source, target: m.Target, readOnly: !!m.ReadOnly }));
@@ -130,7 +134,9 @@ export async function ensureEmptyImage(engine: Engine): Promise<void> {
   try {
     await engine.docker.getImage(EMPTY_IMAGE).inspect();
     return;
-  } catch { /* import it */ }
+  } catch {
+    /* import it */
+  }
   // Two zero blocks: a tar archive with no entries.
   const stream = await engine.docker.importImage(Readable.from([Buffer.alloc(1024)]), { repo: 'svc/empty', tag: '1', changes: [`LABEL ${LABEL_MANAGED}=true`] });
   await new Promise<void>((resolve, reject) => engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));

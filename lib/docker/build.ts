@@ -29,16 +29,19 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
   const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3);
   const log = opts.onLog ?? (() => {});
   return guard(engine, async () => {
-    const stream = await engine.docker.buildImage(pack as unknown as NodeJS.ReadableStream, {
-      t: opts.tag,
-      dockerfile,
-      buildargs: opts.args ?? {},
-      ...(opts.target ? { target: opts.target } : {}),
-      labels: opts.labels ?? {},
-      rm: true,
-      forcerm: true,
-      abortSignal: opts.signal,
-    } as Parameters<typeof engine.docker.buildImage>[1]);
+    const stream = await engine.docker.buildImage(
+      pack as unknown as NodeJS.ReadableStream,
+      {
+        t: opts.tag,
+        dockerfile,
+        buildargs: opts.args ?? {},
+        ...(opts.target ? { target: opts.target } : {}),
+        labels: opts.labels ?? {},
+        rm: true,
+        forcerm: true,
+        abortSignal: opts.signal,
+      } as Parameters<typeof engine.docker.buildImage>[1],
+    );
     let imageId = '';
     let failure: string | undefined;
     let buf = '';
@@ -46,7 +49,11 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
     const handle = (line: string) => {
       if (!line.trim()) return;
       let msg: { stream?: string; error?: string; status?: string; aux?: { ID?: string } };
-      try { msg = JSON.parse(line); } catch { return; }
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        return;
+      }
       if (msg.error) failure = msg.error;
       if (msg.aux?.ID) imageId = msg.aux.ID;
       const text = msg.stream ?? msg.status ?? msg.error;
@@ -97,7 +104,9 @@ async function packContext(dir: string, dockerfile: string, maxBytes: number): P
   let rules: string[] = [];
   try {
     rules = (await readFile(join(dir, '.dockerignore'), 'utf8')).split(/\r?\n/);
-  } catch { /* no .dockerignore */ }
+  } catch {
+    /* no .dockerignore */
+  }
   const ig = ignore().add(rules);
   const keep = new Set([posix.normalize(dockerfile), '.dockerignore']);
   // A later "!pattern" may re-include something inside an ignored folder: keep walking then.

@@ -273,5 +273,4 @@ export async function waitForCondition(engine: Engine, id: string, condition: De
   }
 }
 
-
 export { appFilter };

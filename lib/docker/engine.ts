@@ -30,7 +30,10 @@ export function createEngine(opts: { socketPath?: string; timeoutMs?: number } =
 
 export class EngineUnavailableError extends Error {
   readonly code = 'service_unavailable';
-  constructor(readonly socketPath: string, cause?: unknown) {
+  constructor(
+    readonly socketPath: string,
+    cause?: unknown,
+  ) {
     super(`Docker engine unavailable at unix://${socketPath}${cause instanceof Error && 'code' in cause ? ` (${String((cause as NodeJS.ErrnoException).code)})` : ''}`, { cause });
     this.name = 'EngineUnavailableError';
   }
@@ -47,7 +50,11 @@ export class EngineConflictError extends Error {
 
 /** A failed stack operation with a readable reason (dependency unhealthy, image missing...). */
 export class StackError extends Error {
-  constructor(message: string, readonly service?: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly service?: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'StackError';
   }

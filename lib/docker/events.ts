@@ -32,8 +32,16 @@ interface RawEvent {
 }
 
 const STATUS: Record<string, string> = {
-  create: 'created', start: 'running', restart: 'running', unpause: 'running', pause: 'paused',
-  die: 'exited', stop: 'exited', kill: 'killed', oom: 'oom', destroy: 'removed',
+  create: 'created',
+  start: 'running',
+  restart: 'running',
+  unpause: 'running',
+  pause: 'paused',
+  die: 'exited',
+  stop: 'exited',
+  kill: 'killed',
+  oom: 'oom',
+  destroy: 'removed',
 };
 
 export function toContainerEvent(e: RawEvent): ContainerEvent | null {
@@ -104,7 +112,11 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
   while (!signal.aborted) {
     try {
       const stream = await eventStream(engine.socketPath, since, signal);
-      try { opts.onConnect?.(failed); } catch { /* the caller's problem, not the stream's */ }
+      try {
+        opts.onConnect?.(failed);
+      } catch {
+        /* the caller's problem, not the stream's */
+      }
       failed = false;
       const onAbort = () => stream.destroy?.();
       signal.addEventListener('abort', onAbort, { once: true });
@@ -119,14 +131,22 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
             buf = buf.slice(nl + 1);
             if (!line) continue;
             let raw: RawEvent;
-            try { raw = JSON.parse(line) as RawEvent; } catch { continue; }
+            try {
+              raw = JSON.parse(line) as RawEvent;
+            } catch {
+              continue;
+            }
             // `since` has one-second resolution: skip what we already delivered after a reconnect.
             if (raw.timeNano && raw.timeNano <= lastNano) continue;
             if (raw.timeNano) lastNano = raw.timeNano;
             if (raw.time) since = raw.time;
             const ev = toContainerEvent(raw);
             if (ev) {
-              try { onEvent(ev); } catch { /* a subscriber's bug must not kill the follower */ }
+              try {
+                onEvent(ev);
+              } catch {
+                /* a subscriber's bug must not kill the follower */
+              }
             }
           }
         }

@@ -3,12 +3,37 @@ export * from './names.js';
 export { planStack, insideWorkdir, type StackPlan, type PlanService, type PlanNetwork, type PlanVolume, type PlanOptions, type PlanResult } from './plan.js';
 export { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
 export {
-  listAppContainers, createServiceContainer, startContainer, stopContainer, removeContainer, removeDeploymentContainers,
-  setAliases, waitForCondition, serviceImage, planService, healthFromStatus, type AppContainer, type CreateOptions, type WaitOptions,
+  listAppContainers,
+  createServiceContainer,
+  startContainer,
+  stopContainer,
+  removeContainer,
+  removeDeploymentContainers,
+  setAliases,
+  waitForCondition,
+  serviceImage,
+  planService,
+  healthFromStatus,
+  type AppContainer,
+  type CreateOptions,
+  type WaitOptions,
 } from './containers.js';
 export { stackUp, stackStop, stackStart, stackRestart, stackRemove, type UpOptions, type UpResult, type RemoveResult } from './stack.js';
 export { listServices, listAllServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
-export { relativeKey, showBind, bindKey, lookupBind, hostPathProblem, checkBindsBeforeCreate, verifyCreatedMounts, seedVolume, LABEL_BIND, EMPTY_IMAGE, type BindSource, type BindTable } from './binds.js';
+export {
+  relativeKey,
+  showBind,
+  bindKey,
+  lookupBind,
+  hostPathProblem,
+  checkBindsBeforeCreate,
+  verifyCreatedMounts,
+  seedVolume,
+  LABEL_BIND,
+  EMPTY_IMAGE,
+  type BindSource,
+  type BindTable,
+} from './binds.js';

@@ -31,7 +31,10 @@ export function containerName(app: string, service: string, index: number): stri
 
 /** Tag for images the control plane builds: one per deployment, kept for rollback. */
 export function imageTag(app: string, service: string, deploymentId: string): string {
-  return `svc/${app}-${service}:${deploymentId.toLowerCase().replace(/[^a-z0-9_.-]/g, '-').slice(0, 128)}`;
+  return `svc/${app}-${service}:${deploymentId
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]/g, '-')
+    .slice(0, 128)}`;
 }
 
 export function appFilter(app: string): { label: string[] } {

@@ -7,7 +7,12 @@ import { resolveInside, within } from '../util/paths.js';
 import { assertAppName, networkName, volumeName } from './names.js';
 import { LABEL_BIND, hostPathProblem, lookupBind, showBind, type BindTable } from './binds.js';
 
-export interface PlanNetwork { key: string; name: string; internal: boolean; labels: Record<string, string> }
+export interface PlanNetwork {
+  key: string;
+  name: string;
+  internal: boolean;
+  labels: Record<string, string>;
+}
 export interface PlanVolume {
   key: string;
   name: string;
@@ -84,26 +89,45 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
     const env = await serviceEnv(spec, appEnv, opts.injectAppEnv ?? true, workdir, err);
     const mounts: Docker.MountSettings[] = [];
     for (const [i, m] of spec.volumes.entries()) {
-      if (m.type === 'volume') mounts.push({ Type: 'volume', Source: volumeName(opts.app, m.source), Target: m.target, ReadOnly: m.readOnly, ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}) });
+      if (m.type === 'volume')
+        mounts.push({
+          Type: 'volume',
+          Source: volumeName(opts.app, m.source),
+          Target: m.target,
+          ReadOnly: m.readOnly,
+          ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}),
+        });
       else if (m.type === 'anonymous') mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
       else if (m.type === 'tmpfs') mounts.push({ Type: 'tmpfs', Source: '', Target: m.target, ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}) });
       else if (m.relative) {
         const b = opts.binds ? lookupBind(opts.binds, m.source, m.readOnly) : undefined;
-        if (!b) { err(`volumes[${i}]`, 'relative bind mounts need the deployment\'s copy of the repository'); continue; }
-        if (b.kind === 'refused') { err(`volumes[${i}]`, b.reason); continue; }
-        if (b.kind === 'bind') { mounts.push({ Type: 'bind', Source: b.source, Target: m.target, ReadOnly: m.readOnly }); continue; }
+        if (!b) {
+          err(`volumes[${i}]`, "relative bind mounts need the deployment's copy of the repository");
+          continue;
+        }
+        if (b.kind === 'refused') {
+          err(`volumes[${i}]`, b.reason);
+          continue;
+        }
+        if (b.kind === 'bind') {
+          mounts.push({ Type: 'bind', Source: b.source, Target: m.target, ReadOnly: m.readOnly });
+          continue;
+        }
         const name = volumeName(opts.app, b.key);
         if (!volumes.some((v) => v.name === name)) volumes.push({ key: b.key, name, labels: { [LABEL_BIND]: showBind(m.source) }, ...(b.seed ? { seed: b.seed } : {}) });
         mounts.push({ Type: 'volume', Source: name, Target: m.target, ReadOnly: false });
       } else {
         const src = await absoluteBind(m.source, opts.allowedBindRoots ?? []);
-        if (typeof src !== 'string') { err(`volumes[${i}]`, src.reason); continue; }
+        if (typeof src !== 'string') {
+          err(`volumes[${i}]`, src.reason);
+          continue;
+        }
         mounts.push({ Type: 'bind', Source: src, Target: m.target, ReadOnly: m.readOnly });
       }
     }
     let build: PlanService['build'];
     if (spec.build) {
-      if (!workdir) err('build', 'building needs the app\'s working copy');
+      if (!workdir) err('build', "building needs the app's working copy");
       else {
         const contextDir = await resolveInside(workdir, spec.build.context);
         if (!contextDir) err('build.context', 'build context resolves outside the working copy');
@@ -128,7 +152,16 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
       ...(spec.capDrop.length ? { CapDrop: spec.capDrop } : {}),
       ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
-      ...(spec.tmpfs.length ? { Tmpfs: Object.fromEntries(spec.tmpfs.map((t) => { const [p, o] = t.split(/:(.*)/s); return [p, o ?? '']; })) } : {}),
+      ...(spec.tmpfs.length
+        ? {
+            Tmpfs: Object.fromEntries(
+              spec.tmpfs.map((t) => {
+                const [p, o] = t.split(/:(.*)/s);
+                return [p, o ?? ''];
+              }),
+            ),
+          }
+        : {}),
       ...(spec.init ? { Init: true } : {}),
       ...(spec.readOnly ? { ReadonlyRootfs: true } : {}),
       ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
@@ -141,8 +174,9 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       build,
       env,
       dependsOn: Object.entries(spec.dependsOn).map(([service, d]) => ({ service, condition: d.condition })),
-      networks: spec.networkMode ? [] : Object.entries(Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } })
-        .map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
+      networks: spec.networkMode
+        ? []
+        : Object.entries(Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } }).map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
       networkMode: spec.networkMode === 'none' ? { none: true } : spec.networkMode ? { service: spec.networkMode.slice('service:'.length) } : undefined,
       hasHealthcheck: !!hc && hc.test[0] !== 'NONE',
       publishesFixedHostPort: spec.ports.some((p) => p.published !== undefined),
@@ -158,13 +192,17 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
         ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
         ...(spec.stopGracePeriodMs !== undefined ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) } : {}),
         ExposedPorts: exposed,
-        ...(hc ? { Healthcheck: {
-          Test: hc.test.length ? hc.test : undefined,
-          ...(hc.intervalMs !== undefined ? { Interval: hc.intervalMs * 1e6 } : {}),
-          ...(hc.timeoutMs !== undefined ? { Timeout: hc.timeoutMs * 1e6 } : {}),
-          ...(hc.startPeriodMs !== undefined ? { StartPeriod: hc.startPeriodMs * 1e6 } : {}),
-          ...(hc.retries !== undefined ? { Retries: hc.retries } : {}),
-        } } : {}),
+        ...(hc
+          ? {
+              Healthcheck: {
+                Test: hc.test.length ? hc.test : undefined,
+                ...(hc.intervalMs !== undefined ? { Interval: hc.intervalMs * 1e6 } : {}),
+                ...(hc.timeoutMs !== undefined ? { Timeout: hc.timeoutMs * 1e6 } : {}),
+                ...(hc.startPeriodMs !== undefined ? { StartPeriod: hc.startPeriodMs * 1e6 } : {}),
+                ...(hc.retries !== undefined ? { Retries: hc.retries } : {}),
+              },
+            }
+          : {}),
         HostConfig: hostConfig,
       },
     });
@@ -182,19 +220,19 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
   return { ok: true, findings, plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services } };
 }
 
-async function serviceEnv(
-  spec: ServiceSpec,
-  appEnv: Readonly<Record<string, string>>,
-  inject: boolean,
-  workdir: string | undefined,
-  err: (key: string, message: string) => void,
-): Promise<string[]> {
+async function serviceEnv(spec: ServiceSpec, appEnv: Readonly<Record<string, string>>, inject: boolean, workdir: string | undefined, err: (key: string, message: string) => void): Promise<string[]> {
   const env = new Map<string, string>(inject ? Object.entries(appEnv) : []);
   for (const [i, f] of spec.envFiles.entries()) {
     const key = spec.envFiles.length > 1 ? `env_file[${i}]` : 'env_file';
-    if (!workdir) { err(key, 'env_file needs the app\'s working copy'); continue; }
+    if (!workdir) {
+      err(key, "env_file needs the app's working copy");
+      continue;
+    }
     const file = await resolveInside(workdir, f.path);
-    if (!file) { err(key, `env file "${f.path}" resolves outside the working copy`); continue; }
+    if (!file) {
+      err(key, `env file "${f.path}" resolves outside the working copy`);
+      continue;
+    }
     let text: string;
     try {
       text = await readFile(file, 'utf8');
@@ -211,7 +249,10 @@ async function serviceEnv(
   }
   const out: string[] = [];
   for (const [k, v] of env) {
-    if (v.includes('\0') || k.includes('\0')) { err(`environment.${k}`, 'values cannot contain NUL bytes'); continue; }
+    if (v.includes('\0') || k.includes('\0')) {
+      err(`environment.${k}`, 'values cannot contain NUL bytes');
+      continue;
+    }
     out.push(`${k}=${v}`);
   }
   return out;

@@ -50,10 +50,11 @@ function parseV4Cidr(cidr: string): [number, number] | null {
 async function createWithSubnet(engine: Engine, opts: import('dockerode').NetworkCreateOptions): Promise<void> {
   const nets = await engine.docker.listNetworks();
   const used: Array<[number, number]> = [];
-  for (const n of nets) for (const c of n.IPAM?.Config ?? []) {
-    const r = c.Subnet ? parseV4Cidr(c.Subnet) : null;
-    if (r) used.push(r);
-  }
+  for (const n of nets)
+    for (const c of n.IPAM?.Config ?? []) {
+      const r = c.Subnet ? parseV4Cidr(c.Subnet) : null;
+      if (r) used.push(r);
+    }
   for (let i = 0; i < POOL_SUBNETS; i++) {
     const start = (POOL_BASE + i * 256) >>> 0;
     const end = start + 255;
@@ -95,7 +96,10 @@ export async function ensureVolumes(engine: Engine, plan: StackPlan): Promise<vo
           await seedVolume(engine, plan.app, v.name, v.seed);
         } catch (e) {
           // Half-filled data would be kept as the app's own from now on: start again next time.
-          await engine.docker.getVolume(v.name).remove().catch(() => {});
+          await engine.docker
+            .getVolume(v.name)
+            .remove()
+            .catch(() => {});
           throw e;
         }
       }
@@ -113,6 +117,9 @@ export async function listAppNetworks(engine: Engine, app: string): Promise<{ id
 export async function listAppVolumes(engine: Engine, app: string): Promise<string[]> {
   return guard(engine, async () => {
     const { Volumes } = await engine.docker.listVolumes({ filters: appFilter(app) });
-    return (Volumes ?? []).filter((v) => v.Labels?.[LABEL_APP] === app).map((v) => v.Name).sort();
+    return (Volumes ?? [])
+      .filter((v) => v.Labels?.[LABEL_APP] === app)
+      .map((v) => v.Name)
+      .sort();
   });
 }

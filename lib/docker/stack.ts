@@ -6,9 +6,7 @@ import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './
 import { assertAppName } from './names.js';
 import type { StackPlan } from './plan.js';
 import { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
-import {
-  createServiceContainer, listAppContainers, removeContainer, startContainer, stopContainer, waitForCondition, type AppContainer,
-} from './containers.js';
+import { createServiceContainer, listAppContainers, removeContainer, startContainer, stopContainer, waitForCondition, type AppContainer } from './containers.js';
 
 export interface UpOptions {
   deploymentId: string;
@@ -55,7 +53,11 @@ export async function stackUp(engine: Engine, plan: StackPlan, opts: UpOptions):
       log(`${svc.name}: ${keep.name} already running for this deployment`);
       current.set(svc.name, keep.id);
       result.services.push({ name: svc.name, containerId: keep.id, containerName: keep.name, reused: true });
-      for (const c of mine) if (c !== keep) { await removeContainer(engine, c.id); result.removed.push(c.name); }
+      for (const c of mine)
+        if (c !== keep) {
+          await removeContainer(engine, c.id);
+          result.removed.push(c.name);
+        }
       continue;
     }
     for (const c of mine) {
@@ -168,7 +170,8 @@ export async function stackRemove(engine: Engine, app: string, opts: { volumes: 
           await engine.docker.getVolume(v).remove();
         } catch (e) {
           if (isNotFound(e)) continue;
-          if (statusOf(e) === 409) throw new EngineConflictError(`volume "${v}" is in use by ${await volumeUsers(engine, v)}, which svc does not manage and never stops; stop it or remove it, then delete the app again`);
+          if (statusOf(e) === 409)
+            throw new EngineConflictError(`volume "${v}" is in use by ${await volumeUsers(engine, v)}, which svc does not manage and never stops; stop it or remove it, then delete the app again`);
           throw e;
         }
         removedVolumes.push(v);

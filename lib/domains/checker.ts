@@ -213,7 +213,12 @@ export class DomainChecker {
     if (notAfter && fp && s.status === 'active' && Date.parse(notAfter) - now < EXPIRY_WARNING_MS && seen.expiring !== fp) {
       seen.expiring = fp;
       const days = Math.max(0, Math.floor((Date.parse(notAfter) - now) / 86_400_000));
-      this.publish({ type: 'certificate_expiring', ...base, detail: `The certificate for ${t.hostname} expires in ${days} day${days === 1 ? '' : 's'} (${notAfter.slice(0, 10)}).`, not_after: notAfter });
+      this.publish({
+        type: 'certificate_expiring',
+        ...base,
+        detail: `The certificate for ${t.hostname} expires in ${days} day${days === 1 ? '' : 's'} (${notAfter.slice(0, 10)}).`,
+        not_after: notAfter,
+      });
     }
     row.notified = Object.keys(seen).length ? JSON.stringify(seen) : null;
   }

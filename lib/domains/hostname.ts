@@ -3,21 +3,7 @@
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 
-export type HostnameRule =
-  | 'type'
-  | 'empty'
-  | 'ascii'
-  | 'spaces'
-  | 'wildcard'
-  | 'slash'
-  | 'colon'
-  | 'at'
-  | 'ip_address'
-  | 'length'
-  | 'empty_label'
-  | 'single_label'
-  | 'label_length'
-  | 'ldh';
+export type HostnameRule = 'type' | 'empty' | 'ascii' | 'spaces' | 'wildcard' | 'slash' | 'colon' | 'at' | 'ip_address' | 'length' | 'empty_label' | 'single_label' | 'label_length' | 'ldh';
 
 export type HostnameCheck = { ok: true; hostname: string } | { ok: false; rule: HostnameRule; message: string };
 

@@ -55,7 +55,8 @@ export function computeStatus(input: StatusInput): StatusResult {
     return { status: 'issuing', detail: 'Waiting for the proxy to serve the uploaded certificate.' };
   }
   if (check.cert_fingerprint256 && check.cert_not_after) {
-    if (now >= Date.parse(check.cert_not_after)) return { status: 'error', detail: `The certificate expired on ${day(check.cert_not_after)} and was not renewed; check that port 80 reaches this host.` };
+    if (now >= Date.parse(check.cert_not_after))
+      return { status: 'error', detail: `The certificate expired on ${day(check.cert_not_after)} and was not renewed; check that port 80 reaches this host.` };
     return { status: 'active', detail: `Certificate from ${check.cert_issuer ?? 'the CA'}, valid until ${day(check.cert_not_after)}.` };
   }
   const since = check.issuing_since ? Date.parse(check.issuing_since) : now;

@@ -47,7 +47,11 @@ export async function getBaseDomain(db: Db, fallback: string | null): Promise<st
 export async function setBaseDomain(db: Db, value: unknown): Promise<string | null> {
   const base = value === null ? null : hostnameField('base_domain', value);
   const v = JSON.stringify(base);
-  await db.insertInto('settings').values({ key: BASE_DOMAIN_KEY, value: v }).onConflict((c) => c.column('key').doUpdateSet({ value: v })).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: BASE_DOMAIN_KEY, value: v })
+    .onConflict((c) => c.column('key').doUpdateSet({ value: v }))
+    .execute();
   return base;
 }
 
@@ -149,11 +153,7 @@ export async function updateDomain(db: Db, id: string, patch: DomainInput, now =
   if (patch.port !== undefined) next.port = portField(patch.port);
   await checkTarget(db, next.hostname, next);
   next.updated_at = nowIso(now);
-  await db
-    .updateTable('domains')
-    .set({ app_id: next.app_id, service: next.service, port: next.port, redirect_to: next.redirect_to, updated_at: next.updated_at })
-    .where('id', '=', id)
-    .execute();
+  await db.updateTable('domains').set({ app_id: next.app_id, service: next.service, port: next.port, redirect_to: next.redirect_to, updated_at: next.updated_at }).where('id', '=', id).execute();
   return { before, after: next };
 }
 
@@ -190,7 +190,11 @@ export async function putCertificate(db: Db, sealer: Sealer, domainId: string, i
   await db
     .insertInto('domain_certificates')
     .values(row)
-    .onConflict((c) => c.column('domain_id').doUpdateSet({ cert_pem: row.cert_pem, key_sealed: row.key_sealed, issuer: row.issuer, not_after: row.not_after, fingerprint256: row.fingerprint256, created_at: row.created_at }))
+    .onConflict((c) =>
+      c
+        .column('domain_id')
+        .doUpdateSet({ cert_pem: row.cert_pem, key_sealed: row.key_sealed, issuer: row.issuer, not_after: row.not_after, fingerprint256: row.fingerprint256, created_at: row.created_at }),
+    )
     .execute();
   return row;
 }
@@ -222,13 +226,21 @@ export async function getHostCheck(db: Db, hostname: string): Promise<HostCheckR
 
 export async function saveHostCheck(db: Db, row: HostCheckRow): Promise<void> {
   const { hostname, ...rest } = row;
-  await db.insertInto('host_checks').values(row).onConflict((c) => c.column('hostname').doUpdateSet(rest)).execute();
+  await db
+    .insertInto('host_checks')
+    .values(row)
+    .onConflict((c) => c.column('hostname').doUpdateSet(rest))
+    .execute();
 }
 
 /** Observations of hosts that are no longer routed (deleted domains, removed services). */
 export async function pruneHostChecks(db: Db, keep: ReadonlySet<string>): Promise<number> {
   const rows = await db.selectFrom('host_checks').select('hostname').execute();
   const gone = rows.map((r) => r.hostname).filter((h) => !keep.has(h));
-  for (let i = 0; i < gone.length; i += 500) await db.deleteFrom('host_checks').where('hostname', 'in', gone.slice(i, i + 500)).execute();
+  for (let i = 0; i < gone.length; i += 500)
+    await db
+      .deleteFrom('host_checks')
+      .where('hostname', 'in', gone.slice(i, i + 500))
+      .execute();
   return gone.length;
 }

@@ -39,13 +39,20 @@ const DEFAULT_MAX = 512 * 1024 * 1024;
 
 /** Options that keep git from running helpers or reading repositories it was not given. */
 export const SAFE_CONFIG = [
-  '-c', 'protocol.file.allow=never',
-  '-c', 'protocol.ext.allow=never',
-  '-c', 'core.hooksPath=/dev/null',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'core.attributesFile=/dev/null',
-  '-c', 'submodule.recurse=false',
-  '-c', 'credential.helper=',
+  '-c',
+  'protocol.file.allow=never',
+  '-c',
+  'protocol.ext.allow=never',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.attributesFile=/dev/null',
+  '-c',
+  'submodule.recurse=false',
+  '-c',
+  'credential.helper=',
 ];
 
 let home: string | undefined;
@@ -92,18 +99,33 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
       killedFor = err;
       child.kill('SIGKILL');
     };
-    child.stdout.on('data', (c: Buffer) => { if (stdout.length < 1 << 20) stdout += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { if (stderr.length < 1 << 16) stderr += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => {
+      if (stdout.length < 1 << 20) stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      if (stderr.length < 1 << 16) stderr += c.toString();
+    });
     const timer = setTimeout(() => kill(new GitError(`git timed out after ${Math.round((opts.timeoutMs ?? DEFAULT_TIMEOUT) / 1000)} s`, 'timeout')), opts.timeoutMs ?? DEFAULT_TIMEOUT);
     const onAbort = () => kill(new GitError('git was canceled', 'aborted'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) onAbort();
     let ticking = false;
-    const ticker = opts.onTick ? setInterval(() => {
-      if (ticking) return;
-      ticking = true;
-      opts.onTick!().then((problem) => { if (problem) kill(new GitError(problem, 'too_large')); }, () => {}).finally(() => { ticking = false; });
-    }, 250) : undefined;
+    const ticker = opts.onTick
+      ? setInterval(() => {
+          if (ticking) return;
+          ticking = true;
+          opts.onTick!()
+            .then(
+              (problem) => {
+                if (problem) kill(new GitError(problem, 'too_large'));
+              },
+              () => {},
+            )
+            .finally(() => {
+              ticking = false;
+            });
+        }, 250)
+      : undefined;
     child.on('error', (e) => {
       clearTimeout(timer);
       if (ticker) clearInterval(ticker);
@@ -121,7 +143,10 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
 }
 
 function cleanStderr(s: string): string {
-  const lines = redactUrls(s).split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into') && !l.startsWith('hint:'));
+  const lines = redactUrls(s)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('Cloning into') && !l.startsWith('hint:'));
   const text = lines.join('; ');
   return text.length > 500 ? `${text.slice(0, 497)}...` : text || 'no output';
 }
@@ -131,11 +156,19 @@ export async function treeSize(dir: string): Promise<number> {
   let total = 0;
   const walk = async (d: string) => {
     let names: string[];
-    try { names = await readdir(d); } catch { return; }
+    try {
+      names = await readdir(d);
+    } catch {
+      return;
+    }
     for (const n of names) {
       const p = join(d, n);
       let st;
-      try { st = await lstat(p); } catch { continue; }
+      try {
+        st = await lstat(p);
+      } catch {
+        continue;
+      }
       if (st.isDirectory()) await walk(p);
       else total += st.size;
     }

@@ -61,7 +61,12 @@ export async function detectCompose(dir: string, opts: { composePath?: string; e
     const p = await composeFile(dir, name);
     if (p === null) continue;
     if (p === 'outside') {
-      return { compose_path: name, dockerfile: null, services: [], findings: [{ level: 'error', key: '(file)', message: `compose file ${name} resolves outside the repository (a symlink to a host path?); refused` }] };
+      return {
+        compose_path: name,
+        dockerfile: null,
+        services: [],
+        findings: [{ level: 'error', key: '(file)', message: `compose file ${name} resolves outside the repository (a symlink to a host path?); refused` }],
+      };
     }
     if ((await stat(p)).size > MAX_FILE) {
       return { compose_path: name, dockerfile: null, services: [], findings: [{ level: 'error', key: '(file)', message: 'compose file is larger than 1 MiB' }] };

@@ -81,7 +81,13 @@ export function explainFailure(stderr: string, host: string): string {
   const cleaned = cleanMessage(
     stderr
       .split('\n')
-      .filter((l) => !/^Warning: Permanently added/.test(l) && !/^fatal: Could not read from remote repository/.test(l) && !/^Please make sure you have the correct access rights/.test(l) && !/^and the repository exists/.test(l))
+      .filter(
+        (l) =>
+          !/^Warning: Permanently added/.test(l) &&
+          !/^fatal: Could not read from remote repository/.test(l) &&
+          !/^Please make sure you have the correct access rights/.test(l) &&
+          !/^and the repository exists/.test(l),
+      )
       .join('\n'),
   );
   if (/Permission denied \(/i.test(stderr)) return `${host} refused the deploy key (add the public key to the repository's deploy keys): ${cleaned}`;
@@ -100,7 +106,12 @@ export function cleanMessage(text: string, max = MAX_MESSAGE): string {
     .replace(/\u001b[@-_]/g, '')
     .replace(/\u009b[0-?]*[ -/]*[@-~]/g, '')
     .split(/\r?\n|\r/)
-    .map((l) => l.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').replace(/\s+/g, ' ').trim())
+    .map((l) =>
+      l
+        .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+        .replace(/\s+/g, ' ')
+        .trim(),
+    )
     .filter((l) => l && !/^@+$/.test(l))
     .join('; ');
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
@@ -128,11 +139,19 @@ function lsRemote(url: string, env: Record<string, string>, timeoutMs: number): 
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout.on('data', (c: Buffer) => { if (stdout.length < 1 << 20) stdout += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { if (stderr.length < 1 << 16) stderr += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => {
+      if (stdout.length < 1 << 20) stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      if (stderr.length < 1 << 16) stderr += c.toString();
+    });
     const timer = setTimeout(() => {
       timedOut = true;
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
     }, timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);

@@ -8,7 +8,7 @@ const SHELL_META = /[$`;|&<>()\\'"!*?{}]/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const USER = /^[A-Za-z0-9._~][A-Za-z0-9._~-]*$/;
 const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])$/;
-const CREDENTIALS = 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key';
+const CREDENTIALS = "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key";
 
 function decoded(s: string): string | null {
   try {

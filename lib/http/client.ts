@@ -30,7 +30,10 @@ export function isTrusted(list: BlockList, ip: string): boolean {
 export function clientAddress(peer: string | undefined, xff: string | null, trusted: BlockList): string {
   const ip = normalise(peer ?? '');
   if (!xff || !isTrusted(trusted, ip)) return ip || 'unknown';
-  const hops = xff.split(',').map((s) => normalise(s.trim())).filter(Boolean);
+  const hops = xff
+    .split(',')
+    .map((s) => normalise(s.trim()))
+    .filter(Boolean);
   let client = ip;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!;

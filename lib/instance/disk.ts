@@ -78,7 +78,10 @@ export async function pruneEngine(engine: Engine, opts: { scope?: string } = {})
   return guard(engine, async () => {
     const scope = opts.scope ? { label: [opts.scope] } : {};
     const containers = (await engine.docker.pruneContainers({ filters: JSON.stringify({ ...scope, 'label!': [LABEL_APP] }) })) as { ContainersDeleted?: string[] | null; SpaceReclaimed?: number };
-    const images = (await engine.docker.pruneImages({ filters: JSON.stringify({ ...scope, dangling: ['true'], 'label!': [LABEL_APP] }) })) as { ImagesDeleted?: unknown[] | null; SpaceReclaimed?: number };
+    const images = (await engine.docker.pruneImages({ filters: JSON.stringify({ ...scope, dangling: ['true'], 'label!': [LABEL_APP] }) })) as {
+      ImagesDeleted?: unknown[] | null;
+      SpaceReclaimed?: number;
+    };
     const cache = opts.scope ? { SpaceReclaimed: 0 } : ((await engine.docker.pruneBuilder()) as { SpaceReclaimed?: number });
     const c = pos(containers.SpaceReclaimed);
     const i = pos(images.SpaceReclaimed);

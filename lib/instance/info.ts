@@ -23,7 +23,10 @@ export async function instanceInfo(env: Env) {
   const now = env.now();
   const uptime = process.uptime();
   const [engineVersion, proxy, size, baseDomain] = await Promise.all([
-    withBudget(env.engine.docker.version().then((v) => v.Version ?? 'unknown'), null as string | null),
+    withBudget(
+      env.engine.docker.version().then((v) => v.Version ?? 'unknown'),
+      null as string | null,
+    ),
     withBudget(proxyProbe(env), { reachable: false, version: null as string | null }),
     sql<{ size: number }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`.execute(env.db).then((r) => Number(r.rows[0]?.size ?? 0)),
     getBaseDomain(env.db, env.config.baseDomain),

@@ -19,7 +19,12 @@ export async function resetInstance(env: Env): Promise<ResetResult> {
   for (const row of rows) {
     const app: App = toApp(row);
     try {
-      const active = await env.db.selectFrom('deployments').select('id').where('app_id', '=', app.id).where('status', 'in', [...ACTIVE]).execute();
+      const active = await env.db
+        .selectFrom('deployments')
+        .select('id')
+        .where('app_id', '=', app.id)
+        .where('status', 'in', [...ACTIVE])
+        .execute();
       for (const d of active) await env.deployments.cancel(app, d.id).catch(() => {});
       await deleteApp(env, app.id, { volumes: true });
       out.removed.push({ id: app.id, name: app.name });

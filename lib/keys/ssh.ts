@@ -71,25 +71,13 @@ function uint32(n: number): Buffer {
  */
 function opensshPrivateKey(pub: Buffer, seed: Buffer, comment: string): string {
   const check = randomBytes(4).readUInt32BE(0);
-  let priv = Buffer.concat([
-    uint32(check),
-    uint32(check),
-    sshString(KEY_TYPE),
-    sshString(pub),
-    sshString(Buffer.concat([seed, pub])),
-    sshString(comment),
-  ]);
+  let priv = Buffer.concat([uint32(check), uint32(check), sshString(KEY_TYPE), sshString(pub), sshString(Buffer.concat([seed, pub])), sshString(comment)]);
   const pad = (8 - (priv.length % 8)) % 8;
   priv = Buffer.concat([priv, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
-  const body = Buffer.concat([
-    Buffer.from('openssh-key-v1\0', 'latin1'),
-    sshString('none'),
-    sshString('none'),
-    sshString(''),
-    uint32(1),
-    sshString(publicBlob(pub)),
-    sshString(priv),
-  ]);
-  const b64 = body.toString('base64').match(/.{1,70}/g)!.join('\n');
+  const body = Buffer.concat([Buffer.from('openssh-key-v1\0', 'latin1'), sshString('none'), sshString('none'), sshString(''), uint32(1), sshString(publicBlob(pub)), sshString(priv)]);
+  const b64 = body
+    .toString('base64')
+    .match(/.{1,70}/g)!
+    .join('\n');
   return `-----BEGIN OPENSSH PRIVATE KEY-----\n${b64}\n-----END OPENSSH PRIVATE KEY-----\n`;
 }

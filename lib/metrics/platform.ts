@@ -78,7 +78,11 @@ interface DeployFigures {
 
 export async function readDeployFigures(db: Db): Promise<DeployFigures> {
   const byOutcome = new Map<string, number>(TERMINAL.map((s) => [s, 0]));
-  const rows = await db.selectFrom('deployments').select(['status', sql<number>`count(*)`.as('n')]).groupBy('status').execute();
+  const rows = await db
+    .selectFrom('deployments')
+    .select(['status', sql<number>`count(*)`.as('n')])
+    .groupBy('status')
+    .execute();
   let queued = 0;
   let running = 0;
   for (const r of rows) {
@@ -130,7 +134,15 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
   };
   const host = async () => (await current().host) as ReturnType<VitalsSampler['latest']>;
   const hostGauge = (name: string, help: string, pick: (h: NonNullable<Awaited<ReturnType<typeof host>>>) => number) =>
-    m.add({ name, help, type: 'gauge', values: async () => { const h = await host(); return h ? [{ value: pick(h) }] : []; } });
+    m.add({
+      name,
+      help,
+      type: 'gauge',
+      values: async () => {
+        const h = await host();
+        return h ? [{ value: pick(h) }] : [];
+      },
+    });
   hostGauge('svc_host_cpu_usage_ratio', 'Share of the host CPU busy over the last sampling interval (0-1)', (h) => h.cpu_percent / 100);
   hostGauge('svc_host_memory_used_bytes', 'Host memory in use (total minus available)', (h) => h.mem_used_bytes);
   hostGauge('svc_host_memory_total_bytes', 'Host memory in total', (h) => h.mem_total_bytes);
@@ -142,7 +154,11 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
     type: 'gauge',
     values: () => {
       const [l1, l5, l15] = loadavg();
-      return [{ value: l1!, labels: { period: '1m' } }, { value: l5!, labels: { period: '5m' } }, { value: l15!, labels: { period: '15m' } }];
+      return [
+        { value: l1!, labels: { period: '1m' } },
+        { value: l5!, labels: { period: '5m' } },
+        { value: l15!, labels: { period: '15m' } },
+      ];
     },
   });
 
@@ -172,13 +188,21 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
     name: 'svc_app_cpu_seconds_total',
     help: 'CPU time used by the running containers of each app service',
     type: 'counter',
-    values: async () => sumBy((await apps()).filter((c) => c.cpuSeconds !== null), (c) => c.cpuSeconds!),
+    values: async () =>
+      sumBy(
+        (await apps()).filter((c) => c.cpuSeconds !== null),
+        (c) => c.cpuSeconds!,
+      ),
   });
   m.add({
     name: 'svc_app_memory_bytes',
     help: 'Memory used by the running containers of each app service (page cache excluded)',
     type: 'gauge',
-    values: async () => sumBy((await apps()).filter((c) => c.memoryBytes !== null), (c) => c.memoryBytes!),
+    values: async () =>
+      sumBy(
+        (await apps()).filter((c) => c.memoryBytes !== null),
+        (c) => c.memoryBytes!,
+      ),
   });
 
   const deploys = () => current().deploys;

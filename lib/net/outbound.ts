@@ -117,9 +117,18 @@ export function refusalOf(address: string): string | null {
 
 function describe(range: string): string {
   const names: Record<string, string> = {
-    private: 'private (RFC 1918)', uniqueLocal: 'private (unique local)', linkLocal: 'link-local', loopback: 'loopback',
-    carrierGradeNat: 'carrier-grade NAT', multicast: 'multicast', unspecified: 'unspecified', broadcast: 'broadcast',
-    reserved: 'reserved', deprecatedSiteLocal: 'site-local', '6to4': '6to4 tunnel', teredo: 'Teredo tunnel',
+    private: 'private (RFC 1918)',
+    uniqueLocal: 'private (unique local)',
+    linkLocal: 'link-local',
+    loopback: 'loopback',
+    carrierGradeNat: 'carrier-grade NAT',
+    multicast: 'multicast',
+    unspecified: 'unspecified',
+    broadcast: 'broadcast',
+    reserved: 'reserved',
+    deprecatedSiteLocal: 'site-local',
+    '6to4': '6to4 tunnel',
+    teredo: 'Teredo tunnel',
   };
   return names[range] ?? `special-purpose (${range})`;
 }

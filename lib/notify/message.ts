@@ -2,8 +2,16 @@
 // tone, link}, then Discord's embed or Slack's blocks. No secret ever enters an event's data.
 
 export const NOTIFY_EVENTS = [
-  'deploy_succeeded', 'deploy_failed', 'traffic_anomaly', 'app_crashed', 'certificate_error',
-  'certificate_expiring', 'backup_succeeded', 'backup_failed', 'restore_finished', 'control_plane_started',
+  'deploy_succeeded',
+  'deploy_failed',
+  'traffic_anomaly',
+  'app_crashed',
+  'certificate_error',
+  'certificate_expiring',
+  'backup_succeeded',
+  'backup_failed',
+  'restore_finished',
+  'control_plane_started',
 ] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
 
@@ -24,9 +32,16 @@ export interface Message {
 }
 
 const TONE: Record<NotifyEvent, Tone> = {
-  deploy_succeeded: 'success', deploy_failed: 'failure', traffic_anomaly: 'warning', app_crashed: 'failure',
-  certificate_error: 'failure', certificate_expiring: 'warning', backup_succeeded: 'success', backup_failed: 'failure',
-  restore_finished: 'info', control_plane_started: 'info',
+  deploy_succeeded: 'success',
+  deploy_failed: 'failure',
+  traffic_anomaly: 'warning',
+  app_crashed: 'failure',
+  certificate_error: 'failure',
+  certificate_expiring: 'warning',
+  backup_succeeded: 'success',
+  backup_failed: 'failure',
+  restore_finished: 'info',
+  control_plane_started: 'info',
 };
 
 const COLOUR: Record<Tone, number> = { success: 0x2e9d4f, failure: 0xd64541, warning: 0xe8a33d, info: 0x3b7dd8 };
@@ -54,22 +69,34 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
     case 'deploy_succeeded':
       title = `Deployed ${app ?? 'an app'}`;
       text = `Deployment ${str(d.deployment_id) ?? ''} of ${app ?? 'the app'} succeeded.`;
-      add('App', app); add('Trigger', d.trigger); add('Ref', d.ref); add('Commit', str(d.commit)?.slice(0, 12)); add('Image', d.image);
+      add('App', app);
+      add('Trigger', d.trigger);
+      add('Ref', d.ref);
+      add('Commit', str(d.commit)?.slice(0, 12));
+      add('Image', d.image);
       break;
     case 'deploy_failed':
       title = `Deployment of ${app ?? 'an app'} failed`;
       text = str(d.error) ?? 'The deployment failed.';
-      add('App', app); add('Trigger', d.trigger); add('Ref', d.ref); add('Commit', str(d.commit)?.slice(0, 12));
+      add('App', app);
+      add('Trigger', d.trigger);
+      add('Ref', d.ref);
+      add('Commit', str(d.commit)?.slice(0, 12));
       break;
     case 'traffic_anomaly':
       title = `Traffic anomaly: ${str(d.kind) === 'error_surge' ? 'error surge' : 'request spike'} from ${str(d.ip) ?? 'an address'}`;
       text = str(d.detail) ?? 'Unusual traffic was seen.';
-      add('Address', d.ip); add('Kind', d.kind); add('Count', d.count);
+      add('Address', d.ip);
+      add('Kind', d.kind);
+      add('Count', d.count);
       break;
     case 'app_crashed':
       title = `${app ?? 'An app'}${str(d.service) ? `/${str(d.service)}` : ''} crashed${d.oom ? ' (out of memory)' : ''}`;
       text = str(d.detail) ?? 'A container stopped unexpectedly.';
-      add('App', app); add('Service', d.service); add('Exit code', d.exit_code); add('Episode', d.kind);
+      add('App', app);
+      add('Service', d.service);
+      add('Exit code', d.exit_code);
+      add('Episode', d.kind);
       if (typeof d.oom === 'boolean') add('OOM killed', d.oom ? 'yes' : 'no');
       if (Array.isArray(d.last_logs) && d.last_logs.length) fields.push({ name: 'Last log lines', value: d.last_logs.map(String).join('\n') });
       break;
@@ -77,7 +104,8 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
     case 'certificate_expiring':
       title = event === 'certificate_error' ? `Certificate problem for ${str(d.hostname) ?? 'a domain'}` : `Certificate for ${str(d.hostname) ?? 'a domain'} expires soon`;
       text = str(d.detail) ?? '';
-      add('Host', d.hostname); add('Expires', d.not_after);
+      add('Host', d.hostname);
+      add('Expires', d.not_after);
       break;
     case 'control_plane_started':
       title = 'Control plane started';
@@ -105,7 +133,9 @@ export function discordPayload(m: Message): unknown {
         description: cut(m.text, 4000),
         color: COLOUR[m.tone],
         ...(m.link ? { url: m.link } : {}),
-        fields: m.fields.slice(0, 25).map((f) => ({ name: cut(f.name, 256), value: cut(f.name === 'Last log lines' ? '```\n' + cut(f.value, 1000) + '\n```' : f.value, 1024), inline: f.name !== 'Last log lines' })),
+        fields: m.fields
+          .slice(0, 25)
+          .map((f) => ({ name: cut(f.name, 256), value: cut(f.name === 'Last log lines' ? '```\n' + cut(f.value, 1000) + '\n```' : f.value, 1024), inline: f.name !== 'Last log lines' })),
         timestamp: m.at,
         footer: { text: m.event },
       },
@@ -118,9 +148,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 
 /** Slack incoming webhook: `text` (the notification fallback) and blocks. */
 export function slackPayload(m: Message): unknown {
-  const blocks: unknown[] = [
-    { type: 'header', text: { type: 'plain_text', text: cut(m.title, 150) } },
-  ];
+  const blocks: unknown[] = [{ type: 'header', text: { type: 'plain_text', text: cut(m.title, 150) } }];
   if (m.text) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: cut(esc(m.text), 2900) } });
   const short = m.fields.filter((f) => f.name !== 'Last log lines').slice(0, 10);
   if (short.length) blocks.push({ type: 'section', fields: short.map((f) => ({ type: 'mrkdwn', text: cut(`*${esc(f.name)}*\n${esc(f.value)}`, 2000) })) });

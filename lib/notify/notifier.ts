@@ -44,7 +44,10 @@ export class Notifier {
   private stopped = false;
   private unsubscribe: (() => void) | null = null;
 
-  constructor(private readonly deps: NotifierDeps, transport: OutboundOptions) {
+  constructor(
+    private readonly deps: NotifierDeps,
+    transport: OutboundOptions,
+  ) {
     this.transport = { ...transport };
   }
 

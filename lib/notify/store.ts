@@ -48,8 +48,15 @@ export function urlHint(url: string): string {
 }
 
 type Row = {
-  id: string; kind: string; name: string; url_hint: string; events: string; enabled: number;
-  last_delivery: string | null; created_at: string; updated_at: string;
+  id: string;
+  kind: string;
+  name: string;
+  url_hint: string;
+  events: string;
+  enabled: number;
+  last_delivery: string | null;
+  created_at: string;
+  updated_at: string;
 };
 
 function view(r: Row): Channel {
@@ -102,18 +109,21 @@ export async function createChannel(db: Db, sealer: Sealer, guard: OutboundOptio
   await checkChannelUrl(input.url, guard);
   const id = newId(now);
   const at = new Date(now).toISOString();
-  await db.insertInto('notification_channels').values({
-    id,
-    kind: input.kind,
-    name: input.name,
-    url_sealed: sealer.seal(input.url, channelBinding(id)),
-    url_hint: urlHint(input.url),
-    events: JSON.stringify(dedupe(input.events ?? [...NOTIFY_EVENTS])),
-    enabled: input.enabled === false ? 0 : 1,
-    last_delivery: null,
-    created_at: at,
-    updated_at: at,
-  }).execute();
+  await db
+    .insertInto('notification_channels')
+    .values({
+      id,
+      kind: input.kind,
+      name: input.name,
+      url_sealed: sealer.seal(input.url, channelBinding(id)),
+      url_hint: urlHint(input.url),
+      events: JSON.stringify(dedupe(input.events ?? [...NOTIFY_EVENTS])),
+      enabled: input.enabled === false ? 0 : 1,
+      last_delivery: null,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
   return getChannel(db, id);
 }
 
@@ -161,11 +171,25 @@ export async function recordDelivery(db: Db, channelId: string, d: DeliveryRow):
   await db.transaction().execute(async (tx) => {
     const exists = await tx.selectFrom('notification_channels').select('id').where('id', '=', channelId).executeTakeFirst();
     if (!exists) return; // deleted while the delivery ran
-    await tx.insertInto('notification_deliveries').values({ channel_id: channelId, at: d.at, event: d.event, ok: d.ok ? 1 : 0, status: d.status, error: d.error, attempts: d.attempts }).execute();
-    const keep = await tx.selectFrom('notification_deliveries').select('id').where('channel_id', '=', channelId).orderBy('id', 'desc').limit(1).offset(DELIVERY_LOG_SIZE - 1).executeTakeFirst();
+    await tx
+      .insertInto('notification_deliveries')
+      .values({ channel_id: channelId, at: d.at, event: d.event, ok: d.ok ? 1 : 0, status: d.status, error: d.error, attempts: d.attempts })
+      .execute();
+    const keep = await tx
+      .selectFrom('notification_deliveries')
+      .select('id')
+      .where('channel_id', '=', channelId)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .offset(DELIVERY_LOG_SIZE - 1)
+      .executeTakeFirst();
     if (keep) await tx.deleteFrom('notification_deliveries').where('channel_id', '=', channelId).where('id', '<', keep.id).execute();
     const last: LastDelivery = { at: d.at, ok: d.ok, status: d.status, error: d.error };
-    await tx.updateTable('notification_channels').set({ last_delivery: JSON.stringify(last) }).where('id', '=', channelId).execute();
+    await tx
+      .updateTable('notification_channels')
+      .set({ last_delivery: JSON.stringify(last) })
+      .where('id', '=', channelId)
+      .execute();
   });
 }
 

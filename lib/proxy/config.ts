@@ -215,7 +215,14 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     if (taken.has(a.hostname)) continue;
     taken.add(a.hostname);
     const tls = tlsMode(a.hostname, false, rows.hosts);
-    routes.push({ id: `svc-auto-${a.appId}-${a.service}`, hostname: a.hostname, source: 'auto', target: serviceTarget(a.appId, a.service, a.port), tls, certReady: tls !== 'none' && ready(a.hostname, false) });
+    routes.push({
+      id: `svc-auto-${a.appId}-${a.service}`,
+      hostname: a.hostname,
+      source: 'auto',
+      target: serviceTarget(a.appId, a.service, a.port),
+      tls,
+      certReady: tls !== 'none' && ready(a.hostname, false),
+    });
   }
   return routes;
 }
@@ -368,7 +375,9 @@ export function withOwned(current: unknown, owned: OwnedConfig, adminListen: str
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (isObject(v)) {
-    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+    const keys = Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
   }
   return JSON.stringify(v ?? null);

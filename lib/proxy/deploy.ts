@@ -32,12 +32,7 @@ async function addressesBy(env: EdgeEnv, app: string, containers: ReadonlyArray<
  * load of Caddy's config. Returns whether Caddy took it (then the old containers may drain and
  * stop); when it could not, the rows still hold the new addresses for the next sync.
  */
-export async function switchToContainers(
-  env: EdgeEnv,
-  app: { id: string; name: string },
-  containers: ReadonlyArray<{ service: string; id: string }>,
-  log: (line: string) => void,
-): Promise<boolean> {
+export async function switchToContainers(env: EdgeEnv, app: { id: string; name: string }, containers: ReadonlyArray<{ service: string; id: string }>, log: (line: string) => void): Promise<boolean> {
   const by = await addressesBy(env, app.name, containers);
   await removeUpstreams(env.db, app.id);
   for (const [service, addrs] of by) if (addrs.length) await setUpstreams(env.db, app.id, service, addrs, env.now());

@@ -1,17 +1,7 @@
 // What the host agent reads and how it reads it. The parsers are pure (fixtures test them);
 // `collectHostSnapshot` takes the command runner first, so the runtime program supplies the
 // real execFile and tests can point it at a private fail2ban socket or a network namespace.
-import {
-  MAX_BANNED_LISTED,
-  MAX_JAILS,
-  MAX_RULES,
-  MAX_RULE_CHARS,
-  SNAPSHOT_VERSION,
-  type Fail2banSection,
-  type FirewallSection,
-  type HostSnapshot,
-  type Jail,
-} from './snapshot.js';
+import { MAX_BANNED_LISTED, MAX_JAILS, MAX_RULES, MAX_RULE_CHARS, SNAPSHOT_VERSION, type Fail2banSection, type FirewallSection, type HostSnapshot, type Jail } from './snapshot.js';
 
 export interface RunResult {
   /** Exit code; null when the program could not be started or was killed. */
@@ -120,9 +110,7 @@ export function parseNftRuleset(text: string): NftRuleset {
   const out: NftRuleset = { nativeInputFiltering: false, anyInputFiltering: false, nativeTables: 0, rules: [] };
   for (const t of tables) {
     const key = `${t.family} ${t.name}`;
-    const iptables =
-      announced.has(key) ||
-      ((t.family === 'ip' || t.family === 'ip6') && IPTABLES_TABLES.has(t.name) && t.chains.some((c) => IPTABLES_CHAINS.has(c.name)));
+    const iptables = announced.has(key) || ((t.family === 'ip' || t.family === 'ip6') && IPTABLES_TABLES.has(t.name) && t.chains.some((c) => IPTABLES_CHAINS.has(c.name)));
     const filtering = t.chains.some((c) => c.input && (c.drop || c.rules.length > 0));
     if (filtering) out.anyInputFiltering = true;
     if (iptables) continue;

@@ -5,17 +5,7 @@ import { join } from 'node:path';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
 
 export type PostureStatus = 'ok' | 'warning' | 'error' | 'info';
-export type PostureCode =
-  | 'firewall'
-  | 'fail2ban'
-  | 'master_key'
-  | 'metrics_token'
-  | 'exposure_mode'
-  | 'base_domain'
-  | 'request_monitoring'
-  | 'host_ports'
-  | 'notify_allow'
-  | 'container_shell';
+export type PostureCode = 'firewall' | 'fail2ban' | 'master_key' | 'metrics_token' | 'exposure_mode' | 'base_domain' | 'request_monitoring' | 'host_ports' | 'notify_allow' | 'container_shell';
 
 export interface PostureItem {
   code: PostureCode;
@@ -27,10 +17,7 @@ export interface PostureItem {
   service?: string;
 }
 
-export type PublishedPort =
-  | number
-  | string
-  | { host_ip?: string; host_port: number | string; container_port?: number | string; protocol?: string };
+export type PublishedPort = number | string | { host_ip?: string; host_port: number | string; container_port?: number | string; protocol?: string };
 
 export interface PostureInput {
   masterKeySet: boolean;
@@ -74,11 +61,8 @@ export interface PostureInput {
 }
 
 export const OPT_OUT_REASON = 'disabled by operator';
-const OPT_OUT_FIX =
-  'Nothing to do. To have it checked again, run `svc security-check --undo` and leave SVC_SECURITY_EXPECT_FIREWALL unset.';
-const AGENT_FIX =
-  'Turn on the read-only host agent as root with `svc security-agent on`, or, if the host is protected ' +
-  'elsewhere, run `svc security-check` to opt out of this check.';
+const OPT_OUT_FIX = 'Nothing to do. To have it checked again, run `svc security-check --undo` and leave SVC_SECURITY_EXPECT_FIREWALL unset.';
+const AGENT_FIX = 'Turn on the read-only host agent as root with `svc security-agent on`, or, if the host is protected ' + 'elsewhere, run `svc security-check` to opt out of this check.';
 
 function minutesAgo(ms: number, now: number): string {
   const m = Math.max(0, Math.round((now - ms) / 60000));
@@ -86,11 +70,7 @@ function minutesAgo(ms: number, now: number): string {
 }
 
 /** The firewall/fail2ban rows share everything up to the point where the snapshot is usable. */
-function agentRow(
-  code: 'firewall' | 'fail2ban',
-  title: string,
-  input: PostureInput,
-): PostureItem | { snap: Extract<ParsedSnapshot, { ok: true }>; stale: boolean } {
+function agentRow(code: 'firewall' | 'fail2ban', title: string, input: PostureInput): PostureItem | { snap: Extract<ParsedSnapshot, { ok: true }>; stale: boolean } {
   if (input.optedOut) return { code, status: 'info', title, reason: OPT_OUT_REASON, fix: OPT_OUT_FIX };
   if (!input.agentEnabled) {
     return { code, status: 'warning', title, reason: `${title} state is unknown: the host security agent is off.`, fix: AGENT_FIX };
@@ -142,9 +122,10 @@ function firewallRow(input: PostureInput): PostureItem {
       status: 'error',
       title,
       reason: `${f.backend} is installed but inactive: it filters no incoming traffic.`,
-      fix: f.backend === 'ufw'
-        ? 'Allow SSH, HTTP and HTTPS, then enable it: `ufw allow 22/tcp && ufw allow 80/tcp && ufw allow 443/tcp && ufw enable`.'
-        : `Load a ruleset that drops unsolicited incoming traffic (keep SSH, 80 and 443 open) and make it persistent.`,
+      fix:
+        f.backend === 'ufw'
+          ? 'Allow SSH, HTTP and HTTPS, then enable it: `ufw allow 22/tcp && ufw allow 80/tcp && ufw allow 443/tcp && ufw enable`.'
+          : `Load a ruleset that drops unsolicited incoming traffic (keep SSH, 80 and 443 open) and make it persistent.`,
     };
   }
   const n = f.rules.length;
@@ -316,7 +297,13 @@ function baseDomainRow(input: PostureInput): PostureItem {
   }
   const e = input.edge;
   if (!e) {
-    return { code: 'base_domain', status: 'info', title, reason: `Base domain is ${domain}; whether it is served over HTTPS is known to the running service only.`, fix: 'See GET /api/security/posture.' };
+    return {
+      code: 'base_domain',
+      status: 'info',
+      title,
+      reason: `Base domain is ${domain}; whether it is served over HTTPS is known to the running service only.`,
+      fix: 'See GET /api/security/posture.',
+    };
   }
   if (!e.enabled) {
     return {
@@ -346,7 +333,13 @@ function baseDomainRow(input: PostureInput): PostureItem {
       fix: `Point ${control} (and *.${domain}) at this host, keep port 80 reachable for the CA, then check GET /api/domains for the status.`,
     };
   }
-  return { code: 'base_domain', status: 'ok', title, reason: `Base domain is ${domain}: ${control} is served over HTTPS (certificate valid until ${e.controlCertNotAfter.slice(0, 10)}).`, fix: 'Nothing to do.' };
+  return {
+    code: 'base_domain',
+    status: 'ok',
+    title,
+    reason: `Base domain is ${domain}: ${control} is served over HTTPS (certificate valid until ${e.controlCertNotAfter.slice(0, 10)}).`,
+    fix: 'Nothing to do.',
+  };
 }
 
 function masterKeyRow(input: PostureInput): PostureItem {

@@ -17,9 +17,7 @@ export const MAX_RULE_CHARS = 1000;
 export const MAX_JAILS = 200;
 export const MAX_BANNED_LISTED = 5000;
 
-export const AGENT_OFF_REASON =
-  'The host security agent is off, so firewall and fail2ban state are unknown. ' +
-  'Turn it on as root with `svc security-agent on` (it only reads, every minute).';
+export const AGENT_OFF_REASON = 'The host security agent is off, so firewall and fail2ban state are unknown. ' + 'Turn it on as root with `svc security-agent on` (it only reads, every minute).';
 
 export type FirewallBackend = 'ufw' | 'nftables' | 'iptables';
 
@@ -57,9 +55,7 @@ export interface HostSnapshot {
 export type Section<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** What the API gets: per-section results, so one damaged section does not hide the other. */
-export type ParsedSnapshot =
-  | { ok: true; generatedAt: string; generatedAtMs: number; firewall: Section<FirewallSection>; fail2ban: Section<Fail2banSection> }
-  | { ok: false; reason: string };
+export type ParsedSnapshot = { ok: true; generatedAt: string; generatedAtMs: number; firewall: Section<FirewallSection>; fail2ban: Section<Fail2banSection> } | { ok: false; reason: string };
 
 export function snapshotPath(dir: string = DEFAULT_SECURITY_DIR): string {
   return join(dir, SNAPSHOT_FILE);
@@ -199,13 +195,9 @@ export function isStale(generatedAtMs: number, now: number = Date.now()): boolea
 
 export type Unavailable = { available: false; reason: string };
 
-export type FirewallState =
-  | { available: true; stale: boolean; generated_at: string; backend: FirewallBackend | null; active: boolean; rules: string[] }
-  | Unavailable;
+export type FirewallState = { available: true; stale: boolean; generated_at: string; backend: FirewallBackend | null; active: boolean; rules: string[] } | Unavailable;
 
-export type Fail2banState =
-  | { available: true; stale: boolean; generated_at: string; jails: Jail[] }
-  | Unavailable;
+export type Fail2banState = { available: true; stale: boolean; generated_at: string; jails: Jail[] } | Unavailable;
 
 export interface StateOptions {
   /** SVC_SECURITY_AGENT: without it a leftover snapshot is not trusted. */

@@ -89,9 +89,7 @@ function statements(db: Db): Statements {
       rangeReq: raw.prepare(`select ${REQUEST_COLUMNS} from request_series where res = ? and app_id = ? and service = ? and t >= ? and t < ?`).raw(true),
       // One primary-key seek per service (a loose index scan): the app's services without reading its rows.
       nextService: raw.prepare('select min(service) as s from request_series where res = ? and app_id = ? and service > ?').pluck(true),
-      putReq: raw.prepare(
-        'insert or replace into request_series (res, app_id, service, t, requests, errors_4xx, errors_5xx, bytes_out, hist) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
+      putReq: raw.prepare('insert or replace into request_series (res, app_id, service, t, requests, errors_4xx, errors_5xx, bytes_out, hist) values (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       addVitals: raw.prepare(
         `insert into host_vitals (res, t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum)
          values (?, ?, 1, ?, ?, ?, ?, ?, ?)
@@ -177,7 +175,16 @@ export function addVitalsSample(db: Db, v: VitalsSample): void {
   const at = Math.floor(v.at / 1000);
   s.raw.transaction(() => {
     for (const res of RESOLUTIONS) {
-      s.addVitals.run(res, Math.floor(at / res) * res, v.cpu_percent, v.load1, Math.round(v.mem_used_bytes), Math.round(v.mem_total_bytes), Math.round(v.disk_used_bytes), Math.round(v.disk_total_bytes));
+      s.addVitals.run(
+        res,
+        Math.floor(at / res) * res,
+        v.cpu_percent,
+        v.load1,
+        Math.round(v.mem_used_bytes),
+        Math.round(v.mem_total_bytes),
+        Math.round(v.disk_used_bytes),
+        Math.round(v.disk_total_bytes),
+      );
     }
   })();
 }

@@ -63,9 +63,18 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
   let stream: Duplex | null = null;
   let idle: NodeJS.Timeout | null = null;
   const audit = (action: string, detail: Record<string, unknown>) =>
-    recordAudit(env.db, { route: 'GET /api/apps/{id}/services/{name}/shell', actorId: user, actor: principal.user.username, via: principal.kind, tokenId: principal.kind === 'token' ? principal.credentialId : null, event: action, target: target.appId, ip, outcome: 101, detail: { service: target.service, ...detail } }).catch((err) =>
-      env.log.error({ err }, 'audit write failed'),
-    );
+    recordAudit(env.db, {
+      route: 'GET /api/apps/{id}/services/{name}/shell',
+      actorId: user,
+      actor: principal.user.username,
+      via: principal.kind,
+      tokenId: principal.kind === 'token' ? principal.credentialId : null,
+      event: action,
+      target: target.appId,
+      ip,
+      outcome: 101,
+      detail: { service: target.service, ...detail },
+    }).catch((err) => env.log.error({ err }, 'audit write failed'));
   const finish = (code: number, reason: string) => {
     if (closed) return;
     closed = true;

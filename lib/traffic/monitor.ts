@@ -338,9 +338,7 @@ export class TrafficMonitor {
       kind,
       count,
       window_seconds: this.windowSeconds,
-      detail:
-        `${count} ${what} from ${ip} within ${this.windowSeconds}s (threshold ${limit})` +
-        (allowlisted ? '; address is allowlisted, not notified' : ''),
+      detail: `${count} ${what} from ${ip} within ${this.windowSeconds}s (threshold ${limit})` + (allowlisted ? '; address is allowlisted, not notified' : ''),
       notified: !allowlisted,
     };
     this.tripped[kind]++;

@@ -31,11 +31,7 @@ export interface PushRef {
  */
 export type PushDelivery = { kind: 'push' } & PushRef & { also?: PushRef[] };
 
-export type ParsedDelivery =
-  | { kind: 'ping' }
-  | PushDelivery
-  | { kind: 'ignored'; reason: string }
-  | { kind: 'invalid'; reason: string };
+export type ParsedDelivery = { kind: 'ping' } | PushDelivery | { kind: 'ignored'; reason: string } | { kind: 'invalid'; reason: string };
 
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 const ZERO = /^0+$/;
@@ -120,21 +116,21 @@ function bitbucket(event: string, body: Uint8Array): ParsedDelivery {
   if (!push || !Array.isArray(push.changes)) throw new Invalid('push.changes is missing');
   if (push.changes.length === 0) return { kind: 'ignored', reason: 'push without changes' };
   if (push.changes.length > 100) throw new Invalid('too many changes in one push');
-  const refs: PushRef[] = push.changes.map((c: unknown) => {
-    const change = obj(c);
-    if (!change) throw new Invalid('push.changes[] is not an object');
-    const next = obj(change.new);
-    const prev = obj(change.old);
-    const side = next ?? prev;
-    if (!side) throw new Invalid('push change has neither new nor old');
-    const type = side.type === 'branch' ? 'branch' : side.type === 'tag' ? 'tag' : null;
-    if (!type) return null; // bookmarks (Mercurial) and other kinds: not ours
-    const name = str(side.name, 'name');
-    const target = obj(side.target);
-    return refOf(type, name, next
-      ? { after: target?.hash, before: obj(prev?.target)?.hash, deleted: false, message: target?.message }
-      : { after: null, deleted: true });
-  }).filter((r: PushRef | null): r is PushRef => r !== null);
+  const refs: PushRef[] = push.changes
+    .map((c: unknown) => {
+      const change = obj(c);
+      if (!change) throw new Invalid('push.changes[] is not an object');
+      const next = obj(change.new);
+      const prev = obj(change.old);
+      const side = next ?? prev;
+      if (!side) throw new Invalid('push change has neither new nor old');
+      const type = side.type === 'branch' ? 'branch' : side.type === 'tag' ? 'tag' : null;
+      if (!type) return null; // bookmarks (Mercurial) and other kinds: not ours
+      const name = str(side.name, 'name');
+      const target = obj(side.target);
+      return refOf(type, name, next ? { after: target?.hash, before: obj(prev?.target)?.hash, deleted: false, message: target?.message } : { after: null, deleted: true });
+    })
+    .filter((r: PushRef | null): r is PushRef => r !== null);
   return several(refs);
 }
 
@@ -219,7 +215,9 @@ function refOf(type: 'branch' | 'tag', name: string, info: RefInfo): PushRef {
 function subjectOf(message: unknown): string | undefined {
   if (typeof message !== 'string') return undefined;
   // Bounded and stripped of control characters (incl. ANSI escapes' ESC): it ends up in logs.
-  const line = message.slice(0, 4096).split('\n')[0]!
+  const line = message
+    .slice(0, 4096)
+    .split('\n')[0]!
     .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
     .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
     .trim();

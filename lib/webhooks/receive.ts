@@ -13,9 +13,7 @@ import { matchTriggers } from './triggers.js';
 import { alreadyDeploying, deliverySeen, forgetDelivery, forgetPush, listTriggers, recordPush, webhookSecret, type PushKey } from './store.js';
 import type { PushRef } from './payload.js';
 
-export type DeliveryOutcome =
-  | { status: 202; body: { deployment: Deployment } }
-  | { status: 200; body: { ignored: string } | { duplicate: true; reason?: string } | { ok: true; event: 'ping' } };
+export type DeliveryOutcome = { status: 202; body: { deployment: Deployment } } | { status: 200; body: { ignored: string } | { duplicate: true; reason?: string } | { ok: true; event: 'ping' } };
 
 const refused = () => new HttpError('unauthorized', 'Webhook signature verification failed');
 
@@ -35,7 +33,17 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
   const v = verifyDelivery({ headers, body, secret });
   if (!v.ok || !app) throw refused();
   const audit = (action: string, outcome: number, detail: Record<string, unknown>) =>
-    recordAudit(env.db, { route: 'POST /webhooks/{appID}', actorType: 'system', actor: `webhook:${v.provider}`, via: 'webhook', event: action, target: app.id, ip, outcome, detail: { delivery_id: v.deliveryId, event: v.event, ...detail } });
+    recordAudit(env.db, {
+      route: 'POST /webhooks/{appID}',
+      actorType: 'system',
+      actor: `webhook:${v.provider}`,
+      via: 'webhook',
+      event: action,
+      target: app.id,
+      ip,
+      outcome,
+      detail: { delivery_id: v.deliveryId, event: v.event, ...detail },
+    });
 
   if (v.deliveryId && (await deliverySeen(env.db, app.id, v.deliveryId, env.now()))) return { status: 200, body: { duplicate: true } };
   const parsed = parsePushEvent(v.provider, v.event, body);

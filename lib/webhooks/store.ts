@@ -102,12 +102,25 @@ export async function forgetPush(db: Db, appId: string, key: PushKey): Promise<v
  */
 export async function alreadyDeploying(db: Db, appId: string, ref: string, commit: string): Promise<string | null> {
   const sameCommit = (eb: ExpressionBuilder<Database, 'deployments'>) => eb.or([eb('commit_wanted', '=', commit), eb('commit_sha', '=', commit)]);
-  const active = await db.selectFrom('deployments').select(['id', 'status']).where('app_id', '=', appId)
-    .where('status', 'in', [...ACTIVE]).where('ref', '=', ref).where(sameCommit).executeTakeFirst();
+  const active = await db
+    .selectFrom('deployments')
+    .select(['id', 'status'])
+    .where('app_id', '=', appId)
+    .where('status', 'in', [...ACTIVE])
+    .where('ref', '=', ref)
+    .where(sameCommit)
+    .executeTakeFirst();
   if (active) return `commit ${commit.slice(0, 12)} of ${ref} is already ${active.status === 'queued' ? 'queued' : 'being deployed'} (deployment ${active.id})`;
   // The app serves what its latest succeeded deployment deployed.
-  const live = await db.selectFrom('deployments').select(['id', 'ref', 'commit_sha', 'commit_wanted']).where('app_id', '=', appId)
-    .where('status', '=', 'succeeded').orderBy('finished_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const live = await db
+    .selectFrom('deployments')
+    .select(['id', 'ref', 'commit_sha', 'commit_wanted'])
+    .where('app_id', '=', appId)
+    .where('status', '=', 'succeeded')
+    .orderBy('finished_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   if (live && live.ref === ref && (live.commit_sha === commit || live.commit_wanted === commit)) return `commit ${commit.slice(0, 12)} of ${ref} is already live (deployment ${live.id})`;
   return null;
 }

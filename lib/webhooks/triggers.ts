@@ -12,9 +12,7 @@ export interface TriggerRule {
   enabled: boolean;
 }
 
-export type TriggerMatch =
-  | { deploy: true; ref: string; trigger: 'push' | 'tag'; commit: string | null; pattern: string | null }
-  | { deploy: false; reason: string };
+export type TriggerMatch = { deploy: true; ref: string; trigger: 'push' | 'tag'; commit: string | null; pattern: string | null } | { deploy: false; reason: string };
 
 export const MAX_PATTERN = 255;
 

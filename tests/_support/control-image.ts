@@ -35,15 +35,20 @@ function build(): Promise<{ ok: true; image: string } | { ok: false; problem: st
     const problem = await canBuild();
     if (problem) return { ok: false as const, problem };
     const out = await new Promise<string>((resolve, reject) => {
-      execFile('bash', [SCRIPT, 'all'], {
-        cwd: REPO,
-        timeout: 30 * 60_000,
-        maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, DOCKER_HOST: `unix://${DOCKER_SOCKET}` },
-      }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`scripts/docker/build-image.sh failed: ${err.message}\n${stderr.slice(-4000)}`));
-        else resolve(stdout);
-      });
+      execFile(
+        'bash',
+        [SCRIPT, 'all'],
+        {
+          cwd: REPO,
+          timeout: 30 * 60_000,
+          maxBuffer: 64 * 1024 * 1024,
+          env: { ...process.env, DOCKER_HOST: `unix://${DOCKER_SOCKET}` },
+        },
+        (err, stdout, stderr) => {
+          if (err) reject(new Error(`scripts/docker/build-image.sh failed: ${err.message}\n${stderr.slice(-4000)}`));
+          else resolve(stdout);
+        },
+      );
     });
     const image = /^image=(\S+)$/m.exec(out)?.[1];
     if (!image) throw new Error(`scripts/docker/build-image.sh printed no image=: ${out.slice(-2000)}`);

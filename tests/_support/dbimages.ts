@@ -16,7 +16,11 @@ export type DbImages = Record<DbEngine, string>;
 const BUILD_SCRIPT = fileURLToPath(new URL('../../../scripts/test-images/build.sh', import.meta.url));
 export const dbImagesRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_DOCKER === '1';
 
-interface BuildOutput { stdout: string; stderr: string; error: (Error & { code?: unknown }) | null }
+interface BuildOutput {
+  stdout: string;
+  stderr: string;
+  error: (Error & { code?: unknown }) | null;
+}
 
 function runBuild(): Promise<BuildOutput> {
   return new Promise((resolve) => {
@@ -34,7 +38,9 @@ async function missingPrerequisite(): Promise<string | null> {
       try {
         await access(`${dir}/${bin}`, constants.X_OK);
         return true;
-      } catch { /* next */ }
+      } catch {
+        /* next */
+      }
     }
     return false;
   };

@@ -15,8 +15,10 @@ export const DOCKER_SOCKET = process.env.SVC_DOCKER_SOCKET ?? '/var/run/docker.s
 let reachable: Promise<boolean> | undefined;
 
 export function dockerReachable(): Promise<boolean> {
-  reachable ??= run('docker', ['-H', `unix://${DOCKER_SOCKET}`, 'version', '--format', '{{.Server.Version}}'], { timeout: 10_000 })
-    .then(() => true, () => false);
+  reachable ??= run('docker', ['-H', `unix://${DOCKER_SOCKET}`, 'version', '--format', '{{.Server.Version}}'], { timeout: 10_000 }).then(
+    () => true,
+    () => false,
+  );
   return reachable;
 }
 
@@ -36,7 +38,9 @@ export function ensureBaseImage(): Promise<void> {
     try {
       await run('docker', ['image', 'inspect', BASE_IMAGE], { timeout: 10_000 });
       return;
-    } catch { /* not there yet */ }
+    } catch {
+      /* not there yet */
+    }
     const root = await mkdtemp(join(tmpdir(), 'svc-busybox-'));
     try {
       await mkdir(join(root, 'bin'));

@@ -158,7 +158,11 @@ export async function startEdgeLab(): Promise<EdgeLab> {
         },
       }),
     );
-    dns = launch('/usr/bin/pebble-challtestsrv', ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '', '-management', `127.0.0.1:${dnsMgmtPort}`], {});
+    dns = launch(
+      '/usr/bin/pebble-challtestsrv',
+      ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '', '-management', `127.0.0.1:${dnsMgmtPort}`],
+      {},
+    );
     await waitListening(dnsMgmtPort, 30_000);
     pebble = launch('/usr/bin/pebble', ['-config', pebbleConfig, '-dnsserver', `127.0.0.1:${dnsPort}`], { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' });
     const pebbleRoot = await poll(
@@ -189,16 +193,13 @@ export async function startEdgeLab(): Promise<EdgeLab> {
 
     const https = (host: string, path = '/', opts: { agent?: import('node:https').Agent | false; method?: string } = {}) =>
       new Promise<FetchResult>((resolve, reject) => {
-        const req = httpsRequest(
-          { host: '127.0.0.1', port: httpsPort, path, method: opts.method ?? 'GET', servername: host, headers: { host }, ca: trust, agent: opts.agent ?? false },
-          (res) => {
-            const cert = (res.socket as TLSSocket).getPeerCertificate?.();
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (body += c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cert, reused: req.reusedSocket }));
-          },
-        );
+        const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, path, method: opts.method ?? 'GET', servername: host, headers: { host }, ca: trust, agent: opts.agent ?? false }, (res) => {
+          const cert = (res.socket as TLSSocket).getPeerCertificate?.();
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cert, reused: req.reusedSocket }));
+        });
         req.on('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
         req.end();
       });

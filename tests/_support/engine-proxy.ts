@@ -80,14 +80,15 @@ export async function startEngineProxy(target = DOCKER_SOCKET): Promise<EnginePr
     if (stalled) client.pause();
     else link(p);
   };
-  const listen = () => new Promise<void>((resolve, reject) => {
-    const s = createServer(onConnection);
-    s.once('error', reject);
-    s.listen(socketPath, () => {
-      server = s;
-      resolve();
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const s = createServer(onConnection);
+      s.once('error', reject);
+      s.listen(socketPath, () => {
+        server = s;
+        resolve();
+      });
     });
-  });
   await listen();
 
   const cut = async () => {

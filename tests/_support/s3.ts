@@ -32,10 +32,19 @@ export interface S3Server {
 export async function startS3(bucket = 'svc-backups'): Promise<S3Server> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-s3-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [BIN, '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--no-vhost-buckets', '--configure-bucket', bucket], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [BIN, '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--no-vhost-buckets', '--configure-bucket', bucket], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   // Its request log (method, path and query per response) shows which S3 calls were made.
   const log: string[] = [];
-  child.stdout!.on('data', (d) => log.push(...String(d).replace(/\x1b\[[0-9;]*m/g, '').split('\n').filter(Boolean)));
+  child.stdout!.on('data', (d) =>
+    log.push(
+      ...String(d)
+        .replace(/\x1b\[[0-9;]*m/g, '')
+        .split('\n')
+        .filter(Boolean),
+    ),
+  );
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -47,12 +56,20 @@ export async function startS3(bucket = 'svc-backups'): Promise<S3Server> {
   }
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
-    endpoint, region: 'us-east-1', forcePathStyle: true,
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
     credentials: { accessKeyId: S3_KEY.id, secretAccessKey: S3_KEY.secret },
-    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   });
   return {
-    endpoint, port, bucket, dir, client, log,
+    endpoint,
+    port,
+    bucket,
+    dir,
+    client,
+    log,
     async stop() {
       client.destroy();
       if (child.exitCode === null) {

@@ -65,7 +65,10 @@ export async function setupToken(s: TestServer): Promise<string> {
 export class Client {
   cookies = new Map<string, string>();
   bearer: string | null = null;
-  constructor(readonly base: string, readonly headers: Record<string, string> = {}) {}
+  constructor(
+    readonly base: string,
+    readonly headers: Record<string, string> = {},
+  ) {}
 
   cookieHeader(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');

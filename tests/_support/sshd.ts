@@ -24,7 +24,9 @@ export async function sshdUsable(): Promise<string | null> {
   try {
     await access(SSHD, constants.X_OK);
     await access('/usr/bin/git-shell', constants.X_OK);
-    await run('ssh-keygen', ['-?']).catch((e: { code?: unknown }) => { if (e.code === 'ENOENT') throw e; });
+    await run('ssh-keygen', ['-?']).catch((e: { code?: unknown }) => {
+      if (e.code === 'ENOENT') throw e;
+    });
   } catch {
     return `${SSHD}, ssh-keygen or /usr/bin/git-shell is missing (Debian: apt-get install openssh-server openssh-client git)`;
   }
@@ -37,7 +39,6 @@ export async function needSshd(t: TestContext): Promise<boolean> {
   if (!problem) return true;
   return missing(t, `sshd cannot run here: ${problem}`, 'SVC_REQUIRE_SSHD');
 }
-
 
 export interface Sshd {
   port: number;
@@ -89,40 +90,51 @@ export async function startSshd(): Promise<Sshd> {
     generation += 1;
     const key = join(dir, `host_ed25519_${generation}`);
     await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `svc-test-host-${generation}`, '-f', key]);
-    await writeFile(config, [
-      `Port ${port}`,
-      'ListenAddress 127.0.0.1',
-      `HostKey ${key}`,
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      'UsePAM no',
-      `AuthorizedKeysFile ${authorizedKeys}`,
-      'StrictModes no',
-      'PubkeyAuthentication yes',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      `AllowUsers ${user}`,
-      'AllowTcpForwarding no',
-      'AllowAgentForwarding no',
-      'X11Forwarding no',
-      'PermitTTY no',
-      'PrintMotd no',
-      'LogLevel VERBOSE',
-      ...(isRoot ? [] : ['ForceCommand /usr/bin/git-shell -c "$SSH_ORIGINAL_COMMAND"']),
-      '',
-    ].join('\n'));
+    await writeFile(
+      config,
+      [
+        `Port ${port}`,
+        'ListenAddress 127.0.0.1',
+        `HostKey ${key}`,
+        `PidFile ${join(dir, 'sshd.pid')}`,
+        'UsePAM no',
+        `AuthorizedKeysFile ${authorizedKeys}`,
+        'StrictModes no',
+        'PubkeyAuthentication yes',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        `AllowUsers ${user}`,
+        'AllowTcpForwarding no',
+        'AllowAgentForwarding no',
+        'X11Forwarding no',
+        'PermitTTY no',
+        'PrintMotd no',
+        'LogLevel VERBOSE',
+        ...(isRoot ? [] : ['ForceCommand /usr/bin/git-shell -c "$SSH_ORIGINAL_COMMAND"']),
+        '',
+      ].join('\n'),
+    );
   }
 
   async function start() {
     child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr!.on('data', (c: Buffer) => { if (output.length < 1 << 20) output += c.toString(); });
+    child.stderr!.on('data', (c: Buffer) => {
+      if (output.length < 1 << 20) output += c.toString();
+    });
     const exited = new Promise<never>((_, reject) => child!.once('exit', (code) => reject(new Error(`sshd exited (${code}): ${output.slice(-2000)}`))));
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const up = await Promise.race([exited, new Promise<boolean>((resolve) => {
-        const s = connect(port, '127.0.0.1');
-        s.once('data', () => { s.destroy(); resolve(true); }); // the SSH-2.0 banner
-        s.once('error', () => resolve(false));
-      })]);
+      const up = await Promise.race([
+        exited,
+        new Promise<boolean>((resolve) => {
+          const s = connect(port, '127.0.0.1');
+          s.once('data', () => {
+            s.destroy();
+            resolve(true);
+          }); // the SSH-2.0 banner
+          s.once('error', () => resolve(false));
+        }),
+      ]);
       if (up) break;
       if (Date.now() > deadline) throw new Error(`sshd did not start: ${output.slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -190,6 +202,3 @@ export async function makeBareRepo(sshd: Sshd, name: string, files: Record<strin
     await rm(work, { recursive: true, force: true });
   }
 }
-
-
-

@@ -15,10 +15,15 @@ test('at least eight add-ons; each template passes the compose policy with pinne
     for (const p of full.params.filter((x) => x.generated)) assert.match(generated[p.key]!, /^[A-Za-z0-9_-]{32}$/);
     const r = parseCompose(full.compose, { env });
     assert.equal(r.ok, true, `${a.id}: ${JSON.stringify(r.findings)}`);
-    assert.deepEqual(r.findings.filter((f) => f.level === 'error'), []);
-    const images = Object.values(r.model!.services).map((s: any) => s.image).sort();
+    assert.deepEqual(
+      r.findings.filter((f) => f.level === 'error'),
+      [],
+    );
+    const images = Object.values(r.model!.services)
+      .map((s: any) => s.image)
+      .sort();
     assert.deepEqual(images, [...a.images].sort(), a.id);
-    for (const img of images) assert.match(img, /:[^:/]+$/, `${a.id}: ${img} has no tag`), assert.doesNotMatch(img, /:latest$/);
+    for (const img of images) (assert.match(img, /:[^:/]+$/, `${a.id}: ${img} has no tag`), assert.doesNotMatch(img, /:latest$/));
     assert.deepEqual(Object.keys(r.model!.services).sort(), [...a.services].sort(), a.id);
     assert.ok(a.footprint_mb > 0);
   }

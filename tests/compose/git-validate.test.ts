@@ -13,15 +13,42 @@ test('repository URLs: the allowed transports', () => {
     'deploy@10.0.0.5:srv/repo',
     'ssh://deploy.bot@[::1]:22/srv/repo.git',
     'https://[2001:db8::1]/org/repo.git',
-  ]) assert.deepEqual(checkRepoUrl(url), { ok: true }, url);
+  ])
+    assert.deepEqual(checkRepoUrl(url), { ok: true }, url);
 });
 
 test('repository URLs: everything else is refused with a reason', () => {
   for (const url of [
-    '', 'file:///etc', 'FILE:///x', 'ext::sh -c touch% /tmp/pwned', 'ext::x', 'fd::3', '/srv/repo', './repo', '../repo',
-    '-uhttps://x/y', '--upload-pack=touch /tmp/x', 'https://x/$(id)', 'https://x/`id`', 'https://x/a;id', 'https://x/a|b',
-    'https://x/a&b', 'https://x/a>b', 'https://x/a<b', 'https://x/a(b)', 'https://x/a b', 'https://x/a\nb', 'https://x/a\tb',
-    'https://x/\u0000', 'ftp://x/y', 'rsync://x/y', 'svn+ssh://x/y', 'host:path', 'https://', 'https://host', 'git@-oProxyCommand=x:y',
+    '',
+    'file:///etc',
+    'FILE:///x',
+    'ext::sh -c touch% /tmp/pwned',
+    'ext::x',
+    'fd::3',
+    '/srv/repo',
+    './repo',
+    '../repo',
+    '-uhttps://x/y',
+    '--upload-pack=touch /tmp/x',
+    'https://x/$(id)',
+    'https://x/`id`',
+    'https://x/a;id',
+    'https://x/a|b',
+    'https://x/a&b',
+    'https://x/a>b',
+    'https://x/a<b',
+    'https://x/a(b)',
+    'https://x/a b',
+    'https://x/a\nb',
+    'https://x/a\tb',
+    'https://x/\u0000',
+    'ftp://x/y',
+    'rsync://x/y',
+    'svn+ssh://x/y',
+    'host:path',
+    'https://',
+    'https://host',
+    'git@-oProxyCommand=x:y',
   ]) {
     const r = checkRepoUrl(url);
     assert.equal(r.ok, false, JSON.stringify(url));
@@ -78,7 +105,8 @@ test('ssh hosts and users are checked after percent-decoding, as git decodes the
     'ssh://git@ho%73t.example/repo.git',
     'git://%2Dx/repo',
     'ssh://git@host%00.example/repo.git',
-  ]) assert.equal(checkRepoUrl(url).ok, false, url);
+  ])
+    assert.equal(checkRepoUrl(url).ok, false, url);
 });
 
 test('URLs stored before credentials were refused are redacted in messages', () => {
@@ -104,10 +132,10 @@ test('repository URLs: each refusal names its own reason', () => {
     ['https://h.example/a b', 'repository URL contains whitespace'],
     ['https://h.example/a\u00a0b', 'repository URL contains whitespace'],
     ['-https://h.example/r', 'repository URL starts with "-"'],
-    ['https://***@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
-    ['HTTPS://tok@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
-    ['SSH://git:pw@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
-    ['git+ssh://u@h.example/r', 'credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app\'s deploy key'],
+    ['https://***@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
+    ['HTTPS://tok@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
+    ['SSH://git:pw@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
+    ['git+ssh://u@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
     ['https://h.example/a$b', 'repository URL contains shell metacharacters'],
     ['https://h.example/a!b', 'repository URL contains shell metacharacters'],
     ['https://h.example/a{b', 'repository URL contains shell metacharacters'],

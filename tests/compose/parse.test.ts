@@ -6,7 +6,8 @@ const errors = (f: Finding[]) => f.filter((x) => x.level === 'error');
 const warnings = (f: Finding[]) => f.filter((x) => x.level === 'warning');
 
 test('a full compose file parses into the typed model', () => {
-  const r = parseCompose(`
+  const r = parseCompose(
+    `
 services:
   web:
     build:
@@ -72,7 +73,9 @@ volumes:
   data: {}
 networks:
   back: { internal: true }
-`, { env: { TAG: '1.2', DB_URL: 'postgres://u:p@db/x?a=$b' } });
+`,
+    { env: { TAG: '1.2', DB_URL: 'postgres://u:p@db/x?a=$b' } },
+  );
   assert.deepEqual(errors(r.findings), []);
   assert.equal(r.ok, true);
   const web = r.model!.services.web;
@@ -231,17 +234,28 @@ for (const [yaml, key, words] of ESCAPES) {
     const r = parseCompose(`services:\n  web:\n    image: svc-test/busybox:latest\n    ${yaml}\n`, { allowedBindRoots: ['/srv/data'] });
     assert.equal(r.ok, false);
     const e = errors(r.findings);
-    assert.ok(e.some((f) => f.service === 'web' && f.key === key && f.message.toLowerCase().includes(words.toLowerCase())), JSON.stringify(e));
+    assert.ok(
+      e.some((f) => f.service === 'web' && f.key === key && f.message.toLowerCase().includes(words.toLowerCase())),
+      JSON.stringify(e),
+    );
   });
 }
 
 test('top-level volumes and networks that reach outside the app are refused', () => {
-  const r = parseCompose(`services:\n  web:\n    image: a\nvolumes:\n  ext: { external: true }\n  hostdir: { driver_opts: { type: none, o: bind, device: /etc } }\n  nfs: { driver: nfs }\nnetworks:\n  hostnet: { driver: host }\n  other: { external: true, name: svc-control }\n`);
-  assert.deepEqual(errors(r.findings).map((f) => f.key).sort(), ['networks.hostnet.driver', 'networks.other.external', 'volumes.ext.external', 'volumes.hostdir.driver_opts', 'volumes.nfs.driver']);
+  const r = parseCompose(
+    `services:\n  web:\n    image: a\nvolumes:\n  ext: { external: true }\n  hostdir: { driver_opts: { type: none, o: bind, device: /etc } }\n  nfs: { driver: nfs }\nnetworks:\n  hostnet: { driver: host }\n  other: { external: true, name: svc-control }\n`,
+  );
+  assert.deepEqual(
+    errors(r.findings)
+      .map((f) => f.key)
+      .sort(),
+    ['networks.hostnet.driver', 'networks.other.external', 'volumes.ext.external', 'volumes.hostdir.driver_opts', 'volumes.nfs.driver'],
+  );
 });
 
 test('allowed: binds under an allowed root, relative binds, harmless capabilities, service: network mode', () => {
-  const r = parseCompose(`services:
+  const r = parseCompose(
+    `services:
   web:
     image: a
     volumes: ["/srv/data/web:/data", "./static:/static:ro"]
@@ -253,25 +267,57 @@ test('allowed: binds under an allowed root, relative binds, harmless capabilitie
   side:
     image: a
     network_mode: "service:web"
-`, { allowedBindRoots: ['/srv/data'] });
+`,
+    { allowedBindRoots: ['/srv/data'] },
+  );
   assert.deepEqual(errors(r.findings), []);
   assert.ok(warnings(r.findings).some((f) => f.key === 'cap_add' && /NET_ADMIN/.test(f.message)));
   assert.deepEqual(r.model!.services.web.volumes[0], { type: 'bind', source: '/srv/data/web', target: '/data', readOnly: false, relative: false });
 });
 
-test('allowed: Docker\'s default capabilities and the few harmless ones; warned where powerful', () => {
-  const caps = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'NET_BIND_SERVICE', 'NET_RAW', 'SYS_CHROOT', 'MKNOD', 'AUDIT_WRITE', 'SETFCAP', 'cap_net_admin', 'SYS_NICE', 'SYS_RESOURCE', 'IPC_LOCK', 'NET_BROADCAST'];
-  const r = parseCompose(`services:\n  web:\n    image: a\n    cap_add: [${caps.join(', ')}]\n    security_opt: ["no-new-privileges:true", "no-new-privileges", "label=level:s0:c100,c200"]\n    privileged: "no"\n`);
+test("allowed: Docker's default capabilities and the few harmless ones; warned where powerful", () => {
+  const caps = [
+    'CHOWN',
+    'DAC_OVERRIDE',
+    'FOWNER',
+    'FSETID',
+    'KILL',
+    'SETGID',
+    'SETUID',
+    'SETPCAP',
+    'NET_BIND_SERVICE',
+    'NET_RAW',
+    'SYS_CHROOT',
+    'MKNOD',
+    'AUDIT_WRITE',
+    'SETFCAP',
+    'cap_net_admin',
+    'SYS_NICE',
+    'SYS_RESOURCE',
+    'IPC_LOCK',
+    'NET_BROADCAST',
+  ];
+  const r = parseCompose(
+    `services:\n  web:\n    image: a\n    cap_add: [${caps.join(', ')}]\n    security_opt: ["no-new-privileges:true", "no-new-privileges", "label=level:s0:c100,c200"]\n    privileged: "no"\n`,
+  );
   assert.deepEqual(errors(r.findings), []);
-  assert.deepEqual(warnings(r.findings).filter((f) => f.key === 'cap_add').map((f) => /capability (\w+)/.exec(f.message)![1]).sort(), ['NET_ADMIN', 'SYS_NICE', 'SYS_RESOURCE']);
+  assert.deepEqual(
+    warnings(r.findings)
+      .filter((f) => f.key === 'cap_add')
+      .map((f) => /capability (\w+)/.exec(f.message)![1])
+      .sort(),
+    ['NET_ADMIN', 'SYS_NICE', 'SYS_RESOURCE'],
+  );
   assert.equal(r.model!.services.web.capAdd.length, caps.length);
   for (const off of ['false', '"false"', '"no"', '"off"', '0', '"0"', 'null']) {
     assert.deepEqual(errors(parseCompose(`services:\n  web:\n    image: a\n    privileged: ${off}\n    build: { context: ., privileged: ${off} }\n`).findings), [], off);
   }
 });
 
-test('the harmless switches read YAML\'s spellings of true too', () => {
-  const r = parseCompose('services:\n  web:\n    image: a\n    read_only: "yes"\n    init: "on"\n    tty: "true"\n    stdin_open: 1\n    volumes: [{type: bind, source: ./c, target: /c, read_only: "yes"}]\n');
+test("the harmless switches read YAML's spellings of true too", () => {
+  const r = parseCompose(
+    'services:\n  web:\n    image: a\n    read_only: "yes"\n    init: "on"\n    tty: "true"\n    stdin_open: 1\n    volumes: [{type: bind, source: ./c, target: /c, read_only: "yes"}]\n',
+  );
   assert.deepEqual(errors(r.findings), []);
   const web = r.model!.services.web;
   assert.deepEqual([web.readOnly, web.init, web.tty, web.stdinOpen, (web.volumes[0] as { readOnly: boolean }).readOnly], [true, true, true, true, true]);
@@ -297,7 +343,10 @@ test('bad input: over 1 MiB is refused before parsing', () => {
 
 test('bad input: billion laughs is refused', () => {
   let text = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
-  for (let i = 1; i < 10; i++) text += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
+  for (let i = 1; i < 10; i++)
+    text += `a${i}: &a${i} [${Array(9)
+      .fill(`*a${i - 1}`)
+      .join(',')}]\n`;
   text += 'services:\n  web:\n    image: a\n    labels:\n      x: *a9\n';
   const started = process.hrtime.bigint();
   const r = parseCompose(text);
@@ -315,7 +364,10 @@ test('merge keys within the alias budget still work', () => {
 
 test('bad input: undefined depends_on and cycles name the services', () => {
   let r = parseCompose('services:\n  web:\n    image: a\n    depends_on: [db]\n');
-  assert.deepEqual(errors(r.findings).map((f) => [f.service, f.key]), [['web', 'depends_on']]);
+  assert.deepEqual(
+    errors(r.findings).map((f) => [f.service, f.key]),
+    [['web', 'depends_on']],
+  );
   assert.match(errors(r.findings)[0].message, /undefined service "db"/);
   r = parseCompose('services:\n  a: {image: x, depends_on: [b]}\n  b: {image: x, depends_on: {c: {condition: service_healthy}}}\n  c: {image: x, depends_on: [a]}\n');
   const cyc = errors(r.findings).find((f) => /cycle/.test(f.message));
@@ -341,7 +393,10 @@ test('other invalid values name their key', () => {
   ];
   for (const [yaml, key] of cases) {
     const r = parseCompose(`services:\n  web:\n    image: a\n    ${yaml}\n`);
-    assert.ok(errors(r.findings).some((f) => f.service === 'web' && f.key === key), `${yaml}: ${JSON.stringify(r.findings)}`);
+    assert.ok(
+      errors(r.findings).some((f) => f.service === 'web' && f.key === key),
+      `${yaml}: ${JSON.stringify(r.findings)}`,
+    );
   }
   const upper = parseCompose('services:\n  web:\n    image: "UPPER/Case"\n');
   assert.equal(errors(upper.findings)[0].key, 'image');
@@ -350,20 +405,22 @@ test('other invalid values name their key', () => {
 });
 
 test('dotenv parsing: comments, quotes, export, multi-line', () => {
-  const entries = parseDotenv([
-    '# comment',
-    '',
-    'A=1',
-    'export B = two words # trailing comment',
-    "C='single $NOT #kept'",
-    'D="line1\\nline2 \\"q\\""',
-    'E="multi',
-    'line"',
-    'F=',
-    'G=a=b=c',
-    'bad key=1',
-    'H=#not-a-comment',
-  ].join('\n'));
+  const entries = parseDotenv(
+    [
+      '# comment',
+      '',
+      'A=1',
+      'export B = two words # trailing comment',
+      "C='single $NOT #kept'",
+      'D="line1\\nline2 \\"q\\""',
+      'E="multi',
+      'line"',
+      'F=',
+      'G=a=b=c',
+      'bad key=1',
+      'H=#not-a-comment',
+    ].join('\n'),
+  );
   assert.deepEqual(entries, [
     { key: 'A', value: '1' },
     { key: 'B', value: 'two words' },

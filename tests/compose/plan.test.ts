@@ -73,7 +73,14 @@ test('relative binds never mount the working copy: read-only from a copy without
     assert.equal(web[3][3], false);
     assert.match(web[4][1] as string, new RegExp(`^${depDir}/rw/conf.ini-[0-9a-f]{8}$`));
     assert.deepEqual(web[5], ['bind', join(src, 'missing'), '/m', true]);
-    assert.deepEqual(mounts('side'), [['bind', src, '/src', true], ['volume', web[1][1], '/n2', false]], 'one volume per folder, shared like compose shares it');
+    assert.deepEqual(
+      mounts('side'),
+      [
+        ['bind', src, '/src', true],
+        ['volume', web[1][1], '/n2', false],
+      ],
+      'one volume per folder, shared like compose shares it',
+    );
     // The checkout itself (the git working copy in production) is never a source.
     for (const m of [...web, ...mounts('side')]) assert.ok(!String(m[1]).startsWith(dir), String(m[1]));
     // Copies carry the files but no .git; the writable root copy is not the read-only tree.
@@ -87,7 +94,10 @@ test('relative binds never mount the working copy: read-only from a copy without
     assert.equal(vols[web[2][1] as string].seed, join(src, 'static'));
     assert.equal(vols[web[1][1] as string].seed, undefined);
     assert.equal(vols[web[1][1] as string].labels['svc.bind'], './new/dir');
-    assert.ok(lines.some((l) => /\.\/static \(writable folder\).*later commits do not change it/.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /\.\/static \(writable folder\).*later commits do not change it/.test(l)),
+      lines.join('\n'),
+    );
 
     const bad = parseCompose('services:\n  web:\n    image: a\n    volumes: ["./evil/passwd:/p"]\n').model!;
     const badPlan = await planStack(bad, { app: 'demo', workdir: dir, binds: await prepareBinds({ workRoot: work, appId: 'a1', deploymentId: 'd2', checkout: dir, model: bad, log: () => {} }) });
@@ -143,7 +153,10 @@ networks: { back: {} }
   const r = await planStack(m, { app: 'demo', defaultHostIp: '127.0.0.1' });
   assert.ok(r.ok, JSON.stringify(r.findings));
   assert.deepEqual(r.plan.networks.map((n) => n.name).sort(), ['svc-demo', 'svc-demo_back']);
-  assert.deepEqual(r.plan.volumes.map((v) => v.name), ['svc-demo_data']);
+  assert.deepEqual(
+    r.plan.volumes.map((v) => v.name),
+    ['svc-demo_data'],
+  );
   const [db, web] = r.plan.services;
   assert.deepEqual(db.config.Healthcheck, { Test: ['CMD-SHELL', 'true'], Interval: 2e9, Timeout: 1e9, StartPeriod: 1.5e9, Retries: 3 });
   assert.equal(db.config.HostConfig?.Mounts?.[0].Source, 'svc-demo_data');

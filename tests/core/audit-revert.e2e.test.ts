@@ -142,7 +142,12 @@ test('entries without state (a login, a failed request) answer 422 not_diffable 
   assert.equal(login.revertible, false);
   // A change that failed recorded nothing to restore.
   const app = await newApp();
-  const bad = await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'K', value: 'x' }, { key: 'K', value: 'y' }] });
+  const bad = await c.req('PUT', `/api/apps/${app}/env`, {
+    items: [
+      { key: 'K', value: 'x' },
+      { key: 'K', value: 'y' },
+    ],
+  });
   assert.equal(bad.status, 400);
   const failed = await lastEntry('PUT /api/apps/{id}/env', app);
   assert.equal(failed.outcome, 'error');
@@ -158,7 +163,10 @@ test('app source, triggers and deploy concurrency revert through their own funct
   assert.equal(patched.status, 200, patched.text);
   const appEntry = await lastEntry('app.updated', app);
   const d = await c.req('GET', `/api/audit/${appEntry.id}/diff`);
-  assert.deepEqual(d.body.rows.find((r: any) => r.field === 'source.image'), { field: 'source.image', status: 'changed', before: 'nginx:1.27', after: 'nginx:1.28', masked: false });
+  assert.deepEqual(
+    d.body.rows.find((r: any) => r.field === 'source.image'),
+    { field: 'source.image', status: 'changed', before: 'nginx:1.27', after: 'nginx:1.28', masked: false },
+  );
   assert.equal((await c.req('POST', `/api/audit/${appEntry.id}/revert`)).status, 200);
   assert.equal((await c.req('GET', `/api/apps/${app}`)).body.app.source.image, 'nginx:1.27');
 
@@ -190,7 +198,10 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   assert.equal(del.status, 200, del.text);
   const deletion = await lastEntry('domain.deleted', created.body.domain.id);
   const dd = await c.req('GET', `/api/audit/${deletion.id}/diff`);
-  assert.deepEqual(dd.body.rows.find((r: any) => r.field === 'hostname'), { field: 'hostname', status: 'removed', before: host, masked: false });
+  assert.deepEqual(
+    dd.body.rows.find((r: any) => r.field === 'hostname'),
+    { field: 'hostname', status: 'removed', before: host, masked: false },
+  );
 
   // Reverting the creation now: the target is gone since, so only a forced revert proceeds.
   assert.equal((await c.req('POST', `/api/audit/${creation.id}/revert`)).status, 409);
@@ -225,7 +236,10 @@ test('no secret value is stored in clear in the audit table or anywhere in the d
   try {
     const rows = db.prepare('select * from audit').all() as Array<Record<string, unknown>>;
     const dump = JSON.stringify(rows);
-    assert.ok(rows.some((r) => r.state_before && String(r.state_before).includes('"masked":true')), 'the state was recorded');
+    assert.ok(
+      rows.some((r) => r.state_before && String(r.state_before).includes('"masked":true')),
+      'the state was recorded',
+    );
     for (const secret of [canary, SECRET_A, SECRET_B, ADMIN.password]) assert.equal(dump.includes(secret), false, 'a secret is in the audit table in clear');
   } finally {
     db.close();
@@ -312,7 +326,10 @@ test('notification channels: a URL change is masked in the diff, and its revert 
     assert.equal(back.enabled, true);
     const sent = await nc.req('POST', `/api/settings/notifications/${id}/test`);
     assert.equal(sent.status, 200, sent.text);
-    assert.ok(recv.received.some((r) => r.path === `/old/${token}`), 'the test message went to the restored URL');
+    assert.ok(
+      recv.received.some((r) => r.path === `/old/${token}`),
+      'the test message went to the restored URL',
+    );
 
     // Deleted, then the deletion reverted: a channel with the same URL again.
     assert.equal((await nc.req('DELETE', `/api/settings/notifications/${id}`)).status, 204);
@@ -344,7 +361,14 @@ function assertContractEntry(e: any, why: string) {
   const types: Record<string, (v: unknown) => boolean> = {
     id: (v) => typeof v === 'string' && /^\d+$/.test(v),
     at: (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v as string)),
-    actor: (v: any) => v !== null && typeof v === 'object' && ['user', 'token', 'system'].includes(v.type) && 'id' in v && 'name' in v && (v.id === null || typeof v.id === 'string') && (v.name === null || typeof v.name === 'string'),
+    actor: (v: any) =>
+      v !== null &&
+      typeof v === 'object' &&
+      ['user', 'token', 'system'].includes(v.type) &&
+      'id' in v &&
+      'name' in v &&
+      (v.id === null || typeof v.id === 'string') &&
+      (v.name === null || typeof v.name === 'string'),
     action: (v) => typeof v === 'string' && /^(GET|POST|PUT|PATCH|DELETE) \/[^\s:]*$/.test(v as string),
     target: (v: any) => v !== null && typeof v === 'object' && typeof v.type === 'string' && (v.id === null || typeof v.id === 'string'),
     ip: (v) => v === null || typeof v === 'string',
@@ -372,13 +396,22 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   bot.bearer = made.body.token;
   const byToken = await bot.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'BY_TOKEN', value: '2', secret: false }] });
   assert.equal(byToken.status, 200, byToken.text);
-  const bad = await bot.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'TWICE', value: 'x', secret: false }, { key: 'TWICE', value: 'y', secret: false }] });
+  const bad = await bot.req('PUT', `/api/apps/${app}/env`, {
+    items: [
+      { key: 'TWICE', value: 'x', secret: false },
+      { key: 'TWICE', value: 'y', secret: false },
+    ],
+  });
   assert.equal(bad.status, 400, bad.text);
 
   const r = await c.req('GET', `/api/audit?target=${app}&action=${encodeURIComponent('PUT /api/apps/{id}/env')}&limit=10`);
   assert.equal(r.status, 200, r.text);
   const [failed, token, user] = r.body.items;
-  for (const [e, why] of [[user, 'user entry'], [token, 'token entry'], [failed, 'failed entry']] as const) {
+  for (const [e, why] of [
+    [user, 'user entry'],
+    [token, 'token entry'],
+    [failed, 'failed entry'],
+  ] as const) {
     assertContractEntry(e, why);
     assert.equal(e.action, 'PUT /api/apps/{id}/env', why);
     assert.deepEqual(e.target, { type: 'app', id: app }, why);
@@ -414,7 +447,11 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
 
   // Filters: the actor by token name or id, by username (the operator's own and their tokens'),
   // the action by path prefix and by method, the target by id.
-  const ids = (q: string) => c.req('GET', `/api/audit?${q}&limit=200`).then((x) => { assert.equal(x.status, 200, x.text); return x.body.items.map((i: any) => i.id) as string[]; });
+  const ids = (q: string) =>
+    c.req('GET', `/api/audit?${q}&limit=200`).then((x) => {
+      assert.equal(x.status, 200, x.text);
+      return x.body.items.map((i: any) => i.id) as string[];
+    });
   assert.deepEqual(await ids(`actor=${tokenName}`), [failed.id, token.id]);
   assert.deepEqual(await ids(`actor=${token.actor.id}`), [failed.id, token.id]);
   const mine = await ids(`actor=${ADMIN.username}&target=${app}`);
@@ -423,4 +460,3 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('PUT ')}`), [failed.id, token.id, user.id]);
   assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('DELETE ')}`), []);
 });
-

@@ -62,12 +62,21 @@ test('passwords: scrypt hashes carry their parameters and verify only the same p
   // Parameters out of range or a foreign format are refused without hashing.
   const [, , , , salt, key] = parts;
   for (const bad of [
-    `bcrypt$10$8$1$${salt}$${key}`, `scrypt$10$8$1$${salt}`, `scrypt$10$8$1$${salt}$${key}$x`,
-    `scrypt$9$8$1$${salt}$${key}`, `scrypt$21$8$1$${salt}$${key}`, `scrypt$10$0$1$${salt}$${key}`,
-    `scrypt$10$33$1$${salt}$${key}`, `scrypt$10$8$0$${salt}$${key}`, `scrypt$10$8$17$${salt}$${key}`, `scrypt$x$8$1$${salt}$${key}`, '',
-  ]) assert.equal(await verifyPassword('correct horse battery', bad), false, bad);
+    `bcrypt$10$8$1$${salt}$${key}`,
+    `scrypt$10$8$1$${salt}`,
+    `scrypt$10$8$1$${salt}$${key}$x`,
+    `scrypt$9$8$1$${salt}$${key}`,
+    `scrypt$21$8$1$${salt}$${key}`,
+    `scrypt$10$0$1$${salt}$${key}`,
+    `scrypt$10$33$1$${salt}$${key}`,
+    `scrypt$10$8$0$${salt}$${key}`,
+    `scrypt$10$8$17$${salt}$${key}`,
+    `scrypt$x$8$1$${salt}$${key}`,
+    '',
+  ])
+    assert.equal(await verifyPassword('correct horse battery', bad), false, bad);
   // Other parameters in range still verify (raising the cost later keeps old hashes valid).
-  assert.equal(await verifyPassword('pw', `scrypt$20$8$1$${salt}$${key}`.replace(/\$20\$/, '$10$').replace(key!, (await rawScrypt('pw', salt!, 10, 8, 1)))), true);
+  assert.equal(await verifyPassword('pw', `scrypt$20$8$1$${salt}$${key}`.replace(/\$20\$/, '$10$').replace(key!, await rawScrypt('pw', salt!, 10, 8, 1))), true);
   assert.equal(await verifyPassword('pw', `scrypt$11$2$2$${salt}$${await rawScrypt('pw', salt!, 11, 2, 2)}`), true);
   assert.equal(await verifyPassword('pw', `scrypt$10$32$1$${salt}$${await rawScrypt('pw', salt!, 10, 32, 1)}`), true);
   assert.equal(await verifyPassword('pw', `scrypt$10$1$16$${salt}$${await rawScrypt('pw', salt!, 10, 1, 16)}`), true);
@@ -83,13 +92,20 @@ test('passwords: scrypt hashes carry their parameters and verify only the same p
 
 async function rawScrypt(pw: string, salt: string, logN: number, r: number, p: number): Promise<string> {
   const { scrypt } = await import('node:crypto');
-  return new Promise((res, rej) => scrypt(pw.normalize('NFC'), Buffer.from(salt, 'base64url'), 32, { N: 2 ** logN, r, p, maxmem: 256 * 2 ** logN * r + 1024 * 1024 }, (e, k) => (e ? rej(e) : res(k.toString('base64url')))));
+  return new Promise((res, rej) =>
+    scrypt(pw.normalize('NFC'), Buffer.from(salt, 'base64url'), 32, { N: 2 ** logN, r, p, maxmem: 256 * 2 ** logN * r + 1024 * 1024 }, (e, k) => (e ? rej(e) : res(k.toString('base64url')))),
+  );
 }
 
 test('hash gate: slots, a slot reserved for the priority lane, bounded queues answering 429 with Retry-After', async () => {
   const gate = new HashGate({ slots: 2, reserved: 1, maxWaiting: { normal: 1, priority: 1 } });
   const order: string[] = [];
-  const job = (name: string, d: { p: Promise<void> }) => async () => { order.push(`start ${name}`); await d.p; order.push(`end ${name}`); return name; };
+  const job = (name: string, d: { p: Promise<void> }) => async () => {
+    order.push(`start ${name}`);
+    await d.p;
+    order.push(`end ${name}`);
+    return name;
+  };
   const n1 = deferred();
   const r1 = gate.run('normal', job('n1', n1));
   assert.deepEqual(gate.stats(), { active: 1, waiting: { normal: 0, priority: 0 } });
@@ -98,7 +114,10 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   const r2 = gate.run('normal', job('n2', n2));
   assert.deepEqual(gate.stats(), { active: 1, waiting: { normal: 1, priority: 0 } });
   // A third is refused at once with a Retry-After of at least a second.
-  await assert.rejects(gate.run('normal', async () => 'n3'), (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && Number(e.headers?.['retry-after']) >= 1);
+  await assert.rejects(
+    gate.run('normal', async () => 'n3'),
+    (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && Number(e.headers?.['retry-after']) >= 1,
+  );
   // The operator's lane takes the reserved slot at once.
   const p1 = deferred();
   const rp = gate.run('priority', job('p1', p1));
@@ -106,7 +125,10 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   const p2 = deferred();
   const rp2 = gate.run('priority', job('p2', p2));
   assert.deepEqual(gate.stats(), { active: 2, waiting: { normal: 1, priority: 1 } });
-  await assert.rejects(gate.run('priority', async () => 'p3'), (e: unknown) => e instanceof HttpError && e.status === 429);
+  await assert.rejects(
+    gate.run('priority', async () => 'p3'),
+    (e: unknown) => e instanceof HttpError && e.status === 429,
+  );
   // When n1 ends, the waiting priority job goes first (into any slot).
   n1.resolve();
   assert.equal(await r1, 'n1');
@@ -123,7 +145,12 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   assert.deepEqual([await r2, await rp2], ['n2', 'p2']);
   assert.deepEqual(gate.stats(), { active: 0, waiting: { normal: 0, priority: 0 } });
   // A failing job frees its slot too.
-  await assert.rejects(gate.run('normal', async () => { throw new Error('boom'); }), /boom/);
+  await assert.rejects(
+    gate.run('normal', async () => {
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
   assert.deepEqual(gate.stats(), { active: 0, waiting: { normal: 0, priority: 0 } });
   // With nothing waiting and a slot free, a job starts at once; a stranger never queues behind an idle gate.
   const solo = new HashGate({ slots: 1, reserved: 0, maxWaiting: { normal: 0, priority: 0 } });
@@ -131,7 +158,10 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   assert.equal(await solo.run('priority', async () => 2), 2);
   const hold = deferred();
   const held = solo.run('priority', () => hold.p);
-  await assert.rejects(solo.run('priority', async () => 3), (e: unknown) => e instanceof HttpError && e.status === 429);
+  await assert.rejects(
+    solo.run('priority', async () => 3),
+    (e: unknown) => e instanceof HttpError && e.status === 429,
+  );
   hold.resolve();
   await held;
   // Retry-After grows with the queue and shrinks with parallelism (typical hash 250 ms at first).
@@ -139,7 +169,10 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   const b = deferred();
   const waiting: Promise<unknown>[] = [big.run('normal', () => b.p)];
   for (let i = 0; i < 8; i++) waiting.push(big.run('normal', () => Promise.resolve()));
-  await assert.rejects(big.run('normal', async () => 0), (e: unknown) => e instanceof HttpError && e.headers?.['retry-after'] === '3');
+  await assert.rejects(
+    big.run('normal', async () => 0),
+    (e: unknown) => e instanceof HttpError && e.headers?.['retry-after'] === '3',
+  );
   b.resolve();
   await Promise.all(waiting);
 });
@@ -186,10 +219,16 @@ test('credential cache: entries live 5 s, the table is bounded, and every change
   assert.equal(a.get('k1', T0), 1);
   assert.equal(a.get('k1024', T0), 1024);
   let calls = 0;
-  const off = onCredentialsChanged(() => { calls++; });
-  const offThrowing = onCredentialsChanged(() => { throw new Error('listener failed'); });
+  const off = onCredentialsChanged(() => {
+    calls++;
+  });
+  const offThrowing = onCredentialsChanged(() => {
+    throw new Error('listener failed');
+  });
   let after = 0;
-  const offAfter = onCredentialsChanged(() => { after++; });
+  const offAfter = onCredentialsChanged(() => {
+    after++;
+  });
   invalidateCredentials();
   assert.equal(a.get('k1', T0), undefined);
   assert.equal(b.get('k', T0), undefined);
@@ -234,7 +273,10 @@ test('login guard: device cookies are signed per user; a stranger is locked out 
   assert.equal(g.failed('alice', null, T0), false);
   assert.equal(g.failed('ALICE', dev, T0), true, 'the third failure (any case) locks the account');
   assert.equal(g.failed('ALICE', null, T0), false, 'already locked: not "just locked"');
-  assert.throws(() => g.admit('alice', false, T0), (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && e.headers?.['retry-after'] === '300');
+  assert.throws(
+    () => g.admit('alice', false, T0),
+    (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && e.headers?.['retry-after'] === '300',
+  );
   assert.throws(() => g.admit('Al\u0069ce', false, T0 + 299_000), HttpError);
   g.admit('alice', true, T0);
   g.admit('bob', false, T0);
@@ -262,7 +304,17 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   const row = await db.selectFrom('sessions').selectAll().where('id', '=', s.id).executeTakeFirstOrThrow();
   assert.deepEqual(
     { ...row },
-    { id: s.id, token_hash: sha256Hex(s.raw), user_id: user.id, created_at: iso(T0), last_seen_at: iso(T0), expires_at: iso(T0 + 86_400_000), ip: '10.0.0.1', user_agent: 'x'.repeat(256), step_up_until: null },
+    {
+      id: s.id,
+      token_hash: sha256Hex(s.raw),
+      user_id: user.id,
+      created_at: iso(T0),
+      last_seen_at: iso(T0),
+      expires_at: iso(T0 + 86_400_000),
+      ip: '10.0.0.1',
+      user_agent: 'x'.repeat(256),
+      step_up_until: null,
+    },
   );
   const s2 = await createSession(db, user.id, { ip: null, userAgent: null }, LIMITS, T0 + 1);
   assert.equal((await db.selectFrom('sessions').select('user_agent').where('id', '=', s2.id).executeTakeFirstOrThrow()).user_agent, null);
@@ -293,7 +345,11 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   assert.equal(resolveSession(db, s3.raw, LIMITS, T0 + 100_000), null);
   assert.equal(resolveSession(db, s3.raw, LIMITS, T0 + 1), null, 'gone from the cache and the table');
   // A step-up shows in the resolved session.
-  await db.updateTable('sessions').set({ step_up_until: iso(T0 + 5000) }).where('id', '=', s2.id).execute();
+  await db
+    .updateTable('sessions')
+    .set({ step_up_until: iso(T0 + 5000) })
+    .where('id', '=', s2.id)
+    .execute();
   invalidateCredentials();
   assert.equal(resolveSession(db, s2.raw, LIMITS, T0 + 2)!.stepUpUntil, iso(T0 + 5000));
   assert.equal(csrfFor(new Uint8Array(32).fill(1), 'abc'), createHmac('sha256', new Uint8Array(32).fill(1)).update('csrf:abc').digest('base64url'));
@@ -309,10 +365,16 @@ test('sessions: list (current marked, expired left out, newest first), revoke ow
   const old = await createSession(db, user.id, { ip: 'c', userAgent: 'C' }, { idleSeconds: 60, maxSeconds: 300 }, T0 - 1000);
   const theirs = await createSession(db, other.id, { ip: 'o', userAgent: 'O' }, LIMITS, T0);
   const list = await listSessions(db, user.id, a.id, T0 + 299_000 + 2000);
-  assert.deepEqual(list.map((s) => [s.id, s.current, s.ip, s.user_agent]), [[b.id, false, 'b', 'B'], [a.id, true, 'a', 'A']]);
+  assert.deepEqual(
+    list.map((s) => [s.id, s.current, s.ip, s.user_agent]),
+    [
+      [b.id, false, 'b', 'B'],
+      [a.id, true, 'a', 'A'],
+    ],
+  );
   assert.deepEqual(Object.keys(list[0]!).sort(), ['created_at', 'current', 'expires_at', 'id', 'ip', 'last_seen_at', 'user_agent']);
   assert.equal((await listSessions(db, user.id, null, T0 + 298_000)).length, 3, 'not yet expired');
-  assert.equal(await revokeSession(db, user.id, theirs.id), false, 'another operator\'s session');
+  assert.equal(await revokeSession(db, user.id, theirs.id), false, "another operator's session");
   assert.notEqual(resolveSession(db, theirs.raw, LIMITS, T0), null);
   assert.notEqual(resolveSession(db, b.raw, LIMITS, T0 + 1000), null);
   assert.equal(await revokeSession(db, user.id, b.id), true);
@@ -334,7 +396,10 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   assert.match(t.token, /^svc_[A-Za-z0-9_-]{43}$/);
   assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000) });
   const row = await db.selectFrom('api_tokens').selectAll().where('id', '=', t.id).executeTakeFirstOrThrow();
-  assert.deepEqual({ ...row }, { id: t.id, user_id: user.id, name: 'ci', token_hash: sha256Hex(t.token), created_at: iso(T0), expires_at: iso(T0 + 100_000), last_used_at: null, revoked_at: null, step_up_until: null });
+  assert.deepEqual(
+    { ...row },
+    { id: t.id, user_id: user.id, name: 'ci', token_hash: sha256Hex(t.token), created_at: iso(T0), expires_at: iso(T0 + 100_000), last_used_at: null, revoked_at: null, step_up_until: null },
+  );
   assert.deepEqual(resolveApiToken(db, t.token, T0), { id: t.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
   const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
   assert.equal(await used(), iso(T0), 'first use is recorded');
@@ -354,7 +419,11 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   assert.notEqual(resolveApiToken(db, forever.token, T0 + 10 ** 12), null, 'no expiry');
   const other = await insertUser(db, 'bob', 'x');
   const theirs = await createApiToken(db, other.id, 'theirs', null, T0);
-  assert.deepEqual((await listApiTokens(db, user.id)).map((x) => x.name), ['forever', 'ci'], 'own tokens, newest first');
+  assert.deepEqual(
+    (await listApiTokens(db, user.id)).map((x) => x.name),
+    ['forever', 'ci'],
+    'own tokens, newest first',
+  );
   assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name']);
   assert.equal(await revokeApiToken(db, user.id, theirs.id, T0), false);
   assert.notEqual(resolveApiToken(db, theirs.token, T0), null);
@@ -363,8 +432,15 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   assert.equal(resolveApiToken(db, forever.token, T0), null, 'revoked at once, cache included');
   assert.equal((await db.selectFrom('api_tokens').select('revoked_at').where('id', '=', forever.id).executeTakeFirstOrThrow()).revoked_at, iso(T0 + 7));
   assert.equal(await revokeApiToken(db, user.id, forever.id, T0 + 8), false, 'already revoked');
-  assert.deepEqual((await listApiTokens(db, user.id)).map((x) => x.name), ['ci']);
-  await db.updateTable('api_tokens').set({ step_up_until: iso(T0 + 9) }).where('id', '=', theirs.id).execute();
+  assert.deepEqual(
+    (await listApiTokens(db, user.id)).map((x) => x.name),
+    ['ci'],
+  );
+  await db
+    .updateTable('api_tokens')
+    .set({ step_up_until: iso(T0 + 9) })
+    .where('id', '=', theirs.id)
+    .execute();
   invalidateCredentials();
   assert.equal(resolveApiToken(db, theirs.token, T0)!.stepUpUntil, iso(T0 + 9));
   await db.destroy();
@@ -380,10 +456,23 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
     assert.deepEqual(authenticate(env, headers({ authorization: h })), { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false }, credentialId: t.id, stepUpUntil: null }, h);
   }
   for (const h of ['', 'Basic abc', `Bearer`, `Bearer ${t.token} x`, `Token ${t.token}`, `xBearer ${t.token}`]) {
-    assert.throws(() => authenticate(env, headers({ authorization: h, cookie: `${SESSION_COOKIE}=${s.raw}` })), (e: unknown) => e instanceof HttpError && e.status === 401 && /Bearer <token>/.test(e.message), JSON.stringify(h));
+    assert.throws(
+      () => authenticate(env, headers({ authorization: h, cookie: `${SESSION_COOKIE}=${s.raw}` })),
+      (e: unknown) => e instanceof HttpError && e.status === 401 && /Bearer <token>/.test(e.message),
+      JSON.stringify(h),
+    );
   }
-  assert.throws(() => authenticate(env, headers({ authorization: 'Bearer svc_' + 'a'.repeat(43), cookie: `${SESSION_COOKIE}=${s.raw}` })), (e: unknown) => e instanceof HttpError && e.code === 'unauthorized' && /invalid, expired or revoked/.test(e.message));
-  assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), { kind: 'session', user: { id: user.id, username: 'alice', totp_enabled: false }, credentialId: s.id, stepUpUntil: null, rawSession: s.raw });
+  assert.throws(
+    () => authenticate(env, headers({ authorization: 'Bearer svc_' + 'a'.repeat(43), cookie: `${SESSION_COOKIE}=${s.raw}` })),
+    (e: unknown) => e instanceof HttpError && e.code === 'unauthorized' && /invalid, expired or revoked/.test(e.message),
+  );
+  assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), {
+    kind: 'session',
+    user: { id: user.id, username: 'alice', totp_enabled: false },
+    credentialId: s.id,
+    stepUpUntil: null,
+    rawSession: s.raw,
+  });
   assert.equal(authenticate(env, headers({ cookie: `${SESSION_COOKIE}=${'a'.repeat(43)}` })), null);
   assert.equal(authenticate(env, headers({ cookie: `other=${s.raw}` })), null);
   assert.equal(BEARER.test('bearer x'), true);
@@ -539,7 +628,10 @@ test('signing key: created once and sealed; a key in clear is sealed in place; w
 test('pre-auth tokens: HS256 of purpose totp for a user, valid 5 minutes, refused when forged, altered, expired or oversized', async () => {
   const key = new Uint8Array(32).fill(5);
   const tok = await signPreAuth(key, 'u1', T0);
-  const [h, p] = tok.split('.').slice(0, 2).map((x) => JSON.parse(Buffer.from(x, 'base64url').toString()));
+  const [h, p] = tok
+    .split('.')
+    .slice(0, 2)
+    .map((x) => JSON.parse(Buffer.from(x, 'base64url').toString()));
   assert.deepEqual(h, { alg: 'HS256', typ: 'svc-pre' });
   assert.equal(p.sub, 'u1');
   assert.equal(p.purpose, 'totp');
@@ -547,7 +639,7 @@ test('pre-auth tokens: HS256 of purpose totp for a user, valid 5 minutes, refuse
   assert.equal(p.exp, T0 / 1000 + PRE_AUTH_SECONDS);
   assert.equal(PRE_AUTH_SECONDS, 300);
   assert.equal(Buffer.from(p.jti, 'base64url').length, 12);
-  assert.notEqual((await signPreAuth(key, 'u1', T0)), tok);
+  assert.notEqual(await signPreAuth(key, 'u1', T0), tok);
   assert.equal(await verifyPreAuth(key, tok, T0), 'u1');
   assert.equal(await verifyPreAuth(key, tok, T0 + 299_000), 'u1');
   assert.equal(await verifyPreAuth(key, tok, T0 + 300_000), null, 'expired');
@@ -599,7 +691,10 @@ test('login cookies: a new session rotates the old one out; session, CSRF, clear
   assert.equal(resolveSession(db, raw[1]!, limits, env.now()), null, 'the old session is gone');
   assert.ok(h2.getSetCookie().every((c) => !c.includes('Secure')));
   assert.equal((await db.selectFrom('sessions').select('id').execute()).length, 1);
-  assert.deepEqual(endSessionCookies({ ...client, secure: true }).getSetCookie(), ['svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly; Secure', 'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0; Secure']);
+  assert.deepEqual(endSessionCookies({ ...client, secure: true }).getSetCookie(), [
+    'svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly; Secure',
+    'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0; Secure',
+  ]);
   assert.deepEqual(endSessionCookies({ ...client, secure: false }).getSetCookie(), ['svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly', 'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0']);
   await db.destroy();
 });
@@ -629,7 +724,10 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.equal(row.updated_at, iso(now));
   const stored = await db.selectFrom('recovery_codes').select(['code_hash', 'used_at']).where('user_id', '=', user.id).execute();
   assert.equal(stored.length, 10);
-  const bare = (c: string) => createHash('sha256').update('recovery:' + c.toLowerCase().replace('-', '')).digest('hex');
+  const bare = (c: string) =>
+    createHash('sha256')
+      .update('recovery:' + c.toLowerCase().replace('-', ''))
+      .digest('hex');
   assert.ok(stored.every((r) => r.code_hash.startsWith('hmac1:') && r.used_at === null));
   assert.ok(stored.some((r) => r.code_hash === 'hmac1:' + sealer.digest('recovery-code', bare(codes![0]!))));
   // The enrolment code's step is used: it cannot log in again.
@@ -644,7 +742,10 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.equal(await consumeSecondFactor(db, sealer, user.id, rc.toUpperCase().replace('-', ''), now), true);
   assert.equal(await consumeSecondFactor(db, sealer, user.id, rc, now), false, 'used');
   const used = await db.selectFrom('recovery_codes').select('used_at').where('used_at', 'is not', null).execute();
-  assert.deepEqual(used.map((u) => u.used_at), [iso(now)]);
+  assert.deepEqual(
+    used.map((u) => u.used_at),
+    [iso(now)],
+  );
   assert.equal(await consumeSecondFactor(db, sealer, user.id, 'aaaaa-aaaaa', now), false, 'not one of ours');
   // Another operator cannot use them; an operator without TOTP or unknown has no second factor.
   const bob = await insertUser(db, 'bob', 'x');
@@ -676,9 +777,19 @@ test('TOTP: recovery codes stored bare by older builds are re-keyed at boot, onc
   const { env, db, user } = await setup();
   const sealer = env.sealer;
   const secret = await newTotpSecret();
-  await db.updateTable('users').set({ totp_enabled: 1, totp_secret: sealer.seal(secret, totpBinding(user.id)) }).where('id', '=', user.id).execute();
+  await db
+    .updateTable('users')
+    .set({ totp_enabled: 1, totp_secret: sealer.seal(secret, totpBinding(user.id)) })
+    .where('id', '=', user.id)
+    .execute();
   const bare = createHash('sha256').update('recovery:abcdefghjk').digest('hex');
-  await db.insertInto('recovery_codes').values([{ user_id: user.id, code_hash: bare, used_at: null }, { user_id: user.id, code_hash: 'hmac1:already', used_at: null }]).execute();
+  await db
+    .insertInto('recovery_codes')
+    .values([
+      { user_id: user.id, code_hash: bare, used_at: null },
+      { user_id: user.id, code_hash: 'hmac1:already', used_at: null },
+    ])
+    .execute();
   assert.equal(await rehashRecoveryCodes(db, createSealer(null)), 0, 'nothing without a master key');
   assert.equal(await rehashRecoveryCodes(db, sealer), 1);
   const hashes = (await db.selectFrom('recovery_codes').select('code_hash').orderBy('code_hash').execute()).map((r) => r.code_hash);

@@ -271,7 +271,10 @@ test('TOTP: setup, enable with a code, login needs the code, a used code is refu
   const first = await l.req('POST', '/api/auth/login', ADMIN);
   assert.deepEqual(first.body, { totp_required: true });
   assert.equal(l.cookies.has('svc_session'), false);
-  assert.match(first.headers.getSetCookie().find((x) => x.startsWith('svc_pre='))!, /HttpOnly/);
+  assert.match(
+    first.headers.getSetCookie().find((x) => x.startsWith('svc_pre='))!,
+    /HttpOnly/,
+  );
   assert.equal((await l.req('GET', '/api/auth/me')).status, 401);
   // Enabling used the current step, so the next valid code is the following step's.
   const next = await totpCode(secret, { epoch: Math.floor(Date.now() / 1000) + 30 });
@@ -316,7 +319,10 @@ test('audit: mutations by a principal are recorded newest first with a cursor, w
   assert.equal(page.body.items.length, 3);
   assert.ok(page.body.next_cursor);
   const ids = page.body.items.map((i: { id: string }) => Number(i.id));
-  assert.deepEqual([...ids].sort((a, b) => b - a), ids);
+  assert.deepEqual(
+    [...ids].sort((a, b) => b - a),
+    ids,
+  );
   const created = page.body.items.find((i: { action: string }) => i.action === 'POST /api/auth/api-tokens');
   assert.ok(created);
   assert.equal(created.event, 'auth.api_token_created');

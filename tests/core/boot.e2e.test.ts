@@ -110,7 +110,10 @@ test('first boot: "listening" with the start time is the first log line; a maste
   const env = await c2.req('GET', `/api/apps/${app.body.app.id}/env/TOKEN/reveal`);
   assert.equal(env.body.value, 'hunter2');
   // Boot notices are written right after "listening": long read by now.
-  assert.equal(again.lines.some((l) => l.master_key_file && /generated/.test(l.msg)), false);
+  assert.equal(
+    again.lines.some((l) => l.master_key_file && /generated/.test(l.msg)),
+    false,
+  );
   await stop(again);
 });
 
@@ -119,7 +122,10 @@ test('the data directory is 0700 and every file in it 0600 (database, -wal, -shm
   const s = await start({ SVC_DATA_DIR: dataDir });
   const before = await modes(dataDir);
   for (const name of ['svc.db', 'svc.db-wal', 'svc.db-shm', 'setup.token', 'master.key']) {
-    assert.ok(before.some(([n]) => n === name), `${name} exists: ${JSON.stringify(before)}`);
+    assert.ok(
+      before.some(([n]) => n === name),
+      `${name} exists: ${JSON.stringify(before)}`,
+    );
   }
   const c = await setupAndLogin(s.url, dataDir);
   await enableTotp(c);
@@ -156,7 +162,13 @@ test('the signing key is sealed under the master key and recovery codes are keye
   const key = Buffer.from(readFileSync(join(dataDir, 'master.key'), 'utf8').trim(), 'hex');
   assert.equal(Buffer.from(createSealer(key).open(signing, 'settings:signing_key'), 'base64url').length, 32);
   assert.equal(hashes.length, 10);
-  const bare = new Set(codes.map((code) => createHash('sha256').update('recovery:' + code.replace('-', '')).digest('hex')));
+  const bare = new Set(
+    codes.map((code) =>
+      createHash('sha256')
+        .update('recovery:' + code.replace('-', ''))
+        .digest('hex'),
+    ),
+  );
   for (const h of hashes) {
     assert.match(h, /^hmac1:[0-9a-f]{64}$/);
     assert.equal(bare.has(h) || bare.has(h.slice(6)), false, 'a bare SHA-256 of a code is stored');
@@ -179,7 +191,12 @@ test('data written by an older build (signing key and recovery codes in clear) i
   db.prepare('delete from recovery_codes').run();
   const userId = (db.prepare('select id from users').get() as { id: string }).id;
   for (const code of codes) {
-    db.prepare('insert into recovery_codes (user_id, code_hash, used_at) values (?, ?, null)').run(userId, createHash('sha256').update('recovery:' + code.replace('-', '')).digest('hex'));
+    db.prepare('insert into recovery_codes (user_id, code_hash, used_at) values (?, ?, null)').run(
+      userId,
+      createHash('sha256')
+        .update('recovery:' + code.replace('-', ''))
+        .digest('hex'),
+    );
   }
   db.close();
 

@@ -82,7 +82,9 @@ test('security-check agrees with the running service: both read the service envi
 
   const apiRows = async () =>
     new Map<string, string>(
-      (await c.req('GET', '/api/security/posture')).body.items.filter((i: { code: string }) => i.code !== 'host_ports' && i.code !== 'base_domain').map((i: { title: string; status: string }) => [i.title, i.status]),
+      (await c.req('GET', '/api/security/posture')).body.items
+        .filter((i: { code: string }) => i.code !== 'host_ports' && i.code !== 'base_domain')
+        .map((i: { title: string; status: string }) => [i.title, i.status]),
     );
   const shown = await runCli(['security-check', '--show'], { SVC_ENV_FILE: envFile });
   assert.equal(shown.code, 0, shown.stderr);

@@ -61,7 +61,10 @@ const bad: Array<[string, string]> = [
 
 for (const [name, value] of bad) {
   test(`${name}=${JSON.stringify(value)} is refused, naming the variable`, () => {
-    assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name));
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name),
+    );
   });
 }
 
@@ -105,7 +108,12 @@ test('the service refuses to boot on a bad value and says which variable', () =>
   const cli = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
   try {
     // A deadline: a regression that boots (and then serves forever) fails instead of hanging the run.
-    execFileSync(process.execPath, [cli, 'serve'], { env: { ...process.env, SVC_SECURITY_MAX_IPS: '-1', SVC_ENV_FILE: '/nonexistent/svc.env' }, stdio: 'pipe', timeout: 60_000, killSignal: 'SIGKILL' });
+    execFileSync(process.execPath, [cli, 'serve'], {
+      env: { ...process.env, SVC_SECURITY_MAX_IPS: '-1', SVC_ENV_FILE: '/nonexistent/svc.env' },
+      stdio: 'pipe',
+      timeout: 60_000,
+      killSignal: 'SIGKILL',
+    });
     assert.fail('booted');
   } catch (e) {
     const err = e as { status: number | null; signal: string | null; stderr: Buffer };
@@ -117,7 +125,9 @@ test('the service refuses to boot on a bad value and says which variable', () =>
 
 test('the environment file is read like systemd reads it, and the process environment wins', async () => {
   const { parseEnvFile } = await import('../../lib/config.js');
-  const parsed = parseEnvFile(['# comment', '; also a comment', 'SVC_PORT=9400', 'export SVC_HOST="127.0.0.1"', "SVC_BASE_DOMAIN='apps.example.com'", 'SVC_METRICS_TOKEN = "a \\"quoted\\" token"', 'not a line', ''].join('\n'));
+  const parsed = parseEnvFile(
+    ['# comment', '; also a comment', 'SVC_PORT=9400', 'export SVC_HOST="127.0.0.1"', "SVC_BASE_DOMAIN='apps.example.com'", 'SVC_METRICS_TOKEN = "a \\"quoted\\" token"', 'not a line', ''].join('\n'),
+  );
   assert.deepEqual(parsed, { SVC_PORT: '9400', SVC_HOST: '127.0.0.1', SVC_BASE_DOMAIN: 'apps.example.com', SVC_METRICS_TOKEN: 'a "quoted" token' });
   const { loadHostConfig } = await import('../../runtime/host-config.js');
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
@@ -140,6 +150,10 @@ test('SVC_IMAGE_MAP: a JSON object of image references; anything else stops the 
   assert.deepEqual(loadConfig({}).imageMap, {});
   assert.deepEqual(loadConfig({ SVC_IMAGE_MAP: '{"postgres:15.8-bookworm":"mirror.local/postgres:15"}' }).imageMap, { 'postgres:15.8-bookworm': 'mirror.local/postgres:15' });
   for (const bad of ['not json', '[]', '"x"', '{"a":1}', '{"a b":"c"}', '{"a":"-rm"}']) {
-    assert.throws(() => loadConfig({ SVC_IMAGE_MAP: bad }), (e: unknown) => e instanceof ConfigError && e.variable === 'SVC_IMAGE_MAP', bad);
+    assert.throws(
+      () => loadConfig({ SVC_IMAGE_MAP: bad }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'SVC_IMAGE_MAP',
+      bad,
+    );
   }
 });

@@ -57,12 +57,19 @@ test('master key: a file holding anything but 64 hex characters, or unreadable, 
   try {
     for (const bad of ['', 'ab'.repeat(31), 'ab'.repeat(33), 'zz'.repeat(32), `${'ab'.repeat(32)}x`, `x${'ab'.repeat(32)}`]) {
       writeFileSync(masterKeyPath(dir), bad);
-      assert.throws(() => readMasterKeyFile(dir), (e: unknown) => e instanceof MasterKeyError && e.message.includes(masterKeyPath(dir)) && /64 hexadecimal/.test(e.message), JSON.stringify(bad));
+      assert.throws(
+        () => readMasterKeyFile(dir),
+        (e: unknown) => e instanceof MasterKeyError && e.message.includes(masterKeyPath(dir)) && /64 hexadecimal/.test(e.message),
+        JSON.stringify(bad),
+      );
       assert.throws(() => chooseMasterKey(dir, Buffer.alloc(32, 1), { generate: true, hasSealedData: false }), MasterKeyError);
     }
     rmSync(masterKeyPath(dir));
     mkdirSync(masterKeyPath(dir));
-    assert.throws(() => readMasterKeyFile(dir), (e: unknown) => e instanceof MasterKeyError && /cannot read the master key file/.test(e.message) && e.message.includes(masterKeyPath(dir)));
+    assert.throws(
+      () => readMasterKeyFile(dir),
+      (e: unknown) => e instanceof MasterKeyError && /cannot read the master key file/.test(e.message) && e.message.includes(masterKeyPath(dir)),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -97,10 +104,19 @@ test('master key: generated once on first boot (0600, 64 hex), never over sealed
 test('sealer: a master key of another length is refused; requireSealer throws the 503 only without a key', () => {
   for (const n of [0, 16, 31, 33, 64]) assert.throws(() => createSealer(Buffer.alloc(n, 1)), /32 bytes/, `${n} bytes`);
   assert.doesNotThrow(() => requireSealer(createSealer(KEY)));
-  assert.throws(() => requireSealer(createSealer(null)), (e: unknown) => e instanceof HttpError && e.status === 503 && /SVC_MASTER_KEY/.test(e.message));
+  assert.throws(
+    () => requireSealer(createSealer(null)),
+    (e: unknown) => e instanceof HttpError && e.status === 503 && /SVC_MASTER_KEY/.test(e.message),
+  );
   const none = createSealer(null);
-  assert.throws(() => none.open('v1.a.b.c', 'x'), (e: unknown) => e instanceof HttpError && e.code === 'service_unavailable');
-  assert.throws(() => none.digest('p', 'v'), (e: unknown) => e instanceof HttpError && e.code === 'service_unavailable');
+  assert.throws(
+    () => none.open('v1.a.b.c', 'x'),
+    (e: unknown) => e instanceof HttpError && e.code === 'service_unavailable',
+  );
+  assert.throws(
+    () => none.digest('p', 'v'),
+    (e: unknown) => e instanceof HttpError && e.code === 'service_unavailable',
+  );
   assert.equal(createSealer(KEY).available, true);
 });
 
@@ -120,13 +136,25 @@ test('sealer: the envelope is v1 with a 12-byte iv and 16-byte tag, the key is d
   assert.equal(Buffer.concat([d.update(Buffer.from(ct!, 'base64url')), d.final()]).toString('utf8'), 'hello');
   // An iv of another length, or an extra part, is malformed before any decryption.
   const longIv = Buffer.alloc(16, 1).toString('base64url');
-  assert.throws(() => s.open([v, longIv, ct, tag].join('.'), 'row:1'), (e: unknown) => e instanceof SealError && /malformed/.test((e as Error).message));
-  assert.throws(() => s.open([v, iv, ct, tag, 'x'].join('.'), 'row:1'), (e: unknown) => e instanceof SealError && /version/.test((e as Error).message));
-  assert.throws(() => s.open(env, 'row:2'), (e: unknown) => e instanceof SealError && /authentication/.test((e as Error).message));
+  assert.throws(
+    () => s.open([v, longIv, ct, tag].join('.'), 'row:1'),
+    (e: unknown) => e instanceof SealError && /malformed/.test((e as Error).message),
+  );
+  assert.throws(
+    () => s.open([v, iv, ct, tag, 'x'].join('.'), 'row:1'),
+    (e: unknown) => e instanceof SealError && /version/.test((e as Error).message),
+  );
+  assert.throws(
+    () => s.open(env, 'row:2'),
+    (e: unknown) => e instanceof SealError && /authentication/.test((e as Error).message),
+  );
   assert.equal(s.open(s.seal('', 'e'), 'e'), '');
   // A short tag is refused as malformed before GCM sees it (GCM would accept a truncated tag).
   const short = Buffer.from(tag!, 'base64url').subarray(0, 12).toString('base64url');
-  assert.throws(() => s.open([v, iv, ct, short].join('.'), 'row:1'), (e: unknown) => e instanceof SealError && /malformed/.test((e as Error).message));
+  assert.throws(
+    () => s.open([v, iv, ct, short].join('.'), 'row:1'),
+    (e: unknown) => e instanceof SealError && /malformed/.test((e as Error).message),
+  );
 });
 
 test('sealer: the keyed digest is an HMAC under a per-purpose derived key', () => {
@@ -184,21 +212,54 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
   assert.deepEqual(await unopenableSealedData(db, wrong), []);
 
   const now = new Date().toISOString();
-  const user = { id: 'u1', username: 'op', password_hash: 'x', totp_enabled: 1, totp_secret: good.seal('s', totpBinding('u1')), totp_pending: null, totp_last_step: null, created_at: now, updated_at: now };
+  const user = {
+    id: 'u1',
+    username: 'op',
+    password_hash: 'x',
+    totp_enabled: 1,
+    totp_secret: good.seal('s', totpBinding('u1')),
+    totp_pending: null,
+    totp_last_step: null,
+    created_at: now,
+    updated_at: now,
+  };
   await db.insertInto('users').values(user).execute();
-  await db.insertInto('users').values({ ...user, id: 'u2', username: 'op2', totp_secret: null, totp_pending: good.seal('p', totpBinding('u2') + ':pending') }).execute();
+  await db
+    .insertInto('users')
+    .values({ ...user, id: 'u2', username: 'op2', totp_secret: null, totp_pending: good.seal('p', totpBinding('u2') + ':pending') })
+    .execute();
   await db.insertInto('apps').values({ id: 'a1', name: 'a1', source: '{}', status: 'stopped', created_at: now, updated_at: now, deleting_at: null }).execute();
-  await db.insertInto('app_env').values({ app_id: 'a1', key: 'K', secret: 1, sealed: good.seal('v', envBinding('a1', 'K')) }).execute();
-  await db.insertInto('app_webhooks').values({ app_id: 'a1', secret_sealed: good.seal('w', webhookBinding('a1')), created_at: now }).execute();
-  await db.insertInto('app_ssh_keys').values({ app_id: 'a1', public_key: 'k', fingerprint: 'f', private_sealed: good.seal('pk', keyBinding('a1')), created_at: now }).execute();
+  await db
+    .insertInto('app_env')
+    .values({ app_id: 'a1', key: 'K', secret: 1, sealed: good.seal('v', envBinding('a1', 'K')) })
+    .execute();
+  await db
+    .insertInto('app_webhooks')
+    .values({ app_id: 'a1', secret_sealed: good.seal('w', webhookBinding('a1')), created_at: now })
+    .execute();
+  await db
+    .insertInto('app_ssh_keys')
+    .values({ app_id: 'a1', public_key: 'k', fingerprint: 'f', private_sealed: good.seal('pk', keyBinding('a1')), created_at: now })
+    .execute();
   assert.equal(await hasSealedData(db), true);
   assert.deepEqual(await unopenableSealedData(db, good), []);
   assert.deepEqual(await unopenableSealedData(db, wrong), ['a TOTP secret', 'a pending TOTP secret', 'an environment variable', 'a webhook secret', 'a deploy key']);
   // Each place is opened under its own binding: a value moved to another place does not open.
-  await db.updateTable('app_webhooks').set({ secret_sealed: good.seal('w', keyBinding('a1')) }).execute();
+  await db
+    .updateTable('app_webhooks')
+    .set({ secret_sealed: good.seal('w', keyBinding('a1')) })
+    .execute();
   assert.deepEqual(await unopenableSealedData(db, good), ['a webhook secret']);
-  await db.updateTable('settings').set({ value: good.seal('k', SIGNING_KEY_BINDING) }).where('key', '=', SIGNING_KEY_SETTING).execute();
-  await db.updateTable('users').set({ totp_pending: good.seal('p', totpBinding('u2')) }).where('id', '=', 'u2').execute();
+  await db
+    .updateTable('settings')
+    .set({ value: good.seal('k', SIGNING_KEY_BINDING) })
+    .where('key', '=', SIGNING_KEY_SETTING)
+    .execute();
+  await db
+    .updateTable('users')
+    .set({ totp_pending: good.seal('p', totpBinding('u2')) })
+    .where('id', '=', 'u2')
+    .execute();
   assert.deepEqual(await unopenableSealedData(db, good), ['a pending TOTP secret', 'a webhook secret']);
   await db.deleteFrom('users').execute();
   await db.deleteFrom('app_env').execute();

@@ -38,7 +38,10 @@ test('a truncated or altered tag, a flipped byte or an unknown version fails to 
 test('without a master key, sealing is a 503 service_unavailable', () => {
   const s = createSealer(null);
   assert.equal(s.available, false);
-  assert.throws(() => s.seal('x', 'y'), (e: unknown) => e instanceof HttpError && e.status === 503 && e.code === 'service_unavailable');
+  assert.throws(
+    () => s.seal('x', 'y'),
+    (e: unknown) => e instanceof HttpError && e.status === 503 && e.code === 'service_unavailable',
+  );
 });
 
 test('ids are opaque, time-ordered and unique', () => {

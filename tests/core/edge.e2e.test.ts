@@ -71,7 +71,11 @@ test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted pro
 test('TLS served directly: cookies are Secure', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'pipe', timeout: 60_000 });
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'],
+      { stdio: 'pipe', timeout: 60_000 },
+    );
     const s = await server({ SVC_TLS_CERT: join(dir, 'cert.pem'), SVC_TLS_KEY: join(dir, 'key.pem') });
     assert.ok(s.url.startsWith('https://'));
     const setup = await (await import('../_support/server.js')).setupToken(s);

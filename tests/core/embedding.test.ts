@@ -38,12 +38,21 @@ async function loginAndList(fetch: Fetch, base: string): Promise<void> {
   const apps = await fetch(new Request(base + '/api/apps', { headers: { cookie } }));
   assert.equal(apps.status, 200);
   const body = (await apps.json()) as { items: { name: string; status: string }[] };
-  assert.deepEqual(body.items.map((a) => a.name), ['embedded-app']);
+  assert.deepEqual(
+    body.items.map((a) => a.name),
+    ['embedded-app'],
+  );
 
   // The central policy travels with the handlers: no cookie, no listing; a cookie write needs its CSRF token.
   assert.equal((await fetch(new Request(base + '/api/apps'))).status, 401);
   const write = (extra: Record<string, string>) =>
-    fetch(new Request(base + '/api/apps', { method: 'POST', headers: { cookie, 'content-type': 'application/json', ...extra }, body: JSON.stringify({ name: 'x', source: { type: 'image', image: 'nginx' } }) }));
+    fetch(
+      new Request(base + '/api/apps', {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json', ...extra },
+        body: JSON.stringify({ name: 'x', source: { type: 'image', image: 'nginx' } }),
+      }),
+    );
   assert.equal((await write({})).status, 403);
   assert.equal((await write({ 'x-csrf-token': csrf })).status, 201);
   await env.db.deleteFrom('apps').where('name', '=', 'x').execute();

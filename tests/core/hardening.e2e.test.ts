@@ -30,7 +30,10 @@ test('an unknown body field is refused with 400 naming it, at the top and nested
   assert.match(typo.body.error, /expires_in/);
   // Nothing was created by the refused request.
   const list = await admin.req('GET', '/api/auth/api-tokens');
-  assert.equal(list.body.items.some((t: { name: string }) => t.name === 'ci'), false);
+  assert.equal(
+    list.body.items.some((t: { name: string }) => t.name === 'ci'),
+    false,
+  );
 
   const login = await new Client(s.url).req('POST', '/api/auth/login', { ...ADMIN, remember: true });
   assert.equal(login.status, 400);
@@ -38,8 +41,14 @@ test('an unknown body field is refused with 400 naming it, at the top and nested
 
   const nested = await admin.req('POST', '/api/apps', { name: 'strict-nested', source: { type: 'image', image: 'nginx:1.27', tag: 'x' } });
   assert.equal(nested.status, 400);
-  assert.ok(nested.body.details.some((d: { field: string }) => d.field === 'source.tag'), JSON.stringify(nested.body));
-  assert.equal((await admin.req('GET', '/api/apps')).body.items.some((a: { name: string }) => a.name === 'strict-nested'), false);
+  assert.ok(
+    nested.body.details.some((d: { field: string }) => d.field === 'source.tag'),
+    JSON.stringify(nested.body),
+  );
+  assert.equal(
+    (await admin.req('GET', '/api/apps')).body.items.some((a: { name: string }) => a.name === 'strict-nested'),
+    false,
+  );
 
   const app = await admin.req('POST', '/api/apps', { name: 'strict-env', source: { type: 'image', image: 'nginx:1.27' } });
   assert.equal(app.status, 201, app.text);

@@ -82,7 +82,10 @@ export function libGraph(files: { file: string; text: string }[]): Map<string, s
     const deps: string[] = [];
     for (const spec of importsOf(text)) {
       if (!spec.startsWith('.')) continue;
-      const to = relative(root, resolve(root, dirname(file), spec)).split(sep).join('/').replace(/\.js$/, '.ts');
+      const to = relative(root, resolve(root, dirname(file), spec))
+        .split(sep)
+        .join('/')
+        .replace(/\.js$/, '.ts');
       if (to.startsWith('lib/')) deps.push(to);
     }
     graph.set(file.split(sep).join('/'), deps);
@@ -119,7 +122,7 @@ export function cycles(graph: Map<string, string[]>): string[][] {
       group.push(w);
     } while (w !== v);
     if (group.length > 1 || graph.get(v)!.includes(v)) out.push(group.sort());
-  }
+  };
   for (const v of graph.keys()) if (!index.has(v)) visit(v);
   return out.sort((a, b) => a[0]!.localeCompare(b[0]!));
 }
@@ -130,7 +133,11 @@ export function cycles(graph: Map<string, string[]>): string[][] {
 test('no import cycle inside lib/, type-only and dynamic imports included', () => {
   const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
   const found = cycles(libGraph(files));
-  assert.deepEqual(found.map((c) => c.join(' -> ')), [], `import cycles in lib/:\n${found.map((c) => `  ${c.join(', ')}`).join('\n')}`);
+  assert.deepEqual(
+    found.map((c) => c.join(' -> ')),
+    [],
+    `import cycles in lib/:\n${found.map((c) => `  ${c.join(', ')}`).join('\n')}`,
+  );
 });
 
 test('the cycle check finds type-only and dynamic cycles, and passes a tree without one', () => {

@@ -43,7 +43,7 @@ test('a flood of logins is bounded: beyond a short queue strangers get 429 with 
   assert.deepEqual(hashing.stats(), { active: 0, waiting: { normal: 0, priority: 0 } });
 });
 
-test('failed passwords lock the account for strangers, existing or not; the operator\'s known device still logs in', async () => {
+test("failed passwords lock the account for strangers, existing or not; the operator's known device still logs in", async () => {
   const s = await server({ SVC_AUTH_ACCOUNT_LIMIT: '3' });
   // The operator's browser: one login makes it a known device (svc_device, HttpOnly, /api/auth only).
   const browser = new Client(s.url, { 'x-forwarded-for': '192.0.2.10' });
@@ -69,7 +69,10 @@ test('failed passwords lock the account for strangers, existing or not; the oper
   assert.equal(mine.body.user.username, 'admin');
   // A forged or altered device cookie is no device.
   const forged = new Client(s.url);
-  forged.cookies.set('svc_device', browser.cookies.get('svc_device')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')));
+  forged.cookies.set(
+    'svc_device',
+    browser.cookies.get('svc_device')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+  );
   assert.equal((await forged.req('POST', '/api/auth/login', ADMIN)).status, 429);
 
   // Unknown names are counted the same way: the lock says nothing about which names exist.
@@ -87,7 +90,7 @@ test('a known device that keeps failing is demoted to a stranger', async () => {
   assert.equal((await browser.req('POST', '/api/auth/login', ADMIN)).status, 429);
 });
 
-test('during a flood from 50 addresses the operator\'s known device logs in while strangers are refused', async () => {
+test("during a flood from 50 addresses the operator's known device logs in while strangers are refused", async () => {
   const s = await server({ SVC_PASSWORD_COST: '15', SVC_AUTH_RATE_LIMIT: '10' });
   const browser = new Client(s.url, { 'x-forwarded-for': '192.0.2.99' });
   assert.equal((await browser.req('POST', '/api/auth/login', ADMIN)).status, 200);

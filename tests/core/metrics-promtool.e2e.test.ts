@@ -38,12 +38,21 @@ function promtool(text: string): Promise<{ code: number; out: string }> {
 
 test('/metrics passes promtool on a live scrape and has the host, app, deployment, queue, HTTP and WebSocket series', async (t) => {
   if (!(await needEngine(t))) return;
-  const have = await run('promtool', ['--version']).then(() => true, () => false);
+  const have = await run('promtool', ['--version']).then(
+    () => true,
+    () => false,
+  );
   if (!have) {
     missing(t, 'promtool is not installed (Debian package prometheus)', 'SVC_REQUIRE_PROMTOOL');
     return;
   }
-  await run('sh', ['-c', 'printf "FROM %s\\nRUN mkdir -p /www && echo ok > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, WEB_IMAGE]);
+  await run('sh', [
+    '-c',
+    'printf "FROM %s\\nRUN mkdir -p /www && echo ok > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -',
+    'sh',
+    BASE_IMAGE,
+    WEB_IMAGE,
+  ]);
   s = await startTestServer({ SVC_METRICS_TOKEN: TOKEN });
   const c = await adminClient(s);
 

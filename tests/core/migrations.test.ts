@@ -50,20 +50,25 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
   const appId = newId(Date.parse(at));
   const depId = newId(Date.parse(at) + 1);
   try {
-    raw.prepare('insert into users (id, username, password_hash, totp_enabled, created_at, updated_at) values (?, ?, ?, 0, ?, ?)')
+    raw
+      .prepare('insert into users (id, username, password_hash, totp_enabled, created_at, updated_at) values (?, ?, ?, 0, ?, ?)')
       .run(newId(), ADMIN.username, await hashPassword(ADMIN.password, 14), at, at);
     raw.prepare("insert into settings (key, value) values ('deploy_concurrency', '3')").run();
     raw.prepare("insert into audit (at, actor, via, action, target, outcome) values (?, 'admin', 'session', 'legacy.action', 'x', 1)").run(at);
     // As versions before the contract's entry shape wrote them: an event name, a route with `:id`.
     raw.prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'token', 'auth.api_token_revoked', 'tok1', 204)").run(at);
-    raw.prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'session', 'POST /api/apps/:id/deploy-now', ?, 500)").run(at, JSON.stringify({ id: 'app1' }));
+    raw
+      .prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'session', 'POST /api/apps/:id/deploy-now', ?, 500)")
+      .run(at, JSON.stringify({ id: 'app1' }));
     if (level >= 2) {
-      raw.prepare("insert into apps (id, name, source, status, created_at, updated_at) values (?, 'legacy-app', ?, 'running', ?, ?)")
+      raw
+        .prepare("insert into apps (id, name, source, status, created_at, updated_at) values (?, 'legacy-app', ?, 'running', ?, ?)")
         .run(appId, JSON.stringify({ type: 'image', image: 'svc-test/busybox:latest' }), at, at);
       const sealer = createSealer(Buffer.from(TEST_MASTER_KEY, 'hex'));
       raw.prepare('insert into app_env (app_id, key, secret, sealed) values (?, ?, 0, ?)').run(appId, 'MODE', sealer.seal('legacy value', envBinding(appId, 'MODE')));
       raw.prepare("insert into app_services (app_id, name, port, health_path) values (?, 'app', 8080, '/health')").run(appId);
-      raw.prepare("insert into deployments (id, app_id, status, trigger, ref, images, created_at, started_at, finished_at, updated_at) values (?, ?, 'succeeded', 'manual', null, ?, ?, ?, ?, ?)")
+      raw
+        .prepare("insert into deployments (id, app_id, status, trigger, ref, images, created_at, started_at, finished_at, updated_at) values (?, ?, 'succeeded', 'manual', null, ?, ?, ?, ?, ?)")
         .run(depId, appId, JSON.stringify({ app: 'svc-test/busybox:latest' }), at, at, at, at);
       raw.prepare("insert into deployment_events (deployment_id, status, at) values (?, 'succeeded', ?)").run(depId, at);
       raw.prepare("insert into deployment_logs (deployment_id, seq, at, stream, line) values (?, 1, ?, 'deploy', 'legacy line')").run(depId, at);
@@ -79,7 +84,7 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
 function dump(dir: string): string {
   const raw = new BetterSqlite3(join(dir, 'svc.db'), { readonly: true });
   try {
-    const tables = raw.prepare("select name, sql from sqlite_master order by type, name").all() as { name: string; sql: string | null }[];
+    const tables = raw.prepare('select name, sql from sqlite_master order by type, name').all() as { name: string; sql: string | null }[];
     const rows = tables.filter((x) => x.sql?.startsWith('CREATE TABLE')).map((x) => [x.name, raw.prepare(`select * from "${x.name}"`).all()]);
     return JSON.stringify({ tables, rows });
   } finally {
@@ -87,20 +92,28 @@ function dump(dir: string): string {
   }
 }
 
-const sha = async (file: string) => createHash('sha256').update(await readFile(file)).digest('hex');
+const sha = async (file: string) =>
+  createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 
 /** Boots the real CLI on the directory; it must refuse. Returns its stderr. */
 function refusedBoot(dir: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, 'serve'], {
-      timeout: 60_000,
-      env: { PATH: process.env.PATH, SVC_DATA_DIR: dir, SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_LOG_LEVEL: 'warn', SVC_ACCESS_LOG: join(dir, 'access.log') },
-    }, (err, _stdout, stderr) => {
-      if (!err) return reject(new Error(`the server started on a database it should refuse: ${stderr}`));
-      if ((err as { killed?: boolean }).killed) return reject(new Error(`the server neither refused nor stopped: ${stderr}`));
-      assert.equal((err as { code?: unknown }).code, 1, stderr);
-      resolve(stderr);
-    });
+    execFile(
+      process.execPath,
+      [CLI, 'serve'],
+      {
+        timeout: 60_000,
+        env: { PATH: process.env.PATH, SVC_DATA_DIR: dir, SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_LOG_LEVEL: 'warn', SVC_ACCESS_LOG: join(dir, 'access.log') },
+      },
+      (err, _stdout, stderr) => {
+        if (!err) return reject(new Error(`the server started on a database it should refuse: ${stderr}`));
+        if ((err as { killed?: boolean }).killed) return reject(new Error(`the server neither refused nor stopped: ${stderr}`));
+        assert.equal((err as { code?: unknown }).code, 1, stderr);
+        resolve(stderr);
+      },
+    );
   });
 }
 
@@ -113,8 +126,15 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
     const env = await createEnv(config, { log: createLogger('silent') });
     const running = await startServer(env);
     try {
-      const applied = await env.db.selectFrom('kysely_migration' as never).select('name' as never).orderBy('name' as never).execute() as { name: string }[];
-      assert.deepEqual(applied.map((r) => r.name), NAMES);
+      const applied = (await env.db
+        .selectFrom('kysely_migration' as never)
+        .select('name' as never)
+        .orderBy('name' as never)
+        .execute()) as { name: string }[];
+      assert.deepEqual(
+        applied.map((r) => r.name),
+        NAMES,
+      );
       const c = new Client(running.url);
       const login = await c.req('POST', '/api/auth/login', ADMIN);
       assert.equal(login.status, 200, `the operator of that version still logs in: ${login.text}`);
@@ -125,18 +145,30 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
         const stored = await env.db.selectFrom('apps').select('status').where('id', '=', appId).executeTakeFirstOrThrow();
         assert.equal(stored.status, 'running');
         const apps = (await c.req('GET', '/api/apps')).body.items as { id: string; name: string; status: string }[];
-        assert.deepEqual(apps.map((a) => [a.id, a.name]), [[appId, 'legacy-app']]);
+        assert.deepEqual(
+          apps.map((a) => [a.id, a.name]),
+          [[appId, 'legacy-app']],
+        );
         assert.deepEqual((await c.req('GET', `/api/apps/${appId}/env`)).body.items, [{ key: 'MODE', secret: false, value: 'legacy value' }]);
         const deps = (await c.req('GET', `/api/apps/${appId}/deployments`)).body.items as { id: string; status: string }[];
-        assert.deepEqual(deps.map((d) => [d.id, d.status]), [[depId, 'succeeded']]);
-        assert.deepEqual((await c.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items.map((l: { line: string }) => l.line), ['legacy line']);
+        assert.deepEqual(
+          deps.map((d) => [d.id, d.status]),
+          [[depId, 'succeeded']],
+        );
+        assert.deepEqual(
+          (await c.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items.map((l: { line: string }) => l.line),
+          ['legacy line'],
+        );
         // Columns added later take their defaults: the old deployment is not "waiting".
         const row = await env.db.selectFrom('deployments').select(['waiting', 'spec']).where('id', '=', depId).executeTakeFirstOrThrow();
         assert.equal(row.waiting, 0);
         assert.equal(row.spec === null, i + 1 < 3);
       }
       const audit = (await c.req('GET', '/api/audit?limit=50')).body.items as any[];
-      assert.ok(audit.some((a) => a.event === 'legacy.action' && a.action === 'SYSTEM legacy.action'), 'the audit feed kept its old entries');
+      assert.ok(
+        audit.some((a) => a.event === 'legacy.action' && a.action === 'SYSTEM legacy.action'),
+        'the audit feed kept its old entries',
+      );
       // Old entries read in the contract's shape: the route their event came from, the actor's kind.
       const revoked = audit.find((a) => a.event === 'auth.api_token_revoked');
       assert.equal(revoked.action, 'DELETE /api/auth/api-tokens/{id}');
@@ -161,7 +193,10 @@ test('a migration that fails is rolled back: the boot refuses, naming it, and th
   raw.close();
   const before = dump(dir);
   const stderr = await refusedBoot(dir);
-  assert.match(stderr, /^svc: migration 0003_deploy_queue of \S+svc\.db failed, and every migration of this boot was rolled back \(.*deployments_status.*\); it was left as it is: restore it from a backup, or move it away to start with an empty one\n$/);
+  assert.match(
+    stderr,
+    /^svc: migration 0003_deploy_queue of \S+svc\.db failed, and every migration of this boot was rolled back \(.*deployments_status.*\); it was left as it is: restore it from a backup, or move it away to start with an empty one\n$/,
+  );
   assert.equal(dump(dir), before, 'no column, index or row of the failed migration is left');
 });
 
@@ -204,6 +239,10 @@ test('a corrupt, a damaged and a newer database are refused at boot with a clear
     assert.ok(!/\n\s+at /.test(stderr), `${what}: no stack trace`);
     assert.equal(await sha(file), bytes, `${what}: the file was not written to`);
     if (logical) assert.equal(dump(dir), logical);
-    assert.deepEqual((await readdir(dir)).filter((n) => n === 'setup.token'), [], `${what}: the boot stopped before setup`);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n === 'setup.token'),
+      [],
+      `${what}: the boot stopped before setup`,
+    );
   }
 });

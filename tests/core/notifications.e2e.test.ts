@@ -12,7 +12,11 @@ import type { ResolvedAddress } from '../../lib/net/outbound.js';
 let s: TestServer;
 let c: Client;
 let recv: Receiver;
-const names = new Map<string, string>([[RECEIVER_HOST, '127.0.0.1'], ['loop.test', '127.0.0.2'], ['flip.test', '8.8.8.8']]);
+const names = new Map<string, string>([
+  [RECEIVER_HOST, '127.0.0.1'],
+  ['loop.test', '127.0.0.2'],
+  ['flip.test', '8.8.8.8'],
+]);
 const resolve = async (host: string): Promise<ResolvedAddress[]> => {
   const a = names.get(host);
   if (!a) throw Object.assign(new Error('no such host'), { code: 'ENOTFOUND' });
@@ -156,7 +160,9 @@ test('traffic_anomaly is debounced per (IP, kind); allow-listed anomalies are ne
   s.env.bus.publish('security', { ...spike, ip: '203.0.113.99', notified: false });
   await poll('three anomaly deliveries', () => anomalies().length >= start + 3, 15_000, 20);
   await s.env.notifier.idle();
-  const got = anomalies().slice(start).map((r) => r.json.embeds[0].fields.map((f: any) => `${f.name}=${f.value}`).join(','));
+  const got = anomalies()
+    .slice(start)
+    .map((r) => r.json.embeds[0].fields.map((f: any) => `${f.name}=${f.value}`).join(','));
   assert.equal(got.length, 3, got.join(' | '));
   assert.ok(!got.some((g) => g.includes('203.0.113.99')));
 });

@@ -48,7 +48,10 @@ test('every route and method of the route table is in the document, with its pol
   assert.ok(ops >= 50, `only ${ops} operations`);
   // Nothing documented that the table does not serve.
   const served = new Set(routes.map((r) => openApiPath(r.pattern)));
-  assert.deepEqual(Object.keys(doc.paths).filter((p) => !served.has(p)), []);
+  assert.deepEqual(
+    Object.keys(doc.paths).filter((p) => !served.has(p)),
+    [],
+  );
   assert.ok(doc.paths['/api/ws'].get['x-websocket'], 'the WebSocket route is described');
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['bearer', 'csrf', 'metricsToken', 'session']);
 });
@@ -112,7 +115,12 @@ test('real answers match the documented response schemas: login, apps, sessions,
   await rec(c, 'GET', '/api/apps', '/api/apps');
   await rec(c, 'GET', `/api/apps/${id}`, '/api/apps/{id}');
   await rec(c, 'GET', '/api/apps/01m7xsp88xare7pbe7126vxpxd', '/api/apps/{id}');
-  await rec(c, 'PUT', `/api/apps/${id}/env`, '/api/apps/{id}/env', { items: [{ key: 'A', value: '1', secret: false }, { key: 'B', value: '2' }] });
+  await rec(c, 'PUT', `/api/apps/${id}/env`, '/api/apps/{id}/env', {
+    items: [
+      { key: 'A', value: '1', secret: false },
+      { key: 'B', value: '2' },
+    ],
+  });
   await rec(c, 'GET', `/api/apps/${id}/env`, '/api/apps/{id}/env');
   await rec(c, 'GET', `/api/apps/${id}/export`, '/api/apps/{id}/export');
   await rec(c, 'POST', `/api/apps/${id}/triggers`, '/api/apps/{id}/triggers', { event: 'push', pattern: 'main' });
@@ -159,16 +167,55 @@ test('real answers match the documented schemas: instance, metrics, add-ons, dat
   const at = new Date().toISOString();
   await s.env.db
     .insertInto('app_databases')
-    .values({ id: 'oasdb000000000000000000001', app_id: appId, engine: 'postgres', version: '16', name: 'app', username: 'app', password_sealed: 'x', host: 'db-oasdb000000000000000000001', port: 5432, env_var: 'DATABASE_URL', container: 'svc-oas-db', volume: 'svc-oas-db-data', status: 'ready', error: null, created_at: at })
+    .values({
+      id: 'oasdb000000000000000000001',
+      app_id: appId,
+      engine: 'postgres',
+      version: '16',
+      name: 'app',
+      username: 'app',
+      password_sealed: 'x',
+      host: 'db-oasdb000000000000000000001',
+      port: 5432,
+      env_var: 'DATABASE_URL',
+      container: 'svc-oas-db',
+      volume: 'svc-oas-db-data',
+      status: 'ready',
+      error: null,
+      created_at: at,
+    })
     .execute();
-  const made = await rec('POST', `/api/apps/${appId}/backups`, '/api/apps/{id}/backups', { source: { type: 'database', database_id: 'oasdb000000000000000000001' }, schedule: '0 3 * * *', keep_last: 3, destination: { type: 'local' } });
+  const made = await rec('POST', `/api/apps/${appId}/backups`, '/api/apps/{id}/backups', {
+    source: { type: 'database', database_id: 'oasdb000000000000000000001' },
+    schedule: '0 3 * * *',
+    keep_last: 3,
+    destination: { type: 'local' },
+  });
   assert.equal(made.status, 201, JSON.stringify(made.body));
   const bid = (made.body as { backup: { id: string } }).backup.id;
   await s.env.db
     .insertInto('backup_runs')
-    .values({ id: 'oasrun00000000000000000001', backup_id: bid, app_id: appId, status: 'failed', trigger: 'manual', artifact: null, artifact_removed: 0, size_bytes: null, sha256: null, error: 'dump failed', verified_at: null, verify_error: null, started_at: at, finished_at: at })
+    .values({
+      id: 'oasrun00000000000000000001',
+      backup_id: bid,
+      app_id: appId,
+      status: 'failed',
+      trigger: 'manual',
+      artifact: null,
+      artifact_removed: 0,
+      size_bytes: null,
+      sha256: null,
+      error: 'dump failed',
+      verified_at: null,
+      verify_error: null,
+      started_at: at,
+      finished_at: at,
+    })
     .execute();
-  await s.env.db.insertInto('backup_restores').values({ id: 'oasrestore0000000000000001', run_id: 'oasrun00000000000000000001', app_id: appId, status: 'failed', error: 'no artifact', started_at: at, finished_at: at }).execute();
+  await s.env.db
+    .insertInto('backup_restores')
+    .values({ id: 'oasrestore0000000000000001', run_id: 'oasrun00000000000000000001', app_id: appId, status: 'failed', error: 'no artifact', started_at: at, finished_at: at })
+    .execute();
   await rec('GET', '/api/instance/info', '/api/instance/info');
   await rec('GET', '/api/instance/disk', '/api/instance/disk');
   await rec('GET', '/api/host/metrics?range=1h', '/api/host/metrics');

@@ -14,12 +14,48 @@ after(async () => {
 });
 
 const REFUSED = [
-  '127.0.0.1', '127.255.0.9', '10.1.2.3', '172.16.0.1', '172.31.255.254', '192.168.1.1', '169.254.169.254', '169.254.0.1',
-  '100.64.0.1', '100.127.255.254', '224.0.0.1', '239.255.255.250', '0.0.0.0', '0.1.2.3', '255.255.255.255', '240.0.0.1',
-  '192.0.2.1', '198.51.100.7', '203.0.113.9', '198.18.0.1', '192.0.0.8',
-  '::1', '::', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'ff02::1', 'fec0::1', '2001:db8::1', '2001::1', '2002:7f00:1::1', '100::1',
-  '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::ffff:192.168.0.1', '::ffff:0:7f00:1',
-  '64:ff9b::7f00:1', '64:ff9b::a9fe:a9fe', '64:ff9b::a00:1', '64:ff9b:1::a00:1', '::127.0.0.1',
+  '127.0.0.1',
+  '127.255.0.9',
+  '10.1.2.3',
+  '172.16.0.1',
+  '172.31.255.254',
+  '192.168.1.1',
+  '169.254.169.254',
+  '169.254.0.1',
+  '100.64.0.1',
+  '100.127.255.254',
+  '224.0.0.1',
+  '239.255.255.250',
+  '0.0.0.0',
+  '0.1.2.3',
+  '255.255.255.255',
+  '240.0.0.1',
+  '192.0.2.1',
+  '198.51.100.7',
+  '203.0.113.9',
+  '198.18.0.1',
+  '192.0.0.8',
+  '::1',
+  '::',
+  'fc00::1',
+  'fd12:3456::1',
+  'fe80::1',
+  'ff02::1',
+  'fec0::1',
+  '2001:db8::1',
+  '2001::1',
+  '2002:7f00:1::1',
+  '100::1',
+  '::ffff:127.0.0.1',
+  '::ffff:10.0.0.1',
+  '::ffff:169.254.169.254',
+  '::ffff:192.168.0.1',
+  '::ffff:0:7f00:1',
+  '64:ff9b::7f00:1',
+  '64:ff9b::a9fe:a9fe',
+  '64:ff9b::a00:1',
+  '64:ff9b:1::a00:1',
+  '::127.0.0.1',
 ];
 const ACCEPTED = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
 
@@ -37,13 +73,34 @@ test('URLs: https only, IP literals in any spelling, names resolving anywhere pr
   await refuse('ftp://hooks.example.com/x', pub, /https/);
   await refuse('https://user:pw@hooks.example.com/x', pub, /credentials/);
   await refuse('not a url');
-  for (const literal of ['https://127.0.0.1/', 'https://2130706433/', 'https://0x7f.1/', 'https://[::1]/', 'https://[::ffff:127.0.0.1]/', 'https://[64:ff9b::a9fe:a9fe]/', 'https://169.254.169.254/latest/meta-data/']) {
+  for (const literal of [
+    'https://127.0.0.1/',
+    'https://2130706433/',
+    'https://0x7f.1/',
+    'https://[::1]/',
+    'https://[::ffff:127.0.0.1]/',
+    'https://[64:ff9b::a9fe:a9fe]/',
+    'https://169.254.169.254/latest/meta-data/',
+  ]) {
     await refuse(literal, undefined);
   }
   await refuse('https://evil.example/', async () => [{ address: '127.0.0.1', family: 4 }], /resolves to 127\.0\.0\.1 is a loopback/);
   // One bad address among good ones is enough: the connection could pick either.
-  await refuse('https://evil.example/', async () => [{ address: '8.8.8.8', family: 4 }, { address: '10.0.0.5', family: 4 }], /private/);
-  await refuse('https://nowhere.invalid/', async () => { throw Object.assign(new Error('x'), { code: 'ENOTFOUND' }); }, /does not resolve/);
+  await refuse(
+    'https://evil.example/',
+    async () => [
+      { address: '8.8.8.8', family: 4 },
+      { address: '10.0.0.5', family: 4 },
+    ],
+    /private/,
+  );
+  await refuse(
+    'https://nowhere.invalid/',
+    async () => {
+      throw Object.assign(new Error('x'), { code: 'ENOTFOUND' });
+    },
+    /does not resolve/,
+  );
   const ok = await checkOutboundUrl('https://hooks.example.com/x', { resolve: pub });
   assert.equal(ok.address.address, '8.8.8.8');
 });

@@ -64,10 +64,15 @@ test('a URL with a token stored before the rule never leaves in clear: views, ex
   assert.equal(exp.body.source.repo_url, 'https://***@forge.example/org/repo.git');
   const dep = await admin.req('POST', `/api/apps/${legacy.id}/deployments`, {});
   assert.equal(dep.status, 202, dep.text);
-  const d = await poll('the deployment to fail', async () => {
-    const r = await admin.req('GET', `/api/apps/${legacy.id}/deployments/${dep.body.deployment.id}`);
-    return r.body.deployment.status === 'failed' ? r.body.deployment : null;
-  }, 120_000, 200);
+  const d = await poll(
+    'the deployment to fail',
+    async () => {
+      const r = await admin.req('GET', `/api/apps/${legacy.id}/deployments/${dep.body.deployment.id}`);
+      return r.body.deployment.status === 'failed' ? r.body.deployment : null;
+    },
+    120_000,
+    200,
+  );
   assert.match(d.error, /credentials in the URL are refused/);
   const logs = await admin.req('GET', `/api/apps/${legacy.id}/deployments/${d.id}/logs`);
   assert.match(logs.text, /https:\/\/\*\*\*@forge\.example/);

@@ -20,8 +20,16 @@ test('restart: 202 after a step-up, same port answers again, old session and tok
   cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
   const s = await serve({
-    SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_PASSWORD_COST: '12', SVC_AUTH_RATE_LIMIT: '1000',
-    SVC_PROXY: 'off', SVC_SECURITY_MONITOR: 'false', SVC_ACCESS_LOG: join(dataDir, 'access.log'), SVC_SECURITY_DIR: join(dataDir, 'security'), SVC_RESTART_MODE: 'reexec',
+    SVC_DATA_DIR: dataDir,
+    SVC_PORT: String(port),
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    SVC_PASSWORD_COST: '12',
+    SVC_AUTH_RATE_LIMIT: '1000',
+    SVC_PROXY: 'off',
+    SVC_SECURITY_MONITOR: 'false',
+    SVC_ACCESS_LOG: join(dataDir, 'access.log'),
+    SVC_SECURITY_DIR: join(dataDir, 'security'),
+    SVC_RESTART_MODE: 'reexec',
   });
   cleanup.push(() => void s.stop());
   const base = `http://127.0.0.1:${port}`;

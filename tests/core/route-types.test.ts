@@ -61,7 +61,18 @@ export const wrongParam = route(spec, async (_req, { params, reply }) => {
 export const textBody = route(spec, (_req, { reply }) => reply(201, 'plain text'));
 
 const ctx = (over: Partial<Ctx> = {}): Ctx =>
-  ({ params: { id: 'a' }, query: { limit: 2 }, body: { name: 'b' }, env: {} as never, principal: null, client: { ip: '::1', secure: false, userAgent: null }, requestId: 't', waitUntil() {}, audit() {}, ...over }) as Ctx;
+  ({
+    params: { id: 'a' },
+    query: { limit: 2 },
+    body: { name: 'b' },
+    env: {} as never,
+    principal: null,
+    client: { ip: '::1', secure: false, userAgent: null },
+    requestId: 't',
+    waitUntil() {},
+    audit() {},
+    ...over,
+  }) as Ctx;
 
 test('reply() answers JSON, no content, or the raw media type declared for the status', async () => {
   const req = new Request('http://x/');

@@ -89,7 +89,7 @@ test('revoking an API token closes its WebSockets; other credentials stay connec
   session.close();
 });
 
-test('logging out closes that session\'s WebSockets', async () => {
+test("logging out closes that session's WebSockets", async () => {
   const c = await login();
   const ws = await open(s.url, cookieHeaders(c));
   const other = await open(s.url, cookieHeaders(admin));
@@ -100,7 +100,7 @@ test('logging out closes that session\'s WebSockets', async () => {
   other.close();
 });
 
-test('deleting a session from another one closes the deleted session\'s WebSockets', async () => {
+test("deleting a session from another one closes the deleted session's WebSockets", async () => {
   const victim = await login();
   const ws = await open(s.url, cookieHeaders(victim));
   const vid = (await victim.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
@@ -109,7 +109,7 @@ test('deleting a session from another one closes the deleted session\'s WebSocke
   assert.equal((await closing).code, 1008);
 });
 
-test('a new password closes the operator\'s other sessions\' WebSockets; deleting an operator closes all of theirs', async () => {
+test("a new password closes the operator's other sessions' WebSockets; deleting an operator closes all of theirs", async () => {
   const username = `op-${newId().slice(-6)}`;
   const password = 'a second operator password';
   const user = await insertUser(s.env.db, username, await hashPassword(password, 12));

@@ -23,7 +23,26 @@ async function insertFinishedDeployment(id: string): Promise<void> {
   const now = new Date().toISOString();
   await s.env.db
     .insertInto('deployments')
-    .values({ id, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null })
+    .values({
+      id,
+      app_id: app.id,
+      status: 'failed',
+      trigger: 'manual',
+      ref: null,
+      commit_sha: null,
+      commit_subject: null,
+      images: null,
+      error: null,
+      rollback_of: null,
+      delivery_id: null,
+      created_at: now,
+      started_at: now,
+      finished_at: now,
+      updated_at: now,
+      waiting: 0,
+      spec: null,
+      commit_wanted: null,
+    })
     .execute();
 }
 
@@ -86,7 +105,10 @@ test('bearer client subscribes, receives events of its topics only, unsubscribes
   assert.equal(ev.topic, 'deployments');
   assert.deepEqual(ev.data, { id: 'd1', status: 'queued' });
   assert.ok(!Number.isNaN(Date.parse(ev.ts)));
-  assert.equal(c.msgs.some((m) => m.topic === 'host' && m.type === 'event'), false);
+  assert.equal(
+    c.msgs.some((m) => m.topic === 'host' && m.type === 'event'),
+    false,
+  );
   ws.send(JSON.stringify({ type: 'unsubscribe', topic: 'deployments' }));
   await c.until((m) => m.type === 'unsubscribed');
   s.env.bus.publish('deployments', { id: 'd2' });

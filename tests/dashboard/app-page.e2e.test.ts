@@ -47,26 +47,20 @@ async function assertNoInjectedMarkup(p: Page): Promise<void> {
 async function axe(p: Page, name: string): Promise<void> {
   const r = await new AxeBuilder({ page: p }).analyze();
   const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: serious or critical accessibility violations`);
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    [],
+    `${name}: serious or critical accessibility violations`,
+  );
 }
 
 /** A web app whose container also prints a line every second (one with markup) to stdout. */
 function repoFiles(): Record<string, string> {
   return {
     'index.html': 'hello from the app page\n',
-    'run.sh': [
-      '#!/bin/sh',
-      "trap 'exit 0' TERM",
-      'httpd -f -p 8080 -h /www &',
-      'n=0',
-      'while true; do',
-      '  n=$((n+1))',
-      '  echo "tick $n"',
-      `  echo '${MARKUP(7)}'`,
-      '  sleep 1',
-      'done',
-      '',
-    ].join('\n'),
+    'run.sh': ['#!/bin/sh', "trap 'exit 0' TERM", 'httpd -f -p 8080 -h /www &', 'n=0', 'while true; do', '  n=$((n+1))', '  echo "tick $n"', `  echo '${MARKUP(7)}'`, '  sleep 1', 'done', ''].join(
+      '\n',
+    ),
     Dockerfile: [
       `FROM ${BASE_IMAGE}`,
       'COPY index.html /www/index.html',
@@ -89,7 +83,16 @@ function imageMap(img: DbImages): Record<string, string> {
 async function withStepUp(done: import('playwright-core').Locator, timeout = 180_000): Promise<void> {
   const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
   // The loser of the race times out later; its rejection is dropped (the winner decides).
-  const first = await Promise.race([done.waitFor({ timeout }).then(() => 'done', () => 'timeout'), dialog.waitFor({ timeout }).then(() => 'dialog', () => 'timeout')]);
+  const first = await Promise.race([
+    done.waitFor({ timeout }).then(
+      () => 'done',
+      () => 'timeout',
+    ),
+    dialog.waitFor({ timeout }).then(
+      () => 'dialog',
+      () => 'timeout',
+    ),
+  ]);
   assert.notEqual(first, 'timeout', 'neither the result nor the step-up dialog appeared');
   if (first === 'dialog') {
     await dialog.getByLabel('Password').fill(ADMIN.password);
@@ -160,7 +163,16 @@ test('every tab of a deployed app opens, passes axe and is photographed; arrow k
     for (const label of TABS) {
       await openTab(label);
       // Each tab's own heading (or the overview's services) shows it rendered, not just selected.
-      const heading = { Overview: 'Services', Logs: 'Runtime logs', Metrics: 'Request metrics', Domains: 'Domains', Databases: 'Databases', Backups: 'Backups', 'Webhook & key': 'Webhook', Shell: 'Shell' }[label]!;
+      const heading = {
+        Overview: 'Services',
+        Logs: 'Runtime logs',
+        Metrics: 'Request metrics',
+        Domains: 'Domains',
+        Databases: 'Databases',
+        Backups: 'Backups',
+        'Webhook & key': 'Webhook',
+        Shell: 'Shell',
+      }[label]!;
       await page.getByRole('heading', { name: heading, exact: true }).waitFor(WAIT);
       if (label === 'Metrics') await page.getByTestId('metrics-chart').first().locator('canvas').waitFor(WAIT);
       await axe(page, `app tab ${label}`);
@@ -188,7 +200,10 @@ test('services show CPU and memory from the stats topic, live', async (t) => {
     await openTab('Overview');
     const row = page.getByTestId('service-row').filter({ hasText: 'app' });
     await row.getByTestId('service-cpu').filter({ hasText: '%' }).waitFor(WAIT);
-    await row.getByTestId('service-memory').filter({ hasText: /\d+(\.\d)? (B|KB|MB|GB)/ }).waitFor(WAIT);
+    await row
+      .getByTestId('service-memory')
+      .filter({ hasText: /\d+(\.\d)? (B|KB|MB|GB)/ })
+      .waitFor(WAIT);
   });
 });
 
@@ -197,7 +212,10 @@ test('runtime logs of the running container arrive live, filter by service and s
   await withFailureShot(page, 'app-logs', async () => {
     await openTab('Logs');
     const lines = page.getByTestId('log-line');
-    await lines.filter({ hasText: /tick \d+/ }).first().waitFor(WAIT);
+    await lines
+      .filter({ hasText: /tick \d+/ })
+      .first()
+      .waitFor(WAIT);
     // Live: a tick printed after the page subscribed shows up without any reload.
     const last = async () => Math.max(0, ...(await lines.filter({ hasText: /tick \d+/ }).allTextContents()).map((l) => Number(/tick (\d+)/.exec(l)?.[1] ?? 0)));
     const seen = await last();
@@ -207,12 +225,18 @@ test('runtime logs of the running container arrive live, filter by service and s
     assert.match((await lines.first().textContent())!, /^app /, 'each line names its service');
 
     await page.getByLabel('Service').selectOption('app');
-    await lines.filter({ hasText: /tick \d+/ }).first().waitFor(WAIT);
+    await lines
+      .filter({ hasText: /tick \d+/ })
+      .first()
+      .waitFor(WAIT);
     await page.getByLabel('Search').fill('no line has this text');
     await poll('the search hides every line', async () => (await lines.count()) === 0, 30_000, 100);
     await page.getByLabel('Search').fill('TICK');
     await lines.first().waitFor(WAIT);
-    assert.ok((await lines.allTextContents()).every((l) => /tick \d+/.test(l)), 'only matching lines (case-insensitive)');
+    assert.ok(
+      (await lines.allTextContents()).every((l) => /tick \d+/.test(l)),
+      'only matching lines (case-insensitive)',
+    );
     await page.getByLabel('Search').fill('');
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByRole('button', { name: 'Follow' }).waitFor(WAIT);
@@ -302,7 +326,10 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     await bulk.waitFor({ state: 'detached', ...WAIT });
 
     const row = (key: string) => page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
-    await row('GREETING').getByTestId('env-value').filter({ hasText: MARKUP(9) }).waitFor(WAIT);
+    await row('GREETING')
+      .getByTestId('env-value')
+      .filter({ hasText: MARKUP(9) })
+      .waitFor(WAIT);
     assert.equal(await row('LOG_LEVEL').getByTestId('env-value').textContent(), 'debug');
     assert.equal(await row('SINGLE').getByTestId('env-value').textContent(), 'a $literal # not a comment');
     assert.equal(await row('PLAIN').getByTestId('env-value').textContent(), 'value');
@@ -355,9 +382,15 @@ test('a domain is added from the domains tab and listed with its status, certifi
     await page.getByTestId('domain-row').filter({ hasText: other }).waitFor(WAIT);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: `Delete ${other}` }).click();
-    await page.getByTestId('domain-row').filter({ hasText: other }).waitFor({ state: 'detached', ...WAIT });
+    await page
+      .getByTestId('domain-row')
+      .filter({ hasText: other })
+      .waitFor({ state: 'detached', ...WAIT });
     const listed = await c.req('GET', `/api/apps/${app!.id}/domains`);
-    assert.deepEqual(listed.body.items.filter((d: any) => !d.managed).map((d: any) => d.hostname), [HOST]);
+    assert.deepEqual(
+      listed.body.items.filter((d: any) => !d.managed).map((d: any) => d.hostname),
+      [HOST],
+    );
   });
 });
 
@@ -369,13 +402,18 @@ test('request metrics: real requests through Caddy show up in the totals and the
     await lab!.https(HOST, '/missing-page');
     await openTab('Metrics');
     const totals = page.getByTestId('metrics-totals');
-    await poll('the requests are counted', async () => {
-      const text = (await totals.textContent()) ?? '';
-      const n = Number(/^(\d+) request/.exec(text)?.[1] ?? 0);
-      if (n >= 6 && /[1-9]\d* 4xx/.test(text)) return true;
-      await page.getByRole('button', { name: 'Refresh' }).click();
-      return false;
-    }, 90_000, 1_000);
+    await poll(
+      'the requests are counted',
+      async () => {
+        const text = (await totals.textContent()) ?? '';
+        const n = Number(/^(\d+) request/.exec(text)?.[1] ?? 0);
+        if (n >= 6 && /[1-9]\d* 4xx/.test(text)) return true;
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        return false;
+      },
+      90_000,
+      1_000,
+    );
     assert.equal(await page.getByTestId('metrics-chart').count(), 2);
     await page.getByTestId('metrics-chart').nth(0).locator('canvas').waitFor(WAIT);
     await page.getByTestId('metrics-chart').nth(1).locator('canvas').waitFor(WAIT);
@@ -416,7 +454,10 @@ test('webhook & key: the URL and a secret shown once, a trigger, a deploy key co
     await page.getByRole('button', { name: 'Copy the public key' }).filter({ hasText: 'Copied' }).waitFor(WAIT);
     assert.equal((await page.evaluate(() => navigator.clipboard.readText())).trim(), key);
     await page.getByRole('button', { name: 'Test connection' }).click();
-    await page.getByTestId('deploy-key-test').filter({ hasText: /^(Connected|Failed): .+/ }).waitFor(WAIT);
+    await page
+      .getByTestId('deploy-key-test')
+      .filter({ hasText: /^(Connected|Failed): .+/ })
+      .waitFor(WAIT);
     await shot(page, 'app-git-filled');
     await axe(page, 'webhook & key filled');
   });
@@ -456,7 +497,10 @@ test('databases and backups: a Redis database from the catalog, a backup run, do
     await db.locator('.badge-ready').waitFor(LONG);
     await db.getByText('REDIS_URL').waitFor(WAIT);
     const env = await c.req('GET', `/api/apps/${app!.id}/env`);
-    assert.ok(env.body.items.some((v: any) => v.key === 'REDIS_URL' && v.secret === true), 'the connection URL is a secret variable');
+    assert.ok(
+      env.body.items.some((v: any) => v.key === 'REDIS_URL' && v.secret === true),
+      'the connection URL is a secret variable',
+    );
     await shot(page, 'app-databases-redis');
     await axe(page, 'databases with one');
 

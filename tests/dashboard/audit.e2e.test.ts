@@ -39,7 +39,11 @@ after(async () => {
 async function axe(p: Page, name: string): Promise<void> {
   const r = await new AxeBuilder({ page: p }).analyze();
   const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: serious or critical accessibility violations`);
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    [],
+    `${name}: serious or critical accessibility violations`,
+  );
 }
 
 async function ok(r: Promise<{ status: number; text: string; body: any }>, status = 200) {
@@ -56,7 +60,10 @@ const newest = async (action: string) => (await ok(api.req('GET', `/api/audit?ac
 async function openEntry(id: string) {
   await page.goto(s!.url + '/audit');
   await page.getByRole('heading', { name: 'Audit' }).waitFor(WAIT);
-  await page.locator(`[data-testid="audit-row"][data-id="${id}"]`).getByRole('button', { name: /^Changes of entry/ }).click();
+  await page
+    .locator(`[data-testid="audit-row"][data-id="${id}"]`)
+    .getByRole('button', { name: /^Changes of entry/ })
+    .click();
   await page.getByRole('heading', { name: new RegExp(`^Entry ${id}:`) }).waitFor(WAIT);
   await page.getByTestId('audit-diff').waitFor(WAIT);
 }
@@ -84,8 +91,22 @@ test('first run and sign in, then the API changes an env var (plain and secret)'
     api = new Client(s!.url);
     await ok(api.req('POST', '/api/auth/login', OPERATOR));
     appId = (await ok(api.req('POST', '/api/apps', { name: 'audit-ui-' + randomBytes(3).toString('hex'), source: { type: 'image', image: 'nginx:1.27' } }), 201)).app.id;
-    await ok(api.req('PUT', `/api/apps/${appId}/env`, { items: [{ key: 'GREETING', value: 'hello', secret: false }, { key: 'API_KEY', value: SECRET_BEFORE, secret: true }] }));
-    await ok(api.req('PUT', `/api/apps/${appId}/env`, { items: [{ key: 'GREETING', value: 'goodbye', secret: false }, { key: 'API_KEY', value: SECRET_AFTER, secret: true }] }));
+    await ok(
+      api.req('PUT', `/api/apps/${appId}/env`, {
+        items: [
+          { key: 'GREETING', value: 'hello', secret: false },
+          { key: 'API_KEY', value: SECRET_BEFORE, secret: true },
+        ],
+      }),
+    );
+    await ok(
+      api.req('PUT', `/api/apps/${appId}/env`, {
+        items: [
+          { key: 'GREETING', value: 'goodbye', secret: false },
+          { key: 'API_KEY', value: SECRET_AFTER, secret: true },
+        ],
+      }),
+    );
   });
 });
 
@@ -96,9 +117,15 @@ test('the audit page shows the diff with the secret masked and reverts after con
     await openEntry(id);
     const diff = page.getByTestId('audit-diff');
     const greeting = diff.getByRole('row').filter({ hasText: 'GREETING' });
-    assert.deepEqual((await greeting.getByRole('cell').allTextContents()).map((c) => c.trim()), ['GREETING', 'changed', 'hello', 'goodbye']);
+    assert.deepEqual(
+      (await greeting.getByRole('cell').allTextContents()).map((c) => c.trim()),
+      ['GREETING', 'changed', 'hello', 'goodbye'],
+    );
     const secretRow = diff.getByRole('row').filter({ hasText: 'API_KEY' });
-    assert.deepEqual((await secretRow.getByRole('cell').allTextContents()).map((c) => c.trim()), ['API_KEY', 'changed', 'secret', 'secret']);
+    assert.deepEqual(
+      (await secretRow.getByRole('cell').allTextContents()).map((c) => c.trim()),
+      ['API_KEY', 'changed', 'secret', 'secret'],
+    );
     const html = await page.content();
     assert.ok(!html.includes(SECRET_BEFORE) && !html.includes(SECRET_AFTER), 'no secret value on the page');
     await axe(page, 'audit with a diff');
@@ -116,7 +143,10 @@ test('the audit page shows the diff with the secret masked and reverts after con
 
     await page.getByRole('button', { name: 'Revert…' }).click();
     await dialog.getByRole('button', { name: 'Revert', exact: true }).click();
-    await page.getByRole('status').filter({ hasText: /^Reverted: entry \d+ records the revert/ }).waitFor(WAIT);
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Reverted: entry \d+ records the revert/ })
+      .waitFor(WAIT);
     await shot(page, 'audit-03-reverted');
     assert.equal((await envOf()).GREETING, 'hello');
     assert.equal((await ok(api.req('GET', `/api/apps/${appId}/env/API_KEY/reveal`))).value, SECRET_BEFORE, 'the real secret came back');
@@ -128,9 +158,23 @@ test('the audit page shows the diff with the secret masked and reverts after con
 test('a revert refused because the target changed since shows the message, and "Revert anyway" forces it', async (t) => {
   if (!(await needChromium(t))) return;
   await withFailureShot(page, 'audit-force', async () => {
-    await ok(api.req('PUT', `/api/apps/${appId}/env`, { items: [{ key: 'GREETING', value: 'hi', secret: false }, { key: 'API_KEY', value: null }] }));
+    await ok(
+      api.req('PUT', `/api/apps/${appId}/env`, {
+        items: [
+          { key: 'GREETING', value: 'hi', secret: false },
+          { key: 'API_KEY', value: null },
+        ],
+      }),
+    );
     const id = await newest('app.env_replaced');
-    await ok(api.req('PUT', `/api/apps/${appId}/env`, { items: [{ key: 'GREETING', value: 'later', secret: false }, { key: 'API_KEY', value: null }] }));
+    await ok(
+      api.req('PUT', `/api/apps/${appId}/env`, {
+        items: [
+          { key: 'GREETING', value: 'later', secret: false },
+          { key: 'API_KEY', value: null },
+        ],
+      }),
+    );
     await openEntry(id);
     await page.getByRole('status').filter({ hasText: 'The target changed after this entry.' }).waitFor(WAIT);
     await page.getByRole('button', { name: 'Revert…' }).click();
@@ -142,7 +186,10 @@ test('a revert refused because the target changed since shows the message, and "
     assert.equal((await envOf()).GREETING, 'later', 'nothing applied on the conflict');
     await shot(page, 'audit-04-conflict');
     await dialog.getByRole('button', { name: 'Revert anyway' }).click();
-    await page.getByRole('status').filter({ hasText: /^Reverted: entry \d+/ }).waitFor(WAIT);
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Reverted: entry \d+/ })
+      .waitFor(WAIT);
     assert.equal((await envOf()).GREETING, 'hello');
   });
 });
@@ -164,11 +211,16 @@ test('filters narrow the list on the server, and a long list keeps only the rows
     assert.match((await actions.first().textContent())!, /deploy at once/, 'the row says what happened in words');
     // Scrolling to the end renders the last rows and fetches the next pages.
     const viewport = page.getByTestId('audit-viewport');
-    await poll('every entry loaded by scrolling', async () => {
-      await viewport.evaluate((el) => el.scrollTo(0, el.scrollHeight));
-      const text = (await page.getByText(/^\d+ entries/).textContent()) ?? '';
-      return Number(/^(\d+)/.exec(text)?.[1]) >= N || null;
-    }, 60_000, 100);
+    await poll(
+      'every entry loaded by scrolling',
+      async () => {
+        await viewport.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+        const text = (await page.getByText(/^\d+ entries/).textContent()) ?? '';
+        return Number(/^(\d+)/.exec(text)?.[1]) >= N || null;
+      },
+      60_000,
+      100,
+    );
     await page.getByText(`${N} entries`, { exact: true }).waitFor(WAIT);
     assert.ok((await rows.count()) < 40, 'still virtualised at the end');
     const lastPos = await rows.last().getAttribute('aria-posinset');
@@ -180,7 +232,10 @@ test('filters narrow the list on the server, and a long list keeps only the rows
     await page.getByLabel('Action').fill('');
     await page.getByLabel('Target').fill(appId);
     await page.getByRole('button', { name: 'Apply' }).click();
-    await page.getByText(/^\d+ entries$/).filter({ hasNotText: `${N}` }).waitFor(WAIT);
+    await page
+      .getByText(/^\d+ entries$/)
+      .filter({ hasNotText: `${N}` })
+      .waitFor(WAIT);
     const targets = await page.getByTestId('audit-row').locator(':scope > span:nth-child(4)').allTextContents();
     assert.ok(targets.length > 0 && targets.every((x) => x === appId), `only the app's entries: ${targets.join(', ')}`);
     await page.getByLabel('Actor').fill('nobody-by-that-name');

@@ -66,7 +66,11 @@ async function assertNoInjectedMarkup(p: Page): Promise<void> {
 async function axe(p: Page, name: string): Promise<void> {
   const r = await new AxeBuilder({ page: p }).analyze();
   const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: serious or critical accessibility violations`);
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    [],
+    `${name}: serious or critical accessibility violations`,
+  );
 }
 
 test('first run: setup token, first operator, TOTP enrolled from a locally drawn QR code, recovery codes', async (t) => {
@@ -108,7 +112,10 @@ test('first run: setup token, first operator, TOTP enrolled from a locally drawn
     await page.getByRole('status').filter({ hasText: 'live' }).waitFor(WAIT);
     // Everything the pages loaded came from the control plane itself.
     const origin = new URL(s!.url).origin;
-    assert.deepEqual(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')), []);
+    assert.deepEqual(
+      requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')),
+      [],
+    );
     const me = await page.evaluate(() => fetch('/api/auth/me').then((r) => r.json()));
     assert.equal(me.user.username, OPERATOR.username);
     assert.equal(me.user.totp_enabled, true);
@@ -126,7 +133,10 @@ test('sign in: password, then the TOTP code; a wrong password shows the API mess
     await page.getByLabel('Username').fill(OPERATOR.username);
     await page.getByLabel('Password').fill('wrong password, surely');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').filter({ hasText: /invalid|wrong|incorrect/i }).waitFor(WAIT);
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /invalid|wrong|incorrect/i })
+      .waitFor(WAIT);
     await page.getByLabel('Password').fill(OPERATOR.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     const code = page.getByLabel('Authentication code (or a recovery code)');
@@ -184,10 +194,19 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     await page.getByTestId('log-line').first().waitFor(WAIT);
     await page.getByTestId('deployment-row').first().locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
     await page.getByTestId('log-line').filter({ hasText: 'class="xss"' }).first().waitFor(WAIT);
-    await page.getByTestId('deployment-row').getByText(`first ${MARKUP(1)}`).waitFor(WAIT);
-    await page.getByTestId('env-row').filter({ hasText: MARKUP(3) }).waitFor(WAIT);
+    await page
+      .getByTestId('deployment-row')
+      .getByText(`first ${MARKUP(1)}`)
+      .waitFor(WAIT);
+    await page
+      .getByTestId('env-row')
+      .filter({ hasText: MARKUP(3) })
+      .waitFor(WAIT);
     await assertNoInjectedMarkup(page);
-    await watcher.getByTestId('active-deployments').getByText(name).waitFor({ state: 'detached', ...WAIT });
+    await watcher
+      .getByTestId('active-deployments')
+      .getByText(name)
+      .waitFor({ state: 'detached', ...WAIT });
     await watcher.close();
     // The services list follows the deployment's end without a reload.
     await page.getByTestId('service-row').filter({ hasText: 'app' }).waitFor(WAIT);
@@ -246,7 +265,10 @@ test('tokens: creating one asks for a step-up, shows the value once with its exp
     assert.equal(await page.getByText(value).count(), 0, 'the value is not shown again');
     page.once('dialog', (d) => void d.accept());
     await page.getByTestId('token-row').filter({ hasText: 'ci-bot' }).getByRole('button', { name: 'Revoke' }).click();
-    await page.getByTestId('token-row').filter({ hasText: 'ci-bot' }).waitFor({ state: 'detached', ...WAIT });
+    await page
+      .getByTestId('token-row')
+      .filter({ hasText: 'ci-bot' })
+      .waitFor({ state: 'detached', ...WAIT });
     const gone = await fetch(s!.url + '/api/auth/me', { headers: { authorization: `Bearer ${value}` } });
     assert.equal(gone.status, 401);
   });
@@ -285,7 +307,11 @@ test('a dropped WebSocket shows "reconnecting", comes back by itself and subscri
     await tab.getByRole('heading', { name: 'Overview' }).waitFor(WAIT);
     const status = tab.getByRole('status').filter({ hasText: /^(live|connecting|reconnecting)$/ });
     await status.filter({ hasText: 'live' }).waitFor(WAIT);
-    const topics = (i: number) => sockets[i]!.sent.map((m) => JSON.parse(m)).filter((m) => m.type === 'subscribe').map((m) => m.topic).sort();
+    const topics = (i: number) =>
+      sockets[i]!.sent.map((m) => JSON.parse(m))
+        .filter((m) => m.type === 'subscribe')
+        .map((m) => m.topic)
+        .sort();
     // The overview's topics: app statuses, deployments in flight, host vitals.
     await poll('the first socket subscribes', () => topics(0).length === 3, 60_000, 50);
     assert.deepEqual(topics(0), ['apps', 'deployments', 'host']);

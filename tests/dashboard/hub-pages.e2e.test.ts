@@ -52,7 +52,11 @@ async function assertNoInjectedMarkup(p: Page): Promise<void> {
 async function axe(p: Page, name: string): Promise<void> {
   const r = await new AxeBuilder({ page: p }).analyze();
   const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: serious or critical accessibility violations`);
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    [],
+    `${name}: serious or critical accessibility violations`,
+  );
 }
 
 /** Opens a page from the main navigation (by keyboard: focus the link, press Enter). */
@@ -164,7 +168,10 @@ test('domains hub lists the automatic state and checks DNS for a name', async (t
     // A bad name: the API's own message.
     await page.getByRole('textbox', { name: 'Hostname' }).fill('bad_name!');
     await page.getByRole('button', { name: 'Check DNS' }).click();
-    await page.getByRole('alert').filter({ hasText: /Invalid host/ }).waitFor(WAIT);
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /Invalid host/ })
+      .waitFor(WAIT);
     await axe(page, 'domains');
     await shot(page, 'hub-04-domains');
   });
@@ -176,9 +183,19 @@ test('security shows posture, the traffic monitor, firewall and fail2ban', async
     await open('Security', 'Security');
     await page.getByTestId('posture-item').first().waitFor(WAIT);
     // No access log and no host agent in the test server: each section says so.
-    await page.getByTestId('traffic').getByText(/traffic monitor is off|^Window/).first().waitFor(WAIT);
-    await page.getByTestId('firewall').getByText(/^Not available/).waitFor(WAIT);
-    await page.getByTestId('fail2ban').getByText(/^Not available/).waitFor(WAIT);
+    await page
+      .getByTestId('traffic')
+      .getByText(/traffic monitor is off|^Window/)
+      .first()
+      .waitFor(WAIT);
+    await page
+      .getByTestId('firewall')
+      .getByText(/^Not available/)
+      .waitFor(WAIT);
+    await page
+      .getByTestId('fail2ban')
+      .getByText(/^Not available/)
+      .waitFor(WAIT);
     await axe(page, 'security');
     await shot(page, 'hub-05-security');
   });
@@ -192,11 +209,14 @@ test('profile: sessions listed; revoking the other one ends it on the server', a
     const rows = page.getByTestId('session-row');
     await poll('two sessions listed', async () => (await rows.count()) >= 2, 30_000, 100);
     const count = await rows.count();
-    assert.equal(await rows.filter({ hasText: 'current' }).count(), 1, 'the browser\'s own session is marked current');
+    assert.equal(await rows.filter({ hasText: 'current' }).count(), 1, "the browser's own session is marked current");
     assert.equal(await page.getByRole('button', { name: /^Revoke/ }).count(), count - 1, 'no revoke on the current session');
     await axe(page, 'profile');
     await shot(page, 'hub-06-profile');
-    await page.getByRole('button', { name: /^Revoke/ }).first().click();
+    await page
+      .getByRole('button', { name: /^Revoke/ })
+      .first()
+      .click();
     await poll('one session left', async () => (await rows.count()) === count - 1, 30_000, 100);
     assert.equal((await other.req('GET', '/api/auth/me')).status, 401, 'the revoked session is refused');
     // The page's own session still works.

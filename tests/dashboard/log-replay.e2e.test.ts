@@ -22,11 +22,31 @@ before(async () => {
   const now = new Date().toISOString();
   await s.env.db
     .insertInto('deployments')
-    .values({ id: depId, app_id: app.id, status: 'failed', trigger: 'manual', ref: null, commit_sha: null, commit_subject: null, images: null, error: null, rollback_of: null, delivery_id: null, created_at: now, started_at: now, finished_at: now, updated_at: now, waiting: 0, spec: null, commit_wanted: null })
+    .values({
+      id: depId,
+      app_id: app.id,
+      status: 'failed',
+      trigger: 'manual',
+      ref: null,
+      commit_sha: null,
+      commit_subject: null,
+      images: null,
+      error: null,
+      rollback_of: null,
+      delivery_id: null,
+      created_at: now,
+      started_at: now,
+      finished_at: now,
+      updated_at: now,
+      waiting: 0,
+      spec: null,
+      commit_wanted: null,
+    })
     .execute();
   for (let i = 0; i < LINES; i += 1000) {
     const rows = [];
-    for (let j = i + 1; j <= i + 1000; j++) rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count` });
+    for (let j = i + 1; j <= i + 1000; j++)
+      rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count` });
     await s.env.db.insertInto('deployment_logs').values(rows).execute();
   }
 });

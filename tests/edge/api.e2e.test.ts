@@ -81,10 +81,15 @@ async function containerIds(name: string): Promise<string[]> {
 }
 
 function until(host: string, ok: (r: FetchResult) => boolean, what: string, path = '/'): Promise<FetchResult> {
-  return poll(what, async () => {
-    const r = await lab!.https(host, path);
-    return ok(r) ? r : null;
-  }, 90_000, 250);
+  return poll(
+    what,
+    async () => {
+      const r = await lab!.https(host, path);
+      return ok(r) ? r : null;
+    },
+    90_000,
+    250,
+  );
 }
 
 const issuerCn = (r: FetchResult) => String(r.cert?.issuer?.CN ?? '');
@@ -118,7 +123,11 @@ test('hostnames breaking a rule are refused with 400 naming the rule; nothing is
   const base = await c.req('PUT', '/api/instance/base-domain', { base_domain: 'no_underscores.example' });
   assert.equal(base.status, 400);
   assert.equal(base.body.details?.[0]?.rule, 'ldh');
-  assert.deepEqual((await c.req('GET', '/api/domains')).body.items.filter((d: any) => !d.managed), [], 'nothing was saved');
+  assert.deepEqual(
+    (await c.req('GET', '/api/domains')).body.items.filter((d: any) => !d.managed),
+    [],
+    'nothing was saved',
+  );
 });
 
 test('a deployed app is served over HTTPS on its domain with a Pebble certificate; its automatic host is listed as managed and served too', async (t) => {
@@ -144,10 +153,15 @@ test('a deployed app is served over HTTPS on its domain with a Pebble certificat
   assert.ok(ids.includes(served.body.trim()), `served by the app's container (${served.body.trim()} in ${ids.join(', ')})`);
   assert.match(issuerCn(served), /Pebble/, 'certificate from the ACME CA');
 
-  const active = await poll('domain active', async () => {
-    const d = await c.req('POST', `/api/domains/${shopDomainId}/refresh`);
-    return d.body.domain?.status === 'active' ? d.body.domain : null;
-  }, 60_000, 250);
+  const active = await poll(
+    'domain active',
+    async () => {
+      const d = await c.req('POST', `/api/domains/${shopDomainId}/refresh`);
+      return d.body.domain?.status === 'active' ? d.body.domain : null;
+    },
+    60_000,
+    250,
+  );
   assert.equal(active.certificate.source, 'acme');
   assert.match(active.certificate.issuer, /Pebble/);
   assert.deepEqual(active.dns.addresses, ['127.0.0.1']);
@@ -176,11 +190,16 @@ test('the control domain serves the API over HTTPS, and only then does the postu
   const health = await until(control, (x) => x.status === 200, 'the API over HTTPS on the control domain', '/api/health');
   assert.match(issuerCn(health), /Pebble/);
   assert.equal(JSON.parse(health.body).status ?? 'ok', 'ok');
-  const row = await poll('base_domain ok', async () => {
-    const p = await c.req('GET', '/api/security/posture');
-    const r = p.body.items.find((i: any) => i.code === 'base_domain');
-    return r.status === 'ok' ? r : null;
-  }, 60_000, 250);
+  const row = await poll(
+    'base_domain ok',
+    async () => {
+      const p = await c.req('GET', '/api/security/posture');
+      const r = p.body.items.find((i: any) => i.code === 'base_domain');
+      return r.status === 'ok' ? r : null;
+    },
+    60_000,
+    250,
+  );
   assert.match(row.reason, new RegExp(`${control.replace(/\./g, '\\.')} is served over HTTPS`));
 });
 
@@ -327,7 +346,10 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
   const logs = await c.req('GET', `/api/apps/${shop.id}/deployments`);
   const last = logs.body.items[0];
   const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${last.id}/logs`)).body.items.map((l: any) => l.line);
-  assert.ok(lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)),
+    lines.join('\n'),
+  );
 });
 
 test('a rollback takes the same path: the route switches to its containers in one proxy change', async (t) => {
@@ -348,7 +370,10 @@ test('a rollback takes the same path: the route switches to its containers in on
   assert.ok(fresh.includes(r.body.trim()), `served by the rollback's container (${r.body.trim()} in ${fresh.join(', ')})`);
   assert.ok(server!.env.edge.proxy.state().loads > loads, 'the proxy was changed');
   const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${rb.body.deployment.id}/logs`)).body.items.map((l: any) => l.line);
-  assert.ok(lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)),
+    lines.join('\n'),
+  );
 });
 
 test('metrics count the requests sent through Caddy, with percentiles, in the contract shape', async (t) => {
@@ -364,10 +389,15 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
     if (e.path === marker) markerSeen = true;
   });
   assert.equal((await lab!.https(host, marker)).status, 404, 'busybox httpd has no such file');
-  await poll('the marker request in the access log', async () => {
-    await server!.env.tailer.catchUp();
-    return markerSeen;
-  }, 60_000, 50);
+  await poll(
+    'the marker request in the access log',
+    async () => {
+      await server!.env.tailer.catchUp();
+      return markerSeen;
+    },
+    60_000,
+    50,
+  );
   unsubscribe();
   const base = await total();
   // A fresh 10 s bucket, so the loop of the previous test shares none with these requests.
@@ -375,26 +405,45 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   await poll('the next 10 s bucket', () => Math.floor(Date.now() / 10_000) > bucket, 15_000, 50);
   for (let i = 0; i < 30; i++) assert.equal((await lab!.https(host, `/?i=${i}`)).status, 200);
   for (let i = 0; i < 5; i++) assert.equal((await lab!.https(host, '/cgi-bin/slow')).status, 200);
-  await poll('35 requests counted', async () => {
-    await server!.env.tailer.catchUp();
-    return (await total()) - base >= 35;
-  }, 60_000, 200);
+  await poll(
+    '35 requests counted',
+    async () => {
+      await server!.env.tailer.catchUp();
+      return (await total()) - base >= 35;
+    },
+    60_000,
+    200,
+  );
   const m = (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h`)).body;
   assert.equal(m.range, '1h');
   assert.equal(m.step_seconds, 10);
   assert.equal(m.points.length, 360);
   assert.equal(m.points.reduce((n: number, p: any) => n + p.requests, 0) - base, 35, 'exactly the requests sent');
   const ts = m.points.map((p: any) => Date.parse(p.t));
-  assert.ok(ts.every((x: number, i: number) => i === 0 || x - ts[i - 1] === 10_000), 'oldest first, one step apart');
-  assert.ok(m.points.some((p: any) => p.requests === 0 && p.p99_ms === 0), 'gaps are zero-filled');
+  assert.ok(
+    ts.every((x: number, i: number) => i === 0 || x - ts[i - 1] === 10_000),
+    'oldest first, one step apart',
+  );
+  assert.ok(
+    m.points.some((p: any) => p.requests === 0 && p.p99_ms === 0),
+    'gaps are zero-filled',
+  );
   const busy = m.points.filter((p: any) => p.requests > 0);
   assert.ok(Math.max(...busy.map((p: any) => p.p99_ms)) >= 100, `the slow requests show in p99: ${JSON.stringify(busy)}`);
   assert.ok(busy.every((p: any) => p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms));
   assert.ok(m.points.reduce((n: number, p: any) => n + p.bytes_out, 0) > 0);
   const svc = (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h&service=app`)).body;
-  assert.equal(svc.points.reduce((n: number, p: any) => n + p.requests, 0), m.points.reduce((n: number, p: any) => n + p.requests, 0));
+  assert.equal(
+    svc.points.reduce((n: number, p: any) => n + p.requests, 0),
+    m.points.reduce((n: number, p: any) => n + p.requests, 0),
+  );
 
-  for (const [range, step] of [['6h', 60], ['24h', 300], ['7d', 3600], ['30d', 7200]] as const) {
+  for (const [range, step] of [
+    ['6h', 60],
+    ['24h', 300],
+    ['7d', 3600],
+    ['30d', 7200],
+  ] as const) {
     const r = (await c.req('GET', `/api/apps/${shop.id}/metrics?range=${range}`)).body;
     assert.equal(r.step_seconds, step, range);
     assert.ok(r.points.length <= 500 && r.points.length > 0, range);
@@ -419,7 +468,10 @@ test('deleting a domain stops serving it', async (t) => {
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.body.proxy, { synced: true });
   assert.equal((await c.req('GET', `/api/domains/${shopDomainId}`)).status, 404);
-  const gone = await lab!.https('shop.w13x.test').then((x) => `HTTP ${x.status}`, (e: Error) => `error ${e.message}`);
+  const gone = await lab!.https('shop.w13x.test').then(
+    (x) => `HTTP ${x.status}`,
+    (e: Error) => `error ${e.message}`,
+  );
   assert.ok(!gone.startsWith('HTTP 200'), `no longer served (${gone})`);
   const cfg = JSON.stringify(await lab!.admin('/config/apps/http'));
   assert.ok(!cfg.includes(`svc-route-${shopDomainId}`), 'its route is gone from Caddy');

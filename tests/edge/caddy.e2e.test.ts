@@ -60,7 +60,13 @@ async function upstream(name: string): Promise<{ server: Server; port: number; h
     else reply();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(() => new Promise((r) => { server.closeAllConnections(); server.close(r); }));
+  cleanups.push(
+    () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(r);
+      }),
+  );
   return { server, port: (server.address() as AddressInfo).port, hits: () => hits };
 }
 
@@ -73,10 +79,15 @@ async function appWithService(env: Env, name: string, port: number): Promise<str
 
 /** Polls an HTTPS fetch until `ok` holds; connection errors while a certificate is issued count as "not yet". */
 function until(l: EdgeLab, host: string, ok: (r: FetchResult) => boolean, what: string, path = '/'): Promise<FetchResult> {
-  return poll(what, async () => {
-    const r = await l.https(host, path);
-    return ok(r) ? r : null;
-  }, 60_000, 200);
+  return poll(
+    what,
+    async () => {
+      const r = await l.https(host, path);
+      return ok(r) ? r : null;
+    },
+    60_000,
+    200,
+  );
 }
 
 const issuerCn = (r: FetchResult) => String(r.cert?.issuer?.CN ?? '');
@@ -101,19 +112,29 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
   assert.equal(r.body, `hello from shop ${host} /hello?x=1`);
   assert.match(issuerCn(r), /Pebble/, 'the certificate comes from the ACME CA, not `tls internal`');
 
-  const active = await poll('domain active', async () => {
-    const d = (await refreshDomain(env, created.domain.id)).domain;
-    return d.status === 'active' ? d : null;
-  }, 30_000, 200);
+  const active = await poll(
+    'domain active',
+    async () => {
+      const d = (await refreshDomain(env, created.domain.id)).domain;
+      return d.status === 'active' ? d : null;
+    },
+    30_000,
+    200,
+  );
   assert.equal(active.certificate?.source, 'acme');
   assert.match(active.certificate?.issuer ?? '', /Pebble/);
   assert.ok(Date.parse(active.certificate!.not_after) > Date.now());
 
   // HTTP answers ACME challenges (it just did) and otherwise sends visitors to HTTPS.
-  const redirect = await poll('HTTP redirects to HTTPS', async () => {
-    const x = await l.http(host, '/a/b?c=d');
-    return x.status === 308 ? x : null;
-  }, 30_000, 100);
+  const redirect = await poll(
+    'HTTP redirects to HTTPS',
+    async () => {
+      const x = await l.http(host, '/a/b?c=d');
+      return x.status === 308 ? x : null;
+    },
+    30_000,
+    100,
+  );
   assert.equal(redirect.headers.location, `https://${host}:${l.httpsPort}/a/b?c=d`);
 
   // Request metrics: 20 fast and 5 slow requests through Caddy, read back from its access log.
@@ -127,20 +148,30 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
     if (e.path === marker) markerSeen = true;
   });
   assert.equal((await l.https(host, marker)).status, 200);
-  await poll('the marker request in the access log', async () => {
-    await env.tailer.catchUp();
-    return markerSeen;
-  }, 30_000, 50);
+  await poll(
+    'the marker request in the access log',
+    async () => {
+      await env.tailer.catchUp();
+      return markerSeen;
+    },
+    30_000,
+    50,
+  );
   unsubscribe();
   env.series.flush(true);
   const base = before();
   for (let i = 0; i < 20; i++) assert.equal((await l.https(host, `/fast/${i}`)).status, 200);
   for (let i = 0; i < 5; i++) assert.equal((await l.https(host, `/slow/${i}`)).status, 200);
-  await poll('25 requests counted', async () => {
-    await env.tailer.catchUp();
-    env.series.flush(true);
-    return before() - base >= 25;
-  }, 30_000, 100);
+  await poll(
+    '25 requests counted',
+    async () => {
+      await env.tailer.catchUp();
+      env.series.flush(true);
+      return before() - base >= 25;
+    },
+    30_000,
+    100,
+  );
   const series = queryRequests(env.db, { appId, range: '1h', now: Date.now() });
   assert.equal(series.step_seconds, 10);
   assert.equal(series.points.length, 360);
@@ -151,7 +182,10 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
   assert.ok(slowest >= 100, `p99 of the bucket with the slow requests is at least 100 ms, got ${slowest}`);
   assert.ok(busy.every((p) => p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms));
   const service = queryRequests(env.db, { appId, service: 'web', range: '1h', now: Date.now() });
-  assert.equal(service.points.reduce((n, p) => n + p.requests, 0), series.points.reduce((n, p) => n + p.requests, 0));
+  assert.equal(
+    service.points.reduce((n, p) => n + p.requests, 0),
+    series.points.reduce((n, p) => n + p.requests, 0),
+  );
 });
 
 test('a redirect domain answers 308 to https://<redirect_to><uri> on both ports', async (t) => {
@@ -184,10 +218,15 @@ test('an uploaded certificate is served instead of ACME; deleting it returns to 
   assert.equal(r.domain.certificate?.source, 'uploaded');
   const served = await until(l, host, (x) => x.status === 200 && issuerCn(x) === 'svc test pebble CA', 'the uploaded certificate served');
   assert.equal(served.body, `hello from blog ${host} /`);
-  const view = await poll('status active with the uploaded certificate', async () => {
-    const d = (await refreshDomain(env, domain.id)).domain;
-    return d.status === 'active' ? d : null;
-  }, 30_000, 200);
+  const view = await poll(
+    'status active with the uploaded certificate',
+    async () => {
+      const d = (await refreshDomain(env, domain.id)).domain;
+      return d.status === 'active' ? d : null;
+    },
+    30_000,
+    200,
+  );
   assert.equal(view.certificate?.issuer, 'svc test pebble CA');
 
   // The key is sealed at rest, never stored in the clear.
@@ -217,7 +256,10 @@ test('deleting a domain stops serving it; the proxy config no longer has its rou
   assert.doesNotMatch(await config(), new RegExp(`svc-route-${domain.id}`));
   assert.equal((await l.http(host, '/')).status, 404);
   const hits = up.hits();
-  const after = await l.https(host, '/').then((x) => x.status, () => 'refused');
+  const after = await l.https(host, '/').then(
+    (x) => x.status,
+    () => 'refused',
+  );
   assert.notEqual(after, 200);
   assert.equal(up.hits(), hits, 'no request reached the app after the delete');
 });
@@ -385,7 +427,9 @@ test('switching upstreams is one config load; clients looping through Caddy lose
   }
   assert.deepEqual(stats.failures, [], `no failed request (fresh ${stats.fresh}, kept-alive ${stats.kept}, retried once ${stats.retried}, fresh retried once ${stats.freshRetried})`);
   assert.ok(stats.seen.has('blue') && stats.seen.has('green'));
-  t.diagnostic(`fresh ${stats.fresh}, kept-alive ${stats.kept}, kept-alive retried once after a reload closed an idle connection: ${stats.retried}, fresh connections reset before any answer and retried: ${stats.freshRetried}`);
+  t.diagnostic(
+    `fresh ${stats.fresh}, kept-alive ${stats.kept}, kept-alive retried once after a reload closed an idle connection: ${stats.retried}, fresh connections reset before any answer and retried: ${stats.freshRetried}`,
+  );
 });
 
 test('the DNS check asks SVC_DNS_RESOLVER and compares every address with SVC_PUBLIC_IP', async (t) => {

@@ -29,7 +29,15 @@ function rows(over: Partial<EdgeRows> = {}): EdgeRows {
     baseDomain: 'apps.example.com',
     controlDomain: 'svc.apps.example.com',
     apps: [
-      { id: 'A1', name: 'shop', services: [{ name: 'api', port: 8000 }, { name: 'web', port: 3000 }, { name: 'worker', port: null }] },
+      {
+        id: 'A1',
+        name: 'shop',
+        services: [
+          { name: 'api', port: 8000 },
+          { name: 'web', port: 3000 },
+          { name: 'worker', port: null },
+        ],
+      },
       { id: 'A2', name: 'blog', services: [{ name: 'web', port: 80 }] },
     ],
     domains: [
@@ -66,14 +74,29 @@ const byHost = (routes: Route[], host: string) => routes.filter((r) => r.match?.
 
 test('automatic hosts: <app>.<base> for the first service with a port, <service>.<app>.<base> for the others', () => {
   const hosts = automaticHosts('apps.example.com', rows().apps);
-  assert.deepEqual(hosts.map((h) => [h.hostname, h.appId, h.service, h.port]), [
-    ['shop.apps.example.com', 'A1', 'api', 8000],
-    ['web.shop.apps.example.com', 'A1', 'web', 3000],
-    ['blog.apps.example.com', 'A2', 'web', 80],
-  ]);
+  assert.deepEqual(
+    hosts.map((h) => [h.hostname, h.appId, h.service, h.port]),
+    [
+      ['shop.apps.example.com', 'A1', 'api', 8000],
+      ['web.shop.apps.example.com', 'A1', 'web', 3000],
+      ['blog.apps.example.com', 'A2', 'web', 80],
+    ],
+  );
   assert.deepEqual(automaticHosts(null, rows().apps), []);
   // Names that are not DNS labels are left out, not mangled into something else.
-  assert.deepEqual(automaticHosts('b.com', [{ id: 'X', name: 'ok', services: [{ name: 'a', port: 1 }, { name: 'Bad_Name', port: 2 }] }]).map((h) => h.hostname), ['ok.b.com']);
+  assert.deepEqual(
+    automaticHosts('b.com', [
+      {
+        id: 'X',
+        name: 'ok',
+        services: [
+          { name: 'a', port: 1 },
+          { name: 'Bad_Name', port: 2 },
+        ],
+      },
+    ]).map((h) => h.hostname),
+    ['ok.b.com'],
+  );
   assert.deepEqual(automaticHosts('b.com', [{ id: 'X', name: 'trailing-', services: [{ name: 'a', port: 1 }] }]), []);
 });
 
@@ -85,20 +108,36 @@ test('the control domain defaults to svc.<base>', () => {
 
 test('routes: one per hostname, tagged with the contract ids; unassigned domains are not served', () => {
   const routes = planRoutes(rows());
-  assert.deepEqual(routes.map((r) => [r.id, r.hostname, r.tls]), [
-    ['svc-control', 'svc.apps.example.com', 'acme'],
-    ['svc-route-D4', 'new.shop.com', 'none'],
-    ['svc-route-D1', 'shop.com', 'acme'],
-    ['svc-route-D5', 'upload.shop.com', 'uploaded'],
-    ['svc-route-D2', 'www.shop.com', 'acme'],
-    ['svc-auto-A1-api', 'shop.apps.example.com', 'acme'],
-    ['svc-auto-A1-web', 'web.shop.apps.example.com', 'acme'],
-    ['svc-auto-A2-web', 'blog.apps.example.com', 'acme'],
-  ]);
+  assert.deepEqual(
+    routes.map((r) => [r.id, r.hostname, r.tls]),
+    [
+      ['svc-control', 'svc.apps.example.com', 'acme'],
+      ['svc-route-D4', 'new.shop.com', 'none'],
+      ['svc-route-D1', 'shop.com', 'acme'],
+      ['svc-route-D5', 'upload.shop.com', 'uploaded'],
+      ['svc-route-D2', 'www.shop.com', 'acme'],
+      ['svc-auto-A1-api', 'shop.apps.example.com', 'acme'],
+      ['svc-auto-A1-web', 'web.shop.apps.example.com', 'acme'],
+      ['svc-auto-A2-web', 'blog.apps.example.com', 'acme'],
+    ],
+  );
   // An explicit domain wins over the automatic host of the same name; the control domain over both.
-  const clash = planRoutes(rows({ domains: [{ id: 'D9', hostname: 'blog.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null }, { id: 'D8', hostname: 'svc.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null }] }));
-  assert.deepEqual(clash.filter((r) => r.hostname === 'blog.apps.example.com').map((r) => r.id), ['svc-route-D9']);
-  assert.deepEqual(clash.filter((r) => r.hostname === 'svc.apps.example.com').map((r) => r.id), ['svc-control']);
+  const clash = planRoutes(
+    rows({
+      domains: [
+        { id: 'D9', hostname: 'blog.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
+        { id: 'D8', hostname: 'svc.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
+      ],
+    }),
+  );
+  assert.deepEqual(
+    clash.filter((r) => r.hostname === 'blog.apps.example.com').map((r) => r.id),
+    ['svc-route-D9'],
+  );
+  assert.deepEqual(
+    clash.filter((r) => r.hostname === 'svc.apps.example.com').map((r) => r.id),
+    ['svc-control'],
+  );
 });
 
 test('upstreams: container addresses with the domain port, else the service port; IPv6 bracketed', () => {

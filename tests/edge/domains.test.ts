@@ -235,7 +235,8 @@ test('certificate events: certificate_error once per episode, certificate_expiri
     log: createLogger('silent'),
     now: () => now,
     dns: async (host) => ({ host, expected: ['127.0.0.1'], resolved: [pointsHere ? '127.0.0.1' : '203.0.113.9'], points_here: pointsHere, checked_at: new Date(now).toISOString() }),
-    probe: async () => (served ? { cert: { ...served, subject: 'h', not_before: '2029-01-01T00:00:00.000Z', names: ['h.example.com'] } } : { cert: null, error: 'no certificate is served for this name yet' }),
+    probe: async () =>
+      served ? { cert: { ...served, subject: 'h', not_before: '2029-01-01T00:00:00.000Z', names: ['h.example.com'] } } : { cert: null, error: 'no certificate is served for this name yet' },
     targets: async () => [target],
     onChange: (h) => changes.push(h),
   });
@@ -245,7 +246,11 @@ test('certificate events: certificate_error once per episode, certificate_expiri
   now += ISSUE_TIMEOUT_MS + 1000;
   await checker.refresh('h.example.com');
   await checker.refresh('h.example.com');
-  assert.deepEqual(events.map((e) => e.type), ['certificate_error'], 'published once, not at every check');
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['certificate_error'],
+    'published once, not at every check',
+  );
   assert.equal(events[0]!.domain_id, 'D1');
   assert.match(events[0]!.detail, /No certificate after/);
 
@@ -256,11 +261,18 @@ test('certificate events: certificate_error once per episode, certificate_expiri
   now += 20 * 86_400_000;
   await checker.refresh('h.example.com');
   await checker.refresh('h.example.com');
-  assert.deepEqual(events.map((e) => e.type), ['certificate_error', 'certificate_expiring']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['certificate_error', 'certificate_expiring'],
+  );
   assert.match(events[1]!.detail, /expires in 10 days/);
   served = { issuer: 'Pebble', not_after: new Date(now + 5 * 86_400_000).toISOString(), fingerprint256: 'F2' };
   await checker.refresh('h.example.com');
-  assert.deepEqual(events.map((e) => e.type), ['certificate_error', 'certificate_expiring', 'certificate_expiring'], 'a new certificate near its end is announced again');
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['certificate_error', 'certificate_expiring', 'certificate_expiring'],
+    'a new certificate near its end is announced again',
+  );
   // A host that stops pointing here is no longer probed, and its certificate no longer counts.
   pointsHere = false;
   const row = await checker.refresh('h.example.com');

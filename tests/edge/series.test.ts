@@ -27,7 +27,12 @@ async function rig(now: () => number) {
   const series = new RequestSeries({
     db: env.db,
     now,
-    attribution: async () => new Map([['shop.example.com', { appId: 'A1', service: 'web' }], ['api.shop.example.com', { appId: 'A1', service: 'api' }], ['blog.example.com', { appId: 'A2', service: 'web' }]]),
+    attribution: async () =>
+      new Map([
+        ['shop.example.com', { appId: 'A1', service: 'web' }],
+        ['api.shop.example.com', { appId: 'A1', service: 'api' }],
+        ['blog.example.com', { appId: 'A2', service: 'web' }],
+      ]),
   });
   await series.refreshAttribution();
   return { env, series };
@@ -38,7 +43,7 @@ const total = (a: { points: Array<{ requests: number }> }) => a.points.reduce((n
 test('histograms merge exactly: percentiles of merged parts are those of the whole', () => {
   const rand = (() => {
     let s = 7;
-    return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   })();
   const whole = newHistogram();
   const parts = [newHistogram(), newHistogram(), newHistogram()];
@@ -87,14 +92,20 @@ test('requests are attributed by host (port, case and trailing dot ignored); unk
   const shop = queryRequests(env.db, { appId: 'A1', range: '1h', now });
   const busy = shop.points.filter((p) => p.requests > 0);
   assert.equal(busy.length, 1);
-  assert.deepEqual({ ...busy[0], p50_ms: undefined, p95_ms: undefined, p99_ms: undefined }, { t: new Date(T0).toISOString(), requests: 4, errors_4xx: 1, errors_5xx: 1, bytes_out: 1015, p50_ms: undefined, p95_ms: undefined, p99_ms: undefined });
+  assert.deepEqual(
+    { ...busy[0], p50_ms: undefined, p95_ms: undefined, p99_ms: undefined },
+    { t: new Date(T0).toISOString(), requests: 4, errors_4xx: 1, errors_5xx: 1, bytes_out: 1015, p50_ms: undefined, p95_ms: undefined, p99_ms: undefined },
+  );
   assert.ok(busy[0]!.p99_ms > 200 && busy[0]!.p99_ms <= 300, `p99 ${busy[0]!.p99_ms}`);
   assert.equal(total(queryRequests(env.db, { appId: 'A1', service: 'web', range: '1h', now })), 3);
   assert.equal(total(queryRequests(env.db, { appId: 'A1', service: 'api', range: '1h', now })), 1);
   assert.equal(total(queryRequests(env.db, { appId: 'A2', range: '1h', now })), 1);
   const host = queryHost(env.db, { range: '1h', now });
   assert.equal(total(host), 7, 'every request counts host-wide, unknown hosts included');
-  assert.equal(host.points.reduce((n, p) => n + p.errors_4xx, 0), 2);
+  assert.equal(
+    host.points.reduce((n, p) => n + p.errors_4xx, 0),
+    2,
+  );
   assert.equal(total(queryRequests(env.db, { appId: 'nope', range: '1h', now })), 0);
 });
 
@@ -122,7 +133,10 @@ test('the shape: each range zero-filled, oldest first, aligned to its step, at m
   }
   assert.equal(parseRange(undefined), '1h');
   for (const bad of ['2h', '1H', 'all', '__proto__', 'toString', 5]) {
-    assert.throws(() => parseRange(bad), (e: unknown) => e instanceof HttpError && e.status === 400 && /1h, 6h, 24h, 7d, 30d/.test(e.message));
+    assert.throws(
+      () => parseRange(bad),
+      (e: unknown) => e instanceof HttpError && e.status === 400 && /1h, 6h, 24h, 7d, 30d/.test(e.message),
+    );
   }
 });
 
@@ -156,11 +170,17 @@ test('roll-up is exact: every resolution holds the same counts and percentiles',
     assert.equal(hour.p95_ms, quantile(h, 0.95));
     assert.equal(hour.p99_ms, quantile(h, 0.99));
   }
-  assert.equal(coarse.points.reduce((n, p) => n + p.errors_5xx, 0), 12);
+  assert.equal(
+    coarse.points.reduce((n, p) => n + p.errors_5xx, 0),
+    12,
+  );
   // The 24 h range reads 5-minute rows, the 30 d range 2-hour rows: the same as the minutes merged.
   const day = queryRequests(env.db, { appId: 'A1', range: '24h', now });
   assert.equal(total(day), 2160);
-  for (const [answer, step] of [[day, 300], [month, 7200]] as const) {
+  for (const [answer, step] of [
+    [day, 300],
+    [month, 7200],
+  ] as const) {
     for (const p of answer.points.filter((x) => x.requests > 0)) {
       const start = Date.parse(p.t) / 1000;
       const h = newHistogram();
@@ -224,7 +244,11 @@ test('90 days of a fake clock: retention keeps the row count bounded and old dat
   const rows = await count();
   assert.ok(rows <= 2 * MAX_ROWS_PER_SERIES, `${rows} rows for 2 series, bound ${2 * MAX_ROWS_PER_SERIES}`);
   for (const res of RESOLUTIONS) {
-    const oldest = await env.db.selectFrom('request_series').select((eb) => eb.fn.min<number>('t').as('t')).where('res', '=', res).executeTakeFirstOrThrow();
+    const oldest = await env.db
+      .selectFrom('request_series')
+      .select((eb) => eb.fn.min<number>('t').as('t'))
+      .where('res', '=', res)
+      .executeTakeFirstOrThrow();
     assert.ok(oldest.t >= end / 1000 - RETENTION[res], `res ${res} keeps ${RETENTION[res]} s`);
   }
   // Exactly what 5-minute traffic leaves: per series 288 ten-second rows, 2016 minute rows, 2160 hour rows (+ edges).
@@ -272,12 +296,29 @@ test('host vitals: /proc parsers, averages per step, the sampler records into ev
   assert.ok(s.disk_total_bytes > 0 && s.disk_used_bytes <= s.disk_total_bytes);
   assert.ok(s.cpu_percent >= 0 && s.cpu_percent <= 100);
   assert.deepEqual(sampler.latest(), s);
-  const rows = await env.db.selectFrom('host_vitals').select(['res']).where('t', '>=', Math.floor((T0 + 30_000) / 1000 / 3600) * 3600).execute();
-  assert.deepEqual([...new Set(rows.map((r) => r.res))].sort((a, b) => a - b), [...RESOLUTIONS]);
+  const rows = await env.db
+    .selectFrom('host_vitals')
+    .select(['res'])
+    .where('t', '>=', Math.floor((T0 + 30_000) / 1000 / 3600) * 3600)
+    .execute();
+  assert.deepEqual(
+    [...new Set(rows.map((r) => r.res))].sort((a, b) => a - b),
+    [...RESOLUTIONS],
+  );
 });
 
 test("Caddy's access line: bytes and duration are read for the metrics", () => {
-  const line = JSON.stringify({ level: 'info', ts: 1795430575.2849438, logger: 'http.log.access.svc', msg: 'handled request', request: { remote_ip: '127.0.0.1', remote_port: '44650', proto: 'HTTP/2.0', method: 'GET', host: 'app.example.com:18443', uri: '/' }, user_id: '', duration: 0.003080146, size: 937, status: 200 });
+  const line = JSON.stringify({
+    level: 'info',
+    ts: 1795430575.2849438,
+    logger: 'http.log.access.svc',
+    msg: 'handled request',
+    request: { remote_ip: '127.0.0.1', remote_port: '44650', proto: 'HTTP/2.0', method: 'GET', host: 'app.example.com:18443', uri: '/' },
+    user_id: '',
+    duration: 0.003080146,
+    size: 937,
+    status: 200,
+  });
   const e = parseAccessLine(line)!;
   assert.equal(e.bytes, 937);
   assert.ok(Math.abs(e.durationMs - 3.080146) < 1e-9);
@@ -287,7 +328,7 @@ test("Caddy's access line: bytes and duration are read for the metrics", () => {
   assert.equal(odd.durationMs, 0);
 });
 
-test('the host WebSocket topic and /metrics show the sampler\'s own sample, not a reading of their own', async () => {
+test("the host WebSocket topic and /metrics show the sampler's own sample, not a reading of their own", async () => {
   const env = await memoryEnv({ SVC_DATA_DIR: tmpdir() });
   const streams = registerStreams(env);
   try {

@@ -13,13 +13,8 @@ export { startGitServer, type GitServer } from '../_support/gitserver.js';
 export function webRepo(content: string, extra = ''): Record<string, string> {
   return {
     'index.html': `${content}\n`,
-    Dockerfile: [
-      `FROM ${BASE_IMAGE}`,
-      extra,
-      'COPY index.html /www/index.html',
-      'EXPOSE 8080',
-      `CMD ["sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]`,
-    ].filter(Boolean).join('\n') + '\n',
+    Dockerfile:
+      [`FROM ${BASE_IMAGE}`, extra, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]`].filter(Boolean).join('\n') + '\n',
   };
 }
 
@@ -73,5 +68,9 @@ export async function waitStatus(c: Client, appId: string, depId: string, wanted
 export async function cleanupApp(engine: Engine, app: string): Promise<void> {
   await stackRemove(engine, app, { volumes: true }).catch(() => {});
   const images = await engine.docker.listImages({ filters: { label: [`svc.app=${app}`] } }).catch(() => []);
-  for (const img of images) await engine.docker.getImage(img.Id).remove({ force: true }).catch(() => {});
+  for (const img of images)
+    await engine.docker
+      .getImage(img.Id)
+      .remove({ force: true })
+      .catch(() => {});
 }

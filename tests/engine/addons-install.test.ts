@@ -21,7 +21,13 @@ const apps: string[] = [];
 
 before(async () => {
   if (await dockerReachable()) {
-    await run('sh', ['-c', 'printf "FROM %s\\nCMD [\\"sh\\", \\"-c\\", \\"mkdir -p /www && echo vault > /www/index.html && exec httpd -f -p 80 -h /www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, LOCAL]);
+    await run('sh', [
+      '-c',
+      'printf "FROM %s\\nCMD [\\"sh\\", \\"-c\\", \\"mkdir -p /www && echo vault > /www/index.html && exec httpd -f -p 80 -h /www\\"]\\n" "$1" | docker build -q -t "$2" -',
+      'sh',
+      BASE_IMAGE,
+      LOCAL,
+    ]);
   }
   s = await startTestServer({ SVC_IMAGE_MAP: JSON.stringify({ [UPSTREAM]: LOCAL, [UPSTREAM2]: LOCAL }) });
   c = await adminClient(s);
@@ -80,23 +86,39 @@ test('install vaultwarden: an app from the template, deployed and running, gener
   assert.equal(app.source.type, 'compose');
   assert.match(app.source.compose, new RegExp(`image: ${LOCAL}\\n`));
   const env = await c.req('GET', `/api/apps/${app.id}/env`);
-  assert.deepEqual(env.body.items.find((i: any) => i.key === 'ADMIN_TOKEN'), { key: 'ADMIN_TOKEN', secret: true, value: null });
+  assert.deepEqual(
+    env.body.items.find((i: any) => i.key === 'ADMIN_TOKEN'),
+    { key: 'ADMIN_TOKEN', secret: true, value: null },
+  );
 
-  const done = await until('deployment', async () => {
-    const d = await c.req('GET', `/api/apps/${app.id}/deployments/${deployment.id}`);
-    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
-  }, 180_000, 500);
+  const done = await until(
+    'deployment',
+    async () => {
+      const d = await c.req('GET', `/api/apps/${app.id}/deployments/${deployment.id}`);
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
+    },
+    180_000,
+    500,
+  );
   if (done.status !== 'succeeded') {
     const logs = await c.req('GET', `/api/apps/${app.id}/deployments/${deployment.id}/logs`);
     assert.fail(`${done.status}: ${done.error}\n${logs.body.items.map((l: any) => l.line).join('\n')}`);
   }
-  const running = await until('running', async () => {
-    const a = await c.req('GET', `/api/apps/${app.id}`);
-    return a.body.app.status === 'running' ? a.body.app : null;
-  }, 120_000, 500);
+  const running = await until(
+    'running',
+    async () => {
+      const a = await c.req('GET', `/api/apps/${app.id}`);
+      return a.body.app.status === 'running' ? a.body.app : null;
+    },
+    120_000,
+    500,
+  );
   assert.equal(running.status, 'running');
   const services = await c.req('GET', `/api/apps/${app.id}/services`);
-  assert.deepEqual(services.body.items.map((x: any) => x.name), ['web']);
+  assert.deepEqual(
+    services.body.items.map((x: any) => x.name),
+    ['web'],
+  );
   const ct = (await s.env.engine.docker.listContainers({ filters: { label: [`svc.app=${name}`] } }))[0]!;
   const info = await s.env.engine.docker.getContainer(ct.Id).inspect();
   assert.equal(info.Config.Image, LOCAL);
@@ -114,10 +136,15 @@ test('install a second add-on (uptime-kuma, no parameters): it reaches running b
   assert.equal(r.status, 202, r.text);
   apps.push(r.body.app.id);
   assert.deepEqual(r.body.generated_secrets, {});
-  const done = await until('deployment', async () => {
-    const d = await c.req('GET', `/api/apps/${r.body.app.id}/deployments/${r.body.deployment.id}`);
-    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
-  }, 180_000, 500);
+  const done = await until(
+    'deployment',
+    async () => {
+      const d = await c.req('GET', `/api/apps/${r.body.app.id}/deployments/${r.body.deployment.id}`);
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
+    },
+    180_000,
+    500,
+  );
   assert.equal(done.status, 'succeeded', done.error);
   await until('running', async () => ((await c.req('GET', `/api/apps/${r.body.app.id}`)).body.app.status === 'running' ? true : null), 120_000, 500);
 });

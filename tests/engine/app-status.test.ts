@@ -59,8 +59,7 @@ async function statusReads(appId: string, n: number): Promise<string[]> {
   return out;
 }
 
-const serviceOf = async (appId: string, name: string) =>
-  (await c.req('GET', `/api/apps/${appId}/services`)).body.items.find((x: { name: string }) => x.name === name);
+const serviceOf = async (appId: string, name: string) => (await c.req('GET', `/api/apps/${appId}/services`)).body.items.find((x: { name: string }) => x.name === name);
 
 test('status: the same answer on every read while healthy, through a rollout; degraded when a service is unhealthy or exited', async (t) => {
   if (!(await needEngine(t))) return;
@@ -88,11 +87,16 @@ test('status: the same answer on every read while healthy, through a rollout; de
   try {
     const second = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
     assert.equal(second.status, 202, second.text);
-    await until('second deployment finished', async () => {
-      for (const st of await statusReads(app.id, 1)) seen.add(`read:${st}`);
-      const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${second.body.deployment.id}`)).body.deployment;
-      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
-    }, 240_000, 200).then((d) => assert.equal(d.status, 'succeeded', d.error));
+    await until(
+      'second deployment finished',
+      async () => {
+        for (const st of await statusReads(app.id, 1)) seen.add(`read:${st}`);
+        const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${second.body.deployment.id}`)).body.deployment;
+        return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+      },
+      240_000,
+      200,
+    ).then((d) => assert.equal(d.status, 'succeeded', d.error));
     await until('app running after the rollout', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running');
   } finally {
     off();

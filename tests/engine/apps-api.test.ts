@@ -34,7 +34,13 @@ async function engineReady(t: Parameters<typeof needDocker>[0]): Promise<boolean
   if (!ready) {
     await ensureBaseImage();
     // An image app needs an image with a command: a busybox web server.
-    await run('sh', ['-c', 'printf "FROM %s\\nRUN mkdir -p /www && echo hello > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, WEB_IMAGE]);
+    await run('sh', [
+      '-c',
+      'printf "FROM %s\\nRUN mkdir -p /www && echo hello > /www/index.html\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -',
+      'sh',
+      BASE_IMAGE,
+      WEB_IMAGE,
+    ]);
     await run('docker', ['tag', WEB_IMAGE, WEB_IMAGE_V2]);
     ready = true;
   }
@@ -59,7 +65,16 @@ test('bad app input is a 400 naming the field, and leaves no row behind', async 
     assert.equal(r.status, 400, name);
     assert.equal(r.body.details[0].field, 'name', name);
   }
-  const urls = ['https://x.example/$(id).git', 'https://x.example/`id`.git', 'https://x.example/a;b.git', 'file:///etc/passwd', 'ext::sh -c id', '-uhttps://x', 'https://u:secret@x.example/r.git', 'https://x.example/a b.git'];
+  const urls = [
+    'https://x.example/$(id).git',
+    'https://x.example/`id`.git',
+    'https://x.example/a;b.git',
+    'file:///etc/passwd',
+    'ext::sh -c id',
+    '-uhttps://x',
+    'https://u:secret@x.example/r.git',
+    'https://x.example/a b.git',
+  ];
   for (const repo_url of urls) {
     const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url, branch: 'main' } });
     assert.equal(r.status, 400, repo_url);
@@ -203,10 +218,14 @@ test('app restart, per-service stop and a successful PATCH of the app, against t
   assert.equal((await c.req('GET', `/api/apps/${app.id}`)).body.app.source.image, WEB_IMAGE_V2);
   const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(dep.status, 202, dep.text);
-  const done = await until('deployment finished', async () => {
-    const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
-    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
-  }, 240_000);
+  const done = await until(
+    'deployment finished',
+    async () => {
+      const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+    },
+    240_000,
+  );
   assert.equal(done.status, 'succeeded', done.error);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/services`)).body.items[0].image, WEB_IMAGE_V2);
   const audit = (await c.req('GET', '/api/audit?limit=50')).body.items;
@@ -227,10 +246,14 @@ test('an image without a command (an imported root fs) fails with a readable rea
   assert.match(start.body.error, reason);
   const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(dep.status, 202, dep.text);
-  const done = await until('deployment finished', async () => {
-    const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
-    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
-  }, 120_000);
+  const done = await until(
+    'deployment finished',
+    async () => {
+      const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${dep.body.deployment.id}`)).body.deployment;
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
+    },
+    120_000,
+  );
   assert.equal(done.status, 'failed');
   assert.match(done.error, reason);
   assert.doesNotMatch(done.error, /HTTP code|bad parameter/);
@@ -255,7 +278,10 @@ test('PATCH of a service the app does not have is a 404 and stores nothing', asy
     const single = await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
     assert.equal(single.status, 200, single.text);
     const rows = await s.env.db.selectFrom('app_services').select('name').where('app_id', '=', app.id).execute();
-    assert.deepEqual(rows.map((r) => r.name), ['app']);
+    assert.deepEqual(
+      rows.map((r) => r.name),
+      ['app'],
+    );
     assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/export`)).body.services, [{ name: 'app', port: 8080, health_path: '/' }]);
   }
 });
@@ -356,13 +382,21 @@ test('a delete that cannot finish (a foreign container uses the app volume) says
 
 test('export then import recreates the app with its settings, without secret values', async () => {
   const app = await createImageApp();
-  const env = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'PUBLIC', value: 'shown', secret: false }, { key: 'TOKEN', value: 'hidden-value', secret: true }] });
+  const env = await c.req('PUT', `/api/apps/${app.id}/env`, {
+    items: [
+      { key: 'PUBLIC', value: 'shown', secret: false },
+      { key: 'TOKEN', value: 'hidden-value', secret: true },
+    ],
+  });
   assert.equal(env.status, 200, env.text);
   const patched = await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
   assert.equal(patched.status, 200, patched.text);
   const spec = (await c.req('GET', `/api/apps/${app.id}/export`)).body;
   assert.equal(JSON.stringify(spec).includes('hidden-value'), false);
-  assert.deepEqual(spec.env, [{ key: 'PUBLIC', secret: false, value: 'shown' }, { key: 'TOKEN', secret: true, value: null }]);
+  assert.deepEqual(spec.env, [
+    { key: 'PUBLIC', secret: false, value: 'shown' },
+    { key: 'TOKEN', secret: true, value: null },
+  ]);
   const copyName = uniq();
   made.push(copyName);
   const imp = await c.req('POST', '/api/apps/import', { ...spec, name: copyName });
@@ -394,7 +428,10 @@ test('detect-compose and env-example clone the repository into a temporary direc
   assert.deepEqual(d.body.services.sort(), ['web', 'worker']);
   assert.ok(d.body.findings.some((f: { service?: string; key: string; level: string }) => f.service === 'web' && f.key === 'privileged' && f.level === 'error'));
   const e = await c.req('POST', `/api/apps/${app.id}/env-example`);
-  assert.deepEqual(e.body.items, [{ key: 'DATABASE_URL', value: 'postgres://db/app' }, { key: 'MODE', value: 'prod' }]);
+  assert.deepEqual(e.body.items, [
+    { key: 'DATABASE_URL', value: 'postgres://db/app' },
+    { key: 'MODE', value: 'prod' },
+  ]);
   const createdMissing = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: git.url('missing'), branch: 'main' } });
   assert.equal(createdMissing.status, 201, createdMissing.text);
   const missing = createdMissing.body.app;

@@ -18,7 +18,11 @@ before(async () => {
 });
 after(async () => {
   await cleanup(engine, apps);
-  for (const t of tags) await engine.docker.getImage(t).remove({ force: true }).catch(() => {});
+  for (const t of tags)
+    await engine.docker
+      .getImage(t)
+      .remove({ force: true })
+      .catch(() => {});
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -43,7 +47,10 @@ test('a compose build service is built from a tar context honouring .dockerignor
   const lines: string[] = [];
   const { imageId } = await buildImage(engine, { ...svc.build!, tag, labels: buildLabels(app, 'web', 'dep1'), onLog: (l) => lines.push(l) });
   assert.match(imageId, /^sha256:/);
-  assert.ok(lines.some((l) => /Step 1\/|FROM/.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => /Step 1\/|FROM/.test(l)),
+    lines.join('\n'),
+  );
   const img = await engine.docker.getImage(tag).inspect();
   assert.equal(img.Config.Labels?.['svc.app'], app);
 
@@ -62,7 +69,10 @@ test('a failing build rejects with the builder message; a missing image is a rea
   if (!(await needEngine(t))) return;
   await mkdir(join(dir, 'bad'), { recursive: true });
   await writeFile(join(dir, 'bad', 'Dockerfile'), `FROM ${BASE_IMAGE}\nRUN exit 3\n`);
-  await assert.rejects(buildImage(engine, { contextDir: join(dir, 'bad'), tag: 'svc/t-bad:x' }), (e: unknown) => e instanceof StackError && /build failed: .*returned a non-zero code: 3/.test(e.message));
+  await assert.rejects(
+    buildImage(engine, { contextDir: join(dir, 'bad'), tag: 'svc/t-bad:x' }),
+    (e: unknown) => e instanceof StackError && /build failed: .*returned a non-zero code: 3/.test(e.message),
+  );
   const app = appName('b');
   apps.add(app);
   const plan = await planStack(parseCompose('services:\n  web:\n    build: .\n').model!, { app, workdir: dir });

@@ -25,7 +25,11 @@ before(async () => {
 });
 after(async () => {
   if (s) {
-    for (const id of created) await s.env.engine.docker.getContainer(id).remove({ force: true }).catch(() => {});
+    for (const id of created)
+      await s.env.engine.docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch(() => {});
     await s.stop();
   }
 });
@@ -55,10 +59,15 @@ test('a container exiting in a loop: one app_crashed with exit code and logs; st
   if (!(await needEngine(t))) return;
   const app = await appWith(`w14-loop-${suffix}`);
   await run(app.name, 'echo "starting worker"; echo "fatal: cannot connect to db" >&2; exit 3', { RestartPolicy: { Name: 'always' } });
-  const status = await poll('crash_loop status', async () => {
-    const r = await c.req('GET', `/api/apps/${app.id}`);
-    return r.body.app.status === 'crash_loop' ? r.body.app.status : null;
-  }, 120_000, 250);
+  const status = await poll(
+    'crash_loop status',
+    async () => {
+      const r = await c.req('GET', `/api/apps/${app.id}`);
+      return r.body.app.status === 'crash_loop' ? r.body.app.status : null;
+    },
+    120_000,
+    250,
+  );
   assert.equal(status, 'crash_loop');
   const got = crashesOf(app.name);
   assert.equal(got.length, 1, 'one notification per episode, however many restarts');
@@ -79,10 +88,15 @@ test('a container killed by its memory limit: app_crashed with oom=true; status 
   assert.equal(ev.exit_code, 137);
   assert.equal(ev.kind, 'oom');
   assert.ok(ev.last_logs.includes('loading everything'));
-  const r = await poll('oom status', async () => {
-    const a = await c.req('GET', `/api/apps/${app.id}`);
-    return a.body.app.status === 'oom' ? a : null;
-  }, 60_000, 250);
+  const r = await poll(
+    'oom status',
+    async () => {
+      const a = await c.req('GET', `/api/apps/${app.id}`);
+      return a.body.app.status === 'oom' ? a : null;
+    },
+    60_000,
+    250,
+  );
   assert.equal(r.body.app.status, 'oom');
 });
 

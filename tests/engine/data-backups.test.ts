@@ -43,11 +43,15 @@ async function appVolume(app: { name: string }, key: string, script: string): Pr
 }
 
 async function sh(volume: string, script: string): Promise<string> {
-  const ct = await s.env.engine.docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sh', '-c', script], HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/v' }] } });
+  const ct = await s.env.engine.docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['sh', '-c', script],
+    HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/v' }] },
+  });
   try {
     await ct.start();
     const r = await ct.wait();
-    const logs = ((await ct.logs({ stdout: true, stderr: true })) as Buffer);
+    const logs = (await ct.logs({ stdout: true, stderr: true })) as Buffer;
     let out = '';
     for (let i = 0; i + 8 <= logs.length; i += 8 + logs.readUInt32BE(i + 4)) out += logs.subarray(i + 8, i + 8 + logs.readUInt32BE(i + 4)).toString();
     assert.equal(r.StatusCode, 0, out);
@@ -72,10 +76,17 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
   for (let i = 0; i < 3; i++) {
     const r = await c.req('POST', `/api/apps/${app.id}/backups/${bid}/run`);
     assert.equal(r.status, 202, r.text);
-    runs.push(await until('run', async () => {
-      const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${r.body.run.id}`);
-      return x.body.run.status === 'running' ? null : x.body.run;
-    }, 120_000, 300));
+    runs.push(
+      await until(
+        'run',
+        async () => {
+          const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${r.body.run.id}`);
+          return x.body.run.status === 'running' ? null : x.body.run;
+        },
+        120_000,
+        300,
+      ),
+    );
     assert.equal(runs[i].status, 'succeeded', runs[i].error);
   }
   // keep_last 2: the oldest artifact is gone (410), the two newest stay.
@@ -90,18 +101,28 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
   assert.equal(up.status, 200);
   const rs = await c.req('POST', `/api/apps/${app.id}/backups/runs/${runs[2].id}/restore`);
   assert.equal(rs.status, 202, rs.text);
-  const done = await until('restore', async () => {
-    const x = await c.req('GET', `/api/apps/${app.id}/backups/restores/${rs.body.restore.id}`);
-    return x.body.restore.status === 'running' ? null : x.body.restore;
-  }, 120_000, 300);
+  const done = await until(
+    'restore',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${app.id}/backups/restores/${rs.body.restore.id}`);
+      return x.body.restore.status === 'running' ? null : x.body.restore;
+    },
+    120_000,
+    300,
+  );
   assert.equal(done.status, 'succeeded', done.error);
   assert.equal(await sh(vol, sum), original);
   const v = await c.req('POST', `/api/apps/${app.id}/backups/runs/${runs[2].id}/verify`);
   assert.equal(v.status, 202);
-  const checked = await until('verify', async () => {
-    const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[2].id}`);
-    return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-  }, 120_000, 300);
+  const checked = await until(
+    'verify',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[2].id}`);
+      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
+    },
+    120_000,
+    300,
+  );
   assert.ok(checked.verified_at, checked.verify_error);
 });
 
@@ -116,7 +137,10 @@ test('bad backup and database input is a 400 naming the field, and saves nothing
     [{ ...base, keep_last: 366 }, 'keep_last'],
     [{ ...base, source: { type: 'volume', volume: '../etc' } }, 'source.volume'],
     [{ ...base, source: { type: 'database', database_id: '0'.repeat(26) } }, 'source.database_id'],
-    [{ ...base, destination: { type: 's3', endpoint: 'http://s3.example.com', region: 'us-east-1', bucket: 'b-1', access_key_id: 'AKIAEXAMPLE', secret_access_key: 'shh-secret' } }, 'destination.endpoint'],
+    [
+      { ...base, destination: { type: 's3', endpoint: 'http://s3.example.com', region: 'us-east-1', bucket: 'b-1', access_key_id: 'AKIAEXAMPLE', secret_access_key: 'shh-secret' } },
+      'destination.endpoint',
+    ],
   ];
   for (const [body, field] of cases) {
     const r = await c.req('POST', `/api/apps/${app.id}/backups`, body);
@@ -164,7 +188,10 @@ test('scheduler (fake clock): fires on its slot once, and catches up once after 
   assert.deepEqual(mine(await runDue(s.env, slot + 3_600_000 + 5_000)), []);
   assert.equal(await count(), 2);
   const runs = (await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items;
-  assert.ok(runs.every((r: any) => r.status === 'succeeded'), JSON.stringify(runs));
+  assert.ok(
+    runs.every((r: any) => r.status === 'succeeded'),
+    JSON.stringify(runs),
+  );
 });
 
 test('a run the process died during ends interrupted at boot; its partial artifact goes, older ones stay', async () => {
@@ -177,10 +204,43 @@ test('a run the process died during ends interrupted at boot; its partial artifa
   const now = new Date().toISOString();
   const oldId = '0'.repeat(25) + '1';
   const deadId = '0'.repeat(25) + '2';
-  await s.env.db.insertInto('backup_runs').values([
-    { id: oldId, backup_id: bid, app_id: app.id, status: 'succeeded', trigger: 'manual', artifact: `${app.id}/${oldId}.svcbak`, artifact_removed: 0, size_bytes: 3, sha256: 'x', error: null, verified_at: null, verify_error: null, started_at: now, finished_at: now },
-    { id: deadId, backup_id: bid, app_id: app.id, status: 'running', trigger: 'manual', artifact: `${app.id}/${deadId}.svcbak`, artifact_removed: 0, size_bytes: null, sha256: null, error: null, verified_at: null, verify_error: null, started_at: now, finished_at: null },
-  ]).execute();
+  await s.env.db
+    .insertInto('backup_runs')
+    .values([
+      {
+        id: oldId,
+        backup_id: bid,
+        app_id: app.id,
+        status: 'succeeded',
+        trigger: 'manual',
+        artifact: `${app.id}/${oldId}.svcbak`,
+        artifact_removed: 0,
+        size_bytes: 3,
+        sha256: 'x',
+        error: null,
+        verified_at: null,
+        verify_error: null,
+        started_at: now,
+        finished_at: now,
+      },
+      {
+        id: deadId,
+        backup_id: bid,
+        app_id: app.id,
+        status: 'running',
+        trigger: 'manual',
+        artifact: `${app.id}/${deadId}.svcbak`,
+        artifact_removed: 0,
+        size_bytes: null,
+        sha256: null,
+        error: null,
+        verified_at: null,
+        verify_error: null,
+        started_at: now,
+        finished_at: null,
+      },
+    ])
+    .execute();
   await writeFile(join(dir, `${oldId}.svcbak`), 'old');
   await writeFile(join(dir, `${deadId}.svcbak.part`), 'partial');
   await recoverRuns(s.env);

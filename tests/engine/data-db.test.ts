@@ -63,12 +63,17 @@ async function provision(appId: string, engine: string, version: string): Promis
   const r = await c.req('POST', `/api/apps/${appId}/databases`, { engine, version });
   assert.equal(r.status, 202, r.text);
   assert.equal(r.body.database.status, 'provisioning');
-  const db = await until(`${engine} ready`, async () => {
-    const l = await c.req('GET', `/api/apps/${appId}/databases`);
-    const d = l.body.items.find((x: any) => x.id === r.body.database.id);
-    if (d.status === 'error') throw new Error(d.error);
-    return d.status === 'ready' ? d : null;
-  }, 300_000, 1000);
+  const db = await until(
+    `${engine} ready`,
+    async () => {
+      const l = await c.req('GET', `/api/apps/${appId}/databases`);
+      const d = l.body.items.find((x: any) => x.id === r.body.database.id);
+      if (d.status === 'error') throw new Error(d.error);
+      return d.status === 'ready' ? d : null;
+    },
+    300_000,
+    1000,
+  );
   return db;
 }
 
@@ -77,7 +82,10 @@ async function clientRun(app: { id: string; name: string }, image: string, envVa
   const url = (await c.req('GET', `/api/apps/${app.id}/env/${envVar}/reveal`)).body.value as string;
   const docker = s.env.engine.docker;
   const ct = await docker.createContainer({
-    Image: image, Entrypoint: ['sh', '-c', script], Env: [`URL=${url}`], User: '999',
+    Image: image,
+    Entrypoint: ['sh', '-c', script],
+    Env: [`URL=${url}`],
+    User: '999',
     Labels: { 'svc.test.data': app.name },
     HostConfig: { NetworkMode: `svc-${app.name}` },
   });
@@ -114,29 +122,44 @@ async function backupOnce(appId: string, source: object, keep = 3): Promise<{ bi
 async function runOnce(appId: string, bid: string): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
   assert.equal(r.status, 202, r.text);
-  return until('backup run', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-    return x.body.run.status === 'running' ? null : x.body.run;
-  }, 300_000, 500);
+  return until(
+    'backup run',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
+      return x.body.run.status === 'running' ? null : x.body.run;
+    },
+    300_000,
+    500,
+  );
 }
 
 async function restore(appId: string, rid: string): Promise<any> {
   await stepUp();
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/restore`);
   assert.equal(r.status, 202, r.text);
-  return until('restore', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
-    return x.body.restore.status === 'running' ? null : x.body.restore;
-  }, 300_000, 500);
+  return until(
+    'restore',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
+      return x.body.restore.status === 'running' ? null : x.body.restore;
+    },
+    300_000,
+    500,
+  );
 }
 
 async function verify(appId: string, rid: string): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/verify`);
   assert.equal(r.status, 202, r.text);
-  return until('verify', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
-    return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-  }, 300_000, 1000);
+  return until(
+    'verify',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
+      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
+    },
+    300_000,
+    1000,
+  );
 }
 
 function artifactPath(appId: string, rid: string): string {
@@ -149,20 +172,33 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
   const db = await provision(app.id, 'postgres', '15');
   assert.equal(db.env_var, 'DATABASE_URL');
   const env = await c.req('GET', `/api/apps/${app.id}/env`);
-  assert.deepEqual(env.body.items.find((i: any) => i.key === 'DATABASE_URL'), { key: 'DATABASE_URL', secret: true, value: null });
+  assert.deepEqual(
+    env.body.items.find((i: any) => i.key === 'DATABASE_URL'),
+    { key: 'DATABASE_URL', secret: true, value: null },
+  );
   // Never published on the host.
   const info = await s.env.engine.docker.getContainer(`svc-${app.name}-db-${db.id.slice(-8)}`).inspect();
   assert.deepEqual(Object.values(info.NetworkSettings.Ports ?? {}).filter(Boolean), []);
   assert.deepEqual(Object.keys(info.NetworkSettings.Networks), [`svc-${app.name}`]);
 
   const img = images!.postgres;
-  await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -v ON_ERROR_STOP=1 -c "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 500) g;"`);
+  await clientRun(
+    app,
+    img,
+    'DATABASE_URL',
+    `psql "$URL" -v ON_ERROR_STOP=1 -c "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 500) g;"`,
+  );
   const { bid, run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
   assert.equal(run.status, 'succeeded', run.error);
   const file = artifactPath(app.id, run.id);
   const st = await stat(file);
   assert.equal(st.mode & 0o777, 0o600);
-  assert.equal(createHash('sha256').update(await readFile(file)).digest('hex'), run.sha256);
+  assert.equal(
+    createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex'),
+    run.sha256,
+  );
   assert.equal(st.size, run.size_bytes);
   assert.ok(events.some((e) => (e.data as any).type === 'backup_succeeded' && (e.data as any).run_id === run.id));
 
@@ -170,7 +206,12 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
   const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${run.id}/download`, { headers: { cookie: c.cookieHeader() } });
   assert.equal(dl.status, 200);
   assert.match(dl.headers.get('content-disposition') ?? '', /attachment; filename=/);
-  assert.equal(gunzipSync(Buffer.from(await dl.arrayBuffer())).subarray(0, 5).toString(), 'PGDMP');
+  assert.equal(
+    gunzipSync(Buffer.from(await dl.arrayBuffer()))
+      .subarray(0, 5)
+      .toString(),
+    'PGDMP',
+  );
 
   await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -v ON_ERROR_STOP=1 -c "DELETE FROM notes WHERE id > 10; UPDATE notes SET body = 'changed';"`);
   const rs = await restore(app.id, run.id);
@@ -215,7 +256,10 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
   assert.equal(del.status, 200, del.text);
   await s.env.engine.docker.getVolume(del.body.kept_volume).inspect();
   await assert.rejects(s.env.engine.docker.getContainer(info.Id).inspect());
-  assert.equal((await c.req('GET', `/api/apps/${app.id}/env`)).body.items.some((i: any) => i.key === 'DATABASE_URL'), false);
+  assert.equal(
+    (await c.req('GET', `/api/apps/${app.id}/env`)).body.items.some((i: any) => i.key === 'DATABASE_URL'),
+    false,
+  );
 });
 
 test('mariadb: write through the env URL, backup, change, restore, verify; a stopped container fails the run with its reason', async (t) => {
@@ -224,10 +268,14 @@ test('mariadb: write through the env URL, backup, change, restore, verify; a sto
   const db = await provision(app.id, 'mariadb', '10.11');
   const url = new URL((await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value);
   assert.equal(url.protocol, 'mysql:');
-  const sql = (q: string) => clientRun(app, images!.mariadb,
-    'DATABASE_URL',
-    // The URL's parts, taken apart by the shell from the env var the app gets (no secret on a command line).
-    `u="\${URL#mysql://}"; creds="\${u%%@*}"; hostpart="\${u#*@}"; export MYSQL_PWD="\${creds#*:}"; mariadb -h "\${hostpart%%:*}" -u "\${creds%%:*}" -N -B "\${hostpart##*/}" -e "${q}"`);
+  const sql = (q: string) =>
+    clientRun(
+      app,
+      images!.mariadb,
+      'DATABASE_URL',
+      // The URL's parts, taken apart by the shell from the env var the app gets (no secret on a command line).
+      `u="\${URL#mysql://}"; creds="\${u%%@*}"; hostpart="\${u#*@}"; export MYSQL_PWD="\${creds#*:}"; mariadb -h "\${hostpart%%:*}" -u "\${creds%%:*}" -N -B "\${hostpart##*/}" -e "${q}"`,
+    );
   await sql("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40)) ENGINE=InnoDB; INSERT INTO items VALUES (1,'one'),(2,'two'),(3,'three');");
   const { bid, run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
   assert.equal(run.status, 'succeeded', run.error);
@@ -276,5 +324,8 @@ test('redis: write, backup, change, restore, verify (DBSIZE)', async (t) => {
   assert.equal(del.status, 200, del.text);
   await assert.rejects(s.env.engine.docker.getContainer(name).inspect());
   await assert.rejects(s.env.engine.docker.getVolume(`svc-${app.name}_db-${db.id.slice(-8)}`).inspect());
-  assert.equal((await c.req('GET', '/api/databases')).body.items.some((x: any) => x.id === db.id), false);
+  assert.equal(
+    (await c.req('GET', '/api/databases')).body.items.some((x: any) => x.id === db.id),
+    false,
+  );
 });

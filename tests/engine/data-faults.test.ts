@@ -49,19 +49,27 @@ async function pgApp(): Promise<{ app: { id: string; name: string }; dbId: strin
   apps.push(a.body.app.id);
   const d = await c.req('POST', `/api/apps/${a.body.app.id}/databases`, { engine: 'postgres', version: '15' });
   assert.equal(d.status, 202, d.text);
-  await until('postgres ready', async () => {
-    const x = (await c.req('GET', `/api/apps/${a.body.app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
-    if (x.status === 'error') throw new Error(x.error);
-    return x.status === 'ready' ? x : null;
-  }, 300_000, 1000);
+  await until(
+    'postgres ready',
+    async () => {
+      const x = (await c.req('GET', `/api/apps/${a.body.app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
+      if (x.status === 'error') throw new Error(x.error);
+      return x.status === 'ready' ? x : null;
+    },
+    300_000,
+    1000,
+  );
   return { app: a.body.app, dbId: d.body.database.id };
 }
 
 async function psql(app: { id: string; name: string }, image: string, sql: string): Promise<string> {
   const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
   const ct = await s.env.engine.docker.createContainer({
-    Image: image, Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql], User: '999',
-    Labels: { 'svc.test.data': app.name }, HostConfig: { NetworkMode: `svc-${app.name}` },
+    Image: image,
+    Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql],
+    User: '999',
+    Labels: { 'svc.test.data': app.name },
+    HostConfig: { NetworkMode: `svc-${app.name}` },
   });
   try {
     await ct.start();
@@ -79,10 +87,15 @@ async function psql(app: { id: string; name: string }, image: string, sql: strin
 async function runOnce(appId: string, bid: string, settled: (r: any) => boolean = (r) => r.status !== 'running'): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
   assert.equal(r.status, 202, r.text);
-  return until('backup run', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-    return settled(x.body.run) ? x.body.run : null;
-  }, 600_000, 1000);
+  return until(
+    'backup run',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
+      return settled(x.body.run) ? x.body.run : null;
+    },
+    600_000,
+    1000,
+  );
 }
 
 test('a disk that fills mid-artifact: the run fails with the reason, emits backup_failed, leaves no partial file; older artifacts and later runs are fine', async (t) => {
@@ -102,7 +115,12 @@ test('a disk that fills mid-artifact: the run fails with the reason, emits backu
     const good = await runOnce(app.id, bid);
     assert.equal(good.status, 'succeeded', good.error);
     const goodFile = join(dir, `${good.id}.svcbak`);
-    assert.equal(createHash('sha256').update(await readFile(goodFile)).digest('hex'), good.sha256);
+    assert.equal(
+      createHash('sha256')
+        .update(await readFile(goodFile))
+        .digest('hex'),
+      good.sha256,
+    );
 
     // About 13 MB of hex text: roughly 7 MB after gzip, far more than the filesystem holds.
     await psql(app, images.postgres, 'CREATE TABLE blobs (id int primary key, body text); INSERT INTO blobs SELECT g, md5(random()::text) || md5(random()::text) FROM generate_series(1, 200000) g;');
@@ -117,13 +135,23 @@ test('a disk that fills mid-artifact: the run fails with the reason, emits backu
     // locks (the DROP TABLE below would wait forever).
     const [dbc] = await s.env.engine.docker.listContainers({ filters: { name: [`svc-${app.name}-db`] } });
     assert.ok(dbc, 'the database container');
-    await until('pg_dump to end', async () => {
-      const top = await s.env.engine.docker.getContainer(dbc.Id).top();
-      return !top.Processes.some((p: string[]) => p.join(' ').includes('pg_dump'));
-    }, 60_000, 500);
+    await until(
+      'pg_dump to end',
+      async () => {
+        const top = await s.env.engine.docker.getContainer(dbc.Id).top();
+        return !top.Processes.some((p: string[]) => p.join(' ').includes('pg_dump'));
+      },
+      60_000,
+      500,
+    );
     // No partial artifact: only the good one is in the directory.
     assert.deepEqual(await readdir(dir), [`${good.id}.svcbak`]);
-    assert.equal(createHash('sha256').update(await readFile(goodFile)).digest('hex'), good.sha256);
+    assert.equal(
+      createHash('sha256')
+        .update(await readFile(goodFile))
+        .digest('hex'),
+      good.sha256,
+    );
 
     // The control plane keeps working: the overview lists the failure, the good artifact
     // downloads, and a later run (nothing left stuck "running") succeeds once space is back.
@@ -138,7 +166,10 @@ test('a disk that fills mid-artifact: the run fails with the reason, emits backu
     assert.equal(later.status, 'succeeded', later.error);
     assert.deepEqual((await readdir(dir)).sort(), [`${good.id}.svcbak`, `${later.id}.svcbak`].sort());
     const runs = (await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items;
-    assert.deepEqual(runs.map((r: any) => r.status), ['succeeded', 'failed', 'succeeded']);
+    assert.deepEqual(
+      runs.map((r: any) => r.status),
+      ['succeeded', 'failed', 'succeeded'],
+    );
   } finally {
     await settleJobs();
     await run('umount', ['--', dir]);

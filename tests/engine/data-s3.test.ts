@@ -58,8 +58,11 @@ async function getObject(key: string): Promise<Buffer> {
 async function psql(app: { id: string; name: string }, image: string, sql: string): Promise<string> {
   const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
   const ct = await s.env.engine.docker.createContainer({
-    Image: image, Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql], User: '999',
-    Labels: { 'svc.test.data': app.name }, HostConfig: { NetworkMode: `svc-${app.name}` },
+    Image: image,
+    Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql],
+    User: '999',
+    Labels: { 'svc.test.data': app.name },
+    HostConfig: { NetworkMode: `svc-${app.name}` },
   });
   try {
     await ct.start();
@@ -77,29 +80,44 @@ async function psql(app: { id: string; name: string }, image: string, sql: strin
 async function runOnce(appId: string, bid: string): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
   assert.equal(r.status, 202, r.text);
-  return until('backup run', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-    return x.body.run.status === 'running' ? null : x.body.run;
-  }, 300_000, 500);
+  return until(
+    'backup run',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
+      return x.body.run.status === 'running' ? null : x.body.run;
+    },
+    300_000,
+    500,
+  );
 }
 
 async function restore(appId: string, rid: string): Promise<any> {
   assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/restore`);
   assert.equal(r.status, 202, r.text);
-  return until('restore', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
-    return x.body.restore.status === 'running' ? null : x.body.restore;
-  }, 300_000, 500);
+  return until(
+    'restore',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
+      return x.body.restore.status === 'running' ? null : x.body.restore;
+    },
+    300_000,
+    500,
+  );
 }
 
 async function verify(appId: string, rid: string): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/verify`);
   assert.equal(r.status, 202, r.text);
-  return until('verify', async () => {
-    const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
-    return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-  }, 300_000, 1000);
+  return until(
+    'verify',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
+      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
+    },
+    300_000,
+    1000,
+  );
 }
 
 test('s3: postgres backed up by multipart upload, listed, restored, verified; retention; tamper refused; failed runs leave nothing', async (t) => {
@@ -112,13 +130,22 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   apps.push(app.id);
   const d = await c.req('POST', `/api/apps/${app.id}/databases`, { engine: 'postgres', version: '15' });
   assert.equal(d.status, 202, d.text);
-  await until('postgres ready', async () => {
-    const x = (await c.req('GET', `/api/apps/${app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
-    if (x.status === 'error') throw new Error(x.error);
-    return x.status === 'ready' ? x : null;
-  }, 300_000, 1000);
+  await until(
+    'postgres ready',
+    async () => {
+      const x = (await c.req('GET', `/api/apps/${app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
+      if (x.status === 'error') throw new Error(x.error);
+      return x.status === 'ready' ? x : null;
+    },
+    300_000,
+    1000,
+  );
   // Hex text compresses about 2:1, so ~13 MB of it makes an artifact of more than one 5 MiB part.
-  await psql(app, images.postgres, "CREATE TABLE blobs (id int primary key, body text); INSERT INTO blobs SELECT g, md5(random()::text) || md5(random()::text) FROM generate_series(1, 200000) g; CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;");
+  await psql(
+    app,
+    images.postgres,
+    "CREATE TABLE blobs (id int primary key, body text); INSERT INTO blobs SELECT g, md5(random()::text) || md5(random()::text) FROM generate_series(1, 200000) g; CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;",
+  );
   const fingerprint = "SELECT count(*) || ':' || md5(string_agg(body, ',' ORDER BY id)) FROM blobs";
   const original = await psql(app, images.postgres, fingerprint);
 
@@ -160,11 +187,19 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   assert.ok(runs[2].size_bytes > PART_SIZE, `artifact of ${runs[2].size_bytes} bytes is not larger than a part`);
   // keep_last 2: the oldest object is gone from the bucket and its run answers 410.
   const keys = await listKeys();
-  assert.deepEqual(keys.map((k) => k.key), [runs[1], runs[2]].map((r) => `${PREFIX}/${app.id}/${r.id}.svcbak`).sort());
+  assert.deepEqual(
+    keys.map((k) => k.key),
+    [runs[1], runs[2]].map((r) => `${PREFIX}/${app.id}/${r.id}.svcbak`).sort(),
+  );
   for (const k of keys) {
     const run = runs.find((r) => k.key.endsWith(`${r.id}.svcbak`));
     assert.equal(k.size, run.size_bytes);
-    assert.equal(createHash('sha256').update(await getObject(k.key)).digest('hex'), run.sha256);
+    assert.equal(
+      createHash('sha256')
+        .update(await getObject(k.key))
+        .digest('hex'),
+      run.sha256,
+    );
   }
   // Multipart: s3rver logged part 2 of an upload of this object.
   const partTwo = s3.log.filter((l) => l.includes(`/${runs[2].id}.svcbak?`) && /partNumber=2\b/.test(l));
@@ -179,7 +214,7 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   const rs = await restore(app.id, runs[2].id);
   assert.equal(rs.status, 'succeeded', rs.error);
   assert.equal(await psql(app, images.postgres, fingerprint), original);
-  assert.equal(await psql(app, images.postgres, "SELECT min(body) FROM notes"), 'note 1');
+  assert.equal(await psql(app, images.postgres, 'SELECT min(body) FROM notes'), 'note 1');
   const v = await verify(app.id, runs[2].id);
   assert.ok(v.verified_at, v.verify_error);
 
@@ -202,7 +237,11 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   // fails with the provider's reason, emits backup_failed, and the bucket is unchanged.
   const before = await listKeys();
   const row = await s.env.db.selectFrom('backup_configs').select('destination').where('id', '=', bid).executeTakeFirstOrThrow();
-  await s.env.db.updateTable('backup_configs').set({ destination: JSON.stringify({ ...JSON.parse(row.destination), access_key_id: 'REVOKED1' }) }).where('id', '=', bid).execute();
+  await s.env.db
+    .updateTable('backup_configs')
+    .set({ destination: JSON.stringify({ ...JSON.parse(row.destination), access_key_id: 'REVOKED1' }) })
+    .where('id', '=', bid)
+    .execute();
   const denied = await runOnce(app.id, bid);
   assert.equal(denied.status, 'failed');
   assert.match(denied.error, /InvalidAccessKeyId/);
@@ -211,7 +250,11 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   assert.deepEqual(await listKeys(), before);
 
   // The endpoint goes away: the run fails naming the connection error, nothing is left.
-  await s.env.db.updateTable('backup_configs').set({ destination: JSON.stringify({ ...JSON.parse(row.destination), endpoint: `http://127.0.0.1:${closed}` }) }).where('id', '=', bid).execute();
+  await s.env.db
+    .updateTable('backup_configs')
+    .set({ destination: JSON.stringify({ ...JSON.parse(row.destination), endpoint: `http://127.0.0.1:${closed}` }) })
+    .where('id', '=', bid)
+    .execute();
   const gone = await runOnce(app.id, bid);
   assert.equal(gone.status, 'failed');
   assert.match(gone.error, /ECONNREFUSED|connect/);
@@ -243,10 +286,43 @@ test('s3: a run the process died during ends interrupted at boot; its object goe
   const now = new Date().toISOString();
   const oldId = '0'.repeat(25) + '1';
   const deadId = '0'.repeat(25) + '2';
-  await s.env.db.insertInto('backup_runs').values([
-    { id: oldId, backup_id: bid, app_id: app.id, status: 'succeeded', trigger: 'manual', artifact: `${app.id}/${oldId}.svcbak`, artifact_removed: 0, size_bytes: 3, sha256: 'x', error: null, verified_at: null, verify_error: null, started_at: now, finished_at: now },
-    { id: deadId, backup_id: bid, app_id: app.id, status: 'running', trigger: 'schedule', artifact: `${app.id}/${deadId}.svcbak`, artifact_removed: 0, size_bytes: null, sha256: null, error: null, verified_at: null, verify_error: null, started_at: now, finished_at: null },
-  ]).execute();
+  await s.env.db
+    .insertInto('backup_runs')
+    .values([
+      {
+        id: oldId,
+        backup_id: bid,
+        app_id: app.id,
+        status: 'succeeded',
+        trigger: 'manual',
+        artifact: `${app.id}/${oldId}.svcbak`,
+        artifact_removed: 0,
+        size_bytes: 3,
+        sha256: 'x',
+        error: null,
+        verified_at: null,
+        verify_error: null,
+        started_at: now,
+        finished_at: now,
+      },
+      {
+        id: deadId,
+        backup_id: bid,
+        app_id: app.id,
+        status: 'running',
+        trigger: 'schedule',
+        artifact: `${app.id}/${deadId}.svcbak`,
+        artifact_removed: 0,
+        size_bytes: null,
+        sha256: null,
+        error: null,
+        verified_at: null,
+        verify_error: null,
+        started_at: now,
+        finished_at: null,
+      },
+    ])
+    .execute();
   const oldKey = `${PREFIX}/${app.id}/${oldId}.svcbak`;
   const deadKey = `${PREFIX}/${app.id}/${deadId}.svcbak`;
   await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: oldKey, Body: 'old' }));
@@ -265,9 +341,15 @@ test('s3: a run the process died during ends interrupted at boot; its object goe
   assert.match(dead.error, /stopped/);
   assert.ok(dead.finished_at);
   assert.equal(dead.artifact_removed, true);
-  assert.deepEqual((await listKeys()).filter((k) => k.key.includes(app.id)).map((k) => k.key), [oldKey]);
+  assert.deepEqual(
+    (await listKeys()).filter((k) => k.key.includes(app.id)).map((k) => k.key),
+    [oldKey],
+  );
   assert.equal((await getObject(oldKey)).toString(), 'old');
-  assert.ok(s3.log.slice(logged).some((l) => /[?&]uploads=?(&|\s|$)/.test(l)), `no ListMultipartUploads asked: ${s3.log.slice(logged).join('\n')}`);
+  assert.ok(
+    s3.log.slice(logged).some((l) => /[?&]uploads=?(&|\s|$)/.test(l)),
+    `no ListMultipartUploads asked: ${s3.log.slice(logged).join('\n')}`,
+  );
   const old = runs.find((r: any) => r.id === oldId);
   assert.equal(old.status, 'succeeded');
   assert.equal(old.artifact_removed, false);

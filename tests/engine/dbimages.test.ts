@@ -23,18 +23,31 @@ const PASSWORD = `pw'"\\${randomBytes(6).toString('hex')}`;
 after(async () => {
   const filters = JSON.stringify({ label: [`${LABEL}=${RUN}`] });
   for (const c of await docker.listContainers({ all: true, filters })) {
-    await docker.getContainer(c.Id).remove({ force: true, v: true }).catch((e) => console.error('cleanup:', e));
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch((e) => console.error('cleanup:', e));
   }
   for (const n of await docker.listNetworks({ filters })) {
-    await docker.getNetwork(n.Id).remove().catch((e) => console.error('cleanup:', e));
+    await docker
+      .getNetwork(n.Id)
+      .remove()
+      .catch((e) => console.error('cleanup:', e));
   }
   const vols = await docker.listVolumes({ filters });
   for (const v of vols.Volumes ?? []) {
-    await docker.getVolume(v.Name).remove().catch((e) => console.error('cleanup:', e));
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch((e) => console.error('cleanup:', e));
   }
 });
 
-interface Out { code: number; stdout: string; stderr: string }
+interface Out {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** The frames of a non-TTY stream, split into stdout and stderr. */
 function demux(buf: Buffer): { stdout: string; stderr: string } {
@@ -64,22 +77,30 @@ async function exec(container: string, cmd: string[], env: string[] = []): Promi
     stream.on('close', resolve);
     stream.on('error', reject);
   });
-  const info = await poll('exec to finish', async () => {
-    const i = await x.inspect();
-    return i.Running ? null : i;
-  }, 30_000, 100);
+  const info = await poll(
+    'exec to finish',
+    async () => {
+      const i = await x.inspect();
+      return i.Running ? null : i;
+    },
+    30_000,
+    100,
+  );
   return { code: info.ExitCode ?? -1, stdout: Buffer.concat(o).toString(), stderr: Buffer.concat(e).toString() };
 }
 
 /** A one-shot client container on the network: the server is reached as a remote host would. */
 async function client(image: string, network: string, cmd: string[], env: string[] = []): Promise<Out> {
   const c = await docker.createContainer({
-    Image: image, Cmd: cmd, Env: env, Labels: labels,
+    Image: image,
+    Cmd: cmd,
+    Env: env,
+    Labels: labels,
     HostConfig: { NetworkMode: network },
   });
   try {
     await c.start();
-    const { StatusCode } = await c.wait() as { StatusCode: number };
+    const { StatusCode } = (await c.wait()) as { StatusCode: number };
     const logs = await c.logs({ stdout: true, stderr: true, follow: false });
     return { code: StatusCode, ...demux(logs) };
   } finally {
@@ -132,10 +153,16 @@ test('postgres image: env vars, volume at PGDATA, remote scram auth, pg_dump/pg_
   const env = ['POSTGRES_USER=appuser', `POSTGRES_PASSWORD=${PASSWORD}`, 'POSTGRES_DB=appdb'];
   const spec = { image, network, volume, path: '/var/lib/postgresql/data' };
   // TCP on loopback: the initialisation server listens on the socket only, so this is the real one.
-  const ready = (id: string) => poll('postgres to accept connections', async () => {
-    const r = await exec(id, ['pg_isready', '-h', '127.0.0.1', '-p', '5432', '-U', 'appuser', '-d', 'appdb']);
-    return r.code === 0;
-  }, READY_MS, 500);
+  const ready = (id: string) =>
+    poll(
+      'postgres to accept connections',
+      async () => {
+        const r = await exec(id, ['pg_isready', '-h', '127.0.0.1', '-p', '5432', '-U', 'appuser', '-d', 'appdb']);
+        return r.code === 0;
+      },
+      READY_MS,
+      500,
+    );
   const psql = (sql: string, password = PASSWORD) =>
     client(image, network, ['psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', 'db', '-U', 'appuser', '-d', 'appdb', '-Atc', sql], [`PGPASSWORD=${password}`]);
 
@@ -180,10 +207,16 @@ test('mariadb image: env vars, volume at /var/lib/mysql, remote password auth, h
   const env = [`MARIADB_ROOT_PASSWORD=root-${PASSWORD}`, 'MARIADB_USER=appuser', `MARIADB_PASSWORD=${PASSWORD}`, 'MARIADB_DATABASE=appdb'];
   const spec = { image, network, volume, path: '/var/lib/mysql' };
   // Over TCP: the initialisation server has networking off, so an answer here is the real server.
-  const ready = (id: string) => poll('mariadb to accept connections', async () => {
-    const r = await exec(id, ['mariadb-admin', '--protocol=tcp', '-h', '127.0.0.1', '-u', 'appuser', 'ping'], [`MYSQL_PWD=${PASSWORD}`]);
-    return r.code === 0 && r.stdout.includes('mysqld is alive');
-  }, READY_MS, 500);
+  const ready = (id: string) =>
+    poll(
+      'mariadb to accept connections',
+      async () => {
+        const r = await exec(id, ['mariadb-admin', '--protocol=tcp', '-h', '127.0.0.1', '-u', 'appuser', 'ping'], [`MYSQL_PWD=${PASSWORD}`]);
+        return r.code === 0 && r.stdout.includes('mysqld is alive');
+      },
+      READY_MS,
+      500,
+    );
   const sql = (q: string, user = 'appuser', password = PASSWORD) =>
     client(image, network, ['mariadb', '-h', 'db', '-u', user, '--batch', '--skip-column-names', 'appdb', '-e', q], [`MYSQL_PWD=${password}`]);
 
@@ -235,12 +268,17 @@ test('redis image: --requirepass as the command, /data volume, redis-cli --rdb',
   const image = images.redis;
   const { network, volume, name } = await setup('redis');
   const spec = { image, network, volume, path: '/data' };
-  const cli = (args: string[], password?: string) =>
-    client(image, network, ['redis-cli', '-h', 'db', ...args], password === undefined ? [] : [`REDISCLI_AUTH=${password}`]);
-  const ready = (id: string) => poll('redis to answer', async () => {
-    const r = await exec(id, ['redis-cli', 'ping'], [`REDISCLI_AUTH=${PASSWORD}`]);
-    return r.code === 0 && r.stdout.trim() === 'PONG';
-  }, READY_MS, 500);
+  const cli = (args: string[], password?: string) => client(image, network, ['redis-cli', '-h', 'db', ...args], password === undefined ? [] : [`REDISCLI_AUTH=${password}`]);
+  const ready = (id: string) =>
+    poll(
+      'redis to answer',
+      async () => {
+        const r = await exec(id, ['redis-cli', 'ping'], [`REDISCLI_AUTH=${PASSWORD}`]);
+        return r.code === 0 && r.stdout.trim() === 'PONG';
+      },
+      READY_MS,
+      500,
+    );
 
   // The official image's form: the server and its options as the command.
   let id = await startServer({ ...spec, name, cmd: ['redis-server', '--requirepass', PASSWORD] });

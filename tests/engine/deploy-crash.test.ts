@@ -47,10 +47,18 @@ async function instance(): Promise<{ dataDir: string; port: number }> {
 async function serve({ dataDir, port }: { dataDir: string; port: number }): Promise<{ url: string; proc: ChildProcess }> {
   const proc = spawn(process.execPath, [CLI, 'serve'], {
     env: {
-      PATH: process.env.PATH, HOME: process.env.HOME,
-      SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_MASTER_KEY: TEST_MASTER_KEY,
-      SVC_PASSWORD_COST: '14', SVC_AUTH_RATE_LIMIT: '1000', SVC_LOG_LEVEL: 'warn', SVC_DOCKER_SOCKET: DOCKER_SOCKET,
-      SVC_ACCESS_LOG: join(dataDir, 'access.log'), SVC_SECURITY_DIR: join(dataDir, 'security'),
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SVC_DATA_DIR: dataDir,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: String(port),
+      SVC_MASTER_KEY: TEST_MASTER_KEY,
+      SVC_PASSWORD_COST: '14',
+      SVC_AUTH_RATE_LIMIT: '1000',
+      SVC_LOG_LEVEL: 'warn',
+      SVC_DOCKER_SOCKET: DOCKER_SOCKET,
+      SVC_ACCESS_LOG: join(dataDir, 'access.log'),
+      SVC_SECURITY_DIR: join(dataDir, 'security'),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -82,10 +90,15 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
 
   await git.commit(repo, webRepo('never', `RUN echo ${randomBytes(4).toString('hex')} && sleep 120`));
   const v2 = await deploy(admin, app.id);
-  await until('the slow build to run', async () => {
-    const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as { line: string }[];
-    return logs.some((l) => /sleep 120/.test(l.line));
-  }, 120_000, 200);
+  await until(
+    'the slow build to run',
+    async () => {
+      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as { line: string }[];
+      return logs.some((l) => /sleep 120/.test(l.line));
+    },
+    120_000,
+    200,
+  );
   srv.proc.kill('SIGKILL');
   await new Promise((r) => srv.proc.once('exit', r));
   child = null;
@@ -96,8 +109,14 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
   const d = await waitStatus(admin, app.id, v2.id, ['interrupted'], 60_000);
   assert.match(d.error, /stopped while/);
   assert.equal(await callInApp(engine, name, 'http://app:8080/'), 'old and steady\n');
-  assert.deepEqual((await listAppContainers(engine, name)).map((c) => c.id), oldContainers);
-  assert.deepEqual((await readdir(join(dataDir, 'work', app.id))).filter((n) => n.startsWith('.clone-')), []);
+  assert.deepEqual(
+    (await listAppContainers(engine, name)).map((c) => c.id),
+    oldContainers,
+  );
+  assert.deepEqual(
+    (await readdir(join(dataDir, 'work', app.id))).filter((n) => n.startsWith('.clone-')),
+    [],
+  );
   const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as { line: string }[];
   assert.ok(logs.some((l) => /^interrupted/.test(l.line)));
   // The app is deployable again.
@@ -146,13 +165,24 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   const [slow, later] = made as [{ id: string; name: string }, { id: string; name: string }];
   // Concurrency 1 (the default): the second app's deployment waits in the queue.
   const running = await deploy(admin, slow.id);
-  await until('the slow build to run', async () => {
-    const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as { line: string }[];
-    return logs.some((l) => /sleep 120/.test(l.line));
-  }, 120_000, 200);
+  await until(
+    'the slow build to run',
+    async () => {
+      const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as { line: string }[];
+      return logs.some((l) => /sleep 120/.test(l.line));
+    },
+    120_000,
+    200,
+  );
   const queued = await deploy(admin, later.id);
   const active = (await admin.req('GET', '/api/deployments/active')).body.items as { id: string; status: string }[];
-  assert.deepEqual(active.map((d) => [d.id, d.status]), [[running.id, 'building'], [queued.id, 'queued']]);
+  assert.deepEqual(
+    active.map((d) => [d.id, d.status]),
+    [
+      [running.id, 'building'],
+      [queued.id, 'queued'],
+    ],
+  );
 
   srv.proc.kill('SIGTERM');
   const how = await exited(srv.proc);
@@ -164,12 +194,18 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   const db = new Database(join(inst.dataDir, 'svc.db'), { readonly: true });
   try {
     const rows = db.prepare('select id, status, error from deployments where id in (?, ?) order by id').all(running.id, queued.id) as { id: string; status: string; error: string | null }[];
-    assert.deepEqual(rows.map((r) => [r.id, r.status]), [[running.id, 'interrupted'], [queued.id, 'queued']]);
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.status]),
+      [
+        [running.id, 'interrupted'],
+        [queued.id, 'queued'],
+      ],
+    );
     assert.match(rows[0]!.error ?? '', /shutting down/);
   } finally {
     db.close();
   }
-  assert.deepEqual((await listAppContainers(engine, slow.name)), [], 'the interrupted deployment left no container');
+  assert.deepEqual(await listAppContainers(engine, slow.name), [], 'the interrupted deployment left no container');
   assert.deepEqual(await engine.docker.listImages({ filters: { label: [`svc.deployment=${running.id}`] } }), [], 'nor an image');
 
   srv = await serve(inst);
@@ -181,7 +217,10 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   const interrupted = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}`)).body.deployment;
   assert.equal(interrupted.status, 'interrupted');
   const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as { line: string }[];
-  assert.ok(logs.some((l) => /^interrupted: the control plane is shutting down/.test(l.line)), logs.map((l) => l.line).join('\n'));
+  assert.ok(
+    logs.some((l) => /^interrupted: the control plane is shutting down/.test(l.line)),
+    logs.map((l) => l.line).join('\n'),
+  );
   srv.proc.kill('SIGTERM');
   assert.deepEqual(await exited(srv.proc), { code: 0, signal: null });
   child = null;

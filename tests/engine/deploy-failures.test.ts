@@ -91,7 +91,7 @@ test('SVC_KEEP_IMAGES: the oldest images are pruned, the kept ones roll back, a 
   }
   const [v1, v2, v3] = deps;
   // Pruning runs once the old containers are retired, after the deployment succeeded.
-  await until('the oldest deployment\'s image to be pruned', async () => (await imagesOf(v1.id)).length === 0, 60_000, 250);
+  await until("the oldest deployment's image to be pruned", async () => (await imagesOf(v1.id)).length === 0, 60_000, 250);
   assert.deepEqual(await imagesOf(v2.id), [`svc/${app.name}-app:${v2.id}`]);
   assert.deepEqual(await imagesOf(v3.id), [`svc/${app.name}-app:${v3.id}`]);
 
@@ -115,7 +115,10 @@ test('SVC_KEEP_IMAGES: the oldest images are pruned, the kept ones roll back, a 
 test('a repository with bad compose input: each deployment fails with the reason, and nothing of the app reaches the engine', async (t) => {
   if (!(await needDocker(t))) return;
   let laughs = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
-  for (let i = 1; i < 10; i++) laughs += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
+  for (let i = 1; i < 10; i++)
+    laughs += `a${i}: &a${i} [${Array(9)
+      .fill(`*a${i - 1}`)
+      .join(',')}]\n`;
   const inputs: Array<[string, RegExp]> = [
     ['services: [not yaml', /yaml|parse|flow/i],
     [`${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`, /alias|anchor|large|expan/i],
@@ -131,10 +134,26 @@ test('a repository with bad compose input: each deployment fails with the reason
     assert.match(String(done.error), reason, `input ${i}: ${done.error}`);
     // Checked after every attempt: a later one must not be the first to notice a leftover.
     const label = { label: [`svc.app=${app.name}`] };
-    assert.deepEqual((await direct.docker.listContainers({ all: true, filters: label })).map((c) => c.Names), [], `input ${i}: containers`);
-    assert.deepEqual((await direct.docker.listNetworks({ filters: label })).map((n) => n.Name), [], `input ${i}: networks`);
-    assert.deepEqual(((await direct.docker.listVolumes({ filters: label })).Volumes ?? []).map((v) => v.Name), [], `input ${i}: volumes`);
-    assert.deepEqual((await direct.docker.listImages({ filters: label })).map((x) => x.RepoTags), [], `input ${i}: images`);
+    assert.deepEqual(
+      (await direct.docker.listContainers({ all: true, filters: label })).map((c) => c.Names),
+      [],
+      `input ${i}: containers`,
+    );
+    assert.deepEqual(
+      (await direct.docker.listNetworks({ filters: label })).map((n) => n.Name),
+      [],
+      `input ${i}: networks`,
+    );
+    assert.deepEqual(
+      ((await direct.docker.listVolumes({ filters: label })).Volumes ?? []).map((v) => v.Name),
+      [],
+      `input ${i}: volumes`,
+    );
+    assert.deepEqual(
+      (await direct.docker.listImages({ filters: label })).map((x) => x.RepoTags),
+      [],
+      `input ${i}: images`,
+    );
   }
 });
 
@@ -146,11 +165,18 @@ test(`the deploy log stops at ${MAX_LOG_LINES} lines, and says so as its last li
   assert.equal(done.status, 'succeeded');
   const lines = await allLogs(app.id, d.id);
   assert.equal(lines.length, MAX_LOG_LINES);
-  assert.deepEqual(lines.map((l) => l.seq), lines.map((_, i) => i + 1), 'dense, in order');
+  assert.deepEqual(
+    lines.map((l) => l.seq),
+    lines.map((_, i) => i + 1),
+    'dense, in order',
+  );
   const last = lines.at(-1)!;
   assert.equal(last.stream, 'deploy');
   assert.equal(last.line, `log truncated: more than ${MAX_LOG_LINES} lines or ${MAX_LOG_BYTES / 1024 / 1024} MiB`);
-  assert.ok(lines.some((l) => l.line === '1'), 'the build output is there up to the cap');
+  assert.ok(
+    lines.some((l) => l.line === '1'),
+    'the build output is there up to the cap',
+  );
   assert.ok(!lines.some((l) => l.line === String(MAX_LOG_LINES + 2000)), 'and not past it');
   assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'many lines\n');
 });
@@ -215,21 +241,28 @@ test('races: a push webhook against a manual deploy: the push is never lost, two
     const hook = fetch(`${s!.url}/webhooks/${app.id}`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': `race-${uniq()}-${++delivery}`,
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': `race-${uniq()}-${++delivery}`,
         'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
       },
       body: new Uint8Array(body),
-    }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     const [manual, pushed] = await Promise.all([admin.req('POST', `/api/apps/${app.id}/deployments`, {}), hook]);
     assert.ok(manual.status === 202 || manual.status === 409, `manual: ${manual.status} ${manual.text}`);
     assert.equal(pushed.status, 202, JSON.stringify(pushed.body));
     const ids = [pushed.body.deployment.id, ...(manual.status === 202 ? [manual.body.deployment.id] : [])];
     let overlap = false;
-    await until('both to finish', async () => {
-      const active = ((await admin.req('GET', '/api/deployments/active')).body.items as { app_id: string; status: string }[]).filter((d) => d.app_id === app.id);
-      if (active.filter((d) => d.status !== 'queued').length > 1) overlap = true;
-      return active.length === 0;
-    }, 240_000, 100);
+    await until(
+      'both to finish',
+      async () => {
+        const active = ((await admin.req('GET', '/api/deployments/active')).body.items as { app_id: string; status: string }[]).filter((d) => d.app_id === app.id);
+        if (active.filter((d) => d.status !== 'queued').length > 1) overlap = true;
+        return active.length === 0;
+      },
+      240_000,
+      100,
+    );
     assert.equal(overlap, false, 'two deployments of one app ran at once');
     for (const id of ids) {
       const d = (await admin.req('GET', `/api/apps/${app.id}/deployments/${id}`)).body.deployment;
@@ -256,10 +289,11 @@ test('races: concurrent env replacements end as one of the two sets, never a mix
     const list = (await admin.req('GET', `/api/apps/${id}/env`)).body.items as { key: string; secret: boolean; value: string | null }[];
     const shared = (await admin.req('GET', `/api/apps/${id}/env/SHARED/reveal`)).body.value;
     const got = JSON.stringify({ list: [...list].sort((x, y) => x.key.localeCompare(y.key)), shared });
-    const expect = (set: typeof setA) => JSON.stringify({
-      list: set.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })).sort((x, y) => x.key.localeCompare(y.key)),
-      shared: set.find((v) => v.key === 'SHARED')!.value,
-    });
+    const expect = (set: typeof setA) =>
+      JSON.stringify({
+        list: set.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })).sort((x, y) => x.key.localeCompare(y.key)),
+        shared: set.find((v) => v.key === 'SHARED')!.value,
+      });
     assert.ok(got === expect(setA) || got === expect(setB), `a mix of the two: ${got}`);
     outcomes.add(got === expect(setA) ? 'a' : 'b');
   }

@@ -73,16 +73,29 @@ test('first deploy of a Dockerfile repo reaches succeeded, records the commit, a
   assert.equal(got.body.app.status, 'running');
   const logs = await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`);
   const lines = logs.body.items as { seq: number; line: string; stream: string }[];
-  assert.deepEqual(lines.map((l) => l.seq), lines.map((_, i) => i + 1), 'seq numbers are dense and ordered');
-  assert.ok(lines.some((l) => l.stream === 'build'), 'build output is in the log');
+  assert.deepEqual(
+    lines.map((l) => l.seq),
+    lines.map((_, i) => i + 1),
+    'seq numbers are dense and ordered',
+  );
+  assert.ok(
+    lines.some((l) => l.stream === 'build'),
+    'build output is in the log',
+  );
   assert.ok(lines.some((l) => /probing GET \/ on port 8080/.test(l.line)));
   const page = await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs?after=2&limit=3`);
-  assert.deepEqual(page.body.items.map((l: any) => l.seq), [3, 4, 5]);
+  assert.deepEqual(
+    page.body.items.map((l: any) => l.seq),
+    [3, 4, 5],
+  );
   assert.equal(page.body.next_after, 5);
   const list = await admin.req('GET', `/api/apps/${app.id}/deployments`);
   assert.equal(list.body.items[0].id, d.id);
   const events = await s.env.db.selectFrom('deployment_events').select('status').where('deployment_id', '=', d.id).orderBy('id').execute();
-  assert.deepEqual(events.map((e) => e.status), ['queued', 'cloning', 'building', 'deploying', 'health_checking', 'succeeded']);
+  assert.deepEqual(
+    events.map((e) => e.status),
+    ['queued', 'cloning', 'building', 'deploying', 'health_checking', 'succeeded'],
+  );
 });
 
 test('a compose repo with two services and a healthcheck deploys; secrets are masked in the log', async (t) => {
@@ -180,15 +193,24 @@ test('a second manual deploy while one is active is 409; cancel during a slow bu
   const again = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(again.status, 409, again.text);
   assert.equal(again.body.code, 'conflict');
-  await until('the slow build to be running', async () => {
-    const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as { line: string }[];
-    return logs.some((l) => /sleep 120/.test(l.line));
-  }, 120_000, 250);
+  await until(
+    'the slow build to be running',
+    async () => {
+      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as { line: string }[];
+      return logs.some((l) => /sleep 120/.test(l.line));
+    },
+    120_000,
+    250,
+  );
   const c = await admin.req('POST', `/api/apps/${app.id}/deployments/${d.id}/cancel`);
   assert.equal(c.status, 200, c.text);
   assert.equal(c.body.deployment.status, 'canceled');
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'steady v1\n');
-  assert.deepEqual((await listAppContainers(s.env.engine, app.name)).map((x) => x.id), before, 'the old containers were not touched');
+  assert.deepEqual(
+    (await listAppContainers(s.env.engine, app.name)).map((x) => x.id),
+    before,
+    'the old containers were not touched',
+  );
   const imgs = await s.env.engine.docker.listImages({ filters: { label: [`svc.deployment=${d.id}`] } });
   assert.equal(imgs.length, 0);
   // After a cancel, a new deploy is accepted at once.
@@ -215,7 +237,10 @@ test('a new version failing its health check ends failed and the old version kee
   const failed = await waitStatus(admin, app.id, v3.id, ['failed']);
   assert.match(failed.error, /unhealthy/);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'version two\n');
-  assert.ok((await listAppContainers(s.env.engine, app.name)).every((c) => c.deployment === v2.id), 'only v2 containers remain');
+  assert.ok(
+    (await listAppContainers(s.env.engine, app.name)).every((c) => c.deployment === v2.id),
+    'only v2 containers remain',
+  );
   assert.equal((await admin.req('GET', `/api/apps/${app.id}`)).body.app.status, 'running');
 
   const rb = await admin.req('POST', `/api/apps/${app.id}/deployments/${v1.id}/rollback`);
@@ -239,7 +264,11 @@ test('a redeploy loses no request from a client calling the service by name ever
   const client = await engine.docker.createContainer({
     Image: BASE_IMAGE,
     Labels: { 'svc.test': 'client' },
-    Cmd: ['sh', '-c', 'ok=0; fail=0; while [ ! -f /tmp/stop ]; do if timeout 5 wget -q -O /tmp/body http://app:8080/ 2>/tmp/err; then ok=$((ok+1)); cat /tmp/body >> /tmp/seen; else fail=$((fail+1)); read u rest < /proc/uptime; echo "$u $(cat /tmp/err)" >> /tmp/fails; fi; echo "$ok $fail" > /tmp/count; sleep 0.02; done; echo done > /tmp/finished; sleep 600'],
+    Cmd: [
+      'sh',
+      '-c',
+      'ok=0; fail=0; while [ ! -f /tmp/stop ]; do if timeout 5 wget -q -O /tmp/body http://app:8080/ 2>/tmp/err; then ok=$((ok+1)); cat /tmp/body >> /tmp/seen; else fail=$((fail+1)); read u rest < /proc/uptime; echo "$u $(cat /tmp/err)" >> /tmp/fails; fi; echo "$ok $fail" > /tmp/count; sleep 0.02; done; echo done > /tmp/finished; sleep 600',
+    ],
     HostConfig: { NetworkMode: `svc-${app.name}` },
   });
   try {
@@ -300,12 +329,17 @@ test('two apps deploy in parallel with concurrency 2', async (t) => {
     for (const a of made) deps.push(await deploy(a.id));
     let overlap = false;
     const running = new Set(['cloning', 'building', 'deploying', 'health_checking']);
-    await until('both deployments to finish', async () => {
-      const active = (await admin.req('GET', '/api/deployments/active')).body.items as { id: string; status: string }[];
-      const mine = active.filter((d) => deps.some((x) => x.id === d.id));
-      if (mine.filter((d) => running.has(d.status)).length === 2) overlap = true;
-      return mine.length === 0;
-    }, 240_000, 100);
+    await until(
+      'both deployments to finish',
+      async () => {
+        const active = (await admin.req('GET', '/api/deployments/active')).body.items as { id: string; status: string }[];
+        const mine = active.filter((d) => deps.some((x) => x.id === d.id));
+        if (mine.filter((d) => running.has(d.status)).length === 2) overlap = true;
+        return mine.length === 0;
+      },
+      240_000,
+      100,
+    );
     assert.ok(overlap, 'both were running at the same time');
     for (const [i, d] of deps.entries()) {
       const r = await admin.req('GET', `/api/apps/${made[i]!.id}/deployments/${d.id}`);
@@ -338,8 +372,15 @@ test('a WebSocket client subscribing late to build:<id> receives the whole log i
   const stored = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as any[];
   await until('every line over the socket', async () => got.length >= stored.length, 30_000, 100);
   ws.close();
-  assert.deepEqual(got.map((x) => x.seq), stored.map((x) => x.seq), 'no gap, no duplicate, in order');
-  assert.deepEqual(got.map((x) => x.line), stored.map((x) => x.line));
+  assert.deepEqual(
+    got.map((x) => x.seq),
+    stored.map((x) => x.seq),
+    'no gap, no duplicate, in order',
+  );
+  assert.deepEqual(
+    got.map((x) => x.line),
+    stored.map((x) => x.line),
+  );
   assert.ok(stored.filter((x) => /^line-39$/.test(x.line)).length >= 1);
 });
 
@@ -356,7 +397,9 @@ test('stats:, logs: and host topics produce data only while subscribed', async (
   const bus = s.env.bus;
   // What the producer publishes on the topic, seen without subscribing to it (which would start it).
   let produced = 0;
-  const offAny = bus.onAny((e) => { if (e.topic === `stats:${app.id}`) produced++; });
+  const offAny = bus.onAny((e) => {
+    if (e.topic === `stats:${app.id}`) produced++;
+  });
   const logs: any[] = [];
   const stats: any[] = [];
   const host: any[] = [];

@@ -27,9 +27,12 @@ before(async () => {
   await ensureBaseImage();
   git = await startGitServer();
   proxy = await startEngineProxy();
-  s = await startTestServer({ SVC_DOCKER_SOCKET: proxy.socketPath }, {
-    deploy: { healthTimeoutMs: 120_000, settleMs: 1_500, reaperEveryMs: 200, timeoutMs: DEFAULT_TIMEOUT, reapGraceMs: 10_000 },
-  });
+  s = await startTestServer(
+    { SVC_DOCKER_SOCKET: proxy.socketPath },
+    {
+      deploy: { healthTimeoutMs: 120_000, settleMs: 1_500, reaperEveryMs: 200, timeoutMs: DEFAULT_TIMEOUT, reapGraceMs: 10_000 },
+    },
+  );
   admin = await adminClient(s);
 });
 
@@ -50,13 +53,9 @@ const uniq = () => randomBytes(3).toString('hex');
 function slowToStart(content: string): Record<string, string> {
   return {
     'index.html': `${content}\n`,
-    Dockerfile: [
-      `FROM ${BASE_IMAGE}`,
-      `RUN echo ${uniq()}`,
-      'COPY index.html /www/index.html',
-      'EXPOSE 8080',
-      `CMD ["sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait; httpd -f -p 8080 -h /www"]`,
-    ].join('\n') + '\n',
+    Dockerfile:
+      [`FROM ${BASE_IMAGE}`, `RUN echo ${uniq()}`, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait; httpd -f -p 8080 -h /www"]`].join('\n') +
+      '\n',
   };
 }
 
@@ -148,10 +147,15 @@ test('the engine goes away mid-build: the deployment fails with a readable reaso
     await proxy!.restore();
   }
   await until('the app status to be right again', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
-  await until('the build leftovers to be gone', async () => {
-    const l = await leftovers(d.id);
-    return l.containers === 0 && l.images === 0;
-  }, 60_000, 250);
+  await until(
+    'the build leftovers to be gone',
+    async () => {
+      const l = await leftovers(d.id);
+      return l.containers === 0 && l.images === 0;
+    },
+    60_000,
+    250,
+  );
   await git!.commit(app.repo, webRepo('version three'));
   const next = await deploy(app.id);
   await waitStatus(admin, app.id, next.id, ['succeeded']);
@@ -217,7 +221,7 @@ test('a deployment wedged on an engine that stopped answering is failed by the r
     opts.timeoutMs = DEFAULT_TIMEOUT;
     proxy!.stall(false);
   }
-  await until('the wedged deployment\'s container to be removed', async () => (await leftovers(d.id)).containers === 0, 60_000, 250);
+  await until("the wedged deployment's container to be removed", async () => (await leftovers(d.id)).containers === 0, 60_000, 250);
   await until('the app status to be running', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
   await git!.commit(app.repo, webRepo('version three'));
   const next = await deploy(app.id);

@@ -69,7 +69,11 @@ async function sh(id: string, script: string): Promise<string> {
   return r.stdout.toString();
 }
 
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 test('a container that writes git hooks, filters and config into its bind mounts never runs code on the host, and its writes never reach the working copy', async (t) => {
   if (!(await needDocker(t)) || !ready) return;
@@ -92,7 +96,7 @@ test('a container that writes git hooks, filters and config into its bind mounts
     KEEP_RUNNING,
   ].join(' ');
   const files = (v: string) => ({
-    'version': `${v}\n`,
+    version: `${v}\n`,
     'conf/version': `${v}\n`,
     'notes.txt': `notes ${v}\n`,
     'data/.keep': '',
@@ -135,7 +139,10 @@ test('a container that writes git hooks, filters and config into its bind mounts
   assert.equal(await exists(join(repoDir, 'ATTACKED')), false);
   assert.equal(await exists(join(repoDir, '.git', 'info', 'attributes')), false);
   assert.equal(await exists(join(repoDir, '.git', 'extra')), false);
-  assert.deepEqual((await readdir(join(repoDir, '.git', 'hooks')).catch(() => [])).filter((h) => !h.endsWith('.sample')), []);
+  assert.deepEqual(
+    (await readdir(join(repoDir, '.git', 'hooks')).catch(() => [])).filter((h) => !h.endsWith('.sample')),
+    [],
+  );
   assert.equal(await readFile(join(repoDir, 'version'), 'utf8'), 'v2\n');
 
   // What an operator expects: the source is fresh, the data is kept.
@@ -235,13 +242,19 @@ test('a compose file that is a symlink out of the repository is refused, never r
   await symlink(join(hostDir, 'passwd'), join(git.base, viaFile, 'compose.yaml'));
   await git.commit(viaFile, { Dockerfile: `FROM ${BASE_IMAGE}\n` });
 
-  for (const [repo, extra, name] of [[viaDir, { compose_path: 'deploy/compose.yaml' }, 'deploy/compose.yaml'], [viaFile, {}, 'compose.yaml']] as const) {
+  for (const [repo, extra, name] of [
+    [viaDir, { compose_path: 'deploy/compose.yaml' }, 'deploy/compose.yaml'],
+    [viaFile, {}, 'compose.yaml'],
+  ] as const) {
     const app = await createApp(repo, extra);
     const probe = await admin.req('POST', `/api/apps/${app.id}/detect-compose`);
     assert.equal(probe.status, 200, probe.text);
     assert.ok(!probe.text.includes(secret), `the probe must not read the host file: ${probe.text}`);
     assert.deepEqual(probe.body.services, []);
-    assert.ok(probe.body.findings.some((f: { level: string; message: string }) => f.level === 'error' && f.message.includes(`compose file ${name} resolves outside the repository`)), probe.text);
+    assert.ok(
+      probe.body.findings.some((f: { level: string; message: string }) => f.level === 'error' && f.message.includes(`compose file ${name} resolves outside the repository`)),
+      probe.text,
+    );
 
     const r = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
     assert.equal(r.status, 202, r.text);

@@ -29,48 +29,73 @@ after(async () => {
 });
 
 const uniq = () => randomBytes(4).toString('hex');
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 type Tamper = (git: string, marker: string) => Promise<void>;
 
 // What a container with the working copy mounted could write into its .git (before the fix,
 // `./:/app` mounted exactly that).
 const VECTORS: [string, Tamper][] = [
-  ['filter driver in .git/config with .git/info/attributes', async (g, m) => {
-    await appendFile(join(g, 'config'), `[filter "evil"]\n\tsmudge = touch ${m}; cat\n\tclean = cat\n`);
-    await mkdir(join(g, 'info'), { recursive: true });
-    await writeFile(join(g, 'info', 'attributes'), '* filter=evil\n');
-  }],
-  ['filter driver through include.path', async (g, m) => {
-    await writeFile(join(g, 'extra'), `[filter "inc"]\n\tsmudge = touch ${m}; cat\n`);
-    await appendFile(join(g, 'config'), '[include]\n\tpath = extra\n');
-    await mkdir(join(g, 'info'), { recursive: true });
-    await writeFile(join(g, 'info', 'attributes'), '* filter=inc\n');
-  }],
-  ['core.gitProxy for git://', async (g, m) => {
-    await appendFile(join(g, 'config'), `[core]\n\tgitProxy = touch ${m}\n`);
-  }],
-  ['core.fsmonitor', async (g, m) => {
-    await appendFile(join(g, 'config'), `[core]\n\tfsmonitor = touch ${m}\n`);
-  }],
-  ['hooks with core.hooksPath', async (g, m) => {
-    await mkdir(join(g, 'myhooks'), { recursive: true });
-    for (const h of ['post-checkout', 'reference-transaction', 'post-merge']) {
-      await writeFile(join(g, 'myhooks', h), `#!/bin/sh\ntouch ${m}\n`);
-      await chmod(join(g, 'myhooks', h), 0o755);
-    }
-    await appendFile(join(g, 'config'), `[core]\n\thooksPath = ${join(g, 'myhooks')}\n`);
-  }],
-  ['.git/config replaced by a symlink', async (g, m) => {
-    const other = join(g, '..', '..', `evil-config-${uniq()}`);
-    await writeFile(other, `${await readFile(join(g, 'config'), 'utf8')}[core]\n\tgitProxy = touch ${m}\n`);
-    await rm(join(g, 'config'));
-    await symlink(other, join(g, 'config'));
-  }],
-  ['objects/info/alternates to another repository', async (g) => {
-    await mkdir(join(g, 'objects', 'info'), { recursive: true });
-    await writeFile(join(g, 'objects', 'info', 'alternates'), `${join(srv.base)}\n`);
-  }],
+  [
+    'filter driver in .git/config with .git/info/attributes',
+    async (g, m) => {
+      await appendFile(join(g, 'config'), `[filter "evil"]\n\tsmudge = touch ${m}; cat\n\tclean = cat\n`);
+      await mkdir(join(g, 'info'), { recursive: true });
+      await writeFile(join(g, 'info', 'attributes'), '* filter=evil\n');
+    },
+  ],
+  [
+    'filter driver through include.path',
+    async (g, m) => {
+      await writeFile(join(g, 'extra'), `[filter "inc"]\n\tsmudge = touch ${m}; cat\n`);
+      await appendFile(join(g, 'config'), '[include]\n\tpath = extra\n');
+      await mkdir(join(g, 'info'), { recursive: true });
+      await writeFile(join(g, 'info', 'attributes'), '* filter=inc\n');
+    },
+  ],
+  [
+    'core.gitProxy for git://',
+    async (g, m) => {
+      await appendFile(join(g, 'config'), `[core]\n\tgitProxy = touch ${m}\n`);
+    },
+  ],
+  [
+    'core.fsmonitor',
+    async (g, m) => {
+      await appendFile(join(g, 'config'), `[core]\n\tfsmonitor = touch ${m}\n`);
+    },
+  ],
+  [
+    'hooks with core.hooksPath',
+    async (g, m) => {
+      await mkdir(join(g, 'myhooks'), { recursive: true });
+      for (const h of ['post-checkout', 'reference-transaction', 'post-merge']) {
+        await writeFile(join(g, 'myhooks', h), `#!/bin/sh\ntouch ${m}\n`);
+        await chmod(join(g, 'myhooks', h), 0o755);
+      }
+      await appendFile(join(g, 'config'), `[core]\n\thooksPath = ${join(g, 'myhooks')}\n`);
+    },
+  ],
+  [
+    '.git/config replaced by a symlink',
+    async (g, m) => {
+      const other = join(g, '..', '..', `evil-config-${uniq()}`);
+      await writeFile(other, `${await readFile(join(g, 'config'), 'utf8')}[core]\n\tgitProxy = touch ${m}\n`);
+      await rm(join(g, 'config'));
+      await symlink(other, join(g, 'config'));
+    },
+  ],
+  [
+    'objects/info/alternates to another repository',
+    async (g) => {
+      await mkdir(join(g, 'objects', 'info'), { recursive: true });
+      await writeFile(join(g, 'objects', 'info', 'alternates'), `${join(srv.base)}\n`);
+    },
+  ],
 ];
 
 test('a working copy whose .git was tampered with is never reused: no command runs, a fresh clone replaces it', async () => {
@@ -79,7 +104,17 @@ test('a working copy whose .git was tampered with is never reused: no command ru
   let n = 0;
   await srv.commit(repo, { 'a.txt': 'v0\n', 'b.txt': 'b\n' });
   const lines: string[] = [];
-  const opts = (dep: string) => ({ workRoot: work, appId: 'app1', deploymentId: dep, url: srv.url(repo), ref: 'main', env: {}, timeoutMs: 60_000, maxBytes: 64 * 1024 * 1024, log: (l: string) => lines.push(l) });
+  const opts = (dep: string) => ({
+    workRoot: work,
+    appId: 'app1',
+    deploymentId: dep,
+    url: srv.url(repo),
+    ref: 'main',
+    env: {},
+    timeoutMs: 60_000,
+    maxBytes: 64 * 1024 * 1024,
+    log: (l: string) => lines.push(l),
+  });
   const first = await checkout(opts(`d${n++}`));
   assert.equal(first.fresh, true);
   const pristine = await readFile(join(first.dir, '.git', 'config'), 'utf8');
@@ -92,7 +127,10 @@ test('a working copy whose .git was tampered with is never reused: no command ru
     const co = await checkout(opts(`d${n++}`));
     assert.equal(await exists(marker), false, `${what}: git ran the command the working copy asked for`);
     assert.equal(co.fresh, true, `${what}: a tampered working copy must be replaced`);
-    assert.ok(lines.some((l) => /not the one the control plane wrote/.test(l)), `${what}: ${lines.join(' | ')}`);
+    assert.ok(
+      lines.some((l) => /not the one the control plane wrote/.test(l)),
+      `${what}: ${lines.join(' | ')}`,
+    );
     assert.equal(await readFile(join(co.dir, 'a.txt'), 'utf8'), `${what}\n`);
     assert.equal(await readFile(join(co.dir, '.git', 'config'), 'utf8'), pristine, `${what}: the config is ours again`);
   }
@@ -120,7 +158,7 @@ test('git reads no configuration of the service user: ~/.gitconfig and XDG confi
     const dir = join(root, `clone-${uniq()}`);
     await shallowClone({ url: srv.url(repo), ref: 'main', dir });
     assert.equal(await readFile(join(dir, 'a.txt'), 'utf8'), 'a\n');
-    assert.equal(await exists(marker), false, 'a filter from the service user\'s git config ran');
+    assert.equal(await exists(marker), false, "a filter from the service user's git config ran");
   } finally {
     process.env.HOME = saved.HOME;
     if (saved.XDG_CONFIG_HOME === undefined) delete process.env.XDG_CONFIG_HOME;
@@ -155,7 +193,10 @@ test('without a deploy key, ssh gets no agent, no ~/.ssh key, no ssh_config, no 
   for (const want of ['IdentityFile=none', 'IdentitiesOnly=yes', 'IdentityAgent=none', 'ProxyCommand=none', 'PermitLocalCommand=no', 'BatchMode=yes', 'GlobalKnownHostsFile=/dev/null']) {
     assert.ok(o.includes(want), `${want} in ${args.join(' ')}`);
   }
-  assert.ok(o.some((x) => x.startsWith('UserKnownHostsFile=/') && !x.includes('/root/') && !x.includes('/.ssh/')), 'known hosts of our own');
+  assert.ok(
+    o.some((x) => x.startsWith('UserKnownHostsFile=/') && !x.includes('/root/') && !x.includes('/.ssh/')),
+    'known hosts of our own',
+  );
   const host = args.indexOf('git@127.0.0.1');
   assert.ok(host > 0 && args[host - 1] === '--', `"--" before the host: ${args.join(' ')}`);
   assert.equal(args[host - 3], '-p');
@@ -166,10 +207,12 @@ test('with a deploy key, ssh uses that key alone, no proxy, and "--" before the 
   const key = generateDeployKey('svc-test');
   const known = join(root, `ssh-${uniq()}`, 'known_hosts');
   let keyFile = '';
-  const args = await sshArgs(() => withDeployKey(key.privateKey, known, (env, paths) => {
-    keyFile = paths.keyFile;
-    return runGit(['ls-remote', '--', 'git@127.0.0.1:srv/repo.git'], { env, timeoutMs: 20_000 });
-  }));
+  const args = await sshArgs(() =>
+    withDeployKey(key.privateKey, known, (env, paths) => {
+      keyFile = paths.keyFile;
+      return runGit(['ls-remote', '--', 'git@127.0.0.1:srv/repo.git'], { env, timeoutMs: 20_000 });
+    }),
+  );
   const i = args.indexOf('-i');
   assert.equal(args[i + 1], keyFile);
   const o = options(args);

@@ -14,7 +14,6 @@ let root = '';
 let daemon: ChildProcess | undefined;
 let port = 0;
 
-
 async function makeRepo(name: string, files: Record<string, string | Buffer>, branch = 'main'): Promise<void> {
   const work = join(root, 'work', name);
   await mkdir(work, { recursive: true });
@@ -73,7 +72,11 @@ test('shallow clone of a branch returns commit and subject; detect-compose and e
   assert.equal(out.detection.compose_path, 'compose.yaml', 'compose.yaml wins over docker-compose.yml');
   assert.deepEqual(out.detection.services, ['web', 'worker']);
   assert.equal(out.detection.dockerfile, null);
-  assert.deepEqual(out.env, [{ key: 'PORT', value: '8080' }, { key: 'SECRET', value: 'change me' }, { key: 'EMPTY', value: '' }]);
+  assert.deepEqual(out.env, [
+    { key: 'PORT', value: '8080' },
+    { key: 'SECRET', value: 'change me' },
+    { key: 'EMPTY', value: '' },
+  ]);
   await assert.rejects(readdir(seenDir), { code: 'ENOENT' }, 'the temporary clone is removed');
 });
 
@@ -91,13 +94,30 @@ test('a repository with neither compose file nor Dockerfile says so', async () =
 
 test('failures: unknown branch, unknown repo, over the size bound, canceled; the temp dir is always removed', async () => {
   const before = (await readdir(tmpdir())).filter((n) => n.startsWith('svc-clone-')).length;
-  await assert.rejects(withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'nope' }, async () => 1), (e: unknown) => e instanceof GitError && e.kind === 'failed' && /nope/.test(e.message));
-  await assert.rejects(withTempClone({ url: `git://127.0.0.1:${port}/missing.git`, ref: 'main' }, async () => 1), (e: unknown) => e instanceof GitError && e.kind === 'failed');
-  await assert.rejects(withTempClone({ url: `git://127.0.0.1:${port}/big-app.git`, ref: 'main', maxBytes: 1024 * 1024 }, async () => 1), (e: unknown) => e instanceof GitError && e.kind === 'too_large');
+  await assert.rejects(
+    withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'nope' }, async () => 1),
+    (e: unknown) => e instanceof GitError && e.kind === 'failed' && /nope/.test(e.message),
+  );
+  await assert.rejects(
+    withTempClone({ url: `git://127.0.0.1:${port}/missing.git`, ref: 'main' }, async () => 1),
+    (e: unknown) => e instanceof GitError && e.kind === 'failed',
+  );
+  await assert.rejects(
+    withTempClone({ url: `git://127.0.0.1:${port}/big-app.git`, ref: 'main', maxBytes: 1024 * 1024 }, async () => 1),
+    (e: unknown) => e instanceof GitError && e.kind === 'too_large',
+  );
   const ac = new AbortController();
   ac.abort();
-  await assert.rejects(withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'main', signal: ac.signal }, async () => 1), (e: unknown) => e instanceof GitError && e.kind === 'aborted');
-  await assert.rejects(withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'main' }, async () => { throw new Error('fn failed'); }), /fn failed/);
+  await assert.rejects(
+    withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'main', signal: ac.signal }, async () => 1),
+    (e: unknown) => e instanceof GitError && e.kind === 'aborted',
+  );
+  await assert.rejects(
+    withTempClone({ url: `git://127.0.0.1:${port}/compose-app.git`, ref: 'main' }, async () => {
+      throw new Error('fn failed');
+    }),
+    /fn failed/,
+  );
   const afterCount = (await readdir(tmpdir())).filter((n) => n.startsWith('svc-clone-')).length;
   assert.equal(afterCount, before);
 });

@@ -20,9 +20,21 @@ before(async () => {
 after(async () => {
   if (!s) return;
   const d = s.env.engine.docker;
-  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } })) await d.getContainer(ct.Id).remove({ force: true }).catch(() => {});
-  for (const im of await d.listImages({ filters: { label: [`svc.test=${tag}`] } })) await d.getImage(im.Id).remove({ force: true }).catch(() => {});
-  for (const v of (await d.listVolumes({ filters: { label: [`svc.test=${tag}`] } })).Volumes ?? []) await d.getVolume(v.Name).remove().catch(() => {});
+  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
+    await d
+      .getContainer(ct.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const im of await d.listImages({ filters: { label: [`svc.test=${tag}`] } }))
+    await d
+      .getImage(im.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const v of (await d.listVolumes({ filters: { label: [`svc.test=${tag}`] } })).Volumes ?? [])
+    await d
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => {});
   await s.stop();
 });
 
@@ -44,7 +56,7 @@ test('info and disk describe the instance and the engine', async (t) => {
   assert.ok(d.body.images.count > 0);
 });
 
-test('prune removes stopped unowned containers and dangling images, never an app\'s', async (t) => {
+test("prune removes stopped unowned containers and dangling images, never an app's", async (t) => {
   if (!(await needEngine(t))) return;
   const d = s!.env.engine.docker;
   const scope = `svc.test=${tag}`;
@@ -114,12 +126,20 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
 
   const r = await c.req('POST', '/api/instance/reset', { confirm: 'RESET' });
   assert.equal(r.status, 200, r.text);
-  assert.ok(r.body.removed.some((a: any) => a.name === name), r.text);
+  assert.ok(
+    r.body.removed.some((a: any) => a.name === name),
+    r.text,
+  );
   assert.deepEqual(r.body.failed, []);
-  await poll('nothing of the app left', async () => {
-    const o = await owned();
-    return o.containers + o.networks + o.volumes + o.images === 0 ? o : null;
-  }, 60_000, 250);
+  await poll(
+    'nothing of the app left',
+    async () => {
+      const o = await owned();
+      return o.containers + o.networks + o.volumes + o.images === 0 ? o : null;
+    },
+    60_000,
+    250,
+  );
   await assert.rejects(d.getImage(img.Id).inspect(), /no such image/i);
   assert.deepEqual((await c.req('GET', '/api/apps')).body.items, []);
   // Operators, tokens, audit stay.

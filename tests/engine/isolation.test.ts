@@ -28,7 +28,11 @@ const deployed = new Set<string>();
 const made: string[] = [];
 
 after(async () => {
-  for (const id of made) await engine.docker.getContainer(id).remove({ force: true, v: true }).catch(() => {});
+  for (const id of made)
+    await engine.docker
+      .getContainer(id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
   for (const a of deployed) await cleanupApp(engine, a);
   await cleanup(engine, apps);
 });
@@ -46,7 +50,13 @@ test('the real control plane in its container: an app it deployed cannot reach i
   const image = await needControlImage(t);
   if (!image) return;
   await ensureControlNetwork(engine);
-  await run('sh', ['-c', 'printf "FROM %s\\nRUN mkdir -p /www && echo app-own-service > /www/index.html\\nEXPOSE 8080\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -', 'sh', BASE_IMAGE, WEB_IMAGE]);
+  await run('sh', [
+    '-c',
+    'printf "FROM %s\\nRUN mkdir -p /www && echo app-own-service > /www/index.html\\nEXPOSE 8080\\nCMD [\\"httpd\\", \\"-f\\", \\"-p\\", \\"8080\\", \\"-h\\", \\"/www\\"]\\n" "$1" | docker build -q -t "$2" -',
+    'sh',
+    BASE_IMAGE,
+    WEB_IMAGE,
+  ]);
 
   // The product's own entrypoint and configuration, as run-control-plane.sh starts it.
   const ctlName = `svc-control-plane-t${randomBytes(3).toString('hex')}`;
@@ -74,19 +84,24 @@ test('the real control plane in its container: an app it deployed cannot reach i
 
   // The operator's path: the published loopback port.
   const api = new Client(`http://127.0.0.1:${hostPort}`);
-  await until('the control plane to answer', async () => {
-    const state = (await ctl.inspect()).State;
-    if (!state.Running) throw new Error(`the control plane exited (${state.ExitCode}): ${(await ctl.logs({ stdout: true, stderr: true })).toString().slice(-2000)}`);
-    // Before the server listens, the engine's port proxy may accept and then hold the
-    // connection: each try gets its own deadline (a referenced timer).
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(), 5_000);
-    try {
-      return (await fetch(`${api.base}/api/health`, { signal: ac.signal }).catch(() => null))?.status === 200;
-    } finally {
-      clearTimeout(timer);
-    }
-  }, 120_000, 250);
+  await until(
+    'the control plane to answer',
+    async () => {
+      const state = (await ctl.inspect()).State;
+      if (!state.Running) throw new Error(`the control plane exited (${state.ExitCode}): ${(await ctl.logs({ stdout: true, stderr: true })).toString().slice(-2000)}`);
+      // Before the server listens, the engine's port proxy may accept and then hold the
+      // connection: each try gets its own deadline (a referenced timer).
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 5_000);
+      try {
+        return (await fetch(`${api.base}/api/health`, { signal: ac.signal }).catch(() => null))?.status === 200;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    120_000,
+    250,
+  );
   const token = (await execIn(engine, ctl.id, ['cat', '/var/lib/svc/data/setup.token'])).stdout.toString().trim();
   assert.equal((await api.req('POST', '/api/setup/admin', { token, ...ADMIN })).status, 201);
   assert.equal((await api.req('POST', '/api/auth/login', ADMIN)).status, 200);
@@ -158,5 +173,8 @@ test('an app can never take over the control network, even when named "control"'
   assert.equal(plan.plan.network, CONTROL_NETWORK);
   await assert.rejects(stackUp(engine, plan.plan, { deploymentId: 'd1' }), /does not belong to app "control"/);
   const net = await engine.docker.getNetwork(CONTROL_NETWORK).inspect();
-  assert.deepEqual(Object.values(net.Containers ?? {}).filter((c: { Name?: string }) => c.Name?.startsWith('svc-control-web')), []);
+  assert.deepEqual(
+    Object.values(net.Containers ?? {}).filter((c: { Name?: string }) => c.Name?.startsWith('svc-control-web')),
+    [],
+  );
 });

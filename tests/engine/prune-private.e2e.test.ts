@@ -111,17 +111,24 @@ test('prune on a private dockerd removes dangling images and stopped containers 
       '--net',
       '--',
       DOCKERD,
-      '--config-file', join(dir, 'daemon.json'),
-      '--data-root', join(dir, 'data'),
-      '--exec-root', join(dir, 'exec'),
-      '--pidfile', join(dir, 'docker.pid'),
-      '--host', `unix://${sock}`,
+      '--config-file',
+      join(dir, 'daemon.json'),
+      '--data-root',
+      join(dir, 'data'),
+      '--exec-root',
+      join(dir, 'exec'),
+      '--pidfile',
+      join(dir, 'docker.pid'),
+      '--host',
+      `unix://${sock}`,
       '--bridge=none',
       '--iptables=false',
       '--ip6tables=false',
       '--ip-masq=false',
-      '--cgroup-parent', `svc-prune-test-${process.pid}`,
-      '--log-level', 'warn',
+      '--cgroup-parent',
+      `svc-prune-test-${process.pid}`,
+      '--log-level',
+      'warn',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -131,10 +138,15 @@ test('prune on a private dockerd removes dangling images and stopped containers 
   daemon.stdout!.on('data', keep);
   daemon.stderr!.on('data', keep);
   daemonExited = new Promise((resolve) => daemon!.once('exit', () => resolve()));
-  await poll('the private dockerd answers', async () => {
-    if (daemon!.exitCode !== null) throw new Error(`dockerd exited (${daemon!.exitCode}): ${daemonOutput}`);
-    return (await ping(sock)) || null;
-  }, 120_000, 250);
+  await poll(
+    'the private dockerd answers',
+    async () => {
+      if (daemon!.exitCode !== null) throw new Error(`dockerd exited (${daemon!.exitCode}): ${daemonOutput}`);
+      return (await ping(sock)) || null;
+    },
+    120_000,
+    250,
+  );
 
   const tag = randomBytes(3).toString('hex');
   const base = await importImage(sock, `prune-base:${tag}`, 'base', ['CMD ["sleep", "3600"]']);
@@ -184,5 +196,10 @@ test('prune on a private dockerd removes dangling images and stopped containers 
 /** Whether the host's docker0 (the shared engine's default bridge) is there: `['docker0']` or `[]`. */
 async function hostInterfaces(): Promise<string[]> {
   const { stdout } = await run('ip', ['-o', 'link', 'show', 'type', 'bridge']);
-  return stdout.split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1]).filter((n): n is string => !!n).filter((n) => n === 'docker0').sort();
+  return stdout
+    .split('\n')
+    .map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1])
+    .filter((n): n is string => !!n)
+    .filter((n) => n === 'docker0')
+    .sort();
 }

@@ -24,7 +24,11 @@ before(async () => {
 after(async () => {
   if (!s) return;
   const d = s.env.engine.docker;
-  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } })) await d.getContainer(ct.Id).remove({ force: true }).catch(() => {});
+  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
+    await d
+      .getContainer(ct.Id)
+      .remove({ force: true })
+      .catch(() => {});
   await s.stop();
 });
 
@@ -93,10 +97,15 @@ test('a real shell: command output, resize, audited with byte counts', async (t)
   const closed = new Promise<void>((r) => ws.once('close', () => r()));
   ws.close();
   await closed;
-  const entries = await poll('audit of the close', async () => {
-    const rows = await s!.env.db.selectFrom('audit').select(['action', 'detail', 'target']).where('action', 'like', 'app.shell_%').execute();
-    return rows.some((r) => r.action === 'app.shell_closed') ? rows : null;
-  }, 15_000, 50);
+  const entries = await poll(
+    'audit of the close',
+    async () => {
+      const rows = await s!.env.db.selectFrom('audit').select(['action', 'detail', 'target']).where('action', 'like', 'app.shell_%').execute();
+      return rows.some((r) => r.action === 'app.shell_closed') ? rows : null;
+    },
+    15_000,
+    50,
+  );
   assert.ok(entries.some((e) => e.action === 'app.shell_opened' && e.target === appId));
   const closedEntry = JSON.parse(entries.find((e) => e.action === 'app.shell_closed')!.detail!);
   assert.ok(closedEntry.bytes_in >= 'echo hello-$((6*7)); stty size\n'.length, JSON.stringify(closedEntry));
@@ -133,7 +142,15 @@ test('at most 4 shells per operator', async (t) => {
   const fifth = await connect('web', bearer);
   assert.equal(fifth.status, 409);
   assert.match(fifth.body!, /At most 4/);
-  await Promise.all(open.map((ws) => new Promise<void>((r) => { ws.once('close', () => r()); ws.close(); })));
+  await Promise.all(
+    open.map(
+      (ws) =>
+        new Promise<void>((r) => {
+          ws.once('close', () => r());
+          ws.close();
+        }),
+    ),
+  );
   const again = await poll('a slot after closing', async () => (await connect('web', bearer)).ws ?? null, 15_000, 100);
   again.close();
 });

@@ -34,7 +34,11 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 test('test-connection: the app key is accepted and the host key is recorded on first use', async (t) => {
   if (!(await needSshd(t))) return;
@@ -91,11 +95,14 @@ test('shallow clone over ssh:// with the deploy key; the key file is gone afterw
 
 test('the key file is removed when the work throws, too', async () => {
   let keyFile = '';
-  await assert.rejects(withDeployKey(appKey.privateKey, join(work, 'throw', 'known_hosts'), async (_env, paths) => {
-    keyFile = paths.keyFile;
-    assert.equal(await exists(keyFile), true);
-    throw new Error('boom');
-  }), /boom/);
+  await assert.rejects(
+    withDeployKey(appKey.privateKey, join(work, 'throw', 'known_hosts'), async (_env, paths) => {
+      keyFile = paths.keyFile;
+      assert.equal(await exists(keyFile), true);
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
   assert.notEqual(keyFile, '');
   assert.equal(await exists(keyFile), false);
 });
@@ -106,9 +113,18 @@ test('GIT_SSH_COMMAND takes only safe paths; a bad key or relative path is refus
   assert.throws(() => sshCommand('/tmp/k;id', '/data/known_hosts'), GitError);
   assert.throws(() => sshCommand('/tmp/k', '/data/%h/known_hosts'), GitError);
   assert.throws(() => sshCommand('/tmp/k', '/data/../etc/known_hosts'), GitError);
-  await assert.rejects(withDeployKey(appKey.privateKey, '/data/a b/known_hosts', async () => 1), GitError);
-  await assert.rejects(withDeployKey(appKey.privateKey, 'relative/known_hosts', async () => 1), GitError);
-  await assert.rejects(withDeployKey('not a key', join(work, 'k', 'known_hosts'), async () => 1), GitError);
+  await assert.rejects(
+    withDeployKey(appKey.privateKey, '/data/a b/known_hosts', async () => 1),
+    GitError,
+  );
+  await assert.rejects(
+    withDeployKey(appKey.privateKey, 'relative/known_hosts', async () => 1),
+    GitError,
+  );
+  await assert.rejects(
+    withDeployKey('not a key', join(work, 'k', 'known_hosts'), async () => 1),
+    GitError,
+  );
 });
 
 test('server messages are cleaned of escapes and control characters, and bounded', () => {
@@ -117,7 +133,12 @@ test('server messages are cleaned of escapes and control characters, and bounded
   assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(m), m);
   assert.ok(m.startsWith('remote: hello there; fatal: bad thing; xxx'), m);
   assert.ok(m.length <= 400);
-  const changed = ['@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@', '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @', 'Host key for [git.example]:2222 has changed and you have requested strict checking.', 'Host key verification failed.'].join('\n');
+  const changed = [
+    '@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@',
+    '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @',
+    'Host key for [git.example]:2222 has changed and you have requested strict checking.',
+    'Host key verification failed.',
+  ].join('\n');
   assert.match(explainFailure(changed, 'git.example:2222'), /^host key for git\.example:2222 changed .*refusing/);
   assert.equal(sshHost('git@github.com:org/repo.git'), 'github.com');
   assert.equal(sshHost('ssh://git@[::1]:2222/x.git'), '[::1]:2222');
@@ -130,7 +151,9 @@ test('a server that never answers is cut off at the timeout, ssh included', asyn
   let closed = 0;
   const silent = createServer((s) => {
     sockets.push(s);
-    s.on('close', () => { closed += 1; });
+    s.on('close', () => {
+      closed += 1;
+    });
     s.on('error', () => {});
     s.resume();
   });

@@ -13,7 +13,9 @@ const run = promisify(execFile);
 
 async function haveSshKeygen(t: TestContext): Promise<boolean> {
   try {
-    await run('ssh-keygen', ['-l', '-f', '/dev/null']).catch((e: { code?: unknown }) => { if (e.code === 'ENOENT') throw e; });
+    await run('ssh-keygen', ['-l', '-f', '/dev/null']).catch((e: { code?: unknown }) => {
+      if (e.code === 'ENOENT') throw e;
+    });
     return true;
   } catch {
     return missing(t, 'ssh-keygen is not installed (Debian: openssh-client)');

@@ -3,8 +3,21 @@ import assert from 'node:assert/strict';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { parseCompose } from '../../lib/compose/index.js';
 import {
-  createEngine, planStack, stackUp, stackStop, stackStart, stackRestart, stackRemove, listServices, listAppContainers,
-  followEvents, EngineUnavailableError, networkName, volumeName, type ContainerEvent, type StackPlan,
+  createEngine,
+  planStack,
+  stackUp,
+  stackStop,
+  stackStart,
+  stackRestart,
+  stackRemove,
+  listServices,
+  listAppContainers,
+  followEvents,
+  EngineUnavailableError,
+  networkName,
+  volumeName,
+  type ContainerEvent,
+  type StackPlan,
 } from '../../lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
 
@@ -15,7 +28,10 @@ after(() => cleanup(engine, apps));
 
 async function plan(app: string, yaml: string, env: Record<string, string> = {}): Promise<StackPlan> {
   const parsed = parseCompose(yaml, { env });
-  assert.deepEqual(parsed.findings.filter((f) => f.level === 'error'), []);
+  assert.deepEqual(
+    parsed.findings.filter((f) => f.level === 'error'),
+    [],
+  );
   const p = await planStack(parsed.model!, { app, env });
   assert.ok(p.ok, JSON.stringify(p.findings));
   return p.plan;
@@ -51,10 +67,17 @@ test('a two-service stack with depends_on service_healthy comes up healthy; stop
   const app = appName();
   apps.add(app);
   const p = await plan(app, TWO_SERVICES);
-  assert.deepEqual(p.services.map((s) => s.name), ['db', 'web'], 'dependencies first');
+  assert.deepEqual(
+    p.services.map((s) => s.name),
+    ['db', 'web'],
+    'dependencies first',
+  );
   const lines: string[] = [];
   const up = await stackUp(engine, p, { deploymentId: 'd1', onLog: (l) => lines.push(l) });
-  assert.deepEqual(up.services.map((s) => s.containerName), [`svc-${app}-db-1`, `svc-${app}-web-1`]);
+  assert.deepEqual(
+    up.services.map((s) => s.containerName),
+    [`svc-${app}-db-1`, `svc-${app}-web-1`],
+  );
   assert.ok(lines.some((l) => /waiting for db \(service_healthy\)/.test(l)));
 
   const services = await until('both services healthy', async () => {
@@ -109,7 +132,9 @@ test('a failing dependency stops stackUp with a readable reason', async (t) => {
   if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
-  const p = await plan(app, `
+  const p = await plan(
+    app,
+    `
 services:
   web:
     image: ${BASE_IMAGE}
@@ -119,10 +144,15 @@ services:
     image: ${BASE_IMAGE}
     command: ["sleep", "600"]
     healthcheck: { test: ["CMD", "false"], interval: 1s, retries: 2 }
-`);
+`,
+  );
   await assert.rejects(stackUp(engine, p, { deploymentId: 'd1' }), /web: dependency db failed: .*unhealthy/);
   const left = await listAppContainers(engine, app);
-  assert.deepEqual(left.map((c) => c.service), ['db'], 'web was never created');
+  assert.deepEqual(
+    left.map((c) => c.service),
+    ['db'],
+    'web was never created',
+  );
 });
 
 test('env values reach the container byte for byte', async (t) => {
@@ -191,7 +221,10 @@ test('a named volume survives a re-up and a remove without volumes', async (t) =
 // engine then refuses part-way must not be reported as up.
 test('bad compose input is refused by the parser with an error naming the problem', () => {
   let laughs = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n';
-  for (let i = 1; i < 10; i++) laughs += `a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]\n`;
+  for (let i = 1; i < 10; i++)
+    laughs += `a${i}: &a${i} [${Array(9)
+      .fill(`*a${i - 1}`)
+      .join(',')}]\n`;
   const inputs: Array<[string, RegExp]> = [
     ['services: [not yaml', /./],
     [`services:\n  web:\n    image: ${BASE_IMAGE}\n# ${'x'.repeat(1024 * 1024)}`, /large|size|bytes|MiB|KiB/i],
@@ -205,7 +238,10 @@ test('bad compose input is refused by the parser with an error naming the proble
     assert.equal(r.ok, false);
     const errors = r.findings.filter((f) => f.level === 'error');
     assert.ok(errors.length > 0, 'refused with an error finding');
-    assert.ok(errors.some((f) => reason.test(JSON.stringify(f))), JSON.stringify(errors));
+    assert.ok(
+      errors.some((f) => reason.test(JSON.stringify(f))),
+      JSON.stringify(errors),
+    );
   }
 });
 
@@ -213,7 +249,9 @@ test('a stack the engine refuses part-way fails stackUp with the service named; 
   if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
-  const p = await plan(app, `
+  const p = await plan(
+    app,
+    `
 services:
   a:
     image: ${BASE_IMAGE}
@@ -224,7 +262,8 @@ services:
     depends_on: [a]
 volumes:
   data: {}
-`);
+`,
+  );
   await assert.rejects(stackUp(engine, p, { deploymentId: 'x' }), (e: Error) => /never-built|No such image|not found/i.test(e.message));
   assert.equal((await listAppContainers(engine, app)).length, 1, 'a was started before b failed');
   await stackRemove(engine, app, { volumes: true });
@@ -255,7 +294,13 @@ test('container state changes arrive through the event stream', async (t) => {
   apps.add(app);
   const events: ContainerEvent[] = [];
   const ac = new AbortController();
-  const following = followEvents(engine, (e) => { if (e.app === app) events.push(e); }, ac.signal);
+  const following = followEvents(
+    engine,
+    (e) => {
+      if (e.app === app) events.push(e);
+    },
+    ac.signal,
+  );
   try {
     const p = await plan(app, `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "600"]\n    healthcheck: { test: ["CMD", "true"], interval: 1s }\n`);
     await stackUp(engine, p, { deploymentId: 'd1' });

@@ -82,7 +82,7 @@ async function ensureSshd(t: Parameters<typeof needSshd>[0]): Promise<Sshd | nul
 }
 
 async function deliver(appId: string, d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await fetch(`${s.url}/webhooks/${appId}`, { method: "POST", headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await fetch(`${s.url}/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -230,10 +230,14 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
   assert.equal(r.body.deployment.trigger, 'push');
   const dup = await deliver(app.id, d);
   assert.deepEqual(dup.body, { duplicate: true });
-  const done = await until('deployment finished', async () => {
-    const g = await c.req('GET', `/api/apps/${app.id}/deployments/${r.body.deployment.id}`);
-    return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(g.body.deployment?.status) ? g.body.deployment : null;
-  }, 240_000);
+  const done = await until(
+    'deployment finished',
+    async () => {
+      const g = await c.req('GET', `/api/apps/${app.id}/deployments/${r.body.deployment.id}`);
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(g.body.deployment?.status) ? g.body.deployment : null;
+    },
+    240_000,
+  );
   assert.equal(done.status, 'succeeded', done.error);
   assert.equal(done.commit, head);
   assert.equal(done.delivery_id, d.headers['x-github-delivery']);
@@ -261,10 +265,14 @@ test('pushes in quick succession coalesce: one runs, the newest follows, the one
     assert.equal(r.status, 202, JSON.stringify(r.body));
     answers.push(r.body.deployment);
   }
-  const final = await until('all deployments terminal', async () => {
-    const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items as Array<{ id: string; status: string; error: string | null }>;
-    return list.length === 4 && list.every((d) => ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status)) ? list : null;
-  }, 240_000);
+  const final = await until(
+    'all deployments terminal',
+    async () => {
+      const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items as Array<{ id: string; status: string; error: string | null }>;
+      return list.length === 4 && list.every((d) => ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status)) ? list : null;
+    },
+    240_000,
+  );
   const byId = new Map(final.map((d) => [d.id, d]));
   // The first push ran (or was superseded before it started); the last one always deploys.
   assert.equal(byId.get(answers[3]!.id)!.status, 'succeeded', JSON.stringify(final));
@@ -289,7 +297,10 @@ test('a captured push replayed with a new or without a delivery id is a duplicat
     assert.match(r.body.reason, /already received/);
   }
   const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items;
-  assert.deepEqual(list.map((x: { id: string }) => x.id), [first.body.deployment.id]);
+  assert.deepEqual(
+    list.map((x: { id: string }) => x.id),
+    [first.body.deployment.id],
+  );
   const audit = (await c.req('GET', '/api/audit?limit=100')).body.items;
   assert.ok(audit.some((a: { event: string; action: string; target: { id: string } }) => a.event === 'webhook.duplicate' && a.action === 'POST /webhooks/{appID}' && a.target.id === app.id));
 });
@@ -382,7 +393,10 @@ test('an old tag push replayed later does not roll the app back, and a push of t
     assert.equal(same.status, 200, JSON.stringify(same.body));
     assert.match(same.body.reason, new RegExp(`already live \\(deployment ${r2.body.deployment.id}\\)`));
     const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items;
-    assert.deepEqual(list.map((x: { id: string }) => x.id), [r2.body.deployment.id, r1.body.deployment.id]);
+    assert.deepEqual(
+      list.map((x: { id: string }) => x.id),
+      [r2.body.deployment.id, r1.body.deployment.id],
+    );
     assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'two\n');
   } finally {
     await git.stop();

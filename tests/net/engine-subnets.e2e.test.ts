@@ -22,8 +22,16 @@ const METRICS_TOKEN = 'm'.repeat(24);
 
 after(async () => {
   await server?.stop();
-  for (const id of containers) await engine.docker.getContainer(id).remove({ force: true }).catch(() => {});
-  for (const n of networks) await engine.docker.getNetwork(n).remove().catch(() => {});
+  for (const id of containers)
+    await engine.docker
+      .getContainer(id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const n of networks)
+    await engine.docker
+      .getNetwork(n)
+      .remove()
+      .catch(() => {});
 });
 
 async function network(suffix: string): Promise<{ name: string; gateway: string }> {

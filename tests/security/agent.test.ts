@@ -44,7 +44,11 @@ async function netns(name: string): Promise<string> {
   return ns;
 }
 
-const hostHasUfw = () => access('/etc/ufw').then(() => true, () => false);
+const hostHasUfw = () =>
+  access('/etc/ufw').then(
+    () => true,
+    () => false,
+  );
 
 /** A private copy of /etc/ufw with ufw switched off (or as the host has it, for `enable`). */
 async function ufwCopy(name: string, off: boolean): Promise<string> {
@@ -78,18 +82,21 @@ test('nftables: an input chain with rules is reported active, with its rules', a
   if (!needRoot(t) || !(await need(t, 'nft', ['--version'])) || !(await need(t, 'ip', ['-V']))) return;
   const ns = await netns('nft');
   const rules = join(dir, 'rules.nft');
-  await writeFile(rules, [
-    'table inet svc_test {',
-    '  set blocked { type ipv4_addr; elements = { 192.0.2.66, 192.0.2.67 } }',
-    '  chain input {',
-    '    type filter hook input priority 0; policy accept;',
-    '    tcp dport 65000 drop',
-    '    ip saddr @blocked counter drop',
-    '  }',
-    '  chain output { type filter hook output priority 0; policy accept; tcp dport 65001 drop; }',
-    '}',
-    '',
-  ].join('\n'));
+  await writeFile(
+    rules,
+    [
+      'table inet svc_test {',
+      '  set blocked { type ipv4_addr; elements = { 192.0.2.66, 192.0.2.67 } }',
+      '  chain input {',
+      '    type filter hook input priority 0; policy accept;',
+      '    tcp dport 65000 drop',
+      '    ip saddr @blocked counter drop',
+      '  }',
+      '  chain output { type filter hook output priority 0; policy accept; tcp dport 65001 drop; }',
+      '}',
+      '',
+    ].join('\n'),
+  );
   await run('ip', ['netns', 'exec', ns, 'nft', '-f', rules]);
   const out = join(dir, 'nft-out');
   if (!(await agentIn(t, ns, out))) return;
@@ -160,8 +167,14 @@ test('ufw: enabled inside a private namespace, reported active with its rules', 
   assert.equal(fw.backend, 'ufw');
   assert.equal(fw.active, true);
   assert.match(fw.rules[0], /^Default: deny \(incoming\)/);
-  assert.ok(fw.rules.some((r) => /^22\/tcp\s+ALLOW IN\s+Anywhere$/.test(r)), JSON.stringify(fw.rules));
-  assert.ok(fw.rules.some((r) => /^Anywhere\s+DENY IN\s+192\.0\.2\.0\/24$/.test(r)), JSON.stringify(fw.rules));
+  assert.ok(
+    fw.rules.some((r) => /^22\/tcp\s+ALLOW IN\s+Anywhere$/.test(r)),
+    JSON.stringify(fw.rules),
+  );
+  assert.ok(
+    fw.rules.some((r) => /^Anywhere\s+DENY IN\s+192\.0\.2\.0\/24$/.test(r)),
+    JSON.stringify(fw.rules),
+  );
   // Enabled in the private copy only: the host's own ufw configuration is byte for byte as it was.
   assert.match(await readFile(join(etc, 'ufw.conf'), 'utf8'), /^ENABLED=yes/m);
   assert.deepEqual(await snapshotDir('/etc/ufw'), hostUfw);
@@ -175,22 +188,19 @@ test('fail2ban: a private server bans a test address itself; the agent reports t
   const sock = join(f, 'f2b.sock');
   const log = join(f, 'auth.log');
   await writeFile(log, '');
-  await writeFile(join(f, 'conf', 'fail2ban.conf'), [
-    '[Definition]', 'loglevel = INFO', `logtarget = ${join(f, 'fail2ban.log')}`, `socket = ${sock}`,
-    `pidfile = ${join(f, 'f2b.pid')}`, 'dbfile = :memory:', '',
-  ].join('\n'));
-  await writeFile(join(f, 'conf', 'jail.conf'), [
-    '[DEFAULT]', 'backend = polling', '',
-    '[svc-test]', 'enabled = true', 'filter = svc-test', `logpath = ${log}`, 'maxretry = 2', 'findtime = 600',
-    'bantime = 3600', 'action = svc-noop', '',
-  ].join('\n'));
-  await writeFile(join(f, 'conf', 'filter.d', 'svc-test.conf'), [
-    '[Definition]', 'failregex = ^svc-test auth failure from <HOST>$', 'datepattern = {NONE}', '',
-  ].join('\n'));
+  await writeFile(
+    join(f, 'conf', 'fail2ban.conf'),
+    ['[Definition]', 'loglevel = INFO', `logtarget = ${join(f, 'fail2ban.log')}`, `socket = ${sock}`, `pidfile = ${join(f, 'f2b.pid')}`, 'dbfile = :memory:', ''].join('\n'),
+  );
+  await writeFile(
+    join(f, 'conf', 'jail.conf'),
+    ['[DEFAULT]', 'backend = polling', '', '[svc-test]', 'enabled = true', 'filter = svc-test', `logpath = ${log}`, 'maxretry = 2', 'findtime = 600', 'bantime = 3600', 'action = svc-noop', ''].join(
+      '\n',
+    ),
+  );
+  await writeFile(join(f, 'conf', 'filter.d', 'svc-test.conf'), ['[Definition]', 'failregex = ^svc-test auth failure from <HOST>$', 'datepattern = {NONE}', ''].join('\n'));
   // Bans are recorded by fail2ban but the action does nothing: no host rule is ever changed.
-  await writeFile(join(f, 'conf', 'action.d', 'svc-noop.conf'), [
-    '[Definition]', 'actionstart =', 'actionstop =', 'actioncheck =', 'actionban =', 'actionunban =', '',
-  ].join('\n'));
+  await writeFile(join(f, 'conf', 'action.d', 'svc-noop.conf'), ['[Definition]', 'actionstart =', 'actionstop =', 'actioncheck =', 'actionban =', 'actionunban =', ''].join('\n'));
   f2b = spawn('fail2ban-client', ['-c', join(f, 'conf'), '-s', sock, '-p', join(f, 'f2b.pid'), '-x', '-f', 'start'], { stdio: 'ignore' });
   await waitFor(async () => (await run('fail2ban-client', ['-s', sock, 'ping'])).stdout.includes('pong'), 'fail2ban server', 60_000);
   await appendFile(log, 'svc-test auth failure from 192.0.2.7\n'.repeat(3) + 'svc-test auth failure from 198.51.100.9\n');

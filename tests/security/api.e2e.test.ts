@@ -24,7 +24,18 @@ async function boot(vars: Record<string, string> = {}): Promise<{ s: TestServer;
 }
 
 function line(ip: string, status: number, uri = '/'): string {
-  return JSON.stringify({ level: 'info', ts: Date.now() / 1000, logger: 'http.log.access', msg: 'handled request', request: { remote_ip: ip, client_ip: ip, proto: 'HTTP/1.1', method: 'GET', host: 'app.example', uri, headers: {} }, status, size: 10, duration: 0.001 }) + '\n';
+  return (
+    JSON.stringify({
+      level: 'info',
+      ts: Date.now() / 1000,
+      logger: 'http.log.access',
+      msg: 'handled request',
+      request: { remote_ip: ip, client_ip: ip, proto: 'HTTP/1.1', method: 'GET', host: 'app.example', uri, headers: {} },
+      status,
+      size: 10,
+      duration: 0.001,
+    }) + '\n'
+  );
 }
 
 const row = (items: Array<{ code: string }>, code: string) => items.find((i) => i.code === code) as { status: string; reason: string; fix: string } | undefined;

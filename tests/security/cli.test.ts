@@ -25,15 +25,7 @@ async function root(name: string): Promise<string> {
   return dir;
 }
 
-const ENV_BEFORE = [
-  '# svc service environment',
-  'SVC_MASTER_KEY="abc def"',
-  "SVC_WEIRD='x=$y # not a comment'",
-  'export SVC_SECURITY_AGENT=false',
-  '',
-  'SVC_PORT=9393',
-  '',
-].join('\n');
+const ENV_BEFORE = ['# svc service environment', 'SVC_MASTER_KEY="abc def"', "SVC_WEIRD='x=$y # not a comment'", 'export SVC_SECURITY_AGENT=false', '', 'SVC_PORT=9393', ''].join('\n');
 
 test('security-agent on/status/off without systemd: cron entry, env line, first real snapshot', async () => {
   const r = await root('cli-cron');
@@ -126,8 +118,16 @@ test('security-check records the opt-out, prints the checklist, --undo removes i
   const dataDir = join(r, 'data');
   const provider = () =>
     evaluatePosture({
-      masterKeySet: true, metricsTokenSet: false, exposure: 'public', baseDomain: 'example.test', agentEnabled: false,
-      optedOut: readOptOut(dataDir), snapshot: null, tailer: null, monitorEnabled: true, hostPorts: [],
+      masterKeySet: true,
+      metricsTokenSet: false,
+      exposure: 'public',
+      baseDomain: 'example.test',
+      agentEnabled: false,
+      optedOut: readOptOut(dataDir),
+      snapshot: null,
+      tailer: null,
+      monitorEnabled: true,
+      hostPorts: [],
     });
   const a = io();
   assert.equal(await securityCheck([], a, provider, { dataDir }), 0);

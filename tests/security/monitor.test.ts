@@ -49,7 +49,10 @@ test('requests spread wider than the window do not trip', () => {
   assert.equal(notified.length, 0);
   setNow(T0 + 62_500);
   const snap = m.snapshot();
-  assert.deepEqual(snap.top_talkers.map((t) => [t.ip, t.requests]), [['192.0.2.2', 9]]);
+  assert.deepEqual(
+    snap.top_talkers.map((t) => [t.ip, t.requests]),
+    [['192.0.2.2', 9]],
+  );
   setNow(T0 + 62_000 + 60_000);
   assert.equal(m.snapshot().top_talkers.length, 0, 'the window slid past every request');
   assert.equal(m.snapshot().tracked_ips, 1);
@@ -59,7 +62,10 @@ test('error surge counts 4xx and 5xx only, and cooldown holds one trip per kind'
   const { m, notified } = monitor({ requestThreshold: 1000 });
   for (let i = 0; i < 20; i++) m.observe(req('198.51.100.7', T0 + i * 100, i % 2 === 0 ? 404 : 200));
   for (let i = 0; i < 4; i++) m.observe(req('198.51.100.7', T0 + 3000 + i, 503));
-  assert.deepEqual(notified.map((a) => [a.kind, a.count]), [['error_surge', 5]]);
+  assert.deepEqual(
+    notified.map((a) => [a.kind, a.count]),
+    [['error_surge', 5]],
+  );
   // Much later but inside the cooldown: no second notification even as errors keep coming.
   for (let i = 0; i < 20; i++) m.observe(req('198.51.100.7', T0 + 300_000 + i, 500));
   assert.equal(notified.length, 1);
@@ -75,14 +81,20 @@ test('allowlisted addresses are recorded but not notified', () => {
   for (let i = 0; i < 10; i++) m.observe(req('2001:db8::5', T0 + i));
   for (let i = 0; i < 10; i++) m.observe(req('192.0.2.99', T0 + i));
   for (let i = 0; i < 10; i++) m.observe(req('192.0.2.98', T0 + i));
-  assert.deepEqual(notified.map((a) => a.ip), ['192.0.2.98']);
+  assert.deepEqual(
+    notified.map((a) => a.ip),
+    ['192.0.2.98'],
+  );
   const ring = m.snapshot().recent_anomalies;
-  assert.deepEqual(ring.map((a) => [a.ip, a.notified]), [
-    ['192.0.2.98', true],
-    ['192.0.2.99', false],
-    ['2001:db8::5', false],
-    ['10.1.2.3', false],
-  ]);
+  assert.deepEqual(
+    ring.map((a) => [a.ip, a.notified]),
+    [
+      ['192.0.2.98', true],
+      ['192.0.2.99', false],
+      ['2001:db8::5', false],
+      ['10.1.2.3', false],
+    ],
+  );
   assert.match(ring[1].detail, /allowlisted/);
   assert.throws(() => parseAllowlist(['10.0.0.0/33']), /10\.0\.0\.0\/33/);
   assert.throws(() => parseAllowlist(['example.com']), /example\.com/);
@@ -96,7 +108,10 @@ test('the per-IP table is bounded and evicts the least recently seen', () => {
   m.observe(req('192.0.2.3', T0 + 2));
   m.observe(req('192.0.2.1', T0 + 3)); // touch: .2 is now the oldest
   m.observe(req('192.0.2.4', T0 + 4));
-  const ips = m.snapshot().top_talkers.map((t) => t.ip).sort();
+  const ips = m
+    .snapshot()
+    .top_talkers.map((t) => t.ip)
+    .sort();
   assert.deepEqual(ips, ['192.0.2.1', '192.0.2.3', '192.0.2.4']);
   for (let i = 0; i < 10_000; i++) m.observe(req(`10.0.${i >> 8}.${i & 255}`, T0 + 10 + i));
   assert.equal(m.snapshot().tracked_ips, 3);
@@ -114,16 +129,18 @@ test('snapshot: shape, ordering, rings newest first and bounded', () => {
   for (let i = 0; i < 200; i++) m.observe(req('192.0.2.5', T0 + 300 + i, 200, `/q/${i}`));
   setNow(T0 + 1000);
   const s = m.snapshot();
-  assert.deepEqual(Object.keys(s), ['enabled', 'window_seconds', 'request_threshold', 'error_threshold', 'tracked_ips',
-    'top_talkers', 'recent_requests', 'recent_anomalies']);
+  assert.deepEqual(Object.keys(s), ['enabled', 'window_seconds', 'request_threshold', 'error_threshold', 'tracked_ips', 'top_talkers', 'recent_requests', 'recent_anomalies']);
   assert.equal(s.enabled, true);
   assert.equal(s.tracked_ips, 30);
   assert.equal(s.top_talkers.length, 20);
-  assert.deepEqual(s.top_talkers.slice(0, 3).map((t) => [t.ip, t.requests, t.errors]), [
-    ['192.0.2.5', 201, 0],
-    ['192.0.2.3', 6, 5],
-    ['192.0.2.4', 6, 0],
-  ]);
+  assert.deepEqual(
+    s.top_talkers.slice(0, 3).map((t) => [t.ip, t.requests, t.errors]),
+    [
+      ['192.0.2.5', 201, 0],
+      ['192.0.2.3', 6, 5],
+      ['192.0.2.4', 6, 0],
+    ],
+  );
   assert.equal(s.top_talkers[0].last_seen, new Date(T0 + 499).toISOString());
   assert.equal(s.recent_requests.length, 100);
   assert.deepEqual(s.recent_requests[0], { at: new Date(T0 + 499).toISOString(), ip: '192.0.2.5', host: 'example.test', method: 'GET', path: '/q/199', status: 200 });
@@ -137,8 +154,14 @@ test('snapshot: shape, ordering, rings newest first and bounded', () => {
   assert.equal(many.stats().anomalies.request_spike, 80);
 
   assert.deepEqual(disabledTrafficSnapshot({ windowSeconds: 30 }), {
-    enabled: false, window_seconds: 30, request_threshold: 300, error_threshold: 100, tracked_ips: 0,
-    top_talkers: [], recent_requests: [], recent_anomalies: [],
+    enabled: false,
+    window_seconds: 30,
+    request_threshold: 300,
+    error_threshold: 100,
+    tracked_ips: 0,
+    top_talkers: [],
+    recent_requests: [],
+    recent_anomalies: [],
   });
 });
 

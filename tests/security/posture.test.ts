@@ -2,14 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  AGENT_OFF_REASON,
-  fail2banState,
-  firewallState,
-  parseHostSnapshot,
-  readHostSnapshot,
-  type HostSnapshot,
-} from '../../lib/security/snapshot.js';
+import { AGENT_OFF_REASON, fail2banState, firewallState, parseHostSnapshot, readHostSnapshot, type HostSnapshot } from '../../lib/security/snapshot.js';
 import { evaluatePosture, readOptOut, writeOptOut, optOutPath, type PostureInput } from '../../lib/security/posture.js';
 import { parseFail2banJail, parseFail2banStatus, parseIptablesSave, parseNftRuleset, parseUfwStatus } from '../../lib/security/collect.js';
 import { formatPostureTable, postureSummary } from '../../lib/security/format.js';
@@ -51,7 +44,10 @@ function input(over: Partial<PostureInput> = {}): PostureInput {
 }
 
 const rows = (i: PostureInput) => evaluatePosture(i).items;
-const status = (i: PostureInput, code: string) => rows(i).filter((r) => r.code === code).map((r) => r.status);
+const status = (i: PostureInput, code: string) =>
+  rows(i)
+    .filter((r) => r.code === code)
+    .map((r) => r.status);
 
 test('snapshot parser: good input gives the contract shapes', () => {
   const parsed = parseHostSnapshot(JSON.stringify(snapshot()));
@@ -146,10 +142,14 @@ test('snapshot state without the agent says how to turn it on', async () => {
 
 test('posture: all good, in the contract order', () => {
   const items = rows(input());
-  assert.deepEqual(items.map((r) => r.code), [
-    'firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports',
-  ]);
-  assert.deepEqual(items.map((r) => r.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok']);
+  assert.deepEqual(
+    items.map((r) => r.code),
+    ['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports'],
+  );
+  assert.deepEqual(
+    items.map((r) => r.status),
+    ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'],
+  );
   for (const r of items) {
     assert.deepEqual(Object.keys(r).slice(0, 5), ['code', 'status', 'title', 'reason', 'fix']);
     assert.ok(r.title && r.reason && r.fix);
@@ -179,14 +179,22 @@ test('posture rows change as the environment changes', () => {
   assert.match(notReading[6].reason, /not being read \(file not found\)/);
   assert.deepEqual(status(input({ tailer: null }), 'request_monitoring'), ['warning']);
 
-  const ports = rows(input({
-    hostPorts: [
-      { app: 'shop', service: 'db', ports: [{ host_ip: '0.0.0.0', host_port: 5432, container_port: 5432 }] },
-      { app: 'shop', service: 'cache', ports: [{ host_ip: '127.0.0.1', host_port: 6379 }] },
-      { app: 'blog', service: 'web', ports: [8080, '8443'] },
+  const ports = rows(
+    input({
+      hostPorts: [
+        { app: 'shop', service: 'db', ports: [{ host_ip: '0.0.0.0', host_port: 5432, container_port: 5432 }] },
+        { app: 'shop', service: 'cache', ports: [{ host_ip: '127.0.0.1', host_port: 6379 }] },
+        { app: 'blog', service: 'web', ports: [8080, '8443'] },
+      ],
+    }),
+  ).filter((r) => r.code === 'host_ports');
+  assert.deepEqual(
+    ports.map((r) => [r.status, r.app, r.service]),
+    [
+      ['warning', 'shop', 'db'],
+      ['warning', 'blog', 'web'],
     ],
-  })).filter((r) => r.code === 'host_ports');
-  assert.deepEqual(ports.map((r) => [r.status, r.app, r.service]), [['warning', 'shop', 'db'], ['warning', 'blog', 'web']]);
+  );
   assert.match(ports[0].reason, /"db" of app "shop" publishes host port 5432->5432/);
   assert.match(ports[1].reason, /8080, 8443/);
 });
@@ -221,10 +229,13 @@ test('posture: firewall and fail2ban follow the snapshot, agent and opt-out', ()
 
   for (const i of [input({ optedOut: true }), input({ optedOut: true, agentEnabled: false }), input({ optedOut: true, snapshot: null })]) {
     const r = rows(i);
-    assert.deepEqual(r.slice(0, 2).map((x) => [x.code, x.status, x.reason]), [
-      ['firewall', 'info', 'disabled by operator'],
-      ['fail2ban', 'info', 'disabled by operator'],
-    ]);
+    assert.deepEqual(
+      r.slice(0, 2).map((x) => [x.code, x.status, x.reason]),
+      [
+        ['firewall', 'info', 'disabled by operator'],
+        ['fail2ban', 'info', 'disabled by operator'],
+      ],
+    );
   }
 });
 
@@ -244,21 +255,54 @@ test('opt-out marker file round trip', async () => {
 test('host tool output parsers', () => {
   assert.deepEqual(parseUfwStatus('Status: inactive\n'), { active: false, rules: [] });
   assert.equal(parseUfwStatus('ERROR: You need to be root to run this script'), null);
-  const ufw = parseUfwStatus([
-    'Status: active', 'Logging: on (low)', 'Default: deny (incoming), allow (outgoing), disabled (routed)', 'New profiles: skip', '',
-    'To                         Action      From', '--                         ------      ----',
-    '22/tcp                     ALLOW IN    Anywhere', '22/tcp (v6)                ALLOW IN    Anywhere (v6)', '',
-  ].join('\n'));
+  const ufw = parseUfwStatus(
+    [
+      'Status: active',
+      'Logging: on (low)',
+      'Default: deny (incoming), allow (outgoing), disabled (routed)',
+      'New profiles: skip',
+      '',
+      'To                         Action      From',
+      '--                         ------      ----',
+      '22/tcp                     ALLOW IN    Anywhere',
+      '22/tcp (v6)                ALLOW IN    Anywhere (v6)',
+      '',
+    ].join('\n'),
+  );
   assert.deepEqual(ufw, { active: true, rules: ['Default: deny (incoming), allow (outgoing), disabled (routed)', '22/tcp  ALLOW IN  Anywhere', '22/tcp (v6)  ALLOW IN  Anywhere (v6)'] });
 
-  const nft = parseNftRuleset([
-    '# Warning: table ip nat is managed by iptables-nft, do not touch!',
-    'table ip nat {', '\tchain POSTROUTING {', '\t\ttype nat hook postrouting priority srcnat; policy accept;', '\t\tmasquerade', '\t}', '}',
-    'table ip filter {', '\tchain INPUT {', '\t\ttype filter hook input priority filter; policy drop;', '\t}', '}',
-    'table inet fw {', '\tset allowed {', '\t\ttype ipv4_addr', '\t\telements = { 192.0.2.1,', '\t\t\t     192.0.2.2 }', '\t}',
-    '\tchain input {', '\t\ttype filter hook input priority filter; policy drop;', '\t\tct state established,related accept', '\t\ttcp dport { 22, 80, 443 } accept', '\t}',
-    '\tchain forward {', '\t\ttype filter hook forward priority filter; policy accept;', '\t}', '}', '',
-  ].join('\n'));
+  const nft = parseNftRuleset(
+    [
+      '# Warning: table ip nat is managed by iptables-nft, do not touch!',
+      'table ip nat {',
+      '\tchain POSTROUTING {',
+      '\t\ttype nat hook postrouting priority srcnat; policy accept;',
+      '\t\tmasquerade',
+      '\t}',
+      '}',
+      'table ip filter {',
+      '\tchain INPUT {',
+      '\t\ttype filter hook input priority filter; policy drop;',
+      '\t}',
+      '}',
+      'table inet fw {',
+      '\tset allowed {',
+      '\t\ttype ipv4_addr',
+      '\t\telements = { 192.0.2.1,',
+      '\t\t\t     192.0.2.2 }',
+      '\t}',
+      '\tchain input {',
+      '\t\ttype filter hook input priority filter; policy drop;',
+      '\t\tct state established,related accept',
+      '\t\ttcp dport { 22, 80, 443 } accept',
+      '\t}',
+      '\tchain forward {',
+      '\t\ttype filter hook forward priority filter; policy accept;',
+      '\t}',
+      '}',
+      '',
+    ].join('\n'),
+  );
   assert.equal(nft.nativeInputFiltering, true);
   assert.equal(nft.nativeTables, 1);
   assert.deepEqual(nft.rules, ['inet fw input: policy drop', 'inet fw input: ct state established,related accept', 'inet fw input: tcp dport { 22, 80, 443 } accept']);
@@ -273,10 +317,24 @@ test('host tool output parsers', () => {
   assert.deepEqual(parseFail2banStatus('Status\n|- Number of jail:\t2\n`- Jail list:\tsshd, recidive\n'), ['sshd', 'recidive']);
   assert.deepEqual(parseFail2banStatus('Status\n|- Number of jail:\t0\n`- Jail list:\t\n'), []);
   assert.equal(parseFail2banStatus('Failed to access socket path'), null);
-  assert.deepEqual(parseFail2banJail('sshd', [
-    'Status for the jail: sshd', '|- Filter', '|  |- Currently failed:\t0', '|  |- Total failed:\t5', '|  `- File list:\t/var/log/auth.log',
-    '`- Actions', '   |- Currently banned:\t2', '   |- Total banned:\t7', '   `- Banned IP list:\t192.0.2.7 2001:db8::1', '',
-  ].join('\n')), { name: 'sshd', currently_banned: 2, total_banned: 7, banned_ips: ['192.0.2.7', '2001:db8::1'] });
+  assert.deepEqual(
+    parseFail2banJail(
+      'sshd',
+      [
+        'Status for the jail: sshd',
+        '|- Filter',
+        '|  |- Currently failed:\t0',
+        '|  |- Total failed:\t5',
+        '|  `- File list:\t/var/log/auth.log',
+        '`- Actions',
+        '   |- Currently banned:\t2',
+        '   |- Total banned:\t7',
+        '   `- Banned IP list:\t192.0.2.7 2001:db8::1',
+        '',
+      ].join('\n'),
+    ),
+    { name: 'sshd', currently_banned: 2, total_banned: 7, banned_ips: ['192.0.2.7', '2001:db8::1'] },
+  );
   assert.equal(parseFail2banJail('x', 'nonsense'), null);
 });
 
@@ -289,7 +347,10 @@ test('terminal table lists every row and the fixes of the flagged ones', () => {
   assert.match(text, /ERROR\s+Master key/);
   assert.match(text, /fix: Set SVC_MASTER_KEY/);
   assert.match(text, /WARNING\s+Host ports \(shop\/db\)/);
-  assert.ok(lines.every((l) => l.length <= 100), 'wrapped to the width');
+  assert.ok(
+    lines.every((l) => l.length <= 100),
+    'wrapped to the width',
+  );
   assert.equal(postureSummary(items), '1 error, 1 warning.');
   assert.equal(postureSummary(rows(input())), 'All checks pass.');
 });

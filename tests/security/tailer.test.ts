@@ -47,7 +47,11 @@ test('parses client_ip before remote_ip, strips zones and queries, refuses non-I
 test('splitter keeps a partial line, bounds oversized lines and survives chunk edges', () => {
   const lines: string[] = [];
   let oversize = 0;
-  const s = new LineSplitter((l) => lines.push(l), () => oversize++, 100);
+  const s = new LineSplitter(
+    (l) => lines.push(l),
+    () => oversize++,
+    100,
+  );
   s.push(Buffer.from('ab'));
   s.push(Buffer.from('c\nde'));
   assert.deepEqual(lines, ['abc']);
@@ -82,10 +86,25 @@ test('starts at the end, follows appends, handles partial lines and bad input', 
   assert.equal(seen[0].path, '/half');
 
   const big = JSON.stringify({ ts: 1, status: 200, request: { remote_ip: '192.0.2.11' }, pad: 'x'.repeat(1024 * 1024 + 10) });
-  await appendFile(path, 'garbage {{{\n' + big + '\n' + caddyLine({ clientIp: 'not-an-ip' }) + '\n' +
-    '{"ts":1}\n' + caddyLine({ ip: 'fe80::2%eth0' }) + '\n' + '\u0000\u0001\u00ff binary\n' + caddyLine({ ip: '192.0.2.12' }) + '\n');
+  await appendFile(
+    path,
+    'garbage {{{\n' +
+      big +
+      '\n' +
+      caddyLine({ clientIp: 'not-an-ip' }) +
+      '\n' +
+      '{"ts":1}\n' +
+      caddyLine({ ip: 'fe80::2%eth0' }) +
+      '\n' +
+      '\u0000\u0001\u00ff binary\n' +
+      caddyLine({ ip: '192.0.2.12' }) +
+      '\n',
+  );
   await waitFor(() => seen.length === 3, 'lines after the bad ones');
-  assert.deepEqual(seen.map((e) => e.ip), ['192.0.2.10', 'fe80::2', '192.0.2.12']);
+  assert.deepEqual(
+    seen.map((e) => e.ip),
+    ['192.0.2.10', 'fe80::2', '192.0.2.12'],
+  );
   const st = tailer.status();
   assert.equal(st.parseErrors, 5);
   assert.equal(st.lines, 8);

@@ -38,14 +38,15 @@ async function startCaddy(t: TestContext): Promise<Caddy | null> {
   });
   const port = await freePort();
   const log = join(dir, 'access.log');
-  const get = (path: string, from: string) => new Promise<number>((resolve, reject) => {
-    const r = request({ host: '127.0.0.1', port, path, localAddress: from, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+  const get = (path: string, from: string) =>
+    new Promise<number>((resolve, reject) => {
+      const r = request({ host: '127.0.0.1', port, path, localAddress: from, agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      r.on('error', reject);
+      r.end();
     });
-    r.on('error', reject);
-    r.end();
-  });
   const burst = async (n: number, path: string, from: string) => {
     for (let i = 0; i < n; i += 10) {
       await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(path, from)));
@@ -128,20 +129,32 @@ test('real Caddy traffic: a burst and a 404 storm trip the monitor; allowlisted 
   await waitFor(() => monitor.snapshot().recent_anomalies.some((a) => a.ip === '127.0.0.4'), 'allowlisted breach recorded');
   await tailer.catchUp();
 
-  assert.deepEqual(notified.map((a) => [a.ip, a.kind]), [['127.0.0.2', 'request_spike'], ['127.0.0.3', 'error_surge']]);
+  assert.deepEqual(
+    notified.map((a) => [a.ip, a.kind]),
+    [
+      ['127.0.0.2', 'request_spike'],
+      ['127.0.0.3', 'error_surge'],
+    ],
+  );
   assert.equal(notified[0].count, 50);
   assert.equal(notified[1].count, 20);
   const snap = monitor.snapshot();
-  assert.deepEqual(snap.recent_anomalies.map((a) => [a.ip, a.kind, a.notified]), [
-    ['127.0.0.4', 'request_spike', false],
-    ['127.0.0.3', 'error_surge', true],
-    ['127.0.0.2', 'request_spike', true],
-  ]);
-  assert.deepEqual(snap.top_talkers.map((x) => [x.ip, x.requests, x.errors]), [
-    ['127.0.0.2', 60, 0],
-    ['127.0.0.4', 60, 0],
-    ['127.0.0.3', 30, 30],
-  ]);
+  assert.deepEqual(
+    snap.recent_anomalies.map((a) => [a.ip, a.kind, a.notified]),
+    [
+      ['127.0.0.4', 'request_spike', false],
+      ['127.0.0.3', 'error_surge', true],
+      ['127.0.0.2', 'request_spike', true],
+    ],
+  );
+  assert.deepEqual(
+    snap.top_talkers.map((x) => [x.ip, x.requests, x.errors]),
+    [
+      ['127.0.0.2', 60, 0],
+      ['127.0.0.4', 60, 0],
+      ['127.0.0.3', 30, 30],
+    ],
+  );
   const storm = snap.recent_requests.find((r) => r.ip === '127.0.0.3');
   assert.equal(storm?.path, '/missing', 'query strings are not kept');
   assert.equal(storm?.status, 404);

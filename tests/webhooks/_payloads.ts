@@ -103,7 +103,18 @@ export function giteaPush(ref: string, after = 'bffeb74224043ba2feb48d137756c8a9
     commits: deleted ? [] : [giteaCommit(after, message)],
     total_commits: deleted ? 0 : 1,
     head_commit: deleted ? null : giteaCommit(after, message),
-    repository: { id: 140, owner: giteaUser, name: 'webhooks', full_name: 'gitea/webhooks', private: true, fork: false, html_url: 'http://localhost:3000/gitea/webhooks', ssh_url: 'ssh://gitea@localhost:2222/gitea/webhooks.git', clone_url: 'http://localhost:3000/gitea/webhooks.git', default_branch: 'master' },
+    repository: {
+      id: 140,
+      owner: giteaUser,
+      name: 'webhooks',
+      full_name: 'gitea/webhooks',
+      private: true,
+      fork: false,
+      html_url: 'http://localhost:3000/gitea/webhooks',
+      ssh_url: 'ssh://gitea@localhost:2222/gitea/webhooks.git',
+      clone_url: 'http://localhost:3000/gitea/webhooks.git',
+      default_branch: 'master',
+    },
     pusher: giteaUser,
     sender: giteaUser,
   };
@@ -157,7 +168,15 @@ const glProject = {
   ssh_url: 'git@example.com:mike/diaspora.git',
   http_url: 'http://example.com/mike/diaspora.git',
 };
-const glRepository = { name: 'Diaspora', url: 'git@example.com:mike/diaspora.git', description: '', homepage: 'http://example.com/mike/diaspora', git_http_url: 'http://example.com/mike/diaspora.git', git_ssh_url: 'git@example.com:mike/diaspora.git', visibility_level: 0 };
+const glRepository = {
+  name: 'Diaspora',
+  url: 'git@example.com:mike/diaspora.git',
+  description: '',
+  homepage: 'http://example.com/mike/diaspora',
+  git_http_url: 'http://example.com/mike/diaspora.git',
+  git_ssh_url: 'git@example.com:mike/diaspora.git',
+  visibility_level: 0,
+};
 
 export function gitlabPush(ref: string, after = 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7') {
   const deleted = /^0+$/.test(after);
@@ -177,30 +196,32 @@ export function gitlabPush(ref: string, after = 'da1560886d4f094c3e6c9ef40349f7d
     user_avatar: 'https://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=8://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=80',
     project_id: 15,
     project: glProject,
-    commits: deleted ? [] : [
-      {
-        id: 'b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
-        message: 'Update Catalan translation to e38cb41.\n\nSee https://gitlab.com/gitlab-org/gitlab for more information',
-        title: 'Update Catalan translation to e38cb41.',
-        timestamp: '2011-12-12T14:27:31+02:00',
-        url: 'http://example.com/mike/diaspora/commit/b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
-        author: { name: 'Jordi Mallach', email: 'jordi@softcatala.org' },
-        added: ['CHANGELOG'],
-        modified: ['app/controller/application.rb'],
-        removed: [],
-      },
-      {
-        id: after,
-        message: 'fixed readme',
-        title: 'fixed readme',
-        timestamp: '2012-01-03T23:36:29+02:00',
-        url: `http://example.com/mike/diaspora/commit/${after}`,
-        author: { name: 'GitLab dev user', email: 'gitlabdev@dv6700.(none)' },
-        added: ['CHANGELOG'],
-        modified: ['app/controller/application.rb'],
-        removed: [],
-      },
-    ],
+    commits: deleted
+      ? []
+      : [
+          {
+            id: 'b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
+            message: 'Update Catalan translation to e38cb41.\n\nSee https://gitlab.com/gitlab-org/gitlab for more information',
+            title: 'Update Catalan translation to e38cb41.',
+            timestamp: '2011-12-12T14:27:31+02:00',
+            url: 'http://example.com/mike/diaspora/commit/b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
+            author: { name: 'Jordi Mallach', email: 'jordi@softcatala.org' },
+            added: ['CHANGELOG'],
+            modified: ['app/controller/application.rb'],
+            removed: [],
+          },
+          {
+            id: after,
+            message: 'fixed readme',
+            title: 'fixed readme',
+            timestamp: '2012-01-03T23:36:29+02:00',
+            url: `http://example.com/mike/diaspora/commit/${after}`,
+            author: { name: 'GitLab dev user', email: 'gitlabdev@dv6700.(none)' },
+            added: ['CHANGELOG'],
+            modified: ['app/controller/application.rb'],
+            removed: [],
+          },
+        ],
     total_commits_count: deleted ? 0 : 4,
     repository: glRepository,
   };
@@ -255,7 +276,15 @@ export function bitbucketPush(changes: { next: BbRef; prev: BbRef }[]) {
   const side = (r: BbRef) => r && { type: r.type, name: r.name, target: bbTarget(r.hash, r.message ?? 'new stuff\n'), links: { html: { href: `https://bitbucket.org/team/repo/branch/${r.name}` } } };
   return {
     actor: bbActor,
-    repository: { type: 'repository', full_name: 'team/repo', name: 'repo', uuid: '{b5fb3d8c-3c7a-4c2b-9a75-ac8b1c6e5a54}', is_private: true, scm: 'git', links: { html: { href: 'https://bitbucket.org/team/repo' } } },
+    repository: {
+      type: 'repository',
+      full_name: 'team/repo',
+      name: 'repo',
+      uuid: '{b5fb3d8c-3c7a-4c2b-9a75-ac8b1c6e5a54}',
+      is_private: true,
+      scm: 'git',
+      links: { html: { href: 'https://bitbucket.org/team/repo' } },
+    },
     push: {
       changes: changes.map((c) => ({
         new: side(c.next),

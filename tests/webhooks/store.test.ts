@@ -5,9 +5,7 @@ import assert from 'node:assert/strict';
 import { memoryEnv } from '../_support/env.js';
 import type { Env } from '../../lib/env.js';
 import { insertApp } from '../../lib/apps/store.js';
-import {
-  deliverySeen, forgetDelivery, recordPush, forgetPush, DELIVERY_RETENTION_MS, MAX_DELIVERIES_PER_APP, MAX_PUSHES_PER_APP,
-} from '../../lib/webhooks/store.js';
+import { deliverySeen, forgetDelivery, recordPush, forgetPush, DELIVERY_RETENTION_MS, MAX_DELIVERIES_PER_APP, MAX_PUSHES_PER_APP } from '../../lib/webhooks/store.js';
 import { SHA_A, SHA_B } from './_payloads.js';
 
 let env: Env;
@@ -23,8 +21,7 @@ before(async () => {
 });
 after(() => env.db.destroy());
 
-const rows = async (table: 'webhook_deliveries' | 'webhook_pushes', appId: string) =>
-  (await env.db.selectFrom(table).select('app_id').where('app_id', '=', appId).execute()).length;
+const rows = async (table: 'webhook_deliveries' | 'webhook_pushes', appId: string) => (await env.db.selectFrom(table).select('app_id').where('app_id', '=', appId).execute()).length;
 
 test('a delivery id repeats within the window, per app; rows older than the window are deleted', async () => {
   assert.equal(await deliverySeen(env.db, a, 'id-1', T0), false);

@@ -19,7 +19,10 @@ test("GitHub documentation's test vector", () => {
   const body = enc('Hello, World!');
   const h = headers({ ...githubHeaders('push'), 'X-Hub-Signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17' });
   assert.deepEqual(verifyDelivery({ headers: h, body, secret: "It's a Secret to Everybody" }), {
-    ok: true, provider: 'github', event: 'push', deliveryId: '72d3162e-cc78-11e3-81ab-4c9367dc0958',
+    ok: true,
+    provider: 'github',
+    event: 'push',
+    deliveryId: '72d3162e-cc78-11e3-81ab-4c9367dc0958',
   });
 });
 
@@ -33,7 +36,11 @@ const cases = {
     return { body, init: giteaHeaders('push', signBody(SECRET, body)), sigHeader: 'X-Gitea-Signature', prefix: '' };
   },
   bitbucket: () => {
-    const body = enc(bitbucketPush([{ next: { type: 'branch', name: 'main', hash: '709d658dc5b6d6afcd46049c2f332ee3f515a67d' }, prev: { type: 'branch', name: 'main', hash: '1e65c05c1d5171631d92438a13901ca7dae9618c' } }]));
+    const body = enc(
+      bitbucketPush([
+        { next: { type: 'branch', name: 'main', hash: '709d658dc5b6d6afcd46049c2f332ee3f515a67d' }, prev: { type: 'branch', name: 'main', hash: '1e65c05c1d5171631d92438a13901ca7dae9618c' } },
+      ]),
+    );
     return { body, init: bitbucketHeaders('repo:push', `sha256=${signBody(SECRET, body)}`), sigHeader: 'X-Hub-Signature', prefix: 'sha256=' };
   },
 };
@@ -61,14 +68,23 @@ for (const [name, make] of Object.entries(cases) as [keyof typeof cases, (typeof
       ['wrong secret', verifyDelivery({ headers: headers(init), body, secret: `${SECRET}x` })],
       ['no secret configured', verifyDelivery({ headers: headers(init), body, secret: null })],
       ['empty secret', verifyDelivery({ headers: headers(init), body, secret: '' })],
-      ['missing signature', verifyDelivery({ headers: headers(Object.fromEntries(Object.entries(init).filter(([k]) => k !== sigHeader && !(name === 'gitea' && k === 'X-Gogs-Signature')))), body, secret: SECRET })],
+      [
+        'missing signature',
+        verifyDelivery({ headers: headers(Object.fromEntries(Object.entries(init).filter(([k]) => k !== sigHeader && !(name === 'gitea' && k === 'X-Gogs-Signature')))), body, secret: SECRET }),
+      ],
       ['short signature', verifyDelivery({ headers: headers({ ...init, [sigHeader]: prefix + hex.slice(0, 62) }), body, secret: SECRET })],
       ['long signature', verifyDelivery({ headers: headers({ ...init, [sigHeader]: `${prefix + hex}00` }), body, secret: SECRET })],
       ['non-hex signature', verifyDelivery({ headers: headers({ ...init, [sigHeader]: `${prefix}${'z'.repeat(64)}` }), body, secret: SECRET })],
       ['base64 signature', verifyDelivery({ headers: headers({ ...init, [sigHeader]: prefix + Buffer.from(hex, 'hex').toString('base64') }), body, secret: SECRET })],
       ['signature header twice (same value)', verifyDelivery({ headers: headers(init, [[sigHeader, good]]), body, secret: SECRET })],
-      ['event header twice', verifyDelivery({ headers: headers(init, [[name === 'bitbucket' ? 'X-Event-Key' : name === 'gitea' ? 'X-Gitea-Event' : 'X-GitHub-Event', 'push']]), body, secret: SECRET })],
-      ['delivery id twice', verifyDelivery({ headers: headers(init, [[name === 'bitbucket' ? 'X-Request-UUID' : name === 'gitea' ? 'X-Gitea-Delivery' : 'X-GitHub-Delivery', 'a']]), body, secret: SECRET })],
+      [
+        'event header twice',
+        verifyDelivery({ headers: headers(init, [[name === 'bitbucket' ? 'X-Event-Key' : name === 'gitea' ? 'X-Gitea-Event' : 'X-GitHub-Event', 'push']]), body, secret: SECRET }),
+      ],
+      [
+        'delivery id twice',
+        verifyDelivery({ headers: headers(init, [[name === 'bitbucket' ? 'X-Request-UUID' : name === 'gitea' ? 'X-Gitea-Delivery' : 'X-GitHub-Delivery', 'a']]), body, secret: SECRET }),
+      ],
     ];
     if (prefix) bad.push(['sha1= prefix', verifyDelivery({ headers: headers({ ...init, [sigHeader]: `sha1=${hex}` }), body, secret: SECRET })]);
     else bad.push(['sha256= prefix on a bare-hex header', verifyDelivery({ headers: headers({ ...init, [sigHeader]: `sha256=${hex}` }), body, secret: SECRET })]);
@@ -79,7 +95,10 @@ for (const [name, make] of Object.entries(cases) as [keyof typeof cases, (typeof
 test('gitlab: the token must equal the secret; event and delivery id from its headers', () => {
   const body = enc(gitlabPush('refs/heads/master'));
   assert.deepEqual(verifyDelivery({ headers: headers(gitlabHeaders('Push Hook', SECRET)), body, secret: SECRET }), {
-    ok: true, provider: 'gitlab', event: 'Push Hook', deliveryId: 'f5e5f430-f57b-4e6e-9fac-d9128cd7232f',
+    ok: true,
+    provider: 'gitlab',
+    event: 'Push Hook',
+    deliveryId: 'f5e5f430-f57b-4e6e-9fac-d9128cd7232f',
   });
   // Idempotency-Key (stable across retries) wins; older GitLab has only X-Gitlab-Event-UUID.
   const init: Record<string, string> = gitlabHeaders('Push Hook', SECRET);
@@ -139,7 +158,9 @@ test('header edges: anchored event and delivery patterns, lengths, trimming, an 
   const raw = (init: Record<string, string>) => ({ get: (n: string) => Object.entries(init).find(([k]) => k.toLowerCase() === n)?.[1] ?? null });
   const gh = (over: Record<string, string | undefined>) => {
     const init: Record<string, string> = { 'X-GitHub-Event': 'push', 'X-GitHub-Delivery': 'd-1', 'X-Hub-Signature-256': sig };
-    for (const [k, v] of Object.entries(over)) if (v === undefined) delete init[k]; else init[k] = v;
+    for (const [k, v] of Object.entries(over))
+      if (v === undefined) delete init[k];
+      else init[k] = v;
     return verifyDelivery({ headers: raw(init), body, secret: SECRET });
   };
   assert.deepEqual(gh({}), { ok: true, provider: 'github', event: 'push', deliveryId: 'd-1' });
@@ -160,5 +181,10 @@ test('header edges: anchored event and delivery patterns, lengths, trimming, an 
   // Bitbucket Server names the delivery X-Request-Id.
   const bb = enc(bitbucketPush([]));
   const bbSig = `sha256=${signBody(SECRET, bb)}`;
-  assert.deepEqual(verifyDelivery({ headers: raw({ 'X-Event-Key': 'repo:refs_changed', 'X-Hub-Signature': bbSig, 'X-Request-Id': 'srv-1' }), body: bb, secret: SECRET }), { ok: true, provider: 'bitbucket', event: 'repo:refs_changed', deliveryId: 'srv-1' });
+  assert.deepEqual(verifyDelivery({ headers: raw({ 'X-Event-Key': 'repo:refs_changed', 'X-Hub-Signature': bbSig, 'X-Request-Id': 'srv-1' }), body: bb, secret: SECRET }), {
+    ok: true,
+    provider: 'bitbucket',
+    event: 'repo:refs_changed',
+    deliveryId: 'srv-1',
+  });
 });

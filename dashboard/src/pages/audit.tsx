@@ -65,22 +65,62 @@ export function AuditPage() {
           onSubmit={(e) => {
             e.preventDefault();
             setSelected(null);
-            setFilter({ actor: draft.actor.trim() || undefined, action: draft.action.trim() || undefined, target: draft.target.trim() || undefined, since: toIso(draft.since), until: toIso(draft.until) });
+            setFilter({
+              actor: draft.actor.trim() || undefined,
+              action: draft.action.trim() || undefined,
+              target: draft.target.trim() || undefined,
+              since: toIso(draft.since),
+              until: toIso(draft.until),
+            });
           }}
         >
-          <label>Actor<input name="actor" value={draft.actor} onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })} placeholder="username or token name" /></label>
-          <label>Action<input name="action" value={draft.action} onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })} placeholder="PUT /api/apps/{id}/env" /></label>
-          <label>Target<input name="target" value={draft.target} onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })} placeholder="an app or domain id" /></label>
-          <label>From<input name="since" type="datetime-local" value={draft.since} onInput={(e) => setDraft({ ...draft, since: (e.target as HTMLInputElement).value })} /></label>
-          <label>Until<input name="until" type="datetime-local" value={draft.until} onInput={(e) => setDraft({ ...draft, until: (e.target as HTMLInputElement).value })} /></label>
+          <label>
+            Actor
+            <input name="actor" value={draft.actor} onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })} placeholder="username or token name" />
+          </label>
+          <label>
+            Action
+            <input name="action" value={draft.action} onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })} placeholder="PUT /api/apps/{id}/env" />
+          </label>
+          <label>
+            Target
+            <input name="target" value={draft.target} onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })} placeholder="an app or domain id" />
+          </label>
+          <label>
+            From
+            <input name="since" type="datetime-local" value={draft.since} onInput={(e) => setDraft({ ...draft, since: (e.target as HTMLInputElement).value })} />
+          </label>
+          <label>
+            Until
+            <input name="until" type="datetime-local" value={draft.until} onInput={(e) => setDraft({ ...draft, until: (e.target as HTMLInputElement).value })} />
+          </label>
           <div class="row">
-            <button type="submit" class="primary">Apply</button>
-            <button type="button" onClick={() => { setDraft({ actor: '', action: '', target: '', since: '', until: '' }); setFilter({}); }}>Clear</button>
+            <button type="submit" class="primary">
+              Apply
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setDraft({ actor: '', action: '', target: '', since: '', until: '' });
+                setFilter({});
+              }}
+            >
+              Clear
+            </button>
           </div>
         </form>
         <ErrorNote error={error} />
-        <p class="muted" aria-live="polite">{items.length} entries{next ? ' loaded (more on scroll)' : ''}</p>
-        <div class="audit-head" aria-hidden="true"><span>When</span><span>Who</span><span>Action</span><span>Target</span><span>Outcome</span><span /></div>
+        <p class="muted" aria-live="polite">
+          {items.length} entries{next ? ' loaded (more on scroll)' : ''}
+        </p>
+        <div class="audit-head" aria-hidden="true">
+          <span>When</span>
+          <span>Who</span>
+          <span>Action</span>
+          <span>Target</span>
+          <span>Outcome</span>
+          <span />
+        </div>
         <div
           class="audit-viewport"
           data-testid="audit-viewport"
@@ -100,21 +140,40 @@ export function AuditPage() {
                 class={`audit-row${selected?.id === e.id ? ' selected' : ''}`}
                 style={{ position: 'absolute', top: `${(first + i) * ROW_HEIGHT}px`, left: 0, right: 0, height: `${ROW_HEIGHT}px` }}
               >
-                <span><When at={e.at} /></span>
-                <span class="ellipsis">{e.actor.name ?? e.actor.type}{e.actor.type !== 'user' ? <span class="muted"> ({e.actor.type})</span> : null}</span>
-                <span class="ellipsis" title={e.action}>{e.summary}</span>
-                <span class="mono ellipsis" title={e.target.type}>{e.target.id ?? e.target.type}</span>
-                <span>{e.outcome}<span class="muted"> {e.status}</span>{e.reverted_at ? <span class="muted"> · reverted</span> : null}</span>
+                <span>
+                  <When at={e.at} />
+                </span>
+                <span class="ellipsis">
+                  {e.actor.name ?? e.actor.type}
+                  {e.actor.type !== 'user' ? <span class="muted"> ({e.actor.type})</span> : null}
+                </span>
+                <span class="ellipsis" title={e.action}>
+                  {e.summary}
+                </span>
+                <span class="mono ellipsis" title={e.target.type}>
+                  {e.target.id ?? e.target.type}
+                </span>
+                <span>
+                  {e.outcome}
+                  <span class="muted"> {e.status}</span>
+                  {e.reverted_at ? <span class="muted"> · reverted</span> : null}
+                </span>
                 <span>
                   {e.state_kind ? (
-                    <button type="button" aria-pressed={selected?.id === e.id} aria-label={`Changes of entry ${e.id} (${e.action})`} onClick={() => setSelected(e)}>Changes</button>
+                    <button type="button" aria-pressed={selected?.id === e.id} aria-label={`Changes of entry ${e.id} (${e.action})`} onClick={() => setSelected(e)}>
+                      Changes
+                    </button>
                   ) : null}
                 </span>
               </li>
             ))}
           </ul>
         </div>
-        {next && <button type="button" disabled={loading} onClick={() => void load(filter, next)}>Older entries</button>}
+        {next && (
+          <button type="button" disabled={loading} onClick={() => void load(filter, next)}>
+            Older entries
+          </button>
+        )}
       </section>
       {selected && <EntryDetail key={selected.id} entry={selected} onReverted={(id) => void refresh(id)} />}
     </main>
@@ -137,15 +196,33 @@ function EntryDetail({ entry, onReverted }: { entry: AuditRow; onReverted: (id: 
   const changes = diff?.rows.filter((r) => r.status !== 'unchanged') ?? [];
   return (
     <section class="card" aria-labelledby="audit-detail-title" data-testid="audit-detail">
-      <h2 id="audit-detail-title">Entry {entry.id}: <span class="mono">{entry.action}</span></h2>
-      <p>{entry.summary}{entry.user && entry.actor.type === 'token' ? ` (token of ${entry.user.username})` : ''}</p>
+      <h2 id="audit-detail-title">
+        Entry {entry.id}: <span class="mono">{entry.action}</span>
+      </h2>
+      <p>
+        {entry.summary}
+        {entry.user && entry.actor.type === 'token' ? ` (token of ${entry.user.username})` : ''}
+      </p>
       <ErrorNote error={error} />
       {diff && (
         <>
-          {diff.changed_since && <p class="warning" role="status">The target changed after this entry.</p>}
+          {diff.changed_since && (
+            <p class="warning" role="status">
+              The target changed after this entry.
+            </p>
+          )}
           <table data-testid="audit-diff">
-            <caption class="muted">{changes.length} field(s) changed{diff.rows.length > changes.length ? `, ${diff.rows.length - changes.length} unchanged` : ''}</caption>
-            <thead><tr><th scope="col">Field</th><th scope="col">Change</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>
+            <caption class="muted">
+              {changes.length} field(s) changed{diff.rows.length > changes.length ? `, ${diff.rows.length - changes.length} unchanged` : ''}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Field</th>
+                <th scope="col">Change</th>
+                <th scope="col">Before</th>
+                <th scope="col">After</th>
+              </tr>
+            </thead>
             <tbody>
               {changes.map((r) => (
                 <tr key={r.field} class={`diff-${r.status}`}>
@@ -162,9 +239,18 @@ function EntryDetail({ entry, onReverted }: { entry: AuditRow; onReverted: (id: 
       {done ? (
         <p role="status">Reverted: entry {done} records the revert.</p>
       ) : entry.reverted_at ? (
-        <p class="muted">Reverted <When at={entry.reverted_at} />{entry.reverted_by ? ` by entry ${entry.reverted_by}` : ''}.</p>
+        <p class="muted">
+          Reverted <When at={entry.reverted_at} />
+          {entry.reverted_by ? ` by entry ${entry.reverted_by}` : ''}.
+        </p>
       ) : entry.revertible ? (
-        <RevertButton entry={entry} onDone={(id) => { setDone(id); onReverted(entry.id); }} />
+        <RevertButton
+          entry={entry}
+          onDone={(id) => {
+            setDone(id);
+            onReverted(entry.id);
+          }}
+        />
       ) : null}
     </section>
   );
@@ -202,23 +288,42 @@ function RevertButton({ entry, onDone }: { entry: AuditRow; onDone: (auditId: st
     });
   return (
     <>
-      <button type="button" class="danger" onClick={() => setOpen(true)}>Revert…</button>
-      <dialog ref={ref} class="dialog" aria-labelledby={`revert-title-${entry.id}`} onCancel={(e) => { e.preventDefault(); close(); }}>
+      <button type="button" class="danger" onClick={() => setOpen(true)}>
+        Revert…
+      </button>
+      <dialog
+        ref={ref}
+        class="dialog"
+        aria-labelledby={`revert-title-${entry.id}`}
+        onCancel={(e) => {
+          e.preventDefault();
+          close();
+        }}
+      >
         <h2 id={`revert-title-${entry.id}`}>Revert entry {entry.id}?</h2>
         <p>
-          This puts <span class="mono">{entry.target.id ?? entry.target.type}</span> back to its state before <span class="mono">{entry.action}</span>, through the same checks as the original change. The revert is audited.
+          This puts <span class="mono">{entry.target.id ?? entry.target.type}</span> back to its state before <span class="mono">{entry.action}</span>, through the same checks as the original change.
+          The revert is audited.
         </p>
         {conflict && (
-          <p class="error" role="alert" data-testid="revert-conflict">{conflict}</p>
+          <p class="error" role="alert" data-testid="revert-conflict">
+            {conflict}
+          </p>
         )}
         <ErrorNote error={act.error} />
         <div class="row">
           {conflict ? (
-            <button type="button" class="danger" disabled={act.busy} onClick={() => void revert(true)}>Revert anyway</button>
+            <button type="button" class="danger" disabled={act.busy} onClick={() => void revert(true)}>
+              Revert anyway
+            </button>
           ) : (
-            <button type="button" class="danger" disabled={act.busy} onClick={() => void revert(false)}>Revert</button>
+            <button type="button" class="danger" disabled={act.busy} onClick={() => void revert(false)}>
+              Revert
+            </button>
           )}
-          <button type="button" onClick={close}>Cancel</button>
+          <button type="button" onClick={close}>
+            Cancel
+          </button>
         </div>
       </dialog>
     </>

@@ -27,26 +27,79 @@ export function DomainsPage() {
         {domains.data?.length === 0 && <p class="muted">No domains yet. Add one on an app's page, or set a base domain on the instance page for automatic hosts.</p>}
         {domains.data && domains.data.length > 0 && (
           <table>
-            <thead><tr><th>Hostname</th><th>Target</th><th>Status</th><th>Certificate</th><th>DNS</th><th><span class="sr-only">Actions</span></th></tr></thead>
+            <thead>
+              <tr>
+                <th>Hostname</th>
+                <th>Target</th>
+                <th>Status</th>
+                <th>Certificate</th>
+                <th>DNS</th>
+                <th>
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
             <tbody>
               {domains.data.map((d) => {
                 const left = certDaysLeft(d);
                 const id = 'id' in d ? (d as api.Domain).id : null;
                 return (
                   <tr key={id ?? d.hostname} data-testid="domain-row">
-                    <td class="mono">{d.hostname}{'managed' in d && d.managed && <span class="muted"> (automatic)</span>}</td>
-                    <td>{d.app_id ? <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>{d.service ?? d.app_id}</Link> : "redirect_to" in d && d.redirect_to ? `redirect to ${d.redirect_to}` : <span class="muted">unassigned</span>}</td>
-                    <td><Badge status={d.status} />{d.status_detail && <div class="muted small">{d.status_detail}</div>}</td>
+                    <td class="mono">
+                      {d.hostname}
+                      {'managed' in d && d.managed && <span class="muted"> (automatic)</span>}
+                    </td>
+                    <td>
+                      {d.app_id ? (
+                        <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>{d.service ?? d.app_id}</Link>
+                      ) : 'redirect_to' in d && d.redirect_to ? (
+                        `redirect to ${d.redirect_to}`
+                      ) : (
+                        <span class="muted">unassigned</span>
+                      )}
+                    </td>
+                    <td>
+                      <Badge status={d.status} />
+                      {d.status_detail && <div class="muted small">{d.status_detail}</div>}
+                    </td>
                     <td>
                       {d.certificate ? (
                         <>
                           {d.certificate.source} · {d.certificate.issuer}
-                          <div class={left !== null && left < 14 ? 'error small' : 'muted small'}>expires <When at={d.certificate.not_after} />{left !== null && ` (${left} days)`}</div>
+                          <div class={left !== null && left < 14 ? 'error small' : 'muted small'}>
+                            expires <When at={d.certificate.not_after} />
+                            {left !== null && ` (${left} days)`}
+                          </div>
                         </>
-                      ) : <span class="muted">none</span>}
+                      ) : (
+                        <span class="muted">none</span>
+                      )}
                     </td>
-                    <td>{d.dns ? <>{d.dns.points_here ? <Badge status="ok" /> : <Badge status="warning" />} <span class="mono small">{d.dns.addresses.join(', ') || 'no address'}</span></> : <span class="muted">not checked</span>}</td>
-                    <td>{id && <button type="button" disabled={act.busy} onClick={() => act.run(async () => { await api.refreshDomain(id); await domains.reload(); })}>Re-check <span class="sr-only">{d.hostname}</span></button>}</td>
+                    <td>
+                      {d.dns ? (
+                        <>
+                          {d.dns.points_here ? <Badge status="ok" /> : <Badge status="warning" />} <span class="mono small">{d.dns.addresses.join(', ') || 'no address'}</span>
+                        </>
+                      ) : (
+                        <span class="muted">not checked</span>
+                      )}
+                    </td>
+                    <td>
+                      {id && (
+                        <button
+                          type="button"
+                          disabled={act.busy}
+                          onClick={() =>
+                            act.run(async () => {
+                              await api.refreshDomain(id);
+                              await domains.reload();
+                            })
+                          }
+                        >
+                          Re-check <span class="sr-only">{d.hostname}</span>
+                        </button>
+                      )}
+                    </td>
                   </tr>
                 );
               })}
@@ -67,9 +120,21 @@ export function DnsCheckForm({ initial = '', title = 'DNS check' }: { initial?: 
   return (
     <section class="card" aria-labelledby={hid}>
       <h2 id={hid}>{title}</h2>
-      <form class="row wrap" onSubmit={(e) => { e.preventDefault(); setResult(null); void act.run(async () => setResult(await api.dnsCheck(host.trim()))); }}>
-        <label>Hostname<input name="dns-host" required value={host} onInput={(e) => setHost((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" disabled={act.busy}>Check DNS</button>
+      <form
+        class="row wrap"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setResult(null);
+          void act.run(async () => setResult(await api.dnsCheck(host.trim())));
+        }}
+      >
+        <label>
+          Hostname
+          <input name="dns-host" required value={host} onInput={(e) => setHost((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={act.busy}>
+          Check DNS
+        </button>
       </form>
       <ErrorNote error={act.error} />
       {result && <DnsResult r={result} />}
@@ -79,9 +144,13 @@ export function DnsCheckForm({ initial = '', title = 'DNS check' }: { initial?: 
 
 export function DnsResult({ r }: { r: DnsCheck }) {
   return (
-    <div class={r.points_here ? "notice" : "notice notice-warn"} data-testid="dns-result" role="status">
-      <p><strong>{r.host}</strong> {r.points_here ? 'points at this host.' : 'does not point at this host yet.'}</p>
-      <p class="small">Expected: <span class="mono">{r.expected.join(', ') || '—'}</span>; resolved: <span class="mono">{r.resolved.join(', ') || 'nothing'}</span></p>
+    <div class={r.points_here ? 'notice' : 'notice notice-warn'} data-testid="dns-result" role="status">
+      <p>
+        <strong>{r.host}</strong> {r.points_here ? 'points at this host.' : 'does not point at this host yet.'}
+      </p>
+      <p class="small">
+        Expected: <span class="mono">{r.expected.join(', ') || '—'}</span>; resolved: <span class="mono">{r.resolved.join(', ') || 'nothing'}</span>
+      </p>
       {r.error && <p class="error small">{r.error}</p>}
     </div>
   );

@@ -18,14 +18,26 @@ export function InstancePage() {
           <ErrorNote error={info.error} />
           {info.data && (
             <dl class="facts" data-testid="instance-info">
-              <dt>Version</dt><dd>{info.data.version}</dd>
-              <dt>Started</dt><dd><When at={info.data.started_at} /></dd>
-              <dt>Node.js</dt><dd>{info.data.node_version}</dd>
-              <dt>Docker engine</dt><dd>{info.data.engine.reachable ? `reachable, ${info.data.engine.version}` : 'not reachable'}</dd>
-              <dt>Proxy</dt><dd>{info.data.proxy.reachable ? `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}` : 'not reachable'}</dd>
-              <dt>Database</dt><dd>{info.data.database.dialect}, {bytes(info.data.database.size_bytes)}</dd>
-              <dt>Control domain</dt><dd>{info.data.control_domain ?? '—'}</dd>
-              <dt>Exposure</dt><dd>{info.data.exposure}</dd>
+              <dt>Version</dt>
+              <dd>{info.data.version}</dd>
+              <dt>Started</dt>
+              <dd>
+                <When at={info.data.started_at} />
+              </dd>
+              <dt>Node.js</dt>
+              <dd>{info.data.node_version}</dd>
+              <dt>Docker engine</dt>
+              <dd>{info.data.engine.reachable ? `reachable, ${info.data.engine.version}` : 'not reachable'}</dd>
+              <dt>Proxy</dt>
+              <dd>{info.data.proxy.reachable ? `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}` : 'not reachable'}</dd>
+              <dt>Database</dt>
+              <dd>
+                {info.data.database.dialect}, {bytes(info.data.database.size_bytes)}
+              </dd>
+              <dt>Control domain</dt>
+              <dd>{info.data.control_domain ?? '—'}</dd>
+              <dt>Exposure</dt>
+              <dd>{info.data.exposure}</dd>
             </dl>
           )}
         </section>
@@ -56,7 +68,9 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
     <section class="card" aria-labelledby="base-h">
       <h2 id="base-h">Base domain</h2>
       <p class="muted small">Every app gets an automatic host under it; point a wildcard DNS record at this host.</p>
-      <p>Current: <strong data-testid="base-domain">{current ?? 'none'}</strong></p>
+      <p>
+        Current: <strong data-testid="base-domain">{current ?? 'none'}</strong>
+      </p>
       <form
         class="row"
         onSubmit={(e) => {
@@ -71,9 +85,18 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
           });
         }}
       >
-        <label>Base domain<input name="base-domain" value={value} placeholder="apps.example.com" onInput={(e) => setValue((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" class="primary" disabled={act.busy}>Save</button>
-        {current && <button type="button" disabled={act.busy} onClick={() => act.run(() => check(current))}>Check DNS</button>}
+        <label>
+          Base domain
+          <input name="base-domain" value={value} placeholder="apps.example.com" onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" class="primary" disabled={act.busy}>
+          Save
+        </button>
+        {current && (
+          <button type="button" disabled={act.busy} onClick={() => act.run(() => check(current))}>
+            Check DNS
+          </button>
+        )}
       </form>
       <ErrorNote error={act.error} />
       {dns && <DnsResult r={dns} />}
@@ -89,10 +112,29 @@ function Concurrency() {
   return (
     <section class="card" aria-labelledby="conc-h">
       <h2 id="conc-h">Deploy concurrency</h2>
-      <form class="row wrap" onSubmit={(e) => { e.preventDefault(); setSaved(false); void act.run(async () => { setN((await api.putConcurrency(n ?? 1)).concurrency); setSaved(true); }); }}>
-        <label>Apps deploying at once<input name="concurrency" type="number" min={1} max={8} required value={n ?? ''} onInput={(e) => setN(Number((e.target as HTMLInputElement).value))} /></label>
-        <button type="submit" disabled={act.busy || n === null}>Save</button>
-        {saved && <span role="status" class="muted">Saved.</span>}
+      <form
+        class="row wrap"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void act.run(async () => {
+            setN((await api.putConcurrency(n ?? 1)).concurrency);
+            setSaved(true);
+          });
+        }}
+      >
+        <label>
+          Apps deploying at once
+          <input name="concurrency" type="number" min={1} max={8} required value={n ?? ''} onInput={(e) => setN(Number((e.target as HTMLInputElement).value))} />
+        </label>
+        <button type="submit" disabled={act.busy || n === null}>
+          Save
+        </button>
+        {saved && (
+          <span role="status" class="muted">
+            Saved.
+          </span>
+        )}
       </form>
       <ErrorNote error={act.error} />
     </section>
@@ -103,23 +145,51 @@ function Disk() {
   const disk = useLoad(() => api.diskUsage());
   const [pruned, setPruned] = useState<number | null>(null);
   const act = useAction();
-  const kinds = [['Images', 'images'], ['Containers', 'containers'], ['Volumes', 'volumes'], ['Build cache', 'build_cache']] as const;
+  const kinds = [
+    ['Images', 'images'],
+    ['Containers', 'containers'],
+    ['Volumes', 'volumes'],
+    ['Build cache', 'build_cache'],
+  ] as const;
   return (
     <section class="card" aria-labelledby="disk-h">
       <h2 id="disk-h">Engine disk use</h2>
       <ErrorNote error={disk.error} />
       {disk.data && (
         <table data-testid="disk">
-          <thead><tr><th>Kind</th><th>Count</th><th>Size</th><th>Reclaimable</th></tr></thead>
+          <thead>
+            <tr>
+              <th>Kind</th>
+              <th>Count</th>
+              <th>Size</th>
+              <th>Reclaimable</th>
+            </tr>
+          </thead>
           <tbody>
             {kinds.map(([label, k]) => (
-              <tr key={k}><td>{label}</td><td>{disk.data![k].count}</td><td>{bytes(disk.data![k].size_bytes)}</td><td>{bytes(disk.data![k].reclaimable_bytes)}</td></tr>
+              <tr key={k}>
+                <td>{label}</td>
+                <td>{disk.data![k].count}</td>
+                <td>{bytes(disk.data![k].size_bytes)}</td>
+                <td>{bytes(disk.data![k].reclaimable_bytes)}</td>
+              </tr>
             ))}
           </tbody>
         </table>
       )}
       <p class="muted small">Prune removes dangling images, stopped containers no app owns and build cache; never an app's images or volumes.</p>
-      <button type="button" disabled={act.busy} onClick={() => act.run(async () => { setPruned((await api.prune()).reclaimed_bytes); await disk.reload(); })}>Prune</button>
+      <button
+        type="button"
+        disabled={act.busy}
+        onClick={() =>
+          act.run(async () => {
+            setPruned((await api.prune()).reclaimed_bytes);
+            await disk.reload();
+          })
+        }
+      >
+        Prune
+      </button>
       {pruned !== null && <p role="status">Reclaimed {bytes(pruned)}.</p>}
       <ErrorNote error={act.error} />
     </section>
@@ -133,7 +203,19 @@ function Restart() {
     <section class="card" aria-labelledby="restart-h">
       <h2 id="restart-h">Restart</h2>
       <p class="muted small">In-flight requests finish; running deployments resume after the restart.</p>
-      <button type="button" disabled={act.busy || sent} onClick={() => confirm('Restart the control plane now?') && act.run(async () => { await api.restartInstance(); setSent(true); })}>Restart the control plane</button>
+      <button
+        type="button"
+        disabled={act.busy || sent}
+        onClick={() =>
+          confirm('Restart the control plane now?') &&
+          act.run(async () => {
+            await api.restartInstance();
+            setSent(true);
+          })
+        }
+      >
+        Restart the control plane
+      </button>
       {sent && <p role="status">Restarting; the page reconnects by itself.</p>}
       <ErrorNote error={act.error} />
     </section>
@@ -149,12 +231,32 @@ function Reset() {
     <section class="card danger-zone" aria-labelledby="reset-h">
       <h2 id="reset-h">Reset</h2>
       <p>Removes every app with its containers, networks, volumes, images, domains, databases and backup settings. Operators, tokens, audit and instance settings stay.</p>
-      <form class="row wrap" onSubmit={(e) => { e.preventDefault(); if (armed) void act.run(async () => { setResult(await api.resetInstance()); setTyped(''); }); }}>
-        <label>Type RESET to confirm<input name="reset-confirm" autoComplete="off" value={typed} onInput={(e) => setTyped((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" class="danger" disabled={!armed || act.busy}>Reset the instance</button>
+      <form
+        class="row wrap"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (armed)
+            void act.run(async () => {
+              setResult(await api.resetInstance());
+              setTyped('');
+            });
+        }}
+      >
+        <label>
+          Type RESET to confirm
+          <input name="reset-confirm" autoComplete="off" value={typed} onInput={(e) => setTyped((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" class="danger" disabled={!armed || act.busy}>
+          Reset the instance
+        </button>
       </form>
       <ErrorNote error={act.error} />
-      {result && <p role="status" data-testid="reset-result">Removed {result.removed.length} app{result.removed.length === 1 ? '' : 's'}{result.failed.length ? `; ${result.failed.length} failed: ${result.failed.map((f) => f.name).join(', ')}` : ''}.</p>}
+      {result && (
+        <p role="status" data-testid="reset-result">
+          Removed {result.removed.length} app{result.removed.length === 1 ? '' : 's'}
+          {result.failed.length ? `; ${result.failed.length} failed: ${result.failed.map((f) => f.name).join(', ')}` : ''}.
+        </p>
+      )}
     </section>
   );
 }

@@ -25,10 +25,18 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
             });
           }}
         >
-          <label>Username<input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername((e.target as HTMLInputElement).value)} /></label>
-          <label>Password<input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} /></label>
+          <label>
+            Username
+            <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername((e.target as HTMLInputElement).value)} />
+          </label>
+          <label>
+            Password
+            <input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} />
+          </label>
           <ErrorNote error={act.error} />
-          <button type="submit" class="primary" disabled={act.busy}>Sign in</button>
+          <button type="submit" class="primary" disabled={act.busy}>
+            Sign in
+          </button>
         </form>
       ) : (
         <form
@@ -38,9 +46,14 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
             void act.run(async () => onDone((await api.loginTotp(code.trim())).user));
           }}
         >
-          <label>Authentication code (or a recovery code)<input name="code" inputMode="numeric" autoComplete="one-time-code" required autoFocus value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} /></label>
+          <label>
+            Authentication code (or a recovery code)
+            <input name="code" inputMode="numeric" autoComplete="one-time-code" required autoFocus value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+          </label>
           <ErrorNote error={act.error} />
-          <button type="submit" class="primary" disabled={act.busy}>Verify</button>
+          <button type="submit" class="primary" disabled={act.busy}>
+            Verify
+          </button>
         </form>
       )}
     </main>

@@ -17,7 +17,9 @@ export function NotificationsPage() {
         <ErrorNote error={channels.error} />
         {channels.data?.items.length === 0 && <p class="muted">No channels yet.</p>}
         <ul class="plain">
-          {(channels.data?.items ?? []).map((c) => <Channel key={c.id} c={c} onChange={channels.reload} />)}
+          {(channels.data?.items ?? []).map((c) => (
+            <Channel key={c.id} c={c} onChange={channels.reload} />
+          ))}
         </ul>
       </section>
       {channels.data && <NewChannel events={channels.data.events as EventName[]} onCreated={channels.reload} />}
@@ -33,34 +35,100 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
   return (
     <li class="channel" data-testid="channel">
       <div class="row">
-        <strong>{c.name}</strong> <span class="muted">{c.kind} · <span class="mono">{c.url_hint}</span></span>
+        <strong>{c.name}</strong>{' '}
+        <span class="muted">
+          {c.kind} · <span class="mono">{c.url_hint}</span>
+        </span>
         <Badge status={c.enabled ? 'enabled' : 'disabled'} />
       </div>
       <p class="small muted">Events: {c.events.length ? c.events.join(', ') : 'none'}</p>
-      {c.last_delivery && <p class="small">Last delivery: {c.last_delivery.ok ? 'ok' : 'failed'} <When at={c.last_delivery.at} />{c.last_delivery.error && ` — ${c.last_delivery.error}`}</p>}
+      {c.last_delivery && (
+        <p class="small">
+          Last delivery: {c.last_delivery.ok ? 'ok' : 'failed'} <When at={c.last_delivery.at} />
+          {c.last_delivery.error && ` — ${c.last_delivery.error}`}
+        </p>
+      )}
       <div class="row">
-        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { setTest(await api.testChannel(c.id)); await loadLog(); })}>Send test <span class="sr-only">to {c.name}</span></button>
-        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { await api.patchChannel(c.id, { enabled: !c.enabled }); await onChange(); })}>{c.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{c.name}</span></button>
-        <button type="button" aria-expanded={log !== null} onClick={() => (log ? setLog(null) : act.run(loadLog))}>Delivery log <span class="sr-only">of {c.name}</span></button>
-        <button type="button" class="danger" disabled={act.busy} onClick={() => confirm(`Delete the channel ${c.name}?`) && act.run(async () => { await api.deleteChannel(c.id); await onChange(); })}>Delete <span class="sr-only">{c.name}</span></button>
+        <button
+          type="button"
+          disabled={act.busy}
+          onClick={() =>
+            act.run(async () => {
+              setTest(await api.testChannel(c.id));
+              await loadLog();
+            })
+          }
+        >
+          Send test <span class="sr-only">to {c.name}</span>
+        </button>
+        <button
+          type="button"
+          disabled={act.busy}
+          onClick={() =>
+            act.run(async () => {
+              await api.patchChannel(c.id, { enabled: !c.enabled });
+              await onChange();
+            })
+          }
+        >
+          {c.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{c.name}</span>
+        </button>
+        <button type="button" aria-expanded={log !== null} onClick={() => (log ? setLog(null) : act.run(loadLog))}>
+          Delivery log <span class="sr-only">of {c.name}</span>
+        </button>
+        <button
+          type="button"
+          class="danger"
+          disabled={act.busy}
+          onClick={() =>
+            confirm(`Delete the channel ${c.name}?`) &&
+            act.run(async () => {
+              await api.deleteChannel(c.id);
+              await onChange();
+            })
+          }
+        >
+          Delete <span class="sr-only">{c.name}</span>
+        </button>
       </div>
       <ErrorNote error={act.error} />
       {test && (
         <p role="status" data-testid="test-result" class={test.ok ? 'notice' : 'error'}>
-          Test {test.ok ? 'delivered' : 'failed'}{test.status !== null ? ` (HTTP ${test.status})` : ''}{test.error ? `: ${test.error}` : ''}
+          Test {test.ok ? 'delivered' : 'failed'}
+          {test.status !== null ? ` (HTTP ${test.status})` : ''}
+          {test.error ? `: ${test.error}` : ''}
         </p>
       )}
       {log && (
         <table data-testid="deliveries">
           <caption class="sr-only">Deliveries of {c.name}</caption>
-          <thead><tr><th>When</th><th>Event</th><th>Result</th><th>Attempts</th></tr></thead>
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Event</th>
+              <th>Result</th>
+              <th>Attempts</th>
+            </tr>
+          </thead>
           <tbody>
-            {log.length === 0 && <tr><td colSpan={4} class="muted">Nothing sent yet.</td></tr>}
+            {log.length === 0 && (
+              <tr>
+                <td colSpan={4} class="muted">
+                  Nothing sent yet.
+                </td>
+              </tr>
+            )}
             {log.map((d, i) => (
               <tr key={`${d.at}-${i}`}>
-                <td><When at={d.at} /></td>
+                <td>
+                  <When at={d.at} />
+                </td>
                 <td class="mono">{d.event}</td>
-                <td>{d.ok ? 'ok' : 'failed'}{d.status !== null ? ` (${d.status})` : ''}{d.error ? ` — ${d.error}` : ''}</td>
+                <td>
+                  {d.ok ? 'ok' : 'failed'}
+                  {d.status !== null ? ` (${d.status})` : ''}
+                  {d.error ? ` — ${d.error}` : ''}
+                </td>
                 <td>{d.attempts}</td>
               </tr>
             ))}
@@ -92,24 +160,43 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
           });
         }}
       >
-        <label>Kind
+        <label>
+          Kind
           <select name="kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'discord' | 'slack')}>
             <option value="discord">Discord</option>
             <option value="slack">Slack</option>
           </select>
         </label>
-        <label>Name<input name="channel-name" required value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></label>
-        <label>Webhook URL<input name="channel-url" type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} /></label>
+        <label>
+          Name
+          <input name="channel-name" required value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Webhook URL
+          <input name="channel-url" type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} />
+        </label>
         <fieldset>
           <legend>Events</legend>
           {events.map((ev) => (
             <label class="inline" key={ev}>
-              <input type="checkbox" checked={picked.has(ev)} onChange={() => { const n = new Set(picked); if (n.has(ev)) n.delete(ev); else n.add(ev); setPicked(n); }} /> {ev.replace(/_/g, ' ')}
+              <input
+                type="checkbox"
+                checked={picked.has(ev)}
+                onChange={() => {
+                  const n = new Set(picked);
+                  if (n.has(ev)) n.delete(ev);
+                  else n.add(ev);
+                  setPicked(n);
+                }}
+              />{' '}
+              {ev.replace(/_/g, ' ')}
             </label>
           ))}
         </fieldset>
         <ErrorNote error={act.error} />
-        <button type="submit" class="primary" disabled={act.busy}>Add channel</button>
+        <button type="submit" class="primary" disabled={act.busy}>
+          Add channel
+        </button>
       </form>
     </section>
   );

@@ -19,9 +19,13 @@ export function prefetchOverview(): void {
     posture: api.run(() => api.client.GET('/api/security/posture'), quiet).then((r) => r.items),
   };
   // A failed one (signed out) is dropped, so the overview asks again once signed in.
-  for (const [k, p] of Object.entries(prefetched)) p.then((v) => (settled[k] = v), () => {
-    if (prefetched) prefetched = { ...prefetched, [k]: null } as typeof prefetched;
-  });
+  for (const [k, p] of Object.entries(prefetched))
+    p.then(
+      (v) => (settled[k] = v),
+      () => {
+        if (prefetched) prefetched = { ...prefetched, [k]: null } as typeof prefetched;
+      },
+    );
 }
 const settled: Record<string, unknown> = {};
 /**
@@ -58,7 +62,7 @@ export function OverviewPage() {
     active.set(api.TERMINAL.includes(dep.status) ? list : [...list, dep]);
   });
   useTopic('apps', (d: any) => {
-    if (!d || typeof d.app_id !== 'string' && typeof d.id !== 'string') return;
+    if (!d || (typeof d.app_id !== 'string' && typeof d.id !== 'string')) return;
     void apps.reload();
   });
 
@@ -76,12 +80,22 @@ export function OverviewPage() {
           {apps.data && apps.data.length === 0 && <p class="muted">No apps yet.</p>}
           {apps.data && apps.data.length > 0 && (
             <table>
-              <thead><tr><th>Name</th><th>Status</th><th>Source</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Status</th>
+                  <th>Source</th>
+                </tr>
+              </thead>
               <tbody>
                 {apps.data.map((a) => (
                   <tr key={a.id} data-testid="app-row">
-                    <td><Link href={`/apps/${encodeURIComponent(a.id)}`}>{a.name}</Link></td>
-                    <td><Badge status={a.status} /></td>
+                    <td>
+                      <Link href={`/apps/${encodeURIComponent(a.id)}`}>{a.name}</Link>
+                    </td>
+                    <td>
+                      <Badge status={a.status} />
+                    </td>
                     <td class="mono ellipsis">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.type === 'image' ? a.source.image : 'inline Compose'}</td>
                   </tr>
                 ))}
@@ -138,22 +152,40 @@ function NewApp({ onCreated }: { onCreated: (a: App) => void }) {
           });
         }}
       >
-        <label>Name<input name="name" required pattern="[a-z0-9][a-z0-9\-]{0,62}" title="lower-case letters, digits and dashes" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></label>
+        <label>
+          Name
+          <input name="name" required pattern="[a-z0-9][a-z0-9\-]{0,62}" title="lower-case letters, digits and dashes" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        </label>
         <fieldset class="row">
           <legend>Source</legend>
-          <label class="inline"><input type="radio" name="kind" checked={kind === 'git'} onChange={() => setKind('git')} /> Git repository</label>
-          <label class="inline"><input type="radio" name="kind" checked={kind === 'image'} onChange={() => setKind('image')} /> Image</label>
+          <label class="inline">
+            <input type="radio" name="kind" checked={kind === 'git'} onChange={() => setKind('git')} /> Git repository
+          </label>
+          <label class="inline">
+            <input type="radio" name="kind" checked={kind === 'image'} onChange={() => setKind('image')} /> Image
+          </label>
         </fieldset>
         {kind === 'git' ? (
           <>
-            <label>Repository URL<input name="repo_url" required value={repo} onInput={(e) => setRepo((e.target as HTMLInputElement).value)} placeholder="https://git.example.com/me/app.git" /></label>
-            <label>Branch<input name="branch" required value={branch} onInput={(e) => setBranch((e.target as HTMLInputElement).value)} /></label>
+            <label>
+              Repository URL
+              <input name="repo_url" required value={repo} onInput={(e) => setRepo((e.target as HTMLInputElement).value)} placeholder="https://git.example.com/me/app.git" />
+            </label>
+            <label>
+              Branch
+              <input name="branch" required value={branch} onInput={(e) => setBranch((e.target as HTMLInputElement).value)} />
+            </label>
           </>
         ) : (
-          <label>Image<input name="image" required value={image} onInput={(e) => setImage((e.target as HTMLInputElement).value)} /></label>
+          <label>
+            Image
+            <input name="image" required value={image} onInput={(e) => setImage((e.target as HTMLInputElement).value)} />
+          </label>
         )}
         <ErrorNote error={act.error} />
-        <button type="submit" class="primary" disabled={act.busy}>Create app</button>
+        <button type="submit" class="primary" disabled={act.busy}>
+          Create app
+        </button>
       </form>
     </section>
   );
@@ -187,13 +219,23 @@ function HostVitals() {
       {last && (
         <dl class="vitals">
           <dt>CPU</dt>
-          <dd><Sparkline values={vs.map((v) => v.cpu_percent)} max={100} label={`CPU over the last hour, now ${last.cpu_percent.toFixed(0)}%`} /> {last.cpu_percent.toFixed(0)}%</dd>
+          <dd>
+            <Sparkline values={vs.map((v) => v.cpu_percent)} max={100} label={`CPU over the last hour, now ${last.cpu_percent.toFixed(0)}%`} /> {last.cpu_percent.toFixed(0)}%
+          </dd>
           <dt>Memory</dt>
-          <dd><Sparkline values={vs.map((v) => pct(v.mem_used_bytes, v.mem_total_bytes))} max={100} label={`Memory over the last hour, now ${bytes(last.mem_used_bytes)}`} /> {bytes(last.mem_used_bytes)} of {bytes(last.mem_total_bytes)}</dd>
+          <dd>
+            <Sparkline values={vs.map((v) => pct(v.mem_used_bytes, v.mem_total_bytes))} max={100} label={`Memory over the last hour, now ${bytes(last.mem_used_bytes)}`} /> {bytes(last.mem_used_bytes)}{' '}
+            of {bytes(last.mem_total_bytes)}
+          </dd>
           <dt>Disk</dt>
-          <dd><Sparkline values={vs.map((v) => pct(v.disk_used_bytes, v.disk_total_bytes))} max={100} label={`Disk use over the last hour, now ${bytes(last.disk_used_bytes)}`} /> {bytes(last.disk_used_bytes)} of {bytes(last.disk_total_bytes)}</dd>
+          <dd>
+            <Sparkline values={vs.map((v) => pct(v.disk_used_bytes, v.disk_total_bytes))} max={100} label={`Disk use over the last hour, now ${bytes(last.disk_used_bytes)}`} />{' '}
+            {bytes(last.disk_used_bytes)} of {bytes(last.disk_total_bytes)}
+          </dd>
           <dt>Load</dt>
-          <dd><Sparkline values={vs.map((v) => v.load1)} label={`Load over the last hour, now ${last.load1.toFixed(2)}`} /> {last.load1.toFixed(2)}</dd>
+          <dd>
+            <Sparkline values={vs.map((v) => v.load1)} label={`Load over the last hour, now ${last.load1.toFixed(2)}`} /> {last.load1.toFixed(2)}
+          </dd>
         </dl>
       )}
     </section>
@@ -216,12 +258,20 @@ function CertWarnings() {
           {warn.map((x) => (
             <li key={x.hostname}>
               <Badge status={x.status === 'error' ? 'error' : 'warning'} /> <span class="mono">{x.hostname}</span>{' '}
-              {x.certificate ? <>expires <When at={x.certificate.not_after} /></> : x.status_detail}
+              {x.certificate ? (
+                <>
+                  expires <When at={x.certificate.not_after} />
+                </>
+              ) : (
+                x.status_detail
+              )}
             </li>
           ))}
         </ul>
       )}
-      <p><Link href="/domains">All domains</Link></p>
+      <p>
+        <Link href="/domains">All domains</Link>
+      </p>
     </section>
   );
 }

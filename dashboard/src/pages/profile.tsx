@@ -13,7 +13,9 @@ export function ProfilePage({ user }: { user: User }) {
       <div class="grid">
         <section class="card" aria-labelledby="me-h">
           <h2 id="me-h">Operator</h2>
-          <p>Signed in as <strong>{user.username}</strong>.</p>
+          <p>
+            Signed in as <strong>{user.username}</strong>.
+          </p>
           <PasswordForm />
         </section>
         <Totp user={user} />
@@ -44,10 +46,22 @@ function PasswordForm() {
       }}
     >
       <h3 id="password-h">Password</h3>
-      <label>Current password<input type="password" name="current-password" autoComplete="current-password" required value={current} onInput={(e) => setCurrent((e.target as HTMLInputElement).value)} /></label>
-      <label>New password<input type="password" name="new-password" autoComplete="new-password" required minLength={12} value={next} onInput={(e) => setNext((e.target as HTMLInputElement).value)} /></label>
-      <button type="submit" disabled={act.busy}>Change password</button>
-      {done && <p role="status" class="small">Password changed. Your other sessions were signed out.</p>}
+      <label>
+        Current password
+        <input type="password" name="current-password" autoComplete="current-password" required value={current} onInput={(e) => setCurrent((e.target as HTMLInputElement).value)} />
+      </label>
+      <label>
+        New password
+        <input type="password" name="new-password" autoComplete="new-password" required minLength={12} value={next} onInput={(e) => setNext((e.target as HTMLInputElement).value)} />
+      </label>
+      <button type="submit" disabled={act.busy}>
+        Change password
+      </button>
+      {done && (
+        <p role="status" class="small">
+          Password changed. Your other sessions were signed out.
+        </p>
+      )}
       <ErrorNote error={act.error} />
     </form>
   );
@@ -62,17 +76,48 @@ function Totp({ user }: { user: User }) {
   return (
     <section class="card" aria-labelledby="totp-h">
       <h2 id="totp-h">Two-factor authentication</h2>
-      <p>Status: <Badge status={enabled ? 'enabled' : 'disabled'} /></p>
+      <p>
+        Status: <Badge status={enabled ? 'enabled' : 'disabled'} />
+      </p>
       {!enabled && !enrol && (
-        <button type="button" disabled={act.busy} onClick={() => act.run(async () => { const t = await api.totpSetup(); setEnrol({ secret: t.secret, url: t.otpauth_url }); })}>Set up TOTP</button>
+        <button
+          type="button"
+          disabled={act.busy}
+          onClick={() =>
+            act.run(async () => {
+              const t = await api.totpSetup();
+              setEnrol({ secret: t.secret, url: t.otpauth_url });
+            })
+          }
+        >
+          Set up TOTP
+        </button>
       )}
       {enrol && !enabled && (
         <div class="stack">
           <QrCode text={enrol.url} label="QR code of the TOTP secret" />
-          <p>Secret: <code class="secret">{enrol.secret}</code></p>
-          <form class="row wrap" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { const r = await api.totpEnable(code.trim()); setCodes(r.recovery_codes); setEnabled(true); setEnrol(null); }); }}>
-            <label>Code<input name="totp-code" inputMode="numeric" autoComplete="one-time-code" required value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} /></label>
-            <button type="submit" class="primary" disabled={act.busy}>Enable</button>
+          <p>
+            Secret: <code class="secret">{enrol.secret}</code>
+          </p>
+          <form
+            class="row wrap"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void act.run(async () => {
+                const r = await api.totpEnable(code.trim());
+                setCodes(r.recovery_codes);
+                setEnabled(true);
+                setEnrol(null);
+              });
+            }}
+          >
+            <label>
+              Code
+              <input name="totp-code" inputMode="numeric" autoComplete="one-time-code" required value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+            </label>
+            <button type="submit" class="primary" disabled={act.busy}>
+              Enable
+            </button>
           </form>
         </div>
       )}
@@ -80,7 +125,13 @@ function Totp({ user }: { user: User }) {
         <div class="notice">
           <h3>Recovery codes</h3>
           <p class="small">Each signs you in once. Shown only now: save them.</p>
-          <ul class="codes" data-testid="recovery-codes">{codes.map((c) => <li key={c}><code>{c}</code></li>)}</ul>
+          <ul class="codes" data-testid="recovery-codes">
+            {codes.map((c) => (
+              <li key={c}>
+                <code>{c}</code>
+              </li>
+            ))}
+          </ul>
         </div>
       )}
       {enabled && !codes && <p class="muted small">Recovery codes are shown once, when TOTP is enabled. Each code works once.</p>}
@@ -99,14 +150,52 @@ function Sessions() {
       <ErrorNote error={act.error} />
       {sessions.data && (
         <table>
-          <thead><tr><th>Signed in</th><th>Last seen</th><th>From</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Signed in</th>
+              <th>Last seen</th>
+              <th>From</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
             {sessions.data.map((x) => (
               <tr key={x.id} data-testid="session-row">
-                <td><When at={x.created_at} />{x.current && <> <Badge status="current" /></>}</td>
-                <td><When at={x.last_seen_at} /></td>
-                <td><span class="mono">{x.ip ?? '—'}</span><div class="muted small ellipsis">{x.user_agent ?? ''}</div></td>
-                <td>{!x.current && <button type="button" class="danger" disabled={act.busy} onClick={() => act.run(async () => { await api.revokeSession(x.id); await sessions.reload(); })}>Revoke <span class="sr-only">the session from {x.ip ?? 'an unknown address'}</span></button>}</td>
+                <td>
+                  <When at={x.created_at} />
+                  {x.current && (
+                    <>
+                      {' '}
+                      <Badge status="current" />
+                    </>
+                  )}
+                </td>
+                <td>
+                  <When at={x.last_seen_at} />
+                </td>
+                <td>
+                  <span class="mono">{x.ip ?? '—'}</span>
+                  <div class="muted small ellipsis">{x.user_agent ?? ''}</div>
+                </td>
+                <td>
+                  {!x.current && (
+                    <button
+                      type="button"
+                      class="danger"
+                      disabled={act.busy}
+                      onClick={() =>
+                        act.run(async () => {
+                          await api.revokeSession(x.id);
+                          await sessions.reload();
+                        })
+                      }
+                    >
+                      Revoke <span class="sr-only">the session from {x.ip ?? 'an unknown address'}</span>
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

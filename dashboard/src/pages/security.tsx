@@ -19,7 +19,16 @@ export function SecurityPage() {
         <ul class="plain checklist">
           {(posture.data ?? []).map((p, i) => (
             <li key={`${p.code}-${i}`} data-testid="posture-item">
-              <div class="row"><Badge status={p.status} /> <strong>{p.title}</strong>{p.app && <span class="muted"> {p.app}{p.service ? `/${p.service}` : ''}</span>}</div>
+              <div class="row">
+                <Badge status={p.status} /> <strong>{p.title}</strong>
+                {p.app && (
+                  <span class="muted">
+                    {' '}
+                    {p.app}
+                    {p.service ? `/${p.service}` : ''}
+                  </span>
+                )}
+              </div>
               <p>{p.reason}</p>
               {p.status !== 'ok' && p.fix && <p class="fix">{p.fix}</p>}
             </li>
@@ -50,29 +59,83 @@ function Traffic() {
       {d && !d.enabled && <p class="muted">The traffic monitor is off (it reads the proxy's access log).</p>}
       {d && d.enabled && (
         <>
-          <p class="small muted">Window {d.window_seconds} s; alerts above {d.request_threshold} requests or {d.error_threshold} errors per IP; {d.tracked_ips} IPs tracked.</p>
+          <p class="small muted">
+            Window {d.window_seconds} s; alerts above {d.request_threshold} requests or {d.error_threshold} errors per IP; {d.tracked_ips} IPs tracked.
+          </p>
           <div class="grid">
             <div>
               <h3>Top talkers</h3>
-              {d.top_talkers.length === 0 ? <p class="muted">No requests in the window.</p> : (
+              {d.top_talkers.length === 0 ? (
+                <p class="muted">No requests in the window.</p>
+              ) : (
                 <table>
-                  <thead><tr><th>IP</th><th>Requests</th><th>Errors</th><th>Last seen</th></tr></thead>
-                  <tbody>{d.top_talkers.map((x) => <tr key={x.ip}><td class="mono">{x.ip}</td><td>{x.requests}</td><td>{x.errors}</td><td><When at={x.last_seen} /></td></tr>)}</tbody>
+                  <thead>
+                    <tr>
+                      <th>IP</th>
+                      <th>Requests</th>
+                      <th>Errors</th>
+                      <th>Last seen</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {d.top_talkers.map((x) => (
+                      <tr key={x.ip}>
+                        <td class="mono">{x.ip}</td>
+                        <td>{x.requests}</td>
+                        <td>{x.errors}</td>
+                        <td>
+                          <When at={x.last_seen} />
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
                 </table>
               )}
             </div>
             <div>
               <h3>Anomalies</h3>
-              {d.recent_anomalies.length === 0 ? <p class="muted">None recently.</p> : (
-                <ul class="plain">{d.recent_anomalies.map((a, i) => <li key={`${a.at}-${i}`}><Badge status="warning" /> <span class="mono">{a.ip}</span> {a.kind.replace(/_/g, ' ')} ({a.count}) <When at={a.at} /><div class="small muted">{a.detail}</div></li>)}</ul>
+              {d.recent_anomalies.length === 0 ? (
+                <p class="muted">None recently.</p>
+              ) : (
+                <ul class="plain">
+                  {d.recent_anomalies.map((a, i) => (
+                    <li key={`${a.at}-${i}`}>
+                      <Badge status="warning" /> <span class="mono">{a.ip}</span> {a.kind.replace(/_/g, ' ')} ({a.count}) <When at={a.at} />
+                      <div class="small muted">{a.detail}</div>
+                    </li>
+                  ))}
+                </ul>
               )}
             </div>
           </div>
           <h3>Recent requests</h3>
-          {d.recent_requests.length === 0 ? <p class="muted">None yet.</p> : (
+          {d.recent_requests.length === 0 ? (
+            <p class="muted">None yet.</p>
+          ) : (
             <table>
-              <thead><tr><th>When</th><th>IP</th><th>Request</th><th>Status</th></tr></thead>
-              <tbody>{d.recent_requests.slice(0, 50).map((r, i) => <tr key={`${r.at}-${i}`}><td><When at={r.at} /></td><td class="mono">{r.ip}</td><td class="mono ellipsis">{r.method} {r.host}{r.path}</td><td>{r.status}</td></tr>)}</tbody>
+              <thead>
+                <tr>
+                  <th>When</th>
+                  <th>IP</th>
+                  <th>Request</th>
+                  <th>Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.recent_requests.slice(0, 50).map((r, i) => (
+                  <tr key={`${r.at}-${i}`}>
+                    <td>
+                      <When at={r.at} />
+                    </td>
+                    <td class="mono">{r.ip}</td>
+                    <td class="mono ellipsis">
+                      {r.method} {r.host}
+                      {r.path}
+                    </td>
+                    <td>{r.status}</td>
+                  </tr>
+                ))}
+              </tbody>
             </table>
           )}
         </>
@@ -92,12 +155,18 @@ function Firewall() {
     <section class="card" aria-labelledby="fw-h" data-testid="firewall">
       <h2 id="fw-h">Firewall</h2>
       <ErrorNote error={f.error} />
-      {d && (d.available === true ? (
-        <>
-          <p>{d.backend ?? 'unknown backend'}, {d.active ? 'active' : 'inactive'}{d.stale && <span class="error"> (snapshot is stale)</span>} · <When at={d.generated_at} /></p>
-          {d.rules.length === 0 ? <p class="muted">No rules.</p> : <pre class="mono rules">{d.rules.join('\n')}</pre>}
-        </>
-      ) : <Unavailable r={d} />)}
+      {d &&
+        (d.available === true ? (
+          <>
+            <p>
+              {d.backend ?? 'unknown backend'}, {d.active ? 'active' : 'inactive'}
+              {d.stale && <span class="error"> (snapshot is stale)</span>} · <When at={d.generated_at} />
+            </p>
+            {d.rules.length === 0 ? <p class="muted">No rules.</p> : <pre class="mono rules">{d.rules.join('\n')}</pre>}
+          </>
+        ) : (
+          <Unavailable r={d} />
+        ))}
     </section>
   );
 }
@@ -109,17 +178,41 @@ function Fail2ban() {
     <section class="card" aria-labelledby="f2b-h" data-testid="fail2ban">
       <h2 id="f2b-h">fail2ban</h2>
       <ErrorNote error={f.error} />
-      {d && (d.available === true ? (
-        <>
-          <p class="small muted">{d.stale && <span class="error">Snapshot is stale. </span>}<When at={d.generated_at} /></p>
-          {d.jails.length === 0 ? <p class="muted">No jails.</p> : (
-            <table>
-              <thead><tr><th>Jail</th><th>Banned now</th><th>Total</th><th>IPs</th></tr></thead>
-              <tbody>{d.jails.map((j) => <tr key={j.name}><td>{j.name}</td><td>{j.currently_banned}</td><td>{j.total_banned}</td><td class="mono small">{j.banned_ips.join(', ') || '—'}</td></tr>)}</tbody>
-            </table>
-          )}
-        </>
-      ) : <Unavailable r={d} />)}
+      {d &&
+        (d.available === true ? (
+          <>
+            <p class="small muted">
+              {d.stale && <span class="error">Snapshot is stale. </span>}
+              <When at={d.generated_at} />
+            </p>
+            {d.jails.length === 0 ? (
+              <p class="muted">No jails.</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>Jail</th>
+                    <th>Banned now</th>
+                    <th>Total</th>
+                    <th>IPs</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.jails.map((j) => (
+                    <tr key={j.name}>
+                      <td>{j.name}</td>
+                      <td>{j.currently_banned}</td>
+                      <td>{j.total_banned}</td>
+                      <td class="mono small">{j.banned_ips.join(', ') || '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </>
+        ) : (
+          <Unavailable r={d} />
+        ))}
     </section>
   );
 }

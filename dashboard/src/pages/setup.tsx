@@ -17,7 +17,9 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
     return (
       <main class="narrow">
         <h1>Set up svc</h1>
-        <p>Paste the setup token from <code>setup.token</code> in the data directory (also printed once in the server log), then create the first operator.</p>
+        <p>
+          Paste the setup token from <code>setup.token</code> in the data directory (also printed once in the server log), then create the first operator.
+        </p>
         <form
           class="card stack"
           onSubmit={(e) => {
@@ -32,12 +34,26 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
             });
           }}
         >
-          <label>Setup token<input name="token" autoComplete="off" required {...field('token')} /></label>
-          <label>Username<input name="username" autoComplete="username" required {...field('username')} /></label>
-          <label>Password<input name="password" type="password" autoComplete="new-password" required minLength={12} {...field('password')} /></label>
-          <label>Repeat password<input name="confirm" type="password" autoComplete="new-password" required {...field('confirm')} /></label>
+          <label>
+            Setup token
+            <input name="token" autoComplete="off" required {...field('token')} />
+          </label>
+          <label>
+            Username
+            <input name="username" autoComplete="username" required {...field('username')} />
+          </label>
+          <label>
+            Password
+            <input name="password" type="password" autoComplete="new-password" required minLength={12} {...field('password')} />
+          </label>
+          <label>
+            Repeat password
+            <input name="confirm" type="password" autoComplete="new-password" required {...field('confirm')} />
+          </label>
           <ErrorNote error={act.error} />
-          <button type="submit" class="primary" disabled={act.busy}>Create operator</button>
+          <button type="submit" class="primary" disabled={act.busy}>
+            Create operator
+          </button>
         </form>
       </main>
     );
@@ -49,7 +65,12 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
         <p>Scan this code with an authenticator app, or type the secret, then enter the 6-digit code it shows.</p>
         <div class="card stack">
           <QrCode text={step.url} label="QR code of the TOTP secret" />
-          <p>Secret: <code class="secret" data-testid="totp-secret">{step.secret}</code></p>
+          <p>
+            Secret:{' '}
+            <code class="secret" data-testid="totp-secret">
+              {step.secret}
+            </code>
+          </p>
           <form
             class="stack"
             onSubmit={(e) => {
@@ -60,11 +81,18 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
               });
             }}
           >
-            <label>Code<input name="code" inputMode="numeric" autoComplete="one-time-code" required {...field('code')} /></label>
+            <label>
+              Code
+              <input name="code" inputMode="numeric" autoComplete="one-time-code" required {...field('code')} />
+            </label>
             <ErrorNote error={act.error} />
             <div class="row">
-              <button type="submit" class="primary" disabled={act.busy}>Enable</button>
-              <button type="button" onClick={() => onDone(step.user)}>Skip for now</button>
+              <button type="submit" class="primary" disabled={act.busy}>
+                Enable
+              </button>
+              <button type="button" onClick={() => onDone(step.user)}>
+                Skip for now
+              </button>
             </div>
           </form>
         </div>
@@ -77,11 +105,23 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
       <h1>Recovery codes</h1>
       <p>Each code signs you in once if you lose your authenticator. They are shown only now: save them somewhere safe.</p>
       <div class="card stack">
-        <ul class="codes" data-testid="recovery-codes">{step.codes.map((c) => <li key={c}><code>{c}</code></li>)}</ul>
+        <ul class="codes" data-testid="recovery-codes">
+          {step.codes.map((c) => (
+            <li key={c}>
+              <code>{c}</code>
+            </li>
+          ))}
+        </ul>
         <div class="row">
-          <a class="button" href={blob} download="svc-recovery-codes.txt">Download</a>
-          <button type="button" onClick={() => void navigator.clipboard?.writeText(step.codes.join('\n'))}>Copy</button>
-          <button type="button" class="primary" onClick={() => onDone(step.user)}>I saved them, continue</button>
+          <a class="button" href={blob} download="svc-recovery-codes.txt">
+            Download
+          </a>
+          <button type="button" onClick={() => void navigator.clipboard?.writeText(step.codes.join('\n'))}>
+            Copy
+          </button>
+          <button type="button" class="primary" onClick={() => onDone(step.user)}>
+            I saved them, continue
+          </button>
         </div>
       </div>
     </main>

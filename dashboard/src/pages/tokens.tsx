@@ -4,7 +4,13 @@ import * as api from '../api';
 import type { NewApiToken } from '../api';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
 
-const EXPIRY: Array<[string, number | null]> = [['7 days', 7], ['30 days', 30], ['90 days', 90], ['1 year', 365], ['never', null]];
+const EXPIRY: Array<[string, number | null]> = [
+  ['7 days', 7],
+  ['30 days', 30],
+  ['90 days', 90],
+  ['1 year', 365],
+  ['never', null],
+];
 
 export function TokensPage() {
   const tokens = useLoad(() => api.listTokens().then((r) => r.items));
@@ -30,22 +36,40 @@ export function TokensPage() {
             });
           }}
         >
-          <label>Name<input name="token_name" required maxLength={64} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></label>
-          <label>Expires in
+          <label>
+            Name
+            <input name="token_name" required maxLength={64} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+          </label>
+          <label>
+            Expires in
             <select name="token_expiry" value={days} onChange={(e) => setDays((e.target as HTMLSelectElement).value)}>
-              {EXPIRY.map(([label, d]) => <option key={label} value={d === null ? 'never' : String(d)}>{label}</option>)}
+              {EXPIRY.map(([label, d]) => (
+                <option key={label} value={d === null ? 'never' : String(d)}>
+                  {label}
+                </option>
+              ))}
             </select>
           </label>
-          <button type="submit" class="primary" disabled={act.busy}>Create</button>
+          <button type="submit" class="primary" disabled={act.busy}>
+            Create
+          </button>
         </form>
         <ErrorNote error={act.error} />
         {created && (
           <div class="notice" role="status" data-testid="new-token">
-            <p>Token <strong>{created.name}</strong> (expires: {created.expires_at ? <When at={created.expires_at} /> : 'never'}). Copy it now: it is not shown again.</p>
-            <code class="secret" data-testid="token-value">{created.token}</code>
+            <p>
+              Token <strong>{created.name}</strong> (expires: {created.expires_at ? <When at={created.expires_at} /> : 'never'}). Copy it now: it is not shown again.
+            </p>
+            <code class="secret" data-testid="token-value">
+              {created.token}
+            </code>
             <div class="row">
-              <button type="button" onClick={() => void navigator.clipboard?.writeText(created.token)}>Copy</button>
-              <button type="button" onClick={() => setCreated(null)}>Done</button>
+              <button type="button" onClick={() => void navigator.clipboard?.writeText(created.token)}>
+                Copy
+              </button>
+              <button type="button" onClick={() => setCreated(null)}>
+                Done
+              </button>
             </div>
           </div>
         )}
@@ -56,19 +80,42 @@ export function TokensPage() {
         {tokens.data?.length === 0 && <p class="muted">No tokens.</p>}
         {tokens.data && tokens.data.length > 0 && (
           <table>
-            <thead><tr><th>Name</th><th>Created</th><th>Expires</th><th>Last used</th><th><span class="sr-only">Actions</span></th></tr></thead>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Created</th>
+                <th>Expires</th>
+                <th>Last used</th>
+                <th>
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
             <tbody>
               {tokens.data.map((t) => (
                 <tr key={t.id} data-testid="token-row">
                   <td>{t.name}</td>
-                  <td><When at={t.created_at} /></td>
-                  <td>{t.expires_at ? <When at={t.expires_at} /> : 'never'}</td>
-                  <td><When at={t.last_used_at} /></td>
                   <td>
-                    <button type="button" class="danger" onClick={() => {
-                      if (!confirm(`Revoke ${t.name}? Scripts using it stop working at once.`)) return;
-                      void act.run(async () => { await api.revokeToken(t.id); await tokens.reload(); });
-                    }}>Revoke</button>
+                    <When at={t.created_at} />
+                  </td>
+                  <td>{t.expires_at ? <When at={t.expires_at} /> : 'never'}</td>
+                  <td>
+                    <When at={t.last_used_at} />
+                  </td>
+                  <td>
+                    <button
+                      type="button"
+                      class="danger"
+                      onClick={() => {
+                        if (!confirm(`Revoke ${t.name}? Scripts using it stop working at once.`)) return;
+                        void act.run(async () => {
+                          await api.revokeToken(t.id);
+                          await tokens.reload();
+                        });
+                      }}
+                    >
+                      Revoke
+                    </button>
                   </td>
                 </tr>
               ))}

@@ -17,14 +17,24 @@ const containers = z.object({ containers: z.array(z.string()) });
 /** start/stop/restart of a whole app. */
 export const appLifecycle = (action: Lifecycle) =>
   route(
-    { summary: `${action[0]!.toUpperCase()}${action.slice(1)} every container of an app`, params: appParams, responses: { 200: containers }, audit: { action: `app.${action}`, target: (c) => c.params.id } },
+    {
+      summary: `${action[0]!.toUpperCase()}${action.slice(1)} every container of an app`,
+      params: appParams,
+      responses: { 200: containers },
+      audit: { action: `app.${action}`, target: (c) => c.params.id },
+    },
     async (_req, { env, params, reply }) => reply(200, { containers: await lifecycle(env, await getApp(env.db, params.id), action) }),
   );
 
 /** start/stop/restart of one service of an app. */
 export const serviceLifecycle = (action: Lifecycle) =>
   route(
-    { summary: `${action[0]!.toUpperCase()}${action.slice(1)} one service of an app`, params: serviceParams, responses: { 200: containers }, audit: { action: `app.${action}`, target: (c) => c.params.id } },
+    {
+      summary: `${action[0]!.toUpperCase()}${action.slice(1)} one service of an app`,
+      params: serviceParams,
+      responses: { 200: containers },
+      audit: { action: `app.${action}`, target: (c) => c.params.id },
+    },
     async (_req, { env, params, reply, audit }) => {
       audit({ detail: { service: params.name } });
       return reply(200, { containers: await lifecycle(env, await getApp(env.db, params.id), action, params.name) });

@@ -11,7 +11,12 @@ export const GET = route(
 );
 
 export const POST = route(
-  { summary: 'Add a domain (an app service or a redirect)', body: createBody, responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) }, audit: { action: 'domain.created', state: { kind: 'domain' } } },
+  {
+    summary: 'Add a domain (an app service or a redirect)',
+    body: createBody,
+    responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) },
+    audit: { action: 'domain.created', state: { kind: 'domain' } },
+  },
   async (_req, { env, body, reply, audit }) => {
     const { domain, proxy } = await addDomain(env, body);
     audit({ target: domain.id, detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: domain.redirect_to } } });

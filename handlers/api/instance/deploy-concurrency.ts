@@ -4,9 +4,7 @@ import { route } from '../../../lib/http/route.js';
 
 const concurrency = z.object({ concurrency: z.number().int().min(MIN_CONCURRENCY).max(MAX_CONCURRENCY) });
 
-export const GET = route({ summary: 'How many apps may deploy at once', responses: { 200: concurrency } }, async (_req, { env, reply }) =>
-  reply(200, { concurrency: await readConcurrency(env.db) }),
-);
+export const GET = route({ summary: 'How many apps may deploy at once', responses: { 200: concurrency } }, async (_req, { env, reply }) => reply(200, { concurrency: await readConcurrency(env.db) }));
 
 export const PUT = route(
   {

@@ -4,7 +4,12 @@ import { route } from '../../../lib/http/route.js';
 
 /** 202 at once; the drain and the restart begin once this answer is on its way. */
 export const POST = route(
-  { summary: 'Restart the control plane (202 at once; the drain begins once the answer is on its way)', stepUp: true, responses: { 202: z.object({ restarting: z.literal(true) }) }, audit: { action: 'instance.restart' } },
+  {
+    summary: 'Restart the control plane (202 at once; the drain begins once the answer is on its way)',
+    stepUp: true,
+    responses: { 202: z.object({ restarting: z.literal(true) }) },
+    audit: { action: 'instance.restart' },
+  },
   (_req, { env, reply }) => {
     const restart = env.requestRestart;
     if (!restart) throw unavailable('This host cannot restart the control plane (run it with `svc serve`)');

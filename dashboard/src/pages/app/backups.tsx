@@ -22,7 +22,9 @@ export function BackupsTab({ id }: { id: string }) {
       <h2 id="backups-h">Backups</h2>
       <ErrorNote error={configs.error ?? act.error} />
       {configs.data?.length === 0 && <p class="muted">No backups configured.</p>}
-      {configs.data?.map((c) => <BackupCard key={c.id} id={id} c={c} dbs={dbs.data ?? []} onChanged={configs.reload} />)}
+      {configs.data?.map((c) => (
+        <BackupCard key={c.id} id={id} c={c} dbs={dbs.data ?? []} onChanged={configs.reload} />
+      ))}
       <h3>Add a backup</h3>
       <form
         class="row wrap"
@@ -46,15 +48,30 @@ export function BackupsTab({ id }: { id: string }) {
           <label>
             Database
             <select value={chosenDb} onChange={(e) => setDbId((e.target as HTMLSelectElement).value)} required>
-              {dbs.data?.map((d) => <option key={d.id} value={d.id}>{d.engine} {d.version} ({d.env_var})</option>)}
+              {dbs.data?.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.engine} {d.version} ({d.env_var})
+                </option>
+              ))}
             </select>
           </label>
         ) : (
-          <label>Volume<input name="volume" required placeholder="as the compose file names it" value={volume} onInput={(e) => setVolume((e.target as HTMLInputElement).value)} /></label>
+          <label>
+            Volume
+            <input name="volume" required placeholder="as the compose file names it" value={volume} onInput={(e) => setVolume((e.target as HTMLInputElement).value)} />
+          </label>
         )}
-        <label>Schedule (cron, UTC)<input name="schedule" class="mono" required value={schedule} onInput={(e) => setSchedule((e.target as HTMLInputElement).value)} /></label>
-        <label>Keep last<input name="keep_last" class="short" inputMode="numeric" required value={keepLast} onInput={(e) => setKeepLast((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" disabled={act.busy || (kind === 'database' && !chosenDb)}>Add backup</button>
+        <label>
+          Schedule (cron, UTC)
+          <input name="schedule" class="mono" required value={schedule} onInput={(e) => setSchedule((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Keep last
+          <input name="keep_last" class="short" inputMode="numeric" required value={keepLast} onInput={(e) => setKeepLast((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={act.busy || (kind === 'database' && !chosenDb)}>
+          Add backup
+        </button>
       </form>
     </section>
   );
@@ -72,7 +89,14 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
   }, [running, runs.reload]);
   useEffect(() => {
     if (restore?.status !== 'running') return;
-    const t = setInterval(() => void api.getRestore(id, restore.id).then((r) => setRestore(r.restore), () => {}), 2_000);
+    const t = setInterval(
+      () =>
+        void api.getRestore(id, restore.id).then(
+          (r) => setRestore(r.restore),
+          () => {},
+        ),
+      2_000,
+    );
     return () => clearInterval(t);
   }, [restore?.id, restore?.status]);
   const db = c.source.type === 'database' ? dbs.find((d) => d.id === (c.source as { database_id: string }).database_id) : null;
@@ -81,17 +105,35 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
     <div class="subcard" data-testid="backup-config">
       <div class="row spread">
         <p>
-          <strong>{what}</strong> <span class="mono muted">{c.schedule}</span> <span class="muted">keeps {c.keep_last}, {c.destination.type}{c.enabled ? '' : ', disabled'}</span>
+          <strong>{what}</strong> <span class="mono muted">{c.schedule}</span>{' '}
+          <span class="muted">
+            keeps {c.keep_last}, {c.destination.type}
+            {c.enabled ? '' : ', disabled'}
+          </span>
         </p>
         <div class="row">
-          <button type="button" disabled={act.busy} onClick={() => void act.run(async () => { await api.runBackup(id, c.id); await runs.reload(); })}>Run now</button>
+          <button
+            type="button"
+            disabled={act.busy}
+            onClick={() =>
+              void act.run(async () => {
+                await api.runBackup(id, c.id);
+                await runs.reload();
+              })
+            }
+          >
+            Run now
+          </button>
           <button
             type="button"
             class="danger"
             aria-label={`Delete the backup of ${what}`}
             onClick={() => {
               if (!confirm(`Delete the backup configuration of ${what}? Stored artifacts are removed with it.`)) return;
-              void act.run(async () => { await api.deleteBackup(id, c.id); await onChanged(); });
+              void act.run(async () => {
+                await api.deleteBackup(id, c.id);
+                await onChanged();
+              });
             }}
           >
             Delete
@@ -106,12 +148,29 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
       )}
       {runs.data && runs.data.length > 0 && (
         <table>
-          <thead><tr><th>Started</th><th>Status</th><th>Size</th><th>Verified</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Started</th>
+              <th>Status</th>
+              <th>Size</th>
+              <th>Verified</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
-            {runs.data.map((r) => <RunRow key={r.id} id={id} r={r} onRestore={() => {
-              if (!confirm(`Restore the backup of ${new Date(r.started_at).toLocaleString()} over the current data of ${what}?`)) return;
-              void act.run(async () => setRestore((await api.restoreRun(id, r.id)).restore));
-            }} />)}
+            {runs.data.map((r) => (
+              <RunRow
+                key={r.id}
+                id={id}
+                r={r}
+                onRestore={() => {
+                  if (!confirm(`Restore the backup of ${new Date(r.started_at).toLocaleString()} over the current data of ${what}?`)) return;
+                  void act.run(async () => setRestore((await api.restoreRun(id, r.id)).restore));
+                }}
+              />
+            ))}
           </tbody>
         </table>
       )}
@@ -123,13 +182,26 @@ function RunRow({ id, r, onRestore }: { id: string; r: BackupRun; onRestore: () 
   const done = r.status === 'succeeded';
   return (
     <tr data-testid="backup-run">
-      <td><When at={r.started_at} /></td>
-      <td><Badge status={r.status} />{r.error && <div class="error small">{r.error}</div>}</td>
+      <td>
+        <When at={r.started_at} />
+      </td>
+      <td>
+        <Badge status={r.status} />
+        {r.error && <div class="error small">{r.error}</div>}
+      </td>
       <td>{bytes(r.size_bytes)}</td>
       <td>{r.verified_at ? <When at={r.verified_at} /> : r.verify_error ? <span class="error small">{r.verify_error}</span> : <span class="muted">—</span>}</td>
       <td class="row">
-        {done && <a class="button" href={api.backupDownloadUrl(id, r.id)} download>Download</a>}
-        {done && <button type="button" onClick={onRestore}>Restore</button>}
+        {done && (
+          <a class="button" href={api.backupDownloadUrl(id, r.id)} download>
+            Download
+          </a>
+        )}
+        {done && (
+          <button type="button" onClick={onRestore}>
+            Restore
+          </button>
+        )}
       </td>
     </tr>
   );

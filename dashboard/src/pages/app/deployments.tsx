@@ -5,7 +5,12 @@ import type { Deployment } from '../../api';
 import { LogView } from '../../logview';
 import { Badge, ErrorNote, When, useAction } from '../../ui';
 
-export function Deployments({ id, deployments, selected, onSelect }: {
+export function Deployments({
+  id,
+  deployments,
+  selected,
+  onSelect,
+}: {
   id: string;
   deployments: { data: Deployment[] | null; error: unknown; reload: () => Promise<void> };
   selected: string | null;
@@ -21,27 +26,50 @@ export function Deployments({ id, deployments, selected, onSelect }: {
       {deployments.data?.length === 0 && <p class="muted">Not deployed yet.</p>}
       {deployments.data && deployments.data.length > 0 && (
         <table>
-          <thead><tr><th>Started</th><th>Status</th><th>Trigger</th><th>Commit</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Started</th>
+              <th>Status</th>
+              <th>Trigger</th>
+              <th>Commit</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
             {deployments.data.map((d) => (
               <tr key={d.id} class={d.id === shown ? 'selected' : undefined} data-testid="deployment-row">
-                <td><When at={d.created_at} /></td>
-                <td><Badge status={d.status} />{d.error && <div class="error small">{d.error}</div>}</td>
+                <td>
+                  <When at={d.created_at} />
+                </td>
+                <td>
+                  <Badge status={d.status} />
+                  {d.error && <div class="error small">{d.error}</div>}
+                </td>
                 <td>{d.trigger}</td>
-                <td class="mono">{d.commit ? d.commit.slice(0, 10) : '—'} {d.commit_subject && <span class="muted">{d.commit_subject}</span>}</td>
+                <td class="mono">
+                  {d.commit ? d.commit.slice(0, 10) : '—'} {d.commit_subject && <span class="muted">{d.commit_subject}</span>}
+                </td>
                 <td class="row">
-                  <button type="button" onClick={() => onSelect(d.id)} aria-pressed={d.id === shown}>Log</button>
+                  <button type="button" onClick={() => onSelect(d.id)} aria-pressed={d.id === shown}>
+                    Log
+                  </button>
                   {!api.TERMINAL.includes(d.status) && (
-                    <button type="button" onClick={() => void act.run(() => api.cancelDeployment(id, d.id))}>Cancel</button>
+                    <button type="button" onClick={() => void act.run(() => api.cancelDeployment(id, d.id))}>
+                      Cancel
+                    </button>
                   )}
                   {d.status === 'succeeded' && d.id !== current && (
                     <button
                       type="button"
-                      onClick={() => void act.run(async () => {
-                        const r = await api.rollback(id, d.id);
-                        onSelect(r.deployment.id);
-                        await deployments.reload();
-                      })}
+                      onClick={() =>
+                        void act.run(async () => {
+                          const r = await api.rollback(id, d.id);
+                          onSelect(r.deployment.id);
+                          await deployments.reload();
+                        })
+                      }
                     >
                       Roll back
                     </button>

@@ -26,18 +26,47 @@ export function DomainsTab({ id }: { id: string }) {
     <section class="card" aria-labelledby="domains-h">
       <h2 id="domains-h">Domains</h2>
       <ErrorNote error={domains.error ?? act.error} />
-      {proxy && proxy.synced === false && <p class="warning" role="status">The proxy is not in sync{typeof proxy.error === 'string' ? `: ${proxy.error}` : ''}. Changes are saved and applied once it answers.</p>}
+      {proxy && proxy.synced === false && (
+        <p class="warning" role="status">
+          The proxy is not in sync{typeof proxy.error === 'string' ? `: ${proxy.error}` : ''}. Changes are saved and applied once it answers.
+        </p>
+      )}
       {domains.data && items.length === 0 && <p class="muted">No domains yet.</p>}
       {items.length > 0 && (
         <table>
-          <thead><tr><th>Hostname</th><th>Service</th><th>Status</th><th>Certificate</th><th>DNS</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Hostname</th>
+              <th>Service</th>
+              <th>Status</th>
+              <th>Certificate</th>
+              <th>DNS</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
-            {items.map((d) => <DomainRow key={d.id ?? d.hostname} d={d} busy={act.busy}
-              onRefresh={() => void act.run(async () => { await api.refreshDomain(d.id!); await domains.reload(); })}
-              onDelete={() => {
-                if (!confirm(`Delete the domain ${d.hostname}?`)) return;
-                void act.run(async () => { await api.deleteDomain(d.id!); await domains.reload(); });
-              }} />)}
+            {items.map((d) => (
+              <DomainRow
+                key={d.id ?? d.hostname}
+                d={d}
+                busy={act.busy}
+                onRefresh={() =>
+                  void act.run(async () => {
+                    await api.refreshDomain(d.id!);
+                    await domains.reload();
+                  })
+                }
+                onDelete={() => {
+                  if (!confirm(`Delete the domain ${d.hostname}?`)) return;
+                  void act.run(async () => {
+                    await api.deleteDomain(d.id!);
+                    await domains.reload();
+                  });
+                }}
+              />
+            ))}
           </tbody>
         </table>
       )}
@@ -52,15 +81,27 @@ export function DomainsTab({ id }: { id: string }) {
           });
         }}
       >
-        <label>Hostname<input name="hostname" required placeholder="shop.example.com" value={hostname} onInput={(e) => setHostname((e.target as HTMLInputElement).value)} /></label>
+        <label>
+          Hostname
+          <input name="hostname" required placeholder="shop.example.com" value={hostname} onInput={(e) => setHostname((e.target as HTMLInputElement).value)} />
+        </label>
         <label>
           Service
           <select value={chosen} onChange={(e) => setService((e.target as HTMLSelectElement).value)} required>
-            {services.data?.map((s) => <option key={s.name} value={s.name}>{s.name}</option>)}
+            {services.data?.map((s) => (
+              <option key={s.name} value={s.name}>
+                {s.name}
+              </option>
+            ))}
           </select>
         </label>
-        <label>Port<input name="port" class="short" inputMode="numeric" placeholder="the service's" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" disabled={act.busy || !chosen}>Add domain</button>
+        <label>
+          Port
+          <input name="port" class="short" inputMode="numeric" placeholder="the service's" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={act.busy || !chosen}>
+          Add domain
+        </button>
       </form>
     </section>
   );
@@ -69,16 +110,32 @@ export function DomainsTab({ id }: { id: string }) {
 function DomainRow({ d, busy, onRefresh, onDelete }: { d: Domain; busy: boolean; onRefresh: () => void; onDelete: () => void }) {
   return (
     <tr data-testid="domain-row">
-      <td class="mono">{d.hostname}{(d as Domain & { managed?: boolean }).managed && <span class="muted small"> automatic</span>}</td>
-      <td>{d.service ?? '—'}{d.port ? <span class="muted">:{d.port}</span> : null}</td>
-      <td><Badge status={d.status} />{d.status_detail && <div class="muted small">{d.status_detail}</div>}</td>
+      <td class="mono">
+        {d.hostname}
+        {(d as Domain & { managed?: boolean }).managed && <span class="muted small"> automatic</span>}
+      </td>
+      <td>
+        {d.service ?? '—'}
+        {d.port ? <span class="muted">:{d.port}</span> : null}
+      </td>
+      <td>
+        <Badge status={d.status} />
+        {d.status_detail && <div class="muted small">{d.status_detail}</div>}
+      </td>
       <td>
         {d.certificate ? (
           <>
-            {d.certificate.source}{d.certificate.issuer ? `, ${d.certificate.issuer}` : ''}
-            {d.certificate.not_after && <div class="muted small">until <When at={d.certificate.not_after} /></div>}
+            {d.certificate.source}
+            {d.certificate.issuer ? `, ${d.certificate.issuer}` : ''}
+            {d.certificate.not_after && (
+              <div class="muted small">
+                until <When at={d.certificate.not_after} />
+              </div>
+            )}
           </>
-        ) : <span class="muted">none yet</span>}
+        ) : (
+          <span class="muted">none yet</span>
+        )}
       </td>
       <td>
         {d.dns ? (
@@ -86,11 +143,21 @@ function DomainRow({ d, busy, onRefresh, onDelete }: { d: Domain; busy: boolean;
             <span class={d.dns.points_here ? 'ok' : 'warning'}>{d.dns.points_here ? 'points here' : 'does not point here'}</span>
             <div class="muted small mono">{d.dns.addresses.join(', ') || 'no address'}</div>
           </>
-        ) : <span class="muted">not checked</span>}
+        ) : (
+          <span class="muted">not checked</span>
+        )}
       </td>
       <td class="row">
-        {d.id && <button type="button" disabled={busy} aria-label={`Check DNS and certificate of ${d.hostname}`} onClick={onRefresh}>Check</button>}
-        {d.id && <button type="button" class="danger" disabled={busy} aria-label={`Delete ${d.hostname}`} onClick={onDelete}>Delete</button>}
+        {d.id && (
+          <button type="button" disabled={busy} aria-label={`Check DNS and certificate of ${d.hostname}`} onClick={onRefresh}>
+            Check
+          </button>
+        )}
+        {d.id && (
+          <button type="button" class="danger" disabled={busy} aria-label={`Delete ${d.hostname}`} onClick={onDelete}>
+            Delete
+          </button>
+        )}
       </td>
     </tr>
   );

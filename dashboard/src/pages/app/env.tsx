@@ -40,7 +40,9 @@ export function Env({ id }: { id: string }) {
     <section class="card" aria-labelledby="env-h">
       <div class="row spread">
         <h2 id="env-h">Environment</h2>
-        <button type="button" aria-expanded={bulkOpen} aria-controls="env-bulk" onClick={() => setBulkOpen(!bulkOpen)}>Paste .env</button>
+        <button type="button" aria-expanded={bulkOpen} aria-controls="env-bulk" onClick={() => setBulkOpen(!bulkOpen)}>
+          Paste .env
+        </button>
       </div>
       <ErrorNote error={env.error ?? act.error} />
       {bulkOpen && env.data && (
@@ -49,10 +51,7 @@ export function Env({ id }: { id: string }) {
           onApply={async (changes) => {
             const removed = new Set(changes.filter((c) => c.kind === 'removed').map((c) => c.key));
             const pasted = new Map(changes.filter((c) => c.kind !== 'removed').map((c) => [c.key, c]));
-            const items = [
-              ...keep(env.data!.filter((v) => !removed.has(v.key) && !pasted.has(v.key))),
-              ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret })),
-            ];
+            const items = [...keep(env.data!.filter((v) => !removed.has(v.key) && !pasted.has(v.key))), ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret }))];
             const ok = await act.run(async () => {
               env.set((await api.putEnv(id, items)).items);
               setRevealed({});
@@ -66,20 +65,49 @@ export function Env({ id }: { id: string }) {
       {env.data?.length === 0 && <p class="muted">No variables.</p>}
       {env.data && env.data.length > 0 && (
         <table>
-          <thead><tr><th>Key</th><th>Value</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Value</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
             {env.data.map((v) => (
               <tr key={v.key} data-testid="env-row">
                 <td class="mono">{v.key}</td>
-                <td class="mono ellipsis narrow" data-testid="env-value">{v.secret ? (revealed[v.key] ?? <span class="muted" aria-label="hidden value">••••••</span>) : v.value}</td>
+                <td class="mono ellipsis narrow" data-testid="env-value">
+                  {v.secret
+                    ? (revealed[v.key] ?? (
+                        <span class="muted" aria-label="hidden value">
+                          ••••••
+                        </span>
+                      ))
+                    : v.value}
+                </td>
                 <td class="row">
                   {v.secret && revealed[v.key] === undefined && (
-                    <button type="button" aria-label={`Reveal ${v.key}`} onClick={() => void act.run(async () => setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }))}>Reveal</button>
+                    <button type="button" aria-label={`Reveal ${v.key}`} onClick={() => void act.run(async () => setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }))}>
+                      Reveal
+                    </button>
                   )}
                   {v.secret && revealed[v.key] !== undefined && (
-                    <button type="button" aria-label={`Hide ${v.key}`} onClick={() => { const { [v.key]: _, ...rest } = revealed; setRevealed(rest); }}>Hide</button>
+                    <button
+                      type="button"
+                      aria-label={`Hide ${v.key}`}
+                      onClick={() => {
+                        const { [v.key]: _, ...rest } = revealed;
+                        setRevealed(rest);
+                      }}
+                    >
+                      Hide
+                    </button>
                   )}
-                  <button type="button" aria-label={`Remove ${v.key}`} onClick={() => void act.run(async () => env.set((await api.putEnv(id, keep(env.data!.filter((x) => x.key !== v.key)))).items))}>Remove</button>
+                  <button type="button" aria-label={`Remove ${v.key}`} onClick={() => void act.run(async () => env.set((await api.putEnv(id, keep(env.data!.filter((x) => x.key !== v.key)))).items))}>
+                    Remove
+                  </button>
                 </td>
               </tr>
             ))}
@@ -98,10 +126,20 @@ export function Env({ id }: { id: string }) {
           });
         }}
       >
-        <label>Key<input name="env_key" required value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} /></label>
-        <label>Value<input name="env_value" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} /></label>
-        <label class="inline"><input type="checkbox" name="env_secret" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Secret</label>
-        <button type="submit" disabled={act.busy}>Set</button>
+        <label>
+          Key
+          <input name="env_key" required value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          Value
+          <input name="env_value" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+        </label>
+        <label class="inline">
+          <input type="checkbox" name="env_secret" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Secret
+        </label>
+        <button type="submit" disabled={act.busy}>
+          Set
+        </button>
       </form>
     </section>
   );
@@ -130,18 +168,32 @@ function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: 
         />
       </label>
       <div class="row wrap">
-        <label class="inline"><input type="checkbox" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Store new keys as secrets</label>
-        <label class="inline"><input type="checkbox" checked={replace} onChange={(e) => setReplace((e.target as HTMLInputElement).checked)} /> Remove keys missing from the paste</label>
+        <label class="inline">
+          <input type="checkbox" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Store new keys as secrets
+        </label>
+        <label class="inline">
+          <input type="checkbox" checked={replace} onChange={(e) => setReplace((e.target as HTMLInputElement).checked)} /> Remove keys missing from the paste
+        </label>
       </div>
       {parsed.errors.length > 0 && (
         <ul class="error" role="alert" data-testid="env-bulk-errors">
-          {parsed.errors.map((e) => <li key={e.line}>Line {e.line}: {e.message}</li>)}
+          {parsed.errors.map((e) => (
+            <li key={e.line}>
+              Line {e.line}: {e.message}
+            </li>
+          ))}
         </ul>
       )}
       {changes.length > 0 && (
         <table data-testid="env-bulk-preview">
           <caption class="sr-only">Changes the paste makes</caption>
-          <thead><tr><th>Key</th><th>Change</th><th>New value</th></tr></thead>
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Change</th>
+              <th>New value</th>
+            </tr>
+          </thead>
           <tbody>
             {changes.map((c) => (
               <tr key={c.key} data-testid="env-change" class={`change-${c.kind}`}>
@@ -169,7 +221,9 @@ function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: 
         >
           Apply {effective.length} change{effective.length === 1 ? '' : 's'}
         </button>
-        <button type="button" onClick={onCancel}>Cancel</button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
       </div>
     </div>
   );

@@ -55,8 +55,13 @@ function Webhook({ id }: { id: string }) {
       {secret && (
         <div class="notice" data-testid="webhook-secret">
           <p>The new secret, shown once:</p>
-          <p class="row"><code>{secret}</code><Copy text={secret} label="Copy the webhook secret" /></p>
-          <button type="button" onClick={() => setSecret(null)}>Done</button>
+          <p class="row">
+            <code>{secret}</code>
+            <Copy text={secret} label="Copy the webhook secret" />
+          </p>
+          <button type="button" onClick={() => setSecret(null)}>
+            Done
+          </button>
         </div>
       )}
       <button
@@ -88,14 +93,36 @@ function Triggers({ id }: { id: string }) {
       {triggers.data?.length === 0 && <p class="muted">No triggers: a webhook delivery deploys nothing.</p>}
       {triggers.data && triggers.data.length > 0 && (
         <table>
-          <thead><tr><th>Event</th><th>Pattern</th><th>Enabled</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Event</th>
+              <th>Pattern</th>
+              <th>Enabled</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
             {triggers.data.map((t) => (
               <tr key={t.id} data-testid="trigger-row">
                 <td>{t.event}</td>
                 <td class="mono">{t.pattern}</td>
                 <td>{t.enabled ? 'yes' : 'no'}</td>
-                <td><button type="button" aria-label={`Delete the ${t.event} trigger ${t.pattern}`} onClick={() => void act.run(async () => { await api.deleteTrigger(id, t.id); await triggers.reload(); })}>Delete</button></td>
+                <td>
+                  <button
+                    type="button"
+                    aria-label={`Delete the ${t.event} trigger ${t.pattern}`}
+                    onClick={() =>
+                      void act.run(async () => {
+                        await api.deleteTrigger(id, t.id);
+                        await triggers.reload();
+                      })
+                    }
+                  >
+                    Delete
+                  </button>
+                </td>
               </tr>
             ))}
           </tbody>
@@ -119,8 +146,13 @@ function Triggers({ id }: { id: string }) {
             <option value="tag">tag</option>
           </select>
         </label>
-        <label>Branch or tag pattern<input name="pattern" class="mono" required placeholder="main" value={pattern} onInput={(e) => setPattern((e.target as HTMLInputElement).value)} /></label>
-        <button type="submit" disabled={act.busy}>Add trigger</button>
+        <label>
+          Branch or tag pattern
+          <input name="pattern" class="mono" required placeholder="main" value={pattern} onInput={(e) => setPattern((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={act.busy}>
+          Add trigger
+        </button>
       </form>
     </section>
   );
@@ -138,14 +170,27 @@ function DeployKey({ id }: { id: string }) {
       {key.data === null && !key.error && <p class="muted">No deploy key: generate one and add its public half to the repository as a read-only deploy key.</p>}
       {key.data && (
         <>
-          <pre class="mono wrap-any" data-testid="deploy-key">{key.data.public_key}</pre>
-          <p class="muted small"><span class="mono">{key.data.fingerprint}</span>, created <When at={key.data.created_at} /></p>
+          <pre class="mono wrap-any" data-testid="deploy-key">
+            {key.data.public_key}
+          </pre>
+          <p class="muted small">
+            <span class="mono">{key.data.fingerprint}</span>, created <When at={key.data.created_at} />
+          </p>
         </>
       )}
-      {test && <p role="status" class={test.ok ? 'ok' : 'error'} data-testid="deploy-key-test">{test.ok ? 'Connected: ' : 'Failed: '}{test.message}</p>}
+      {test && (
+        <p role="status" class={test.ok ? 'ok' : 'error'} data-testid="deploy-key-test">
+          {test.ok ? 'Connected: ' : 'Failed: '}
+          {test.message}
+        </p>
+      )}
       <div class="row">
         {key.data && <Copy text={key.data.public_key} label="Copy the public key" />}
-        {key.data && <button type="button" disabled={act.busy} onClick={() => void act.run(async () => setTest(await api.testDeployKey(id)))}>Test connection</button>}
+        {key.data && (
+          <button type="button" disabled={act.busy} onClick={() => void act.run(async () => setTest(await api.testDeployKey(id)))}>
+            Test connection
+          </button>
+        )}
         <button
           type="button"
           disabled={act.busy}

@@ -69,8 +69,19 @@ export function AppPage({ id }: { id: string }) {
     if (d?.app_id === id && typeof d.status === 'string' && app.data) app.set({ ...app.data, status: d.status });
   });
 
-  if (app.error) return <main><h1>App</h1><ErrorNote error={app.error} /></main>;
-  if (!app.data) return <main><p class="muted">Loading…</p></main>;
+  if (app.error)
+    return (
+      <main>
+        <h1>App</h1>
+        <ErrorNote error={app.error} />
+      </main>
+    );
+  if (!app.data)
+    return (
+      <main>
+        <p class="muted">Loading…</p>
+      </main>
+    );
   const a = app.data;
 
   // Arrow keys move between tabs (the WAI-ARIA tabs pattern); Tab leaves the tab list.
@@ -90,18 +101,22 @@ export function AppPage({ id }: { id: string }) {
   return (
     <main>
       <div class="row spread">
-        <h1>{a.name} <Badge status={a.status} /></h1>
+        <h1>
+          {a.name} <Badge status={a.status} />
+        </h1>
         <div class="row">
           <button
             type="button"
             class="primary"
             disabled={act.busy}
-            onClick={() => void act.run(async () => {
-              const r = await api.deploy(id);
-              setSelected(r.deployment.id);
-              setTab('overview');
-              await deployments.reload();
-            })}
+            onClick={() =>
+              void act.run(async () => {
+                const r = await api.deploy(id);
+                setSelected(r.deployment.id);
+                setTab('overview');
+                await deployments.reload();
+              })
+            }
           >
             Deploy
           </button>
@@ -144,15 +159,7 @@ export function AppPage({ id }: { id: string }) {
         ))}
       </div>
       <div id="app-tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`} class="tabpanel">
-        {tab === 'overview' && (
-          <OverviewTab
-            id={id}
-            settled={settled}
-            deployments={deployments}
-            selected={selected}
-            onSelect={setSelected}
-          />
-        )}
+        {tab === 'overview' && <OverviewTab id={id} settled={settled} deployments={deployments} selected={selected} onSelect={setSelected} />}
         {tab === 'logs' && <LogsTab id={id} />}
         {tab === 'metrics' && <MetricsTab id={id} />}
         {tab === 'domains' && <DomainsTab id={id} />}

@@ -28,7 +28,11 @@ export function LogsTab({ id }: { id: string }) {
           Service
           <select value={service} onChange={(e) => setService((e.target as HTMLSelectElement).value)}>
             <option value="">All services</option>
-            {services.data?.map((s) => <option key={s.name} value={s.name}>{s.name}</option>)}
+            {services.data?.map((s) => (
+              <option key={s.name} value={s.name}>
+                {s.name}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -36,12 +40,7 @@ export function LogsTab({ id }: { id: string }) {
           <input type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
         </label>
       </div>
-      <LogView
-        topic={`logs:${id}`}
-        label="Runtime logs"
-        filter={filter}
-        prefix={(l) => <span class="muted log-service">{(l as RuntimeLogLine).service} </span>}
-      />
+      <LogView topic={`logs:${id}`} label="Runtime logs" filter={filter} prefix={(l) => <span class="muted log-service">{(l as RuntimeLogLine).service} </span>} />
     </section>
   );
 }

@@ -45,10 +45,12 @@ export function MetricsTab({ id }: { id: string }) {
         { label: 'p95', values: col('p95_ms'), color: '#d97706' },
         { label: 'p99', values: col('p99_ms'), color: '#dc2626' },
       ],
-      totals: data.points.reduce(
-        (a, p) => ({ requests: a.requests + p.requests, e4: a.e4 + p.errors_4xx, e5: a.e5 + p.errors_5xx, bytes: a.bytes + p.bytes_out }),
-        { requests: 0, e4: 0, e5: 0, bytes: 0 },
-      ),
+      totals: data.points.reduce((a, p) => ({ requests: a.requests + p.requests, e4: a.e4 + p.errors_4xx, e5: a.e5 + p.errors_5xx, bytes: a.bytes + p.bytes_out }), {
+        requests: 0,
+        e4: 0,
+        e5: 0,
+        bytes: 0,
+      }),
     };
   }, [data]);
 
@@ -58,23 +60,34 @@ export function MetricsTab({ id }: { id: string }) {
       <div class="row wrap">
         <div class="row" role="group" aria-label="Range">
           {RANGES.map((r) => (
-            <button key={r} type="button" aria-pressed={range === r} onClick={() => setRange(r)}>{r}</button>
+            <button key={r} type="button" aria-pressed={range === r} onClick={() => setRange(r)}>
+              {r}
+            </button>
           ))}
         </div>
         <label>
           Service
           <select value={service} onChange={(e) => setService((e.target as HTMLSelectElement).value)}>
             <option value="">All services</option>
-            {services.data?.map((s) => <option key={s.name} value={s.name}>{s.name}</option>)}
+            {services.data?.map((s) => (
+              <option key={s.name} value={s.name}>
+                {s.name}
+              </option>
+            ))}
           </select>
         </label>
-        <button type="button" onClick={() => void metrics.reload()}>Refresh</button>
+        <button type="button" onClick={() => void metrics.reload()}>
+          Refresh
+        </button>
       </div>
       <ErrorNote error={metrics.error ?? modError} />
       {series && (
         <p data-testid="metrics-totals">
           {series.totals.requests} request{series.totals.requests === 1 ? '' : 's'}, {series.totals.e4} 4xx, {series.totals.e5} 5xx, {bytes(series.totals.bytes)} sent
-          <span class="muted"> over {range}, step {data!.step_seconds} s</span>
+          <span class="muted">
+            {' '}
+            over {range}, step {data!.step_seconds} s
+          </span>
         </p>
       )}
       {series && mod && (

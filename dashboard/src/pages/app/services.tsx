@@ -33,15 +33,37 @@ export function Services({ id, version }: { id: string; version: number }) {
       {services.data?.length === 0 && <p class="muted">No services known yet: they appear after the first deployment.</p>}
       {services.data && services.data.length > 0 && (
         <table>
-          <thead><tr><th>Name</th><th>Status</th><th>CPU</th><th>Memory</th><th>Port</th><th>Health path</th><th><span class="sr-only">Actions</span></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Status</th>
+              <th>CPU</th>
+              <th>Memory</th>
+              <th>Port</th>
+              <th>Health path</th>
+              <th>
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
           <tbody>
             {services.data.map((s) => (
               <ServiceRow
                 key={s.name}
                 s={s}
                 usage={usage[s.name]}
-                onSave={(p) => act.run(async () => { await api.patchService(id, s.name, p); await services.reload(); })}
-                onRestart={() => void act.run(async () => { await api.serviceAction(id, s.name, 'restart'); await services.reload(); })}
+                onSave={(p) =>
+                  act.run(async () => {
+                    await api.patchService(id, s.name, p);
+                    await services.reload();
+                  })
+                }
+                onRestart={() =>
+                  void act.run(async () => {
+                    await api.serviceAction(id, s.name, 'restart');
+                    await services.reload();
+                  })
+                }
               />
             ))}
           </tbody>
@@ -51,23 +73,46 @@ export function Services({ id, version }: { id: string; version: number }) {
   );
 }
 
-function ServiceRow({ s, usage, onSave, onRestart }: { s: Service; usage: Usage | undefined; onSave: (p: { port: number | null; health_path: string | null }) => Promise<boolean>; onRestart: () => void }) {
+function ServiceRow({
+  s,
+  usage,
+  onSave,
+  onRestart,
+}: {
+  s: Service;
+  usage: Usage | undefined;
+  onSave: (p: { port: number | null; health_path: string | null }) => Promise<boolean>;
+  onRestart: () => void;
+}) {
   const [port, setPort] = useState(s.port === null ? '' : String(s.port));
   const [health, setHealth] = useState(s.health_path ?? '');
   return (
     <tr data-testid="service-row">
       <td>{s.name}</td>
-      <td><Badge status={s.status} />{s.health && <span class="muted small"> {s.health}</span>}</td>
-      <td class="mono" data-testid="service-cpu">{usage ? percent(usage.cpu) : '—'}</td>
+      <td>
+        <Badge status={s.status} />
+        {s.health && <span class="muted small"> {s.health}</span>}
+      </td>
+      <td class="mono" data-testid="service-cpu">
+        {usage ? percent(usage.cpu) : '—'}
+      </td>
       <td class="mono" data-testid="service-memory">
         {usage ? bytes(usage.mem) : '—'}
         {usage?.limit ? <span class="muted small"> / {bytes(usage.limit)}</span> : null}
       </td>
-      <td><input aria-label={`Port of ${s.name}`} class="short" inputMode="numeric" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} /></td>
-      <td><input aria-label={`Health path of ${s.name}`} class="short" value={health} onInput={(e) => setHealth((e.target as HTMLInputElement).value)} /></td>
+      <td>
+        <input aria-label={`Port of ${s.name}`} class="short" inputMode="numeric" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} />
+      </td>
+      <td>
+        <input aria-label={`Health path of ${s.name}`} class="short" value={health} onInput={(e) => setHealth((e.target as HTMLInputElement).value)} />
+      </td>
       <td class="row">
-        <button type="button" onClick={() => void onSave({ port: port.trim() ? Number(port) : null, health_path: health.trim() || null })}>Save</button>
-        <button type="button" onClick={onRestart}>Restart</button>
+        <button type="button" onClick={() => void onSave({ port: port.trim() ? Number(port) : null, health_path: health.trim() || null })}>
+          Save
+        </button>
+        <button type="button" onClick={onRestart}>
+          Restart
+        </button>
       </td>
     </tr>
   );

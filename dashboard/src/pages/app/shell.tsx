@@ -21,7 +21,9 @@ export function ShellTab({ id }: { id: string }) {
     return (
       <section class="card" aria-labelledby="shell-h">
         <h2 id="shell-h">Shell</h2>
-        <p class="muted" data-testid="shell-disabled">The container shell is turned off on this instance (SVC_ENABLE_SHELL=true turns it on).</p>
+        <p class="muted" data-testid="shell-disabled">
+          The container shell is turned off on this instance (SVC_ENABLE_SHELL=true turns it on).
+        </p>
       </section>
     );
   }
@@ -43,11 +45,23 @@ export function ShellTab({ id }: { id: string }) {
         <label>
           Service
           <select value={chosen} onChange={(e) => setService((e.target as HTMLSelectElement).value)}>
-            {running.map((s) => <option key={s.name} value={s.name}>{s.name}</option>)}
+            {running.map((s) => (
+              <option key={s.name} value={s.name}>
+                {s.name}
+              </option>
+            ))}
           </select>
         </label>
-        {!session && <button type="button" class="primary" disabled={!chosen} onClick={() => void connect(0)}>Connect</button>}
-        {session && <button type="button" onClick={() => setSession(null)}>Disconnect</button>}
+        {!session && (
+          <button type="button" class="primary" disabled={!chosen} onClick={() => void connect(0)}>
+            Connect
+          </button>
+        )}
+        {session && (
+          <button type="button" onClick={() => setSession(null)}>
+            Disconnect
+          </button>
+        )}
       </div>
       {running.length === 0 && services.data && <p class="muted">No service is running.</p>}
       {session && mod && (

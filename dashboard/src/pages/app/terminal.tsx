@@ -65,7 +65,9 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
   }, [url]);
   return (
     <div>
-      <p class="muted small" role="status">{state === 'open' ? 'Connected' : state === 'connecting' ? 'Connecting…' : 'Closed'}</p>
+      <p class="muted small" role="status">
+        {state === 'open' ? 'Connected' : state === 'connecting' ? 'Connecting…' : 'Closed'}
+      </p>
       <div ref={box} class="terminal" data-testid="terminal" />
     </div>
   );

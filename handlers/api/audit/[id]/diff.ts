@@ -5,7 +5,7 @@ import { auditParams } from './_params.js';
 
 export const GET = route(
   {
-    summary: "What an audited change did to its target (secrets masked), and whether the target changed since",
+    summary: 'What an audited change did to its target (secrets masked), and whether the target changed since',
     description: 'Entries without recorded state (logins, deployments, failed requests) answer 422 not_diffable.',
     params: auditParams,
     responses: { 200: auditDiffSchema },

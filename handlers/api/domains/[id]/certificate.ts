@@ -5,7 +5,10 @@ import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js
 import { domainParams } from '../_params.js';
 
 // PEM text, bounded: a chain of a few certificates and one key fit well below this.
-const pem = z.string().min(1).max(256 * 1024);
+const pem = z
+  .string()
+  .min(1)
+  .max(256 * 1024);
 const answer = z.looseObject({ domain: domainSchema, proxy: proxySummarySchema.optional() });
 
 // A private key changes hands: both directions need a recent step-up.
@@ -29,6 +32,12 @@ export const POST = route(
 
 /** Back to ACME. */
 export const DELETE = route(
-  { summary: 'Remove an uploaded certificate (back to ACME)', stepUp: true, params: domainParams, responses: { 200: answer }, audit: { action: 'domain.certificate_removed', target: (c) => c.params.id } },
+  {
+    summary: 'Remove an uploaded certificate (back to ACME)',
+    stepUp: true,
+    params: domainParams,
+    responses: { 200: answer },
+    audit: { action: 'domain.certificate_removed', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply }) => reply(200, await removeCertificate(env, params.id)),
 );

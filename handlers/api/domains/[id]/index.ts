@@ -19,7 +19,13 @@ export const GET = route({ summary: 'One domain', params: domainParams, response
 
 /** Reassign to another app service, turn into a redirect (`redirect_to`), or back. */
 export const PATCH = route(
-  { summary: 'Reassign a domain to another app service, or turn it into a redirect (or back)', params: domainParams, body: patchBody, responses: { 200: one }, audit: { action: 'domain.updated', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } } },
+  {
+    summary: 'Reassign a domain to another app service, or turn it into a redirect (or back)',
+    params: domainParams,
+    body: patchBody,
+    responses: { 200: one },
+    audit: { action: 'domain.updated', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
+  },
   async (_req, { env, params, body, reply, audit }) => {
     const { domain, before, proxy } = await changeDomain(env, params.id, body);
     audit({ detail: { before: state(before), after: state(domain) } });

@@ -4,6 +4,7 @@ import { opaqueResultSchema } from '../../../../lib/api/schemas.js';
 import { domainParams } from '../_params.js';
 
 /** DNS and the served certificate checked now, and the proxy brought in line. */
-export const POST = route({ summary: "Check a domain's DNS and certificate now and bring the proxy in line", params: domainParams, responses: { 200: opaqueResultSchema } }, async (_req, { env, params, reply }) =>
-  reply(200, await refreshDomain(env, params.id)),
+export const POST = route(
+  { summary: "Check a domain's DNS and certificate now and bring the proxy in line", params: domainParams, responses: { 200: opaqueResultSchema } },
+  async (_req, { env, params, reply }) => reply(200, await refreshDomain(env, params.id)),
 );

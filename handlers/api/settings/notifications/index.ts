@@ -11,7 +11,12 @@ export const GET = route(
 );
 
 export const POST = route(
-  { summary: 'Add a notification channel (Discord or Slack)', body: createBody, responses: { 201: notificationChannelSchema }, audit: { action: 'notification.channel_created', state: { kind: 'notification_channel' } } },
+  {
+    summary: 'Add a notification channel (Discord or Slack)',
+    body: createBody,
+    responses: { 201: notificationChannelSchema },
+    audit: { action: 'notification.channel_created', state: { kind: 'notification_channel' } },
+  },
   async (_req, { env, body, reply, audit }) => {
     const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
     audit({ target: channel.id, detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint } });

@@ -10,10 +10,7 @@ export const restoreParams = z.object({ id: appId, xid: id('restore') });
 export type ConfigParams = z.infer<typeof configParams>;
 export type RunParams = z.infer<typeof runParams>;
 
-const source = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('database'), database_id: id('database') }),
-  z.strictObject({ type: z.literal('volume'), volume: z.string().max(64) }),
-]);
+const source = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('database'), database_id: id('database') }), z.strictObject({ type: z.literal('volume'), volume: z.string().max(64) })]);
 const destination = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('local') }),
   z.strictObject({

@@ -13,7 +13,13 @@ export const GET = route({ summary: "An app's backup configurations", params: ap
 });
 
 export const POST = route(
-  { summary: 'Add a backup configuration (a database or a named volume, on a schedule)', params: appParams, body: createBody, responses: { 201: z.object({ backup: backupConfigSchema }) }, audit: { action: 'backup.config_created', target: (c) => c.params.id } },
+  {
+    summary: 'Add a backup configuration (a database or a named volume, on a schedule)',
+    params: appParams,
+    body: createBody,
+    responses: { 201: z.object({ backup: backupConfigSchema }) },
+    audit: { action: 'backup.config_created', target: (c) => c.params.id },
+  },
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);
     const row = await createConfig(env, params.id, body);

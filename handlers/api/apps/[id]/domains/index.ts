@@ -16,7 +16,13 @@ export const GET = route(
 );
 
 export const POST = route(
-  { summary: 'Add a domain to an app', params: appParams, body: appDomainBody, responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) }, audit: { action: 'domain.created', state: { kind: 'domain' } } },
+  {
+    summary: 'Add a domain to an app',
+    params: appParams,
+    body: appDomainBody,
+    responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) },
+    audit: { action: 'domain.created', state: { kind: 'domain' } },
+  },
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);
     const { domain, proxy } = await addDomain(env, { ...body, app_id: params.id });

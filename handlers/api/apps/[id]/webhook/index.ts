@@ -18,7 +18,12 @@ export const GET = route(
 );
 
 export const DELETE = route(
-  { summary: "Remove an app's webhook secret (deliveries are refused until a new one is made)", params: appParams, responses: { 204: null }, audit: { action: 'app.webhook_removed', target: (c) => c.params.id } },
+  {
+    summary: "Remove an app's webhook secret (deliveries are refused until a new one is made)",
+    params: appParams,
+    responses: { 204: null },
+    audit: { action: 'app.webhook_removed', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     if (!(await removeWebhookSecret(env.db, params.id))) throw notFound('No webhook secret is set');

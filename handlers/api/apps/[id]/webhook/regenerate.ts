@@ -6,7 +6,12 @@ import { appParams } from '../../_shared.js';
 
 // The only time the secret is shown: it is sealed at rest and never listed.
 export const POST = route(
-  { summary: 'Make a new webhook secret (shown only in this answer)', params: appParams, responses: { 200: z.object({ secret: z.string() }) }, audit: { action: 'app.webhook_secret_rotated', target: (c) => c.params.id } },
+  {
+    summary: 'Make a new webhook secret (shown only in this answer)',
+    params: appParams,
+    responses: { 200: z.object({ secret: z.string() }) },
+    audit: { action: 'app.webhook_secret_rotated', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     return reply(200, { secret: await rotateWebhookSecret(env.db, env.sealer, params.id, env.now()) });

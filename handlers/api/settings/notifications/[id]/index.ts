@@ -8,7 +8,13 @@ export const GET = route({ summary: 'One notification channel', params: channelP
 );
 
 export const PATCH = route(
-  { summary: 'Change a notification channel', params: channelParams, body: patchBody, responses: { 200: notificationChannelSchema }, audit: { action: 'notification.channel_updated', target: (c) => c.params.id, state: { kind: 'notification_channel', id: (c) => c.params.id } } },
+  {
+    summary: 'Change a notification channel',
+    params: channelParams,
+    body: patchBody,
+    responses: { 200: notificationChannelSchema },
+    audit: { action: 'notification.channel_updated', target: (c) => c.params.id, state: { kind: 'notification_channel', id: (c) => c.params.id } },
+  },
   async (_req, { env, params, body, reply, audit }) => {
     const channel = await updateChannel(env.db, env.sealer, env.notifier.transport, params.id, body, env.now());
     audit({ target: channel.id, detail: { fields: Object.keys(body), url_hint: channel.url_hint } });
@@ -17,7 +23,12 @@ export const PATCH = route(
 );
 
 export const DELETE = route(
-  { summary: 'Delete a notification channel', params: channelParams, responses: { 204: null }, audit: { action: 'notification.channel_deleted', target: (c) => c.params.id, state: { kind: 'notification_channel', id: (c) => c.params.id } } },
+  {
+    summary: 'Delete a notification channel',
+    params: channelParams,
+    responses: { 204: null },
+    audit: { action: 'notification.channel_deleted', target: (c) => c.params.id, state: { kind: 'notification_channel', id: (c) => c.params.id } },
+  },
   async (_req, { env, params, reply }) => {
     await deleteChannel(env.db, params.id);
     return reply(204);

@@ -7,7 +7,12 @@ import { backupRunSchema } from '../../../../../../lib/api/schemas.js';
 import { configParams } from '../_schemas.js';
 
 export const POST = route(
-  { summary: 'Run a backup now (202: it runs in the background)', params: configParams, responses: { 202: z.object({ run: backupRunSchema }) }, audit: { action: 'backup.run_started', target: (c) => c.params.id } },
+  {
+    summary: 'Run a backup now (202: it runs in the background)',
+    params: configParams,
+    responses: { 202: z.object({ run: backupRunSchema }) },
+    audit: { action: 'backup.run_started', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply, audit }) => {
     await getApp(env.db, params.id);
     const run = await startRun(env, await getConfig(env, params.id, params.bid), 'manual');

@@ -5,7 +5,12 @@ import { deploymentParams } from '../_params.js';
 
 /** Redeploys the kept images of {did}: no clone, no build, the same blue/green path. */
 export const POST = route(
-  { summary: 'Redeploy the images of an earlier deployment (202: queued)', params: deploymentParams, responses: { 202: deploymentBody }, audit: { action: 'deployment.rollback', target: (c) => c.params.id } },
+  {
+    summary: 'Redeploy the images of an earlier deployment (202: queued)',
+    params: deploymentParams,
+    responses: { 202: deploymentBody },
+    audit: { action: 'deployment.rollback', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply, audit }) => {
     const deployment = await env.deployments.rollback(await getApp(env.db, params.id), params.did);
     audit({ detail: { deployment: deployment.id, rollback_of: params.did } });

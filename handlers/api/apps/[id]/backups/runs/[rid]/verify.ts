@@ -7,7 +7,12 @@ import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
 import { runParams } from '../../_schemas.js';
 
 export const POST = route(
-  { summary: 'Verify a backup run by restoring it into a scratch container', params: runParams, responses: { 202: z.object({ run: backupRunSchema }) }, audit: { action: 'backup.verify_started', target: (c) => c.params.id } },
+  {
+    summary: 'Verify a backup run by restoring it into a scratch container',
+    params: runParams,
+    responses: { 202: z.object({ run: backupRunSchema }) },
+    audit: { action: 'backup.verify_started', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply, audit }) => {
     await getApp(env.db, params.id);
     const run = await getRun(env, params.id, params.rid);
