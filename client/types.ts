@@ -1916,6 +1916,11 @@ export interface components {
                 database_id?: string;
             }[];
         };
+        BaseDomain: {
+            base_domain: string | null;
+            control_domain: string | null;
+            proxy: components["schemas"]["ProxySummary"];
+        };
         DatabaseEngine: {
             /** @enum {string} */
             engine: "postgres" | "mariadb" | "redis";
@@ -1992,6 +1997,13 @@ export interface components {
                 reclaimable_bytes: number;
             };
             total_bytes: number;
+        };
+        DnsCheck: {
+            host: string;
+            expected: string[];
+            resolved: string[];
+            points_here: boolean;
+            error?: string;
         };
         Domain: {
             id: string;
@@ -2129,7 +2141,6 @@ export interface components {
             error: string | null;
             attempts: number;
         };
-        Result: unknown;
         PostureItem: {
             /** @enum {string} */
             code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell";
@@ -2141,7 +2152,11 @@ export interface components {
             app?: string;
             service?: string;
         };
-        ProxySummary: unknown;
+        ProxySummary: {
+            synced: boolean;
+            /** @description Why the last sync did not apply (the next one retries) */
+            error?: string;
+        };
         PruneResult: {
             reclaimed_bytes: number;
             images_deleted: number;
@@ -2482,6 +2497,10 @@ export interface components {
             proxy?: components["schemas"]["ProxySummary"];
         } & {
             [key: string]: unknown;
+        };
+        PostApiDomainsByIdRefresh200: {
+            domain: components["schemas"]["Domain"];
+            proxy: components["schemas"]["ProxySummary"];
         };
         GetApiHealth200: {
             /** @constant */
@@ -5245,7 +5264,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["PostApiDomainsByIdRefresh200"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5316,7 +5335,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["BaseDomain"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5342,7 +5361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["BaseDomain"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5440,7 +5459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"];
+                    "application/json": components["schemas"]["DnsCheck"];
                 };
             };
             400: components["responses"]["BadRequest"];

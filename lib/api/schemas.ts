@@ -221,12 +221,6 @@ export const trafficSnapshotSchema = named(
 export const items = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().optional() });
 
-/**
- * An entity lib/ owns whose fields are not described here yet: documented by name and purpose,
- * any JSON in the schema. Replace with its fields when a client needs them typed.
- */
-const opaque = (id: string, description: string) => named(id, z.unknown(), description);
-
 export const addonParamSchema = z.object({ key: z.string(), label: z.string(), default: z.string().nullable(), secret: z.boolean(), generated: z.boolean() });
 const addonFields = {
   id: z.string(),
@@ -336,7 +330,11 @@ export const databaseEngineSchema = named(
   }),
   'A database engine that can be provisioned, with its pinned versions',
 );
-export const proxySummarySchema = opaque('ProxySummary', 'Which proxy serves the domains and whether it is reachable');
+export const proxySummarySchema = named(
+  'ProxySummary',
+  z.object({ synced: z.boolean(), error: z.string().optional().describe('Why the last sync did not apply (the next one retries)') }),
+  'Whether the proxy holds the configuration computed from the current rows',
+);
 const requestPointSchema = z.object({
   t: ts,
   requests: z.number(),
@@ -406,7 +404,16 @@ export const resetResultSchema = named(
   z.object({ removed: z.array(z.object({ id: z.string(), name: z.string() })), failed: z.array(z.object({ id: z.string(), name: z.string(), error: z.string() })) }),
   'The apps a reset removed, and those it could not',
 );
-export const opaqueResultSchema = opaque('Result', 'The outcome of an operation, as lib/ reports it');
+export const dnsCheckSchema = named(
+  'DnsCheck',
+  z.object({ host: z.string(), expected: z.array(z.string()), resolved: z.array(z.string()), points_here: z.boolean(), error: z.string().optional() }),
+  'Where a hostname resolves, against the addresses this host answers on',
+);
+export const baseDomainSchema = named(
+  'BaseDomain',
+  z.object({ base_domain: z.string().nullable(), control_domain: z.string().nullable(), proxy: proxySummarySchema }),
+  'The base domain of the automatic hosts, the control domain that follows from it, and the proxy',
+);
 
 const domainFields = {
   hostname: z.string(),

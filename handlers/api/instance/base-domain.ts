@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { instanceDomains, putBaseDomain } from '../../../lib/domains/ops.js';
 import { route } from '../../../lib/http/route.js';
-import { opaqueResultSchema } from '../../../lib/api/schemas.js';
+import { baseDomainSchema } from '../../../lib/api/schemas.js';
 
-export const GET = route({ summary: 'The base domain, the control domain and the proxy', responses: { 200: opaqueResultSchema } }, async (_req, { env, reply }) =>
+export const GET = route({ summary: 'The base domain, the control domain and the proxy', responses: { 200: baseDomainSchema } }, async (_req, { env, reply }) =>
   reply(200, { ...(await instanceDomains(env)), proxy: env.edge.proxy.summary() }),
 );
 
@@ -13,7 +13,7 @@ export const PUT = route(
     summary: 'Set the base domain (`null` clears it); automatic hosts and the control domain follow at once',
     // The hostname rules are applied in lib/domains (its 400 names the rule broken).
     body: z.strictObject({ base_domain: z.string().max(2048).nullable() }),
-    responses: { 200: opaqueResultSchema },
+    responses: { 200: baseDomainSchema },
     audit: { action: 'instance.base_domain', state: { kind: 'base_domain', id: () => 'instance' } },
   },
   async (_req, { env, body, reply, audit }) => {
