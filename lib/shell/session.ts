@@ -1,7 +1,7 @@
 // The container shell (SVC_ENABLE_SHELL=true): an engine exec with a TTY in the service's running
 // container, bridged to a WebSocket the way xterm.js's attach addon expects: binary frames carry
 // the terminal both ways, a text frame {"type":"resize","rows","cols"} resizes. Bounded: frames
-// over 64 KiB close the socket, a slow reader is cut off, 15 idle minutes close it, at most 4
+// over 64 KiB close the socket, a slow reader is cut off, 15 idle minutes (SVC_SHELL_IDLE) close it, at most 4
 // shells per operator. Opening and closing are audited with the byte counts.
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
@@ -13,7 +13,6 @@ import { recordAudit } from '../audit/index.js';
 import { guard } from '../docker/engine.js';
 import type { Principal } from '../http/handler.js';
 
-export const SHELL_IDLE_MS = 15 * 60_000;
 export const SHELL_MAX_PER_OPERATOR = 4;
 export const SHELL_MAX_FRAME = 64 * 1024;
 const MAX_BUFFERED = 4 * 1024 * 1024;
@@ -88,7 +87,8 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
   };
   const touch = () => {
     if (idle) clearTimeout(idle);
-    idle = setTimeout(() => finish(1000, 'idle for 15 minutes'), SHELL_IDLE_MS);
+    const seconds = env.config.shellIdleSeconds;
+    idle = setTimeout(() => finish(1000, `idle for ${seconds % 60 ? `${seconds} seconds` : `${seconds / 60} minutes`}`), seconds * 1000);
     idle.unref();
   };
   ws.on('close', () => finish(1000, 'client closed'));

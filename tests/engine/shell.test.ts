@@ -154,3 +154,44 @@ test('at most 4 shells per operator', async (t) => {
   const again = await poll('a slot after closing', async () => (await connect('web', bearer)).ws ?? null, 15_000, 100);
   again.close();
 });
+
+test('a shell with no byte either way for SVC_SHELL_IDLE seconds is closed, and the close is audited', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  // Its own control plane with a 2 s idle limit (the shared one keeps the 15-minute default).
+  const quick = await startTestServer({ SVC_ENABLE_SHELL: 'true', SVC_SHELL_IDLE: '2' });
+  try {
+    const qc = await adminClient(quick);
+    const qtoken = await apiToken(qc, 'idle');
+    const bearer = new Client(quick.url, { authorization: `Bearer ${qtoken}` });
+    assert.equal((await bearer.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+    const r = await qc.req('POST', '/api/apps', { name: `${tag}-q`, source: { type: 'image', image: BASE_IMAGE } });
+    assert.equal(r.status, 201, r.text);
+    const d = quick.env.engine.docker;
+    const labels = { [LABEL_APP]: `${tag}-q`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+    const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-q-web`, Cmd: ['sleep', '3600'], Labels: labels });
+    await web.start();
+    const ws = new WebSocket(`${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, { headers: { authorization: `Bearer ${qtoken}` } });
+    let out = '';
+    ws.on('message', (data: Buffer) => (out += data.toString('utf8')));
+    const closed = new Promise<{ code: number; reason: string }>((res) => ws.once('close', (code, reason) => res({ code, reason: reason.toString() })));
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    ws.send(Buffer.from('echo alive-$((2*21))\n'), { binary: true });
+    await poll('command output', () => out.includes('alive-42'), 30_000, 50);
+    const { code, reason } = await closed;
+    assert.equal(code, 1000);
+    assert.equal(reason, 'idle for 2 seconds');
+    const row = await poll(
+      'audit of the idle close',
+      async () => (await quick.env.db.selectFrom('audit').select(['detail']).where('action', '=', 'app.shell_closed').executeTakeFirst()) ?? null,
+      15_000,
+      50,
+    );
+    assert.equal(JSON.parse(row.detail!).reason, 'idle for 2 seconds');
+  } finally {
+    await quick.stop();
+  }
+});
