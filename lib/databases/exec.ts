@@ -62,13 +62,16 @@ export async function execStream(engine: Engine, container: string, cmd: string[
     }
     stderr = (stderr + text).slice(-STDERR_KEEP);
   });
-  demuxWithBackpressure(stream, out, err);
+  const drain = demuxWithBackpressure(stream, out, err);
   let finished = false;
   out.on('error', () => {});
   if (opts.stoppable) {
     out.once('close', () => {
       if (finished) return;
-      // The reader went away before the end: end the client, then the connection.
+      // The reader went away before the end: keep draining the connection (a paused one that
+      // is never read again leaves the engine unable to finish this exec, and with it every
+      // later exec in the container), end the client, then the connection.
+      drain();
       void (async () => {
         if (pid) {
           const k = await engine.docker.getContainer(container).exec({ Cmd: ['sh', '-c', 'kill -TERM "$1"', 'sh', pid], AttachStdout: true, AttachStderr: true, User: opts.user });
@@ -147,10 +150,12 @@ export async function execInto(engine: Engine, container: string, cmd: string[],
  * the source while stdout's reader is behind. The modem's own demuxer writes regardless of
  * backpressure, so a dump faster than its consumer (gzip + encryption) piled up in memory.
  */
-function demuxWithBackpressure(src: import('node:stream').Duplex, out: PassThrough, err: PassThrough): void {
+function demuxWithBackpressure(src: import('node:stream').Duplex, out: PassThrough, err: PassThrough): () => void {
   let buf: Buffer = Buffer.alloc(0);
   let waiting = false;
+  let discarding = false;
   src.on('data', (chunk: Buffer) => {
+    if (discarding) return;
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
     while (buf.length >= 8) {
       const len = buf.readUInt32BE(4);
@@ -169,4 +174,10 @@ function demuxWithBackpressure(src: import('node:stream').Duplex, out: PassThrou
       }
     }
   });
+  // From now on the output has no reader: read and drop it so the engine can finish the exec.
+  return () => {
+    discarding = true;
+    buf = Buffer.alloc(0);
+    src.resume();
+  };
 }
