@@ -101,10 +101,11 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
         return await call(base, method, path, body, timeout, maxBytes);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code ?? '';
-        // A refused or reset connection while Caddy swaps its admin server is worth one retry;
-        // the calls made here are idempotent (a read, or a load of the whole config).
-        if (attempt === 0 && RETRYABLE.has(code)) {
-          await new Promise((r) => setTimeout(r, 250));
+        // A refused or reset connection while Caddy swaps its admin server is worth retrying (twice,
+        // 250 then 500 ms: loads in quick succession can meet two swaps in a row); the calls made
+        // here are idempotent (a read, or a load of the whole config).
+        if (attempt < 2 && RETRYABLE.has(code)) {
+          await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
           continue;
         }
         throw new CaddyError(`${where} is unreachable (${code || (e as Error).message})`, true);

@@ -12,6 +12,12 @@
 // - certificates: a host goes to the CA (`tls.certificates.automate`) only once its DNS points
 //   here; a host awaiting DNS is not in the automation list at all, so the CA is not hammered
 //   with challenges that must fail. Uploaded certificates (`load_pem`) replace ACME for their host.
+//   The ACME hosts share one automation policy naming exactly them, with `on_demand`: see
+//   "Caddy's reloads" below for why. Caddy may obtain on demand only for the policy's names, so
+//   its "no protections are in place" warning about on-demand TLS does not apply. No on-demand
+//   rate limit is set: Caddy 2.6.2 panics on any later load that drops one (its limiter refuses
+//   a burst of 0 while the old interval is still set), so the operator could not load a config
+//   of their own without restarting Caddy.
 // - HTTP: ACME HTTP-01 challenges are answered by Caddy before any route runs (its HTTP-01
 //   handler sees every plain-HTTP request), so the routes only decide the rest: a host whose
 //   certificate is served redirects to HTTPS (308); a host without one yet is served over plain
@@ -27,12 +33,22 @@
 // Zero downtime and Caddy's reloads (why a deploy still reloads, and what that costs). Caddy 2.6
 // restarts every app on any admin-API change. Each HTTP server then opens its own listening socket
 // on the port (SO_REUSEPORT) and the old server closes its socket and its idle kept-alive
-// connections; requests in flight finish (`grace_period`). Two races remain, both on requests
-// that got no byte of answer and were never processed: a client sending on an idle kept-alive
-// connection as the old server closes it, and a connection the kernel had queued on the old
-// socket (reset when it closes). Clients retry exactly those for idempotent requests (RFC 9112,
-// 9.3.1: browsers, curl and Go do); the zero-loss tests count such retries. Measured with the
-// tests and `npm run bench:edge`: a few kept-alive retries per five redeploys, no loss.
+// connections; requests in flight finish (`grace_period`).
+// - Certificates across a reload: 2.6 gives each loaded TLS app a new, empty certificate cache,
+//   filled from storage when that app starts; apps start in no fixed order, so the new HTTPS
+//   server may accept connections before its TLS app has loaded anything, and such a handshake
+//   failed with "no certificate available" (TLS alert 80, seen by clients as an internal error;
+//   no client retries that). With `on_demand` on the ACME hosts' policy, a handshake that finds
+//   the cache empty loads the host's certificate from storage itself, so there is no window.
+//   Obtaining still happens only for the policy's names; the checker's probes load each host
+//   after a reload, so renewals keep running from the cache. Measured with `npm run bench:edge`
+//   (reload storm): 7-14 failed handshakes per 200 reloads before, none after.
+// - Two races remain, both on requests that got no byte of answer and were never processed: a
+//   client sending on an idle kept-alive connection as the old server closes it, and a
+//   connection the kernel had queued on the old socket (reset when it closes; Linux hands those
+//   to the new socket with `net.ipv4.tcp_migrate_req=1`, which CI sets). Clients retry exactly
+//   those for idempotent requests (RFC 9112, 9.3.1: browsers, curl and Go do); the zero-loss
+//   tests count such retries. Measured with the tests and `npm run bench:edge`.
 // Ruled out, by reading Caddy 2.6.2 and trying it:
 // - `shutdown_delay` applies only when a listener closes for good, never on a reload;
 // - dynamic upstreams (`a`/`srv` sources) answered by a DNS server of the control plane would
@@ -41,9 +57,8 @@
 //   answerer of its own would be one more long-lived process for the operator to run;
 // - a fixed per-service address that the engine moves between containers (a static IP on a
 //   second network) cuts the old container's in-flight connections when it is disconnected.
-// What would move it: Linux `net.ipv4.tcp_migrate_req=1` hands connections queued on a closing
-// SO_REUSEPORT socket to the new one (the reset case); a Caddy whose dynamic upstreams keep
-// stale answers, or a local DNS answerer run as its own service, would remove the reload.
+// What would remove the reload: a Caddy whose dynamic upstreams keep stale answers, or a local
+// DNS answerer run as its own service. Caddy 2.7 also keeps its certificate cache across reloads.
 
 import { isIP } from 'node:net';
 import { isLabel, MAX_HOSTNAME } from '../domains/hostname.js';
@@ -324,7 +339,10 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
   const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));
   const pems = certificates.filter((c) => loaded.has(c.domain_id));
   if (pems.length) certs.load_pem = pems.map((c) => ({ certificate: c.cert_pem, key: c.key_pem, tags: [`svc-domain-${c.domain_id}`] }));
-  const tls: Json = { automation: { policies: [{ issuers: [issuer] }] } };
+  const policies: Json[] = [];
+  if (automate.length) policies.push({ subjects: [...automate].sort(), issuers: [issuer], on_demand: true });
+  policies.push({ issuers: [issuer] });
+  const tls: Json = { automation: { policies } };
   if (Object.keys(certs).length) tls.certificates = certs;
 
   const accessLogger: Json = {

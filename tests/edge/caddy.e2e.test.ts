@@ -347,8 +347,12 @@ test('switching upstreams is one config load; clients looping through Caddy lose
   await patchServiceSettings(env.db, app.id, 'web', { port: a.port });
   await setUpstreams(env.db, app.id, 'web', ['127.0.0.1']);
   const host = 'flip.example.com';
-  await addDomain(env, { hostname: host, app_id: app.id, service: 'web' });
+  const added = await addDomain(env, { hostname: host, app_id: app.id, service: 'web' });
   await until(l, host, (x) => x.status === 200 && x.body.startsWith('hello from blue'), 'blue serves');
+  // The checker seeing the certificate changes the plan once more (plain HTTP starts to redirect):
+  // let that load happen before counting loads per switch.
+  await poll('the domain active', async () => (await getDomain(env, added.domain.id)).status === 'active', 30_000, 100);
+  await env.edge.proxy.sync();
 
   let stop = false;
   const stats = { fresh: 0, kept: 0, retried: 0, freshRetried: 0, failures: [] as string[], seen: new Set<string>() };

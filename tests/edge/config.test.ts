@@ -186,19 +186,18 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   assert.ok(!tls.certificates.automate.includes('new.shop.com'), 'awaiting DNS: not sent to the CA');
   assert.ok(!tls.certificates.automate.includes('upload.shop.com'), 'uploaded: not sent to the CA');
   assert.deepEqual(tls.certificates.load_pem, [{ certificate: 'CERT', key: 'KEY', tags: ['svc-domain-D5'] }]);
-  assert.deepEqual(tls.automation.policies, [
-    {
-      issuers: [
-        {
-          module: 'acme',
-          ca: 'https://acme.test/dir',
-          email: 'ops@example.com',
-          trusted_roots_pem_files: ['/etc/svc/ca.pem'],
-          challenges: { http: { alternate_port: 8080 }, 'tls-alpn': { disabled: true } },
-        },
-      ],
-    },
-  ]);
+  const issuer = {
+    module: 'acme',
+    ca: 'https://acme.test/dir',
+    email: 'ops@example.com',
+    trusted_roots_pem_files: ['/etc/svc/ca.pem'],
+    challenges: { http: { alternate_port: 8080 }, 'tls-alpn': { disabled: true } },
+  };
+  // The ACME hosts, and only they, load their certificate at the handshake when a reload left the
+  // cache empty (on demand); every other name falls to the plain policy. No on-demand rate limit:
+  // Caddy 2.6.2 panics on a later load without one.
+  assert.deepEqual(tls.automation.policies, [{ subjects: tls.certificates.automate, issuers: [issuer], on_demand: true }, { issuers: [issuer] }]);
+  assert.equal(tls.automation.on_demand, undefined);
   const { http, https } = servers(cfg) as any;
   assert.deepEqual(http.automatic_https, { disable: true });
   assert.deepEqual(https.automatic_https, { disable: true });
@@ -209,6 +208,7 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   // No certificates at all: no empty lists for Caddy to puzzle over.
   const bare = buildCaddyConfig([], settings, []).tls as any;
   assert.equal(bare.certificates, undefined);
+  assert.deepEqual(bare.automation.policies, [{ issuers: [issuer] }], 'no on-demand policy without ACME hosts');
 });
 
 test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the default log', () => {
