@@ -117,6 +117,28 @@ async function spoolToFile(env: Env, src: Readable): Promise<{ path: string; rem
   return { path, remove: () => rm(path, { force: true }) };
 }
 
+/**
+ * Scratch servers of a verify the process died during keep running (a whole database server,
+ * on no network) until removed: at boot, the ones made for this instance's databases go, with
+ * their anonymous volumes. Another control plane's on the same engine are not touched.
+ */
+export async function sweepScratchServers(env: Env): Promise<number> {
+  const ids = new Set((await env.db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
+  if (!ids.size) return 0;
+  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: { label: [LABEL_SCRATCH] } }));
+  let removed = 0;
+  for (const c of list) {
+    if (!ids.has(c.Labels?.[LABEL_SCRATCH] ?? '')) continue;
+    await guard(env.engine, () => env.engine.docker.getContainer(c.Id).remove({ force: true, v: true })).then(
+      () => removed++,
+      (e) => {
+        if (!isNotFound(e)) throw e;
+      },
+    );
+  }
+  return removed;
+}
+
 // ---- volumes: the engine reads and writes the tree through a container that never starts ----
 
 async function volumeHelper(env: Env, volume: string, readOnly: boolean, label: string): Promise<import('dockerode').Container> {

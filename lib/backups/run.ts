@@ -12,7 +12,7 @@ import { conflict, HttpError, unavailable } from '../http/errors.js';
 import { recordAudit } from '../audit/index.js';
 import { guard, listAppContainers, volumeName, startContainer, stopContainer } from '../docker/index.js';
 import { encryptStream, decryptStream, ArtifactAuthError } from './crypto.js';
-import { checkVolumeArchive, dumpDatabase, dumpVolume, restoreDatabase, restoreVolume, targetOf, verifyDatabase } from './engines.js';
+import { checkVolumeArchive, dumpDatabase, dumpVolume, restoreDatabase, restoreVolume, sweepScratchServers, targetOf, verifyDatabase } from './engines.js';
 import { destinationOf, type ArtifactStore } from './destinations.js';
 import type { Source } from './store.js';
 
@@ -160,7 +160,7 @@ async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactS
   }
 }
 
-/** Runs the process died during end `interrupted`; their partial artifacts are removed. */
+/** Runs the process died during end `interrupted`; their partial artifacts and scratch servers are removed. */
 export async function recoverRuns(env: Env): Promise<void> {
   const stuck = await env.db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
   for (const r of stuck) {
@@ -181,6 +181,11 @@ export async function recoverRuns(env: Env): Promise<void> {
     .where('status', '=', 'running')
     .execute();
   for (const store of [destinationOf(env, null)]) await store.sweepPartials?.().catch(() => {});
+  const swept = await sweepScratchServers(env).catch((err) => {
+    env.log.warn({ err: String(err) }, 'scratch servers of interrupted verifies could not be listed');
+    return 0;
+  });
+  if (swept) env.log.info({ removed: swept }, 'removed scratch servers left by interrupted verifies');
 }
 
 async function configOf(env: Env, run: BackupRunTable): Promise<BackupConfigTable> {

@@ -268,7 +268,7 @@ export async function listDatabases(env: Env, appId: string | null, withSizes: b
 async function removeContainer(engine: Engine, name: string): Promise<void> {
   await guard(engine, async () => {
     try {
-      await engine.docker.getContainer(name).remove({ force: true });
+      await engine.docker.getContainer(name).remove({ force: true, v: true });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }

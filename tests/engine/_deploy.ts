@@ -38,7 +38,7 @@ export async function callInApp(engine: Engine, app: string, url: string): Promi
       await new Promise((r2) => setImmediate(r2));
       return r.StatusCode === 0 ? Buffer.concat(chunks).toString() : null;
     } finally {
-      await c.remove({ force: true }).catch(() => {});
+      await c.remove({ force: true, v: true }).catch(() => {});
     }
   });
 }
@@ -71,6 +71,6 @@ export async function cleanupApp(engine: Engine, app: string): Promise<void> {
   for (const img of images)
     await engine.docker
       .getImage(img.Id)
-      .remove({ force: true })
+      .remove({ force: true, v: true })
       .catch(() => {});
 }

@@ -21,7 +21,7 @@ after(async () => {
   for (const t of tags)
     await engine.docker
       .getImage(t)
-      .remove({ force: true })
+      .remove({ force: true, v: true })
       .catch(() => {});
   await rm(dir, { recursive: true, force: true });
 });

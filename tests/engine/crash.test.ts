@@ -28,7 +28,7 @@ after(async () => {
     for (const id of created)
       await s.env.engine.docker
         .getContainer(id)
-        .remove({ force: true })
+        .remove({ force: true, v: true })
         .catch(() => {});
     await s.stop();
   }

@@ -57,7 +57,7 @@ async function sh(volume: string, script: string): Promise<string> {
     assert.equal(r.StatusCode, 0, out);
     return out;
   } finally {
-    await ct.remove({ force: true });
+    await ct.remove({ force: true, v: true });
   }
 }
 

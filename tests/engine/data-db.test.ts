@@ -97,7 +97,7 @@ async function clientRun(app: { id: string; name: string }, image: string, envVa
     assert.equal(res.StatusCode, 0, text);
     return text.trim();
   } finally {
-    await ct.remove({ force: true });
+    await ct.remove({ force: true, v: true });
   }
 }
 

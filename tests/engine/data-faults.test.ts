@@ -18,7 +18,10 @@ import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { until } from './_helpers.js';
 import { CATALOG } from '../../lib/databases/catalog.js';
 import { deleteApp } from '../../lib/apps/ops.js';
-import { settleJobs } from '../../lib/backups/run.js';
+import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
+import { LABEL_SCRATCH } from '../../lib/backups/engines.js';
+import { LABEL_MANAGED } from '../../lib/docker/index.js';
+import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
 const run = promisify(execFile);
@@ -26,6 +29,8 @@ let s: TestServer;
 let c: Client;
 const apps: string[] = [];
 const events: any[] = [];
+/** A database of this instance, once a test made one. */
+let someDb: string | null = null;
 
 before(async () => {
   const { ensureDbImages } = await import('../_support/dbimages.js');
@@ -59,6 +64,7 @@ async function pgApp(): Promise<{ app: { id: string; name: string }; dbId: strin
     300_000,
     1000,
   );
+  someDb = d.body.database.id;
   return { app: a.body.app, dbId: d.body.database.id };
 }
 
@@ -80,7 +86,7 @@ async function psql(app: { id: string; name: string }, image: string, sql: strin
     assert.equal(res.StatusCode, 0, out);
     return out.trim();
   } finally {
-    await ct.remove({ force: true });
+    await ct.remove({ force: true, v: true });
   }
 }
 
@@ -206,4 +212,24 @@ test('verify_after_run: an on-demand run verifies its artifact; a dump that does
   // The first run's verdict stands.
   const first = (await c.req('GET', `/api/apps/${app.id}/backups/runs/${ok.id}`)).body.run;
   assert.ok(first.verified_at);
+});
+
+test('boot removes the scratch server of a verify the process died during; one made for another instance stays', async (t) => {
+  const images: DbImages | null = await needDbImages(t);
+  if (!images) return;
+  const dbId = someDb ?? (await pgApp()).dbId;
+  await ensureBaseImage();
+  const d = s.env.engine.docker;
+  const scratch = (id: string) => d.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: id } });
+  const left = await scratch(dbId);
+  const foreign = await scratch('0'.repeat(26));
+  try {
+    await left.start();
+    await recoverRuns(s.env);
+    await assert.rejects(left.inspect(), (e: any) => e.statusCode === 404, 'the left-over scratch server is gone');
+    assert.equal((await foreign.inspect()).Config.Labels[LABEL_SCRATCH], '0'.repeat(26), "another instance's stays");
+  } finally {
+    await left.remove({ force: true, v: true }).catch(() => {});
+    await foreign.remove({ force: true, v: true }).catch(() => {});
+  }
 });

@@ -73,7 +73,7 @@ async function psql(app: { id: string; name: string }, image: string, sql: strin
     assert.equal(res.StatusCode, 0, out);
     return out.trim();
   } finally {
-    await ct.remove({ force: true });
+    await ct.remove({ force: true, v: true });
   }
 }
 

@@ -133,7 +133,7 @@ async function setup(engine: string): Promise<{ network: string; volume: string;
 }
 
 async function removeContainer(id: string): Promise<void> {
-  await docker.getContainer(id).remove({ force: true });
+  await docker.getContainer(id).remove({ force: true, v: true });
 }
 
 /** The server (pid 1 after the entry point's exec) runs as uid 999, like the official image. */

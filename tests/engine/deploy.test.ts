@@ -309,7 +309,7 @@ test('a redeploy loses no request from a client calling the service by name ever
     assert.ok(ok! > 50);
     assert.ok(seen.includes('green') && seen.includes('blue again'));
   } finally {
-    await client.remove({ force: true }).catch(() => {});
+    await client.remove({ force: true, v: true }).catch(() => {});
   }
 });
 

@@ -23,7 +23,7 @@ after(async () => {
   for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
     await d
       .getContainer(ct.Id)
-      .remove({ force: true })
+      .remove({ force: true, v: true })
       .catch(() => {});
   for (const im of await d.listImages({ filters: { label: [`svc.test=${tag}`] } }))
     await d
@@ -90,7 +90,7 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
   // The app's source image (the base has no command); not the app's own, so reset leaves it.
   const base = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag } });
   await base.commit({ repo: `svc-test-w14/${tag}`, tag: 'run', changes: ['CMD ["sleep", "3600"]', `LABEL svc.test=${tag}`] });
-  await base.remove({ force: true });
+  await base.remove({ force: true, v: true });
   const created = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: `svc-test-w14/${tag}:run` } });
   assert.equal(created.status, 201, created.text);
   const appId = created.body.app.id;
@@ -100,7 +100,7 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
   await d.createVolume({ Name: `svc-${name}-data`, Labels: { [LABEL_APP]: name, 'svc.test': tag } });
   const builder = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag } });
   const img = (await builder.commit({ repo: `svc/${name}-web`, tag: 'dep1', changes: [`LABEL ${LABEL_APP}=${name}`, `LABEL svc.test=${tag}`] })) as { Id: string };
-  await builder.remove({ force: true });
+  await builder.remove({ force: true, v: true });
   const owned = async () => ({
     containers: (await d.listContainers({ all: true, filters: { label: [`${LABEL_APP}=${name}`] } })).length,
     networks: (await d.listNetworks({ filters: { label: [`${LABEL_APP}=${name}`] } })).length,

@@ -27,7 +27,7 @@ after(async () => {
   for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
     await d
       .getContainer(ct.Id)
-      .remove({ force: true })
+      .remove({ force: true, v: true })
       .catch(() => {});
   await s.stop();
 });

@@ -284,7 +284,7 @@ test('stray containers with our naming but without our labels are never touched'
     await stackRemove(engine, app, { volumes: true });
     assert.equal((await stray.inspect()).Name, `/svc-${app}-app-1`);
   } finally {
-    await stray.remove({ force: true });
+    await stray.remove({ force: true, v: true });
   }
 });
 

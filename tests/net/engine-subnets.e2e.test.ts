@@ -25,7 +25,7 @@ after(async () => {
   for (const id of containers)
     await engine.docker
       .getContainer(id)
-      .remove({ force: true })
+      .remove({ force: true, v: true })
       .catch(() => {});
   for (const n of networks)
     await engine.docker
