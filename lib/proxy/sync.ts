@@ -45,6 +45,8 @@ export class ProxySync {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private planListeners = new Set<(routes: PlannedRoute[]) => void>();
+  /** Whether this Caddy takes the on-demand policy; false once it refused one. */
+  private onDemand = true;
 
   constructor(opts: ProxySyncOptions) {
     this.opts = opts;
@@ -111,11 +113,20 @@ export class ProxySync {
       const routes = planRoutes(rows);
       this.opts.onPlan?.(routes, rows);
       for (const fn of this.planListeners) fn(routes);
-      const owned = buildCaddyConfig(routes, rows.settings, rows.certificates);
       const current = await client.getConfig();
-      const wanted = withOwned(current, owned, client.listen);
+      const wantedWith = (onDemand: boolean) => withOwned(current, buildCaddyConfig(routes, rows.settings, rows.certificates, { onDemand }), client.listen);
+      const wanted = wantedWith(this.onDemand);
       if (canonicalJson(current) !== canonicalJson(wanted)) {
-        await client.load(wanted);
+        try {
+          await client.load(wanted);
+        } catch (e) {
+          // Caddy 2.7.3 and later refuse on-demand TLS without an `ask` endpoint; they also keep
+          // certificates across reloads, which is all the on-demand policy is for (config.ts).
+          if (!(e instanceof CaddyError) || e.unreachable || !this.onDemand || !/on-demand/i.test(e.message)) throw e;
+          this.onDemand = false;
+          log.warn({ error: e.message }, 'Caddy refuses on-demand TLS; loading certificates at TLS start instead');
+          await client.load(wantedWith(false));
+        }
         this.st.loads++;
         this.st.last_load_at = at;
         // A load during a periodic check means Caddy had drifted: it restarted or someone edited it.

@@ -13,6 +13,9 @@ import {
   type EdgeRows,
   type HostState,
 } from '../../lib/proxy/config.js';
+import { ProxySync } from '../../lib/proxy/sync.js';
+import { CaddyError, type CaddyClient } from '../../lib/proxy/caddy.js';
+import { createLogger } from '../../lib/log.js';
 
 const settings = {
   httpPort: 8080,
@@ -257,4 +260,68 @@ test('request attribution follows the routes: services by host, redirects and th
   assert.equal(map.get('www.shop.com'), undefined);
   assert.equal(map.get('svc.apps.example.com'), undefined);
   assert.equal(map.get('parked.com'), undefined);
+});
+
+/** Caddy's admin API in memory: `refuse` says why a config is refused (Caddy's 400), or null. */
+function fakeCaddy(refuse: (config: string) => string | null) {
+  let config: unknown = null;
+  const loads: string[] = [];
+  const client: CaddyClient = {
+    adminUrl: 'http://127.0.0.1:2019',
+    listen: '127.0.0.1:2019',
+    getConfig: async () => structuredClone(config),
+    async load(c) {
+      const json = JSON.stringify(c);
+      loads.push(json);
+      const why = refuse(json);
+      if (why) throw new CaddyError(`Caddy refused the configuration (400: ${why})`, false);
+      config = JSON.parse(json);
+    },
+    reachable: async () => true,
+  };
+  return { client, loads, current: () => config as any };
+}
+const onDemandPolicies = (cfg: any) => cfg.apps.tls.automation.policies.filter((p: any) => p.on_demand).length;
+
+test('sync: Caddy 2.6 gets the on-demand policy for the ACME hosts', async () => {
+  const caddy = fakeCaddy(() => null);
+  const st = await new ProxySync({ client: caddy.client, rows: async () => rows(), log: createLogger('silent') }).sync();
+  assert.equal(st.synced, true, st.error);
+  assert.equal(caddy.loads.length, 1);
+  assert.equal(onDemandPolicies(caddy.current()), 1);
+});
+
+test('sync: a Caddy that refuses on-demand TLS without an ask endpoint (2.7.3 and later) gets the config without it, from then on', async () => {
+  const caddy = fakeCaddy((json) =>
+    json.includes('"on_demand":true')
+      ? "loading new config: loading http app module: provision http: getting tls app: loading tls app module: provision tls: provisioning automation policy 0: on-demand TLS cannot be enabled without an 'ask' endpoint to prevent abuse"
+      : null,
+  );
+  let current = rows();
+  const sync = new ProxySync({ client: caddy.client, rows: async () => current, log: createLogger('silent') });
+  const st = await sync.sync();
+  assert.equal(st.synced, true, st.error);
+  assert.equal(st.loads, 1);
+  assert.equal(caddy.loads.length, 2, 'refused once, then loaded without on-demand');
+  assert.equal(onDemandPolicies(caddy.current()), 0);
+  assert.ok(caddy.current().apps.tls.certificates.automate.includes('shop.com'), 'the ACME hosts are still managed');
+  // The next change goes straight to the config this Caddy takes.
+  current = rows({ domains: current.domains.filter((d) => d.id !== 'D1') });
+  const next = await sync.sync();
+  assert.equal(next.synced, true, next.error);
+  assert.equal(caddy.loads.length, 3);
+  assert.ok(!caddy.current().apps.tls.certificates.automate.includes('shop.com'));
+});
+
+test('sync: a refusal for any other reason is reported as not synced, and on-demand is kept', async () => {
+  let refusing = true;
+  const caddy = fakeCaddy(() => (refusing ? 'loading new config: something else entirely' : null));
+  const sync = new ProxySync({ client: caddy.client, rows: async () => rows(), log: createLogger('silent') });
+  const st = await sync.sync();
+  assert.equal(st.synced, false);
+  assert.match(st.error ?? '', /something else entirely/);
+  assert.equal(caddy.loads.length, 1, 'no second attempt');
+  refusing = false;
+  assert.equal((await sync.sync()).synced, true);
+  assert.equal(onDemandPolicies(caddy.current()), 1);
 });
