@@ -78,12 +78,15 @@ export function demux(buf: Buffer): string {
   return out;
 }
 
-/** Runs SQL with psql from a container on the app's network, through the app's DATABASE_URL. */
-export async function psql(s: TestServer, c: Client, app: { id: string; name: string }, image: string, sql: string): Promise<string> {
-  const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
+/**
+ * Runs a client container on the app's network, as the app reaches its database; its output,
+ * trimmed, once it exited 0.
+ */
+export async function runInAppNetwork(s: TestServer, app: { name: string }, image: string, entrypoint: string[], env?: string[]): Promise<string> {
   const ct = await s.env.engine.docker.createContainer({
     Image: image,
-    Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql],
+    Entrypoint: entrypoint,
+    Env: env,
     User: '999',
     Labels: { 'svc.test.data': app.name },
     HostConfig: { NetworkMode: `svc-${app.name}` },
@@ -97,6 +100,12 @@ export async function psql(s: TestServer, c: Client, app: { id: string; name: st
   } finally {
     await ct.remove({ force: true, v: true });
   }
+}
+
+/** Runs SQL with psql through the app's DATABASE_URL. */
+export async function psql(s: TestServer, c: Client, app: { id: string; name: string }, image: string, sql: string): Promise<string> {
+  const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
+  return runInAppNetwork(s, app, image, ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql]);
 }
 
 export async function stepUp(c: Client): Promise<void> {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
-import { addDatabase, dbReady, demux, newApp as newAppIn, restoreRun, runBackup, startDataServer, stepUp as stepUpIn, stopDataServer, verifyRun } from './_data.js';
+import { addDatabase, dbReady, newApp as newAppIn, restoreRun, runBackup, runInAppNetwork, startDataServer, stepUp as stepUpIn, stopDataServer, verifyRun } from './_data.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
 let s: TestServer;
@@ -44,24 +44,7 @@ async function provision(appId: string, engine: string, version: string): Promis
 /** Runs a client container on the app's network with the app's env URL, like the app would. */
 async function clientRun(app: { id: string; name: string }, image: string, envVar: string, script: string): Promise<string> {
   const url = (await c.req('GET', `/api/apps/${app.id}/env/${envVar}/reveal`)).body.value as string;
-  const docker = s.env.engine.docker;
-  const ct = await docker.createContainer({
-    Image: image,
-    Entrypoint: ['sh', '-c', script],
-    Env: [`URL=${url}`],
-    User: '999',
-    Labels: { 'svc.test.data': app.name },
-    HostConfig: { NetworkMode: `svc-${app.name}` },
-  });
-  try {
-    await ct.start();
-    const res = await ct.wait();
-    const text = demux((await ct.logs({ stdout: true, stderr: true })) as Buffer);
-    assert.equal(res.StatusCode, 0, text);
-    return text.trim();
-  } finally {
-    await ct.remove({ force: true, v: true });
-  }
+  return runInAppNetwork(s, app, image, ['sh', '-c', script], [`URL=${url}`]);
 }
 
 async function backupOnce(appId: string, source: object, keep = 3): Promise<{ bid: string; run: any }> {
