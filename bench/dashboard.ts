@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { newId } from '../lib/crypto/random.js';
 import { startTestServer, adminClient, ADMIN } from '../tests/_support/server.js';
 import { launchChromium } from '../tests/_support/browser.js';
+import { insertBuildLog, insertFinishedDeployment } from '../tests/_support/ws.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 // Off unless asked (it takes about a minute): BENCH_LOG_LINES=100000 npm run bench:dashboard.
@@ -77,36 +78,8 @@ try {
     // A finished deployment of the first app with a long log, written as the builder writes rows.
     const app = (await admin.req('GET', '/api/apps')).body.items.find((x: { name: string }) => x.name === 'bench-0');
     const depId = newId();
-    const now = new Date().toISOString();
-    await s.env.db
-      .insertInto('deployments')
-      .values({
-        id: depId,
-        app_id: app.id,
-        status: 'failed',
-        trigger: 'manual',
-        ref: null,
-        commit_sha: null,
-        commit_subject: 'long log',
-        images: null,
-        error: 'bench',
-        rollback_of: null,
-        delivery_id: null,
-        created_at: now,
-        started_at: now,
-        finished_at: now,
-        updated_at: now,
-        waiting: 0,
-        spec: null,
-        commit_wanted: null,
-      } as never)
-      .execute();
-    for (let i = 0; i < LOG_LINES; i += 1000) {
-      const rows = [];
-      for (let j = i + 1; j <= Math.min(LOG_LINES, i + 1000); j++)
-        rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line` });
-      await s.env.db.insertInto('deployment_logs').values(rows).execute();
-    }
+    await insertFinishedDeployment(s.env.db, app.id, depId, { commit_subject: 'long log', error: 'bench' });
+    await insertBuildLog(s.env.db, depId, LOG_LINES, (j) => `#${j} compiling module ${j % 977} of the project: an ordinary build output line`);
     const cdp = await context.newCDPSession(page);
     await cdp.send('Performance.enable');
     const started = performance.now();

@@ -9,10 +9,11 @@ import { mkdtemp, rm, writeFile, cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { startTestServer, adminClient, apiToken } from '../tests/_support/server.js';
 import { ensureBaseImage } from '../tests/_support/docker.js';
 import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js';
+import { insertFinishedDeployment, openSocket, wsUrl } from '../tests/_support/ws.js';
 import { DeployLog } from '../lib/deploy/log.js';
 import { newId } from '../lib/crypto/random.js';
 
@@ -104,40 +105,13 @@ async function main(): Promise<void> {
     const depId = newId();
     // The row must exist (for the foreign key, and a build: topic of no deployment is refused);
     // the log writes as a real deployment's would.
-    const now = new Date().toISOString();
-    await s.env.db
-      .insertInto('deployments')
-      .values({
-        id: depId,
-        app_id: app.id,
-        status: 'failed',
-        trigger: 'manual',
-        ref: null,
-        commit_sha: null,
-        commit_subject: null,
-        images: null,
-        error: null,
-        rollback_of: null,
-        delivery_id: null,
-        created_at: now,
-        started_at: now,
-        finished_at: now,
-        updated_at: now,
-        waiting: 0,
-        spec: null,
-        commit_wanted: null,
-      })
-      .execute();
+    await insertFinishedDeployment(s.env.db, app.id, depId);
     const clients: WebSocket[] = [];
     const latencies: number[] = [];
     const sent = new Map<number, number>();
     let received = 0;
     for (let i = 0; i < SUBSCRIBERS; i++) {
-      const ws = new WebSocket(s.url.replace('http', 'ws') + '/api/ws', { headers: { authorization: `Bearer ${token}` } });
-      await new Promise((r, j) => {
-        ws.once('open', r);
-        ws.once('error', j);
-      });
+      const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${token}` });
       ws.on('message', (m) => {
         const msg = JSON.parse(m.toString());
         if (msg.type === 'subscribed') received--;

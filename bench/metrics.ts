@@ -10,7 +10,7 @@
 //    range queried `--queries` times: p50/p95 per range (goal: p95 under 20 ms); the row count.
 //    Each range reads rows of its own step (lib/series/store.ts), at most 360 per series.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import { addRequestBuckets, newAcc, type RequestRowWrite } from '../lib/series/s
 import { bucketOf } from '../lib/series/histogram.js';
 import { queryRequests, RANGE_NAMES, RANGES } from '../lib/series/query.js';
 import { migrate, openDb, rawConnection } from '../lib/db/index.js';
-import { arg, rng } from './_args.js';
+import { arg, parseJsonLines, rng, writeLines } from './_args.js';
 
 const START_S = 1_700_000_000;
 
@@ -28,41 +28,31 @@ const hostName = (i: number) => `app${i}.bench.test`;
 
 function generate(path: string, lines: number, hosts: number): void {
   const rand = rng(7);
-  const fd = openSync(path, 'w');
-  let batch: string[] = [];
-  for (let n = 0; n < lines; n++) {
+  writeLines(path, lines, (n) => {
     const r = rand();
     const status = r < 0.9 ? 200 : r < 0.97 ? 404 : 502;
     const host = hostName(n % hosts);
-    batch.push(
-      JSON.stringify({
-        level: 'info',
-        ts: START_S + n / 1000,
-        logger: 'http.log.access.svc',
-        msg: 'handled request',
-        request: {
-          remote_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
-          remote_port: '40000',
-          client_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
-          proto: 'HTTP/2.0',
-          method: 'GET',
-          host: n % 7 === 0 ? `${host}:443` : host,
-          uri: `/items/${n % 1000}?q=${n}`,
-        },
-        bytes_read: 0,
-        user_id: '',
-        duration: (rand() * rand()) / 5,
-        size: Math.floor(rand() * 20000),
-        status,
-      }),
-    );
-    if (batch.length === 10_000) {
-      writeSync(fd, batch.join('\n') + '\n');
-      batch = [];
-    }
-  }
-  if (batch.length) writeSync(fd, batch.join('\n') + '\n');
-  closeSync(fd);
+    return JSON.stringify({
+      level: 'info',
+      ts: START_S + n / 1000,
+      logger: 'http.log.access.svc',
+      msg: 'handled request',
+      request: {
+        remote_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
+        remote_port: '40000',
+        client_ip: `10.0.${(n >> 8) & 255}.${n & 255}`,
+        proto: 'HTTP/2.0',
+        method: 'GET',
+        host: n % 7 === 0 ? `${host}:443` : host,
+        uri: `/items/${n % 1000}?q=${n}`,
+      },
+      bytes_read: 0,
+      user_id: '',
+      duration: (rand() * rand()) / 5,
+      size: Math.floor(rand() * 20000),
+      status,
+    });
+  });
 }
 
 interface ChildResult {
@@ -74,28 +64,7 @@ interface ChildResult {
 
 function childBare(path: string): ChildResult {
   const t0 = performance.now();
-  const fd = openSync(path, 'r');
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  let carry = '';
-  let lines = 0;
-  let sink = 0;
-  for (;;) {
-    const n = readSync(fd, buf, 0, buf.length, null);
-    if (n === 0) break;
-    let pos = 0;
-    for (;;) {
-      const nl = buf.indexOf(10, pos);
-      if (nl === -1 || nl >= n) break;
-      const line = carry ? carry + buf.toString('utf8', pos, nl) : buf.toString('utf8', pos, nl);
-      carry = '';
-      sink += (JSON.parse(line) as { status: number }).status;
-      lines++;
-      pos = nl + 1;
-    }
-    if (pos < n) carry += buf.toString('utf8', pos, n);
-  }
-  closeSync(fd);
-  if (sink === -1) console.error('unreachable');
+  const lines = parseJsonLines(path);
   return { lines, ms: performance.now() - t0 };
 }
 

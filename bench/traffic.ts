@@ -6,13 +6,13 @@
 //   (c) GoAccess with its CADDY log format (Debian package `goaccess`), if installed.
 // (a) and (b) each run in their own child process (alternated, best of --rounds runs), so peak RSS is theirs alone.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { TrafficMonitor } from '../lib/traffic/monitor.js';
-import { arg, rng } from './_args.js';
+import { arg, parseJsonLines, rng, writeLines } from './_args.js';
 
 interface ChildResult {
   lines: number;
@@ -37,52 +37,42 @@ function generate(path: string, lines: number, addresses: number): void {
   const hosts = ['shop.example.test', 'api.example.test', 'blog.example.test'];
   const paths = ['/', '/login', '/api/items', '/static/app.js', '/favicon.ico', '/wp-login.php'];
   const agents = ['Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0', 'curl/8.4.0', 'Go-http-client/1.1'];
-  const fd = openSync(path, 'w');
   const start = 1_700_000_000;
-  let batch: string[] = [];
-  for (let n = 0; n < lines; n++) {
+  writeLines(path, lines, (n) => {
     // A fifth of the traffic comes from 10 busy addresses (they trip the monitor), the rest
     // from the whole population, so the per-IP table churns through every address.
     const ip = address(rand() < 0.2 ? Math.floor(rand() * 10) : Math.floor(rand() * addresses));
     const r = rand();
     const status = r < 0.9 ? 200 : r < 0.97 ? 404 : 502;
     const ts = start + n / 1000 + rand() / 1000;
-    batch.push(
-      JSON.stringify({
-        level: status >= 500 ? 'error' : 'info',
-        ts,
-        logger: 'http.log.access.log0',
-        msg: 'handled request',
-        request: {
-          remote_ip: ip,
-          remote_port: String(1024 + Math.floor(rand() * 60000)),
-          client_ip: ip,
-          proto: 'HTTP/2.0',
-          method: rand() < 0.8 ? 'GET' : 'POST',
-          host: hosts[n % hosts.length],
-          uri: `${paths[Math.floor(rand() * paths.length)]}?q=${n}`,
-          headers: {
-            'User-Agent': [agents[n % agents.length]],
-            Accept: ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
-            'Accept-Encoding': ['gzip, deflate, br'],
-          },
-          tls: { resumed: false, version: 772, cipher_suite: 4865, proto: 'h2', server_name: hosts[n % hosts.length] },
+    return JSON.stringify({
+      level: status >= 500 ? 'error' : 'info',
+      ts,
+      logger: 'http.log.access.log0',
+      msg: 'handled request',
+      request: {
+        remote_ip: ip,
+        remote_port: String(1024 + Math.floor(rand() * 60000)),
+        client_ip: ip,
+        proto: 'HTTP/2.0',
+        method: rand() < 0.8 ? 'GET' : 'POST',
+        host: hosts[n % hosts.length],
+        uri: `${paths[Math.floor(rand() * paths.length)]}?q=${n}`,
+        headers: {
+          'User-Agent': [agents[n % agents.length]],
+          Accept: ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
+          'Accept-Encoding': ['gzip, deflate, br'],
         },
-        bytes_read: 0,
-        user_id: '',
-        duration: rand() / 50,
-        size: Math.floor(rand() * 20000),
-        status,
-        resp_headers: { Server: ['Caddy'], 'Content-Type': ['text/html; charset=utf-8'] },
-      }),
-    );
-    if (batch.length === 10_000) {
-      writeSync(fd, batch.join('\n') + '\n');
-      batch = [];
-    }
-  }
-  if (batch.length) writeSync(fd, batch.join('\n') + '\n');
-  closeSync(fd);
+        tls: { resumed: false, version: 772, cipher_suite: 4865, proto: 'h2', server_name: hosts[n % hosts.length] },
+      },
+      bytes_read: 0,
+      user_id: '',
+      duration: rand() / 50,
+      size: Math.floor(rand() * 20000),
+      status,
+      resp_headers: { Server: ['Caddy'], 'Content-Type': ['text/html; charset=utf-8'] },
+    });
+  });
 }
 
 function cpuMsSince(start: NodeJS.CpuUsage): number {
@@ -93,31 +83,9 @@ function cpuMsSince(start: NodeJS.CpuUsage): number {
 function childBare(path: string): ChildResult {
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const fd = openSync(path, 'r');
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  let carry = '';
-  let lines = 0;
-  let sink = 0;
-  for (;;) {
-    const n = readSync(fd, buf, 0, buf.length, null);
-    if (n === 0) break;
-    let pos = 0;
-    for (;;) {
-      const nl = buf.indexOf(10, pos);
-      if (nl === -1 || nl >= n) break;
-      const line = carry ? carry + buf.toString('utf8', pos, nl) : buf.toString('utf8', pos, nl);
-      carry = '';
-      const rec = JSON.parse(line) as { status: number };
-      sink += rec.status;
-      lines++;
-      pos = nl + 1;
-    }
-    if (pos < n) carry += buf.toString('utf8', pos, n);
-  }
-  closeSync(fd);
+  const lines = parseJsonLines(path);
   const ms = performance.now() - t0;
   const cpuMs = cpuMsSince(cpu0);
-  if (sink === -1) console.error('unreachable');
   return { lines, ms, cpuMs, maxRssKiB: process.resourceUsage().maxRSS };
 }
 

@@ -1,8 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { insertApp } from '../../lib/apps/store.js';
 import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
+import { insertFinishedDeployment, openSocket, wsUrl } from '../_support/ws.js';
 
 let s: TestServer;
 let admin: Client;
@@ -18,43 +19,13 @@ after(async () => {
 });
 
 /** A deployment row that exists (build: topics need one) and that no worker will pick up. */
-async function insertFinishedDeployment(id: string): Promise<void> {
+async function finishedDeployment(id: string): Promise<void> {
   const app = await insertApp(s.env.db, `ws-${id}`, { type: 'image', image: 'nginx:1.27' });
-  const now = new Date().toISOString();
-  await s.env.db
-    .insertInto('deployments')
-    .values({
-      id,
-      app_id: app.id,
-      status: 'failed',
-      trigger: 'manual',
-      ref: null,
-      commit_sha: null,
-      commit_subject: null,
-      images: null,
-      error: null,
-      rollback_of: null,
-      delivery_id: null,
-      created_at: now,
-      started_at: now,
-      finished_at: now,
-      updated_at: now,
-      waiting: 0,
-      spec: null,
-      commit_wanted: null,
-    })
-    .execute();
+  await insertFinishedDeployment(s.env.db, app.id, id);
 }
 
-const wsUrl = () => s.url.replace('http', 'ws') + '/api/ws';
-
 function open(headers: Record<string, string>): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(wsUrl(), { headers });
-    ws.once('open', () => resolve(ws));
-    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
-    ws.once('error', reject);
-  });
+  return openSocket(wsUrl(s.url), headers);
 }
 
 function collector(ws: WebSocket) {
@@ -150,7 +121,7 @@ test('a late subscriber gets the replay first, then live events, without gap or 
     return d;
   }
   for (let i = 0; i < 5; i++) pushLine();
-  await insertFinishedDeployment('abc');
+  await finishedDeployment('abc');
   const ws = await open({ authorization: `Bearer ${token}` });
   const c = collector(ws);
   ws.send(JSON.stringify({ type: 'subscribe', topic: 'build:abc' }));

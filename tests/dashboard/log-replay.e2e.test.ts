@@ -3,11 +3,11 @@
 // socket with 1013; the dashboard then resubscribed and got the same replay again, for ever).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 import { startTestServer, adminClient, apiToken, type TestServer } from '../_support/server.js';
 import { insertApp } from '../../lib/apps/store.js';
 import { newId } from '../../lib/crypto/random.js';
 import { poll } from '../_support/wait.js';
+import { insertBuildLog, insertFinishedDeployment, openSocket, wsUrl } from '../_support/ws.js';
 
 const LINES = 100_000;
 let s: TestServer;
@@ -19,36 +19,8 @@ before(async () => {
   token = await apiToken(await adminClient(s), 'replay');
   const app = await insertApp(s.env.db, 'long-log', { type: 'image', image: 'svc-test/busybox:latest' });
   depId = newId();
-  const now = new Date().toISOString();
-  await s.env.db
-    .insertInto('deployments')
-    .values({
-      id: depId,
-      app_id: app.id,
-      status: 'failed',
-      trigger: 'manual',
-      ref: null,
-      commit_sha: null,
-      commit_subject: null,
-      images: null,
-      error: null,
-      rollback_of: null,
-      delivery_id: null,
-      created_at: now,
-      started_at: now,
-      finished_at: now,
-      updated_at: now,
-      waiting: 0,
-      spec: null,
-      commit_wanted: null,
-    })
-    .execute();
-  for (let i = 0; i < LINES; i += 1000) {
-    const rows = [];
-    for (let j = i + 1; j <= i + 1000; j++)
-      rows.push({ deployment_id: depId, seq: j, at: now, stream: 'build', line: `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count` });
-    await s.env.db.insertInto('deployment_logs').values(rows).execute();
-  }
+  await insertFinishedDeployment(s.env.db, app.id, depId);
+  await insertBuildLog(s.env.db, depId, LINES, (j) => `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count`);
 });
 
 after(async () => {
@@ -56,11 +28,7 @@ after(async () => {
 });
 
 test('a 100,000-line build log reaches a slow reader whole and in order; the socket stays open', async () => {
-  const ws = new WebSocket(s.url.replace('http', 'ws') + '/api/ws', { headers: { authorization: `Bearer ${token}` } });
-  await new Promise((r, j) => {
-    ws.once('open', r);
-    ws.once('error', j);
-  });
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${token}` });
   let count = 0;
   let inOrder = true;
   let closed: number | null = null;

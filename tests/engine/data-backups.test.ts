@@ -4,10 +4,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startTestServer, adminClient, ADMIN, type Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
-import { until } from './_helpers.js';
-import { deleteApp } from '../../lib/apps/ops.js';
+import { demux, insertDeadRun, newApp, restoreRun, runBackup, stopDataServer, verifyRun } from './_data.js';
 import { runDue } from '../../lib/backups/scheduler.js';
 import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '../../lib/docker/index.js';
@@ -20,19 +19,7 @@ before(async () => {
   s = await startTestServer();
   c = await adminClient(s);
 });
-after(async () => {
-  await settleJobs();
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
-  await s.stop();
-});
-
-async function newApp(): Promise<{ id: string; name: string }> {
-  const name = `bt-${Math.random().toString(36).slice(2, 8)}`;
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
-  assert.equal(r.status, 201, r.text);
-  apps.push(r.body.app.id);
-  return r.body.app;
-}
+after(() => stopDataServer(s, apps));
 
 /** An app volume as a deploy makes it (name and labels), filled by a busybox container. */
 async function appVolume(app: { name: string }, key: string, script: string): Promise<string> {
@@ -51,9 +38,7 @@ async function sh(volume: string, script: string): Promise<string> {
   try {
     await ct.start();
     const r = await ct.wait();
-    const logs = (await ct.logs({ stdout: true, stderr: true })) as Buffer;
-    let out = '';
-    for (let i = 0; i + 8 <= logs.length; i += 8 + logs.readUInt32BE(i + 4)) out += logs.subarray(i + 8, i + 8 + logs.readUInt32BE(i + 4)).toString();
+    const out = demux((await ct.logs({ stdout: true, stderr: true })) as Buffer);
     assert.equal(r.StatusCode, 0, out);
     return out;
   } finally {
@@ -63,7 +48,7 @@ async function sh(volume: string, script: string): Promise<string> {
 
 test('volume: a known file tree is backed up, changed, restored and verified; retention keeps keep_last', async (t) => {
   if (!(await needEngine(t))) return;
-  const app = await newApp();
+  const app = await newApp(c, apps, 'bt');
   const vol = await appVolume(app, 'data', 'mkdir -p /v/a/b && echo one > /v/a/one.txt && echo two > /v/a/b/two.txt && printf "x%.0s" $(seq 1 5000) > /v/big');
   const sum = 'cd /v && find . -type f | sort | xargs md5sum';
   const original = await sh(vol, sum);
@@ -74,19 +59,7 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
   const bid = cfg.body.backup.id;
   const runs: any[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = await c.req('POST', `/api/apps/${app.id}/backups/${bid}/run`);
-    assert.equal(r.status, 202, r.text);
-    runs.push(
-      await until(
-        'run',
-        async () => {
-          const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${r.body.run.id}`);
-          return x.body.run.status === 'running' ? null : x.body.run;
-        },
-        120_000,
-        300,
-      ),
-    );
+    runs.push(await runBackup(c, app.id, bid, { timeoutMs: 120_000, everyMs: 300 }));
     assert.equal(runs[i].status, 'succeeded', runs[i].error);
   }
   // keep_last 2: the oldest artifact is gone (410), the two newest stay.
@@ -97,37 +70,15 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
   assert.ok(!(await c.req('GET', '/api/backups')).body.uncovered.some((u: any) => u.app_id === app.id && u.volume === 'data'));
 
   await sh(vol, 'echo changed > /v/a/one.txt && rm /v/a/b/two.txt');
-  const up = await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
-  assert.equal(up.status, 200);
-  const rs = await c.req('POST', `/api/apps/${app.id}/backups/runs/${runs[2].id}/restore`);
-  assert.equal(rs.status, 202, rs.text);
-  const done = await until(
-    'restore',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${app.id}/backups/restores/${rs.body.restore.id}`);
-      return x.body.restore.status === 'running' ? null : x.body.restore;
-    },
-    120_000,
-    300,
-  );
+  const done = await restoreRun(c, app.id, runs[2].id, { timeoutMs: 120_000, everyMs: 300 });
   assert.equal(done.status, 'succeeded', done.error);
   assert.equal(await sh(vol, sum), original);
-  const v = await c.req('POST', `/api/apps/${app.id}/backups/runs/${runs[2].id}/verify`);
-  assert.equal(v.status, 202);
-  const checked = await until(
-    'verify',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[2].id}`);
-      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-    },
-    120_000,
-    300,
-  );
+  const checked = await verifyRun(c, app.id, runs[2].id, { timeoutMs: 120_000, everyMs: 300 });
   assert.ok(checked.verified_at, checked.verify_error);
 });
 
 test('bad backup and database input is a 400 naming the field, and saves nothing', async () => {
-  const app = await newApp();
+  const app = await newApp(c, apps, 'bt');
   const base = { source: { type: 'volume', volume: 'data' }, schedule: '0 3 * * *', keep_last: 7 };
   const cases: Array<[object, string]> = [
     [{ ...base, schedule: '0 0 3 * * *' }, 'schedule'],
@@ -167,7 +118,7 @@ test('bad backup and database input is a 400 naming the field, and saves nothing
 
 test('scheduler (fake clock): fires on its slot once, and catches up once after downtime', async (t) => {
   if (!(await needEngine(t))) return;
-  const app = await newApp();
+  const app = await newApp(c, apps, 'bt');
   await appVolume(app, 'files', 'echo hi > /v/f');
   const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'files' }, schedule: '*/5 * * * *', keep_last: 10 });
   assert.equal(cfg.status, 201, cfg.text);
@@ -195,52 +146,13 @@ test('scheduler (fake clock): fires on its slot once, and catches up once after 
 });
 
 test('a run the process died during ends interrupted at boot; its partial artifact goes, older ones stay', async () => {
-  const app = await newApp();
+  const app = await newApp(c, apps, 'bt');
   const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'gone' }, schedule: '0 3 * * *', keep_last: 3 });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
   const dir = join(s.dataDir, 'backups', app.id);
   await mkdir(dir, { recursive: true });
-  const now = new Date().toISOString();
-  const oldId = '0'.repeat(25) + '1';
-  const deadId = '0'.repeat(25) + '2';
-  await s.env.db
-    .insertInto('backup_runs')
-    .values([
-      {
-        id: oldId,
-        backup_id: bid,
-        app_id: app.id,
-        status: 'succeeded',
-        trigger: 'manual',
-        artifact: `${app.id}/${oldId}.svcbak`,
-        artifact_removed: 0,
-        size_bytes: 3,
-        sha256: 'x',
-        error: null,
-        verified_at: null,
-        verify_error: null,
-        started_at: now,
-        finished_at: now,
-      },
-      {
-        id: deadId,
-        backup_id: bid,
-        app_id: app.id,
-        status: 'running',
-        trigger: 'manual',
-        artifact: `${app.id}/${deadId}.svcbak`,
-        artifact_removed: 0,
-        size_bytes: null,
-        sha256: null,
-        error: null,
-        verified_at: null,
-        verify_error: null,
-        started_at: now,
-        finished_at: null,
-      },
-    ])
-    .execute();
+  const { oldId, deadId } = await insertDeadRun(s.env.db, app.id, bid, 'manual');
   await writeFile(join(dir, `${oldId}.svcbak`), 'old');
   await writeFile(join(dir, `${deadId}.svcbak.part`), 'partial');
   await recoverRuns(s.env);

@@ -9,11 +9,9 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { startTestServer, adminClient, ADMIN, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
-import { until } from './_helpers.js';
-import { CATALOG } from '../../lib/databases/catalog.js';
-import { deleteApp } from '../../lib/apps/ops.js';
+import { addDatabase, dbReady, newApp as newAppIn, restoreRun, runBackup, runInAppNetwork, startDataServer, stepUp as stepUpIn, stopDataServer, verifyRun } from './_data.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
 let s: TestServer;
@@ -22,94 +20,31 @@ let images: DbImages | null = null;
 const apps: string[] = [];
 const events: BusEvent[] = [];
 
-function imageMap(img: DbImages): Record<string, string> {
-  const map: Record<string, string> = {};
-  for (const e of ['postgres', 'mariadb', 'redis'] as const) for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
-  return map;
-}
-
 before(async () => {
-  // Built (or found) once; each test still gates on needDbImages.
-  const { ensureDbImages } = await import('../_support/dbimages.js');
-  const img = await ensureDbImages().catch(() => null);
-  s = await startTestServer(img ? { SVC_IMAGE_MAP: JSON.stringify(imageMap(img)) } : {});
+  s = await startDataServer(['postgres', 'mariadb', 'redis']);
   c = await adminClient(s);
   s.env.bus.subscribe('backups', (e) => events.push(e));
 });
-after(async () => {
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
-  await s.stop();
-});
+after(() => stopDataServer(s, apps));
 
 async function ready(t: Parameters<typeof needDbImages>[0]): Promise<boolean> {
   images = await needDbImages(t);
   return images !== null;
 }
 
-async function newApp(): Promise<{ id: string; name: string }> {
-  const name = `dt-${Math.random().toString(36).slice(2, 8)}`;
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
-  assert.equal(r.status, 201, r.text);
-  apps.push(r.body.app.id);
-  return r.body.app;
-}
-
-async function stepUp(): Promise<void> {
-  const r = await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
-  assert.equal(r.status, 200, r.text);
-}
+const newApp = () => newAppIn(c, apps, 'dt');
+const stepUp = () => stepUpIn(c);
 
 async function provision(appId: string, engine: string, version: string): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/databases`, { engine, version });
-  assert.equal(r.status, 202, r.text);
-  assert.equal(r.body.database.status, 'provisioning');
-  const db = await until(
-    `${engine} ready`,
-    async () => {
-      const l = await c.req('GET', `/api/apps/${appId}/databases`);
-      const d = l.body.items.find((x: any) => x.id === r.body.database.id);
-      if (d.status === 'error') throw new Error(d.error);
-      return d.status === 'ready' ? d : null;
-    },
-    300_000,
-    1000,
-  );
-  return db;
+  const created = await addDatabase(c, appId, engine, version);
+  assert.equal(created.status, 'provisioning');
+  return dbReady(c, appId, engine, created.id);
 }
 
 /** Runs a client container on the app's network with the app's env URL, like the app would. */
 async function clientRun(app: { id: string; name: string }, image: string, envVar: string, script: string): Promise<string> {
   const url = (await c.req('GET', `/api/apps/${app.id}/env/${envVar}/reveal`)).body.value as string;
-  const docker = s.env.engine.docker;
-  const ct = await docker.createContainer({
-    Image: image,
-    Entrypoint: ['sh', '-c', script],
-    Env: [`URL=${url}`],
-    User: '999',
-    Labels: { 'svc.test.data': app.name },
-    HostConfig: { NetworkMode: `svc-${app.name}` },
-  });
-  try {
-    await ct.start();
-    const res = await ct.wait();
-    const logs = (await ct.logs({ stdout: true, stderr: true })) as Buffer;
-    const text = demux(logs);
-    assert.equal(res.StatusCode, 0, text);
-    return text.trim();
-  } finally {
-    await ct.remove({ force: true, v: true });
-  }
-}
-
-function demux(buf: Buffer): string {
-  let out = '';
-  let i = 0;
-  while (i + 8 <= buf.length) {
-    const n = buf.readUInt32BE(i + 4);
-    out += buf.subarray(i + 8, i + 8 + n).toString();
-    i += 8 + n;
-  }
-  return out;
+  return runInAppNetwork(s, app, image, ['sh', '-c', script], [`URL=${url}`]);
 }
 
 async function backupOnce(appId: string, source: object, keep = 3): Promise<{ bid: string; run: any }> {
@@ -119,48 +54,9 @@ async function backupOnce(appId: string, source: object, keep = 3): Promise<{ bi
   return { bid, run: await runOnce(appId, bid) };
 }
 
-async function runOnce(appId: string, bid: string): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'backup run',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-      return x.body.run.status === 'running' ? null : x.body.run;
-    },
-    300_000,
-    500,
-  );
-}
-
-async function restore(appId: string, rid: string): Promise<any> {
-  await stepUp();
-  const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/restore`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'restore',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
-      return x.body.restore.status === 'running' ? null : x.body.restore;
-    },
-    300_000,
-    500,
-  );
-}
-
-async function verify(appId: string, rid: string): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/verify`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'verify',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
-      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-    },
-    300_000,
-    1000,
-  );
-}
+const runOnce = (appId: string, bid: string) => runBackup(c, appId, bid);
+const restore = (appId: string, rid: string) => restoreRun(c, appId, rid);
+const verify = (appId: string, rid: string) => verifyRun(c, appId, rid);
 
 function artifactPath(appId: string, rid: string): string {
   return join(s.dataDir, 'backups', appId, `${rid}.svcbak`);

@@ -13,11 +13,10 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { until } from './_helpers.js';
-import { CATALOG } from '../../lib/databases/catalog.js';
-import { deleteApp } from '../../lib/apps/ops.js';
+import { newApp, provisionDb, psql as psqlIn, runBackup, startDataServer, stopDataServer } from './_data.js';
 import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
 import { LABEL_SCRATCH } from '../../lib/backups/engines.js';
 import { LABEL_MANAGED } from '../../lib/docker/index.js';
@@ -33,76 +32,21 @@ const events: any[] = [];
 let someDb: string | null = null;
 
 before(async () => {
-  const { ensureDbImages } = await import('../_support/dbimages.js');
-  const img = await ensureDbImages().catch(() => null);
-  const map: Record<string, string> = {};
-  if (img) for (const ref of Object.values(CATALOG.postgres.images)) map[ref] = img.postgres;
-  s = await startTestServer(img ? { SVC_IMAGE_MAP: JSON.stringify(map) } : {});
+  s = await startDataServer(['postgres']);
   c = await adminClient(s);
   s.env.bus.subscribe('backups', (e: BusEvent) => events.push(e.data ?? e));
 });
-after(async () => {
-  await settleJobs();
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
-  await s.stop();
-});
+after(() => stopDataServer(s, apps));
 
 async function pgApp(): Promise<{ app: { id: string; name: string }; dbId: string }> {
-  const name = `flt-${Math.random().toString(36).slice(2, 8)}`;
-  const a = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
-  assert.equal(a.status, 201, a.text);
-  apps.push(a.body.app.id);
-  const d = await c.req('POST', `/api/apps/${a.body.app.id}/databases`, { engine: 'postgres', version: '15' });
-  assert.equal(d.status, 202, d.text);
-  await until(
-    'postgres ready',
-    async () => {
-      const x = (await c.req('GET', `/api/apps/${a.body.app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
-      if (x.status === 'error') throw new Error(x.error);
-      return x.status === 'ready' ? x : null;
-    },
-    300_000,
-    1000,
-  );
-  someDb = d.body.database.id;
-  return { app: a.body.app, dbId: d.body.database.id };
+  const app = await newApp(c, apps, 'flt');
+  const db = await provisionDb(c, app.id, 'postgres', '15');
+  someDb = db.id;
+  return { app, dbId: db.id };
 }
 
-async function psql(app: { id: string; name: string }, image: string, sql: string): Promise<string> {
-  const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
-  const ct = await s.env.engine.docker.createContainer({
-    Image: image,
-    Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql],
-    User: '999',
-    Labels: { 'svc.test.data': app.name },
-    HostConfig: { NetworkMode: `svc-${app.name}` },
-  });
-  try {
-    await ct.start();
-    const res = await ct.wait();
-    const logs = (await ct.logs({ stdout: true, stderr: true })) as Buffer;
-    let out = '';
-    for (let i = 0; i + 8 <= logs.length; i += 8 + logs.readUInt32BE(i + 4)) out += logs.subarray(i + 8, i + 8 + logs.readUInt32BE(i + 4)).toString();
-    assert.equal(res.StatusCode, 0, out);
-    return out.trim();
-  } finally {
-    await ct.remove({ force: true, v: true });
-  }
-}
-
-async function runOnce(appId: string, bid: string, settled: (r: any) => boolean = (r) => r.status !== 'running'): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'backup run',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-      return settled(x.body.run) ? x.body.run : null;
-    },
-    600_000,
-    1000,
-  );
-}
+const psql = (app: { id: string; name: string }, image: string, sql: string) => psqlIn(s, c, app, image, sql);
+const runOnce = (appId: string, bid: string, settled?: (r: any) => boolean) => runBackup(c, appId, bid, { timeoutMs: 600_000, everyMs: 1000, settled });
 
 test('a disk that fills mid-artifact: the run fails with the reason, emits backup_failed, leaves no partial file; older artifacts and later runs are fine', async (t) => {
   const images: DbImages | null = await needDbImages(t);

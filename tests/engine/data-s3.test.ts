@@ -8,14 +8,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { CreateMultipartUploadCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
-import { startTestServer, adminClient, ADMIN, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { freePort } from '../_support/net.js';
-import { until } from './_helpers.js';
-import { CATALOG } from '../../lib/databases/catalog.js';
-import { deleteApp } from '../../lib/apps/ops.js';
-import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
+import { insertDeadRun, newApp, provisionDb, startDataServer, psql as psqlIn, restoreRun, runBackup, stopDataServer, verifyRun } from './_data.js';
+import { recoverRuns } from '../../lib/backups/run.js';
 import { PART_SIZE } from '../../lib/backups/s3.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
@@ -29,19 +27,13 @@ const PREFIX = 'svc/test';
 const SECRET = 'svc-test-secret-7f3a9c';
 
 before(async () => {
-  const { ensureDbImages } = await import('../_support/dbimages.js');
-  const img = await ensureDbImages().catch(() => null);
-  const map: Record<string, string> = {};
-  if (img) for (const ref of Object.values(CATALOG.postgres.images)) map[ref] = img.postgres;
-  s = await startTestServer(img ? { SVC_IMAGE_MAP: JSON.stringify(map) } : {});
+  s = await startDataServer(['postgres']);
   c = await adminClient(s);
   s.env.bus.subscribe('backups', (e) => events.push(e));
   s3 = await startS3();
 });
 after(async () => {
-  await settleJobs();
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
-  await s.stop();
+  await stopDataServer(s, apps);
   await s3?.stop();
 });
 
@@ -55,91 +47,16 @@ async function getObject(key: string): Promise<Buffer> {
   return Buffer.from(await r.Body!.transformToByteArray());
 }
 
-async function psql(app: { id: string; name: string }, image: string, sql: string): Promise<string> {
-  const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
-  const ct = await s.env.engine.docker.createContainer({
-    Image: image,
-    Entrypoint: ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql],
-    User: '999',
-    Labels: { 'svc.test.data': app.name },
-    HostConfig: { NetworkMode: `svc-${app.name}` },
-  });
-  try {
-    await ct.start();
-    const res = await ct.wait();
-    const logs = (await ct.logs({ stdout: true, stderr: true })) as Buffer;
-    let out = '';
-    for (let i = 0; i + 8 <= logs.length; i += 8 + logs.readUInt32BE(i + 4)) out += logs.subarray(i + 8, i + 8 + logs.readUInt32BE(i + 4)).toString();
-    assert.equal(res.StatusCode, 0, out);
-    return out.trim();
-  } finally {
-    await ct.remove({ force: true, v: true });
-  }
-}
-
-async function runOnce(appId: string, bid: string): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'backup run',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${r.body.run.id}`);
-      return x.body.run.status === 'running' ? null : x.body.run;
-    },
-    300_000,
-    500,
-  );
-}
-
-async function restore(appId: string, rid: string): Promise<any> {
-  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-  const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/restore`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'restore',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/restores/${r.body.restore.id}`);
-      return x.body.restore.status === 'running' ? null : x.body.restore;
-    },
-    300_000,
-    500,
-  );
-}
-
-async function verify(appId: string, rid: string): Promise<any> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/verify`);
-  assert.equal(r.status, 202, r.text);
-  return until(
-    'verify',
-    async () => {
-      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
-      return x.body.run.verified_at || x.body.run.verify_error ? x.body.run : null;
-    },
-    300_000,
-    1000,
-  );
-}
+const psql = (app: { id: string; name: string }, image: string, sql: string) => psqlIn(s, c, app, image, sql);
+const runOnce = (appId: string, bid: string) => runBackup(c, appId, bid);
+const restore = (appId: string, rid: string) => restoreRun(c, appId, rid);
+const verify = (appId: string, rid: string) => verifyRun(c, appId, rid);
 
 test('s3: postgres backed up by multipart upload, listed, restored, verified; retention; tamper refused; failed runs leave nothing', async (t) => {
   const images: DbImages | null = await needDbImages(t);
   if (!images) return;
-  const name = `s3t-${Math.random().toString(36).slice(2, 8)}`;
-  const a = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
-  assert.equal(a.status, 201, a.text);
-  const app = a.body.app;
-  apps.push(app.id);
-  const d = await c.req('POST', `/api/apps/${app.id}/databases`, { engine: 'postgres', version: '15' });
-  assert.equal(d.status, 202, d.text);
-  await until(
-    'postgres ready',
-    async () => {
-      const x = (await c.req('GET', `/api/apps/${app.id}/databases`)).body.items.find((i: any) => i.id === d.body.database.id);
-      if (x.status === 'error') throw new Error(x.error);
-      return x.status === 'ready' ? x : null;
-    },
-    300_000,
-    1000,
-  );
+  const app = await newApp(c, apps, 's3t');
+  const db = await provisionDb(c, app.id, 'postgres', '15');
   // Hex text compresses about 2:1, so ~13 MB of it makes an artifact of more than one 5 MiB part.
   await psql(
     app,
@@ -150,7 +67,7 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   const original = await psql(app, images.postgres, fingerprint);
 
   const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
-  const base = { source: { type: 'database', database_id: d.body.database.id }, schedule: '0 3 * * *', keep_last: 2 };
+  const base = { source: { type: 'database', database_id: db.id }, schedule: '0 3 * * *', keep_last: 2 };
 
   // Save time: what is knowable is a 400 naming the field, and nothing is saved.
   const closed = await freePort();
@@ -274,55 +191,12 @@ test('s3: a run the process died during ends interrupted at boot; its object goe
   // key is still open with one part. s3rver implements neither ListMultipartUploads nor
   // AbortMultipartUpload, so only objects can be asserted here; the product's listing of open
   // uploads is shown to have been asked for.
-  const name = `s3k-${Math.random().toString(36).slice(2, 8)}`;
-  const a = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
-  assert.equal(a.status, 201, a.text);
-  const app = a.body.app;
-  apps.push(app.id);
+  const app = await newApp(c, apps, 's3k');
   const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
   const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'gone' }, schedule: '0 3 * * *', keep_last: 3, destination: dest });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
-  const now = new Date().toISOString();
-  const oldId = '0'.repeat(25) + '1';
-  const deadId = '0'.repeat(25) + '2';
-  await s.env.db
-    .insertInto('backup_runs')
-    .values([
-      {
-        id: oldId,
-        backup_id: bid,
-        app_id: app.id,
-        status: 'succeeded',
-        trigger: 'manual',
-        artifact: `${app.id}/${oldId}.svcbak`,
-        artifact_removed: 0,
-        size_bytes: 3,
-        sha256: 'x',
-        error: null,
-        verified_at: null,
-        verify_error: null,
-        started_at: now,
-        finished_at: now,
-      },
-      {
-        id: deadId,
-        backup_id: bid,
-        app_id: app.id,
-        status: 'running',
-        trigger: 'schedule',
-        artifact: `${app.id}/${deadId}.svcbak`,
-        artifact_removed: 0,
-        size_bytes: null,
-        sha256: null,
-        error: null,
-        verified_at: null,
-        verify_error: null,
-        started_at: now,
-        finished_at: null,
-      },
-    ])
-    .execute();
+  const { oldId, deadId } = await insertDeadRun(s.env.db, app.id, bid, 'schedule');
   const oldKey = `${PREFIX}/${app.id}/${oldId}.svcbak`;
   const deadKey = `${PREFIX}/${app.id}/${deadId}.svcbak`;
   await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: oldKey, Body: 'old' }));
