@@ -121,7 +121,9 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
       .where('id', '=', run.id)
       .execute();
     env.bus.publish('backups', { type: 'backup_succeeded', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, size_bytes: size, sha256 });
-    await applyRetention(env, cfg, store);
+    // The run has succeeded whatever happens next: a failure from here on must not mark it failed
+    // (which would delete the artifact it just stored).
+    await applyRetention(env, cfg, store).catch((e) => env.log.warn({ backup: cfg.id, err: reason(e) }, 'retention could not run'));
     // Any run, scheduled or on demand: the setting's promise is that every artifact it leaves
     // has been restored once into a scratch instance.
     if (cfg.verify_after_run === 1) await verifyRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });

@@ -138,6 +138,22 @@ export async function runBackup(
   );
 }
 
+/**
+ * Retention runs right after a run is recorded as succeeded (so a failure there never costs the
+ * new artifact): wait until it has marked `rid`'s artifact removed.
+ */
+export function retentionApplied(c: Client, appId: string, rid: string, timeoutMs = 60_000): Promise<any> {
+  return until(
+    'retention',
+    async () => {
+      const x = await c.req('GET', `/api/apps/${appId}/backups/runs/${rid}`);
+      return x.body.run?.artifact_removed === true ? x.body.run : null;
+    },
+    timeoutMs,
+    200,
+  );
+}
+
 /** Steps up, restores a run; the restore once it is no longer running. */
 export async function restoreRun(c: Client, appId: string, rid: string, { timeoutMs = 300_000, everyMs = 500 }: Wait = {}): Promise<any> {
   await stepUp(c);

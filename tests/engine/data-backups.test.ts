@@ -6,7 +6,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
-import { demux, insertDeadRun, newApp, restoreRun, runBackup, stopDataServer, verifyRun } from './_data.js';
+import { demux, insertDeadRun, newApp, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
 import { runDue } from '../../lib/backups/scheduler.js';
 import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '../../lib/docker/index.js';
@@ -63,6 +63,7 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
     assert.equal(runs[i].status, 'succeeded', runs[i].error);
   }
   // keep_last 2: the oldest artifact is gone (410), the two newest stay.
+  await retentionApplied(c, app.id, runs[0].id);
   await assert.rejects(stat(join(s.dataDir, 'backups', app.id, `${runs[0].id}.svcbak`)));
   await stat(join(s.dataDir, 'backups', app.id, `${runs[2].id}.svcbak`));
   assert.equal((await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[0].id}/download`)).status, 410);

@@ -12,7 +12,7 @@ import { adminClient, type Client, type TestServer } from '../_support/server.js
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { freePort } from '../_support/net.js';
-import { insertDeadRun, newApp, provisionDb, startDataServer, psql as psqlIn, restoreRun, runBackup, stopDataServer, verifyRun } from './_data.js';
+import { insertDeadRun, newApp, provisionDb, startDataServer, psql as psqlIn, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
 import { recoverRuns } from '../../lib/backups/run.js';
 import { PART_SIZE } from '../../lib/backups/s3.js';
 import type { BusEvent } from '../../lib/events/bus.js';
@@ -103,6 +103,7 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   }
   assert.ok(runs[2].size_bytes > PART_SIZE, `artifact of ${runs[2].size_bytes} bytes is not larger than a part`);
   // keep_last 2: the oldest object is gone from the bucket and its run answers 410.
+  await retentionApplied(c, app.id, runs[0].id);
   const keys = await listKeys();
   assert.deepEqual(
     keys.map((k) => k.key),
