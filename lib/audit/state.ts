@@ -16,8 +16,8 @@ import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import type { AppSource } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger } from '../webhooks/store.js';
-import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeDomain } from '../domains/ops.js';
-import { getDomainRow } from '../domains/store.js';
+import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../domains/ops.js';
+import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
 import { channelBinding, createChannel, deleteChannel, updateChannel, type ChannelKind } from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
@@ -138,10 +138,23 @@ const triggers: StateKind = {
   },
 };
 
+/**
+ * A domain, with its uploaded certificate when it has one: the chain and its summary in the open,
+ * the private key masked (its sealed envelope is the certificate row's). A domain without one has
+ * no certificate fields at all, so entries recorded before certificates were part of the state
+ * still compare equal.
+ */
 const domain: StateKind = {
   async read(env, id) {
     const d = await orNull(getDomainRow(env.db, id));
-    return d && { hostname: d.hostname, app_id: d.app_id, service: d.service, port: d.port, redirect_to: d.redirect_to };
+    if (!d) return null;
+    const state: State = { hostname: d.hostname, app_id: d.app_id, service: d.service, port: d.port, redirect_to: d.redirect_to };
+    const cert = await getCertificateRow(env.db, id);
+    if (cert) {
+      state.certificate = { issuer: cert.issuer, not_after: cert.not_after, fingerprint256: cert.fingerprint256, cert_pem: cert.cert_pem };
+      state.certificate_key = mask(env, cert.key_sealed, keyBinding(id));
+    }
+    return state;
   },
   async apply(env, id, before, current) {
     if (before === null) {
@@ -150,9 +163,23 @@ const domain: StateKind = {
     }
     const input =
       before.redirect_to !== null ? { hostname: before.hostname, redirect_to: before.redirect_to } : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
-    if (current === null) return (await addDomain(env, input)).domain.id;
-    const patch = before.redirect_to !== null ? { redirect_to: before.redirect_to } : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
-    await changeDomain(env, id, before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch });
+    let target = id;
+    if (current === null) target = (await addDomain(env, input)).domain.id;
+    else {
+      const patch = before.redirect_to !== null ? { redirect_to: before.redirect_to } : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
+      await changeDomain(env, id, before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch });
+    }
+    // The certificate goes back through the upload route's function, so it is validated again
+    // (an uploaded certificate that expired since is refused, and the revert with it).
+    const want = before.certificate_key;
+    const have = current?.certificate_key;
+    if (isMasked(want)) {
+      if (!isMasked(have) || !sameValue(want, have) || !sameValue(before.certificate, current?.certificate)) {
+        const chain = (before.certificate as { cert_pem: string }).cert_pem;
+        await uploadCertificate(env, target, { cert_pem: chain, key_pem: unmask(env, want) });
+      }
+    } else if (isMasked(have)) await removeCertificate(env, target);
+    return target === id ? undefined : target;
   },
 };
 

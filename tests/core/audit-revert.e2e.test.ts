@@ -4,13 +4,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFile, readdir } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { METHODS } from '../../lib/http/handler.js';
+import { issue, makeCa } from '../_support/pki.js';
 
 let s: TestServer;
 let c: Client;
@@ -223,6 +225,56 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   assert.deepEqual(revEntry.target, { type: 'domain', id: back.id }, 'the revert names the re-created domain');
 });
 
+test("a domain's uploaded certificate is part of its state: the key masked in the diff, a removal reverted brings the same pair back, an upload reverted removes it", async () => {
+  const host = `${uniq()}.audit.test`;
+  const created = await c.req('POST', '/api/domains', { hostname: host, redirect_to: 'example.org' });
+  assert.equal(created.status, 201, created.text);
+  const id = created.body.domain.id;
+  const dir = await mkdtemp(join(tmpdir(), 'svc-audit-pki-'));
+  try {
+    const pair = await issue(await makeCa(dir), [host]);
+    assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+    const up = await c.req('POST', `/api/domains/${id}/certificate`, { cert_pem: pair.certPem, key_pem: pair.keyPem });
+    assert.equal(up.status, 200, up.text);
+    const stored = () => {
+      const db = new Database(join(s.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
+      try {
+        return db.prepare('select fingerprint256 from domain_certificates where domain_id = ?').get(id) as { fingerprint256: string } | undefined;
+      } finally {
+        db.close();
+      }
+    };
+    const fingerprint = stored()?.fingerprint256;
+    assert.ok(fingerprint);
+    const upload = await lastEntry('domain.certificate_uploaded', id);
+    assert.equal(upload.revertible, true);
+    const diff = await c.req('GET', `/api/audit/${upload.id}/diff`);
+    assert.equal(diff.status, 200, diff.text);
+    const keyRow = diff.body.rows.find((r: any) => r.field === 'certificate_key');
+    assert.deepEqual(keyRow, { field: 'certificate_key', status: 'added', masked: true });
+    assert.equal(diff.body.rows.find((r: any) => r.field === 'certificate').status, 'added');
+    assert.ok(!diff.text.includes('PRIVATE KEY') && !diff.text.includes('sealed'), 'neither the key nor its envelope is shown');
+
+    const del = await c.req('DELETE', `/api/domains/${id}/certificate`);
+    assert.equal(del.status, 200, del.text);
+    assert.equal(del.body.domain.certificate?.source === 'uploaded', false);
+    const removal = await lastEntry('domain.certificate_removed', id);
+    const rev = await c.req('POST', `/api/audit/${removal.id}/revert`);
+    assert.equal(rev.status, 200, rev.text);
+    const back = (await c.req('GET', `/api/domains/${id}`)).body.domain;
+    assert.equal(back.certificate?.source, 'uploaded', JSON.stringify(back.certificate));
+    assert.equal(stored()?.fingerprint256, fingerprint, 'the same certificate is stored again');
+
+    // The upload's own entry: the target is as it left it, so its revert removes the certificate.
+    const undo = await c.req('POST', `/api/audit/${upload.id}/revert`);
+    assert.equal(undo.status, 200, undo.text);
+    assert.notEqual((await c.req('GET', `/api/domains/${id}`)).body.domain.certificate?.source, 'uploaded');
+    assert.equal(stored(), undefined);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test('no secret value is stored in clear in the audit table or anywhere in the database files', async () => {
   const app = await newApp();
   const canary = 'canary_' + randomBytes(8).toString('hex');
@@ -261,6 +313,7 @@ test('every route that changes a diffable target declares the state the audit st
     [/^\/api\/apps\/:id\/services\/:name$/, 'service'],
     [/^\/api\/apps\/:id\/triggers(\/:tid)?$/, 'triggers'],
     [/^\/api\/(apps\/:id\/)?domains(\/:id)?$/, 'domain'],
+    [/^\/api\/domains\/:id\/certificate$/, 'domain'],
     [/^\/api\/instance\/base-domain$/, 'base_domain'],
     [/^\/api\/instance\/deploy-concurrency$/, 'deploy_concurrency'],
     [/^\/api\/settings\/notifications(\/:id)?$/, 'notification_channel'],

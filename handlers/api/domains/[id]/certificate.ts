@@ -21,7 +21,7 @@ export const POST = route(
     params: domainParams,
     body: z.strictObject({ cert_pem: pem, key_pem: pem }),
     responses: { 200: answer },
-    audit: { action: 'domain.certificate_uploaded', target: (c) => c.params.id },
+    audit: { action: 'domain.certificate_uploaded', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
   },
   async (_req, { env, params, body, reply, audit }) => {
     const r = await uploadCertificate(env, params.id, body);
@@ -37,7 +37,7 @@ export const DELETE = route(
     stepUp: true,
     params: domainParams,
     responses: { 200: answer },
-    audit: { action: 'domain.certificate_removed', target: (c) => c.params.id },
+    audit: { action: 'domain.certificate_removed', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
   },
   async (_req, { env, params, reply }) => reply(200, await removeCertificate(env, params.id)),
 );
