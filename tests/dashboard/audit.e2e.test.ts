@@ -244,7 +244,10 @@ test('filters narrow the list on the server, and a long list keeps only the rows
       .getByText(/^\d+ entries$/)
       .filter({ hasNotText: `${N}` })
       .waitFor(WAIT);
-    const targets = await page.getByTestId('audit-row').locator(':scope > span:nth-child(4)').allTextContents();
+    // The count can change a frame before the list renders the new rows: wait for the rows.
+    const targetsOf = () => page.getByTestId('audit-row').locator(':scope > span:nth-child(4)').allTextContents();
+    await poll('the filtered rows rendered', async () => ((await targetsOf()).length > 0 ? true : null), 30_000, 100);
+    const targets = await targetsOf();
     assert.ok(targets.length > 0 && targets.every((x) => x === appId), `only the app's entries: ${targets.join(', ')}`);
     await page.getByLabel('Actor').fill('nobody-by-that-name');
     await page.getByRole('button', { name: 'Apply' }).click();
