@@ -1,6 +1,6 @@
 // One compose service: raw mapping -> ServiceSpec plus findings. Every key is either handled,
 // refused (error), or reported as ignored (warning); nothing is dropped silently.
-import type { Finding, ServiceSpec } from './types.js';
+import { emptyService, type Finding, type ServiceSpec } from './types.js';
 import { parseBytes, parseDuration } from './units.js';
 import { ALLOWED_CAPS, WARNED_CAPS, falsy, normaliseCap, refusedSecurityOpt, truthy, type BindPolicy } from './policy.js';
 import { commandLike, err, isMap, scalar, stringList, stringMap, warn, type Ctx } from './fields.js';
@@ -44,23 +44,7 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
     err(ctx, '(service)', 'a service must be a mapping');
     return null;
   }
-  const spec: ServiceSpec = {
-    name,
-    environment: {},
-    envFiles: [],
-    ports: [],
-    expose: [],
-    volumes: [],
-    dependsOn: {},
-    labels: {},
-    networks: {},
-    capAdd: [],
-    capDrop: [],
-    extraHosts: [],
-    tmpfs: [],
-    sysctls: {},
-    securityOpt: [],
-  };
+  const spec = emptyService(name);
   for (const [key, v] of Object.entries(raw)) {
     switch (key) {
       case 'image': {

@@ -119,3 +119,24 @@ export interface ComposeResult {
   /** True when there is no error finding. */
   ok: boolean;
 }
+
+/** A service with every collection empty: what a compose entry with no keys means. */
+export function emptyService(name: string): ServiceSpec {
+  return {
+    name,
+    environment: {},
+    envFiles: [],
+    ports: [],
+    expose: [],
+    volumes: [],
+    dependsOn: {},
+    labels: {},
+    networks: {},
+    capAdd: [],
+    capDrop: [],
+    extraHosts: [],
+    tmpfs: [],
+    sysctls: {},
+    securityOpt: [],
+  };
+}

@@ -4,7 +4,9 @@ import { access, mkdir } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import assert from 'node:assert/strict';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
 import { missing } from './ci.js';
 
 export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
@@ -42,4 +44,22 @@ export async function withFailureShot<T>(page: Page, name: string, body: () => P
     await shot(page, `FAILED-${name}`).catch(() => {});
     throw e;
   }
+}
+
+/** axe over the page: no serious or critical accessibility violation. */
+export async function axe(p: Page, name: string): Promise<void> {
+  const r = await new AxeBuilder({ page: p }).analyze();
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    [],
+    `${name}: serious or critical accessibility violations`,
+  );
+}
+
+/** The XSS probes (`<b class="xss">`, `<img src=x onerror=...>`) stayed text: nothing was created or ran. */
+export async function assertNoInjectedMarkup(p: Page): Promise<void> {
+  assert.equal(await p.locator('b.xss').count(), 0, 'no <b class="xss"> element was created');
+  assert.equal(await p.locator('img[src="x"]').count(), 0, 'no injected <img> element');
+  assert.equal(await p.evaluate(() => (window as any).__xss), undefined, 'no injected handler ran');
 }

@@ -10,9 +10,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM } from '../_support/browser.js';
+import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe, assertNoInjectedMarkup } from '../_support/browser.js';
 import { needDocker, dockerReachable, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
 import { needEdge, edgeUsable, startEdgeLab, type EdgeLab } from '../_support/edge.js';
 import { startGitServer, cleanupApp, waitStatus, type GitServer } from '../engine/_deploy.js';
@@ -37,22 +36,6 @@ const HOST = `shop-${uniq()}.example.test`;
 
 /** Markup that would create elements (and set a flag) if any of it were parsed as HTML. */
 const MARKUP = (n: number) => `<img src=x onerror="window.__xss=${n}"><b class="xss">x${n}</b>`;
-
-async function assertNoInjectedMarkup(p: Page): Promise<void> {
-  assert.equal(await p.locator('b.xss').count(), 0, 'no <b class="xss"> element was created');
-  assert.equal(await p.locator('img[src="x"]').count(), 0, 'no injected <img> element');
-  assert.equal(await p.evaluate(() => (window as any).__xss), undefined, 'no injected handler ran');
-}
-
-async function axe(p: Page, name: string): Promise<void> {
-  const r = await new AxeBuilder({ page: p }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
-    [],
-    `${name}: serious or critical accessibility violations`,
-  );
-}
 
 /** A web app whose container also prints a line every second (one with markup) to stdout. */
 function repoFiles(): Record<string, string> {

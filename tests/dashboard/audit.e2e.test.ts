@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { startTestServer, setupToken, Client, type TestServer } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM } from '../_support/browser.js';
+import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
 
 const OPERATOR = { username: 'auditor', password: 'a long enough passphrase 43' };
@@ -35,16 +34,6 @@ after(async () => {
   await browser?.close();
   await s?.stop();
 });
-
-async function axe(p: Page, name: string): Promise<void> {
-  const r = await new AxeBuilder({ page: p }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
-    [],
-    `${name}: serious or critical accessibility violations`,
-  );
-}
 
 async function ok(r: Promise<{ status: number; text: string; body: any }>, status = 200) {
   const x = await r;

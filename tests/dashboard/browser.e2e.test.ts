@@ -6,9 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { startTestServer, setupToken, type TestServer } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot } from '../_support/browser.js';
+import { needChromium, launchChromium, shot, withFailureShot, axe, assertNoInjectedMarkup } from '../_support/browser.js';
 import { needDocker, dockerReachable, ensureBaseImage } from '../_support/docker.js';
 import { startGitServer, webRepo, cleanupApp, type GitServer } from '../engine/_deploy.js';
 import { totpCode } from '../../lib/auth/totp.js';
@@ -56,22 +55,6 @@ after(async () => {
 
 /** Markup that would create elements (and set a flag) if any of it were parsed as HTML. */
 const MARKUP = (n: number) => `<img src=x onerror="window.__xss=${n}"><b class="xss">x${n}</b>`;
-
-async function assertNoInjectedMarkup(p: Page): Promise<void> {
-  assert.equal(await p.locator('b.xss').count(), 0, 'no <b class="xss"> element was created');
-  assert.equal(await p.locator('img[src="x"]').count(), 0, 'no injected <img> element');
-  assert.equal(await p.evaluate(() => (window as any).__xss), undefined, 'no injected handler ran');
-}
-
-async function axe(p: Page, name: string): Promise<void> {
-  const r = await new AxeBuilder({ page: p }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
-    [],
-    `${name}: serious or critical accessibility violations`,
-  );
-}
 
 test('first run: setup token, first operator, TOTP enrolled from a locally drawn QR code, recovery codes', async (t) => {
   if (!(await needChromium(t))) return;

@@ -8,9 +8,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM } from '../_support/browser.js';
+import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe, assertNoInjectedMarkup } from '../_support/browser.js';
 import { startReceiver, receiverResolve, type Receiver } from '../_support/receiver.js';
 import { poll } from '../_support/wait.js';
 
@@ -42,22 +41,6 @@ after(async () => {
 });
 
 const MARKUP = `<img src=x onerror="window.__xss=1"><b class="xss">x</b>`;
-
-async function assertNoInjectedMarkup(p: Page): Promise<void> {
-  assert.equal(await p.locator('b.xss').count(), 0, 'no <b class="xss"> element was created');
-  assert.equal(await p.locator('img[src="x"]').count(), 0, 'no injected <img> element');
-  assert.equal(await p.evaluate(() => (window as any).__xss), undefined, 'no injected handler ran');
-}
-
-async function axe(p: Page, name: string): Promise<void> {
-  const r = await new AxeBuilder({ page: p }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
-    [],
-    `${name}: serious or critical accessibility violations`,
-  );
-}
 
 /** Opens a page from the main navigation (by keyboard: focus the link, press Enter). */
 async function open(name: string, heading: string): Promise<void> {
