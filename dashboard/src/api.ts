@@ -221,54 +221,12 @@ export const prune = () => call<{ reclaimed_bytes: number } & Record<string, num
 export const restartInstance = () => call<{ restarting: true }>('POST', '/api/instance/restart');
 export const resetInstance = () => call<{ removed: Array<{ name: string }>; failed: Array<{ name: string; error?: string }> }>('POST', '/api/instance/reset', { confirm: 'RESET' });
 
-// Shapes the document leaves opaque (CONTRACT.md "Instance", "Request metrics and host vitals").
-export interface InstanceInfo {
-  version: string;
-  started_at: string;
-  uptime_seconds: number;
-  node_version: string;
-  engine: { reachable: boolean; version: string | null };
-  proxy: { reachable: boolean; version: string | null };
-  database: { dialect: string; size_bytes: number };
-  base_domain: string | null;
-  control_domain: string | null;
-  exposure: string;
-  features: { shell: boolean; security_agent: boolean; traffic_monitor: boolean };
-}
-export interface DnsCheck {
-  host: string;
-  expected: string[];
-  resolved: string[];
-  points_here: boolean;
-  error?: string;
-}
-interface DiskKind {
-  count: number;
-  size_bytes: number;
-  reclaimable_bytes: number;
-}
-export interface DiskUsage {
-  images: DiskKind;
-  containers: DiskKind;
-  volumes: DiskKind;
-  build_cache: DiskKind;
-  total_bytes: number;
-}
-export interface HostVital {
-  t: string;
-  cpu_percent: number;
-  mem_used_bytes: number;
-  mem_total_bytes: number;
-  disk_used_bytes: number;
-  disk_total_bytes: number;
-  load1: number;
-}
-export interface HostMetrics {
-  range: string;
-  step_seconds: number;
-  points: unknown[];
-  vitals: HostVital[];
-}
+// Answers typed by the document's schemas.
+export type InstanceInfo = S['InstanceInfo'];
+export type DnsCheck = S['DnsCheck'];
+export type DiskUsage = S['DiskUsage'];
+export type HostVital = HostMetrics['vitals'][number];
+export type HostMetrics = S['HostMetrics'];
 
 // Audit: filters, diff and revert (CONTRACT.md "Audit diff and revert")
 export interface AuditEntryState {
@@ -284,13 +242,7 @@ export interface AuditFilter {
   since?: string;
   until?: string;
 }
-export interface AuditDiffRow {
-  field: string;
-  status: 'added' | 'removed' | 'changed' | 'unchanged';
-  before?: unknown;
-  after?: unknown;
-  masked: boolean;
-}
+export type AuditDiffRow = S['AuditDiff']['rows'][number];
 export const queryAudit = (filter: AuditFilter, cursor?: string, limit = 100) => {
   const q = new URLSearchParams({ limit: String(limit) });
   for (const [k, v] of Object.entries(filter)) if (v) q.set(k, v);
@@ -323,99 +275,27 @@ export interface ServiceStats {
 }
 
 export type MetricsRange = '1h' | '6h' | '24h' | '7d' | '30d';
-export interface MetricsPoint {
-  t: number | string;
-  requests: number;
-  errors_4xx: number;
-  errors_5xx: number;
-  bytes_out: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  p99_ms: number | null;
-}
-export interface MetricsSeries {
-  range: MetricsRange;
-  step_seconds: number;
-  points: MetricsPoint[];
-}
+export type MetricsPoint = MetricsSeries['points'][number];
+export type MetricsSeries = S['MetricsSeries'];
 
-export type DomainStatus = 'unassigned' | 'awaiting_dns' | 'issuing' | 'active' | 'error';
-export interface ProxySummary {
-  synced?: boolean;
-  error?: string;
-  [k: string]: unknown;
-}
+export type DomainStatus = Domain['status'];
+export type ProxySummary = S['ProxySummary'];
 
-export interface DbEngine {
-  engine: 'postgres' | 'mariadb' | 'redis';
-  versions: string[];
-  default_version: string;
-}
-export interface Database {
-  id: string;
-  app_id: string;
-  engine: string;
-  version: string;
-  name: string | null;
-  username: string | null;
-  host: string;
-  port: number;
-  env_var: string;
-  status: 'provisioning' | 'ready' | 'error';
-  error: string | null;
-  size_bytes: number | null;
-  created_at: string;
-}
+export type DbEngine = S['DatabaseEngine'];
+export type Database = S['Database'];
 
-export type BackupSource = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
-export interface BackupRun {
-  id: string;
-  backup_id: string;
-  status: 'running' | 'succeeded' | 'failed' | 'interrupted';
-  started_at: string;
-  finished_at: string | null;
-  size_bytes: number | null;
-  sha256: string | null;
-  error: string | null;
-  verified_at?: string | null;
-  verify_error?: string | null;
-}
-export interface BackupConfig {
-  id: string;
-  app_id: string;
-  source: BackupSource;
-  schedule: string;
-  keep_last: number;
-  destination: { type: 'local' } | { type: 's3'; bucket: string; [k: string]: unknown };
-  enabled: boolean;
-  verify_after_run?: boolean;
-  last_run: BackupRun | null;
-}
-export interface Restore {
-  id: string;
-  run_id: string;
-  status: 'running' | 'succeeded' | 'failed';
-  error: string | null;
-  started_at: string;
-  finished_at: string | null;
-}
+export type BackupSource = BackupConfig['source'];
+export type BackupRun = S['BackupRun'];
+export type BackupConfig = S['BackupConfig'];
+export type Restore = S['Restore'];
 
 export interface Webhook {
   url: string;
   secret_set: boolean;
   providers: string[];
 }
-export interface Trigger {
-  id: string;
-  event: 'push' | 'tag';
-  pattern: string;
-  enabled: boolean;
-}
-export interface DeployKey {
-  public_key: string;
-  fingerprint: string;
-  created_at: string;
-}
+export type Trigger = S['Trigger'];
+export type DeployKey = S['DeployKey'];
 
 const one = <T>(r: any, key: string): T => (r && typeof r === 'object' && key in r ? r[key] : r) as T;
 
