@@ -842,7 +842,9 @@ export interface paths {
         put?: never;
         /**
          * Apply an audited change's recorded before-state, through the same operations as the original route
-         * @description Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict.
+         * @description Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict. The revert replays the original route's policy: an entry whose route needs a step-up (always or for some effects) needs one here too.
+         *
+         *     Needs a recent step-up when the reverted entry came from a route that needs a step-up; without it: 403 `step_up_required`.
          */
         post: operations["postApiAuditByIdRevert"];
         delete?: never;

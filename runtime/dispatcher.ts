@@ -84,6 +84,7 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
   const metrics = env.metrics.requests;
   const trusted = buildBlockList(env.config.trustedProxies);
   const metricsAllowed = metricsGate(env.config.metricsToken);
+  const routeSpec = specLookup(routes);
 
   function fetch(request: Request, meta: RequestMeta = {}): Maybe<Response> {
     const started = performance.now();
@@ -130,7 +131,7 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
     limitRate(env, spec, x.route, client);
     return then(parse(spec, x), (input) => {
       const note: { value?: AuditNote } = {};
-      const ctx = contextFor(env, x, input, principal, client, note);
+      const ctx = contextFor(env, x, input, principal, client, note, routeSpec);
       const call = (before: StateBefore | null) => {
         const response = attempt(
           () => handler(x.request, ctx),
@@ -218,11 +219,31 @@ export function checkCsrf(env: Env, x: Exchange, principal: Principal | null, po
   }
 }
 
-/** Stage `authorise`: a recent step-up where the route asks for one. */
+/** Stage `authorise`: a session where the route changes how its owner signs in; a recent step-up where the route asks for one. */
 export function authorise(env: Env, spec: RouteSpec, principal: Principal | null): void {
-  if (principal && spec.stepUp && !hasRecentStepUp(principal, env.now())) {
+  if (principal === null) return;
+  if (spec.sessionOnly && principal.kind !== 'session') {
+    throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
+  }
+  if (spec.stepUp) requireStepUp(env, principal);
+}
+
+/** 403 step_up_required unless this credential stepped up within the last minutes. */
+export function requireStepUp(env: Env, principal: Principal | null): void {
+  if (principal && !hasRecentStepUp(principal, env.now())) {
     throw new HttpError('step_up_required', 'This operation needs a recent step-up: POST /api/auth/step-up first');
   }
+}
+
+/** The declaration of the route an audit action names (`<METHOD> <pattern>`), loading its module. */
+export function specLookup(routes: RouteDef[]): (action: string) => Promise<RouteSpec | null> {
+  const byAction = new Map<string, { route: RouteDef; method: Method }>();
+  for (const route of routes) for (const method of METHODS) byAction.set(routeAction(method, route.pattern), { route, method });
+  return async (action) => {
+    const hit = byAction.get(action);
+    if (!hit) return null;
+    return (await routeModule(hit.route))[hit.method]?.spec ?? null;
+  };
 }
 
 /** Stage `rate limit`: per route and client address, for the routes that guess at secrets. */
@@ -266,7 +287,15 @@ export function parse(spec: RouteSpec, x: Exchange): Maybe<ParsedInput> {
   });
 }
 
-function contextFor(env: Env, x: Exchange, input: ParsedInput, principal: Principal | null, client: Client, note: { value?: AuditNote }): Ctx {
+function contextFor(
+  env: Env,
+  x: Exchange,
+  input: ParsedInput,
+  principal: Principal | null,
+  client: Client,
+  note: { value?: AuditNote },
+  routeSpec: (action: string) => Promise<RouteSpec | null>,
+): Ctx {
   const requestId = x.requestId;
   return {
     params: input.params as Record<string, string>,
@@ -284,6 +313,8 @@ function contextFor(env: Env, x: Exchange, input: ParsedInput, principal: Princi
     audit: (n) => {
       note.value = { ...note.value, ...n };
     },
+    requireStepUp: () => requireStepUp(env, principal),
+    routeSpec,
   };
 }
 

@@ -100,7 +100,13 @@ const namedSchemas = (Object.values(wire) as unknown[]).filter((v): v is z.ZodTy
 function operation(op: { path: string; method: Method; spec: RouteSpec; id: string }, requests: z.core.$ZodRegistry<{ id: string }>, responses: z.core.$ZodRegistry<{ id: string }>): Json {
   const { spec } = op;
   const auth = spec.auth ?? 'operator';
-  const description = [spec.description, spec.websocket?.description, spec.stepUp ? 'Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.' : undefined]
+  const description = [
+    spec.description,
+    spec.websocket?.description,
+    spec.stepUp ? 'Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.' : undefined,
+    spec.stepUpWhen ? `Needs a recent step-up when ${spec.stepUpWhen}; without it: 403 \`step_up_required\`.` : undefined,
+    spec.sessionOnly ? 'Refused to API tokens (403 `forbidden`): it changes how its owner signs in.' : undefined,
+  ]
     .filter(Boolean)
     .join('\n\n');
   const o: Json = { operationId: op.id, summary: spec.summary, tags: [tagOf(op.path)] };
@@ -108,6 +114,8 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
   if (auth === 'public') o.security = [];
   if (auth === 'metrics') o.security = [{ metricsToken: [] }];
   if (spec.stepUp) o['x-step-up'] = true;
+  else if (spec.stepUpWhen) o['x-step-up'] = 'conditional';
+  if (spec.sessionOnly) o['x-session-only'] = true;
   if (spec.rateLimit) o['x-rate-limited'] = true;
   if (spec.websocket) o['x-websocket'] = true;
   const parameters = [...paramsOf(spec.params, 'path'), ...paramsOf(spec.query, 'query')];

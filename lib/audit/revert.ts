@@ -40,6 +40,11 @@ async function recorded(env: Env, id: number): Promise<Recorded> {
   };
 }
 
+/** The `<METHOD> <pattern>` of the route that made an entry (null: none, or no such entry). */
+export async function entryRoute(env: Env, id: number): Promise<string | null> {
+  return (await getAuditRow(env.db, id))?.route ?? null;
+}
+
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */
 export async function entryTarget(env: Env, id: number): Promise<{ kind: StateKindName; id: string } | null> {
   try {

@@ -55,4 +55,18 @@ export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string,
   waitUntil(p: Promise<unknown>): void;
   /** Refines the audit entry the runtime writes for this request (never pass secrets). */
   audit(note: AuditNote): void;
+  /** Throws 403 step_up_required unless the operator stepped up recently (an effect that needs it). */
+  requireStepUp(): void;
+  /**
+   * The declaration of the route an audit action names (`<METHOD> <pattern>`, OpenAPI form), or
+   * null: a revert replays that route's policy.
+   */
+  routeSpec(action: string): Promise<RouteSpecPolicy | null>;
+}
+
+/** What a route declares about who may call it (lib/http/route.ts RouteSpec). */
+export interface RouteSpecPolicy {
+  stepUp?: boolean;
+  stepUpWhen?: string;
+  sessionOnly?: boolean;
 }

@@ -41,6 +41,14 @@ export interface RouteSpec {
   auth?: AuthPolicy;
   /** Needs a recent step-up (403 step_up_required otherwise). */
   stepUp?: boolean;
+  /**
+   * Step-up for some of this route's effects only: the sentence says which, and the handler asks
+   * for it through ctx.requireStepUp() when the request has such an effect. Step-up belongs to the
+   * effect: a revert of this route's entry always needs it.
+   */
+  stepUpWhen?: string;
+  /** Refused to API tokens (403 forbidden): the route changes how its owner signs in. */
+  sessionOnly?: boolean;
   /** Rate-limited per client address (login, TOTP, step-up, setup). */
   rateLimit?: boolean;
   params?: z.ZodType;

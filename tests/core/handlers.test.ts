@@ -28,6 +28,8 @@ function ctx(extra: Partial<Ctx> = {}): Ctx {
     requestId: 't',
     waitUntil: () => {},
     audit: () => {},
+    requireStepUp: () => {},
+    routeSpec: async () => null,
     ...extra,
   };
 }

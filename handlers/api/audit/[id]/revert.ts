@@ -1,12 +1,16 @@
 import { z } from 'zod';
-import { entryTarget, revertEntry } from '../../../../lib/audit/revert.js';
+import { entryRoute, entryTarget, revertEntry } from '../../../../lib/audit/revert.js';
 import { route } from '../../../../lib/http/route.js';
+import { HttpError } from '../../../../lib/http/errors.js';
 import { auditParams } from './_params.js';
 
 export const POST = route(
   {
     summary: "Apply an audited change's recorded before-state, through the same operations as the original route",
-    description: 'Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict.',
+    description:
+      'Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict. ' +
+      "The revert replays the original route's policy: an entry whose route needs a step-up (always or for some effects) needs one here too.",
+    stepUpWhen: 'the reverted entry came from a route that needs a step-up',
     params: auditParams,
     body: z.strictObject({ force: z.boolean().optional() }).optional(),
     responses: { 200: z.object({ audit_id: z.string() }) },
@@ -16,8 +20,13 @@ export const POST = route(
       state: (c) => entryTarget(c.env, Number(c.params.id)),
     },
   },
-  async (_req, { env, params, body, reply, audit }) => {
+  async (_req, { env, params, body, reply, audit, requireStepUp, routeSpec, principal }) => {
     const force = body?.force === true;
+    // Step-up belongs to the effect: reverting an entry replays the original route's policy.
+    const original = await entryRoute(env, params.id);
+    const spec = original === null ? null : await routeSpec(original);
+    if (spec?.sessionOnly && principal?.kind !== 'session') throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
+    if (spec?.stepUp || spec?.stepUpWhen) requireStepUp();
     audit({ target: String(params.id), revertOf: params.id, detail: { revert_of: String(params.id), force } });
     const r = await revertEntry(env, params.id, { force });
     audit({ target: r.targetId, stateId: r.targetId, answer: (id) => reply(200, { audit_id: id }) });
