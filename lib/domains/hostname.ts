@@ -50,12 +50,6 @@ export function checkHostname(input: unknown): HostnameCheck {
   return { ok: true, hostname: name };
 }
 
-/** The normalised hostname, or null (for places that only need a yes or no). */
-export function normalizeHostname(input: unknown): string | null {
-  const r = checkHostname(input);
-  return r.ok ? r.hostname : null;
-}
-
 /** A single DNS label under the rules above (for automatic hosts built from app and service names). */
 export function isLabel(s: string): boolean {
   return s.length >= 1 && s.length <= MAX_LABEL && LDH.test(s);

@@ -3,7 +3,7 @@
 // inferred from them, so no shape is written twice.
 import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
-import type { AuditNote, AuthPolicy, Ctx, Method } from './handler.js';
+import type { AuthPolicy, Ctx, Method } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
 import type { StateKindName } from '../audit/state.js';
 
@@ -106,9 +106,4 @@ function replyFor(spec: RouteSpec): (status: number, body?: unknown, headers?: H
     }
     return json(body, status, headers);
   };
-}
-
-/** Folds a handler's refinements into the note the audit stage writes. */
-export function mergeNote(a: AuditNote | undefined, b: AuditNote): AuditNote {
-  return a ? { ...a, ...b } : b;
 }
