@@ -2,6 +2,8 @@
 import type { Config } from '../lib/config.js';
 import type { Env } from '../lib/env.js';
 import { openDb, migrate, type Db } from '../lib/db/index.js';
+import { snapshotBeforeUpgrade, recordVersion } from '../lib/db/upgrade.js';
+import { productVersion } from '../lib/version.js';
 import { Bus } from '../lib/events/bus.js';
 import { createSealer, type Sealer } from '../lib/crypto/seal.js';
 import { createLogger, type Logger } from '../lib/log.js';
@@ -71,7 +73,18 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   let sealer: Sealer;
   let signingKey: Uint8Array;
   try {
+    if (dataDir !== ':memory:') {
+      const kept = await snapshotBeforeUpgrade(db, dataDir);
+      if (kept) {
+        notice(
+          'info',
+          { copy: kept.file, from_version: kept.fromVersion, pending: kept.pending.length },
+          `kept a copy of the database from ${kept.fromVersion} before migrating (svc rollback-upgrade puts it back)`,
+        );
+      }
+    }
     await migrate(db);
+    if (dataDir !== ':memory:') recordVersion(dataDir, productVersion());
     key = await masterKey(db, dataDir, config.masterKey);
     sealer = createSealer(key.key);
     signingKey = await loadSigningKey(db, sealer);

@@ -122,6 +122,29 @@ async function securityCheckCmd(): Promise<void> {
   process.exitCode = await securityCheck(process.argv.slice(3), stdio, provider, { dataDir: cfg.dataDir });
 }
 
+/**
+ * Puts back the copy of the database the last upgrade kept, for the previous version to run on.
+ * Refused while a service answers on the configured port: the running one would write over it.
+ */
+async function rollbackUpgradeCmd(): Promise<void> {
+  const cfg = config();
+  const host = cfg.host === '0.0.0.0' || cfg.host === '::' ? '127.0.0.1' : cfg.host;
+  const running = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/health`, { signal: AbortSignal.timeout(1000) }).then(
+    () => true,
+    () => false,
+  );
+  if (running) {
+    stdio.err(`svc rollback-upgrade: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`);
+    process.exitCode = 1;
+    return;
+  }
+  const { rollbackUpgrade } = await import('../lib/db/upgrade.js');
+  const r = rollbackUpgrade(cfg.dataDir);
+  stdio.out(`restored ${join(cfg.dataDir, 'svc.db')} from ${r.restored}`);
+  stdio.out(`the upgraded database is kept as ${r.keptAs}`);
+  stdio.out(`install version ${r.fromVersion} of svc again, then start it`);
+}
+
 const stdio = { out: (l: string) => process.stdout.write(l + '\n'), err: (l: string) => process.stderr.write(l + '\n') };
 
 const usage = `usage: svc <command>
@@ -129,10 +152,17 @@ const usage = `usage: svc <command>
   setup-token                     print the one-time setup token while setup is open
   security-agent on|off|status    install, remove or inspect the read-only host security agent (root)
   security-check [--undo|--show]  opt out of the firewall/fail2ban expectation, and print the checklist
+  rollback-upgrade                put back the database copy the last upgrade kept (service stopped)
 `;
 
 const [command] = process.argv.slice(2);
-const commands: Record<string, () => Promise<void>> = { serve, 'setup-token': setupToken, 'security-agent': securityAgentCmd, 'security-check': securityCheckCmd };
+const commands: Record<string, () => Promise<void>> = {
+  serve,
+  'setup-token': setupToken,
+  'security-agent': securityAgentCmd,
+  'security-check': securityCheckCmd,
+  'rollback-upgrade': rollbackUpgradeCmd,
+};
 const run = command ? commands[command] : undefined;
 if (!run) {
   process.stderr.write(usage);
