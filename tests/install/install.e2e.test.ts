@@ -2,9 +2,12 @@
 // dir), as a packager would: every file, mode and unit line, idempotence, dry run, uninstall, purge.
 //
 // Not run here: a live install on a booted systemd. This machine is a Firecracker VM whose init is
-// process_api, not systemd (no /run/systemd/system); systemd-nspawn is not installed, and a container
-// with systemd as PID 1 would need a systemd root file system image and cgroup delegation from an
-// engine that is itself not under systemd. The live branch differs only in running `systemctl` and
+// process_api, not systemd (no /run/systemd/system), and systemd-nspawn is not installed. A container
+// with systemd as PID 1 does boot under this engine (--cap-add SYS_ADMIN, --cgroupns=host, the cgroup
+// v1 tree bound in; --privileged is refused: the engine's own bounding set lacks CAP_SYS_RESOURCE),
+// and the unit below, its ExecStart swapped for a probe, started there with /etc read-only and the
+// data directory writable. A live-install test needs an image with systemd, Node, this tree and
+// Caddy built from packages; not done yet. The live branch differs only in running `systemctl` and
 // `sysctl` argument arrays instead of writing the symlinks (tests/install/plan.test.ts checks those
 // plans), and `systemd-analyze verify` below checks the unit against the real systemd parser.
 import { test, after } from 'node:test';
