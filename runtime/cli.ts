@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `svc serve` runs the control plane; `svc setup-token` prints the one-time setup token.
+// `svc serve` runs the control plane; `svc setup-token` prints the one-time setup token; `svc install`,
+// `svc uninstall` and `svc doctor` set up, remove and check a server install (runtime/install-cli.ts).
 import { existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { restartMode, RESTART_EXIT_CODE } from '../lib/instance/restart.js';
@@ -145,6 +146,11 @@ async function rollbackUpgradeCmd(): Promise<void> {
   stdio.out(`install version ${r.fromVersion} of svc again, then start it`);
 }
 
+async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise<void> {
+  const { runInstallCommand } = await import('./install-cli.js');
+  process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
+}
+
 const stdio = { out: (l: string) => process.stdout.write(l + '\n'), err: (l: string) => process.stderr.write(l + '\n') };
 
 const usage = `usage: svc <command>
@@ -153,6 +159,11 @@ const usage = `usage: svc <command>
   security-agent on|off|status    install, remove or inspect the read-only host security agent (root)
   security-check [--undo|--show]  opt out of the firewall/fail2ban expectation, and print the checklist
   rollback-upgrade                put back the database copy the last upgrade kept (service stopped)
+  install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
+                                  set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
+  uninstall [--purge] [--root DIR] [--dry-run]
+                                  undo install (keeps the env file and data unless --purge)
+  doctor                          check the installation and the running service, one line per check
 `;
 
 const [command] = process.argv.slice(2);
@@ -162,6 +173,9 @@ const commands: Record<string, () => Promise<void>> = {
   'security-agent': securityAgentCmd,
   'security-check': securityCheckCmd,
   'rollback-upgrade': rollbackUpgradeCmd,
+  install: () => installCommand('install'),
+  uninstall: () => installCommand('uninstall'),
+  doctor: () => installCommand('doctor'),
 };
 const run = command ? commands[command] : undefined;
 if (!run) {

@@ -4,8 +4,9 @@
 // hand and `svc security-check` in a root shell therefore see what the running service sees.
 import { readFileSync } from 'node:fs';
 import { loadConfig, parseEnvFile, type Config } from '../lib/config.js';
+import { DEFAULT_ENV_FILE } from '../lib/install/paths.js';
 
-export const DEFAULT_ENV_FILE = '/etc/svc/svc.env';
+export { DEFAULT_ENV_FILE };
 
 export interface HostConfig {
   config: Config;

@@ -7,9 +7,20 @@ import { ErrorNote, useAction } from '../ui';
 
 type Step = { s: 'admin' } | { s: 'totp'; secret: string; url: string; user: User } | { s: 'codes'; codes: string[]; user: User };
 
+/**
+ * `svc install` prints the setup link as `<url>#token=<token>`: a fragment never reaches the server
+ * (nor a proxy's access log). It is read once and removed from the address bar and history.
+ */
+function tokenFromLink(): string {
+  const m = /^#token=([A-Za-z0-9_-]{1,200})$/.exec(location.hash);
+  if (!m) return '';
+  history.replaceState(history.state, '', location.pathname + location.search);
+  return m[1]!;
+}
+
 export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
   const [step, setStep] = useState<Step>({ s: 'admin' });
-  const [form, setForm] = useState({ token: '', username: '', password: '', confirm: '', code: '' });
+  const [form, setForm] = useState(() => ({ token: tokenFromLink(), username: '', password: '', confirm: '', code: '' }));
   const act = useAction();
   const field = (k: keyof typeof form) => ({ value: form[k], onInput: (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value }) });
 

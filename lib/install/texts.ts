@@ -1,0 +1,134 @@
+// The text of every file `svc install` writes: pure functions of the inputs.
+import { CADDY_API_UNIT, DATA_DIR, DEFAULT_ENV_FILE } from './paths.js';
+
+/**
+ * Paths land in ExecStart, which systemd splits on spaces and reads quotes and `$`/`%` in: only
+ * plain path characters are accepted, so nothing there is read as anything but a path.
+ */
+export const SAFE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
+
+export interface UnitInput {
+  /** The Node.js binary and the CLI script (`dist/runtime/cli.js`) the service runs. */
+  node: string;
+  cli: string;
+  dataDir?: string;
+  envFile?: string;
+}
+
+export function unitText(u: UnitInput): string {
+  const dataDir = u.dataDir ?? DATA_DIR;
+  const envFile = u.envFile ?? DEFAULT_ENV_FILE;
+  for (const p of [u.node, u.cli, dataDir, envFile]) {
+    if (!SAFE_PATH.test(p)) throw new Error(`refusing a path with unusual characters: ${JSON.stringify(p)}`);
+  }
+  for (const p of [u.node, u.cli]) {
+    if (/^\/(root|home|run\/user)(\/|$)/.test(p))
+      throw new Error(`${p} is under a home directory, which the unit's ProtectHome=yes hides from the service: install from a checkout elsewhere (e.g. /opt/svc)`);
+  }
+  return [
+    '# Installed by `svc install`; `svc uninstall` removes it. Settings belong in the environment file, not here.',
+    '#',
+    '# It runs as root, on purpose. The control plane drives the Docker engine through its socket, and',
+    "# whoever can use that socket can start a privileged container with the host's / mounted: a user in",
+    '# the `docker` group is root in all but name, and a separate user would only add ownership failures',
+    '# (the environment file, the data directory, a restore) without taking any power away. What can be',
+    '# taken away is everything besides the socket: the file system is read-only except the data',
+    '# directory, no privilege can be gained, /tmp is private, home directories, kernel tunables,',
+    '# modules, logs, the clock and control groups are out of reach, and the capability set is small.',
+    '# MemoryDenyWriteExecute is left off: V8 compiles JavaScript to machine code at run time.',
+    '[Unit]',
+    'Description=svc control plane',
+    'After=network-online.target docker.service ' + CADDY_API_UNIT,
+    'Wants=network-online.target docker.service ' + CADDY_API_UNIT,
+    '',
+    '[Service]',
+    'Type=simple',
+    `EnvironmentFile=${envFile}`,
+    `ExecStart=${u.node} ${u.cli} serve`,
+    // Exit 75 is a restart the operator asked for (POST /api/instance/restart): on-failure restarts it.
+    'Restart=on-failure',
+    'RestartSec=2s',
+    // Exit 2 is an invalid configuration: starting again cannot help, and would fill the journal.
+    'RestartPreventExitStatus=2',
+    'TimeoutStopSec=60s',
+    'UMask=0077',
+    'NoNewPrivileges=yes',
+    'ProtectSystem=strict',
+    `ReadWritePaths=${dataDir}`,
+    'PrivateTmp=yes',
+    'ProtectHome=yes',
+    'PrivateDevices=yes',
+    'ProtectKernelTunables=yes',
+    'ProtectKernelModules=yes',
+    'ProtectKernelLogs=yes',
+    'ProtectControlGroups=yes',
+    'ProtectClock=yes',
+    'ProtectHostname=yes',
+    'RestrictSUIDSGID=yes',
+    'RestrictRealtime=yes',
+    'RestrictNamespaces=yes',
+    'LockPersonality=yes',
+    'SystemCallArchitectures=native',
+    // Netlink: Node lists the host's interfaces (the DNS check's own addresses) through it.
+    'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK',
+    // Reading Caddy's access log (owned by caddy) and keeping the data directory's modes need the DAC ones.
+    'CapabilityBoundingSet=CAP_CHOWN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_KILL CAP_NET_BIND_SERVICE',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n');
+}
+
+export function sysctlText(): string {
+  return [
+    '# Installed by `svc install`. Caddy opens a new listening socket on every config reload; with this,',
+    '# connections queued on the closing one move to the new one instead of being reset (kernel 5.14+;',
+    '# the leading "-" lets an older kernel skip it instead of failing the whole file).',
+    '-net.ipv4.tcp_migrate_req = 1',
+    '',
+  ].join('\n');
+}
+
+export const SYSCTL_SETTINGS: ReadonlyArray<{ key: string; value: string }> = [{ key: 'net.ipv4.tcp_migrate_req', value: '1' }];
+
+export interface EnvValue {
+  key: string;
+  value: string;
+  /** Never printed: the plan shows "(generated)" instead. */
+  secret?: boolean;
+}
+
+const ENV_HEADER = [
+  '# svc settings: read by systemd for svc.service (EnvironmentFile) and by every `svc` command.',
+  '# Written by `svc install`, which adds missing values and never changes one that is here.',
+  '# Mode 0600, root: it holds the master key. Back SVC_MASTER_KEY up elsewhere: sealed secrets',
+  '# and backups cannot be opened without it.',
+];
+
+/** Keys set in an environment file (the last occurrence wins, as systemd and parseEnvFile read it). */
+export function envKeys(text: string): Set<string> {
+  const keys = new Set<string>();
+  for (const raw of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(raw);
+    if (m) keys.add(m[1]!);
+  }
+  return keys;
+}
+
+/**
+ * The environment file with `wanted` added where missing: an existing file keeps every byte it had
+ * (values, comments, order) and only gains lines at its end. Returns the keys it added.
+ */
+export function mergeEnvFile(existing: string | null, wanted: readonly EnvValue[]): { text: string; added: EnvValue[] } {
+  const have = existing === null ? new Set<string>() : envKeys(existing);
+  const added = wanted.filter((v) => !have.has(v.key));
+  for (const v of added) {
+    if (/[\r\n]/.test(v.value)) throw new Error(`${v.key}: a value cannot span lines`);
+  }
+  const lines = added.map((v) => `${v.key}=${v.value}`);
+  if (existing === null) return { text: [...ENV_HEADER, ...lines, ''].join('\n'), added };
+  if (added.length === 0) return { text: existing, added };
+  const base = existing === '' || existing.endsWith('\n') ? existing : existing + '\n';
+  return { text: base + ['# Added by `svc install`.', ...lines, ''].join('\n'), added };
+}
