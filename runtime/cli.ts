@@ -146,6 +146,30 @@ async function rollbackUpgradeCmd(): Promise<void> {
   stdio.out(`install version ${r.fromVersion} of svc again, then start it`);
 }
 
+/**
+ * Prints the master key the service uses (SVC_MASTER_KEY, else the key file beside the data), for
+ * the operator to keep apart from every backup: instance backups never contain it.
+ */
+async function keyCmd(): Promise<void> {
+  const [sub] = process.argv.slice(3);
+  if (sub !== 'show') {
+    stdio.err('usage: svc key show');
+    process.exitCode = 2;
+    return;
+  }
+  const cfg = config();
+  const { readMasterKeyFile, masterKeyPath } = await import('../lib/crypto/master-key.js');
+  const key = cfg.masterKey ?? readMasterKeyFile(cfg.dataDir);
+  if (!key) {
+    stdio.err(`svc key show: no master key: SVC_MASTER_KEY is not set and ${masterKeyPath(cfg.dataDir)} does not exist`);
+    process.exitCode = 1;
+    return;
+  }
+  stdio.err('WARNING: this key opens every secret and every backup of this instance. Keep it offline, apart from');
+  stdio.err('the backups (they never contain it); whoever holds both holds everything. Clear your terminal after.');
+  stdio.out(key.toString('hex'));
+}
+
 async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise<void> {
   const { runInstallCommand } = await import('./install-cli.js');
   process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
@@ -159,6 +183,7 @@ const usage = `usage: svc <command>
   security-agent on|off|status    install, remove or inspect the read-only host security agent (root)
   security-check [--undo|--show]  opt out of the firewall/fail2ban expectation, and print the checklist
   rollback-upgrade                put back the database copy the last upgrade kept (service stopped)
+  key show                        print the master key, to keep offline apart from the backups
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
   uninstall [--purge] [--root DIR] [--dry-run]
@@ -173,6 +198,7 @@ const commands: Record<string, () => Promise<void>> = {
   'security-agent': securityAgentCmd,
   'security-check': securityCheckCmd,
   'rollback-upgrade': rollbackUpgradeCmd,
+  key: keyCmd,
   install: () => installCommand('install'),
   uninstall: () => installCommand('uninstall'),
   doctor: () => installCommand('doctor'),

@@ -92,3 +92,23 @@ test('a new database or one already current keeps no copy', async () => {
   assert.equal(r.code, 1);
   assert.match(r.stderr, /nothing to roll back to/);
 });
+
+test('svc key show prints the key the service uses, with its warning apart on stderr', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-key-'));
+  dirs.push(dir);
+  const fromEnv = await runCli(['key', 'show'], { SVC_DATA_DIR: dir, SVC_MASTER_KEY: TEST_MASTER_KEY });
+  assert.equal(fromEnv.code, 0, fromEnv.stderr);
+  assert.equal(fromEnv.stdout, TEST_MASTER_KEY + '\n', 'only the key on stdout');
+  assert.match(fromEnv.stderr, /WARNING: this key opens every secret and every backup/);
+  const none = await runCli(['key', 'show'], { SVC_DATA_DIR: dir });
+  assert.equal(none.code, 1);
+  assert.equal(none.stdout, '');
+  assert.match(none.stderr, /no master key/);
+  // A first start without SVC_MASTER_KEY generates the key file; the command reads that one.
+  const svc = await serve({ SVC_DATA_DIR: dir, SVC_PROXY: 'off', SVC_ACCESS_LOG: join(dir, 'access.log'), SVC_SECURITY_DIR: join(dir, 'security') });
+  await svc.stop();
+  const fromFile = await runCli(['key', 'show'], { SVC_DATA_DIR: dir });
+  assert.equal(fromFile.code, 0, fromFile.stderr);
+  assert.equal(fromFile.stdout.trim(), (await readFile(join(dir, 'master.key'), 'utf8')).trim());
+  assert.equal((await runCli(['key', 'print'], { SVC_DATA_DIR: dir })).code, 2);
+});
