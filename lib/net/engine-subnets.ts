@@ -26,6 +26,8 @@ export interface SubnetGuard {
   refused(): number;
   /** Counts one closed connection. */
   count(): void;
+  /** Called after a refresh that changed the list (the proxy refuses the same subnets); returns the unsubscribe. */
+  onChange(fn: (subnets: string[]) => void): () => void;
 }
 
 /** Excludes the control plane's own network (see the header comment). */
@@ -64,6 +66,7 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
   let cidrs = initial;
   let blocks = blockList(cidrs);
   let refusedCount = 0;
+  const listeners = new Set<(subnets: string[]) => void>();
   return {
     refuses(address) {
       if (!address || cidrs.length === 0) return false;
@@ -72,8 +75,14 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
     },
     async refresh() {
       const next = appSubnets(await list());
+      const changed = [...next].sort().join(' ') !== [...cidrs].sort().join(' ');
       cidrs = next;
       blocks = blockList(next);
+      if (changed) for (const fn of listeners) fn([...next]);
+    },
+    onChange(fn) {
+      listeners.add(fn);
+      return () => void listeners.delete(fn);
     },
     subnets: () => [...cidrs],
     refused: () => refusedCount,

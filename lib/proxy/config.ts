@@ -11,7 +11,9 @@
 // because they depend on facts Caddy cannot know:
 // - certificates: a host goes to the CA (`tls.certificates.automate`) only once its DNS points
 //   here; a host awaiting DNS is not in the automation list at all, so the CA is not hammered
-//   with challenges that must fail. Uploaded certificates (`load_pem`) replace ACME for their host.
+//   with challenges that must fail. Uploaded certificates (`load_pem`) replace ACME for their host,
+//   and only for it: a certificate naming other hosts too is never served for them
+//   (`connectionPolicies`).
 //   The ACME hosts share one automation policy naming exactly them, with `on_demand`: see
 //   "Caddy's reloads" below for why. Caddy may obtain on demand only for the policy's names, so
 //   its "no protections are in place" warning about on-demand TLS does not apply. No on-demand
@@ -25,6 +27,8 @@
 //   to https://<redirect_to><uri> on both ports.
 // - HTTPS: one server with TLS for every host that has or is getting a certificate; strict SNI
 //   so a connection made for one name cannot be used for another; h1 and h2 only (no UDP).
+// - the control domain's route answers 403 to clients on the engine's app networks (containers
+//   reach the host's proxy port like anyone else), fed from the API's own connection guard.
 // The route that serves a host's content carries the contract's `@id` (`svc-route-<domainId>`,
 // `svc-auto-<appId>-<service>`, `svc-control`); its plain-HTTP companion adds `-http`.
 // Upstreams are container addresses on the app's bridge network, which Caddy on the host can
@@ -62,6 +66,7 @@
 // 2.7.3 refuses on-demand TLS without an `ask` endpoint: when Caddy refuses the on-demand policy,
 // the sync loads the config without it from then on (lib/proxy/sync.ts).
 
+import { createHash, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isLabel, MAX_HOSTNAME } from '../domains/hostname.js';
 
@@ -127,11 +132,17 @@ export interface EdgeRows {
   certificates: UploadedCertificate[];
   upstreams: UpstreamRow[];
   hosts: ReadonlyMap<string, HostState>;
+  /**
+   * The subnets of the engine's app networks (CIDRs), as the API's own connection guard refuses
+   * them (lib/net/engine-subnets.ts): the control route refuses clients from them too.
+   */
+  engineSubnets: readonly string[];
 }
 
 export type RouteTarget =
   | { kind: 'service'; appId: string; service: string; port: number; dial: string[] }
-  | { kind: 'control'; dial: string[] }
+  /** `refuse`: client addresses (CIDRs) answered 403 instead: app containers, see `engineSubnets`. */
+  | { kind: 'control'; dial: string[]; refuse: string[] }
   | { kind: 'redirect'; to: string }
   /** Assigned to a service with no port (or no app): answered 503 until that is fixed. */
   | { kind: 'unavailable'; appId: string | null; service: string | null; reason: string };
@@ -186,6 +197,22 @@ export function dialAddress(host: string, port: number): string {
   return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/**
+ * CIDRs Caddy will parse, sorted and without duplicates: one it refuses would fail the whole load.
+ * A `/0` is dropped, since it would shut every operator out of the control domain.
+ */
+export function validCidrs(cidrs: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const c of cidrs) {
+    const m = /^([0-9A-Fa-f.:]+)\/(\d{1,3})$/.exec(c);
+    if (!m) continue;
+    const family = isIP(m[1]!);
+    const bits = Number(m[2]);
+    if (family !== 0 && bits >= 1 && bits <= (family === 4 ? 32 : 128)) out.add(c);
+  }
+  return [...out].sort();
+}
+
 function tlsMode(hostname: string, uploaded: boolean, hosts: ReadonlyMap<string, HostState>): PlannedRoute['tls'] {
   if (uploaded) return 'uploaded';
   return hosts.get(hostname)?.pointsHere ? 'acme' : 'none';
@@ -204,7 +231,14 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     const h = rows.controlDomain;
     taken.add(h);
     const tls = tlsMode(h, false, rows.hosts);
-    routes.push({ id: CONTROL_ROUTE_ID, hostname: h, source: 'control', target: { kind: 'control', dial: [rows.settings.controlUpstream] }, tls, certReady: tls !== 'none' && ready(h, false) });
+    routes.push({
+      id: CONTROL_ROUTE_ID,
+      hostname: h,
+      source: 'control',
+      target: { kind: 'control', dial: [rows.settings.controlUpstream], refuse: validCidrs(rows.engineSubnets) },
+      tls,
+      certReady: tls !== 'none' && ready(h, false),
+    });
   }
 
   const serviceTarget = (appId: string | null, service: string | null, port: number | null): RouteTarget => {
@@ -271,6 +305,22 @@ function unavailable(body: string): Json[] {
   return [{ handler: 'static_response', status_code: 503, headers: { 'Content-Type': ['text/plain; charset=utf-8'], 'Retry-After': ['10'] }, body: `${body}\n` }];
 }
 
+/**
+ * App containers reach the host's proxy port like any client: the control route answers those from
+ * an engine network 403 before anything else runs, on both ports. `remote_ip` (not `client_ip`,
+ * which Caddy 2.6 lacks) is the connection's own peer, whatever X-Forwarded-For says.
+ */
+function refusingEngineNetworks(target: RouteTarget, handle: Json[]): Json[] {
+  if (target.kind !== 'control' || target.refuse.length === 0) return handle;
+  const refused: Json = {
+    handler: 'static_response',
+    status_code: 403,
+    headers: { 'Content-Type': ['application/json'] },
+    body: `${JSON.stringify({ error: 'The control domain does not answer clients on app networks.', code: 'forbidden' })}\n`,
+  };
+  return [{ handler: 'subroute', routes: [{ match: [{ remote_ip: { ranges: target.refuse } }], handle: [refused] }] }, ...handle];
+}
+
 function toHttpsHandlers(httpsPort: number): Json[] {
   const port = httpsPort === 443 ? '' : `:${httpsPort}`;
   return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] } }];
@@ -280,6 +330,81 @@ const notFound: Json = {
   handle: [{ handler: 'static_response', status_code: 404, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host.\n' }],
   terminal: true,
 };
+
+/**
+ * The tag a loaded certificate carries: a digest of its chain. Caddy caches one copy of a chain
+ * (the first one loaded, with that entry's tags), so two domains given the same certificate must
+ * share the tag that selects it.
+ */
+export function certificateTag(certPem: string): string {
+  const h = createHash('sha256');
+  for (const m of certPem.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g)) h.update(Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64'));
+  return `svc-cert-${h.digest('hex').slice(0, 32)}`;
+}
+
+/** Carried by no certificate: a policy selecting it never takes one from Caddy's cache. */
+export const NO_CACHED_CERTIFICATE = 'svc-none';
+
+/**
+ * The names Caddy's certificate cache files a certificate under (certmagic: the leaf's subject CN
+ * and DNS names, lower-cased); null when the PEM cannot be read, taken as "could cover anything".
+ */
+export function certificateNames(certPem: string): string[] | null {
+  try {
+    const leaf = new X509Certificate(certPem);
+    const names: string[] = [];
+    const cn = /^CN=(.*)$/m.exec(leaf.subject)?.[1];
+    if (cn) names.push(cn);
+    // Node quotes (as JSON) a name holding a comma or a quote.
+    for (const m of (leaf.subjectAltName ?? '').matchAll(/DNS:("(?:[^"\\]|\\.)*"|[^,]*)/g)) {
+      const v = m[1]!;
+      names.push(v.startsWith('"') ? (JSON.parse(v) as string) : v);
+    }
+    return names.map((n) => n.toLowerCase());
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a certificate name could answer for `host` in Caddy's cache: equal, or a wildcard per label. */
+function nameCovers(name: string, host: string): boolean {
+  if (name === host) return true;
+  if (!name.includes('*')) return false;
+  const a = name.split('.');
+  const b = host.split('.');
+  return a.length === b.length && a.every((l, i) => l === '*' || l === b[i]);
+}
+
+/**
+ * Which certificate a handshake may get. Caddy 2.6 keeps one certificate cache for the whole TLS
+ * app and, for a policy without `certificate_selection`, serves the first valid certificate filed
+ * under the SNI name, uploaded or not; an uploaded certificate that also names the control domain
+ * or another app's host would be served for them (load order puts it first). So:
+ * - each uploaded domain has a policy for its own SNI that selects its certificate by tag;
+ * - ACME hosts that no uploaded certificate names keep the plain policy (served from the cache);
+ * - everything else (an ACME host some uploaded certificate names, unknown names, no SNI) gets a
+ *   policy selecting a tag no certificate carries, so nothing is taken from the cache. Selection
+ *   is by tags only (2.6 cannot exclude one, and ACME certificates carry none); such an ACME host
+ *   is then loaded from storage at each handshake through its on-demand policy (its own ACME
+ *   certificate, never an uploaded one), and any other name gets no certificate at all. Without
+ *   on-demand (Caddy 2.7.3 and later, see sync.ts) such a host fails its handshakes rather than
+ *   showing someone else's certificate.
+ * Browsers may reuse a connection for another host its certificate names; strict SNI answers such
+ * a request 421, which makes them open a connection of its own.
+ */
+function connectionPolicies(routes: readonly PlannedRoute[], pems: readonly UploadedCertificate[], automate: readonly string[]): Json[] {
+  const byDomain = new Map(pems.map((c) => [c.domain_id, c]));
+  const policies: Json[] = [];
+  for (const r of routes) {
+    const c = r.tls === 'uploaded' && r.domainId ? byDomain.get(r.domainId) : undefined;
+    if (c) policies.push({ match: { sni: [r.hostname] }, certificate_selection: { any_tag: [certificateTag(c.cert_pem)] } });
+  }
+  const named = pems.map((c) => certificateNames(c.cert_pem));
+  const open = [...automate].sort().filter((h) => !named.some((names) => names === null || names.some((n) => nameCovers(n, h))));
+  if (open.length) policies.push({ match: { sni: open } });
+  policies.push({ certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } });
+  return policies;
+}
 
 export interface OwnedConfig {
   http: Json;
@@ -303,16 +428,18 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
   const automate: string[] = [];
   for (const r of routes) {
     const match = [{ host: [r.hostname] }];
-    const content = contentHandlers(r.target);
+    const content = refusingEngineNetworks(r.target, contentHandlers(r.target));
     if (r.tls === 'none') {
       httpRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
       continue;
     }
     if (r.tls === 'acme') automate.push(r.hostname);
     httpsRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
-    const plain = r.target.kind === 'redirect' ? content : r.certReady ? toHttpsHandlers(settings.httpsPort) : content;
+    const plain = r.target.kind === 'redirect' ? content : r.certReady ? refusingEngineNetworks(r.target, toHttpsHandlers(settings.httpsPort)) : content;
     httpRoutes.push({ '@id': `${r.id}-http`, match, handle: plain, terminal: true });
   }
+  const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));
+  const pems = certificates.filter((c) => loaded.has(c.domain_id));
   const servers = {
     [HTTP_SERVER]: {
       listen: [`:${settings.httpPort}`],
@@ -323,7 +450,7 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
     [HTTPS_SERVER]: {
       listen: [`:${settings.httpsPort}`],
       routes: [...httpsRoutes, notFound],
-      tls_connection_policies: [{}],
+      tls_connection_policies: connectionPolicies(routes, pems, automate),
       automatic_https: { disable: true },
       strict_sni_host: true,
       protocols: ['h1', 'h2'],
@@ -347,9 +474,7 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
   if (settings.acme.caRoot) issuer.trusted_roots_pem_files = [settings.acme.caRoot];
   const certs: Json = {};
   if (automate.length) certs.automate = [...automate].sort();
-  const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));
-  const pems = certificates.filter((c) => loaded.has(c.domain_id));
-  if (pems.length) certs.load_pem = pems.map((c) => ({ certificate: c.cert_pem, key: c.key_pem, tags: [`svc-domain-${c.domain_id}`] }));
+  if (pems.length) certs.load_pem = pems.map((c) => ({ certificate: c.cert_pem, key: c.key_pem, tags: [certificateTag(c.cert_pem)] }));
   const policies: Json[] = [];
   if (automate.length && opts.onDemand !== false) policies.push({ subjects: [...automate].sort(), issuers: [issuer], on_demand: true });
   policies.push({ issuers: [issuer] });

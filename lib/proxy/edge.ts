@@ -40,6 +40,11 @@ export interface Edge {
   plan(): Promise<{ rows: EdgeRows; routes: PlannedRoute[] }>;
   /** Where Caddy reaches the control plane, once the server listens (its port may be chosen then). */
   setControlUpstream(hostPort: string): void;
+  /**
+   * Where the engine's app networks are read from (the server's connection guard); the control
+   * route refuses their clients. Call `proxy.sync()` when they change.
+   */
+  setEngineSubnets(source: () => readonly string[]): void;
   start(): void;
   stop(): Promise<void>;
 }
@@ -71,7 +76,8 @@ export function targetsOf(routes: readonly PlannedRoute[], certs: ReadonlyArray<
 export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
   const { config } = deps;
   let controlUpstream = defaultControlUpstream(config);
-  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream });
+  let engineSubnets: () => readonly string[] = () => [];
+  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream, engineSubnets: () => engineSubnets() });
   const proxy = new ProxySync({
     client: createCaddyClient(config.proxy.adminUrl),
     rows,
@@ -105,6 +111,9 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     plan,
     setControlUpstream(hostPort) {
       controlUpstream = hostPort;
+    },
+    setEngineSubnets(source) {
+      engineSubnets = source;
     },
     start() {
       if (!config.proxy.enabled) return;

@@ -13,6 +13,8 @@ export interface EdgeContext {
   now: () => number;
   /** host:port where Caddy reaches the control plane (the listening address once known). */
   controlUpstream: () => string;
+  /** The engine's app networks (CIDRs) as the API's connection guard knows them. */
+  engineSubnets: () => readonly string[];
 }
 
 export function edgeSettings(config: Config, controlUpstream: string): EdgeSettings {
@@ -78,5 +80,6 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
     certificates,
     upstreams: ups,
     hosts,
+    engineSubnets: ctx.engineSubnets(),
   };
 }

@@ -5,11 +5,14 @@ import {
   automaticHosts,
   buildCaddyConfig,
   canonicalJson,
+  certificateNames,
+  certificateTag,
   effectiveControlDomain,
   hostAttribution,
   planRoutes,
   withOwned,
   ACCESS_LOGGER_NAMESPACE,
+  NO_CACHED_CERTIFICATE,
   type EdgeRows,
   type HostState,
 } from '../../lib/proxy/config.js';
@@ -64,6 +67,7 @@ function rows(over: Partial<EdgeRows> = {}): EdgeRows {
       ['web.shop.apps.example.com', ready],
       ['blog.apps.example.com', ready],
     ]),
+    engineSubnets: [],
     ...over,
   };
 }
@@ -188,7 +192,7 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   assert.deepEqual(tls.certificates.automate, ['blog.apps.example.com', 'shop.apps.example.com', 'shop.com', 'svc.apps.example.com', 'web.shop.apps.example.com', 'www.shop.com']);
   assert.ok(!tls.certificates.automate.includes('new.shop.com'), 'awaiting DNS: not sent to the CA');
   assert.ok(!tls.certificates.automate.includes('upload.shop.com'), 'uploaded: not sent to the CA');
-  assert.deepEqual(tls.certificates.load_pem, [{ certificate: 'CERT', key: 'KEY', tags: ['svc-domain-D5'] }]);
+  assert.deepEqual(tls.certificates.load_pem, [{ certificate: 'CERT', key: 'KEY', tags: [certificateTag('CERT')] }]);
   const issuer = {
     module: 'acme',
     ca: 'https://acme.test/dir',
@@ -204,7 +208,11 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   const { http, https } = servers(cfg) as any;
   assert.deepEqual(http.automatic_https, { disable: true });
   assert.deepEqual(https.automatic_https, { disable: true });
-  assert.deepEqual(https.tls_connection_policies, [{}]);
+  // An unreadable certificate could name anything: no ACME host is served from the cache then.
+  assert.deepEqual(https.tls_connection_policies, [
+    { match: { sni: ['upload.shop.com'] }, certificate_selection: { any_tag: [certificateTag('CERT')] } },
+    { certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } },
+  ]);
   assert.equal(https.strict_sni_host, true);
   // Nothing anywhere uses Caddy's internal issuer.
   assert.doesNotMatch(JSON.stringify(cfg), /"internal"/);
@@ -212,6 +220,101 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   const bare = buildCaddyConfig([], settings, []).tls as any;
   assert.equal(bare.certificates, undefined);
   assert.deepEqual(bare.automation.policies, [{ issuers: [issuer] }], 'no on-demand policy without ACME hosts');
+});
+
+/** Self-signed, for upload.shop.com, SVC.apps.example.com, shop.com, *.shop.apps.example.com and 10.0.0.1. */
+const WIDE_PEM = `-----BEGIN CERTIFICATE-----
+MIIB6TCCAY6gAwIBAgIUBW0ATx752xTKoW5wP8vxz+aGlqYwCgYIKoZIzj0EAwIw
+GjEYMBYGA1UEAwwPdXBsb2FkLnNob3AuY29tMCAXDTI2MTEyNTIzMzIzNVoYDzIx
+MjYxMTAxMjMzMjM1WjAaMRgwFgYDVQQDDA91cGxvYWQuc2hvcC5jb20wWTATBgcq
+hkjOPQIBBggqhkjOPQMBBwNCAAR8XZptK0HMkC3/7zTytI5nWwPD6wFLHlgpdXiz
+z0HNXNFHjfsGOsAatxcISw2oPrYGJp5oRMggRVnexYMvO1qKo4GvMIGsMB0GA1Ud
+DgQWBBTVwPxLAG4E/P9BJg8YMtQbzmS0VDAfBgNVHSMEGDAWgBTVwPxLAG4E/P9B
+Jg8YMtQbzmS0VDAPBgNVHRMBAf8EBTADAQH/MFkGA1UdEQRSMFCCD3VwbG9hZC5z
+aG9wLmNvbYIUU1ZDLmFwcHMuZXhhbXBsZS5jb22CCHNob3AuY29tghcqLnNob3Au
+YXBwcy5leGFtcGxlLmNvbYcECgAAATAKBggqhkjOPQQDAgNJADBGAiEA9ezxG6cV
+2q4TPaV7lQd1K0mk/afkX+sva0ZoPIfEhwkCIQD/xbFrxBXf5yn3ZAtiNmVoADg7
+oKkDBmLhfPN/nnQDXA==
+-----END CERTIFICATE-----
+`;
+
+test('TLS: an uploaded certificate is selected only for its own domain; hosts it also names never take a certificate from the cache', () => {
+  assert.deepEqual(certificateNames(WIDE_PEM), ['upload.shop.com', 'upload.shop.com', 'svc.apps.example.com', 'shop.com', '*.shop.apps.example.com']);
+  assert.equal(certificateNames('CERT'), null);
+  const tag = certificateTag(WIDE_PEM);
+  assert.match(tag, /^svc-cert-[0-9a-f]{32}$/);
+  // The tag follows the chain's bytes, not the PEM's layout (Caddy caches one copy of a chain).
+  assert.equal(certificateTag(WIDE_PEM.replace(/\n/g, '\r\n')), tag);
+  assert.notEqual(certificateTag('CERT'), tag);
+
+  const r = rows({ certificates: [{ domain_id: 'D5', cert_pem: WIDE_PEM, key_pem: 'KEY' }] });
+  const cfg = buildCaddyConfig(planRoutes(r), settings, r.certificates);
+  assert.deepEqual((cfg.tls as any).certificates.load_pem, [{ certificate: WIDE_PEM, key: 'KEY', tags: [tag] }]);
+  assert.deepEqual((servers(cfg).https as any).tls_connection_policies, [
+    { match: { sni: ['upload.shop.com'] }, certificate_selection: { any_tag: [tag] } },
+    // The control domain, shop.com and web.shop.apps.example.com are named by the upload: not here.
+    { match: { sni: ['blog.apps.example.com', 'shop.apps.example.com', 'www.shop.com'] } },
+    { certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } },
+  ]);
+
+  // Two domains given the same certificate share its tag: Caddy keeps the first copy's tags only.
+  const twice = rows({
+    certificates: [
+      { domain_id: 'D5', cert_pem: WIDE_PEM, key_pem: 'KEY' },
+      { domain_id: 'D1', cert_pem: WIDE_PEM, key_pem: 'KEY' },
+    ],
+  });
+  const policies = (servers(buildCaddyConfig(planRoutes(twice), settings, twice.certificates)).https as any).tls_connection_policies;
+  assert.deepEqual(policies.slice(0, 2), [
+    { match: { sni: ['shop.com'] }, certificate_selection: { any_tag: [tag] } },
+    { match: { sni: ['upload.shop.com'] }, certificate_selection: { any_tag: [tag] } },
+  ]);
+
+  // No upload at all: every ACME host is served from the cache; other names still get nothing.
+  const none = rows({ certificates: [] });
+  assert.deepEqual((servers(buildCaddyConfig(planRoutes(none), settings, [])).https as any).tls_connection_policies, [
+    { match: { sni: (buildCaddyConfig(planRoutes(none), settings, []).tls as any).certificates.automate } },
+    { certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } },
+  ]);
+});
+
+test('the control route answers 403 to clients on engine networks, on both ports, before the proxy', () => {
+  const r = rows({ engineSubnets: ['172.30.2.0/24', 'not a subnet', 'fd00:1::/64', '0.0.0.0/0', '172.30.2.0/24', '10.1.0.0/99'] });
+  const { http, https } = servers(buildCaddyConfig(planRoutes(r), settings, r.certificates));
+  const refusal = {
+    handler: 'subroute',
+    routes: [
+      {
+        match: [{ remote_ip: { ranges: ['172.30.2.0/24', 'fd00:1::/64'] } }],
+        handle: [
+          {
+            handler: 'static_response',
+            status_code: 403,
+            headers: { 'Content-Type': ['application/json'] },
+            body: '{"error":"The control domain does not answer clients on app networks.","code":"forbidden"}\n',
+          },
+        ],
+      },
+    ],
+  };
+  const control = byHost(https.routes, 'svc.apps.example.com');
+  assert.equal(control.length, 1);
+  assert.equal(control[0]!['@id'], 'svc-control');
+  assert.deepEqual(control[0]!.handle[0], refusal);
+  assert.equal(control[0]!.handle[1]!.handler, 'reverse_proxy');
+  const plain = byHost(http.routes, 'svc.apps.example.com')[0]!;
+  assert.equal(plain['@id'], 'svc-control-http');
+  assert.deepEqual(plain.handle[0], refusal);
+  assert.equal(plain.handle[1]!.status_code, 308);
+  // Awaiting DNS, the control domain is proxied over plain HTTP: refused there the same way.
+  const waiting = rows({ engineSubnets: ['172.30.2.0/24'], hosts: new Map([['svc.apps.example.com', { pointsHere: false, certReady: false }]]) });
+  const early = byHost(servers(buildCaddyConfig(planRoutes(waiting), settings, [])).http.routes, 'svc.apps.example.com')[0]!;
+  assert.equal(early['@id'], 'svc-control');
+  assert.deepEqual(early.handle[0]!.routes[0].match, [{ remote_ip: { ranges: ['172.30.2.0/24'] } }]);
+  assert.equal(early.handle[1]!.handler, 'reverse_proxy');
+  // App routes are not concerned; no subnet known, no refusal.
+  for (const route of [...https.routes, ...http.routes]) if (!route['@id']?.startsWith('svc-control')) assert.notEqual(route.handle[0]!.handler, 'subroute');
+  assert.equal(byHost(servers(buildCaddyConfig(planRoutes(rows()), settings, [])).https.routes, 'svc.apps.example.com')[0]!.handle[0]!.handler, 'reverse_proxy');
 });
 
 test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the default log', () => {

@@ -26,3 +26,19 @@ test('subnet guard: IPv4, IPv4-mapped and IPv6 peers inside engine subnets are r
   await assert.rejects(guard.refresh());
   assert.equal(guard.refuses('172.17.0.2'), true);
 });
+
+test('subnet guard: listeners hear of a refresh that changed the list (the proxy follows it), not of one that did not', async () => {
+  let current: NetworkInfo[] = [{ Name: 'app-x', IPAM: { Config: [{ Subnet: '172.30.4.0/24' }] } }];
+  const guard = createSubnetGuard(async () => current);
+  const heard: string[][] = [];
+  const off = guard.onChange((s) => heard.push(s));
+  await guard.refresh();
+  await guard.refresh();
+  current = [...current, { Name: 'app-y', IPAM: { Config: [{ Subnet: '172.30.5.0/24' }] } }];
+  await guard.refresh();
+  assert.deepEqual(heard, [['172.30.4.0/24'], ['172.30.4.0/24', '172.30.5.0/24']]);
+  off();
+  current = [];
+  await guard.refresh();
+  assert.equal(heard.length, 2);
+});
