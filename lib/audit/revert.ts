@@ -40,9 +40,15 @@ async function recorded(env: Env, id: number): Promise<Recorded> {
   };
 }
 
-/** The `<METHOD> <pattern>` of the route that made an entry (null: none, or no such entry). */
+/**
+ * The `<METHOD> <pattern>` of the route whose effect an entry records (null: none, or no such
+ * entry). A revert's entry records the effect of the route it undid: reverting it again is that
+ * route's effect once more, so the chain is followed to the original.
+ */
 export async function entryRoute(env: Env, id: number): Promise<string | null> {
-  return (await getAuditRow(env.db, id))?.route ?? null;
+  let row = await getAuditRow(env.db, id);
+  for (let hops = 0; row && row.revert_of !== null && hops < 64; hops++) row = await getAuditRow(env.db, row.revert_of);
+  return row?.route ?? null;
 }
 
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */

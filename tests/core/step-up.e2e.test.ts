@@ -148,6 +148,13 @@ test("an audit revert replays the original route's step-up: a token without one 
   assert.equal(ok.status, 200, ok.text);
   const back = await admin.req('GET', `/api/domains/${domainId}`);
   assert.equal(back.body.domain.certificate?.source, 'uploaded', 'the revert restored the certificate');
+
+  // Reverting that revert removes the certificate again: the original route's effect, its policy.
+  const plain = new Client(s.url);
+  plain.bearer = await apiToken(admin, 'another without step-up');
+  const again = await plain.req('POST', `/api/audit/${ok.body.audit_id}/revert`, { force: true });
+  assert.equal(again.status, 403, again.text);
+  assert.equal(again.body.code, 'step_up_required');
 });
 
 test('a revert of an entry whose route needs no step-up needs none', async () => {
