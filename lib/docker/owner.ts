@@ -3,7 +3,6 @@
 // database, see lib/instance/owner.ts). Never the absence of a label, and never svc.app alone:
 // anyone with the engine's socket can put any label on anything, but not a random id they don't know.
 import { randomBytes } from 'node:crypto';
-import type { Engine } from './engine.js';
 import { LABEL_MANAGED } from './names.js';
 
 export const LABEL_INSTANCE = 'svc.instance';
@@ -21,6 +20,9 @@ export interface Owner {
 export function freshOwner(): Owner {
   return { instanceId: randomBytes(12).toString('hex'), adopted: new Set() };
 }
+
+/** The engine handle as far as ownership goes (engine.ts imports this module, not the other way). */
+type Engine = { readonly owner: Owner };
 
 export const adoptedKey = (kind: ObjectKind, id: string) => `${kind}:${id}`;
 
