@@ -1350,7 +1350,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Prune dangling images, stopped containers no app owns and build cache (never an app's images or volumes) */
+        /**
+         * Prune this instance's stopped helper containers, the containers and images of apps it no longer has, its dangling images, and the build cache (never a live app's images or volumes, never an object it did not create)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
         post: operations["postApiInstancePrune"];
         delete?: never;
         options?: never;

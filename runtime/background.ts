@@ -12,6 +12,7 @@ import { recoverRuns, settleJobs } from '../lib/backups/run.js';
 import { BackupScheduler } from '../lib/backups/scheduler.js';
 import { productVersion } from '../lib/version.js';
 import { CrashWatcher } from '../lib/apps/crash.js';
+import { adoptLegacyObjects } from '../lib/instance/owner.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -77,6 +78,7 @@ export function startBackground(env: Env, running: Running): void {
       onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
       // The engine answers again: finish what deployments could not do while it was away.
       onConnect: (resumed) => {
+        void adoptLegacyObjects(env.db, env.engine).catch((err) => env.log.warn({ err: String(err) }, 'adopting older engine objects failed'));
         if (resumed) void env.deployments.recover().catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
       },
     },

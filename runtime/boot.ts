@@ -17,6 +17,7 @@ import { hasSealedData, unopenableSealedData } from '../lib/crypto/sealed-rows.j
 import { tightenPrivateDir } from '../lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
 import { createEngine } from '../lib/docker/engine.js';
+import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '../lib/instance/owner.js';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { DeployService } from '../lib/deploy/service.js';
 import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
@@ -72,6 +73,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   let key: MasterKeyChoice;
   let sealer: Sealer;
   let signingKey: Uint8Array;
+  let owner: LoadedOwner;
   try {
     if (dataDir !== ':memory:') {
       const kept = await snapshotBeforeUpgrade(db, dataDir);
@@ -85,6 +87,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     }
     await migrate(db);
     if (dataDir !== ':memory:') recordVersion(dataDir, productVersion());
+    owner = await loadOwner(db);
     key = await masterKey(db, dataDir, config.masterKey);
     sealer = createSealer(key.key);
     signingKey = await loadSigningKey(db, sealer);
@@ -117,7 +120,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     signingKey,
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
     loginGuard: new LoginGuard(config.authAccountLimit),
-    engine: createEngine({ socketPath: config.dockerSocket }),
+    engine: createEngine({ socketPath: config.dockerSocket, owner: owner.owner }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,
     // Replaced just below: the service needs the finished env.
@@ -128,6 +131,13 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     notifier: undefined as unknown as Env['notifier'],
     now: opts.now ?? Date.now,
   };
+  if (owner.pending) {
+    // An upgrade: the objects older builds made carry no instance id. Retried when the engine answers again.
+    await adoptLegacyObjects(db, env.engine).then(
+      (n) => notice('info', { adopted: n }, 'engine objects made before the instance id adopted by id'),
+      (e) => notice('warn', { err: String(e) }, 'could not list the engine objects to adopt; retried when the engine answers'),
+    );
+  }
   env.deployments = new DeployService(env);
   env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
   env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });

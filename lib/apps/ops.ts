@@ -4,7 +4,22 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Env } from '../env.js';
 import { HttpError } from '../http/errors.js';
-import { listServices, stackStart, stackStop, stackRestart, stackRemove, stackUp, planStack, listAppContainers, guard, EngineConflictError, type RemoveResult } from '../docker/index.js';
+import {
+  listServices,
+  stackStart,
+  stackStop,
+  stackRestart,
+  stackRemove,
+  stackUp,
+  planStack,
+  listAppContainers,
+  guard,
+  isOwned,
+  ownedFilter,
+  EngineConflictError,
+  LABEL_APP,
+  type RemoveResult,
+} from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { removeAppDatabaseContainers } from '../databases/index.js';
@@ -136,8 +151,9 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
 
 async function removeAppImages(env: Env, appName: string): Promise<void> {
   await guard(env.engine, async () => {
-    const images = await env.engine.docker.listImages({ filters: { label: [`svc.app=${appName}`] } });
+    const images = await env.engine.docker.listImages({ filters: ownedFilter(env.engine, [`${LABEL_APP}=${appName}`]) });
     for (const img of images) {
+      if (!isOwned(env.engine, 'image', img.Id, img.Labels)) continue;
       try {
         await env.engine.docker.getImage(img.Id).remove({ force: true });
       } catch (e) {

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import type { Env } from '../env.js';
 import type { AppDatabaseTable } from '../db/schema.js';
-import { guard, isNotFound, LABEL_MANAGED, type Engine } from '../docker/index.js';
+import { assertOwnedContainer, guard, isNotFound, isOwned, ownedFilter, ownerLabels, type Engine } from '../docker/index.js';
 import { ensureEmptyImage, EMPTY_IMAGE } from '../docker/binds.js';
 import { execCapture, execStream, type ExecHandle } from '../databases/exec.js';
 import { dbSecrets, waitHealthy } from '../databases/index.js';
@@ -53,6 +53,7 @@ async function assertRunning(engine: Engine, container: string): Promise<void> {
     if (isNotFound(e)) throw new Error('the database container does not exist');
     throw e;
   }
+  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) throw new Error('the database container was not made by this control plane');
   if (!info.State?.Running) throw new Error('the database container is not running');
 }
 
@@ -99,6 +100,7 @@ async function putFile(env: Env, container: string, dir: string, name: string, c
     const pack = tar.pack();
     const entry = pack.entry({ name, size, mode: 0o600, uid: 999, gid: 999 }, (err) => (err ? pack.destroy(err) : pack.finalize()));
     createReadStream(tmp.path).pipe(entry);
+    await assertOwnedContainer(env.engine, container);
     await guard(env.engine, () => env.engine.docker.getContainer(container).putArchive(pack as unknown as NodeJS.ReadableStream, { path: dir }));
   } finally {
     await tmp.remove();
@@ -125,10 +127,10 @@ async function spoolToFile(env: Env, src: Readable): Promise<{ path: string; rem
 export async function sweepScratchServers(env: Env): Promise<number> {
   const ids = new Set((await env.db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
   if (!ids.size) return 0;
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: { label: [LABEL_SCRATCH] } }));
+  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [LABEL_SCRATCH]) }));
   let removed = 0;
   for (const c of list) {
-    if (!ids.has(c.Labels?.[LABEL_SCRATCH] ?? '')) continue;
+    if (!isOwned(env.engine, 'container', c.Id, c.Labels) || !ids.has(c.Labels?.[LABEL_SCRATCH] ?? '')) continue;
     await guard(env.engine, () => env.engine.docker.getContainer(c.Id).remove({ force: true, v: true })).then(
       () => removed++,
       (e) => {
@@ -153,7 +155,7 @@ async function volumeHelper(env: Env, volume: string, readOnly: boolean, label: 
     env.engine.docker.createContainer({
       Image: EMPTY_IMAGE,
       Cmd: ['/never-started'],
-      Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: label },
+      Labels: { ...ownerLabels(env.engine), [LABEL_SCRATCH]: label },
       HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/backup-src', ReadOnly: readOnly }] },
     }),
   );
@@ -248,7 +250,7 @@ export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () =
       Env: envs,
       Cmd: row.engine === 'redis' ? ['redis-server', '--requirepass', pw, '--appendonly', 'no'] : undefined,
       Healthcheck: healthcheck,
-      Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: row.id },
+      Labels: { ...ownerLabels(env.engine), [LABEL_SCRATCH]: row.id },
       HostConfig: { NetworkMode: 'none', SecurityOpt: ['no-new-privileges'] },
     }),
   );

@@ -1,6 +1,6 @@
 // The backups area's operations used by the handlers (thin wrappers over store/run).
 import type { Env } from '../env.js';
-import { guard, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
+import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
 import { LABEL_DATABASE } from '../databases/index.js';
 import { configView, getConfig, runView, type ConfigView, type RunView, type Source } from './store.js';
 import { destinationOf } from './destinations.js';
@@ -49,8 +49,9 @@ export async function overview(
     if (!covered.has(`db:${d.id}`)) uncovered.push({ app_id: d.app_id, service: `${d.engine}:${d.host}`, volume: d.volume, database_id: d.id });
   }
   // App volumes as the compose files named them: the engine's labels say which app and key.
-  const vols = await guard(env.engine, () => env.engine.docker.listVolumes({ filters: { label: [LABEL_APP] } })).catch(() => ({ Volumes: [] }));
+  const vols = await guard(env.engine, () => env.engine.docker.listVolumes({ filters: ownedFilter(env.engine, [LABEL_APP]) })).catch(() => ({ Volumes: [] }));
   for (const v of vols.Volumes ?? []) {
+    if (!isOwned(env.engine, 'volume', v.Name, v.Labels)) continue;
     const labels = v.Labels ?? {};
     if (labels[LABEL_DATABASE]) continue;
     const appId = byName.get(labels[LABEL_APP] ?? '');

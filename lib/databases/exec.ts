@@ -4,6 +4,7 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Engine } from '../docker/index.js';
+import { assertOwnedContainer } from '../docker/containers.js';
 
 const STDERR_KEEP = 8 * 1024;
 
@@ -37,6 +38,7 @@ export async function execStream(engine: Engine, container: string, cmd: string[
   // process: a dump whose reader gave up (a full disk, a refused upload) would block on its
   // stdout forever, holding its snapshot and table locks. A stoppable client reports its pid
   // (in the container's namespace) on the first stderr line, so a second exec can end it.
+  await assertOwnedContainer(engine, container);
   const exec = await engine.docker.getContainer(container).exec({
     Cmd: opts.stoppable ? ['sh', '-c', 'echo "$$" >&2; exec "$@"', 'sh', ...cmd] : cmd,
     Env: opts.env ?? [],

@@ -9,7 +9,21 @@ import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { envBinding } from '../apps/env.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
-import { guard, isNotFound, ensureNetworks, networkName, volumeName, LABEL_APP, LABEL_MANAGED, LABEL_VOLUME, type Engine, type StackPlan } from '../docker/index.js';
+import {
+  guard,
+  isNotFound,
+  isOwned,
+  EngineConflictError,
+  ownedFilter,
+  ownerLabels,
+  ensureNetworks,
+  networkName,
+  volumeName,
+  LABEL_APP,
+  LABEL_VOLUME,
+  type Engine,
+  type StackPlan,
+} from '../docker/index.js';
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 
 export const LABEL_DATABASE = 'svc.database';
@@ -170,12 +184,13 @@ export async function createDbContainer(env: Env, appName: string, row: AppDatab
   const network = await ensureAppNetwork(env.engine, appName);
   return guard(env.engine, async () => {
     try {
-      await env.engine.docker.getVolume(row.volume).inspect();
+      const v = await env.engine.docker.getVolume(row.volume).inspect();
+      if (!isOwned(env.engine, 'volume', v.Name, v.Labels)) throw new EngineConflictError(`volume "${row.volume}" exists but was not made by this control plane`);
     } catch (e) {
       if (!isNotFound(e)) throw e;
       await env.engine.docker.createVolume({
         Name: row.volume,
-        Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: appName, [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length), [LABEL_DATABASE]: row.id },
+        Labels: { ...ownerLabels(env.engine), [LABEL_APP]: appName, [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length), [LABEL_DATABASE]: row.id },
       });
     }
     const c = containerSpec(row, secrets);
@@ -185,7 +200,7 @@ export async function createDbContainer(env: Env, appName: string, row: AppDatab
       Env: c.Env,
       Cmd: c.Cmd,
       Healthcheck: c.Healthcheck,
-      Labels: { [LABEL_MANAGED]: 'true', [LABEL_DATABASE]: row.id, [LABEL_DATABASE_APP]: appName },
+      Labels: { ...ownerLabels(env.engine), [LABEL_DATABASE]: row.id, [LABEL_DATABASE_APP]: appName },
       HostConfig: {
         NetworkMode: network,
         // Never published: only the app's network reaches it.
@@ -265,10 +280,13 @@ export async function listDatabases(env: Env, appId: string | null, withSizes: b
   });
 }
 
+/** By name (the row's) or id; one this instance did not make under that name is left alone. */
 async function removeContainer(engine: Engine, name: string): Promise<void> {
   await guard(engine, async () => {
     try {
-      await engine.docker.getContainer(name).remove({ force: true, v: true });
+      const info = await engine.docker.getContainer(name).inspect();
+      if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) return;
+      await engine.docker.getContainer(info.Id).remove({ force: true, v: true });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
@@ -282,7 +300,8 @@ export async function deleteDatabase(env: Env, appId: string, id: string, keepDa
   if (!keepData) {
     await guard(env.engine, async () => {
       try {
-        await env.engine.docker.getVolume(row.volume).remove();
+        const v = await env.engine.docker.getVolume(row.volume).inspect();
+        if (isOwned(env.engine, 'volume', v.Name, v.Labels)) await env.engine.docker.getVolume(row.volume).remove();
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }
@@ -297,6 +316,6 @@ export async function deleteDatabase(env: Env, appId: string, id: string, keepDa
 
 /** An app being deleted takes its database containers; the volumes go with the app's own. */
 export async function removeAppDatabaseContainers(env: Env, appName: string): Promise<void> {
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: { label: [`${LABEL_DATABASE_APP}=${appName}`] } }));
-  for (const c of list) if (c.Labels?.[LABEL_DATABASE_APP] === appName) await removeContainer(env.engine, c.Id);
+  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [`${LABEL_DATABASE_APP}=${appName}`]) }));
+  for (const c of list) if (isOwned(env.engine, 'container', c.Id, c.Labels) && c.Labels?.[LABEL_DATABASE_APP] === appName) await removeContainer(env.engine, c.Id);
 }

@@ -6,6 +6,8 @@
 // A service publishing a fixed host port cannot run twice: its old container is stopped first,
 // and started again if the deployment fails.
 import {
+  isOwned,
+  LABEL_APP,
   StackError,
   createServiceContainer,
   ensureNetworks,
@@ -180,7 +182,7 @@ async function dropAliasKeepAddress(engine: Engine, c: AppContainer, net: string
     const info = await engine.docker.getContainer(c.id).inspect();
     ip = info.NetworkSettings?.Networks?.[net]?.IPAddress ?? '';
     const netInfo = await engine.docker.getNetwork(net).inspect();
-    configured = (netInfo.IPAM?.Config ?? []).some((x: { Subnet?: string }) => !!x.Subnet) && !!netInfo.Labels?.['svc.app'];
+    configured = (netInfo.IPAM?.Config ?? []).some((x: { Subnet?: string }) => !!x.Subnet) && isOwned(engine, 'network', netInfo.Id, netInfo.Labels) && !!netInfo.Labels?.[LABEL_APP];
   } catch {
     /* gone already */
   }

@@ -17,6 +17,8 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { StackError, guard, type Engine } from '../docker/engine.js';
 import { removeContainer, waitForCondition } from '../docker/containers.js';
+import { LABEL_ROLE } from '../docker/names.js';
+import { ownerLabels } from '../docker/owner.js';
 import { sleep } from '../util/sleep.js';
 
 /** `auto`: container mode when this process is itself a container of the engine, else host. */
@@ -155,7 +157,7 @@ async function probeFromContainer(engine: Engine, id: string, service: string, p
       Image: image,
       Entrypoint: ['node', '-e', PROBE_SCRIPT],
       Cmd: [String(port), path, String(opts.timeoutMs)],
-      Labels: { 'svc.managed': 'true', 'svc.role': 'probe' },
+      Labels: { ...ownerLabels(engine), [LABEL_ROLE]: 'probe' },
       HostConfig: { NetworkMode: `container:${id}`, AutoRemove: false },
     }),
   );

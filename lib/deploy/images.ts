@@ -2,6 +2,8 @@
 // the app and deployment, so the newest N deployments of an app stay available for rollback.
 import { guard, isNotFound, type Engine } from '../docker/engine.js';
 import { listAppContainers } from '../docker/containers.js';
+import { LABEL_APP, LABEL_DEPLOYMENT } from '../docker/names.js';
+import { isOwned, ownedFilter } from '../docker/owner.js';
 
 export async function imagesPresent(engine: Engine, images: Record<string, string>): Promise<string[]> {
   const missing: string[] = [];
@@ -21,12 +23,12 @@ export async function imagesPresent(engine: Engine, images: Record<string, strin
 /** Removes the app's built images beyond the newest `keep` deployments; never one in use. */
 export async function pruneImages(engine: Engine, app: string, keep: number, log: (line: string) => void): Promise<string[]> {
   return guard(engine, async () => {
-    const images = await engine.docker.listImages({ filters: { label: [`svc.app=${app}`] } });
+    const images = await engine.docker.listImages({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]) });
     const inUse = new Set((await listAppContainers(engine, app)).map((c) => c.image));
     const byDeployment = new Map<string, typeof images>();
     for (const img of images) {
-      const dep = img.Labels?.['svc.deployment'];
-      if (!dep || img.Labels?.['svc.app'] !== app) continue;
+      const dep = img.Labels?.[LABEL_DEPLOYMENT];
+      if (!dep || !isOwned(engine, 'image', img.Id, img.Labels) || img.Labels?.[LABEL_APP] !== app) continue;
       (byDeployment.get(dep) ?? byDeployment.set(dep, []).get(dep)!).push(img);
     }
     // Deployment ids sort by creation time.
@@ -54,8 +56,9 @@ export async function pruneImages(engine: Engine, app: string, keep: number, log
 /** Removes the images one deployment built (a failed or canceled build). */
 export async function removeDeploymentImages(engine: Engine, app: string, deploymentId: string): Promise<void> {
   await guard(engine, async () => {
-    const images = await engine.docker.listImages({ filters: { label: [`svc.app=${app}`, `svc.deployment=${deploymentId}`] } });
+    const images = await engine.docker.listImages({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`, `${LABEL_DEPLOYMENT}=${deploymentId}`]) });
     for (const img of images) {
+      if (!isOwned(engine, 'image', img.Id, img.Labels)) continue;
       // By tag, not by id: an identical image tagged for another deployment must survive.
       const refs = (img.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
       try {

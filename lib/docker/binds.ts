@@ -11,6 +11,7 @@ import { within } from '../util/paths.js';
 import type { Engine } from './engine.js';
 import { StackError } from './engine.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_ROLE } from './names.js';
+import { ownerLabels } from './owner.js';
 import { packTree } from './build.js';
 
 /** On volumes made for writable relative binds: the bind source as the compose file wrote it. */
@@ -152,7 +153,7 @@ export async function seedVolume(engine: Engine, app: string, volume: string, di
   const c = await engine.docker.createContainer({
     Image: EMPTY_IMAGE,
     Cmd: ['/never-started'],
-    Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: app, [LABEL_ROLE]: 'seed' },
+    Labels: { ...ownerLabels(engine), [LABEL_APP]: app, [LABEL_ROLE]: 'seed' },
     HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/seed' }] },
   });
   try {

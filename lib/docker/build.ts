@@ -9,6 +9,7 @@ import { lazyRequire } from '../util/lazy.js';
 import type { Engine } from './engine.js';
 import { StackError, guard } from './engine.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_SERVICE, LABEL_DEPLOYMENT } from './names.js';
+import { ownerLabels } from './owner.js';
 
 export interface BuildOptions {
   contextDir: string;
@@ -36,7 +37,8 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
         dockerfile,
         buildargs: opts.args ?? {},
         ...(opts.target ? { target: opts.target } : {}),
-        labels: opts.labels ?? {},
+        // Owned by this instance whatever the caller passed: the image is found again by these.
+        labels: { ...opts.labels, ...ownerLabels(engine) },
         rm: true,
         forcerm: true,
         abortSignal: opts.signal,

@@ -4,10 +4,11 @@
 import type Docker from 'dockerode';
 import type { Engine } from './engine.js';
 import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './engine.js';
-import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_MANAGED, LABEL_SERVICE, appFilter, containerName, imageTag } from './names.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_SERVICE, containerName, imageTag } from './names.js';
 import type { PlanService, StackPlan } from './plan.js';
 import type { DependsCondition } from '../compose/index.js';
 import { checkBindsBeforeCreate, verifyCreatedMounts } from './binds.js';
+import { isOwned, ownedFilter, ownerLabels } from './owner.js';
 import { sleep } from '../util/sleep.js';
 
 export interface AppContainer {
@@ -35,15 +36,19 @@ export function healthFromStatus(status: string): AppContainer['health'] {
   return 'none';
 }
 
-/** Every container of the app (of every app for null), found by label only. */
+/**
+ * Every container of the app (of every app for null) that this instance made: its labels name the
+ * app, and its instance label (or adopted id) says it is ours; the same labels on a container
+ * made by anyone else do not make it the app's.
+ */
 export async function listAppContainers(engine: Engine, app: string | null, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
   const labels = [app === null ? LABEL_APP : `${LABEL_APP}=${app}`];
   if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
   if (filter.deployment) labels.push(`${LABEL_DEPLOYMENT}=${filter.deployment}`);
   return guard(engine, async () => {
-    const list = await engine.docker.listContainers({ all: true, filters: { label: labels } });
+    const list = await engine.docker.listContainers({ all: true, filters: ownedFilter(engine, labels) });
     return list
-      .filter((c) => (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app))
+      .filter((c) => isOwned(engine, 'container', c.Id, c.Labels) && (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app))
       .map((c) => ({
         id: c.Id,
         name: (c.Names[0] ?? '').replace(/^\//, ''),
@@ -118,7 +123,7 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
     const labels = {
       ...svc.labels,
       ...opts.labels,
-      [LABEL_MANAGED]: 'true',
+      ...ownerLabels(engine),
       [LABEL_APP]: plan.app,
       [LABEL_SERVICE]: svc.name,
       [LABEL_DEPLOYMENT]: opts.deploymentId,
@@ -176,6 +181,15 @@ async function freeIndex(engine: Engine, app: string, service: string): Promise<
   return i;
 }
 
+/**
+ * For containers addressed by name or id (a database's, a scratch server): refuses one this
+ * instance did not make, so a look-alike that took a freed name is never exec'd into or written to.
+ */
+export async function assertOwnedContainer(engine: Engine, ref: string): Promise<void> {
+  const info = await guard(engine, () => engine.docker.getContainer(ref).inspect());
+  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) throw new EngineConflictError(`container ${ref} was not made by this control plane`);
+}
+
 export async function startContainer(engine: Engine, id: string): Promise<void> {
   await guard(engine, async () => {
     try {
@@ -223,7 +237,8 @@ export async function setAliases(engine: Engine, plan: StackPlan, service: strin
   const svc = planService(plan, service);
   await guard(engine, async () => {
     const info = await engine.docker.getContainer(containerId).inspect();
-    if (info.Config.Labels?.[LABEL_APP] !== plan.app) throw new EngineConflictError(`container ${containerId} does not belong to app "${plan.app}"`);
+    if (!isOwned(engine, 'container', info.Id, info.Config.Labels) || info.Config.Labels?.[LABEL_APP] !== plan.app)
+      throw new EngineConflictError(`container ${containerId} does not belong to app "${plan.app}"`);
     for (const n of svc.networks) {
       const net = engine.docker.getNetwork(n.name);
       if (info.NetworkSettings.Networks[n.name]) await net.disconnect({ Container: containerId, Force: true });
@@ -272,5 +287,3 @@ export async function waitForCondition(engine: Engine, id: string, condition: De
     await sleep(pollMs, opts.signal);
   }
 }
-
-export { appFilter };

@@ -2,7 +2,8 @@
 // networks labelled with their app (see resources.ts), and this one carries no svc.app label.
 import type { Engine } from './engine.js';
 import { EngineConflictError, guard, isNotFound } from './engine.js';
-import { CONTROL_NETWORK, LABEL_MANAGED, LABEL_ROLE } from './names.js';
+import { CONTROL_NETWORK, LABEL_ROLE } from './names.js';
+import { ownerLabels } from './owner.js';
 
 export async function ensureControlNetwork(engine: Engine, name = CONTROL_NETWORK): Promise<string> {
   return guard(engine, async () => {
@@ -13,7 +14,7 @@ export async function ensureControlNetwork(engine: Engine, name = CONTROL_NETWOR
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
-    const created = await engine.docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: { [LABEL_MANAGED]: 'true', [LABEL_ROLE]: 'control' } });
+    const created = await engine.docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: { ...ownerLabels(engine), [LABEL_ROLE]: 'control' } });
     return created.id;
   });
 }

@@ -2,19 +2,24 @@
 // become EngineUnavailableError (naming the socket) so the HTTP layer can answer 503.
 import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
+import { freshOwner, type Owner } from './owner.js';
 
 export interface Engine {
   readonly docker: Docker;
   readonly socketPath: string;
+  /** Which objects on the engine are this control plane's (lib/docker/owner.ts). */
+  owner: Owner;
 }
 
 const requireCjs = createRequire(import.meta.url);
 
-export function createEngine(opts: { socketPath?: string; timeoutMs?: number } = {}): Engine {
+/** `owner`: the instance's (runtime/boot.ts); by default a fresh one owning nothing yet. */
+export function createEngine(opts: { socketPath?: string; timeoutMs?: number; owner?: Owner } = {}): Engine {
   const socketPath = opts.socketPath ?? '/var/run/docker.sock';
   let client: Docker | undefined;
   return {
     socketPath,
+    owner: opts.owner ?? freshOwner(),
     // dockerode (with its SSH and gRPC dependencies) is loaded on first use, not at boot: a
     // control plane that is only asked for its health never pays for it.
     get docker(): Docker {

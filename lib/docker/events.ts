@@ -3,6 +3,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from './engine.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from './names.js';
+import { isOwned, ownedFilter } from './owner.js';
 import { sleep } from '../util/sleep.js';
 
 export interface ContainerEvent {
@@ -85,8 +86,9 @@ export interface FollowOptions {
  * The engine's event stream, straight from its HTTP API over the socket: a long-lived GET that
  * this module reads line by line, with no need for the full client library.
  */
-function eventStream(socketPath: string, since: number, signal: AbortSignal): Promise<IncomingMessage> {
-  const filters = JSON.stringify({ type: ['container'], label: [LABEL_APP] });
+function eventStream(engine: Engine, since: number, signal: AbortSignal): Promise<IncomingMessage> {
+  const socketPath = engine.socketPath;
+  const filters = JSON.stringify({ type: ['container'], ...ownedFilter(engine, [LABEL_APP]) });
   const path = `/events?since=${since}&filters=${encodeURIComponent(filters)}`;
   return new Promise((resolve, reject) => {
     const req = request({ socketPath, path, method: 'GET', signal }, (res) => {
@@ -111,7 +113,7 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
   let failed = false;
   while (!signal.aborted) {
     try {
-      const stream = await eventStream(engine.socketPath, since, signal);
+      const stream = await eventStream(engine, since, signal);
       try {
         opts.onConnect?.(failed);
       } catch {
@@ -141,7 +143,8 @@ export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) 
             if (raw.timeNano) lastNano = raw.timeNano;
             if (raw.time) since = raw.time;
             const ev = toContainerEvent(raw);
-            if (ev) {
+            // Events carry the container's labels as attributes: an app's only when this instance made it.
+            if (ev && isOwned(engine, 'container', ev.container_id, raw.Actor?.Attributes)) {
               try {
                 onEvent(ev);
               } catch {

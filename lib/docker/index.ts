@@ -1,9 +1,11 @@
 export { createEngine, pingEngine, guard, mapEngineError, isConnectError, isNotFound, EngineUnavailableError, EngineConflictError, StackError, type Engine } from './engine.js';
 export * from './names.js';
+export { LABEL_INSTANCE, ownerLabels, ownedFilter, isOwned, freshOwner, adoptedKey, type Owner, type ObjectKind } from './owner.js';
 export { planStack, insideWorkdir, type StackPlan, type PlanService, type PlanNetwork, type PlanVolume, type PlanOptions, type PlanResult } from './plan.js';
 export { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
 export {
   listAppContainers,
+  assertOwnedContainer,
   createServiceContainer,
   startContainer,
   stopContainer,

@@ -1,4 +1,4 @@
-// Names are for humans; ownership is decided by labels (LABEL_APP) and nothing else.
+// Names are for humans; ownership is decided by labels (this instance's id, see owner.ts) and nothing else.
 
 export const LABEL_MANAGED = 'svc.managed';
 export const LABEL_APP = 'svc.app';
@@ -35,8 +35,4 @@ export function imageTag(app: string, service: string, deploymentId: string): st
     .toLowerCase()
     .replace(/[^a-z0-9_.-]/g, '-')
     .slice(0, 128)}`;
-}
-
-export function appFilter(app: string): { label: string[] } {
-  return { label: [`${LABEL_APP}=${app}`] };
 }

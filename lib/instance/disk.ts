@@ -1,8 +1,11 @@
-// Engine disk usage by kind, and a prune that reclaims only what no app owns: dangling images
-// (never one labelled with an app: those are kept rollback images), stopped containers without
-// an app label, and the build cache. Volumes are never pruned.
-import { guard, type Engine } from '../docker/engine.js';
-import { LABEL_APP } from '../docker/names.js';
+// Engine disk usage by kind, and a prune that reclaims only what this instance made and no
+// longer needs (see pruneEngine), plus the build cache. Volumes are never pruned.
+import type { Db } from '../db/index.js';
+import { guard, isNotFound, statusOf, type Engine } from '../docker/engine.js';
+import { LABEL_APP, LABEL_ROLE } from '../docker/names.js';
+import { isOwned, ownedFilter } from '../docker/owner.js';
+// lib/databases' label (not imported: that module pulls in the whole data layer).
+const LABEL_DATABASE = 'svc.database';
 
 interface Usage {
   count: number;
@@ -69,28 +72,75 @@ export interface PruneResult {
   build_cache_bytes: number;
 }
 
+/** What this instance's database still has: the apps (by name) and databases whose objects stay. */
+export interface LiveSet {
+  apps: ReadonlySet<string>;
+  databases: ReadonlySet<string>;
+}
+
+export async function liveSet(db: Db): Promise<LiveSet> {
+  const [apps, databases] = await Promise.all([db.selectFrom('apps').select('name').execute(), db.selectFrom('app_databases').select('id').execute()]);
+  return { apps: new Set(apps.map((a) => a.name)), databases: new Set(databases.map((d) => d.id)) };
+}
+
 /**
- * `scope` narrows every step to objects carrying that label (`key=value`): tests on an engine
- * shared with other work prune only what they made. The build cache has no labels: a scoped
- * prune leaves it alone.
+ * A stopped container of ours that nothing needs: a helper (probe, seed, backup scratch), or the
+ * container of an app or database this database no longer has. A stopped app's containers stay.
  */
-export async function pruneEngine(engine: Engine, opts: { scope?: string } = {}): Promise<PruneResult> {
+function disposable(labels: Record<string, string>, live: LiveSet): boolean {
+  const db = labels[LABEL_DATABASE];
+  if (db) return !live.databases.has(db);
+  const app = labels[LABEL_APP];
+  const role = labels[LABEL_ROLE];
+  if (app && role !== 'probe' && role !== 'seed') return !live.apps.has(app);
+  return true;
+}
+
+const gone = (e: unknown) => isNotFound(e) || statusOf(e) === 409;
+
+/**
+ * Selects only what this instance made (its instance label, or ids it adopted): a container or
+ * image anyone else put on the engine is never removed, whatever labels it carries or lacks.
+ * Only exited or dead containers: one merely created may be an operation in progress.
+ * `scope` narrows every step to objects carrying that label (`key=value`): tests on an engine
+ * shared with other work prune only what they made. The build cache has no owner to tell (it is
+ * the engine's cache, not an object): an unscoped prune empties its unused part, a scoped one leaves it.
+ */
+export async function pruneEngine(engine: Engine, live: LiveSet, opts: { scope?: string } = {}): Promise<PruneResult> {
   return guard(engine, async () => {
-    const scope = opts.scope ? { label: [opts.scope] } : {};
-    const containers = (await engine.docker.pruneContainers({ filters: JSON.stringify({ ...scope, 'label!': [LABEL_APP] }) })) as { ContainersDeleted?: string[] | null; SpaceReclaimed?: number };
-    const images = (await engine.docker.pruneImages({ filters: JSON.stringify({ ...scope, dangling: ['true'], 'label!': [LABEL_APP] }) })) as {
-      ImagesDeleted?: unknown[] | null;
-      SpaceReclaimed?: number;
-    };
+    const scope = opts.scope ? [opts.scope] : [];
+    const stopped = await engine.docker.listContainers({ all: true, size: true, filters: { ...ownedFilter(engine, scope), status: ['exited', 'dead'] } });
+    let c = 0;
+    let containersDeleted = 0;
+    for (const ct of stopped) {
+      if (!isOwned(engine, 'container', ct.Id, ct.Labels) || !disposable(ct.Labels ?? {}, live)) continue;
+      try {
+        await engine.docker.getContainer(ct.Id).remove({ v: true });
+        containersDeleted++;
+        c += pos((ct as { SizeRw?: number }).SizeRw);
+      } catch (e) {
+        if (!gone(e)) throw e;
+      }
+    }
+    // Images: dangling ones of ours, and any of ours whose app is gone; an app's kept rollback images stay.
+    const images = await engine.docker.listImages({ all: false, filters: ownedFilter(engine, scope) });
+    let i = 0;
+    let imagesDeleted = 0;
+    for (const img of images) {
+      if (!isOwned(engine, 'image', img.Id, img.Labels)) continue;
+      const app = img.Labels?.[LABEL_APP];
+      const tags = (img.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+      if (app ? live.apps.has(app) : tags.length > 0) continue;
+      try {
+        for (const ref of tags.length ? tags : [img.Id]) await engine.docker.getImage(ref).remove();
+        imagesDeleted++;
+        i += pos(img.Size) - pos(img.SharedSize);
+      } catch (e) {
+        if (!gone(e)) throw e;
+      }
+    }
     const cache = opts.scope ? { SpaceReclaimed: 0 } : ((await engine.docker.pruneBuilder()) as { SpaceReclaimed?: number });
-    const c = pos(containers.SpaceReclaimed);
-    const i = pos(images.SpaceReclaimed);
     const b = pos(cache.SpaceReclaimed);
-    return {
-      reclaimed_bytes: c + i + b,
-      images_deleted: images.ImagesDeleted?.length ?? 0,
-      containers_deleted: containers.ContainersDeleted?.length ?? 0,
-      build_cache_bytes: b,
-    };
+    return { reclaimed_bytes: c + i + b, images_deleted: imagesDeleted, containers_deleted: containersDeleted, build_cache_bytes: b };
   });
 }

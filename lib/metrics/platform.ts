@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/index.js';
 import type { Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';
+import { isOwned, ownedFilter } from '../docker/owner.js';
 import type { VitalsSampler } from '../series/vitals.js';
 import { ACTIVE, TERMINAL } from '../deploy/model.js';
 import type { Metrics } from './index.js';
@@ -44,9 +45,9 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R
   return out;
 }
 
-/** Every container carrying an app label, with restart count and (running ones) CPU and memory. */
+/** Every app container this instance made, with restart count and (running ones) CPU and memory. */
 export async function readAppContainers(engine: Engine): Promise<AppContainer[]> {
-  const list = await engine.docker.listContainers({ all: true, filters: { label: [LABEL_APP] } });
+  const list = (await engine.docker.listContainers({ all: true, filters: ownedFilter(engine, [LABEL_APP]) })).filter((c) => isOwned(engine, 'container', c.Id, c.Labels));
   return mapLimit(list, STATS_AT_ONCE, async (c) => {
     const base = { app: c.Labels?.[LABEL_APP] ?? '', service: c.Labels?.[LABEL_SERVICE] ?? '', state: c.State ?? 'unknown' };
     const h = engine.docker.getContainer(c.Id);

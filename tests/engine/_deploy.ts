@@ -65,8 +65,25 @@ export async function waitStatus(c: Client, appId: string, depId: string, wanted
 }
 
 /** Removes everything an app left on the engine: containers, networks, volumes, images. */
+/** Test cleanup: whichever control plane (instance id) made the app's objects, they go. */
 export async function cleanupApp(engine: Engine, app: string): Promise<void> {
+  const label = { label: [`svc.app=${app}`] };
+  for (const c of await engine.docker.listContainers({ all: true, filters: label }).catch(() => []))
+    await engine.docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
   await stackRemove(engine, app, { volumes: true }).catch(() => {});
+  for (const n of await engine.docker.listNetworks({ filters: label }).catch(() => []))
+    await engine.docker
+      .getNetwork(n.Id)
+      .remove()
+      .catch(() => {});
+  for (const v of (await engine.docker.listVolumes({ filters: label }).catch(() => ({ Volumes: [] }))).Volumes ?? [])
+    await engine.docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => {});
   const images = await engine.docker.listImages({ filters: { label: [`svc.app=${app}`] } }).catch(() => []);
   for (const img of images)
     await engine.docker

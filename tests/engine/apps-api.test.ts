@@ -305,7 +305,7 @@ test('delete needs a step-up, removes containers and network, keeps volumes unle
   const started = await c.req('POST', `/api/apps/${app.id}/start`);
   assert.equal(started.status, 200, started.text);
   // A named volume of the app (as a compose app would have), to see it kept.
-  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', `svc-${app.name}_data`]);
+  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', '--label', `svc.instance=${s.env.engine.owner.instanceId}`, `svc-${app.name}_data`]);
   const denied = await c.req('DELETE', `/api/apps/${app.id}`);
   assert.equal(denied.status, 403);
   assert.equal(denied.body.code, 'step_up_required');
@@ -356,7 +356,7 @@ test('a delete that cannot finish (a foreign container uses the app volume) says
   const started = await c.req('POST', `/api/apps/${app.id}/start`);
   assert.equal(started.status, 200, started.text);
   const volume = `svc-${app.name}_data`;
-  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', volume]);
+  await run('docker', ['volume', 'create', '--label', `svc.app=${app.name}`, '--label', 'svc.managed=true', '--label', `svc.instance=${s.env.engine.owner.instanceId}`, volume]);
   const foreign = `svc-foreign-${Math.random().toString(36).slice(2, 8)}`;
   await run('docker', ['run', '-d', '--name', foreign, '--label', 'svc.test=foreign', '-v', `${volume}:/data`, BASE_IMAGE, 'sleep', '600']);
   try {

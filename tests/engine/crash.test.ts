@@ -8,6 +8,7 @@ import { startTestServer, adminClient, type TestServer, type Client } from '../_
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
+import { ownerLabels } from '../../lib/docker/owner.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
 let s: TestServer | undefined;
@@ -45,7 +46,7 @@ async function run(app: string, cmd: string, host: Record<string, unknown> = {})
     Image: BASE_IMAGE,
     name: `svc-${app}-web-w14`,
     Cmd: ['sh', '-c', cmd],
-    Labels: { [LABEL_APP]: app, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14test', 'svc.test': 'w14-crash' },
+    Labels: { ...ownerLabels(s!.env.engine), [LABEL_APP]: app, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14test', 'svc.test': 'w14-crash' },
     HostConfig: host,
   });
   created.push(ctr.id);

@@ -9,7 +9,7 @@ import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { demux, insertDeadRun, newApp, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
 import { runDue } from '../../lib/backups/scheduler.js';
 import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
-import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '../../lib/docker/index.js';
+import { LABEL_APP, LABEL_VOLUME, ownerLabels } from '../../lib/docker/index.js';
 
 let s: TestServer;
 let c: Client;
@@ -24,7 +24,7 @@ after(() => stopDataServer(s, apps));
 /** An app volume as a deploy makes it (name and labels), filled by a busybox container. */
 async function appVolume(app: { name: string }, key: string, script: string): Promise<string> {
   const name = `svc-${app.name}_${key}`;
-  await s.env.engine.docker.createVolume({ Name: name, Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: app.name, [LABEL_VOLUME]: key } });
+  await s.env.engine.docker.createVolume({ Name: name, Labels: { ...ownerLabels(s.env.engine), [LABEL_APP]: app.name, [LABEL_VOLUME]: key } });
   await sh(name, script);
   return name;
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { needDocker, ensureBaseImage, dockerReachable, DOCKER_SOCKET } from '../_support/docker.js';
 import { adminClient, TEST_MASTER_KEY, type Client, type TestServer } from '../_support/server.js';
-import { createEngine, listAppContainers } from '../../lib/docker/index.js';
+import { createEngine, listAppContainers, type Owner } from '../../lib/docker/index.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, freePort, type GitServer } from './_deploy.js';
 
@@ -67,11 +67,24 @@ async function serve({ dataDir, port }: { dataDir: string; port: number }): Prom
   return { url, proc };
 }
 
+/** The instance id the served control plane keeps in its database: the objects it makes carry it. */
+async function ownerOf(dataDir: string): Promise<Owner> {
+  const Database = (await import('better-sqlite3')).default;
+  const db = new Database(join(dataDir, 'svc.db'), { readonly: true });
+  try {
+    const row = db.prepare("select value from settings where key = 'instance_id'").get() as { value: string };
+    return { instanceId: row.value, adopted: new Set() };
+  } finally {
+    db.close();
+  }
+}
+
 test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers removed, the old version still serves', async (t) => {
   if (!(await needDocker(t))) return;
   const inst = await instance();
   const { dataDir } = inst;
   let srv = await serve(inst);
+  engine.owner = await ownerOf(inst.dataDir);
   child = srv.proc;
   const fake = { url: srv.url, dataDir } as TestServer;
   let admin: Client = await adminClient(fake);
@@ -145,6 +158,7 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   if (!(await needDocker(t))) return;
   const inst = await instance();
   let srv = await serve(inst);
+  engine.owner = await ownerOf(inst.dataDir);
   child = srv.proc;
   let admin = await adminClient({ url: srv.url, dataDir: inst.dataDir } as TestServer);
   const made: { id: string; name: string }[] = [];

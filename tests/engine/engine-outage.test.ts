@@ -34,6 +34,8 @@ before(async () => {
     },
   );
   admin = await adminClient(s);
+  // Reads the server's objects directly: as that instance.
+  direct.owner = s.env.engine.owner;
 });
 
 after(async () => {

@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
-import { pruneEngine } from '../../lib/instance/disk.js';
-import { LABEL_APP } from '../../lib/docker/names.js';
+import { liveSet, pruneEngine } from '../../lib/instance/disk.js';
+import { LABEL_APP, LABEL_ROLE, LABEL_SERVICE } from '../../lib/docker/names.js';
+import { ownerLabels } from '../../lib/docker/owner.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -56,28 +57,37 @@ test('info and disk describe the instance and the engine', async (t) => {
   assert.ok(d.body.images.count > 0);
 });
 
-test("prune removes stopped unowned containers and dangling images, never an app's", async (t) => {
+// The HTTP prune (step-up, unscoped) is played on a private engine: prune-private.e2e.test.ts.
+test("prune removes only this instance's leftovers: never a live app's, never one it did not make", async (t) => {
   if (!(await needEngine(t))) return;
   const d = s!.env.engine.docker;
   const scope = `svc.test=${tag}`;
+  const live = `${tag}-live`;
+  const created = await c.req('POST', '/api/apps', { name: live, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(created.status, 201, created.text);
   const make = async (labels: Record<string, string>) => {
     const ct = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag, ...labels } });
     await ct.start();
     await ct.wait();
     return ct;
   };
+  const mine = ownerLabels(s!.env.engine);
   const stray = await make({});
-  const owned = await make({ [LABEL_APP]: `${tag}-app` });
-  // Untagged (dangling) images: one of nobody, one labelled with an app (a kept rollback image).
+  const lookalike = await make({ [LABEL_APP]: live, [LABEL_SERVICE]: 'web', 'svc.managed': 'true' });
+  const probe = await make({ ...mine, [LABEL_ROLE]: 'probe' });
+  const stoppedApp = await make({ ...mine, [LABEL_APP]: live, [LABEL_SERVICE]: 'web' });
+  // Untagged (dangling) images: one of nobody, one of a live app (a kept rollback image), one of ours with no app.
   const strayImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, 'LABEL w14=stray'] })) as { Id: string };
-  const ownedImage = (await owned.commit({ changes: [`LABEL svc.test=${tag}`, `LABEL ${LABEL_APP}=${tag}-app`] })) as { Id: string };
-  const r = await pruneEngine(s!.env.engine, { scope });
-  assert.ok(r.containers_deleted >= 1);
-  assert.ok(r.images_deleted >= 1);
-  await assert.rejects(d.getContainer(stray.id).inspect(), /no such container/i);
-  await d.getContainer(owned.id).inspect();
-  await assert.rejects(d.getImage(strayImage.Id).inspect(), /no such image/i);
-  await d.getImage(ownedImage.Id).inspect();
+  const appImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, ...Object.entries({ ...mine, [LABEL_APP]: live }).map(([k, v]) => `LABEL ${k}=${v}`)] })) as { Id: string };
+  const ourImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, 'LABEL w14=ours', ...Object.entries(mine).map(([k, v]) => `LABEL ${k}=${v}`)] })) as { Id: string };
+  const r = await pruneEngine(s!.env.engine, await liveSet(s!.env.db), { scope });
+  assert.equal(r.containers_deleted, 1);
+  assert.equal(r.images_deleted, 1);
+  await assert.rejects(d.getContainer(probe.id).inspect(), /no such container/i);
+  await assert.rejects(d.getImage(ourImage.Id).inspect(), /no such image/i);
+  for (const kept of [stray, lookalike, stoppedApp]) await kept.inspect();
+  await d.getImage(strayImage.Id).inspect();
+  await d.getImage(appImage.Id).inspect();
 });
 
 test('reset: wrong confirm or no step-up removes nothing; then every app goes and operators stay', async (t) => {
@@ -97,9 +107,13 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
   // What a real app owns: containers and a network (started by svc), a volume and a built image.
   const start = await c.req('POST', `/api/apps/${appId}/start`);
   assert.ok(start.status < 300, start.text);
-  await d.createVolume({ Name: `svc-${name}-data`, Labels: { [LABEL_APP]: name, 'svc.test': tag } });
+  await d.createVolume({ Name: `svc-${name}-data`, Labels: { ...ownerLabels(s!.env.engine), [LABEL_APP]: name, 'svc.test': tag } });
   const builder = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag } });
-  const img = (await builder.commit({ repo: `svc/${name}-web`, tag: 'dep1', changes: [`LABEL ${LABEL_APP}=${name}`, `LABEL svc.test=${tag}`] })) as { Id: string };
+  const img = (await builder.commit({
+    repo: `svc/${name}-web`,
+    tag: 'dep1',
+    changes: [`LABEL ${LABEL_APP}=${name}`, `LABEL svc.test=${tag}`, ...Object.entries(ownerLabels(s!.env.engine)).map(([k, v]) => `LABEL ${k}=${v}`)],
+  })) as { Id: string };
   await builder.remove({ force: true, v: true });
   const owned = async () => ({
     containers: (await d.listContainers({ all: true, filters: { label: [`${LABEL_APP}=${name}`] } })).length,

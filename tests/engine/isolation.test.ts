@@ -16,7 +16,7 @@ import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { needControlImage } from '../_support/control-image.js';
 import { Client, ADMIN, TEST_MASTER_KEY } from '../_support/server.js';
 import { parseCompose } from '../../lib/compose/index.js';
-import { createEngine, planStack, stackUp, ensureControlNetwork, listAppContainers, CONTROL_NETWORK, networkName, LABEL_ROLE } from '../../lib/docker/index.js';
+import { createEngine, planStack, stackUp, ensureControlNetwork, CONTROL_NETWORK, networkName, LABEL_ROLE } from '../../lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
 import { cleanupApp, waitStatus } from './_deploy.js';
 
@@ -124,15 +124,16 @@ test('the real control plane in its container: an app it deployed cannot reach i
   const dep = await api.req('POST', `/api/apps/${appId}/deployments`, {});
   assert.equal(dep.status, 202, dep.text);
   await waitStatus(api, appId, dep.body.deployment.id, ['succeeded']);
-  const [appContainer] = await listAppContainers(engine, name);
+  // Made by the containerised control plane (its own instance id): asked of the engine by label.
+  const [appContainer] = await engine.docker.listContainers({ filters: { label: [`svc.app=${name}`] } });
   assert.ok(appContainer, 'the deployment left a running container');
-  const appInfo = await engine.docker.getContainer(appContainer.id).inspect();
+  const appInfo = await engine.docker.getContainer(appContainer.Id).inspect();
   assert.deepEqual(Object.keys(appInfo.NetworkSettings.Networks), [networkName(name)]);
   const appNet = appInfo.NetworkSettings.Networks[networkName(name)]!;
   const appNetInfo = await engine.docker.getNetwork(networkName(name)).inspect();
   assert.ok(!Object.keys(appNetInfo.Containers ?? {}).includes(ctl.id), 'the control plane is not on the app network');
   assert.ok(appNet.Gateway, 'the app network has a gateway (the host side of its bridge)');
-  const a = appContainer.id;
+  const a = appContainer.Id;
 
   // Positive controls from the app container: the same probes reach its own service.
   assert.ok((await probe(a, ['nslookup', 'app'])).ok, 'the app resolves its own service');

@@ -1,6 +1,6 @@
-// `POST /api/instance/prune` is unscoped: on the shared engine it would remove other tests'
-// objects. So this test starts its own dockerd (own data root, exec root, pidfile and socket under
-// a temporary directory, no bridge, no iptables), points a control plane at that socket, leaves
+// `POST /api/instance/prune` is unscoped: it empties the engine's build cache, and a prune that got
+// ownership wrong would remove other tests' objects. So this test starts its own dockerd (own data
+// root, exec root, pidfile and socket under a temporary directory, no bridge, no iptables), points a control plane at that socket, leaves
 // dangling and in-use objects there, prunes over HTTP and checks what is gone and what stayed.
 // The daemon is stopped and its directories removed at the end.
 import { test, after } from 'node:test';
@@ -15,8 +15,9 @@ import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { missing } from '../_support/ci.js';
 import { poll } from '../_support/wait.js';
-import { startTestServer, adminClient, type TestServer } from '../_support/server.js';
-import { LABEL_APP } from '../../lib/docker/names.js';
+import { startTestServer, adminClient, ADMIN, type TestServer } from '../_support/server.js';
+import { LABEL_APP, LABEL_MANAGED, LABEL_ROLE, LABEL_SERVICE } from '../../lib/docker/names.js';
+import { LABEL_INSTANCE } from '../../lib/docker/owner.js';
 
 const run = promisify(execFile);
 const DOCKERD = '/usr/sbin/dockerd';
@@ -96,7 +97,7 @@ async function exists(sock: string, kind: 'image' | 'container' | 'volume', id: 
   }
 }
 
-test('prune on a private dockerd removes dangling images and stopped containers no app owns, and keeps what is in use or owned by an app', async (t) => {
+test("prune on a private dockerd needs a step-up, removes only this instance's leftovers, and never an object it did not make", async (t) => {
   if (!(await canRunDaemon(t))) return;
   dir = await mkdtemp(join(tmpdir(), 'svc-dockerd-'));
   const sock = join(dir, 'docker.sock');
@@ -148,39 +149,90 @@ test('prune on a private dockerd removes dangling images and stopped containers 
     250,
   );
 
-  const tag = randomBytes(3).toString('hex');
-  const base = await importImage(sock, `prune-base:${tag}`, 'base', ['CMD ["sleep", "3600"]']);
-  // The same tag imported twice: the first image is left without a tag (dangling).
-  const dangling = await importImage(sock, `prune-tmp:${tag}`, 'one');
-  await importImage(sock, `prune-tmp:${tag}`, 'two');
-  // An app's image left untagged (a kept rollback image): never pruned.
-  const appDangling = await importImage(sock, `prune-app:${tag}`, 'app-one', [`LABEL ${LABEL_APP}=shop`]);
-  await importImage(sock, `prune-app:${tag}`, 'app-two', [`LABEL ${LABEL_APP}=shop`]);
-  const stopped = (await docker(sock, ['create', '--network', 'none', `prune-base:${tag}`, 'true'])).stdout.trim();
-  const appStopped = (await docker(sock, ['create', '--network', 'none', '--label', `${LABEL_APP}=shop`, `prune-base:${tag}`, 'true'])).stdout.trim();
-  const running = (await docker(sock, ['run', '-d', '--network', 'none', `prune-base:${tag}`])).stdout.trim();
-  const volume = (await docker(sock, ['volume', 'create', '--label', `${LABEL_APP}=shop`, `shop_data_${tag}`])).stdout.trim();
-  const looseVolume = (await docker(sock, ['volume', 'create', `loose_${tag}`])).stdout.trim();
-  for (const id of [dangling, appDangling]) assert.ok(await exists(sock, 'image', id), 'the dangling images are there before the prune');
-  const { stdout: danglingList } = await docker(sock, ['images', '-q', '--no-trunc', '--filter', 'dangling=true']);
-  assert.ok(danglingList.includes(dangling) && danglingList.includes(appDangling), danglingList);
-
   server = await startTestServer({ SVC_DOCKER_SOCKET: sock });
   const c = await adminClient(server);
+  // What this control plane's own objects carry; everything else here was made by someone else.
+  const mine = [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${server.env.engine.owner.instanceId}`];
+  const own = (extra: string[] = []) => [...mine, ...extra].flatMap((l) => ['--label', l]);
+  const tag = randomBytes(3).toString('hex');
+  const base = await importImage(sock, `prune-base:${tag}`, 'base', ['CMD ["sleep", "3600"]']);
+  const created = await c.req('POST', '/api/apps', { name: 'shop', source: { type: 'image', image: `prune-base:${tag}` } });
+  assert.equal(created.status, 201, created.text);
+  // The same tag imported twice leaves the first image dangling: one of nobody's, one of ours (no app),
+  // one of the live app (a kept rollback image) and one of an app this database does not have.
+  const dangling = await importImage(sock, `prune-tmp:${tag}`, 'one');
+  await importImage(sock, `prune-tmp:${tag}`, 'two');
+  const ourDangling = await importImage(
+    sock,
+    `prune-ours:${tag}`,
+    'ours-one',
+    mine.map((l) => `LABEL ${l}`),
+  );
+  await importImage(sock, `prune-ours:${tag}`, 'ours-two');
+  const appDangling = await importImage(
+    sock,
+    `prune-app:${tag}`,
+    'app-one',
+    [...mine, `${LABEL_APP}=shop`].map((l) => `LABEL ${l}`),
+  );
+  await importImage(
+    sock,
+    `prune-app:${tag}`,
+    'app-two',
+    [...mine, `${LABEL_APP}=shop`].map((l) => `LABEL ${l}`),
+  );
+  const goneImage = await importImage(
+    sock,
+    `prune-gone:${tag}`,
+    'gone',
+    [...mine, `${LABEL_APP}=gone`].map((l) => `LABEL ${l}`),
+  );
+  const create = async (labels: string[]) => (await docker(sock, ['create', '--network', 'none', ...labels, `prune-base:${tag}`, 'true'])).stdout.trim();
+  const exited = async (labels: string[]) => {
+    const id = await create(labels);
+    await docker(sock, ['start', '--attach', id]);
+    return id;
+  };
+  // Not ours: a stopped container with no labels, and a look-alike carrying the app's labels without the instance id.
+  const stopped = await exited([]);
+  const lookalike = await exited(['--label', `${LABEL_MANAGED}=true`, '--label', `${LABEL_APP}=shop`, '--label', `${LABEL_SERVICE}=web`]);
+  // Ours: a leftover health probe, and a stopped container of an app this database no longer has.
+  const probe = await exited(own([`${LABEL_ROLE}=probe`]));
+  const orphan = await exited(own([`${LABEL_APP}=gone`, `${LABEL_SERVICE}=web`]));
+  // Ours and still needed: the stopped container of the live app.
+  const appStopped = await exited(own([`${LABEL_APP}=shop`, `${LABEL_SERVICE}=web`]));
+  const running = (await docker(sock, ['run', '-d', '--network', 'none', `prune-base:${tag}`])).stdout.trim();
+  const volume = (await docker(sock, ['volume', 'create', ...own([`${LABEL_APP}=shop`]), `shop_data_${tag}`])).stdout.trim();
+  const looseVolume = (await docker(sock, ['volume', 'create', `loose_${tag}`])).stdout.trim();
+  const { stdout: danglingList } = await docker(sock, ['images', '-q', '--no-trunc', '--filter', 'dangling=true']);
+  for (const id of [dangling, ourDangling, appDangling]) assert.ok(danglingList.includes(id), danglingList);
+
   const disk = await c.req('GET', '/api/instance/disk');
   assert.equal(disk.status, 200, disk.text);
 
+  // A session that has not stepped up is refused, and nothing is removed.
+  const refused = await c.req('POST', '/api/instance/prune');
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(refused.body.code, 'step_up_required');
+  for (const id of [stopped, lookalike, probe, orphan]) assert.equal(await exists(sock, 'container', id), true, 'a refused prune removes nothing');
+
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const r = await c.req('POST', '/api/instance/prune');
   assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.containers_deleted, 1, r.text);
-  assert.equal(r.body.images_deleted >= 1, true, r.text);
+  assert.equal(r.body.containers_deleted, 2, r.text);
+  assert.equal(r.body.images_deleted, 2, r.text);
   assert.equal(typeof r.body.reclaimed_bytes, 'number');
 
-  assert.equal(await exists(sock, 'container', stopped), false, 'the stopped container no app owns is gone');
-  assert.equal(await exists(sock, 'image', dangling), false, 'the dangling image is gone');
-  assert.equal(await exists(sock, 'container', appStopped), true, "an app's stopped container stays");
+  assert.equal(await exists(sock, 'container', probe), false, 'our leftover probe is gone');
+  assert.equal(await exists(sock, 'container', orphan), false, 'the stopped container of an app we no longer have is gone');
+  assert.equal(await exists(sock, 'image', ourDangling), false, 'our dangling image is gone');
+  assert.equal(await exists(sock, 'image', goneImage), false, 'the image of an app we no longer have is gone');
+  assert.equal(await exists(sock, 'container', stopped), true, 'a stopped container we did not make stays');
+  assert.equal(await exists(sock, 'container', lookalike), true, "a container wearing the app's labels without our instance id stays");
+  assert.equal(await exists(sock, 'image', dangling), true, 'a dangling image we did not make stays');
+  assert.equal(await exists(sock, 'container', appStopped), true, "a live app's stopped container stays");
   assert.equal(await exists(sock, 'container', running), true, 'the running container stays');
-  assert.equal(await exists(sock, 'image', appDangling), true, "an app's untagged image stays");
+  assert.equal(await exists(sock, 'image', appDangling), true, "a live app's untagged image stays");
   assert.equal(await exists(sock, 'image', base), true, 'an image in use stays');
   assert.equal(await exists(sock, 'volume', volume), true, 'volumes are never pruned');
   assert.equal(await exists(sock, 'volume', looseVolume), true, 'volumes are never pruned');
@@ -189,7 +241,7 @@ test('prune on a private dockerd removes dangling images and stopped containers 
   assert.equal(audit.body.items[0]?.status, 200);
   assert.equal(audit.body.items[0]?.action, 'POST /api/instance/prune');
 
-  await docker(sock, ['rm', '-f', '--', running, appStopped]);
+  await docker(sock, ['rm', '-f', '--', running, appStopped, stopped, lookalike]);
   assert.deepEqual(await hostInterfaces(), hostBridges, "the host's network interfaces are untouched");
 });
 

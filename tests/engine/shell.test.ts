@@ -9,6 +9,7 @@ import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
 import { openShells } from '../../lib/shell/session.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
+import { ownerLabels } from '../../lib/docker/owner.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -38,7 +39,7 @@ async function setup(): Promise<void> {
   assert.equal(r.status, 201, r.text);
   appId = r.body.app.id;
   const d = s!.env.engine.docker;
-  const labels = (service: string) => ({ [LABEL_APP]: tag, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag });
+  const labels = (service: string) => ({ ...ownerLabels(s!.env.engine), [LABEL_APP]: tag, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag });
   const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-web`, Cmd: ['sleep', '3600'], Labels: labels('web') });
   await web.start();
   await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-db`, Cmd: ['sleep', '3600'], Labels: labels('db') });
@@ -112,6 +113,37 @@ test('a real shell: command output, resize, audited with byte counts', async (t)
   assert.ok(closedEntry.bytes_out > 0);
 });
 
+test("a container made outside the control plane with an app's labels is not the app's: not listed, no shell", async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  // Another app of this database whose only "web" container was made directly on the engine, with
+  // every label the control plane puts on its own except this instance's id.
+  const r = await c.req('POST', '/api/apps', { name: `${tag}-x`, source: { type: 'image', image: BASE_IMAGE } });
+  assert.equal(r.status, 201, r.text);
+  const d = s!.env.engine.docker;
+  const labels = { 'svc.managed': 'true', [LABEL_APP]: `${tag}-x`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+  const imposter = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-x-web`, Cmd: ['sleep', '3600'], Labels: labels });
+  await imposter.start();
+  const services = await c.req('GET', `/api/apps/${r.body.app.id}/services`);
+  assert.equal(services.status, 200, services.text);
+  assert.deepEqual(services.body.items, [], services.text);
+  const up = new Client(s!.url);
+  up.bearer = token;
+  assert.equal((await up.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const shell = await new Promise<{ ws?: WebSocket; status?: number }>((resolve, reject) => {
+    const ws = new WebSocket(`${s!.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, { headers: { authorization: `Bearer ${token}` } });
+    ws.once('open', () => resolve({ ws }));
+    ws.once('unexpected-response', (_req, res) => resolve({ status: res.statusCode }));
+    ws.once('error', reject);
+  });
+  shell.ws?.close();
+  assert.equal(shell.status, 404, 'the shell does not open a container the control plane did not make');
+  // The app's own service still opens: the refusal is about the container, not the route.
+  const own = await connect('web', { authorization: `Bearer ${token}` });
+  assert.ok(own.ws, String(own.status));
+  own.ws.close();
+});
+
 test('a 1 MB frame closes the socket (1009) instead of being buffered', async (t) => {
   if (!(await needEngine(t))) return;
   await setup();
@@ -168,7 +200,7 @@ test('a shell with no byte either way for SVC_SHELL_IDLE seconds is closed, and 
     const r = await qc.req('POST', '/api/apps', { name: `${tag}-q`, source: { type: 'image', image: BASE_IMAGE } });
     assert.equal(r.status, 201, r.text);
     const d = quick.env.engine.docker;
-    const labels = { [LABEL_APP]: `${tag}-q`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+    const labels = { ...ownerLabels(quick.env.engine), [LABEL_APP]: `${tag}-q`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
     const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-q-web`, Cmd: ['sleep', '3600'], Labels: labels });
     await web.start();
     const ws = new WebSocket(`${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, { headers: { authorization: `Bearer ${qtoken}` } });
