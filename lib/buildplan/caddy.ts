@@ -1,0 +1,20 @@
+// Caddy serves static output (and fronts PHP-FPM) as a non-root user on an unprivileged port.
+export const CADDY_IMAGE = 'caddy:2-alpine';
+export const CADDY_ARGV = ['/usr/local/bin/caddy', 'run', '--config', '/etc/caddy/Caddyfile', '--adapter', 'caddyfile'];
+
+/** The Caddyfile for `port`: `site` lines go inside the site block. Constants only, no repository text. */
+export function caddyfile(port: number, site: string[]): string[] {
+  return ['{', '  admin off', '  auto_https off', '  persist_config off', '}', `:${port} {`, ...site.map((l) => `  ${l}`), '}'];
+}
+
+/** A shell line that writes `lines` as the Caddyfile (none holds a quote: they are ours). */
+export const writeCaddyfile = (lines: string[]) => `mkdir -p /etc/caddy && printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > /etc/caddy/Caddyfile`;
+
+/**
+ * The image's binary carries a file capability (to bind low ports), and exec of such a binary fails
+ * when the container's capabilities are dropped; a plain `cp` carries none, and 8080 needs none.
+ */
+export const COPY_CADDY = 'cp /usr/bin/caddy /usr/local/bin/caddy';
+
+/** Caddy keeps its state under XDG folders; the non-root user may write only /tmp. */
+export const CADDY_ENV = { XDG_CONFIG_HOME: '/tmp/caddy', XDG_DATA_HOME: '/tmp/caddy' };

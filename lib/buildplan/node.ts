@@ -1,0 +1,254 @@
+// Node: the package manager from the lock file, the version from .nvmrc, .node-version or engines,
+// a server started from its `start` script or `main` file, or a front-end build served as files.
+import { CADDY_ARGV, CADDY_ENV, CADDY_IMAGE, COPY_CADDY, caddyfile, writeCaddyfile } from './caddy.js';
+import { plainWords, showArgv, startArgv } from './command.js';
+import { Dockerfile } from './dockerfile.js';
+import type { RepoFiles } from './files.js';
+import { PlanError, type Plan, type StackOverride } from './types.js';
+import { command, port as checkPort, relPath, versionInput } from './validate.js';
+import { reduceVersion } from './versions.js';
+
+export const NODE_VERSIONS = ['18', '20', '22', '24'] as const;
+export const NODE_DEFAULT = '22';
+const LTS: Record<string, string> = { hydrogen: '18', iron: '20', jod: '22', krypton: '24' };
+export const nodeImage = (v: string) => `node:${v}-bookworm-slim`;
+const NODE_PORT = 3000;
+const STATIC_PORT = 8080;
+
+interface Pkg {
+  scripts: Record<string, unknown>;
+  engines?: { node?: unknown };
+  main?: unknown;
+  deps: Set<string>;
+  workspaces: boolean;
+  packageManager?: unknown;
+}
+
+type Manager = 'npm' | 'pnpm' | 'yarn' | 'yarn-berry';
+interface Facts {
+  pkg: Pkg;
+  pm: Manager;
+  lock: string | null;
+  /** Files copied before the install, so the install layer is keyed by them alone. */
+  manifests: string[];
+  version: string;
+  from: string[];
+  warnings: string[];
+}
+
+export async function readPackageJson(files: RepoFiles): Promise<Pkg | null> {
+  const raw = await files.read('package.json');
+  if (raw === null) return null;
+  let j: unknown;
+  try {
+    j = JSON.parse(raw);
+  } catch {
+    throw new PlanError('package.json', 'file', 'is not valid JSON');
+  }
+  if (!j || typeof j !== 'object' || Array.isArray(j)) throw new PlanError('package.json', 'file', 'is not a JSON object');
+  const o = j as Record<string, unknown>;
+  const obj = (v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  return {
+    scripts: obj(o.scripts),
+    engines: obj(o.engines),
+    main: o.main,
+    deps: new Set([...Object.keys(obj(o.dependencies)), ...Object.keys(obj(o.devDependencies))]),
+    workspaces: o.workspaces !== undefined,
+    packageManager: o.packageManager,
+  };
+}
+
+async function nodeVersion(files: RepoFiles, pkg: Pkg, o: StackOverride | undefined, from: string[], warnings: string[]): Promise<string> {
+  let input: string | null = null;
+  let source = '';
+  if (o?.version !== undefined) [input, source] = [versionInput('(override)', 'version', o.version), '(override)'];
+  for (const f of ['.nvmrc', '.node-version']) {
+    if (input !== null) break;
+    const t = await files.read(f, 1024);
+    if (t !== null && t.trim()) [input, source] = [versionInput(f, 'version', t), f];
+  }
+  if (input === null && pkg.engines?.node !== undefined) [input, source] = [versionInput('package.json', 'engines.node', pkg.engines.node), 'package.json'];
+  if (input === null) return NODE_DEFAULT;
+  if (source !== '(override)' && !from.includes(source)) from.push(source);
+  const alias = /^lts\/(.+)$/i.exec(input)?.[1]?.toLowerCase();
+  let reduced;
+  if (alias !== undefined) {
+    const v = alias === '*' ? NODE_DEFAULT : LTS[alias];
+    reduced = v
+      ? { version: v, warning: `node version "${input}" (${source}) reduced to the node ${v} image`, fallback: false }
+      : { version: NODE_DEFAULT, warning: `node version "${input}" (${source}) is not a supported line; using node ${NODE_DEFAULT}`, fallback: true };
+  } else if (/^(node|latest|current|stable)$/i.test(input)) {
+    const v = NODE_VERSIONS[NODE_VERSIONS.length - 1]!;
+    reduced = { version: v, warning: `node version "${input}" (${source}) reduced to the node ${v} image`, fallback: false };
+  } else reduced = reduceVersion(input, NODE_VERSIONS, NODE_DEFAULT, { name: 'node', source, tilde: 'npm' });
+  if (source === '(override)' && reduced.fallback) {
+    throw new PlanError(source, 'version', `"${input}" is not a supported node version (${NODE_VERSIONS.join(', ')})`);
+  }
+  if (reduced.warning) warnings.push(reduced.warning);
+  return reduced.version;
+}
+
+async function facts(files: RepoFiles, pkg: Pkg, o: StackOverride | undefined): Promise<Facts> {
+  const from = ['package.json'];
+  const warnings: string[] = [];
+  const has = (f: string) => files.exists(f);
+  let pm: Manager = 'npm';
+  let lock: string | null = null;
+  const declared = typeof pkg.packageManager === 'string' ? pkg.packageManager : '';
+  if (await has('pnpm-lock.yaml')) [pm, lock] = ['pnpm', 'pnpm-lock.yaml'];
+  else if (await has('yarn.lock')) {
+    lock = 'yarn.lock';
+    pm = (await has('.yarnrc.yml')) || /^yarn@([2-9]|\d{2,})\./.test(declared) ? 'yarn-berry' : 'yarn';
+  } else if (await has('package-lock.json')) lock = 'package-lock.json';
+  else if (await has('npm-shrinkwrap.json')) lock = 'npm-shrinkwrap.json';
+  else {
+    if (/^pnpm@/.test(declared)) pm = 'pnpm';
+    else if (/^yarn@/.test(declared)) pm = /^yarn@1\./.test(declared) ? 'yarn' : 'yarn-berry';
+    if (await has('bun.lockb')) warnings.push('bun.lockb found: bun is not supported; installing with npm');
+    warnings.push('no lock file: dependencies are resolved afresh on every build');
+  }
+  if (lock) from.push(lock);
+  const manifests = ['package.json', ...(lock ? [lock] : [])];
+  for (const f of ['.npmrc', '.yarnrc', '.yarnrc.yml', 'pnpm-workspace.yaml']) if (await has(f)) manifests.push(f);
+  const version = await nodeVersion(files, pkg, o, from, warnings);
+  return { pkg, pm, lock, manifests, version, from, warnings };
+}
+
+const INSTALL: Record<Manager, [frozen: string, loose: string]> = {
+  npm: ['npm ci', 'npm install'],
+  pnpm: ['pnpm install --frozen-lockfile', 'pnpm install'],
+  yarn: ['yarn install --frozen-lockfile', 'yarn install'],
+  'yarn-berry': ['yarn install --immutable', 'yarn install'],
+};
+const PRUNE: Record<Manager, string | null> = {
+  npm: 'npm prune --omit=dev',
+  pnpm: 'pnpm prune --prod',
+  yarn: 'yarn install --production --frozen-lockfile --ignore-scripts --prefer-offline',
+  'yarn-berry': null,
+};
+const runScript = (pm: Manager, name: string) => `${pm === 'npm' ? 'npm' : pm === 'pnpm' ? 'pnpm' : 'yarn'} run ${name}`;
+
+/** Front-end tools whose build writes plain files, and where; their `start` is a dev server. */
+const BUILDERS: [tool: string, dep: string, dir: string][] = [
+  ['vite', 'vite', 'dist'],
+  ['react-scripts', 'react-scripts', 'build'],
+  ['astro', 'astro', 'dist'],
+  ['parcel', 'parcel', 'dist'],
+  ['gatsby', 'gatsby', 'public'],
+  ['vue-cli-service', '@vue/cli-service', 'dist'],
+  ['ng', '@angular/cli', 'dist'],
+];
+
+function staticBuilder(pkg: Pkg, build: string | null): { tool: string; dir: string } | null {
+  const first = build ? (plainWords(build)?.[0] ?? build.split(' ')[0]) : null;
+  const hit = BUILDERS.find(([tool]) => tool === first) ?? BUILDERS.find(([, dep]) => pkg.deps.has(dep));
+  if (!hit) return null;
+  if (hit[1] === 'astro' && pkg.deps.has('@astrojs/node')) return null;
+  const svelteStatic = pkg.deps.has('@sveltejs/adapter-static');
+  return { tool: hit[0], dir: svelteStatic ? 'build' : hit[2] };
+}
+
+const isDevServer = (start: string) => /^(vite|react-scripts|astro|parcel|gatsby|ng|vue-cli-service)( |$)/.test(start);
+
+/** The dependency stages every node plan starts with: install keyed by the manifests, then the build. */
+function depsAndBuild(df: Dockerfile, f: Facts, install: string, build: string | null, o: StackOverride | undefined): void {
+  df.from(nodeImage(f.version), 'deps').workdir('/app');
+  if (f.pm !== 'npm') df.env({ COREPACK_ENABLE_DOWNLOAD_PROMPT: 0 }).run('corepack enable');
+  if (f.pkg.workspaces) {
+    f.warnings.push('npm/yarn workspaces: every package.json is needed to install, so the install layer is not cached apart');
+    df.copy(['.'], '.');
+  } else df.copy(f.manifests, './');
+  if (o?.install !== undefined) df.runCommand(install);
+  else df.run(install);
+  df.from('deps', 'build');
+  if (!f.pkg.workspaces) df.copy(['.'], '.');
+  if (build !== null) {
+    if (o?.build !== undefined) df.runCommand(build);
+    else df.run(build);
+  }
+}
+
+export async function planNode(files: RepoFiles, o: StackOverride | undefined, forceStatic: boolean): Promise<Plan | null> {
+  const pkg = await readPackageJson(files);
+  if (!pkg) return null;
+  const script = (name: string) => (pkg.scripts[name] === undefined ? null : command('package.json', `scripts.${name}`, pkg.scripts[name]));
+  const startScript = script('start');
+  const buildScript = script('build');
+  const f = await facts(files, pkg, o);
+  const install = o?.install !== undefined ? command('(override)', 'install', o.install) : INSTALL[f.pm][f.lock ? 0 : 1];
+  const build = o?.build !== undefined ? command('(override)', 'build', o.build) : buildScript !== null ? runScript(f.pm, 'build') : null;
+  const builder = staticBuilder(pkg, buildScript);
+  const main = pkg.main === undefined ? null : relPath('package.json', 'main', pkg.main);
+
+  let argv: string[] | null = null;
+  let nodeBin = false;
+  const server = o?.stack === 'node';
+  const frontEnd = !server && !!builder && build !== null;
+  if (forceStatic) argv = null;
+  else if (o?.start !== undefined) argv = startArgv('(override)', 'start', o.start);
+  else if (startScript !== null && (server || !isDevServer(startScript))) {
+    const words = plainWords(startScript);
+    argv = words ?? ['npm', 'run', 'start'];
+    nodeBin = !!words && words[0] !== 'node';
+    if (!words) f.warnings.push('the start script needs a shell; it runs through `npm run start`');
+  } else if (!frontEnd) {
+    // An explicit main may be build output (dist/index.js), so it need not exist before the build.
+    if (main !== null && (build !== null || (await files.exists(main)))) argv = ['node', main];
+    else for (const m of ['server.js', 'index.js', 'app.js', 'main.js']) if (!argv && (await files.exists(m))) argv = ['node', m];
+  }
+  if (server && !argv) throw new PlanError('package.json', 'scripts.start', 'is missing, and there is no main file to run; give a start command');
+  const publishOverride = o?.publish_dir !== undefined ? relPath('(override)', 'publish_dir', o.publish_dir) : null;
+  if (!argv && !build) return null;
+  const df = new Dockerfile();
+
+  if (!argv) {
+    // A front-end build: node only builds; Caddy serves what it wrote.
+    const dir = publishOverride ?? builder?.dir ?? 'dist';
+    const guess = 'the build script is not a known front-end tool; serving its `dist` folder (set publish_dir if it writes elsewhere)';
+    if (!builder && !publishOverride) f.warnings.push(guess);
+    if (builder?.tool === 'ng' && !publishOverride) f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
+    const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
+    depsAndBuild(df, f, install, build, o);
+    df.from(CADDY_IMAGE);
+    df.run(`${COPY_CADDY} && ${writeCaddyfile(caddyfile(p, ['root * /srv', 'encode gzip', 'try_files {path} {path}/ /index.html', 'file_server']))}`);
+    df.copy([`/app/${dir}`], '/srv', { from: 'build' });
+    df.env({ PORT: p, ...CADDY_ENV })
+      .user('65532:65532')
+      .expose(p)
+      .cmd(CADDY_ARGV);
+    return {
+      stack: 'static',
+      detected_from: f.from,
+      runtime: { name: 'caddy', version: '2', image: CADDY_IMAGE },
+      images: df.images,
+      install,
+      build,
+      start: showArgv(CADDY_ARGV),
+      port: p,
+      dockerfile: df.text(),
+      warnings: f.warnings,
+    };
+  }
+
+  const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : NODE_PORT;
+  depsAndBuild(df, f, install, build, o);
+  const prune = PRUNE[f.pm];
+  if (prune && o?.install === undefined) df.run(prune);
+  else if (!prune) f.warnings.push('yarn berry: dev dependencies are not pruned from the image');
+  df.from(nodeImage(f.version)).workdir('/app');
+  df.env({ NODE_ENV: 'production', PORT: p, ...(nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}) });
+  df.copy(['/app'], '/app', { from: 'build', chown: 'node:node' });
+  df.user('node').expose(p).cmd(argv);
+  return {
+    stack: 'node',
+    detected_from: f.from,
+    runtime: { name: 'node', version: f.version, image: nodeImage(f.version) },
+    images: df.images,
+    install,
+    build,
+    start: showArgv(argv),
+    port: p,
+    dockerfile: df.text(),
+    warnings: f.warnings,
+  };
+}
