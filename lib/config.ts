@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
-import { resolve } from 'node:path';
+import { posix, resolve } from 'node:path';
 import { checkHostname } from './domains/hostname.js';
 
 export interface Config {
@@ -47,7 +47,7 @@ export interface Config {
   proxy: {
     /** SVC_PROXY: false keeps the control plane away from Caddy entirely (tests without one). */
     enabled: boolean;
-    /** SVC_CADDY_ADMIN, an http:// origin. */
+    /** SVC_CADDY_ADMIN, an http:// origin or a unix socket (`unix//run/caddy/admin.sock`). */
     adminUrl: string;
     httpPort: number;
     httpsPort: number;
@@ -272,16 +272,24 @@ function port(env: Env, name: string, def: number): number {
   return int(env, name, def, 1, 65535);
 }
 
-/** An http:// origin (scheme, host, port; no path): Caddy's admin endpoint. */
+/** An http:// origin (scheme, host, port; no path) or a unix socket: Caddy's admin endpoint. */
 function adminOrigin(env: Env, name: string, def: string): string {
   const raw = str(env, name) ?? def;
+  if (raw.startsWith('unix/')) {
+    // Caddy's syntax for a unix socket: unix//run/caddy/admin.sock (an absolute path after "unix/").
+    const path = raw.slice('unix/'.length);
+    if (!path.startsWith('/') || path.includes('\0') || path.includes('|') || posix.normalize(path) !== path) {
+      throw new ConfigError(name, `"${raw}" is not a unix socket address (like unix//run/caddy/admin.sock)`);
+    }
+    return raw;
+  }
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
     throw new ConfigError(name, `"${raw}" is not a URL (like http://127.0.0.1:2019)`);
   }
-  if (u.protocol !== 'http:') throw new ConfigError(name, `must be an http:// URL, got "${u.protocol}"`);
+  if (u.protocol !== 'http:') throw new ConfigError(name, `must be an http:// URL or unix//<socket path>, got "${u.protocol}"`);
   if (u.username || u.password) throw new ConfigError(name, 'must not carry credentials');
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new ConfigError(name, 'must be an origin without a path, like http://127.0.0.1:2019');
   const p = u.port || '80';

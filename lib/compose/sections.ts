@@ -159,6 +159,10 @@ export function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
     return undefined;
   }
   const dfRaw = scalar(raw.dockerfile) ?? 'Dockerfile';
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dfRaw) || dfRaw.startsWith('git@')) {
+    err(ctx, 'build.dockerfile', 'a Dockerfile from a URL is refused; it must be a file of the build context');
+    return undefined;
+  }
   const dockerfile = checkRelativePath(dfRaw);
   if (dockerfile === null) {
     err(ctx, 'build.dockerfile', `dockerfile "${dfRaw}" must stay inside the build context`);

@@ -2,15 +2,15 @@
 // image app's image) -> build -> blue/green rollout with health gates. Status changes go
 // through `setStatus`; every step writes to the deployment log. Throws on failure or abort:
 // the caller decides the final status and cleans up what this deployment left.
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import type { Env } from '../env.js';
 import type { App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
 import { serviceSettings } from '../apps/store.js';
 import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
-import { StackError, buildImage, buildLabels, imageTag, planStack, type BindTable, type StackPlan } from '../docker/index.js';
+import { StackError, assertBuildAllowed, buildImage, buildLabels, imageTag, planStack, type BindTable, type PlanService, type StackPlan } from '../docker/index.js';
 import { detectCompose, readComposeFile, redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
 import type { DeploySpec, Deployment, DeployStatus } from './model.js';
@@ -108,6 +108,12 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: co.dir, log: say });
     await prune();
     await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
+    // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
+    const root = await realpath(co.dir);
+    const shown = (b: NonNullable<PlanService['build']>) => relative(root, join(b.contextDir, b.dockerfile)) || b.dockerfile;
+    for (const svc of plan.services) {
+      if (svc.build) await assertBuildAllowed(env.engine, { contextDir: svc.build.contextDir, dockerfile: svc.build.dockerfile, args: svc.build.args, shown: shown(svc.build) });
+    }
     for (const svc of plan.services) {
       if (!svc.build) {
         images[svc.name] = svc.image!;
@@ -121,6 +127,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
         dockerfile: svc.build.dockerfile,
         args: svc.build.args,
         target: svc.build.target,
+        shown: shown(svc.build),
         tag,
         labels: buildLabels(app.name, svc.name, dep.id),
         signal,

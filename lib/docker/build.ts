@@ -8,6 +8,7 @@ import type * as TarStream from 'tar-stream';
 import { lazyRequire } from '../util/lazy.js';
 import type { Engine } from './engine.js';
 import { StackError, guard } from './engine.js';
+import { assertBuildAllowed } from './dockerfile.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_SERVICE, LABEL_DEPLOYMENT } from './names.js';
 import { ownerLabels } from './owner.js';
 
@@ -20,13 +21,16 @@ export interface BuildOptions {
   labels?: Record<string, string>;
   signal?: AbortSignal;
   onLog?: (line: string) => void;
+  /** The Dockerfile as messages name it (relative to the repository). */
+  shown?: string;
   /** Refuse contexts larger than this (default 1 GiB). */
   maxContextBytes?: number;
 }
 
-/** Builds an image; resolves with its id, rejects with the builder's error message. */
+/** Builds an image; resolves with its id, rejects with the builder's error message or the build policy's refusal. */
 export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ imageId: string }> {
   const dockerfile = opts.dockerfile ?? 'Dockerfile';
+  await assertBuildAllowed(engine, { contextDir: opts.contextDir, dockerfile, args: opts.args, shown: opts.shown });
   const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3);
   const log = opts.onLog ?? (() => {});
   return guard(engine, async () => {

@@ -25,6 +25,7 @@ export { listServices, listAllServices, type ServiceState, type PublishedPort } 
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
+export { assertBuildAllowed, type BuildFile } from './dockerfile.js';
 export {
   relativeKey,
   showBind,

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { Env } from '../env.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
+import { createCaddyClient, unixAdminPath } from '../proxy/caddy.js';
 
 const PROBE_MS = 2_000;
 
@@ -14,6 +15,7 @@ function withBudget<T>(p: Promise<T>, fallback: T): Promise<T> {
 async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: string | null }> {
   if (!env.config.proxy.enabled) return { reachable: false, version: null };
   // Caddy's admin API has no version endpoint; its config endpoint answering is what matters.
+  if (unixAdminPath(env.config.proxy.adminUrl)) return { reachable: await createCaddyClient(env.config.proxy.adminUrl, { timeoutMs: PROBE_MS }).reachable(), version: null };
   const res = await fetch(`${env.config.proxy.adminUrl}/config/`, { signal: AbortSignal.timeout(PROBE_MS) });
   await res.body?.cancel();
   return { reachable: res.ok, version: res.headers.get('server') };

@@ -1,6 +1,9 @@
 // Caddy's admin API, and nothing else: the control plane never edits a Caddyfile and never runs
 // `caddy`. Every call opens a fresh connection: Caddy restarts its admin server on each config
-// load and closes the sockets it had, so a pooled socket would fail the next call.
+// load and closes the sockets it had, so a pooled socket would fail the next call. The endpoint is an
+// http:// origin or, in Caddy's own syntax, a unix socket (`unix//run/caddy/admin.sock`): a socket in
+// a folder only the control plane may open keeps every other local process (and a build fetching
+// loopback URLs) away from a config that holds uploaded private keys.
 import { request } from 'node:http';
 
 export class CaddyError extends Error {
@@ -14,8 +17,9 @@ export class CaddyError extends Error {
 }
 
 export interface CaddyClient {
+  /** The http:// origin, or `unix//<path>`. */
   readonly adminUrl: string;
-  /** host:port of the admin endpoint, as Caddy's `admin.listen` writes it. */
+  /** The admin endpoint as Caddy's `admin.listen` writes it: host:port, or `unix//<path>`. */
   readonly listen: string;
   /** The whole running config (null when Caddy runs with none). */
   getConfig(): Promise<unknown>;
@@ -37,20 +41,30 @@ interface Reply {
   body: string;
 }
 
-const RETRYABLE = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']);
+// ENOENT: a unix socket is briefly absent while Caddy swaps its admin server.
+const RETRYABLE = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ENOENT']);
 
-function call(base: URL, method: 'GET' | 'POST', path: string, body: string | undefined, timeoutMs: number, maxBytes: number): Promise<Reply> {
+/** Where the admin API listens: a TCP origin, or a unix socket path. */
+type Target = { url: URL; socketPath?: undefined } | { url?: undefined; socketPath: string };
+
+/** `unix//<absolute path>` (Caddy's network address syntax) to the socket path, else null. */
+export function unixAdminPath(address: string): string | null {
+  return address.startsWith('unix//') ? address.slice('unix/'.length) : null;
+}
+
+function call(target: Target, method: 'GET' | 'POST', path: string, body: string | undefined, timeoutMs: number, maxBytes: number): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: base.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(base.port) || 80,
+        // On a unix socket Caddy 2.6 accepts only the empty Host of a request without a host name (RFC 9112 3.2);
+        // Node would write "localhost" unless told not to.
+        ...(target.url ? { host: target.url.hostname.replace(/^\[|\]$/g, ''), port: Number(target.url.port) || 80 } : { socketPath: target.socketPath, setHost: false }),
         method,
         path,
         agent: false,
         timeout: timeoutMs,
         headers: {
-          host: base.host,
+          host: target.url ? target.url.host : '',
           connection: 'close',
           ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
         },
@@ -89,16 +103,18 @@ function errorText(status: number, body: string): string {
 }
 
 export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {}): CaddyClient {
-  const base = new URL(adminUrl);
+  const socketPath = unixAdminPath(adminUrl);
+  const target: Target = socketPath ? { socketPath } : { url: new URL(adminUrl) };
   const timeoutMs = opts.timeoutMs ?? 5_000;
   const loadTimeoutMs = opts.loadTimeoutMs ?? 60_000;
   const maxBytes = opts.maxBytes ?? 32 * 1024 * 1024;
-  const where = `Caddy's admin API at ${base.origin}`;
+  const shown = target.url ? target.url.origin : adminUrl;
+  const where = `Caddy's admin API at ${shown}`;
 
   async function send(method: 'GET' | 'POST', path: string, body: string | undefined, timeout: number): Promise<Reply> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await call(base, method, path, body, timeout, maxBytes);
+        return await call(target, method, path, body, timeout, maxBytes);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code ?? '';
         // A refused or reset connection while Caddy swaps its admin server is worth retrying (twice,
@@ -114,8 +130,8 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
   }
 
   return {
-    adminUrl: base.origin,
-    listen: base.host.includes(':') ? base.host : `${base.host}:80`,
+    adminUrl: shown,
+    listen: !target.url ? adminUrl : target.url.host.includes(':') ? target.url.host : `${target.url.host}:80`,
     async getConfig() {
       const r = await send('GET', '/config/', undefined, timeoutMs);
       if (r.status !== 200) throw new CaddyError(`${where} answered ${errorText(r.status, r.body)}`, false);

@@ -5,7 +5,7 @@ import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { Bus } from '../events/bus.js';
 import type { Logger } from '../log.js';
-import { createCaddyClient } from './caddy.js';
+import { createCaddyClient, unixAdminPath } from './caddy.js';
 import { planRoutes, type EdgeRows, type PlannedRoute } from './config.js';
 import { defaultControlUpstream, loadEdgeRows } from './rows.js';
 import { ProxySync } from './sync.js';
@@ -49,8 +49,9 @@ export interface Edge {
   stop(): Promise<void>;
 }
 
-/** The address Caddy listens on, as seen from the control plane: the admin endpoint's host. */
+/** The address Caddy listens on, as seen from the control plane: the admin endpoint's host (loopback for a unix socket). */
 function proxyAddress(adminUrl: string): string {
+  if (unixAdminPath(adminUrl)) return '127.0.0.1';
   const h = new URL(adminUrl).hostname.replace(/^\[|\]$/g, '');
   return h === 'localhost' ? '127.0.0.1' : h;
 }

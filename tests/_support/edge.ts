@@ -80,6 +80,7 @@ export interface FetchResult {
 
 export interface EdgeLab {
   dir: string;
+  /** http://127.0.0.1:<port>, or unix//<dir>/admin.sock with the adminSocket option. */
   adminUrl: string;
   httpPort: number;
   httpsPort: number;
@@ -133,8 +134,14 @@ function get(url: URL, opts: { ca?: string | string[] } = {}): Promise<{ status:
   });
 }
 
-export async function startEdgeLab(): Promise<EdgeLab> {
+export interface EdgeLabOptions {
+  /** Caddy's admin endpoint on a unix socket in the lab's folder (unix//<dir>/admin.sock) instead of a loopback port. */
+  adminSocket?: boolean;
+}
+
+export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-edge-'));
+  const adminSocket = opts.adminSocket ? join(dir, 'admin.sock') : null;
   const [adminPort, httpPort, httpsPort, acmePort, mgmtPort, tlsPort, dnsPort, dnsMgmtPort] = await Promise.all(Array.from({ length: 8 }, () => freePort()));
   let caddy: Proc | null = null;
   let pebble: Proc | null = null;
@@ -176,14 +183,28 @@ export async function startEdgeLab(): Promise<EdgeLab> {
     );
     await poll('pebble ACME directory', async () => (await get(new URL(`https://127.0.0.1:${acmePort}/dir`), { ca: ca.certPem })).status === 200, 30_000, 100);
 
+    const adminUrl = adminSocket ? `unix/${adminSocket}` : `http://127.0.0.1:${adminPort}`;
+    // On the socket, Caddy 2.6 accepts only an empty Host header (see lib/proxy/caddy.ts).
+    const adminGet = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const where = adminSocket ? { socketPath: adminSocket, setHost: false, headers: { host: '' } } : { host: '127.0.0.1', port: adminPort };
+        const req = httpRequest({ ...where, path, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
     const caddyHome = join(dir, 'caddy');
     await mkdir(join(caddyHome, 'data'), { recursive: true });
     await mkdir(join(caddyHome, 'config'), { recursive: true });
     const emptyConfig = join(dir, 'caddy-empty.json');
-    await writeFile(emptyConfig, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));
+    await writeFile(emptyConfig, JSON.stringify({ admin: { listen: adminSocket ? `unix/${adminSocket}` : `127.0.0.1:${adminPort}` } }));
     const startCaddy = async () => {
       caddy = launch('/usr/bin/caddy', ['run', '--config', emptyConfig], { HOME: caddyHome, XDG_DATA_HOME: join(caddyHome, 'data'), XDG_CONFIG_HOME: join(caddyHome, 'config') });
-      await poll('caddy admin API', async () => (await get(new URL(`http://127.0.0.1:${adminPort}/config/`))).status === 200, 30_000, 100);
+      await poll('caddy admin API', async () => (await adminGet('/config/').catch(() => ({ status: 0 }))).status === 200, 30_000, 100);
     };
     await startCaddy();
 
@@ -217,7 +238,7 @@ export async function startEdgeLab(): Promise<EdgeLab> {
 
     return {
       dir,
-      adminUrl: `http://127.0.0.1:${adminPort}`,
+      adminUrl,
       httpPort,
       httpsPort,
       dnsAddress: `127.0.0.1:${dnsPort}`,
@@ -225,7 +246,7 @@ export async function startEdgeLab(): Promise<EdgeLab> {
       ca,
       pebbleRoot,
       vars: {
-        SVC_CADDY_ADMIN: `http://127.0.0.1:${adminPort}`,
+        SVC_CADDY_ADMIN: adminUrl,
         SVC_PROXY_HTTP_PORT: String(httpPort),
         SVC_PROXY_HTTPS_PORT: String(httpsPort),
         SVC_ACME_CA: `https://127.0.0.1:${acmePort}/dir`,
@@ -239,7 +260,7 @@ export async function startEdgeLab(): Promise<EdgeLab> {
       https,
       http,
       async admin(path) {
-        const r = await get(new URL(`http://127.0.0.1:${adminPort}${path}`));
+        const r = await adminGet(path);
         if (r.status !== 200) throw new Error(`admin API answered ${r.status}: ${r.body}`);
         return JSON.parse(r.body);
       },

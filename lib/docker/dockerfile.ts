@@ -1,0 +1,73 @@
+// The Dockerfile of a build, read from the context as the engine will read it and held to the build
+// policy (lib/compose/buildpolicy.ts) before anything is built; the images its stages start from
+// are looked at too, since their ONBUILD triggers run in this build like its own instructions.
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { checkDockerfile, checkTriggers } from '../compose/buildpolicy.js';
+import { resolveInside } from '../util/paths.js';
+import { StackError, guard, isConnectError, isNotFound, type Engine } from './engine.js';
+
+const MAX_DOCKERFILE = 1024 * 1024;
+
+export interface BuildFile {
+  contextDir: string;
+  dockerfile: string;
+  args?: Record<string, string>;
+  /** The file as messages name it (relative to the repository); default: the path in the context. */
+  shown?: string;
+}
+
+/** Throws a StackError naming each refused line (`Dockerfile:7: ADD from a URL is not allowed ...`). */
+export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<void> {
+  const shown = b.shown ?? b.dockerfile;
+  const fail = (reasons: string[]) => {
+    throw new StackError(`the build is refused: ${reasons.join('; ')}`);
+  };
+  const root = await realpath(b.contextDir);
+  const path = await resolveInside(root, b.dockerfile);
+  if (path === null) fail([`${shown}: resolves outside the build context`]);
+  let size: number;
+  try {
+    const st = await stat(path!);
+    if (!st.isFile()) throw new Error('not a file');
+    size = st.size;
+  } catch {
+    return fail([`${shown}: no such file in the build context`]);
+  }
+  if (size > MAX_DOCKERFILE) fail([`${shown}: larger than 1 MiB`]);
+  const { problems, bases } = checkDockerfile(await readFile(path!, 'utf8'), b.args ?? {});
+  if (problems.length) fail(problems.map((p) => `${shown}:${p.line}: ${p.message}`));
+  const triggers: string[] = [];
+  for (const base of bases) {
+    if (base.image === null) {
+      triggers.push(`${shown}:${base.line}: the image of this FROM cannot be worked out before the build, so its ONBUILD triggers cannot be checked`);
+      continue;
+    }
+    for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform))) triggers.push(`${shown}:${base.line}: base image ${base.image}: ${t}`);
+  }
+  if (triggers.length) fail(triggers);
+}
+
+/**
+ * The ONBUILD triggers of an image, pulled first when absent (as the build would pull it, without
+ * registry credentials), so what is inspected is the image the build then finds on the engine.
+ */
+async function onBuildTriggers(engine: Engine, ref: string, platform: string | null): Promise<string[]> {
+  return guard(engine, async () => {
+    const inspect = async () => ((await engine.docker.getImage(ref).inspect()) as { Config?: { OnBuild?: string[] | null } }).Config?.OnBuild ?? [];
+    if (!platform) {
+      try {
+        return await inspect();
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+    }
+    try {
+      const stream = await engine.docker.pull(ref, platform ? { platform } : {});
+      await new Promise<void>((resolve, reject) => engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));
+    } catch (e) {
+      if (isConnectError(e)) throw e;
+      throw new StackError(`the base image ${ref} cannot be pulled: ${((e as Error).message ?? String(e)).split('\n')[0]}`);
+    }
+    return inspect();
+  });
+}
