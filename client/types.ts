@@ -593,7 +593,9 @@ export interface paths {
         };
         /**
          * WebSocket: a shell in a service's running container (SVC_ENABLE_SHELL=true)
-         * @description Upgrade with `Upgrade: websocket`, authenticated like the API (the session cookie with a same-origin `Origin`, or a bearer token) and a recent step-up. An engine exec with a TTY: binary frames carry the terminal both ways; a text frame `{"type":"resize","rows","cols"}` resizes. Frames over 64 KiB close the socket, 15 idle minutes close it, at most 4 shells per operator; opening and closing are audited. Refusals before the upgrade: 404 (shell disabled, or no such app or service), 401, 403 (no step-up), 409 (service not running, too many shells). A plain GET without the upgrade answers 400.
+         * @description Upgrade with `Upgrade: websocket`, authenticated like the API (the session cookie with a same-origin `Origin`, or a bearer token) and a recent step-up. An engine exec with a TTY: binary frames carry the terminal both ways; a text frame `{"type":"resize","rows","cols"}` resizes. Frames over 64 KiB close the socket, 15 idle minutes close it (SVC_SHELL_IDLE), 8 hours close it whatever the activity (SVC_SHELL_MAX), and revoking its credential (token revoked, logout, session deleted) closes it (1008); at most 4 shells per operator; opening and closing are audited. Refusals before the upgrade: 404 (shell disabled, or no such app or service), 401, 403 (no step-up), 409 (service not running, too many shells). A plain GET without the upgrade answers 400 (404 when the shell is disabled), step-up or not.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
          */
         get: operations["getApiAppsByIdServicesByNameShell"];
         put?: never;
@@ -957,8 +959,34 @@ export interface paths {
         /**
          * Change the caller's password
          * @description Needs the current password; ends every other session of the operator (API tokens stay).
+         *
+         *     Refused to API tokens (403 `forbidden`): it changes how its owner signs in.
          */
         post: operations["postApiAuthPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the recovery codes: the old ones stop working at once; the new ones are shown only here
+         * @description Only with TOTP enabled (409 `conflict` otherwise).
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         *
+         *     Refused to API tokens (403 `forbidden`): it changes how its owner signs in.
+         */
+        post: operations["postApiAuthRecoveryCodes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1033,6 +1061,8 @@ export interface paths {
         /**
          * Turn two-factor authentication off
          * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         *
+         *     Refused to API tokens (403 `forbidden`): it changes how its owner signs in.
          */
         delete: operations["deleteApiAuthTotp"];
         options?: never;
@@ -1049,7 +1079,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Enable TOTP with a code from the new secret; answers the one-time recovery codes */
+        /**
+         * Enable TOTP with a code from the new secret; answers the one-time recovery codes
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         *
+         *     Refused to API tokens (403 `forbidden`): it changes how its owner signs in.
+         */
         post: operations["postApiAuthTotpEnable"];
         delete?: never;
         options?: never;
@@ -1066,7 +1101,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start enabling TOTP: a new secret and its otpauth:// URL */
+        /**
+         * Start enabling TOTP: a new secret and its otpauth:// URL
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         *
+         *     Refused to API tokens (403 `forbidden`): it changes how its owner signs in.
+         */
         post: operations["postApiAuthTotpSetup"];
         delete?: never;
         options?: never;
@@ -2447,6 +2487,9 @@ export interface components {
             user: components["schemas"]["User"];
             /** @enum {string} */
             via: "session" | "token";
+        };
+        PostApiAuthRecoveryCodes200: {
+            recovery_codes: string[];
         };
         GetApiAuthSessions200: {
             items: components["schemas"]["Session"][];
@@ -4790,6 +4833,29 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAuthRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAuthRecoveryCodes200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Failure"];
         };
     };

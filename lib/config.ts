@@ -26,6 +26,8 @@ export interface Config {
   enableShell: boolean;
   /** SVC_SHELL_IDLE: seconds without a byte either way after which a container shell closes. */
   shellIdleSeconds: number;
+  /** SVC_SHELL_MAX: seconds after which a container shell closes whatever its activity. */
+  shellMaxSeconds: number;
   /** SVC_IMAGE_MAP: catalog image reference -> the reference pulled instead (a mirror, local test images). */
   imageMap: Record<string, string>;
   /** SVC_NOTIFY_ALLOW: IPs/CIDRs notification URLs may reach although private (self-hosted chat). */
@@ -225,6 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
     shellIdleSeconds: int(env, 'SVC_SHELL_IDLE', 15 * 60, 1, 86_400),
+    shellMaxSeconds: int(env, 'SVC_SHELL_MAX', 8 * 3600, 1, 7 * 86_400),
     imageMap: imageMapOf(str(env, 'SVC_IMAGE_MAP')),
     notifyAllow: addressList(env, 'SVC_NOTIFY_ALLOW', ''),
     dockerSocket: str(env, 'SVC_DOCKER_SOCKET') ?? '/var/run/docker.sock',

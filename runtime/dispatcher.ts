@@ -219,13 +219,17 @@ export function checkCsrf(env: Env, x: Exchange, principal: Principal | null, po
   }
 }
 
-/** Stage `authorise`: a session where the route changes how its owner signs in; a recent step-up where the route asks for one. */
-export function authorise(env: Env, spec: RouteSpec, principal: Principal | null): void {
+/**
+ * Stage `authorise`: a session where the route changes how its owner signs in; a recent step-up where the route asks
+ * for one. A WebSocket route's effect is its upgrade, which runtime/ws.ts authorises with this same function
+ * (`upgrade`); its plain GET only explains itself, so it answers the same with or without a step-up.
+ */
+export function authorise(env: Env, spec: RouteSpec, principal: Principal | null, upgrade = false): void {
   if (principal === null) return;
   if (spec.sessionOnly && principal.kind !== 'session') {
     throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
   }
-  if (spec.stepUp) requireStepUp(env, principal);
+  if (spec.stepUp && (upgrade || !spec.websocket)) requireStepUp(env, principal);
 }
 
 /** 403 step_up_required unless this credential stepped up within the last minutes. */

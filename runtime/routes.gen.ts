@@ -56,6 +56,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/auth/logout', file: 'handlers/api/auth/logout.ts', load: () => import('../handlers/api/auth/logout.js') },
   { pattern: '/api/auth/me', file: 'handlers/api/auth/me.ts', load: () => import('../handlers/api/auth/me.js') },
   { pattern: '/api/auth/password', file: 'handlers/api/auth/password.ts', load: () => import('../handlers/api/auth/password.js') },
+  { pattern: '/api/auth/recovery-codes', file: 'handlers/api/auth/recovery-codes.ts', load: () => import('../handlers/api/auth/recovery-codes.js') },
   { pattern: '/api/auth/sessions', file: 'handlers/api/auth/sessions/index.ts', load: () => import('../handlers/api/auth/sessions/index.js') },
   { pattern: '/api/auth/sessions/:id', file: 'handlers/api/auth/sessions/[id].ts', load: () => import('../handlers/api/auth/sessions/[id].js') },
   { pattern: '/api/auth/step-up', file: 'handlers/api/auth/step-up.ts', load: () => import('../handlers/api/auth/step-up.js') },

@@ -11,8 +11,9 @@ import { missingTopicResource } from '../lib/events/topics.js';
 import { HttpError } from '../lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
 import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
-import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
+import { GET as shellRoute } from '../handlers/api/apps/[id]/services/[name]/shell.js';
+import { authorise as authoriseRoute } from './dispatcher.js';
 import type { Principal } from '../lib/http/handler.js';
 import { headerGetter } from '../lib/http/headers.js';
 
@@ -78,7 +79,8 @@ export function createWsHub(env: Env): WsHub {
   const trusted = buildBlockList(env.config.trustedProxies);
   const originOk = allowedOrigin(env.config);
   const alive = new WeakSet<WebSocket>();
-  const owners = new Map<WebSocket, { userId: string; credential: Credential }>();
+  // Every socket that acted for a credential, API and shell alike, with how to end it when that credential goes.
+  const owners = new Map<WebSocket, { userId: string; credential: Credential; end: (reason: string) => void }>();
   const subscriptions = new Map<WebSocket, Map<string, () => void>>();
 
   // A revocation, logout, deleted operator or new password closes what it no longer allows.
@@ -95,7 +97,7 @@ export function createWsHub(env: Env): WsHub {
       }
       if (!still || still.user.id !== o.userId) {
         owners.delete(ws);
-        ws.close(1008, 'credentials revoked');
+        o.end('credentials revoked');
         // A peer that ignores the close handshake is cut off anyway.
         setTimeout(() => ws.terminate(), 1000).unref();
       }
@@ -133,7 +135,7 @@ export function createWsHub(env: Env): WsHub {
   function attach(ws: WebSocket, principal: Principal, credential: Credential): void {
     const subs = new Map<string, () => void>();
     subscriptions.set(ws, subs);
-    owners.set(ws, { userId: principal.user.id, credential });
+    owners.set(ws, { userId: principal.user.id, credential, end: (reason) => ws.close(1008, reason) });
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
     const send = (msg: unknown) => {
@@ -207,12 +209,18 @@ export function createWsHub(env: Env): WsHub {
     authorise(req, tls)
       .then(async (principal) => {
         if (!principal) return refuse(socket, 401, 'Authentication required');
-        if (!hasRecentStepUp(principal, env.now())) return refuse(socket, 403, 'A shell needs a recent step-up: POST /api/auth/step-up first', 'step_up_required');
+        // The route's own declaration (step-up) decides, as the dispatcher would for any request.
+        authoriseRoute(env, shellRoute.spec, principal, true);
         const target = await prepareShell(env, principal, appId, service);
-        const ip = clientAddress(req.socket.remoteAddress, headerGetter(req.headers).get('x-forwarded-for'), trusted);
+        const headers = headerGetter(req.headers);
+        const ip = clientAddress(req.socket.remoteAddress, headers.get('x-forwarded-for'), trusted);
+        const credential = { authorization: headers.get('authorization'), cookie: headers.get('cookie') };
         shells.handleUpgrade(req, socket, head, (ws) => {
           ws.on('error', () => ws.terminate());
-          void runShell(env, principal, ip, target, ws as unknown as ShellSocket);
+          const shell = runShell(env, principal, ip, target, ws as unknown as ShellSocket);
+          // Revoking the token, logging out or deleting the session ends the shell like an API socket.
+          owners.set(ws, { userId: principal.user.id, credential, end: (reason) => shell.close(1008, reason) });
+          ws.on('close', () => owners.delete(ws));
         });
       })
       .catch((err) => {

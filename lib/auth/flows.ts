@@ -8,7 +8,7 @@ import { Headers } from '../http/respond.js';
 import { nowIso } from '../db/index.js';
 import { countUsers, findUser, findUserByName, insertUser, publicUser, setPassword, type PublicUser } from './users.js';
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js';
-import { consumeSecondFactor, enableTotp, newTotpSecret, otpauthUrl, totpBinding } from './totp.js';
+import { consumeSecondFactor, enableTotp, newTotpSecret, otpauthUrl, replaceRecoveryCodes, totpBinding } from './totp.js';
 import { startSession } from './login.js';
 import { PRE_COOKIE, SESSION_COOKIE } from './principal.js';
 import { resolveSession } from './sessions.js';
@@ -122,6 +122,13 @@ export async function confirmTotp(env: Env, userId: string, code: string): Promi
   if (!user.totp_pending) throw new HttpError('conflict', 'Call POST /api/auth/totp/setup first');
   const codes = await enableTotp(env.db, env.sealer, user.id, user.totp_pending, code, env.now());
   if (!codes) throw new HttpError('invalid_credentials', 'The code does not match the new secret');
+  return codes;
+}
+
+/** New recovery codes in place of the old ones (lost, or some used up); only with TOTP enabled. */
+export async function regenerateRecoveryCodes(env: Env, userId: string): Promise<string[]> {
+  const codes = await replaceRecoveryCodes(env.db, env.sealer, userId);
+  if (!codes) throw new HttpError('conflict', 'Two-factor authentication is not enabled: recovery codes come with it');
   return codes;
 }
 

@@ -126,6 +126,25 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
 }
 
 /**
+ * A fresh set of recovery codes for a user with TOTP enabled, in one transaction with the check:
+ * the old codes stop working at once. Null when TOTP is not enabled (there is nothing they recover).
+ */
+export async function replaceRecoveryCodes(db: Db, sealer: Sealer, userId: string): Promise<string[] | null> {
+  const codes = newRecoveryCodes();
+  const done = await db.transaction().execute(async (tx) => {
+    const user = await tx.selectFrom('users').select('totp_enabled').where('id', '=', userId).executeTakeFirst();
+    if (!user || user.totp_enabled !== 1) return false;
+    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
+    await tx
+      .insertInto('recovery_codes')
+      .values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null })))
+      .execute();
+    return true;
+  });
+  return done ? codes : null;
+}
+
+/**
  * Checks a TOTP code (or a single-use recovery code) for a user with TOTP enabled and burns it.
  * The step update is conditional, so two requests racing with one code cannot both pass.
  */

@@ -1,8 +1,9 @@
 // The container shell (SVC_ENABLE_SHELL=true): an engine exec with a TTY in the service's running
 // container, bridged to a WebSocket the way xterm.js's attach addon expects: binary frames carry
 // the terminal both ways, a text frame {"type":"resize","rows","cols"} resizes. Bounded: frames
-// over 64 KiB close the socket, a slow reader is cut off, 15 idle minutes (SVC_SHELL_IDLE) close it, at most 4
-// shells per operator. Opening and closing are audited with the byte counts.
+// over 64 KiB close the socket, a slow reader is cut off, 15 idle minutes (SVC_SHELL_IDLE) close it, and so do
+// 8 hours whatever the activity (SVC_SHELL_MAX); at most 4 shells per operator. The runtime closes it through
+// the handle when its credential is revoked. Opening and closing are audited with the byte counts.
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { Env } from '../env.js';
@@ -52,7 +53,32 @@ export async function prepareShell(env: Env, principal: Principal, appId: string
   return { appId: app.id, appName: app.name, service, containerId: running.id };
 }
 
-export async function runShell(env: Env, principal: Principal, ip: string, target: ShellTarget, ws: ShellSocket): Promise<void> {
+/** What the runtime keeps of an open shell: a way to end it with a reason (the reason is audited). */
+export interface ShellHandle {
+  close(code: number, reason: string): void;
+}
+
+/** `2 seconds`, `15 minutes`, `8 hours`: for close reasons. */
+export function span(seconds: number): string {
+  const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+  if (seconds % 3600 === 0) return plural(seconds / 3600, 'hour');
+  return seconds % 60 === 0 ? plural(seconds / 60, 'minute') : plural(seconds, 'second');
+}
+
+type Finish = (code: number, reason: string) => void;
+
+export function runShell(env: Env, principal: Principal, ip: string, target: ShellTarget, ws: ShellSocket): ShellHandle {
+  let finish: Finish = () => {};
+  const started = startShell(env, principal, ip, target, ws, (f) => (finish = f));
+  started.catch((err) => {
+    env.log.error({ err }, 'shell failed');
+    finish(1011, 'the shell failed');
+  });
+  return { close: (code, reason) => finish(code, reason) };
+}
+
+/** `expose` hands runShell the way to end this shell as soon as there is one (before the first await). */
+async function startShell(env: Env, principal: Principal, ip: string, target: ShellTarget, ws: ShellSocket, expose: (f: Finish) => void) {
   const user = principal.user.id;
   open.set(user, (open.get(user) ?? 0) + 1);
   let bytesIn = 0;
@@ -61,6 +87,7 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
   let closed = false;
   let stream: Duplex | null = null;
   let idle: NodeJS.Timeout | null = null;
+  let lifetime: NodeJS.Timeout | null = null;
   const audit = (action: string, detail: Record<string, unknown>) =>
     recordAudit(env.db, {
       route: 'GET /api/apps/{id}/services/{name}/shell',
@@ -78,6 +105,7 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
     if (closed) return;
     closed = true;
     if (idle) clearTimeout(idle);
+    if (lifetime) clearTimeout(lifetime);
     open.set(user, Math.max(0, (open.get(user) ?? 1) - 1));
     // End of input ends the shell (EOF on its TTY).
     stream?.end();
@@ -88,9 +116,14 @@ export async function runShell(env: Env, principal: Principal, ip: string, targe
   const touch = () => {
     if (idle) clearTimeout(idle);
     const seconds = env.config.shellIdleSeconds;
-    idle = setTimeout(() => finish(1000, `idle for ${seconds % 60 ? `${seconds} seconds` : `${seconds / 60} minutes`}`), seconds * 1000);
+    idle = setTimeout(() => finish(1000, `idle for ${span(seconds)}`), seconds * 1000);
     idle.unref();
   };
+  expose(finish);
+  // A shell kept busy (a `top`, a `tail -f`) never idles out; its life is bounded all the same.
+  const maxSeconds = env.config.shellMaxSeconds;
+  lifetime = setTimeout(() => finish(1000, `open for ${span(maxSeconds)}, the longest a shell may stay open`), maxSeconds * 1000);
+  lifetime.unref();
   ws.on('close', () => finish(1000, 'client closed'));
   // Frames may arrive before the exec is ready: kept (bounded) and replayed in order.
   const early: Array<[Buffer, boolean]> = [];

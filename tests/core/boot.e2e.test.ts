@@ -69,6 +69,7 @@ async function setupAndLogin(url: string, dataDir: string): Promise<Client> {
 }
 
 async function enableTotp(c: Client): Promise<{ secret: string; codes: string[] }> {
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const setup = await c.req('POST', '/api/auth/totp/setup');
   assert.equal(setup.status, 200, setup.text);
   const on = await c.req('POST', '/api/auth/totp/enable', { code: await totpCode(setup.body.secret) });

@@ -19,6 +19,7 @@ test('defaults follow the contract', () => {
   assert.equal(c.security.errorThreshold, 100);
   assert.equal(c.security.cooldownSeconds, 600);
   assert.equal(c.security.maxIps, 1024);
+  assert.equal(c.shellMaxSeconds, 8 * 3600);
 });
 
 const bad: Array<[string, string]> = [
@@ -31,6 +32,8 @@ const bad: Array<[string, string]> = [
   ['SVC_EXPOSURE', 'internet'],
   ['SVC_BASE_DOMAIN', 'not a domain'],
   ['SVC_ENABLE_SHELL', 'maybe'],
+  ['SVC_SHELL_MAX', '0'],
+  ['SVC_SHELL_MAX', '8h'],
   ['SVC_SECURITY_WINDOW', '0'],
   ['SVC_SECURITY_REQUEST_THRESHOLD', '-5'],
   ['SVC_SECURITY_ERROR_THRESHOLD', 'many'],

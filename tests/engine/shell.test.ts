@@ -227,3 +227,144 @@ test('a shell with no byte either way for SVC_SHELL_IDLE seconds is closed, and 
     await quick.stop();
   }
 });
+
+/** The close of a socket (code and reason); a shell that stays open fails the test after a generous bound. */
+function closeOf(ws: WebSocket, what: string): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve, reject) => {
+    const bound = setTimeout(() => reject(new Error(`${what}: the shell was still open after 20 s`)), 20_000);
+    ws.once('close', (code: number, reason: Buffer) => {
+      clearTimeout(bound);
+      resolve({ code, reason: reason.toString() });
+    });
+  });
+}
+
+/** A shell that runs: a command's output came back, so the exec is attached. */
+async function liveShell(headers: Record<string, string>): Promise<WebSocket> {
+  const { ws, status, body } = await connect('web', headers);
+  assert.ok(ws, `shell refused: ${status} ${body}`);
+  let out = '';
+  ws.on('message', (data: Buffer) => (out += data.toString('utf8')));
+  ws.send(Buffer.from('echo up-$((3*7))\n'), { binary: true });
+  await poll('command output', () => out.includes('up-21'), 30_000, 50);
+  return ws;
+}
+
+async function closeReasons(db: TestServer['env']['db']): Promise<string[]> {
+  const rows = await db.selectFrom('audit').select('detail').where('action', '=', 'app.shell_closed').execute();
+  return rows.map((r) => JSON.parse(r.detail!).reason as string);
+}
+
+test('revoking the token closes its shell (1008 credentials revoked), and the close is audited with that reason', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const created = await c.req('POST', '/api/auth/api-tokens', { name: 'shell-revoked' });
+  assert.equal(created.status, 201, created.text);
+  const bot = new Client(s!.url);
+  bot.bearer = created.body.token;
+  assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const ws = await liveShell({ authorization: `Bearer ${created.body.token}` });
+  const closed = closeOf(ws, 'token revoked');
+  const before = (await closeReasons(s!.env.db)).length;
+  assert.equal((await c.req('DELETE', `/api/auth/api-tokens/${created.body.id}`)).status, 204);
+  assert.deepEqual(await closed, { code: 1008, reason: 'credentials revoked' });
+  const reasons = await poll(
+    'audit of the close',
+    async () => {
+      const all = await closeReasons(s!.env.db);
+      return all.length > before ? all : null;
+    },
+    15_000,
+    50,
+  );
+  assert.equal(reasons.at(-1), 'credentials revoked');
+});
+
+test("logging out, or deleting the session from another one, closes that session's shell", async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  const cookieShell = async () => {
+    const u = new Client(s!.url);
+    assert.equal((await u.req('POST', '/api/auth/login', ADMIN)).status, 200);
+    assert.equal((await u.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+    return { u, ws: await liveShell({ cookie: u.cookieHeader(), origin: s!.url }) };
+  };
+  const a = await cookieShell();
+  const loggedOut = closeOf(a.ws, 'logout');
+  assert.equal((await a.u.req('POST', '/api/auth/logout')).status, 204);
+  assert.deepEqual(await loggedOut, { code: 1008, reason: 'credentials revoked' });
+
+  const b = await cookieShell();
+  const sid = (await b.u.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
+  const deleted = closeOf(b.ws, 'session deleted');
+  assert.equal((await c.req('DELETE', `/api/auth/sessions/${sid}`)).status, 204);
+  assert.deepEqual(await deleted, { code: 1008, reason: 'credentials revoked' });
+  // The caller's own shells are untouched by another credential's revocation.
+  const ws = await liveShell({ authorization: `Bearer ${token}` });
+  const own = closeOf(ws, 'client close');
+  ws.close();
+  assert.equal((await own).code, 1005);
+});
+
+test('a busy shell still closes after SVC_SHELL_MAX seconds, with its reason, audited', async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  // Its own control plane with a 2 s maximum (the shared one keeps the 8-hour default); idle stays at 15 minutes.
+  const quick = await startTestServer({ SVC_ENABLE_SHELL: 'true', SVC_SHELL_MAX: '2' });
+  try {
+    const qc = await adminClient(quick);
+    const qtoken = await apiToken(qc, 'max');
+    const bot = new Client(quick.url, { authorization: `Bearer ${qtoken}` });
+    assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+    const r = await qc.req('POST', '/api/apps', { name: `${tag}-m`, source: { type: 'image', image: BASE_IMAGE } });
+    assert.equal(r.status, 201, r.text);
+    const labels = { [LABEL_APP]: `${tag}-m`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+    const d = quick.env.engine.docker;
+    const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-m-web`, Cmd: ['sleep', '3600'], Labels: labels });
+    await web.start();
+    const shellUrl = `${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`;
+    const ws = new WebSocket(shellUrl, { headers: { authorization: `Bearer ${qtoken}` } });
+    let out = '';
+    ws.on('message', (data: Buffer) => (out += data.toString('utf8')));
+    const closed = closeOf(ws, 'SVC_SHELL_MAX');
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    // Output every second: never idle.
+    ws.send(Buffer.from('while true; do echo tick; sleep 1; done\n'), { binary: true });
+    await poll('the loop running', () => out.includes('tick'), 30_000, 50);
+    const reason = 'open for 2 seconds, the longest a shell may stay open';
+    assert.deepEqual(await closed, { code: 1000, reason });
+    const reasons = await poll(
+      'audit of the close',
+      async () => {
+        const all = await closeReasons(quick.env.db);
+        return all.length ? all : null;
+      },
+      15_000,
+      50,
+    );
+    assert.deepEqual(reasons, [reason]);
+  } finally {
+    await quick.stop();
+  }
+});
+
+test('a plain GET of the shell route answers as before, step-up or not: 400 without the upgrade, 404 when disabled', async () => {
+  const u = new Client(s!.url);
+  assert.equal((await u.req('POST', '/api/auth/login', ADMIN)).status, 200);
+  const path = `/api/apps/${'0'.repeat(26)}/services/web/shell`;
+  const plain = await u.req('GET', path);
+  assert.equal(plain.status, 400, plain.text);
+  assert.equal(plain.body.code, 'bad_request');
+  s!.env.config.enableShell = false;
+  try {
+    assert.equal((await u.req('GET', path)).status, 404);
+  } finally {
+    s!.env.config.enableShell = true;
+  }
+  assert.equal((await u.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  assert.equal((await u.req('GET', path)).status, 400);
+});

@@ -40,6 +40,8 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
               await api.setupAdmin(form.token.trim(), form.username.trim(), form.password);
               const r = await api.login(form.username.trim(), form.password);
               if (!r.user) throw new Error('Sign-in after setup did not open a session');
+              // Enrolling a second factor needs a step-up: the password just typed is that proof.
+              await api.stepUp({ password: form.password });
               const t = await api.totpSetup();
               setStep({ s: 'totp', secret: t.secret, url: t.otpauth_url, user: r.user });
             });
@@ -87,7 +89,13 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
             onSubmit={(e) => {
               e.preventDefault();
               void act.run(async () => {
-                const r = await api.totpEnable(form.code.trim());
+                const enable = () => api.totpEnable(form.code.trim());
+                // The step-up of the first step lasts minutes; scanning the code may have taken longer.
+                const r = await enable().catch(async (err: unknown) => {
+                  if (!(err instanceof api.ApiError) || err.code !== 'step_up_required') throw err;
+                  await api.stepUp({ password: form.password });
+                  return enable();
+                });
                 setStep({ s: 'codes', codes: r.recovery_codes, user: { ...step.user, totp_enabled: true } });
               });
             }}

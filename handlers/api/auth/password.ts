@@ -7,6 +7,8 @@ export const POST = route(
   {
     summary: "Change the caller's password",
     description: 'Needs the current password; ends every other session of the operator (API tokens stay).',
+    // The current password is its proof of presence; a token may not change how its owner signs in.
+    sessionOnly: true,
     rateLimit: true,
     body: z.strictObject({
       current_password: z.string().min(1).max(PASSWORD_MAX),

@@ -5,6 +5,8 @@ import { route } from '../../../../lib/http/route.js';
 export const POST = route(
   {
     summary: 'Enable TOTP with a code from the new secret; answers the one-time recovery codes',
+    stepUp: true,
+    sessionOnly: true,
     rateLimit: true,
     body: z.strictObject({ code: z.string().regex(/^\d{6}$/, 'six digits') }),
     responses: { 200: z.object({ enabled: z.literal(true), recovery_codes: z.array(z.string()) }) },

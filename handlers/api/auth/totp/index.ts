@@ -27,7 +27,13 @@ export const POST = route(
 );
 
 export const DELETE = route(
-  { summary: 'Turn two-factor authentication off', stepUp: true, responses: { 200: z.object({ enabled: z.literal(false) }) }, audit: { action: 'auth.totp_disabled' } },
+  {
+    summary: 'Turn two-factor authentication off',
+    stepUp: true,
+    sessionOnly: true,
+    responses: { 200: z.object({ enabled: z.literal(false) }) },
+    audit: { action: 'auth.totp_disabled' },
+  },
   async (_req, { env, principal, reply }) => {
     await disableTotp(env.db, principal!.user.id, env.now());
     return reply(200, { enabled: false });
