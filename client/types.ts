@@ -154,7 +154,13 @@ export interface paths {
         get: operations["getApiAppsByIdBackupsRunsByRid"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Remove a backup run's artifact from its destination
+         * @description The run stays, marked removed; its download and restore then answer 410. 409 while the run is running.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        delete: operations["deleteApiAppsByIdBackupsRunsByRid"];
         options?: never;
         head?: never;
         patch?: never;
@@ -232,7 +238,10 @@ export interface paths {
         delete: operations["deleteApiAppsByIdBackupsByBid"];
         options?: never;
         head?: never;
-        /** Change a backup configuration */
+        /**
+         * Change a backup configuration
+         * @description Needs a recent step-up when the change lowers keep_last or changes destination or source; without it: 403 `step_up_required`.
+         */
         patch: operations["patchApiAppsByIdBackupsByBid"];
         trace?: never;
     };
@@ -3292,6 +3301,32 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdBackupsRunsByRid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };

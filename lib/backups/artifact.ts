@@ -6,5 +6,7 @@ export interface ArtifactStore {
   put(key: string, body: Readable): Promise<void>;
   get(key: string): Promise<Readable>;
   remove(key: string): Promise<void>;
+  /** The file a local store keeps `key` in: read in place, not spooled. */
+  localPath?(key: string): string;
   sweepPartials?(): Promise<void>;
 }

@@ -1,23 +1,64 @@
 // Backup artifacts: chunked AES-256-GCM, streamed (a chunk in memory at a time).
-//   header: "SVCBAK01" | salt (32 bytes)         the file key is HKDF(master key, salt)
-//   record: final (1) | length (4, BE) | ciphertext | tag (16)
-// Each record's IV is its index; the header, the index, the final flag and the length are its
-// associated data, so reordering, truncation (no final record), appending after the final
-// record, or any flipped bit fails authentication.
+//   header v2: "SVCBAK02" | salt (32) | binding length (2, BE) | binding   (written since artifacts are bound)
+//   header v1: "SVCBAK01" | salt (32)                                      (read only)
+//   record:    final (1) | length (4, BE) | ciphertext | tag (16)
+// The file key is HKDF(master key, salt). Each record's IV is its index; the whole header, the
+// index, the final flag and the length are its associated data, so reordering, truncation (no
+// final record), appending after the final record, or any flipped bit fails authentication.
+// The binding names the app, the backup config and the run the artifact was written for: being in
+// the header, it is authenticated by every record's tag, so an artifact (same master key) of
+// another app or run is refused however a destination hands it over.
+// A v1 artifact carries no binding. It is still read so that backups taken before binding stay
+// restorable; what binds it to its run is the sha256 the run recorded, which is always checked on
+// the very copy that is used (verified.ts). A new run records the sha256 of a v2 artifact, so a v1
+// artifact can never pass as one.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 
-const MAGIC = Buffer.from('SVCBAK01');
+const MAGIC_V1 = Buffer.from('SVCBAK01');
+const MAGIC_V2 = Buffer.from('SVCBAK02');
+const MAGIC = MAGIC_V1.length;
 const SALT = 32;
-const HEADER = MAGIC.length + SALT;
+const BINDING_LEN = 2;
+const MAX_BINDING = 512;
 const TAG = 16;
 export const CHUNK = 64 * 1024;
 const RECORD_HEAD = 5;
 
 export class ArtifactAuthError extends Error {}
+/** The artifact authenticates, but for another app, config or run than the one it is used for. */
+export class ArtifactBindingError extends ArtifactAuthError {}
 
-function fileKey(master: Buffer, salt: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', master, salt, 'svc backup artifact v1', 32));
+/** What an artifact belongs to. */
+export interface ArtifactBinding {
+  app_id: string;
+  backup_id: string;
+  run_id: string;
+}
+
+const ID = /^[0-9a-z]{1,64}$/;
+
+export function bindingText(b: ArtifactBinding): Buffer {
+  for (const v of [b.app_id, b.backup_id, b.run_id]) if (!ID.test(v)) throw new Error('bad artifact binding');
+  return Buffer.from(`app=${b.app_id};backup=${b.backup_id};run=${b.run_id}`);
+}
+
+function parseBinding(text: string): ArtifactBinding | null {
+  const m = /^app=([0-9a-z]{1,64});backup=([0-9a-z]{1,64});run=([0-9a-z]{1,64})$/.exec(text);
+  return m ? { app_id: m[1]!, backup_id: m[2]!, run_id: m[3]! } : null;
+}
+
+/** The sentence for an artifact bound elsewhere; it names no other app's ids. */
+function checkBinding(found: ArtifactBinding, expected: ArtifactBinding): void {
+  let other: string | null = null;
+  if (found.app_id !== expected.app_id) other = 'another app';
+  else if (found.backup_id !== expected.backup_id) other = 'another backup configuration';
+  else if (found.run_id !== expected.run_id) other = 'another run of this backup';
+  if (other) throw new ArtifactBindingError(`the artifact belongs to ${other}, not to this run`);
+}
+
+function fileKey(master: Buffer, salt: Buffer, version: 1 | 2): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, salt, version === 1 ? 'svc backup artifact v1' : 'svc backup artifact v2', 32));
 }
 
 function iv(index: number): Buffer {
@@ -28,19 +69,23 @@ function iv(index: number): Buffer {
 }
 
 function aad(header: Buffer, index: number, final: boolean, length: number): Buffer {
-  const b = Buffer.alloc(HEADER + 8 + 1 + 4);
+  const b = Buffer.alloc(header.length + 8 + 1 + 4);
   header.copy(b, 0);
-  b.writeUInt32BE(Math.floor(index / 2 ** 32), HEADER);
-  b.writeUInt32BE(index >>> 0, HEADER + 4);
-  b[HEADER + 8] = final ? 1 : 0;
-  b.writeUInt32BE(length, HEADER + 9);
+  const at = header.length;
+  b.writeUInt32BE(Math.floor(index / 2 ** 32), at);
+  b.writeUInt32BE(index >>> 0, at + 4);
+  b[at + 8] = final ? 1 : 0;
+  b.writeUInt32BE(length, at + 9);
   return b;
 }
 
-export function encryptStream(master: Buffer): Transform {
+export function encryptStream(master: Buffer, binding: ArtifactBinding): Transform {
   const salt = randomBytes(SALT);
-  const header = Buffer.concat([MAGIC, salt]);
-  const key = fileKey(master, salt);
+  const bound = bindingText(binding);
+  const len = Buffer.alloc(BINDING_LEN);
+  len.writeUInt16BE(bound.length);
+  const header = Buffer.concat([MAGIC_V2, salt, len, bound]);
+  const key = fileKey(master, salt, 2);
   let index = 0;
   let pending: Buffer[] = [];
   let pendingLen = 0;
@@ -80,7 +125,11 @@ export function encryptStream(master: Buffer): Transform {
   });
 }
 
-export function decryptStream(master: Buffer): Transform {
+/**
+ * Authenticates and decrypts an artifact written for `expected`; a v1 artifact (no binding) is
+ * read too, and its caller must have checked the run's sha256 on these very bytes.
+ */
+export function decryptStream(master: Buffer, expected: ArtifactBinding): Transform {
   let buf: Buffer = Buffer.alloc(0);
   let header: Buffer | null = null;
   let key: Buffer | null = null;
@@ -91,11 +140,24 @@ export function decryptStream(master: Buffer): Transform {
       buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
       try {
         if (!header) {
-          if (buf.length < HEADER) return cb();
-          header = Buffer.from(buf.subarray(0, HEADER));
-          if (!header.subarray(0, MAGIC.length).equals(MAGIC)) throw new ArtifactAuthError('not a backup artifact (bad header)');
-          key = fileKey(master, header.subarray(MAGIC.length));
-          buf = buf.subarray(HEADER);
+          if (buf.length < MAGIC + SALT) return cb();
+          const magic = buf.subarray(0, MAGIC);
+          let size = MAGIC + SALT;
+          if (magic.equals(MAGIC_V2)) {
+            if (buf.length < size + BINDING_LEN) return cb();
+            const n = buf.readUInt16BE(size);
+            if (n > MAX_BINDING) throw new ArtifactAuthError('malformed header');
+            size += BINDING_LEN + n;
+            if (buf.length < size) return cb();
+            const found = parseBinding(buf.subarray(MAGIC + SALT + BINDING_LEN, size).toString('latin1'));
+            if (!found) throw new ArtifactAuthError('malformed header');
+            checkBinding(found, expected);
+          } else if (!magic.equals(MAGIC_V1)) {
+            throw new ArtifactAuthError('not a backup artifact (bad header)');
+          }
+          header = Buffer.from(buf.subarray(0, size));
+          key = fileKey(master, header.subarray(MAGIC, MAGIC + SALT), magic.equals(MAGIC_V2) ? 2 : 1);
+          buf = buf.subarray(size);
         }
         while (buf.length >= RECORD_HEAD) {
           if (done) throw new ArtifactAuthError('data after the final record');

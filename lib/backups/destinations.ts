@@ -30,6 +30,7 @@ export function localStore(dataDir: string): ArtifactStore {
     async get(key) {
       return createReadStream(path(key));
     },
+    localPath: path,
     async remove(key) {
       const p = path(key);
       await rm(`${p}.part`, { force: true });

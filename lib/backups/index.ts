@@ -2,7 +2,9 @@
 import type { Env } from '../env.js';
 import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
 import { LABEL_DATABASE } from '../databases/index.js';
-import { configView, getConfig, runView, type ConfigView, type RunView, type Source } from './store.js';
+import { configView, getConfig, getRun, runView, type ConfigView, type RunView, type Source } from './store.js';
+import type { BackupRunTable } from '../db/schema.js';
+import { conflict, HttpError } from '../http/errors.js';
 import { destinationOf } from './destinations.js';
 import { settleJobs } from './run.js';
 
@@ -25,6 +27,26 @@ export async function deleteConfig(env: Env, appId: string, backupId: string): P
   const runs = await env.db.selectFrom('backup_runs').select(['artifact', 'artifact_removed']).where('backup_id', '=', backupId).execute();
   for (const r of runs) if (r.artifact && r.artifact_removed === 0) await store.remove(r.artifact);
   await env.db.deleteFrom('backup_configs').where('id', '=', backupId).execute();
+}
+
+/**
+ * Removes one run's artifact from its destination; the run row stays, marked removed, as
+ * retention leaves it (download and restore then answer 410). Nothing to remove is not an error.
+ */
+export async function removeRunArtifact(env: Env, appId: string, runId: string): Promise<BackupRunTable> {
+  const run = await getRun(env, appId, runId);
+  if (run.status === 'running') throw conflict('The run is still running: its artifact is not complete yet');
+  if (!run.artifact || run.artifact_removed === 1) return run;
+  const cfg = await getConfig(env, appId, run.backup_id);
+  try {
+    await destinationOf(env, cfg).remove(run.artifact);
+  } catch (e) {
+    // The row stays as it was: the artifact may still be there, and a retry removes it.
+    const why = (e instanceof Error ? e.message : String(e)).slice(0, 300);
+    throw new HttpError('service_unavailable', `The artifact could not be removed: ${why}`);
+  }
+  await env.db.updateTable('backup_runs').set({ artifact_removed: 1 }).where('id', '=', run.id).execute();
+  return { ...run, artifact_removed: 1 };
 }
 
 /** Configs, failures of the last 7 days, and every database or app volume no config covers. */

@@ -2,7 +2,7 @@
 // AES-256-GCM into the destination with its sha256 counted on the way; nothing holds a dump whole.
 import { createHash } from 'node:crypto';
 import { createGzip, createGunzip } from 'node:zlib';
-import { Transform, Writable, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Env } from '../env.js';
 import type { AppDatabaseTable, BackupConfigTable, BackupRunTable } from '../db/schema.js';
@@ -11,10 +11,11 @@ import { newId } from '../crypto/random.js';
 import { conflict, HttpError, unavailable } from '../http/errors.js';
 import { recordAudit } from '../audit/index.js';
 import { guard, listAppContainers, volumeName, startContainer, stopContainer } from '../docker/index.js';
-import { encryptStream, decryptStream, ArtifactAuthError } from './crypto.js';
+import { encryptStream, ArtifactAuthError } from './crypto.js';
 import { checkVolumeArchive, dumpDatabase, dumpVolume, restoreDatabase, restoreVolume, sweepScratchServers, targetOf, verifyDatabase } from './engines.js';
 import { destinationOf, type ArtifactStore } from './destinations.js';
 import type { Source } from './store.js';
+import { fetchVerified, sweepSpool, type VerifiedArtifact } from './verified.js';
 
 const active = new Set<string>();
 const iso = (env: Env) => new Date(env.now()).toISOString();
@@ -106,9 +107,10 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
         cb(null, c);
       },
     });
+    const binding = { app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id };
     const stored = count.pipe(new Transform({ transform: (c, _e, cb) => cb(null, c) }));
     try {
-      await Promise.all([pipeline(src.stream, createGzip({ level: 3 }), encryptStream(masterKey(env)), count), store.put(run.artifact!, stored), src.done]);
+      await Promise.all([pipeline(src.stream, createGzip({ level: 3 }), encryptStream(masterKey(env), binding), count), store.put(run.artifact!, stored), src.done]);
     } catch (e) {
       src.stream.destroy();
       stored.destroy();
@@ -183,6 +185,7 @@ export async function recoverRuns(env: Env): Promise<void> {
     .where('status', '=', 'running')
     .execute();
   for (const store of [destinationOf(env, null)]) await store.sweepPartials?.().catch(() => {});
+  await sweepSpool(env.config.dataDir).catch(() => {});
   const swept = await sweepScratchServers(env).catch((err) => {
     env.log.warn({ err: String(err) }, 'scratch servers of interrupted verifies could not be listed');
     return 0;
@@ -196,49 +199,34 @@ async function configOf(env: Env, run: BackupRunTable): Promise<BackupConfigTabl
 
 function usable(run: BackupRunTable): void {
   if (run.status !== 'succeeded') throw conflict(`The run ${run.status === 'running' ? 'is still running' : 'did not succeed'}: there is no artifact`);
-  if (run.artifact_removed === 1) throw new HttpError('gone', 'The artifact of this run was removed by retention');
+  if (run.artifact_removed === 1) throw new HttpError('gone', 'The artifact of this run was removed');
 }
 
-/**
- * Reads the whole stored artifact once: its sha256 must match the record and every record must
- * pass its tag. Only then is it used, so a tampered artifact restores nothing.
- */
-export async function authenticateArtifact(env: Env, store: ArtifactStore, run: BackupRunTable): Promise<void> {
-  const hash = createHash('sha256');
-  const tee = new Transform({
-    transform(c: Buffer, _e, cb) {
-      hash.update(c);
-      cb(null, c);
-    },
-  });
-  try {
-    await pipeline(await store.get(run.artifact!), tee, decryptStream(masterKey(env)), new Writable({ write: (_c, _e, cb) => cb() }));
-  } catch (e) {
-    if (e instanceof ArtifactAuthError) throw new ArtifactAuthError(`the artifact failed authentication: ${e.message}`);
-    throw e;
-  }
-  if (hash.digest('hex') !== run.sha256) throw new ArtifactAuthError('the artifact failed authentication: its sha256 does not match the record');
+/** The run's artifact, fetched once and authenticated; every use below reads this one copy. */
+function fetchArtifact(env: Env, store: ArtifactStore, run: BackupRunTable): Promise<VerifiedArtifact> {
+  return fetchVerified(store, run, masterKey(env), env.config.dataDir);
 }
 
 /** The decrypted, still compressed dump, after the whole artifact authenticated. */
 export async function openDownload(env: Env, run: BackupRunTable): Promise<Readable> {
   usable(run);
   const store = destinationOf(env, await configOf(env, run));
+  let copy: VerifiedArtifact;
   try {
-    await authenticateArtifact(env, store, run);
+    copy = await fetchArtifact(env, store, run);
   } catch (e) {
     if (e instanceof ArtifactAuthError) throw conflict(`Refused: ${e.message}`);
     throw e;
   }
-  const out = await store.get(run.artifact!);
-  const plain = decryptStream(masterKey(env));
-  pipeline(out, plain).catch(() => {});
+  const plain = copy.plain();
+  // Ended, failed or abandoned by the client: the spooled copy goes with the stream.
+  plain.once('close', () => void copy.close());
   return plain;
 }
 
-async function plainDump(env: Env, store: ArtifactStore, run: BackupRunTable): Promise<Readable> {
+function plainDump(copy: VerifiedArtifact): Readable {
   const gunzip = createGunzip();
-  pipeline(await store.get(run.artifact!), decryptStream(masterKey(env)), gunzip).catch((e) => gunzip.destroy(e));
+  pipeline(copy.plain(), gunzip).catch((e) => gunzip.destroy(e));
   return gunzip;
 }
 
@@ -261,10 +249,11 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
   let status = 'succeeded';
   let error: string | null = null;
   const stopped: string[] = [];
+  let copy: VerifiedArtifact | null = null;
   try {
     const cfg = await configOf(env, run);
-    const store = destinationOf(env, cfg);
-    await authenticateArtifact(env, store, run);
+    copy = await fetchArtifact(env, destinationOf(env, cfg), run);
+    const artifact = copy;
     const source = JSON.parse(cfg.source) as Source;
     let dbRow: AppDatabaseTable | undefined;
     if (source.type === 'database') {
@@ -283,12 +272,13 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
       await stopContainer(env.engine, c.id);
       stopped.push(c.id);
     }
-    if (dbRow) await restoreDatabase(env, targetOf(env, dbRow), () => plainDump(env, store, run));
-    else await restoreVolume(env, vol!, await plainDump(env, store, run));
+    if (dbRow) await restoreDatabase(env, targetOf(env, dbRow), async () => plainDump(artifact));
+    else await restoreVolume(env, vol!, plainDump(artifact));
   } catch (e) {
     status = 'failed';
     error = reason(e);
   } finally {
+    await copy?.close();
     for (const cid of stopped) await startContainer(env.engine, cid).catch((e) => env.log.warn({ err: reason(e) }, 'restart after restore failed'));
   }
   await env.db
@@ -318,17 +308,18 @@ export async function startVerify(env: Env, run: BackupRunTable): Promise<void> 
 }
 
 async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
+  let copy: VerifiedArtifact | null = null;
   try {
     const cfg = await configOf(env, run);
-    const store = destinationOf(env, cfg);
-    await authenticateArtifact(env, store, run);
+    copy = await fetchArtifact(env, destinationOf(env, cfg), run);
+    const artifact = copy;
     const source = JSON.parse(cfg.source) as Source;
     if (source.type === 'database') {
       const row = await env.db.selectFrom('app_databases').selectAll().where('id', '=', source.database_id).executeTakeFirst();
       if (!row) throw new Error('the database no longer exists');
-      await verifyDatabase(env, row, () => plainDump(env, store, run));
+      await verifyDatabase(env, row, async () => plainDump(artifact));
     } else {
-      await checkVolumeArchive(await plainDump(env, store, run));
+      await checkVolumeArchive(plainDump(artifact));
     }
     await env.db
       .updateTable('backup_runs')
@@ -347,5 +338,7 @@ async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
     // failed backup as far as the operator is concerned, so it notifies as one.
     env.log.warn({ run: run.id, err: why }, 'backup verification failed');
     env.bus.publish('backups', { type: 'backup_failed', stage: 'verify', app_id: run.app_id, backup_id: run.backup_id, run_id: run.id, error: `verification failed: ${why}` });
+  } finally {
+    await copy?.close();
   }
 }

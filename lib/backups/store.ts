@@ -190,6 +190,30 @@ export async function getConfig(env: Env, appId: string, id: string): Promise<Ba
   return r;
 }
 
+/**
+ * Whether a change lowers keep_last or changes the destination or the source (what a step-up
+ * guards). A destination given again as it is stored is no change; a new secret is one.
+ */
+export function patchNeedsStepUp(cur: BackupConfigTable, input: ConfigInput): boolean {
+  if (input.keep_last !== undefined && input.keep_last < cur.keep_last) return true;
+  if (input.source !== undefined && canonical(input.source) !== canonical(JSON.parse(cur.source))) return true;
+  if (input.destination !== undefined) {
+    const { secret_access_key, ...rest } = input.destination as Destination & { secret_access_key?: string };
+    if (secret_access_key !== undefined) return true;
+    const given = rest.type === 's3' ? { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false } : rest;
+    if (canonical(given) !== canonical(JSON.parse(cur.destination))) return true;
+  }
+  return false;
+}
+
+/** JSON with sorted keys, for comparing stored and given objects whatever their key order. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => {
+    if (!x || typeof x !== 'object' || Array.isArray(x)) return x;
+    return Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b)));
+  });
+}
+
 export async function updateConfig(env: Env, appId: string, id: string, input: ConfigInput): Promise<BackupConfigTable> {
   const cur = await getConfig(env, appId, id);
   const patch: Partial<BackupConfigTable> = { updated_at: new Date(env.now()).toISOString() };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { deleteConfig } from '../../../../../../lib/backups/index.js';
-import { configView, getConfig, updateConfig } from '../../../../../../lib/backups/store.js';
+import { configView, getConfig, patchNeedsStepUp, updateConfig } from '../../../../../../lib/backups/store.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { backupConfigSchema } from '../../../../../../lib/api/schemas.js';
 import { configParams, patchBody } from '../_schemas.js';
@@ -14,9 +14,19 @@ export const GET = route({ summary: 'One backup configuration of an app', params
 });
 
 export const PATCH = route(
-  { summary: 'Change a backup configuration', params: configParams, body: patchBody, responses: { 200: one }, audit: { action: 'backup.config_updated', target: (c) => c.params.id } },
-  async (_req, { env, params, body, reply, audit }) => {
+  {
+    summary: 'Change a backup configuration',
+    stepUpWhen: 'the change lowers keep_last or changes destination or source',
+    params: configParams,
+    body: patchBody,
+    responses: { 200: one },
+    audit: { action: 'backup.config_updated', target: (c) => c.params.id },
+  },
+  async (_req, { env, params, body, reply, audit, requireStepUp }) => {
     await getApp(env.db, params.id);
+    // Fewer artifacts kept (the next run deletes the rest), or artifacts going elsewhere or
+    // holding other data: as consequential as deleting the config, which needs a step-up.
+    if (patchNeedsStepUp(await getConfig(env, params.id, params.bid), body)) requireStepUp();
     const row = await updateConfig(env, params.id, params.bid, body);
     audit({ detail: { backup: row.id, fields: Object.keys(body) } });
     return reply(200, { backup: await configView(env, row) });
