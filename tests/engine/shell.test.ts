@@ -319,7 +319,7 @@ test('a busy shell still closes after SVC_SHELL_MAX seconds, with its reason, au
     assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
     const r = await qc.req('POST', '/api/apps', { name: `${tag}-m`, source: { type: 'image', image: BASE_IMAGE } });
     assert.equal(r.status, 201, r.text);
-    const labels = { [LABEL_APP]: `${tag}-m`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+    const labels = { ...ownerLabels(quick.env.engine), [LABEL_APP]: `${tag}-m`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
     const d = quick.env.engine.docker;
     const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-m-web`, Cmd: ['sleep', '3600'], Labels: labels });
     await web.start();
