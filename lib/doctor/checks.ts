@@ -4,9 +4,10 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Config } from '../config.js';
 import { CONTROL_ROUTE_ID } from '../proxy/config.js';
-import { CADDY_API_UNIT, CADDY_UNIT, DATA_DIR, SYSCTL_FILE, UNIT_FILE, UNIT_NAME, wantsLink } from '../install/paths.js';
+import { unixAdminPath } from '../proxy/caddy.js';
+import { CADDY_ADMIN_DROPIN, CADDY_ADMIN_SOCKET, CADDY_API_UNIT, CADDY_UNIT, DATA_DIR, SYSCTL_FILE, UNIT_FILE, UNIT_NAME, wantsLink } from '../install/paths.js';
 import { missingPackages, supportedOs, type HostState, type PathState } from '../install/plan.js';
-import { SYSCTL_SETTINGS } from '../install/texts.js';
+import { adminSocketRuntime, SYSCTL_SETTINGS } from '../install/texts.js';
 import type { DnsCheck } from '../domains/dns.js';
 
 export type Status = 'ok' | 'warning' | 'error';
@@ -204,6 +205,12 @@ export const checks: Check[] = [
     },
   },
   {
+    name: 'caddy admin',
+    async run(ctx) {
+      return caddyAdminCheck(ctx);
+    },
+  },
+  {
     name: 'service',
     async run({ config, health }) {
       const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '[::1]' : config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -248,6 +255,59 @@ export const checks: Check[] = [
     },
   },
 ];
+
+/** Caddy's default admin port: what a Caddy started without an admin address listens on. */
+const CADDY_DEFAULT_ADMIN_PORT = 2019;
+
+/**
+ * Caddy's admin endpoint owns the proxy (its config holds uploaded private keys): on TCP every local
+ * process can reach it, so it belongs on a unix socket only Caddy's user and root can open.
+ */
+async function caddyAdminCheck({ config, envFile, host, listeners, stat }: DoctorContext): Promise<CheckResult> {
+  if (!config.proxy.enabled) return ok('SVC_PROXY=off: Caddy is not driven by the control plane');
+  const admin = config.proxy.adminUrl;
+  const socket = unixAdminPath(admin);
+  if (!socket) {
+    const file = envFile ?? 'the environment file';
+    return warning(
+      `SVC_CADDY_ADMIN is ${admin}: Caddy's admin endpoint is on TCP, where every local process can read and replace its config`,
+      `set SVC_CADDY_ADMIN=${CADDY_ADMIN_SOCKET} in ${file}; svc install (it adds the caddy-api drop-in); move the running endpoint: ` +
+        `curl -X PATCH -H 'content-type: application/json' -d '"${CADDY_ADMIN_SOCKET}"' ${admin}/config/admin/listen; ` +
+        `systemctl restart ${UNIT_NAME}`,
+    );
+  }
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  if (adminSocketRuntime(admin) && !host.paths[CADDY_ADMIN_DROPIN]) {
+    problems.push(`no ${CADDY_ADMIN_DROPIN}: a Caddy started without its autosaved config puts its admin endpoint on 127.0.0.1:2019`);
+    fixes.push('svc install');
+  }
+  // Besides the proxy's ports, a Caddy listening on TCP is listening with its admin endpoint (the control
+  // plane owns every HTTP server); a resumed config from before the socket keeps it there.
+  const tcp = ((await listeners()) ?? []).filter(
+    (l) => (l.process === 'caddy' && l.port !== config.proxy.httpPort && l.port !== config.proxy.httpsPort) || (l.process === null && l.port === CADDY_DEFAULT_ADMIN_PORT),
+  );
+  if (tcp.length) {
+    problems.push(`${tcp.map((l) => `${l.address}:${l.port}`).join(', ')} ${tcp.length > 1 ? 'listen' : 'listens'} on TCP (Caddy's admin endpoint, not on ${socket})`);
+    const at = tcp[0]!;
+    const hostPart = at.address === '*' || at.address === '0.0.0.0' ? '127.0.0.1' : at.address === '[::]' ? '[::1]' : at.address;
+    fixes.push(`curl -X PATCH -H 'content-type: application/json' -d '"${admin}"' http://${hostPart}:${at.port}/config/admin/listen`);
+  }
+  const dir = socket.slice(0, socket.lastIndexOf('/')) || '/';
+  const [d, s] = await Promise.all([stat(dir), stat(socket)]);
+  if (!d || !s) {
+    if (problems.length) return warning(`${problems.join('; ')}; no socket at ${socket}`, fixes.join('; '));
+    return error(`no socket at ${socket}`, `systemctl restart ${CADDY_API_UNIT}; journalctl -u ${CADDY_API_UNIT}`);
+  }
+  // Opening a unix socket takes search permission on its directory and write permission on the socket.
+  const open = [d.mode & 0o010 && s.mode & 0o020 ? 'its group' : '', d.mode & 0o001 && s.mode & 0o002 ? 'every user' : ''].filter(Boolean);
+  if (open.length) {
+    problems.push(`${dir} is ${mode(d.mode)} and ${socket} ${mode(s.mode)}: ${open.join(' and ')} can open it`);
+    fixes.push(`chmod 700 ${dir}${adminSocketRuntime(admin) ? ` (RuntimeDirectoryMode=0700 in ${CADDY_ADMIN_DROPIN} keeps it so: svc install)` : ''}`);
+  }
+  if (problems.length) return warning(problems.join('; '), fixes.join('; '));
+  return ok(`on ${socket} (${dir} ${mode(d.mode)}, socket ${mode(s.mode)}), no admin endpoint on TCP`);
+}
 
 export interface CheckLine extends CheckResult {
   name: string;

@@ -1,7 +1,7 @@
 // Makes a plan's changes, in order. Each file is replaced atomically; a command that fails stops the
 // run there, and running the same command again finishes the job (the plan is recomputed from what
 // is on disk, so what was done is not redone).
-import { chmod, chown, lstat, mkdir, rm, symlink } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, rm, rmdir, symlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/files.js';
 import { under } from './paths.js';
@@ -41,6 +41,11 @@ export async function applyChange(root: string, c: Change, run: CmdRunner): Prom
       return;
     case 'remove':
       await rm(at, { force: true, recursive: c.recursive ?? false });
+      return;
+    case 'rmdir':
+      await rmdir(at).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'ENOENT' && e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e;
+      });
       return;
     case 'command': {
       const [cmd, ...args] = c.argv;

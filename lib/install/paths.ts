@@ -13,6 +13,11 @@ export const WANTS_DIR = '/etc/systemd/system/multi-user.target.wants';
 export const CADDY_API_UNIT = 'caddy-api.service';
 export const CADDY_UNIT = 'caddy.service';
 export const VENDOR_UNIT_DIR = '/lib/systemd/system';
+/** A drop-in beside Debian's caddy-api.service: Caddy's admin endpoint on a unix socket (texts.ts says how). */
+export const CADDY_API_DROPIN_DIR = `/etc/systemd/system/${CADDY_API_UNIT}.d`;
+export const CADDY_ADMIN_DROPIN = `${CADDY_API_DROPIN_DIR}/svc-admin-socket.conf`;
+/** Where install puts Caddy's admin endpoint, in Caddy's syntax (SVC_CADDY_ADMIN's value). */
+export const CADDY_ADMIN_SOCKET = 'unix//run/caddy/admin.sock';
 export const SYSCTL_FILE = '/etc/sysctl.d/60-svc.conf';
 /** What install enabled or disabled that was not so before, so uninstall reverts only that. */
 export const MANIFEST_FILE = '/etc/svc/install.json';

@@ -1,7 +1,24 @@
 // `svc install` and `svc uninstall` as data: from the inputs and what the root holds now, the list
 // of changes to make. Nothing here touches the host; lib/install/apply.ts makes the changes.
-import { CADDY_API_UNIT, CADDY_UNIT, CONFIG_DIR, DATA_DIR, DEFAULT_ENV_FILE, DOCKER_SOCKET, MANIFEST_FILE, SYSCTL_FILE, UNIT_FILE, UNIT_NAME, VENDOR_UNIT_DIR, wantsLink } from './paths.js';
-import { mergeEnvFile, sysctlText, SYSCTL_SETTINGS, unitText, type EnvValue } from './texts.js';
+import { parseEnvFile } from '../config.js';
+import {
+  CADDY_ADMIN_DROPIN,
+  CADDY_ADMIN_SOCKET,
+  CADDY_API_DROPIN_DIR,
+  CADDY_API_UNIT,
+  CADDY_UNIT,
+  CONFIG_DIR,
+  DATA_DIR,
+  DEFAULT_ENV_FILE,
+  DOCKER_SOCKET,
+  MANIFEST_FILE,
+  SYSCTL_FILE,
+  UNIT_FILE,
+  UNIT_NAME,
+  VENDOR_UNIT_DIR,
+  wantsLink,
+} from './paths.js';
+import { adminSocketRuntime, caddyAdminDropIn, mergeEnvFile, sysctlText, SYSCTL_SETTINGS, unitText, type EnvValue } from './texts.js';
 
 export interface PathState {
   type: 'file' | 'dir' | 'symlink';
@@ -36,6 +53,8 @@ export type Change =
   | { kind: 'mode'; path: string; mode: number; from: number }
   | { kind: 'symlink'; path: string; target: string }
   | { kind: 'remove'; path: string; recursive?: boolean }
+  /** A directory removed only when empty (other packages' drop-ins may share it). */
+  | { kind: 'rmdir'; path: string }
   | { kind: 'command'; argv: string[] };
 
 export interface Plan {
@@ -53,6 +72,8 @@ export const WATCHED_PATHS = [
   `${DATA_DIR}/master.key`,
   UNIT_FILE,
   SYSCTL_FILE,
+  CADDY_API_DROPIN_DIR,
+  CADDY_ADMIN_DROPIN,
   wantsLink(UNIT_NAME),
   wantsLink(CADDY_API_UNIT),
   wantsLink(CADDY_UNIT),
@@ -136,7 +157,7 @@ export function wantedEnv(input: InstallInput, state: HostState, randomHex: (byt
   if (state.paths[`${DATA_DIR}/master.key`]) notes.push(`${DATA_DIR}/master.key exists: it stays the master key (no SVC_MASTER_KEY generated).`);
   else values.push({ key: 'SVC_MASTER_KEY', value: randomHex(32), secret: true });
   values.push({ key: 'SVC_METRICS_TOKEN', value: randomHex(24), secret: true });
-  values.push({ key: 'SVC_CADDY_ADMIN', value: 'http://127.0.0.1:2019' });
+  values.push({ key: 'SVC_CADDY_ADMIN', value: CADDY_ADMIN_SOCKET });
   if (input.baseDomain) {
     values.push({ key: 'SVC_BASE_DOMAIN', value: input.baseDomain });
     // Operators reach the API through the control domain (HTTPS by Caddy); the plain port stays local.
@@ -168,6 +189,22 @@ export function planInstall(input: InstallInput, state: HostState, randomHex: (b
   changes.push(...unitChanges);
   const unitWritten = unitChanges.some((c) => c.kind === 'file');
   changes.push(...file(state, SYSCTL_FILE, 0o644, sysctlText()));
+
+  // Caddy's admin endpoint follows the environment file: install never changes a value there, so an
+  // older file's TCP endpoint stays (svc doctor warns and says how to move it) and gets no drop-in,
+  // which would move Caddy away from where the control plane looks for it.
+  const adminAddress = parseEnvFile(merged.text).SVC_CADDY_ADMIN;
+  let dropInWritten = false;
+  if (adminSocketRuntime(adminAddress)) {
+    const d = state.paths[CADDY_API_DROPIN_DIR];
+    if (d && d.type !== 'dir') throw new Error(`${CADDY_API_DROPIN_DIR} exists and is not a directory`);
+    if (!d) changes.push({ kind: 'dir', path: CADDY_API_DROPIN_DIR, mode: 0o755, create: true });
+    const dropIn = file(state, CADDY_ADMIN_DROPIN, 0o644, caddyAdminDropIn(adminAddress!));
+    changes.push(...dropIn);
+    dropInWritten = dropIn.some((c) => c.kind === 'file');
+  } else {
+    notes.push(`SVC_CADDY_ADMIN is ${adminAddress ?? 'unset'}, not a unix socket under /run: Caddy's admin endpoint is left where it is ` + '(`svc doctor` says how to move it to a socket).');
+  }
   if (state.live) {
     for (const s of SYSCTL_SETTINGS) {
       const now = state.sysctl[s.key];
@@ -181,7 +218,7 @@ export function planInstall(input: InstallInput, state: HostState, randomHex: (b
   const manifest = parseManifest(state.paths[MANIFEST_FILE]?.text);
   const enabled = (u: string) => Boolean(state.paths[wantsLink(u)]);
   const units: Change[] = [];
-  if (state.live && unitWritten) units.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
+  if (state.live && (unitWritten || dropInWritten)) units.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
   if (enabled(CADDY_UNIT)) {
     // The Caddyfile service holds the same ports and admin endpoint: only one of the two can run.
     manifest.disabled.push(CADDY_UNIT);
@@ -196,6 +233,8 @@ export function planInstall(input: InstallInput, state: HostState, randomHex: (b
       units.push(state.live ? { kind: 'command', argv: ['systemctl', 'enable', '--now', u] } : { kind: 'symlink', path: wantsLink(u), target });
     } else if (state.live && !state.active[u]) units.push({ kind: 'command', argv: ['systemctl', 'start', u] });
     else if (state.live && u === UNIT_NAME && unitWritten) units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
+    // A running Caddy keeps its admin endpoint until it starts again with the drop-in (and its RuntimeDirectory).
+    else if (state.live && u === CADDY_API_UNIT && dropInWritten) units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
   }
   if (state.live && !state.systemd && units.some((c) => c.kind === 'command')) {
     throw new Error('systemd is not running here (no /run/systemd/system): svc install needs it to run the service; use --root DIR to prepare an image');
@@ -226,6 +265,18 @@ export function planUninstall(input: UninstallInput, state: HostState): Plan {
   if (has(UNIT_FILE)) {
     changes.push({ kind: 'remove', path: UNIT_FILE });
     reload = state.live;
+  }
+  // The drop-in goes with caddy-api when uninstall disables it too, or when nothing runs it. A caddy-api
+  // that stays enabled keeps it: its autosaved config holds the admin endpoint on the socket, and without
+  // the drop-in's RuntimeDirectory it could not open that at its next start.
+  const caddyApiStays = has(wantsLink(CADDY_API_UNIT)) && !manifest.enabled.includes(CADDY_API_UNIT);
+  if (has(CADDY_ADMIN_DROPIN) && caddyApiStays) {
+    notes.push(`Kept ${CADDY_ADMIN_DROPIN}: ${CADDY_API_UNIT} was enabled before svc install and stays so, with its admin endpoint on the socket.`);
+  } else if (has(CADDY_ADMIN_DROPIN)) {
+    changes.push({ kind: 'remove', path: CADDY_ADMIN_DROPIN });
+    if (has(CADDY_API_DROPIN_DIR)) changes.push({ kind: 'rmdir', path: CADDY_API_DROPIN_DIR });
+    reload = state.live;
+    notes.push("Caddy's autosaved config (/var/lib/caddy/.config/caddy/autosave.json) keeps its admin endpoint on the socket: " + `remove that file before starting ${CADDY_API_UNIT} without svc.`);
   }
   if (reload) changes.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
   if (has(SYSCTL_FILE)) {
@@ -264,6 +315,8 @@ export function describeChange(c: Change): string {
       return `link ${c.path} -> ${c.target}`;
     case 'remove':
       return `remove ${c.path}${c.recursive ? '/ (and everything in it)' : ''}`;
+    case 'rmdir':
+      return `remove ${c.path}/ (if empty)`;
     case 'command':
       return `run ${c.argv.join(' ')}`;
   }

@@ -80,6 +80,39 @@ export function unitText(u: UnitInput): string {
   ].join('\n');
 }
 
+/**
+ * `unix//run/<dir>/<name>` to the socket's path and the runtime directory systemd creates for it; null
+ * for any other address (TCP, or a socket outside a directory of its own under /run).
+ */
+export function adminSocketRuntime(address: string | undefined): { socket: string; runtimeDir: string } | null {
+  const m = /^unix\/(\/run\/([A-Za-z0-9_-][A-Za-z0-9._-]*)\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.exec(address ?? '');
+  return m ? { socket: m[1]!, runtimeDir: m[2]! } : null;
+}
+
+/** The caddy-api drop-in that puts Caddy's admin endpoint on `address` (a unix socket adminSocketRuntime accepts). */
+export function caddyAdminDropIn(address: string): string {
+  const at = adminSocketRuntime(address);
+  if (!at) throw new Error(`not a unix socket in a directory of its own under /run: ${JSON.stringify(address)}`);
+  return [
+    '# Installed by `svc install`; `svc uninstall` removes it.',
+    '#',
+    "# Caddy's admin endpoint on a unix socket in a directory only Caddy's user may enter (and root, as which",
+    '# the control plane runs): on 127.0.0.1:2019 every local process, and anything that fetches a loopback',
+    '# URL it is handed, could read the whole config (uploaded private keys included) or replace it.',
+    '# Caddy 2.6 takes its admin address from a config only (CADDY_ADMIN came in 2.7), so a bootstrap config',
+    '# comes on standard input; once Caddy has autosaved a config, --resume starts from that one instead, and',
+    '# the control plane (SVC_CADDY_ADMIN names the same socket) keeps admin.listen there in every config it loads.',
+    '[Service]',
+    `RuntimeDirectory=${at.runtimeDir}`,
+    'RuntimeDirectoryMode=0700',
+    'StandardInput=data',
+    `StandardInputText=${JSON.stringify({ admin: { listen: address } })}`,
+    'ExecStart=',
+    'ExecStart=/usr/bin/caddy run --environ --resume --config /dev/stdin',
+    '',
+  ].join('\n');
+}
+
 export function sysctlText(): string {
   return [
     '# Installed by `svc install`. Caddy opens a new listening socket on every config reload; with this,',

@@ -501,12 +501,15 @@ function isObject(v: unknown): v is Json {
 /**
  * The whole config to load: what Caddy has now with the owned parts replaced. The admin
  * endpoint keeps its settings; without any, it is pinned to the address the control plane
- * uses, since a config without `admin` would move it back to Caddy's default.
+ * uses, since a config without `admin` would move it back to Caddy's default. A control plane
+ * on a unix socket also pins a TCP listen back to the socket: the config is autosaved, and one
+ * resumed with the endpoint on TCP would open it to every local process again.
  */
 export function withOwned(current: unknown, owned: OwnedConfig, adminListen: string): Json {
   const base: Json = isObject(current) ? structuredClone(current) : {};
   const admin: Json = isObject(base.admin) ? base.admin : {};
-  if (typeof admin.listen !== 'string' || admin.listen === '') admin.listen = adminListen;
+  const onSocket = adminListen.startsWith('unix/');
+  if (typeof admin.listen !== 'string' || admin.listen === '' || (onSocket && !admin.listen.startsWith('unix/'))) admin.listen = adminListen;
   base.admin = admin;
   const apps: Json = isObject(base.apps) ? base.apps : {};
   apps.http = owned.http;

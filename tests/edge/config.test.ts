@@ -346,6 +346,10 @@ test('the loaded config keeps what the control plane does not own and pins the a
   assert.deepEqual(current.logging.logs.default.exclude, ['x'], 'the input is not mutated');
   // Caddy running with nothing: the admin endpoint stays where the control plane reaches it.
   assert.deepEqual((withOwned(null, owned, '127.0.0.1:2999') as any).admin, { listen: '127.0.0.1:2999' });
+  // On a socket, a TCP listen in the config (resumed from before the move) goes back to the socket; its other settings stay.
+  const sock = 'unix//run/caddy/admin.sock';
+  assert.deepEqual((withOwned(current, owned, sock) as any).admin, { listen: sock, origins: ['localhost:2019'] });
+  assert.equal((withOwned({ admin: { listen: 'unix//run/other.sock' } }, owned, sock) as any).admin.listen, 'unix//run/other.sock');
   // Applying twice changes nothing: the periodic check compares exactly this.
   assert.equal(canonicalJson(withOwned(full, owned, 'x')), canonicalJson(full));
 });

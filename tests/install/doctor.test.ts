@@ -3,12 +3,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:tls';
+import { createServer as createNetServer } from 'node:net';
 import { mkdtemp, rm, writeFile, mkdir, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checks, runChecks, formatLine, type DoctorContext, type CheckLine } from '../../lib/doctor/checks.js';
 import { loadConfig } from '../../lib/config.js';
 import { parseOsRelease, type PathState } from '../../lib/install/plan.js';
+import { pathState } from '../../lib/install/state.js';
 import { pingEngine, tlsPeer } from '../../runtime/install-cli.js';
 import { DOCKER_SOCKET, needDocker } from '../_support/docker.js';
 import { makeCa, issue } from '../_support/pki.js';
@@ -24,7 +26,13 @@ const GiB = 1024 ** 3;
 
 /** A healthy installed host, every probe faked; each test breaks one thing. */
 function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
-  const config = loadConfig({ SVC_DATA_DIR: '/var/lib/svc', SVC_MASTER_KEY: 'ab'.repeat(32), SVC_BASE_DOMAIN: 'example.com', SVC_HOST: '127.0.0.1' });
+  const config = loadConfig({
+    SVC_DATA_DIR: '/var/lib/svc',
+    SVC_MASTER_KEY: 'ab'.repeat(32),
+    SVC_BASE_DOMAIN: 'example.com',
+    SVC_HOST: '127.0.0.1',
+    SVC_CADDY_ADMIN: 'unix//run/caddy/admin.sock',
+  });
   return {
     config,
     envFile: '/etc/svc/svc.env',
@@ -37,6 +45,7 @@ function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
         '/etc/systemd/system/multi-user.target.wants/svc.service': link,
         '/etc/systemd/system/multi-user.target.wants/caddy-api.service': link,
         '/etc/sysctl.d/60-svc.conf': { type: 'file', mode: 0o644, uid: 0 },
+        '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': { type: 'file', mode: 0o644, uid: 0 },
       },
       packages: new Set(['docker.io', 'caddy']),
       systemd: true,
@@ -54,10 +63,16 @@ function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
     dns: async (host) => ({ host, expected: ['203.0.113.5'], resolved: ['203.0.113.5'], points_here: true, checked_at: '' }),
     tls: async () => ({ cert: { checkHost: () => 'svc.example.com', validTo: 'Mar  1 00:00:00 2030 GMT', subject: 'CN=svc.example.com' } as never, authorized: true }),
     diskSpace: async () => ({ free: 50 * GiB, total: 100 * GiB }),
-    stat: async (p) => (p === '/var/lib/svc' ? { type: 'dir', mode: 0o40700, uid: 0 } : null),
+    stat: async (p) => STAT[p] ?? null,
     ...over,
   };
 }
+
+const STAT: Record<string, PathState> = {
+  '/var/lib/svc': { type: 'dir', mode: 0o40700, uid: 0 },
+  '/run/caddy': { type: 'dir', mode: 0o40700, uid: 999 },
+  '/run/caddy/admin.sock': { type: 'file', mode: 0o140755, uid: 999 },
+};
 
 const byName = (lines: CheckLine[]) => Object.fromEntries(lines.map((l) => [l.name, l]));
 
@@ -89,7 +104,7 @@ test('each broken thing is the error or warning of its own check, with a fix', a
     ['certificate', { tls: async () => ({ cert: null, authorized: false, error: 'nothing listens on 443' }) }, 'error', /no certificate served.*nothing listens/],
     ['ports', { listeners: async () => [{ port: 80, address: '*', process: 'nginx' }] }, 'error', /80 is held by nginx.*nothing listens on 443/],
     ['environment file', { envFileState: { type: 'file', mode: 0o100644, uid: 0 } }, 'error', /0644: others can read the master key/],
-    ['data directory', { stat: async () => ({ type: 'dir', mode: 0o40755, uid: 0 }) }, 'error', /is 0755/],
+    ['data directory', { stat: async (p) => (p === '/var/lib/svc' ? { type: 'dir', mode: 0o40755, uid: 0 } : (STAT[p] ?? null)) }, 'error', /is 0755/],
     ['disk', { diskSpace: async () => ({ free: 0.5 * GiB, total: 100 * GiB }) }, 'error', /0\.5 GiB free/],
     ['disk', { diskSpace: async () => ({ free: 8 * GiB, total: 100 * GiB }) }, 'warning', /8\.0 GiB free/],
   ];
@@ -171,4 +186,73 @@ test('svc doctor as a command: one line per check, exit status 1 on an error', a
   assert.match(r.stdout, /^ok +master key +SVC_MASTER_KEY is set$/m);
   assert.doesNotMatch(r.stdout, /cdcdcdcd/, 'the key is never printed');
   assert.match(lines.at(-1)!, /^\d+ errors, \d+ warnings\.$/);
+});
+
+test('caddy admin: an endpoint on TCP, a TCP listener, a missing drop-in or socket are each a warning with the fix', async () => {
+  const check = async (over: Partial<DoctorContext>) =>
+    byName(
+      await runChecks(
+        healthy(over),
+        checks.filter((c) => c.name === 'caddy admin'),
+      ),
+    )['caddy admin']!;
+  assert.equal((await check({})).status, 'ok');
+  const tcpConfig = loadConfig({ SVC_DATA_DIR: '/var/lib/svc', SVC_CADDY_ADMIN: 'http://127.0.0.1:2019' });
+  const tcp = await check({ config: tcpConfig });
+  assert.equal(tcp.status, 'warning', formatLine(tcp));
+  assert.match(tcp.detail, /SVC_CADDY_ADMIN is http:\/\/127\.0\.0\.1:2019: Caddy's admin endpoint is on TCP/);
+  assert.match(tcp.fix!, /SVC_CADDY_ADMIN=unix\/\/run\/caddy\/admin\.sock in \/etc\/svc\/svc\.env; svc install \(it adds the caddy-api drop-in\); /);
+  assert.match(tcp.fix!, /-d '"unix\/\/run\/caddy\/admin\.sock"' http:\/\/127\.0\.0\.1:2019\/config\/admin\/listen; systemctl restart svc\.service$/);
+
+  const listening = await check({
+    listeners: async () => [
+      { port: 80, address: '*', process: 'caddy' },
+      { port: 443, address: '*', process: 'caddy' },
+      { port: 2019, address: '127.0.0.1', process: 'caddy' },
+    ],
+  });
+  assert.equal(listening.status, 'warning');
+  assert.match(listening.detail, /127\.0\.0\.1:2019 listens on TCP/);
+  assert.match(listening.fix!, /http:\/\/127\.0\.0\.1:2019\/config\/admin\/listen$/);
+
+  const host = healthy().host;
+  const noDropIn = await check({ host: { ...host, paths: { ...host.paths, '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': null } } });
+  assert.equal(noDropIn.status, 'warning');
+  assert.match(noDropIn.detail, /no \/etc\/systemd\/system\/caddy-api\.service\.d\/svc-admin-socket\.conf/);
+  assert.equal(noDropIn.fix, 'svc install');
+
+  const gone = await check({ stat: async (p) => (p === '/run/caddy/admin.sock' ? null : (STAT[p] ?? null)) });
+  assert.equal(gone.status, 'error');
+  assert.match(gone.detail, /no socket at \/run\/caddy\/admin\.sock/);
+});
+
+test('caddy admin: a real socket whose folder and mode let other users in is a warning; 0700 is not', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-doctor-sock-'));
+  dirs.push(dir);
+  const socketDir = join(dir, 'caddy');
+  await mkdir(socketDir);
+  const socket = join(socketDir, 'admin.sock');
+  const server = createNetServer();
+  await new Promise<void>((r) => server.listen(socket, r));
+  after(() => server.close());
+  const config = loadConfig({ SVC_DATA_DIR: '/var/lib/svc', SVC_CADDY_ADMIN: `unix/${socket}` });
+  const check = async () =>
+    byName(
+      await runChecks(
+        healthy({ config, stat: pathState }),
+        checks.filter((c) => c.name === 'caddy admin'),
+      ),
+    )['caddy admin']!;
+  await chmod(socketDir, 0o755);
+  await chmod(socket, 0o777);
+  const open = await check();
+  assert.equal(open.status, 'warning', formatLine(open));
+  assert.match(open.detail, /is 0755 and \S+admin\.sock 0777: its group and every user can open it/);
+  assert.match(open.fix!, /^chmod 700 /);
+  await chmod(socketDir, 0o750);
+  assert.match((await check()).detail, /is 0750 and \S+ 0777: its group can open it/);
+  await chmod(socketDir, 0o700);
+  const closed = await check();
+  assert.equal(closed.status, 'ok', formatLine(closed));
+  assert.match(closed.detail, /socket 0777\), no admin endpoint on TCP/);
 });

@@ -13,7 +13,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, runCli } from '../_support/cli.js';
@@ -60,6 +60,33 @@ async function snapshot(root: string, rel = ''): Promise<Record<string, Entry>> 
 
 const shape = (s: Record<string, Entry>) => Object.fromEntries(Object.entries(s).map(([p, e]) => [p, `${e.type} ${e.mode}${e.type === 'symlink' ? ` -> ${e.content}` : ''}`]));
 
+const EXPECTED_DROPIN_LINES = [
+  '[Service]',
+  'RuntimeDirectory=caddy',
+  'RuntimeDirectoryMode=0700',
+  'StandardInput=data',
+  'StandardInputText={"admin":{"listen":"unix//run/caddy/admin.sock"}}',
+  'ExecStart=',
+  'ExecStart=/usr/bin/caddy run --environ --resume --config /dev/stdin',
+];
+
+const DROPIN = 'etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf';
+const VENDOR_CADDY_API = '/lib/systemd/system/caddy-api.service';
+
+/**
+ * Debian's caddy-api.service with a drop-in, through `systemd-analyze verify`: SYSTEMD_UNIT_PATH puts a
+ * temp folder (the vendor unit copied in, the drop-in beside it) first in the search path, the only way
+ * systemd reads a drop-in for a unit outside /etc and /lib.
+ */
+async function verifyCaddyApi(dropIn: string): Promise<{ code: number; problems: string[] }> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-unitpath-'));
+  roots.push(dir);
+  await mkdir(join(dir, 'caddy-api.service.d'));
+  await copyFile(VENDOR_CADDY_API, join(dir, 'caddy-api.service'));
+  await writeFile(join(dir, 'caddy-api.service.d/svc-admin-socket.conf'), dropIn);
+  return verifyUnit(join(dir, 'caddy-api.service'), { ...process.env, SYSTEMD_UNIT_PATH: `${dir}:` });
+}
+
 const EXPECTED_UNIT_LINES = [
   '[Unit]',
   'Description=svc control plane',
@@ -105,9 +132,9 @@ const EXPECTED_UNIT_LINES = [
  * ("..., ignoring") with status 0, and would weaken the sandbox silently. So any line about the
  * unit counts as a problem.
  */
-function verifyUnit(path: string): Promise<{ code: number; problems: string[] }> {
+function verifyUnit(path: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; problems: string[] }> {
   return new Promise((done) => {
-    execFile('systemd-analyze', ['verify', '--man=no', path], { timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile('systemd-analyze', ['verify', '--man=no', path], { timeout: 60_000, env }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       const name = path.split('/').pop()!;
       const problems = `${stdout}\n${stderr}`.split('\n').filter((l) => l.includes(name) || (code !== 0 && l.trim() !== ''));
@@ -135,6 +162,8 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
     'etc/sysctl.d/60-svc.conf': 'file 644',
     'etc/systemd': 'dir 755',
     'etc/systemd/system': 'dir 755',
+    'etc/systemd/system/caddy-api.service.d': 'dir 755',
+    [DROPIN]: 'file 644',
     'etc/systemd/system/multi-user.target.wants': 'dir 755',
     'etc/systemd/system/multi-user.target.wants/caddy-api.service': 'symlink 777 -> /lib/systemd/system/caddy-api.service',
     'etc/systemd/system/multi-user.target.wants/svc.service': 'symlink 777 -> /etc/systemd/system/svc.service',
@@ -159,6 +188,7 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
   assert.equal(values.SVC_BASE_DOMAIN, 'example.com');
   assert.equal(values.SVC_ACME_EMAIL, 'ops@example.com');
   assert.equal(values.SVC_HOST, '127.0.0.1');
+  assert.equal(values.SVC_CADDY_ADMIN, 'unix//run/caddy/admin.sock', "Caddy's admin endpoint on the drop-in's socket");
   for (const secret of [values.SVC_MASTER_KEY!, values.SVC_METRICS_TOKEN!]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), 'no secret is printed');
 
   const unit = snap['etc/systemd/system/svc.service']!.content;
@@ -172,6 +202,11 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
       .filter((l) => l && !l.startsWith('#'))
       .join('\n'),
     '-net.ipv4.tcp_migrate_req = 1',
+  );
+  const dropIn = snap[DROPIN]!.content;
+  assert.deepEqual(
+    dropIn.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')),
+    EXPECTED_DROPIN_LINES,
   );
   assert.deepEqual(JSON.parse(snap['etc/svc/install.json']!.content), { enabled: ['caddy-api.service', 'svc.service'], disabled: [] });
   assert.match(r.stdout, /\/var\/lib\/svc\/setup\.token/);
@@ -194,6 +229,23 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
     await writeFile(join(broken, 'svc.service'), unit.replace(from, to));
     const v = await verifyUnit(join(broken, 'svc.service'));
     assert.ok(v.problems.length > 0, `${to} passed systemd-analyze verify`);
+  }
+
+  // The drop-in on Debian's caddy-api unit: accepted as a whole, and each mistake it could hold is caught.
+  try {
+    await lstat(VENDOR_CADDY_API);
+  } catch {
+    missing(t, `no ${VENDOR_CADDY_API} (Debian package caddy)`);
+    return;
+  }
+  assert.deepEqual(await verifyCaddyApi(dropIn), { code: 0, problems: [] });
+  for (const [from, to] of [
+    ['StandardInputText=', 'StandardInputTxt='],
+    ['RuntimeDirectoryMode=0700', 'RuntimeDirectoryMode=0799'],
+    ['ExecStart=\n', ''],
+  ] as const) {
+    const v = await verifyCaddyApi(dropIn.replace(from, to));
+    assert.ok(v.problems.length > 0, `the drop-in with ${JSON.stringify(to)} for ${JSON.stringify(from)} passed systemd-analyze verify`);
   }
 });
 
@@ -222,11 +274,14 @@ test('a second install changes nothing and says so; a dry run writes nothing and
     'create /etc/systemd/system/svc.service (0644, root)',
     'create /etc/sysctl.d/60-svc.conf (0644, root)',
     'link /etc/systemd/system/multi-user.target.wants/caddy-api.service -> /lib/systemd/system/caddy-api.service',
+    'create /etc/systemd/system/caddy-api.service.d/ (directory, 0755, root)',
+    'create /etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf (0644, root)',
   ]) {
     assert.ok(d.stdout.includes(line), `dry run lists: ${line}\n${d.stdout}`);
   }
   assert.match(d.stdout, /\| SVC_MASTER_KEY=<secret>/);
   assert.match(d.stdout, /\| ProtectSystem=strict/);
+  assert.match(d.stdout, /\| RuntimeDirectoryMode=0700/);
   assert.doesNotMatch(d.stdout, /SVC_MASTER_KEY=[0-9a-f]{64}/);
 });
 
@@ -248,6 +303,22 @@ test('an existing environment file keeps every value and byte; only missing keys
   const again = await svc(['install', '--root', root]);
   assert.match(again.stdout, /Nothing to change/);
   assert.equal(await readFile(join(root, 'etc/svc/svc.env'), 'utf8'), text);
+});
+
+test("an environment file with Caddy's admin endpoint on TCP keeps it, and gets no drop-in that would move Caddy away", async () => {
+  const root = await freshRoot();
+  await mkdir(join(root, 'etc/svc'), { recursive: true });
+  await writeFile(join(root, 'etc/svc/svc.env'), 'SVC_CADDY_ADMIN=http://127.0.0.1:2019\n', { mode: 0o600 });
+  const r = await svc(['install', '--root', root]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(await readFile(join(root, 'etc/svc/svc.env'), 'utf8'), /^SVC_CADDY_ADMIN=http:\/\/127\.0\.0\.1:2019$/m);
+  await assert.rejects(lstat(join(root, 'etc/systemd/system/caddy-api.service.d')), { code: 'ENOENT' });
+  assert.match(r.stdout, /SVC_CADDY_ADMIN is http:\/\/127\.0\.0\.1:2019, not a unix socket.*svc doctor/);
+
+  // Moved to the socket by hand, the next install adds the drop-in for it.
+  await writeFile(join(root, 'etc/svc/svc.env'), 'SVC_CADDY_ADMIN=unix//run/caddy/admin.sock\n', { mode: 0o600 });
+  assert.equal((await svc(['install', '--root', root])).code, 0);
+  assert.match(await readFile(join(root, DROPIN), 'utf8'), /^RuntimeDirectory=caddy$/m);
 });
 
 test('the Caddyfile service is turned off by install and back on by uninstall; data stays unless --purge', async () => {

@@ -102,3 +102,36 @@ test('supported systems, dpkg status and ss output are read as they are written'
     { port: 2019, address: '[::1]', process: null },
   ]);
 });
+
+test('a live install that writes the admin-socket drop-in restarts a running caddy-api; uninstall removes the drop-in', () => {
+  const enabled = (u: string) => ({ [`/etc/systemd/system/multi-user.target.wants/${u}`]: { type: 'symlink' as const, mode: 0o777, uid: 0 } });
+  const s = liveState(
+    { active: { 'svc.service': true, 'caddy-api.service': true }, sysctl: { 'net.ipv4.tcp_migrate_req': '1' } },
+    { ...enabled('caddy-api.service'), ...enabled('svc.service'), '/etc/systemd/system/multi-user.target.wants/caddy.service': null },
+  );
+  assert.deepEqual(commands(s), ['systemctl daemon-reload', 'systemctl restart caddy-api.service', 'systemctl restart svc.service']);
+
+  const file: PathState = { type: 'file', mode: 0o644, uid: 0, text: '' };
+  const dropIn = {
+    '/etc/systemd/system/caddy-api.service.d': { type: 'dir' as const, mode: 0o40755, uid: 0 },
+    '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': file,
+  };
+  const describe = (p: ReturnType<typeof planUninstall>) => p.changes.map((c) => (c.kind === 'command' ? c.argv.join(' ') : `${c.kind} ${'path' in c ? c.path : ''}`));
+  const installed = liveState(
+    {},
+    { ...enabled('caddy-api.service'), '/etc/systemd/system/multi-user.target.wants/caddy.service': null, ...dropIn, '/etc/svc/install.json': { ...file, text: '{"enabled":["caddy-api.service"]}' } },
+  );
+  const u = planUninstall({ purge: false }, installed);
+  assert.deepEqual(describe(u), [
+    'remove /etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf',
+    'rmdir /etc/systemd/system/caddy-api.service.d',
+    'systemctl daemon-reload',
+    'systemctl disable --now caddy-api.service',
+    'remove /etc/svc/install.json',
+  ]);
+  // A caddy-api enabled before install stays enabled, and keeps the drop-in its autosaved config needs.
+  const before = liveState({}, { ...enabled('caddy-api.service'), '/etc/systemd/system/multi-user.target.wants/caddy.service': null, ...dropIn });
+  const kept = planUninstall({ purge: false }, before);
+  assert.deepEqual(describe(kept), []);
+  assert.ok(kept.notes.some((n) => /Kept \/etc\/systemd\/system\/caddy-api\.service\.d\/svc-admin-socket\.conf/.test(n)));
+});
