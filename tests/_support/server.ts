@@ -125,6 +125,16 @@ export async function apiToken(c: Client, name: string): Promise<string> {
   return r.body.token;
 }
 
+/**
+ * Reveals a variable the way an operator must: a step-up first (reveal needs a recent one), with
+ * the password given (ADMIN's by default). Answers the reveal's own response.
+ */
+export async function reveal(c: Client, appId: string, key: string, password = ADMIN.password): Promise<{ status: number; body: any; text: string }> {
+  const up = await c.req('POST', '/api/auth/step-up', { password });
+  if (up.status !== 200) throw new Error(`step-up failed: ${up.status} ${up.text}`);
+  return c.req('GET', `/api/apps/${appId}/env/${key}/reveal`);
+}
+
 /** A logger that keeps every line (parsed) in memory, for tests that assert on what is logged. */
 export function memoryLogger(level = 'info'): { log: Logger; lines: Array<Record<string, any>> } {
   const lines: Array<Record<string, any>> = [];

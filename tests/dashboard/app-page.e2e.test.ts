@@ -330,8 +330,9 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     await bulk.getByRole('button', { name: 'Apply 1 change' }).click();
     await row('DB_PASSWORD').waitFor(WAIT);
     assert.equal(await page.getByText('pw-never-listed').count(), 0, 'a secret is not listed');
+    // Reveal needs a step-up: the dialog asks for the password, then the reveal is retried.
     await row('DB_PASSWORD').getByRole('button', { name: 'Reveal DB_PASSWORD' }).click();
-    await row('DB_PASSWORD').getByTestId('env-value').filter({ hasText: 'pw-never-listed' }).waitFor(WAIT);
+    await withStepUp(row('DB_PASSWORD').getByTestId('env-value').filter({ hasText: 'pw-never-listed' }), WAIT.timeout);
   });
 });
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { startTestServer, setupToken, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, setupToken, Client, reveal, type TestServer } from '../_support/server.js';
 import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
 
@@ -138,7 +138,7 @@ test('the audit page shows the diff with the secret masked and reverts after con
       .waitFor(WAIT);
     await shot(page, 'audit-03-reverted');
     assert.equal((await envOf()).GREETING, 'hello');
-    assert.equal((await ok(api.req('GET', `/api/apps/${appId}/env/API_KEY/reveal`))).value, SECRET_BEFORE, 'the real secret came back');
+    assert.equal((await ok(reveal(api, appId, 'API_KEY', OPERATOR.password))).value, SECRET_BEFORE, 'the real secret came back');
     const entry = (await ok(api.req('GET', `/api/audit?target=${appId}&action=app.env_replaced&limit=5`))).items.find((i: any) => i.id === id);
     assert.ok(entry.reverted_at, 'the entry is marked reverted');
   });
