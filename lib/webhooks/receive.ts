@@ -48,6 +48,15 @@ function logged(out: DeliveryOutcome): Pick<DeliveryLogInput, 'outcome' | 'reaso
   return { outcome: 'ignored', reason: 'ping (the forge checks that the hook works)', deploymentId: null };
 }
 
+/**
+ * A delivery refused before it could be verified (compressed, over the size limit): logged for
+ * an app that exists, under what its headers claim; the sender's answer stays the refusal.
+ */
+export async function logRefusedDelivery(env: Env, appId: string, headers: Headers, reason: string): Promise<void> {
+  const app = await appFor(env, appId);
+  if (app) await logDelivery(env, app.id, { ...claimedSender(headers), deliveryId: null, ref: null, commit: null, outcome: 'rejected', reason, deploymentId: null });
+}
+
 export async function receiveDelivery(env: Env, appId: string, headers: Headers, body: Uint8Array, ip: string): Promise<DeliveryOutcome> {
   const app = await appFor(env, appId);
   const secret = app ? await webhookSecret(env.db, env.sealer, app.id) : null;

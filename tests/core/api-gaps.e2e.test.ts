@@ -359,6 +359,24 @@ test('webhook deliveries: every one is logged with its outcome and reason, newes
   for (const sig of [forged.headers['x-hub-signature-256']!, push.headers['x-hub-signature-256']!]) assert.ok(!rows.includes(sig.slice(7, 31)), 'no signature');
 });
 
+test('webhook deliveries refused before verification (compressed, over 1 MiB) are logged as rejected too', async () => {
+  const app = await gitApp();
+  const gz = github(app.secret, 'push', githubPush('refs/heads/main'), { 'content-encoding': 'gzip' });
+  assert.equal((await deliver(app.id, gz)).status, 400);
+  const big = github(app.secret, 'push', { ...githubPush('refs/heads/main'), pad: 'x'.repeat(1_100_000) });
+  assert.equal((await deliver(app.id, big)).status, 413);
+  const items = (await c.req('GET', `/api/apps/${app.id}/webhook/deliveries`)).body.items;
+  assert.deepEqual(
+    items.map((i: any) => [i.outcome, i.provider, i.event]),
+    [
+      ['rejected', 'github', 'push'],
+      ['rejected', 'github', 'push'],
+    ],
+  );
+  assert.match(items[0].reason, /larger than/);
+  assert.match(items[1].reason, /Compressed/);
+});
+
 test('webhook deliveries: a flood (even of forged ones) keeps only the last 50 per app', async () => {
   const app = await gitApp();
   const other = await gitApp();
