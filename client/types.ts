@@ -446,12 +446,42 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An app's variables (secret values are null) */
+        /**
+         * An app's variables (secret values are null)
+         * @description Answers an `ETag` over the set (keys, secret flags, value fingerprints): send it back as `If-Match` to write only what was read.
+         */
         get: operations["getApiAppsByIdEnv"];
-        /** Replace an app's variables (value null keeps a stored value) */
+        /**
+         * Replace an app's variables (value null keeps a stored value)
+         * @description With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.
+         */
         put: operations["putApiAppsByIdEnv"];
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/env/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set one variable (201 when created, 200 when replaced; a secret answers value null)
+         * @description `secret` defaults to the stored key's flag, or true for a new key. With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.
+         */
+        put: operations["putApiAppsByIdEnvByKey"];
+        post?: never;
+        /**
+         * Remove one variable (404 when the app has no such key)
+         * @description With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.
+         */
+        delete: operations["deleteApiAppsByIdEnvByKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -464,7 +494,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The value of one variable, secret or not (audited) */
+        /**
+         * The value of one variable, secret or not (audited)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
         get: operations["getApiAppsByIdEnvByKeyReveal"];
         put?: never;
         post?: never;
@@ -767,7 +800,8 @@ export interface paths {
         delete: operations["deleteApiAppsByIdTriggersByTid"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a deploy trigger: its pattern, its event, or pause it (enabled: false) without deleting it */
+        patch: operations["patchApiAppsByIdTriggersByTid"];
         trace?: never;
     };
     "/api/apps/{id}/webhook": {
@@ -783,6 +817,23 @@ export interface paths {
         post?: never;
         /** Remove an app's webhook secret (deliveries are refused until a new one is made) */
         delete: operations["deleteApiAppsByIdWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/webhook/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The last 50 deliveries to an app's webhook, newest first, and what each came to */
+        get: operations["getApiAppsByIdWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1702,7 +1753,7 @@ export interface components {
             /** @description A human sentence */
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             details?: ({
                 field?: string;
                 message: string;
@@ -2108,6 +2159,7 @@ export interface components {
                 p95_ms: number;
                 p99_ms: number;
             }[];
+            /** @description Oldest first, one per step that has a sample: a step without one is absent, never zeros */
             vitals: {
                 /** @description ISO-8601 UTC timestamp */
                 t: string;
@@ -2316,6 +2368,23 @@ export interface components {
             username: string;
             totp_enabled: boolean;
         };
+        WebhookDelivery: {
+            id: string;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            /** @description The forge; null for a refused delivery that named none */
+            provider: string | null;
+            event: string | null;
+            /** @description The forge's own delivery id, when it sent one */
+            delivery_id: string | null;
+            /** @description Branch or tag name */
+            ref: string | null;
+            commit: string | null;
+            /** @enum {string} */
+            outcome: "deployed" | "ignored" | "duplicate" | "rejected" | "preview";
+            reason: string | null;
+            deployment_id: string | null;
+        };
         GetApiAddons200: {
             items: components["schemas"]["Addon"][];
         };
@@ -2466,6 +2535,9 @@ export interface components {
             secret_set: boolean;
             providers: ("github" | "gitea" | "forgejo" | "gitlab" | "bitbucket")[];
         };
+        GetApiAppsByIdWebhookDeliveries200: {
+            items: components["schemas"]["WebhookDelivery"][];
+        };
         PostApiAppsByIdWebhookRegenerate200: {
             secret: string;
         };
@@ -2609,6 +2681,9 @@ export interface components {
         GetApiSettingsNotifications200: {
             items: components["schemas"]["NotificationChannel"][];
             events: string[];
+        };
+        PostApiSettingsNotifications201: {
+            channel: components["schemas"]["NotificationChannel"];
         };
         GetApiSettingsNotificationsByIdDeliveries200: {
             items: components["schemas"]["NotificationDelivery"][];
@@ -2805,6 +2880,10 @@ export interface components {
                 secret?: boolean;
             }[];
         };
+        PutApiAppsByIdEnvByKeyBody: {
+            value: string;
+            secret?: boolean;
+        };
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
@@ -2813,6 +2892,12 @@ export interface components {
             /** @enum {string} */
             event: "push" | "tag";
             pattern: string;
+            enabled?: boolean;
+        };
+        PatchApiAppsByIdTriggersByTidBody: {
+            /** @enum {string} */
+            event?: "push" | "tag";
+            pattern?: string;
             enabled?: boolean;
         };
         PostApiAuditByIdRevertBody: {
@@ -2934,7 +3019,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Any other failure (`conflict`, `payload_too_large`, `service_unavailable`, `internal_error`...) */
+        /** @description Any other failure (`conflict`, `precondition_failed`, `payload_too_large`, `service_unavailable`, `internal_error`...) */
         Failure: {
             headers: {
                 [name: string]: unknown;
@@ -3982,6 +4067,73 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    putApiAppsByIdEnvByKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutApiAppsByIdEnvByKeyBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvItem"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdEnvByKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiAppsByIdEnvByKeyReveal: {
         parameters: {
             query?: never;
@@ -4005,6 +4157,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
@@ -4527,6 +4680,38 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    patchApiAppsByIdTriggersByTid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                tid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiAppsByIdTriggersByTidBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiAppsByIdWebhook: {
         parameters: {
             query?: never;
@@ -4574,6 +4759,32 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdWebhookDeliveries200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
@@ -5820,7 +6031,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NotificationChannel"];
+                    "application/json": components["schemas"]["PostApiSettingsNotifications201"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -144,7 +144,10 @@ const ERROR_RESPONSES: Record<string, { status: string; description: string }> =
   Forbidden: { status: '403', description: 'Cookie write without the CSRF token of its session (`csrf_mismatch`), or a step-up operation without a recent step-up (`step_up_required`)' },
   NotFound: { status: '404', description: 'No such resource (`not_found`)' },
   RateLimited: { status: '429', description: 'Too many attempts (`rate_limited`, with a Retry-After header)' },
-  Failure: { status: 'default', description: 'Any other failure (`conflict`, `payload_too_large`, `service_unavailable`, `internal_error`...)' },
+  Failure: {
+    status: 'default',
+    description: 'Any other failure (`conflict`, `precondition_failed`, `payload_too_large`, `service_unavailable`, `internal_error`...)',
+  },
 };
 
 function errorsOf(spec: RouteSpec, op: { method: Method; path: string }): [string, Json][] {
@@ -152,7 +155,7 @@ function errorsOf(spec: RouteSpec, op: { method: Method; path: string }): [strin
   const names: string[] = [];
   if (spec.params || spec.query || spec.body || op.path.includes('{')) names.push('BadRequest');
   if (auth === 'operator' || spec.rateLimit) names.push('Unauthorized');
-  if (auth === 'operator' && op.method !== 'GET') names.push('Forbidden');
+  if (auth === 'operator' && (op.method !== 'GET' || spec.stepUp || spec.stepUpWhen)) names.push('Forbidden');
   if (op.path.includes('{') || auth === 'metrics') names.push('NotFound');
   if (spec.rateLimit) names.push('RateLimited');
   names.push('Failure');

@@ -177,8 +177,25 @@ export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}
 export const patchService = (id: string, name: string, patch: { port?: number | null; health_path?: string | null }) =>
   run(() => client.PATCH('/api/apps/{id}/services/{name}', { params: { path: { id, name } }, body: patch }));
 export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') => run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
-export const getEnv = (id: string) => run(() => client.GET('/api/apps/{id}/env', app(id)));
-export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>) => run(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items } }));
+/** run(), keeping the answer's ETag (of the last attempt, when a step-up made it retry). */
+async function tagged<T>(send: () => Promise<Answer<T>>): Promise<{ data: T; etag: string | null }> {
+  let etag: string | null = null;
+  const data = await run(async () => {
+    const r = await send();
+    etag = r.response.headers.get('etag');
+    return r;
+  });
+  return { data, etag };
+}
+// Writes to the variables carry the ETag they were based on: a change made by someone else in
+// between answers 412 precondition_failed instead of being silently overwritten.
+const ifMatch = (etag: string | null) => (etag ? { headers: { 'if-match': etag } } : {});
+export const getEnv = (id: string) => tagged(() => client.GET('/api/apps/{id}/env', app(id)));
+export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>, etag: string | null) =>
+  tagged(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items }, ...ifMatch(etag) }));
+export const setEnvVar = (id: string, key: string, value: string, secret: boolean, etag: string | null) =>
+  tagged(() => client.PUT('/api/apps/{id}/env/{key}', { params: { path: { id, key } }, body: { value, secret }, ...ifMatch(etag) }));
+export const removeEnvVar = (id: string, key: string, etag: string | null) => tagged(() => client.DELETE('/api/apps/{id}/env/{key}', { params: { path: { id, key } }, ...ifMatch(etag) }));
 export const revealEnv = (id: string, key: string) => run(() => client.GET('/api/apps/{id}/env/{key}/reveal', { params: { path: { id, key } } }));
 
 // Deployments

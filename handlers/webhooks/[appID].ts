@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { HttpError } from '../../lib/http/errors.js';
+import { ClientAbortError, HttpError } from '../../lib/http/errors.js';
 import { readBodyBytes } from '../../lib/http/body.js';
 import { MAX_PAYLOAD_BYTES } from '../../lib/webhooks/payload.js';
-import { receiveDelivery } from '../../lib/webhooks/receive.js';
+import { logRefusedDelivery, receiveDelivery } from '../../lib/webhooks/receive.js';
 import { deploymentBody } from '../../lib/api/schemas.js';
 import { route } from '../../lib/http/route.js';
 
@@ -18,11 +18,17 @@ export const POST = route(
     },
   },
   async (request, { env, params, client, reply }) => {
-    // Compressed bodies could expand far past the limit after the check: refused outright.
-    const encoding = request.headers.get('content-encoding');
-    if (encoding && encoding.toLowerCase() !== 'identity') throw new HttpError('bad_request', 'Compressed webhook bodies are not accepted');
-    // Over 1 MiB is refused before anything hashes the whole body.
-    const body = await readBodyBytes(request, MAX_PAYLOAD_BYTES);
+    let body: Uint8Array;
+    try {
+      // Compressed bodies could expand far past the limit after the check: refused outright.
+      const encoding = request.headers.get('content-encoding');
+      if (encoding && encoding.toLowerCase() !== 'identity') throw new HttpError('bad_request', 'Compressed webhook bodies are not accepted');
+      // Over 1 MiB is refused before anything hashes the whole body.
+      body = await readBodyBytes(request, MAX_PAYLOAD_BYTES);
+    } catch (e) {
+      if (e instanceof HttpError && !(e instanceof ClientAbortError)) await logRefusedDelivery(env, params.appID, request.headers, e.message);
+      throw e;
+    }
     const outcome = await receiveDelivery(env, params.appID, request.headers, body, client.ip);
     return outcome.status === 202 ? reply(202, outcome.body) : reply(200, outcome.body);
   },

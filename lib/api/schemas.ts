@@ -26,6 +26,7 @@ export const errorSchema = named(
       'not_found',
       'method_not_allowed',
       'conflict',
+      'precondition_failed',
       'payload_too_large',
       'rate_limited',
       'internal_error',
@@ -119,6 +120,23 @@ const findingSchema = z.object({ level: z.enum(['error', 'warning']), service: z
 export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });
 
 export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() }));
+
+export const webhookDeliverySchema = named(
+  'WebhookDelivery',
+  z.object({
+    id: z.string(),
+    at: ts,
+    provider: z.string().nullable().describe('The forge; null for a refused delivery that named none'),
+    event: z.string().nullable(),
+    delivery_id: z.string().nullable().describe("The forge's own delivery id, when it sent one"),
+    ref: z.string().nullable().describe('Branch or tag name'),
+    commit: z.string().nullable(),
+    outcome: z.enum(['deployed', 'ignored', 'duplicate', 'rejected', 'preview']),
+    reason: z.string().nullable(),
+    deployment_id: z.string().nullable(),
+  }),
+  "What one delivery to the app's webhook came to (never its payload nor its signature)",
+);
 
 export const publicKeySchema = named('DeployKey', z.object({ public_key: z.string(), fingerprint: z.string(), created_at: ts }));
 
@@ -367,7 +385,8 @@ export const hostMetricsSchema = named(
           load1: z.number(),
         }),
       )
-      .max(500),
+      .max(500)
+      .describe('Oldest first, one per step that has a sample: a step without one is absent, never zeros'),
   }),
   "Every request through the proxy (known hosts or not) and the host's vitals, over a range",
 );

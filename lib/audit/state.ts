@@ -15,7 +15,7 @@ import { HttpError } from '../http/errors.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import type { AppSource } from '../apps/model.js';
-import { addTrigger, listTriggers, removeTrigger } from '../webhooks/store.js';
+import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
 import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../domains/ops.js';
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
 import { channelBinding, createChannel, deleteChannel, updateChannel, type ChannelKind } from '../notify/store.js';
@@ -117,7 +117,10 @@ const splitService = (id: string): [string, string] => {
   return [id.slice(0, at), id.slice(at + 1)];
 };
 
-/** One row per trigger (by id). A revert removes the ones added and adds back the ones removed. */
+/**
+ * One row per trigger (by id). A revert removes the ones added, adds back the ones removed and puts
+ * the changed ones (a paused rule) back as they were, under the same id.
+ */
 const triggers: StateKind = {
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
@@ -131,9 +134,10 @@ const triggers: StateKind = {
     const have = current ?? {};
     for (const id of Object.keys(have)) if (!(id in want)) await removeTrigger(env.db, appId, id);
     for (const [id, t] of Object.entries(want)) {
-      if (id in have) continue;
       const v = t as { event: 'push' | 'tag'; pattern: string; enabled: boolean };
-      await addTrigger(env.db, appId, v, env.now());
+      if (!(id in have)) await addTrigger(env.db, appId, v, env.now());
+      else if ((['event', 'pattern', 'enabled'] as const).some((k) => (have[id] as Record<string, unknown>)[k] !== v[k]))
+        await updateTrigger(env.db, appId, id, { event: v.event, pattern: v.pattern, enabled: v.enabled });
     }
   },
 };

@@ -560,6 +560,29 @@ const m0011: Migration = {
   },
 };
 
+// What each delivery to /webhooks/{appID} came to (deployed, ignored and why, rejected...), so
+// "why did my push not deploy?" has an answer. Never the payload nor the signature; the last 50
+// per app (pruned on insert).
+const m0012: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('webhook_delivery_log')
+      .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('app_id', 'text', (c) => c.notNull().references('apps.id').onDelete('cascade'))
+      .addColumn('at', 'text', (c) => c.notNull())
+      .addColumn('provider', 'text')
+      .addColumn('event', 'text')
+      .addColumn('delivery_id', 'text')
+      .addColumn('ref', 'text')
+      .addColumn('commit_sha', 'text')
+      .addColumn('outcome', 'text', (c) => c.notNull())
+      .addColumn('reason', 'text')
+      .addColumn('deployment_id', 'text')
+      .execute();
+    await db.schema.createIndex('webhook_delivery_log_app').on('webhook_delivery_log').columns(['app_id', 'id']).execute();
+  },
+};
+
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_apps_deployments': m0002,
@@ -572,4 +595,5 @@ export const migrations: Record<string, Migration> = {
   '0009_series_steps': m0009,
   '0010_audit_state': m0010,
   '0011_audit_contract': m0011,
+  '0012_webhook_delivery_log': m0012,
 };

@@ -177,6 +177,22 @@ export interface WebhookDeliveryTable {
   received_at: string;
 }
 
+export interface WebhookDeliveryLogTable {
+  id: Generated<number>;
+  app_id: string;
+  at: string;
+  /** null: a rejected delivery that named no single forge. */
+  provider: string | null;
+  event: string | null;
+  delivery_id: string | null;
+  /** Branch or tag name. */
+  ref: string | null;
+  commit_sha: string | null;
+  outcome: string;
+  reason: string | null;
+  deployment_id: string | null;
+}
+
 export interface WebhookPushTable {
   app_id: string;
   /** Full ref (refs/heads/main, refs/tags/v1). */
@@ -382,6 +398,7 @@ export interface Database {
   app_ssh_keys: AppSshKeyTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_pushes: WebhookPushTable;
+  webhook_delivery_log: WebhookDeliveryLogTable;
   apps: AppTable;
   app_env: AppEnvTable;
   app_services: AppServiceTable;

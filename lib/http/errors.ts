@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'conflict'
   | 'gone'
+  | 'precondition_failed'
   | 'payload_too_large'
   | 'not_diffable'
   | 'rate_limited'
@@ -27,6 +28,7 @@ const statusOf: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   conflict: 409,
   gone: 410,
+  precondition_failed: 412,
   payload_too_large: 413,
   not_diffable: 422,
   rate_limited: 429,
@@ -68,6 +70,7 @@ export class ClientAbortError extends HttpError {
 export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('bad_request', message, details);
 export const notFound = (what = 'Not found') => new HttpError('not_found', what);
 export const conflict = (message: string) => new HttpError('conflict', message);
+export const preconditionFailed = (message: string) => new HttpError('precondition_failed', message);
 export const unauthorized = (message = 'Authentication required') => new HttpError('unauthorized', message);
 export const forbidden = (message = 'Not allowed') => new HttpError('forbidden', message);
 export const unavailable = (message: string) => new HttpError('service_unavailable', message);

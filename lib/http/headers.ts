@@ -13,3 +13,15 @@ export function headerGetter(raw: Record<string, string | string[] | undefined>)
     },
   };
 }
+
+/**
+ * RFC 9110 If-Match against the resource's current strong ETag: absent holds, `*` holds for a
+ * resource that exists, a list holds when one of its tags is the current one. A weak tag (W/"...")
+ * never matches: If-Match compares strongly.
+ */
+export function ifMatchHolds(header: string | null, current: string): boolean {
+  if (header === null) return true;
+  const h = header.trim();
+  if (h === '*') return true;
+  return h.split(',').some((t) => t.trim() === current);
+}

@@ -1,6 +1,6 @@
 // Metric series in the contract's shape: points oldest first, aligned to the step, gaps filled
-// with zeros, at most 500 points; each range reads rows of its own step (one row per point and
-// series; see the design note in store.ts).
+// with zeros (host vitals: only the steps that have a sample), at most 500 points; each range
+// reads rows of its own step (one row per point and series; see the design note in store.ts).
 import type BetterSqlite3 from 'better-sqlite3';
 import { rawConnection, type Db } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
@@ -112,7 +112,11 @@ export function queryRequests(db: Db, opts: { appId: string | null; service?: st
   return { range: opts.range, step_seconds: w.step, points };
 }
 
-/** Host-wide requests plus vitals (averages of the samples in each step; zeros where none). */
+/**
+ * Host-wide requests plus vitals: the average of the samples in each step that has any. A step
+ * without a sample (the current one before its first sample, the time the host was down) is
+ * absent, never zeros: "0 B of 0 B" would be a reading nobody took.
+ */
 export function queryHost(db: Db, opts: { range: RangeName; now: number }): HostSeriesAnswer {
   const base = queryRequests(db, { appId: null, range: opts.range, now: opts.now });
   const w = window(opts.range, opts.now);
@@ -139,11 +143,12 @@ export function queryHost(db: Db, opts: { range: RangeName; now: number }): Host
     sums[5]![i]! += r.disk_total_sum;
     sums[6]![i]! += r.load1_sum;
   }
-  const vitals: VitalsPoint[] = new Array(n);
+  const vitals: VitalsPoint[] = [];
   for (let i = 0; i < n; i++) {
     const k = sums[0]![i]!;
-    const avg = (j: number) => (k > 0 ? sums[j]![i]! / k : 0);
-    vitals[i] = {
+    if (k <= 0) continue;
+    const avg = (j: number) => sums[j]![i]! / k;
+    vitals.push({
       t: iso(w.start + i * w.step),
       cpu_percent: Math.round(avg(1) * 100) / 100,
       mem_used_bytes: Math.round(avg(2)),
@@ -151,7 +156,7 @@ export function queryHost(db: Db, opts: { range: RangeName; now: number }): Host
       disk_used_bytes: Math.round(avg(4)),
       disk_total_bytes: Math.round(avg(5)),
       load1: Math.round(avg(6) * 100) / 100,
-    };
+    });
   }
   return { ...base, vitals };
 }

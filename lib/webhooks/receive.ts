@@ -1,5 +1,7 @@
 // An inbound delivery, from raw bytes to a queued deployment. Every authentication failure
 // (unknown app, no secret, bad signature) gives the same answer, so app ids cannot be probed.
+// Every delivery to an existing app, refused ones included, leaves a line in its delivery log
+// (the answer to "why did my push not deploy?"); the sender's answer does not change for it.
 import type { Env } from '../env.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { recordAudit } from '../audit/index.js';
@@ -7,7 +9,8 @@ import { ID_PATTERN } from '../crypto/random.js';
 import { getApp } from '../apps/store.js';
 import type { App } from '../apps/model.js';
 import type { Deployment } from '../deploy/model.js';
-import { verifyDelivery } from './verify.js';
+import { claimedSender, verifyDelivery, type Verified } from './verify.js';
+import { recordDelivery, type DeliveryLogInput } from './deliveries.js';
 import { parsePushEvent } from './payload.js';
 import { matchTriggers } from './triggers.js';
 import { alreadyDeploying, deliverySeen, forgetDelivery, forgetPush, listTriggers, recordPush, webhookSecret, type PushKey } from './store.js';
@@ -26,12 +29,61 @@ async function appFor(env: Env, appId: string): Promise<App | null> {
   }
 }
 
+type Facts = Pick<DeliveryLogInput, 'provider' | 'event' | 'deliveryId' | 'ref' | 'commit'>;
+
+/** A log line is worth less than the delivery: a failure to write one is logged, not answered. */
+async function logDelivery(env: Env, appId: string, d: DeliveryLogInput): Promise<void> {
+  try {
+    await recordDelivery(env.db, appId, d, env.now());
+  } catch (err) {
+    env.log.warn({ err: String(err), app: appId }, 'webhook delivery log write failed');
+  }
+}
+
+function logged(out: DeliveryOutcome): Pick<DeliveryLogInput, 'outcome' | 'reason' | 'deploymentId'> {
+  if (out.status === 202) return { outcome: 'deployed', reason: null, deploymentId: out.body.deployment.id };
+  const b = out.body;
+  if ('ignored' in b) return { outcome: 'ignored', reason: b.ignored, deploymentId: null };
+  if ('duplicate' in b) return { outcome: 'duplicate', reason: b.reason ?? 'this delivery id was already received', deploymentId: null };
+  return { outcome: 'ignored', reason: 'ping (the forge checks that the hook works)', deploymentId: null };
+}
+
+/**
+ * A delivery refused before it could be verified (compressed, over the size limit): logged for
+ * an app that exists, under what its headers claim; the sender's answer stays the refusal.
+ */
+export async function logRefusedDelivery(env: Env, appId: string, headers: Headers, reason: string): Promise<void> {
+  const app = await appFor(env, appId);
+  if (app) await logDelivery(env, app.id, { ...claimedSender(headers), deliveryId: null, ref: null, commit: null, outcome: 'rejected', reason, deploymentId: null });
+}
+
 export async function receiveDelivery(env: Env, appId: string, headers: Headers, body: Uint8Array, ip: string): Promise<DeliveryOutcome> {
   const app = await appFor(env, appId);
   const secret = app ? await webhookSecret(env.db, env.sealer, app.id) : null;
   // Verified even without an app or a secret: the work done (and so the timing) is the same.
   const v = verifyDelivery({ headers, body, secret });
-  if (!v.ok || !app) throw refused();
+  if (!v.ok || !app) {
+    if (app) {
+      const reason = secret === null ? 'the app has no webhook secret: regenerate one' : 'signature verification failed';
+      await logDelivery(env, app.id, { ...claimedSender(headers), deliveryId: null, ref: null, commit: null, outcome: 'rejected', reason, deploymentId: null });
+    }
+    throw refused();
+  }
+  const facts: Facts = { provider: v.provider, event: v.event, deliveryId: v.deliveryId, ref: null, commit: null };
+  let out: DeliveryOutcome;
+  try {
+    out = await handleVerified(env, app, v, body, ip, facts);
+  } catch (e) {
+    const reason = e instanceof HttpError ? e.message : 'internal error';
+    await logDelivery(env, app.id, { ...facts, outcome: 'rejected', reason, deploymentId: null });
+    throw e;
+  }
+  await logDelivery(env, app.id, { ...facts, ...logged(out) });
+  return out;
+}
+
+/** A verified delivery; `facts` learns the ref and commit as the payload tells them. */
+async function handleVerified(env: Env, app: App, v: Verified, body: Uint8Array, ip: string, facts: Facts): Promise<DeliveryOutcome> {
   const audit = (action: string, outcome: number, detail: Record<string, unknown>) =>
     recordAudit(env.db, {
       route: 'POST /webhooks/{appID}',
@@ -53,6 +105,8 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
     throw badRequest(`Delivery payload is not usable: ${parsed.reason}`);
   }
   if (parsed.kind === 'ignored') return { status: 200, body: { ignored: parsed.reason } };
+  facts.ref = parsed.name;
+  facts.commit = parsed.after;
   if (app.source.type !== 'git') return { status: 200, body: { ignored: 'the app does not deploy from git' } };
   const rules = (await listTriggers(env.db, app.id)).map((t) => ({ event: t.event, pattern: t.pattern, enabled: t.enabled }));
   const match = matchTriggers(rules, parsed, app.source.branch);
@@ -61,6 +115,8 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
   // the ref update itself, so that is what decides whether this push was already received.
   const pushed = [parsed as PushRef, ...(parsed.also ?? [])].find((r) => r.name === match.ref && (r.ref_type === 'tag') === (match.trigger === 'tag'))!;
   const key: PushKey = { ref: pushed.ref, old: pushed.before ?? '', new: match.commit! };
+  facts.ref = match.ref;
+  facts.commit = key.new;
   // Recorded in the audit feed: a repeat whose delivery id is new is either a forge's redelivery or a replay.
   const duplicate = async (reason: string): Promise<DeliveryOutcome> => {
     await audit('webhook.duplicate', 200, { ref: match.ref, commit: key.new, reason });

@@ -147,6 +147,23 @@ export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'ta
   return { id: row.id, event: t.event, pattern: t.pattern, enabled: row.enabled === 1 };
 }
 
+export type TriggerPatch = Partial<Pick<TriggerView, 'event' | 'pattern' | 'enabled'>>;
+
+/** Changes a rule in place (pausing one keeps its id and pattern); null when the app has no such rule. */
+export async function updateTrigger(db: Db, appId: string, id: string, patch: TriggerPatch): Promise<TriggerView | null> {
+  if (patch.pattern !== undefined) {
+    const v = validatePattern(patch.pattern);
+    if (!v.ok) throw badRequest(`Invalid pattern: ${v.reason}`, [{ field: 'pattern', message: v.reason }]);
+  }
+  const set: { event?: string; pattern?: string; enabled?: number } = {};
+  if (patch.event !== undefined) set.event = patch.event;
+  if (patch.pattern !== undefined) set.pattern = patch.pattern;
+  if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
+  if (Object.keys(set).length) await db.updateTable('app_triggers').set(set).where('app_id', '=', appId).where('id', '=', id).execute();
+  const r = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  return r ? { id: r.id, event: r.event as 'push' | 'tag', pattern: r.pattern, enabled: r.enabled === 1 } : null;
+}
+
 export async function removeTrigger(db: Db, appId: string, id: string): Promise<boolean> {
   const r = await db.deleteFrom('app_triggers').where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;

@@ -99,6 +99,17 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
   }
 }
 
+/**
+ * What a refused delivery claimed to be, for the delivery log only: the forge its headers name and
+ * its event header when that has the shape of an event name. Unverified, so never acted upon.
+ */
+export function claimedSender(h: HeadersLike): { provider: Provider | null; event: string | null } {
+  const provider = detectProvider(h);
+  const header = { gitea: ['x-forgejo-event', 'x-gitea-event'], github: ['x-github-event'], gitlab: ['x-gitlab-event'], bitbucket: ['x-event-key'] };
+  const event = provider === null ? null : (header[provider].map((n) => h.get(n)).find((v) => v !== null) ?? null);
+  return { provider, event: event !== null && EVENT.test(event) ? event : null };
+}
+
 function accept(provider: Provider, event: string, deliveryId: string | null): Verified | Rejected {
   if (!EVENT.test(event)) return REJECTED;
   if (deliveryId !== null && !DELIVERY.test(deliveryId)) return REJECTED;

@@ -125,6 +125,20 @@ export async function apiToken(c: Client, name: string): Promise<string> {
   return r.body.token;
 }
 
+/**
+ * Reveals a variable the way an operator must: signed in, then a step-up (reveal needs a recent
+ * one). It runs in a session of its own, so the caller's session is not left stepped up for the
+ * tests that expect step_up_required. Answers the reveal's own response.
+ */
+export async function reveal(c: Client, appId: string, key: string, operator: { username: string; password: string } = ADMIN): Promise<{ status: number; body: any; text: string }> {
+  const own = new Client(c.base, c.headers);
+  const login = await own.req('POST', '/api/auth/login', operator);
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
+  const up = await own.req('POST', '/api/auth/step-up', { password: operator.password });
+  if (up.status !== 200) throw new Error(`step-up failed: ${up.status} ${up.text}`);
+  return own.req('GET', `/api/apps/${appId}/env/${key}/reveal`);
+}
+
 /** A logger that keeps every line (parsed) in memory, for tests that assert on what is logged. */
 export function memoryLogger(level = 'info'): { log: Logger; lines: Array<Record<string, any>> } {
   const lines: Array<Record<string, any>> = [];

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, ADMIN, Client, reveal, type TestServer } from '../_support/server.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { METHODS } from '../../lib/http/handler.js';
@@ -86,8 +86,8 @@ test('an env change (plain and secret) is diffed with the secret masked, reverte
   assert.deepEqual(Object.keys(env).sort(), ['GONE', 'PLAIN', 'TOKEN']);
   assert.equal(env.PLAIN.value, 'one');
   assert.equal(env.TOKEN.secret, true);
-  const reveal = await c.req('GET', `/api/apps/${app}/env/TOKEN/reveal`);
-  assert.equal(reveal.body.value, SECRET_A, 'the real secret value came back');
+  const shown = await reveal(c, app, 'TOKEN');
+  assert.equal(shown.body.value, SECRET_A, 'the real secret value came back');
 
   // The revert is an entry of its own, linked both ways, and diffable like any change.
   const list = (await c.req('GET', `/api/audit?target=${app}&limit=10`)).body.items;
@@ -282,7 +282,7 @@ test('no secret value is stored in clear in the audit table or anywhere in the d
   await putEnv(app, [{ key: 'C', value: canary + '_2', secret: true }]);
   const entry = await lastEntry('app.env_replaced', app);
   assert.equal((await c.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
-  assert.equal((await c.req('GET', `/api/apps/${app}/env/C/reveal`)).body.value, canary);
+  assert.equal((await reveal(c, app, 'C')).body.value, canary);
 
   const db = new Database(join(s.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
   try {
@@ -362,7 +362,7 @@ test('notification channels: a URL change is masked in the diff, and its revert 
     const token = 'hooktoken_' + randomBytes(8).toString('hex');
     const created = await nc.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'ops', url: recv.url(`/old/${token}`) });
     assert.equal(created.status, 201, created.text);
-    const id = created.body.id;
+    const id = created.body.channel.id;
     const patched = await nc.req('PATCH', `/api/settings/notifications/${id}`, { name: 'ops-new', url: recv.url('/new/other'), enabled: false });
     assert.equal(patched.status, 200, patched.text);
     const entry = (await nc.req('GET', `/api/audit?action=notification.channel_updated&limit=1`)).body.items[0];

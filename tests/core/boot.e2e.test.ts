@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { serve, serveFails, type Served } from '../_support/cli.js';
-import { Client, ADMIN } from '../_support/server.js';
+import { Client, ADMIN, reveal } from '../_support/server.js';
 import { totpCode } from '../../lib/auth/totp.js';
 import { poll } from '../_support/wait.js';
 import { createSealer } from '../../lib/crypto/seal.js';
@@ -108,7 +108,7 @@ test('first boot: "listening" with the start time is the first log line; a maste
   const again = await start({ SVC_DATA_DIR: dataDir });
   const c2 = new Client(again.url);
   assert.equal((await c2.req('POST', '/api/auth/login', ADMIN)).status, 200);
-  const env = await c2.req('GET', `/api/apps/${app.body.app.id}/env/TOKEN/reveal`);
+  const env = await reveal(c2, app.body.app.id, 'TOKEN');
   assert.equal(env.body.value, 'hunter2');
   // Boot notices are written right after "listening": long read by now.
   assert.equal(

@@ -74,6 +74,13 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
       raw.prepare("insert into deployment_logs (deployment_id, seq, at, stream, line) values (?, 1, ?, 'deploy', 'legacy line')").run(depId, at);
     }
     if (level >= 3) raw.prepare('update deployments set spec = ? where id = ?').run(JSON.stringify({ kind: 'image', image: 'svc-test/busybox:latest' }), depId);
+    // From 0011 on, a version wrote the route and the actor's kind beside the event.
+    if (level >= 11) {
+      const set = raw.prepare('update audit set route = ?, actor_type = ? where action = ?');
+      set.run(null, 'user', 'legacy.action');
+      set.run('DELETE /api/auth/api-tokens/{id}', 'token', 'auth.api_token_revoked');
+      set.run('POST /api/apps/{id}/deploy-now', 'user', 'POST /api/apps/:id/deploy-now');
+    }
   } finally {
     raw.close();
   }

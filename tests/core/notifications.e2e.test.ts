@@ -64,14 +64,16 @@ let slack: any;
 test('CRUD: the URL is sealed and never returned, only a hint; test sends a real Discord payload', async () => {
   const d = await c.req('POST', '/api/settings/notifications', { kind: 'discord', name: 'ops', url: recv.url('/discord/secret-token-abcd') });
   assert.equal(d.status, 201, d.text);
-  discord = d.body;
+  // Wrapped like every other creation ({"app": ...}, {"domain": ...}).
+  assert.deepEqual(Object.keys(d.body), ['channel']);
+  discord = d.body.channel;
   assert.equal(discord.url_hint, `${RECEIVER_HOST}:${recv.port}/…abcd`);
   assert.equal(discord.enabled, true);
   assert.equal(discord.last_delivery, null);
   assert.ok(!d.text.includes('secret-token'));
   const sl = await c.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'team', url: recv.url('/slack/secret-token-wxyz'), events: ['deploy_failed', 'app_crashed'] });
   assert.equal(sl.status, 201);
-  slack = sl.body;
+  slack = sl.body.channel;
   const list = await c.req('GET', '/api/settings/notifications');
   assert.equal(list.body.items.length, 2);
   assert.ok(!list.text.includes('secret-token'));
@@ -172,14 +174,14 @@ test('a URL that passed at save but resolves to loopback at send is refused: 400
   const r = await c.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'flip', url: 'https://flip.test/hook', events: ['deploy_failed'] });
   assert.equal(r.status, 201);
   names.set('flip.test', '127.0.0.2');
-  const t = await c.req('POST', `/api/settings/notifications/${r.body.id}/test`);
+  const t = await c.req('POST', `/api/settings/notifications/${r.body.channel.id}/test`);
   assert.equal(t.status, 400);
   assert.match(t.body.error, /loopback/);
-  const ch = await c.req('GET', `/api/settings/notifications/${r.body.id}`);
+  const ch = await c.req('GET', `/api/settings/notifications/${r.body.channel.id}`);
   assert.equal(ch.body.last_delivery.ok, false);
   assert.match(ch.body.last_delivery.error, /refused/);
-  assert.equal((await c.req('DELETE', `/api/settings/notifications/${r.body.id}`)).status, 204);
-  assert.equal((await c.req('GET', `/api/settings/notifications/${r.body.id}`)).status, 404);
+  assert.equal((await c.req('DELETE', `/api/settings/notifications/${r.body.channel.id}`)).status, 204);
+  assert.equal((await c.req('GET', `/api/settings/notifications/${r.body.channel.id}`)).status, 404);
 });
 
 test('deploy_failed from a real failing deployment reaches the channel', async (t) => {

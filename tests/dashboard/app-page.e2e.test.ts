@@ -19,6 +19,7 @@ import { poll } from '../_support/wait.js';
 import { ensureDbImages, needDbImages, type DbImages } from '../_support/dbimages.js';
 import { CATALOG } from '../../lib/databases/catalog.js';
 import { deleteApp } from '../../lib/apps/ops.js';
+import { invalidateCredentials } from '../../lib/auth/cache.js';
 
 const WAIT = { timeout: 60_000 };
 const LONG = { timeout: 180_000 };
@@ -330,8 +331,17 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     await bulk.getByRole('button', { name: 'Apply 1 change' }).click();
     await row('DB_PASSWORD').waitFor(WAIT);
     assert.equal(await page.getByText('pw-never-listed').count(), 0, 'a secret is not listed');
+    // Reveal needs a step-up: the dialog asks for the password, then the reveal is retried.
     await row('DB_PASSWORD').getByRole('button', { name: 'Reveal DB_PASSWORD' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await dialog.waitFor(WAIT);
+    assert.equal(await page.getByText('pw-never-listed').count(), 0, 'nothing is revealed before the step-up');
+    await dialog.getByLabel('Password').fill(ADMIN.password);
+    await dialog.getByRole('button', { name: 'Verify' }).click();
     await row('DB_PASSWORD').getByTestId('env-value').filter({ hasText: 'pw-never-listed' }).waitFor(WAIT);
+    // A step-up lasts five minutes: end it as if they had passed, so the shell test asks again.
+    await s!.env.db.updateTable('sessions').set({ step_up_until: null }).execute();
+    invalidateCredentials();
   });
 });
 

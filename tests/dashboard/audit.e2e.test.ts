@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { startTestServer, setupToken, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, setupToken, Client, reveal, type TestServer } from '../_support/server.js';
 import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
 
@@ -138,7 +138,7 @@ test('the audit page shows the diff with the secret masked and reverts after con
       .waitFor(WAIT);
     await shot(page, 'audit-03-reverted');
     assert.equal((await envOf()).GREETING, 'hello');
-    assert.equal((await ok(api.req('GET', `/api/apps/${appId}/env/API_KEY/reveal`))).value, SECRET_BEFORE, 'the real secret came back');
+    assert.equal((await ok(reveal(api, appId, 'API_KEY', OPERATOR))).value, SECRET_BEFORE, 'the real secret came back');
     const entry = (await ok(api.req('GET', `/api/audit?target=${appId}&action=app.env_replaced&limit=5`))).items.find((i: any) => i.id === id);
     assert.ok(entry.reverted_at, 'the entry is marked reverted');
   });
@@ -241,5 +241,42 @@ test('filters narrow the list on the server, and a long list keeps only the rows
     await page.getByLabel('Actor').fill('nobody-by-that-name');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.getByText('0 entries', { exact: true }).waitFor(WAIT);
+  });
+});
+
+test("the env editor sends the ETag it loaded: another editor's change in between is a clear 412 message, nothing is overwritten", async (t) => {
+  if (!(await needChromium(t))) return;
+  await withFailureShot(page, 'env-stale', async () => {
+    const ifMatch: Array<string | null> = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/api/apps/${appId}/env/`) && r.method() === 'PUT') ifMatch.push(r.headers()['if-match'] ?? null);
+    });
+    await page.goto(`${s!.url}/apps/${appId}`);
+    const row = (key: string) => page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
+    await row('GREETING').waitFor(WAIT);
+    const loaded = (await api.req('GET', `/api/apps/${appId}/env`)).headers.get('etag');
+
+    // Another editor changes the set after the page loaded it.
+    await ok(api.req('PUT', `/api/apps/${appId}/env/OTHER_EDITOR`, { value: 'theirs', secret: false }), 201);
+    await page.getByRole('textbox', { name: 'Key', exact: true }).fill('MINE');
+    await page.getByRole('textbox', { name: 'Value', exact: true }).fill('mine');
+    await page.getByRole('checkbox', { name: 'Secret', exact: true }).uncheck();
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
+    const stale = page.getByTestId('env-stale');
+    await stale.filter({ hasText: 'changed elsewhere' }).waitFor(WAIT);
+    assert.deepEqual(ifMatch, [loaded], 'the write carried the ETag the page loaded');
+    await shot(page, 'env-stale');
+    await axe(page, 'env stale message');
+    const now = await envOf();
+    assert.equal(now.MINE, undefined, 'nothing was written');
+    assert.equal(now.OTHER_EDITOR, 'theirs', "the other editor's change stands");
+
+    // Reload shows their change; the same edit then goes through.
+    await stale.getByRole('button', { name: 'Reload variables' }).click();
+    await row('OTHER_EDITOR').waitFor(WAIT);
+    await stale.waitFor({ state: 'detached', ...WAIT });
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
+    await row('MINE').waitFor(WAIT);
+    assert.equal((await envOf()).MINE, 'mine');
   });
 });

@@ -11,6 +11,7 @@ import { needChromium, launchChromium, shot, withFailureShot, axe, assertNoInjec
 import { needDocker, dockerReachable, ensureBaseImage } from '../_support/docker.js';
 import { startGitServer, webRepo, cleanupApp, type GitServer } from '../engine/_deploy.js';
 import { totpCode } from '../../lib/auth/totp.js';
+import { invalidateCredentials } from '../../lib/auth/cache.js';
 import { existsSync } from 'node:fs';
 import { CHROMIUM } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
@@ -207,9 +208,18 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByRole('button', { name: 'Follow' }).waitFor(WAIT);
 
-    // Reveal of the secret is the operator's explicit act.
+    // Reveal of the secret is the operator's explicit act, and needs a step-up: the dialog asks for
+    // a code (a recovery code here: the sign-in used this time step's TOTP code), then retries.
     await page.getByTestId('env-row').filter({ hasText: 'API_SECRET' }).getByRole('button', { name: 'Reveal' }).click();
+    const stepUp = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await stepUp.waitFor(WAIT);
+    assert.equal(await page.getByText('s3cr3t-value-never-listed').count(), 0, 'nothing is revealed before the step-up');
+    await stepUp.getByRole('textbox').fill(recovery[1]!);
+    await stepUp.getByRole('button', { name: 'Verify' }).click();
     await page.getByText('s3cr3t-value-never-listed').waitFor(WAIT);
+    // A step-up lasts five minutes: end it as if they had passed, so the token test asks again.
+    await s!.env.db.updateTable('sessions').set({ step_up_until: null }).execute();
+    invalidateCredentials();
 
     // Back on the overview the app is listed with its status; its name is a link.
     await page.getByRole('link', { name: 'Overview' }).click();

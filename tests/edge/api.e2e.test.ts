@@ -450,7 +450,11 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   }
   const hostM = (await c.req('GET', '/api/host/metrics?range=1h')).body;
   assert.equal(hostM.points.length, 360);
-  assert.equal(hostM.vitals.length, 360);
+  assert.ok(hostM.vitals.length <= 360);
+  assert.ok(
+    hostM.vitals.every((v: any) => v.mem_total_bytes > 0),
+    'a step without a sample is absent, never zeros',
+  );
   assert.ok(hostM.points.reduce((n: number, p: any) => n + p.requests, 0) >= 35, 'host-wide counts include the app');
   await poll('a vitals sample', async () => (await c.req('GET', '/api/host/metrics?range=1h')).body.vitals.some((v: any) => v.mem_total_bytes > 0), 30_000, 500);
   for (const bad of ['2h', '1H', 'all']) {

@@ -3,7 +3,7 @@
 // verify calls waited on until they settle.
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { startTestServer, ADMIN, type Client, type TestServer } from '../_support/server.js';
+import { startTestServer, ADMIN, reveal, type Client, type TestServer } from '../_support/server.js';
 import { ensureDbImages, type DbEngine, type DbImages } from '../_support/dbimages.js';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { until } from './_helpers.js';
@@ -104,7 +104,7 @@ export async function runInAppNetwork(s: TestServer, app: { name: string }, imag
 
 /** Runs SQL with psql through the app's DATABASE_URL. */
 export async function psql(s: TestServer, c: Client, app: { id: string; name: string }, image: string, sql: string): Promise<string> {
-  const url = (await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value as string;
+  const url = (await reveal(c, app.id, 'DATABASE_URL')).body.value as string;
   return runInAppNetwork(s, app, image, ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql]);
 }
 

@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, Client, reveal, type TestServer } from '../_support/server.js';
 import { needDocker, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
 import { startGitServer, type GitServer } from '../_support/gitserver.js';
 import { execIn, until } from './_helpers.js';
@@ -122,7 +122,7 @@ test('env: sealed at rest, secrets redacted in the listing, reveal is audited, n
     assert.ok(r.sealed.startsWith('v1.'));
     if (TRICKY[r.key]!.length > 3) assert.equal(r.sealed.includes(TRICKY[r.key]!), false);
   }
-  const rev = await c.req('GET', `/api/apps/${app.id}/env/QUOTES/reveal`);
+  const rev = await reveal(c, app.id, 'QUOTES');
   assert.deepEqual(rev.body, { key: 'QUOTES', value: TRICKY.QUOTES });
   const audit = (await c.req('GET', '/api/audit?limit=5')).body.items;
   const entry = audit.find((a: { action: string }) => a.action === 'GET /api/apps/{id}/env/{key}/reveal');
@@ -133,7 +133,7 @@ test('env: sealed at rest, secrets redacted in the listing, reveal is audited, n
   // Resubmitting the redacted listing keeps every value.
   const keep = await c.req('PUT', `/api/apps/${app.id}/env`, { items: list.map((i) => ({ key: i.key, value: i.value, secret: i.secret })) });
   assert.equal(keep.status, 200);
-  assert.equal((await c.req('GET', `/api/apps/${app.id}/env/QUOTES/reveal`)).body.value, TRICKY.QUOTES);
+  assert.equal((await reveal(c, app.id, 'QUOTES')).body.value, TRICKY.QUOTES);
   for (const key of ['A=B', 'has space', '1LEAD', '', 'x-y']) {
     const r = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key, value: 'v' }] });
     assert.equal(r.status, 400, key);
@@ -142,7 +142,7 @@ test('env: sealed at rest, secrets redacted in the listing, reveal is audited, n
   const newNull = await c.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'BRAND_NEW', value: null }] });
   assert.equal(newNull.status, 400);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/env`)).body.items.length, Object.keys(TRICKY).length);
-  assert.equal((await c.req('GET', `/api/apps/${app.id}/env/NOPE/reveal`)).status, 404);
+  assert.equal((await reveal(c, app.id, 'NOPE')).status, 404);
 });
 
 test('an image app comes up, its env reaches the container byte for byte, and its services follow start/stop/restart', async (t) => {

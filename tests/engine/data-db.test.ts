@@ -9,7 +9,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { adminClient, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, reveal, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { addDatabase, dbReady, newApp as newAppIn, restoreRun, runBackup, runInAppNetwork, startDataServer, stepUp as stepUpIn, stopDataServer, verifyRun } from './_data.js';
 import type { BusEvent } from '../../lib/events/bus.js';
@@ -43,7 +43,7 @@ async function provision(appId: string, engine: string, version: string): Promis
 
 /** Runs a client container on the app's network with the app's env URL, like the app would. */
 async function clientRun(app: { id: string; name: string }, image: string, envVar: string, script: string): Promise<string> {
-  const url = (await c.req('GET', `/api/apps/${app.id}/env/${envVar}/reveal`)).body.value as string;
+  const url = (await reveal(c, app.id, envVar)).body.value as string;
   return runInAppNetwork(s, app, image, ['sh', '-c', script], [`URL=${url}`]);
 }
 
@@ -162,7 +162,7 @@ test('mariadb: write through the env URL, backup, change, restore, verify; a sto
   if (!(await ready(t))) return;
   const app = await newApp();
   const db = await provision(app.id, 'mariadb', '10.11');
-  const url = new URL((await c.req('GET', `/api/apps/${app.id}/env/DATABASE_URL/reveal`)).body.value);
+  const url = new URL((await reveal(c, app.id, 'DATABASE_URL')).body.value);
   assert.equal(url.protocol, 'mysql:');
   const sql = (q: string) =>
     clientRun(

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, reveal, type Client, type TestServer } from '../_support/server.js';
 import { createEngine } from '../../lib/docker/index.js';
 import { MAX_LOG_BYTES, MAX_LOG_LINES } from '../../lib/deploy/log.js';
 import { githubPush } from '../webhooks/_payloads.js';
@@ -287,7 +287,7 @@ test('races: concurrent env replacements end as one of the two sets, never a mix
     const rs = await Promise.all(order.map((items) => admin.req('PUT', `/api/apps/${id}/env`, { items })));
     for (const r of rs) assert.equal(r.status, 200, r.text);
     const list = (await admin.req('GET', `/api/apps/${id}/env`)).body.items as { key: string; secret: boolean; value: string | null }[];
-    const shared = (await admin.req('GET', `/api/apps/${id}/env/SHARED/reveal`)).body.value;
+    const shared = (await reveal(admin, id, 'SHARED')).body.value;
     const got = JSON.stringify({ list: [...list].sort((x, y) => x.key.localeCompare(y.key)), shared });
     const expect = (set: typeof setA) =>
       JSON.stringify({

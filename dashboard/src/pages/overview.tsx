@@ -194,17 +194,20 @@ function NewApp({ onCreated }: { onCreated: (a: App) => void }) {
 const SPARK_POINTS = 120;
 
 function HostVitals() {
+  // The answer holds only steps that have a sample, so its last entry is the last real reading.
   const m = useLoad(() => api.hostMetrics('1h').then((r) => r.vitals.slice(-SPARK_POINTS)));
   useTopic('host', (d: any) => {
     if (!d || typeof d.cpu_percent !== 'number') return;
+    // A part the sample could not read keeps the last real reading rather than showing zeros.
+    const prev = m.data?.[m.data.length - 1];
     const v: HostVital = {
       t: d.at,
       cpu_percent: d.cpu_percent,
-      mem_used_bytes: d.memory?.used_bytes ?? 0,
-      mem_total_bytes: d.memory?.total_bytes ?? 0,
-      disk_used_bytes: d.disk?.used_bytes ?? 0,
-      disk_total_bytes: d.disk?.total_bytes ?? 0,
-      load1: Array.isArray(d.load) ? d.load[0] : 0,
+      mem_used_bytes: d.memory?.used_bytes ?? prev?.mem_used_bytes ?? 0,
+      mem_total_bytes: d.memory?.total_bytes ?? prev?.mem_total_bytes ?? 0,
+      disk_used_bytes: d.disk?.used_bytes ?? prev?.disk_used_bytes ?? 0,
+      disk_total_bytes: d.disk?.total_bytes ?? prev?.disk_total_bytes ?? 0,
+      load1: Array.isArray(d.load) ? d.load[0] : (prev?.load1 ?? 0),
     };
     m.set([...(m.data ?? []), v].slice(-SPARK_POINTS));
   });

@@ -1,6 +1,8 @@
 // Environment: the redacted list, one value revealed after step-up (the API asks for it; the
-// dialog retries), one variable set, and a whole `.env` pasted: parsed here, shown as a list of
-// changes, applied with one PUT (the API replaces the set in one transaction).
+// dialog retries), one variable set or removed, and a whole `.env` pasted: parsed here, shown as a
+// list of changes, applied with one PUT (the API replaces the set in one transaction). Every write
+// sends the ETag of the set it was based on; another editor's change in between is a 412, shown
+// with a way to reload, never silently overwritten.
 import { useMemo, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { EnvVar } from '../../api';
@@ -28,14 +30,26 @@ export function planBulk(current: EnvVar[], pasted: Array<{ key: string; value: 
   return out;
 }
 
+interface EnvState {
+  items: EnvVar[];
+  /** The ETag of the set these items are: every write sends it back as If-Match. */
+  etag: string | null;
+}
+
+const byKey = (a: EnvVar, b: EnvVar) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+const isStale = (e: unknown) => e instanceof api.ApiError && e.code === 'precondition_failed';
+
 export function Env({ id }: { id: string }) {
-  const env = useLoad(() => api.getEnv(id).then((r) => r.items), [id]);
+  const env = useLoad<EnvState>(() => api.getEnv(id).then((r) => ({ items: r.data.items, etag: r.etag })), [id]);
   const [revealed, setRevealed] = useState<Record<string, string>>({});
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const [secret, setSecret] = useState(true);
   const [bulkOpen, setBulkOpen] = useState(false);
   const act = useAction();
+  const items = env.data?.items;
+  const etag = env.data?.etag ?? null;
   return (
     <section class="card" aria-labelledby="env-h">
       <div class="row spread">
@@ -44,16 +58,32 @@ export function Env({ id }: { id: string }) {
           Paste .env
         </button>
       </div>
-      <ErrorNote error={env.error ?? act.error} />
-      {bulkOpen && env.data && (
+      {isStale(act.error) ? (
+        <div class="error" role="alert" data-testid="env-stale">
+          <p>These variables were changed elsewhere since this page loaded them, so nothing was saved. Reload them to see the other change, then make yours again.</p>
+          <button
+            type="button"
+            onClick={async () => {
+              await env.reload();
+              act.clear();
+            }}
+          >
+            Reload variables
+          </button>
+        </div>
+      ) : (
+        <ErrorNote error={env.error ?? act.error} />
+      )}
+      {bulkOpen && items && (
         <BulkEdit
-          current={env.data}
+          current={items}
           onApply={async (changes) => {
             const removed = new Set(changes.filter((c) => c.kind === 'removed').map((c) => c.key));
             const pasted = new Map(changes.filter((c) => c.kind !== 'removed').map((c) => [c.key, c]));
-            const items = [...keep(env.data!.filter((v) => !removed.has(v.key) && !pasted.has(v.key))), ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret }))];
+            const next = [...keep(items.filter((v) => !removed.has(v.key) && !pasted.has(v.key))), ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret }))];
             const ok = await act.run(async () => {
-              env.set((await api.putEnv(id, items)).items);
+              const r = await api.putEnv(id, next, etag);
+              env.set({ items: r.data.items, etag: r.etag });
               setRevealed({});
             });
             if (ok) setBulkOpen(false);
@@ -62,8 +92,8 @@ export function Env({ id }: { id: string }) {
           onCancel={() => setBulkOpen(false)}
         />
       )}
-      {env.data?.length === 0 && <p class="muted">No variables.</p>}
-      {env.data && env.data.length > 0 && (
+      {items?.length === 0 && <p class="muted">No variables.</p>}
+      {items && items.length > 0 && (
         <table>
           <thead>
             <tr>
@@ -75,7 +105,7 @@ export function Env({ id }: { id: string }) {
             </tr>
           </thead>
           <tbody>
-            {env.data.map((v) => (
+            {items.map((v) => (
               <tr key={v.key} data-testid="env-row">
                 <td class="mono">{v.key}</td>
                 <td class="mono ellipsis narrow" data-testid="env-value">
@@ -105,7 +135,16 @@ export function Env({ id }: { id: string }) {
                       Hide
                     </button>
                   )}
-                  <button type="button" aria-label={`Remove ${v.key}`} onClick={() => void act.run(async () => env.set((await api.putEnv(id, keep(env.data!.filter((x) => x.key !== v.key)))).items))}>
+                  <button
+                    type="button"
+                    aria-label={`Remove ${v.key}`}
+                    onClick={() =>
+                      void act.run(async () => {
+                        const r = await api.removeEnvVar(id, v.key, etag);
+                        env.set({ items: items.filter((x) => x.key !== v.key), etag: r.etag });
+                      })
+                    }
+                  >
                     Remove
                   </button>
                 </td>
@@ -119,8 +158,11 @@ export function Env({ id }: { id: string }) {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            const rest = keep((env.data ?? []).filter((x) => x.key !== key.trim()));
-            env.set((await api.putEnv(id, [...rest, { key: key.trim(), value, secret }])).items);
+            const k = key.trim();
+            const r = await api.setEnvVar(id, k, value, secret, etag);
+            env.set({ items: [...(items ?? []).filter((x) => x.key !== k), r.data].sort(byKey), etag: r.etag });
+            const { [k]: _, ...rest } = revealed;
+            setRevealed(rest);
             setKey('');
             setValue('');
           });

@@ -14,12 +14,12 @@ export const POST = route(
   {
     summary: 'Add a notification channel (Discord or Slack)',
     body: createBody,
-    responses: { 201: notificationChannelSchema },
+    responses: { 201: z.object({ channel: notificationChannelSchema }) },
     audit: { action: 'notification.channel_created', state: { kind: 'notification_channel' } },
   },
   async (_req, { env, body, reply, audit }) => {
     const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
     audit({ target: channel.id, detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint } });
-    return reply(201, channel);
+    return reply(201, { channel });
   },
 );

@@ -5,10 +5,12 @@ import { revealEnv } from '../../../../../../lib/apps/env.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { envKeyParams } from '../../../_shared.js';
 
-// A read, but an audited one: who saw which secret, and when.
+// A read, but an audited one: who saw which secret, and when. A stolen session or token must not
+// be enough to read every secret: the operator proves it is them again (step-up).
 export const GET = route(
   {
     summary: 'The value of one variable, secret or not (audited)',
+    stepUp: true,
     params: envKeyParams,
     responses: { 200: z.object({ key: z.string(), value: z.string() }) },
     audit: { action: 'app.env_revealed', target: (c) => c.params.id },
