@@ -170,13 +170,16 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
         'the audit feed kept its old entries',
       );
       // Old entries read in the contract's shape: the route their event came from, the actor's kind.
-      const revoked = audit.find((a) => a.event === 'auth.api_token_revoked');
-      assert.equal(revoked.action, 'DELETE /api/auth/api-tokens/{id}');
-      assert.equal(revoked.actor.type, 'token');
-      assert.deepEqual(revoked.target, { type: 'api_token', id: 'tok1' });
-      assert.equal(revoked.outcome, 'ok');
-      const deploy = audit.find((a) => a.action === 'POST /api/apps/{id}/deploy-now');
-      assert.deepEqual([deploy.actor, deploy.target, deploy.outcome, deploy.event], [{ type: 'user', id: 'u1', name: 'admin' }, { type: 'app', id: 'app1' }, 'error', null]);
+      // (Seeded rows have the pre-0011 shape; 0011 converts them only when it runs after them.)
+      if (NAMES.indexOf(level) < NAMES.indexOf('0011_audit_contract')) {
+        const revoked = audit.find((a) => a.event === 'auth.api_token_revoked');
+        assert.equal(revoked.action, 'DELETE /api/auth/api-tokens/{id}');
+        assert.equal(revoked.actor.type, 'token');
+        assert.deepEqual(revoked.target, { type: 'api_token', id: 'tok1' });
+        assert.equal(revoked.outcome, 'ok');
+        const deploy = audit.find((a) => a.action === 'POST /api/apps/{id}/deploy-now');
+        assert.deepEqual([deploy.actor, deploy.target, deploy.outcome, deploy.event], [{ type: 'user', id: 'u1', name: 'admin' }, { type: 'app', id: 'app1' }, 'error', null]);
+      }
     } finally {
       await running.close();
     }
