@@ -1508,6 +1508,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/instance/recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        get: operations["getApiInstanceRecovery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/instance/reset": {
         parameters: {
             query?: never;
@@ -2722,6 +2739,20 @@ export interface components {
         };
         GetApiInstanceDeployConcurrency200: {
             concurrency: number;
+        };
+        GetApiInstanceRecovery200: {
+            started_at: string;
+            /** @description null while the recovery runs */
+            finished_at: string | null;
+            items: {
+                /** @enum {string} */
+                kind: "database" | "app";
+                id: string;
+                name: string;
+                /** @enum {string} */
+                outcome: "restored" | "redeployed" | "failed" | "skipped";
+                detail: string;
+            }[];
         };
         PostApiInstanceRestart202: {
             /** @constant */
@@ -5964,6 +5995,28 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiInstanceRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceRecovery200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             default: components["responses"]["Failure"];
         };
     };

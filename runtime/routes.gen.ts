@@ -84,6 +84,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/instance/dns-check', file: 'handlers/api/instance/dns-check.ts', load: () => import('../handlers/api/instance/dns-check.js') },
   { pattern: '/api/instance/info', file: 'handlers/api/instance/info.ts', load: () => import('../handlers/api/instance/info.js') },
   { pattern: '/api/instance/prune', file: 'handlers/api/instance/prune.ts', load: () => import('../handlers/api/instance/prune.js') },
+  { pattern: '/api/instance/recovery', file: 'handlers/api/instance/recovery.ts', load: () => import('../handlers/api/instance/recovery.js') },
   { pattern: '/api/instance/reset', file: 'handlers/api/instance/reset.ts', load: () => import('../handlers/api/instance/reset.js') },
   { pattern: '/api/instance/restart', file: 'handlers/api/instance/restart.ts', load: () => import('../handlers/api/instance/restart.js') },
   { pattern: '/api/openapi.json', file: 'handlers/api/openapi.json.ts', load: () => import('../handlers/api/openapi.json.js') },

@@ -311,7 +311,7 @@ export async function unpackVerified(
   master: Buffer,
   dataDir: string,
   dir: string,
-): Promise<{ manifest: Manifest; caddy: boolean; sha256: string }> {
+): Promise<{ manifest: Manifest; caddy: boolean; sha256: string; size_bytes: number }> {
   const check =
     typeof expected === 'function'
       ? (found: unknown) => {
@@ -319,7 +319,7 @@ export async function unpackVerified(
           expected(found as InstanceBinding);
         }
       : expected;
-  let copy: (VerifiedArtifact & { sha256: string }) | null = null;
+  let copy: (VerifiedArtifact & { sha256: string; size_bytes: number }) | null = null;
   try {
     copy = await openVerified(store, key, sha256, check, master, dataDir);
     const gunzip = createGunzip();
@@ -328,7 +328,7 @@ export async function unpackVerified(
     const bound = typeof expected === 'function' ? null : expected;
     if (bound && (out.manifest.instance_id !== bound.instance_id || out.manifest.run_id !== bound.run_id)) throw new Error('the manifest names another instance or run');
     checkDatabase(join(dir, 'svc.db'));
-    return { ...out, sha256: copy.sha256 };
+    return { ...out, sha256: copy.sha256, size_bytes: copy.size_bytes };
   } finally {
     await copy?.close();
   }

@@ -166,12 +166,16 @@ async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactS
   }
 }
 
-/** Runs the process died during end `interrupted`; their partial artifacts and scratch servers are removed. */
+/**
+ * Runs the process died during end `interrupted`; their partial artifacts and scratch servers are
+ * removed. After an instance restore (`restored`), a run the copy caught running may have finished
+ * on the lost host: its artifact is left where it is.
+ */
 export async function recoverRuns(env: Env, restored?: Parameters<typeof recoverInstanceRuns>[1]): Promise<void> {
   const stuck = await env.db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
   for (const r of stuck) {
     const cfg = await env.db.selectFrom('backup_configs').selectAll().where('id', '=', r.backup_id).executeTakeFirst();
-    if (cfg && r.artifact)
+    if (cfg && r.artifact && !restored)
       await destinationOf(env, cfg)
         .remove(r.artifact)
         .catch(() => {});
@@ -300,6 +304,20 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
     detail: { restore: id, run: run.id, status, error },
   }).catch(() => {});
   env.bus.publish('backups', { type: 'restore_finished', app_id: app.id, run_id: run.id, restore_id: id, status, error });
+}
+
+/**
+ * Restores a database from a run's artifact and waits for it: recovery after an instance restore,
+ * when no app container runs yet (so none is stopped).
+ */
+export async function restoreDatabaseFromRun(env: Env, row: AppDatabaseTable, run: BackupRunTable): Promise<void> {
+  usable(run);
+  const copy = await fetchArtifact(env, destinationOf(env, await configOf(env, run)), run);
+  try {
+    await restoreDatabase(env, targetOf(env, row), async () => plainDump(copy));
+  } finally {
+    await copy.close();
+  }
 }
 
 export async function startVerify(env: Env, run: BackupRunTable): Promise<void> {

@@ -109,7 +109,7 @@ export async function openVerified(
   expected: AnyBinding | BindingCheck,
   master: Buffer,
   dataDir: string,
-): Promise<VerifiedArtifact & { sha256: string }> {
+): Promise<VerifiedArtifact & { sha256: string; size_bytes: number }> {
   let fh: FileHandle;
   let dir: string | null = null;
   const path = store.localPath?.(key);
@@ -118,6 +118,7 @@ export async function openVerified(
   let closed: Promise<void> | null = null;
   const copy = {
     sha256: '',
+    size_bytes: 0,
     plain() {
       const out = decryptStream(master, expected);
       pipeline(readFrom(fh), out).catch((e) => out.destroy(e));
@@ -135,6 +136,7 @@ export async function openVerified(
     const tee = new Transform({
       transform(c: Buffer, _e, cb) {
         hash.update(c);
+        copy.size_bytes += c.length;
         cb(null, c);
       },
     });
