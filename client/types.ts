@@ -1354,6 +1354,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/instance/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The instance backup configuration (defaults until saved) */
+        get: operations["getApiInstanceBackup"];
+        /**
+         * Change the instance backup configuration (fields not given stay as they are)
+         * @description Needs a recent step-up when the change lowers keep_last or changes the destination; without it: 403 `step_up_required`.
+         */
+        put: operations["putApiInstanceBackup"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance/backup/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Back up the instance now (202: it runs in the background) */
+        post: operations["postApiInstanceBackupRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance/backup/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runs of the instance backup, newest first */
+        get: operations["getApiInstanceBackupRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance/backup/runs/{rid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run of the instance backup */
+        get: operations["getApiInstanceBackupRunsByRid"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a run's artifact (the run stays, marked removed)
+         * @description The run stays, marked removed. 409 while the run is running.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        delete: operations["deleteApiInstanceBackupRunsByRid"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance/backup/runs/{rid}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a run's artifact again (202): fetched once, authenticated, its database copy checked
+         * @description The run's verified_at (or verify_error) says how it went.
+         */
+        post: operations["postApiInstanceBackupRunsByRidVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/instance/base-domain": {
         parameters: {
             query?: never;
@@ -1455,6 +1553,23 @@ export interface paths {
          * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
          */
         post: operations["postApiInstancePrune"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance/recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        get: operations["getApiInstanceRecovery"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2171,6 +2286,48 @@ export interface components {
                 load1: number;
             }[];
         };
+        InstanceBackupRun: {
+            id: string;
+            /** @description running | succeeded | failed | interrupted */
+            status: string;
+            trigger: string;
+            /** @description ISO-8601 UTC timestamp */
+            started_at: string;
+            finished_at: string | null;
+            size_bytes: number | null;
+            /** @description Of the stored (encrypted) artifact's bytes */
+            sha256: string | null;
+            error: string | null;
+            /** @description What the run could not include (Caddy storage not readable here, say) */
+            notes: string | null;
+            verified_at: string | null;
+            verify_error: string | null;
+            artifact_removed: boolean;
+        };
+        InstanceBackup: {
+            /** @description 5-field cron expression, UTC */
+            schedule: string;
+            keep_last: number;
+            destination: {
+                /** @constant */
+                type: "local";
+            } | {
+                /** @constant */
+                type: "s3";
+                endpoint: string;
+                region: string;
+                bucket: string;
+                prefix: string;
+                access_key_id: string;
+                path_style: boolean;
+                /** @description The secret key is sealed and never returned */
+                secret_set?: boolean;
+            };
+            enabled: boolean;
+            last_run: components["schemas"]["InstanceBackupRun"] | null;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         InstanceInfo: {
             version: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2637,8 +2794,37 @@ export interface components {
             /** @constant */
             db: "ok";
         };
+        GetApiInstanceBackup200: {
+            backup: components["schemas"]["InstanceBackup"];
+        };
+        PostApiInstanceBackupRun202: {
+            run: components["schemas"]["InstanceBackupRun"];
+        };
+        GetApiInstanceBackupRuns200: {
+            items: components["schemas"]["InstanceBackupRun"][];
+        };
+        GetApiInstanceBackupRunsByRid200: {
+            run: components["schemas"]["InstanceBackupRun"];
+        };
+        PostApiInstanceBackupRunsByRidVerify202: {
+            run: components["schemas"]["InstanceBackupRun"];
+        };
         GetApiInstanceDeployConcurrency200: {
             concurrency: number;
+        };
+        GetApiInstanceRecovery200: {
+            started_at: string;
+            /** @description null while the recovery runs */
+            finished_at: string | null;
+            items: {
+                /** @enum {string} */
+                kind: "database" | "app";
+                id: string;
+                name: string;
+                /** @enum {string} */
+                outcome: "restored" | "redeployed" | "failed" | "skipped";
+                detail: string;
+            }[];
         };
         PostApiInstanceRestart202: {
             /** @constant */
@@ -2942,6 +3128,27 @@ export interface components {
         PostApiDomainsByIdCertificateBody: {
             cert_pem: string;
             key_pem: string;
+        };
+        PutApiInstanceBackupBody: {
+            schedule?: string;
+            keep_last?: number;
+            destination?: {
+                /** @constant */
+                type: "local";
+            } | {
+                /** @constant */
+                type: "s3";
+                endpoint: string;
+                region: string;
+                bucket: string;
+                /** @default  */
+                prefix: string;
+                access_key_id: string;
+                secret_access_key?: string;
+                /** @default false */
+                path_style: boolean;
+            };
+            enabled?: boolean;
         };
         PutApiInstanceBaseDomainBody: {
             base_domain: string | null;
@@ -5638,6 +5845,179 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    getApiInstanceBackup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceBackup200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    putApiInstanceBackup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutApiInstanceBackupBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceBackup200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiInstanceBackupRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiInstanceBackupRun202"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiInstanceBackupRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceBackupRuns200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiInstanceBackupRunsByRid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceBackupRunsByRid200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiInstanceBackupRunsByRid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiInstanceBackupRunsByRidVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiInstanceBackupRunsByRidVerify202"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiInstanceBaseDomain: {
         parameters: {
             query?: never;
@@ -5827,6 +6207,28 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiInstanceRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInstanceRecovery200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             default: components["responses"]["Failure"];
         };
     };

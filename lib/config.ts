@@ -63,6 +63,11 @@ export interface Config {
     publicIps: string[] | null;
     /** SVC_CONTROL_DOMAIN; null means `svc.<base domain>` when a base domain is set. */
     controlDomain: string | null;
+    /**
+     * SVC_CADDY_STORAGE: Caddy's data directory (certificates, ACME accounts), which instance
+     * backups include when it is readable here; Debian's caddy service keeps it in this default.
+     */
+    caddyStorage: string;
   };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
@@ -251,6 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
       dnsResolver: resolverAddress(env, 'SVC_DNS_RESOLVER'),
       publicIps: ipList(env, 'SVC_PUBLIC_IP'),
       controlDomain: explicitControl,
+      caddyStorage: str(env, 'SVC_CADDY_STORAGE') ?? '/var/lib/caddy/.local/share/caddy',
     },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),

@@ -13,6 +13,7 @@ import { BackupScheduler } from '../lib/backups/scheduler.js';
 import { productVersion } from '../lib/version.js';
 import { CrashWatcher } from '../lib/apps/crash.js';
 import { adoptLegacyObjects } from '../lib/instance/owner.js';
+import { readRecoveryMarker, runRecovery } from '../lib/instance/recovery.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -37,13 +38,19 @@ export function startBackground(env: Env, running: Running): void {
 
   // Data: what the process died during ends interrupted (partial artifacts removed); then the
   // backup scheduler, whose first tick runs once whatever slot was missed while it was down.
+  // After `svc restore-instance` (its marker): the run the restored copy was taken during is that
+  // backup's success, and the instance's apps and databases come back (lib/instance/recovery.ts).
   const scheduler = new BackupScheduler(env);
+  const marker = readRecoveryMarker(env.config.dataDir);
+  const restored = marker ? { run_id: marker.run_id, sha256: marker.sha256, size_bytes: marker.size_bytes } : undefined;
   const data = recoverDatabases(env)
-    .then(() => recoverRuns(env))
+    .then(() => recoverRuns(env, restored))
     .then(() => scheduler.start())
     .catch((err) => env.log.error({ err }, 'backup recovery failed'));
+  let recovery: Promise<unknown> | null = null;
   running.onClose(async () => {
     await data;
+    await recovery;
     await scheduler.stop();
     await settleJobs();
   });
@@ -89,6 +96,10 @@ export function startBackground(env: Env, running: Running): void {
   const streams = registerStreams(env);
   running.onClose(() => streams.stopAll());
   const deploys = env.deployments.start().catch((err) => env.log.error({ err }, 'deployment service failed to start'));
+  if (marker)
+    recovery = Promise.all([data, deploys])
+      .then(() => runRecovery(env))
+      .catch((err) => env.log.error({ err }, 'recovery of the restored instance failed'));
   running.onClose(async () => {
     await deploys;
     await env.deployments.stop();

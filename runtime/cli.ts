@@ -127,14 +127,17 @@ async function securityCheckCmd(): Promise<void> {
  * Puts back the copy of the database the last upgrade kept, for the previous version to run on.
  * Refused while a service answers on the configured port: the running one would write over it.
  */
-async function rollbackUpgradeCmd(): Promise<void> {
-  const cfg = config();
+async function serviceAnswers(cfg: Config): Promise<boolean> {
   const host = cfg.host === '0.0.0.0' || cfg.host === '::' ? '127.0.0.1' : cfg.host;
-  const running = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/health`, { signal: AbortSignal.timeout(1000) }).then(
+  return fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/health`, { signal: AbortSignal.timeout(1000) }).then(
     () => true,
     () => false,
   );
-  if (running) {
+}
+
+async function rollbackUpgradeCmd(): Promise<void> {
+  const cfg = config();
+  if (await serviceAnswers(cfg)) {
     stdio.err(`svc rollback-upgrade: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`);
     process.exitCode = 1;
     return;
@@ -145,6 +148,44 @@ async function rollbackUpgradeCmd(): Promise<void> {
   stdio.out(`the upgraded database is kept as ${r.keptAs}`);
   stdio.out(`install version ${r.fromVersion} of svc again, then start it`);
 }
+
+/**
+ * Restores an instance backup onto this host (lib/instance/restore.ts); refused while a service
+ * answers, since the running one would write over what is put back.
+ */
+async function restoreInstanceCmd(): Promise<void> {
+  const { parseRestoreArgs } = await import('./restore-cli.js');
+  const parsed = parseRestoreArgs(process.argv.slice(3), process.env);
+  if ('error' in parsed) {
+    stdio.err(`svc restore-instance: ${parsed.error}`);
+    stdio.err(RESTORE_USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const cfg = config();
+  if (await serviceAnswers(cfg)) {
+    stdio.err(`svc restore-instance: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`);
+    process.exitCode = 1;
+    return;
+  }
+  if (cfg.masterKey && !cfg.masterKey.equals(parsed.key)) {
+    stdio.err('svc restore-instance: SVC_MASTER_KEY of this host is another key than --key: the restored instance could not open its secrets; set it to the key of the backup first');
+    process.exitCode = 1;
+    return;
+  }
+  const { restoreInstance, RestoreRefused } = await import('../lib/instance/restore.js');
+  try {
+    const lines = await restoreInstance({ ...parsed, dataDir: cfg.dataDir, caddyStorage: cfg.proxy.caddyStorage });
+    for (const l of lines) stdio.out(l);
+  } catch (e) {
+    if (!(e instanceof RestoreRefused)) throw e;
+    stdio.err(`svc restore-instance: ${e.message}`);
+    process.exitCode = 1;
+  }
+}
+
+const RESTORE_USAGE = `usage: svc restore-instance <file|s3://bucket/key> --key <hex> [--force]
+         [--s3-endpoint URL --s3-access-key-id ID --s3-secret-access-key-env VAR --s3-region R --path-style]`;
 
 /**
  * Prints the master key the service uses (SVC_MASTER_KEY, else the key file beside the data), for
@@ -183,6 +224,8 @@ const usage = `usage: svc <command>
   security-agent on|off|status    install, remove or inspect the read-only host security agent (root)
   security-check [--undo|--show]  opt out of the firewall/fail2ban expectation, and print the checklist
   rollback-upgrade                put back the database copy the last upgrade kept (service stopped)
+  restore-instance <file|s3://bucket/key> --key <hex> [--force] [--s3-...]
+                                  restore an instance backup on this host (service stopped)
   key show                        print the master key, to keep offline apart from the backups
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
@@ -198,6 +241,7 @@ const commands: Record<string, () => Promise<void>> = {
   'security-agent': securityAgentCmd,
   'security-check': securityCheckCmd,
   'rollback-upgrade': rollbackUpgradeCmd,
+  'restore-instance': restoreInstanceCmd,
   key: keyCmd,
   install: () => installCommand('install'),
   uninstall: () => installCommand('uninstall'),

@@ -305,6 +305,36 @@ export const backupConfigSchema = named(
   }),
   'A backup configuration of an app: what, when, how many kept, where, and its last run',
 );
+export const instanceBackupRunSchema = named(
+  'InstanceBackupRun',
+  z.object({
+    id: z.string(),
+    status: z.string().describe('running | succeeded | failed | interrupted'),
+    trigger: z.string(),
+    started_at: ts,
+    finished_at: ts.nullable(),
+    size_bytes: z.number().nullable(),
+    sha256: z.string().nullable().describe("Of the stored (encrypted) artifact's bytes"),
+    error: z.string().nullable(),
+    notes: z.string().nullable().describe('What the run could not include (Caddy storage not readable here, say)'),
+    verified_at: ts.nullable(),
+    verify_error: z.string().nullable(),
+    artifact_removed: z.boolean(),
+  }),
+  'One run of the instance backup (control database, Caddy certificates; never the master key)',
+);
+export const instanceBackupSchema = named(
+  'InstanceBackup',
+  z.object({
+    schedule: z.string().describe('5-field cron expression, UTC'),
+    keep_last: z.number().int(),
+    destination: backupDestinationSchema,
+    enabled: z.boolean(),
+    last_run: instanceBackupRunSchema.nullable(),
+    updated_at: ts,
+  }),
+  'The instance backup configuration',
+);
 export const restoreSchema = named(
   'Restore',
   z.object({ id: z.string(), run_id: z.string(), status: z.string().describe('running | succeeded | failed'), error: z.string().nullable(), started_at: ts, finished_at: ts.nullable() }),

@@ -7,7 +7,8 @@
 // final record), appending after the final record, or any flipped bit fails authentication.
 // The binding names the app, the backup config and the run the artifact was written for: being in
 // the header, it is authenticated by every record's tag, so an artifact (same master key) of
-// another app or run is refused however a destination hands it over.
+// another app or run is refused however a destination hands it over. An instance backup's binding
+// names the instance and the run instead (`instance=<id>;run=<id>`), so neither kind passes as the other.
 // A v1 artifact carries no binding. It is still read so that backups taken before binding stay
 // restorable; what binds it to its run is the sha256 the run recorded, which is always checked on
 // the very copy that is used (verified.ts). A new run records the sha256 of a v2 artifact, so a v1
@@ -29,29 +30,48 @@ export class ArtifactAuthError extends Error {}
 /** The artifact authenticates, but for another app, config or run than the one it is used for. */
 export class ArtifactBindingError extends ArtifactAuthError {}
 
-/** What an artifact belongs to. */
+/** What an artifact belongs to: a backup of an app, or a backup of the whole instance. */
+export type AnyBinding = ArtifactBinding | InstanceBinding;
 export interface ArtifactBinding {
   app_id: string;
   backup_id: string;
   run_id: string;
 }
+export interface InstanceBinding {
+  instance_id: string;
+  run_id: string;
+}
+/**
+ * Checks the binding an artifact carries (null: a v1 artifact, which carries none) and throws
+ * ArtifactBindingError to refuse it; for readers that learn what to expect from the artifact itself.
+ */
+export type BindingCheck = (found: AnyBinding | null) => void;
 
 const ID = /^[0-9a-z]{1,64}$/;
+const isInstance = (b: AnyBinding): b is InstanceBinding => 'instance_id' in b;
 
-export function bindingText(b: ArtifactBinding): Buffer {
-  for (const v of [b.app_id, b.backup_id, b.run_id]) if (!ID.test(v)) throw new Error('bad artifact binding');
-  return Buffer.from(`app=${b.app_id};backup=${b.backup_id};run=${b.run_id}`);
+export function bindingText(b: AnyBinding): Buffer {
+  const ids = isInstance(b) ? [b.instance_id, b.run_id] : [b.app_id, b.backup_id, b.run_id];
+  for (const v of ids) if (!ID.test(v)) throw new Error('bad artifact binding');
+  return Buffer.from(isInstance(b) ? `instance=${b.instance_id};run=${b.run_id}` : `app=${b.app_id};backup=${b.backup_id};run=${b.run_id}`);
 }
 
-function parseBinding(text: string): ArtifactBinding | null {
+function parseBinding(text: string): AnyBinding | null {
   const m = /^app=([0-9a-z]{1,64});backup=([0-9a-z]{1,64});run=([0-9a-z]{1,64})$/.exec(text);
-  return m ? { app_id: m[1]!, backup_id: m[2]!, run_id: m[3]! } : null;
+  if (m) return { app_id: m[1]!, backup_id: m[2]!, run_id: m[3]! };
+  const i = /^instance=([0-9a-z]{1,64});run=([0-9a-z]{1,64})$/.exec(text);
+  return i ? { instance_id: i[1]!, run_id: i[2]! } : null;
 }
 
 /** The sentence for an artifact bound elsewhere; it names no other app's ids. */
-function checkBinding(found: ArtifactBinding, expected: ArtifactBinding): void {
+function checkBinding(found: AnyBinding, expected: AnyBinding): void {
   let other: string | null = null;
-  if (found.app_id !== expected.app_id) other = 'another app';
+  if (isInstance(found) || isInstance(expected)) {
+    if (!isInstance(found)) other = 'an app backup';
+    else if (!isInstance(expected)) other = 'an instance backup';
+    else if (found.instance_id !== expected.instance_id) other = 'another instance';
+    else if (found.run_id !== expected.run_id) other = 'another run of the instance backup';
+  } else if (found.app_id !== expected.app_id) other = 'another app';
   else if (found.backup_id !== expected.backup_id) other = 'another backup configuration';
   else if (found.run_id !== expected.run_id) other = 'another run of this backup';
   if (other) throw new ArtifactBindingError(`the artifact belongs to ${other}, not to this run`);
@@ -79,7 +99,7 @@ function aad(header: Buffer, index: number, final: boolean, length: number): Buf
   return b;
 }
 
-export function encryptStream(master: Buffer, binding: ArtifactBinding): Transform {
+export function encryptStream(master: Buffer, binding: AnyBinding): Transform {
   const salt = randomBytes(SALT);
   const bound = bindingText(binding);
   const len = Buffer.alloc(BINDING_LEN);
@@ -129,7 +149,15 @@ export function encryptStream(master: Buffer, binding: ArtifactBinding): Transfo
  * Authenticates and decrypts an artifact written for `expected`; a v1 artifact (no binding) is
  * read too, and its caller must have checked the run's sha256 on these very bytes.
  */
-export function decryptStream(master: Buffer, expected: ArtifactBinding): Transform {
+export function decryptStream(master: Buffer, expected: AnyBinding | BindingCheck): Transform {
+  const check: BindingCheck =
+    typeof expected === 'function'
+      ? expected
+      : (found) => {
+          // Only an app backup was ever written without a binding.
+          if (!found && isInstance(expected)) throw new ArtifactBindingError('the artifact is not an instance backup');
+          if (found) checkBinding(found, expected);
+        };
   let buf: Buffer = Buffer.alloc(0);
   let header: Buffer | null = null;
   let key: Buffer | null = null;
@@ -151,9 +179,11 @@ export function decryptStream(master: Buffer, expected: ArtifactBinding): Transf
             if (buf.length < size) return cb();
             const found = parseBinding(buf.subarray(MAGIC + SALT + BINDING_LEN, size).toString('latin1'));
             if (!found) throw new ArtifactAuthError('malformed header');
-            checkBinding(found, expected);
+            check(found);
           } else if (!magic.equals(MAGIC_V1)) {
             throw new ArtifactAuthError('not a backup artifact (bad header)');
+          } else {
+            check(null);
           }
           header = Buffer.from(buf.subarray(0, size));
           key = fileKey(master, header.subarray(MAGIC, MAGIC + SALT), magic.equals(MAGIC_V2) ? 2 : 1);

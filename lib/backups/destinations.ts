@@ -1,4 +1,4 @@
-// Where artifacts live. Local: <data>/backups/<app id>/<run id>.svcbak, files 0600, written to a
+// Where artifacts live. Local: <data>/backups/<app id | instance>/<run id>.svcbak, files 0600, written to a
 // `.part` name and renamed when complete, so a partial artifact is never taken for a whole one.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import { s3Store } from './s3.js';
 import type { ArtifactStore } from './artifact.js';
 export type { ArtifactStore };
 
-const KEY = /^[0-9a-z]{26}\/[0-9a-z]{26}\.svcbak$/;
+const KEY = /^(?:[0-9a-z]{26}|instance)\/[0-9a-z]{26}\.svcbak$/;
 
 export function localStore(dataDir: string): ArtifactStore {
   const root = join(dataDir, 'backups');
@@ -44,7 +44,8 @@ export function localStore(dataDir: string): ArtifactStore {
   };
 }
 
-export function destinationOf(env: Env, cfg: BackupConfigTable | null): ArtifactStore {
+/** The store of a config: an app's backup config, or the instance backup's (id `instance`). */
+export function destinationOf(env: Env, cfg: Pick<BackupConfigTable, 'id' | 'destination' | 'secret_sealed'> | null): ArtifactStore {
   const dest = cfg ? (JSON.parse(cfg.destination) as Destination) : null;
   if (dest?.type === 's3') {
     const id = cfg!.id;

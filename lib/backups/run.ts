@@ -16,6 +16,7 @@ import { checkVolumeArchive, dumpDatabase, dumpVolume, restoreDatabase, restoreV
 import { destinationOf, type ArtifactStore } from './destinations.js';
 import type { Source } from './store.js';
 import { fetchVerified, sweepSpool, type VerifiedArtifact } from './verified.js';
+import { recoverInstanceRuns, settleInstanceJobs } from './instance.js';
 
 const active = new Set<string>();
 const iso = (env: Env) => new Date(env.now()).toISOString();
@@ -67,6 +68,7 @@ function track(p: Promise<unknown>): void {
 /** Waits for the background jobs of this process (tests, clean shutdown). */
 export async function settleJobs(): Promise<void> {
   while (jobs.size) await Promise.allSettled([...jobs]);
+  await settleInstanceJobs();
 }
 
 async function sourceStream(env: Env, cfg: BackupConfigTable): Promise<{ stream: Readable; done: Promise<void> }> {
@@ -164,12 +166,16 @@ async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactS
   }
 }
 
-/** Runs the process died during end `interrupted`; their partial artifacts and scratch servers are removed. */
-export async function recoverRuns(env: Env): Promise<void> {
+/**
+ * Runs the process died during end `interrupted`; their partial artifacts and scratch servers are
+ * removed. After an instance restore (`restored`), a run the copy caught running may have finished
+ * on the lost host: its artifact is left where it is.
+ */
+export async function recoverRuns(env: Env, restored?: Parameters<typeof recoverInstanceRuns>[1]): Promise<void> {
   const stuck = await env.db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
   for (const r of stuck) {
     const cfg = await env.db.selectFrom('backup_configs').selectAll().where('id', '=', r.backup_id).executeTakeFirst();
-    if (cfg && r.artifact)
+    if (cfg && r.artifact && !restored)
       await destinationOf(env, cfg)
         .remove(r.artifact)
         .catch(() => {});
@@ -184,6 +190,7 @@ export async function recoverRuns(env: Env): Promise<void> {
     .set({ status: 'failed', error: 'the control plane stopped during the restore', finished_at: iso(env) })
     .where('status', '=', 'running')
     .execute();
+  await recoverInstanceRuns(env, restored);
   for (const store of [destinationOf(env, null)]) await store.sweepPartials?.().catch(() => {});
   await sweepSpool(env.config.dataDir).catch(() => {});
   const swept = await sweepScratchServers(env).catch((err) => {
@@ -297,6 +304,20 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
     detail: { restore: id, run: run.id, status, error },
   }).catch(() => {});
   env.bus.publish('backups', { type: 'restore_finished', app_id: app.id, run_id: run.id, restore_id: id, status, error });
+}
+
+/**
+ * Restores a database from a run's artifact and waits for it: recovery after an instance restore,
+ * when no app container runs yet (so none is stopped).
+ */
+export async function restoreDatabaseFromRun(env: Env, row: AppDatabaseTable, run: BackupRunTable): Promise<void> {
+  usable(run);
+  const copy = await fetchArtifact(env, destinationOf(env, await configOf(env, run)), run);
+  try {
+    await restoreDatabase(env, targetOf(env, row), async () => plainDump(copy));
+  } finally {
+    await copy.close();
+  }
 }
 
 export async function startVerify(env: Env, run: BackupRunTable): Promise<void> {

@@ -1,10 +1,11 @@
-// One scheduler for every backup config (croner, 5-field, UTC). A config remembers the last
+// One scheduler for every backup config and the instance backup (croner, 5-field, UTC). A config remembers the last
 // schedule slot it handled (`last_scheduled_at`), and claiming a slot is one conditional
 // UPDATE: after downtime, every missed slot folds into one run at boot, and no slot runs twice,
 // even across restarts.
 import type { Env } from '../env.js';
 import { parseSchedule } from './store.js';
 import { startRun } from './run.js';
+import { readConfig as readInstanceConfig, startInstanceRun } from './instance.js';
 
 const MAX_STEPS = 100_000;
 
@@ -52,6 +53,33 @@ export async function runDue(env: Env, nowMs: number): Promise<string[]> {
   return started;
 }
 
+/** The scheduler's tick for the instance backup: one run for the latest due slot, claimed once. */
+export async function runDueInstance(env: Env, nowMs: number): Promise<boolean> {
+  const cfg = await readInstanceConfig(env);
+  if (!cfg || cfg.enabled !== 1) return false;
+  let slot: Date | null;
+  try {
+    slot = latestDueSlot(cfg.schedule, Date.parse(cfg.last_scheduled_at ?? cfg.created_at), nowMs);
+  } catch {
+    return false;
+  }
+  if (!slot) return false;
+  const claimed = await env.db
+    .updateTable('instance_backup')
+    .set({ last_scheduled_at: slot.toISOString() })
+    .where('id', '=', cfg.id)
+    .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
+    .executeTakeFirst();
+  if (Number(claimed.numUpdatedRows) !== 1) return false;
+  try {
+    await startInstanceRun(env, 'schedule');
+    return true;
+  } catch (e) {
+    env.log.warn({ err: (e as Error).message }, 'scheduled instance backup could not start');
+    return false;
+  }
+}
+
 export class BackupScheduler {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<unknown> = Promise.resolve();
@@ -62,7 +90,8 @@ export class BackupScheduler {
 
   start(): void {
     const tick = () => {
-      this.ticking = runDue(this.env, this.env.now()).catch((e) => this.env.log.warn({ err: String(e) }, 'backup scheduler tick failed'));
+      const now = this.env.now();
+      this.ticking = Promise.all([runDue(this.env, now), runDueInstance(this.env, now)]).catch((e) => this.env.log.warn({ err: String(e) }, 'backup scheduler tick failed'));
     };
     tick();
     this.timer = setInterval(tick, this.everyMs);

@@ -33,7 +33,7 @@ export function parseSchedule(expr: string): Cron {
   }
 }
 
-function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredSecret: boolean): void {
+export function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredSecret: boolean): void {
   if (d.type === 'local') return;
   const s3 = d as Destination & { type: 's3'; secret_access_key?: string };
   let u: URL;
@@ -59,7 +59,7 @@ function checkDestination(d: NonNullable<ConfigInput['destination']>, hasStoredS
  * Where it is knowable at save time, a bad S3 destination is a 400: the endpoint passes the
  * guard (lib/backups/s3.ts), and the bucket answers HeadBucket to these credentials.
  */
-async function probeDestination(d: Destination & { type: 's3' }, secret: string): Promise<void> {
+export async function probeDestination(d: Destination & { type: 's3' }, secret: string): Promise<void> {
   try {
     await probe({ ...d, secret_access_key: secret });
   } catch (e) {
@@ -145,7 +145,7 @@ async function checkSource(env: Env, appId: string, s: Source): Promise<void> {
   }
 }
 
-function checkKeep(k: number): void {
+export function checkKeep(k: number): void {
   if (!Number.isInteger(k) || k < 1 || k > 365) throw badRequest('keep_last must be an integer from 1 to 365', [{ field: 'keep_last', message: '1..365' }]);
 }
 
@@ -207,7 +207,7 @@ export function patchNeedsStepUp(cur: BackupConfigTable, input: ConfigInput): bo
 }
 
 /** JSON with sorted keys, for comparing stored and given objects whatever their key order. */
-function canonical(v: unknown): string {
+export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => {
     if (!x || typeof x !== 'object' || Array.isArray(x)) return x;
     return Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b)));

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, open, readdir, rm, type FileHandle } from 'node:fs/prom
 import { join } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { decryptStream, ArtifactAuthError, ArtifactBindingError, type ArtifactBinding } from './crypto.js';
+import { decryptStream, ArtifactAuthError, ArtifactBindingError, type AnyBinding, type ArtifactBinding, type BindingCheck } from './crypto.js';
 import type { ArtifactStore } from './artifact.js';
 
 const SPOOL_PREFIX = 'backup-';
@@ -94,16 +94,33 @@ async function spool(store: ArtifactStore, key: string, dataDir: string): Promis
  */
 export async function fetchVerified(store: ArtifactStore, run: RunArtifact, master: Buffer, dataDir: string): Promise<VerifiedArtifact> {
   if (!run.artifact || !run.sha256) throw new ArtifactAuthError('the run recorded no artifact');
-  const binding = bindingOf(run);
+  return openVerified(store, run.artifact, run.sha256, bindingOf(run), master, dataDir);
+}
+
+/**
+ * `key` fetched once and authenticated against `expected` (a binding, or a check of the one it
+ * carries). `sha256` null only where no record of the run is at hand (restoring a lost instance:
+ * the record is in the database being restored); the tags then authenticate it alone.
+ */
+export async function openVerified(
+  store: ArtifactStore,
+  key: string,
+  sha256: string | null,
+  expected: AnyBinding | BindingCheck,
+  master: Buffer,
+  dataDir: string,
+): Promise<VerifiedArtifact & { sha256: string; size_bytes: number }> {
   let fh: FileHandle;
   let dir: string | null = null;
-  const path = store.localPath?.(run.artifact);
+  const path = store.localPath?.(key);
   if (path) fh = await open(path, 'r');
-  else ({ fh, dir } = await spool(store, run.artifact, dataDir));
+  else ({ fh, dir } = await spool(store, key, dataDir));
   let closed: Promise<void> | null = null;
-  const copy: VerifiedArtifact = {
+  const copy = {
+    sha256: '',
+    size_bytes: 0,
     plain() {
-      const out = decryptStream(master, binding);
+      const out = decryptStream(master, expected);
       pipeline(readFrom(fh), out).catch((e) => out.destroy(e));
       return out;
     },
@@ -119,16 +136,18 @@ export async function fetchVerified(store: ArtifactStore, run: RunArtifact, mast
     const tee = new Transform({
       transform(c: Buffer, _e, cb) {
         hash.update(c);
+        copy.size_bytes += c.length;
         cb(null, c);
       },
     });
     try {
-      await pipeline(readFrom(fh), tee, decryptStream(master, binding), new Writable({ write: (_c, _e, cb) => cb() }));
+      await pipeline(readFrom(fh), tee, decryptStream(master, expected), new Writable({ write: (_c, _e, cb) => cb() }));
     } catch (e) {
       if (!(e instanceof ArtifactAuthError) || e instanceof ArtifactBindingError) throw e;
       throw new ArtifactAuthError(`${FAILED}: ${e.message}`);
     }
-    if (hash.digest('hex') !== run.sha256) throw new ArtifactAuthError(`${FAILED}: its sha256 does not match the record`);
+    copy.sha256 = hash.digest('hex');
+    if (sha256 !== null && copy.sha256 !== sha256) throw new ArtifactAuthError(`${FAILED}: its sha256 does not match the record`);
     return copy;
   } catch (e) {
     await copy.close();

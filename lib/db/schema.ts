@@ -380,7 +380,39 @@ export interface NotificationDeliveryTable {
   attempts: number;
 }
 
+/** The instance backup's one configuration row (id `instance`), like an app's backup config without a source. */
+export interface InstanceBackupTable {
+  id: string;
+  schedule: string;
+  keep_last: number;
+  destination: string;
+  secret_sealed: string | null;
+  enabled: number;
+  last_scheduled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface InstanceBackupRunTable {
+  id: string;
+  status: string;
+  trigger: string;
+  artifact: string | null;
+  artifact_removed: number;
+  size_bytes: number | null;
+  sha256: string | null;
+  error: string | null;
+  /** What the run could not include (Caddy's storage unreadable, say), for the operator. */
+  notes: string | null;
+  verified_at: string | null;
+  verify_error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
 export interface Database {
+  instance_backup: InstanceBackupTable;
+  instance_backup_runs: InstanceBackupRunTable;
   notification_channels: NotificationChannelTable;
   notification_deliveries: NotificationDeliveryTable;
   app_databases: AppDatabaseTable;

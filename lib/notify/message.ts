@@ -112,10 +112,14 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
       text = `svc ${str(d.version) ?? ''} is up.`.replace('  ', ' ');
       add('Host', d.host);
       break;
-    default:
-      title = `${event.replace(/_/g, ' ')}${app ? `: ${app}` : ''}`;
+    default: {
+      // The instance backup's events name the instance instead of an app.
+      const what = app ?? (str(d.instance_id) ? 'the instance' : null);
+      title = `${event.replace(/_/g, ' ')}${what ? `: ${what}` : ''}`;
       text = str(d.detail) ?? str(d.error) ?? '';
       add('App', app);
+      add('Instance', d.instance_id);
+    }
   }
   return { event, title, text, fields, tone: TONE[event], link: linkFor(base, d), at: str(d.at) ?? at };
 }

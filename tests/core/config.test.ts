@@ -84,6 +84,7 @@ test('the edge: defaults and accepted forms', () => {
     dnsResolver: null,
     publicIps: null,
     controlDomain: null,
+    caddyStorage: '/var/lib/caddy/.local/share/caddy',
   });
   const d = loadConfig({
     SVC_PROXY: 'off',

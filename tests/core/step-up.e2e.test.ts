@@ -31,13 +31,14 @@ const ALWAYS = [
   'POST /api/auth/totp/setup',
   'POST /api/domains/{id}/certificate',
   'DELETE /api/domains/{id}/certificate',
+  'DELETE /api/instance/backup/runs/{rid}',
   'POST /api/instance/prune',
   'POST /api/instance/reset',
   'POST /api/instance/restart',
 ];
 
 /** Step-up for some effects only: the handler decides, and says when in the document. */
-const WHEN = ['PATCH /api/apps/{id}/backups/{bid}', 'POST /api/audit/{id}/revert'];
+const WHEN = ['PATCH /api/apps/{id}/backups/{bid}', 'POST /api/audit/{id}/revert', 'PUT /api/instance/backup'];
 
 /** Nothing a token does may change how its owner signs in. */
 const SESSION_ONLY = ['POST /api/auth/password', 'POST /api/auth/recovery-codes', 'DELETE /api/auth/totp', 'POST /api/auth/totp/enable', 'POST /api/auth/totp/setup'];

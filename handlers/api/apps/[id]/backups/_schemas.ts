@@ -11,7 +11,7 @@ export type ConfigParams = z.infer<typeof configParams>;
 export type RunParams = z.infer<typeof runParams>;
 
 const source = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('database'), database_id: id('database') }), z.strictObject({ type: z.literal('volume'), volume: z.string().max(64) })]);
-const destination = z.discriminatedUnion('type', [
+export const destinationBody = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('local') }),
   z.strictObject({
     type: z.literal('s3'),
@@ -28,7 +28,7 @@ const fields = {
   source,
   schedule: z.string().max(200),
   keep_last: z.number(),
-  destination: destination.optional(),
+  destination: destinationBody.optional(),
   enabled: z.boolean().optional(),
   verify_after_run: z.boolean().optional(),
 };

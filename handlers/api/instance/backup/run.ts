@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { instanceRunView, startInstanceRun } from '../../../../lib/backups/instance.js';
+import { route } from '../../../../lib/http/route.js';
+import { instanceBackupRunSchema } from '../../../../lib/api/schemas.js';
+
+export const POST = route(
+  {
+    summary: 'Back up the instance now (202: it runs in the background)',
+    responses: { 202: z.object({ run: instanceBackupRunSchema }) },
+    audit: { action: 'instance.backup_run_started' },
+  },
+  async (_req, { env, reply, audit }) => {
+    const run = await startInstanceRun(env, 'manual');
+    audit({ detail: { run: run.id } });
+    return reply(202, { run: instanceRunView(run) });
+  },
+);

@@ -1,0 +1,201 @@
+// Recovery after `svc restore-instance`: the restored database describes apps and databases the new
+// engine does not have. At the first start after a restore (the marker restore-instance wrote is
+// there), databases whose volume is missing are provisioned again and restored from their latest
+// successful backup, then every app without containers is brought back from its last successful
+// deployment: its kept images when the engine has them (a rollback-style redeploy), else rebuilt
+// from its source through the ordinary pipeline. The report is logged and kept (GET
+// /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Env } from '../env.js';
+import type { AppDatabaseTable, BackupRunTable } from '../db/schema.js';
+import { getApp } from '../apps/store.js';
+import { guard, isNotFound, listAppContainers } from '../docker/index.js';
+import { createDbContainer, dbSecrets, waitHealthy } from '../databases/index.js';
+import { restoreDatabaseFromRun } from '../backups/run.js';
+import { getDeploymentRow } from '../deploy/store.js';
+import { isTerminal } from '../deploy/model.js';
+import { imagesPresent } from '../deploy/images.js';
+
+export const RECOVERY_MARKER = 'recovery-pending.json';
+export const RECOVERY_SETTING = 'recovery_report';
+
+export interface RecoveryMarker {
+  instance_id: string;
+  run_id: string;
+  sha256: string;
+  size_bytes: number;
+  restored_at: string;
+}
+
+export type Outcome = 'restored' | 'redeployed' | 'failed' | 'skipped';
+export interface RecoveryItem {
+  kind: 'database' | 'app';
+  id: string;
+  name: string;
+  outcome: Outcome;
+  detail: string;
+}
+export interface RecoveryReport {
+  started_at: string;
+  finished_at: string | null;
+  items: RecoveryItem[];
+}
+
+const reason = (e: unknown) => (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 400);
+
+export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
+  try {
+    const m = JSON.parse(readFileSync(join(dataDir, RECOVERY_MARKER), 'utf8')) as RecoveryMarker;
+    return typeof m.run_id === 'string' && typeof m.sha256 === 'string' ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function readRecoveryReport(env: Env): Promise<RecoveryReport | null> {
+  const r = await env.db.selectFrom('settings').select('value').where('key', '=', RECOVERY_SETTING).executeTakeFirst();
+  return r ? (JSON.parse(r.value) as RecoveryReport) : null;
+}
+
+async function saveReport(env: Env, report: RecoveryReport): Promise<void> {
+  const value = JSON.stringify(report);
+  await env.db
+    .insertInto('settings')
+    .values({ key: RECOVERY_SETTING, value })
+    .onConflict((c) => c.column('key').doUpdateSet({ value }))
+    .execute();
+}
+
+async function exists(env: Env, kind: 'volume' | 'container', name: string): Promise<boolean> {
+  return guard(env.engine, async () => {
+    try {
+      await (kind === 'volume' ? env.engine.docker.getVolume(name).inspect() : env.engine.docker.getContainer(name).inspect());
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  });
+}
+
+/** The newest successful runs (artifact kept) of the backup configs whose source is this database. */
+async function backupRunsOf(env: Env, row: AppDatabaseTable): Promise<BackupRunTable[]> {
+  const configs = await env.db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', row.app_id).execute();
+  const ids = configs.filter((c) => (JSON.parse(c.source) as { database_id?: string }).database_id === row.id).map((c) => c.id);
+  if (!ids.length) return [];
+  return env.db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('backup_id', 'in', ids)
+    .where('status', '=', 'succeeded')
+    .where('artifact_removed', '=', 0)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(3)
+    .execute();
+}
+
+async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string): Promise<RecoveryItem> {
+  const item = (outcome: Outcome, detail: string): RecoveryItem => ({ kind: 'database', id: row.id, name: `${appName}/${row.engine}:${row.host}`, outcome, detail });
+  try {
+    const volume = await exists(env, 'volume', row.volume);
+    const container = await exists(env, 'container', row.container);
+    if (volume && container) return item('skipped', 'its container and volume are there');
+    if (container) await guard(env.engine, () => env.engine.docker.getContainer(row.container).remove({ force: true }));
+    await createDbContainer(env, appName, row, dbSecrets(env, row));
+    await waitHealthy(env.engine, row.container);
+    await env.db.updateTable('app_databases').set({ status: 'ready', error: null }).where('id', '=', row.id).execute();
+    if (volume) return item('redeployed', 'its container was created again on its volume');
+    const errors: string[] = [];
+    // The newest artifact that can be fetched: a local one went with the lost data directory.
+    for (const run of await backupRunsOf(env, row)) {
+      try {
+        await restoreDatabaseFromRun(env, row, run);
+        return item('restored', `volume re-created and restored from backup run ${run.id} of ${run.started_at}`);
+      } catch (e) {
+        errors.push(`run ${run.id}: ${reason(e)}`);
+      }
+    }
+    return item('failed', `the volume was lost and ${errors.length ? `no backup could be restored (${errors.join('; ').slice(0, 600)})` : 'it has no successful backup'}: re-provisioned empty`);
+  } catch (e) {
+    return item('failed', reason(e));
+  }
+}
+
+async function waitDeployment(env: Env, id: string): Promise<{ status: string; error: string | null }> {
+  const deadline = Date.now() + (env.config.deploy.timeoutSeconds + 120) * 1000;
+  for (;;) {
+    const d = await getDeploymentRow(env.db, id);
+    if (!d) return { status: 'failed', error: 'the deployment disappeared' };
+    if (isTerminal(d.status)) return { status: d.status, error: d.error };
+    if (Date.now() > deadline) return { status: 'failed', error: 'it did not finish in time' };
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
+async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
+  const app = await getApp(env.db, appId);
+  const item = (outcome: Outcome, detail: string): RecoveryItem => ({ kind: 'app', id: app.id, name: app.name, outcome, detail });
+  const done = (i: RecoveryItem) => async () => i;
+  try {
+    if ((await listAppContainers(env.engine, app.name)).length) return done(item('skipped', 'its containers are there'));
+    const last = await env.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('app_id', '=', app.id)
+      .where('status', '=', 'succeeded')
+      .orderBy('finished_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (!last) return done(item('skipped', 'it has no successful deployment to bring back'));
+    const images = last.images ? (JSON.parse(last.images) as Record<string, string>) : {};
+    let how: string;
+    let depId: string;
+    if (Object.keys(images).length && last.spec && (await imagesPresent(env.engine, images)).length === 0) {
+      depId = (await env.deployments.rollback(app, last.id)).id;
+      how = `from the images of deployment ${last.id}`;
+    } else {
+      const src = app.source.type === 'git' ? `rebuilt from ${last.ref ?? app.source.branch}` : `from its ${app.source.type} source`;
+      depId = (await env.deployments.enqueue(app, { trigger: 'manual', ref: app.source.type === 'git' ? last.ref : null, commit: last.commit_sha })).deployment.id;
+      how = `${src} (deployment ${last.id} had commit ${last.commit_sha?.slice(0, 12) ?? 'none'}; its images are not on this engine)`;
+    }
+    return async () => {
+      const r = await waitDeployment(env, depId);
+      return r.status === 'succeeded' ? item('redeployed', `${how}: deployment ${depId}`) : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
+    };
+  } catch (e) {
+    return done(item('failed', reason(e)));
+  }
+}
+
+/** Runs the recovery the marker asks for, keeps its report, then removes the marker. */
+export async function runRecovery(env: Env): Promise<RecoveryReport> {
+  const report: RecoveryReport = { started_at: new Date(env.now()).toISOString(), finished_at: null, items: [] };
+  await saveReport(env, report);
+  env.log.info({}, 'recovering the restored instance: databases, then apps');
+  const apps = await env.db.selectFrom('apps').select(['id', 'name']).where('deleting_at', 'is', null).orderBy('created_at').execute();
+  const names = new Map(apps.map((a) => [a.id, a.name]));
+  const dbs = await env.db.selectFrom('app_databases').selectAll().orderBy('created_at').execute();
+  // Databases first: the apps connect to them as they start.
+  for (const row of dbs) {
+    const name = names.get(row.app_id);
+    if (!name) continue;
+    report.items.push(await recoverDatabase(env, row, name));
+    await saveReport(env, report);
+  }
+  const pending = [];
+  for (const a of apps) pending.push(await recoverApp(env, a.id));
+  for (const wait of pending) {
+    report.items.push(await wait());
+    await saveReport(env, report);
+  }
+  report.finished_at = new Date(env.now()).toISOString();
+  await saveReport(env, report);
+  for (const i of report.items)
+    env.log[i.outcome === 'failed' ? 'warn' : 'info']({ kind: i.kind, id: i.id, name: i.name, outcome: i.outcome }, `recovery: ${i.kind} ${i.name} ${i.outcome}: ${i.detail}`);
+  rmSync(join(env.config.dataDir, RECOVERY_MARKER), { force: true });
+  return report;
+}
