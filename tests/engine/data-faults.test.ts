@@ -20,6 +20,7 @@ import { newApp, provisionDb, psql as psqlIn, runBackup, startDataServer, stopDa
 import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
 import { LABEL_SCRATCH } from '../../lib/backups/engines.js';
 import { LABEL_MANAGED } from '../../lib/docker/index.js';
+import { LABEL_INSTANCE, ownerLabels } from '../../lib/docker/owner.js';
 import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 
@@ -164,9 +165,9 @@ test('boot removes the scratch server of a verify the process died during; one m
   const dbId = someDb ?? (await pgApp()).dbId;
   await ensureBaseImage();
   const d = s.env.engine.docker;
-  const scratch = (id: string) => d.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: id } });
-  const left = await scratch(dbId);
-  const foreign = await scratch('0'.repeat(26));
+  const scratch = (id: string, owner: Record<string, string>) => d.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { ...owner, [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: id } });
+  const left = await scratch(dbId, ownerLabels(s.env.engine));
+  const foreign = await scratch('0'.repeat(26), { [LABEL_INSTANCE]: 'another-instance' });
   try {
     await left.start();
     await recoverRuns(s.env);
