@@ -17,7 +17,7 @@ import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
 import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { recordAudit, routeAction, type AuditEntryInput } from '../lib/audit/index.js';
-import { STATE_KINDS, type State, type StateKindName } from '../lib/audit/state.js';
+import type { State, StateKindName } from '../lib/audit/state.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
@@ -131,7 +131,7 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
     limitRate(env, spec, x.route, client);
     return then(parse(spec, x), (input) => {
       const note: { value?: AuditNote } = {};
-      const ctx = contextFor(env, x, input, principal, client, note, routeSpec);
+      const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
       const call = (before: StateBefore | null) => {
         const response = attempt(
           () => handler(x.request, ctx),
@@ -299,7 +299,8 @@ function contextFor(
   client: Client,
   note: { value?: AuditNote },
   routeSpec: (action: string) => Promise<RouteSpec | null>,
-): Ctx {
+  reply: RouteHandler['reply'] | undefined,
+): Ctx & { reply?: RouteHandler['reply'] } {
   const requestId = x.requestId;
   return {
     params: input.params as Record<string, string>,
@@ -319,6 +320,7 @@ function contextFor(
     },
     requireStepUp: () => requireStepUp(env, principal),
     routeSpec,
+    reply,
   };
 }
 
@@ -369,6 +371,9 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
 
 const ok = (r: Response) => r.status >= 200 && r.status < 300;
 
+// The readers reach into most product areas: loaded by the first audited change that declares a state, not at boot.
+const stateKinds = () => import('../lib/audit/state.js').then((m) => m.STATE_KINDS);
+
 /** What the audit stage read of a route's target before its handler ran. */
 export interface StateBefore {
   kind: StateKindName;
@@ -384,7 +389,7 @@ function readBefore(env: Env, ref: NonNullable<AuditSpec['state']>, ctx: Ctx, re
   };
   return resolve()
     .then(
-      async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await STATE_KINDS[r.kind].read(env, r.id) }),
+      async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await (await stateKinds())[r.kind].read(env, r.id) }),
       (err) => {
         env.log.error({ err, requestId }, 'audit state read failed');
         return null;
@@ -401,7 +406,7 @@ async function readAfter(env: Env, b: StateBefore, note: AuditNote | undefined, 
   const id = note?.stateId ?? b.id ?? note?.target ?? null;
   if (id === null) return null;
   try {
-    return { kind: b.kind, id, before: b.before, after: await STATE_KINDS[b.kind].read(env, id) };
+    return { kind: b.kind, id, before: b.before, after: await (await stateKinds())[b.kind].read(env, id) };
   } catch (err) {
     env.log.error({ err, requestId }, 'audit state read failed');
     return null;

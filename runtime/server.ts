@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
 import type { Env } from '../lib/env.js';
-import { createDispatcher, type Dispatcher } from './dispatcher.js';
+import { createDispatcher, type Dispatcher, type RequestMeta } from './dispatcher.js';
+import { BodylessRequest, sendDirect } from './node-http.js';
 import { createWsHub, type WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { loadDashboard } from './dashboard.js';
@@ -39,44 +40,54 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   const subnets = engineSubnetGuard(env.engine);
   const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, "could not read the engine's networks at boot; connections from app networks are refused once it answers"));
   const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
+  const metaOf = (req: IncomingMessage): RequestMeta => ({
+    peer: req.socket.remoteAddress,
+    target: req.url,
+    rawHeaders: req.headers,
+    tls: (req.socket as TLSSocket).encrypted === true,
+    waitUntil,
+  });
+  // Requests with a body: the adapter turns node:http's stream into the Request's body.
   const adapter = createServerAdapter<{ req: IncomingMessage; res: ServerResponse }>(
-    (request, ctx) =>
-      app.fetch(request, {
-        peer: ctx.req.socket.remoteAddress,
-        target: ctx.req.url,
-        rawHeaders: ctx.req.headers,
-        tls: (ctx.req.socket as TLSSocket).encrypted === true,
-        waitUntil: (p) => ctx.waitUntil(p.then(() => undefined)),
-      }),
+    (request, ctx) => app.fetch(request, metaOf(ctx.req)),
     // The adapter's own abort signal, which it picks anyway because its Request is not Node's;
     // said here so that it does not read Node's global Request to find out, which loads undici.
     { __useCustomAbortCtrl: true },
   );
+  // The adapter waits for these before it is disposed at shutdown.
+  const waitUntil = (p: Promise<unknown>) => adapter.waitUntil(p.then(() => undefined));
+  const failed = (res: ServerResponse, err: unknown) => {
+    env.log.error({ err }, 'response could not be sent');
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  };
+  const send = (req: IncomingMessage, res: ServerResponse, response: Response) => {
+    try {
+      if (sendDirect(response, res)) return;
+      const sent = sendNodeResponse(response, res, req, true);
+      if (isPromise(sent)) sent.then(undefined, (err) => failed(res, err));
+    } catch (err) {
+      failed(res, err);
+    }
+  };
   // Like the adapter's own listener, but synchronous end to end when the app answers
   // synchronously (a health check, a cached credential): no promise is made for such a request.
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    const failed = (err: unknown) => {
-      env.log.error({ err }, 'response could not be sent');
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    };
-    const send = (response: Response) => {
-      try {
-        const sent = sendNodeResponse(response, res, req, true);
-        if (isPromise(sent)) sent.then(undefined, failed);
-      } catch (err) {
-        failed(err);
-      }
-    };
     let response: Response | Promise<Response>;
     try {
-      response = adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil });
+      const method = req.method;
+      response =
+        method === 'GET' || method === 'HEAD' ? app.fetch(new BodylessRequest(req, res), metaOf(req)) : adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil });
     } catch (err) {
-      failed(err);
+      failed(res, err);
       return;
     }
-    if (isPromise(response)) response.then(send, failed);
-    else send(response);
+    if (isPromise(response))
+      response.then(
+        (r) => send(req, res, r),
+        (err) => failed(res, err),
+      );
+    else send(req, res, response);
   };
   const tls = env.config.tlsCert !== null;
   const server: Server = tls ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, listener) : createHttpServer(listener);

@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { sql } from '../db/kysely.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
-import { isStateKind, type State } from './state.js';
+import type { State } from './state.js';
+import { isStateKind } from './kinds.js';
 
 export type ActorType = 'user' | 'token' | 'system';
 

@@ -12,6 +12,7 @@
 // opening anything and is worthless to whoever copies the database.
 import type { Env } from '../env.js';
 import { HttpError } from '../http/errors.js';
+import { isStateKind, type StateKindName } from './kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import type { AppSource } from '../apps/model.js';
@@ -241,10 +242,9 @@ export const STATE_KINDS = {
   base_domain: baseDomain,
   deploy_concurrency: deployConcurrency,
   notification_channel: channel,
-} satisfies Record<string, StateKind>;
+} satisfies Record<StateKindName, StateKind>;
 
-export type StateKindName = keyof typeof STATE_KINDS;
-export const isStateKind = (k: string | null | undefined): k is StateKindName => k != null && Object.hasOwn(STATE_KINDS, k);
+export { isStateKind, type StateKindName };
 
 export function notDiffable(message: string): HttpError {
   return new HttpError('not_diffable', message);

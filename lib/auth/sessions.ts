@@ -60,8 +60,9 @@ const cache = credentialCache<SessionRow>();
 export function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): ResolvedSession | null {
   if (raw.length !== 43) return null;
   // Every cookie request runs this: a short-lived cache, else a cached statement.
+  const cached = cache.get(raw, now);
   const row =
-    cache.get(raw, now) ??
+    cached ??
     (hotStatement(
       db,
       `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
@@ -78,7 +79,8 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
     row.last_seen_at = nowIso(now);
     hotStatement(db, 'update sessions set last_seen_at = ? where id = ?').run(row.last_seen_at, row.sid);
   }
-  cache.set(raw, row, now);
+  // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
+  if (!cached) cache.set(raw, row, now);
   return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row) };
 }
 

@@ -56,8 +56,9 @@ const cache = credentialCache<TokenRow>();
 export function resolveApiToken(db: Db, token: string, now = Date.now()): ResolvedToken | null {
   if (!TOKEN_PATTERN.test(token)) return null;
   // Every bearer request runs this: a short-lived cache, else a cached statement.
+  const cached = cache.get(token, now);
   const row =
-    cache.get(token, now) ??
+    cached ??
     (hotStatement(
       db,
       `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
@@ -69,7 +70,8 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
     row.last_used_at = nowIso(now);
     hotStatement(db, 'update api_tokens set last_used_at = ? where id = ?').run(row.last_used_at, row.tid);
   }
-  cache.set(token, row, now);
+  // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
+  if (!cached) cache.set(token, row, now);
   return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row) };
 }
 

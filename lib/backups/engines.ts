@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import tar from 'tar-stream';
+import type TarStream from 'tar-stream';
 import type { Env } from '../env.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import { assertOwnedContainer, guard, isNotFound, isOwned, ownedFilter, ownerLabels, type Engine } from '../docker/index.js';
@@ -12,6 +12,10 @@ import { ensureEmptyImage, EMPTY_IMAGE } from '../docker/binds.js';
 import { execCapture, execStream, type ExecHandle } from '../databases/exec.js';
 import { dbSecrets, waitHealthy } from '../databases/index.js';
 import { CATALOG, mappedImage, type DbEngine } from '../databases/catalog.js';
+import { lazyRequire } from '../util/lazy.js';
+
+// Loaded by the first backup or restore of a volume, not at boot.
+const tar = lazyRequire<typeof TarStream>('tar-stream');
 
 export const LABEL_SCRATCH = 'svc.backup.scratch';
 
@@ -97,7 +101,7 @@ async function putFile(env: Env, container: string, dir: string, name: string, c
   const tmp = await spoolToFile(env, await content());
   try {
     const size = (await stat(tmp.path)).size;
-    const pack = tar.pack();
+    const pack = tar().pack();
     const entry = pack.entry({ name, size, mode: 0o600, uid: 999, gid: 999 }, (err) => (err ? pack.destroy(err) : pack.finalize()));
     createReadStream(tmp.path).pipe(entry);
     await assertOwnedContainer(env.engine, container);
@@ -192,7 +196,7 @@ export async function restoreVolume(env: Env, volume: string, archive: Readable)
 /** Volume check: the archive parses to the end; files counted and hashed. */
 export async function checkVolumeArchive(archive: Readable): Promise<{ files: number; bytes: number }> {
   const { createHash } = await import('node:crypto');
-  const extract = tar.extract();
+  const extract = tar().extract();
   let files = 0;
   let bytes = 0;
   await new Promise<void>((resolve, reject) => {

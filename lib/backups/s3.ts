@@ -21,10 +21,16 @@ import { Agent as HttpsAgent } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
-import { AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, ListMultipartUploadsCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type * as S3Sdk from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type * as S3Storage from '@aws-sdk/lib-storage';
 import { refusalOf } from '../net/outbound.js';
+import { lazyRequire } from '../util/lazy.js';
 import type { ArtifactStore } from './artifact.js';
+
+// The SDK is about 20 MB resident once loaded: an idle server, and most never use S3, does not pay for it.
+const sdk = lazyRequire<typeof S3Sdk>('@aws-sdk/client-s3');
+const storage = lazyRequire<typeof S3Storage>('@aws-sdk/lib-storage');
 
 /** S3's minimum part size: with QUEUE parts in flight a run holds about 10 MiB of artifact. */
 export const PART_SIZE = 5 * 1024 * 1024;
@@ -108,7 +114,7 @@ export function makeClient(s: S3Settings, target: Target): S3Client {
     if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Target['address'][]) => void)(null, [target.address]);
     else cb(null, target.address.address, target.address.family);
   };
-  return new S3Client({
+  return new (sdk().S3Client)({
     endpoint: s.endpoint,
     region: s.region,
     forcePathStyle: s.path_style,
@@ -131,7 +137,7 @@ export function makeClient(s: S3Settings, target: Target): S3Client {
 /** A provider's answer as a sentence without the secret (the SDK never puts it in one). */
 export function s3Reason(op: string, e: unknown, secret?: string): string {
   let msg: string;
-  if (e instanceof S3ServiceException) {
+  if (e instanceof sdk().S3ServiceException) {
     const status = e.$metadata?.httpStatusCode;
     const text = e.message && e.message !== 'UnknownError' ? e.message : status === 404 ? 'not found' : status === 403 ? 'access denied' : 'error';
     msg = `S3 ${op} failed: ${e.name}${status ? ` (HTTP ${status})` : ''}: ${text}`;
@@ -156,9 +162,9 @@ export async function probe(s: S3Settings, resolve?: S3Resolver): Promise<void> 
   const target = await checkEndpoint(s.endpoint, s.bucket, s.path_style, resolve);
   const client = makeClient(s, target);
   try {
-    await client.send(new HeadBucketCommand({ Bucket: s.bucket }), { abortSignal: AbortSignal.timeout(15_000) });
+    await client.send(new (sdk().HeadBucketCommand)({ Bucket: s.bucket }), { abortSignal: AbortSignal.timeout(15_000) });
   } catch (e) {
-    const status = e instanceof S3ServiceException ? e.$metadata?.httpStatusCode : undefined;
+    const status = e instanceof sdk().S3ServiceException ? e.$metadata?.httpStatusCode : undefined;
     if (status === 404) throw new S3Refused('destination.bucket', `the bucket "${s.bucket}" does not exist at this endpoint`);
     if (status === 403 || status === 401) throw new S3Refused('destination.access_key_id', `${s3Reason('HeadBucket', e, s.secret_access_key)}: the credentials were refused`);
     throw new S3Refused('destination.endpoint', s3Reason('HeadBucket', e, s.secret_access_key));
@@ -180,7 +186,7 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
   return {
     async put(key, body) {
       const { client, s } = await open();
-      const upload = new Upload({
+      const upload = new (storage().Upload)({
         client,
         params: { Bucket: s.bucket, Key: objectKey(s.prefix, key), Body: body, ContentType: 'application/octet-stream' },
         partSize: PART_SIZE,
@@ -198,7 +204,7 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
     async get(key) {
       const { client, s } = await open();
       try {
-        const r = await client.send(new GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s.prefix, key) }));
+        const r = await client.send(new (sdk().GetObjectCommand)({ Bucket: s.bucket, Key: objectKey(s.prefix, key) }));
         return r.Body as Readable;
       } catch (e) {
         throw new Error(s3Reason('download', e, s.secret_access_key));
@@ -210,13 +216,13 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
       // A process that died mid-upload leaves an open multipart upload; abort it (best effort:
       // not every S3-compatible server lists them).
       try {
-        const l = await client.send(new ListMultipartUploadsCommand({ Bucket: s.bucket, Prefix: k }));
-        for (const u of l.Uploads ?? []) if (u.Key === k && u.UploadId) await client.send(new AbortMultipartUploadCommand({ Bucket: s.bucket, Key: k, UploadId: u.UploadId }));
+        const l = await client.send(new (sdk().ListMultipartUploadsCommand)({ Bucket: s.bucket, Prefix: k }));
+        for (const u of l.Uploads ?? []) if (u.Key === k && u.UploadId) await client.send(new (sdk().AbortMultipartUploadCommand)({ Bucket: s.bucket, Key: k, UploadId: u.UploadId }));
       } catch {
         /* not supported, or nothing to abort */
       }
       try {
-        await client.send(new DeleteObjectCommand({ Bucket: s.bucket, Key: k }));
+        await client.send(new (sdk().DeleteObjectCommand)({ Bucket: s.bucket, Key: k }));
       } catch (e) {
         throw new Error(s3Reason('delete', e, s.secret_access_key));
       }

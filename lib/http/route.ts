@@ -84,18 +84,22 @@ export type RouteFn<S extends RouteSpec> = (request: Request, ctx: RouteCtx<S>) 
 export interface RouteHandler<S extends RouteSpec = RouteSpec> {
   (request: Request, ctx: Ctx): Maybe<Response>;
   readonly spec: S;
+  /** The route's ctx.reply: a host that puts it on the ctx it builds saves the handler a copy of that ctx. */
+  readonly reply?: Reply;
 }
+
+type Reply = (status: number, body?: unknown, headers?: Headers | Record<string, string>) => any;
 
 /** What a handler file may export: one route() per method. */
 export type HandlerModule = Partial<Record<Method, RouteHandler>>;
 
 export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
   const reply = replyFor(spec);
-  const handler = (request: Request, ctx: Ctx) => fn(request, { ...(ctx as RouteCtx<S>), reply });
-  return Object.assign(handler, { spec });
+  const handler = (request: Request, ctx: Ctx) => fn(request, (ctx as Partial<RouteCtx<S>>).reply === reply ? (ctx as RouteCtx<S>) : { ...(ctx as RouteCtx<S>), reply });
+  return Object.assign(handler, { spec, reply });
 }
 
-function replyFor(spec: RouteSpec): (status: number, body?: unknown, headers?: Headers | Record<string, string>) => any {
+function replyFor(spec: RouteSpec): Reply {
   return (status, body, headers) => {
     const declared = spec.responses[status];
     if (declared === null) return noContent(headers === undefined ? undefined : new Headers(headers));

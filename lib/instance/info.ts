@@ -1,6 +1,6 @@
 // GET /api/instance/info: what runs, since when, and whether its dependencies answer. Each probe
 // has a short budget: an unreachable engine or proxy is reported, never waited on.
-import { sql } from 'kysely';
+import { sql } from '../db/kysely.js';
 import type { Env } from '../env.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';

@@ -3,7 +3,7 @@
 // the engine is asked once per scrape for the app containers and their one-shot stats, with a
 // deadline, so a wedged engine leaves those series empty instead of hanging the scrape.
 import { loadavg } from 'node:os';
-import { sql } from 'kysely';
+import { sql } from '../db/kysely.js';
 import type { Db } from '../db/index.js';
 import type { Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';

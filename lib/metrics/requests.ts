@@ -19,18 +19,25 @@ interface Series {
 }
 
 export class RequestMetrics {
-  private readonly series = new Map<string, Series>();
+  // By route, then method: both are constant strings whose hashes V8 keeps, where a joined key
+  // would be a new string to hash on every request.
+  private readonly series = new Map<string, Map<string, Series>>();
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    const key = method + ' ' + route;
-    let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { method, route, statuses: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 }));
+    let byMethod = this.series.get(route);
+    if (!byMethod) this.series.set(route, (byMethod = new Map()));
+    let s = byMethod.get(method);
+    if (!s) byMethod.set(method, (s = { method, route, statuses: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 }));
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
     let b = 0;
     while (b < BUCKETS.length && seconds > BUCKETS[b]!) b++;
     s.buckets[b]!++;
     s.sum += seconds;
     s.count++;
+  }
+
+  private *all(): Iterable<Series> {
+    for (const byMethod of this.series.values()) yield* byMethod.values();
   }
 
   /** The two metrics, formatted from the series at scrape time. */
@@ -44,7 +51,7 @@ export class RequestMetrics {
         reset,
         values: () => {
           const out: MetricValue[] = [];
-          for (const s of this.series.values()) {
+          for (const s of this.all()) {
             for (const [status, n] of s.statuses) out.push({ value: n, labels: { method: s.method, route: s.route, status } });
           }
           return out;
@@ -57,7 +64,7 @@ export class RequestMetrics {
         reset,
         values: () => {
           const out: MetricValue[] = [];
-          for (const s of this.series.values()) {
+          for (const s of this.all()) {
             const labels = { method: s.method, route: s.route };
             let cumulative = 0;
             BUCKETS.forEach((le, i) => {
