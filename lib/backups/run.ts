@@ -30,14 +30,9 @@ function reason(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 500);
 }
 
-/** Starts a run in the background; one run of a config at a time. */
-export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manual' | 'schedule'): Promise<BackupRunTable> {
-  masterKey(env);
-  if (active.has(cfg.id)) throw conflict('A run of this backup is already in progress');
-  const running = await env.db.selectFrom('backup_runs').select('id').where('backup_id', '=', cfg.id).where('status', '=', 'running').executeTakeFirst();
-  if (running) throw conflict('A run of this backup is already in progress');
-  const id = newId(env.now());
-  const row: BackupRunTable = {
+/** The row of a run of cfg that starts at startedAt: running, its artifact not written yet. */
+export function runningRow(cfg: BackupConfigTable, id: string, trigger: 'manual' | 'schedule', startedAt: string): BackupRunTable {
+  return {
     id,
     backup_id: cfg.id,
     app_id: cfg.app_id,
@@ -50,9 +45,18 @@ export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manua
     error: null,
     verified_at: null,
     verify_error: null,
-    started_at: iso(env),
+    started_at: startedAt,
     finished_at: null,
   };
+}
+
+/** Starts a run in the background; one run of a config at a time. */
+export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manual' | 'schedule'): Promise<BackupRunTable> {
+  masterKey(env);
+  if (active.has(cfg.id)) throw conflict('A run of this backup is already in progress');
+  const running = await env.db.selectFrom('backup_runs').select('id').where('backup_id', '=', cfg.id).where('status', '=', 'running').executeTakeFirst();
+  if (running) throw conflict('A run of this backup is already in progress');
+  const row = runningRow(cfg, newId(env.now()), trigger, iso(env));
   await env.db.insertInto('backup_runs').values(row).execute();
   active.add(cfg.id);
   const job = executeRun(env, cfg, row).finally(() => active.delete(cfg.id));

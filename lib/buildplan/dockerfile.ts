@@ -2,6 +2,7 @@
 // pattern (no spaces, `$`, globs), commands go in JSON exec form, and constant shell lines are ours.
 // It also remembers every image it names and holds the final stage to the contract: a non-root USER,
 // PORT set, the port exposed, an exec-form CMD.
+import type { Plan } from './types.js';
 
 const IMAGE = /^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?$/;
 const STAGE = /^[a-z][a-z0-9-]*$/;
@@ -86,6 +87,11 @@ export class Dockerfile {
     return this.emit(`RUN ${JSON.stringify(['/bin/sh', '-c', command])}`);
   }
 
+  /** An install or build step: the operator's override as runCommand does, our own line as run does. */
+  runStep(command: string, override: boolean): this {
+    return override ? this.runCommand(command) : this.run(command);
+  }
+
   env(vars: Record<string, string | number>): this {
     const pairs = Object.entries(vars).map(([k, v]) => {
       assert(ENV_KEY.test(k) && ENV_VALUE.test(String(v)), `env ${k}`);
@@ -121,6 +127,12 @@ export class Dockerfile {
   }
 }
 
+/** The plan around a finished Dockerfile: the images it names and its text (which checks the final stage). */
+export function planOf(df: Dockerfile, plan: Omit<Plan, 'images' | 'dockerfile'>): Plan {
+  const { stack, detected_from, runtime, install, build, start, port, warnings } = plan;
+  return { stack, detected_from, runtime, images: df.images, install, build, start, port, dockerfile: df.text(), warnings };
+}
+
 /** A word for a shell line: single-quoted unless it is plainly safe. */
 export function shq(word: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
@@ -130,3 +142,9 @@ export function shq(word: string): string {
 export const APP_USER = 'app';
 const USERADD = `useradd --system --uid 10001 --gid ${APP_USER} --home-dir /app --no-create-home ${APP_USER}`;
 export const addAppUser = (df: Dockerfile) => df.run(`groupadd --system --gid 10001 ${APP_USER} && ${USERADD}`);
+
+/** Debian packages (our own names) a final stage needs at run time, without the package lists. */
+export function aptInstall(df: Dockerfile, packages: string[]): void {
+  const install = `apt-get install -y --no-install-recommends ${packages.join(' ')}`;
+  df.run(`apt-get update && ${install} && rm -rf /var/lib/apt/lists/*`);
+}

@@ -1,7 +1,7 @@
 // Go: modules downloaded in their own layer keyed by go.mod and go.sum, a static binary built from the
 // main package (the root or one under cmd/), run from distroless as its non-root user.
 import { showArgv, startArgv } from './command.js';
-import { Dockerfile, addAppUser, APP_USER, shq } from './dockerfile.js';
+import { Dockerfile, addAppUser, APP_USER, planOf, shq } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
 import { command, port as checkPort, relPath, versionInput } from './validate.js';
@@ -88,13 +88,9 @@ export async function planGo(files: RepoFiles, o: StackOverride | undefined): Pr
   const df = new Dockerfile();
   df.from(`golang:${version}-bookworm`, 'build').workdir('/src');
   df.copy(sum ? ['go.mod', 'go.sum'] : ['go.mod'], './');
-  if (install !== null) {
-    if (o?.install !== undefined) df.runCommand(install);
-    else df.run(install);
-  }
+  if (install !== null) df.runStep(install, o?.install !== undefined);
   df.copy(['.'], '.');
-  if (o?.build !== undefined) df.runCommand(build);
-  else df.run(build);
+  df.runStep(build, o?.build !== undefined);
   df.from(image);
   if (cgo) addAppUser(df);
   df.copy(['/out/server'], '/server', { from: 'build' });
@@ -103,16 +99,6 @@ export async function planGo(files: RepoFiles, o: StackOverride | undefined): Pr
   df.user(cgo ? APP_USER : '65532:65532')
     .expose(p)
     .cmd(argv);
-  return {
-    stack: 'go',
-    detected_from: from,
-    runtime: { name: 'go', version, image: `golang:${version}-bookworm` },
-    images: df.images,
-    install,
-    build,
-    start: showArgv(argv),
-    port: p,
-    dockerfile: df.text(),
-    warnings,
-  };
+  const runtime = { name: 'go', version, image: `golang:${version}-bookworm` };
+  return planOf(df, { stack: 'go', detected_from: from, runtime, install, build, start: showArgv(argv), port: p, warnings });
 }

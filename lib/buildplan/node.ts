@@ -1,8 +1,8 @@
 // Node: the package manager from the lock file, the version from .nvmrc, .node-version or engines,
 // a server started from its `start` script or `main` file, or a front-end build served as files.
-import { CADDY_ARGV, CADDY_ENV, CADDY_IMAGE, COPY_CADDY, caddyfile, writeCaddyfile } from './caddy.js';
+import { caddyStage } from './caddy.js';
 import { plainWords, showArgv, startArgv } from './command.js';
-import { Dockerfile } from './dockerfile.js';
+import { Dockerfile, planOf } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
 import { command, port as checkPort, relPath, versionInput } from './validate.js';
@@ -158,14 +158,10 @@ function depsAndBuild(df: Dockerfile, f: Facts, install: string, build: string |
     f.warnings.push('npm/yarn workspaces: every package.json is needed to install, so the install layer is not cached apart');
     df.copy(['.'], '.');
   } else df.copy(f.manifests, './');
-  if (o?.install !== undefined) df.runCommand(install);
-  else df.run(install);
+  df.runStep(install, o?.install !== undefined);
   df.from('deps', 'build');
   if (!f.pkg.workspaces) df.copy(['.'], '.');
-  if (build !== null) {
-    if (o?.build !== undefined) df.runCommand(build);
-    else df.run(build);
-  }
+  if (build !== null) df.runStep(build, o?.build !== undefined);
 }
 
 export async function planNode(files: RepoFiles, o: StackOverride | undefined, forceStatic: boolean): Promise<Plan | null> {
@@ -209,25 +205,8 @@ export async function planNode(files: RepoFiles, o: StackOverride | undefined, f
     if (builder?.tool === 'ng' && !publishOverride) f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
     const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
     depsAndBuild(df, f, install, build, o);
-    df.from(CADDY_IMAGE);
-    df.run(`${COPY_CADDY} && ${writeCaddyfile(caddyfile(p, ['root * /srv', 'encode gzip', 'try_files {path} {path}/ /index.html', 'file_server']))}`);
-    df.copy([`/app/${dir}`], '/srv', { from: 'build' });
-    df.env({ PORT: p, ...CADDY_ENV })
-      .user('65532:65532')
-      .expose(p)
-      .cmd(CADDY_ARGV);
-    return {
-      stack: 'static',
-      detected_from: f.from,
-      runtime: { name: 'caddy', version: '2', image: CADDY_IMAGE },
-      images: df.images,
-      install,
-      build,
-      start: showArgv(CADDY_ARGV),
-      port: p,
-      dockerfile: df.text(),
-      warnings: f.warnings,
-    };
+    const served = caddyStage(df, p, { src: `/app/${dir}`, from: 'build', site: ['try_files {path} {path}/ /index.html'] });
+    return planOf(df, { stack: 'static', detected_from: f.from, ...served, install, build, warnings: f.warnings });
   }
 
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : NODE_PORT;
@@ -239,16 +218,6 @@ export async function planNode(files: RepoFiles, o: StackOverride | undefined, f
   df.env({ NODE_ENV: 'production', PORT: p, ...(nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}) });
   df.copy(['/app'], '/app', { from: 'build', chown: 'node:node' });
   df.user('node').expose(p).cmd(argv);
-  return {
-    stack: 'node',
-    detected_from: f.from,
-    runtime: { name: 'node', version: f.version, image: nodeImage(f.version) },
-    images: df.images,
-    install,
-    build,
-    start: showArgv(argv),
-    port: p,
-    dockerfile: df.text(),
-    warnings: f.warnings,
-  };
+  const runtime = { name: 'node', version: f.version, image: nodeImage(f.version) };
+  return planOf(df, { stack: 'node', detected_from: f.from, runtime, install, build, start: showArgv(argv), port: p, warnings: f.warnings });
 }

@@ -3,7 +3,7 @@
 // single static binary already used at the edge, whereas the apache variant would be mod_php, not FPM.
 import { CADDY_ENV, CADDY_IMAGE, caddyfile, writeCaddyfile } from './caddy.js';
 import { showArgv, startArgv } from './command.js';
-import { Dockerfile } from './dockerfile.js';
+import { Dockerfile, planOf } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
 import { command, port as checkPort, versionInput } from './validate.js';
@@ -86,11 +86,9 @@ export async function planPhp(files: RepoFiles, o: StackOverride | undefined): P
   const df = new Dockerfile();
   df.from('composer:2', 'vendor').workdir('/app');
   df.copy(lock ? ['composer.json', 'composer.lock'] : ['composer.json'], './');
-  if (o?.install !== undefined) df.runCommand(install);
-  else df.run(install);
+  df.runStep(install, o?.install !== undefined);
   df.copy(['.'], '.');
-  if (o?.build !== undefined) df.runCommand(build);
-  else df.run(build);
+  df.runStep(build, o?.build !== undefined);
   // A plain copy of the binary drops the file capability that exec would refuse under dropped caps.
   df.from(CADDY_IMAGE, 'caddy').run('cp /usr/bin/caddy /caddy');
   df.from(image);
@@ -103,16 +101,6 @@ export async function planPhp(files: RepoFiles, o: StackOverride | undefined): P
   df.copy(['/app'], '/app', { from: 'vendor', chown: 'www-data:www-data' });
   df.env({ PORT: p, ...CADDY_ENV });
   df.user('www-data').expose(p).cmd(argv);
-  return {
-    stack: 'php',
-    detected_from: from,
-    runtime: { name: 'php', version, image },
-    images: df.images,
-    install,
-    build,
-    start: o?.start !== undefined ? showArgv(argv) : 'php-fpm behind caddy',
-    port: p,
-    dockerfile: df.text(),
-    warnings,
-  };
+  const start = o?.start !== undefined ? showArgv(argv) : 'php-fpm behind caddy';
+  return planOf(df, { stack: 'php', detected_from: from, runtime: { name: 'php', version, image }, install, build, start, port: p, warnings });
 }

@@ -1,7 +1,7 @@
 // Python: pip (requirements.txt), poetry, uv or pipenv into a virtualenv built in a full image and
 // copied into the slim one; a WSGI/ASGI app served by gunicorn or uvicorn when they are dependencies.
 import { showArgv, startArgv } from './command.js';
-import { Dockerfile, addAppUser, APP_USER } from './dockerfile.js';
+import { Dockerfile, addAppUser, aptInstall, APP_USER, planOf } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { tomlString, tomlTable } from './toml.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
@@ -164,35 +164,24 @@ export async function planPython(files: RepoFiles, o: StackOverride | undefined)
   const tool = INSTALL[f.pm].tool;
   df.run(`python -m venv /opt/venv${tool && o?.install === undefined ? ` && python -m venv /opt/tools && ${TOOLS}/pip install ${tool}` : ''}`);
   df.workdir('/app');
-  const run = (cmd: string, own: boolean) => (own ? df.runCommand(cmd) : df.run(cmd));
   if (f.manifests.length) {
     df.copy(f.manifests, './');
-    run(install, o?.install !== undefined);
+    df.runStep(install, o?.install !== undefined);
     df.copy(['.'], '.');
   } else {
     df.copy(['.'], '.');
-    run(install, o?.install !== undefined);
+    df.runStep(install, o?.install !== undefined);
   }
   if (build !== null) df.runCommand(build);
 
   df.from(image);
-  if (hasDep(f.deps, 'psycopg2')) df.run('apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*');
+  if (hasDep(f.deps, 'psycopg2')) aptInstall(df, ['libpq5']);
   addAppUser(df);
   df.env({ PYTHONUNBUFFERED: 1, PYTHONDONTWRITEBYTECODE: 1, VIRTUAL_ENV: '/opt/venv', PATH: '/opt/venv/bin:$PATH', PORT: p });
   df.workdir('/app');
   df.copy(['/opt/venv'], '/opt/venv', { from: 'build' });
   df.copy(['/app'], '/app', { from: 'build', chown: `${APP_USER}:${APP_USER}` });
   df.user(APP_USER).expose(p).cmd(argv);
-  return {
-    stack: 'python',
-    detected_from: f.from,
-    runtime: { name: 'python', version, image },
-    images: df.images,
-    install,
-    build,
-    start: showArgv(argv),
-    port: p,
-    dockerfile: df.text(),
-    warnings: f.warnings,
-  };
+  const runtime = { name: 'python', version, image };
+  return planOf(df, { stack: 'python', detected_from: f.from, runtime, install, build, start: showArgv(argv), port: p, warnings: f.warnings });
 }

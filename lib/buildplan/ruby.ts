@@ -1,7 +1,7 @@
 // Ruby: Bundler installs in the full image (compilers for native gems); the slim image gets the gems
 // and the app. Rails runs `bin/rails server`, a Rack app puma when it is bundled.
 import { showArgv, startArgv } from './command.js';
-import { Dockerfile, addAppUser, APP_USER } from './dockerfile.js';
+import { Dockerfile, addAppUser, aptInstall, APP_USER, planOf } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
 import { command, port as checkPort, versionInput } from './validate.js';
@@ -86,31 +86,17 @@ export async function planRuby(files: RepoFiles, o: StackOverride | undefined): 
   // `ruby file: ".ruby-version"` in a Gemfile reads it during the install.
   if (await files.exists('.ruby-version')) manifests.push('.ruby-version');
   df.copy(manifests, './');
-  if (o?.install !== undefined) df.runCommand(install);
-  else df.run(install);
+  df.runStep(install, o?.install !== undefined);
   df.copy(['.'], '.');
-  if (build !== null) {
-    if (o?.build !== undefined) df.runCommand(build);
-    else df.run(build);
-  }
+  if (build !== null) df.runStep(build, o?.build !== undefined);
   df.from(image);
   const libs = RUNTIME_LIBS.filter(([g]) => gem(g)).map(([, pkg]) => pkg);
-  if (libs.length) df.run(`apt-get update && apt-get install -y --no-install-recommends ${libs.join(' ')} && rm -rf /var/lib/apt/lists/*`);
+  if (libs.length) aptInstall(df, libs);
   addAppUser(df);
   df.env({ ...bundleEnv, ...appEnv, PORT: p }).workdir('/app');
   df.copy(['/usr/local/bundle'], '/usr/local/bundle', { from: 'build' });
   df.copy(['/app'], '/app', { from: 'build', chown: `${APP_USER}:${APP_USER}` });
   df.user(APP_USER).expose(p).cmd(argv);
-  return {
-    stack: 'ruby',
-    detected_from: from,
-    runtime: { name: 'ruby', version, image },
-    images: df.images,
-    install,
-    build,
-    start: showArgv(argv),
-    port: p,
-    dockerfile: df.text(),
-    warnings,
-  };
+  const runtime = { name: 'ruby', version, image };
+  return planOf(df, { stack: 'ruby', detected_from: from, runtime, install, build, start: showArgv(argv), port: p, warnings });
 }

@@ -7,17 +7,19 @@
 // Pebble's HTTPS listener gets a certificate from a throwaway CA (Debian ships no test certs);
 // that CA is SVC_ACME_CA_ROOT. Tests trust Pebble's issuing root, fetched from its management API.
 // needEdge skips loudly without these programs, and fails under CI.
-import type { TestContext } from 'node:test';
+import { after, type TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { access, constants, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { freePort, waitListening } from './net.js';
 import { poll } from './wait.js';
 import { makeCa, issue, type TestCa } from './pki.js';
+import { edgeEnv } from './env.js';
+import type { Env } from '../../lib/env.js';
 
 export const edgeRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_EDGE === '1';
 const PROGRAMS = ['/usr/bin/caddy', '/usr/bin/pebble', '/usr/bin/pebble-challtestsrv', '/usr/bin/openssl'];
@@ -109,6 +111,14 @@ export interface EdgeLab {
   stop(): Promise<void>;
 }
 
+/** Reads a response to its end: its status, headers and text. */
+function received(res: IncomingMessage, done: (r: { status: number; headers: IncomingHttpHeaders; body: string }) => void): void {
+  let body = '';
+  res.setEncoding('utf8');
+  res.on('data', (c: string) => (body += c));
+  res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body }));
+}
+
 async function postJson(port: number, path: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
@@ -123,12 +133,7 @@ async function postJson(port: number, path: string, body: unknown): Promise<numb
 function get(url: URL, opts: { ca?: string | string[] } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const fn = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = fn(url, { agent: false, ca: opts.ca }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = fn(url, { agent: false, ca: opts.ca }, (res) => received(res, resolve));
     req.on('error', reject);
     req.end();
   });
@@ -188,12 +193,7 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
     const adminGet = (path: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const where = adminSocket ? { socketPath: adminSocket, setHost: false, headers: { host: '' } } : { host: '127.0.0.1', port: adminPort };
-        const req = httpRequest({ ...where, path, agent: false }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
+        const req = httpRequest({ ...where, path, agent: false }, (res) => received(res, resolve));
         req.on('error', reject);
         req.end();
       });
@@ -216,22 +216,14 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
       new Promise<FetchResult>((resolve, reject) => {
         const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, path, method: opts.method ?? 'GET', servername: host, headers: { host }, ca: trust, agent: opts.agent ?? false }, (res) => {
           const cert = (res.socket as TLSSocket).getPeerCertificate?.();
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cert, reused: req.reusedSocket }));
+          received(res, (r) => resolve({ ...r, cert, reused: req.reusedSocket }));
         });
         req.on('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
         req.end();
       });
     const http = (host: string, path = '/') =>
       new Promise<FetchResult>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port: httpPort, path, headers: { host }, agent: false }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-        });
+        const req = httpRequest({ host: '127.0.0.1', port: httpPort, path, headers: { host }, agent: false }, (res) => received(res, resolve));
         req.on('error', reject);
         req.end();
       });
@@ -290,3 +282,27 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
     throw e;
   }
 }
+
+/**
+ * One lab for a test file, started by the first test that asks for it; when the file ends, the
+ * cleanups its tests pushed run (last first), then the lab stops. Call at the file's top level.
+ */
+export function labPerFile(opts: EdgeLabOptions = {}): { theLab(t: TestContext): Promise<EdgeLab | null>; cleanups: Array<() => Promise<unknown> | unknown> } {
+  let lab: EdgeLab | null = null;
+  const cleanups: Array<() => Promise<unknown> | unknown> = [];
+  after(async () => {
+    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
+    await lab?.stop();
+  });
+  return {
+    async theLab(t) {
+      if (!(await needEdge(t))) return null;
+      lab ??= await startEdgeLab(opts);
+      return lab;
+    },
+    cleanups,
+  };
+}
+
+/** A control plane pointed at the lab (see edgeEnv), its data folder in the lab's. */
+export const labEnv = (t: TestContext, l: EdgeLab, vars: Record<string, string> = {}): Promise<Env> => edgeEnv(t, { SVC_DATA_DIR: `${l.dir}/data`, ...l.vars, ...vars });

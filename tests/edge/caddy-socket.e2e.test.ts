@@ -1,20 +1,15 @@
 // Caddy's admin endpoint on a unix socket (SVC_CADDY_ADMIN=unix//<path>), against a real Caddy: a
 // socket in a folder only the control plane may open keeps other local processes, and anything that
 // fetches loopback URLs for a tenant, away from a config that holds uploaded private keys.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig, ConfigError } from '../../lib/config.js';
-import { createLogger } from '../../lib/log.js';
-import { createEnv } from '../../runtime/boot.js';
 import { createCaddyClient } from '../../lib/proxy/caddy.js';
 import { instanceInfo } from '../../lib/instance/info.js';
-import { needEdge, startEdgeLab, type EdgeLab } from '../_support/edge.js';
+import { labEnv, labPerFile } from '../_support/edge.js';
 import { poll } from '../_support/wait.js';
 
-let lab: EdgeLab | null = null;
-after(async () => {
-  await lab?.stop();
-});
+const { theLab } = labPerFile({ adminSocket: true });
 
 const base = { SVC_DATA_DIR: '/tmp/svc-unused', SVC_MASTER_KEY: 'c'.repeat(64), SVC_LOG_LEVEL: 'silent' };
 
@@ -26,8 +21,8 @@ test('SVC_CADDY_ADMIN takes unix//<absolute path> (Caddy syntax); anything else 
 });
 
 test('the admin client reads and loads Caddy over a unix socket, and the admin endpoint stays there across loads', async (t) => {
-  if (!(await needEdge(t))) return;
-  lab ??= await startEdgeLab({ adminSocket: true });
+  const lab = await theLab(t);
+  if (!lab) return;
   assert.match(lab.adminUrl, /^unix\/\/.*\/admin\.sock$/);
   const client = createCaddyClient(lab.adminUrl);
   assert.equal(client.listen, lab.adminUrl);
@@ -44,21 +39,13 @@ test('the admin client reads and loads Caddy over a unix socket, and the admin e
 });
 
 test('a control plane pointed at the socket syncs its config there and reports the proxy reachable', async (t) => {
-  if (!(await needEdge(t))) return;
-  lab ??= await startEdgeLab({ adminSocket: true });
-  const config = loadConfig({ ...base, SVC_DATA_DIR: `${lab.dir}/data`, SVC_PASSWORD_COST: '12', ...lab.vars });
-  const env = await createEnv(config, { dataDir: ':memory:', log: createLogger('silent'), edge: { checkIntervalMs: 500, checkerTickMs: 250 } });
-  env.edge.start();
-  t.after(async () => {
-    await env.edge.stop();
-    await env.series.stop();
-    await env.tailer.stop();
-    await env.db.destroy();
-  });
+  const lab = await theLab(t);
+  if (!lab) return;
+  const env = await labEnv(t, lab);
   const synced = await poll(
     "the control plane's config in Caddy",
     async () => {
-      const c = (await lab!.admin('/config/')) as { admin?: { listen?: string }; apps?: { http?: { servers?: Record<string, unknown> } } };
+      const c = (await lab.admin('/config/')) as { admin?: { listen?: string }; apps?: { http?: { servers?: Record<string, unknown> } } };
       return c.apps?.http?.servers && Object.keys(c.apps.http.servers).length ? c : null;
     },
     30_000,

@@ -2,14 +2,11 @@
 // Pebble issuing over HTTP-01, challtestsrv as DNS. Visitors fetch through Caddy with real TLS,
 // trusting Pebble's root. The upstream is a small HTTP server on loopback standing in for an app
 // container (routing to containers comes with the deployment pipeline's hook).
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../../lib/config.js';
-import { createLogger } from '../../lib/log.js';
-import { createEnv } from '../../runtime/boot.js';
 import type { Env } from '../../lib/env.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
 import { addDomain, getDomain, refreshDomain, removeCertificate, removeDomain, uploadCertificate } from '../../lib/domains/ops.js';
@@ -17,38 +14,12 @@ import { setUpstreams, switchUpstreams } from '../../lib/proxy/upstreams.js';
 import { queryRequests } from '../../lib/series/query.js';
 import { createDnsChecker } from '../../lib/domains/dns.js';
 import { HttpError } from '../../lib/http/errors.js';
-import { needEdge, startEdgeLab, type EdgeLab, type FetchResult } from '../_support/edge.js';
+import { labEnv, labPerFile, type EdgeLab, type FetchResult } from '../_support/edge.js';
 import { freePort } from '../_support/net.js';
 import { issue } from '../_support/pki.js';
 import { poll } from '../_support/wait.js';
 
-let lab: EdgeLab | null = null;
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-after(async () => {
-  for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-  await lab?.stop();
-});
-
-async function theLab(t: import('node:test').TestContext): Promise<EdgeLab | null> {
-  if (!(await needEdge(t))) return null;
-  lab ??= await startEdgeLab();
-  return lab;
-}
-
-/** A control plane's services over an in-memory database, pointed at the lab, edge started. */
-async function edgeEnv(t: import('node:test').TestContext, l: EdgeLab, opts: { start?: boolean } = {}): Promise<Env> {
-  const config = loadConfig({ SVC_DATA_DIR: `${l.dir}/data`, SVC_MASTER_KEY: 'c'.repeat(64), SVC_LOG_LEVEL: 'silent', SVC_PASSWORD_COST: '12', ...l.vars });
-  const env = await createEnv(config, { dataDir: ':memory:', log: createLogger('silent'), edge: { checkIntervalMs: 500, checkerTickMs: 250 } });
-  if (opts.start !== false) env.edge.start();
-  // Stopped when its test ends: two control planes syncing one Caddy would undo each other.
-  t.after(async () => {
-    await env.edge.stop();
-    await env.series.stop();
-    await env.tailer.stop();
-    await env.db.destroy();
-  });
-  return env;
-}
+const { theLab, cleanups } = labPerFile();
 
 /** A stand-in for an app container: answers "hello from <name>"; /slow takes 120 ms. */
 async function upstream(name: string): Promise<{ server: Server; port: number; hits: () => number }> {
@@ -95,7 +66,7 @@ const issuerCn = (r: FetchResult) => String(r.cert?.issuer?.CN ?? '');
 test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects once it is served; requests are counted with percentiles', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   env.series.start(env.tailer);
   env.tailer.start();
   const up = await upstream('shop');
@@ -191,7 +162,7 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
 test('a redirect domain answers 308 to https://<redirect_to><uri> on both ports', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const created = await addDomain(env, { hostname: 'old-shop.example.com', redirect_to: 'new-shop.example.com' });
   assert.equal(created.proxy.synced, true);
   const r = await until(l, 'old-shop.example.com', (x) => x.status === 308, 'the redirect over HTTPS', '/p/q?r=s');
@@ -204,7 +175,7 @@ test('a redirect domain answers 308 to https://<redirect_to><uri> on both ports'
 test('an uploaded certificate is served instead of ACME; deleting it returns to ACME', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const up = await upstream('blog');
   const appId = await appWithService(env, 'blog', up.port);
   const host = 'blog.example.com';
@@ -242,7 +213,7 @@ test('an uploaded certificate is served instead of ACME; deleting it returns to 
 test('deleting a domain stops serving it; the proxy config no longer has its route', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const up = await upstream('gone');
   const appId = await appWithService(env, 'gone', up.port);
   const host = 'gone.example.com';
@@ -267,7 +238,7 @@ test('deleting a domain stops serving it; the proxy config no longer has its rou
 test('a domain whose DNS points elsewhere awaits DNS, is served over plain HTTP and never reaches the CA', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const up = await upstream('away');
   const appId = await appWithService(env, 'away', up.port);
   const host = 'away.example.com';
@@ -297,7 +268,7 @@ test('a domain whose DNS points elsewhere awaits DNS, is served over plain HTTP 
 test('Caddy killed with SIGKILL and restarted empty serves every domain again within the check interval', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const up = await upstream('heal');
   const appId = await appWithService(env, 'heal', up.port);
   const host = 'heal.example.com';
@@ -322,7 +293,7 @@ test('Caddy killed with SIGKILL and restarted empty serves every domain again wi
 test('Caddy down during a change: the row is saved, the answer says not synced, the next sync applies it', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   const up = await upstream('later');
   const appId = await appWithService(env, 'later', up.port);
   await env.edge.proxy.sync();
@@ -339,7 +310,7 @@ test('Caddy down during a change: the row is saved, the answer says not synced, 
 test('switching upstreams is one config load; clients looping through Caddy lose no request, and the old upstream can stop at once', async (t) => {
   const l = await theLab(t);
   if (!l) return;
-  const env = await edgeEnv(t, l);
+  const env = await labEnv(t, l);
   // Both stand-ins listen on one port number each; the service's port follows the switch.
   const a = await upstream('blue');
   const b = await upstream('green');

@@ -4,52 +4,25 @@
 //   checked with real TLS handshakes per SNI name;
 // - a container on an app network asking the host's proxy port for the control domain is refused,
 //   while the same request from the host reaches the API.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import { loadConfig } from '../../lib/config.js';
-import { createLogger } from '../../lib/log.js';
-import { createEnv } from '../../runtime/boot.js';
 import type { Env } from '../../lib/env.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
 import { addDomain, uploadCertificate } from '../../lib/domains/ops.js';
 import { setUpstreams } from '../../lib/proxy/upstreams.js';
 import { createEngine } from '../../lib/docker/index.js';
-import { needEdge, startEdgeLab, type EdgeLab } from '../_support/edge.js';
+import { labEnv, labPerFile } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { startTestServer, type TestServer } from '../_support/server.js';
 import { issue } from '../_support/pki.js';
 import { poll } from '../_support/wait.js';
 import { execIn } from '../engine/_helpers.js';
 
-let lab: EdgeLab | null = null;
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-after(async () => {
-  for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-  await lab?.stop();
-});
-
-async function theLab(t: import('node:test').TestContext): Promise<EdgeLab | null> {
-  if (!(await needEdge(t))) return null;
-  lab ??= await startEdgeLab();
-  return lab;
-}
-
-async function edgeEnv(t: import('node:test').TestContext, l: EdgeLab, vars: Record<string, string>): Promise<Env> {
-  const config = loadConfig({ SVC_DATA_DIR: `${l.dir}/data`, SVC_MASTER_KEY: 'c'.repeat(64), SVC_LOG_LEVEL: 'silent', SVC_PASSWORD_COST: '12', ...l.vars, ...vars });
-  const env = await createEnv(config, { dataDir: ':memory:', log: createLogger('silent'), edge: { checkIntervalMs: 500, checkerTickMs: 250 } });
-  env.edge.start();
-  t.after(async () => {
-    await env.edge.stop();
-    await env.series.stop();
-    await env.tailer.stop();
-    await env.db.destroy();
-  });
-  return env;
-}
+const { theLab, cleanups } = labPerFile();
 
 async function upstreamPort(): Promise<number> {
   const server = createServer((_q, res) => res.end('app'));
@@ -98,7 +71,7 @@ test('an uploaded certificate that also names the control domain and other apps 
   const l = await theLab(t);
   if (!l) return;
   const control = 'svc.scope.test';
-  const env = await edgeEnv(t, l, { SVC_CONTROL_DOMAIN: control });
+  const env = await labEnv(t, l, { SVC_CONTROL_DOMAIN: control });
   const port = await upstreamPort();
   const [alpha, beta, gamma] = [await appWithService(env, 'alpha', port), await appWithService(env, 'beta', port), await appWithService(env, 'gamma', port)];
   const a = (await addDomain(env, { hostname: 'alpha.scope.test', app_id: alpha, service: 'web' })).domain;

@@ -3,11 +3,23 @@
 import { PassThrough } from 'node:stream';
 import type { Engine } from '../../lib/docker/index.js';
 import { stackRemove, guard } from '../../lib/docker/index.js';
-import { BASE_IMAGE } from '../_support/docker.js';
-import type { Client } from '../_support/server.js';
+import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';
+import { startGitServer, type GitServer } from '../_support/gitserver.js';
+import { adminClient, startTestServer, type Client, type TestServer } from '../_support/server.js';
 
 export { freePort } from '../_support/net.js';
 export { startGitServer, type GitServer } from '../_support/gitserver.js';
+
+/** A git server and a control plane that deploys from it, with short gates (still generous on a loaded 2-core machine). */
+export async function startDeployServer(): Promise<{ git: GitServer; s: TestServer; admin: Client }> {
+  await ensureBaseImage();
+  const git = await startGitServer();
+  const s = await startTestServer();
+  const admin = await adminClient(s);
+  s.env.deployments.opts.healthTimeoutMs = 60_000;
+  s.env.deployments.opts.settleMs = 1_500;
+  return { git, s, admin };
+}
 
 /** A Dockerfile app serving `content` on 8080; SIGTERM ends it at once (as a real app would). */
 export function webRepo(content: string, extra = ''): Record<string, string> {

@@ -19,6 +19,27 @@ export async function cleanup(engine: Engine, apps: Iterable<string>): Promise<v
   }
 }
 
+/** Removes the containers, images and volumes a test made itself and labelled svc.test=<tag>. */
+export async function removeTagged(engine: Engine, tag: string): Promise<void> {
+  const d = engine.docker;
+  const filters = { label: [`svc.test=${tag}`] };
+  for (const ct of await d.listContainers({ all: true, filters }))
+    await d
+      .getContainer(ct.Id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
+  for (const im of await d.listImages({ filters }))
+    await d
+      .getImage(im.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const v of (await d.listVolumes({ filters })).Volumes ?? [])
+    await d
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => {});
+}
+
 /** Runs a command in a container; returns raw stdout bytes and the exit code. */
 export async function execIn(engine: Engine, id: string, cmd: string[]): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
   const exec = await engine.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });

@@ -10,10 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { needDocker, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
+import type { Client, TestServer } from '../_support/server.js';
 import { listAppContainers } from '../../lib/docker/index.js';
-import { startGitServer, waitStatus, cleanupApp, callInApp, type GitServer } from './_deploy.js';
+import { startDeployServer, waitStatus, cleanupApp, callInApp, type GitServer } from './_deploy.js';
 
 const SECRET = `secret-${randomBytes(8).toString('hex')}`;
 let s: TestServer;
@@ -28,18 +28,13 @@ let ready = false;
 
 before(async () => {
   if (!(await dockerReachable())) return;
-  await ensureBaseImage();
   hostService = createServer((req, res) => {
     requests.push(req.url ?? '');
     res.end(SECRET);
   });
   await new Promise<void>((resolve) => hostService.listen(0, '127.0.0.1', resolve));
   port = (hostService.address() as { port: number }).port;
-  git = await startGitServer();
-  s = await startTestServer();
-  admin = await adminClient(s);
-  s.env.deployments.opts.healthTimeoutMs = 60_000;
-  s.env.deployments.opts.settleMs = 1_500;
+  ({ git, s, admin } = await startDeployServer());
   ready = true;
 });
 

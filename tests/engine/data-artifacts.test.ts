@@ -13,6 +13,8 @@ import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { newApp, runBackup, stepUp, stopDataServer } from './_data.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '../../lib/docker/index.js';
+import { runningRow } from '../../lib/backups/run.js';
+import { getConfig } from '../../lib/backups/store.js';
 
 let s: TestServer;
 let up: Client;
@@ -193,25 +195,10 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
 
   // A run still running: 409, its row untouched.
   const rid = '0'.repeat(25) + '9';
-  const now = new Date().toISOString();
+  const cfg = await getConfig(s.env, app.id, local);
   await s.env.db
     .insertInto('backup_runs')
-    .values({
-      id: rid,
-      backup_id: local,
-      app_id: app.id,
-      status: 'running',
-      trigger: 'manual',
-      artifact: `${app.id}/${rid}.svcbak`,
-      artifact_removed: 0,
-      size_bytes: null,
-      sha256: null,
-      error: null,
-      verified_at: null,
-      verify_error: null,
-      started_at: now,
-      finished_at: null,
-    })
+    .values(runningRow(cfg, rid, 'manual', new Date().toISOString()))
     .execute();
   const busy = await del(up, app.id, rid);
   assert.equal(busy.status, 409, busy.text);

@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { needDocker, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import type { Client, TestServer } from '../_support/server.js';
 import { listAppContainers } from '../../lib/docker/index.js';
 import { execIn, until } from './_helpers.js';
-import { startGitServer, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
+import { startDeployServer, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
 let s: TestServer;
 let admin: Client;
@@ -22,12 +22,7 @@ const hostFiles: string[] = [];
 
 before(async () => {
   if (!(await dockerReachable())) return;
-  await ensureBaseImage();
-  git = await startGitServer();
-  s = await startTestServer();
-  admin = await adminClient(s);
-  s.env.deployments.opts.healthTimeoutMs = 60_000;
-  s.env.deployments.opts.settleMs = 1_500;
+  ({ git, s, admin } = await startDeployServer());
   ready = true;
 });
 

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
+import { removeTagged } from './_helpers.js';
 import { poll } from '../_support/wait.js';
 import { liveSet, pruneEngine } from '../../lib/instance/disk.js';
 import { LABEL_APP, LABEL_ROLE, LABEL_SERVICE } from '../../lib/docker/names.js';
@@ -20,22 +21,7 @@ before(async () => {
 });
 after(async () => {
   if (!s) return;
-  const d = s.env.engine.docker;
-  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
-    await d
-      .getContainer(ct.Id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
-  for (const im of await d.listImages({ filters: { label: [`svc.test=${tag}`] } }))
-    await d
-      .getImage(im.Id)
-      .remove({ force: true })
-      .catch(() => {});
-  for (const v of (await d.listVolumes({ filters: { label: [`svc.test=${tag}`] } })).Volumes ?? [])
-    await d
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => {});
+  await removeTagged(s.env.engine, tag);
   await s.stop();
 });
 

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
+import { removeTagged } from './_helpers.js';
 import { adoptLegacyObjects, ADOPTED_SETTING } from '../../lib/instance/owner.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_MANAGED, LABEL_SERVICE } from '../../lib/docker/names.js';
 
@@ -18,12 +19,7 @@ before(async () => {
 });
 after(async () => {
   if (!s) return;
-  const d = s.env.engine.docker;
-  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
-    await d
-      .getContainer(ct.Id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
+  await removeTagged(s.env.engine, tag);
   await s.stop();
 });
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
 import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
+import { removeTagged } from './_helpers.js';
 import { poll } from '../_support/wait.js';
 import { openShells } from '../../lib/shell/session.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
@@ -24,12 +25,7 @@ before(async () => {
 });
 after(async () => {
   if (!s) return;
-  const d = s.env.engine.docker;
-  for (const ct of await d.listContainers({ all: true, filters: { label: [`svc.test=${tag}`] } }))
-    await d
-      .getContainer(ct.Id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
+  await removeTagged(s.env.engine, tag);
   await s.stop();
 });
 

@@ -12,14 +12,13 @@ import { chmod, chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'nod
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { parseEnvFile, loadConfig } from '../../lib/config.js';
-import { createLogger } from '../../lib/log.js';
 import { createCaddyClient } from '../../lib/proxy/caddy.js';
 import { checks, runChecks, type DoctorContext } from '../../lib/doctor/checks.js';
 import { request as httpRequest } from 'node:http';
-import { createEnv } from '../../runtime/boot.js';
 import { runCli } from '../_support/cli.js';
 import { missing } from '../_support/ci.js';
 import { needEdge } from '../_support/edge.js';
+import { edgeEnv } from '../_support/env.js';
 import { freePort } from '../_support/net.js';
 import { poll } from '../_support/wait.js';
 
@@ -149,24 +148,13 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
   // Another user cannot open the socket (its directory is Caddy's user's alone); root, as the control plane runs, can.
   assert.equal(await connectAs(65534, 65534, socket), 'EACCES');
 
-  const config = loadConfig({
+  await edgeEnv(t, {
     SVC_DATA_DIR: join(root, 'data'),
-    SVC_MASTER_KEY: 'c'.repeat(64),
-    SVC_LOG_LEVEL: 'silent',
-    SVC_PASSWORD_COST: '12',
     SVC_CADDY_ADMIN: address,
     SVC_PROXY_HTTP_PORT: String(httpPort),
     SVC_PROXY_HTTPS_PORT: String(httpsPort),
     SVC_ACCESS_LOG: join(logs, 'access.log'),
     SVC_PROXY: 'on',
-  });
-  const svcEnv = await createEnv(config, { dataDir: ':memory:', log: createLogger('silent'), edge: { checkIntervalMs: 500, checkerTickMs: 250 } });
-  svcEnv.edge.start();
-  t.after(async () => {
-    await svcEnv.edge.stop();
-    await svcEnv.series.stop();
-    await svcEnv.tailer.stop();
-    await svcEnv.db.destroy();
   });
   type Cfg = { admin?: { listen?: string }; apps?: { http?: { servers?: Record<string, unknown> } } };
   const synced = async () => {
