@@ -16,7 +16,6 @@ import { rawConnection } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { conflict, HttpError, notFound, unavailable } from '../http/errors.js';
-import { INSTANCE_ID_SETTING } from '../instance/owner.js';
 import { productVersion } from '../version.js';
 import { ArtifactBindingError, encryptStream, type InstanceBinding } from './crypto.js';
 import { destinationOf } from './destinations.js';
@@ -69,10 +68,9 @@ function masterKey(env: Env): Buffer {
   return env.config.masterKey;
 }
 
+/** The id boot loaded (lib/instance/owner.ts) and every engine object of this instance carries. */
 export async function instanceId(env: Env): Promise<string> {
-  const r = await env.db.selectFrom('settings').select('value').where('key', '=', INSTANCE_ID_SETTING).executeTakeFirst();
-  if (!r) throw unavailable('the instance has no id yet');
-  return r.value;
+  return env.engine.owner.instanceId;
 }
 
 export const readConfig = (env: Env) => env.db.selectFrom('instance_backup').selectAll().where('id', '=', INSTANCE_BACKUP_ID).executeTakeFirst();
