@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { AccessLogTailer } from '../lib/traffic/tailer.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { addRequestBuckets, newAcc, type RequestRowWrite } from '../lib/series/store.js';
-import { bucketOf } from '../lib/series/histogram.js';
+import { bucketOf } from '../lib/util/histogram.js';
 import { queryRequests, RANGE_NAMES, RANGES } from '../lib/series/query.js';
 import { migrate, openDb, rawConnection } from '../lib/db/index.js';
 import { arg, parseJsonLines, rng, writeLines } from './_args.js';

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { posix, resolve } from 'node:path';
-import { checkHostname } from './domains/hostname.js';
+import { checkHostname } from './util/hostname.js';
 
 export interface Config {
   port: number;

@@ -18,6 +18,11 @@ import type { VitalsSampler } from './series/vitals.js';
 import type { Notifier } from './notify/notifier.js';
 import type { CrashWatcher } from './apps/crash.js';
 
+// ctx.env of every handler (lib/http/handler.ts) is these services.
+declare module './http/handler.js' {
+  interface Services extends Env {}
+}
+
 export interface Env {
   config: Config;
   db: Db;

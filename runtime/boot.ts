@@ -13,7 +13,7 @@ import { LoginGuard } from '../lib/auth/guard.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
 import { rehashRecoveryCodes } from '../lib/auth/totp.js';
 import { chooseMasterKey, masterKeyPath, MasterKeyError, type MasterKeyChoice } from '../lib/crypto/master-key.js';
-import { hasSealedData, unopenableSealedData } from '../lib/crypto/sealed-rows.js';
+import { hasSealedData, unopenableSealedData } from '../lib/instance/sealed-rows.js';
 import { tightenPrivateDir } from '../lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
 import { createEngine } from '../lib/docker/engine.js';

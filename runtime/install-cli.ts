@@ -13,7 +13,7 @@ import { ConfigError, loadConfig, parseEnvFile, type Config } from '../lib/confi
 import { readSetupToken } from '../lib/auth/setup.js';
 import { createCaddyClient } from '../lib/proxy/caddy.js';
 import { createDnsChecker, detectAddresses } from '../lib/domains/dns.js';
-import { checkHostname } from '../lib/domains/hostname.js';
+import { checkHostname } from '../lib/util/hostname.js';
 import { DEFAULT_ENV_FILE, UNIT_NAME, under } from '../lib/install/paths.js';
 import { describeChange, missingPackages, planInstall, planUninstall, previewText, supportedOs, type Change, type HostState, type Plan } from '../lib/install/plan.js';
 import { execRunner, pathState, readHostState, type CmdRunner } from '../lib/install/state.js';

@@ -4,5 +4,10 @@ export const STATE_KIND_NAMES = ['app_env', 'app', 'service', 'triggers', 'domai
 
 export type StateKindName = (typeof STATE_KIND_NAMES)[number];
 
+// A route's audit declaration (lib/http/route.ts) names one of these kinds.
+declare module '../http/route.js' {
+  interface AuditStateKinds extends Record<StateKindName, true> {}
+}
+
 const names: ReadonlySet<string> = new Set(STATE_KIND_NAMES);
 export const isStateKind = (k: string | null | undefined): k is StateKindName => k != null && names.has(k);

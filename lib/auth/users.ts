@@ -3,12 +3,10 @@ import type { UserTable } from '../db/schema.js';
 import { nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { invalidateCredentials } from './cache.js';
+import type { PrincipalUser } from '../http/handler.js';
 
-export interface PublicUser {
-  id: string;
-  username: string;
-  totp_enabled: boolean;
-}
+/** An operator as the API shows them: the principal's user (lib/http/handler.ts). */
+export type PublicUser = PrincipalUser;
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 /** Long passphrases are welcome; the cap only keeps one request from hashing megabytes. */

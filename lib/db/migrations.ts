@@ -1,7 +1,7 @@
 // Migrations are frozen in time and listed statically: never edit one that has shipped, add the next.
 import type { Kysely, Migration } from 'kysely';
 import { sql } from './kysely.js';
-import { addEncoded, encode, newHistogram } from '../series/histogram.js';
+import { addEncoded, encode, newHistogram } from '../util/histogram.js';
 
 const m0001: Migration = {
   async up(db: Kysely<any>) {

@@ -272,7 +272,7 @@ export interface RequestSeriesTable {
   errors_4xx: number;
   errors_5xx: number;
   bytes_out: number;
-  /** Latency histogram: little-endian uint32 counts over fixed bounds (lib/series/histogram.ts). */
+  /** Latency histogram: little-endian uint32 counts over fixed bounds (lib/util/histogram.ts). */
   hist: Buffer;
 }
 

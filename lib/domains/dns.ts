@@ -5,7 +5,7 @@ import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { badRequest } from '../http/errors.js';
-import { checkHostname } from './hostname.js';
+import { checkHostname } from '../util/hostname.js';
 
 export interface DnsCheck {
   host: string;

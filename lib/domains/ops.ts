@@ -25,7 +25,7 @@ import {
   type DomainInput,
   type DomainRow,
 } from './store.js';
-import { checkHostname } from './hostname.js';
+import { checkHostname } from '../util/hostname.js';
 import { badRequest } from '../http/errors.js';
 import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from './status.js';
 

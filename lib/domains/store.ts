@@ -6,7 +6,7 @@ import type { Sealer } from '../crypto/seal.js';
 import type { DomainCertificateTable, DomainTable, HostCheckTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
-import { checkHostname } from './hostname.js';
+import { checkHostname } from '../util/hostname.js';
 import { validateCertificate, type ValidatedCertificate } from './certificate.js';
 
 export type DomainRow = DomainTable;

@@ -1,5 +1,16 @@
-import type { Env } from '../env.js';
-import type { PublicUser } from '../auth/users.js';
+// The handler contract. http/ is infrastructure and names no product area: the services a handler
+// receives are registered into `Services` by lib/env.ts (declaration merging), so this file types
+// `ctx.env` without importing what the services are.
+
+/** The services handed to every handler as `ctx.env`: lib/env.ts registers them. */
+export interface Services {}
+
+/** Who an authenticated request acts as (lib/auth/users.ts names it PublicUser). */
+export interface PrincipalUser {
+  id: string;
+  username: string;
+  totp_enabled: boolean;
+}
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -9,7 +20,7 @@ export type AuthPolicy = 'operator' | 'public' | 'metrics';
 
 export interface Principal {
   kind: 'session' | 'token';
-  user: PublicUser;
+  user: PrincipalUser;
   /** Session id or API token id: step-up is bound to it. */
   credentialId: string;
   stepUpUntil: string | null;
@@ -48,7 +59,7 @@ export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string,
   params: P;
   query: Q;
   body: B;
-  env: Env;
+  env: Services;
   principal: Principal | null;
   client: Client;
   requestId: string;

@@ -5,7 +5,6 @@ import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
 import type { AuthPolicy, Ctx, Method } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
-import type { StateKindName } from '../audit/state.js';
 
 /** A response that is not JSON (Prometheus text, a preformatted body): documented by its media type. */
 export interface RawSpec {
@@ -15,6 +14,13 @@ export const raw = (contentType: string): RawSpec => ({ raw: contentType });
 
 /** A zod schema (JSON body), `null` (no body, e.g. 204) or a raw media type. */
 export type ResponseSpec = z.ZodType | null | RawSpec;
+
+/**
+ * The kinds of audited state, registered by lib/audit/kinds.ts (declaration merging keeps http/
+ * free of product areas while a route's `state.kind` is still checked against the real names).
+ */
+export interface AuditStateKinds {}
+export type AuditKindName = keyof AuditStateKinds & string;
 
 /** What the audit stage records for a route (any method that declares it, and every authenticated write). */
 export interface AuditSpec<C = Ctx> {
@@ -26,11 +32,11 @@ export interface AuditSpec<C = Ctx> {
    * what makes the entry diffable and revertible. `id` undefined: a creation, whose id the handler
    * names through ctx.audit({ target }). A function resolves kind and id itself (the revert route).
    */
-  state?: { kind: StateKindName; id?: (ctx: C) => string | null | undefined } | ((ctx: C) => Promise<AuditStateRef | null>);
+  state?: { kind: AuditKindName; id?: (ctx: C) => string | null | undefined } | ((ctx: C) => Promise<AuditStateRef | null>);
 }
 
 export interface AuditStateRef {
-  kind: StateKindName;
+  kind: AuditKindName;
   id: string | null;
 }
 

@@ -11,7 +11,7 @@ import { s3Store, type S3Settings } from '../backups/s3.js';
 import { unpackVerified } from '../backups/instance.js';
 import { openDb } from '../db/index.js';
 import { createSealer } from '../crypto/seal.js';
-import { hasSealedData, unopenableSealedData } from '../crypto/sealed-rows.js';
+import { hasSealedData, unopenableSealedData } from './sealed-rows.js';
 import { RECOVERY_MARKER, type RecoveryMarker } from './recovery.js';
 
 export class RestoreRefused extends Error {}

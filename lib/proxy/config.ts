@@ -68,7 +68,7 @@
 
 import { createHash, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
-import { isLabel, MAX_HOSTNAME } from '../domains/hostname.js';
+import { isLabel, MAX_HOSTNAME } from '../util/hostname.js';
 
 export const ACCESS_LOGGER = 'svc';
 /** Caddy names a server's access logger `http.log.access.<default_logger_name>`. */

@@ -4,7 +4,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { rawConnection, type Db } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
-import { quantile } from './histogram.js';
+import { quantile } from '../util/histogram.js';
 import { addStoredRow, newAcc, readRequestRows, type RequestAcc, type Resolution } from './store.js';
 
 export const RANGES = {

@@ -13,7 +13,7 @@
 // would have to be invalidated by late log lines, which write into past buckets.
 import type BetterSqlite3 from 'better-sqlite3';
 import { rawConnection, type Db } from '../db/index.js';
-import { addEncoded, encode, newHistogram } from './histogram.js';
+import { addEncoded, encode, newHistogram } from '../util/histogram.js';
 
 export const RESOLUTIONS = [10, 60, 300, 3600, 7200] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];

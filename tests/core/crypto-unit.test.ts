@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { chooseMasterKey, readMasterKeyFile, masterKeyPath, MasterKeyError, MASTER_KEY_FILE } from '../../lib/crypto/master-key.js';
 import { createSealer, requireSealer, SealError } from '../../lib/crypto/seal.js';
 import { newId, randomToken, sha256Hex, safeEqual, ID_PATTERN } from '../../lib/crypto/random.js';
-import { hasSealedData, unopenableSealedData } from '../../lib/crypto/sealed-rows.js';
+import { hasSealedData, unopenableSealedData } from '../../lib/instance/sealed-rows.js';
 import { HttpError } from '../../lib/http/errors.js';
 import { memoryEnv } from '../_support/env.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING } from '../../lib/auth/signing.js';

@@ -149,3 +149,49 @@ test('the cycle check finds type-only and dynamic cycles, and passes a tree with
   const acyclic = [f('lib/env.ts', "import type { Deployments } from './deploy/types.js';"), f('lib/deploy/types.ts', "import type { App } from '../apps/model.js';"), f('lib/apps/model.ts', '')];
   assert.deepEqual(cycles(libGraph(acyclic)), []);
 });
+
+/** lib/ as a graph of folders (`lib/apps/x.ts` -> `apps`; a file directly in lib/ is its own folder). */
+export function folderGraph(files: { file: string; text: string }[]): Map<string, string[]> {
+  const folderOf = (path: string) => path.split('/')[1]!.replace(/\.ts$/, '');
+  const graph = new Map<string, Set<string>>();
+  for (const [file, deps] of libGraph(files)) {
+    const from = folderOf(file);
+    const set = graph.get(from) ?? new Set<string>();
+    for (const to of deps) if (folderOf(to) !== from) set.add(folderOf(to));
+    graph.set(from, set);
+  }
+  return new Map([...graph].map(([k, v]) => [k, [...v].sort()]));
+}
+
+/** The folders every product area may use; they use none of them (boot wires them together). */
+const INFRASTRUCTURE = new Set(['db', 'crypto', 'http', 'util', 'events', 'config', 'log']);
+
+test('infrastructure folders import no product area, type-only and dynamic imports included', () => {
+  const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  const graph = folderGraph(files);
+  for (const f of INFRASTRUCTURE) assert.ok(graph.has(f), `lib/${f} exists`);
+  const wrong = [...graph].flatMap(([from, tos]) => (INFRASTRUCTURE.has(from) ? tos.filter((t) => !INFRASTRUCTURE.has(t)).map((t) => `${from} -> ${t}`) : []));
+  assert.deepEqual(wrong, []);
+});
+
+// The product areas still tied in one knot, mostly through lib/env.ts (the service container every
+// area names and that names every area). The list may only shrink: a folder that joins a cycle,
+// or a new cycle, fails here.
+const KNOT = ['apps', 'audit', 'auth', 'databases', 'deploy', 'domains', 'env', 'metrics', 'proxy', 'series', 'webhooks'];
+
+test('folder cycles in lib/ only shrink: no folder outside the known knot is in a cycle', () => {
+  const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  const found = cycles(folderGraph(files));
+  const outside = found.flat().filter((f) => !KNOT.includes(f));
+  assert.deepEqual(outside, [], `folders newly in a cycle: ${found.map((c) => c.join(', ')).join(' | ')}`);
+  assert.ok(found.length <= 1, `one knot at most: ${found.map((c) => c.join(', ')).join(' | ')}`);
+});
+
+test('the folder checks catch an infrastructure folder importing a product area, and a new folder cycle', () => {
+  const f = (file: string, text: string) => ({ file, text });
+  const tree = [f('lib/http/x.ts', "import type { App } from '../apps/model.js';"), f('lib/apps/model.ts', "import { HttpError } from '../http/errors.js';"), f('lib/http/errors.ts', '')];
+  const graph = folderGraph(tree);
+  assert.deepEqual(graph.get('http'), ['apps']);
+  assert.deepEqual(cycles(graph), [['apps', 'http']]);
+  assert.deepEqual(cycles(folderGraph([f('lib/config.ts', "import { x } from './util/hostname.js';"), f('lib/util/hostname.ts', '')])), []);
+});

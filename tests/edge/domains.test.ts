@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { checkHostname } from '../../lib/domains/hostname.js';
+import { checkHostname } from '../../lib/util/hostname.js';
 import { createDomain, updateDomain, putCertificate, deleteCertificate, getDomainRow, setBaseDomain, getBaseDomain, keyBinding } from '../../lib/domains/store.js';
 import { validateCertificate } from '../../lib/domains/certificate.js';
 import { computeStatus, domainView, ISSUE_TIMEOUT_MS } from '../../lib/domains/status.js';

@@ -2,7 +2,7 @@
 // the contract's query shape, attribution by host. A real (in-memory) SQLite database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BOUNDS_MS, bucketOf, newHistogram, addInto, quantile, encode, addEncoded } from '../../lib/series/histogram.js';
+import { BOUNDS_MS, bucketOf, newHistogram, addInto, quantile, encode, addEncoded } from '../../lib/util/histogram.js';
 import { RequestSeries, hostKey } from '../../lib/series/requests.js';
 import { queryRequests, queryHost, parseRange, RANGES, RANGE_NAMES } from '../../lib/series/query.js';
 import { addVitalsSample, pruneSeries, MAX_ROWS_PER_SERIES, RESOLUTIONS, RETENTION } from '../../lib/series/store.js';

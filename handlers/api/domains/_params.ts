@@ -5,7 +5,7 @@ import { ID_PATTERN } from '../../../lib/crypto/random.js';
 export const domainParams = z.object({ id: z.string().regex(ID_PATTERN, 'not a domain id') });
 export type DomainParams = z.infer<typeof domainParams>;
 
-// Types only: the hostname rules live in lib/domains/hostname.ts so that every refusal names its rule.
+// Types only: the hostname rules live in lib/util/hostname.ts so that every refusal names its rule.
 const host = z.string().max(2048);
 const nullableId = z.string().max(255).nullable();
 

@@ -1,7 +1,7 @@
 // The columns that hold sealed values, with the binding each was sealed under: enough to tell
 // at boot whether sealed data exists and whether the master key in use can open it.
 import type { Db } from '../db/index.js';
-import type { Sealer } from './seal.js';
+import type { Sealer } from '../crypto/seal.js';
 import { totpBinding } from '../auth/totp.js';
 import { envBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
