@@ -88,6 +88,11 @@ export interface EdgeLab {
   httpsPort: number;
   dnsAddress: string;
   accessLog: string;
+  /**
+   * Caddy's certificate storage: Caddy 2.6's default place, `$XDG_DATA_HOME/caddy` (the lab sets
+   * XDG_DATA_HOME), as on a host where the service's SVC_CADDY_STORAGE names Caddy's default.
+   */
+  caddyStorage: string;
   /** The CA behind Pebble's listener (SVC_ACME_CA_ROOT); also handy to sign uploads. */
   ca: TestCa;
   /** Pebble's issuing root: what a visitor must trust for ACME certificates. */
@@ -104,7 +109,7 @@ export interface EdgeLab {
   setA(host: string, addresses: string[] | null): Promise<void>;
   /** Kills Caddy (SIGKILL by default) and waits for it to be gone. */
   killCaddy(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts Caddy again with an empty config (the admin endpoint only). */
+  /** Starts Caddy again with an empty config (the admin endpoint only), on the same storage and ports. */
   startCaddy(): Promise<void>;
   caddyOutput(): string;
   pebbleOutput(): string;
@@ -235,6 +240,7 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
       httpsPort,
       dnsAddress: `127.0.0.1:${dnsPort}`,
       accessLog,
+      caddyStorage: join(caddyHome, 'data', 'caddy'),
       ca,
       pebbleRoot,
       vars: {
