@@ -328,7 +328,7 @@ export interface paths {
         /** An app's deployments, newest first */
         get: operations["getApiAppsByIdDeployments"];
         put?: never;
-        /** Deploy an app now (202: queued); 409 while a manual deployment is active */
+        /** Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active */
         post: operations["postApiAppsByIdDeployments"];
         delete?: never;
         options?: never;
@@ -3053,6 +3053,8 @@ export interface components {
         };
         PostApiAppsByIdDeploymentsBody: {
             ref?: string;
+            /** @description Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history */
+            commit?: string;
         };
         PostApiAppsByIdDomainsBody: {
             hostname: string;

@@ -619,6 +619,14 @@ const m0013: Migration = {
   },
 };
 
+// A deployment of one commit (`POST .../deployments {commit}`, disaster recovery) keeps the commit
+// asked for until the pipeline resolves it: a deployment queued across a restart still deploys it.
+const m0014: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable('deployments').addColumn('commit_pin', 'text').execute();
+  },
+};
+
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_apps_deployments': m0002,
@@ -633,4 +641,5 @@ export const migrations: Record<string, Migration> = {
   '0011_audit_contract': m0011,
   '0012_webhook_delivery_log': m0012,
   '0013_instance_backup': m0013,
+  '0014_deployment_commit_pin': m0014,
 };

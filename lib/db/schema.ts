@@ -129,6 +129,8 @@ export interface DeploymentTable {
   spec: string | null;
   /** The commit a webhook announced (informational; the ref's head at fetch time is deployed). */
   commit_wanted: string | null;
+  /** The commit (hex, maybe abbreviated) this deployment must deploy, on `ref`'s history; null: the ref's head. */
+  commit_pin: string | null;
 }
 
 export interface DeploymentEventTable {

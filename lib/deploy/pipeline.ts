@@ -29,6 +29,8 @@ export interface PipelineRun {
   env: Env;
   app: App;
   deployment: Deployment;
+  /** The commit to deploy instead of the ref's head (must be on the ref's history); null: the head. */
+  pin?: string | null;
   /** The spec a rollback re-plans (read from the deployment it rolls back to). */
   spec: DeploySpec | null;
   log: DeployLog;
@@ -81,7 +83,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     const src = app.source;
     const ref = dep.ref ?? src.branch;
     await run.setStatus('cloning');
-    say(`fetching ${ref} from ${redactUrl(src.repo_url)}`);
+    say(`fetching ${ref} from ${redactUrl(src.repo_url)}${run.pin ? ` to deploy its commit ${run.pin}` : ''}`);
     const gitAuth = env.gitAuth ?? noGitAuth;
     const co = await gitAuth(app, (gitEnv) =>
       checkout({
@@ -90,6 +92,7 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
         deploymentId: dep.id,
         url: src.repo_url,
         ref,
+        commit: run.pin ?? null,
         env: gitEnv,
         signal,
         timeoutMs: opts.cloneTimeoutMs,

@@ -113,7 +113,7 @@ export abstract class DeployRunner {
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
       // The pipeline (compose, build, blue/green) loads with the first deployment, not at boot.
       const { runPipeline } = await import('./pipeline.js');
-      const result = await runPipeline({ env: this.env, app, deployment, spec, log, signal, setStatus, opts: this.opts });
+      const result = await runPipeline({ env: this.env, app, deployment, pin: row.commit_pin, spec, log, signal, setStatus, opts: this.opts });
       signal.throwIfAborted();
       log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);
       await log.flush();

@@ -4,7 +4,7 @@
 // Running a deployment (pipeline, terminal status, cleanup, reaper) is DeployRunner (runner.ts).
 import type { App } from '../apps/model.js';
 import { HttpError, badRequest, conflict } from '../http/errors.js';
-import { checkRef } from '../git/validate.js';
+import { checkCommit, checkRef } from '../git/validate.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
 import { nowIso } from '../db/index.js';
@@ -99,9 +99,16 @@ export class DeployService extends DeployRunner implements Deployments {
       if (!v.ok) throw badRequest(`Invalid ref: ${v.reason}`, [{ field: 'ref', message: v.reason }]);
     }
     if (input.commit != null && !/^[0-9a-f]{7,64}$/.test(input.commit)) throw badRequest('commit must be a hexadecimal SHA', [{ field: 'commit', message: 'not a SHA' }]);
+    let pin: string | null = null;
+    if (input.pin != null) {
+      if (app.source.type !== 'git') throw badRequest(`Only a git app deploys a commit (this app's source is ${app.source.type})`, [{ field: 'commit', message: 'git apps only' }]);
+      const v = checkCommit(input.pin);
+      if (!v.ok) throw badRequest(`Invalid commit: ${v.reason}`, [{ field: 'commit', message: v.reason }]);
+      pin = input.pin.toLowerCase();
+    }
     if (input.trigger === 'rollback') throw badRequest('Use rollback() for rollbacks');
     this.assertRoom();
-    const base = { appId: app.id, trigger: input.trigger, ref, deliveryId: input.deliveryId ?? null, commitWanted: input.commit ?? null };
+    const base = { appId: app.id, trigger: input.trigger, ref, deliveryId: input.deliveryId ?? null, commitWanted: input.commit ?? null, commitPin: pin };
     let result: EnqueueResult;
     if (input.trigger === 'push' || input.trigger === 'tag') {
       result = await insertCoalesced(this.env.db, base, this.env.now());

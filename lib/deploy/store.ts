@@ -25,6 +25,8 @@ export interface NewDeployment {
   commit?: string | null;
   commitSubject?: string | null;
   commitWanted?: string | null;
+  /** Deploy exactly this commit of `ref` (see lib/deploy/workdir.ts). */
+  commitPin?: string | null;
 }
 
 function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTable {
@@ -48,6 +50,7 @@ function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTab
     waiting: waiting ? 1 : 0,
     spec: input.spec ? JSON.stringify(input.spec) : null,
     commit_wanted: input.commitWanted ?? null,
+    commit_pin: input.commitPin ?? null,
   };
 }
 

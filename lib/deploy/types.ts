@@ -38,6 +38,8 @@ export interface EnqueueInput {
   deliveryId?: string | null;
   /** The commit the forge announced (informational: the ref's head at fetch time is deployed). */
   commit?: string | null;
+  /** Deploy exactly this commit (4..40 hex digits), which must be on `ref`'s history; git apps only. */
+  pin?: string | null;
 }
 
 export interface EnqueueResult {

@@ -12,11 +12,15 @@
 // use (boot removes stray `.clone-*` directories). The copy it replaces is moved aside to
 // `.old-<deploymentId>`, not deleted in place: a container made by an earlier version of the
 // control plane may still have it mounted, and only mounts.ts deletes it once nothing does.
+//
+// A deploy of one commit (`commit`, full or abbreviated) first gets the ref as above, then looks
+// for the commit on the ref's history, deepening the shallow history in a few bounded steps (the
+// same size bound, deadline and hardened git) until it is found or the whole history is there.
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runGit, shallowClone, treeSize, GitError, type CloneResult } from '../git/clone.js';
-import { checkRef, checkRepoUrl } from '../git/validate.js';
+import { checkCommit, checkRef, checkRepoUrl } from '../git/validate.js';
 
 export interface CheckoutOptions {
   workRoot: string;
@@ -24,6 +28,8 @@ export interface CheckoutOptions {
   deploymentId: string;
   url: string;
   ref: string;
+  /** Deploy exactly this commit (hex, 4..40 digits), which must be on `ref`'s history. */
+  commit?: string | null;
   env: Record<string, string>;
   signal?: AbortSignal;
   timeoutMs: number;
@@ -91,6 +97,62 @@ export async function reusable(base: string): Promise<boolean> {
 }
 
 export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { dir: string; fresh: boolean }> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const left = () => Math.max(1000, deadline - Date.now());
+  const got = await checkoutRef(opts, left);
+  if (!opts.commit) return got;
+  return { ...(await checkoutCommit(got.dir, opts.commit, opts, left)), dir: got.dir, fresh: got.fresh };
+}
+
+/** Depths fetched in turn while the commit is not found on the ref's history (the last one: all of it). */
+const DEEPEN = [50, 500, 5000, 2147483647];
+
+async function checkoutCommit(repo: string, want: string, opts: CheckoutOptions, left: () => number): Promise<CloneResult> {
+  const c = checkCommit(want);
+  if (!c.ok) throw new GitError(`commit: ${c.reason}`, 'invalid');
+  const git = (args: string[], extra: { onTick?: () => Promise<string | null>; env?: Record<string, string> } = {}) => runGit(args, { cwd: repo, signal: opts.signal, timeoutMs: left(), ...extra });
+  let tip = (await head(repo)).commit;
+  for (let i = 0; ; i++) {
+    const found = await onHistory(want, tip, git);
+    if (found) {
+      await git(['checkout', '--force', '--detach', found]);
+      await git(['clean', '-ffdxq']);
+      if ((await treeSize(repo)) > opts.maxBytes) throw new GitError(`repository is larger than ${opts.maxBytes} bytes`, 'too_large');
+      return head(repo);
+    }
+    const depth = DEEPEN[i];
+    if (depth === undefined) throw new GitError(`commit ${want} is not on the history of ${opts.ref}`, 'invalid');
+    opts.log(`commit ${want} is not in what was fetched of ${opts.ref}: fetching ${depth > 1e6 ? 'its whole history' : `its last ${depth} commits`}`);
+    await git(['fetch', '--depth', String(depth), '--no-tags', '--force', '--', opts.url, opts.ref], {
+      env: opts.env,
+      onTick: async () => ((await treeSize(repo)) > opts.maxBytes ? `repository is larger than ${opts.maxBytes} bytes` : null),
+    });
+    tip = (await git(['rev-parse', '--verify', '--end-of-options', 'FETCH_HEAD^{commit}'])).trim();
+  }
+}
+
+/** The full hash of `want` when it names a commit that `tip` descends from; null when not (yet) found. */
+async function onHistory(want: string, tip: string, git: (args: string[]) => Promise<string>): Promise<string | null> {
+  let full: string;
+  try {
+    full = (await git(['rev-parse', '--verify', '--end-of-options', `${want}^{commit}`])).trim();
+  } catch (e) {
+    if (!(e instanceof GitError) || e.kind !== 'failed') throw e;
+    // Deeper history only adds candidates: an ambiguous prefix stays ambiguous.
+    if (/ambiguous/.test(e.message)) throw new GitError(`commit ${want} is ambiguous in the repository: give more of its digits`, 'invalid');
+    return null;
+  }
+  try {
+    await git(['merge-base', '--is-ancestor', '--', full, tip]);
+    return full;
+  } catch (e) {
+    // Exit status 1 is merge-base's "no": present (fetched for another ref) but not on this history.
+    if (e instanceof GitError && e.exitCode === 1) return null;
+    throw e;
+  }
+}
+
+async function checkoutRef(opts: CheckoutOptions, left: () => number): Promise<CloneResult & { dir: string; fresh: boolean }> {
   const u = checkRepoUrl(opts.url);
   if (!u.ok) throw new GitError(`repo_url: ${u.reason}`, 'invalid');
   const r = checkRef(opts.ref);
@@ -98,8 +160,6 @@ export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { d
   const base = appWorkDir(opts.workRoot, opts.appId);
   const repo = join(base, 'repo');
   await mkdir(base, { recursive: true, mode: 0o700 });
-  const deadline = Date.now() + opts.timeoutMs;
-  const left = () => Math.max(1000, deadline - Date.now());
   if (await exists(join(repo, '.git'))) {
     if (!(await reusable(base))) {
       opts.log("the working copy's git configuration is not the one the control plane wrote; it is not used: cloning afresh");

@@ -137,7 +137,7 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
       opts.signal?.removeEventListener('abort', onAbort);
       if (killedFor) return reject(killedFor);
       if (code === 0) return resolve(stdout);
-      reject(new GitError(`git ${args.find((a) => !a.startsWith('-')) ?? ''} failed: ${cleanStderr(stderr)}`, 'failed'));
+      reject(new GitError(`git ${args.find((a) => !a.startsWith('-')) ?? ''} failed: ${cleanStderr(stderr)}`, 'failed', { exitCode: code ?? undefined }));
     });
   });
 }

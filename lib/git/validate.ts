@@ -90,6 +90,14 @@ export function checkRepoUrl(url: string): Verdict {
 
 const REF = /^[A-Za-z0-9._/-]{1,255}$/;
 
+/** A commit named by its hash, full or abbreviated: nothing else (no revision syntax, no option). */
+export const COMMIT_HASH = /^[0-9a-fA-F]{4,40}$/;
+
+export function checkCommit(commit: string): Verdict {
+  if (typeof commit !== 'string' || !COMMIT_HASH.test(commit)) return { ok: false, reason: 'a commit is 4 to 40 hexadecimal digits of its hash' };
+  return { ok: true };
+}
+
 export function checkRef(ref: string): Verdict {
   if (typeof ref !== 'string' || ref.length === 0) return { ok: false, reason: 'ref is empty' };
   if (!REF.test(ref)) return { ok: false, reason: 'ref may only contain letters, digits, ".", "_", "/" and "-" (at most 255)' };

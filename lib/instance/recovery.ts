@@ -3,7 +3,7 @@
 // there), databases whose volume is missing are provisioned again and restored from their latest
 // successful backup, then every app without containers is brought back from its last successful
 // deployment: its kept images when the engine has them (a rollback-style redeploy), else rebuilt
-// from its source through the ordinary pipeline. The report is logged and kept (GET
+// from its source through the ordinary pipeline, at the commit that deployment recorded. The report is logged and kept (GET
 // /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -157,10 +157,17 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
     if (Object.keys(images).length && last.spec && (await imagesPresent(env.engine, images)).length === 0) {
       depId = (await env.deployments.rollback(app, last.id)).id;
       how = `from the images of deployment ${last.id}`;
+    } else if (app.source.type === 'git') {
+      // The version that ran, not whatever the branch points at now: the recorded commit, on its ref.
+      const ref = last.ref ?? app.source.branch;
+      const pin = last.commit_sha;
+      depId = (await env.deployments.enqueue(app, { trigger: 'manual', ref, pin })).deployment.id;
+      how = pin
+        ? `rebuilt from its source at commit ${pin.slice(0, 12)} of ${ref}, the commit of deployment ${last.id} (its images are not on this engine)`
+        : `rebuilt from the head of ${ref} (deployment ${last.id} recorded no commit; its images are not on this engine)`;
     } else {
-      const src = app.source.type === 'git' ? `rebuilt from ${last.ref ?? app.source.branch}` : `from its ${app.source.type} source`;
-      depId = (await env.deployments.enqueue(app, { trigger: 'manual', ref: app.source.type === 'git' ? last.ref : null, commit: last.commit_sha })).deployment.id;
-      how = `${src} (deployment ${last.id} had commit ${last.commit_sha?.slice(0, 12) ?? 'none'}; its images are not on this engine)`;
+      depId = (await env.deployments.enqueue(app, { trigger: 'manual', ref: null })).deployment.id;
+      how = `from its ${app.source.type} source (the images of deployment ${last.id} are not on this engine)`;
     }
     return async () => {
       const r = await waitDeployment(env, depId);

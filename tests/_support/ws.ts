@@ -46,6 +46,7 @@ export async function insertFinishedDeployment(db: Kysely<Database>, appId: stri
       waiting: 0,
       spec: null,
       commit_wanted: null,
+      commit_pin: null,
     })
     .execute();
 }

@@ -4,6 +4,7 @@ import { listDeployments } from '../../../../../lib/deploy/store.js';
 import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { deploymentBody, deploymentSchema, page } from '../../../../../lib/api/schemas.js';
 import { route } from '../../../../../lib/http/route.js';
+import { COMMIT_HASH } from '../../../../../lib/git/validate.js';
 import { appParams } from '../../_shared.js';
 
 export const GET = route(
@@ -24,16 +25,25 @@ export const GET = route(
 
 export const POST = route(
   {
-    summary: 'Deploy an app now (202: queued); 409 while a manual deployment is active',
+    summary: "Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active",
     params: appParams,
     // The ref is checked again by the queue (same rules as every ref: no shell characters, no leading "-").
-    body: z.object({ ref: z.string().max(255).optional() }).strict(),
+    body: z
+      .object({
+        ref: z.string().max(255).optional(),
+        commit: z
+          .string()
+          .regex(COMMIT_HASH, 'a commit is 4 to 40 hexadecimal digits of its hash')
+          .optional()
+          .describe("Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history"),
+      })
+      .strict(),
     responses: { 202: deploymentBody },
     audit: { action: 'deployment.created', target: (c) => c.params.id },
   },
   async (_req, { env, params, body, reply, audit }) => {
-    const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), { trigger: 'manual', ref: body.ref ?? null });
-    audit({ detail: { deployment: deployment.id, ref: deployment.ref } });
+    const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), { trigger: 'manual', ref: body.ref ?? null, pin: body.commit ?? null });
+    audit({ detail: { deployment: deployment.id, ref: deployment.ref, ...(body.commit ? { commit: body.commit } : {}) } });
     return reply(202, { deployment });
   },
 );
