@@ -10,7 +10,7 @@ import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
 import type { Env } from '../lib/env.js';
 import { createDispatcher, type Dispatcher, type RequestMeta } from './dispatcher.js';
 import { BodylessRequest, sendDirect } from './node-http.js';
-import { createWsHub, type WsHub } from './ws.js';
+import type { WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { loadDashboard } from './dashboard.js';
 import { isPromise } from '../lib/util/maybe.js';
@@ -94,7 +94,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
-  const ws = createWsHub(env);
+  const ws = lazyWsHub(env);
   registerWsMetrics(env.metrics, ws);
   server.on('upgrade', (req, socket, head) => ws.handleUpgrade(req, socket, head, tls));
   const closers: Array<() => Promise<void> | void> = [];
@@ -152,4 +152,40 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     })());
 
   return { server, app, ws, subnets, url, port, onClose: (fn) => closers.push(fn), close };
+}
+
+/**
+ * The WebSocket hub (runtime/ws.ts, `ws` and the shell's modules) is loaded by the first upgrade:
+ * an instance nobody has opened the dashboard of does not hold it in memory. Until then there is
+ * no client, subscription or heartbeat to report or stop.
+ */
+function lazyWsHub(env: Env): WsHub {
+  let hub: Promise<WsHub> | null = null;
+  let closed = false;
+  let loaded: WsHub | null = null;
+  return {
+    handleUpgrade(req, socket, head, tls) {
+      // An error while the module loads must not be an unhandled 'error' event; the hub adds its own.
+      const onError = () => socket.destroy();
+      socket.on('error', onError);
+      hub ??= import('./ws.js').then(({ createWsHub }) => (loaded = createWsHub(env)));
+      hub.then(
+        (h) => {
+          socket.off('error', onError);
+          if (closed) socket.destroy();
+          else h.handleUpgrade(req, socket, head, tls);
+        },
+        (err) => {
+          env.log.error({ err }, 'the websocket hub could not be loaded');
+          socket.destroy();
+        },
+      );
+    },
+    async close() {
+      closed = true;
+      if (hub) await (await hub.catch(() => null))?.close();
+    },
+    clientCount: () => loaded?.clientCount() ?? 0,
+    topicCounts: () => loaded?.topicCounts() ?? new Map(),
+  };
 }
