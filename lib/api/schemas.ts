@@ -34,7 +34,7 @@ export const errorSchema = named(
     ]),
     details: z.array(z.looseObject({ field: z.string().optional(), message: z.string() })).optional(),
   }),
-  'The error body of every failed request (CONTRACT.md)',
+  'The error body of every failed request',
 );
 
 export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean() }));

@@ -469,7 +469,7 @@ const m0010: Migration = {
   },
 };
 
-// Audit entries in the contract's shape (CONTRACT.md "Audit diff and revert"): the route that
+// Audit entries in the contract's shape (README "Audit diff and revert"): the route that
 // caused the entry (`<METHOD> <pattern>`), who acted (user, token or system; the token's id), and a
 // short sentence. Existing rows get the route their event name was written by at this version.
 const LEGACY_ROUTES: Record<string, string> = {
