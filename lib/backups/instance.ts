@@ -14,13 +14,12 @@ import type { Env } from '../env.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import { rawConnection } from '../db/index.js';
 import { newId } from '../crypto/random.js';
-import { requireSealer } from '../crypto/seal.js';
 import { conflict, HttpError, notFound, unavailable } from '../http/errors.js';
 import { productVersion } from '../version.js';
 import { ArtifactBindingError, encryptStream, type InstanceBinding } from './crypto.js';
 import { destinationOf } from './destinations.js';
 import type { ArtifactStore } from './artifact.js';
-import { canonical, checkDestination, checkKeep, parseSchedule, probeDestination, s3Binding, type ConfigInput, type Destination } from './store.js';
+import { canonical, checkKeep, removeBeyond, storedDestination, parseSchedule, type ConfigInput, type Destination } from './store.js';
 import { openVerified, spoolRoot, type VerifiedArtifact } from './verified.js';
 import { ARCHIVE_FORMAT, checkDatabase, packInstance, unpackInstance, type Manifest } from './instance-archive.js';
 
@@ -123,20 +122,7 @@ export async function putInstanceConfig(env: Env, input: InstanceBackupInput): P
     next.keep_last = input.keep_last;
   }
   if (input.enabled !== undefined) next.enabled = input.enabled ? 1 : 0;
-  if (input.destination !== undefined) {
-    checkDestination(input.destination, cur.secret_sealed !== null);
-    if (input.destination.type === 'local') {
-      next.destination = JSON.stringify({ type: 'local' });
-      next.secret_sealed = null;
-    } else {
-      const { secret_access_key, ...rest } = input.destination as Destination & { type: 's3'; secret_access_key?: string };
-      requireSealer(env.sealer);
-      const dest = { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false };
-      await probeDestination(dest, secret_access_key ?? env.sealer.open(cur.secret_sealed!, s3Binding(INSTANCE_BACKUP_ID)));
-      next.destination = JSON.stringify(dest);
-      if (secret_access_key) next.secret_sealed = env.sealer.seal(secret_access_key, s3Binding(INSTANCE_BACKUP_ID));
-    }
-  }
+  if (input.destination !== undefined) Object.assign(next, await storedDestination(env, input.destination, cur.secret_sealed, INSTANCE_BACKUP_ID));
   await env.db
     .insertInto('instance_backup')
     .values(next)
@@ -287,14 +273,8 @@ async function applyRetention(env: Env, cfg: InstanceBackupTable, store: Artifac
     .orderBy('started_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
-  for (const r of kept.slice(cfg.keep_last)) {
-    try {
-      await store.remove(r.artifact!);
-      await env.db.updateTable('instance_backup_runs').set({ artifact_removed: 1 }).where('id', '=', r.id).execute();
-    } catch (e) {
-      env.log.warn({ run: r.id, err: reason(e) }, 'retention could not remove an instance backup');
-    }
-  }
+  const markRemoved = (id: string) => env.db.updateTable('instance_backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
+  await removeBeyond(env, kept, cfg.keep_last, store, markRemoved, 'an instance backup');
 }
 
 /**

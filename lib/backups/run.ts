@@ -14,7 +14,7 @@ import { guard, listAppContainers, volumeName, startContainer, stopContainer } f
 import { encryptStream, ArtifactAuthError } from './crypto.js';
 import { checkVolumeArchive, dumpDatabase, dumpVolume, restoreDatabase, restoreVolume, sweepScratchServers, targetOf, verifyDatabase } from './engines.js';
 import { destinationOf, type ArtifactStore } from './destinations.js';
-import type { Source } from './store.js';
+import { removeBeyond, type Source } from './store.js';
 import { fetchVerified, sweepSpool, type VerifiedArtifact } from './verified.js';
 import { recoverInstanceRuns, settleInstanceJobs } from './instance.js';
 
@@ -160,14 +160,8 @@ async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactS
     .orderBy('started_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
-  for (const r of kept.slice(cfg.keep_last)) {
-    try {
-      await store.remove(r.artifact!);
-      await env.db.updateTable('backup_runs').set({ artifact_removed: 1 }).where('id', '=', r.id).execute();
-    } catch (e) {
-      env.log.warn({ run: r.id, err: reason(e) }, 'retention could not remove an artifact');
-    }
-  }
+  const markRemoved = (id: string) => env.db.updateTable('backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
+  await removeBeyond(env, kept, cfg.keep_last, store, markRemoved, 'an artifact');
 }
 
 /**

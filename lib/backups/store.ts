@@ -6,6 +6,7 @@ import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { probe, S3Refused } from './s3.js';
+import type { ArtifactStore } from './artifact.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
 export type Destination = { type: 'local' } | { type: 's3'; endpoint: string; region: string; bucket: string; prefix: string; access_key_id: string; path_style: boolean };
@@ -231,20 +232,7 @@ export async function updateConfig(env: Env, appId: string, id: string, input: C
   }
   if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
   if (input.verify_after_run !== undefined) patch.verify_after_run = input.verify_after_run ? 1 : 0;
-  if (input.destination !== undefined) {
-    checkDestination(input.destination, cur.secret_sealed !== null);
-    if (input.destination.type === 'local') {
-      patch.destination = JSON.stringify({ type: 'local' });
-      patch.secret_sealed = null;
-    } else {
-      const { secret_access_key, ...rest } = input.destination as Destination & { type: 's3'; secret_access_key?: string };
-      requireSealer(env.sealer);
-      const dest = { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false };
-      await probeDestination(dest, secret_access_key ?? env.sealer.open(cur.secret_sealed!, s3Binding(id)));
-      patch.destination = JSON.stringify(dest);
-      if (secret_access_key) patch.secret_sealed = env.sealer.seal(secret_access_key, s3Binding(id));
-    }
-  }
+  if (input.destination !== undefined) Object.assign(patch, await storedDestination(env, input.destination, cur.secret_sealed, id));
   await env.db.updateTable('backup_configs').set(patch).where('id', '=', id).execute();
   return getConfig(env, appId, id);
 }
@@ -259,4 +247,47 @@ export async function getRestore(env: Env, appId: string, id: string) {
   const r = await env.db.selectFrom('backup_restores').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
   if (!r) throw notFound('No such restore');
   return restoreView(r);
+}
+
+/**
+ * The stored form of a destination an operator sends: local, or S3 probed with the new secret (or
+ * the sealed one, bound to `bindingId`). `secret_sealed` is absent when the secret stays as it is.
+ */
+export async function storedDestination(
+  env: Env,
+  input: Destination & { secret_access_key?: string },
+  currentSecret: string | null,
+  bindingId: string,
+): Promise<{ destination: string; secret_sealed?: string | null }> {
+  checkDestination(input, currentSecret !== null);
+  if (input.type === 'local') return { destination: JSON.stringify({ type: 'local' }), secret_sealed: null };
+  const { secret_access_key, ...rest } = input as Destination & { type: 's3'; secret_access_key?: string };
+  requireSealer(env.sealer);
+  const dest = { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false };
+  await probeDestination(dest, secret_access_key ?? env.sealer.open(currentSecret!, s3Binding(bindingId)));
+  const out: { destination: string; secret_sealed?: string } = { destination: JSON.stringify(dest) };
+  if (secret_access_key) out.secret_sealed = env.sealer.seal(secret_access_key, s3Binding(bindingId));
+  return out;
+}
+
+/**
+ * Retention: of the successful runs with an artifact (newest first), those past `keepLast` lose it.
+ * A removal that fails is logged and tried again after the next success.
+ */
+export async function removeBeyond<R extends { id: string; artifact: string | null }>(
+  env: Env,
+  newestFirst: R[],
+  keepLast: number,
+  store: ArtifactStore,
+  markRemoved: (id: string) => Promise<unknown>,
+  what: string,
+): Promise<void> {
+  for (const r of newestFirst.slice(keepLast)) {
+    try {
+      await store.remove(r.artifact!);
+      await markRemoved(r.id);
+    } catch (e) {
+      env.log.warn({ run: r.id, err: (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 500) }, `retention could not remove ${what}`);
+    }
+  }
 }
