@@ -5,7 +5,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
 import { Kysely, Migrator, TransactionalSqliteDialect } from './kysely.js';
 import type { Database } from './schema.js';
-import { migrations } from './migrations.js';
+import { migrations } from './migrations/index.js';
 
 export type Db = KyselyDb<Database>;
 export type { Database } from './schema.js';

@@ -13,6 +13,14 @@ export interface UserTable {
   totp_last_step: number | null;
   created_at: string;
   updated_at: string;
+  /** `owner`, `admin`, `deployer` or `viewer` (lib/auth/roles.ts). */
+  role: Generated<string>;
+  /** JSON array of app ids, or null: every app. */
+  app_ids: string | null;
+  disabled: Generated<number>;
+  /** `<issuer> <subject>` for an operator who signs in with the identity provider. */
+  sso_subject: string | null;
+  last_login_at: string | null;
 }
 
 export interface SessionTable {
@@ -37,6 +45,23 @@ export interface ApiTokenTable {
   last_used_at: string | null;
   revoked_at: string | null;
   step_up_until: string | null;
+  /** JSON array of permission names, or null: every permission of the owner. */
+  scopes: string | null;
+  /** JSON array of app ids, or null: every app the owner reaches. */
+  app_ids: string | null;
+}
+
+export interface InvitationTable {
+  id: string;
+  token_hash: string;
+  kind: 'invite' | 'reset';
+  role: string | null;
+  app_ids: string | null;
+  user_id: string | null;
+  created_by: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
 }
 
 export interface RecoveryCodeTable {
@@ -442,6 +467,7 @@ export interface Database {
   users: UserTable;
   sessions: SessionTable;
   api_tokens: ApiTokenTable;
+  invitations: InvitationTable;
   recovery_codes: RecoveryCodeTable;
   audit: AuditTable;
   settings: SettingTable;

@@ -8,7 +8,7 @@ import type { MigrationProvider } from 'kysely';
 import { Migrator } from './kysely.js';
 import type { Db } from './index.js';
 import { rawConnection } from './index.js';
-import { migrations } from './migrations.js';
+import { migrations } from './migrations/index.js';
 
 const VERSION_FILE = 'svc.version';
 const SNAPSHOT = /^pre-upgrade-([A-Za-z0-9._+-]{1,64})\.db$/;

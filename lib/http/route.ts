@@ -22,6 +22,10 @@ export type ResponseSpec = z.ZodType | null | RawSpec;
 export interface AuditStateKinds {}
 export type AuditKindName = keyof AuditStateKinds & string;
 
+/** The permission names, registered by lib/auth/roles.ts (the same declaration merging). */
+export interface PermissionNames {}
+export type PermissionName = keyof PermissionNames & string;
+
 /** What the audit stage records for a route (any method that declares it, and every authenticated write). */
 export interface AuditSpec<C = Ctx> {
   action: string;
@@ -53,6 +57,11 @@ export interface RouteSpec {
    * effect: a revert of this route's entry always needs it.
    */
   stepUpWhen?: string;
+  /**
+   * The permission the caller needs (lib/auth/roles.ts); an `app.*` permission is checked against
+   * the app the route names as well. Every operator route declares one.
+   */
+  permission?: PermissionName;
   /** Refused to API tokens (403 forbidden): the route changes how its owner signs in. */
   sessionOnly?: boolean;
   /** Rate-limited per client address (login, TOTP, step-up, setup). */

@@ -14,7 +14,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { MigrationProvider } from 'kysely';
 import { openDb } from '../../lib/db/index.js';
 import { Migrator } from '../../lib/db/kysely.js';
-import { migrations } from '../../lib/db/migrations.js';
+import { migrations } from '../../lib/db/migrations/index.js';
 import { loadConfig } from '../../lib/config.js';
 import { createEnv } from '../../runtime/boot.js';
 import { startServer } from '../../runtime/server.js';

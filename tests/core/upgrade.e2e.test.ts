@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { openDb } from '../../lib/db/index.js';
 import { Migrator } from '../../lib/db/kysely.js';
-import { migrations } from '../../lib/db/migrations.js';
+import { migrations } from '../../lib/db/migrations/index.js';
 import { recordVersion } from '../../lib/db/upgrade.js';
 import { productVersion } from '../../lib/version.js';
 import { serve, runCli } from '../_support/cli.js';

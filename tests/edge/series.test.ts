@@ -11,7 +11,7 @@ import { parseAccessLine } from '../../lib/traffic/parse.js';
 import type { AccessEntry } from '../../lib/traffic/parse.js';
 import { HttpError } from '../../lib/http/errors.js';
 import { memoryEnv } from '../_support/env.js';
-import { migrations } from '../../lib/db/migrations.js';
+import { migrations } from '../../lib/db/migrations/index.js';
 import { registerStreams } from '../../lib/deploy/streams.js';
 import { poll } from '../_support/wait.js';
 import { tmpdir } from 'node:os';

@@ -1,0 +1,36 @@
+// Migrations are frozen in time, one a file, and listed statically: never edit one that has shipped,
+// add the next file and list it here.
+import type { Migration } from 'kysely';
+import { migration as m0001 } from './0001_foundation.js';
+import { migration as m0002 } from './0002_apps_deployments.js';
+import { migration as m0003 } from './0003_deploy_queue.js';
+import { migration as m0004 } from './0004_webhooks_keys.js';
+import { migration as m0005 } from './0005_webhook_pushes.js';
+import { migration as m0006 } from './0006_edge.js';
+import { migration as m0007 } from './0007_notifications.js';
+import { migration as m0008 } from './0008_data.js';
+import { migration as m0009 } from './0009_series_steps.js';
+import { migration as m0010 } from './0010_audit_state.js';
+import { migration as m0011 } from './0011_audit_contract.js';
+import { migration as m0012 } from './0012_webhook_delivery_log.js';
+import { migration as m0013 } from './0013_instance_backup.js';
+import { migration as m0014 } from './0014_deployment_commit_pin.js';
+import { migration as m0015 } from './0015_people.js';
+
+export const migrations: Record<string, Migration> = {
+  '0001_foundation': m0001,
+  '0002_apps_deployments': m0002,
+  '0003_deploy_queue': m0003,
+  '0004_webhooks_keys': m0004,
+  '0005_webhook_pushes': m0005,
+  '0006_edge': m0006,
+  '0007_notifications': m0007,
+  '0008_data': m0008,
+  '0009_series_steps': m0009,
+  '0010_audit_state': m0010,
+  '0011_audit_contract': m0011,
+  '0012_webhook_delivery_log': m0012,
+  '0013_instance_backup': m0013,
+  '0014_deployment_commit_pin': m0014,
+  '0015_people': m0015,
+};
