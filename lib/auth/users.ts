@@ -4,6 +4,7 @@ import { nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { invalidateCredentials } from './cache.js';
 import type { PrincipalUser } from '../http/handler.js';
+import type { Role } from './roles.js';
 
 /** An operator as the API shows them: the principal's user (lib/http/handler.ts). */
 export type PublicUser = PrincipalUser;
@@ -33,9 +34,30 @@ export async function countUsers(db: Db): Promise<number> {
   return Number(r.n);
 }
 
-export async function insertUser(db: Db, username: string, passwordHash: string): Promise<PublicUser> {
+export interface NewOperator {
+  /** Default `owner`: the first operator, made by setup. */
+  role?: Role;
+  /** Only for deployers and viewers; null or absent: every app. */
+  appIds?: readonly string[] | null;
+  ssoSubject?: string | null;
+}
+
+export async function insertUser(db: Db, username: string, passwordHash: string, opts: NewOperator = {}): Promise<PublicUser> {
   const now = nowIso();
-  const row = { id: newId(), username, password_hash: passwordHash, totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, created_at: now, updated_at: now };
+  const row = {
+    id: newId(),
+    username,
+    password_hash: passwordHash,
+    totp_enabled: 0,
+    totp_secret: null,
+    totp_pending: null,
+    totp_last_step: null,
+    created_at: now,
+    updated_at: now,
+    role: opts.role ?? 'owner',
+    app_ids: opts.appIds == null ? null : JSON.stringify(opts.appIds),
+    sso_subject: opts.ssoSubject ?? null,
+  };
   await db.insertInto('users').values(row).execute();
   return publicUser(row);
 }
