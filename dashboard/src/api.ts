@@ -1,7 +1,7 @@
 // Every call the dashboard makes to the control plane goes through this module, over the client
 // generated from the OpenAPI document (client/): paths, bodies and answers are typed by the
 // document, so a renamed field fails the dashboard's type check instead of a page at run time.
-// Cookie session + X-CSRF-Token on writes (README "Authentication in a few lines"); a `step_up_required` answer asks the
+// Cookie session + X-CSRF-Token on writes (docs/api.md "Authentication in a few lines"); a `step_up_required` answer asks the
 // registered step-up handler and retries the call once; any other error body becomes an ApiError.
 import createFetchClient from 'openapi-fetch';
 import type { components, paths } from '../../client/types';
@@ -245,7 +245,7 @@ export type DiskUsage = S['DiskUsage'];
 export type HostVital = HostMetrics['vitals'][number];
 export type HostMetrics = S['HostMetrics'];
 
-// Audit: filters, diff and revert (README "Audit diff and revert")
+// Audit: filters, diff and revert (docs/api.md "Audit diff and revert")
 export interface AuditEntryState {
   state_kind: string | null;
   reverted_by: string | null;

@@ -1,5 +1,5 @@
 // The one event shape of the `apps` WebSocket topic: a status change (including `created` and
-// `deleted`), or an engine event about one of the app's containers. Documented in README.
+// `deleted`), or an engine event about one of the app's containers. Documented in docs/api.md "Real-time".
 import type { Bus } from '../events/bus.js';
 import type { AppStatus } from './model.js';
 

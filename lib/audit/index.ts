@@ -97,7 +97,7 @@ export async function recordAudit(db: Db, e: AuditEntryInput): Promise<number> {
   });
 }
 
-/** One entry as README "Audit diff and revert" names it, with a few extra facts after. */
+/** One entry as docs/api.md "Audit diff and revert" names it, with a few extra facts after. */
 export interface AuditEntry {
   id: string;
   at: string;

@@ -232,7 +232,7 @@ const channel: StateKind = {
   },
 };
 
-/** The diffable targets (README "Audit diff and revert"), by kind. */
+/** The diffable targets (docs/api.md "Audit diff and revert"), by kind. */
 export const STATE_KINDS = {
   app_env: appEnv,
   app: appSettings,

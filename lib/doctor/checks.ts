@@ -118,7 +118,7 @@ export const checks: Check[] = [
       const st = await stat(file);
       if (st) {
         if ((st.mode & 0o077) !== 0) return error(`${file} is ${mode(st.mode)}`, `chmod 600 ${file}`);
-        return warning(`the key is in ${file}, beside the data it protects`, 'move it to SVC_MASTER_KEY in the environment file (README: Security defaults)');
+        return warning(`the key is in ${file}, beside the data it protects`, 'move it to SVC_MASTER_KEY in the environment file (docs/security.md)');
       }
       return error('no SVC_MASTER_KEY and no key file', 'svc install (it generates SVC_MASTER_KEY)');
     },

@@ -311,7 +311,7 @@ function baseDomainRow(input: PostureInput): PostureItem {
       status: 'warning',
       title,
       reason: `Base domain is ${domain}, but the proxy is turned off (SVC_PROXY=off): nothing serves it over HTTPS.`,
-      fix: 'Run Caddy with its admin endpoint on a unix socket only it and the control plane can open (svc install does; see README), point SVC_CADDY_ADMIN at it and unset SVC_PROXY.',
+      fix: 'Run Caddy with its admin endpoint on a unix socket only it and the control plane can open (svc install does; see docs/operating.md), point SVC_CADDY_ADMIN at it and unset SVC_PROXY.',
     };
   }
   if (!e.synced) {

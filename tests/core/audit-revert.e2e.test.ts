@@ -1,4 +1,4 @@
-// Audit diff and revert over HTTP against the real control plane (README "Audit diff and
+// Audit diff and revert over HTTP against the real control plane (docs/api.md "Audit diff and
 // revert"): the audit stage records each diffable target before and after; a revert goes back
 // through the route's own lib functions; secrets never reach the audit table in clear.
 import { test, before, after } from 'node:test';
@@ -408,7 +408,7 @@ test('notification channels: a URL change is masked in the diff, and its revert 
   }
 });
 
-// README "Audit diff and revert": {id, at, actor: {type, id, name}, action, target: {type, id},
+// docs/api.md "Audit diff and revert": {id, at, actor: {type, id, name}, action, target: {type, id},
 // ip, outcome, summary, revertible, reverted_at}, with `action` the method and route pattern.
 function assertContractEntry(e: any, why: string) {
   const types: Record<string, (v: unknown) => boolean> = {

@@ -1,4 +1,4 @@
-// The layers of README "Layout of the code", checked over the source's imports: runtime -> handlers -> lib,
+// The layers of docs/architecture.md, checked over the source's imports: runtime -> handlers -> lib,
 // lib knows neither handlers nor the runtime, a handler reaches Docker, SQL and the filesystem
 // only through lib/, and the client stands apart.
 import { test } from 'node:test';
