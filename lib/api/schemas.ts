@@ -3,6 +3,7 @@
 // are registered in `components` and become `#/components/schemas/<id>` in the document.
 import { z } from 'zod';
 import { NOTIFY_EVENTS } from '../notify/message.js';
+import { POSTURE_CODES, POSTURE_STATUSES } from '../security/posture.js';
 
 export const components = z.registry<{ id: string; description?: string }>();
 const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
@@ -178,8 +179,8 @@ export const sessionSchema = named(
 export const postureItemSchema = named(
   'PostureItem',
   z.object({
-    code: z.enum(['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports', 'notify_allow', 'container_shell']),
-    status: z.enum(['ok', 'warning', 'error', 'info']),
+    code: z.enum(POSTURE_CODES),
+    status: z.enum(POSTURE_STATUSES),
     title: z.string(),
     reason: z.string(),
     fix: z.string(),

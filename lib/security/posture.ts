@@ -1,11 +1,12 @@
-import { existsSync, rmSync } from 'node:fs';
-import { writeFileAtomicSync } from '../util/files.js';
+// The posture checklist: a pure evaluation of facts gathered elsewhere (lib/security/live.ts reads
+// them for the API, runtime/security-cli.ts for the CLI; the opt-out file is lib/security/opt-out.ts).
 import { isIP } from 'node:net';
-import { join } from 'node:path';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
 
-export type PostureStatus = 'ok' | 'warning' | 'error' | 'info';
-export type PostureCode = 'firewall' | 'fail2ban' | 'master_key' | 'metrics_token' | 'exposure_mode' | 'base_domain' | 'request_monitoring' | 'host_ports' | 'notify_allow' | 'container_shell';
+export type PostureStatus = (typeof POSTURE_STATUSES)[number];
+export const POSTURE_CODES = ['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports', 'notify_allow', 'container_shell'] as const;
+export type PostureCode = (typeof POSTURE_CODES)[number];
+export const POSTURE_STATUSES = ['ok', 'warning', 'error', 'info'] as const;
 
 export interface PostureItem {
   code: PostureCode;
@@ -410,24 +411,4 @@ function requestMonitoringRow(input: PostureInput): PostureItem {
     reason: `Reading ${t.path} (${t.lines} line${t.lines === 1 ? '' : 's'} so far${t.lastLineAt ? `, last at ${t.lastLineAt}` : ''}).`,
     fix: 'Nothing to do.',
   };
-}
-
-/** `svc security-check` records the operator's opt-out here: in the data dir, so no root is needed. */
-export const OPT_OUT_FILE = 'security-opt-out';
-
-export function optOutPath(dataDir: string): string {
-  return join(dataDir, OPT_OUT_FILE);
-}
-
-export function readOptOut(dataDir: string): boolean {
-  return existsSync(optOutPath(dataDir));
-}
-
-export function writeOptOut(dataDir: string, on: boolean, now: Date = new Date()): void {
-  const path = optOutPath(dataDir);
-  if (!on) {
-    rmSync(path, { force: true });
-    return;
-  }
-  writeFileAtomicSync(path, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', 0o600);
 }

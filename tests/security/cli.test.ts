@@ -5,7 +5,8 @@ import { mkdir, readFile, stat, writeFile, chmod } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { securityAgent, securityCheck, type CmdRunner, type CliIo } from '../../runtime/security-cli.js';
-import { evaluatePosture, readOptOut } from '../../lib/security/posture.js';
+import { evaluatePosture } from '../../lib/security/posture.js';
+import { readOptOut } from '../../lib/security/opt-out.js';
 import { tempDir } from './_helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
