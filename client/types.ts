@@ -104,7 +104,7 @@ export interface paths {
         delete: operations["deleteApiAppsById"];
         options?: never;
         head?: never;
-        /** Change an app's source */
+        /** Change an app's source (with how it is built) or its build limits (null: none) */
         patch: operations["patchApiAppsById"];
         trace?: never;
     };
@@ -271,6 +271,26 @@ export interface paths {
         };
         /** The runs of a backup configuration */
         get: operations["getApiAppsByIdBackupsByBidRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/build-plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a deploy of a ref would build from source: the detected stack, its commands and the generated Dockerfile
+         * @description Clones the ref into a temporary directory (removed afterwards). 422 not_detectable names what was looked for; 409 when the ref builds its own Dockerfile or compose file.
+         */
+        get: operations["getApiAppsByIdBuildPlan"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1868,7 +1888,7 @@ export interface components {
             /** @description A human sentence */
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable" | "not_detectable";
             details?: ({
                 field?: string;
                 message: string;
@@ -1923,6 +1943,7 @@ export interface components {
             source: components["schemas"]["AppSource"];
             /** @enum {string} */
             status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom";
+            build_limits: components["schemas"]["BuildLimits"] | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -1934,6 +1955,7 @@ export interface components {
             repo_url: string;
             branch: string;
             compose_path?: string;
+            build?: components["schemas"]["BuildSetting"];
         } | {
             /** @constant */
             type: "image";
@@ -2140,6 +2162,54 @@ export interface components {
             base_domain: string | null;
             control_domain: string | null;
             proxy: components["schemas"]["ProxySummary"];
+        };
+        BuildLimits: {
+            memory_mb?: number;
+            cpus?: number;
+            timeout_s?: number;
+        };
+        BuildPlan: {
+            /** @enum {string} */
+            stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+            /** @description Repository files the decision rests on */
+            detected_from: string[];
+            runtime: {
+                name: string;
+                version: string;
+                image: string;
+            };
+            /** @description Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP) */
+            images: string[];
+            install: string | null;
+            build: string | null;
+            start: string | null;
+            port: number;
+            /** @description The generated Dockerfile */
+            dockerfile: string;
+            warnings: string[];
+        };
+        BuildSetting: {
+            /** @constant */
+            type: "auto";
+        } | {
+            /** @constant */
+            type: "dockerfile";
+            path?: string;
+        } | {
+            /** @constant */
+            type: "compose";
+            path?: string;
+        } | {
+            /** @constant */
+            type: "stack";
+            /** @enum {string} */
+            stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+            version?: string;
+            install?: string;
+            build?: string;
+            start?: string;
+            port?: number;
+            publish_dir?: string;
         };
         DatabaseEngine: {
             /** @enum {string} */
@@ -2912,6 +2982,29 @@ export interface components {
                 /** @default main */
                 branch: string;
                 compose_path?: string;
+                build?: {
+                    /** @constant */
+                    type: "auto";
+                } | {
+                    /** @constant */
+                    type: "dockerfile";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "compose";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "stack";
+                    /** @enum {string} */
+                    stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                    version?: string;
+                    install?: string;
+                    build?: string;
+                    start?: string;
+                    port?: number;
+                    publish_dir?: string;
+                };
             } | {
                 /** @constant */
                 type: "image";
@@ -2933,6 +3026,29 @@ export interface components {
                 /** @default main */
                 branch: string;
                 compose_path?: string;
+                build?: {
+                    /** @constant */
+                    type: "auto";
+                } | {
+                    /** @constant */
+                    type: "dockerfile";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "compose";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "stack";
+                    /** @enum {string} */
+                    stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                    version?: string;
+                    install?: string;
+                    build?: string;
+                    start?: string;
+                    port?: number;
+                    publish_dir?: string;
+                };
             } | {
                 /** @constant */
                 type: "image";
@@ -2974,6 +3090,29 @@ export interface components {
                 /** @default main */
                 branch: string;
                 compose_path?: string;
+                build?: {
+                    /** @constant */
+                    type: "auto";
+                } | {
+                    /** @constant */
+                    type: "dockerfile";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "compose";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "stack";
+                    /** @enum {string} */
+                    stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                    version?: string;
+                    install?: string;
+                    build?: string;
+                    start?: string;
+                    port?: number;
+                    publish_dir?: string;
+                };
             } | {
                 /** @constant */
                 type: "image";
@@ -2983,6 +3122,14 @@ export interface components {
                 type: "compose";
                 compose: string;
             };
+            build_limits?: {
+                /** @description Memory of the build, in MiB (no swap beyond it) */
+                memory_mb?: number;
+                /** @description CPUs the build may use (0.5: half of one) */
+                cpus?: number;
+                /** @description Seconds after which the build is stopped */
+                timeout_s?: number;
+            } | null;
         };
         PostApiAppsByIdBackupsBody: {
             source: {
@@ -3840,6 +3987,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GetApiAppsByIdBackupsByBidRuns200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdBuildPlan: {
+        parameters: {
+            query?: {
+                /** @description Branch or tag; default: the app's branch */
+                ref?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuildPlan"];
                 };
             };
             400: components["responses"]["BadRequest"];

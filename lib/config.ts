@@ -74,6 +74,8 @@ export interface Config {
     keepImages: number;
     /** A deployment still running after this many seconds is failed by the reaper (SVC_DEPLOY_TIMEOUT). */
     timeoutSeconds: number;
+    /** Image builds that may run at once, across apps (SVC_BUILD_CONCURRENCY). */
+    buildConcurrency: number;
   };
   security: {
     expectFirewall: boolean;
@@ -261,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),
       timeoutSeconds: int(env, 'SVC_DEPLOY_TIMEOUT', 3600, 60, 7 * 86400),
+      buildConcurrency: int(env, 'SVC_BUILD_CONCURRENCY', 1, 1, 64),
     },
     security: {
       expectFirewall: bool(env, 'SVC_SECURITY_EXPECT_FIREWALL', true),

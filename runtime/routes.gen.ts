@@ -17,6 +17,7 @@ export const routes: RouteDef[] = [
   { pattern: '/api/apps/:id/backups/:bid', file: 'handlers/api/apps/[id]/backups/[bid]/index.ts', load: () => import('../handlers/api/apps/[id]/backups/[bid]/index.js') },
   { pattern: '/api/apps/:id/backups/:bid/run', file: 'handlers/api/apps/[id]/backups/[bid]/run.ts', load: () => import('../handlers/api/apps/[id]/backups/[bid]/run.js') },
   { pattern: '/api/apps/:id/backups/:bid/runs', file: 'handlers/api/apps/[id]/backups/[bid]/runs.ts', load: () => import('../handlers/api/apps/[id]/backups/[bid]/runs.js') },
+  { pattern: '/api/apps/:id/build-plan', file: 'handlers/api/apps/[id]/build-plan.ts', load: () => import('../handlers/api/apps/[id]/build-plan.js') },
   { pattern: '/api/apps/:id/databases', file: 'handlers/api/apps/[id]/databases/index.ts', load: () => import('../handlers/api/apps/[id]/databases/index.js') },
   { pattern: '/api/apps/:id/databases/:dbid', file: 'handlers/api/apps/[id]/databases/[dbid].ts', load: () => import('../handlers/api/apps/[id]/databases/[dbid].js') },
   { pattern: '/api/apps/:id/deployments', file: 'handlers/api/apps/[id]/deployments/index.ts', load: () => import('../handlers/api/apps/[id]/deployments/index.js') },

@@ -32,6 +32,7 @@ export const errorSchema = named(
       'rate_limited',
       'internal_error',
       'service_unavailable',
+      'not_detectable',
     ]),
     details: z.array(z.looseObject({ field: z.string().optional(), message: z.string() })).optional(),
   }),
@@ -40,10 +41,52 @@ export const errorSchema = named(
 
 export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean() }));
 
+export const buildSettingSchema = named(
+  'BuildSetting',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('auto') }),
+    z.object({ type: z.literal('dockerfile'), path: z.string().optional() }),
+    z.object({ type: z.literal('compose'), path: z.string().optional() }),
+    z.object({
+      type: z.literal('stack'),
+      stack: z.enum(['node', 'python', 'go', 'static', 'php', 'ruby']),
+      version: z.string().optional(),
+      install: z.string().optional(),
+      build: z.string().optional(),
+      start: z.string().optional(),
+      port: z.number().optional(),
+      publish_dir: z.string().optional(),
+    }),
+  ]),
+  'How a git app is built; unset: its compose file, else its Dockerfile, else auto (detected from its files)',
+);
+
+export const buildLimitsSchema = named(
+  'BuildLimits',
+  z.object({ memory_mb: z.number().optional(), cpus: z.number().optional(), timeout_s: z.number().optional() }),
+  'Bounds of one image build; an absent field is unbounded',
+);
+
+export const buildPlanSchema = named(
+  'BuildPlan',
+  z.object({
+    stack: z.enum(['node', 'python', 'go', 'static', 'php', 'ruby']),
+    detected_from: z.array(z.string()).describe('Repository files the decision rests on'),
+    runtime: z.object({ name: z.string(), version: z.string(), image: z.string() }),
+    images: z.array(z.string()).describe('Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP)'),
+    install: z.string().nullable(),
+    build: z.string().nullable(),
+    start: z.string().nullable(),
+    port: z.number(),
+    dockerfile: z.string().describe('The generated Dockerfile'),
+    warnings: z.array(z.string()),
+  }),
+);
+
 export const appSourceSchema = named(
   'AppSource',
   z.discriminatedUnion('type', [
-    z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional() }),
+    z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional(), build: buildSettingSchema.optional() }),
     z.object({ type: z.literal('image'), image: z.string() }),
     z.object({ type: z.literal('compose'), compose: z.string() }),
   ]),
@@ -56,6 +99,7 @@ export const appSchema = named(
     name: z.string(),
     source: appSourceSchema,
     status: z.enum(['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom']),
+    build_limits: buildLimitsSchema.nullable(),
     created_at: ts,
     updated_at: ts,
   }),

@@ -1,12 +1,27 @@
 // The app resource: its name (also its slug in every engine name) and where its code comes from.
 import type { AppTable } from '../db/schema.js';
 import { redactUrl } from '../git/validate.js';
+import type { StackOverride } from '../buildplan/types.js';
 
 export const APP_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 // `control` would collide with the control plane's own network (svc-control).
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['control']);
 
-export type AppSource = { type: 'git'; repo_url: string; branch: string; compose_path?: string } | { type: 'image'; image: string } | { type: 'compose'; compose: string };
+/**
+ * How a git app is built: detected from the files (`auto`), the repository's Dockerfile or compose
+ * file, or a stack named by the operator with what detection would choose overridden field by field.
+ * Unset: the compose file, else the Dockerfile, else `auto`.
+ */
+export type BuildSetting = { type: 'auto' } | { type: 'dockerfile'; path?: string } | { type: 'compose'; path?: string } | StackOverride;
+
+export type AppSource = { type: 'git'; repo_url: string; branch: string; compose_path?: string; build?: BuildSetting } | { type: 'image'; image: string } | { type: 'compose'; compose: string };
+
+/** Bounds of one image build (PATCH /api/apps/{id} `build_limits`); an absent field is unbounded. */
+export interface BuildLimits {
+  memory_mb?: number;
+  cpus?: number;
+  timeout_s?: number;
+}
 export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
 /** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */
@@ -17,6 +32,7 @@ export interface App {
   name: string;
   source: AppSource;
   status: AppStatus;
+  build_limits: BuildLimits | null;
   created_at: string;
   updated_at: string;
 }
@@ -31,6 +47,7 @@ export function toApp(row: AppTable): App {
     name: row.name,
     source,
     status: row.status as AppStatus,
+    build_limits: row.build_limits ? (JSON.parse(row.build_limits) as BuildLimits) : null,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -5,6 +5,8 @@ import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
 import { APP_NAME, ENV_KEY, RESERVED_NAMES } from './model.js';
 import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../deploy/source.js';
+import { PlanError, STACKS } from '../buildplan/types.js';
+import { command, port, relPath, versionInput } from '../buildplan/validate.js';
 
 export const appNameSchema = z
   .string()
@@ -17,14 +19,64 @@ const composePath = z
   .regex(/^[A-Za-z0-9._/-]+\.ya?ml$/, 'a relative path to a .yml or .yaml file')
   .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
 
-export const sourceSchema = z.discriminatedUnion('type', [
+/**
+ * One field of a stack override, held to the rule the build plan applies to it (the same check
+ * runs again at deploy): a refused value is a 400 naming the field and why, never a Dockerfile line.
+ */
+const planned = <T extends z.ZodType>(base: T, check: (file: string, field: string, v: unknown) => unknown, field: string) =>
+  base.superRefine((v, ctx) => {
+    try {
+      check('(override)', field, v);
+    } catch (e) {
+      if (!(e instanceof PlanError)) throw e;
+      ctx.addIssue({ code: 'custom', message: `${e.field} ${e.reason}` });
+    }
+  });
+
+const dockerfilePath = z
+  .string()
+  .max(255)
+  .regex(/^[A-Za-z0-9._/-]+$/, 'a relative path inside the repository')
+  .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
+
+export const buildSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('auto') }),
+  z.strictObject({ type: z.literal('dockerfile'), path: dockerfilePath.optional() }),
+  z.strictObject({ type: z.literal('compose'), path: composePath.optional() }),
   z.strictObject({
-    type: z.literal('git'),
-    // checkRepoUrl refuses credentials in the URL (a token would be stored and shown in clear).
-    repo_url: repoUrlSchema,
-    branch: refSchema.default('main'),
-    compose_path: composePath.optional(),
+    type: z.literal('stack'),
+    stack: z.enum(STACKS),
+    version: planned(z.string().max(100), versionInput, 'version').optional(),
+    install: planned(z.string().max(2000), command, 'install').optional(),
+    build: planned(z.string().max(2000), command, 'build').optional(),
+    start: planned(z.string().max(2000), command, 'start').optional(),
+    port: planned(z.number().int(), port, 'port').optional(),
+    publish_dir: planned(z.string().max(255), relPath, 'publish_dir').optional(),
   }),
+]);
+
+export const buildLimitsSchema = z.strictObject({
+  memory_mb: z.number().int().min(64).max(65536).optional().describe('Memory of the build, in MiB (no swap beyond it)'),
+  cpus: z.number().min(0.1).max(64).optional().describe('CPUs the build may use (0.5: half of one)'),
+  timeout_s: z.number().int().min(10).max(7200).optional().describe('Seconds after which the build is stopped'),
+});
+
+export const sourceSchema = z.discriminatedUnion('type', [
+  z
+    .strictObject({
+      type: z.literal('git'),
+      // checkRepoUrl refuses credentials in the URL (a token would be stored and shown in clear).
+      repo_url: repoUrlSchema,
+      branch: refSchema.default('main'),
+      compose_path: composePath.optional(),
+      build: buildSchema.optional(),
+    })
+    .superRefine((s, ctx) => {
+      // compose_path and build {type: compose, path} are one setting: two different answers are refused.
+      if (s.compose_path === undefined || s.build === undefined) return;
+      if (s.build.type !== 'compose') ctx.addIssue({ code: 'custom', path: ['compose_path'], message: `a compose path with a build of type ${s.build.type}; drop one` });
+      else if (s.build.path !== undefined && s.build.path !== s.compose_path) ctx.addIssue({ code: 'custom', path: ['build', 'path'], message: 'differs from compose_path; give one of them' });
+    }),
   z.strictObject({
     type: z.literal('image'),
     image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),

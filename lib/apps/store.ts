@@ -2,7 +2,7 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { toApp, type App, type AppSource, type AppStatus } from './model.js';
+import { toApp, type App, type AppSource, type AppStatus, type BuildLimits } from './model.js';
 
 function isUniqueViolation(e: unknown): boolean {
   return (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
@@ -31,10 +31,11 @@ export async function getApp(db: Db, id: string, opts: { includeDeleting?: boole
   return { ...toApp(row), deleting: row.deleting_at !== null };
 }
 
-export async function updateApp(db: Db, id: string, patch: { name?: string; source?: AppSource }, now = Date.now()): Promise<App> {
-  const set: Record<string, string> = { updated_at: nowIso(now) };
+export async function updateApp(db: Db, id: string, patch: { name?: string; source?: AppSource; build_limits?: BuildLimits | null }, now = Date.now()): Promise<App> {
+  const set: Record<string, string | null> = { updated_at: nowIso(now) };
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.source !== undefined) set.source = JSON.stringify(patch.source);
+  if (patch.build_limits !== undefined) set.build_limits = patch.build_limits && Object.keys(patch.build_limits).length ? JSON.stringify(patch.build_limits) : null;
   try {
     const r = await db.updateTable('apps').set(set).where('id', '=', id).where('deleting_at', 'is', null).executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw notFound('No such app');

@@ -15,7 +15,7 @@ import { HttpError } from '../http/errors.js';
 import { isStateKind, type StateKindName } from './kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
-import type { AppSource } from '../apps/model.js';
+import type { AppSource, BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
 import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../domains/ops.js';
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
@@ -81,20 +81,22 @@ const appEnv: StateKind = {
   },
 };
 
-/** The source, flattened to one row per field. */
+/** The source, flattened to one row per field, and the build limits. */
 const appSettings: StateKind = {
   async read(env, appId) {
     const app = await orNull(getApp(env.db, appId));
     if (!app) return null;
     const out: State = {};
     for (const [k, v] of Object.entries(app.source)) out[`source.${k}`] = v as FieldValue;
+    out.build_limits = (app.build_limits ?? null) as FieldValue;
     return out;
   },
   async apply(env, appId, before) {
     if (before === null) throw notDiffable('An app that did not exist cannot be restored by a revert');
     const source: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(before)) if (k.startsWith('source.')) source[k.slice(7)] = v;
-    await updateApp(env.db, appId, { source: source as AppSource }, env.now());
+    const limits = (before.build_limits ?? null) as BuildLimits | null;
+    await updateApp(env.db, appId, { source: source as AppSource, build_limits: limits }, env.now());
   },
 };
 

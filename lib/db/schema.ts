@@ -114,6 +114,8 @@ export interface AppTable {
   updated_at: string;
   /** Set when a delete began; a retried DELETE finishes the job. */
   deleting_at: string | null;
+  /** JSON {memory_mb?, cpus?, timeout_s?} applied to image builds, or null. */
+  build_limits?: string | null;
 }
 
 export interface AppEnvTable {

@@ -10,7 +10,8 @@ export const MAX_LOG_BYTES = 5 * 1024 * 1024;
 const MAX_LINE = 8 * 1024;
 export const MASK = '***';
 
-export type LogStream = 'deploy' | 'build' | 'error';
+/** `plan`: a generated build's plan, written before the build starts. */
+export type LogStream = 'deploy' | 'plan' | 'build' | 'error';
 
 export interface LogLine {
   deployment_id: string;

@@ -11,7 +11,7 @@ import { resolveEnv } from '../apps/env.js';
 import { serviceSettings } from '../apps/store.js';
 import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
 import { StackError, assertBuildAllowed, buildImage, buildLabels, imageTag, planStack, type BindTable, type PlanService, type StackPlan } from '../docker/index.js';
-import { detectCompose, readComposeFile, redactUrl } from '../git/index.js';
+import { redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
 import type { DeploySpec, Deployment, DeployStatus } from './model.js';
 import type { TransitionPatch } from './store.js';
@@ -22,6 +22,9 @@ import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
 import { switchToContainers } from '../proxy/deploy.js';
 import type { PipelineOptions } from './types.js';
+import { GENERATED_DOCKERFILE, generatePlan, mapDockerfileImages, planLines, resolveBuild } from './generated.js';
+import type { BuildSlot, BuildSlots } from './buildslots.js';
+import type { BuildLimits } from '../apps/model.js';
 
 export type { PipelineOptions };
 
@@ -37,6 +40,35 @@ export interface PipelineRun {
   signal: AbortSignal;
   setStatus: (status: DeployStatus, patch?: TransitionPatch) => Promise<void>;
   opts: PipelineOptions;
+  /** Shared by every deployment of the process: builds at once (SVC_BUILD_CONCURRENCY); none: unbounded. */
+  buildSlots?: BuildSlots;
+}
+
+async function takeSlot(run: PipelineRun, say: (line: string) => void): Promise<BuildSlot> {
+  const slots = run.buildSlots;
+  if (!slots) return { building: 1, release: () => {} };
+  const slot = await slots.acquire(run.signal, (n) => say(`waiting for a build slot: ${n} of ${slots.size} in use (SVC_BUILD_CONCURRENCY)`));
+  say(`build slot taken: ${slot.building} of ${slots.size} building now`);
+  return slot;
+}
+
+function describeLimits(l: BuildLimits): string {
+  const parts = [l.memory_mb && `memory ${l.memory_mb} MiB`, l.cpus && `${l.cpus} CPUs`, l.timeout_s && `time ${l.timeout_s} s`];
+  return parts.filter(Boolean).join(', ');
+}
+
+/**
+ * The generated image listens on PORT (set in its Dockerfile); the container gets the same value,
+ * unless the app's own env sets PORT, which the operator then answers for.
+ */
+function withPort(plan: StackPlan, port: number, appEnv: Record<string, string>, say: (line: string) => void): void {
+  const svc = plan.services[0];
+  if (!svc) return;
+  if (appEnv.PORT !== undefined && appEnv.PORT !== String(port)) {
+    say(`the app's env sets PORT=${appEnv.PORT}; the plan's port ${port} is what the image exposes`);
+    return;
+  }
+  svc.env = [...svc.env.filter((e) => !e.startsWith('PORT=')), `PORT=${port}`];
 }
 
 export async function runPipeline(run: PipelineRun): Promise<{ images: Record<string, string>; replaced: string[]; retire: () => Promise<string[]> }> {
@@ -102,41 +134,62 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     );
     workdir = co.dir;
     say(`commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`);
-    const detected = await detectCompose(co.dir, { composePath: src.compose_path, env: appEnv });
-    const errors = detected.findings.filter((f) => f.level === 'error');
-    if (errors.length) throw new StackError(`the repository cannot be deployed: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')}`);
-    if (detected.compose_path) spec = { kind: 'compose', path: detected.compose_path, text: await readComposeFile(co.dir, detected.compose_path) };
-    else spec = { kind: 'dockerfile', path: detected.dockerfile ?? 'Dockerfile' };
-    say(spec.kind === 'compose' ? `compose file ${spec.path}: services ${detected.services.join(', ')}` : `no compose file: building ${spec.path} as service "app"`);
+    const resolved = await resolveBuild(co.dir, src, appEnv);
+    // A generated build: the plan first (what will be built and why), then the same path as a Dockerfile.
+    let generated: { text: string; port: number } | null = null;
+    if (resolved.kind === 'generated') {
+      const bp = await generatePlan(co.dir, resolved.override);
+      for (const line of planLines(bp, resolved.setting)) log.write(line, 'plan');
+      spec = { kind: 'dockerfile', path: GENERATED_DOCKERFILE };
+      generated = { text: mapDockerfileImages(bp.dockerfile, env.config.imageMap), port: bp.port };
+      say(`building the generated Dockerfile as service "app"`);
+    } else {
+      spec = resolved.spec;
+      say(resolved.kind === 'compose' ? `compose file ${spec.path}: services ${resolved.services.join(', ')}` : `no compose file: building ${spec.path} as service "app"`);
+    }
     plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: co.dir, log: say });
+    if (generated) withPort(plan, generated.port, appEnv, say);
     await prune();
     await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
     // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
     const root = await realpath(co.dir);
-    const shown = (b: NonNullable<PlanService['build']>) => relative(root, join(b.contextDir, b.dockerfile)) || b.dockerfile;
+    const shown = (b: NonNullable<PlanService['build']>) => (generated ? `${GENERATED_DOCKERFILE} (generated)` : relative(root, join(b.contextDir, b.dockerfile)) || b.dockerfile);
     for (const svc of plan.services) {
-      if (svc.build) await assertBuildAllowed(env.engine, { contextDir: svc.build.contextDir, dockerfile: svc.build.dockerfile, args: svc.build.args, shown: shown(svc.build) });
+      if (svc.build) await assertBuildAllowed(env.engine, { contextDir: svc.build.contextDir, dockerfile: svc.build.dockerfile, args: svc.build.args, shown: shown(svc.build), text: generated?.text });
     }
-    for (const svc of plan.services) {
-      if (!svc.build) {
-        images[svc.name] = svc.image!;
-        continue;
+    const limits = app.build_limits ?? undefined;
+    if (limits && plan.services.some((svc) => svc.build)) say(`build limits: ${describeLimits(limits)}`);
+    let slot: BuildSlot | null = null;
+    try {
+      for (const svc of plan.services) {
+        if (!svc.build) {
+          images[svc.name] = svc.image!;
+          continue;
+        }
+        signal.throwIfAborted();
+        slot ??= await takeSlot(run, say);
+        const tag = imageTag(app.name, svc.name, dep.id);
+        say(`${svc.name}: building ${tag}`);
+        await buildImage(env.engine, {
+          contextDir: svc.build.contextDir,
+          dockerfile: svc.build.dockerfile,
+          args: svc.build.args,
+          target: svc.build.target,
+          shown: shown(svc.build),
+          tag,
+          labels: buildLabels(app.name, svc.name, dep.id),
+          signal,
+          onLog: (line) => log.write(line, 'build'),
+          generated: generated?.text,
+          limits,
+        });
+        images[svc.name] = tag;
       }
-      signal.throwIfAborted();
-      const tag = imageTag(app.name, svc.name, dep.id);
-      say(`${svc.name}: building ${tag}`);
-      await buildImage(env.engine, {
-        contextDir: svc.build.contextDir,
-        dockerfile: svc.build.dockerfile,
-        args: svc.build.args,
-        target: svc.build.target,
-        shown: shown(svc.build),
-        tag,
-        labels: buildLabels(app.name, svc.name, dep.id),
-        signal,
-        onLog: (line) => log.write(line, 'build'),
-      });
-      images[svc.name] = tag;
+    } finally {
+      if (slot) {
+        slot.release();
+        say('build finished: its build slot is free');
+      }
     }
     await run.setStatus('deploying', { images });
   }

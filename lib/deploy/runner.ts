@@ -16,6 +16,7 @@ import { getDeployment, getDeploymentRow, listActive, readSpec, transition, type
 import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
+import { BuildSlots } from './buildslots.js';
 
 /** Why a running deployment's signal was aborted. */
 export class StopReason extends Error {
@@ -47,6 +48,8 @@ export abstract class DeployRunner {
    */
   private readonly pendingCleanup = new Map<string, string>();
   private readonly unsettled = new Map<string, App>();
+  /** Image builds at once across apps (SVC_BUILD_CONCURRENCY), within the deploy concurrency. */
+  protected readonly buildSlots: BuildSlots;
 
   constructor(
     protected readonly env: Env,
@@ -66,6 +69,7 @@ export abstract class DeployRunner {
       reapGraceMs: 60_000,
       ...opts,
     };
+    this.buildSlots = new BuildSlots(env.config.deploy.buildConcurrency);
   }
 
   /** Puts a deployment on the queue (the promoted push when the one before it ends). */
@@ -113,7 +117,7 @@ export abstract class DeployRunner {
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
       // The pipeline (compose, build, blue/green) loads with the first deployment, not at boot.
       const { runPipeline } = await import('./pipeline.js');
-      const result = await runPipeline({ env: this.env, app, deployment, pin: row.commit_pin, spec, log, signal, setStatus, opts: this.opts });
+      const result = await runPipeline({ env: this.env, app, deployment, pin: row.commit_pin, spec, log, signal, setStatus, opts: this.opts, buildSlots: this.buildSlots });
       signal.throwIfAborted();
       log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);
       await log.flush();

@@ -25,29 +25,58 @@ export interface BuildOptions {
   shown?: string;
   /** Refuse contexts larger than this (default 1 GiB). */
   maxContextBytes?: number;
+  /**
+   * A generated Dockerfile's text, put into the context as `dockerfile`: whatever the repository
+   * holds at that path is left out, so a repository file of that name never wins. `.git` stays out.
+   */
+  generated?: string;
+  /** The app's build limits: memory (no swap beyond it) and CPUs for every step, and a deadline. */
+  limits?: { memory_mb?: number; cpus?: number; timeout_s?: number };
+}
+
+/** The engine's build options for the app's limits. */
+function limitOptions(l: BuildOptions['limits']): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (l?.memory_mb) out.memory = out.memswap = l.memory_mb * 1024 * 1024;
+  if (l?.cpus) Object.assign(out, { cpuperiod: 100_000, cpuquota: Math.round(l.cpus * 100_000) });
+  return out;
 }
 
 /** Builds an image; resolves with its id, rejects with the builder's error message or the build policy's refusal. */
 export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ imageId: string }> {
   const dockerfile = opts.dockerfile ?? 'Dockerfile';
-  await assertBuildAllowed(engine, { contextDir: opts.contextDir, dockerfile, args: opts.args, shown: opts.shown });
-  const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3);
+  await assertBuildAllowed(engine, { contextDir: opts.contextDir, dockerfile, args: opts.args, shown: opts.shown, text: opts.generated });
+  const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3, opts.generated);
   const log = opts.onLog ?? (() => {});
+  const limits = opts.limits;
+  // The deadline aborts the request; the engine then stops the step that runs and removes its container.
+  const deadline = limits?.timeout_s ? AbortSignal.timeout(limits.timeout_s * 1000) : null;
+  const signal = deadline ? AbortSignal.any([deadline, ...(opts.signal ? [opts.signal] : [])]) : opts.signal;
+  const overTime = () => {
+    opts.signal?.throwIfAborted();
+    if (deadline?.aborted) throw new StackError(`build stopped: it ran past its time limit of ${limits!.timeout_s} s (build_limits.timeout_s)`);
+  };
   return guard(engine, async () => {
-    const stream = await engine.docker.buildImage(
-      pack as unknown as NodeJS.ReadableStream,
-      {
-        t: opts.tag,
-        dockerfile,
-        buildargs: opts.args ?? {},
-        ...(opts.target ? { target: opts.target } : {}),
-        // Owned by this instance whatever the caller passed: the image is found again by these.
-        labels: { ...opts.labels, ...ownerLabels(engine) },
-        rm: true,
-        forcerm: true,
-        abortSignal: opts.signal,
-      } as Parameters<typeof engine.docker.buildImage>[1],
-    );
+    const stream = await engine.docker
+      .buildImage(
+        pack as unknown as NodeJS.ReadableStream,
+        {
+          t: opts.tag,
+          dockerfile,
+          buildargs: opts.args ?? {},
+          ...(opts.target ? { target: opts.target } : {}),
+          // Owned by this instance whatever the caller passed: the image is found again by these.
+          labels: { ...opts.labels, ...ownerLabels(engine) },
+          rm: true,
+          forcerm: true,
+          ...limitOptions(limits),
+          abortSignal: signal,
+        } as Parameters<typeof engine.docker.buildImage>[1],
+      )
+      .catch((e) => {
+        overTime();
+        throw e;
+      });
     let imageId = '';
     let failure: string | undefined;
     let buf = '';
@@ -81,13 +110,18 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
         }
       }
     } catch (e) {
-      opts.signal?.throwIfAborted();
+      overTime();
       throw e;
     }
     handle(buf);
     if (partial.trim()) log(partial);
-    opts.signal?.throwIfAborted();
-    if (failure) throw new StackError(`build failed: ${failure.trim()}`);
+    overTime();
+    if (failure) {
+      // 137: SIGKILL, which under a memory limit is the kernel's OOM killer.
+      const oom = limits?.memory_mb && /code: 137\b|exit code 137\b|signal: killed/i.test(failure);
+      const why = oom ? `; killed: the step used more than the build's memory limit of ${limits!.memory_mb} MiB (build_limits.memory_mb)` : '';
+      throw new StackError(`build failed: ${failure.trim()}${why}`);
+    }
     if (!imageId) imageId = (await engine.docker.getImage(opts.tag).inspect()).Id;
     return { imageId };
   });
@@ -106,7 +140,7 @@ const ignore: IgnoreFactory = (...args) => {
 };
 const tar = lazyRequire<typeof TarStream>('tar-stream');
 
-async function packContext(dir: string, dockerfile: string, maxBytes: number): Promise<Pack> {
+async function packContext(dir: string, dockerfile: string, maxBytes: number, generated?: string): Promise<Pack> {
   let rules: string[] = [];
   try {
     rules = (await readFile(join(dir, '.dockerignore'), 'utf8')).split(/\r?\n/);
@@ -117,7 +151,10 @@ async function packContext(dir: string, dockerfile: string, maxBytes: number): P
   const keep = new Set([posix.normalize(dockerfile), '.dockerignore']);
   // A later "!pattern" may re-include something inside an ignored folder: keep walking then.
   const reincludes = rules.some((l) => l.trim().startsWith('!'));
-  return packEntries(dir, maxBytes, (rel, isDir) => (ig.ignores(rel) && !keep.has(rel) ? (isDir && reincludes ? 'walk' : 'skip') : 'take'), 'build context');
+  const name = posix.normalize(dockerfile);
+  const ours = (rel: string) => generated !== undefined && (rel === name || rel.startsWith(`${name}/`) || rel === '.git' || rel.startsWith('.git/'));
+  const pick = (rel: string, isDir: boolean) => (ours(rel) ? 'skip' : ig.ignores(rel) && !keep.has(rel) ? (isDir && reincludes ? 'walk' : 'skip') : 'take');
+  return packEntries(dir, maxBytes, pick, 'build context', generated === undefined ? undefined : { name, text: generated });
 }
 
 /** A tar of a whole folder (symlinks as symlinks, owned by root): a volume's first content. */
@@ -125,7 +162,7 @@ export function packTree(dir: string, maxBytes: number): Promise<Pack> {
   return packEntries(dir, maxBytes, () => 'take', 'folder');
 }
 
-async function packEntries(dir: string, maxBytes: number, pick: (rel: string, isDir: boolean) => 'take' | 'walk' | 'skip', what: string): Promise<Pack> {
+async function packEntries(dir: string, maxBytes: number, pick: (rel: string, isDir: boolean) => 'take' | 'walk' | 'skip', what: string, extra?: { name: string; text: string }): Promise<Pack> {
   const entries: { rel: string; abs: string }[] = [];
   let total = 0;
   const walk = async (rel: string) => {
@@ -160,6 +197,7 @@ async function packEntries(dir: string, maxBytes: number, pick: (rel: string, is
           });
         }
       }
+      if (extra) await entry(pack, { name: extra.name, type: 'file', mode: 0o644, mtime: new Date(0), uid: 0, gid: 0 }, Buffer.from(extra.text));
       pack.finalize();
     } catch (e) {
       pack.destroy(e as Error);
@@ -168,6 +206,10 @@ async function packEntries(dir: string, maxBytes: number, pick: (rel: string, is
   return pack;
 }
 
-function entry(pack: Pack, header: Partial<Header> & { name: string }): Promise<void> {
-  return new Promise((resolve, reject) => pack.entry(header, (err) => (err ? reject(err) : resolve())));
+function entry(pack: Pack, header: Partial<Header> & { name: string }, body?: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const cb = (err?: Error | null) => (err ? reject(err) : resolve());
+    if (body) pack.entry(header, body, cb);
+    else pack.entry(header, cb);
+  });
 }

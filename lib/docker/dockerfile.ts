@@ -14,27 +14,19 @@ export interface BuildFile {
   args?: Record<string, string>;
   /** The file as messages name it (relative to the repository); default: the path in the context. */
   shown?: string;
+  /** A generated Dockerfile's text: checked as given, never read from the context. */
+  text?: string;
 }
 
 /** Throws a StackError naming each refused line (`Dockerfile:7: ADD from a URL is not allowed ...`). */
 export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<void> {
   const shown = b.shown ?? b.dockerfile;
-  const fail = (reasons: string[]) => {
+  const fail = (reasons: string[]): never => {
     throw new StackError(`the build is refused: ${reasons.join('; ')}`);
   };
-  const root = await realpath(b.contextDir);
-  const path = await resolveInside(root, b.dockerfile);
-  if (path === null) fail([`${shown}: resolves outside the build context`]);
-  let size: number;
-  try {
-    const st = await stat(path!);
-    if (!st.isFile()) throw new Error('not a file');
-    size = st.size;
-  } catch {
-    return fail([`${shown}: no such file in the build context`]);
-  }
-  if (size > MAX_DOCKERFILE) fail([`${shown}: larger than 1 MiB`]);
-  const { problems, bases } = checkDockerfile(await readFile(path!, 'utf8'), b.args ?? {});
+  const text = b.text ?? (await readFromContext(b, shown, fail));
+  if (Buffer.byteLength(text) > MAX_DOCKERFILE) fail([`${shown}: larger than 1 MiB`]);
+  const { problems, bases } = checkDockerfile(text, b.args ?? {});
   if (problems.length) fail(problems.map((p) => `${shown}:${p.line}: ${p.message}`));
   const triggers: string[] = [];
   for (const base of bases) {
@@ -45,6 +37,21 @@ export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<
     for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform))) triggers.push(`${shown}:${base.line}: base image ${base.image}: ${t}`);
   }
   if (triggers.length) fail(triggers);
+}
+
+async function readFromContext(b: BuildFile, shown: string, fail: (reasons: string[]) => never): Promise<string> {
+  const root = await realpath(b.contextDir);
+  const path = await resolveInside(root, b.dockerfile);
+  if (path === null) fail([`${shown}: resolves outside the build context`]);
+  try {
+    const st = await stat(path!);
+    if (!st.isFile()) throw new Error('not a file');
+    if (st.size > MAX_DOCKERFILE) fail([`${shown}: larger than 1 MiB`]);
+  } catch (e) {
+    if (e instanceof StackError) throw e;
+    fail([`${shown}: no such file in the build context`]);
+  }
+  return readFile(path!, 'utf8');
 }
 
 /**

@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'precondition_failed'
   | 'payload_too_large'
   | 'not_diffable'
+  | 'not_detectable'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable';
@@ -31,6 +32,7 @@ const statusOf: Record<ErrorCode, number> = {
   precondition_failed: 412,
   payload_too_large: 413,
   not_diffable: 422,
+  not_detectable: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

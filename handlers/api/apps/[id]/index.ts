@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { badRequest } from '../../../../lib/http/errors.js';
-import { sourceSchema } from '../../../../lib/apps/schemas.js';
+import { buildLimitsSchema, sourceSchema } from '../../../../lib/apps/schemas.js';
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../../lib/apps/status.js';
@@ -18,9 +18,9 @@ export const GET = route({ summary: 'One app with its current status', params: a
 
 export const PATCH = route(
   {
-    summary: "Change an app's source",
+    summary: "Change an app's source (with how it is built) or its build limits (null: none)",
     params: appParams,
-    body: z.strictObject({ name: z.string().optional(), source: sourceSchema.optional() }),
+    body: z.strictObject({ name: z.string().optional(), source: sourceSchema.optional(), build_limits: buildLimitsSchema.nullable().optional() }),
     responses: { 200: appBody },
     audit: { action: 'app.updated', target: (c) => c.params.id, state: { kind: 'app', id: (c) => c.params.id } },
   },
@@ -28,7 +28,7 @@ export const PATCH = route(
     const current = await getApp(env.db, params.id);
     // The name is in every container, network and volume name: renaming would orphan them.
     if (body.name !== undefined && body.name !== current.name) throw badRequest('An app cannot be renamed; export it and import it under the new name', [{ field: 'name', message: 'immutable' }]);
-    return reply(200, { app: await updateApp(env.db, params.id, { source: body.source }, env.now()) });
+    return reply(200, { app: await updateApp(env.db, params.id, { source: body.source, build_limits: body.build_limits }, env.now()) });
   },
 );
 
