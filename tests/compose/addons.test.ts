@@ -4,7 +4,8 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCompose } from '../../lib/compose/index.js';
 import { getAddon, listAddons, resolveParams } from '../../lib/addons/catalog.js';
-import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
+import { adminClient, type Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 
 test('at least eight add-ons; each template passes the compose policy with pinned images', () => {
   const all = listAddons();
@@ -43,10 +44,10 @@ test('unknown parameters are refused; given values win over defaults and generat
   assert.deepEqual(generated, {});
 });
 
-let s: TestServer;
+let s: TestApp;
 let c: Client;
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   c = await adminClient(s);
 });
 after(() => s.stop());

@@ -7,15 +7,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { startTestServer, adminClient, apiToken, Client, ADMIN, type TestServer } from '../_support/server.js';
+import { adminClient, apiToken, Client, ADMIN } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { githubPing, githubPush, SHA_A, SHA_B } from '../webhooks/_payloads.js';
 import type { ResolvedAddress } from '../../lib/net/outbound.js';
 
-let s: TestServer;
+let s: TestApp;
 let c: Client;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   c = await adminClient(s);
 });
 after(async () => {
@@ -297,7 +298,7 @@ function github(secret: string, event: string, payload: unknown, extra: Record<s
 }
 
 async function deliver(appId: string, d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await fetch(`${s.url}/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await s.request(`/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -404,7 +405,7 @@ test('POST /api/settings/notifications answers 201 {"channel": ...}, wrapped lik
 });
 
 test('host metrics of a fresh server: a step without a vitals sample is absent, never zeros; request points stay zero-filled', async () => {
-  const fresh = await startTestServer();
+  const fresh = await startTestApp({}, { background: true });
   try {
     const fc = await adminClient(fresh);
     const r = await fc.req('GET', '/api/host/metrics?range=1h');

@@ -8,17 +8,18 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startTestServer, adminClient, ADMIN, Client, reveal, type TestServer } from '../_support/server.js';
+import { adminClient, ADMIN, Client, reveal } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { METHODS } from '../../lib/http/handler.js';
 import { issue, makeCa } from '../_support/pki.js';
 
-let s: TestServer;
+let s: TestApp;
 let c: Client;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   c = await adminClient(s);
 });
 after(() => s.stop());
@@ -355,7 +356,7 @@ test('a service setting change reverts to the recorded port and health path', as
 test('notification channels: a URL change is masked in the diff, and its revert (and the revert of a deletion) delivers to the real old URL again', async () => {
   const { startReceiver, receiverResolve } = await import('../_support/receiver.js');
   const recv = await startReceiver();
-  const ns = await startTestServer({ SVC_NOTIFY_ALLOW: '127.0.0.1' });
+  const ns = await startTestApp({ SVC_NOTIFY_ALLOW: '127.0.0.1' });
   try {
     Object.assign(ns.env.notifier.transport, { agent: recv.agent, resolve: receiverResolve });
     const nc = await adminClient(ns);

@@ -3,14 +3,15 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startTestServer, Client, setupToken, ADMIN, type TestServer } from '../_support/server.js';
+import { Client, setupToken, ADMIN } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { totpCode } from '../../lib/auth/totp.js';
 
-let s: TestServer;
+let s: TestApp;
 let admin: Client;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
 });
 after(async () => {
   await s.stop();

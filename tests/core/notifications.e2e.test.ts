@@ -3,13 +3,14 @@
 // self-hosted chat server would be). Events come from their owners through the bus.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
+import { adminClient, type Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { startReceiver, RECEIVER_HOST, type Receiver } from '../_support/receiver.js';
 import { needDocker } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
 import type { ResolvedAddress } from '../../lib/net/outbound.js';
 
-let s: TestServer;
+let s: TestApp;
 let c: Client;
 let recv: Receiver;
 const names = new Map<string, string>([
@@ -25,7 +26,7 @@ const resolve = async (host: string): Promise<ResolvedAddress[]> => {
 
 before(async () => {
   recv = await startReceiver();
-  s = await startTestServer({ SVC_NOTIFY_ALLOW: '127.0.0.1', SVC_SECURITY_COOLDOWN: '600', SVC_BASE_DOMAIN: 'paas.example.com' });
+  s = await startTestApp({ SVC_NOTIFY_ALLOW: '127.0.0.1', SVC_SECURITY_COOLDOWN: '600', SVC_BASE_DOMAIN: 'paas.example.com' }, { background: true });
   Object.assign(s.env.notifier.transport, { agent: recv.agent, resolve });
   s.env.notifier.backoffMs = [50, 100];
   c = await adminClient(s);

@@ -11,7 +11,8 @@ import { routeModule } from '../../runtime/route-types.js';
 import { openApiPath } from '../../runtime/openapi.js';
 import { METHODS } from '../../lib/http/handler.js';
 import { createClient } from '../../client/index.js';
-import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
+import { adminClient, apiToken, Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -65,9 +66,9 @@ test('redocly lints the document with zero errors', { timeout: 120_000 }, async 
 });
 
 // Answers recorded from a real server, checked against the documented schema of their status.
-let s: TestServer;
+let s: TestApp;
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
 });
 after(async () => {
   await s?.stop();
@@ -268,7 +269,7 @@ test('GET /api/openapi.json serves the document to an authenticated caller, and 
 test('the typed client lists apps and reads one with an API token', async () => {
   const c = await adminClient(s);
   const token = await apiToken(c, 'typed-client');
-  const api = createClient(s.url, { token });
+  const api = createClient(s.url, { token, fetch: s.fetch });
   const made = await api.POST('/api/apps', { body: { name: 'oas-client', source: { type: 'image', image: 'nginx:1.27' } } });
   assert.equal(made.response.status, 201);
   const id = made.data!.app.id;

@@ -2,11 +2,12 @@
 // follows the setup rules, other sessions end at once, API tokens stay.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, apiToken, Client, ADMIN, type TestServer } from '../_support/server.js';
+import { adminClient, apiToken, Client, ADMIN } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 
-let s: TestServer;
+let s: TestApp;
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
 });
 after(async () => {
   await s.stop();

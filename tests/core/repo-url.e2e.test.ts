@@ -3,15 +3,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, type Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { insertApp } from '../../lib/apps/store.js';
 import { poll } from '../_support/wait.js';
 
-let s: TestServer;
+let s: TestApp;
 let admin: Client;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp({}, { background: true });
   admin = await adminClient(s);
 });
 after(() => s.stop());

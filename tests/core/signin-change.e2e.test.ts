@@ -4,15 +4,16 @@
 // step-up), and a session needs a recent step-up for the TOTP and recovery-code routes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
+import { adminClient, apiToken, ADMIN, Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { totpCode } from '../../lib/auth/totp.js';
 
-let s: TestServer;
+let s: TestApp;
 let token: string;
 let codes: string[] = [];
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   token = await apiToken(await adminClient(s), 'leaked');
 });
 after(async () => {

@@ -12,7 +12,8 @@ import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { openApiPath } from '../../runtime/openapi.js';
 import { METHODS } from '../../lib/http/handler.js';
-import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
+import { adminClient, apiToken, ADMIN, Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { makeCa, issue } from '../_support/pki.js';
 
 /** The contract's step-up list ("Setup and authentication" and every section's "(step-up)"). */
@@ -69,14 +70,14 @@ test('every operation carries the step-up and session-only marks of the contract
   assert.deepEqual(wrong, []);
 });
 
-let s: TestServer;
+let s: TestApp;
 let admin: Client;
 let token: Client;
 let dir: string;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-stepup-'));
-  s = await startTestServer();
+  s = await startTestApp();
   admin = await adminClient(s);
   token = new Client(s.url);
   token.bearer = await apiToken(admin, 'no step-up');
