@@ -20,17 +20,17 @@ const GOAL = 80;
 // mutate: globs of source files; tests: compiled test files (relative to the sandbox root).
 // lib/auth is split in three runs so that each reports on its own (and can be rerun alone).
 const MODULES = [
-  { name: 'auth-throttle', mutate: ['lib/auth/passwords.ts', 'lib/auth/ratelimit.ts', 'lib/auth/guard.ts', 'lib/auth/cache.ts'], tests: ['core/auth-unit'] },
+  { name: 'auth-throttle', mutate: ['lib/auth/passwords.ts', 'lib/auth/ratelimit.ts', 'lib/auth/guard.ts', 'lib/auth/cache.ts'], tests: ['unit/auth/auth'] },
   {
     name: 'auth-credentials',
     mutate: ['lib/auth/sessions.ts', 'lib/auth/tokens.ts', 'lib/auth/principal.ts', 'lib/auth/stepup.ts', 'lib/auth/users.ts', 'lib/auth/login.ts'],
-    tests: ['core/auth-unit'],
+    tests: ['unit/auth/auth'],
   },
-  { name: 'auth-setup-2fa', mutate: ['lib/auth/setup.ts', 'lib/auth/signing.ts', 'lib/auth/totp.ts'], tests: ['core/auth-unit', 'core/totp'] },
-  { name: 'crypto', mutate: ['lib/crypto/**/*.ts'], tests: ['core/crypto', 'core/crypto-unit'] },
-  { name: 'webhooks-verify', mutate: ['lib/webhooks/verify.ts'], tests: ['webhooks/verify'] },
-  { name: 'compose-policy', mutate: ['lib/compose/policy.ts'], tests: ['compose/parse'] },
-  { name: 'git-validate', mutate: ['lib/git/validate.ts'], tests: ['compose/git-validate'] },
+  { name: 'auth-setup-2fa', mutate: ['lib/auth/setup.ts', 'lib/auth/signing.ts', 'lib/auth/totp.ts'], tests: ['unit/auth/auth', 'unit/auth/totp'] },
+  { name: 'crypto', mutate: ['lib/crypto/**/*.ts'], tests: ['unit/crypto/crypto', 'unit/crypto/crypto-unit'] },
+  { name: 'webhooks-verify', mutate: ['lib/webhooks/verify.ts'], tests: ['unit/webhooks/verify'] },
+  { name: 'compose-policy', mutate: ['lib/compose/policy.ts'], tests: ['unit/compose/parse'] },
+  { name: 'git-validate', mutate: ['lib/git/validate.ts'], tests: ['unit/git/validate'] },
 ];
 
 const filter = process.argv.slice(2);

@@ -1,5 +1,6 @@
 // Starts the real server on port 0 with its own data directory, and a small client that keeps
-// cookies like a browser does (and echoes the CSRF cookie when asked).
+// cookies like a browser does (and echoes the CSRF cookie when asked). The same client talks to an
+// in-process app (tests/_support/request.ts) when given its url.
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../../lib/log.js';
 import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 import type { EdgeOptions } from '../../lib/proxy/edge.js';
+import { testFetch } from './transport.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -58,7 +60,7 @@ export async function startTestServer(vars: Record<string, string> = {}, opts: {
   };
 }
 
-export async function setupToken(s: TestServer): Promise<string> {
+export async function setupToken(s: Pick<TestServer, 'dataDir'>): Promise<string> {
   return (await readFile(join(s.dataDir, 'setup.token'), 'utf8')).trim();
 }
 
@@ -83,7 +85,7 @@ export class Client {
     if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
     Object.assign(headers, extra);
     for (const [k, v] of Object.entries(headers)) if (v === '') delete headers[k];
-    const res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    const res = await testFetch(this.base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const eq = pair!.indexOf('=');
@@ -104,7 +106,7 @@ export class Client {
 }
 
 /** Runs setup and logs in; returns a client holding the session cookies. */
-export async function adminClient(s: TestServer): Promise<Client> {
+export async function adminClient(s: Pick<TestServer, 'url' | 'dataDir'>): Promise<Client> {
   const c = new Client(s.url);
   const token = await setupToken(s).catch(() => null);
   if (token) {

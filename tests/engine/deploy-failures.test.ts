@@ -9,7 +9,7 @@ import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE, DOCKER_SOCKET
 import { startTestServer, adminClient, reveal, type Client, type TestServer } from '../_support/server.js';
 import { createEngine } from '../../lib/docker/index.js';
 import { MAX_LOG_BYTES, MAX_LOG_LINES } from '../../lib/deploy/log.js';
-import { githubPush } from '../webhooks/_payloads.js';
+import { githubPush } from '../unit/webhooks/_payloads.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 

@@ -13,7 +13,7 @@ import { request as httpRequest } from 'node:http';
 import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
 import { needDocker, needEngine, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
 import { needSshd, startSshd, makeBareRepo, type Sshd } from '../_support/sshd.js';
-import { githubPush, githubPing, SHA_A, SHA_B, ZERO } from '../webhooks/_payloads.js';
+import { githubPush, githubPing, SHA_A, SHA_B, ZERO } from '../unit/webhooks/_payloads.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, waitStatus, callInApp, cleanupApp } from './_deploy.js';
 import { stackRemove } from '../../lib/docker/index.js';
