@@ -16,6 +16,7 @@ import { migration as m0012 } from './0012_webhook_delivery_log.js';
 import { migration as m0013 } from './0013_instance_backup.js';
 import { migration as m0014 } from './0014_deployment_commit_pin.js';
 import { migration as m0015 } from './0015_people.js';
+import { migration as m0016 } from './0016_audit_app.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0013_instance_backup': m0013,
   '0014_deployment_commit_pin': m0014,
   '0015_people': m0015,
+  '0016_audit_app': m0016,
 };
