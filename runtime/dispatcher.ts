@@ -1,6 +1,6 @@
 // The dispatcher: a request runs through named stages, each a small function of its own:
-// match -> (load) -> select method -> authenticate -> CSRF -> authorise (step-up, rate limit)
-// -> parse -> call -> audit -> answer. Handlers only see a Request and a ctx.
+// match -> (load) -> select method -> authenticate -> CSRF -> authorise (permission, step-up,
+// rate limit) -> reach (the app the route names) -> parse -> call -> audit -> answer. Handlers only see a Request and a ctx.
 import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -16,6 +16,7 @@ import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec }
 import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
 import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
+import { permit } from '../lib/auth/access.js';
 import { recordAudit, routeAction, type AuditEntryInput } from '../lib/audit/index.js';
 import type { State, StateKindName } from '../lib/audit/state.js';
 import { safeEqual } from '../lib/crypto/random.js';
@@ -67,6 +68,8 @@ export interface Exchange {
   headers: HeaderGetter;
   rawParams: Record<string, string>;
   search: string;
+  /** The app the route names, when the `reach` stage learnt it (the audit entry records it). */
+  appId?: string | null;
 }
 
 interface Matched {
@@ -127,20 +130,25 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
     const client = clientOf(x, trusted);
     const principal = authenticateStage(env, x.headers, policy);
     checkCsrf(env, x, principal, policy);
-    authorise(env, spec, principal);
-    limitRate(env, spec, x.route, client);
-    return then(parse(spec, x), (input) => {
-      const note: { value?: AuditNote } = {};
-      const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
-      const call = (before: StateBefore | null) => {
-        const response = attempt(
-          () => handler(x.request, ctx),
-          (e) => toErrorResponse(env, e, x.requestId),
-        );
-        return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
-      };
-      // Only routes that declare a state pay for reading it.
-      return spec.audit?.state ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call) : call(null);
+    // The permission first; then another app outside the caller's list is absent (404) before a step-up is asked for.
+    if (principal) permit(principal, spec.permission);
+    return then(reach(env, spec, x.route.pattern, x.rawParams, principal, UNSAFE.has(x.effective)), (appId) => {
+      authorise(env, spec, principal);
+      limitRate(env, spec, x.route, client);
+      return then(parse(spec, x), (input) => {
+        const note: { value?: AuditNote } = {};
+        const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
+        x.appId = appId;
+        const call = (before: StateBefore | null) => {
+          const response = attempt(
+            () => handler(x.request, ctx),
+            (e) => toErrorResponse(env, e, x.requestId),
+          );
+          return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
+        };
+        // Only routes that declare a state pay for reading it.
+        return spec.audit?.state ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call) : call(null);
+      });
     });
   }
 
@@ -226,10 +234,36 @@ export function checkCsrf(env: Env, x: Exchange, principal: Principal | null, po
  */
 export function authorise(env: Env, spec: RouteSpec, principal: Principal | null, upgrade = false): void {
   if (principal === null) return;
+  // Before step-up: asking someone to prove presence for what they may not do anyway would mislead.
+  permit(principal, spec.permission);
   if (spec.sessionOnly && principal.kind !== 'session') {
     throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
   }
   if (spec.stepUp && (upgrade || !spec.websocket)) requireStepUp(env, principal);
+}
+
+const APP_ROUTE = /^\/api\/apps\/:id(?:\/|$)/;
+
+/**
+ * The app a route names: `/api/apps/{id}/...` by its path, others (a domain, an audit entry) by
+ * their declared `app` lookup; undefined when it names none or the resource does not exist.
+ */
+export function appOfRoute(env: Env, spec: RouteSpec, pattern: string, params: Record<string, string>): Maybe<string | null | undefined> {
+  if (spec.app) return spec.app(env, params);
+  return APP_ROUTE.test(pattern) ? params.id : undefined;
+}
+
+/**
+ * Stage `reach`: a caller limited to some apps gets 404 for any other app a route names, so its
+ * existence is not revealed (lib/auth/access.ts decides). Answers the app for the audit entry;
+ * a lookup is paid only by limited callers and by writes.
+ */
+export function reach(env: Env, spec: RouteSpec, pattern: string, params: Record<string, string>, principal: Principal | null, write: boolean): Maybe<string | null | undefined> {
+  if (principal === null || (principal.appIds === null && spec.app && !write)) return undefined;
+  return then(appOfRoute(env, spec, pattern, params), (appId) => {
+    permit(principal, spec.permission, appId);
+    return appId;
+  });
 }
 
 /** 403 step_up_required unless this credential stepped up within the last minutes. */
@@ -319,6 +353,9 @@ function contextFor(
       note.value = { ...note.value, ...n };
     },
     requireStepUp: () => requireStepUp(env, principal),
+    permit: (permission, appId) => {
+      if (principal) permit(principal, permission, appId);
+    },
     routeSpec,
     reply,
   };
@@ -360,6 +397,7 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
     detail: note?.detail ?? null,
     state,
     revertOf: ok(response) ? (note?.revertOf ?? null) : null,
+    appId: note?.appId !== undefined ? note.appId : (x.appId ?? undefined),
   }).then(
     (id) => (note?.answer && ok(response) ? note.answer(String(id)) : response),
     (err) => {

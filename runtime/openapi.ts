@@ -65,7 +65,9 @@ export async function buildOpenApi(routes: RouteDef[], version: string): Promise
       version,
       description:
         'JSON over HTTP. Authenticate with the `svc_session` cookie (plus the `X-CSRF-Token` header on writes) or `Authorization: Bearer <API token>`. ' +
-        'Every error answers the `Error` body. Operations marked `x-step-up` need a recent POST /api/auth/step-up (403 `step_up_required` otherwise).',
+        'Every error answers the `Error` body. Operations marked `x-step-up` need a recent POST /api/auth/step-up (403 `step_up_required` otherwise). ' +
+        '`x-permission` names the permission an operation needs (403 `forbidden` without it); an `app.*` permission reaches only ' +
+        "the apps of the caller's list: another app answers 404 `not_found`, and listings leave it out.",
       license: { name: 'Proprietary', identifier: 'LicenseRef-svc' },
     },
     servers: [{ url: '/' }],
@@ -115,6 +117,7 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
   if (auth === 'metrics') o.security = [{ metricsToken: [] }];
   if (spec.stepUp) o['x-step-up'] = true;
   else if (spec.stepUpWhen) o['x-step-up'] = 'conditional';
+  if (spec.permission) o['x-permission'] = spec.permission;
   if (spec.sessionOnly) o['x-session-only'] = true;
   if (spec.rateLimit) o['x-rate-limited'] = true;
   if (spec.websocket) o['x-websocket'] = true;
@@ -141,7 +144,12 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
 const ERROR_RESPONSES: Record<string, { status: string; description: string }> = {
   BadRequest: { status: '400', description: 'Invalid parameter, query or body (`bad_request`)' },
   Unauthorized: { status: '401', description: 'No or invalid credentials (`unauthorized`, `invalid_credentials`)' },
-  Forbidden: { status: '403', description: 'Cookie write without the CSRF token of its session (`csrf_mismatch`), or a step-up operation without a recent step-up (`step_up_required`)' },
+  Forbidden: {
+    status: '403',
+    description:
+      'Without the permission the operation names in `x-permission` (`forbidden`), a cookie write without the CSRF token of its session ' +
+      '(`csrf_mismatch`), or a step-up operation without a recent step-up (`step_up_required`)',
+  },
   NotFound: { status: '404', description: 'No such resource (`not_found`)' },
   RateLimited: { status: '429', description: 'Too many attempts (`rate_limited`, with a Retry-After header)' },
   Failure: {
@@ -155,8 +163,8 @@ function errorsOf(spec: RouteSpec, op: { method: Method; path: string }): [strin
   const names: string[] = [];
   if (spec.params || spec.query || spec.body || op.path.includes('{')) names.push('BadRequest');
   if (auth === 'operator' || spec.rateLimit) names.push('Unauthorized');
-  if (auth === 'operator' && (op.method !== 'GET' || spec.stepUp || spec.stepUpWhen)) names.push('Forbidden');
-  if (op.path.includes('{') || auth === 'metrics') names.push('NotFound');
+  if (auth === 'operator') names.push('Forbidden');
+  if (op.path.includes('{') || auth === 'metrics' || spec.permission?.startsWith('app.')) names.push('NotFound');
   if (spec.rateLimit) names.push('RateLimited');
   names.push('Failure');
   return names.map((n) => [ERROR_RESPONSES[n]!.status, { $ref: `#/components/responses/${n}` }]);

@@ -13,7 +13,10 @@ import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
 import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
 import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
 import { GET as shellRoute } from '../handlers/api/apps/[id]/services/[name]/shell.js';
-import { authorise as authoriseRoute } from './dispatcher.js';
+import { GET as wsRoute } from '../handlers/api/ws.js';
+import { authorise as authoriseRoute, reach } from './dispatcher.js';
+import { allows } from '../lib/auth/access.js';
+import { authoriseTopic, eventVisible, grantHolds, type TopicGrant } from '../lib/auth/topics.js';
 import type { Principal } from '../lib/http/handler.js';
 import { headerGetter } from '../lib/http/headers.js';
 
@@ -72,6 +75,14 @@ interface Credential {
   cookie: string | null;
 }
 
+const SHELL_PATTERN = '/api/apps/:id/services/:name/shell';
+
+/** What a missing topic resource is called: an unreachable one is named the same way. */
+function absent(topic: string): string {
+  const at = topic.indexOf(':');
+  return topic.startsWith('build:') ? `no deployment with id "${topic.slice(at + 1)}"` : `no app with id "${topic.slice(at + 1)}"`;
+}
+
 export function createWsHub(env: Env): WsHub {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   // The container shell's sockets: same limits on frames, their own lifecycle (lib/shell).
@@ -80,7 +91,8 @@ export function createWsHub(env: Env): WsHub {
   const originOk = allowedOrigin(env.config);
   const alive = new WeakSet<WebSocket>();
   // Every socket that acted for a credential, API and shell alike, with how to end it when that credential goes.
-  const owners = new Map<WebSocket, { userId: string; credential: Credential; end: (reason: string) => void }>();
+  // `narrowed`: the credential still stands but may allow less (a role or app list changed): the socket re-checks.
+  const owners = new Map<WebSocket, { userId: string; credential: Credential; end: (reason: string) => void; narrowed?: (p: Principal) => void }>();
   const subscriptions = new Map<WebSocket, Map<string, () => void>>();
 
   // A revocation, logout, deleted operator or new password closes what it no longer allows.
@@ -100,7 +112,9 @@ export function createWsHub(env: Env): WsHub {
         o.end('credentials revoked');
         // A peer that ignores the close handshake is cut off anyway.
         setTimeout(() => ws.terminate(), 1000).unref();
+        continue;
       }
+      o.narrowed?.(still);
     }
   };
   const offCredentials = onCredentialsChanged(() => {
@@ -134,8 +148,21 @@ export function createWsHub(env: Env): WsHub {
 
   function attach(ws: WebSocket, principal: Principal, credential: Credential): void {
     const subs = new Map<string, () => void>();
+    const grants = new Map<string, TopicGrant>();
+    // The access this socket acts with now: replaced when a credential change narrows it.
+    let current = principal;
     subscriptions.set(ws, subs);
-    owners.set(ws, { userId: principal.user.id, credential, end: (reason) => ws.close(1008, reason) });
+    const narrowed = (p: Principal) => {
+      current = p;
+      for (const [topic, grant] of grants) {
+        if (grantHolds(p, grant)) continue;
+        grants.delete(topic);
+        subs.get(topic)?.();
+        subs.delete(topic);
+        send({ type: 'error', code: 'forbidden', error: `access to ${topic} was withdrawn`, topic });
+      }
+    };
+    owners.set(ws, { userId: principal.user.id, credential, end: (reason) => ws.close(1008, reason), narrowed });
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
     const send = (msg: unknown) => {
@@ -162,11 +189,22 @@ export function createWsHub(env: Env): WsHub {
       if (type === 'unsubscribe') {
         subs.get(topic)?.();
         subs.delete(topic);
+        grants.delete(topic);
         return send({ type: 'unsubscribed', topic });
       }
       if (subs.has(topic)) return send({ type: 'subscribed', topic });
       if (subs.size >= MAX_TOPICS) return sendError('bad_request', `at most ${MAX_TOPICS} topics per connection`);
       subs.set(topic, () => {});
+      let grant: TopicGrant;
+      try {
+        grant = await authoriseTopic(env.db, current, topic);
+      } catch (err) {
+        subs.delete(topic);
+        if (!(err instanceof HttpError)) return send({ type: 'error', code: 'internal_error', error: `cannot subscribe to ${topic}`, topic });
+        // Another app's topic answers as a missing one would: its existence is not revealed.
+        const error = err.code === 'not_found' ? `cannot subscribe to ${topic}: ${absent(topic)}` : `cannot subscribe to ${topic}: ${err.message}`;
+        return send({ type: 'error', code: err.code, error, topic });
+      }
       const missing = await missingTopicResource(env.db, topic).catch(() => null);
       if (missing !== null) {
         subs.delete(topic);
@@ -174,6 +212,7 @@ export function createWsHub(env: Env): WsHub {
       }
       if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) return;
       const off = await env.bus.subscribe(topic, (e: BusEvent) => {
+        if (!eventVisible(current, e.data)) return;
         const frame = { type: 'event', topic: e.topic, ts: e.ts, data: e.data };
         if (ws.readyState !== WebSocket.OPEN || ws.bufferedAmount <= REPLAY_HIGH_WATER || ws.bufferedAmount > MAX_BUFFERED) return send(frame);
         // Only the replay awaits this; live events are sent at once (and bounded by send()).
@@ -183,7 +222,14 @@ export function createWsHub(env: Env): WsHub {
         off();
         return;
       }
+      if (!grantHolds(current, grant)) {
+        // Access narrowed while the subscription was being made.
+        off();
+        subs.delete(topic);
+        return send({ type: 'error', code: 'forbidden', error: `access to ${topic} was withdrawn`, topic });
+      }
       subs.set(topic, off);
+      grants.set(topic, grant);
       send({ type: 'subscribed', topic });
     });
     ws.on('close', () => {
@@ -209,8 +255,9 @@ export function createWsHub(env: Env): WsHub {
     authorise(req, tls)
       .then(async (principal) => {
         if (!principal) return refuse(socket, 401, 'Authentication required');
-        // The route's own declaration (step-up) decides, as the dispatcher would for any request.
+        // The route's own declaration (permission, app, step-up) decides, as the dispatcher would for any request.
         authoriseRoute(env, shellRoute.spec, principal, true);
+        await reach(env, shellRoute.spec, SHELL_PATTERN, { id: appId, name: service }, principal, false);
         const target = await prepareShell(env, principal, appId, service);
         const headers = headerGetter(req.headers);
         const ip = clientAddress(req.socket.remoteAddress, headers.get('x-forwarded-for'), trusted);
@@ -219,7 +266,12 @@ export function createWsHub(env: Env): WsHub {
           ws.on('error', () => ws.terminate());
           const shell = runShell(env, principal, ip, target, ws as unknown as ShellSocket);
           // Revoking the token, logging out or deleting the session ends the shell like an API socket.
-          owners.set(ws, { userId: principal.user.id, credential, end: (reason) => shell.close(1008, reason) });
+          const end = (reason: string) => shell.close(1008, reason);
+          // A shell is closed, not narrowed: it needs app.shell on its app for as long as it is open.
+          const narrowed = (p: Principal) => {
+            if (!allows(p, 'app.shell', appId)) end('access withdrawn');
+          };
+          owners.set(ws, { userId: principal.user.id, credential, end, narrowed });
           ws.on('close', () => owners.delete(ws));
         });
       })
@@ -240,6 +292,11 @@ export function createWsHub(env: Env): WsHub {
       authorise(req, tls).then(
         (principal) => {
           if (!principal) return refuse(socket, 401, 'Authentication required');
+          try {
+            authoriseRoute(env, wsRoute.spec, principal, true);
+          } catch (err) {
+            return refuse(socket, 403, err instanceof Error ? err.message : 'Forbidden');
+          }
           const credential = { authorization: headerGetter(req.headers).get('authorization'), cookie: headerGetter(req.headers).get('cookie') };
           wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal, credential));
         },

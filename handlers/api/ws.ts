@@ -4,6 +4,7 @@ import { route } from '../../lib/http/route.js';
 // The upgrade itself is handled by the runtime before any handler runs; a plain GET lands here.
 export const GET = route(
   {
+    permission: 'self.read',
     summary: 'WebSocket: live events by topic',
     websocket: {
       description:

@@ -39,7 +39,17 @@ export const errorSchema = named(
   'The error body of every failed request',
 );
 
-export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean() }));
+export const userSchema = named(
+  'User',
+  z.object({
+    id: z.string(),
+    username: z.string(),
+    totp_enabled: z.boolean(),
+    role: z.string().describe('owner, admin, deployer or viewer'),
+    /** null: every app. */
+    app_ids: z.array(z.string()).nullable(),
+  }),
+);
 
 export const buildSettingSchema = named(
   'BuildSetting',
@@ -193,8 +203,16 @@ export const auditEntrySchema = named(
     id: z.string(),
     at: ts,
     actor: z
-      .object({ type: z.enum(['user', 'token', 'system']), id: z.string().nullable(), name: z.string().nullable() })
-      .describe("user: a session (or a sign-in attempt: id null when no operator matched); token: an API token, its id and name; system: no operator (a forge's webhook delivery)"),
+      .object({
+        type: z.enum(['user', 'token', 'system']),
+        id: z.string().nullable(),
+        name: z.string().nullable(),
+        owner_id: z.string().nullable().optional().describe('A token: the id of the operator it acts for'),
+      })
+      .describe(
+        "user: a session (or a sign-in attempt: id null when no operator matched); token: an API token, its id and name, and its owner's id; " +
+          "system: no operator (a forge's webhook delivery, the host's `svc` CLI), named",
+      ),
     action: z.string().describe('`<METHOD> <route pattern>` of the route that caused the entry, as in the OpenAPI paths: `PUT /api/apps/{id}/env`'),
     target: z.object({ type: z.string().describe('app, service, domain, user, session, api_token, notification_channel, instance, audit_entry...'), id: z.string().nullable() }),
     ip: z.string().nullable(),
@@ -210,6 +228,7 @@ export const auditEntrySchema = named(
     state_kind: z.string().nullable().describe('The kind of state recorded (app_env, domain...); null: not diffable'),
     reverted_by: z.string().nullable(),
     revert_of: z.string().nullable(),
+    app_id: z.string().nullable().describe('The app the entry concerns; null: instance-wide'),
   }),
 );
 

@@ -37,7 +37,12 @@ export interface AuditEntryInput {
   state?: { kind: string; id: string; before: State | null; after: State | null } | null;
   /** This entry reverts that one: the original learns which entry reverted it. */
   revertOf?: number | null;
+  /** The app the entry concerns; default: the target of an app route (`/api/apps/{id}...`). */
+  appId?: string | null;
 }
+
+// Routes whose target is an app: its own routes, the forge's deliveries, and the ones that create one.
+const APP_ACTION = /^[A-Z]+ (?:\/api\/apps\/\{id\}(?:\/|$)|\/webhooks\/\{appID\}$|\/api\/apps$|\/api\/apps\/import$|\/api\/addons\/\{id\}\/install$)/;
 
 /** Events whose sentence says more than their route's summary. */
 const EVENT_SUMMARIES: Record<string, string> = {
@@ -89,6 +94,7 @@ export async function recordAudit(db: Db, e: AuditEntryInput): Promise<number> {
         state_after: e.state ? JSON.stringify(e.state.after) : null,
         has_state: e.state ? 1 : null,
         revert_of: e.revertOf ?? null,
+        app_id: e.appId !== undefined ? e.appId : APP_ACTION.test(e.route) ? (e.target ?? null) : null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -102,7 +108,7 @@ export interface AuditEntry {
   id: string;
   at: string;
   /** user: a session; token: an API token (id and name are the token's); system: no operator. */
-  actor: { type: ActorType; id: string | null; name: string | null };
+  actor: { type: ActorType; id: string | null; name: string | null; owner_id?: string | null };
   /** `<METHOD> <route pattern>`. */
   action: string;
   target: { type: string; id: string | null };
@@ -124,6 +130,7 @@ export interface AuditEntry {
   state_kind: string | null;
   reverted_by: string | null;
   revert_of: string | null;
+  app_id: string | null;
 }
 
 export interface AuditFilter {
@@ -137,6 +144,8 @@ export interface AuditFilter {
   target?: string;
   since?: string;
   until?: string;
+  /** Only entries about these apps, or about none (a caller limited to some apps); null: all. */
+  apps?: ReadonlySet<string> | null;
 }
 
 type Row = Awaited<ReturnType<typeof selectRows>>[number];
@@ -215,7 +224,7 @@ function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
   const claimed = typeof detail?.username === 'string' ? detail.username : null;
   const actor =
     actorType === 'token'
-      ? { type: actorType, id: r.token_id, name: r.token_name }
+      ? { type: actorType, id: r.token_id, name: r.token_name, owner_id: r.actor_id }
       : { type: actorType, id: actorType === 'user' ? r.actor_id : null, name: r.actor ?? (actorType === 'user' ? claimed : 'system') };
   const base = r.summary ?? r.action;
   const name = id === null ? undefined : names.get(`${type}:${id}`);
@@ -238,6 +247,7 @@ function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
     state_kind: diffable ? r.target_kind : null,
     reverted_by: r.reverted_by === null ? null : String(r.reverted_by),
     revert_of: r.revert_of === null ? null : String(r.revert_of),
+    app_id: r.app_id,
   };
 }
 
@@ -287,6 +297,10 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   if (opts.target) {
     const t = opts.target;
     q = q.where((eb) => eb.or([eb('audit.target', '=', t), eb('audit.target_id', '=', t)]));
+  }
+  if (opts.apps) {
+    const apps = [...opts.apps];
+    q = q.where((eb) => (apps.length ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)]) : eb('audit.app_id', 'is', null)));
   }
   if (opts.since) q = q.where('audit.at', '>=', opts.since);
   if (opts.until) q = q.where('audit.at', '<=', opts.until);

@@ -51,6 +51,14 @@ export async function entryRoute(env: Env, id: number): Promise<string | null> {
   return row?.route ?? null;
 }
 
+/** The app an entry concerns (null: none; undefined: no such entry), for the reach of diff and revert. */
+export async function entryApp(env: Env, id: number | string): Promise<string | null | undefined> {
+  const n = Number(id);
+  if (!Number.isSafeInteger(n)) return undefined;
+  const row = await getAuditRow(env.db, n);
+  return row ? row.app_id : undefined;
+}
+
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */
 export async function entryTarget(env: Env, id: number): Promise<{ kind: StateKindName; id: string } | null> {
   try {

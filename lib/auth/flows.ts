@@ -43,6 +43,8 @@ export async function passwordLogin(env: Env, request: Request, client: Client, 
     }
     return { kind: 'failed' };
   }
+  // A disabled operator's right password opens nothing; the answer is the same as a wrong one.
+  if (user.disabled !== 0) return { kind: 'failed' };
   if (user.totp_enabled === 1) {
     const pre = await signPreAuth(env.signingKey, user.id, now);
     const headers = new Headers();
@@ -60,7 +62,7 @@ export async function secondFactorLogin(env: Env, request: Request, client: Clie
   const userId = pre ? await verifyPreAuth(env.signingKey, pre, env.now()) : null;
   if (!userId) throw noPendingLogin();
   const user = await findUser(env.db, userId);
-  if (!user || user.totp_enabled !== 1) throw noPendingLogin();
+  if (!user || user.totp_enabled !== 1 || user.disabled !== 0) throw noPendingLogin();
   if (!(await consumeSecondFactor(env.db, env.sealer, user.id, code, env.now()))) return { ok: false, user: publicUser(user) };
   return { ok: true, user: publicUser(user), headers: await startSession(env, request, client, user.id) };
 }

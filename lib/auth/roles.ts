@@ -7,22 +7,24 @@ export type Role = (typeof ROLES)[number];
 
 /** Every permission, with the sentence the API documentation shows for it. */
 export const PERMISSIONS = {
+  'self.read': "See who one is, one's sessions and tokens, the API description and live events; step up",
+  'self.manage': "Change one's own password, second factor, recovery codes, sessions and API tokens",
   'app.read': 'Read apps, services, deployments, logs, metrics, domains, databases and backups (no secret value, no download)',
   'app.deploy': 'Deploy, roll back and cancel; start, stop and restart services',
   'app.env': 'Write environment variables and reveal their values',
-  'app.triggers': 'Manage deploy triggers',
+  'app.triggers': 'Manage deploy triggers and the webhook secret',
   'app.backup': 'Run a backup now',
   'app.shell': 'Open a shell in a container (when the shell is enabled)',
   'app.admin': 'Create, configure and delete apps, their domains, databases and backup settings; download backups',
-  'instance.read': 'Read the audit log, security findings, host vitals and instance settings',
-  'instance.admin': 'Change instance settings, notifications, keys and security actions; revert audit entries',
+  'instance.read': 'Read the audit log (and revert what one may do again), security findings, host vitals and instance settings',
+  'instance.admin': 'Change instance settings, notification channels and instance backups; restart and prune',
   'operators.manage': 'Invite and manage operators who are not owners',
   'owners.manage': 'Invite, change and remove owners',
   'instance.owner': 'Reset the instance; set the base and control domains',
 } as const;
 export type Permission = keyof typeof PERMISSIONS;
 
-declare module '../http/route.js' {
+declare module '../http/handler.js' {
   interface PermissionNames extends Record<Permission, true> {}
 }
 export const PERMISSION_NAMES = Object.keys(PERMISSIONS) as Permission[];
@@ -30,7 +32,7 @@ export const PERMISSION_NAMES = Object.keys(PERMISSIONS) as Permission[];
 /** Permissions that act on one app: an operator or token limited to a list of apps holds them only there. */
 export const APP_PERMISSIONS: ReadonlySet<Permission> = new Set(PERMISSION_NAMES.filter((p) => p.startsWith('app.')));
 
-const VIEWER: readonly Permission[] = ['app.read', 'instance.read'];
+const VIEWER: readonly Permission[] = ['self.read', 'self.manage', 'app.read', 'instance.read'];
 const DEPLOYER: readonly Permission[] = [...VIEWER, 'app.deploy', 'app.env', 'app.triggers', 'app.backup', 'app.shell'];
 const ADMIN: readonly Permission[] = [...DEPLOYER, 'app.admin', 'instance.admin', 'operators.manage'];
 const OWNER: readonly Permission[] = [...ADMIN, 'owners.manage', 'instance.owner'];
@@ -41,6 +43,12 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> =
   admin: new Set(ADMIN),
   owner: new Set(OWNER),
 };
+
+/**
+ * What every API token holds whatever its scopes (within its owner's role): knowing who it acts
+ * for and stepping up. Changing its owner's sign-in or tokens needs `self.manage` in its scopes.
+ */
+export const TOKEN_IMPLICIT: readonly Permission[] = ['self.read'];
 
 /** Roles whose holders may be limited to a list of apps (`app_ids`); admins and owners see every app. */
 export const APP_LIMITED_ROLES: ReadonlySet<Role> = new Set(['deployer', 'viewer']);

@@ -6,6 +6,7 @@ import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
+import { accessOf, type Access } from './access.js';
 
 export interface SessionLimits {
   idleSeconds: number;
@@ -40,6 +41,7 @@ export interface ResolvedSession {
   id: string;
   stepUpUntil: string | null;
   user: PublicUser;
+  access: Access;
 }
 
 // last_seen_at is written at most once a minute: a write per request would cost more than the lookup.
@@ -53,6 +55,9 @@ interface SessionRow {
   id: string;
   username: string;
   totp_enabled: number;
+  role: string;
+  app_ids: string | null;
+  disabled: number;
 }
 const cache = credentialCache<SessionRow>();
 
@@ -65,10 +70,12 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
     cached ??
     (hotStatement(
       db,
-      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
+      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled,
+         u.role, u.app_ids, u.disabled
        from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
     ).get(sha256Hex(raw)) as SessionRow | undefined);
-  if (!row) return null;
+  // A disabled operator's sessions stay in the table (enabling them again restores them) but act as nothing.
+  if (!row || row.disabled !== 0) return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {
     cache.delete(raw);
@@ -81,7 +88,7 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(raw, row, now);
-  return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row) };
+  return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row), access: accessOf(row.role, row.app_ids) };
 }
 
 export async function deleteSessionByRaw(db: Db, raw: string): Promise<void> {

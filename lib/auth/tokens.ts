@@ -4,6 +4,7 @@ import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
+import { accessOf, type Access } from './access.js';
 
 export const TOKEN_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
 
@@ -36,6 +37,7 @@ export interface ResolvedToken {
   id: string;
   stepUpUntil: string | null;
   user: PublicUser;
+  access: Access;
 }
 
 const TOUCH_MS = 60_000;
@@ -49,6 +51,11 @@ interface TokenRow {
   id: string;
   username: string;
   totp_enabled: number;
+  role: string;
+  app_ids: string | null;
+  disabled: number;
+  scopes: string | null;
+  token_app_ids: string | null;
 }
 const cache = credentialCache<TokenRow>();
 
@@ -61,10 +68,11 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
     cached ??
     (hotStatement(
       db,
-      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
+      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled,
+         u.role, u.app_ids, u.disabled, t.scopes, t.app_ids as token_app_ids
        from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
     ).get(sha256Hex(token)) as TokenRow | undefined);
-  if (!row || row.revoked_at !== null) return null;
+  if (!row || row.revoked_at !== null || row.disabled !== 0) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
     row.last_used_at = nowIso(now);
@@ -72,7 +80,9 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(token, row, now);
-  return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row) };
+  // Scopes meet the owner's role as it is now: a demoted owner's tokens lose what the role lost.
+  const access = accessOf(row.role, row.app_ids, { scopes: row.scopes, app_ids: row.token_app_ids });
+  return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row), access };
 }
 
 export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenView[]> {

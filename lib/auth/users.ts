@@ -5,6 +5,7 @@ import { newId } from '../crypto/random.js';
 import { invalidateCredentials } from './cache.js';
 import type { PrincipalUser } from '../http/handler.js';
 import type { Role } from './roles.js';
+import { operatorApps } from './access.js';
 
 /** An operator as the API shows them: the principal's user (lib/http/handler.ts). */
 export type PublicUser = PrincipalUser;
@@ -14,8 +15,8 @@ export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 export const PASSWORD_MAX = 1024;
 export const PASSWORD_MIN = 12;
 
-export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled'>): PublicUser {
-  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1 };
+export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids'> & { role: string }): PublicUser {
+  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1, role: u.role, app_ids: operatorApps(u.role, u.app_ids) };
 }
 
 export function findUserByName(db: Db, username: string) {

@@ -97,6 +97,8 @@ export interface AuditTable {
   /** The API token that acted, when one did (actor_id stays its operator). */
   token_id: string | null;
   summary: string | null;
+  /** The app the entry concerns (null: instance-wide, or none known). */
+  app_id: string | null;
 }
 
 export interface SettingTable {

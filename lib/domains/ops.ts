@@ -85,6 +85,12 @@ export async function listDomains(ctx: DomainCtx, appId?: string): Promise<Array
   return items;
 }
 
+/** The app a domain serves (null: a redirect; undefined: no such domain), for the caller's reach. */
+export async function domainAppId(db: DomainCtx['db'], id: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('domains').select('app_id').where('id', '=', id).executeTakeFirst();
+  return row ? row.app_id : undefined;
+}
+
 export async function getDomain(ctx: DomainCtx, id: string): Promise<DomainView> {
   return view(ctx, await getDomainRow(ctx.db, id));
 }

@@ -5,11 +5,19 @@
 /** The services handed to every handler as `ctx.env`: lib/env.ts registers them. */
 export interface Services {}
 
+/** The permission names, registered by lib/auth/roles.ts (the same declaration merging as Services). */
+export interface PermissionNames {}
+export type PermissionName = keyof PermissionNames & string;
+
 /** Who an authenticated request acts as (lib/auth/users.ts names it PublicUser). */
 export interface PrincipalUser {
   id: string;
   username: string;
   totp_enabled: boolean;
+  /** `owner`, `admin`, `deployer` or `viewer` (lib/auth/roles.ts). */
+  role: string;
+  /** The apps a deployer or viewer is limited to; null: every app. */
+  app_ids: string[] | null;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -26,6 +34,13 @@ export interface Principal {
   stepUpUntil: string | null;
   /** Raw session value, kept only to derive its CSRF token and to log it out. */
   rawSession?: string;
+  /** What this request may do: the role's permissions, for a token intersected with its scopes. */
+  permissions: ReadonlySet<PermissionName>;
+  /**
+   * The apps its `app.*` permissions reach (null: every app): the operator's list, for a token
+   * intersected with the token's own.
+   */
+  appIds: ReadonlySet<string> | null;
 }
 
 export interface Client {
@@ -51,6 +66,8 @@ export interface AuditNote {
   stateId?: string;
   /** This request reverts that audit entry (POST /api/audit/{id}/revert). */
   revertOf?: number;
+  /** The app the change concerns, when the route's path does not say (a revert: the reverted entry's). */
+  appId?: string | null;
   /** Answers with the id of the entry the stage writes (the revert names its own entry). */
   answer?: (auditId: string) => Response;
 }
@@ -69,6 +86,11 @@ export interface Ctx<P = Record<string, string>, B = unknown, Q = Record<string,
   /** Throws 403 step_up_required unless the operator stepped up recently (an effect that needs it). */
   requireStepUp(): void;
   /**
+   * Throws 403 forbidden without the permission, 404 not_found when `appId` is outside the caller's
+   * apps (lib/auth/access.ts): for an effect another route's declaration governs (a revert).
+   */
+  permit(permission: PermissionName | undefined, appId?: string | null): void;
+  /**
    * The declaration of the route an audit action names (`<METHOD> <pattern>`, OpenAPI form), or
    * null: a revert replays that route's policy.
    */
@@ -80,4 +102,5 @@ export interface RouteSpecPolicy {
   stepUp?: boolean;
   stepUpWhen?: string;
   sessionOnly?: boolean;
+  permission?: PermissionName;
 }

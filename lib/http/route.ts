@@ -3,7 +3,7 @@
 // inferred from them, so no shape is written twice.
 import type { z } from 'zod';
 import { json, noContent, Response, Headers } from './respond.js';
-import type { AuthPolicy, Ctx, Method } from './handler.js';
+import type { AuthPolicy, Ctx, Method, PermissionName, Services } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
 
 /** A response that is not JSON (Prometheus text, a preformatted body): documented by its media type. */
@@ -22,9 +22,7 @@ export type ResponseSpec = z.ZodType | null | RawSpec;
 export interface AuditStateKinds {}
 export type AuditKindName = keyof AuditStateKinds & string;
 
-/** The permission names, registered by lib/auth/roles.ts (the same declaration merging). */
-export interface PermissionNames {}
-export type PermissionName = keyof PermissionNames & string;
+export type { PermissionName } from './handler.js';
 
 /** What the audit stage records for a route (any method that declares it, and every authenticated write). */
 export interface AuditSpec<C = Ctx> {
@@ -62,6 +60,11 @@ export interface RouteSpec {
    * the app the route names as well. Every operator route declares one.
    */
   permission?: PermissionName;
+  /**
+   * The app an `app.*` route acts on when its path does not start with `/api/apps/{id}` (a domain,
+   * an audit entry): undefined when the resource does not exist (the handler answers its own 404).
+   */
+  app?: (env: Services, params: Record<string, string>) => Promise<string | null | undefined>;
   /** Refused to API tokens (403 forbidden): the route changes how its owner signs in. */
   sessionOnly?: boolean;
   /** Rate-limited per client address (login, TOTP, step-up, setup). */

@@ -29,6 +29,7 @@ function ctx(extra: Partial<Ctx> = {}): Ctx {
     waitUntil: () => {},
     audit: () => {},
     requireStepUp: () => {},
+    permit: () => {},
     routeSpec: async () => null,
     ...extra,
   };
@@ -47,7 +48,8 @@ test('setup status is open while no operator exists', async () => {
 });
 
 test('me echoes the principal and how it authenticated', async () => {
-  const principal = { kind: 'token' as const, user: { id: 'u1', username: 'ops', totp_enabled: false }, credentialId: 't1', stepUpUntil: null };
+  const user = { id: 'u1', username: 'ops', totp_enabled: false, role: 'viewer', app_ids: null };
+  const principal = { kind: 'token' as const, user, credentialId: 't1', stepUpUntil: null, permissions: new Set(['self.read', 'app.read'] as const), appIds: null };
   const res = await me.GET!(new Request('http://x/api/auth/me'), ctx({ principal }));
-  assert.deepEqual(await res.json(), { user: principal.user, via: 'token' });
+  assert.deepEqual(await res.json(), { user: principal.user, via: 'token', permissions: ['app.read', 'self.read'] });
 });

@@ -286,7 +286,7 @@ test("the documented audit entry is the contract's, and every entry's action nam
   const e = doc.components.schemas.AuditEntry;
   for (const f of ['id', 'at', 'actor', 'action', 'target', 'ip', 'outcome', 'summary', 'revertible', 'reverted_at']) assert.ok(e.required.includes(f), `AuditEntry requires ${f}`);
   assert.deepEqual(e.properties.actor.properties.type.enum, ['user', 'token', 'system']);
-  assert.deepEqual(Object.keys(e.properties.actor.properties).sort(), ['id', 'name', 'type']);
+  assert.deepEqual(Object.keys(e.properties.actor.properties).sort(), ['id', 'name', 'owner_id', 'type']);
   assert.deepEqual(Object.keys(e.properties.target.properties).sort(), ['id', 'type']);
   assert.deepEqual(e.properties.outcome.enum, ['ok', 'error']);
   const params = doc.paths['/api/audit'].get.parameters as { name: string; description?: string }[];

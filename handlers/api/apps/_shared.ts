@@ -19,6 +19,7 @@ export const appLifecycle = (action: Lifecycle) =>
   route(
     {
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} every container of an app`,
+      permission: 'app.deploy',
       params: appParams,
       responses: { 200: containers },
       audit: { action: `app.${action}`, target: (c) => c.params.id },
@@ -31,6 +32,7 @@ export const serviceLifecycle = (action: Lifecycle) =>
   route(
     {
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} one service of an app`,
+      permission: 'app.deploy',
       params: serviceParams,
       responses: { 200: containers },
       audit: { action: `app.${action}`, target: (c) => c.params.id },

@@ -5,6 +5,7 @@ import { route } from '../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Create an app from an exported spec',
     body: specSchema,
     responses: { 201: z.object({ app: appSchema, missing_secrets: z.array(z.string()) }) },

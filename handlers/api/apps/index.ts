@@ -5,13 +5,20 @@ import { createApp } from '../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../lib/apps/status.js';
 import { appSchema, items } from '../../../lib/api/schemas.js';
 import { route } from '../../../lib/http/route.js';
+import { visible } from '../../../lib/auth/access.js';
 
-export const GET = route({ summary: 'List apps with their current status', responses: { 200: items(appSchema) } }, async (_req, { env, reply }) =>
-  reply(200, { items: await currentStatuses(env, await listApps(env.db)) }),
+export const GET = route({ permission: 'app.read', summary: 'List apps with their current status', responses: { 200: items(appSchema) } }, async (_req, { env, reply, principal }) =>
+  reply(200, {
+    items: await currentStatuses(
+      env,
+      visible(principal, await listApps(env.db), (a) => a.id),
+    ),
+  }),
 );
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Create an app',
     body: z.strictObject({ name: appNameSchema, source: sourceSchema }),
     responses: { 201: z.object({ app: appSchema }) },

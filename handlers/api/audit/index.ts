@@ -7,6 +7,7 @@ const iso = z.iso.datetime({ offset: false, message: 'an ISO-8601 UTC timestamp'
 
 export const GET = route(
   {
+    permission: 'instance.read',
     summary: 'The audit feed, newest first (filter by actor, action prefix, target, time)',
     query: z.object({
       cursor: z
@@ -23,5 +24,5 @@ export const GET = route(
     }),
     responses: { 200: page(auditEntrySchema) },
   },
-  async (_req, { env, query, reply }) => reply(200, await listAudit(env.db, query)),
+  async (_req, { env, query, reply, principal }) => reply(200, await listAudit(env.db, { ...query, apps: principal?.appIds ?? null })),
 );

@@ -3,6 +3,16 @@ import { userSchema } from '../../../lib/api/schemas.js';
 import { route } from '../../../lib/http/route.js';
 
 export const GET = route(
-  { summary: 'Who is calling, and how they authenticated', responses: { 200: z.object({ user: userSchema, via: z.enum(['session', 'token']) }) } },
-  (_req, { principal, reply }) => reply(200, { user: principal!.user, via: principal!.kind }),
+  {
+    permission: 'self.read',
+    summary: 'Who is calling, and how they authenticated',
+    responses: {
+      200: z.object({
+        user: userSchema,
+        via: z.enum(['session', 'token']),
+        permissions: z.array(z.string()).describe("What this request may do: the role's permissions, for a token intersected with its scopes"),
+      }),
+    },
+  },
+  (_req, { principal, reply }) => reply(200, { user: principal!.user, via: principal!.kind, permissions: [...principal!.permissions].sort() }),
 );

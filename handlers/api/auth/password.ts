@@ -5,6 +5,7 @@ import { route } from '../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'self.manage',
     summary: "Change the caller's password",
     description: 'Needs the current password; ends every other session of the operator (API tokens stay).',
     // The current password is its proof of presence; a token may not change how its owner signs in.

@@ -4,6 +4,7 @@ import { route } from '../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'self.manage',
     summary: 'Replace the recovery codes: the old ones stop working at once; the new ones are shown only here',
     description: 'Only with TOTP enabled (409 `conflict` otherwise).',
     stepUp: true,

@@ -5,6 +5,7 @@ import { route } from '../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'self.read',
     summary: 'Prove presence for the step-up operations (5 minutes, bound to this session or token)',
     description: 'With TOTP enabled a TOTP or recovery `code` is required; otherwise the `password`.',
     rateLimit: true,

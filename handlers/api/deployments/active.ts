@@ -1,7 +1,9 @@
 import { listActive } from '../../../lib/deploy/store.js';
 import { deploymentSchema, items } from '../../../lib/api/schemas.js';
 import { route } from '../../../lib/http/route.js';
+import { visible } from '../../../lib/auth/access.js';
 
-export const GET = route({ summary: 'Non-terminal deployments of every app, oldest first', responses: { 200: items(deploymentSchema) } }, async (_req, { env, reply }) =>
-  reply(200, { items: await listActive(env.db) }),
+export const GET = route(
+  { permission: 'app.read', summary: 'Non-terminal deployments of every app, oldest first', responses: { 200: items(deploymentSchema) } },
+  async (_req, { env, reply, principal }) => reply(200, { items: visible(principal, await listActive(env.db), (d) => d.app_id) }),
 );

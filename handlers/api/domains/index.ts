@@ -1,23 +1,30 @@
 import { z } from 'zod';
 import { addDomain, listDomains } from '../../../lib/domains/ops.js';
 import { route } from '../../../lib/http/route.js';
+import { visible } from '../../../lib/auth/access.js';
 import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';
 import { createBody } from './_params.js';
 
 /** The hub: every domain, then the automatic hosts (`managed: true`, no id). */
 export const GET = route(
-  { summary: 'Every domain, then the automatic hosts (`managed: true`, no id)', responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
-  async (_req, { env, reply }) => reply(200, { items: await listDomains(env), proxy: env.edge.proxy.summary() }),
+  {
+    permission: 'app.read',
+    summary: 'Every domain, then the automatic hosts (`managed: true`, no id)',
+    responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) },
+  },
+  async (_req, { env, reply, principal }) => reply(200, { items: visible(principal, await listDomains(env), (d) => d.app_id), proxy: env.edge.proxy.summary() }),
 );
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Add a domain (an app service or a redirect)',
     body: createBody,
     responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) },
     audit: { action: 'domain.created', state: { kind: 'domain' } },
   },
-  async (_req, { env, body, reply, audit }) => {
+  async (_req, { env, body, reply, audit, permit }) => {
+    if (body.app_id) permit('app.admin', body.app_id);
     const { domain, proxy } = await addDomain(env, body);
     audit({ target: domain.id, detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: domain.redirect_to } } });
     return reply(201, { domain, proxy });

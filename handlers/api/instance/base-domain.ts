@@ -3,13 +3,14 @@ import { instanceDomains, putBaseDomain } from '../../../lib/domains/ops.js';
 import { route } from '../../../lib/http/route.js';
 import { baseDomainSchema } from '../../../lib/api/schemas.js';
 
-export const GET = route({ summary: 'The base domain, the control domain and the proxy', responses: { 200: baseDomainSchema } }, async (_req, { env, reply }) =>
+export const GET = route({ permission: 'instance.read', summary: 'The base domain, the control domain and the proxy', responses: { 200: baseDomainSchema } }, async (_req, { env, reply }) =>
   reply(200, { ...(await instanceDomains(env)), proxy: env.edge.proxy.summary() }),
 );
 
 /** Automatic hosts and the control domain follow at once; `null` clears (SVC_BASE_DOMAIN too). */
 export const PUT = route(
   {
+    permission: 'instance.owner',
     summary: 'Set the base domain (`null` clears it); automatic hosts and the control domain follow at once',
     // The hostname rules are applied in lib/domains (its 400 names the rule broken).
     body: z.strictObject({ base_domain: z.string().max(2048).nullable() }),

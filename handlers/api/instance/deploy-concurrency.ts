@@ -4,10 +4,13 @@ import { route } from '../../../lib/http/route.js';
 
 const concurrency = z.object({ concurrency: z.number().int().min(MIN_CONCURRENCY).max(MAX_CONCURRENCY) });
 
-export const GET = route({ summary: 'How many apps may deploy at once', responses: { 200: concurrency } }, async (_req, { env, reply }) => reply(200, { concurrency: await readConcurrency(env.db) }));
+export const GET = route({ permission: 'instance.read', summary: 'How many apps may deploy at once', responses: { 200: concurrency } }, async (_req, { env, reply }) =>
+  reply(200, { concurrency: await readConcurrency(env.db) }),
+);
 
 export const PUT = route(
   {
+    permission: 'instance.admin',
     summary: 'Set how many apps may deploy at once (1..8); takes effect for the next queued deployment',
     body: concurrency.strict(),
     responses: { 200: concurrency },

@@ -3,6 +3,7 @@ import { route } from '../../../lib/http/route.js';
 import { diskUsageSchema } from '../../../lib/api/schemas.js';
 
 /** Engine disk usage by kind: images, containers, volumes, build cache. */
-export const GET = route({ summary: 'Engine disk usage by kind: images, containers, volumes, build cache', responses: { 200: diskUsageSchema } }, async (_req, { env, reply }) =>
-  reply(200, await diskUsage(env.engine)),
+export const GET = route(
+  { permission: 'instance.read', summary: 'Engine disk usage by kind: images, containers, volumes, build cache', responses: { 200: diskUsageSchema } },
+  async (_req, { env, reply }) => reply(200, await diskUsage(env.engine)),
 );

@@ -5,6 +5,11 @@ import { dnsCheckSchema } from '../../../lib/api/schemas.js';
 
 /** Does `host` resolve to this host? The same check every domain status uses. */
 export const GET = route(
-  { summary: 'Does `host` resolve to this host? (the check every domain status uses)', query: z.object({ host: z.string().max(2048) }), responses: { 200: dnsCheckSchema } },
+  {
+    permission: 'instance.read',
+    summary: 'Does `host` resolve to this host? (the check every domain status uses)',
+    query: z.object({ host: z.string().max(2048) }),
+    responses: { 200: dnsCheckSchema },
+  },
   async (_req, { env, query, reply }) => reply(200, await checkDnsOf(env, query.host)),
 );

@@ -5,6 +5,7 @@ import { pruneResultSchema } from '../../../lib/api/schemas.js';
 /** Only what this instance made and no longer needs (its own labels or adopted ids), and the build cache. */
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary:
       "Prune this instance's stopped helper containers, the containers and images of apps it no longer has, its dangling images, and the build cache (never a live app's images or volumes, never an object it did not create)",
     stepUp: true,

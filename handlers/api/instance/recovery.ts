@@ -18,10 +18,7 @@ const report = z.object({
 });
 
 export const GET = route(
-  {
-    summary: 'What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran)',
-    responses: { 200: report },
-  },
+  { permission: 'instance.read', summary: 'What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran)', responses: { 200: report } },
   async (_req, { env, reply }) => {
     const r = await readRecoveryReport(env);
     if (!r) throw notFound('No recovery has run on this instance');

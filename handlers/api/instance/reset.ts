@@ -6,6 +6,7 @@ import { resetResultSchema } from '../../../lib/api/schemas.js';
 /** Removes every app with everything it owns; operators, tokens, audit and settings stay. */
 export const POST = route(
   {
+    permission: 'instance.owner',
     summary: 'Remove every app with everything it owns (operators, tokens, audit and settings stay)',
     stepUp: true,
     body: z.strictObject({ confirm: z.literal('RESET', { error: 'confirm must be exactly "RESET"' }) }),

@@ -5,6 +5,7 @@ import { route } from '../../../lib/http/route.js';
 /** 202 at once; the drain and the restart begin once this answer is on its way. */
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary: 'Restart the control plane (202 at once; the drain begins once the answer is on its way)',
     stepUp: true,
     responses: { 202: z.object({ restarting: z.literal(true) }) },

@@ -17,6 +17,7 @@ import { migration as m0013 } from './0013_instance_backup.js';
 import { migration as m0014 } from './0014_deployment_commit_pin.js';
 import { migration as m0015 } from './0015_people.js';
 import { migration as m0016 } from './0016_build_limits.js';
+import { migration as m0017 } from './0017_audit_app.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0014_deployment_commit_pin': m0014,
   '0015_people': m0015,
   '0016_build_limits': m0016,
+  '0017_audit_app': m0017,
 };

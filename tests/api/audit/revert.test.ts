@@ -432,7 +432,9 @@ function assertContractEntry(e: any, why: string) {
     reverted_at: (v) => v === null || typeof v === 'string',
   };
   for (const [field, ok] of Object.entries(types)) assert.ok(field in e && ok(e[field]), `${why}: ${field} is ${JSON.stringify(e[field])}`);
-  assert.deepEqual(Object.keys(e.actor).sort(), ['id', 'name', 'type'], `${why}: actor has exactly the contract's fields`);
+  // The contract's actors: {type: "user", id, name}, {type: "token", id, name, owner_id}, {type: "system", name}.
+  const fields = e.actor.type === 'token' ? ['id', 'name', 'owner_id', 'type'] : ['id', 'name', 'type'];
+  assert.deepEqual(Object.keys(e.actor).sort(), fields, `${why}: actor has exactly the contract's fields`);
   assert.deepEqual(Object.keys(e.target).sort(), ['id', 'type'], `${why}: target has exactly the contract's fields`);
 }
 
@@ -476,7 +478,7 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   assert.equal(user.revertible, true);
   assert.equal(user.reverted_at, null);
   assert.ok(user.summary.endsWith(`: ${appName}`), user.summary);
-  assert.deepEqual(token.actor, { type: 'token', id: token.actor.id, name: tokenName });
+  assert.deepEqual(token.actor, { type: 'token', id: token.actor.id, name: tokenName, owner_id: user.user.id });
   assert.match(token.actor.id, /\S/);
   assert.notEqual(token.actor.id, user.actor.id, "a token's id is its own, not its operator's");
   assert.equal(token.user.username, ADMIN.username, "the token's operator is kept beside it");

@@ -3,6 +3,7 @@
 // the request principal, step-up, operators, first-boot setup, the signing key and pre-auth
 // tokens, the login cookies, and TOTP enrolment with recovery codes. The HTTP behaviour is in
 // auth.e2e.test.ts; this file is fast on purpose: `npm run mutation` runs it once per mutant.
+import { accessOf } from '../../../lib/auth/access.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
@@ -318,7 +319,12 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   );
   const s2 = await createSession(db, user.id, { ip: null, userAgent: null }, LIMITS, T0 + 1);
   assert.equal((await db.selectFrom('sessions').select('user_agent').where('id', '=', s2.id).executeTakeFirstOrThrow()).user_agent, null);
-  assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), { id: s.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
+  assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), {
+    id: s.id,
+    stepUpUntil: null,
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
+    access: accessOf('owner', null),
+  });
   assert.equal(resolveSession(db, s.raw.slice(1), LIMITS, T0), null, 'wrong length');
   assert.equal(resolveSession(db, s.raw + 'a', LIMITS, T0), null);
   assert.equal(resolveSession(db, 'a'.repeat(43), LIMITS, T0), null, 'unknown');
@@ -412,7 +418,12 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
       app_ids: null,
     },
   );
-  assert.deepEqual(resolveApiToken(db, t.token, T0), { id: t.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
+  assert.deepEqual(resolveApiToken(db, t.token, T0), {
+    id: t.id,
+    stepUpUntil: null,
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
+    access: accessOf('owner', null, { scopes: null, app_ids: null }),
+  });
   const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
   assert.equal(await used(), iso(T0), 'first use is recorded');
   invalidateCredentials();
@@ -465,7 +476,11 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   const s = await createSession(db, user.id, { ip: null, userAgent: null }, { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds }, env.now());
   assert.equal(authenticate(env, headers({})), null);
   for (const h of [`Bearer ${t.token}`, `bearer ${t.token}`, `BEARER\t${t.token}`, `Bearer  ${t.token} `]) {
-    assert.deepEqual(authenticate(env, headers({ authorization: h })), { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false }, credentialId: t.id, stepUpUntil: null }, h);
+    assert.deepEqual(
+      authenticate(env, headers({ authorization: h })),
+      { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null }, credentialId: t.id, stepUpUntil: null, ...accessOf('owner', null) },
+      h,
+    );
   }
   for (const h of ['', 'Basic abc', `Bearer`, `Bearer ${t.token} x`, `Token ${t.token}`, `xBearer ${t.token}`]) {
     assert.throws(
@@ -480,10 +495,11 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   );
   assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), {
     kind: 'session',
-    user: { id: user.id, username: 'alice', totp_enabled: false },
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
     credentialId: s.id,
     stepUpUntil: null,
     rawSession: s.raw,
+    ...accessOf('owner', null),
   });
   assert.equal(authenticate(env, headers({ cookie: `${SESSION_COOKIE}=${'a'.repeat(43)}` })), null);
   assert.equal(authenticate(env, headers({ cookie: `other=${s.raw}` })), null);
@@ -494,7 +510,7 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
 
 test('step-up: recent only while its deadline is ahead, bound to the credential that did it', async () => {
   const { db, user } = await setup();
-  const p = (stepUpUntil: string | null): Principal => ({ kind: 'session', user, credentialId: 'x', stepUpUntil });
+  const p = (stepUpUntil: string | null): Principal => ({ kind: 'session', user, credentialId: 'x', stepUpUntil, permissions: new Set(), appIds: null });
   assert.equal(hasRecentStepUp(p(null), T0), false);
   assert.equal(hasRecentStepUp(p(iso(T0 + 1)), T0), true);
   assert.equal(hasRecentStepUp(p(iso(T0)), T0), false);
@@ -505,11 +521,11 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
   const t2 = await createApiToken(db, user.id, 'ci2', null, T0);
   assert.equal(resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil, null);
   assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
-  assert.equal(await markStepUp(db, { kind: 'session', user, credentialId: s.id, stepUpUntil: null }, T0), iso(T0 + 300_000));
+  assert.equal(await markStepUp(db, { kind: 'session', user, credentialId: s.id, stepUpUntil: null, permissions: new Set(), appIds: null }, T0), iso(T0 + 300_000));
   assert.equal(resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil, iso(T0 + 300_000), 'the cache was cleared');
   assert.equal(resolveSession(db, s2.raw, LIMITS, T0)!.stepUpUntil, null);
   assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
-  assert.equal(await markStepUp(db, { kind: 'token', user, credentialId: t.id, stepUpUntil: null }, T0 + 1), iso(T0 + 300_001));
+  assert.equal(await markStepUp(db, { kind: 'token', user, credentialId: t.id, stepUpUntil: null, permissions: new Set(), appIds: null }, T0 + 1), iso(T0 + 300_001));
   assert.equal(resolveApiToken(db, t.token, T0 + 1)!.stepUpUntil, iso(T0 + 300_001));
   assert.equal(resolveApiToken(db, t2.token, T0 + 1)!.stepUpUntil, null);
   await db.destroy();
@@ -517,9 +533,13 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
 
 test('users: public view, lookups, count, delete with everything, a new password ends the other sessions', async () => {
   const { db, user } = await setup();
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1 }), { id: 'i', username: 'u', totp_enabled: true });
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0 }), { id: 'i', username: 'u', totp_enabled: false });
-  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false });
+  const one = { role: 'owner', app_ids: null };
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, ...one }), { id: 'i', username: 'u', totp_enabled: true, ...one });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, ...one }), { id: 'i', username: 'u', totp_enabled: false, ...one });
+  // A list on an admin is ignored (admins reach every app); a deployer's is kept.
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'admin', app_ids: '["a"]' }).app_ids, null);
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'deployer', app_ids: '["a"]' }).app_ids, ['a']);
+  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false, ...one });
   const row = await findUserByName(db, 'alice');
   assert.equal(row!.password_hash, 'scrypt$10$8$1$x$y');
   assert.equal(row!.totp_enabled, 0);

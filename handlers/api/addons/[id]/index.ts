@@ -5,6 +5,7 @@ import { addonWithComposeSchema } from '../../../../lib/api/schemas.js';
 
 export const GET = route(
   {
+    permission: 'app.read',
     summary: 'One add-on template with its compose file',
     params: z.object({ id: z.string().regex(/^[a-z0-9-]{1,40}$/, 'not an add-on id') }),
     responses: { 200: z.object({ addon: addonWithComposeSchema }) },

@@ -6,6 +6,7 @@ import { appSchema, deploymentSchema } from '../../../../lib/api/schemas.js';
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Install an add-on: an app from its template, deployed now (202); generated secrets are shown only here',
     params: z.object({ id: z.string().regex(/^[a-z0-9-]{1,40}$/, 'not an add-on id') }),
     body: z.strictObject({ name: appNameSchema, params: z.record(z.string().max(100), z.string()).optional() }),

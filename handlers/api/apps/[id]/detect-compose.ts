@@ -5,6 +5,6 @@ import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_shared.js';
 
 export const POST = route(
-  { summary: "Clone the app's repository and report its compose file, Dockerfile and services", params: appParams, responses: { 200: detectionSchema } },
+  { permission: 'app.admin', summary: "Clone the app's repository and report its compose file, Dockerfile and services", params: appParams, responses: { 200: detectionSchema } },
   async (_req, { env, params, reply }) => reply(200, await probeRepository(env, await getApp(env.db, params.id), 'compose')),
 );

@@ -6,6 +6,6 @@ import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_shared.js';
 
 export const POST = route(
-  { summary: "Variables named by the repository's .env.example", params: appParams, responses: { 200: items(z.object({ key: z.string(), value: z.string() })) } },
+  { permission: 'app.env', summary: "Variables named by the repository's .env.example", params: appParams, responses: { 200: items(z.object({ key: z.string(), value: z.string() })) } },
   async (_req, { env, params, reply }) => reply(200, await probeRepository(env, await getApp(env.db, params.id), 'env-example')),
 );

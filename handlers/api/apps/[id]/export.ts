@@ -4,6 +4,7 @@ import { appSpecSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_shared.js';
 
-export const GET = route({ summary: 'The portable spec of an app (no secret values)', params: appParams, responses: { 200: appSpecSchema } }, async (_req, { env, params, reply }) =>
-  reply(200, await exportSpec(env, await getApp(env.db, params.id))),
+export const GET = route(
+  { permission: 'app.read', summary: 'The portable spec of an app (no secret values)', params: appParams, responses: { 200: appSpecSchema } },
+  async (_req, { env, params, reply }) => reply(200, await exportSpec(env, await getApp(env.db, params.id))),
 );

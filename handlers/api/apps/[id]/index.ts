@@ -10,7 +10,7 @@ import { appParams } from '../_shared.js';
 
 const appBody = z.object({ app: appSchema });
 
-export const GET = route({ summary: 'One app with its current status', params: appParams, responses: { 200: appBody } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: 'One app with its current status', params: appParams, responses: { 200: appBody } }, async (_req, { env, params, reply }) => {
   const { deleting: _d, ...stored } = await getApp(env.db, params.id);
   const [app] = await currentStatuses(env, [stored]);
   return reply(200, { app: app! });
@@ -18,6 +18,7 @@ export const GET = route({ summary: 'One app with its current status', params: a
 
 export const PATCH = route(
   {
+    permission: 'app.admin',
     summary: "Change an app's source (with how it is built) or its build limits (null: none)",
     params: appParams,
     body: z.strictObject({ name: z.string().optional(), source: sourceSchema.optional(), build_limits: buildLimitsSchema.nullable().optional() }),
@@ -34,6 +35,7 @@ export const PATCH = route(
 
 export const DELETE = route(
   {
+    permission: 'app.admin',
     summary: 'Delete an app: its containers, networks, images, secrets and rows (volumes only with ?volumes=true)',
     stepUp: true,
     params: appParams,

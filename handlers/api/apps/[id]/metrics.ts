@@ -9,6 +9,7 @@ import { appParams } from '../_shared.js';
 /** Requests through the proxy to this app (or one service): oldest first, zero-filled, at most 500 points. */
 export const GET = route(
   {
+    permission: 'app.read',
     summary: 'Requests through the proxy to this app (or one service)',
     params: appParams,
     // `range` is checked by lib/series (its 400 lists the ranges there are).

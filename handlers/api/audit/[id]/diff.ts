@@ -1,4 +1,4 @@
-import { diffEntry } from '../../../../lib/audit/revert.js';
+import { diffEntry, entryApp } from '../../../../lib/audit/revert.js';
 import { auditDiffSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 import { auditParams } from './_params.js';
@@ -7,6 +7,9 @@ export const GET = route(
   {
     summary: 'What an audited change did to its target (secrets masked), and whether the target changed since',
     description: 'Entries without recorded state (logins, deployments, failed requests) answer 422 not_diffable.',
+    permission: 'instance.read',
+    // An entry about an app outside the caller's list is as absent as the app.
+    app: (env, p) => entryApp(env, p.id!),
     params: auditParams,
     responses: { 200: auditDiffSchema },
   },

@@ -6,6 +6,7 @@ import { route } from '../../../../lib/http/route.js';
 
 export const DELETE = route(
   {
+    permission: 'self.manage',
     summary: 'Revoke an API token at once',
     params: z.object({ id: z.string().regex(ID_PATTERN, 'not a token id') }),
     responses: { 204: null },

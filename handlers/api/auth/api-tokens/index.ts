@@ -3,13 +3,14 @@ import { createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
 import { apiTokenSchema, items } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 
-export const GET = route({ summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>
+export const GET = route({ permission: 'self.read', summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>
   reply(200, { items: await listApiTokens(env.db, principal!.user.id) }),
 );
 
 // A token outlives the session that made it: minting one is as sensitive as the other step-up operations.
 export const POST = route(
   {
+    permission: 'self.manage',
     summary: 'Mint an API token (its value is shown only in this answer)',
     stepUp: true,
     body: z.strictObject({

@@ -6,6 +6,7 @@ import { route } from '../../../../lib/http/route.js';
 
 export const DELETE = route(
   {
+    permission: 'self.manage',
     summary: 'End one of the caller’s sessions',
     params: z.object({ id: z.string().regex(ID_PATTERN, 'not a session id') }),
     responses: { 204: null },

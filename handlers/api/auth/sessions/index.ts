@@ -2,7 +2,7 @@ import { listSessions } from '../../../../lib/auth/sessions.js';
 import { items, sessionSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 
-export const GET = route({ summary: "The caller's live sessions", responses: { 200: items(sessionSchema) } }, async (_req, { env, principal, reply }) => {
+export const GET = route({ permission: 'self.read', summary: "The caller's live sessions", responses: { 200: items(sessionSchema) } }, async (_req, { env, principal, reply }) => {
   const p = principal!;
   return reply(200, { items: await listSessions(env.db, p.user.id, p.kind === 'session' ? p.credentialId : null, env.now()) });
 });

@@ -4,6 +4,7 @@ import { route } from '../../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'self.manage',
     summary: 'Enable TOTP with a code from the new secret; answers the one-time recovery codes',
     stepUp: true,
     sessionOnly: true,

@@ -28,6 +28,7 @@ export const POST = route(
 
 export const DELETE = route(
   {
+    permission: 'self.manage',
     summary: 'Turn two-factor authentication off',
     stepUp: true,
     sessionOnly: true,

@@ -4,6 +4,7 @@ import { route } from '../../../../lib/http/route.js';
 
 export const POST = route(
   {
+    permission: 'self.manage',
     summary: 'Start enabling TOTP: a new secret and its otpauth:// URL',
     // Whoever holds the secret holds the second factor: a stolen token or an unattended session must not enrol one.
     stepUp: true,

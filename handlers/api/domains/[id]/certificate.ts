@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { removeCertificate, uploadCertificate } from '../../../../lib/domains/ops.js';
+import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { domainParams } from '../_params.js';
@@ -16,6 +16,8 @@ const answer = z.looseObject({ domain: domainSchema, proxy: proxySummarySchema.o
 /** Replaces ACME for this hostname; refused (400, nothing stored) unless pair, name and validity check out. */
 export const POST = route(
   {
+    permission: 'app.admin',
+    app: (env, p) => domainAppId(env.db, p.id!),
     summary: 'Upload a certificate for a domain (replaces ACME for it)',
     stepUp: true,
     params: domainParams,
@@ -33,6 +35,8 @@ export const POST = route(
 /** Back to ACME. */
 export const DELETE = route(
   {
+    permission: 'app.admin',
+    app: (env, p) => domainAppId(env.db, p.id!),
     summary: 'Remove an uploaded certificate (back to ACME)',
     stepUp: true,
     params: domainParams,

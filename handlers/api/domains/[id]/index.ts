@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { changeDomain, getDomain, removeDomain } from '../../../../lib/domains/ops.js';
+import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { domainParams, patchBody } from '../_params.js';
@@ -13,20 +13,25 @@ const state = (d: { hostname: string; app_id: string | null; service: string | n
 });
 const one = z.object({ domain: domainSchema, proxy: proxySummarySchema });
 
-export const GET = route({ summary: 'One domain', params: domainParams, responses: { 200: one } }, async (_req, { env, params, reply }) =>
-  reply(200, { domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() }),
+export const GET = route(
+  { permission: 'app.read', app: (env, p) => domainAppId(env.db, p.id!), summary: 'One domain', params: domainParams, responses: { 200: one } },
+  async (_req, { env, params, reply }) => reply(200, { domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() }),
 );
 
 /** Reassign to another app service, turn into a redirect (`redirect_to`), or back. */
 export const PATCH = route(
   {
+    permission: 'app.admin',
+    app: (env, p) => domainAppId(env.db, p.id!),
     summary: 'Reassign a domain to another app service, or turn it into a redirect (or back)',
     params: domainParams,
     body: patchBody,
     responses: { 200: one },
     audit: { action: 'domain.updated', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
   },
-  async (_req, { env, params, body, reply, audit }) => {
+  async (_req, { env, params, body, reply, audit, permit }) => {
+    // Moving a domain to another app acts on that app too.
+    if (body.app_id) permit('app.admin', body.app_id);
     const { domain, before, proxy } = await changeDomain(env, params.id, body);
     audit({ detail: { before: state(before), after: state(domain) } });
     return reply(200, { domain, proxy });
@@ -35,6 +40,8 @@ export const PATCH = route(
 
 export const DELETE = route(
   {
+    permission: 'app.admin',
+    app: (env, p) => domainAppId(env.db, p.id!),
     summary: 'Delete a domain',
     params: domainParams,
     responses: { 200: z.object({ id: z.string(), deleted: z.literal(true), proxy: proxySummarySchema }) },

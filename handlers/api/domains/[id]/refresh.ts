@@ -1,4 +1,4 @@
-import { refreshDomain } from '../../../../lib/domains/ops.js';
+import { domainAppId, refreshDomain } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { z } from 'zod';
@@ -6,6 +6,12 @@ import { domainParams } from '../_params.js';
 
 /** DNS and the served certificate checked now, and the proxy brought in line. */
 export const POST = route(
-  { summary: "Check a domain's DNS and certificate now and bring the proxy in line", params: domainParams, responses: { 200: z.object({ domain: domainSchema, proxy: proxySummarySchema }) } },
+  {
+    permission: 'app.admin',
+    app: (env, p) => domainAppId(env.db, p.id!),
+    summary: "Check a domain's DNS and certificate now and bring the proxy in line",
+    params: domainParams,
+    responses: { 200: z.object({ domain: domainSchema, proxy: proxySummarySchema }) },
+  },
   async (_req, { env, params, reply }) => reply(200, await refreshDomain(env, params.id)),
 );

@@ -7,12 +7,13 @@ import { destinationBody } from '../../apps/[id]/backups/_schemas.js';
 const one = z.object({ backup: instanceBackupSchema });
 const body = z.strictObject({ schedule: z.string().max(200).optional(), keep_last: z.number().optional(), destination: destinationBody.optional(), enabled: z.boolean().optional() });
 
-export const GET = route({ summary: 'The instance backup configuration (defaults until saved)', responses: { 200: one } }, async (_req, { env, reply }) =>
+export const GET = route({ permission: 'instance.read', summary: 'The instance backup configuration (defaults until saved)', responses: { 200: one } }, async (_req, { env, reply }) =>
   reply(200, { backup: await instanceConfigView(env) }),
 );
 
 export const PUT = route(
   {
+    permission: 'instance.admin',
     summary: 'Change the instance backup configuration (fields not given stay as they are)',
     stepUpWhen: 'the change lowers keep_last or changes the destination',
     body,

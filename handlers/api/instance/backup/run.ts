@@ -5,6 +5,7 @@ import { instanceBackupRunSchema } from '../../../../lib/api/schemas.js';
 
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary: 'Back up the instance now (202: it runs in the background)',
     responses: { 202: z.object({ run: instanceBackupRunSchema }) },
     audit: { action: 'instance.backup_run_started' },

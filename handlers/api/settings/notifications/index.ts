@@ -6,12 +6,17 @@ import { notificationChannelSchema } from '../../../../lib/api/schemas.js';
 import { createBody } from './_schemas.js';
 
 export const GET = route(
-  { summary: 'The notification channels and the events they can subscribe to', responses: { 200: z.object({ items: z.array(notificationChannelSchema), events: z.array(z.string()) }) } },
+  {
+    permission: 'instance.admin',
+    summary: 'The notification channels and the events they can subscribe to',
+    responses: { 200: z.object({ items: z.array(notificationChannelSchema), events: z.array(z.string()) }) },
+  },
   async (_req, { env, reply }) => reply(200, { items: await listChannels(env.db), events: [...NOTIFY_EVENTS] }),
 );
 
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary: 'Add a notification channel (Discord or Slack)',
     body: createBody,
     responses: { 201: z.object({ channel: notificationChannelSchema }) },

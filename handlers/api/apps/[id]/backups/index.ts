@@ -7,13 +7,17 @@ import { backupConfigSchema, items } from '../../../../../lib/api/schemas.js';
 import { appParams } from '../../_shared.js';
 import { createBody } from './_schemas.js';
 
-export const GET = route({ summary: "An app's backup configurations", params: appParams, responses: { 200: items(backupConfigSchema) } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, { items: await listConfigs(env, params.id) });
-});
+export const GET = route(
+  { permission: 'app.read', summary: "An app's backup configurations", params: appParams, responses: { 200: items(backupConfigSchema) } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { items: await listConfigs(env, params.id) });
+  },
+);
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Add a backup configuration (a database or a named volume, on a schedule)',
     params: appParams,
     body: createBody,

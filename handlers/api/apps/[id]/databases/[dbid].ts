@@ -10,13 +10,17 @@ import { appId } from '../../_shared.js';
 const params = z.object({ id: appId, dbid: z.string().regex(ID_PATTERN, 'not a database id') });
 const delQuery = z.object({ keep_data: z.enum(['true', 'false']).default('false') });
 
-export const GET = route({ summary: 'One managed database of an app', params, responses: { 200: z.object({ database: databaseSchema }) } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, { database: toView(await getDatabaseRow(env, params.id, params.dbid)) });
-});
+export const GET = route(
+  { permission: 'app.read', summary: 'One managed database of an app', params, responses: { 200: z.object({ database: databaseSchema }) } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { database: toView(await getDatabaseRow(env, params.id, params.dbid)) });
+  },
+);
 
 export const DELETE = route(
   {
+    permission: 'app.admin',
     summary: 'Delete a managed database (`?keep_data=true` keeps its volume)',
     stepUp: true,
     params,

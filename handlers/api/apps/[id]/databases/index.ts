@@ -5,13 +5,14 @@ import { route } from '../../../../../lib/http/route.js';
 import { databaseSchema, items } from '../../../../../lib/api/schemas.js';
 import { appParams } from '../../_shared.js';
 
-export const GET = route({ summary: "An app's managed databases", params: appParams, responses: { 200: items(databaseSchema) } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: "An app's managed databases", params: appParams, responses: { 200: items(databaseSchema) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
   return reply(200, { items: await listDatabases(env, params.id, true) });
 });
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Provision a managed database for an app (202: it starts in the background)',
     params: appParams,
     body: z.strictObject({ engine: z.string().max(40), version: z.string().max(40).optional(), env_var: z.string().max(200).optional() }),

@@ -9,6 +9,7 @@ import { appParams } from '../../_shared.js';
 
 export const GET = route(
   {
+    permission: 'app.read',
     summary: "An app's deployments, newest first",
     params: appParams,
     query: z.object({
@@ -25,6 +26,7 @@ export const GET = route(
 
 export const POST = route(
   {
+    permission: 'app.deploy',
     summary: "Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active",
     params: appParams,
     // The ref is checked again by the queue (same rules as every ref: no shell characters, no leading "-").

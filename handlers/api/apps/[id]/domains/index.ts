@@ -8,7 +8,7 @@ import { appDomainBody } from '../../../domains/_params.js';
 
 /** The app's domains and its automatic hosts. */
 export const GET = route(
-  { summary: "An app's domains and its automatic hosts", params: appParams, responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
+  { permission: 'app.read', summary: "An app's domains and its automatic hosts", params: appParams, responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) } },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     return reply(200, { items: await listDomains(env, params.id), proxy: env.edge.proxy.summary() });
@@ -17,6 +17,7 @@ export const GET = route(
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Add a domain to an app',
     params: appParams,
     body: appDomainBody,

@@ -8,6 +8,7 @@ import { appParams } from '../../_shared.js';
 
 export const GET = route(
   {
+    permission: 'app.read',
     summary: "An app's variables (secret values are null)",
     description: 'Answers an `ETag` over the set (keys, secret flags, value fingerprints): send it back as `If-Match` to write only what was read.',
     params: appParams,
@@ -22,6 +23,7 @@ export const GET = route(
 
 export const PUT = route(
   {
+    permission: 'app.env',
     summary: "Replace an app's variables (value null keeps a stored value)",
     description: 'With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.',
     params: appParams,

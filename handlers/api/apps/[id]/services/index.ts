@@ -4,6 +4,7 @@ import { items, serviceSchema } from '../../../../../lib/api/schemas.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_shared.js';
 
-export const GET = route({ summary: "An app's services as the engine runs them", params: appParams, responses: { 200: items(serviceSchema) } }, async (_req, { env, params, reply }) =>
-  reply(200, { items: await appServices(env, await getApp(env.db, params.id)) }),
+export const GET = route(
+  { permission: 'app.read', summary: "An app's services as the engine runs them", params: appParams, responses: { 200: items(serviceSchema) } },
+  async (_req, { env, params, reply }) => reply(200, { items: await appServices(env, await getApp(env.db, params.id)) }),
 );

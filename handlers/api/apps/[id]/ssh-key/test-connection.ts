@@ -7,6 +7,7 @@ import { appParams } from '../../_shared.js';
 // Runs `git ls-remote` with the app's key against its repository; the forge's words come back cleaned.
 export const POST = route(
   {
+    permission: 'app.deploy',
     summary: "Try the deploy key against the app's repository",
     params: appParams,
     responses: { 200: z.object({ ok: z.boolean(), message: z.string() }) },

@@ -11,6 +11,7 @@ const triggerParams = z.object({ id: appId, tid: z.string().regex(ID_PATTERN, 'n
 
 export const PATCH = route(
   {
+    permission: 'app.triggers',
     summary: 'Change a deploy trigger: its pattern, its event, or pause it (enabled: false) without deleting it',
     params: triggerParams,
     body: z
@@ -30,6 +31,7 @@ export const PATCH = route(
 
 export const DELETE = route(
   {
+    permission: 'app.triggers',
     summary: 'Remove a deploy trigger',
     params: triggerParams,
     responses: { 204: null },

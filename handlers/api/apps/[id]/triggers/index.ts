@@ -5,13 +5,14 @@ import { items, triggerSchema } from '../../../../../lib/api/schemas.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_shared.js';
 
-export const GET = route({ summary: "An app's deploy triggers", params: appParams, responses: { 200: items(triggerSchema) } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: "An app's deploy triggers", params: appParams, responses: { 200: items(triggerSchema) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
   return reply(200, { items: await listTriggers(env.db, params.id) });
 });
 
 export const POST = route(
   {
+    permission: 'app.triggers',
     summary: 'Add a deploy trigger: a glob on pushed branch or tag names',
     params: appParams,
     body: z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() }),

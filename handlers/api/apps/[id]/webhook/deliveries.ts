@@ -5,11 +5,7 @@ import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_shared.js';
 
 export const GET = route(
-  {
-    summary: "The last 50 deliveries to an app's webhook, newest first, and what each came to",
-    params: appParams,
-    responses: { 200: items(webhookDeliverySchema) },
-  },
+  { permission: 'app.read', summary: "The last 50 deliveries to an app's webhook, newest first, and what each came to", params: appParams, responses: { 200: items(webhookDeliverySchema) } },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     return reply(200, { items: await listDeliveryLog(env.db, params.id) });

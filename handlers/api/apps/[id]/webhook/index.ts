@@ -7,6 +7,7 @@ import { appParams } from '../../_shared.js';
 
 export const GET = route(
   {
+    permission: 'app.read',
     summary: "Where an app's forge sends its pushes, and whether a secret is set",
     params: appParams,
     responses: { 200: z.object({ url: z.string(), url_hint: z.string().optional(), secret_set: z.boolean(), providers: z.array(z.enum(PROVIDERS)) }) },
@@ -19,6 +20,7 @@ export const GET = route(
 
 export const DELETE = route(
   {
+    permission: 'app.triggers',
     summary: "Remove an app's webhook secret (deliveries are refused until a new one is made)",
     params: appParams,
     responses: { 204: null },

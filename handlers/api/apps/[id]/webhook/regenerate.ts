@@ -7,6 +7,7 @@ import { appParams } from '../../_shared.js';
 // The only time the secret is shown: it is sealed at rest and never listed.
 export const POST = route(
   {
+    permission: 'app.triggers',
     summary: 'Make a new webhook secret (shown only in this answer)',
     params: appParams,
     responses: { 200: z.object({ secret: z.string() }) },

@@ -5,6 +5,6 @@ import { channelParams } from '../_schemas.js';
 
 /** The channel's delivery log, newest first (the last 50). */
 export const GET = route(
-  { summary: "A channel's delivery log, newest first (the last 50)", params: channelParams, responses: { 200: items(notificationDeliverySchema) } },
+  { permission: 'instance.admin', summary: "A channel's delivery log, newest first (the last 50)", params: channelParams, responses: { 200: items(notificationDeliverySchema) } },
   async (_req, { env, params, reply }) => reply(200, { items: await listDeliveries(env.db, params.id) }),
 );

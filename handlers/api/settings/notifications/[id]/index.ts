@@ -3,12 +3,14 @@ import { route } from '../../../../../lib/http/route.js';
 import { notificationChannelSchema } from '../../../../../lib/api/schemas.js';
 import { channelParams, patchBody } from '../_schemas.js';
 
-export const GET = route({ summary: 'One notification channel', params: channelParams, responses: { 200: notificationChannelSchema } }, async (_req, { env, params, reply }) =>
-  reply(200, await getChannel(env.db, params.id)),
+export const GET = route(
+  { permission: 'instance.admin', summary: 'One notification channel', params: channelParams, responses: { 200: notificationChannelSchema } },
+  async (_req, { env, params, reply }) => reply(200, await getChannel(env.db, params.id)),
 );
 
 export const PATCH = route(
   {
+    permission: 'instance.admin',
     summary: 'Change a notification channel',
     params: channelParams,
     body: patchBody,
@@ -24,6 +26,7 @@ export const PATCH = route(
 
 export const DELETE = route(
   {
+    permission: 'instance.admin',
     summary: 'Delete a notification channel',
     params: channelParams,
     responses: { 204: null },

@@ -6,6 +6,7 @@ import { channelParams } from '../_schemas.js';
 /** Sends one test message now (one attempt) and answers how it went. */
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary: 'Send one test message now (one attempt) and answer how it went',
     params: channelParams,
     responses: { 200: z.object({ ok: z.boolean(), status: z.number().int().nullable(), error: z.string().optional() }) },

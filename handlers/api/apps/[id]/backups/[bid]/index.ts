@@ -8,13 +8,14 @@ import { configParams, patchBody } from '../_schemas.js';
 
 const one = z.object({ backup: backupConfigSchema });
 
-export const GET = route({ summary: 'One backup configuration of an app', params: configParams, responses: { 200: one } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: 'One backup configuration of an app', params: configParams, responses: { 200: one } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
   return reply(200, { backup: await configView(env, await getConfig(env, params.id, params.bid)) });
 });
 
 export const PATCH = route(
   {
+    permission: 'app.admin',
     summary: 'Change a backup configuration',
     stepUpWhen: 'the change lowers keep_last or changes destination or source',
     params: configParams,
@@ -34,7 +35,14 @@ export const PATCH = route(
 );
 
 export const DELETE = route(
-  { summary: 'Delete a backup configuration', stepUp: true, params: configParams, responses: { 204: null }, audit: { action: 'backup.config_deleted', target: (c) => c.params.id } },
+  {
+    permission: 'app.admin',
+    summary: 'Delete a backup configuration',
+    stepUp: true,
+    params: configParams,
+    responses: { 204: null },
+    audit: { action: 'backup.config_deleted', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply, audit }) => {
     await getApp(env.db, params.id);
     audit({ detail: { backup: params.bid } });

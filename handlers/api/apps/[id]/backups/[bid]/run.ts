@@ -8,6 +8,7 @@ import { configParams } from '../_schemas.js';
 
 export const POST = route(
   {
+    permission: 'app.backup',
     summary: 'Run a backup now (202: it runs in the background)',
     params: configParams,
     responses: { 202: z.object({ run: backupRunSchema }) },

@@ -4,7 +4,10 @@ import { route } from '../../../../../../lib/http/route.js';
 import { backupRunSchema, items } from '../../../../../../lib/api/schemas.js';
 import { configParams } from '../_schemas.js';
 
-export const GET = route({ summary: 'The runs of a backup configuration', params: configParams, responses: { 200: items(backupRunSchema) } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, { items: await listRuns(env, params.id, params.bid) });
-});
+export const GET = route(
+  { permission: 'app.read', summary: 'The runs of a backup configuration', params: configParams, responses: { 200: items(backupRunSchema) } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { items: await listRuns(env, params.id, params.bid) });
+  },
+);

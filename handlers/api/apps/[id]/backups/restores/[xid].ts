@@ -5,7 +5,10 @@ import { route } from '../../../../../../lib/http/route.js';
 import { restoreSchema } from '../../../../../../lib/api/schemas.js';
 import { restoreParams } from '../_schemas.js';
 
-export const GET = route({ summary: 'One restore and how it went', params: restoreParams, responses: { 200: z.object({ restore: restoreSchema }) } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, { restore: await getRestore(env, params.id, params.xid) });
-});
+export const GET = route(
+  { permission: 'app.read', summary: 'One restore and how it went', params: restoreParams, responses: { 200: z.object({ restore: restoreSchema }) } },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { restore: await getRestore(env, params.id, params.xid) });
+  },
+);

@@ -5,7 +5,13 @@ import { deploymentParams } from '../_params.js';
 
 /** Stops the in-flight step and cleans up; answers once the deployment is canceled (or 409 if it had finished). */
 export const POST = route(
-  { summary: 'Cancel a deployment (409 when it already finished)', params: deploymentParams, responses: { 200: deploymentBody }, audit: { action: 'deployment.canceled', target: (c) => c.params.id } },
+  {
+    permission: 'app.deploy',
+    summary: 'Cancel a deployment (409 when it already finished)',
+    params: deploymentParams,
+    responses: { 200: deploymentBody },
+    audit: { action: 'deployment.canceled', target: (c) => c.params.id },
+  },
   async (_req, { env, params, reply, audit }) => {
     audit({ detail: { deployment: params.did } });
     return reply(200, { deployment: await env.deployments.cancel(await getApp(env.db, params.id), params.did) });

@@ -4,7 +4,7 @@ import { deploymentBody } from '../../../../../../lib/api/schemas.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { deploymentParams } from '../_params.js';
 
-export const GET = route({ summary: 'One deployment', params: deploymentParams, responses: { 200: deploymentBody } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: 'One deployment', params: deploymentParams, responses: { 200: deploymentBody } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
   return reply(200, { deployment: await getDeployment(env.db, params.id, params.did) });
 });

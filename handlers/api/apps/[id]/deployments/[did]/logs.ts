@@ -7,6 +7,7 @@ import { deploymentParams } from '../_params.js';
 
 export const GET = route(
   {
+    permission: 'app.read',
     summary: "A deployment's log lines in order; page with ?after=<next_after>",
     params: deploymentParams,
     query: z.object({

@@ -6,6 +6,7 @@ import { deploymentParams } from '../_params.js';
 /** Redeploys the kept images of {did}: no clone, no build, the same blue/green path. */
 export const POST = route(
   {
+    permission: 'app.deploy',
     summary: 'Redeploy the images of an earlier deployment (202: queued)',
     params: deploymentParams,
     responses: { 202: deploymentBody },

@@ -9,6 +9,7 @@ const IF_MATCH = 'With `If-Match`, refused with 412 `precondition_failed` (and n
 
 export const PUT = route(
   {
+    permission: 'app.env',
     summary: 'Set one variable (201 when created, 200 when replaced; a secret answers value null)',
     description: `\`secret\` defaults to the stored key's flag, or true for a new key. ${IF_MATCH}`,
     params: envKeyParams,
@@ -26,6 +27,7 @@ export const PUT = route(
 
 export const DELETE = route(
   {
+    permission: 'app.env',
     summary: 'Remove one variable (404 when the app has no such key)',
     description: IF_MATCH,
     params: envKeyParams,

@@ -9,6 +9,7 @@ import { envKeyParams } from '../../../_shared.js';
 // be enough to read every secret: the operator proves it is them again (step-up).
 export const GET = route(
   {
+    permission: 'app.env',
     summary: 'The value of one variable, secret or not (audited)',
     stepUp: true,
     params: envKeyParams,

@@ -9,6 +9,7 @@ import { serviceParams } from '../../../_shared.js';
 // deployment): the next deployment uses them. A name the app never had is a 404.
 export const PATCH = route(
   {
+    permission: 'app.admin',
     summary: "Set a service's port and/or health path",
     params: serviceParams,
     body: servicePatchSchema,

@@ -6,6 +6,7 @@ import { serviceParams } from '../../../_shared.js';
 // documents the route and answers a plain GET.
 export const GET = route(
   {
+    permission: 'app.shell',
     summary: "WebSocket: a shell in a service's running container (SVC_ENABLE_SHELL=true)",
     params: serviceParams,
     stepUp: true,

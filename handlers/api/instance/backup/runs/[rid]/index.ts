@@ -7,12 +7,13 @@ import { instanceBackupRunSchema } from '../../../../../../lib/api/schemas.js';
 const params = z.object({ rid: z.string().regex(ID_PATTERN, 'not a run id') });
 const one = z.object({ run: instanceBackupRunSchema });
 
-export const GET = route({ summary: 'One run of the instance backup', params, responses: { 200: one } }, async (_req, { env, params, reply }) =>
+export const GET = route({ permission: 'instance.read', summary: 'One run of the instance backup', params, responses: { 200: one } }, async (_req, { env, params, reply }) =>
   reply(200, { run: instanceRunView(await getInstanceRun(env, params.rid)) }),
 );
 
 export const DELETE = route(
   {
+    permission: 'instance.admin',
     summary: "Remove a run's artifact (the run stays, marked removed)",
     stepUp: true,
     description: 'The run stays, marked removed. 409 while the run is running.',

@@ -8,6 +8,7 @@ const params = z.object({ rid: z.string().regex(ID_PATTERN, 'not a run id') });
 
 export const POST = route(
   {
+    permission: 'instance.admin',
     summary: "Verify a run's artifact again (202): fetched once, authenticated, its database copy checked",
     description: "The run's verified_at (or verify_error) says how it went.",
     params,

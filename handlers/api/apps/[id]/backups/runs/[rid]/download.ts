@@ -9,6 +9,7 @@ import { runParams } from '../../_schemas.js';
 /** The decrypted, still gzip-compressed dump, streamed after the whole artifact authenticated. */
 export const GET = route(
   {
+    permission: 'app.admin',
     summary: 'Download a backup run (the gzip-compressed dump, decrypted once the whole artifact authenticated)',
     params: runParams,
     responses: { 200: raw('application/octet-stream') },

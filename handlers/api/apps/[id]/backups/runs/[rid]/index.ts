@@ -6,13 +6,14 @@ import { route } from '../../../../../../../lib/http/route.js';
 import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
 import { runParams } from '../../_schemas.js';
 
-export const GET = route({ summary: 'One backup run', params: runParams, responses: { 200: z.object({ run: backupRunSchema }) } }, async (_req, { env, params, reply }) => {
+export const GET = route({ permission: 'app.read', summary: 'One backup run', params: runParams, responses: { 200: z.object({ run: backupRunSchema }) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);
   return reply(200, { run: runView(await getRun(env, params.id, params.rid)) });
 });
 
 export const DELETE = route(
   {
+    permission: 'app.admin',
     summary: "Remove a backup run's artifact from its destination",
     description: 'The run stays, marked removed; its download and restore then answer 410. 409 while the run is running.',
     stepUp: true,

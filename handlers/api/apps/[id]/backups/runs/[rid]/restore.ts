@@ -8,6 +8,7 @@ import { runParams } from '../../_schemas.js';
 
 export const POST = route(
   {
+    permission: 'app.admin',
     summary: 'Restore a backup run into its source (stops the services using it, starts them after)',
     stepUp: true,
     params: runParams,

@@ -8,6 +8,7 @@ import { runParams } from '../../_schemas.js';
 
 export const POST = route(
   {
+    permission: 'app.backup',
     summary: 'Verify a backup run by restoring it into a scratch container',
     params: runParams,
     responses: { 202: z.object({ run: backupRunSchema }) },

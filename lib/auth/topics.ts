@@ -1,0 +1,45 @@
+// The permission policy of WebSocket topics: the same decision (lib/auth/access.ts) as the REST
+// routes that show the same facts. A per-app topic needs `app.read` on that app; a fleet topic
+// needs the permission and carries only the events of apps the caller reaches.
+import type { Db } from '../db/index.js';
+import type { Principal } from '../http/handler.js';
+import { permit, allows, reachesApp } from './access.js';
+import type { Permission } from './roles.js';
+
+/** What a subscription was granted on: re-checked when the caller's access narrows. */
+export interface TopicGrant {
+  permission: Permission;
+  /** The app the topic is about (logs:, stats:, build:), null for a fleet or instance topic. */
+  appId: string | null;
+}
+
+const FLEET = new Set(['deployments', 'apps', 'backups']);
+
+/**
+ * Throws 403 forbidden or 404 not_found (an app outside the caller's list, as absent as a
+ * missing one). Resolves what the subscription depends on.
+ */
+export async function authoriseTopic(db: Db, principal: Pick<Principal, 'permissions' | 'appIds'>, topic: string): Promise<TopicGrant> {
+  const at = topic.indexOf(':');
+  const kind = at < 0 ? topic : topic.slice(0, at);
+  const id = at < 0 ? '' : topic.slice(at + 1);
+  let grant: TopicGrant;
+  if (kind === 'logs' || kind === 'stats') grant = { permission: 'app.read', appId: id };
+  else if (kind === 'build') {
+    const d = await db.selectFrom('deployments').select('app_id').where('id', '=', id).executeTakeFirst();
+    grant = { permission: 'app.read', appId: d?.app_id ?? null };
+  } else if (FLEET.has(kind)) grant = { permission: 'app.read', appId: null };
+  else grant = { permission: 'instance.read', appId: null };
+  permit(principal, grant.permission, grant.appId);
+  return grant;
+}
+
+/** Whether a subscription granted earlier is still allowed to this (possibly narrowed) principal. */
+export const grantHolds = (principal: Pick<Principal, 'permissions' | 'appIds'>, g: TopicGrant): boolean => allows(principal, g.permission, g.appId);
+
+/** A fleet topic's event is sent only when the app it names (if any) is within reach. */
+export function eventVisible(principal: Pick<Principal, 'appIds'>, data: unknown): boolean {
+  if (principal.appIds === null || data === null || typeof data !== 'object') return true;
+  const app = (data as { app_id?: unknown }).app_id;
+  return typeof app !== 'string' || reachesApp(principal, app);
+}

@@ -1,0 +1,370 @@
+// People and permissions over the real server: a matrix generated from the route table (every
+// operation for every role, and a deployer limited to another app), then the attacks replayed:
+// another app by id (REST, WebSocket topics, the shell), a viewer revealing a secret, a demoted
+// operator's token and open socket, a revert without the original permission, a disabled operator.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
+import { routes } from '../../runtime/routes.gen.js';
+import { routeModule } from '../../runtime/route-types.js';
+import { METHODS, type Method } from '../../lib/http/handler.js';
+import type { RouteSpec } from '../../lib/http/route.js';
+import { insertUser } from '../../lib/auth/users.js';
+import { createSession, csrfFor } from '../../lib/auth/sessions.js';
+import { createApiToken } from '../../lib/auth/tokens.js';
+import { invalidateCredentials } from '../../lib/auth/cache.js';
+import { ROLE_PERMISSIONS, isPermission, type Role } from '../../lib/auth/roles.js';
+
+let s: TestServer;
+let owner: Client;
+let appA: string;
+let appB: string;
+let domainB: string;
+let entryB: string;
+
+const LIMITS = { idleSeconds: 3600, maxSeconds: 3600 };
+const FAKE = '01aaaaaaaaaaaaaaaaaaaaaaaa';
+
+interface Operator {
+  id: string;
+  client: Client;
+  token: string;
+  cookie: string;
+}
+
+async function operator(name: string, role: Role, appIds: string[] | null = null): Promise<Operator> {
+  const user = await insertUser(s.env.db, name, 'scrypt$10$8$1$x$y', { role, appIds });
+  const client = await sessionOf(user.id);
+  const token = (await createApiToken(s.env.db, user.id, `${name}-token`, null)).token;
+  return { id: user.id, client, token, cookie: client.cookieHeader() };
+}
+
+/** The HTTP answer to a WebSocket upgrade (status and error body), or 101 when it is accepted. */
+function upgrade(path: string, authorization: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const key = randomBytes(16).toString('base64');
+    const headers = { authorization, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key };
+    const req = request(s.url + path, { headers });
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : null }));
+    });
+    req.on('upgrade', (_res, socket) => {
+      socket.destroy();
+      resolve({ status: 101, body: null });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function sessionOf(userId: string): Promise<Client> {
+  const session = await createSession(s.env.db, userId, { ip: null, userAgent: null }, LIMITS);
+  const client = new Client(s.url);
+  client.cookies.set('svc_session', session.raw);
+  client.cookies.set('svc_csrf', csrfFor(s.env.signingKey, session.raw));
+  return client;
+}
+
+const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
+
+async function setRow(id: string, fields: { role?: string; app_ids?: string | null; disabled?: number }): Promise<void> {
+  await s.env.db.updateTable('users').set(fields).where('id', '=', id).execute();
+  // What operator management does after changing a row: nothing else is needed.
+  invalidateCredentials();
+}
+
+before(async () => {
+  s = await startTestServer({ SVC_ENABLE_SHELL: 'true' });
+  owner = await adminClient(s);
+  const a = await owner.req('POST', '/api/apps', { name: 'alpha', source: { type: 'image', image: 'nginx:alpine' } });
+  const b = await owner.req('POST', '/api/apps', { name: 'bravo', source: { type: 'image', image: 'nginx:alpine' } });
+  assert.equal(a.status, 201, a.text);
+  assert.equal(b.status, 201, b.text);
+  appA = a.body.app.id;
+  appB = b.body.app.id;
+  domainB = 'd' + FAKE.slice(1);
+  await s.env.db
+    .insertInto('domains')
+    .values({ id: domainB, hostname: 'bravo.example.com', app_id: appB, service: 'web', port: 80, redirect_to: null, created_at: new Date().toISOString(), updated_at: new Date().toISOString() })
+    .execute();
+  const put = await owner.req('PUT', `/api/apps/${appB}/env`, { items: [{ key: 'TOKEN', value: 'b-secret', secret: true }] });
+  assert.ok(put.status < 300, put.text);
+  const entries = await owner.req('GET', `/api/audit?action=${encodeURIComponent('PUT /api/apps/{id}/env')}`);
+  entryB = entries.body.items.find((e: any) => e.app_id === appB).id;
+});
+
+after(async () => {
+  await s?.stop();
+});
+
+interface Operation {
+  method: Method;
+  pattern: string;
+  spec: RouteSpec;
+}
+
+async function operations(): Promise<Operation[]> {
+  const out: Operation[] = [];
+  for (const route of routes) {
+    const mod = await routeModule(route);
+    for (const method of METHODS) {
+      const h = mod[method];
+      if (h && (h.spec.auth ?? 'operator') === 'operator') out.push({ method, pattern: route.pattern, spec: h.spec });
+    }
+  }
+  return out;
+}
+
+test('every operator route declares a permission of the table (a route added without one fails here)', async () => {
+  const missing = (await operations()).filter((o) => !isPermission(o.spec.permission)).map((o) => `${o.method} ${o.pattern}`);
+  assert.deepEqual(missing, []);
+});
+
+/** A path for the operation that names app B (directly, or through a domain or an audit entry). */
+function pathOf(pattern: string): string {
+  return pattern.replace(/:(\w+)\+?/g, (_m, name: string) => {
+    if (name === 'id' && pattern.startsWith('/api/apps/')) return appB;
+    if (name === 'id' && pattern.startsWith('/api/domains/')) return domainB;
+    if (name === 'id' && pattern.startsWith('/api/audit/')) return entryB;
+    if (name === 'name') return 'web';
+    if (name === 'key') return 'TOKEN';
+    if (name === 'id' && pattern.startsWith('/api/addons/')) return 'nothing-here';
+    return FAKE;
+  });
+}
+
+/** Whether the route names an app (for the limited operator: app B, outside their list). */
+const namesApp = (pattern: string) => /^\/api\/(apps\/:id|domains\/:id|audit\/:id)(\/|$)/.test(pattern);
+
+type Outcome = 'forbidden' | 'hidden' | 'allowed';
+
+test('permission matrix: every operation for every role, and a deployer limited to another app', async () => {
+  const ops = await operations();
+  const people: Array<{ label: string; role: Role; limited: boolean; op: Operator }> = [];
+  // Limited first and owner last: an allowed write (a deleted domain) must not change what the next one sees.
+  people.push({ label: 'deployer limited to A', role: 'deployer', limited: true, op: await operator('lim', 'deployer', [appA]) });
+  for (const role of ['viewer', 'deployer', 'admin', 'owner'] as const) people.push({ label: role, role, limited: false, op: await operator(`m-${role}`, role) });
+  const wrong: string[] = [];
+  const tally: Record<Outcome, number> = { forbidden: 0, hidden: 0, allowed: 0 };
+  for (const o of ops) {
+    for (const p of people) {
+      const holds = ROLE_PERMISSIONS[p.role].has(o.spec.permission as never);
+      const expected: Outcome = !holds ? 'forbidden' : p.limited && namesApp(o.pattern) ? 'hidden' : 'allowed';
+      // A body no route accepts: an allowed write stops at validation (or earlier at step-up) and changes nothing.
+      const body = o.method === 'GET' || o.method === 'DELETE' ? undefined : '[0]';
+      // Signing out ends the session it is sent with: a session of its own, not the one the matrix goes on with.
+      const client = o.pattern === '/api/auth/logout' ? await sessionOf(p.op.id) : p.op.client;
+      const r = await client.req(o.method, pathOf(o.pattern), body);
+      const got: Outcome = r.status === 403 && r.body?.code === 'forbidden' ? 'forbidden' : r.status === 404 && r.body?.error === 'No such app' ? 'hidden' : 'allowed';
+      tally[got]++;
+      if (got !== expected) wrong.push(`${o.method} ${o.pattern} as ${p.label}: expected ${expected}, got ${r.status} ${r.text.slice(0, 120)}`);
+    }
+  }
+  console.log(`permission matrix: ${ops.length} operations x ${people.length} roles = ${ops.length * people.length} requests`, tally);
+  assert.deepEqual(wrong, []);
+});
+
+test('a deployer limited to app A: app B is absent by id, in listings, on WebSocket topics and in the shell', async () => {
+  const d = await operator('only-a', 'deployer', [appA]);
+  assert.equal((await d.client.req('GET', `/api/apps/${appB}`)).status, 404);
+  assert.equal((await d.client.req('GET', `/api/apps/${appA}`)).status, 200);
+  // The same answer as an app that does not exist.
+  const missing = await d.client.req('GET', `/api/apps/${FAKE}/env`);
+  const other = await d.client.req('GET', `/api/apps/${appB}/env`);
+  assert.deepEqual([other.status, other.body], [missing.status, missing.body]);
+  assert.equal((await d.client.req('GET', `/api/domains/${domainB}`)).status, 404);
+  assert.equal((await d.client.req('GET', `/api/audit/${entryB}/diff`)).status, 404);
+  const apps = (await d.client.req('GET', '/api/apps')).body.items.map((a: any) => a.id);
+  assert.deepEqual(apps, [appA]);
+  const domains = (await d.client.req('GET', '/api/domains')).body.items;
+  assert.ok(!domains.some((x: any) => x.app_id === appB));
+  const audit = (await d.client.req('GET', '/api/audit?limit=200')).body.items;
+  assert.ok(audit.length > 0);
+  assert.ok(!audit.some((e: any) => e.app_id === appB || e.target.id === appB), 'no entry about app B');
+  assert.ok(
+    (await owner.req('GET', '/api/audit?limit=200')).body.items.some((e: any) => e.app_id === appB),
+    'the owner sees it',
+  );
+  // A token of the same person reaches what they do, and only that.
+  assert.equal((await bearer(d.token).req('GET', `/api/apps/${appB}/deployments`)).status, 404);
+
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  const answer = async (topic: string) => {
+    ws.send(JSON.stringify({ type: 'subscribe', topic }));
+    while (!frames.some((f) => f.topic === topic)) await new Promise((r) => setTimeout(r, 10));
+    return frames.find((f) => f.topic === topic);
+  };
+  const ghost = await answer(`logs:${FAKE}`);
+  const logsB = await answer(`logs:${appB}`);
+  assert.equal(logsB.code, 'not_found');
+  assert.equal(logsB.error.replaceAll(appB, 'X'), ghost.error.replaceAll(FAKE, 'X'), 'indistinguishable from a missing app');
+  assert.equal((await answer(`stats:${appB}`)).code, 'not_found');
+  await insertFinishedDeployment(s.env.db, appB, 'depb1');
+  assert.equal((await answer('build:depb1')).code, 'not_found');
+  assert.equal((await answer(`logs:${appA}`)).type, 'subscribed');
+  // A fleet topic carries only app A's events.
+  assert.equal((await answer('deployments')).type, 'subscribed');
+  s.env.bus.publish('deployments', { type: 'status', app_id: appB, id: 'x' });
+  s.env.bus.publish('deployments', { type: 'status', app_id: appA, id: 'y' });
+  while (!frames.some((f) => f.type === 'event' && f.topic === 'deployments')) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    frames.filter((f) => f.type === 'event' && f.topic === 'deployments').map((f) => f.data.app_id),
+    [appA],
+  );
+  ws.close();
+
+  // The shell: with a fresh step-up, app B still answers 404 before anything is looked up.
+  await s.env.db
+    .updateTable('api_tokens')
+    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
+    .where('user_id', '=', d.id)
+    .execute();
+  invalidateCredentials();
+  const shellB = await upgrade(`/api/apps/${appB}/services/web/shell`, `Bearer ${d.token}`);
+  const shellGhost = await upgrade(`/api/apps/${FAKE}/services/web/shell`, `Bearer ${d.token}`);
+  assert.deepEqual(shellB, { status: 404, body: { error: 'No such app', code: 'not_found' } });
+  assert.deepEqual(shellB, shellGhost, 'as absent as an app that does not exist');
+  const shellA = await upgrade(`/api/apps/${appA}/services/web/shell`, `Bearer ${d.token}`);
+  assert.notEqual(shellA.body?.error, 'No such app', 'app A goes on to the service lookup');
+  assert.notEqual(shellA.status, 403);
+  const viewer = await operator('shell-viewer', 'viewer');
+  await s.env.db
+    .updateTable('api_tokens')
+    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
+    .where('user_id', '=', viewer.id)
+    .execute();
+  invalidateCredentials();
+  const shellV = await upgrade(`/api/apps/${appA}/services/web/shell`, `Bearer ${viewer.token}`);
+  assert.equal(shellV.body.code, 'forbidden');
+  assert.equal(shellV.status, 403, 'a viewer never opens a shell');
+});
+
+test('a viewer cannot reveal a secret, even stepped up', async () => {
+  const v = await operator('peek', 'viewer');
+  await s.env.db
+    .updateTable('sessions')
+    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
+    .where('user_id', '=', v.id)
+    .execute();
+  invalidateCredentials();
+  const r = await v.client.req('GET', `/api/apps/${appB}/env/TOKEN/reveal`);
+  assert.equal(r.status, 403);
+  assert.equal(r.body.code, 'forbidden');
+  assert.ok(!r.text.includes('b-secret'));
+  const list = await v.client.req('GET', `/api/apps/${appB}/env`);
+  assert.equal(list.status, 200);
+  assert.ok(!list.text.includes('b-secret'));
+});
+
+test('a demoted operator: their token and their open socket lose what the role or list lost, at once', async () => {
+  const d = await operator('demoted', 'deployer');
+  const t = bearer(d.token);
+  assert.ok((await t.req('GET', '/api/auth/me')).body.permissions.includes('app.deploy'));
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+  for (const topic of [`logs:${appA}`, `logs:${appB}`]) ws.send(JSON.stringify({ type: 'subscribe', topic }));
+  while (frames.filter((f) => f.type === 'subscribed').length < 2) await new Promise((r) => setTimeout(r, 10));
+
+  // Role: deployer -> viewer. The row and invalidateCredentials() are all it takes.
+  await setRow(d.id, { role: 'viewer' });
+  const me = (await t.req('GET', '/api/auth/me')).body;
+  assert.equal(me.user.role, 'viewer');
+  assert.ok(!me.permissions.includes('app.deploy'));
+  const deploy = await t.req('POST', `/api/apps/${appA}/deployments`, {});
+  assert.equal(deploy.status, 403);
+  assert.equal(deploy.body.code, 'forbidden');
+  assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 200, 'reading stays');
+
+  // List: every app -> only B. The socket's subscription to A is withdrawn; B's stays.
+  await setRow(d.id, { app_ids: JSON.stringify([appB]) });
+  while (!frames.some((f) => f.type === 'error' && f.topic === `logs:${appA}`)) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(frames.find((f) => f.type === 'error' && f.topic === `logs:${appA}`).code, 'forbidden');
+  assert.ok(!frames.some((f) => f.type === 'error' && f.topic === `logs:${appB}`));
+  assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 404);
+  s.env.bus.publish(`logs:${appA}`, { line: 'not for them' });
+  s.env.bus.publish(`logs:${appB}`, { line: 'for them' });
+  while (!frames.some((f) => f.type === 'event')) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    frames.filter((f) => f.type === 'event').map((f) => f.topic),
+    [`logs:${appB}`],
+  );
+
+  // Disabled: the socket closes.
+  await setRow(d.id, { disabled: 1 });
+  assert.equal(await closed, 1008);
+});
+
+test('a token acts with its scopes within its owner current role, and its apps within the owner list', async () => {
+  const o = await operator('scoped', 'admin');
+  const other = await createApiToken(s.env.db, o.id, 'narrow', null);
+  await s.env.db
+    .updateTable('api_tokens')
+    .set({ scopes: JSON.stringify(['app.read', 'app.deploy', 'owners.manage']), app_ids: JSON.stringify([appA]) })
+    .where('id', '=', other.id)
+    .execute();
+  invalidateCredentials();
+  const t = bearer(other.token);
+  const me = (await t.req('GET', '/api/auth/me')).body;
+  assert.deepEqual(me.permissions, ['app.deploy', 'app.read', 'self.read'], 'owners.manage is not the admin role');
+  assert.equal((await t.req('GET', `/api/apps/${appB}`)).status, 404);
+  assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 200);
+  assert.equal((await t.req('PATCH', `/api/apps/${appA}`, {})).body.code, 'forbidden');
+  assert.deepEqual(
+    (await t.req('GET', '/api/apps')).body.items.map((a: any) => a.id),
+    [appA],
+  );
+  // The owner's role shrinks to viewer: the token's deploy scope goes with it.
+  await setRow(o.id, { role: 'viewer' });
+  assert.deepEqual((await t.req('GET', '/api/auth/me')).body.permissions, ['app.read', 'self.read']);
+});
+
+test('a revert needs the permission and the app of the route whose entry it reverts', async () => {
+  const put = await owner.req('PUT', `/api/apps/${appA}/env`, { items: [{ key: 'PLAIN', value: 'one', secret: false }] });
+  assert.ok(put.status < 300, put.text);
+  const items = (await owner.req('GET', `/api/audit?target=${appA}`)).body.items;
+  const entry = items.find((e: any) => e.action === 'PUT /api/apps/{id}/env' && e.revertible);
+  assert.ok(entry, 'a revertible env entry');
+  const viewer = await operator('rv-viewer', 'viewer');
+  const v = await viewer.client.req('POST', `/api/audit/${entry.id}/revert`, {});
+  assert.equal(v.status, 403);
+  assert.equal(v.body.code, 'forbidden');
+  const limited = await operator('rv-limited', 'deployer', [appB]);
+  assert.equal((await limited.client.req('POST', `/api/audit/${entry.id}/revert`, {})).status, 404);
+  const deployer = await operator('rv-deployer', 'deployer');
+  const ok = await deployer.client.req('POST', `/api/audit/${entry.id}/revert`, {});
+  assert.equal(ok.status, 200, ok.text);
+  const after = await owner.req('GET', `/api/audit/${ok.body.audit_id}/diff`);
+  assert.equal(after.status, 200);
+});
+
+test('a disabled operator: their session and token authenticate as nothing; enabling restores them', async () => {
+  const d = await operator('gone', 'admin');
+  assert.equal((await d.client.req('GET', '/api/auth/me')).status, 200);
+  await setRow(d.id, { disabled: 1 });
+  assert.equal((await d.client.req('GET', '/api/auth/me')).status, 401);
+  assert.equal((await bearer(d.token).req('GET', '/api/auth/me')).status, 401);
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` }).catch((e) => e);
+  assert.equal(ws.status, 401);
+  await setRow(d.id, { disabled: 0 });
+  assert.equal((await bearer(d.token).req('GET', '/api/auth/me')).status, 200);
+});
+
+test('audit actors: a token entry names the token and its owner', async () => {
+  const o = await operator('actor', 'admin');
+  const t = bearer(o.token);
+  assert.ok((await t.req('PUT', `/api/apps/${appA}/env/ACTOR`, { value: 'x' })).status < 300);
+  const e = (await owner.req('GET', `/api/audit?target=${appA}&action=${encodeURIComponent('PUT /api/apps/{id}/env/{key}')}`)).body.items[0];
+  assert.equal(e.actor.type, 'token');
+  assert.equal(e.actor.name, 'actor-token');
+  assert.equal(e.actor.owner_id, o.id);
+  assert.equal(e.app_id, appA);
+});
