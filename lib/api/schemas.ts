@@ -37,7 +37,7 @@ export const errorSchema = named(
   'The error body of every failed request',
 );
 
-export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean() }));
+export const userSchema = named('User', z.object({ id: z.string(), username: z.string(), totp_enabled: z.boolean(), sso: z.boolean() }));
 
 export const appSourceSchema = named(
   'AppSource',

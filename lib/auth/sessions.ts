@@ -53,6 +53,7 @@ interface SessionRow {
   id: string;
   username: string;
   totp_enabled: number;
+  sso_subject: string | null;
 }
 const cache = credentialCache<SessionRow>();
 
@@ -65,7 +66,7 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
     cached ??
     (hotStatement(
       db,
-      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled
+      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled, u.sso_subject
        from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
     ).get(sha256Hex(raw)) as SessionRow | undefined);
   if (!row) return null;

@@ -49,6 +49,7 @@ interface TokenRow {
   id: string;
   username: string;
   totp_enabled: number;
+  sso_subject: string | null;
 }
 const cache = credentialCache<TokenRow>();
 
@@ -61,7 +62,7 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
     cached ??
     (hotStatement(
       db,
-      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled
+      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled, u.sso_subject
        from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
     ).get(sha256Hex(token)) as TokenRow | undefined);
   if (!row || row.revoked_at !== null) return null;

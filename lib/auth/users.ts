@@ -14,8 +14,8 @@ export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 export const PASSWORD_MAX = 1024;
 export const PASSWORD_MIN = 12;
 
-export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled'>): PublicUser {
-  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1 };
+export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'sso_subject'>): PublicUser {
+  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1, sso: u.sso_subject !== null };
 }
 
 export function findUserByName(db: Db, username: string) {

@@ -10,6 +10,8 @@ export interface PrincipalUser {
   id: string;
   username: string;
   totp_enabled: boolean;
+  /** Signs in with the identity provider (no password): step-up is a fresh sign-in there. */
+  sso: boolean;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

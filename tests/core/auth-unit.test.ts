@@ -318,7 +318,7 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   );
   const s2 = await createSession(db, user.id, { ip: null, userAgent: null }, LIMITS, T0 + 1);
   assert.equal((await db.selectFrom('sessions').select('user_agent').where('id', '=', s2.id).executeTakeFirstOrThrow()).user_agent, null);
-  assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), { id: s.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
+  assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), { id: s.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false, sso: false } });
   assert.equal(resolveSession(db, s.raw.slice(1), LIMITS, T0), null, 'wrong length');
   assert.equal(resolveSession(db, s.raw + 'a', LIMITS, T0), null);
   assert.equal(resolveSession(db, 'a'.repeat(43), LIMITS, T0), null, 'unknown');
@@ -400,7 +400,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     { ...row },
     { id: t.id, user_id: user.id, name: 'ci', token_hash: sha256Hex(t.token), created_at: iso(T0), expires_at: iso(T0 + 100_000), last_used_at: null, revoked_at: null, step_up_until: null },
   );
-  assert.deepEqual(resolveApiToken(db, t.token, T0), { id: t.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
+  assert.deepEqual(resolveApiToken(db, t.token, T0), { id: t.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false, sso: false } });
   const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
   assert.equal(await used(), iso(T0), 'first use is recorded');
   invalidateCredentials();
@@ -453,7 +453,11 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   const s = await createSession(db, user.id, { ip: null, userAgent: null }, { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds }, env.now());
   assert.equal(authenticate(env, headers({})), null);
   for (const h of [`Bearer ${t.token}`, `bearer ${t.token}`, `BEARER\t${t.token}`, `Bearer  ${t.token} `]) {
-    assert.deepEqual(authenticate(env, headers({ authorization: h })), { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false }, credentialId: t.id, stepUpUntil: null }, h);
+    assert.deepEqual(
+      authenticate(env, headers({ authorization: h })),
+      { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false, sso: false }, credentialId: t.id, stepUpUntil: null },
+      h,
+    );
   }
   for (const h of ['', 'Basic abc', `Bearer`, `Bearer ${t.token} x`, `Token ${t.token}`, `xBearer ${t.token}`]) {
     assert.throws(
@@ -468,7 +472,7 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   );
   assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), {
     kind: 'session',
-    user: { id: user.id, username: 'alice', totp_enabled: false },
+    user: { id: user.id, username: 'alice', totp_enabled: false, sso: false },
     credentialId: s.id,
     stepUpUntil: null,
     rawSession: s.raw,
@@ -505,9 +509,9 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
 
 test('users: public view, lookups, count, delete with everything, a new password ends the other sessions', async () => {
   const { db, user } = await setup();
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1 }), { id: 'i', username: 'u', totp_enabled: true });
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0 }), { id: 'i', username: 'u', totp_enabled: false });
-  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, sso_subject: null }), { id: 'i', username: 'u', totp_enabled: true, sso: false });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, sso_subject: null }), { id: 'i', username: 'u', totp_enabled: false, sso: false });
+  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false, sso: false });
   const row = await findUserByName(db, 'alice');
   assert.equal(row!.password_hash, 'scrypt$10$8$1$x$y');
   assert.equal(row!.totp_enabled, 0);

@@ -47,7 +47,7 @@ test('setup status is open while no operator exists', async () => {
 });
 
 test('me echoes the principal and how it authenticated', async () => {
-  const principal = { kind: 'token' as const, user: { id: 'u1', username: 'ops', totp_enabled: false }, credentialId: 't1', stepUpUntil: null };
+  const principal = { kind: 'token' as const, user: { id: 'u1', username: 'ops', totp_enabled: false, sso: false }, credentialId: 't1', stepUpUntil: null };
   const res = await me.GET!(new Request('http://x/api/auth/me'), ctx({ principal }));
   assert.deepEqual(await res.json(), { user: principal.user, via: 'token' });
 });
