@@ -43,7 +43,7 @@ test('health answers ok after a database round trip', async () => {
 
 test('setup status is open while no operator exists', async () => {
   const res = await setupStatus.GET!(new Request('http://x/api/setup/status'), ctx());
-  assert.deepEqual(await res.json(), { open: true });
+  assert.deepEqual(await res.json(), { open: true, oidc: false });
 });
 
 test('me echoes the principal and how it authenticated', async () => {
