@@ -1027,6 +1027,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in with the OpenID Connect provider: where it sends the browser back
+         * @description Checks the state against the `svc_oidc` cookie, exchanges the code (PKCE), checks the ID token and its nonce, and maps the role claim (`SVC_OIDC_ROLE_CLAIM`) through `SVC_OIDC_ROLE_MAP`: a new person becomes an operator with that role, a known one gets the role the claims give now. Then the session cookies and `302` to `/` (or the `return_to` of the start). No role, a disabled operator, or any failed check: `403 forbidden`, and nothing is created. After `start?step_up=1`: the step-up of the session, and `302` back.
+         */
+        get: operations["getApiAuthOidcCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oidc/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in with the OpenID Connect provider: a redirect to it
+         * @description Answers `302` to the provider (authorization code with PKCE, `state` and `nonce`), with a short-lived HttpOnly `svc_oidc` cookie that binds the flow to this browser. `step_up=1` (a signed-in session of an operator of the provider): asks the provider for a fresh sign-in (`max_age=0`); the callback then marks the step-up of this session. `return_to`: a path of this site to land on afterwards (default `/`). `404` when no provider is configured.
+         */
+        get: operations["getApiAuthOidcStart"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/password": {
         parameters: {
             query?: never;
@@ -1816,7 +1856,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether first-boot setup is still open */
+        /**
+         * Whether first-boot setup is still open, and whether sign-in with an OpenID Connect provider is offered
+         * @description `oidc_name`: the name of the provider (SVC_OIDC_NAME, default its host) when `oidc` is true.
+         */
         get: operations["getApiSetupStatus"];
         put?: never;
         post?: never;
@@ -2601,6 +2644,8 @@ export interface components {
             /** @description owner, admin, deployer or viewer */
             role: string;
             app_ids: string[] | null;
+            /** @description Signs in with the identity provider (no password) */
+            sso: boolean;
         };
         WebhookDelivery: {
             id: string;
@@ -2963,6 +3008,8 @@ export interface components {
         };
         GetApiSetupStatus200: {
             open: boolean;
+            oidc: boolean;
+            oidc_name?: string;
         };
         PostWebhooksByAppID200: {
             ignored: string;
@@ -5480,6 +5527,56 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAuthOidcCallback: {
+        parameters: {
+            query?: {
+                code?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found (see the Location header) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAuthOidcStart: {
+        parameters: {
+            query?: {
+                step_up?: "0" | "1";
+                return_to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found (see the Location header) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
             default: components["responses"]["Failure"];
         };
     };

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { posix, resolve } from 'node:path';
 import { checkHostname } from './util/hostname.js';
+import { ROLES, isRole, type Role } from './util/role-names.js';
 
 export interface Config {
   port: number;
@@ -23,6 +24,8 @@ export interface Config {
    * the webhook URL shown to the operator is built from it, never from a request's Host header.
    */
   publicUrl: string | null;
+  /** Sign-in with an OpenID Connect provider (SVC_OIDC_*); null when SVC_OIDC_ISSUER is unset. */
+  oidc: OidcConfig | null;
   enableShell: boolean;
   /** SVC_SHELL_IDLE: seconds without a byte either way after which a container shell closes. */
   shellIdleSeconds: number;
@@ -89,6 +92,21 @@ export interface Config {
     allowlist: string[];
     dir: string;
   };
+}
+
+export interface OidcConfig {
+  /** SVC_OIDC_ISSUER: the provider's issuer identifier (discovery is under it). */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** SVC_OIDC_ROLE_CLAIM: the ID token or userinfo claim (a string or a list) that decides the role. */
+  roleClaim: string;
+  /** SVC_OIDC_ROLE_MAP: claim value -> role; a person none of whose values is here is refused. */
+  roleMap: Record<string, Role>;
+  /** SVC_OIDC_SCOPES: what the authorization request asks for. */
+  scopes: string;
+  /** SVC_OIDC_NAME: the provider's name on the sign-in button (default: the issuer's host). */
+  name: string;
 }
 
 export class ConfigError extends Error {
@@ -180,6 +198,65 @@ function imageMapOf(raw: string | undefined): Record<string, string> {
   return out;
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * SVC_OIDC_*: all or nothing. The role map is checked now: a typo in a role name would otherwise
+ * surface as every person being refused at their first sign-in.
+ */
+function oidcOf(env: Env): OidcConfig | null {
+  const issuerRaw = str(env, 'SVC_OIDC_ISSUER');
+  const others = ['SVC_OIDC_CLIENT_ID', 'SVC_OIDC_CLIENT_SECRET', 'SVC_OIDC_ROLE_MAP'] as const;
+  if (issuerRaw === undefined) {
+    const stray = others.find((n) => str(env, n) !== undefined);
+    if (stray) throw new ConfigError('SVC_OIDC_ISSUER', `is required when ${stray} is set`);
+    return null;
+  }
+  let issuer: URL;
+  try {
+    issuer = new URL(issuerRaw);
+  } catch {
+    throw new ConfigError('SVC_OIDC_ISSUER', `"${issuerRaw}" is not a URL (like https://id.example.com/realms/ops)`);
+  }
+  // Plain http only to a provider on this host (a test or a sidecar): anywhere else the token exchange would travel in clear.
+  if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && LOOPBACK_HOSTS.has(issuer.hostname))) {
+    throw new ConfigError('SVC_OIDC_ISSUER', 'must be an https:// URL (http:// only on loopback)');
+  }
+  if (issuer.username || issuer.password || issuer.search || issuer.hash) throw new ConfigError('SVC_OIDC_ISSUER', 'must not carry credentials, a query or a fragment');
+  for (const n of others) if (str(env, n) === undefined) throw new ConfigError(n, 'is required when SVC_OIDC_ISSUER is set');
+  const roleClaim = str(env, 'SVC_OIDC_ROLE_CLAIM') ?? 'groups';
+  if (!/^[A-Za-z0-9_.:/-]{1,128}$/.test(roleClaim)) throw new ConfigError('SVC_OIDC_ROLE_CLAIM', `"${roleClaim.slice(0, 80)}" is not a claim name`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(str(env, 'SVC_OIDC_ROLE_MAP')!);
+  } catch {
+    throw new ConfigError('SVC_OIDC_ROLE_MAP', 'is not JSON (expected an object from a claim value to a role, like {"ops-admins":"admin"})');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('SVC_OIDC_ROLE_MAP', 'must be a JSON object from a claim value to a role');
+  const roleMap: Record<string, Role> = Object.create(null);
+  for (const [value, role] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!isRole(role)) throw new ConfigError('SVC_OIDC_ROLE_MAP', `"${value.slice(0, 80)}" maps to ${JSON.stringify(role)}, not one of ${ROLES.join(', ')}`);
+    roleMap[value] = role;
+  }
+  if (Object.keys(roleMap).length === 0) throw new ConfigError('SVC_OIDC_ROLE_MAP', 'maps nothing: nobody could sign in');
+  const scopes = str(env, 'SVC_OIDC_SCOPES') ?? 'openid profile email';
+  if (!scopes.split(/\s+/).includes('openid') || !/^[\x21\x23-\x5b\x5d-\x7e ]+$/.test(scopes)) {
+    throw new ConfigError('SVC_OIDC_SCOPES', 'must be a space-separated list of scopes that includes openid');
+  }
+  const name = str(env, 'SVC_OIDC_NAME') ?? issuer.host;
+  if (name.length > 64) throw new ConfigError('SVC_OIDC_NAME', 'must be at most 64 characters');
+  return {
+    // As written: discovery compares it character for character with what the provider announces.
+    issuer: issuerRaw,
+    clientId: str(env, 'SVC_OIDC_CLIENT_ID')!,
+    clientSecret: str(env, 'SVC_OIDC_CLIENT_SECRET')!,
+    roleClaim,
+    roleMap,
+    scopes,
+    name,
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const masterRaw = str(env, 'SVC_MASTER_KEY');
   if (masterRaw !== undefined && !/^[0-9a-fA-F]{64}$/.test(masterRaw)) {
@@ -232,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     baseDomain,
     controlDomain,
     publicUrl,
+    oidc: oidcOf(env),
     enableShell: bool(env, 'SVC_ENABLE_SHELL', false),
     shellIdleSeconds: int(env, 'SVC_SHELL_IDLE', 15 * 60, 1, 86_400),
     shellMaxSeconds: int(env, 'SVC_SHELL_MAX', 8 * 3600, 1, 7 * 86_400),

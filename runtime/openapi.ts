@@ -12,7 +12,7 @@ type Json = Record<string, unknown>;
 
 const REF = (id: string) => `#/components/schemas/${id}`;
 const ERROR = { 'application/json': { schema: { $ref: REF('Error') } } };
-const STATUS_TEXT: Record<number, string> = { 101: 'Switching Protocols', 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content' };
+const STATUS_TEXT: Record<number, string> = { 101: 'Switching Protocols', 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 302: 'Found (see the Location header)' };
 
 /** `/api/apps/:id/env/:key` -> `/api/apps/{id}/env/{key}` (catch-alls too). */
 export const openApiPath = (pattern: string) => pattern.replace(/:(\w+)\+?/g, '{$1}');

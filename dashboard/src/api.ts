@@ -157,6 +157,14 @@ export const me = () => run(() => client.GET('/api/auth/me'), { quiet401: true }
 export const logout = () => run(() => client.POST('/api/auth/logout'));
 export const totpSetup = () => run(() => client.POST('/api/auth/totp/setup'));
 export const totpEnable = (code: string) => run(() => client.POST('/api/auth/totp/enable', { body: { code } }));
+/** Where the browser goes to sign in at the OpenID Connect provider (or, with stepUp, to confirm it is them there). */
+export const oidcStartUrl = (opts: { stepUp?: boolean; returnTo?: string } = {}) => {
+  const q = new URLSearchParams();
+  if (opts.stepUp) q.set('step_up', '1');
+  if (opts.returnTo && opts.returnTo !== '/') q.set('return_to', opts.returnTo);
+  const s = q.toString();
+  return '/api/auth/oidc/start' + (s ? '?' + s : '');
+};
 export const stepUp = (cred: { password: string } | { code: string }) => run(() => client.POST('/api/auth/step-up', { body: cred }), { retried: true });
 export const changePassword = (current: string, next: string) => run(() => client.POST('/api/auth/password', { body: { current_password: current, new_password: next } }));
 export const listSessions = () => run(() => client.GET('/api/auth/sessions'));

@@ -132,7 +132,7 @@ function Root({ initial }: { initial: Boot }) {
         }
       }}
     >
-      <StepUpDialog totp={boot.user.totp_enabled} />
+      <StepUpDialog totp={boot.user.totp_enabled} sso={boot.user.sso} />
       <Page path={path} user={boot.user} />
     </Shell>
   );

@@ -1,15 +1,18 @@
 // The step-up dialog: the API answered `step_up_required`; ask for a TOTP code (or the password
 // when the operator has no TOTP), verify it, and let api.ts retry the original call once.
+// An operator of the identity provider has no password: they confirm with a fresh sign-in there,
+// which leaves this page and comes back to it (the action is then repeated by hand).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { setStepUpHandler, stepUp } from './api';
+import { oidcStartUrl, setStepUpHandler, setupStatus, stepUp } from './api';
 import { ErrorNote } from './ui';
 
 interface Pending {
   resolve: (ok: boolean) => void;
 }
 
-export function StepUpDialog({ totp }: { totp: boolean }) {
+export function StepUpDialog({ totp, sso }: { totp: boolean; sso: boolean }) {
   const [pending, setPending] = useState<Pending | null>(null);
+  const [provider, setProvider] = useState('your identity provider');
   const [value, setValue] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
@@ -19,6 +22,13 @@ export function StepUpDialog({ totp }: { totp: boolean }) {
     setStepUpHandler(() => new Promise<boolean>((resolve) => setPending({ resolve })));
     return () => setStepUpHandler(null);
   }, []);
+  useEffect(() => {
+    if (!sso) return;
+    setupStatus().then(
+      (s) => s.oidc_name && setProvider(s.oidc_name),
+      () => {},
+    );
+  }, [sso]);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
@@ -60,28 +70,47 @@ export function StepUpDialog({ totp }: { totp: boolean }) {
       >
         <h2 id="stepup-title">Confirm it is you</h2>
         <p>This action needs a recent verification.</p>
-        <label>
-          {totp ? 'Authentication code (or a recovery code)' : 'Password'}
-          <input
-            name="stepup"
-            type={totp ? 'text' : 'password'}
-            inputMode={totp ? 'numeric' : undefined}
-            autoComplete={totp ? 'one-time-code' : 'current-password'}
-            value={value}
-            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
-            required
-            autoFocus
-          />
-        </label>
-        <ErrorNote error={error} />
-        <div class="row">
-          <button type="submit" class="primary" disabled={busy}>
-            Verify
-          </button>
-          <button type="button" onClick={() => finish(false)}>
-            Cancel
-          </button>
-        </div>
+        {sso ? (
+          <div class="stack">
+            <a class="button primary" href={oidcStartUrl({ stepUp: true, returnTo: location.pathname + location.search })}>
+              Sign in again with {provider}
+            </a>
+            <p class="muted">You come back to this page afterwards; then repeat the action.</p>
+            {!totp ? (
+              <div class="row">
+                <button type="button" onClick={() => finish(false)}>
+                  Cancel
+                </button>
+              </div>
+            ) : null}
+          </div>
+        ) : null}
+        {sso && !totp ? null : (
+          <>
+            <label>
+              {totp ? 'Authentication code (or a recovery code)' : 'Password'}
+              <input
+                name="stepup"
+                type={totp ? 'text' : 'password'}
+                inputMode={totp ? 'numeric' : undefined}
+                autoComplete={totp ? 'one-time-code' : 'current-password'}
+                value={value}
+                onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+                required
+                autoFocus
+              />
+            </label>
+            <ErrorNote error={error} />
+            <div class="row">
+              <button type="submit" class="primary" disabled={busy}>
+                Verify
+              </button>
+              <button type="button" onClick={() => finish(false)}>
+                Cancel
+              </button>
+            </div>
+          </>
+        )}
       </form>
     </dialog>
   );

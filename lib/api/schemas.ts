@@ -48,6 +48,7 @@ export const userSchema = named(
     role: z.string().describe('owner, admin, deployer or viewer'),
     /** null: every app. */
     app_ids: z.array(z.string()).nullable(),
+    sso: z.boolean().describe('Signs in with the identity provider (no password)'),
   }),
 );
 

@@ -48,6 +48,7 @@ const APP_ACTION = /^[A-Z]+ (?:\/api\/apps\/\{id\}(?:\/|$)|\/webhooks\/\{appID\}
 const EVENT_SUMMARIES: Record<string, string> = {
   'auth.login_failed': 'Sign-in refused: wrong username or password',
   'auth.totp_failed': 'Second factor refused: wrong or already used code',
+  'auth.oidc_refused': 'Sign-in with the identity provider refused',
   'app.shell_opened': 'Opened a shell in a service',
   'app.shell_closed': 'Closed a shell',
   'backup.restore_finished': 'Restore from a backup finished',
@@ -64,7 +65,7 @@ export function shortSummary(text: string): string {
 function sentence(e: AuditEntryInput): string {
   const base = (e.event && EVENT_SUMMARIES[e.event]) ?? (e.summary ? shortSummary(e.summary) : null) ?? e.event ?? e.route;
   if (e.event === 'audit.reverted' && e.detail?.revert_of) return `Reverted audit entry ${String(e.detail.revert_of)}`;
-  const saysRefused = e.event === 'auth.login_failed' || e.event === 'auth.totp_failed';
+  const saysRefused = e.event === 'auth.login_failed' || e.event === 'auth.totp_failed' || e.event === 'auth.oidc_refused';
   return e.outcome < 400 || saysRefused ? base : `${base} (failed)`;
 }
 

@@ -35,8 +35,10 @@ export async function passwordLogin(env: Env, request: Request, client: Client, 
   const liveSession = user !== undefined && raw !== undefined && resolveSession(env.db, raw, limits, now)?.user.id === user.id;
   const known = knownDevice || liveSession;
   env.loginGuard.admit(input.username, known, now);
-  const hash = user?.password_hash ?? dummyHash(env.config.passwordCost);
-  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined;
+  // An operator of the identity provider has no password: the same full verification, the same refusal.
+  const sso = user !== undefined && user.sso_subject !== null;
+  const hash = user && !sso ? user.password_hash : dummyHash(env.config.passwordCost);
+  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined && !sso;
   if (!ok || !user) {
     if (env.loginGuard.failed(input.username, knownDevice ? device : null, now)) {
       env.log.warn({ username: input.username.slice(0, 64), ip: client.ip }, 'too many failed sign-ins: this account now answers 429 to unknown devices for a while');
@@ -67,6 +69,9 @@ export async function secondFactorLogin(env: Env, request: Request, client: Clie
   return { ok: true, user: publicUser(user), headers: await startSession(env, request, client, user.id) };
 }
 
+const ssoHasNoPassword = () =>
+  new HttpError('forbidden', 'This operator signs in with the identity provider and has no password: step up with a fresh sign-in there (GET /api/auth/oidc/start?step_up=1)');
+
 /** Proof of presence for the sensitive operations: the second factor when 2FA is on, else the password. */
 export async function stepUp(env: Env, principal: Principal, input: { password?: string; code?: string }): Promise<string> {
   const user = await findUser(env.db, principal.user.id);
@@ -77,6 +82,7 @@ export async function stepUp(env: Env, principal: Principal, input: { password?:
     if (!input.code) throw badRequest('A TOTP or recovery code is required when two-factor authentication is enabled', [{ field: 'code', message: 'required' }]);
     ok = await consumeSecondFactor(env.db, env.sealer, user.id, input.code, env.now());
   } else {
+    if (user.sso_subject !== null) throw ssoHasNoPassword();
     if (!input.password) throw badRequest('password is required', [{ field: 'password', message: 'required' }]);
     // An authenticated operator: never queued behind strangers' login attempts.
     ok = await verifyPassword(input.password, user.password_hash, 'priority');
@@ -93,6 +99,7 @@ export async function stepUp(env: Env, principal: Principal, input: { password?:
 export async function changePassword(env: Env, principal: Principal, input: { current_password: string; new_password: string }): Promise<void> {
   const user = await findUser(env.db, principal.user.id);
   if (!user) throw new HttpError('unauthorized', 'Authentication required');
+  if (user.sso_subject !== null) throw new HttpError('forbidden', 'This operator signs in with the identity provider and has no password to change');
   if (!(await verifyPassword(input.current_password, user.password_hash, 'priority'))) throw new HttpError('invalid_credentials', 'The current password is wrong');
   if (input.new_password === input.current_password) {
     throw badRequest('The new password must differ from the current one', [{ field: 'new_password', message: 'same as the current password' }]);

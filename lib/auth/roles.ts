@@ -2,8 +2,8 @@
 // API token) may do. Routes declare the permission they need next to their schemas (`permission`
 // in lib/http/route.ts); the dispatcher decides with this table, and OpenAPI shows it.
 
-export const ROLES = ['owner', 'admin', 'deployer', 'viewer'] as const;
-export type Role = (typeof ROLES)[number];
+import { ROLES, isRole, type Role } from '../util/role-names.js';
+export { ROLES, isRole, type Role };
 
 /** Every permission, with the sentence the API documentation shows for it. */
 export const PERMISSIONS = {
@@ -53,5 +53,4 @@ export const TOKEN_IMPLICIT: readonly Permission[] = ['self.read'];
 /** Roles whose holders may be limited to a list of apps (`app_ids`); admins and owners see every app. */
 export const APP_LIMITED_ROLES: ReadonlySet<Role> = new Set(['deployer', 'viewer']);
 
-export const isRole = (v: unknown): v is Role => typeof v === 'string' && (ROLES as readonly string[]).includes(v);
 export const isPermission = (v: unknown): v is Permission => typeof v === 'string' && Object.hasOwn(PERMISSIONS, v);

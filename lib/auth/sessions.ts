@@ -58,6 +58,7 @@ interface SessionRow {
   role: string;
   app_ids: string | null;
   disabled: number;
+  sso_subject: string | null;
 }
 const cache = credentialCache<SessionRow>();
 
@@ -71,7 +72,7 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
     (hotStatement(
       db,
       `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled,
-         u.role, u.app_ids, u.disabled
+         u.role, u.app_ids, u.disabled, u.sso_subject
        from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
     ).get(sha256Hex(raw)) as SessionRow | undefined);
   // A disabled operator's sessions stay in the table (enabling them again restores them) but act as nothing.

@@ -56,6 +56,7 @@ interface TokenRow {
   disabled: number;
   scopes: string | null;
   token_app_ids: string | null;
+  sso_subject: string | null;
 }
 const cache = credentialCache<TokenRow>();
 
@@ -69,7 +70,7 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
     (hotStatement(
       db,
       `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled,
-         u.role, u.app_ids, u.disabled, t.scopes, t.app_ids as token_app_ids
+         u.role, u.app_ids, u.disabled, u.sso_subject, t.scopes, t.app_ids as token_app_ids
        from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
     ).get(sha256Hex(token)) as TokenRow | undefined);
   if (!row || row.revoked_at !== null || row.disabled !== 0) return null;

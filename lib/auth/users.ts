@@ -15,8 +15,8 @@ export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 export const PASSWORD_MAX = 1024;
 export const PASSWORD_MIN = 12;
 
-export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids'> & { role: string }): PublicUser {
-  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1, role: u.role, app_ids: operatorApps(u.role, u.app_ids) };
+export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids' | 'sso_subject'> & { role: string }): PublicUser {
+  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1, role: u.role, app_ids: operatorApps(u.role, u.app_ids), sso: u.sso_subject !== null };
 }
 
 export function findUserByName(db: Db, username: string) {

@@ -18,6 +18,8 @@ export interface PrincipalUser {
   role: string;
   /** The apps a deployer or viewer is limited to; null: every app. */
   app_ids: string[] | null;
+  /** Signs in with the identity provider (no password): step-up is a fresh sign-in there. */
+  sso: boolean;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

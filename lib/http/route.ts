@@ -120,7 +120,11 @@ export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): Route
 function replyFor(spec: RouteSpec): Reply {
   return (status, body, headers) => {
     const declared = spec.responses[status];
-    if (declared === null) return noContent(headers === undefined ? undefined : new Headers(headers));
+    if (declared === null) {
+      const h = headers === undefined ? undefined : new Headers(headers);
+      // A redirect (302 with its Location) has no body either, but keeps its status.
+      return status === 204 ? noContent(h) : new Response(null, { status, headers: h });
+    }
     if (declared !== undefined && 'raw' in declared) {
       const h = new Headers(headers);
       if (!h.has('content-type')) h.set('content-type', declared.raw);

@@ -44,11 +44,11 @@ test('health answers ok after a database round trip', async () => {
 
 test('setup status is open while no operator exists', async () => {
   const res = await setupStatus.GET!(new Request('http://x/api/setup/status'), ctx());
-  assert.deepEqual(await res.json(), { open: true });
+  assert.deepEqual(await res.json(), { open: true, oidc: false });
 });
 
 test('me echoes the principal and how it authenticated', async () => {
-  const user = { id: 'u1', username: 'ops', totp_enabled: false, role: 'viewer', app_ids: null };
+  const user = { id: 'u1', username: 'ops', totp_enabled: false, role: 'viewer', app_ids: null, sso: false };
   const principal = { kind: 'token' as const, user, credentialId: 't1', stepUpUntil: null, permissions: new Set(['self.read', 'app.read'] as const), appIds: null };
   const res = await me.GET!(new Request('http://x/api/auth/me'), ctx({ principal }));
   assert.deepEqual(await res.json(), { user: principal.user, via: 'token', permissions: ['app.read', 'self.read'] });

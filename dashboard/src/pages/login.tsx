@@ -1,5 +1,6 @@
 // Sign in: password first; when the operator has TOTP, the server answers totp_required and the code follows.
-import { useState } from 'preact/hooks';
+// With an OpenID Connect provider configured, a link to sign in there instead.
+import { useEffect, useState } from 'preact/hooks';
 import * as api from '../api';
 import type { User } from '../api';
 import { ErrorNote, useAction } from '../ui';
@@ -10,9 +11,24 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
   const [password, setPassword] = useState('');
   const [code, setCode] = useState('');
   const act = useAction();
+  const [provider, setProvider] = useState<string | null>(null);
+  useEffect(() => {
+    api.setupStatus().then(
+      (s) => setProvider(s.oidc ? (s.oidc_name ?? 'single sign-on') : null),
+      () => setProvider(null),
+    );
+  }, []);
   return (
     <main class="narrow">
       <h1>Sign in</h1>
+      {provider && stage === 'password' ? (
+        <div class="card stack">
+          <a class="button primary" href={api.oidcStartUrl({ returnTo: location.pathname === '/login' ? '/' : location.pathname + location.search })}>
+            Sign in with {provider}
+          </a>
+          <p class="muted">Or with a username and password:</p>
+        </div>
+      ) : null}
       {stage === 'password' ? (
         <form
           class="card stack"

@@ -16,7 +16,7 @@ export function ProfilePage({ user }: { user: User }) {
           <p>
             Signed in as <strong>{user.username}</strong>.
           </p>
-          <PasswordForm />
+          {user.sso ? <p class="muted">You sign in with your identity provider: there is no password here to change.</p> : <PasswordForm />}
         </section>
         <Totp user={user} />
         <Sessions />

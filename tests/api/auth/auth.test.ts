@@ -19,7 +19,7 @@ after(async () => {
 
 test('setup: token file is private, wrong token is 403, right token creates the operator, then setup is closed (404)', async () => {
   const c = new Client(s.url);
-  assert.deepEqual((await c.req('GET', '/api/setup/status')).body, { open: true });
+  assert.deepEqual((await c.req('GET', '/api/setup/status')).body, { open: true, oidc: false });
   const st = await stat(join(s.dataDir, 'setup.token'));
   assert.equal(st.mode & 0o777, 0o600);
   const token = await setupToken(s);
@@ -34,7 +34,7 @@ test('setup: token file is private, wrong token is 403, right token creates the 
   assert.equal(ok.body.user.username, 'admin');
   assert.equal(ok.body.user.totp_enabled, false);
   assert.equal(JSON.stringify(ok.body).includes('password'), false);
-  assert.deepEqual((await c.req('GET', '/api/setup/status')).body, { open: false });
+  assert.deepEqual((await c.req('GET', '/api/setup/status')).body, { open: false, oidc: false });
   const again = await c.req('POST', '/api/setup/admin', { token, username: 'other', password: 'another long password' });
   assert.equal(again.status, 404);
   await assert.rejects(stat(join(s.dataDir, 'setup.token')));

@@ -322,7 +322,7 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), {
     id: s.id,
     stepUpUntil: null,
-    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false },
     access: accessOf('owner', null),
   });
   assert.equal(resolveSession(db, s.raw.slice(1), LIMITS, T0), null, 'wrong length');
@@ -421,7 +421,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   assert.deepEqual(resolveApiToken(db, t.token, T0), {
     id: t.id,
     stepUpUntil: null,
-    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false },
     access: accessOf('owner', null, { scopes: null, app_ids: null }),
   });
   const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
@@ -478,7 +478,7 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   for (const h of [`Bearer ${t.token}`, `bearer ${t.token}`, `BEARER\t${t.token}`, `Bearer  ${t.token} `]) {
     assert.deepEqual(
       authenticate(env, headers({ authorization: h })),
-      { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null }, credentialId: t.id, stepUpUntil: null, ...accessOf('owner', null) },
+      { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false }, credentialId: t.id, stepUpUntil: null, ...accessOf('owner', null) },
       h,
     );
   }
@@ -495,7 +495,7 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   );
   assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), {
     kind: 'session',
-    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null },
+    user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false },
     credentialId: s.id,
     stepUpUntil: null,
     rawSession: s.raw,
@@ -534,12 +534,13 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
 test('users: public view, lookups, count, delete with everything, a new password ends the other sessions', async () => {
   const { db, user } = await setup();
   const one = { role: 'owner', app_ids: null };
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, ...one }), { id: 'i', username: 'u', totp_enabled: true, ...one });
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, ...one }), { id: 'i', username: 'u', totp_enabled: false, ...one });
+  const sso = { sso_subject: null };
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, ...one, ...sso }), { id: 'i', username: 'u', totp_enabled: true, ...one, sso: false });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, ...one, ...sso }), { id: 'i', username: 'u', totp_enabled: false, ...one, sso: false });
   // A list on an admin is ignored (admins reach every app); a deployer's is kept.
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'admin', app_ids: '["a"]' }).app_ids, null);
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'deployer', app_ids: '["a"]' }).app_ids, ['a']);
-  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false, ...one });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'admin', app_ids: '["a"]', ...sso }).app_ids, null);
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'deployer', app_ids: '["a"]', ...sso }).app_ids, ['a']);
+  assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false, ...one, sso: false });
   const row = await findUserByName(db, 'alice');
   assert.equal(row!.password_hash, 'scrypt$10$8$1$x$y');
   assert.equal(row!.totp_enabled, 0);
