@@ -394,11 +394,23 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   const t = await createApiToken(db, user.id, 'ci', iso(T0 + 100_000), T0);
   assert.match(t.token, TOKEN_PATTERN);
   assert.match(t.token, /^svc_[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000) });
+  assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000), scopes: null, app_ids: null });
   const row = await db.selectFrom('api_tokens').selectAll().where('id', '=', t.id).executeTakeFirstOrThrow();
   assert.deepEqual(
     { ...row },
-    { id: t.id, user_id: user.id, name: 'ci', token_hash: sha256Hex(t.token), created_at: iso(T0), expires_at: iso(T0 + 100_000), last_used_at: null, revoked_at: null, step_up_until: null },
+    {
+      id: t.id,
+      user_id: user.id,
+      name: 'ci',
+      token_hash: sha256Hex(t.token),
+      created_at: iso(T0),
+      expires_at: iso(T0 + 100_000),
+      last_used_at: null,
+      revoked_at: null,
+      step_up_until: null,
+      scopes: null,
+      app_ids: null,
+    },
   );
   assert.deepEqual(resolveApiToken(db, t.token, T0), { id: t.id, stepUpUntil: null, user: { id: user.id, username: 'alice', totp_enabled: false } });
   const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
@@ -424,7 +436,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     ['forever', 'ci'],
     'own tokens, newest first',
   );
-  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name']);
+  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['app_ids', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
   assert.equal(await revokeApiToken(db, user.id, theirs.id, T0), false);
   assert.notEqual(resolveApiToken(db, theirs.token, T0), null);
   assert.notEqual(resolveApiToken(db, forever.token, T0), null, 'cached');
