@@ -211,6 +211,11 @@ async function keyCmd(): Promise<void> {
   stdio.out(key.toString('hex'));
 }
 
+async function operatorsCmd(): Promise<void> {
+  const { operatorsCommand } = await import('./operators-cli.js');
+  process.exitCode = await operatorsCommand(process.argv.slice(3), config(), stdio);
+}
+
 async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise<void> {
   const { runInstallCommand } = await import('./install-cli.js');
   process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
@@ -227,6 +232,8 @@ const usage = `usage: svc <command>
   restore-instance <file|s3://bucket/key> --key <hex> [--force] [--s3-...]
                                   restore an instance backup on this host (service stopped)
   key show                        print the master key, to keep offline apart from the backups
+  operators list [--json]         every operator with role, apps, disabled, TOTP and last sign-in
+  operators disable-totp <user>   turn off an operator's second factor and end their sessions
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
   uninstall [--purge] [--root DIR] [--dry-run]
@@ -243,6 +250,7 @@ const commands: Record<string, () => Promise<void>> = {
   'rollback-upgrade': rollbackUpgradeCmd,
   'restore-instance': restoreInstanceCmd,
   key: keyCmd,
+  operators: operatorsCmd,
   install: () => installCommand('install'),
   uninstall: () => installCommand('uninstall'),
   doctor: () => installCommand('doctor'),
