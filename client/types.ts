@@ -1979,6 +1979,8 @@ export interface components {
             created_at: string;
             expires_at: string | null;
             last_used_at: string | null;
+            scopes: components["schemas"]["Permission"][] | null;
+            app_ids: string[] | null;
         };
         App: {
             id: string;
@@ -2521,6 +2523,8 @@ export interface components {
             error: string | null;
             attempts: number;
         };
+        /** @enum {string} */
+        Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
         PostureItem: {
             /** @enum {string} */
             code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell";
@@ -2836,6 +2840,8 @@ export interface components {
             token: string;
             created_at: string;
             expires_at: string | null;
+            scopes: components["schemas"]["Permission"][] | null;
+            app_ids: string[] | null;
         };
         PostApiAuthLogin200: {
             user: components["schemas"]["User"];
@@ -3297,6 +3303,10 @@ export interface components {
         PostApiAuthApiTokensBody: {
             name: string;
             expires_at?: string | null;
+            /** @description Permission names, each one the creator holds */
+            scopes?: ("self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner")[] | null;
+            /** @description Apps the token is limited to */
+            app_ids?: string[] | null;
         };
         PostApiAuthLoginBody: {
             username: string;

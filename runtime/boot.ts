@@ -12,7 +12,7 @@ import { RateLimiter } from '../lib/auth/ratelimit.js';
 import { LoginGuard } from '../lib/auth/guard.js';
 import { loadSigningKey } from '../lib/auth/signing.js';
 import { rehashRecoveryCodes } from '../lib/auth/totp.js';
-import { chooseMasterKey, masterKeyPath, MasterKeyError, type MasterKeyChoice } from '../lib/crypto/master-key.js';
+import { chooseMasterKey, masterKeyPath, MasterKeyError, readNextKey, nextMasterKeyPath, type MasterKeyChoice } from '../lib/crypto/master-key.js';
 import { hasSealedData, unopenableSealedData } from '../lib/instance/sealed-rows.js';
 import { tightenPrivateDir } from '../lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
@@ -56,6 +56,14 @@ async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Prom
   const failed = await unopenableSealedData(db, createSealer(choice.key));
   if (failed.length === 0) return choice;
   const from = choice.source === 'env' ? 'SVC_MASTER_KEY' : `the key in ${masterKeyPath(dataDir)}`;
+  const next = readNextKey(dataDir);
+  if (next && (await unopenableSealedData(db, createSealer(next))).length === 0) {
+    throw new MasterKeyError(
+      `${from} cannot open the secrets sealed in ${dataDir}, but the key in ${nextMasterKeyPath(dataDir)} does: ` +
+        'a master key rotation re-sealed them and stopped before putting the new key in place. ' +
+        'Run `svc rotate-master-key` again to finish it (or put that key where the service reads it yourself)',
+    );
+  }
   const fileOpens = choice.source === 'env' && choice.fileKey && !choice.fileKey.equals(choice.key) && (await unopenableSealedData(db, createSealer(choice.fileKey))).length === 0;
   throw new MasterKeyError(
     `${from} cannot open the secrets already sealed in ${dataDir} (${failed.join(', ')}): ` +

@@ -211,6 +211,31 @@ async function keyCmd(): Promise<void> {
   stdio.out(key.toString('hex'));
 }
 
+async function operatorsCmd(): Promise<void> {
+  const { operatorsCommand } = await import('./operators-cli.js');
+  process.exitCode = await operatorsCommand(process.argv.slice(3), config(), stdio);
+}
+
+/**
+ * Re-seals every secret under a new master key (runtime/rotate-key-cli.ts). Refused while a service
+ * answers: it holds the old key in memory and would seal new values with it.
+ */
+async function rotateMasterKeyCmd(): Promise<void> {
+  if (process.argv.length > 3) {
+    stdio.err('usage: svc rotate-master-key');
+    process.exitCode = 2;
+    return;
+  }
+  const host = hostConfig();
+  if (await serviceAnswers(host.config)) {
+    stdio.err(`svc rotate-master-key: a service answers on port ${host.config.port}: stop it first (systemctl stop svc); nothing was changed`);
+    process.exitCode = 1;
+    return;
+  }
+  const { rotateMasterKey } = await import('./rotate-key-cli.js');
+  process.exitCode = await rotateMasterKey(host, stdio);
+}
+
 async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise<void> {
   const { runInstallCommand } = await import('./install-cli.js');
   process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
@@ -227,6 +252,9 @@ const usage = `usage: svc <command>
   restore-instance <file|s3://bucket/key> --key <hex> [--force] [--s3-...]
                                   restore an instance backup on this host (service stopped)
   key show                        print the master key, to keep offline apart from the backups
+  rotate-master-key               re-seal every secret under a new master key (service stopped)
+  operators list [--json]         every operator with role, apps, disabled, TOTP and last sign-in
+  operators disable-totp <user>   turn off an operator's second factor and end their sessions
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
   uninstall [--purge] [--root DIR] [--dry-run]
@@ -243,6 +271,8 @@ const commands: Record<string, () => Promise<void>> = {
   'rollback-upgrade': rollbackUpgradeCmd,
   'restore-instance': restoreInstanceCmd,
   key: keyCmd,
+  operators: operatorsCmd,
+  'rotate-master-key': rotateMasterKeyCmd,
   install: () => installCommand('install'),
   uninstall: () => installCommand('uninstall'),
   doctor: () => installCommand('doctor'),

@@ -18,13 +18,7 @@ export type Deployment = S['Deployment'] & { app?: string };
 export type DeploymentStatus = Deployment['status'];
 export const TERMINAL: readonly DeploymentStatus[] = ['succeeded', 'failed', 'canceled', 'interrupted'];
 export type ApiToken = S['ApiToken'];
-export interface NewApiToken {
-  id: string;
-  name: string;
-  token: string;
-  created_at: string;
-  expires_at: string | null;
-}
+export type NewApiToken = Omit<ApiToken, 'last_used_at'> & { token: string };
 export type AuditEntry = S['AuditEntry'];
 export type PostureItem = S['PostureItem'];
 export type Domain = S['Domain'];
@@ -172,7 +166,9 @@ export const revokeSession = (id: string) => run(() => client.DELETE('/api/auth/
 
 // Tokens
 export const listTokens = () => run(() => client.GET('/api/auth/api-tokens'));
-export const createToken = (name: string, expiresAt: string | null) => run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt } })) as Promise<NewApiToken>;
+/** Null scopes or apps: the token follows its owner's permissions and apps. */
+export const createToken = (name: string, expiresAt: string | null, scopes: ApiToken['scopes'], appIds: string[] | null) =>
+  run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt, scopes, app_ids: appIds } })) as Promise<NewApiToken>;
 export const revokeToken = (id: string) => run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
 
 // Apps

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { NOTIFY_EVENTS } from '../notify/message.js';
 import { POSTURE_CODES, POSTURE_STATUSES } from '../security/posture.js';
+import { PERMISSION_NAMES, type Permission } from '../auth/roles.js';
 
 export const components = z.registry<{ id: string; description?: string }>();
 const named = <T extends z.ZodType>(id: string, schema: T, description?: string): T => {
@@ -233,7 +234,21 @@ export const auditEntrySchema = named(
   }),
 );
 
-export const apiTokenSchema = named('ApiToken', z.object({ id: z.string(), name: z.string(), created_at: ts, expires_at: ts.nullable(), last_used_at: ts.nullable() }));
+/** A permission name (lib/auth/roles.ts): what a token's scopes and `GET /api/auth/me` list. */
+export const permissionSchema = named('Permission', z.enum(PERMISSION_NAMES as [Permission, ...Permission[]]));
+
+export const apiTokenSchema = named(
+  'ApiToken',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    created_at: ts,
+    expires_at: ts.nullable(),
+    last_used_at: ts.nullable(),
+    scopes: z.array(permissionSchema).nullable(),
+    app_ids: z.array(z.string()).nullable(),
+  }),
+);
 
 export const sessionSchema = named(
   'Session',

@@ -5,6 +5,8 @@ import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
 import { accessOf, type Access } from './access.js';
+import { HttpError } from '../http/errors.js';
+import { PERMISSION_NAMES, ROLE_PERMISSIONS, isRole, type Permission } from './roles.js';
 
 export const TOKEN_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
 
@@ -14,9 +16,19 @@ export interface ApiTokenView {
   created_at: string;
   expires_at: string | null;
   last_used_at: string | null;
+  /** Null: every permission its owner holds at the time of each request. */
+  scopes: Permission[] | null;
+  /** Null: every app its owner reaches. */
+  app_ids: string[] | null;
 }
 
-export async function createApiToken(db: Db, userId: string, name: string, expiresAt: string | null, now = Date.now()) {
+/** What a token may do, within its owner's permissions (null: no narrowing). */
+export interface TokenGrant {
+  scopes: Permission[] | null;
+  appIds: string[] | null;
+}
+
+export async function createApiToken(db: Db, userId: string, name: string, expiresAt: string | null, now = Date.now(), grant: TokenGrant = { scopes: null, appIds: null }) {
   const token = 'svc_' + randomToken(32);
   const row = {
     id: newId(now),
@@ -28,9 +40,64 @@ export async function createApiToken(db: Db, userId: string, name: string, expir
     last_used_at: null,
     revoked_at: null,
     step_up_until: null,
+    scopes: grant.scopes === null ? null : JSON.stringify(grant.scopes),
+    app_ids: grant.appIds === null ? null : JSON.stringify(grant.appIds),
   };
   await db.insertInto('api_tokens').values(row).execute();
-  return { id: row.id, name, token, created_at: row.created_at, expires_at: expiresAt };
+  return { id: row.id, name, token, created_at: row.created_at, expires_at: expiresAt, scopes: grant.scopes, app_ids: grant.appIds };
+}
+
+const jsonList = (v: string | null): string[] | null => (v === null ? null : (JSON.parse(v) as string[]));
+
+/**
+ * Checks what a new token asks for against what its creator holds now: their role's permissions
+ * and apps, narrowed further by the token they act through, if any (a token never mints a wider
+ * one). Omitted scopes or apps follow the creator: null for an operator (the token then follows
+ * its owner's role as it changes), the acting token's own list for a token.
+ */
+export async function checkTokenGrant(
+  db: Db,
+  creator: { userId: string; tokenId: string | null },
+  asked: { scopes?: readonly string[] | null; app_ids?: readonly string[] | null },
+): Promise<TokenGrant> {
+  const user = await db.selectFrom('users').select(['role', 'app_ids']).where('id', '=', creator.userId).executeTakeFirstOrThrow();
+  let held: Permission[] = isRole(user.role) ? PERMISSION_NAMES.filter((p) => ROLE_PERMISSIONS[user.role as keyof typeof ROLE_PERMISSIONS].has(p)) : [];
+  let apps = jsonList(user.app_ids);
+  let inherited: TokenGrant = { scopes: null, appIds: null };
+  if (creator.tokenId !== null) {
+    const t = await db.selectFrom('api_tokens').select(['scopes', 'app_ids']).where('id', '=', creator.tokenId).executeTakeFirstOrThrow();
+    const tokenScopes = jsonList(t.scopes);
+    const tokenApps = jsonList(t.app_ids);
+    if (tokenScopes) held = held.filter((p) => tokenScopes.includes(p));
+    if (tokenApps) apps = apps ? apps.filter((a) => tokenApps.includes(a)) : tokenApps;
+    inherited = { scopes: tokenScopes ? held : null, appIds: tokenApps ? apps : null };
+  }
+  const grant: TokenGrant = { ...inherited };
+  if (asked.scopes != null) {
+    const lacking = asked.scopes.filter((p) => !held.includes(p as Permission));
+    if (lacking.length > 0) {
+      const which = lacking.map((p) => `"${p}"`).join(', ');
+      throw new HttpError(
+        'bad_request',
+        `A token cannot have ${which}: ${lacking.length === 1 ? 'it is not one of your permissions' : 'they are not among your permissions'} (you hold ${held.join(', ') || 'none'})`,
+        [{ field: 'scopes', message: `not one of your permissions: ${lacking.join(', ')}` }],
+      );
+    }
+    // Stored in the table's order, once each: two requests for the same scopes store the same list.
+    grant.scopes = PERMISSION_NAMES.filter((p) => asked.scopes!.includes(p));
+  }
+  if (asked.app_ids != null) {
+    const unique = [...new Set(asked.app_ids)];
+    const found = unique.length === 0 ? [] : await db.selectFrom('apps').select('id').where('id', 'in', unique).execute();
+    const known = new Set(found.map((r) => r.id));
+    // One answer for "no such app" and "not yours": an app outside the creator's list stays unseen.
+    const refused = unique.filter((a) => !known.has(a) || (apps !== null && !apps.includes(a)));
+    if (refused.length > 0) {
+      throw new HttpError('bad_request', `No app you can reach has the id ${refused.map((a) => `"${a}"`).join(', ')}`, [{ field: 'app_ids', message: `unknown app: ${refused.join(', ')}` }]);
+    }
+    grant.appIds = unique;
+  }
+  return grant;
 }
 
 export interface ResolvedToken {
@@ -87,13 +154,14 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Resolv
 }
 
 export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenView[]> {
-  return db
+  const rows = await db
     .selectFrom('api_tokens')
-    .select(['id', 'name', 'created_at', 'expires_at', 'last_used_at'])
+    .select(['id', 'name', 'created_at', 'expires_at', 'last_used_at', 'scopes', 'app_ids'])
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .orderBy('created_at', 'desc')
     .execute();
+  return rows.map((r) => ({ ...r, scopes: jsonList(r.scopes) as Permission[] | null, app_ids: jsonList(r.app_ids) }));
 }
 
 export async function revokeApiToken(db: Db, userId: string, id: string, now = Date.now()): Promise<boolean> {

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 
 export const MASTER_KEY_FILE = 'master.key';
 export const masterKeyPath = (dataDir: string) => join(dataDir, MASTER_KEY_FILE);
+/** Where `svc rotate-master-key` keeps the new key until the data is sealed under it and it is in place. */
+export const nextMasterKeyPath = (dataDir: string) => join(dataDir, `${MASTER_KEY_FILE}.next`);
 
 /** Boot must stop: the message says what is wrong and what to do. */
 export class MasterKeyError extends Error {}
@@ -38,6 +40,16 @@ export function readMasterKeyFile(dataDir: string): Buffer | null {
   const hex = text.trim();
   if (!HEX64.test(hex)) throw new MasterKeyError(`${path} must hold 64 hexadecimal characters (the master key); it holds something else`);
   return Buffer.from(hex, 'hex');
+}
+
+/** The key a rotation left in the side file, or null (none, or not a key). */
+export function readNextKey(dataDir: string): Buffer | null {
+  try {
+    const hex = readFileSync(nextMasterKeyPath(dataDir), 'utf8').trim();
+    return HEX64.test(hex) ? Buffer.from(hex, 'hex') : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

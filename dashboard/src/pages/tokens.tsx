@@ -1,8 +1,11 @@
 // API tokens: create (the value is shown once), list, revoke. Creating one needs a step-up.
+// A token may be narrowed to some of its creator's permissions and to some apps; nothing ticked
+// leaves it following its owner (every permission and app they hold, as that changes).
 import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { NewApiToken } from '../api';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
+import { PERMISSION_LABELS, heldPermissions, type Permission } from '../permissions';
 
 const EXPIRY: Array<[string, number | null]> = [
   ['7 days', 7],
@@ -17,6 +20,11 @@ export function TokensPage() {
   const [name, setName] = useState('');
   const [days, setDays] = useState('30');
   const [created, setCreated] = useState<NewApiToken | null>(null);
+  const held = useLoad(() => api.me().then((m) => heldPermissions(m as Parameters<typeof heldPermissions>[0])));
+  const apps = useLoad(() => api.listApps().then((r) => r.items));
+  const [scopes, setScopes] = useState<Set<Permission>>(new Set());
+  const [appIds, setAppIds] = useState<Set<string>>(new Set());
+  const appName = (id: string) => apps.data?.find((a) => a.id === id)?.name ?? id;
   const act = useAction();
   return (
     <main>
@@ -30,8 +38,12 @@ export function TokensPage() {
             void act.run(async () => {
               const d = days === 'never' ? null : Number(days);
               const expires = d === null ? null : new Date(Date.now() + d * 86_400_000).toISOString();
-              setCreated(await api.createToken(name.trim(), expires));
+              const picked = held.data?.filter((p) => scopes.has(p)) ?? [];
+              const pickedApps = apps.data?.filter((a) => appIds.has(a.id)).map((a) => a.id) ?? [];
+              setCreated(await api.createToken(name.trim(), expires, picked.length ? picked : null, pickedApps.length ? pickedApps : null));
               setName('');
+              setScopes(new Set());
+              setAppIds(new Set());
               await tokens.reload();
             });
           }}
@@ -50,15 +62,40 @@ export function TokensPage() {
               ))}
             </select>
           </label>
+          <fieldset class="choices" aria-describedby="scopes-hint">
+            <legend>Scopes</legend>
+            <p id="scopes-hint" class="muted">
+              None ticked: every permission you hold.
+            </p>
+            {held.data?.map((p) => (
+              <label class="inline" key={p}>
+                <input type="checkbox" name="token_scope" value={p} checked={scopes.has(p)} onChange={() => setScopes(toggled(scopes, p))} /> {PERMISSION_LABELS[p]} <code>{p}</code>
+              </label>
+            ))}
+          </fieldset>
+          <fieldset class="choices" aria-describedby="apps-hint">
+            <legend>Apps</legend>
+            <p id="apps-hint" class="muted">
+              None ticked: every app you can reach.
+            </p>
+            {apps.data?.length === 0 && <p class="muted">No apps yet.</p>}
+            {apps.data?.map((a) => (
+              <label class="inline" key={a.id}>
+                <input type="checkbox" name="token_app" value={a.id} checked={appIds.has(a.id)} onChange={() => setAppIds(toggled(appIds, a.id))} /> {a.name}
+              </label>
+            ))}
+          </fieldset>
           <button type="submit" class="primary" disabled={act.busy}>
             Create
           </button>
         </form>
+        <ErrorNote error={held.error ?? apps.error} />
         <ErrorNote error={act.error} />
         {created && (
           <div class="notice" role="status" data-testid="new-token">
             <p>
-              Token <strong>{created.name}</strong> (expires: {created.expires_at ? <When at={created.expires_at} /> : 'never'}). Copy it now: it is not shown again.
+              Token <strong>{created.name}</strong> (expires: {created.expires_at ? <When at={created.expires_at} /> : 'never'}; scopes: {created.scopes?.join(', ') ?? 'all yours'}). Copy it now: it
+              is not shown again.
             </p>
             <code class="secret" data-testid="token-value">
               {created.token}
@@ -83,6 +120,8 @@ export function TokensPage() {
             <thead>
               <tr>
                 <th>Name</th>
+                <th>Scopes</th>
+                <th>Apps</th>
                 <th>Created</th>
                 <th>Expires</th>
                 <th>Last used</th>
@@ -95,13 +134,13 @@ export function TokensPage() {
               {tokens.data.map((t) => (
                 <tr key={t.id} data-testid="token-row">
                   <td>{t.name}</td>
+                  <td data-testid="token-scopes">{t.scopes ? t.scopes.join(', ') : <span class="muted">all yours</span>}</td>
+                  <td data-testid="token-apps">{t.app_ids ? t.app_ids.map(appName).join(', ') : <span class="muted">all yours</span>}</td>
                   <td>
                     <When at={t.created_at} />
                   </td>
                   <td>{t.expires_at ? <When at={t.expires_at} /> : 'never'}</td>
-                  <td>
-                    <When at={t.last_used_at} />
-                  </td>
+                  <td data-testid="token-last-used">{t.last_used_at ? <When at={t.last_used_at} /> : <span class="muted">never</span>}</td>
                   <td>
                     <button
                       type="button"
@@ -125,4 +164,11 @@ export function TokensPage() {
       </section>
     </main>
   );
+}
+
+function toggled<T>(set: Set<T>, v: T): Set<T> {
+  const n = new Set(set);
+  if (n.has(v)) n.delete(v);
+  else n.add(v);
+  return n;
 }

@@ -400,7 +400,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   const t = await createApiToken(db, user.id, 'ci', iso(T0 + 100_000), T0);
   assert.match(t.token, TOKEN_PATTERN);
   assert.match(t.token, /^svc_[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000) });
+  assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000), scopes: null, app_ids: null });
   const row = await db.selectFrom('api_tokens').selectAll().where('id', '=', t.id).executeTakeFirstOrThrow();
   assert.deepEqual(
     { ...row },
@@ -447,7 +447,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     ['forever', 'ci'],
     'own tokens, newest first',
   );
-  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name']);
+  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['app_ids', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
   assert.equal(await revokeApiToken(db, user.id, theirs.id, T0), false);
   assert.notEqual(resolveApiToken(db, theirs.token, T0), null);
   assert.notEqual(resolveApiToken(db, forever.token, T0), null, 'cached');

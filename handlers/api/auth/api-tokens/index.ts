@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
-import { apiTokenSchema, items } from '../../../../lib/api/schemas.js';
+import { checkTokenGrant, createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
+import { apiTokenSchema, items, permissionSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 
 export const GET = route({ permission: 'self.read', summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>
@@ -21,13 +21,28 @@ export const POST = route(
         .transform((s) => new Date(s).toISOString())
         .nullable()
         .optional(),
+      // Absent or null: the token acts with every permission (and on every app) its owner holds.
+      scopes: z.array(permissionSchema).min(1).max(64).nullable().optional().describe('Permission names, each one the creator holds'),
+      app_ids: z.array(z.string().min(1).max(64)).min(1).max(1000).nullable().optional().describe('Apps the token is limited to'),
     }),
-    responses: { 201: z.object({ id: z.string(), name: z.string(), token: z.string(), created_at: z.string(), expires_at: z.string().nullable() }) },
+    responses: {
+      201: z.object({
+        id: z.string(),
+        name: z.string(),
+        token: z.string(),
+        created_at: z.string(),
+        expires_at: z.string().nullable(),
+        scopes: z.array(permissionSchema).nullable(),
+        app_ids: z.array(z.string()).nullable(),
+      }),
+    },
     audit: { action: 'auth.api_token_created' },
   },
   async (_req, { env, principal, body, reply, audit }) => {
-    const created = await createApiToken(env.db, principal!.user.id, body.name, body.expires_at ?? null, env.now());
-    audit({ target: created.id, detail: { name: created.name, expires_at: created.expires_at } });
+    const p = principal!;
+    const grant = await checkTokenGrant(env.db, { userId: p.user.id, tokenId: p.kind === 'token' ? p.credentialId : null }, body);
+    const created = await createApiToken(env.db, p.user.id, body.name, body.expires_at ?? null, env.now(), grant);
+    audit({ target: created.id, detail: { name: created.name, expires_at: created.expires_at, scopes: created.scopes, app_ids: created.app_ids } });
     return reply(201, created);
   },
 );
