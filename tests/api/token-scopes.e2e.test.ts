@@ -79,7 +79,8 @@ test('apps: unknown ids and apps outside a limited creator get the same 400; app
 
 test('a scoped token never mints a wider one; omitted scopes inherit its own', async () => {
   const viewer = await signedIn(VIEWER);
-  const made = await viewer.req('POST', '/api/auth/api-tokens', { name: 'narrow', scopes: ['app.read'] });
+  // self.manage lets the token manage tokens at all; what it may grant stays within its own scopes.
+  const made = await viewer.req('POST', '/api/auth/api-tokens', { name: 'narrow', scopes: ['app.read', 'self.manage'] });
   const bot = new Client(s.url);
   bot.bearer = made.body.token;
   assert.equal((await bot.req('POST', '/api/auth/step-up', { password: VIEWER.password })).status, 200);
@@ -88,7 +89,7 @@ test('a scoped token never mints a wider one; omitted scopes inherit its own', a
   assert.match(wider.body.error, /"instance\.read"/);
   const child = await bot.req('POST', '/api/auth/api-tokens', { name: 'child' });
   assert.equal(child.status, 201, child.text);
-  assert.deepEqual(child.body.scopes, ['app.read']);
+  assert.deepEqual([...child.body.scopes].sort(), ['app.read', 'self.manage']);
 });
 
 test('listing: scopes, app_ids and last_used_at, which a use of the token sets', async () => {
