@@ -7,7 +7,7 @@
 # Each image carries a label with the hash of what it was built from (this script, its folder, the
 # layer under it, staged host files); an image whose label matches is not rebuilt. Runs take turns
 # on the same lock as build.sh, so parallel test processes find the images built by the first.
-# Prints the image map as one JSON line on stdout: {"node":"svc-test/node:20",...}; progress and
+# Prints the image map as one JSON line on stdout: {"node":"svc-test/stack-node:20",...}; progress and
 # build logs go to stderr.
 # Needs: docker, flock, node (its binary and bundled npm are copied); for a cold build of the slim
 # layer, debootstrap and root.
@@ -30,10 +30,12 @@ node_major="$("$node_bin" -p 'process.versions.node.split(".")[0]')"
 
 # name -> tag; bookworm's versions (python 3.11, go 1.19, php 8.2, ruby 3.1) and the host's node.
 stacks=(node python python-slim golang distroless caddy php composer ruby ruby-slim)
+# Under svc-test/stack-*, apart from other local images that may stand in for the same references.
 declare -A tag=(
-  [node]="svc-test/node:$node_major" [python]=svc-test/python:3.11 [python-slim]=svc-test/python:3.11-slim
-  [golang]=svc-test/golang:1.19 [distroless]=svc-test/distroless-static:debian12 [caddy]=svc-test/caddy:2
-  [php]=svc-test/php:8.2-fpm [composer]=svc-test/composer:2 [ruby]=svc-test/ruby:3.1 [ruby-slim]=svc-test/ruby:3.1-slim
+  [node]="svc-test/stack-node:$node_major" [python]=svc-test/stack-python:3.11 [python-slim]=svc-test/stack-python:3.11-slim
+  [golang]=svc-test/stack-golang:1.19 [distroless]=svc-test/stack-distroless-static:debian12 [caddy]=svc-test/stack-caddy:2
+  [php]=svc-test/stack-php:8.2-fpm [composer]=svc-test/stack-composer:2 [ruby]=svc-test/stack-ruby:3.1
+  [ruby-slim]=svc-test/stack-ruby:3.1-slim
 )
 
 exec 9>"${SVC_TEST_IMAGES_LOCK:-/tmp/svc-test-images.lock}"
