@@ -59,9 +59,17 @@ export async function fetchBody(engine: Engine, r: Running, path: string): Promi
     async () => {
       const st = await engine.docker.getContainer(r.id).inspect();
       if (!st.State.Running) throw new Error(`the container exited (${st.State.ExitCode}): ${await logsOf(engine, r.id)}`);
-      const res = await fetch(`${r.url}${path}`, { signal: AbortSignal.timeout(5000) });
-      if (res.status !== 200) throw new Error(`status ${res.status}`);
-      return res.text();
+      // A timer of our own: AbortSignal.timeout's is unref'd, and a request that the engine's port
+      // proxy holds before the app listens would then let a plain script (the bench) exit mid-wait.
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 5000);
+      try {
+        const res = await fetch(`${r.url}${path}`, { signal: ac.signal });
+        if (res.status !== 200) throw new Error(`status ${res.status}`);
+        return await res.text();
+      } finally {
+        clearTimeout(timer);
+      }
     },
     60_000,
     250,
