@@ -6,9 +6,14 @@ import type { Plan } from './types.js';
 export const CADDY_IMAGE = 'caddy:2-alpine';
 export const CADDY_ARGV = ['/usr/local/bin/caddy', 'run', '--config', '/etc/caddy/Caddyfile', '--adapter', 'caddyfile'];
 
-/** The Caddyfile for `port`: `site` lines go inside the site block. Constants only, no repository text. */
+/**
+ * The Caddyfile for `port`: `site` lines go inside the site block. Constants only, no repository text.
+ * Only global options Caddy 2.6 knows (Debian bookworm's, which an image map may point at): with the
+ * admin endpoint off nothing changes the config at run time, so persist_config would only spare one
+ * autosave file under the writable XDG folder, and 2.6 refuses the option.
+ */
 export function caddyfile(port: number, site: string[]): string[] {
-  return ['{', '  admin off', '  auto_https off', '  persist_config off', '}', `:${port} {`, ...site.map((l) => `  ${l}`), '}'];
+  return ['{', '  admin off', '  auto_https off', '}', `:${port} {`, ...site.map((l) => `  ${l}`), '}'];
 }
 
 /** A shell line that writes `lines` as the Caddyfile (none holds a quote: they are ours). */

@@ -2,3 +2,4 @@
 export { detect, LOOKED_FOR } from './detect.js';
 export { diskFiles, memoryFiles, type MemoryTree, type RepoFiles, type DirEntry } from './files.js';
 export { isPlan, PlanError, STACKS, type NotDetectable, type Plan, type Stack, type StackOverride } from './types.js';
+export { mapDockerfileImages } from './images.js';

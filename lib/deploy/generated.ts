@@ -82,23 +82,6 @@ export function planLines(plan: Plan, setting: 'auto' | 'stack'): string[] {
   return lines;
 }
 
-/**
- * The Dockerfile with SVC_IMAGE_MAP applied to the images it names (FROM and COPY --from), as for
- * every other image the control plane runs. The writer in lib/buildplan emits one instruction per
- * line in a fixed form, so the references are found by position, not by parsing a user's file.
- */
-export function mapDockerfileImages(text: string, map: Readonly<Record<string, string>>): string {
-  if (!Object.keys(map).length) return text;
-  return text
-    .split('\n')
-    .map((line) => {
-      const from = /^FROM (\S+)( AS \S+)?$/.exec(line);
-      if (from && map[from[1]!]) return `FROM ${map[from[1]!]}${from[2] ?? ''}`;
-      return line.replace(/^(COPY (?:--\S+ )*?--from=)(\S+)/, (m, pre: string, ref: string) => (map[ref] ? `${pre}${map[ref]}` : m));
-    })
-    .join('\n');
-}
-
 const PREVIEW_TIMEOUT_MS = 60_000;
 const PREVIEW_MAX_BYTES = 256 * 1024 * 1024;
 

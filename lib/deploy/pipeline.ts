@@ -22,7 +22,8 @@ import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
 import { switchToContainers } from '../proxy/deploy.js';
 import type { PipelineOptions } from './types.js';
-import { GENERATED_DOCKERFILE, generatePlan, mapDockerfileImages, planLines, resolveBuild } from './generated.js';
+import { GENERATED_DOCKERFILE, generatePlan, planLines, resolveBuild } from './generated.js';
+import { mapDockerfileImages } from '../buildplan/images.js';
 import type { BuildSlot, BuildSlots } from './buildslots.js';
 import type { BuildLimits } from '../apps/model.js';
 
