@@ -31,5 +31,6 @@ ENV NODE_ENV=production \
 # layouts that map the socket's group instead (docker run --group-add <gid> --user svc).
 VOLUME ["/var/lib/svc/data"]
 EXPOSE 9393
-ENTRYPOINT ["/usr/local/bin/node", "/opt/svc/dist/runtime/cli.js"]
+# The Node.js options of the serving process: SERVE_NODE_OPTIONS in lib/install/texts.ts.
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=1", "/opt/svc/dist/runtime/cli.js"]
 CMD ["serve"]

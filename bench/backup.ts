@@ -203,7 +203,11 @@ async function main(): Promise<void> {
       500,
     );
     const container = `svc-${name}-db-${db.id.slice(-8)}`;
-    const url = (await c.req('GET', `/api/apps/${appId}/env/DATABASE_URL/reveal`)).body.value as string;
+    // Revealing a secret needs a recent step-up.
+    await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
+    const revealed = await c.req('GET', `/api/apps/${appId}/env/DATABASE_URL/reveal`);
+    if (revealed.status !== 200) throw new Error(`reveal DATABASE_URL: ${revealed.status} ${revealed.text}`);
+    const url = revealed.body.value as string;
     const psql = (sql: string) => exec('docker', ['exec', '-e', `URL=${url}`, container, 'sh', '-c', 'exec psql "$URL" -v ON_ERROR_STOP=1 -At -c "$0"', sql]);
     // ~100 bytes of row per 64 hex characters plus overhead; filled in batches to keep memory flat.
     const rows = Math.ceil((MB * 1024 * 1024) / 100);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
+import { SERVE_NODE_OPTIONS } from '../lib/install/texts.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -93,7 +94,8 @@ async function main() {
 
     const port = await freePort();
     const started = process.hrtime.bigint();
-    const svc = spawn(process.execPath, [join(root, 'dist/runtime/cli.js'), 'serve'], {
+    // Started as `npm start`, the unit and the image start it: with the same Node.js options.
+    const svc = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, 'dist/runtime/cli.js'), 'serve'], {
       env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });

@@ -3,7 +3,7 @@
 // scripts/gen-openapi.mjs writes it to api/openapi.json at build time.
 import { z } from 'zod';
 import { METHODS, type Method } from '../lib/http/handler.js';
-import type { RouteSpec } from '../lib/http/route.js';
+import type { ResponseSpec, RouteSpec } from '../lib/http/route.js';
 import * as wire from '../lib/api/schemas.js';
 import { components, errorSchema } from '../lib/api/schemas.js';
 import { routeModule, type RouteDef } from './route-types.js';
@@ -26,6 +26,14 @@ const operationId = (method: Method, pattern: string) =>
     .join('');
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
+/** The spec with every lazily loaded response schema (lib/http/route.ts, lazySchema) loaded. */
+async function loadSchemas(spec: RouteSpec): Promise<RouteSpec> {
+  if (!Object.values(spec.responses).some((r) => r && 'lazy' in r)) return spec;
+  const responses: Record<number, ResponseSpec> = {};
+  for (const [status, r] of Object.entries(spec.responses)) responses[Number(status)] = r && 'lazy' in r ? await r.lazy() : r;
+  return { ...spec, responses };
+}
+
 export async function buildOpenApi(routes: RouteDef[], version: string): Promise<Json> {
   // Request and response schemas live in two registries: a request is documented as it may be
   // sent (zod's input side: defaults optional), a response as it is answered (the output side).
@@ -40,11 +48,11 @@ export async function buildOpenApi(routes: RouteDef[], version: string): Promise
       const handler = mod[method];
       if (!handler) continue;
       const id = operationId(method, route.pattern);
-      ops.push({ path: openApiPath(route.pattern), method, spec: handler.spec, id });
-      const spec = handler.spec;
+      const spec = await loadSchemas(handler.spec);
+      ops.push({ path: openApiPath(route.pattern), method, spec, id });
       if (spec.body && !requests.has(spec.body)) requests.add(spec.body, { id: cap(id) + 'Body' });
       for (const [status, r] of Object.entries(spec.responses)) {
-        if (r && !('raw' in r) && !responses.has(r)) responses.add(r, { id: `${cap(id)}${status}` });
+        if (r && !('raw' in r) && !('lazy' in r) && !responses.has(r)) responses.add(r, { id: `${cap(id)}${status}` });
       }
     }
   }
@@ -134,6 +142,7 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
     const description = STATUS_TEXT[code] ?? 'Answer';
     if (r === null) res[status] = { description };
     else if ('raw' in r) res[status] = { description, content: { [r.raw.split(';')[0]!]: { schema: { type: 'string' } } } };
+    else if ('lazy' in r) throw new Error(`${op.id}: a lazy response schema was not loaded`);
     else res[status] = { description, content: { 'application/json': { schema: { $ref: REF(responses.get(r)!.id) } } } };
   }
   for (const [status, ref] of errorsOf(spec, op)) res[status] ??= ref;

@@ -120,6 +120,8 @@ export function encryptStream(master: Buffer, binding: AnyBinding): Transform {
     index++;
   };
   return new Transform({
+    // A few records may wait here while the next stage writes (lib/backups/run.ts, STREAM_BUFFER).
+    highWaterMark: 1024 * 1024,
     construct(cb) {
       this.push(header);
       cb();

@@ -48,7 +48,8 @@ export async function execStream(engine: Engine, container: string, cmd: string[
     AttachStdin: !!opts.stdin,
   });
   const stream = (await exec.start({ hijack: true, stdin: !!opts.stdin })) as unknown as NodeJS.ReadWriteStream & import('node:stream').Duplex;
-  const out = new PassThrough();
+  // Room for a few of the engine's frames while the reader (a backup's gzip) is busy.
+  const out = new PassThrough({ highWaterMark: 1024 * 1024 });
   const err = new PassThrough();
   let stderr = '';
   let pid: string | null = opts.stoppable ? null : '';

@@ -12,8 +12,18 @@ export interface RawSpec {
 }
 export const raw = (contentType: string): RawSpec => ({ raw: contentType });
 
-/** A zod schema (JSON body), `null` (no body, e.g. 204) or a raw media type. */
-export type ResponseSpec = z.ZodType | null | RawSpec;
+/**
+ * A JSON body whose zod schema is loaded only when the OpenAPI document is built: for a route that
+ * answers without loading zod at all (the health check, which supervisors poll on an idle server
+ * that has loaded no other route; zod is about 8 MB of its memory).
+ */
+export interface LazySchema<T extends z.ZodType = z.ZodType> {
+  readonly lazy: () => Promise<T>;
+}
+export const lazySchema = <T extends z.ZodType>(load: () => Promise<T>): LazySchema<T> => ({ lazy: load });
+
+/** A zod schema (JSON body), one loaded on demand, `null` (no body, e.g. 204) or a raw media type. */
+export type ResponseSpec = z.ZodType | LazySchema | null | RawSpec;
 
 /**
  * The kinds of audited state, registered by lib/audit/kinds.ts (declaration merging keeps http/
@@ -89,7 +99,9 @@ type ReplyArgs<R> = R extends null
     ? [body: string, headers?: Headers | Record<string, string>]
     : R extends z.ZodType
       ? [body: z.output<R>, headers?: Headers | Record<string, string>]
-      : never;
+      : R extends LazySchema<infer T>
+        ? [body: z.output<T>, headers?: Headers | Record<string, string>]
+        : never;
 
 export interface RouteCtx<S extends RouteSpec> extends Ctx<Out<S['params'], Record<string, string>>, Out<S['body'], undefined>, Out<S['query'], Record<string, unknown>>> {
   /** Answers with one of the declared statuses and a body of its declared shape. */

@@ -7,6 +7,15 @@ import { CADDY_API_UNIT, DATA_DIR, DEFAULT_ENV_FILE } from './paths.js';
  */
 export const SAFE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
 
+/**
+ * Node.js options of the serving process, wherever it is started (this unit, the Dockerfile, `npm
+ * start`). V8 grows the young generation up to 16 MB while start-up allocates, and the pages stay
+ * resident for good: a 1 MB one keeps an idle server about 8 MB smaller, for a scavenge every few
+ * hundred requests that costs nothing measurable (docs/performance.md). Kept in step with the
+ * Dockerfile and package.json by tests/install/node-options.test.ts.
+ */
+export const SERVE_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=1'];
+
 export interface UnitInput {
   /** The Node.js binary and the CLI script (`dist/runtime/cli.js`) the service runs. */
   node: string;
@@ -44,7 +53,7 @@ export function unitText(u: UnitInput): string {
     '[Service]',
     'Type=simple',
     `EnvironmentFile=${envFile}`,
-    `ExecStart=${u.node} ${u.cli} serve`,
+    `ExecStart=${u.node} ${SERVE_NODE_OPTIONS.join(' ')} ${u.cli} serve`,
     // Exit 75 is a restart the operator asked for (POST /api/instance/restart): on-failure restarts it.
     'Restart=on-failure',
     'RestartSec=2s',

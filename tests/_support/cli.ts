@@ -3,6 +3,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { poll } from './wait.js';
+import { SERVE_NODE_OPTIONS } from '../../lib/install/texts.js';
 
 export const CLI = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
 
@@ -40,7 +41,10 @@ function follow(proc: ChildProcess) {
 
 /** `svc serve`; resolves once it logged that it listens (or rejects with what it printed if it exits). */
 export async function serve(vars: Record<string, string>, timeoutMs = 60_000): Promise<Served> {
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: cleanEnv({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_LOG_LEVEL: 'info', ...vars }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...SERVE_NODE_OPTIONS, CLI, 'serve'], {
+    env: cleanEnv({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_LOG_LEVEL: 'info', ...vars }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const { lines, stderr, exited } = follow(proc);
   let code: number | null | undefined;
   void exited.then((c) => (code = c));

@@ -95,7 +95,7 @@ const EXPECTED_UNIT_LINES = [
   '[Service]',
   'Type=simple',
   'EnvironmentFile=/etc/svc/svc.env',
-  `ExecStart=${process.execPath} ${CLI} serve`,
+  `ExecStart=${process.execPath} --max-semi-space-size=1 ${CLI} serve`,
   'Restart=on-failure',
   'RestartSec=2s',
   'RestartPreventExitStatus=2',
