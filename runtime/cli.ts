@@ -211,6 +211,17 @@ async function keyCmd(): Promise<void> {
   stdio.out(key.toString('hex'));
 }
 
+async function operatorsCmd(): Promise<void> {
+  const [sub, ...rest] = process.argv.slice(3);
+  if (sub !== 'reset') {
+    stdio.err('usage: svc operators reset <username>');
+    process.exitCode = 2;
+    return;
+  }
+  const { operatorsReset } = await import('./operators-cli.js');
+  process.exitCode = await operatorsReset(rest, config(), stdio);
+}
+
 async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise<void> {
   const { runInstallCommand } = await import('./install-cli.js');
   process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
@@ -227,6 +238,7 @@ const usage = `usage: svc <command>
   restore-instance <file|s3://bucket/key> --key <hex> [--force] [--s3-...]
                                   restore an instance backup on this host (service stopped)
   key show                        print the master key, to keep offline apart from the backups
+  operators reset <username>      print a single-use link that sets a new password and turns TOTP off
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)
   uninstall [--purge] [--root DIR] [--dry-run]
@@ -243,6 +255,7 @@ const commands: Record<string, () => Promise<void>> = {
   'rollback-upgrade': rollbackUpgradeCmd,
   'restore-instance': restoreInstanceCmd,
   key: keyCmd,
+  operators: operatorsCmd,
   install: () => installCommand('install'),
   uninstall: () => installCommand('uninstall'),
   doctor: () => installCommand('doctor'),

@@ -36,7 +36,8 @@ export async function passwordLogin(env: Env, request: Request, client: Client, 
   const known = knownDevice || liveSession;
   env.loginGuard.admit(input.username, known, now);
   const hash = user?.password_hash ?? dummyHash(env.config.passwordCost);
-  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined;
+  // A disabled operator takes the same path as a wrong password: the answer says nothing more.
+  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined && user.disabled === 0;
   if (!ok || !user) {
     if (env.loginGuard.failed(input.username, knownDevice ? device : null, now)) {
       env.log.warn({ username: input.username.slice(0, 64), ip: client.ip }, 'too many failed sign-ins: this account now answers 429 to unknown devices for a while');
@@ -60,7 +61,7 @@ export async function secondFactorLogin(env: Env, request: Request, client: Clie
   const userId = pre ? await verifyPreAuth(env.signingKey, pre, env.now()) : null;
   if (!userId) throw noPendingLogin();
   const user = await findUser(env.db, userId);
-  if (!user || user.totp_enabled !== 1) throw noPendingLogin();
+  if (!user || user.totp_enabled !== 1 || user.disabled === 1) throw noPendingLogin();
   if (!(await consumeSecondFactor(env.db, env.sealer, user.id, code, env.now()))) return { ok: false, user: publicUser(user) };
   return { ok: true, user: publicUser(user), headers: await startSession(env, request, client, user.id) };
 }
