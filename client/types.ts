@@ -1676,6 +1676,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/invitations/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What an invitation or reset link offers (404 when unknown, used or expired) */
+        get: operations["getApiInvitationsByToken"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invitations/{token}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation (`{username, password}`: a new operator) or a reset link (`{password}`), and sign in
+         * @description Single use: a second accept answers 404. A username already taken answers 409 and the link stays usable. A reset clears TOTP and recovery codes and ends every other session.
+         */
+        post: operations["postApiInvitationsByTokenAccept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -1687,6 +1724,111 @@ export interface paths {
         get: operations["getApiOpenapiJson"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every operator with their role and apps */
+        get: operations["getApiOperators"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operators/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Invitations and reset links, newest first (never their links) */
+        get: operations["getApiOperatorsInvitations"];
+        put?: never;
+        /**
+         * Invite an operator: a single-use link, shown only in this answer (only an owner invites an owner)
+         * @description `app_ids` only for deployers and viewers; `expires_in_hours` 1..168, default 48.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiOperatorsInvitations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operators/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Withdraw an invitation or reset link: it stops working at once */
+        delete: operations["deleteApiOperatorsInvitationsById"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operators/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an operator: their sessions and tokens end at once (409 for the last enabled owner)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        delete: operations["deleteApiOperatorsById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an operator's role, apps or disabled flag (only an owner touches owners; 409 for the last enabled owner)
+         * @description Disabling ends their sessions and revokes their tokens at once; any change re-checks their open connections. `app_ids` only for deployers and viewers, each an existing app.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        patch: operations["patchApiOperatorsById"];
+        trace?: never;
+    };
+    "/api/operators/{id}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A reset link for an operator: it sets a new password and clears their TOTP (shown only in this answer)
+         * @description Accepted at POST /api/invitations/{token}/accept with `{password}`; their other sessions end and they are signed in. Earlier reset links of theirs stop working.
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiOperatorsByIdReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2260,6 +2402,17 @@ export interface components {
             port?: number;
             publish_dir?: string;
         };
+        CreatedInvitation: {
+            id: string;
+            /** @enum {string} */
+            kind: "invite" | "reset";
+            role: ("owner" | "admin" | "deployer" | "viewer") | null;
+            app_ids: string[] | null;
+            /** @description ISO-8601 UTC timestamp */
+            expires_at: string;
+            /** @description The single-use link; shown only in this answer */
+            url: string;
+        };
         DatabaseEngine: {
             /** @enum {string} */
             engine: "postgres" | "mariadb" | "redis";
@@ -2476,6 +2629,24 @@ export interface components {
                 traffic_monitor: boolean;
             };
         };
+        Invitation: {
+            id: string;
+            /** @enum {string} */
+            kind: "invite" | "reset";
+            role: ("owner" | "admin" | "deployer" | "viewer") | null;
+            app_ids: string[] | null;
+            /** @description A reset link: the operator whose password it sets */
+            user_id: string | null;
+            username: string | null;
+            created_by: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            expires_at: string;
+            used_at: string | null;
+            /** @enum {string} */
+            status: "pending" | "used" | "expired";
+        };
         MetricsSeries: {
             /** @enum {string} */
             range: "1h" | "6h" | "24h" | "7d" | "30d";
@@ -2522,6 +2693,21 @@ export interface components {
             status: number | null;
             error: string | null;
             attempts: number;
+        };
+        Operator: {
+            id: string;
+            username: string;
+            /** @enum {string} */
+            role: "owner" | "admin" | "deployer" | "viewer";
+            /** @description null: every app; a list limits a deployer or viewer to those apps */
+            app_ids: string[] | null;
+            totp_enabled: boolean;
+            disabled: boolean;
+            /** @description Signs in with the OpenID Connect provider */
+            sso: boolean;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            last_login_at: string | null;
         };
         /** @enum {string} */
         Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
@@ -2960,6 +3146,32 @@ export interface components {
             /** @constant */
             restarting: true;
         };
+        GetApiInvitationsByToken200: {
+            role: ("owner" | "admin" | "deployer" | "viewer") | null;
+            expires_at: string;
+            /** @enum {string} */
+            kind: "invite" | "reset";
+            /** @description A reset link: the operator whose password it sets */
+            username?: string;
+        };
+        PostApiInvitationsByTokenAccept201: {
+            user: components["schemas"]["User"];
+        };
+        GetApiOperators200: {
+            items: components["schemas"]["Operator"][];
+        };
+        GetApiOperatorsInvitations200: {
+            items: components["schemas"]["Invitation"][];
+        };
+        PostApiOperatorsInvitations201: {
+            invitation: components["schemas"]["CreatedInvitation"];
+        };
+        PatchApiOperatorsById200: {
+            operator: components["schemas"]["Operator"];
+        };
+        PostApiOperatorsByIdReset201: {
+            invitation: components["schemas"]["CreatedInvitation"];
+        };
         GetApiSecurityFail2ban200: {
             /** @constant */
             available: true;
@@ -3374,6 +3586,25 @@ export interface components {
         PostApiInstanceResetBody: {
             /** @constant */
             confirm: "RESET";
+        };
+        PostApiInvitationsByTokenAcceptBody: {
+            username?: string;
+            password: string;
+        };
+        PostApiOperatorsInvitationsBody: {
+            /** @enum {string} */
+            role: "owner" | "admin" | "deployer" | "viewer";
+            app_ids?: string[] | null;
+            expires_in_hours?: number;
+        };
+        PatchApiOperatorsByIdBody: {
+            /** @enum {string} */
+            role?: "owner" | "admin" | "deployer" | "viewer";
+            app_ids?: string[] | null;
+            disabled?: boolean;
+        };
+        PostApiOperatorsByIdResetBody: {
+            expires_in_hours?: number;
         };
         PostApiSettingsNotificationsBody: {
             /** @enum {string} */
@@ -6633,6 +6864,64 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    getApiInvitationsByToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiInvitationsByToken200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiInvitationsByTokenAccept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiInvitationsByTokenAcceptBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiInvitationsByTokenAccept201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiOpenapiJson: {
         parameters: {
             query?: never;
@@ -6653,6 +6942,192 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiOperators: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiOperators200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiOperatorsInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiOperatorsInvitations200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiOperatorsInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiOperatorsInvitationsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiOperatorsInvitations201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiOperatorsInvitationsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiOperatorsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiOperatorsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiOperatorsByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatchApiOperatorsById200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiOperatorsByIdReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiOperatorsByIdResetBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiOperatorsByIdReset201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

@@ -254,6 +254,7 @@ const usage = `usage: svc <command>
   key show                        print the master key, to keep offline apart from the backups
   rotate-master-key               re-seal every secret under a new master key (service stopped)
   operators list [--json]         every operator with role, apps, disabled, TOTP and last sign-in
+  operators reset <username>      print a single-use link that sets a new password and turns TOTP off
   operators disable-totp <user>   turn off an operator's second factor and end their sessions
   install [--dry-run] [--root DIR] [--base-domain D] [--acme-email E] [--yes]
                                   set up a Debian 12 / Ubuntu 22.04+ server (env file, unit, caddy-api, sysctl)

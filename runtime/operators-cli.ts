@@ -76,6 +76,37 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       }
     },
   },
+  reset: {
+    usage: 'reset <username>           print a single-use link that sets a new password and turns TOTP off',
+    async run({ db, config, io, args }) {
+      if (args.length !== 1 || args[0]!.startsWith('-')) return usageError(io, 'one username is needed');
+      const { findUserByName } = await import('../lib/auth/users.js');
+      const { createResetLink, publicBase } = await import('../lib/auth/invitations.js');
+      const { recordAudit } = await import('../lib/audit/index.js');
+      const user = await findUserByName(db, args[0]!);
+      if (!user) {
+        io.err(`svc operators reset: no operator named ${JSON.stringify(args[0]!.slice(0, 64))} (svc operators list shows them)`);
+        return 1;
+      }
+      const base = await publicBase(db, config, null);
+      const link = await createResetLink(db, null, user.id, null, base);
+      await recordAudit(db, {
+        route: 'POST /api/operators/{id}/reset',
+        actorType: 'system',
+        actor: 'cli',
+        via: 'cli',
+        event: 'operator.reset_link_created',
+        summary: 'A reset link for an operator',
+        target: user.id,
+        outcome: 201,
+        detail: { username: user.username, invitation_id: link.id, expires_at: link.expires_at },
+      });
+      io.out(link.url);
+      io.err(`Reset link for ${user.username}, single use, until ${link.expires_at}: it sets a new password and turns TOTP off.`);
+      if (!base) io.err('The service does not know its public address (SVC_PUBLIC_URL or a base domain): prefix the path with the address you open the dashboard at.');
+      return 0;
+    },
+  },
 };
 
 export const OPERATORS_USAGE = ['usage: svc operators <subcommand>', ...Object.values(SUBCOMMANDS).map((s) => `  ${s.usage}`)].join('\n');

@@ -27,6 +27,10 @@ export type NotificationChannel = S['NotificationChannel'];
 export type NotificationDelivery = S['NotificationDelivery'];
 export type Session = S['Session'];
 export type TrafficSnapshot = S['TrafficSnapshot'];
+export type Operator = S['Operator'];
+export type Role = Operator['role'];
+export type Invitation = S['Invitation'];
+export type CreatedInvitation = S['CreatedInvitation'];
 
 /** A build log line as the `build:<id>` topic and `GET .../logs` carry it. */
 export interface LogLine {
@@ -170,6 +174,19 @@ export const listTokens = () => run(() => client.GET('/api/auth/api-tokens'));
 export const createToken = (name: string, expiresAt: string | null, scopes: ApiToken['scopes'], appIds: string[] | null) =>
   run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt, scopes, app_ids: appIds } })) as Promise<NewApiToken>;
 export const revokeToken = (id: string) => run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
+
+// Operators and invitations
+const op = (id: string) => ({ params: { path: { id } } });
+export const listOperators = () => run(() => client.GET('/api/operators'));
+export const patchOperator = (id: string, patch: { role?: Role; app_ids?: string[] | null; disabled?: boolean }) => run(() => client.PATCH('/api/operators/{id}', { ...op(id), body: patch }));
+export const deleteOperator = (id: string) => run(() => client.DELETE('/api/operators/{id}', op(id)));
+export const resetLink = (id: string) => run(() => client.POST('/api/operators/{id}/reset', { ...op(id), body: {} }));
+export const listInvitations = () => run(() => client.GET('/api/operators/invitations'));
+export const invite = (body: { role: Role; app_ids?: string[] | null; expires_in_hours?: number }) => run(() => client.POST('/api/operators/invitations', { body }));
+export const revokeInvitation = (id: string) => run(() => client.DELETE('/api/operators/invitations/{id}', op(id)));
+export const openInvitation = (token: string) => run(() => client.GET('/api/invitations/{token}', { params: { path: { token } } }), { quiet401: true });
+export const acceptInvitation = (token: string, body: { username?: string; password: string }) =>
+  run(() => client.POST('/api/invitations/{token}/accept', { params: { path: { token } }, body }), { quiet401: true });
 
 // Apps
 const app = (id: string) => ({ params: { path: { id } } });

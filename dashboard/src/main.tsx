@@ -48,6 +48,8 @@ const DomainsPage = lazyPage<object>(() => import('./pages/domains').then((m) =>
 const NotificationsPage = lazyPage<object>(() => import('./pages/notifications').then((m) => m.NotificationsPage));
 const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) => m.InstancePage));
 const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
+const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
+const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() => import('./pages/invite').then((m) => m.InvitePage));
 
 type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
 
@@ -99,6 +101,10 @@ function Root({ initial }: { initial: Boot }) {
         <button onClick={() => refresh()}>Retry</button>
       </main>
     );
+  // An invitation or reset link opens without a session (and replaces one, if any); once accepted,
+  // the dashboard starts afresh under the new session.
+  const invite = /^\/invite\/([^/]+)$/.exec(path);
+  if (invite && boot.kind !== 'setup') return <InvitePage token={invite[1]!} onDone={() => location.replace('/')} />;
   if (boot.kind === 'setup') {
     return (
       <SetupPage
@@ -160,6 +166,8 @@ function Page({ path, user }: { path: string; user: User }) {
       return <InstancePage />;
     case '/profile':
       return <ProfilePage user={user} />;
+    case '/operators':
+      return <OperatorsPage />;
     default:
       return (
         <main>
@@ -188,6 +196,7 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
           <Link href="/security">Security</Link>
           <Link href="/audit">Audit</Link>
           <Link href="/tokens">Tokens</Link>
+          <Link href="/operators">Operators</Link>
           <Link href="/domains">Domains</Link>
           <Link href="/notifications">Notifications</Link>
           <Link href="/instance">Instance</Link>

@@ -250,6 +250,52 @@ export const apiTokenSchema = named(
   }),
 );
 
+const roleSchema = z.enum(['owner', 'admin', 'deployer', 'viewer']);
+
+export const operatorSchema = named(
+  'Operator',
+  z.object({
+    id: z.string(),
+    username: z.string(),
+    role: roleSchema,
+    app_ids: z.array(z.string()).nullable().describe('null: every app; a list limits a deployer or viewer to those apps'),
+    totp_enabled: z.boolean(),
+    disabled: z.boolean(),
+    sso: z.boolean().describe('Signs in with the OpenID Connect provider'),
+    created_at: ts,
+    last_login_at: ts.nullable(),
+  }),
+);
+
+export const createdInvitationSchema = named(
+  'CreatedInvitation',
+  z.object({
+    id: z.string(),
+    kind: z.enum(['invite', 'reset']),
+    role: roleSchema.nullable(),
+    app_ids: z.array(z.string()).nullable(),
+    expires_at: ts,
+    url: z.string().describe('The single-use link; shown only in this answer'),
+  }),
+);
+
+export const invitationSchema = named(
+  'Invitation',
+  z.object({
+    id: z.string(),
+    kind: z.enum(['invite', 'reset']),
+    role: roleSchema.nullable(),
+    app_ids: z.array(z.string()).nullable(),
+    user_id: z.string().nullable().describe('A reset link: the operator whose password it sets'),
+    username: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: ts,
+    expires_at: ts,
+    used_at: ts.nullable(),
+    status: z.enum(['pending', 'used', 'expired']),
+  }),
+);
+
 export const sessionSchema = named(
   'Session',
   z.object({ id: z.string(), created_at: ts, last_seen_at: ts, expires_at: ts, ip: z.string().nullable(), user_agent: z.string().nullable(), current: z.boolean() }),

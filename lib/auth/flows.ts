@@ -38,7 +38,8 @@ export async function passwordLogin(env: Env, request: Request, client: Client, 
   // An operator of the identity provider has no password: the same full verification, the same refusal.
   const sso = user !== undefined && user.sso_subject !== null;
   const hash = user && !sso ? user.password_hash : dummyHash(env.config.passwordCost);
-  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined && !sso;
+  // A disabled operator takes the same path as a wrong password: the answer says nothing more.
+  const ok = (await verifyPassword(input.password, hash, known ? 'priority' : 'normal')) && user !== undefined && !sso && user.disabled === 0;
   if (!ok || !user) {
     if (env.loginGuard.failed(input.username, knownDevice ? device : null, now)) {
       env.log.warn({ username: input.username.slice(0, 64), ip: client.ip }, 'too many failed sign-ins: this account now answers 429 to unknown devices for a while');

@@ -3,12 +3,22 @@ import type { Env } from '../env.js';
 import type { Client } from '../http/handler.js';
 import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
+import { HttpError } from '../http/errors.js';
+import { nowIso } from '../db/index.js';
 import { createSession, csrfFor, deleteSessionByRaw } from './sessions.js';
 import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
 import { DEVICE_COOKIE, DEVICE_MAX_AGE, issueDevice } from './guard.js';
 
 /** Creates a fresh session (rotating away any session the request carried) and its cookies. */
 export async function startSession(env: Env, request: Request, client: Client, userId: string): Promise<Headers> {
+  // Every sign-in path ends here: the last login is noted, and a disabled operator gets no session.
+  const marked = await env.db
+    .updateTable('users')
+    .set({ last_login_at: nowIso(env.now()) })
+    .where('id', '=', userId)
+    .where('disabled', '=', 0)
+    .executeTakeFirst();
+  if (Number(marked.numUpdatedRows) !== 1) throw new HttpError('forbidden', 'This operator is disabled');
   const previous = parseCookies(request.headers.get('cookie'))[SESSION_COOKIE];
   if (previous) await deleteSessionByRaw(env.db, previous);
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };

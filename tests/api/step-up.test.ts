@@ -36,6 +36,10 @@ const ALWAYS = [
   'POST /api/instance/prune',
   'POST /api/instance/reset',
   'POST /api/instance/restart',
+  'PATCH /api/operators/{id}',
+  'DELETE /api/operators/{id}',
+  'POST /api/operators/{id}/reset',
+  'POST /api/operators/invitations',
 ];
 
 /** Step-up for some effects only: the handler decides, and says when in the document. */

@@ -99,7 +99,17 @@ test('bad path parameters are 400 and never reach the handler', async () => {
 
 test('every route that is not deliberately public answers 401 without credentials', async () => {
   const app = createDispatcher(env, routes);
-  const publicOk = new Set(['/api/health', '/api/setup/status', '/api/setup/admin', '/api/auth/login', '/api/auth/oidc/start', '/api/auth/oidc/callback', '/metrics']);
+  const publicOk = new Set([
+    '/api/health',
+    '/api/setup/status',
+    '/api/setup/admin',
+    '/api/auth/login',
+    '/api/auth/oidc/start',
+    '/api/auth/oidc/callback',
+    '/metrics',
+    '/api/invitations/:token',
+    '/api/invitations/:token/accept',
+  ]);
   let checked = 0;
   for (const r of routes) {
     const mod = await routeModule(r);
