@@ -11,6 +11,9 @@ export type User = S['User'];
 export type App = S['App'];
 export type AppStatus = App['status'];
 export type AppSource = S['AppSource'];
+export type BuildSetting = S['BuildSetting'];
+export type BuildLimits = S['BuildLimits'];
+export type BuildPlan = S['BuildPlan'];
 export type Service = S['Service'];
 export type EnvVar = S['EnvItem'];
 // The active-deployments listing adds the app's name.
@@ -50,7 +53,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly details?: Array<{ field?: string; message?: string }>,
+    // `looked_for`: the files a not_detectable answer searched for.
+    readonly details?: Array<{ field?: string; message?: string; looked_for?: string[] }>,
   ) {
     super(message);
   }
@@ -193,6 +197,9 @@ const app = (id: string) => ({ params: { path: { id } } });
 export const listApps = () => run(() => client.GET('/api/apps'));
 export const getApp = (id: string) => run(() => client.GET('/api/apps/{id}', app(id)));
 export const createApp = (name: string, source: AppSource) => run(() => client.POST('/api/apps', { body: { name, source } }));
+export const patchApp = (id: string, body: { source?: AppSource; build_limits?: BuildLimits | null }) => run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));
+/** What a deploy of `ref` (default: the app's branch) would build from source, with the saved settings. */
+export const buildPlan = (id: string, ref?: string) => run(() => client.GET('/api/apps/{id}/build-plan', { params: { path: { id }, query: ref ? { ref } : {} } }));
 export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}', app(id)));
 export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}/services', app(id)));
 export const patchService = (id: string, name: string, patch: { port?: number | null; health_path?: string | null }) =>

@@ -1,5 +1,6 @@
 // A build log that follows the live stream (topic build:<id>, replayed from the start on every
-// subscribe), can be paused, and renders only the rows in view so 100,000 lines stay cheap.
+// subscribe), can be paused, and renders only the rows in view so 100,000 lines stay cheap. A
+// generated build's plan (lines on the `plan` stream) gets a "Build plan" heading row of its own.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import type { LogLine } from './api';
@@ -8,6 +9,8 @@ import { useTopic } from './ws';
 const ROW = 18;
 const HEIGHT = 420;
 const OVERSCAN = 20;
+const PLAN_HEAD = { head: 'Build plan' } as const;
+type Row = LogLine | typeof PLAN_HEAD;
 
 /**
  * `filter` shows only the lines it accepts (runtime logs: a service, a search); `prefix` renders
@@ -17,6 +20,8 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
   const lines = useRef<LogLine[]>([]);
   const lastSeq = useRef(0);
   const lastAt = useRef('');
+  // Only a log with a plan pays for the pass that places its heading.
+  const hasPlan = useRef(false);
   const [version, setVersion] = useState(0);
   const [follow, setFollow] = useState(true);
   const [scrollTop, setScrollTop] = useState(0);
@@ -29,6 +34,7 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
     lines.current = [];
     lastSeq.current = 0;
     lastAt.current = '';
+    hasPlan.current = false;
     setVersion((v) => v + 1);
   }, [topic]);
 
@@ -41,6 +47,7 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
       if (l.seq <= lastSeq.current && !(typeof l.at === 'string' && l.at > lastAt.current)) continue;
       lastSeq.current = l.seq;
       if (typeof l.at === 'string' && l.at > lastAt.current) lastAt.current = l.at;
+      if (l.stream === 'plan') hasPlan.current = true;
       lines.current.push(l);
     }
     // One render per frame however many lines arrive.
@@ -57,7 +64,8 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
     pinned.current = el.scrollTop;
   }, [version, follow]);
 
-  const all = filter ? lines.current.filter(filter) : lines.current;
+  const shown = filter ? lines.current.filter(filter) : lines.current;
+  const all: Row[] = hasPlan.current ? withPlanHeads(shown) : shown;
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
@@ -67,7 +75,7 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
           {follow ? 'Pause' : 'Follow'}
         </button>
         <span class="muted" role="status">
-          {all.length !== lines.current.length ? `${all.length} of ` : ''}
+          {shown.length !== lines.current.length ? `${shown.length} of ` : ''}
           {lines.current.length} line{lines.current.length === 1 ? '' : 's'}
         </span>
       </div>
@@ -88,14 +96,32 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
         }}
       >
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
-          {all.slice(first, last).map((l, i) => (
-            <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
-              {prefix?.(l)}
-              {l.line}
-            </div>
-          ))}
+          {all.slice(first, last).map((l, i) =>
+            'head' in l ? (
+              <div key={first + i} class="logline log-plan-head" role="heading" aria-level={4} style={{ top: `${(first + i) * ROW}px` }}>
+                {l.head}
+              </div>
+            ) : (
+              <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
+                {prefix?.(l)}
+                {l.line}
+              </div>
+            ),
+          )}
         </div>
       </div>
     </div>
   );
+}
+
+/** The lines with a heading row before each run of `plan` lines. */
+function withPlanHeads(lines: LogLine[]): Row[] {
+  const out: Row[] = [];
+  let prev = '';
+  for (const l of lines) {
+    if (l.stream === 'plan' && prev !== 'plan') out.push(PLAN_HEAD);
+    out.push(l);
+    prev = l.stream;
+  }
+  return out;
 }

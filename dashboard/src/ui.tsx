@@ -78,3 +78,62 @@ export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Pr
   }, []);
   return { busy, error, run, clear: () => setError(null) };
 }
+
+/**
+ * A 400's details by field, for showing each next to its input: `prefix` is stripped from the
+ * API's field path (`source.build.start` -> `start`). Details naming no field are left out.
+ */
+export function fieldErrors(e: unknown, prefix: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!(e instanceof ApiError) || e.status !== 400) return out;
+  for (const d of e.details ?? []) {
+    if (!d.field?.startsWith(prefix) || !d.message) continue;
+    const k = d.field.slice(prefix.length) || '.';
+    out[k] = out[k] ? `${out[k]}; ${d.message}` : d.message;
+  }
+  return out;
+}
+
+/**
+ * A labelled text input with an optional hint and the API's error for it, both tied to the input
+ * through aria-describedby so a screen reader reads them with the field.
+ */
+export function Field(props: {
+  id: string;
+  label: string;
+  value: string;
+  onInput: (v: string) => void;
+  error?: string;
+  hint?: string;
+  mono?: boolean;
+  placeholder?: string;
+  inputMode?: 'numeric' | 'decimal';
+}) {
+  const described = [props.hint && `${props.id}-hint`, props.error && `${props.id}-err`].filter(Boolean).join(' ');
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        name={props.id}
+        class={props.mono ? 'mono' : undefined}
+        value={props.value}
+        placeholder={props.placeholder}
+        inputMode={props.inputMode}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={described || undefined}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+      {props.hint && (
+        <span id={`${props.id}-hint`} class="muted small">
+          {props.hint}
+        </span>
+      )}
+      {props.error && (
+        <span id={`${props.id}-err`} class="error small" data-testid="field-error">
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}

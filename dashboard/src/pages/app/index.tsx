@@ -14,6 +14,7 @@ import { DomainsTab } from './domains';
 import { DatabasesTab } from './databases';
 import { BackupsTab } from './backups';
 import { GitTab } from './git';
+import { BuildTab } from './build';
 import { ShellTab } from './shell';
 
 export const TABS = [
@@ -24,6 +25,7 @@ export const TABS = [
   { id: 'databases', label: 'Databases' },
   { id: 'backups', label: 'Backups' },
   { id: 'git', label: 'Webhook & key' },
+  { id: 'build', label: 'Build' },
   { id: 'shell', label: 'Shell' },
 ] as const;
 export type TabId = (typeof TABS)[number]['id'];
@@ -83,19 +85,27 @@ export function AppPage({ id }: { id: string }) {
       </main>
     );
   const a = app.data;
+  // Only a git app is built from source: the others have no Build tab.
+  const tabs = TABS.filter((t) => t.id !== 'build' || a.source.type === 'git');
+  const startDeploy = async () => {
+    const r = await api.deploy(id);
+    setSelected(r.deployment.id);
+    setTab('overview');
+    await deployments.reload();
+  };
 
   // Arrow keys move between tabs (the WAI-ARIA tabs pattern); Tab leaves the tab list.
   const onKey = (e: KeyboardEvent) => {
-    const i = TABS.findIndex((t) => t.id === tab);
+    const i = tabs.findIndex((t) => t.id === tab);
     let next = -1;
-    if (e.key === 'ArrowRight') next = (i + 1) % TABS.length;
-    else if (e.key === 'ArrowLeft') next = (i - 1 + TABS.length) % TABS.length;
+    if (e.key === 'ArrowRight') next = (i + 1) % tabs.length;
+    else if (e.key === 'ArrowLeft') next = (i - 1 + tabs.length) % tabs.length;
     else if (e.key === 'Home') next = 0;
-    else if (e.key === 'End') next = TABS.length - 1;
+    else if (e.key === 'End') next = tabs.length - 1;
     if (next < 0) return;
     e.preventDefault();
-    setTab(TABS[next]!.id);
-    tabRefs.current[TABS[next]!.id]?.focus();
+    setTab(tabs[next]!.id);
+    tabRefs.current[tabs[next]!.id]?.focus();
   };
 
   return (
@@ -105,19 +115,7 @@ export function AppPage({ id }: { id: string }) {
           {a.name} <Badge status={a.status} />
         </h1>
         <div class="row">
-          <button
-            type="button"
-            class="primary"
-            disabled={act.busy}
-            onClick={() =>
-              void act.run(async () => {
-                const r = await api.deploy(id);
-                setSelected(r.deployment.id);
-                setTab('overview');
-                await deployments.reload();
-              })
-            }
-          >
+          <button type="button" class="primary" disabled={act.busy} onClick={() => void act.run(startDeploy)}>
             Deploy
           </button>
           <button
@@ -138,7 +136,7 @@ export function AppPage({ id }: { id: string }) {
       <p class="muted mono">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.type === 'image' ? a.source.image : 'inline Compose'}</p>
       <ErrorNote error={act.error} />
       <div class="tabs" role="tablist" aria-label="App sections" onKeyDown={onKey}>
-        {TABS.map((t) => (
+        {tabs.map((t) => (
           <a
             key={t.id}
             ref={(el) => void (tabRefs.current[t.id] = el)}
@@ -159,13 +157,14 @@ export function AppPage({ id }: { id: string }) {
         ))}
       </div>
       <div id="app-tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`} class="tabpanel">
-        {tab === 'overview' && <OverviewTab id={id} settled={settled} deployments={deployments} selected={selected} onSelect={setSelected} />}
+        {tab === 'overview' && <OverviewTab app={a} onSaved={app.set} onDeploy={startDeploy} settled={settled} deployments={deployments} selected={selected} onSelect={setSelected} />}
         {tab === 'logs' && <LogsTab id={id} />}
         {tab === 'metrics' && <MetricsTab id={id} />}
         {tab === 'domains' && <DomainsTab id={id} />}
         {tab === 'databases' && <DatabasesTab id={id} />}
         {tab === 'backups' && <BackupsTab id={id} />}
         {tab === 'git' && <GitTab id={id} source={a.source} />}
+        {tab === 'build' && <BuildTab app={a} onSaved={app.set} />}
         {tab === 'shell' && <ShellTab id={id} />}
       </div>
     </main>

@@ -1,23 +1,30 @@
-// The default tab: services with live CPU and memory, the environment, deployments with the live build log.
-import type { Deployment } from '../../api';
+// The default tab: services with live CPU and memory, the environment, deployments with the live
+// build log; before a git app's first deploy, the plan of what it will build.
+import type { App, Deployment } from '../../api';
 import { Services } from './services';
 import { Env } from './env';
 import { Deployments } from './deployments';
+import { FirstDeploy } from './plan';
 
 export function OverviewTab(props: {
-  id: string;
+  app: App;
+  onSaved: (a: App) => void;
+  onDeploy: () => Promise<unknown>;
   settled: number;
   deployments: { data: Deployment[] | null; error: unknown; reload: () => Promise<void> };
   selected: string | null;
   onSelect: (id: string) => void;
 }) {
+  const id = props.app.id;
+  const first = props.app.source.type === 'git' && props.deployments.data?.length === 0;
   return (
     <>
+      {first && <FirstDeploy app={props.app} onSaved={props.onSaved} onDeploy={props.onDeploy} />}
       <div class="grid">
-        <Services id={props.id} version={props.settled} />
-        <Env id={props.id} />
+        <Services id={id} version={props.settled} />
+        <Env id={id} />
       </div>
-      <Deployments id={props.id} deployments={props.deployments} selected={props.selected} onSelect={props.onSelect} />
+      <Deployments id={id} deployments={props.deployments} selected={props.selected} onSelect={props.onSelect} />
     </>
   );
 }
