@@ -4,12 +4,12 @@
 import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import { ClientAbortError, HttpError, badRequest } from '../lib/http/errors.js';
 import { errorResponse, text } from '../lib/http/respond.js';
 import { readJson, validationError } from '../lib/http/body.js';
 import { parseCookies } from '../lib/http/cookies.js';
-import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client-address.js';
 import { headerGetter, type HeaderGetter } from '../lib/http/headers.js';
 import { METHODS, type AuditNote, type AuthPolicy, type Client, type Ctx, type Method, type Principal } from '../lib/http/handler.js';
 import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec } from '../lib/http/route.js';
