@@ -2,7 +2,7 @@
 // made from the template, its parameters as the app's env, and a first deployment through the
 // same queue and pipeline as any app. Everything is checked before anything is created: a bad
 // parameter or a template the compose policy refuses is a 400 with no app left behind.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { createApp, deleteApp } from '../apps/ops.js';
 import { getAppByName } from '../apps/store.js';

@@ -2,7 +2,7 @@
 // finds everything by the `svc.app` label, so this survives restarts of the control plane.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import {
   listServices,

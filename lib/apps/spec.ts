@@ -1,6 +1,6 @@
 // The portable description of an app: enough to recreate it elsewhere, never a secret value.
 import { z } from 'zod';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { appNameSchema, envKeySchema, healthPathSchema, servicePortSchema, sourceSchema } from './schemas.js';
 import type { App } from './model.js';
 import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from './store.js';

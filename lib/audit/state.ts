@@ -10,7 +10,7 @@
 // route's function (replaceEnv, updateChannel), which seals it again. `fp` is a keyed digest
 // (HMAC under a key derived from the master key): it tells "changed" from "unchanged" without
 // opening anything and is worthless to whoever copies the database.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import { isStateKind, type StateKindName } from './kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';

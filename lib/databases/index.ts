@@ -2,7 +2,7 @@
 // the host), its data in a named volume, its password sealed, and its connection URL stored as a
 // secret env var of the app. Provisioning runs in the background; the row says how it went.
 import { randomBytes } from 'node:crypto';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';

@@ -2,7 +2,7 @@
 // files by lib/buildplan) and, for a generated one, the plan, its log lines and its text as the
 // engine builds it. The generated Dockerfile never lives in the checkout: the build context carries
 // it under GENERATED_DOCKERFILE and leaves out any repository file of that name (lib/docker/build.ts).
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App, AppSource, BuildSetting } from '../apps/model.js';
 import { gitErrorToHttp, noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';

@@ -4,7 +4,7 @@
 // the caller decides the final status and cleans up what this deployment left.
 import { realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';

@@ -2,7 +2,7 @@
 // cleanup, and the work the engine was not there for (retried by recover()). The queue that
 // decides when a deployment runs is DeployService (service.ts), which extends this.
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { getApp, setAppStatus } from '../apps/store.js';
 import { envBinding } from '../apps/env.js';

@@ -7,7 +7,7 @@
 // /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable, BackupRunTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';

@@ -1,7 +1,7 @@
 // The posture checklist's input, read from live state on every request: configuration, the
 // agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
 import { existsSync } from 'node:fs';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
 import { masterKeyPath } from '../crypto/master-key.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
 import { addDomain, getDomain, refreshDomain, removeCertificate, removeDomain, uploadCertificate } from '../../lib/domains/ops.js';
 import { setUpstreams, switchUpstreams } from '../../lib/proxy/upstreams.js';

@@ -10,7 +10,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
 import { addDomain, uploadCertificate } from '../../lib/domains/ops.js';
 import { setUpstreams } from '../../lib/proxy/upstreams.js';

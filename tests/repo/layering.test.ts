@@ -177,14 +177,14 @@ test('infrastructure folders import no product area, type-only and dynamic impor
 // The product areas still tied in one knot, mostly through lib/env.ts (the service container every
 // area names and that names every area). The list may only shrink: a folder that joins a cycle,
 // or a new cycle, fails here.
-const KNOT = ['apps', 'audit', 'auth', 'databases', 'deploy', 'domains', 'env', 'metrics', 'proxy', 'series', 'webhooks'];
+const KNOT = ['apps', 'audit', 'databases', 'deploy', 'domains', 'proxy', 'webhooks'];
 
 test('folder cycles in lib/ only shrink: no folder outside the known knot is in a cycle', () => {
   const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
   const found = cycles(folderGraph(files));
   const outside = found.flat().filter((f) => !KNOT.includes(f));
   assert.deepEqual(outside, [], `folders newly in a cycle: ${found.map((c) => c.join(', ')).join(' | ')}`);
-  assert.ok(found.length <= 1, `one knot at most: ${found.map((c) => c.join(', ')).join(' | ')}`);
+  assert.ok(found.length <= 2, `two knots at most: ${found.map((c) => c.join(', ')).join(' | ')}`);
 });
 
 test('the folder checks catch an infrastructure folder importing a product area, and a new folder cycle', () => {
