@@ -1,4 +1,4 @@
-// Installing an add-on: an ordinary app with an inline compose source (lib/deploy/source.ts)
+// Installing an add-on: an ordinary app with an inline compose source (lib/compose/inline.ts)
 // made from the template, its parameters as the app's env, and a first deployment through the
 // same queue and pipeline as any app. Everything is checked before anything is created: a bad
 // parameter or a template the compose policy refuses is a 400 with no app left behind.
@@ -8,7 +8,7 @@ import { createApp, deleteApp } from '../apps/ops.js';
 import { getAppByName } from '../apps/store.js';
 import { replaceEnv } from '../apps/env.js';
 import { badRequest, HttpError } from '../http/errors.js';
-import { inlineComposeProblems } from '../deploy/source.js';
+import { inlineComposeProblems } from '../compose/inline.js';
 import { getAddon, resolveParams, type Addon } from './catalog.js';
 
 const MAX_PARAM = 1024;

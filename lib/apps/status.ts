@@ -3,7 +3,7 @@
 // unchanged app give the same answer.
 import type { Services as Env } from '../http/handler.js';
 import type { Db } from '../db/index.js';
-import { ACTIVE } from '../deploy/model.js';
+import { ACTIVE } from './deployment.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
 import type { App, AppStatus } from './model.js';
 import { setAppStatus } from './store.js';

@@ -11,7 +11,7 @@ import { checkRef, withTempClone } from '../git/index.js';
 import { detect, diskFiles, isPlan, PlanError, type Plan, type StackOverride } from '../buildplan/index.js';
 import { StackError } from '../docker/engine.js';
 import { COMPOSE_FILES, detectCompose, readComposeFile, type Detection } from '../git/index.js';
-import type { DeploySpec } from './model.js';
+import type { DeploySpec } from '../apps/deployment.js';
 
 /** The generated Dockerfile's name in the build context (a dotfile: static sites drop dotfiles). */
 export const GENERATED_DOCKERFILE = '.svc-build.Dockerfile';

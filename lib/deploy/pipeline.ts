@@ -13,7 +13,7 @@ import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/
 import { StackError, assertBuildAllowed, buildImage, buildLabels, imageTag, planStack, type BindTable, type PlanService, type StackPlan } from '../docker/index.js';
 import { redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
-import type { DeploySpec, Deployment, DeployStatus } from './model.js';
+import type { DeploySpec, Deployment, DeployStatus } from '../apps/deployment.js';
 import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
 import { inlineSpec } from './source.js';

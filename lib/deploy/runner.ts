@@ -11,7 +11,7 @@ import { GitError } from '../git/clone.js';
 import { EngineUnavailableError } from '../docker/engine.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { DeployLog, masker } from './log.js';
-import type { Deployment, DeployStatus } from './model.js';
+import type { Deployment, DeployStatus } from '../apps/deployment.js';
 import { getDeployment, getDeploymentRow, listActive, readSpec, transition, type TransitionPatch } from './store.js';
 import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';

@@ -1,7 +1,7 @@
 // The deployment service's types, apart from the class, so that the service registry (`Services`,
 // below) can name the service without importing what takes the services. Type-only imports here.
 import type { App } from '../apps/model.js';
-import type { Deployment, Trigger } from './model.js';
+import type { Deployment, Trigger } from '../apps/deployment.js';
 import type { ProbeMode } from './health.js';
 
 export interface PipelineOptions {

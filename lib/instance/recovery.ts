@@ -14,7 +14,7 @@ import { guard, isNotFound, listAppContainers } from '../docker/index.js';
 import { createDbContainer, dbSecrets, waitHealthy } from '../databases/index.js';
 import { restoreDatabaseFromRun } from '../backups/run.js';
 import { getDeploymentRow } from '../deploy/store.js';
-import { isTerminal } from '../deploy/model.js';
+import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
 
 export const RECOVERY_MARKER = 'recovery-pending.json';

@@ -6,7 +6,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { toApp } from '../apps/model.js';
 import { deleteApp } from '../apps/ops.js';
-import { ACTIVE } from '../deploy/model.js';
+import { ACTIVE } from '../apps/deployment.js';
 
 export interface ResetResult {
   removed: Array<{ id: string; name: string }>;

@@ -9,7 +9,7 @@ import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
 import { evaluatePosture, type PostureInput, type PostureItem } from './posture.js';
 import { readOptOut } from './opt-out.js';
 import { readHostSnapshot } from './snapshot.js';
-import { instanceDomains } from '../domains/ops.js';
+import { instanceDomains } from '../proxy/domains.js';
 import { getHostCheck } from '../domains/store.js';
 
 const ENGINE_BUDGET_MS = 2000;

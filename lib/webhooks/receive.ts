@@ -8,7 +8,7 @@ import { recordAudit } from '../audit/index.js';
 import { ID_PATTERN } from '../crypto/random.js';
 import { getApp } from '../apps/store.js';
 import type { App } from '../apps/model.js';
-import type { Deployment } from '../deploy/model.js';
+import type { Deployment } from '../apps/deployment.js';
 import { claimedSender, verifyDelivery, type Verified } from './verify.js';
 import { recordDelivery, type DeliveryLogInput } from './deliveries.js';
 import { parsePushEvent } from './payload.js';

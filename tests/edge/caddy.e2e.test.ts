@@ -9,7 +9,7 @@ import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Services as Env } from '../../lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
-import { addDomain, getDomain, refreshDomain, removeCertificate, removeDomain, uploadCertificate } from '../../lib/domains/ops.js';
+import { addDomain, getDomain, refreshDomain, removeCertificate, removeDomain, uploadCertificate } from '../../lib/proxy/domains.js';
 import { setUpstreams, switchUpstreams } from '../../lib/proxy/upstreams.js';
 import { queryRequests } from '../../lib/series/query.js';
 import { createDnsChecker } from '../../lib/domains/dns.js';

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
 import type { Services as Env } from '../../lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
-import { addDomain, uploadCertificate } from '../../lib/domains/ops.js';
+import { addDomain, uploadCertificate } from '../../lib/proxy/domains.js';
 import { setUpstreams } from '../../lib/proxy/upstreams.js';
 import { createEngine } from '../../lib/docker/index.js';
 import { labEnv, labPerFile } from '../_support/edge.js';
