@@ -6,6 +6,13 @@ import { posix, resolve } from 'node:path';
 import { checkHostname } from './util/hostname.js';
 import { ROLES, isRole, type Role } from './util/role-names.js';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module './http/handler.js' {
+  interface Services {
+    config: Config;
+  }
+}
+
 export interface Config {
   port: number;
   host: string;

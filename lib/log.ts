@@ -1,5 +1,12 @@
 import { pino, type Logger } from 'pino';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module './http/handler.js' {
+  interface Services {
+    log: Logger;
+  }
+}
+
 export type { Logger };
 
 export function createLogger(level: string): Logger {

@@ -1,6 +1,6 @@
 // Long-running work started with the server and stopped before the database closes:
 // the access-log tailer feeding the traffic monitor, and the Docker event follower.
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import type { Running } from './server.js';
 import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
 import { getAppByName } from '../lib/apps/store.js';

@@ -1,6 +1,6 @@
 // Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
 import type { Config } from '../lib/config.js';
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import { openDb, migrate, type Db } from '../lib/db/index.js';
 import { snapshotBeforeUpgrade, recordVersion } from '../lib/db/upgrade.js';
 import { productVersion } from '../lib/version.js';

@@ -4,12 +4,12 @@
 import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import { ClientAbortError, HttpError, badRequest } from '../lib/http/errors.js';
 import { errorResponse, text } from '../lib/http/respond.js';
 import { readJson, validationError } from '../lib/http/body.js';
 import { parseCookies } from '../lib/http/cookies.js';
-import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client-address.js';
 import { headerGetter, type HeaderGetter } from '../lib/http/headers.js';
 import { METHODS, type AuditNote, type AuthPolicy, type Client, type Ctx, type Method, type Principal } from '../lib/http/handler.js';
 import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec } from '../lib/http/route.js';
@@ -18,7 +18,7 @@ import { csrfFor } from '../lib/auth/sessions.js';
 import { hasRecentStepUp } from '../lib/auth/stepup.js';
 import { permit } from '../lib/auth/access.js';
 import { recordAudit, routeAction, type AuditEntryInput } from '../lib/audit/index.js';
-import type { State, StateKindName } from '../lib/audit/state.js';
+import type { State, StateKindName } from '../lib/audit/kinds.js';
 import { safeEqual } from '../lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
@@ -410,7 +410,7 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
 const ok = (r: Response) => r.status >= 200 && r.status < 300;
 
 // The readers reach into most product areas: loaded by the first audited change that declares a state, not at boot.
-const stateKinds = () => import('../lib/audit/state.js').then((m) => m.STATE_KINDS);
+const stateKinds = () => import('../lib/revert/state.js').then((m) => m.STATE_KINDS);
 
 /** What the audit stage read of a route's target before its handler ran. */
 export interface StateBefore {

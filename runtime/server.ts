@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import { createDispatcher, type Dispatcher, type RequestMeta } from './dispatcher.js';
 import { BodylessRequest, sendDirect } from './node-http.js';
 import type { WsHub } from './ws.js';

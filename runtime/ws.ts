@@ -3,14 +3,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket } from 'ws';
-import type { Env } from '../lib/env.js';
+import type { Services as Env } from '../lib/http/handler.js';
 import { isIP } from 'node:net';
 import { authenticate } from '../lib/auth/principal.js';
 import { onCredentialsChanged } from '../lib/auth/cache.js';
 import { missingTopicResource } from '../lib/events/topics.js';
 import { HttpError } from '../lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
-import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client-address.js';
 import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
 import { GET as shellRoute } from '../handlers/api/apps/[id]/services/[name]/shell.js';
 import { GET as wsRoute } from '../handlers/api/ws.js';

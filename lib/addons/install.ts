@@ -1,14 +1,14 @@
-// Installing an add-on: an ordinary app with an inline compose source (lib/deploy/source.ts)
+// Installing an add-on: an ordinary app with an inline compose source (lib/compose/inline.ts)
 // made from the template, its parameters as the app's env, and a first deployment through the
 // same queue and pipeline as any app. Everything is checked before anything is created: a bad
 // parameter or a template the compose policy refuses is a 400 with no app left behind.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { createApp, deleteApp } from '../apps/ops.js';
 import { getAppByName } from '../apps/store.js';
 import { replaceEnv } from '../apps/env.js';
 import { badRequest, HttpError } from '../http/errors.js';
-import { inlineComposeProblems } from '../deploy/source.js';
+import { inlineComposeProblems } from '../compose/inline.js';
 import { getAddon, resolveParams, type Addon } from './catalog.js';
 
 const MAX_PARAM = 1024;

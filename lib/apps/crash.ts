@@ -38,6 +38,14 @@ export interface CrashWatcherDeps {
   stableMs?: number;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Crash detection from the engine's events; set while the background work runs. */
+    crashes?: CrashWatcher;
+  }
+}
+
 export class CrashWatcher {
   /** Containers told to stop (a `kill` event): their `die` is expected. */
   private readonly killed = new Map<string, number>();

@@ -24,6 +24,14 @@ export interface BuildLimits {
 }
 export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Runs git with the app's deploy key when it has one (set up by the keys module). */
+    gitAuth?: GitAuth;
+  }
+}
+
 /** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */
 export type GitAuth = <T>(app: App, fn: (gitEnv: Record<string, string>) => Promise<T>) => Promise<T>;
 

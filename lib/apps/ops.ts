@@ -2,7 +2,7 @@
 // finds everything by the `svc.app` label, so this survives restarts of the control plane.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import {
   listServices,
@@ -18,11 +18,12 @@ import {
   ownedFilter,
   EngineConflictError,
   LABEL_APP,
+  LABEL_DATABASE_APP,
+  removeOwnedContainer,
   type RemoveResult,
 } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
-import { removeAppDatabaseContainers } from '../databases/index.js';
 import { followRunning } from '../proxy/deploy.js';
 import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings } from './store.js';
 import { publishAppEvent } from './events.js';
@@ -147,6 +148,12 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
     await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
   publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
   return removed;
+}
+
+/** Its managed databases' containers (lib/databases/); the volumes go with the app's own. */
+async function removeAppDatabaseContainers(env: Env, appName: string): Promise<void> {
+  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [`${LABEL_DATABASE_APP}=${appName}`]) }));
+  for (const c of list) if (isOwned(env.engine, 'container', c.Id, c.Labels) && c.Labels?.[LABEL_DATABASE_APP] === appName) await removeOwnedContainer(env.engine, c.Id);
 }
 
 async function removeAppImages(env: Env, appName: string): Promise<void> {

@@ -1,6 +1,6 @@
 // detect-compose and env-example: a shallow clone into a temporary directory that is always
 // removed, bounded in time and size.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { withTempClone, detectCompose, envExample, GitError } from '../git/index.js';
 import type { App, GitAuth } from './model.js';

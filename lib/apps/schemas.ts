@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
 import { APP_NAME, ENV_KEY, RESERVED_NAMES } from './model.js';
-import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../deploy/source.js';
+import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../compose/inline.js';
 import { PlanError, STACKS } from '../buildplan/types.js';
 import { command, port, relPath, versionInput } from '../buildplan/validate.js';
 

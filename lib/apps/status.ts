@@ -1,9 +1,9 @@
 // An app's status, derived in this one place from the engine's containers (state and health) and
 // the app's deployments; every writer and every read goes through it, so two reads of an
 // unchanged app give the same answer.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Db } from '../db/index.js';
-import { ACTIVE } from '../deploy/model.js';
+import { ACTIVE } from './deployment.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
 import type { App, AppStatus } from './model.js';
 import { setAppStatus } from './store.js';

@@ -1,7 +1,7 @@
 import { sql } from '../db/kysely.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
-import type { State } from './state.js';
+import type { State } from './kinds.js';
 import { isStateKind } from './kinds.js';
 
 export type ActorType = 'user' | 'token' | 'system';
@@ -33,7 +33,7 @@ export interface AuditEntryInput {
   outcome: number;
   /** Safe, non-secret facts only: never a value, a password, a token or a key. */
   detail?: Record<string, unknown> | null;
-  /** The target's state around the change (lib/audit/state.ts): secrets only masked or sealed. */
+  /** The target's state around the change (lib/revert/state.ts): secrets only masked or sealed. */
   state?: { kind: string; id: string; before: State | null; after: State | null } | null;
   /** This entry reverts that one: the original learns which entry reverted it. */
   revertOf?: number | null;

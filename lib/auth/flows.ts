@@ -1,6 +1,6 @@
 // The authentication flows behind the auth and setup routes: each takes the services and the
 // parsed input, does the checks and the writes, and tells the route what to answer.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Client, Principal } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { parseCookies, serializeCookie } from '../http/cookies.js';

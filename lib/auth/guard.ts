@@ -43,6 +43,14 @@ export function readDevice(signingKey: Uint8Array, value: string | undefined): D
   return safeEqual(sig, mac(signingKey, userId, id)) ? { userId, id } : null;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Per-account login throttling that known devices bypass. */
+    loginGuard: LoginGuard;
+  }
+}
+
 export class LoginGuard {
   private readonly accounts: RateLimiter;
   private readonly devices = new RateLimiter(DEVICE_FAILURES, ACCOUNT_WINDOW_MS);

@@ -1,5 +1,5 @@
 // Login steps shared by the login, TOTP and setup handlers: issue the session and its cookies.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Client } from '../http/handler.js';
 import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';

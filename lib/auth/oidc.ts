@@ -6,7 +6,7 @@
 import type * as OpenId from 'openid-client';
 import type * as Jose from 'jose';
 import { hkdfSync } from 'node:crypto';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Client } from '../http/handler.js';
 import type { OidcConfig } from '../config.js';
 import { HttpError } from '../http/errors.js';

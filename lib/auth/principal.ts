@@ -1,7 +1,7 @@
 import { HttpError } from '../http/errors.js';
 import { parseCookies } from '../http/cookies.js';
 import type { Principal } from '../http/handler.js';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { resolveApiToken } from './tokens.js';
 import { resolveSession } from './sessions.js';
 

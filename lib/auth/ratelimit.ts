@@ -42,3 +42,10 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((1 - b.tokens) / (this.limit / this.windowMs) / 1000));
   }
 }
+
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    authLimiter: RateLimiter;
+  }
+}

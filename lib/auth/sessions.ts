@@ -8,6 +8,14 @@ import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
 import { accessOf, type Access } from './access.js';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Signs `svc_pre` and derives CSRF tokens; generated once per instance. */
+    signingKey: Uint8Array;
+  }
+}
+
 export interface SessionLimits {
   idleSeconds: number;
   maxSeconds: number;

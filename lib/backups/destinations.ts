@@ -4,7 +4,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { BackupConfigTable } from '../db/schema.js';
 import { s3Binding, type Destination } from './store.js';
 import { s3Store } from './s3.js';

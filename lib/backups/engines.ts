@@ -5,7 +5,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type TarStream from 'tar-stream';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import { assertOwnedContainer, guard, isNotFound, isOwned, ownedFilter, ownerLabels, type Engine } from '../docker/index.js';
 import { ensureEmptyImage, EMPTY_IMAGE } from '../docker/binds.js';

@@ -1,7 +1,7 @@
 // The backups area's operations used by the handlers (thin wrappers over store/run).
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
-import { LABEL_DATABASE } from '../databases/index.js';
+import { LABEL_DATABASE } from '../docker/index.js';
 import { configView, getConfig, getRun, runView, type ConfigView, type RunView, type Source } from './store.js';
 import type { BackupRunTable } from '../db/schema.js';
 import { conflict, HttpError } from '../http/errors.js';

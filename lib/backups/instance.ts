@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import { rawConnection } from '../db/index.js';
 import { newId } from '../crypto/random.js';

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { createGzip, createGunzip } from 'node:zlib';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable, BackupConfigTable, BackupRunTable } from '../db/schema.js';
 import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';

@@ -2,7 +2,7 @@
 // schedule slot it handled (`last_scheduled_at`), and claiming a slot is one conditional
 // UPDATE: after downtime, every missed slot folds into one run at boot, and no slot runs twice,
 // even across restarts.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { parseSchedule } from './store.js';
 import { startRun } from './run.js';
 import { readConfig as readInstanceConfig, startInstanceRun } from './instance.js';

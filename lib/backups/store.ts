@@ -1,6 +1,6 @@
 // Backup configs and runs: validation at save time, rows, and the views the API answers with.
 import { Cron } from 'croner';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { BackupConfigTable, BackupRunTable, BackupRestoreTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';

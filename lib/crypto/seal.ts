@@ -7,6 +7,13 @@ const VERSION = 'v1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    sealer: Sealer;
+  }
+}
+
 export interface Sealer {
   readonly available: boolean;
   seal(plaintext: string, binding: string): string;

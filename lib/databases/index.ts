@@ -2,7 +2,7 @@
 // the host), its data in a named volume, its password sealed, and its connection URL stored as a
 // secret env var of the app. Provisioning runs in the background; the row says how it went.
 import { randomBytes } from 'node:crypto';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';
@@ -14,20 +14,20 @@ import {
   isNotFound,
   isOwned,
   EngineConflictError,
-  ownedFilter,
   ownerLabels,
   ensureNetworks,
   networkName,
   volumeName,
   LABEL_APP,
+  LABEL_DATABASE,
+  LABEL_DATABASE_APP,
+  removeOwnedContainer,
   LABEL_VOLUME,
   type Engine,
   type StackPlan,
 } from '../docker/index.js';
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 
-export const LABEL_DATABASE = 'svc.database';
-export const LABEL_DATABASE_APP = 'svc.database.app';
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 export interface DatabaseView {
@@ -280,23 +280,10 @@ export async function listDatabases(env: Env, appId: string | null, withSizes: b
   });
 }
 
-/** By name (the row's) or id; one this instance did not make under that name is left alone. */
-async function removeContainer(engine: Engine, name: string): Promise<void> {
-  await guard(engine, async () => {
-    try {
-      const info = await engine.docker.getContainer(name).inspect();
-      if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) return;
-      await engine.docker.getContainer(info.Id).remove({ force: true, v: true });
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-  });
-}
-
 /** Removes the container, the volume unless kept, the env var it set, and the row. */
 export async function deleteDatabase(env: Env, appId: string, id: string, keepData: boolean): Promise<{ kept_volume: string | null }> {
   const row = await getDatabaseRow(env, appId, id);
-  await removeContainer(env.engine, row.container);
+  await removeOwnedContainer(env.engine, row.container);
   if (!keepData) {
     await guard(env.engine, async () => {
       try {
@@ -312,10 +299,4 @@ export async function deleteDatabase(env: Env, appId: string, id: string, keepDa
     await tx.deleteFrom('app_databases').where('id', '=', id).execute();
   });
   return { kept_volume: keepData ? row.volume : null };
-}
-
-/** An app being deleted takes its database containers; the volumes go with the app's own. */
-export async function removeAppDatabaseContainers(env: Env, appName: string): Promise<void> {
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [`${LABEL_DATABASE_APP}=${appName}`]) }));
-  for (const c of list) if (isOwned(env.engine, 'container', c.Id, c.Labels) && c.Labels?.[LABEL_DATABASE_APP] === appName) await removeContainer(env.engine, c.Id);
 }

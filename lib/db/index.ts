@@ -7,6 +7,13 @@ import { Kysely, Migrator, TransactionalSqliteDialect } from './kysely.js';
 import type { Database } from './schema.js';
 import { migrations } from './migrations/index.js';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    db: Db;
+  }
+}
+
 export type Db = KyselyDb<Database>;
 export type { Database } from './schema.js';
 

@@ -2,7 +2,7 @@
 // files by lib/buildplan) and, for a generated one, the plan, its log lines and its text as the
 // engine builds it. The generated Dockerfile never lives in the checkout: the build context carries
 // it under GENERATED_DOCKERFILE and leaves out any repository file of that name (lib/docker/build.ts).
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App, AppSource, BuildSetting } from '../apps/model.js';
 import { gitErrorToHttp, noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
@@ -11,7 +11,7 @@ import { checkRef, withTempClone } from '../git/index.js';
 import { detect, diskFiles, isPlan, PlanError, type Plan, type StackOverride } from '../buildplan/index.js';
 import { StackError } from '../docker/engine.js';
 import { COMPOSE_FILES, detectCompose, readComposeFile, type Detection } from '../git/index.js';
-import type { DeploySpec } from './model.js';
+import type { DeploySpec } from '../apps/deployment.js';
 
 /** The generated Dockerfile's name in the build context (a dotfile: static sites drop dotfiles). */
 export const GENERATED_DOCKERFILE = '.svc-build.Dockerfile';

@@ -4,7 +4,7 @@
 // the caller decides the final status and cleans up what this deployment left.
 import { realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
@@ -13,7 +13,7 @@ import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/
 import { StackError, assertBuildAllowed, buildImage, buildLabels, imageTag, planStack, type BindTable, type PlanService, type StackPlan } from '../docker/index.js';
 import { redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
-import type { DeploySpec, Deployment, DeployStatus } from './model.js';
+import type { DeploySpec, Deployment, DeployStatus } from '../apps/deployment.js';
 import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
 import { inlineSpec } from './source.js';

@@ -2,7 +2,7 @@
 // cleanup, and the work the engine was not there for (retried by recover()). The queue that
 // decides when a deployment runs is DeployService (service.ts), which extends this.
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { getApp, setAppStatus } from '../apps/store.js';
 import { envBinding } from '../apps/env.js';
@@ -11,7 +11,7 @@ import { GitError } from '../git/clone.js';
 import { EngineUnavailableError } from '../docker/engine.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { DeployLog, masker } from './log.js';
-import type { Deployment, DeployStatus } from './model.js';
+import type { Deployment, DeployStatus } from '../apps/deployment.js';
 import { getDeployment, getDeploymentRow, listActive, readSpec, transition, type TransitionPatch } from './store.js';
 import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';

@@ -8,7 +8,7 @@ import { checkCommit, checkRef } from '../git/validate.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
 import { nowIso } from '../db/index.js';
-import { isTerminal, type Deployment } from './model.js';
+import { isTerminal, type Deployment } from '../apps/deployment.js';
 import { getDeployment, insertCoalesced, insertDeployment, listActive, readConcurrency, readSpec, writeConcurrency, MAX_CONCURRENCY, MIN_CONCURRENCY } from './store.js';
 import { imagesPresent, removeDeploymentImages } from './images.js';
 import { removeStrayClones } from './workdir.js';

@@ -1,32 +1,7 @@
-// The inline compose source: `{"type":"compose","compose":"<YAML>"}`, a compose file stored with
-// the app instead of fetched from a repository (add-ons install this way). It goes through the
-// same compose policy as a repository's file (parseCompose, then planStack at deploy), with two
-// consequences of having no repository: nothing is built (`build:` is refused) and no relative
-// bind mount exists (`./x:/y` is refused), both said at save time rather than at deploy.
-import { parseCompose, type Finding } from '../compose/index.js';
-import { relativeBinds } from './mounts.js';
-import type { DeploySpec } from './model.js';
-
-/** The name the deployment log and the recorded spec give an inline file. */
-export const INLINE_COMPOSE_PATH = 'compose.yaml';
-export const MAX_INLINE_COMPOSE_BYTES = 64 * 1024;
-
-/**
- * Errors (as `{field, message}`) the compose policy finds in an inline file with this env; empty
- * when it can be deployed. Variables not in `env` interpolate as empty, as at deploy time.
- */
-export function inlineComposeProblems(text: string, env: Record<string, string> = {}): Array<{ field: string; message: string }> {
-  if (Buffer.byteLength(text, 'utf8') > MAX_INLINE_COMPOSE_BYTES) return [{ field: 'source.compose', message: `larger than ${MAX_INLINE_COMPOSE_BYTES} bytes` }];
-  const parsed = parseCompose(text, { env });
-  const out = parsed.findings.filter((f: Finding) => f.level === 'error').map((f) => ({ field: 'source.compose', message: `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}` }));
-  if (!parsed.model) return out.length ? out : [{ field: 'source.compose', message: 'cannot be parsed' }];
-  for (const [name, svc] of Object.entries(parsed.model.services)) {
-    if (svc.build) out.push({ field: 'source.compose', message: `${name}: build: an inline compose file has no repository to build from; use an image` });
-    else if (!svc.image) out.push({ field: 'source.compose', message: `${name}: image: required` });
-  }
-  if (relativeBinds(parsed.model).length) out.push({ field: 'source.compose', message: 'relative bind mounts need a repository; use named volumes' });
-  return out;
-}
+// An app's inline compose source as a deployment spec; the file's checks are in
+// lib/compose/inline.ts, which the app's schemas use at save time.
+import { INLINE_COMPOSE_PATH } from '../compose/inline.js';
+import type { DeploySpec } from '../apps/deployment.js';
 
 export function inlineSpec(source: { type: 'compose'; compose: string }): DeploySpec {
   return { kind: 'compose', path: INLINE_COMPOSE_PATH, text: source.compose };

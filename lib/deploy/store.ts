@@ -6,7 +6,7 @@ import { nowIso } from '../db/index.js';
 import type { DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { ACTIVE, isTerminal, toDeployment, type DeploySpec, type Deployment, type DeployStatus, type Trigger } from './model.js';
+import { ACTIVE, isTerminal, toDeployment, type DeploySpec, type Deployment, type DeployStatus, type Trigger } from '../apps/deployment.js';
 
 export function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: string } | null)?.code;

@@ -4,7 +4,7 @@
 import { cpus, loadavg } from 'node:os';
 import type { VitalsSample } from '../series/vitals.js';
 import { PassThrough, type Readable } from 'node:stream';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
 import { listAppContainers } from '../docker/containers.js';

@@ -1,7 +1,7 @@
-// The deployment service's types, apart from the class so that the environment (lib/env.ts)
-// can name the service without importing what imports the environment. Type-only imports here.
+// The deployment service's types, apart from the class, so that the service registry (`Services`,
+// below) can name the service without importing what takes the services. Type-only imports here.
 import type { App } from '../apps/model.js';
-import type { Deployment, Trigger } from './model.js';
+import type { Deployment, Trigger } from '../apps/deployment.js';
 import type { ProbeMode } from './health.js';
 
 export interface PipelineOptions {
@@ -46,6 +46,14 @@ export interface EnqueueResult {
   deployment: Deployment;
   /** Queued pushes this one replaced (push/tag only); each is now `canceled`. */
   superseded: Deployment[];
+}
+
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** The deployment queue and workers; started by runtime/background.ts. */
+    deployments: Deployments;
+  }
 }
 
 /** What the rest of the control plane may ask of the deployment service (lib/deploy/service.ts). */

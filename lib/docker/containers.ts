@@ -221,6 +221,19 @@ export async function removeContainer(engine: Engine, id: string): Promise<void>
   });
 }
 
+/** By name or id; one this instance did not make under that name is left alone. */
+export async function removeOwnedContainer(engine: Engine, name: string): Promise<void> {
+  await guard(engine, async () => {
+    try {
+      const info = await engine.docker.getContainer(name).inspect();
+      if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) return;
+      await engine.docker.getContainer(info.Id).remove({ force: true, v: true });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  });
+}
+
 /** Removes every container of one deployment (a failed or interrupted one). */
 export async function removeDeploymentContainers(engine: Engine, app: string, deploymentId: string): Promise<string[]> {
   const list = await listAppContainers(engine, app, { deployment: deploymentId });

@@ -4,6 +4,14 @@ import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { freshOwner, type Owner } from './owner.js';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** The Docker engine (dockerode); unreachable engines surface as 503 naming the socket. */
+    engine: Engine;
+  }
+}
+
 export interface Engine {
   readonly docker: Docker;
   readonly socketPath: string;

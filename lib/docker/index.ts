@@ -10,6 +10,7 @@ export {
   startContainer,
   stopContainer,
   removeContainer,
+  removeOwnedContainer,
   removeDeploymentContainers,
   setAliases,
   waitForCondition,

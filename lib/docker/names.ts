@@ -7,6 +7,9 @@ export const LABEL_DEPLOYMENT = 'svc.deployment';
 export const LABEL_INDEX = 'svc.index';
 export const LABEL_VOLUME = 'svc.volume';
 export const LABEL_NETWORK = 'svc.network';
+/** A managed database's container (lib/databases/), and the app it belongs to. */
+export const LABEL_DATABASE = 'svc.database';
+export const LABEL_DATABASE_APP = 'svc.database.app';
 /** Marks the control plane's own network and container: never joined by an app. */
 export const LABEL_ROLE = 'svc.role';
 export const CONTROL_NETWORK = 'svc-control';

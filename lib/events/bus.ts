@@ -29,6 +29,13 @@ export function isValidTopic(topic: unknown): topic is string {
   return typeof topic === 'string' && TOPIC.test(topic);
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    bus: Bus;
+  }
+}
+
 export class Bus {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly sources = new Map<string, TopicSource>();

@@ -1,9 +1,18 @@
-// The handler contract. http/ is infrastructure and names no product area: the services a handler
-// receives are registered into `Services` by lib/env.ts (declaration merging), so this file types
-// `ctx.env` without importing what the services are.
+// The handler contract. http/ is infrastructure and names no product area: each area registers
+// the service it provides into `Services` beside its own code (declaration merging), so this file
+// types `ctx.env` without importing what the services are, and an area that takes the services
+// imports them from here, not from a list that names every area. runtime/boot.ts builds them.
 
-/** The services handed to every handler as `ctx.env`: lib/env.ts registers them. */
-export interface Services {}
+/**
+ * The services handed to every handler as `ctx.env`. Each area adds its own, e.g. lib/deploy/types.ts:
+ * `declare module '../http/handler.js' { interface Services { deployments: Deployments } }`.
+ * Tests and other hosts build their own.
+ */
+export interface Services {
+  /** Drains and restarts the process; set by the host that can (`svc serve`), absent elsewhere. */
+  requestRestart?: () => void;
+  now: () => number;
+}
 
 /** The permission names, registered by lib/auth/roles.ts (the same declaration merging as Services). */
 export interface PermissionNames {}

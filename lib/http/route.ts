@@ -40,7 +40,7 @@ export interface AuditSpec<C = Ctx> {
   /** The resource acted on; default: the path parameters. */
   target?: (ctx: C) => string | null | undefined;
   /**
-   * The target's state, read by the audit stage before and after the handler (lib/audit/state.ts):
+   * The target's state, read by the audit stage before and after the handler (lib/revert/state.ts):
    * what makes the entry diffable and revertible. `id` undefined: a creation, whose id the handler
    * names through ctx.audit({ target }). A function resolves kind and id itself (the revert route).
    */

@@ -1,7 +1,7 @@
 // GET /api/instance/info: what runs, since when, and whether its dependencies answer. Each probe
 // has a short budget: an unreachable engine or proxy is reported, never waited on.
 import { sql } from '../db/kysely.js';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
 import { createCaddyClient, unixAdminPath } from '../proxy/caddy.js';

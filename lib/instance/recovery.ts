@@ -7,14 +7,14 @@
 // /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable, BackupRunTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
 import { createDbContainer, dbSecrets, waitHealthy } from '../databases/index.js';
 import { restoreDatabaseFromRun } from '../backups/run.js';
 import { getDeploymentRow } from '../deploy/store.js';
-import { isTerminal } from '../deploy/model.js';
+import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
 
 export const RECOVERY_MARKER = 'recovery-pending.json';

@@ -14,7 +14,7 @@ import { channelBinding } from '../notify/store.js';
 import { dbBinding } from '../databases/index.js';
 import { s3Binding } from '../backups/store.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
-import { FP_PURPOSE, isMasked } from '../audit/state.js';
+import { FP_PURPOSE, isMasked } from '../audit/kinds.js';
 
 type Row = Record<string, string>;
 

@@ -2,11 +2,11 @@
 // domains and secrets (the same path as deleting one app, volumes included); operators, tokens,
 // audit and instance settings stay. One app failing does not stop the others: the answer says
 // which were removed and which failed (a retry finishes them: every step is idempotent).
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { toApp } from '../apps/model.js';
 import { deleteApp } from '../apps/ops.js';
-import { ACTIVE } from '../deploy/model.js';
+import { ACTIVE } from '../apps/deployment.js';
 
 export interface ResetResult {
   removed: Array<{ id: string; name: string }>;

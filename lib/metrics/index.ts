@@ -6,6 +6,13 @@ import { RequestMetrics } from './requests.js';
 import { processMetrics } from './process.js';
 import { registerScraped, type ScrapedMetric } from './custom.js';
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    metrics: Metrics;
+  }
+}
+
 export interface Metrics {
   requests: RequestMetrics;
   /** Adds a metric read at scrape time. */

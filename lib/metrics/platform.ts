@@ -9,7 +9,7 @@ import type { Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';
 import { isOwned, ownedFilter } from '../docker/owner.js';
 import type { VitalsSampler } from '../series/vitals.js';
-import { ACTIVE, TERMINAL } from '../deploy/model.js';
+import { ACTIVE, TERMINAL } from '../apps/deployment.js';
 import type { Metrics } from './index.js';
 import type { MetricValue } from './custom.js';
 

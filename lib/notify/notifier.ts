@@ -32,6 +32,14 @@ export interface SendResult {
   refused?: boolean;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Notification channels: bus events to Discord/Slack through the outbound guard. */
+    notifier: Notifier;
+  }
+}
+
 export class Notifier {
   /** The guard's settings (SVC_NOTIFY_ALLOW); tests add an agent trusting their receiver. */
   readonly transport: OutboundOptions;

@@ -1,7 +1,7 @@
 // The deployment pipeline's and the lifecycle's way into the proxy: the addresses of a service's
 // containers on the app's own bridge network. Caddy runs on the host, which routes to every
 // bridge network itself, so nothing is published on a host interface for the proxy to reach it.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { guard, listAppContainers, networkName, type Engine } from '../docker/index.js';
 import { removeUpstreams, setUpstreams } from './upstreams.js';
 

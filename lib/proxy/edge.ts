@@ -31,6 +31,14 @@ export interface EdgeOptions {
   issueTimeoutMs?: number;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Caddy sync, host checker, DNS check; started by runtime/background.ts. */
+    edge: Edge;
+  }
+}
+
 export interface Edge {
   readonly proxy: ProxySync;
   readonly checker: DomainChecker;

@@ -1,7 +1,7 @@
 // The posture checklist's input, read from live state on every request: configuration, the
 // agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
 import { existsSync } from 'node:fs';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
 import { masterKeyPath } from '../crypto/master-key.js';
@@ -9,7 +9,7 @@ import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
 import { evaluatePosture, type PostureInput, type PostureItem } from './posture.js';
 import { readOptOut } from './opt-out.js';
 import { readHostSnapshot } from './snapshot.js';
-import { instanceDomains } from '../domains/ops.js';
+import { instanceDomains } from '../proxy/domains.js';
 import { getHostCheck } from '../domains/store.js';
 
 const ENGINE_BUDGET_MS = 2000;

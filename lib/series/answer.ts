@@ -1,6 +1,6 @@
 // The metrics endpoints' answers: pending buckets written first (rows add up exactly, so an early
 // flush costs nothing), then the range read in the contract's shape.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { parseRange, queryHost, queryRequests, type HostSeriesAnswer, type RequestSeriesAnswer } from './query.js';
 
 export function appMetrics(env: Pick<Env, 'db' | 'series' | 'now'>, appId: string, q: { range?: unknown; service?: string }): RequestSeriesAnswer {

@@ -61,6 +61,14 @@ function add(acc: RequestAcc, e: AccessEntry, hb: number): void {
   acc.hist[hb]!++;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Request metrics from the access log (a tailer consumer); 10 s / 1 min / 1 h rows. */
+    series: RequestSeries;
+  }
+}
+
 export class RequestSeries {
   private readonly opts: RequestSeriesOptions;
   private readonly now: () => number;

@@ -49,6 +49,14 @@ export interface VitalsSamplerOptions {
   procRoot?: string;
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** Host vitals every 10 s; its latest sample serves the `host` topic and /metrics too. */
+    vitals: VitalsSampler;
+  }
+}
+
 export class VitalsSampler {
   private readonly opts: VitalsSamplerOptions;
   private readonly now: () => number;

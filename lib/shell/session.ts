@@ -6,7 +6,7 @@
 // the handle when its credential is revoked. Opening and closing are audited with the byte counts.
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import { getApp } from '../apps/store.js';
 import { listAppContainers } from '../docker/containers.js';

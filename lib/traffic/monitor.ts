@@ -124,6 +124,14 @@ interface IpState {
 
 const mod = (a: number, n: number): number => ((a % n) + n) % n;
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** The traffic anomaly monitor; null when SVC_SECURITY_MONITOR=false. */
+    monitor: TrafficMonitor | null;
+  }
+}
+
 /**
  * Per-IP sliding-window counters fed by the access-log tailer. Everything is bounded: the
  * address table (least recently seen evicted in O(1) through an intrusive recency list), the per-address

@@ -65,6 +65,14 @@ function errorText(e: unknown): string {
   return code ? `cannot read (${code})` : 'cannot read';
 }
 
+// ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
+declare module '../http/handler.js' {
+  interface Services {
+    /** One reader of the proxy's access log, feeding every consumer. */
+    tailer: AccessLogTailer;
+  }
+}
+
 /**
  * Follows Caddy's JSON access log like `tail -F`: reads appended bytes by descriptor from the
  * last offset in bounded chunks, survives rotation by rename (drains the old file, then

@@ -2,13 +2,13 @@
 // (unknown app, no secret, bad signature) gives the same answer, so app ids cannot be probed.
 // Every delivery to an existing app, refused ones included, leaves a line in its delivery log
 // (the answer to "why did my push not deploy?"); the sender's answer does not change for it.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { recordAudit } from '../audit/index.js';
 import { ID_PATTERN } from '../crypto/random.js';
 import { getApp } from '../apps/store.js';
 import type { App } from '../apps/model.js';
-import type { Deployment } from '../deploy/model.js';
+import type { Deployment } from '../apps/deployment.js';
 import { claimedSender, verifyDelivery, type Verified } from './verify.js';
 import { recordDelivery, type DeliveryLogInput } from './deliveries.js';
 import { parsePushEvent } from './payload.js';

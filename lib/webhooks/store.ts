@@ -5,7 +5,7 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { sql } from '../db/kysely.js';
 import type { Database } from '../db/schema.js';
-import { ACTIVE } from '../deploy/model.js';
+import { ACTIVE } from '../apps/deployment.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { newId, randomToken } from '../crypto/random.js';
 import { badRequest } from '../http/errors.js';

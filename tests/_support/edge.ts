@@ -19,7 +19,7 @@ import { freePort, waitListening } from './net.js';
 import { poll } from './wait.js';
 import { makeCa, issue, type TestCa } from './pki.js';
 import { edgeEnv } from './env.js';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 
 export const edgeRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_EDGE === '1';
 const PROGRAMS = ['/usr/bin/caddy', '/usr/bin/pebble', '/usr/bin/pebble-challtestsrv', '/usr/bin/openssl'];

@@ -1,6 +1,6 @@
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../lib/config.js';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 import { createEnv } from '../../runtime/boot.js';
 import { createLogger } from '../../lib/log.js';
 

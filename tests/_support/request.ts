@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Request } from '@whatwg-node/fetch';
 import { loadConfig } from '../../lib/config.js';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 import { createLogger, type Logger } from '../../lib/log.js';
 import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';

@@ -8,7 +8,7 @@ import { routes } from '../../runtime/routes.gen.js';
 import { insertUser } from '../../lib/auth/users.js';
 import { hashPassword } from '../../lib/auth/passwords.js';
 import { insertApp } from '../../lib/apps/store.js';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 import { memoryEnv } from '../_support/env.js';
 
 const OPERATOR = { username: 'embedded', password: 'a long enough passphrase' };

@@ -9,7 +9,7 @@ import { routes } from '../../runtime/routes.gen.js';
 import { routeModule, type RouteDef } from '../../runtime/route-types.js';
 import { route } from '../../lib/http/route.js';
 import { memoryEnv } from '../_support/env.js';
-import type { Env } from '../../lib/env.js';
+import type { Services as Env } from '../../lib/http/handler.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 let env: Env;

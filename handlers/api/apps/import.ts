@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { importSpec, specSchema } from '../../../lib/apps/spec.js';
+import { importSpec, specSchema } from '../../../lib/appspec/spec.js';
 import { appSchema } from '../../../lib/api/schemas.js';
 import { route } from '../../../lib/http/route.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addDomain, listDomains } from '../../../lib/domains/ops.js';
+import { addDomain, listDomains } from '../../../lib/proxy/domains.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
 import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';

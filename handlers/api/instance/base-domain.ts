@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { instanceDomains, putBaseDomain } from '../../../lib/domains/ops.js';
+import { instanceDomains, putBaseDomain } from '../../../lib/proxy/domains.js';
 import { route } from '../../../lib/http/route.js';
 import { baseDomainSchema } from '../../../lib/api/schemas.js';
 

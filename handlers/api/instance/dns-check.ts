@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkDnsOf } from '../../../lib/domains/ops.js';
+import { checkDnsOf } from '../../../lib/proxy/domains.js';
 import { route } from '../../../lib/http/route.js';
 import { dnsCheckSchema } from '../../../lib/api/schemas.js';
 

@@ -20,7 +20,7 @@ import { s3Binding } from '../../../lib/backups/store.js';
 import { getApp } from '../../../lib/apps/store.js';
 import { envBinding } from '../../../lib/apps/env.js';
 import { unopenableEverywhere } from '../../../lib/instance/rekey.js';
-import { isMasked } from '../../../lib/audit/state.js';
+import { isMasked } from '../../../lib/audit/kinds.js';
 
 const dirs: string[] = [];
 after(async () => {

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { memoryEnv } from '../../_support/env.js';
-import type { Env } from '../../../lib/env.js';
+import type { Services as Env } from '../../../lib/http/handler.js';
 import { insertApp } from '../../../lib/apps/store.js';
 import { deliverySeen, forgetDelivery, recordPush, forgetPush, DELIVERY_RETENTION_MS, MAX_DELIVERIES_PER_APP, MAX_PUSHES_PER_APP } from '../../../lib/webhooks/store.js';
 import { SHA_A, SHA_B } from './_payloads.js';

@@ -1,5 +1,5 @@
 import { getApp } from '../../../../lib/apps/store.js';
-import { exportSpec } from '../../../../lib/apps/spec.js';
+import { exportSpec } from '../../../../lib/appspec/spec.js';
 import { appSpecSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_shared.js';

@@ -1,4 +1,4 @@
-import { diffEntry, entryApp } from '../../../../lib/audit/revert.js';
+import { diffEntry, entryApp } from '../../../../lib/revert/revert.js';
 import { auditDiffSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
 import { auditParams } from './_params.js';

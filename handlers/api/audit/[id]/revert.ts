@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { entryApp, entryRoute, entryTarget, revertEntry } from '../../../../lib/audit/revert.js';
+import { entryApp, entryRoute, entryTarget, revertEntry } from '../../../../lib/revert/revert.js';
 import { route } from '../../../../lib/http/route.js';
 import { HttpError } from '../../../../lib/http/errors.js';
 import { auditParams } from './_params.js';

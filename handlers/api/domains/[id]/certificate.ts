@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/domains/ops.js';
+import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { domainParams } from '../_params.js';

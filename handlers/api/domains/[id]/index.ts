@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/domains/ops.js';
+import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { domainParams, patchBody } from '../_params.js';

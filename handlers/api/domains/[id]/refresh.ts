@@ -1,4 +1,4 @@
-import { domainAppId, refreshDomain } from '../../../../lib/domains/ops.js';
+import { domainAppId, refreshDomain } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { z } from 'zod';

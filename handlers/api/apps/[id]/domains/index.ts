@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
-import { addDomain, listDomains } from '../../../../../lib/domains/ops.js';
+import { addDomain, listDomains } from '../../../../../lib/proxy/domains.js';
 import { route } from '../../../../../lib/http/route.js';
 import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
 import { appParams } from '../../_shared.js';

@@ -1,4 +1,5 @@
-// The deployment resource as the API shows it, and the state machine's vocabulary.
+// The deployment resource as the API shows it, and the state machine's vocabulary. It lives with
+// the app it belongs to so that apps/ can name a deployment's states; the machinery is in lib/deploy/.
 import type { DeploymentTable } from '../db/schema.js';
 
 export const ACTIVE = ['queued', 'cloning', 'building', 'deploying', 'health_checking'] as const;

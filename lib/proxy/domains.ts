@@ -5,9 +5,9 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
-import type { Edge } from '../proxy/edge.js';
-import { automaticHosts, effectiveControlDomain } from '../proxy/config.js';
-import { appRows } from '../proxy/rows.js';
+import type { Edge } from './edge.js';
+import { automaticHosts, effectiveControlDomain } from './config.js';
+import { appRows } from './rows.js';
 import {
   createDomain,
   deleteCertificate,
@@ -24,10 +24,10 @@ import {
   updateDomain,
   type DomainInput,
   type DomainRow,
-} from './store.js';
+} from '../domains/store.js';
 import { checkHostname } from '../util/hostname.js';
 import { badRequest } from '../http/errors.js';
-import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from './status.js';
+import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from '../domains/status.js';
 
 export interface DomainCtx {
   db: Db;

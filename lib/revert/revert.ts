@@ -1,11 +1,12 @@
 // Diff and revert of an audit entry (docs/api.md "Audit diff and revert"). The entry holds the
-// target's state before and after the change (lib/audit/state.ts); a revert hands `before` to the
+// target's state before and after the change (lib/revert/state.ts); a revert hands `before` to the
 // target kind's applier, i.e. to the same lib functions the original route called.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
-import { getAuditRow, isOk } from './index.js';
-import { STATE_KINDS, isMasked, isStateKind, notDiffable, sameState, sameValue, type FieldValue, type State, type StateKindName } from './state.js';
+import { getAuditRow, isOk } from '../audit/index.js';
+import { STATE_KINDS, notDiffable, sameState, sameValue } from './state.js';
+import { isMasked, isStateKind, type FieldValue, type State, type StateKindName } from '../audit/kinds.js';
 
 export interface DiffRow {
   field: string;

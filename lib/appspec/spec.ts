@@ -1,10 +1,10 @@
 // The portable description of an app: enough to recreate it elsewhere, never a secret value.
 import { z } from 'zod';
-import type { Env } from '../env.js';
-import { appNameSchema, envKeySchema, healthPathSchema, servicePortSchema, sourceSchema } from './schemas.js';
-import type { App } from './model.js';
-import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from './store.js';
-import { listEnv, replaceEnv } from './env.js';
+import type { Services as Env } from '../http/handler.js';
+import { appNameSchema, envKeySchema, healthPathSchema, servicePortSchema, sourceSchema } from '../apps/schemas.js';
+import type { App } from '../apps/model.js';
+import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from '../apps/store.js';
+import { listEnv, replaceEnv } from '../apps/env.js';
 import { SERVICE_NAME } from '../compose/index.js';
 import { requireSealer } from '../crypto/seal.js';
 import { addTrigger, listTriggers } from '../webhooks/store.js';

@@ -10,40 +10,24 @@
 // route's function (replaceEnv, updateChannel), which seals it again. `fp` is a keyed digest
 // (HMAC under a key derived from the master key): it tells "changed" from "unchanged" without
 // opening anything and is worthless to whoever copies the database.
-import type { Env } from '../env.js';
+import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
-import { isStateKind, type StateKindName } from './kinds.js';
+import { FP_PURPOSE, isMasked, isStateKind, type FieldValue, type Masked, type State, type StateKindName } from '../audit/kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import type { AppSource, BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
-import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../domains/ops.js';
+import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../proxy/domains.js';
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
 import { channelBinding, createChannel, deleteChannel, updateChannel, type ChannelKind } from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
-
-export interface Masked {
-  masked: true;
-  sealed: string;
-  binding: string;
-  fp: string;
-  /** A non-secret hint (a notification URL's host), shown instead of the value. */
-  hint?: string;
-}
-export type FieldValue = string | number | boolean | null | Masked | { [k: string]: unknown } | unknown[];
-/** Field -> value; `null` when the target does not exist (before a creation, after a deletion). */
-export type State = Record<string, FieldValue>;
-
-export const FP_PURPOSE = 'audit-state';
 
 export interface StateKind {
   read(env: Env, id: string): Promise<State | null>;
   /** Brings the target back to `before`; answers the target's id when it changes (re-created). */
   apply(env: Env, id: string, before: State | null, current: State | null): Promise<string | void>;
 }
-
-export const isMasked = (v: unknown): v is Masked => typeof v === 'object' && v !== null && (v as Masked).masked === true;
 
 function mask(env: Env, sealed: string, binding: string, hint?: string): Masked {
   const fp = env.sealer.digest(FP_PURPOSE, env.sealer.open(sealed, binding));
