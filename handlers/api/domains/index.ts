@@ -3,7 +3,7 @@ import { addDomain, listDomains } from '../../../lib/domains/ops.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
 import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';
-import { createBody } from './_params.js';
+import { createBody } from './_lib.js';
 
 /** The hub: every domain, then the automatic hosts (`managed: true`, no id). */
 export const GET = route(

@@ -6,7 +6,7 @@ import { deleteApp } from '../../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../../lib/apps/status.js';
 import { appSchema } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
-import { appParams } from '../_shared.js';
+import { appParams } from '../_lib.js';
 
 const appBody = z.object({ app: appSchema });
 

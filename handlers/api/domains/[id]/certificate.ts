@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
-import { domainParams } from '../_params.js';
+import { domainParams } from '../_lib.js';
 
 // PEM text, bounded: a chain of a few certificates and one key fit well below this.
 const pem = z

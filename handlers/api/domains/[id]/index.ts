@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
-import { domainParams, patchBody } from '../_params.js';
+import { domainParams, patchBody } from '../_lib.js';
 
 const state = (d: { hostname: string; app_id: string | null; service: string | null; port: number | null; redirect_to: string | null }) => ({
   hostname: d.hostname,

@@ -2,7 +2,7 @@ import { domainAppId, refreshDomain } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
 import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
 import { z } from 'zod';
-import { domainParams } from '../_params.js';
+import { domainParams } from '../_lib.js';
 
 /** DNS and the served certificate checked now, and the proxy brought in line. */
 export const POST = route(

@@ -5,7 +5,7 @@ import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { deploymentBody, deploymentSchema, page } from '../../../../../lib/api/schemas.js';
 import { route } from '../../../../../lib/http/route.js';
 import { COMMIT_HASH } from '../../../../../lib/git/validate.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   {

@@ -3,8 +3,8 @@ import { getApp } from '../../../../../lib/apps/store.js';
 import { addDomain, listDomains } from '../../../../../lib/domains/ops.js';
 import { route } from '../../../../../lib/http/route.js';
 import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
-import { appParams } from '../../_shared.js';
-import { appDomainBody } from '../../../domains/_params.js';
+import { appParams } from '../../_lib.js';
+import { appDomainBody } from '../../../domains/_lib.js';
 
 /** The app's domains and its automatic hosts. */
 export const GET = route(

@@ -4,7 +4,7 @@ import { getApp } from '../../../../../lib/apps/store.js';
 import { readEnvSet, replaceEnvSet } from '../../../../../lib/apps/env.js';
 import { envItemSchema, items } from '../../../../../lib/api/schemas.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   {

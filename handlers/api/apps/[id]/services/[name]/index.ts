@@ -3,7 +3,7 @@ import { getApp, patchServiceSettings } from '../../../../../../lib/apps/store.j
 import { ensureKnownService } from '../../../../../../lib/apps/ops.js';
 import { serviceSettingsSchema } from '../../../../../../lib/api/schemas.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { serviceParams } from '../../../_shared.js';
+import { serviceParams } from '../../../_lib.js';
 
 // Settings are kept even for a service that has no container now (stopped, or removed by a failed
 // deployment): the next deployment uses them. A name the app never had is a 404.

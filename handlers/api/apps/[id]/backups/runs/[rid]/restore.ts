@@ -4,7 +4,7 @@ import { getRun } from '../../../../../../../lib/backups/store.js';
 import { startRestore } from '../../../../../../../lib/backups/run.js';
 import { route } from '../../../../../../../lib/http/route.js';
 import { restoreSchema } from '../../../../../../../lib/api/schemas.js';
-import { runParams } from '../../_schemas.js';
+import { runParams } from '../../_lib.js';
 
 export const POST = route(
   {
