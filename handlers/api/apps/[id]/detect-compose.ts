@@ -1,6 +1,6 @@
 import { getApp } from '../../../../lib/apps/store.js';
 import { probeRepository } from '../../../../lib/apps/probe.js';
-import { detectionSchema } from '../../../../lib/api/schemas.js';
+import { detectionSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_lib.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getApp } from '../../../../lib/apps/store.js';
 import { probeRepository } from '../../../../lib/apps/probe.js';
-import { items } from '../../../../lib/api/schemas.js';
+import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_lib.js';
 

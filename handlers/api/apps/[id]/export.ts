@@ -1,6 +1,6 @@
 import { getApp } from '../../../../lib/apps/store.js';
 import { exportSpec } from '../../../../lib/apps/spec.js';
-import { appSpecSchema } from '../../../../lib/api/schemas.js';
+import { appSpecSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
 import { appParams } from '../_lib.js';
 

@@ -1,5 +1,5 @@
 import { diffEntry, entryApp } from '../../../../lib/audit/revert.js';
-import { auditDiffSchema } from '../../../../lib/api/schemas.js';
+import { auditDiffSchema } from '../../../../lib/api/audit.js';
 import { route } from '../../../../lib/http/route.js';
 import { auditParams } from './_lib.js';
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { checkTokenGrant, createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
-import { apiTokenSchema, items, permissionSchema } from '../../../../lib/api/schemas.js';
+import { apiTokenSchema, permissionSchema } from '../../../../lib/api/auth.js';
+import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
 
 export const GET = route({ permission: 'self.read', summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>

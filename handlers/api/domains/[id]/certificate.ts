@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
+import { domainSchema } from '../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../lib/api/instance.js';
 import { domainParams } from '../_lib.js';
 
 // PEM text, bounded: a chain of a few certificates and one key fit well below this.

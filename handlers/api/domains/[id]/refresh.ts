@@ -1,6 +1,7 @@
 import { domainAppId, refreshDomain } from '../../../../lib/domains/ops.js';
 import { route } from '../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
+import { domainSchema } from '../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../lib/api/instance.js';
 import { z } from 'zod';
 import { domainParams } from '../_lib.js';
 

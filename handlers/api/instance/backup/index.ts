@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { instanceConfigView, instancePutNeedsStepUp, putInstanceConfig } from '../../../../lib/backups/instance.js';
 import { route } from '../../../../lib/http/route.js';
-import { instanceBackupSchema } from '../../../../lib/api/schemas.js';
+import { instanceBackupSchema } from '../../../../lib/api/backups.js';
 import { destinationBody } from '../../apps/[id]/backups/_lib.js';
 
 const one = z.object({ backup: instanceBackupSchema });

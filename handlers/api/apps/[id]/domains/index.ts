@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addDomain, listDomains } from '../../../../../lib/domains/ops.js';
 import { route } from '../../../../../lib/http/route.js';
-import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
+import { domainListItemSchema, domainSchema } from '../../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../../lib/api/instance.js';
 import { appParams } from '../../_lib.js';
 import { appDomainBody } from '../../../domains/_lib.js';
 

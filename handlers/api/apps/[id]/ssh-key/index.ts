@@ -1,7 +1,7 @@
 import { notFound } from '../../../../../lib/http/errors.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { deleteKey, getPublicKey } from '../../../../../lib/keys/store.js';
-import { publicKeySchema } from '../../../../../lib/api/schemas.js';
+import { publicKeySchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_lib.js';
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addTrigger, listTriggers } from '../../../../../lib/webhooks/store.js';
-import { items, triggerSchema } from '../../../../../lib/api/schemas.js';
+import { items } from '../../../../../lib/api/common.js';
+import { triggerSchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_lib.js';
 

@@ -1,6 +1,7 @@
 import { getApp } from '../../../../../lib/apps/store.js';
 import { listDeliveryLog } from '../../../../../lib/webhooks/deliveries.js';
-import { items, webhookDeliverySchema } from '../../../../../lib/api/schemas.js';
+import { items } from '../../../../../lib/api/common.js';
+import { webhookDeliverySchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_lib.js';
 

@@ -1,6 +1,6 @@
 import { getChannel, deleteChannel, updateChannel } from '../../../../../lib/notify/store.js';
 import { route } from '../../../../../lib/http/route.js';
-import { notificationChannelSchema } from '../../../../../lib/api/schemas.js';
+import { notificationChannelSchema } from '../../../../../lib/api/notifications.js';
 import { channelParams, patchBody } from '../_lib.js';
 
 export const GET = route(

@@ -1,7 +1,8 @@
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { listRuns } from '../../../../../../lib/backups/index.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { backupRunSchema, items } from '../../../../../../lib/api/schemas.js';
+import { backupRunSchema } from '../../../../../../lib/api/backups.js';
+import { items } from '../../../../../../lib/api/common.js';
 import { configParams } from '../_lib.js';
 
 export const GET = route(

@@ -1,6 +1,6 @@
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { getDeployment } from '../../../../../../lib/deploy/store.js';
-import { deploymentBody } from '../../../../../../lib/api/schemas.js';
+import { deploymentBody } from '../../../../../../lib/api/deployments.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { deploymentParams } from '../_lib.js';
 

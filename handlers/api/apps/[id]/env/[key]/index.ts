@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { removeEnvVar, setEnvVar } from '../../../../../../lib/apps/env.js';
-import { envItemSchema } from '../../../../../../lib/api/schemas.js';
+import { envItemSchema } from '../../../../../../lib/api/apps.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { envKeyParams } from '../../../_lib.js';
 

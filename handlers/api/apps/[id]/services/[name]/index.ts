@@ -1,7 +1,7 @@
 import { servicePatchSchema } from '../../../../../../lib/apps/schemas.js';
 import { getApp, patchServiceSettings } from '../../../../../../lib/apps/store.js';
 import { ensureKnownService } from '../../../../../../lib/apps/ops.js';
-import { serviceSettingsSchema } from '../../../../../../lib/api/schemas.js';
+import { serviceSettingsSchema } from '../../../../../../lib/api/apps.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { serviceParams } from '../../../_lib.js';
 

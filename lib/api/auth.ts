@@ -1,0 +1,38 @@
+// Wire shapes of operators, their permissions, API tokens and sessions.
+import { z } from 'zod';
+import { PERMISSION_NAMES, type Permission } from '../auth/roles.js';
+import { named, ts } from './common.js';
+
+export const userSchema = named(
+  'User',
+  z.object({
+    id: z.string(),
+    username: z.string(),
+    totp_enabled: z.boolean(),
+    role: z.string().describe('owner, admin, deployer or viewer'),
+    /** null: every app. */
+    app_ids: z.array(z.string()).nullable(),
+    sso: z.boolean().describe('Signs in with the identity provider (no password)'),
+  }),
+);
+
+/** A permission name (lib/auth/roles.ts): what a token's scopes and `GET /api/auth/me` list. */
+export const permissionSchema = named('Permission', z.enum(PERMISSION_NAMES as [Permission, ...Permission[]]));
+
+export const apiTokenSchema = named(
+  'ApiToken',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    created_at: ts,
+    expires_at: ts.nullable(),
+    last_used_at: ts.nullable(),
+    scopes: z.array(permissionSchema).nullable(),
+    app_ids: z.array(z.string()).nullable(),
+  }),
+);
+
+export const sessionSchema = named(
+  'Session',
+  z.object({ id: z.string(), created_at: ts, last_seen_at: ts, expires_at: ts, ip: z.string().nullable(), user_agent: z.string().nullable(), current: z.boolean() }),
+);
