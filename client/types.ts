@@ -1931,7 +1931,7 @@ export interface components {
             /** @description A human sentence */
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable" | "not_detectable";
+            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "gone" | "precondition_failed" | "payload_too_large" | "not_diffable" | "not_detectable" | "rate_limited" | "internal_error" | "service_unavailable";
             details?: ({
                 field?: string;
                 message: string;

@@ -6,6 +6,9 @@ import { posix, resolve } from 'node:path';
 import { checkHostname } from './util/hostname.js';
 import { ROLES, isRole, type Role } from './util/role-names.js';
 
+export const EXPOSURES = ['local', 'public'] as const;
+export type Exposure = (typeof EXPOSURES)[number];
+
 export interface Config {
   port: number;
   host: string;
@@ -15,7 +18,7 @@ export interface Config {
   masterKeySource: 'env' | 'file' | null;
   metricsToken: string | null;
   trustedProxies: string[];
-  exposure: 'local' | 'public';
+  exposure: Exposure;
   baseDomain: string | null;
   /** Host of the dashboard and API over HTTPS (SVC_CONTROL_DOMAIN; default svc.<base domain>). */
   controlDomain: string | null;

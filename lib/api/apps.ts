@@ -1,6 +1,10 @@
 // Wire shapes of apps: the app, its source and build settings, build plan, services, environment
 // and the portable spec.
 import { z } from 'zod';
+import { APP_STATUSES } from '../apps/model.js';
+import { STACKS } from '../buildplan/types.js';
+import { FINDING_LEVELS } from '../compose/types.js';
+import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
 import { named, ts } from './common.js';
 
 export const buildSettingSchema = named(
@@ -11,7 +15,7 @@ export const buildSettingSchema = named(
     z.object({ type: z.literal('compose'), path: z.string().optional() }),
     z.object({
       type: z.literal('stack'),
-      stack: z.enum(['node', 'python', 'go', 'static', 'php', 'ruby']),
+      stack: z.enum(STACKS),
       version: z.string().optional(),
       install: z.string().optional(),
       build: z.string().optional(),
@@ -32,7 +36,7 @@ export const buildLimitsSchema = named(
 export const buildPlanSchema = named(
   'BuildPlan',
   z.object({
-    stack: z.enum(['node', 'python', 'go', 'static', 'php', 'ruby']),
+    stack: z.enum(STACKS),
     detected_from: z.array(z.string()).describe('Repository files the decision rests on'),
     runtime: z.object({ name: z.string(), version: z.string(), image: z.string() }),
     images: z.array(z.string()).describe('Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP)'),
@@ -60,7 +64,7 @@ export const appSchema = named(
     id: z.string(),
     name: z.string(),
     source: appSourceSchema,
-    status: z.enum(['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom']),
+    status: z.enum(APP_STATUSES),
     build_limits: buildLimitsSchema.nullable(),
     created_at: ts,
     updated_at: ts,
@@ -92,12 +96,12 @@ export const appSpecSchema = named(
     source: appSourceSchema,
     services: z.array(z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() })),
     env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
-    triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() })),
+    triggers: z.array(z.object({ event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() })),
     domains: z.array(z.unknown()),
   }),
   'The portable description of an app (never a secret value)',
 );
 
-const findingSchema = z.object({ level: z.enum(['error', 'warning']), service: z.string().optional(), key: z.string(), message: z.string() });
+const findingSchema = z.object({ level: z.enum(FINDING_LEVELS), service: z.string().optional(), key: z.string(), message: z.string() });
 
 export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });

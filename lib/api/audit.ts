@@ -1,5 +1,7 @@
 // Wire shapes of the audit log: an entry and its diff.
 import { z } from 'zod';
+import { ACTOR_TYPES, AUDIT_OUTCOMES } from '../audit/index.js';
+import { DIFF_STATUSES } from '../audit/revert.js';
 import { named, ts } from './common.js';
 
 export const auditEntrySchema = named(
@@ -9,7 +11,7 @@ export const auditEntrySchema = named(
     at: ts,
     actor: z
       .object({
-        type: z.enum(['user', 'token', 'system']),
+        type: z.enum(ACTOR_TYPES),
         id: z.string().nullable(),
         name: z.string().nullable(),
         owner_id: z.string().nullable().optional().describe('A token: the id of the operator it acts for'),
@@ -21,7 +23,7 @@ export const auditEntrySchema = named(
     action: z.string().describe('`<METHOD> <route pattern>` of the route that caused the entry, as in the OpenAPI paths: `PUT /api/apps/{id}/env`'),
     target: z.object({ type: z.string().describe('app, service, domain, user, session, api_token, notification_channel, instance, audit_entry...'), id: z.string().nullable() }),
     ip: z.string().nullable(),
-    outcome: z.enum(['ok', 'error']).describe('ok: answered 1xx-3xx; error otherwise (`status` has the code)'),
+    outcome: z.enum(AUDIT_OUTCOMES).describe('ok: answered 1xx-3xx; error otherwise (`status` has the code)'),
     summary: z.string().describe("A short sentence: the route's summary (or the event's), with the target's current name"),
     revertible: z.boolean(),
     reverted_at: ts.nullable(),
@@ -43,7 +45,7 @@ export const auditDiffSchema = named(
     rows: z.array(
       z.object({
         field: z.string(),
-        status: z.enum(['added', 'removed', 'changed', 'unchanged']),
+        status: z.enum(DIFF_STATUSES),
         before: z.unknown().optional(),
         after: z.unknown().optional(),
         masked: z.boolean().describe('A secret: its values are never shown'),

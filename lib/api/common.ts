@@ -3,6 +3,7 @@
 // route() checks handlers against the area files' schemas at compile time, and scripts/gen-openapi
 // generates the document from them (lib/api/index.ts gathers them).
 import { z } from 'zod';
+import { ERROR_CODES } from '../http/errors.js';
 
 export const components = z.registry<{ id: string; description?: string }>();
 
@@ -17,23 +18,7 @@ export const errorSchema = named(
   'Error',
   z.object({
     error: z.string().describe('A human sentence'),
-    code: z.enum([
-      'bad_request',
-      'unauthorized',
-      'invalid_credentials',
-      'forbidden',
-      'csrf_mismatch',
-      'step_up_required',
-      'not_found',
-      'method_not_allowed',
-      'conflict',
-      'precondition_failed',
-      'payload_too_large',
-      'rate_limited',
-      'internal_error',
-      'service_unavailable',
-      'not_detectable',
-    ]),
+    code: z.enum(ERROR_CODES),
     details: z.array(z.looseObject({ field: z.string().optional(), message: z.string() })).optional(),
   }),
   'The error body of every failed request',

@@ -1,5 +1,7 @@
 // Wire shapes of managed databases and the engines that can be provisioned.
 import { z } from 'zod';
+import { DB_ENGINES } from '../databases/catalog.js';
+import { DATABASE_STATUSES } from '../databases/index.js';
 import { named, ts } from './common.js';
 
 export const databaseSchema = named(
@@ -7,14 +9,14 @@ export const databaseSchema = named(
   z.object({
     id: z.string(),
     app_id: z.string(),
-    engine: z.enum(['postgres', 'mariadb', 'redis']),
+    engine: z.enum(DB_ENGINES),
     version: z.string(),
     name: z.string(),
     username: z.string(),
     host: z.string(),
     port: z.number().int(),
     env_var: z.string(),
-    status: z.enum(['provisioning', 'ready', 'error']),
+    status: z.enum(DATABASE_STATUSES),
     error: z.string().nullable(),
     size_bytes: z.number().nullable(),
     created_at: ts,
@@ -25,7 +27,7 @@ export const databaseSchema = named(
 export const databaseEngineSchema = named(
   'DatabaseEngine',
   z.object({
-    engine: z.enum(['postgres', 'mariadb', 'redis']),
+    engine: z.enum(DB_ENGINES),
     versions: z.array(z.string()),
     default_version: z.string(),
     images: z.record(z.string(), z.string()).describe('Version -> image reference'),

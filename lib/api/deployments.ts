@@ -1,5 +1,6 @@
 // Wire shapes of deployments and their log lines.
 import { z } from 'zod';
+import { DEPLOY_STATUSES, DEPLOY_TRIGGERS } from '../deploy/model.js';
 import { named, ts } from './common.js';
 
 export const deploymentSchema = named(
@@ -7,8 +8,8 @@ export const deploymentSchema = named(
   z.object({
     id: z.string(),
     app_id: z.string(),
-    status: z.enum(['queued', 'cloning', 'building', 'deploying', 'health_checking', 'succeeded', 'failed', 'canceled', 'interrupted']),
-    trigger: z.enum(['manual', 'push', 'tag', 'rollback']),
+    status: z.enum(DEPLOY_STATUSES),
+    trigger: z.enum(DEPLOY_TRIGGERS),
     ref: z.string().nullable(),
     commit: z.string().nullable(),
     commit_subject: z.string().nullable(),

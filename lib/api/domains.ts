@@ -1,12 +1,13 @@
 // Wire shapes of domains and the automatic hosts under the base domain.
 import { z } from 'zod';
+import { CERTIFICATE_SOURCES, DOMAIN_STATUSES } from '../domains/status.js';
 import { named, ts } from './common.js';
 
 const domainFields = {
   hostname: z.string(),
-  status: z.enum(['unassigned', 'awaiting_dns', 'issuing', 'active', 'error']),
+  status: z.enum(DOMAIN_STATUSES),
   status_detail: z.string(),
-  certificate: z.object({ source: z.enum(['acme', 'uploaded']), issuer: z.string(), not_after: ts }).nullable(),
+  certificate: z.object({ source: z.enum(CERTIFICATE_SOURCES), issuer: z.string(), not_after: ts }).nullable(),
   dns: z.object({ addresses: z.array(z.string()), points_here: z.boolean(), checked_at: ts }).nullable(),
 };
 

@@ -1,6 +1,7 @@
 // Wire shapes of the instance: its info, disk usage and pruning, reset, DNS check, base domain
 // and proxy state.
 import { z } from 'zod';
+import { EXPOSURES } from '../config.js';
 import { named, ts } from './common.js';
 
 export const proxySummarySchema = named(
@@ -21,7 +22,7 @@ export const instanceInfoSchema = named(
     database: z.object({ dialect: z.literal('sqlite'), size_bytes: z.number() }),
     base_domain: z.string().nullable(),
     control_domain: z.string().nullable(),
-    exposure: z.enum(['local', 'public']),
+    exposure: z.enum(EXPOSURES),
     features: z.object({ shell: z.boolean(), security_agent: z.boolean(), traffic_monitor: z.boolean() }),
   }),
   'Versions, uptime and the engine of this instance',

@@ -1,5 +1,6 @@
 // Wire shapes of request and host metrics over a range.
 import { z } from 'zod';
+import { RANGE_NAMES, type RangeName } from '../series/query.js';
 import { named, ts } from './common.js';
 
 const requestPointSchema = z.object({
@@ -14,7 +15,7 @@ const requestPointSchema = z.object({
 });
 
 const seriesFields = {
-  range: z.enum(['1h', '6h', '24h', '7d', '30d']),
+  range: z.enum(RANGE_NAMES as [RangeName, ...RangeName[]]),
   step_seconds: z.number().int(),
   points: z.array(requestPointSchema).max(500).describe('Oldest first, aligned to step_seconds, zero-filled gaps'),
 };

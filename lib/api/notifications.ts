@@ -1,5 +1,6 @@
 // Wire shapes of notification channels and their deliveries.
 import { z } from 'zod';
+import { CHANNEL_KINDS } from '../notify/store.js';
 import { NOTIFY_EVENTS } from '../notify/message.js';
 import { named, ts } from './common.js';
 
@@ -7,7 +8,7 @@ export const notificationChannelSchema = named(
   'NotificationChannel',
   z.object({
     id: z.string(),
-    kind: z.enum(['discord', 'slack']),
+    kind: z.enum(CHANNEL_KINDS),
     name: z.string(),
     url_hint: z.string().describe('The URL is sealed and never returned'),
     events: z.array(z.enum(NOTIFY_EVENTS)),

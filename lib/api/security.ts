@@ -1,5 +1,7 @@
 // Wire shapes of the security views: posture, firewall, fail2ban and request traffic.
 import { z } from 'zod';
+import { FIREWALL_BACKENDS } from '../security/snapshot.js';
+import { ANOMALY_KINDS } from '../traffic/monitor.js';
 import { POSTURE_CODES, POSTURE_STATUSES } from '../security/posture.js';
 import { named, ts } from './common.js';
 
@@ -23,7 +25,7 @@ export const firewallStateSchema = z.union([
     available: z.literal(true),
     stale: z.boolean(),
     generated_at: ts,
-    backend: z.enum(['ufw', 'nftables', 'iptables']).nullable(),
+    backend: z.enum(FIREWALL_BACKENDS).nullable(),
     active: z.boolean(),
     rules: z.array(z.string()),
   }),
@@ -54,7 +56,7 @@ export const trafficSnapshotSchema = named(
       z.object({
         at: ts,
         ip: z.string(),
-        kind: z.enum(['request_spike', 'error_surge']),
+        kind: z.enum(ANOMALY_KINDS),
         count: z.number().int(),
         window_seconds: z.number(),
         detail: z.string(),

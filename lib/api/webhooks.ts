@@ -1,8 +1,10 @@
 // Wire shapes of deploy triggers, webhook deliveries and the deploy key.
 import { z } from 'zod';
+import { DELIVERY_OUTCOMES } from '../webhooks/deliveries.js';
+import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
 import { named, ts } from './common.js';
 
-export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() }));
+export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() }));
 
 export const webhookDeliverySchema = named(
   'WebhookDelivery',
@@ -14,7 +16,7 @@ export const webhookDeliverySchema = named(
     delivery_id: z.string().nullable().describe("The forge's own delivery id, when it sent one"),
     ref: z.string().nullable().describe('Branch or tag name'),
     commit: z.string().nullable(),
-    outcome: z.enum(['deployed', 'ignored', 'duplicate', 'rejected', 'preview']),
+    outcome: z.enum(DELIVERY_OUTCOMES),
     reason: z.string().nullable(),
     deployment_id: z.string().nullable(),
   }),

@@ -22,7 +22,8 @@ export interface BuildLimits {
   cpus?: number;
   timeout_s?: number;
 }
-export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
+export const APP_STATUSES = ['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom'] as const;
+export type AppStatus = (typeof APP_STATUSES)[number];
 
 /** Runs git for an app with the environment its deploy key needs (set up by lib/keys). */
 export type GitAuth = <T>(app: App, fn: (gitEnv: Record<string, string>) => Promise<T>) => Promise<T>;

@@ -7,9 +7,11 @@ import { nowIso } from '../db/index.js';
 import { getAuditRow, isOk } from './index.js';
 import { STATE_KINDS, isMasked, isStateKind, notDiffable, sameState, sameValue, type FieldValue, type State, type StateKindName } from './state.js';
 
+export const DIFF_STATUSES = ['added', 'removed', 'changed', 'unchanged'] as const;
+
 export interface DiffRow {
   field: string;
-  status: 'added' | 'removed' | 'changed' | 'unchanged';
+  status: (typeof DIFF_STATUSES)[number];
   before?: unknown;
   after?: unknown;
   masked: boolean;
