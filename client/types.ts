@@ -2476,6 +2476,13 @@ export interface components {
                 traffic_monitor: boolean;
             };
         };
+        LogLine: {
+            seq: number;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            stream: string;
+            line: string;
+        };
         MetricsSeries: {
             /** @enum {string} */
             range: "1h" | "6h" | "24h" | "7d" | "30d";
@@ -2492,6 +2499,15 @@ export interface components {
                 p95_ms: number;
                 p99_ms: number;
             }[];
+        };
+        NewApiToken: {
+            id: string;
+            name: string;
+            token: string;
+            created_at: string;
+            expires_at: string | null;
+            scopes: components["schemas"]["Permission"][] | null;
+            app_ids: string[] | null;
         };
         NotificationChannel: {
             id: string;
@@ -2749,13 +2765,7 @@ export interface components {
             next_cursor?: string;
         };
         GetApiAppsByIdDeploymentsByDidLogs200: {
-            items: {
-                seq: number;
-                /** @description ISO-8601 UTC timestamp */
-                at: string;
-                stream: string;
-                line: string;
-            }[];
+            items: components["schemas"]["LogLine"][];
             next_after?: number;
         };
         PostApiAppsByIdDetectCompose200: {
@@ -2833,15 +2843,6 @@ export interface components {
         };
         GetApiAuthApiTokens200: {
             items: components["schemas"]["ApiToken"][];
-        };
-        PostApiAuthApiTokens201: {
-            id: string;
-            name: string;
-            token: string;
-            created_at: string;
-            expires_at: string | null;
-            scopes: components["schemas"]["Permission"][] | null;
-            app_ids: string[] | null;
         };
         PostApiAuthLogin200: {
             user: components["schemas"]["User"];
@@ -5434,7 +5435,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PostApiAuthApiTokens201"];
+                    "application/json": components["schemas"]["NewApiToken"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -32,6 +32,20 @@ export const apiTokenSchema = named(
   }),
 );
 
+export const newApiTokenSchema = named(
+  'NewApiToken',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    token: z.string(),
+    created_at: z.string(),
+    expires_at: z.string().nullable(),
+    scopes: z.array(permissionSchema).nullable(),
+    app_ids: z.array(z.string()).nullable(),
+  }),
+  'A token just made: its value is shown this once',
+);
+
 export const sessionSchema = named(
   'Session',
   z.object({ id: z.string(), created_at: ts, last_seen_at: ts, expires_at: ts, ip: z.string().nullable(), user_agent: z.string().nullable(), current: z.boolean() }),

@@ -27,4 +27,8 @@ export const deploymentSchema = named(
 
 export const deploymentBody = named('DeploymentBody', z.object({ deployment: deploymentSchema }));
 
-export const logLineSchema = z.object({ seq: z.number().int(), at: ts, stream: z.string(), line: z.string() });
+export const logLineSchema = named(
+  'LogLine',
+  z.object({ seq: z.number().int(), at: ts, stream: z.string(), line: z.string() }),
+  'A build log line, as GET .../logs and the `build:<id>` topic carry it',
+);
