@@ -2073,7 +2073,7 @@ export interface components {
             /** @description A human sentence */
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "rate_limited" | "internal_error" | "service_unavailable" | "not_detectable";
+            code: "bad_request" | "unauthorized" | "invalid_credentials" | "forbidden" | "csrf_mismatch" | "step_up_required" | "not_found" | "method_not_allowed" | "conflict" | "gone" | "precondition_failed" | "payload_too_large" | "not_diffable" | "not_detectable" | "rate_limited" | "internal_error" | "service_unavailable";
             details?: ({
                 field?: string;
                 message: string;
@@ -2647,6 +2647,13 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "used" | "expired";
         };
+        LogLine: {
+            seq: number;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            stream: string;
+            line: string;
+        };
         MetricsSeries: {
             /** @enum {string} */
             range: "1h" | "6h" | "24h" | "7d" | "30d";
@@ -2663,6 +2670,15 @@ export interface components {
                 p95_ms: number;
                 p99_ms: number;
             }[];
+        };
+        NewApiToken: {
+            id: string;
+            name: string;
+            token: string;
+            created_at: string;
+            expires_at: string | null;
+            scopes: components["schemas"]["Permission"][] | null;
+            app_ids: string[] | null;
         };
         NotificationChannel: {
             id: string;
@@ -2935,13 +2951,7 @@ export interface components {
             next_cursor?: string;
         };
         GetApiAppsByIdDeploymentsByDidLogs200: {
-            items: {
-                seq: number;
-                /** @description ISO-8601 UTC timestamp */
-                at: string;
-                stream: string;
-                line: string;
-            }[];
+            items: components["schemas"]["LogLine"][];
             next_after?: number;
         };
         PostApiAppsByIdDetectCompose200: {
@@ -3019,15 +3029,6 @@ export interface components {
         };
         GetApiAuthApiTokens200: {
             items: components["schemas"]["ApiToken"][];
-        };
-        PostApiAuthApiTokens201: {
-            id: string;
-            name: string;
-            token: string;
-            created_at: string;
-            expires_at: string | null;
-            scopes: components["schemas"]["Permission"][] | null;
-            app_ids: string[] | null;
         };
         PostApiAuthLogin200: {
             user: components["schemas"]["User"];
@@ -5665,7 +5666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PostApiAuthApiTokens201"];
+                    "application/json": components["schemas"]["NewApiToken"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -6,6 +6,9 @@ import { posix, resolve } from 'node:path';
 import { checkHostname } from './util/hostname.js';
 import { ROLES, isRole, type Role } from './util/role-names.js';
 
+export const EXPOSURES = ['local', 'public'] as const;
+export type Exposure = (typeof EXPOSURES)[number];
+
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
 declare module './http/handler.js' {
   interface Services {
@@ -22,7 +25,7 @@ export interface Config {
   masterKeySource: 'env' | 'file' | null;
   metricsToken: string | null;
   trustedProxies: string[];
-  exposure: 'local' | 'public';
+  exposure: Exposure;
   baseDomain: string | null;
   /** Host of the dashboard and API over HTTPS (SVC_CONTROL_DOMAIN; default svc.<base domain>). */
   controlDomain: string | null;

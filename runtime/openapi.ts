@@ -4,8 +4,8 @@
 import { z } from 'zod';
 import { METHODS, type Method } from '../lib/http/handler.js';
 import type { ResponseSpec, RouteSpec } from '../lib/http/route.js';
-import * as wire from '../lib/api/schemas.js';
-import { components, errorSchema } from '../lib/api/schemas.js';
+import * as wire from '../lib/api/index.js';
+import { components, errorSchema } from '../lib/api/common.js';
 import { routeModule, type RouteDef } from './route-types.js';
 
 type Json = Record<string, unknown>;

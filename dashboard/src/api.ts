@@ -21,7 +21,7 @@ export type Deployment = S['Deployment'] & { app?: string };
 export type DeploymentStatus = Deployment['status'];
 export const TERMINAL: readonly DeploymentStatus[] = ['succeeded', 'failed', 'canceled', 'interrupted'];
 export type ApiToken = S['ApiToken'];
-export type NewApiToken = Omit<ApiToken, 'last_used_at'> & { token: string };
+export type NewApiToken = S['NewApiToken'];
 export type AuditEntry = S['AuditEntry'];
 export type PostureItem = S['PostureItem'];
 export type Domain = S['Domain'];
@@ -36,12 +36,7 @@ export type Invitation = S['Invitation'];
 export type CreatedInvitation = S['CreatedInvitation'];
 
 /** A build log line as the `build:<id>` topic and `GET .../logs` carry it. */
-export interface LogLine {
-  seq: number;
-  at: string;
-  stream: string;
-  line: string;
-}
+export type LogLine = S['LogLine'];
 
 export interface Items<T> {
   items: T[];
@@ -371,7 +366,7 @@ export const backupDownloadUrl = (id: string, rid: string) => `/api/apps/${seg(i
 export const getWebhook = (id: string) => call<Webhook>('GET', `/api/apps/${seg(id)}/webhook`);
 export const regenerateWebhook = (id: string) => call<{ secret: string }>('POST', `/api/apps/${seg(id)}/webhook/regenerate`);
 export const listTriggers = (id: string) => call<Items<Trigger>>('GET', `/api/apps/${seg(id)}/triggers`);
-export const addTrigger = (id: string, t: { event: 'push' | 'tag'; pattern: string; enabled?: boolean }) => call<unknown>('POST', `/api/apps/${seg(id)}/triggers`, t);
+export const addTrigger = (id: string, t: { event: Trigger['event']; pattern: string; enabled?: boolean }) => call<unknown>('POST', `/api/apps/${seg(id)}/triggers`, t);
 export const deleteTrigger = (id: string, tid: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}/triggers/${seg(tid)}`);
 export const getDeployKey = (id: string) => call<DeployKey>('GET', `/api/apps/${seg(id)}/ssh-key`);
 export const regenerateDeployKey = (id: string) => call<unknown>('POST', `/api/apps/${seg(id)}/ssh-key/regenerate`);

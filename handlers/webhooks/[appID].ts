@@ -3,7 +3,7 @@ import { ClientAbortError, HttpError } from '../../lib/http/errors.js';
 import { readBodyBytes } from '../../lib/http/body.js';
 import { MAX_PAYLOAD_BYTES } from '../../lib/webhooks/payload.js';
 import { logRefusedDelivery, receiveDelivery } from '../../lib/webhooks/receive.js';
-import { deploymentBody } from '../../lib/api/schemas.js';
+import { deploymentBody } from '../../lib/api/deployments.js';
 import { route } from '../../lib/http/route.js';
 
 // Public: a delivery authenticates itself by its signature (or GitLab's token).

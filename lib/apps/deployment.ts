@@ -6,8 +6,10 @@ export const ACTIVE = ['queued', 'cloning', 'building', 'deploying', 'health_che
 export const TERMINAL = ['succeeded', 'failed', 'canceled', 'interrupted'] as const;
 export type ActiveStatus = (typeof ACTIVE)[number];
 export type TerminalStatus = (typeof TERMINAL)[number];
-export type DeployStatus = ActiveStatus | TerminalStatus;
-export type Trigger = 'manual' | 'push' | 'tag' | 'rollback';
+export const DEPLOY_STATUSES = [...ACTIVE, ...TERMINAL] as const;
+export type DeployStatus = (typeof DEPLOY_STATUSES)[number];
+export const DEPLOY_TRIGGERS = ['manual', 'push', 'tag', 'rollback'] as const;
+export type Trigger = (typeof DEPLOY_TRIGGERS)[number];
 
 export function isTerminal(s: string): s is TerminalStatus {
   return (TERMINAL as readonly string[]).includes(s);

@@ -22,7 +22,8 @@ export interface BuildLimits {
   cpus?: number;
   timeout_s?: number;
 }
-export type AppStatus = 'created' | 'deploying' | 'running' | 'degraded' | 'stopped' | 'failed' | 'crash_loop' | 'oom';
+export const APP_STATUSES = ['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom'] as const;
+export type AppStatus = (typeof APP_STATUSES)[number];
 
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
 declare module '../http/handler.js' {

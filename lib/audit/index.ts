@@ -4,7 +4,11 @@ import { nowIso } from '../db/index.js';
 import type { State } from './kinds.js';
 import { isStateKind } from './kinds.js';
 
-export type ActorType = 'user' | 'token' | 'system';
+export const ACTOR_TYPES = ['user', 'token', 'system'] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+/** ok: answered 1xx-3xx; error otherwise. */
+export const AUDIT_OUTCOMES = ['ok', 'error'] as const;
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
 /** An entry's action: the method and the route's pattern as the OpenAPI document writes it. */
 export const routeAction = (method: string, pattern: string) => `${method} ${pattern.replace(/:(\w+)\+?/g, '{$1}')}`;
@@ -114,7 +118,7 @@ export interface AuditEntry {
   action: string;
   target: { type: string; id: string | null };
   ip: string | null;
-  outcome: 'ok' | 'error';
+  outcome: AuditOutcome;
   summary: string;
   revertible: boolean;
   reverted_at: string | null;

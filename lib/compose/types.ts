@@ -1,7 +1,8 @@
 // The typed compose model: what the engine layer needs, already normalised (one shape per
 // key whatever syntax the file used), so nothing downstream re-parses YAML forms.
 
-export type FindingLevel = 'error' | 'warning';
+export const FINDING_LEVELS = ['error', 'warning'] as const;
+export type FindingLevel = (typeof FINDING_LEVELS)[number];
 
 /** One problem found in a compose file. `key` is a dotted path such as `ports[0]` or `volumes`. */
 export interface Finding {

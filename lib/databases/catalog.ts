@@ -3,8 +3,8 @@
 // images in tests) without the catalog knowing.
 import type { Config } from '../config.js';
 
-export type DbEngine = 'postgres' | 'mariadb' | 'redis';
-export const DB_ENGINES: readonly DbEngine[] = ['postgres', 'mariadb', 'redis'];
+export const DB_ENGINES = ['postgres', 'mariadb', 'redis'] as const;
+export type DbEngine = (typeof DB_ENGINES)[number];
 
 export interface EngineSpec {
   engine: DbEngine;

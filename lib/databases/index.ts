@@ -30,6 +30,9 @@ import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
+export const DATABASE_STATUSES = ['provisioning', 'ready', 'error'] as const;
+export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
+
 export interface DatabaseView {
   id: string;
   app_id: string;
@@ -40,7 +43,7 @@ export interface DatabaseView {
   host: string;
   port: number;
   env_var: string;
-  status: 'provisioning' | 'ready' | 'error';
+  status: DatabaseStatus;
   error: string | null;
   size_bytes: number | null;
   created_at: string;

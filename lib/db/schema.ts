@@ -51,10 +51,13 @@ export interface ApiTokenTable {
   app_ids: string | null;
 }
 
+/** `invite` creates an operator; `reset` sets a new password for an existing one. */
+export const INVITATION_KINDS = ['invite', 'reset'] as const;
+
 export interface InvitationTable {
   id: string;
   token_hash: string;
-  kind: 'invite' | 'reset';
+  kind: (typeof INVITATION_KINDS)[number];
   role: string | null;
   app_ids: string | null;
   user_id: string | null;

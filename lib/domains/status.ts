@@ -2,7 +2,9 @@
 // what certificate Caddy serves for the name. Pure, so every rule has a unit test.
 import type { HostCheckRow, DomainRow, CertificateRow } from './store.js';
 
-export type DomainStatus = 'unassigned' | 'awaiting_dns' | 'issuing' | 'active' | 'error';
+export const DOMAIN_STATUSES = ['unassigned', 'awaiting_dns', 'issuing', 'active', 'error'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+export const CERTIFICATE_SOURCES = ['acme', 'uploaded'] as const;
 
 /** Without a certificate this long after the host was handed to the CA, the status is `error`. */
 export const ISSUE_TIMEOUT_MS = 10 * 60_000;
@@ -71,7 +73,7 @@ export function computeStatus(input: StatusInput): StatusResult {
 }
 
 export interface CertificateView {
-  source: 'acme' | 'uploaded';
+  source: (typeof CERTIFICATE_SOURCES)[number];
   issuer: string;
   not_after: string;
 }

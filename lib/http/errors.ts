@@ -1,22 +1,24 @@
 // One typed error for every expected failure; the runtime turns it into the contract's body.
-export type ErrorCode =
-  | 'bad_request'
-  | 'unauthorized'
-  | 'invalid_credentials'
-  | 'forbidden'
-  | 'csrf_mismatch'
-  | 'step_up_required'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'conflict'
-  | 'gone'
-  | 'precondition_failed'
-  | 'payload_too_large'
-  | 'not_diffable'
-  | 'not_detectable'
-  | 'rate_limited'
-  | 'internal_error'
-  | 'service_unavailable';
+export const ERROR_CODES = [
+  'bad_request',
+  'unauthorized',
+  'invalid_credentials',
+  'forbidden',
+  'csrf_mismatch',
+  'step_up_required',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'gone',
+  'precondition_failed',
+  'payload_too_large',
+  'not_diffable',
+  'not_detectable',
+  'rate_limited',
+  'internal_error',
+  'service_unavailable',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 const statusOf: Record<ErrorCode, number> = {
   bad_request: 400,

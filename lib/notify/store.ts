@@ -8,7 +8,8 @@ import { badRequest, notFound } from '../http/errors.js';
 import { checkOutboundUrl, OutboundRefused, type OutboundOptions } from '../net/outbound.js';
 import { NOTIFY_EVENTS, type NotifyEvent } from './message.js';
 
-export type ChannelKind = 'discord' | 'slack';
+export const CHANNEL_KINDS = ['discord', 'slack'] as const;
+export type ChannelKind = (typeof CHANNEL_KINDS)[number];
 
 export interface LastDelivery {
   at: string;

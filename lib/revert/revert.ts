@@ -8,9 +8,11 @@ import { getAuditRow, isOk } from '../audit/index.js';
 import { STATE_KINDS, notDiffable, sameState, sameValue } from './state.js';
 import { isMasked, isStateKind, type FieldValue, type State, type StateKindName } from '../audit/kinds.js';
 
+export const DIFF_STATUSES = ['added', 'removed', 'changed', 'unchanged'] as const;
+
 export interface DiffRow {
   field: string;
-  status: 'added' | 'removed' | 'changed' | 'unchanged';
+  status: (typeof DIFF_STATUSES)[number];
   before?: unknown;
   after?: unknown;
   masked: boolean;

@@ -19,7 +19,8 @@ export const MAX_BANNED_LISTED = 5000;
 
 export const AGENT_OFF_REASON = 'The host security agent is off, so firewall and fail2ban state are unknown. ' + 'Turn it on as root with `svc security-agent on` (it only reads, every minute).';
 
-export type FirewallBackend = 'ufw' | 'nftables' | 'iptables';
+export const FIREWALL_BACKENDS = ['ufw', 'nftables', 'iptables'] as const;
+export type FirewallBackend = (typeof FIREWALL_BACKENDS)[number];
 
 export interface FirewallSection {
   backend: FirewallBackend | null;

@@ -1,7 +1,8 @@
 import { BlockList, isIP } from 'node:net';
 import type { AccessEntry } from './parse.js';
 
-export type AnomalyKind = 'request_spike' | 'error_surge';
+export const ANOMALY_KINDS = ['request_spike', 'error_surge'] as const;
+export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
 export interface Anomaly {
   at: string;

@@ -6,8 +6,12 @@ import { lazyRequire } from '../util/lazy.js';
 const picomatch = lazyRequire<typeof Picomatch>('picomatch');
 import type { PushRef } from './payload.js';
 
+/** What a deploy trigger reacts to: a pushed branch or a pushed tag. */
+export const TRIGGER_EVENTS = ['push', 'tag'] as const;
+export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
+
 export interface TriggerRule {
-  event: 'push' | 'tag';
+  event: TriggerEvent;
   pattern: string;
   enabled: boolean;
 }

@@ -140,7 +140,7 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
 }
 
 function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () => Promise<void> }) {
-  const [kind, setKind] = useState<'discord' | 'slack'>('discord');
+  const [kind, setKind] = useState<NotificationChannel['kind']>('discord');
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
   const [picked, setPicked] = useState<Set<EventName>>(new Set(['deploy_failed', 'app_crashed', 'certificate_error']));
@@ -162,7 +162,7 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
       >
         <label>
           Kind
-          <select name="kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'discord' | 'slack')}>
+          <select name="kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as NotificationChannel['kind'])}>
             <option value="discord">Discord</option>
             <option value="slack">Slack</option>
           </select>

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { importSpec, specSchema } from '../../../lib/appspec/spec.js';
-import { appSchema } from '../../../lib/api/schemas.js';
+import { appSchema } from '../../../lib/api/apps.js';
 import { route } from '../../../lib/http/route.js';
 
 export const POST = route(

@@ -3,7 +3,8 @@ import { appNameSchema, sourceSchema } from '../../../lib/apps/schemas.js';
 import { listApps } from '../../../lib/apps/store.js';
 import { createApp } from '../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../lib/apps/status.js';
-import { appSchema, items } from '../../../lib/api/schemas.js';
+import { appSchema } from '../../../lib/api/apps.js';
+import { items } from '../../../lib/api/common.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
 

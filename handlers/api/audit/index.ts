@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { listAudit } from '../../../lib/audit/index.js';
-import { auditEntrySchema, page } from '../../../lib/api/schemas.js';
+import { auditEntrySchema } from '../../../lib/api/audit.js';
+import { page } from '../../../lib/api/common.js';
 import { route } from '../../../lib/http/route.js';
 
 const iso = z.iso.datetime({ offset: false, message: 'an ISO-8601 UTC timestamp' });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HttpError } from '../../../lib/http/errors.js';
 import { PASSWORD_MAX } from '../../../lib/auth/users.js';
 import { passwordLogin } from '../../../lib/auth/flows.js';
-import { userSchema } from '../../../lib/api/schemas.js';
+import { userSchema } from '../../../lib/api/auth.js';
 import { route } from '../../../lib/http/route.js';
 
 export const POST = route(

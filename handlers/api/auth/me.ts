@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { userSchema } from '../../../lib/api/schemas.js';
+import { userSchema } from '../../../lib/api/auth.js';
 import { route } from '../../../lib/http/route.js';
 
 export const GET = route(

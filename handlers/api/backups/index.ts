@@ -1,7 +1,7 @@
 import { overview } from '../../../lib/backups/index.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
-import { backupsOverviewSchema } from '../../../lib/api/schemas.js';
+import { backupsOverviewSchema } from '../../../lib/api/backups.js';
 
 export const GET = route(
   { permission: 'app.read', summary: 'Backups across the fleet: configurations, recent failures, what is not covered', responses: { 200: backupsOverviewSchema } },

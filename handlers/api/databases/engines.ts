@@ -1,6 +1,7 @@
 import { listEngines } from '../../../lib/databases/catalog.js';
 import { route } from '../../../lib/http/route.js';
-import { databaseEngineSchema, items } from '../../../lib/api/schemas.js';
+import { items } from '../../../lib/api/common.js';
+import { databaseEngineSchema } from '../../../lib/api/databases.js';
 
 export const GET = route({ permission: 'app.read', summary: 'The database engines that can be provisioned', responses: { 200: items(databaseEngineSchema) } }, (_req, { reply }) =>
   reply(200, { items: listEngines() }),

@@ -1,7 +1,8 @@
 import { listDatabases } from '../../../lib/databases/index.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
-import { databaseSchema, items } from '../../../lib/api/schemas.js';
+import { items } from '../../../lib/api/common.js';
+import { databaseSchema } from '../../../lib/api/databases.js';
 
 /** The fleet's databases with their volumes' sizes on disk. */
 export const GET = route(

@@ -1,5 +1,6 @@
 import { listActive } from '../../../lib/deploy/store.js';
-import { deploymentSchema, items } from '../../../lib/api/schemas.js';
+import { items } from '../../../lib/api/common.js';
+import { deploymentSchema } from '../../../lib/api/deployments.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
 

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { addDomain, listDomains } from '../../../lib/proxy/domains.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
-import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../lib/api/schemas.js';
-import { createBody } from './_params.js';
+import { domainListItemSchema, domainSchema } from '../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../lib/api/instance.js';
+import { createBody } from './_lib.js';
 
 /** The hub: every domain, then the automatic hosts (`managed: true`, no id). */
 export const GET = route(

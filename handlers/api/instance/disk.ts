@@ -1,6 +1,6 @@
 import { diskUsage } from '../../../lib/instance/disk.js';
 import { route } from '../../../lib/http/route.js';
-import { diskUsageSchema } from '../../../lib/api/schemas.js';
+import { diskUsageSchema } from '../../../lib/api/instance.js';
 
 /** Engine disk usage by kind: images, containers, volumes, build cache. */
 export const GET = route(

@@ -1,5 +1,5 @@
 import { firewallState, readHostSnapshot } from '../../../lib/security/snapshot.js';
-import { firewallStateSchema } from '../../../lib/api/schemas.js';
+import { firewallStateSchema } from '../../../lib/api/security.js';
 import { route } from '../../../lib/http/route.js';
 
 export const GET = route(

@@ -1,5 +1,6 @@
 import { posture } from '../../../lib/security/live.js';
-import { items, postureItemSchema } from '../../../lib/api/schemas.js';
+import { items } from '../../../lib/api/common.js';
+import { postureItemSchema } from '../../../lib/api/security.js';
 import { route } from '../../../lib/http/route.js';
 import { visible } from '../../../lib/auth/access.js';
 

@@ -1,5 +1,5 @@
 import { disabledTrafficSnapshot } from '../../../lib/traffic/monitor.js';
-import { trafficSnapshotSchema } from '../../../lib/api/schemas.js';
+import { trafficSnapshotSchema } from '../../../lib/api/security.js';
 import { route } from '../../../lib/http/route.js';
 
 export const GET = route(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PASSWORD_MAX, PASSWORD_MIN, USERNAME_PATTERN } from '../../../lib/auth/users.js';
 import { createFirstOperator } from '../../../lib/auth/flows.js';
-import { userSchema } from '../../../lib/api/schemas.js';
+import { userSchema } from '../../../lib/api/auth.js';
 import { route } from '../../../lib/http/route.js';
 
 export const POST = route(

@@ -83,7 +83,7 @@ function Webhook({ id }: { id: string }) {
 
 function Triggers({ id }: { id: string }) {
   const triggers = useLoad(() => api.listTriggers(id).then((r) => r.items), [id]);
-  const [event, setEvent] = useState<'push' | 'tag'>('push');
+  const [event, setEvent] = useState<api.Trigger['event']>('push');
   const [pattern, setPattern] = useState('');
   const act = useAction();
   return (
@@ -141,7 +141,7 @@ function Triggers({ id }: { id: string }) {
       >
         <label>
           Event
-          <select value={event} onChange={(e) => setEvent((e.target as HTMLSelectElement).value as 'push' | 'tag')}>
+          <select value={event} onChange={(e) => setEvent((e.target as HTMLSelectElement).value as api.Trigger['event'])}>
             <option value="push">push</option>
             <option value="tag">tag</option>
           </select>

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { appNameSchema } from '../../../../lib/apps/schemas.js';
 import { installAddon } from '../../../../lib/addons/install.js';
 import { route } from '../../../../lib/http/route.js';
-import { appSchema, deploymentSchema } from '../../../../lib/api/schemas.js';
+import { appSchema } from '../../../../lib/api/apps.js';
+import { deploymentSchema } from '../../../../lib/api/deployments.js';
 
 export const POST = route(
   {

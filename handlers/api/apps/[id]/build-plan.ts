@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { getApp } from '../../../../lib/apps/store.js';
 import { previewBuildPlan } from '../../../../lib/deploy/generated.js';
-import { buildPlanSchema } from '../../../../lib/api/schemas.js';
+import { buildPlanSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
-import { appParams } from '../_shared.js';
+import { appParams } from '../_lib.js';
 
 export const GET = route(
   {

@@ -1,8 +1,8 @@
 import { getApp } from '../../../../lib/apps/store.js';
 import { probeRepository } from '../../../../lib/apps/probe.js';
-import { detectionSchema } from '../../../../lib/api/schemas.js';
+import { detectionSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
-import { appParams } from '../_shared.js';
+import { appParams } from '../_lib.js';
 
 export const POST = route(
   { permission: 'app.admin', summary: "Clone the app's repository and report its compose file, Dockerfile and services", params: appParams, responses: { 200: detectionSchema } },

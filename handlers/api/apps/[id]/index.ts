@@ -4,9 +4,9 @@ import { buildLimitsSchema, sourceSchema } from '../../../../lib/apps/schemas.js
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../../lib/apps/status.js';
-import { appSchema } from '../../../../lib/api/schemas.js';
+import { appSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
-import { appParams } from '../_shared.js';
+import { appParams } from '../_lib.js';
 
 const appBody = z.object({ app: appSchema });
 

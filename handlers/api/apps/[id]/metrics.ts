@@ -3,8 +3,8 @@ import { getApp } from '../../../../lib/apps/store.js';
 import { appMetrics } from '../../../../lib/series/answer.js';
 import { SERVICE_NAME } from '../../../../lib/compose/index.js';
 import { route } from '../../../../lib/http/route.js';
-import { metricsSeriesSchema } from '../../../../lib/api/schemas.js';
-import { appParams } from '../_shared.js';
+import { metricsSeriesSchema } from '../../../../lib/api/metrics.js';
+import { appParams } from '../_lib.js';
 
 /** Requests through the proxy to this app (or one service): oldest first, zero-filled, at most 500 points. */
 export const GET = route(

@@ -1,3 +1,3 @@
-import { appLifecycle } from '../_shared.js';
+import { appLifecycle } from '../_lib.js';
 
 export const POST = appLifecycle('restart');

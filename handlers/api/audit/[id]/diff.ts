@@ -1,7 +1,7 @@
 import { diffEntry, entryApp } from '../../../../lib/revert/revert.js';
-import { auditDiffSchema } from '../../../../lib/api/schemas.js';
+import { auditDiffSchema } from '../../../../lib/api/audit.js';
 import { route } from '../../../../lib/http/route.js';
-import { auditParams } from './_params.js';
+import { auditParams } from './_lib.js';
 
 export const GET = route(
   {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { entryApp, entryRoute, entryTarget, revertEntry } from '../../../../lib/revert/revert.js';
 import { route } from '../../../../lib/http/route.js';
 import { HttpError } from '../../../../lib/http/errors.js';
-import { auditParams } from './_params.js';
+import { auditParams } from './_lib.js';
 
 export const POST = route(
   {

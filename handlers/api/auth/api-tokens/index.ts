@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { checkTokenGrant, createApiToken, listApiTokens } from '../../../../lib/auth/tokens.js';
-import { apiTokenSchema, items, permissionSchema } from '../../../../lib/api/schemas.js';
+import { apiTokenSchema, newApiTokenSchema, permissionSchema } from '../../../../lib/api/auth.js';
+import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
 
 export const GET = route({ permission: 'self.read', summary: "The caller's API tokens (never their values)", responses: { 200: items(apiTokenSchema) } }, async (_req, { env, principal, reply }) =>
@@ -26,15 +27,7 @@ export const POST = route(
       app_ids: z.array(z.string().min(1).max(64)).min(1).max(1000).nullable().optional().describe('Apps the token is limited to'),
     }),
     responses: {
-      201: z.object({
-        id: z.string(),
-        name: z.string(),
-        token: z.string(),
-        created_at: z.string(),
-        expires_at: z.string().nullable(),
-        scopes: z.array(permissionSchema).nullable(),
-        app_ids: z.array(z.string()).nullable(),
-      }),
+      201: newApiTokenSchema,
     },
     audit: { action: 'auth.api_token_created' },
   },

@@ -1,5 +1,6 @@
 import { listSessions } from '../../../../lib/auth/sessions.js';
-import { items, sessionSchema } from '../../../../lib/api/schemas.js';
+import { sessionSchema } from '../../../../lib/api/auth.js';
+import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
 
 export const GET = route({ permission: 'self.read', summary: "The caller's live sessions", responses: { 200: items(sessionSchema) } }, async (_req, { env, principal, reply }) => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HttpError } from '../../../../lib/http/errors.js';
 import { disableTotp } from '../../../../lib/auth/totp.js';
 import { secondFactorLogin } from '../../../../lib/auth/flows.js';
-import { userSchema } from '../../../../lib/api/schemas.js';
+import { userSchema } from '../../../../lib/api/auth.js';
 import { route } from '../../../../lib/http/route.js';
 
 // POST completes a login that is pending TOTP (no session yet); DELETE turns 2FA off.

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
-import { domainParams } from '../_params.js';
+import { domainSchema } from '../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../lib/api/instance.js';
+import { domainParams } from '../_lib.js';
 
 // PEM text, bounded: a chain of a few certificates and one key fit well below this.
 const pem = z

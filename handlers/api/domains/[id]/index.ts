@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
-import { domainParams, patchBody } from '../_params.js';
+import { domainSchema } from '../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../lib/api/instance.js';
+import { domainParams, patchBody } from '../_lib.js';
 
 const state = (d: { hostname: string; app_id: string | null; service: string | null; port: number | null; redirect_to: string | null }) => ({
   hostname: d.hostname,

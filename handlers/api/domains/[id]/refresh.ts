@@ -1,8 +1,9 @@
 import { domainAppId, refreshDomain } from '../../../../lib/proxy/domains.js';
 import { route } from '../../../../lib/http/route.js';
-import { domainSchema, proxySummarySchema } from '../../../../lib/api/schemas.js';
+import { domainSchema } from '../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../lib/api/instance.js';
 import { z } from 'zod';
-import { domainParams } from '../_params.js';
+import { domainParams } from '../_lib.js';
 
 /** DNS and the served certificate checked now, and the proxy brought in line. */
 export const POST = route(

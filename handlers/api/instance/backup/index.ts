@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { instanceConfigView, instancePutNeedsStepUp, putInstanceConfig } from '../../../../lib/backups/instance.js';
 import { route } from '../../../../lib/http/route.js';
-import { instanceBackupSchema } from '../../../../lib/api/schemas.js';
-import { destinationBody } from '../../apps/[id]/backups/_schemas.js';
+import { instanceBackupSchema } from '../../../../lib/api/backups.js';
+import { destinationBody } from '../../apps/[id]/backups/_lib.js';
 
 const one = z.object({ backup: instanceBackupSchema });
 const body = z.strictObject({ schedule: z.string().max(200).optional(), keep_last: z.number().optional(), destination: destinationBody.optional(), enabled: z.boolean().optional() });

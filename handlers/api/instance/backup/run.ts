@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { instanceRunView, startInstanceRun } from '../../../../lib/backups/instance.js';
 import { route } from '../../../../lib/http/route.js';
-import { instanceBackupRunSchema } from '../../../../lib/api/schemas.js';
+import { instanceBackupRunSchema } from '../../../../lib/api/backups.js';
 
 export const POST = route(
   {

@@ -4,9 +4,9 @@ import { hashPassword } from '../../../../lib/auth/passwords.js';
 import { startSession } from '../../../../lib/auth/login.js';
 import { findUser, publicUser, PASSWORD_MAX, PASSWORD_MIN, USERNAME_PATTERN } from '../../../../lib/auth/users.js';
 import { HttpError } from '../../../../lib/http/errors.js';
-import { userSchema } from '../../../../lib/api/schemas.js';
+import { userSchema } from '../../../../lib/api/auth.js';
 import { route } from '../../../../lib/http/route.js';
-import { tokenParams } from './_params.js';
+import { tokenParams } from './_lib.js';
 
 export const POST = route(
   {

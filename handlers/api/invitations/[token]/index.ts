@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { openInvitation } from '../../../../lib/auth/invitations.js';
 import { route } from '../../../../lib/http/route.js';
-import { tokenParams } from './_params.js';
+import { tokenParams } from './_lib.js';
 
 export const GET = route(
   {

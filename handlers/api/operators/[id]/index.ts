@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { actingOperator, removeOperator, updateOperator } from '../../../../lib/auth/operators.js';
-import { operatorSchema } from '../../../../lib/api/schemas.js';
+import { operatorSchema } from '../../../../lib/api/auth.js';
 import { route } from '../../../../lib/http/route.js';
-import { operatorParams, patchBody } from '../_schemas.js';
+import { operatorParams, patchBody } from '../_lib.js';
 
 // Widening access is as sensitive as minting a token; narrowing and disabling end access at once.
 export const PATCH = route(

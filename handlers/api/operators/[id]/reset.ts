@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { actingOperator } from '../../../../lib/auth/operators.js';
 import { createResetLink, publicBase } from '../../../../lib/auth/invitations.js';
-import { createdInvitationSchema } from '../../../../lib/api/schemas.js';
+import { createdInvitationSchema } from '../../../../lib/api/auth.js';
 import { route } from '../../../../lib/http/route.js';
-import { operatorParams, requestOrigin, resetBody } from '../_schemas.js';
+import { operatorParams, requestOrigin, resetBody } from '../_lib.js';
 
 export const POST = route(
   {

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { actingOperator } from '../../../../lib/auth/operators.js';
 import { createInvitation, listInvitations, publicBase } from '../../../../lib/auth/invitations.js';
-import { createdInvitationSchema, invitationSchema, items } from '../../../../lib/api/schemas.js';
+import { createdInvitationSchema, invitationSchema } from '../../../../lib/api/auth.js';
+import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
-import { inviteBody, requestOrigin } from '../_schemas.js';
+import { inviteBody, requestOrigin } from '../_lib.js';
 
 export const GET = route(
   { summary: 'Invitations and reset links, newest first (never their links)', permission: 'operators.manage', responses: { 200: items(invitationSchema) } },

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { createChannel, listChannels } from '../../../../lib/notify/store.js';
 import { NOTIFY_EVENTS } from '../../../../lib/notify/message.js';
 import { route } from '../../../../lib/http/route.js';
-import { notificationChannelSchema } from '../../../../lib/api/schemas.js';
-import { createBody } from './_schemas.js';
+import { notificationChannelSchema } from '../../../../lib/api/notifications.js';
+import { createBody } from './_lib.js';
 
 export const GET = route(
   {

@@ -3,9 +3,10 @@ import { getApp } from '../../../../../lib/apps/store.js';
 import { listConfigs } from '../../../../../lib/backups/index.js';
 import { configView, createConfig } from '../../../../../lib/backups/store.js';
 import { route } from '../../../../../lib/http/route.js';
-import { backupConfigSchema, items } from '../../../../../lib/api/schemas.js';
-import { appParams } from '../../_shared.js';
-import { createBody } from './_schemas.js';
+import { backupConfigSchema } from '../../../../../lib/api/backups.js';
+import { items } from '../../../../../lib/api/common.js';
+import { appParams } from '../../_lib.js';
+import { createBody } from './_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: "An app's backup configurations", params: appParams, responses: { 200: items(backupConfigSchema) } },

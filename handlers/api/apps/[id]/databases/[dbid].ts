@@ -4,8 +4,8 @@ import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { deleteDatabase, getDatabaseRow, toView } from '../../../../../lib/databases/index.js';
 import { route } from '../../../../../lib/http/route.js';
-import { databaseSchema } from '../../../../../lib/api/schemas.js';
-import { appId } from '../../_shared.js';
+import { databaseSchema } from '../../../../../lib/api/databases.js';
+import { appId } from '../../_lib.js';
 
 const params = z.object({ id: appId, dbid: z.string().regex(ID_PATTERN, 'not a database id') });
 const delQuery = z.object({ keep_data: z.enum(['true', 'false']).default('false') });

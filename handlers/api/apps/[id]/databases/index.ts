@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { createDatabase, listDatabases } from '../../../../../lib/databases/index.js';
 import { route } from '../../../../../lib/http/route.js';
-import { databaseSchema, items } from '../../../../../lib/api/schemas.js';
-import { appParams } from '../../_shared.js';
+import { items } from '../../../../../lib/api/common.js';
+import { databaseSchema } from '../../../../../lib/api/databases.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route({ permission: 'app.read', summary: "An app's managed databases", params: appParams, responses: { 200: items(databaseSchema) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);

@@ -2,10 +2,11 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { listDeployments } from '../../../../../lib/deploy/store.js';
 import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
-import { deploymentBody, deploymentSchema, page } from '../../../../../lib/api/schemas.js';
+import { page } from '../../../../../lib/api/common.js';
+import { deploymentBody, deploymentSchema } from '../../../../../lib/api/deployments.js';
 import { route } from '../../../../../lib/http/route.js';
 import { COMMIT_HASH } from '../../../../../lib/git/validate.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   {

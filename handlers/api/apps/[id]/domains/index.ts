@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addDomain, listDomains } from '../../../../../lib/proxy/domains.js';
 import { route } from '../../../../../lib/http/route.js';
-import { domainListItemSchema, domainSchema, proxySummarySchema } from '../../../../../lib/api/schemas.js';
-import { appParams } from '../../_shared.js';
-import { appDomainBody } from '../../../domains/_params.js';
+import { domainListItemSchema, domainSchema } from '../../../../../lib/api/domains.js';
+import { proxySummarySchema } from '../../../../../lib/api/instance.js';
+import { appParams } from '../../_lib.js';
+import { appDomainBody } from '../../../domains/_lib.js';
 
 /** The app's domains and its automatic hosts. */
 export const GET = route(

@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { envKeySchema } from '../../../../../lib/apps/schemas.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { readEnvSet, replaceEnvSet } from '../../../../../lib/apps/env.js';
-import { envItemSchema, items } from '../../../../../lib/api/schemas.js';
+import { envItemSchema } from '../../../../../lib/api/apps.js';
+import { items } from '../../../../../lib/api/common.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   {

@@ -1,8 +1,9 @@
 import { getApp } from '../../../../../lib/apps/store.js';
 import { appServices } from '../../../../../lib/apps/ops.js';
-import { items, serviceSchema } from '../../../../../lib/api/schemas.js';
+import { serviceSchema } from '../../../../../lib/api/apps.js';
+import { items } from '../../../../../lib/api/common.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: "An app's services as the engine runs them", params: appParams, responses: { 200: items(serviceSchema) } },

@@ -1,9 +1,9 @@
 import { notFound } from '../../../../../lib/http/errors.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { deleteKey, getPublicKey } from '../../../../../lib/keys/store.js';
-import { publicKeySchema } from '../../../../../lib/api/schemas.js';
+import { publicKeySchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: "The public half of an app's deploy key", params: appParams, responses: { 200: publicKeySchema } },

@@ -1,8 +1,8 @@
 import { getApp } from '../../../../../lib/apps/store.js';
 import { regenerateKey } from '../../../../../lib/keys/store.js';
-import { publicKeySchema } from '../../../../../lib/api/schemas.js';
+import { publicKeySchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const POST = route(
   {

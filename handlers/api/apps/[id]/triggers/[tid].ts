@@ -3,9 +3,9 @@ import { notFound } from '../../../../../lib/http/errors.js';
 import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { removeTrigger, updateTrigger } from '../../../../../lib/webhooks/store.js';
-import { triggerSchema } from '../../../../../lib/api/schemas.js';
+import { triggerSchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appId } from '../../_shared.js';
+import { appId } from '../../_lib.js';
 
 const triggerParams = z.object({ id: appId, tid: z.string().regex(ID_PATTERN, 'not a trigger id') });
 

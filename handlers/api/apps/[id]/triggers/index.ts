@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { addTrigger, listTriggers } from '../../../../../lib/webhooks/store.js';
-import { items, triggerSchema } from '../../../../../lib/api/schemas.js';
+import { items } from '../../../../../lib/api/common.js';
+import { triggerSchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route({ permission: 'app.read', summary: "An app's deploy triggers", params: appParams, responses: { 200: items(triggerSchema) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);

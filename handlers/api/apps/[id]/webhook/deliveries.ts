@@ -1,8 +1,9 @@
 import { getApp } from '../../../../../lib/apps/store.js';
 import { listDeliveryLog } from '../../../../../lib/webhooks/deliveries.js';
-import { items, webhookDeliverySchema } from '../../../../../lib/api/schemas.js';
+import { items } from '../../../../../lib/api/common.js';
+import { webhookDeliverySchema } from '../../../../../lib/api/webhooks.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: "The last 50 deliveries to an app's webhook, newest first, and what each came to", params: appParams, responses: { 200: items(webhookDeliverySchema) } },

@@ -3,7 +3,7 @@ import { notFound } from '../../../../../lib/http/errors.js';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { removeWebhookSecret, webhookInfo, PROVIDERS } from '../../../../../lib/webhooks/store.js';
 import { route } from '../../../../../lib/http/route.js';
-import { appParams } from '../../_shared.js';
+import { appParams } from '../../_lib.js';
 
 export const GET = route(
   {

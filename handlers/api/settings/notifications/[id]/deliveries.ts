@@ -1,7 +1,8 @@
 import { listDeliveries } from '../../../../../lib/notify/store.js';
 import { route } from '../../../../../lib/http/route.js';
-import { items, notificationDeliverySchema } from '../../../../../lib/api/schemas.js';
-import { channelParams } from '../_schemas.js';
+import { items } from '../../../../../lib/api/common.js';
+import { notificationDeliverySchema } from '../../../../../lib/api/notifications.js';
+import { channelParams } from '../_lib.js';
 
 /** The channel's delivery log, newest first (the last 50). */
 export const GET = route(

@@ -1,7 +1,7 @@
 import { getChannel, deleteChannel, updateChannel } from '../../../../../lib/notify/store.js';
 import { route } from '../../../../../lib/http/route.js';
-import { notificationChannelSchema } from '../../../../../lib/api/schemas.js';
-import { channelParams, patchBody } from '../_schemas.js';
+import { notificationChannelSchema } from '../../../../../lib/api/notifications.js';
+import { channelParams, patchBody } from '../_lib.js';
 
 export const GET = route(
   { permission: 'instance.admin', summary: 'One notification channel', params: channelParams, responses: { 200: notificationChannelSchema } },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { badRequest } from '../../../../../lib/http/errors.js';
 import { route } from '../../../../../lib/http/route.js';
-import { channelParams } from '../_schemas.js';
+import { channelParams } from '../_lib.js';
 
 /** Sends one test message now (one attempt) and answers how it went. */
 export const POST = route(

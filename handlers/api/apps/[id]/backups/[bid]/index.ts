@@ -3,8 +3,8 @@ import { getApp } from '../../../../../../lib/apps/store.js';
 import { deleteConfig } from '../../../../../../lib/backups/index.js';
 import { configView, getConfig, patchNeedsStepUp, updateConfig } from '../../../../../../lib/backups/store.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { backupConfigSchema } from '../../../../../../lib/api/schemas.js';
-import { configParams, patchBody } from '../_schemas.js';
+import { backupConfigSchema } from '../../../../../../lib/api/backups.js';
+import { configParams, patchBody } from '../_lib.js';
 
 const one = z.object({ backup: backupConfigSchema });
 

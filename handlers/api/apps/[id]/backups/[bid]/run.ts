@@ -3,8 +3,8 @@ import { getApp } from '../../../../../../lib/apps/store.js';
 import { getConfig, runView } from '../../../../../../lib/backups/store.js';
 import { startRun } from '../../../../../../lib/backups/run.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { backupRunSchema } from '../../../../../../lib/api/schemas.js';
-import { configParams } from '../_schemas.js';
+import { backupRunSchema } from '../../../../../../lib/api/backups.js';
+import { configParams } from '../_lib.js';
 
 export const POST = route(
   {

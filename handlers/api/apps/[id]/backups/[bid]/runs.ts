@@ -1,8 +1,9 @@
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { listRuns } from '../../../../../../lib/backups/index.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { backupRunSchema, items } from '../../../../../../lib/api/schemas.js';
-import { configParams } from '../_schemas.js';
+import { backupRunSchema } from '../../../../../../lib/api/backups.js';
+import { items } from '../../../../../../lib/api/common.js';
+import { configParams } from '../_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: 'The runs of a backup configuration', params: configParams, responses: { 200: items(backupRunSchema) } },

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { getRestore } from '../../../../../../lib/backups/store.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { restoreSchema } from '../../../../../../lib/api/schemas.js';
-import { restoreParams } from '../_schemas.js';
+import { restoreSchema } from '../../../../../../lib/api/backups.js';
+import { restoreParams } from '../_lib.js';
 
 export const GET = route(
   { permission: 'app.read', summary: 'One restore and how it went', params: restoreParams, responses: { 200: z.object({ restore: restoreSchema }) } },

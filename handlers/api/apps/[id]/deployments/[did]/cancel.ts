@@ -1,7 +1,7 @@
 import { getApp } from '../../../../../../lib/apps/store.js';
-import { deploymentBody } from '../../../../../../lib/api/schemas.js';
+import { deploymentBody } from '../../../../../../lib/api/deployments.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { deploymentParams } from '../_params.js';
+import { deploymentParams } from '../_lib.js';
 
 /** Stops the in-flight step and cleans up; answers once the deployment is canceled (or 409 if it had finished). */
 export const POST = route(

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { removeEnvVar, setEnvVar } from '../../../../../../lib/apps/env.js';
-import { envItemSchema } from '../../../../../../lib/api/schemas.js';
+import { envItemSchema } from '../../../../../../lib/api/apps.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { envKeyParams } from '../../../_shared.js';
+import { envKeyParams } from '../../../_lib.js';
 
 const IF_MATCH = 'With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.';
 

@@ -3,7 +3,7 @@ import { notFound } from '../../../../../../lib/http/errors.js';
 import { getApp } from '../../../../../../lib/apps/store.js';
 import { revealEnv } from '../../../../../../lib/apps/env.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { envKeyParams } from '../../../_shared.js';
+import { envKeyParams } from '../../../_lib.js';
 
 // A read, but an audited one: who saw which secret, and when. A stolen session or token must not
 // be enough to read every secret: the operator proves it is them again (step-up).

@@ -1,9 +1,9 @@
 import { servicePatchSchema } from '../../../../../../lib/apps/schemas.js';
 import { getApp, patchServiceSettings } from '../../../../../../lib/apps/store.js';
 import { ensureKnownService } from '../../../../../../lib/apps/ops.js';
-import { serviceSettingsSchema } from '../../../../../../lib/api/schemas.js';
+import { serviceSettingsSchema } from '../../../../../../lib/api/apps.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { serviceParams } from '../../../_shared.js';
+import { serviceParams } from '../../../_lib.js';
 
 // Settings are kept even for a service that has no container now (stopped, or removed by a failed
 // deployment): the next deployment uses them. A name the app never had is a 404.

@@ -1,6 +1,6 @@
 import { HttpError, notFound } from '../../../../../../lib/http/errors.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { serviceParams } from '../../../_shared.js';
+import { serviceParams } from '../../../_lib.js';
 
 // The upgrade is handled by the runtime (runtime/ws.ts) before any handler runs; this file
 // documents the route and answers a plain GET.

@@ -1,3 +1,3 @@
-import { serviceLifecycle } from '../../../_shared.js';
+import { serviceLifecycle } from '../../../_lib.js';
 
 export const POST = serviceLifecycle('stop');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { getInstanceRun, instanceRunView, removeInstanceRunArtifact } from '../../../../../../lib/backups/instance.js';
 import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
 import { route } from '../../../../../../lib/http/route.js';
-import { instanceBackupRunSchema } from '../../../../../../lib/api/schemas.js';
+import { instanceBackupRunSchema } from '../../../../../../lib/api/backups.js';
 
 const params = z.object({ rid: z.string().regex(ID_PATTERN, 'not a run id') });
 const one = z.object({ run: instanceBackupRunSchema });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { getInstanceRun, instanceRunView, startInstanceVerify } from '../../../../../../lib/backups/instance.js';
-import { instanceBackupRunSchema } from '../../../../../../lib/api/schemas.js';
+import { instanceBackupRunSchema } from '../../../../../../lib/api/backups.js';
 import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
 import { route } from '../../../../../../lib/http/route.js';
 

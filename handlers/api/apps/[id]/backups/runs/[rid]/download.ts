@@ -4,7 +4,7 @@ import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun } from '../../../../../../../lib/backups/store.js';
 import { openDownload } from '../../../../../../../lib/backups/run.js';
 import { raw, route, type TypedResponse } from '../../../../../../../lib/http/route.js';
-import { runParams } from '../../_schemas.js';
+import { runParams } from '../../_lib.js';
 
 /** The decrypted, still gzip-compressed dump, streamed after the whole artifact authenticated. */
 export const GET = route(

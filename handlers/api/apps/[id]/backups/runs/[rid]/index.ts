@@ -3,8 +3,8 @@ import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun, runView } from '../../../../../../../lib/backups/store.js';
 import { removeRunArtifact } from '../../../../../../../lib/backups/index.js';
 import { route } from '../../../../../../../lib/http/route.js';
-import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
-import { runParams } from '../../_schemas.js';
+import { backupRunSchema } from '../../../../../../../lib/api/backups.js';
+import { runParams } from '../../_lib.js';
 
 export const GET = route({ permission: 'app.read', summary: 'One backup run', params: runParams, responses: { 200: z.object({ run: backupRunSchema }) } }, async (_req, { env, params, reply }) => {
   await getApp(env.db, params.id);

@@ -3,8 +3,8 @@ import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun } from '../../../../../../../lib/backups/store.js';
 import { startRestore } from '../../../../../../../lib/backups/run.js';
 import { route } from '../../../../../../../lib/http/route.js';
-import { restoreSchema } from '../../../../../../../lib/api/schemas.js';
-import { runParams } from '../../_schemas.js';
+import { restoreSchema } from '../../../../../../../lib/api/backups.js';
+import { runParams } from '../../_lib.js';
 
 export const POST = route(
   {

@@ -3,8 +3,8 @@ import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun, runView } from '../../../../../../../lib/backups/store.js';
 import { startVerify } from '../../../../../../../lib/backups/run.js';
 import { route } from '../../../../../../../lib/http/route.js';
-import { backupRunSchema } from '../../../../../../../lib/api/schemas.js';
-import { runParams } from '../../_schemas.js';
+import { backupRunSchema } from '../../../../../../../lib/api/backups.js';
+import { runParams } from '../../_lib.js';
 
 export const POST = route(
   {

@@ -1,7 +1,7 @@
 // Not a route: the backups endpoints' parameter and body schemas.
 import { z } from 'zod';
 import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
-import { appId } from '../../_shared.js';
+import { appId } from '../../_lib.js';
 
 const id = (what: string) => z.string().regex(ID_PATTERN, `not a ${what} id`);
 export const configParams = z.object({ id: appId, bid: id('backup') });

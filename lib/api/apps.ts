@@ -1,0 +1,107 @@
+// Wire shapes of apps: the app, its source and build settings, build plan, services, environment
+// and the portable spec.
+import { z } from 'zod';
+import { APP_STATUSES } from '../apps/model.js';
+import { STACKS } from '../buildplan/types.js';
+import { FINDING_LEVELS } from '../compose/types.js';
+import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
+import { named, ts } from './common.js';
+
+export const buildSettingSchema = named(
+  'BuildSetting',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('auto') }),
+    z.object({ type: z.literal('dockerfile'), path: z.string().optional() }),
+    z.object({ type: z.literal('compose'), path: z.string().optional() }),
+    z.object({
+      type: z.literal('stack'),
+      stack: z.enum(STACKS),
+      version: z.string().optional(),
+      install: z.string().optional(),
+      build: z.string().optional(),
+      start: z.string().optional(),
+      port: z.number().optional(),
+      publish_dir: z.string().optional(),
+    }),
+  ]),
+  'How a git app is built; unset: its compose file, else its Dockerfile, else auto (detected from its files)',
+);
+
+export const buildLimitsSchema = named(
+  'BuildLimits',
+  z.object({ memory_mb: z.number().optional(), cpus: z.number().optional(), timeout_s: z.number().optional() }),
+  'Bounds of one image build; an absent field is unbounded',
+);
+
+export const buildPlanSchema = named(
+  'BuildPlan',
+  z.object({
+    stack: z.enum(STACKS),
+    detected_from: z.array(z.string()).describe('Repository files the decision rests on'),
+    runtime: z.object({ name: z.string(), version: z.string(), image: z.string() }),
+    images: z.array(z.string()).describe('Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP)'),
+    install: z.string().nullable(),
+    build: z.string().nullable(),
+    start: z.string().nullable(),
+    port: z.number(),
+    dockerfile: z.string().describe('The generated Dockerfile'),
+    warnings: z.array(z.string()),
+  }),
+);
+
+export const appSourceSchema = named(
+  'AppSource',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional(), build: buildSettingSchema.optional() }),
+    z.object({ type: z.literal('image'), image: z.string() }),
+    z.object({ type: z.literal('compose'), compose: z.string() }),
+  ]),
+);
+
+export const appSchema = named(
+  'App',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    source: appSourceSchema,
+    status: z.enum(APP_STATUSES),
+    build_limits: buildLimitsSchema.nullable(),
+    created_at: ts,
+    updated_at: ts,
+  }),
+);
+
+export const envItemSchema = named('EnvItem', z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() }));
+
+export const serviceSchema = named(
+  'Service',
+  z.object({
+    name: z.string(),
+    image: z.string(),
+    status: z.string(),
+    health: z.string().nullable(),
+    port: z.number().int().nullable(),
+    health_path: z.string().nullable(),
+    published_ports: z.array(z.object({ host_ip: z.string(), host_port: z.number().int(), container_port: z.number().int(), protocol: z.string() })),
+  }),
+);
+
+export const serviceSettingsSchema = z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() });
+
+export const appSpecSchema = named(
+  'AppSpec',
+  z.object({
+    version: z.literal(1),
+    name: z.string(),
+    source: appSourceSchema,
+    services: z.array(z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() })),
+    env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
+    triggers: z.array(z.object({ event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() })),
+    domains: z.array(z.unknown()),
+  }),
+  'The portable description of an app (never a secret value)',
+);
+
+const findingSchema = z.object({ level: z.enum(FINDING_LEVELS), service: z.string().optional(), key: z.string(), message: z.string() });
+
+export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });

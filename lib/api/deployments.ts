@@ -1,0 +1,34 @@
+// Wire shapes of deployments and their log lines.
+import { z } from 'zod';
+import { DEPLOY_STATUSES, DEPLOY_TRIGGERS } from '../apps/deployment.js';
+import { named, ts } from './common.js';
+
+export const deploymentSchema = named(
+  'Deployment',
+  z.object({
+    id: z.string(),
+    app_id: z.string(),
+    status: z.enum(DEPLOY_STATUSES),
+    trigger: z.enum(DEPLOY_TRIGGERS),
+    ref: z.string().nullable(),
+    commit: z.string().nullable(),
+    commit_subject: z.string().nullable(),
+    image: z.string().nullable(),
+    images: z.record(z.string(), z.string()).nullable(),
+    error: z.string().nullable(),
+    rollback_of: z.string().nullable(),
+    delivery_id: z.string().nullable(),
+    waiting: z.boolean(),
+    created_at: ts,
+    started_at: ts.nullable(),
+    finished_at: ts.nullable(),
+  }),
+);
+
+export const deploymentBody = named('DeploymentBody', z.object({ deployment: deploymentSchema }));
+
+export const logLineSchema = named(
+  'LogLine',
+  z.object({ seq: z.number().int(), at: ts, stream: z.string(), line: z.string() }),
+  'A build log line, as GET .../logs and the `build:<id>` topic carry it',
+);
