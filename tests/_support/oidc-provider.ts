@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { testFetch } from './transport.js';
 
 export interface AccountClaims {
   preferred_username?: string;
@@ -116,7 +117,8 @@ export async function signInOverHttp(jar: CookieJar, startUrl: string, account: 
     if (tamper && url.pathname.endsWith('/api/auth/oidc/callback')) url = tamper(url);
     const headers: Record<string, string> = { cookie: jar.header(url) };
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(url, { method, headers, body: form?.toString(), redirect: 'manual' });
+    // The control plane may be in-process (tests/_support/request.ts): testFetch serves it there.
+    const res = await testFetch(url.href, { method, headers, body: form?.toString(), redirect: 'manual' });
     jar.store(url, res);
     const body = await res.text();
     const location = res.headers.get('location');

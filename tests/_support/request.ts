@@ -60,7 +60,20 @@ export interface TestAppOptions extends SocketFacts {
    * deployment queue, the engine's event follower...), stopped with the app.
    */
   background?: boolean;
+  /**
+   * The base URL the app answers on (default: one of its own on 127.0.x.y port 1), for a test
+   * that must name it before the app exists (an OpenID provider's registered redirect URI).
+   */
+  url?: string;
+  /**
+   * Record the routes reached for tests/api/coverage.test.ts (default true). The permission matrix
+   * turns it off: it calls every route with a body none accepts, which covers nothing.
+   */
+  record?: boolean;
 }
+
+/** The lowest SVC_PASSWORD_COST lib/config.ts accepts (log2 of scrypt's N). */
+export const MIN_PASSWORD_COST = 10;
 
 // Each app its own origin; port 1 is never ours, so a request that escapes to a socket fails.
 let apps = 0;
@@ -73,7 +86,9 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
     SVC_HOST: '127.0.0.1',
     SVC_PORT: '0',
     SVC_MASTER_KEY: TEST_MASTER_KEY,
-    SVC_PASSWORD_COST: '14',
+    // The lowest cost the configuration accepts: an in-process test checks what hashing decides,
+    // not what it costs (a test about the cost itself passes its own SVC_PASSWORD_COST).
+    SVC_PASSWORD_COST: String(MIN_PASSWORD_COST),
     SVC_AUTH_RATE_LIMIT: '1000',
     SVC_LOG_LEVEL: 'silent',
     SVC_ACCESS_LOG: join(dataDir, 'access.log'),
@@ -85,7 +100,7 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
   if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const app = createDispatcher(env, routes, { dashboard: opts.dashboard ? loadDashboard() : null });
-  const url = `http://127.0.${Math.floor(apps / 250)}.${(apps++ % 250) + 1}:1`;
+  const url = opts.url ?? `http://127.0.${Math.floor(apps / 250)}.${(apps++ % 250) + 1}:1`;
   const closers: Array<() => Promise<void> | void> = [];
   if (opts.background) {
     // What startBackground reads of a running server; the edge (and its subnet guard) is off here.
@@ -100,7 +115,7 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
     );
     pending.add(settled);
   };
-  const record = hitRecorder();
+  const record = opts.record === false ? async () => {} : hitRecorder();
 
   async function request(path: string, init: RequestInitWithSocket = {}): Promise<Response> {
     const { peer = opts.peer ?? '127.0.0.1', tls = opts.tls ?? false, ...rest } = init;

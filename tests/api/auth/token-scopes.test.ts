@@ -1,12 +1,13 @@
-// Scoped API tokens over the real server: a token asks only for what its creator holds (scopes
+// Scoped API tokens, in-process: a token asks only for what its creator holds (scopes
 // and apps), the listing shows scopes, apps and last use, and a use of the token is recorded.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, Client, ADMIN, type TestServer } from '../_support/server.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { hashPassword } from '../../lib/auth/passwords.js';
+import { adminClient, Client, ADMIN } from '../../_support/server.js';
+import { startTestApp, MIN_PASSWORD_COST, type TestApp } from '../../_support/request.js';
+import { insertUser } from '../../../lib/auth/users.js';
+import { hashPassword } from '../../../lib/auth/passwords.js';
 
-let s: TestServer;
+let s: TestApp;
 let admin: Client;
 let appA: string;
 let appB: string;
@@ -24,7 +25,7 @@ async function signedIn(who: { username: string; password: string }): Promise<Cl
 }
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   admin = await adminClient(s);
   for (const name of ['scoped-a', 'scoped-b']) {
     const r = await admin.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1.27' } });
@@ -33,9 +34,9 @@ before(async () => {
   const apps = (await admin.req('GET', '/api/apps')).body.items as Array<{ id: string; name: string }>;
   appA = apps.find((a) => a.name === 'scoped-a')!.id;
   appB = apps.find((a) => a.name === 'scoped-b')!.id;
-  // Cost 14 like the server's: the login below verifies these hashes.
-  await insertUser(s.env.db, VIEWER.username, await hashPassword(VIEWER.password, 14), { role: 'viewer' });
-  await insertUser(s.env.db, DEPLOYER.username, await hashPassword(DEPLOYER.password, 14), { role: 'deployer', appIds: [appA] });
+  // The app's own cost: the login below verifies these hashes.
+  await insertUser(s.env.db, VIEWER.username, await hashPassword(VIEWER.password, MIN_PASSWORD_COST), { role: 'viewer' });
+  await insertUser(s.env.db, DEPLOYER.username, await hashPassword(DEPLOYER.password, MIN_PASSWORD_COST), { role: 'deployer', appIds: [appA] });
 });
 after(async () => {
   await s.stop();

@@ -1,18 +1,19 @@
-// Operators, invitations and reset links over HTTP against the real server: single use under
+// Operators, invitations and reset links, in-process: single use under
 // concurrent accepts, expired and tampered links, the owner rules (an admin never touches owners;
 // the last enabled owner stays, even under two concurrent removals), disabling ending a session
 // and a token at once, a reset link (new password, old one refused, TOTP cleared), the host CLI.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
-import { runCli } from '../_support/cli.js';
-import { totpCode } from '../../lib/auth/totp.js';
-import { acceptInvitation } from '../../lib/auth/invitations.js';
-import { hashPassword as hashPasswordWith } from '../../lib/auth/passwords.js';
+import { adminClient, ADMIN, Client } from '../../_support/server.js';
+import { startTestApp, MIN_PASSWORD_COST, type TestApp } from '../../_support/request.js';
+import { runCli } from '../../_support/cli.js';
+import { totpCode } from '../../../lib/auth/totp.js';
+import { acceptInvitation } from '../../../lib/auth/invitations.js';
+import { hashPassword as hashPasswordWith } from '../../../lib/auth/passwords.js';
 
-const hashPasswordFor = (p: string) => hashPasswordWith(p, 14);
+const hashPasswordFor = (p: string) => hashPasswordWith(p, MIN_PASSWORD_COST);
 
-let s: TestServer;
+let s: TestApp;
 let owner: Client;
 let n = 0;
 const uniq = (p: string) => `${p}${++n}`;
@@ -20,7 +21,7 @@ const PASSWORD = 'a long enough passphrase';
 const LINK = /\/invite\/([A-Za-z0-9_-]{43})$/;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   owner = await adminClient(s);
   assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
 });

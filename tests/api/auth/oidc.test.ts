@@ -1,33 +1,40 @@
-// Sign-in with an OpenID Connect provider, end to end: the real server, a real oidc-provider on
-// loopback (PKCE required, accounts whose claims the tests set), the provider's own login and
-// consent pages walked over HTTP with a cookie jar per origin, like a browser.
+// Sign-in with an OpenID Connect provider, end to end: the control plane in-process, a real
+// oidc-provider on loopback (PKCE required, accounts whose claims the tests set), the provider's own
+// login and consent pages walked over HTTP with a cookie jar per origin, like a browser; the
+// browser's hops to the control plane go straight into its dispatcher (tests/_support/transport.ts).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, Client, ADMIN, type TestServer } from '../_support/server.js';
-import { freePort } from '../_support/net.js';
-import { startOidcProvider, signInOverHttp, CookieJar, type Hop, type TestProvider } from '../_support/oidc-provider.js';
-import { loadConfig, ConfigError } from '../../lib/config.js';
-import { roleFromClaim } from '../../lib/auth/oidc.js';
+import { adminClient, Client, ADMIN } from '../../_support/server.js';
+import { startTestApp, type TestApp } from '../../_support/request.js';
+import { testFetch } from '../../_support/transport.js';
+import { startOidcProvider, signInOverHttp, CookieJar, type Hop, type TestProvider } from '../../_support/oidc-provider.js';
+import { loadConfig, ConfigError } from '../../../lib/config.js';
+import { roleFromClaim } from '../../../lib/auth/oidc.js';
+
+// The provider registers the callback before the app exists: each app gets a base URL named here.
+let origins = 0;
+const origin = () => `http://127.0.250.${++origins}:1`;
 
 const ROLE_MAP = { 'ops-admins': 'admin', 'ops-deploy': 'deployer', 'ops-view': 'viewer' } as const;
 
-let s: TestServer;
+let s: TestApp;
 let idp: TestProvider;
 let base: string;
 let admin: Client;
 
 before(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
+  base = origin();
   idp = await startOidcProvider(`${base}/api/auth/oidc/callback`);
-  s = await startTestServer({
-    SVC_PORT: String(port),
-    SVC_PUBLIC_URL: base,
-    SVC_OIDC_ISSUER: idp.issuer,
-    SVC_OIDC_CLIENT_ID: idp.clientId,
-    SVC_OIDC_CLIENT_SECRET: idp.clientSecret,
-    SVC_OIDC_ROLE_MAP: JSON.stringify(ROLE_MAP),
-  });
+  s = await startTestApp(
+    {
+      SVC_PUBLIC_URL: base,
+      SVC_OIDC_ISSUER: idp.issuer,
+      SVC_OIDC_CLIENT_ID: idp.clientId,
+      SVC_OIDC_CLIENT_SECRET: idp.clientSecret,
+      SVC_OIDC_ROLE_MAP: JSON.stringify(ROLE_MAP),
+    },
+    { url: base },
+  );
   admin = await adminClient(s);
 });
 
@@ -55,7 +62,7 @@ test('setup status tells the dashboard a provider is offered, and its name', asy
 });
 
 test('start: a redirect to the provider with PKCE (S256), state and nonce, and an HttpOnly flow cookie', async () => {
-  const r = await fetch(`${base}/api/auth/oidc/start`, { redirect: 'manual' });
+  const r = await testFetch(`${base}/api/auth/oidc/start`, { redirect: 'manual' });
   assert.equal(r.status, 302);
   const to = new URL(r.headers.get('location')!);
   assert.equal(to.origin, idp.issuer);
@@ -70,7 +77,7 @@ test('start: a redirect to the provider with PKCE (S256), state and nonce, and a
   // Nothing of the flow is readable in it (encrypted): not the verifier, not the state.
   assert.ok(!decodeURIComponent(cookie).includes(to.searchParams.get('state')!));
   // A return path to another site is refused.
-  assert.equal((await fetch(`${base}/api/auth/oidc/start?return_to=//evil.example/`, { redirect: 'manual' })).status, 400);
+  assert.equal((await testFetch(`${base}/api/auth/oidc/start?return_to=//evil.example/`, { redirect: 'manual' })).status, 400);
 });
 
 test('a mapped person signs in: a new operator with the highest mapped role, no password, session cookies and 302 /', async () => {
@@ -169,7 +176,7 @@ test('a tampered state, a callback without this browser flow, and a replayed cal
   assert.match(JSON.parse(tampered.body).error, /state/);
   assert.equal(jar.get(base, 'svc_session'), undefined);
   // The untouched callback, in a browser that never started this flow (login CSRF): refused.
-  const foreign = await fetch(callback!, { redirect: 'manual' });
+  const foreign = await testFetch(String(callback!), { redirect: 'manual' });
   assert.equal(foreign.status, 403);
   assert.equal(
     foreign.headers.getSetCookie().some((c) => c.startsWith('svc_session=')),
@@ -187,7 +194,7 @@ test('a tampered state, a callback without this browser flow, and a replayed cal
     }),
   );
   assert.equal(ok.status, 302, ok.body);
-  const replay = await fetch(good!, { redirect: 'manual', headers: { cookie: `svc_oidc=${flow}` } });
+  const replay = await testFetch(String(good!), { redirect: 'manual', headers: { cookie: `svc_oidc=${flow}` } });
   assert.equal(replay.status, 403);
   assert.equal((await userRows()).length, count);
 });
@@ -198,8 +205,8 @@ test('step-up: a fresh sign-in at the provider (max_age=0) marks the session, th
   const c = apiClient(jar);
   assert.equal((await c.req('POST', '/api/auth/api-tokens', { name: 'before' })).body.code, 'step_up_required');
   // Without a session there is nothing to step up; a password operator steps up with a password.
-  assert.equal((await fetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual' })).status, 401);
-  const pwOp = await fetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual', headers: { cookie: admin.cookieHeader() } });
+  assert.equal((await testFetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual' })).status, 401);
+  const pwOp = await testFetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual', headers: { cookie: admin.cookieHeader() } });
   assert.equal(pwOp.status, 403);
   const asked = idp.maxAges.length;
   const hops = await signInOverHttp(jar, `${base}/api/auth/oidc/start?step_up=1&return_to=/tokens`, 'alice');
@@ -242,18 +249,19 @@ test('a disabled operator is refused', async () => {
 });
 
 test('claims only in the ID token are read there too', async () => {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = origin();
   const p = await startOidcProvider(`${url}/api/auth/oidc/callback`, { claimsInIdToken: true });
-  const s2 = await startTestServer({
-    SVC_PORT: String(port),
-    SVC_PUBLIC_URL: url,
-    SVC_OIDC_ISSUER: p.issuer,
-    SVC_OIDC_CLIENT_ID: p.clientId,
-    SVC_OIDC_CLIENT_SECRET: p.clientSecret,
-    SVC_OIDC_ROLE_CLAIM: 'groups',
-    SVC_OIDC_ROLE_MAP: JSON.stringify({ owners: 'owner' }),
-  });
+  const s2 = await startTestApp(
+    {
+      SVC_PUBLIC_URL: url,
+      SVC_OIDC_ISSUER: p.issuer,
+      SVC_OIDC_CLIENT_ID: p.clientId,
+      SVC_OIDC_CLIENT_SECRET: p.clientSecret,
+      SVC_OIDC_ROLE_CLAIM: 'groups',
+      SVC_OIDC_ROLE_MAP: JSON.stringify({ owners: 'owner' }),
+    },
+    { url },
+  );
   try {
     p.accounts.set('carol', { email: 'carol+ops@example.org', groups: 'owners' });
     const end = last(await signInOverHttp(new CookieJar(), `${url}/api/auth/oidc/start`, 'carol'));
@@ -268,10 +276,10 @@ test('claims only in the ID token are read there too', async () => {
 });
 
 test('without a provider the routes answer 404 and setup status says so', async () => {
-  const plain = await startTestServer();
+  const plain = await startTestApp();
   try {
-    assert.equal((await fetch(`${plain.url}/api/auth/oidc/start`, { redirect: 'manual' })).status, 404);
-    assert.equal((await fetch(`${plain.url}/api/auth/oidc/callback?code=x&state=y`, { redirect: 'manual' })).status, 404);
+    assert.equal((await testFetch(`${plain.url}/api/auth/oidc/start`, { redirect: 'manual' })).status, 404);
+    assert.equal((await testFetch(`${plain.url}/api/auth/oidc/callback?code=x&state=y`, { redirect: 'manual' })).status, 404);
     assert.deepEqual((await new Client(plain.url).req('GET', '/api/setup/status')).body, { open: true, oidc: false });
   } finally {
     await plain.stop();
