@@ -27,6 +27,7 @@ import {
   type StackPlan,
 } from '../docker/index.js';
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
+import { engineDf } from '../docker/df.js';
 
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
@@ -265,7 +266,7 @@ export async function getDatabaseRow(env: Env, appId: string, id: string): Promi
 
 async function volumeSizes(engine: Engine): Promise<Map<string, number>> {
   try {
-    const df = (await guard(engine, () => engine.docker.df())) as { Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> };
+    const df = await engineDf<{ Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> }>(engine);
     return new Map((df.Volumes ?? []).map((v) => [v.Name, v.UsageData?.Size ?? -1]));
   } catch {
     return new Map();

@@ -3,6 +3,7 @@
 import type { Db } from '../db/index.js';
 import { guard, isNotFound, statusOf, type Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_ROLE } from '../docker/names.js';
+import { engineDf } from '../docker/df.js';
 import { isOwned, ownedFilter } from '../docker/owner.js';
 // lib/databases' label (not imported: that module pulls in the whole data layer).
 const LABEL_DATABASE = 'svc.database';
@@ -32,7 +33,7 @@ type Df = {
 const pos = (n: number | undefined) => (typeof n === 'number' && n > 0 ? n : 0);
 
 export async function diskUsage(engine: Engine): Promise<DiskUsage> {
-  const df = (await guard(engine, () => engine.docker.df())) as Df;
+  const df = await engineDf<Df>(engine);
   const images = df.Images ?? [];
   const containers = df.Containers ?? [];
   const volumes = df.Volumes ?? [];

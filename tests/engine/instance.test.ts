@@ -25,6 +25,20 @@ after(async () => {
   await s.stop();
 });
 
+// The engine runs one disk-usage walk at a time and answers 500 to any other: the control plane
+// shares one walk between its own callers and waits out a walk another client started.
+test('disk usage asked several times at once, and while another client walks the disk, answers each time', async (t) => {
+  if (!(await needEngine(t))) return;
+  const other = s!.env.engine.docker.df().catch(() => null);
+  const answers = await Promise.all([c.req('GET', '/api/instance/disk'), c.req('GET', '/api/instance/disk'), c.req('GET', '/api/databases'), c.req('GET', '/api/instance/disk')]);
+  await other;
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200],
+    answers.map((a) => a.text).join('\n'),
+  );
+});
+
 test('info and disk describe the instance and the engine', async (t) => {
   if (!(await needEngine(t))) return;
   const i = await c.req('GET', '/api/instance/info');
