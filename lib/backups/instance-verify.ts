@@ -3,8 +3,6 @@
 // check. The same unpacking serves `svc restore-instance` (lib/instance/restore.ts).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
 import type { Env } from '../env.js';
 import type { InstanceBackupRunTable } from '../db/schema.js';
 import { ArtifactBindingError, type InstanceBinding } from './crypto.js';
@@ -15,7 +13,7 @@ import { checkDatabase, unpackInstance, type Manifest } from './instance-archive
 import { getRun, setVerdict } from './instance-store.js';
 import { currentConfig, instanceId } from './instance.js';
 import { iso, masterKey, reason, track } from './jobs.js';
-import { usable } from './run-artifact.js';
+import { plainDump, usable } from './run-artifact.js';
 
 /**
  * Opens a stored instance artifact once, authenticates it (sha256 when recorded, tags, binding)
@@ -40,9 +38,7 @@ export async function unpackVerified(
   let copy: (VerifiedArtifact & { sha256: string; size_bytes: number }) | null = null;
   try {
     copy = await openVerified(store, key, sha256, check, master, dataDir);
-    const gunzip = createGunzip();
-    pipeline(copy.plain(), gunzip).catch((e) => gunzip.destroy(e));
-    const out = await unpackInstance(gunzip, dir);
+    const out = await unpackInstance(plainDump(copy), dir);
     const bound = typeof expected === 'function' ? null : expected;
     if (bound && (out.manifest.instance_id !== bound.instance_id || out.manifest.run_id !== bound.run_id)) throw new Error('the manifest names another instance or run');
     checkDatabase(join(dir, 'svc.db'));
