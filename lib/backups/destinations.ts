@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Services as Env } from '../http/handler.js';
 import type { BackupConfigTable } from '../db/schema.js';
-import { s3Binding, type Destination } from './store.js';
+import { s3Binding, type Destination } from './config.js';
 import { s3Store } from './s3.js';
 
 import type { ArtifactStore } from './artifact.js';

@@ -13,6 +13,7 @@ import { execCapture, execStream, type ExecHandle } from '../databases/exec.js';
 import { dbSecrets, waitHealthy } from '../databases/index.js';
 import { CATALOG, mappedImage, type DbEngine } from '../databases/catalog.js';
 import { lazyRequire } from '../util/lazy.js';
+import { databaseIds } from './store.js';
 
 // Loaded by the first backup or restore of a volume, not at boot.
 const tar = lazyRequire<typeof TarStream>('tar-stream');
@@ -129,7 +130,7 @@ async function spoolToFile(env: Env, src: Readable): Promise<{ path: string; rem
  * their anonymous volumes. Another control plane's on the same engine are not touched.
  */
 export async function sweepScratchServers(env: Env): Promise<number> {
-  const ids = new Set((await env.db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
+  const ids = await databaseIds(env.db);
   if (!ids.size) return 0;
   const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [LABEL_SCRATCH]) }));
   let removed = 0;

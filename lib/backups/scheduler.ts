@@ -3,9 +3,11 @@
 // UPDATE: after downtime, every missed slot folds into one run at boot, and no slot runs twice,
 // even across restarts.
 import type { Services as Env } from '../http/handler.js';
-import { parseSchedule } from './store.js';
+import { parseSchedule } from './config.js';
+import { claimSlot, enabledConfigs } from './store.js';
+import * as instanceStore from './instance-store.js';
 import { startRun } from './run.js';
-import { readConfig as readInstanceConfig, startInstanceRun } from './instance.js';
+import { startInstanceRun } from './instance-run.js';
 
 const MAX_STEPS = 100_000;
 
@@ -26,8 +28,7 @@ export function latestDueSlot(schedule: string, afterMs: number, nowMs: number):
 /** Starts one run for each enabled config with a due slot; returns the config ids started. */
 export async function runDue(env: Env, nowMs: number): Promise<string[]> {
   const started: string[] = [];
-  const configs = await env.db.selectFrom('backup_configs').selectAll().where('enabled', '=', 1).execute();
-  for (const cfg of configs) {
+  for (const cfg of await enabledConfigs(env.db)) {
     const after = Date.parse(cfg.last_scheduled_at ?? cfg.created_at);
     let slot: Date | null;
     try {
@@ -36,13 +37,7 @@ export async function runDue(env: Env, nowMs: number): Promise<string[]> {
       continue;
     }
     if (!slot) continue;
-    const claimed = await env.db
-      .updateTable('backup_configs')
-      .set({ last_scheduled_at: slot.toISOString() })
-      .where('id', '=', cfg.id)
-      .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
-      .executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) !== 1) continue;
+    if (!(await claimSlot(env.db, cfg, slot.toISOString()))) continue;
     try {
       await startRun(env, cfg, 'schedule');
       started.push(cfg.id);
@@ -55,7 +50,7 @@ export async function runDue(env: Env, nowMs: number): Promise<string[]> {
 
 /** The scheduler's tick for the instance backup: one run for the latest due slot, claimed once. */
 export async function runDueInstance(env: Env, nowMs: number): Promise<boolean> {
-  const cfg = await readInstanceConfig(env);
+  const cfg = await instanceStore.readConfig(env.db);
   if (!cfg || cfg.enabled !== 1) return false;
   let slot: Date | null;
   try {
@@ -64,13 +59,7 @@ export async function runDueInstance(env: Env, nowMs: number): Promise<boolean> 
     return false;
   }
   if (!slot) return false;
-  const claimed = await env.db
-    .updateTable('instance_backup')
-    .set({ last_scheduled_at: slot.toISOString() })
-    .where('id', '=', cfg.id)
-    .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
-    .executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) !== 1) return false;
+  if (!(await instanceStore.claimSlot(env.db, cfg, slot.toISOString()))) return false;
   try {
     await startInstanceRun(env, 'schedule');
     return true;

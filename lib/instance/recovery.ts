@@ -8,11 +8,12 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
-import type { AppDatabaseTable, BackupRunTable } from '../db/schema.js';
+import type { AppDatabaseTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
 import { createDbContainer, dbSecrets, waitHealthy } from '../databases/index.js';
-import { restoreDatabaseFromRun } from '../backups/run.js';
+import { restoreDatabaseFromRun } from '../backups/restore.js';
+import { keptRunsOfDatabase } from '../backups/store.js';
 import { getDeploymentRow } from '../deploy/store.js';
 import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
@@ -79,23 +80,6 @@ async function exists(env: Env, kind: 'volume' | 'container', name: string): Pro
   });
 }
 
-/** The newest successful runs (artifact kept) of the backup configs whose source is this database. */
-async function backupRunsOf(env: Env, row: AppDatabaseTable): Promise<BackupRunTable[]> {
-  const configs = await env.db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', row.app_id).execute();
-  const ids = configs.filter((c) => (JSON.parse(c.source) as { database_id?: string }).database_id === row.id).map((c) => c.id);
-  if (!ids.length) return [];
-  return env.db
-    .selectFrom('backup_runs')
-    .selectAll()
-    .where('backup_id', 'in', ids)
-    .where('status', '=', 'succeeded')
-    .where('artifact_removed', '=', 0)
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(3)
-    .execute();
-}
-
 async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string): Promise<RecoveryItem> {
   const item = (outcome: Outcome, detail: string): RecoveryItem => ({ kind: 'database', id: row.id, name: `${appName}/${row.engine}:${row.host}`, outcome, detail });
   try {
@@ -109,7 +93,7 @@ async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string)
     if (volume) return item('redeployed', 'its container was created again on its volume');
     const errors: string[] = [];
     // The newest artifact that can be fetched: a local one went with the lost data directory.
-    for (const run of await backupRunsOf(env, row)) {
+    for (const run of await keptRunsOfDatabase(env.db, row, 3)) {
       try {
         await restoreDatabaseFromRun(env, row, run);
         return item('restored', `volume re-created and restored from backup run ${run.id} of ${run.started_at}`);

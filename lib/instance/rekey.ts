@@ -12,7 +12,7 @@ import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { keyBinding as certKeyBinding } from '../domains/store.js';
 import { channelBinding } from '../notify/store.js';
 import { dbBinding } from '../databases/index.js';
-import { s3Binding } from '../backups/store.js';
+import { s3Binding } from '../backups/config.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 import { FP_PURPOSE, isMasked } from '../audit/kinds.js';
 

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ArtifactStore } from '../backups/artifact.js';
 import { s3Store, type S3Settings } from '../backups/s3.js';
-import { unpackVerified } from '../backups/instance.js';
+import { unpackVerified } from '../backups/instance-verify.js';
 import { openDb } from '../db/index.js';
 import { createSealer } from '../crypto/seal.js';
 import { hasSealedData, unopenableSealedData } from './sealed-rows.js';

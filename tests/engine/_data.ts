@@ -9,7 +9,7 @@ import { BASE_IMAGE } from '../_support/docker.js';
 import { until } from './_helpers.js';
 import { CATALOG } from '../../lib/databases/catalog.js';
 import { deleteApp } from '../../lib/apps/ops.js';
-import { settleJobs } from '../../lib/backups/run.js';
+import { settleJobs } from '../../lib/backups/jobs.js';
 import type { Database } from '../../lib/db/schema.js';
 
 /** SVC_IMAGE_MAP's value: every catalog reference of these engines to its local image. */

@@ -195,7 +195,7 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
 
   // A run still running: 409, its row untouched.
   const rid = '0'.repeat(25) + '9';
-  const cfg = await getConfig(s.env, app.id, local);
+  const cfg = await getConfig(s.env.db, app.id, local);
   await s.env.db
     .insertInto('backup_runs')
     .values(runningRow(cfg, rid, 'manual', new Date().toISOString()))

@@ -8,7 +8,8 @@ import { startTestServer, adminClient, type Client, type TestServer } from '../_
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { demux, insertDeadRun, newApp, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
 import { runDue } from '../../lib/backups/scheduler.js';
-import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
+import { recoverRuns } from '../../lib/backups/recovery.js';
+import { settleJobs } from '../../lib/backups/jobs.js';
 import { LABEL_APP, LABEL_VOLUME, ownerLabels } from '../../lib/docker/index.js';
 
 let s: TestServer;

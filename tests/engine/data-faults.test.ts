@@ -17,7 +17,8 @@ import { adminClient, type Client, type TestServer } from '../_support/server.js
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { until } from './_helpers.js';
 import { newApp, provisionDb, psql as psqlIn, runBackup, startDataServer, stopDataServer } from './_data.js';
-import { recoverRuns, settleJobs } from '../../lib/backups/run.js';
+import { recoverRuns } from '../../lib/backups/recovery.js';
+import { settleJobs } from '../../lib/backups/jobs.js';
 import { LABEL_SCRATCH } from '../../lib/backups/engines.js';
 import { LABEL_MANAGED } from '../../lib/docker/index.js';
 import { LABEL_INSTANCE, ownerLabels } from '../../lib/docker/owner.js';

@@ -13,7 +13,7 @@ import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { freePort } from '../_support/net.js';
 import { insertDeadRun, newApp, provisionDb, startDataServer, psql as psqlIn, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
-import { recoverRuns } from '../../lib/backups/run.js';
+import { recoverRuns } from '../../lib/backups/recovery.js';
 import { PART_SIZE } from '../../lib/backups/s3.js';
 import type { BusEvent } from '../../lib/events/bus.js';
 

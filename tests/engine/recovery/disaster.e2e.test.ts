@@ -34,7 +34,7 @@ import { execIn, until } from '../_helpers.js';
 import { waitStatus } from '../_deploy.js';
 import { listAppContainers } from '../../../lib/docker/index.js';
 import { deleteApp } from '../../../lib/apps/ops.js';
-import { settleJobs } from '../../../lib/backups/run.js';
+import { settleJobs } from '../../../lib/backups/jobs.js';
 
 const sh = promisify(execFile);
 const WEB_IMAGE = 'svc-test/web:dr';

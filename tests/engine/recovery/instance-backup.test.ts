@@ -12,9 +12,9 @@ import BetterSqlite3 from 'better-sqlite3';
 import { adminClient, startTestServer, ADMIN, TEST_MASTER_KEY, type Client, type TestServer } from '../../_support/server.js';
 import { startS3, S3_KEY, type S3Server } from '../../_support/s3.js';
 import { until } from '../_helpers.js';
-import { unpackVerified } from '../../../lib/backups/instance.js';
+import { unpackVerified } from '../../../lib/backups/instance-verify.js';
 import { localStore } from '../../../lib/backups/destinations.js';
-import { settleJobs } from '../../../lib/backups/run.js';
+import { settleJobs } from '../../../lib/backups/jobs.js';
 import type { BusEvent } from '../../../lib/events/bus.js';
 
 let s: TestServer;

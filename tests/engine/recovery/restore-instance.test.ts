@@ -13,7 +13,7 @@ import { adminClient, apiToken, startTestServer, ADMIN, TEST_MASTER_KEY, Client,
 import { startS3, S3_KEY, type S3Server } from '../../_support/s3.js';
 import { runCli, serve } from '../../_support/cli.js';
 import { until } from '../_helpers.js';
-import { settleJobs } from '../../../lib/backups/run.js';
+import { settleJobs } from '../../../lib/backups/jobs.js';
 
 let a: TestServer;
 let c: Client;

@@ -16,7 +16,7 @@ import { createSealer, type Sealer } from '../../../lib/crypto/seal.js';
 import { rotateWebhookSecret, webhookSecret } from '../../../lib/webhooks/store.js';
 import { regenerateKey, privateKey } from '../../../lib/keys/store.js';
 import { channelBinding } from '../../../lib/notify/store.js';
-import { s3Binding } from '../../../lib/backups/store.js';
+import { s3Binding } from '../../../lib/backups/config.js';
 import { getApp } from '../../../lib/apps/store.js';
 import { envBinding } from '../../../lib/apps/env.js';
 import { unopenableEverywhere } from '../../../lib/instance/rekey.js';

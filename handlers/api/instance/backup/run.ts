@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { instanceRunView, startInstanceRun } from '../../../../lib/backups/instance.js';
+import { instanceRunView } from '../../../../lib/backups/instance.js';
+import { startInstanceRun } from '../../../../lib/backups/instance-run.js';
 import { route } from '../../../../lib/http/route.js';
 import { instanceBackupRunSchema } from '../../../../lib/api/backups.js';
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { listConfigs } from '../../../../../lib/backups/index.js';
-import { configView, createConfig } from '../../../../../lib/backups/store.js';
+import { createConfig } from '../../../../../lib/backups/config.js';
+import { configView } from '../../../../../lib/backups/views.js';
 import { route } from '../../../../../lib/http/route.js';
 import { backupConfigSchema } from '../../../../../lib/api/backups.js';
 import { items } from '../../../../../lib/api/common.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../../lib/apps/store.js';
-import { getConfig, runView } from '../../../../../../lib/backups/store.js';
+import { getConfig } from '../../../../../../lib/backups/store.js';
+import { runView } from '../../../../../../lib/backups/views.js';
 import { startRun } from '../../../../../../lib/backups/run.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { backupRunSchema } from '../../../../../../lib/api/backups.js';
@@ -16,7 +17,7 @@ export const POST = route(
   },
   async (_req, { env, params, reply, audit }) => {
     await getApp(env.db, params.id);
-    const run = await startRun(env, await getConfig(env, params.id, params.bid), 'manual');
+    const run = await startRun(env, await getConfig(env.db, params.id, params.bid), 'manual');
     audit({ detail: { backup: params.bid, run: run.id } });
     return reply(202, { run: runView(run) });
   },

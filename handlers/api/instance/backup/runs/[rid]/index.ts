@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { getInstanceRun, instanceRunView, removeInstanceRunArtifact } from '../../../../../../lib/backups/instance.js';
+import { getInstanceRun, instanceRunView } from '../../../../../../lib/backups/instance.js';
+import { removeInstanceRunArtifact } from '../../../../../../lib/backups/retention.js';
 import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
 import { route } from '../../../../../../lib/http/route.js';
 import { instanceBackupRunSchema } from '../../../../../../lib/api/backups.js';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { Response } from '../../../../../../../lib/http/respond.js';
 import { getApp } from '../../../../../../../lib/apps/store.js';
 import { getRun } from '../../../../../../../lib/backups/store.js';
-import { openDownload } from '../../../../../../../lib/backups/run.js';
+import { openDownload } from '../../../../../../../lib/backups/download.js';
 import { raw, route, type TypedResponse } from '../../../../../../../lib/http/route.js';
 import { runParams } from '../../_lib.js';
 
@@ -17,7 +17,7 @@ export const GET = route(
   },
   async (_req, { env, params, audit }) => {
     const app = await getApp(env.db, params.id);
-    const run = await getRun(env, params.id, params.rid);
+    const run = await getRun(env.db, params.id, params.rid);
     const body = await openDownload(env, run);
     audit({ detail: { run: run.id } });
     // A stream, which reply() (string bodies) does not carry: the status and type are the declared ones.

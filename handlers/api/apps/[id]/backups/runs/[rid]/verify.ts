@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../../../lib/apps/store.js';
-import { getRun, runView } from '../../../../../../../lib/backups/store.js';
-import { startVerify } from '../../../../../../../lib/backups/run.js';
+import { getRun } from '../../../../../../../lib/backups/store.js';
+import { runView } from '../../../../../../../lib/backups/views.js';
+import { startVerify } from '../../../../../../../lib/backups/verify.js';
 import { route } from '../../../../../../../lib/http/route.js';
 import { backupRunSchema } from '../../../../../../../lib/api/backups.js';
 import { runParams } from '../../_lib.js';
@@ -16,7 +17,7 @@ export const POST = route(
   },
   async (_req, { env, params, reply, audit }) => {
     await getApp(env.db, params.id);
-    const run = await getRun(env, params.id, params.rid);
+    const run = await getRun(env.db, params.id, params.rid);
     await startVerify(env, run);
     audit({ detail: { run: run.id } });
     return reply(202, { run: runView(run) });

@@ -1,0 +1,88 @@
+// Every query of the instance backup, as plain functions: its one configuration row and its runs.
+import type { Db } from '../db/index.js';
+import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
+import { notFound } from '../http/errors.js';
+
+export const INSTANCE_BACKUP_ID = 'instance';
+
+// The configuration.
+
+/** The configuration as stored; undefined when none was ever saved. */
+export function readConfig(db: Db): Promise<InstanceBackupTable | undefined> {
+  return db.selectFrom('instance_backup').selectAll().where('id', '=', INSTANCE_BACKUP_ID).executeTakeFirst();
+}
+
+export async function saveConfig(db: Db, row: InstanceBackupTable): Promise<void> {
+  await db
+    .insertInto('instance_backup')
+    .values(row)
+    .onConflict((c) => c.column('id').doUpdateSet(row))
+    .execute();
+}
+
+/** Claims a schedule slot once (see claimSlot in store.ts); false when another claimed it first. */
+export async function claimSlot(db: Db, cfg: Pick<InstanceBackupTable, 'id' | 'last_scheduled_at'>, slot: string): Promise<boolean> {
+  const claimed = await db
+    .updateTable('instance_backup')
+    .set({ last_scheduled_at: slot })
+    .where('id', '=', cfg.id)
+    .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
+    .executeTakeFirst();
+  return Number(claimed.numUpdatedRows) === 1;
+}
+
+// Runs.
+
+export async function insertRun(db: Db, row: InstanceBackupRunTable): Promise<void> {
+  await db.insertInto('instance_backup_runs').values(row).execute();
+}
+
+/** The run, or 404. */
+export async function getRun(db: Db, id: string): Promise<InstanceBackupRunTable> {
+  const r = await db.selectFrom('instance_backup_runs').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!r) throw notFound('No such instance backup run');
+  return r;
+}
+
+/** Runs, newest first, at most `limit`. */
+export function listRuns(db: Db, limit: number): Promise<InstanceBackupRunTable[]> {
+  return db.selectFrom('instance_backup_runs').selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
+export function runningRuns(db: Db): Promise<InstanceBackupRunTable[]> {
+  return db.selectFrom('instance_backup_runs').selectAll().where('status', '=', 'running').execute();
+}
+
+export async function setNotes(db: Db, id: string, notes: string): Promise<void> {
+  await db.updateTable('instance_backup_runs').set({ notes }).where('id', '=', id).execute();
+}
+
+export async function markRunSucceeded(db: Db, id: string, done: { size_bytes: number; sha256: string; finished_at: string }): Promise<void> {
+  await db
+    .updateTable('instance_backup_runs')
+    .set({ status: 'succeeded', ...done })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** A failed or interrupted run: its artifact is gone (removed, or never complete). */
+export async function markRunEnded(db: Db, id: string, status: 'failed' | 'interrupted', error: string, finishedAt: string): Promise<void> {
+  await db.updateTable('instance_backup_runs').set({ status, error, finished_at: finishedAt, artifact_removed: 1 }).where('id', '=', id).execute();
+}
+
+export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
+  await db.updateTable('instance_backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
+}
+
+export async function setVerdict(db: Db, id: string, verdict: { verified_at: string | null; verify_error: string | null }): Promise<void> {
+  await db.updateTable('instance_backup_runs').set(verdict).where('id', '=', id).execute();
+}
+
+/** The successful runs whose artifact is still stored, newest first. */
+export function keptRuns(db: Db): Promise<InstanceBackupRunTable[]> {
+  return db.selectFrom('instance_backup_runs').selectAll().where('status', '=', 'succeeded').where('artifact_removed', '=', 0).orderBy('started_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+export async function hasRunningRun(db: Db): Promise<boolean> {
+  return (await db.selectFrom('instance_backup_runs').select('id').where('status', '=', 'running').executeTakeFirst()) !== undefined;
+}
