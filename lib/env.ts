@@ -17,6 +17,7 @@ import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
 import type { Notifier } from './notify/notifier.js';
 import type { CrashWatcher } from './apps/crash.js';
+import type { Sleeper } from './apps/sleep.js';
 
 // ctx.env of every handler (lib/http/handler.ts) is these services.
 declare module './http/handler.js' {
@@ -53,6 +54,8 @@ export interface Env {
   vitals: VitalsSampler;
   /** Notification channels: bus events to Discord/Slack through the outbound guard. */
   notifier: Notifier;
+  /** Sleeping apps: the idle check (a tailer consumer) and the wakes (lib/apps/sleep.ts). */
+  sleeper: Sleeper;
   /** Crash detection from the engine's events; set while the background work runs. */
   crashes?: CrashWatcher;
   /** Drains and restarts the process; set by the host that can (`svc serve`), absent elsewhere. */
