@@ -17,7 +17,21 @@ import type { RequestSeries } from './series/requests.js';
 import type { VitalsSampler } from './series/vitals.js';
 import type { Notifier } from './notify/notifier.js';
 import type { CrashWatcher } from './apps/crash.js';
-import type { Sleeper } from './apps/sleep.js';
+
+/**
+ * What the rest of the control plane uses of lib/apps/sleep.ts's Sleeper (declared here because that
+ * module needs the Env: importing its type would make a cycle).
+ */
+export interface SleeperPort {
+  /** Wakes the app if it sleeps; concurrent callers share one wake. */
+  wake(appId: string): Promise<void>;
+  /** Puts to sleep the apps idle at `at` (default now); answers their ids. */
+  check(at?: number): Promise<string[]>;
+  setAttribution(map: ReadonlyMap<string, { appId: string }>): void;
+  start(tailer: Pick<AccessLogTailer, 'subscribe'>): void;
+  stop(): Promise<void>;
+  readonly counts: { wakeRequests: number; wakes: number; sleeps: number };
+}
 
 // ctx.env of every handler (lib/http/handler.ts) is these services.
 declare module './http/handler.js' {
@@ -55,7 +69,7 @@ export interface Env {
   /** Notification channels: bus events to Discord/Slack through the outbound guard. */
   notifier: Notifier;
   /** Sleeping apps: the idle check (a tailer consumer) and the wakes (lib/apps/sleep.ts). */
-  sleeper: Sleeper;
+  sleeper: SleeperPort;
   /** Crash detection from the engine's events; set while the background work runs. */
   crashes?: CrashWatcher;
   /** Drains and restarts the process; set by the host that can (`svc serve`), absent elsewhere. */
