@@ -104,7 +104,7 @@ export interface paths {
         delete: operations["deleteApiAppsById"];
         options?: never;
         head?: never;
-        /** Change an app's source (with how it is built) or its build limits (null: none) */
+        /** Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps) */
         patch: operations["patchApiAppsById"];
         trace?: never;
     };
@@ -2129,8 +2129,10 @@ export interface components {
             name: string;
             source: components["schemas"]["AppSource"];
             /** @enum {string} */
-            status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom";
+            status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom" | "sleeping";
             build_limits: components["schemas"]["BuildLimits"] | null;
+            /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
+            sleep_after_minutes: number | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -3405,6 +3407,7 @@ export interface components {
                 /** @description Seconds after which the build is stopped */
                 timeout_s?: number;
             } | null;
+            sleep_after_minutes?: number | null;
         };
         PostApiAppsByIdBackupsBody: {
             source: {

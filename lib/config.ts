@@ -58,6 +58,8 @@ export interface Config {
   sessionIdleSeconds: number;
   sessionMaxSeconds: number;
   accessLog: string;
+  /** SVC_WAKE_TIMEOUT: how long a request to a sleeping app waits for it to wake, in seconds. */
+  wakeTimeoutSeconds: number;
   /** The edge: Caddy driven through its admin API, ACME, DNS checks. */
   proxy: {
     /** SVC_PROXY: false keeps the control plane away from Caddy entirely (tests without one). */
@@ -335,6 +337,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionIdleSeconds: int(env, 'SVC_SESSION_IDLE', 12 * 3600, 60, 30 * 86400),
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
+    wakeTimeoutSeconds: int(env, 'SVC_WAKE_TIMEOUT', 30, 1, 600),
     proxy: {
       enabled: bool(env, 'SVC_PROXY', true),
       adminUrl: adminOrigin(env, 'SVC_CADDY_ADMIN', 'http://127.0.0.1:2019'),

@@ -26,6 +26,9 @@ export function startBackground(env: Env, running: Running): void {
   running.onClose(() => env.series.stop());
   running.onClose(() => env.vitals.stop());
   running.onClose(() => env.tailer.stop());
+  // Sleeping apps: the last request per app from the same log, and the idle check.
+  env.sleeper.start(env.tailer);
+  running.onClose(() => env.sleeper.stop());
 
   // The edge (SVC_PROXY): Caddy's config from the rows, its periodic check, the host checker.
   if (env.config.proxy.enabled) {

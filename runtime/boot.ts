@@ -28,6 +28,7 @@ import { hostAttribution } from '../lib/proxy/config.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { VitalsSampler } from '../lib/series/vitals.js';
 import { Notifier } from '../lib/notify/notifier.js';
+import { Sleeper, type SleeperOptions } from '../lib/apps/sleep.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -44,6 +45,8 @@ export interface BootOptions {
   notices?: BootNotice[];
   /** Timings of the edge's background work (tests shorten them). */
   edge?: EdgeOptions;
+  /** The idle check's period and clock (tests drive them). */
+  sleep?: SleeperOptions;
 }
 
 /** Resolves the master key and checks that it opens what is already sealed; stops the boot otherwise. */
@@ -137,6 +140,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     series: undefined as unknown as Env['series'],
     vitals: undefined as unknown as Env['vitals'],
     notifier: undefined as unknown as Env['notifier'],
+    sleeper: undefined as unknown as Env['sleeper'],
     now: opts.now ?? Date.now,
   };
   if (owner.pending) {
@@ -149,7 +153,12 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   env.deployments = new DeployService(env);
   env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
   env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
-  env.edge.proxy.onPlan((routes) => env.series.setAttribution(hostAttribution(routes)));
+  env.sleeper = new Sleeper(env, opts.sleep);
+  env.edge.proxy.onPlan((routes) => {
+    const byHost = hostAttribution(routes);
+    env.series.setAttribution(byHost);
+    env.sleeper.setAttribution(byHost);
+  });
   env.notifier = new Notifier(
     {
       db,

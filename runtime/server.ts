@@ -14,6 +14,7 @@ import type { WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { loadDashboard } from './dashboard.js';
 import { isPromise } from '../lib/util/maybe.js';
+import { createWakePath } from './wake.js';
 import { registerWsMetrics } from '../lib/metrics/platform.js';
 import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/engine-subnets.js';
 
@@ -40,6 +41,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   const subnets = engineSubnetGuard(env.engine);
   const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, "could not read the engine's networks at boot; connections from app networks are refused once it answers"));
   const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
+  const wake = createWakePath(env);
   const metaOf = (req: IncomingMessage): RequestMeta => ({
     peer: req.socket.remoteAddress,
     target: req.url,
@@ -73,6 +75,8 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   // Like the adapter's own listener, but synchronous end to end when the app answers
   // synchronously (a health check, a cached credential): no promise is made for such a request.
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    // Requests for sleeping apps never reach the API's routes (runtime/wake.ts).
+    if (wake.claims(req)) return wake.handle(req, res);
     let response: Response | Promise<Response>;
     try {
       const method = req.method;
@@ -96,7 +100,7 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   server.keepAliveTimeout = 5_000;
   const ws = lazyWsHub(env);
   registerWsMetrics(env.metrics, ws);
-  server.on('upgrade', (req, socket, head) => ws.handleUpgrade(req, socket, head, tls));
+  server.on('upgrade', (req, socket, head) => (wake.claims(req) ? wake.handleUpgrade(req, socket) : ws.handleUpgrade(req, socket, head, tls)));
   const closers: Array<() => Promise<void> | void> = [];
 
   // Before any other listener (TLS's included): such a connection is closed with nothing read.

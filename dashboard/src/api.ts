@@ -192,7 +192,8 @@ const app = (id: string) => ({ params: { path: { id } } });
 export const listApps = () => run(() => client.GET('/api/apps'));
 export const getApp = (id: string) => run(() => client.GET('/api/apps/{id}', app(id)));
 export const createApp = (name: string, source: AppSource) => run(() => client.POST('/api/apps', { body: { name, source } }));
-export const patchApp = (id: string, body: { source?: AppSource; build_limits?: BuildLimits | null }) => run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));
+export const patchApp = (id: string, body: { source?: AppSource; build_limits?: BuildLimits | null; sleep_after_minutes?: number | null }) =>
+  run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));
 /** What a deploy of `ref` (default: the app's branch) would build from source, with the saved settings. */
 export const buildPlan = (id: string, ref?: string) => run(() => client.GET('/api/apps/{id}/build-plan', { params: { path: { id }, query: ref ? { ref } : {} } }));
 export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}', app(id)));

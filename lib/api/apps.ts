@@ -66,6 +66,7 @@ export const appSchema = named(
     source: appSourceSchema,
     status: z.enum(APP_STATUSES),
     build_limits: buildLimitsSchema.nullable(),
+    sleep_after_minutes: z.number().int().nullable().describe('Idle minutes (no request through the proxy) after which the app sleeps; null: never'),
     created_at: ts,
     updated_at: ts,
   }),

@@ -22,7 +22,7 @@ export interface BuildLimits {
   cpus?: number;
   timeout_s?: number;
 }
-export const APP_STATUSES = ['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom'] as const;
+export const APP_STATUSES = ['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom', 'sleeping'] as const;
 export type AppStatus = (typeof APP_STATUSES)[number];
 
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
@@ -42,6 +42,8 @@ export interface App {
   source: AppSource;
   status: AppStatus;
   build_limits: BuildLimits | null;
+  /** Idle minutes after which the app sleeps (its containers stop until a request wakes it); null: never. */
+  sleep_after_minutes: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -57,10 +59,15 @@ export function toApp(row: AppTable): App {
     source,
     status: row.status as AppStatus,
     build_limits: row.build_limits ? (JSON.parse(row.build_limits) as BuildLimits) : null,
+    sleep_after_minutes: row.sleep_after_minutes ?? null,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
 }
+
+/** Bounds of `sleep_after_minutes`: one minute to one week. */
+export const SLEEP_MIN_MINUTES = 1;
+export const SLEEP_MAX_MINUTES = 10_080;
 
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const ENV_MAX_VARS = 500;

@@ -25,7 +25,7 @@ import {
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
-import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings } from './store.js';
+import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings, setSleeping } from './store.js';
 import { publishAppEvent } from './events.js';
 import type { AppSource } from './model.js';
 import { refreshAppStatus } from './status.js';
@@ -91,6 +91,8 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
   if (service) await ensureService(env, app, service);
   const fn = action === 'start' ? stackStart : action === 'stop' ? stackStop : stackRestart;
   const touched = await fn(env.engine, app.name, service);
+  // An operator's stop is meant to last: a sleeping app stopped by hand is no longer woken by requests.
+  if (action === 'stop' && !service) await setSleeping(env.db, app.id, null);
   // A stop too: a service with no running container loses its upstreams, so the proxy answers
   // 503 (unavailable) at once instead of retrying dead addresses and answering 502.
   await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
-import { APP_NAME, ENV_KEY, RESERVED_NAMES } from './model.js';
+import { APP_NAME, ENV_KEY, RESERVED_NAMES, SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from './model.js';
 import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../compose/inline.js';
 import { PlanError, STACKS } from '../buildplan/types.js';
 import { command, port, relPath, versionInput } from '../buildplan/validate.js';
@@ -93,6 +93,8 @@ export const sourceSchema = z.discriminatedUnion('type', [
       }),
   }),
 ]);
+
+export const sleepAfterSchema = z.number().int().min(SLEEP_MIN_MINUTES).max(SLEEP_MAX_MINUTES).describe('Idle minutes (no request through the proxy) after which the app sleeps: 1 to 10080 (a week)');
 
 export const envKeySchema = z.string().max(255).regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
 

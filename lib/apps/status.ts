@@ -17,6 +17,8 @@ export interface StatusFacts {
   /** The app's last finished deployment failed (or was interrupted). */
   lastFailed: boolean;
   services: Pick<ServiceState, 'status' | 'health'>[];
+  /** The app was put to sleep and nothing woke it since. */
+  sleeping?: boolean;
   /** The crash watcher's episode for the app (lib/apps/crash.ts), until a service is healthy again. */
   crash?: 'crash_loop' | 'oom' | null;
 }
@@ -29,6 +31,7 @@ export interface StatusFacts {
  * - running: every service's live container is running and healthy (or has no healthcheck);
  * - stopped: no service has a running container;
  * - degraded: anything between (a service exited, restarting, unhealthy, or not yet healthy);
+ * - sleeping: put to sleep when idle (lib/apps/sleep.ts) and no service runs;
  * - crash_loop / oom: a crash episode (3 unexpected exits in 5 minutes, or an OOM kill) until the
  *   service is healthy again.
  */
@@ -36,6 +39,7 @@ export function deriveStatus(f: StatusFacts): AppStatus {
   if (f.deploying) return 'deploying';
   // A crash episode outranks what the containers show for a moment (a restarting one looks up).
   if (f.crash) return f.crash;
+  if (f.sleeping && f.services.every((s) => s.status !== 'running')) return 'sleeping';
   if (f.services.length === 0) {
     if (f.stored === 'created') return 'created';
     return f.lastFailed ? 'failed' : 'stopped';
@@ -48,6 +52,7 @@ export function deriveStatus(f: StatusFacts): AppStatus {
 
 interface DbFacts {
   stored: AppStatus;
+  sleeping: boolean;
   deploying: boolean;
   lastFailed: boolean;
 }
@@ -55,8 +60,8 @@ interface DbFacts {
 async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> {
   const out = new Map<string, DbFacts>();
   if (!appIds.length) return out;
-  const apps = await db.selectFrom('apps').select(['id', 'status']).where('id', 'in', appIds).execute();
-  for (const a of apps) out.set(a.id, { stored: a.status as AppStatus, deploying: false, lastFailed: false });
+  const apps = await db.selectFrom('apps').select(['id', 'status', 'sleeping_at']).where('id', 'in', appIds).execute();
+  for (const a of apps) out.set(a.id, { stored: a.status as AppStatus, sleeping: !!a.sleeping_at, deploying: false, lastFailed: false });
   const active = await db
     .selectFrom('deployments')
     .select('app_id')

@@ -31,10 +31,16 @@ export async function getApp(db: Db, id: string, opts: { includeDeleting?: boole
   return { ...toApp(row), deleting: row.deleting_at !== null };
 }
 
-export async function updateApp(db: Db, id: string, patch: { name?: string; source?: AppSource; build_limits?: BuildLimits | null }, now = Date.now()): Promise<App> {
-  const set: Record<string, string | null> = { updated_at: nowIso(now) };
+export async function updateApp(
+  db: Db,
+  id: string,
+  patch: { name?: string; source?: AppSource; build_limits?: BuildLimits | null; sleep_after_minutes?: number | null },
+  now = Date.now(),
+): Promise<App> {
+  const set: Record<string, string | number | null> = { updated_at: nowIso(now) };
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.source !== undefined) set.source = JSON.stringify(patch.source);
+  if (patch.sleep_after_minutes !== undefined) set.sleep_after_minutes = patch.sleep_after_minutes;
   if (patch.build_limits !== undefined) set.build_limits = patch.build_limits && Object.keys(patch.build_limits).length ? JSON.stringify(patch.build_limits) : null;
   try {
     const r = await db.updateTable('apps').set(set).where('id', '=', id).where('deleting_at', 'is', null).executeTakeFirst();
@@ -52,6 +58,22 @@ export async function setAppStatus(db: Db, id: string, status: AppStatus, now = 
     .set({ status, updated_at: nowIso(now) })
     .where('id', '=', id)
     .execute();
+}
+
+/** Marks the app asleep (`at`) or awake (null); answers whether the row changed. */
+export async function setSleeping(db: Db, id: string, at: number | null): Promise<boolean> {
+  let q = db
+    .updateTable('apps')
+    .set({ sleeping_at: at === null ? null : nowIso(at) })
+    .where('id', '=', id);
+  q = at === null ? q.where('sleeping_at', 'is not', null) : q.where('sleeping_at', 'is', null).where('deleting_at', 'is', null);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function isSleeping(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom('apps').select('sleeping_at').where('id', '=', id).executeTakeFirst();
+  return !!row?.sleeping_at;
 }
 
 export async function markDeleting(db: Db, id: string, now = Date.now()): Promise<void> {

@@ -58,6 +58,9 @@ const EVENT_SUMMARIES: Record<string, string> = {
   'backup.restore_finished': 'Restore from a backup finished',
   'webhook.duplicate': 'Webhook delivery ignored as a repeat',
   'webhook.deploy_queued': 'Webhook delivery queued a deployment',
+  'app.sleeping': 'App went to sleep after its idle time',
+  'app.woken': 'App woken by a request',
+  'app.wake_failed': 'App could not be woken',
 };
 
 /** The first clause of a route's summary: "Cancel a deployment (409 when ...)" -> "Cancel a deployment". */

@@ -121,6 +121,10 @@ export interface AppTable {
   deleting_at: string | null;
   /** JSON {memory_mb?, cpus?, timeout_s?} applied to image builds, or null. */
   build_limits?: string | null;
+  /** Idle minutes after which the app's containers stop (it sleeps); null: never. */
+  sleep_after_minutes?: number | null;
+  /** Since when the app sleeps; null while it is awake. */
+  sleeping_at?: string | null;
 }
 
 export interface AppEnvTable {

@@ -85,13 +85,23 @@ export interface EdgeSettings {
   acme: { ca: string; caRoot: string | null; email: string | null };
   /** host:port of the control plane, for the control domain's route. */
   controlUpstream: string;
+  /**
+   * The secret Caddy sends with requests for sleeping apps (the `X-Svc-Wake` header), so that the
+   * control plane knows them from anyone else's; without it sleeping apps are served like stopped ones.
+   */
+  wakeToken?: string;
 }
+
+/** The header the wake route sets (replacing whatever a client sent): `<token> <appId> <service> <port>`. */
+export const WAKE_HEADER = 'X-Svc-Wake';
 
 export interface AppRow {
   id: string;
   name: string;
   /** In a stable order: the first one with a port gets `<app>.<base>`. */
   services: Array<{ name: string; port: number | null }>;
+  /** Asleep (lib/apps/sleep.ts): its hosts go to the control plane's wake path. */
+  sleeping?: boolean;
 }
 
 export interface DomainRow {
@@ -140,7 +150,8 @@ export interface EdgeRows {
 }
 
 export type RouteTarget =
-  | { kind: 'service'; appId: string; service: string; port: number; dial: string[] }
+  /** `wake`: the app sleeps; requests go to the control plane (`dial`) with the wake header's value. */
+  | { kind: 'service'; appId: string; service: string; port: number; dial: string[]; wake?: { dial: string; header: string } }
   /** `refuse`: client addresses (CIDRs) answered 403 instead: app containers, see `engineSubnets`. */
   | { kind: 'control'; dial: string[]; refuse: string[] }
   | { kind: 'redirect'; to: string }
@@ -247,6 +258,8 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     const svc = app.services.find((s) => s.name === service);
     const p = port ?? svc?.port ?? null;
     if (p === null) return { kind: 'unavailable', appId, service, reason: `service "${service}" has no port` };
+    const token = rows.settings.wakeToken;
+    if (app.sleeping && token) return { kind: 'service', appId: app.id, service, port: p, dial: [], wake: { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` } };
     const addrs = upstreams.get(`${appId}\u0000${service}`) ?? [];
     return { kind: 'service', appId: app.id, service, port: p, dial: addrs.map((a) => dialAddress(a, p)) };
   };
@@ -286,6 +299,7 @@ function contentHandlers(target: RouteTarget): Json[] {
       return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://${target.to}{http.request.uri}`] } }];
     case 'service':
     case 'control':
+      if (target.kind === 'service' && target.wake) return wakeHandlers(target.wake);
       if (target.dial.length === 0) return unavailable('This service has no running container right now.');
       return [
         {
@@ -299,6 +313,15 @@ function contentHandlers(target: RouteTarget): Json[] {
     case 'unavailable':
       return unavailable('This domain has no service to serve it.');
   }
+}
+
+/**
+ * A sleeping app's host: the request goes to the control plane, which wakes the app and answers it
+ * with the app's own answer. The header is set here, replacing any value a client sent, and carries
+ * the secret that tells the control plane the request came through this route (runtime/wake.ts).
+ */
+function wakeHandlers(wake: { dial: string; header: string }): Json[] {
+  return [{ handler: 'reverse_proxy', upstreams: [{ dial: wake.dial }], headers: { request: { set: { [WAKE_HEADER]: [wake.header] } } } }];
 }
 
 function unavailable(body: string): Json[] {

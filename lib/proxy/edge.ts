@@ -1,5 +1,6 @@
 // The edge's parts wired together: the proxy sync (rows -> Caddy), the host checker (DNS and
 // certificates -> rows), the DNS check. Built once per env; started and stopped by the runtime.
+import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
@@ -46,6 +47,8 @@ export interface Edge {
   readonly dnsCheck: DnsChecker;
   rows(): Promise<EdgeRows>;
   plan(): Promise<{ rows: EdgeRows; routes: PlannedRoute[] }>;
+  /** The secret the wake route sends (runtime/wake.ts checks it); new at each start of the process. */
+  readonly wakeToken: string;
   /** Where Caddy reaches the control plane, once the server listens (its port may be chosen then). */
   setControlUpstream(hostPort: string): void;
   /**
@@ -86,7 +89,8 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
   const { config } = deps;
   let controlUpstream = defaultControlUpstream(config);
   let engineSubnets: () => readonly string[] = () => [];
-  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream, engineSubnets: () => engineSubnets() });
+  const wakeToken = randomBytes(32).toString('base64url');
+  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream, engineSubnets: () => engineSubnets(), wakeToken });
   const proxy = new ProxySync({
     client: createCaddyClient(config.proxy.adminUrl),
     rows,
@@ -116,6 +120,7 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     proxy,
     checker,
     dnsCheck,
+    wakeToken,
     rows,
     plan,
     setControlUpstream(hostPort) {

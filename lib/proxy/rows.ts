@@ -15,11 +15,14 @@ export interface EdgeContext {
   controlUpstream: () => string;
   /** The engine's app networks (CIDRs) as the API's connection guard knows them. */
   engineSubnets: () => readonly string[];
+  /** The secret of the wake route (lib/proxy/config.ts `WAKE_HEADER`). */
+  wakeToken?: string;
 }
 
-export function edgeSettings(config: Config, controlUpstream: string): EdgeSettings {
+export function edgeSettings(config: Config, controlUpstream: string, wakeToken?: string): EdgeSettings {
   const p = config.proxy;
   return {
+    wakeToken,
     httpPort: p.httpPort,
     httpsPort: p.httpsPort,
     accessLog: config.accessLog,
@@ -36,7 +39,7 @@ export function defaultControlUpstream(config: Config, port = config.port): stri
 }
 
 export async function appRows(db: Db): Promise<AppRow[]> {
-  const apps = await db.selectFrom('apps').select(['id', 'name']).where('deleting_at', 'is', null).orderBy('name').execute();
+  const apps = await db.selectFrom('apps').select(['id', 'name', 'sleeping_at']).where('deleting_at', 'is', null).orderBy('name').execute();
   const services = await db.selectFrom('app_services').select(['app_id', 'name', 'port']).orderBy('app_id').orderBy('name').execute();
   const by = new Map<string, AppRow['services']>();
   for (const s of services) {
@@ -44,7 +47,7 @@ export async function appRows(db: Db): Promise<AppRow[]> {
     if (!list) by.set(s.app_id, (list = []));
     list.push({ name: s.name, port: s.port });
   }
-  return apps.map((a) => ({ id: a.id, name: a.name, services: by.get(a.id) ?? [] }));
+  return apps.map((a) => ({ id: a.id, name: a.name, services: by.get(a.id) ?? [], sleeping: !!a.sleeping_at }));
 }
 
 export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
@@ -72,7 +75,7 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
   }
   const ups: UpstreamRow[] = upstreams;
   return {
-    settings: edgeSettings(config, ctx.controlUpstream()),
+    settings: edgeSettings(config, ctx.controlUpstream(), ctx.wakeToken),
     baseDomain,
     controlDomain: effectiveControlDomain(config.proxy.controlDomain, baseDomain),
     apps,

@@ -65,7 +65,7 @@ const appEnv: StateKind = {
   },
 };
 
-/** The source, flattened to one row per field, and the build limits. */
+/** The source, flattened to one row per field, the build limits and the sleep setting. */
 const appSettings: StateKind = {
   async read(env, appId) {
     const app = await orNull(getApp(env.db, appId));
@@ -73,6 +73,7 @@ const appSettings: StateKind = {
     const out: State = {};
     for (const [k, v] of Object.entries(app.source)) out[`source.${k}`] = v as FieldValue;
     out.build_limits = (app.build_limits ?? null) as FieldValue;
+    out.sleep_after_minutes = app.sleep_after_minutes;
     return out;
   },
   async apply(env, appId, before) {
@@ -80,7 +81,9 @@ const appSettings: StateKind = {
     const source: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(before)) if (k.startsWith('source.')) source[k.slice(7)] = v;
     const limits = (before.build_limits ?? null) as BuildLimits | null;
-    await updateApp(env.db, appId, { source: source as AppSource, build_limits: limits }, env.now());
+    // A state recorded before the setting existed has no such field: the setting is left as it is.
+    const sleep = Object.hasOwn(before, 'sleep_after_minutes') ? ((before.sleep_after_minutes ?? null) as number | null) : undefined;
+    await updateApp(env.db, appId, { source: source as AppSource, build_limits: limits, sleep_after_minutes: sleep }, env.now());
   },
 };
 

@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../../lib/log.js';
 import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 import type { EdgeOptions } from '../../lib/proxy/edge.js';
+import type { SleeperOptions } from '../../lib/apps/sleep.js';
 import { testFetch } from './transport.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
@@ -27,7 +28,10 @@ export interface TestServer {
 }
 
 /** `deploy`: options of the deployment service (a short reaper interval...), set before it starts. */
-export async function startTestServer(vars: Record<string, string> = {}, opts: { log?: Logger; deploy?: Partial<DeployServiceOptions>; edge?: EdgeOptions } = {}): Promise<TestServer> {
+export async function startTestServer(
+  vars: Record<string, string> = {},
+  opts: { log?: Logger; deploy?: Partial<DeployServiceOptions>; edge?: EdgeOptions; sleep?: SleeperOptions } = {},
+): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -43,7 +47,7 @@ export async function startTestServer(vars: Record<string, string> = {}, opts: {
     SVC_PROXY: 'off',
     ...vars,
   });
-  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel), edge: opts.edge });
+  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel), edge: opts.edge, sleep: opts.sleep });
   if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const running = await startServer(env);

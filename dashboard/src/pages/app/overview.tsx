@@ -5,6 +5,7 @@ import { Services } from './services';
 import { Env } from './env';
 import { Deployments } from './deployments';
 import { FirstDeploy } from './plan';
+import { SleepSetting } from './sleep';
 
 export function OverviewTab(props: {
   app: App;
@@ -25,6 +26,7 @@ export function OverviewTab(props: {
         <Env id={id} />
       </div>
       <Deployments id={id} deployments={props.deployments} selected={props.selected} onSelect={props.onSelect} />
+      <SleepSetting app={props.app} onSaved={props.onSaved} />
     </>
   );
 }

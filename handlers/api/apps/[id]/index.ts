@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { badRequest } from '../../../../lib/http/errors.js';
-import { buildLimitsSchema, sourceSchema } from '../../../../lib/apps/schemas.js';
+import { buildLimitsSchema, sleepAfterSchema, sourceSchema } from '../../../../lib/apps/schemas.js';
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
 import { currentStatuses } from '../../../../lib/apps/status.js';
@@ -19,9 +19,14 @@ export const GET = route({ permission: 'app.read', summary: 'One app with its cu
 export const PATCH = route(
   {
     permission: 'app.admin',
-    summary: "Change an app's source (with how it is built) or its build limits (null: none)",
+    summary: "Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps)",
     params: appParams,
-    body: z.strictObject({ name: z.string().optional(), source: sourceSchema.optional(), build_limits: buildLimitsSchema.nullable().optional() }),
+    body: z.strictObject({
+      name: z.string().optional(),
+      source: sourceSchema.optional(),
+      build_limits: buildLimitsSchema.nullable().optional(),
+      sleep_after_minutes: sleepAfterSchema.nullable().optional(),
+    }),
     responses: { 200: appBody },
     audit: { action: 'app.updated', target: (c) => c.params.id, state: { kind: 'app', id: (c) => c.params.id } },
   },
@@ -29,7 +34,11 @@ export const PATCH = route(
     const current = await getApp(env.db, params.id);
     // The name is in every container, network and volume name: renaming would orphan them.
     if (body.name !== undefined && body.name !== current.name) throw badRequest('An app cannot be renamed; export it and import it under the new name', [{ field: 'name', message: 'immutable' }]);
-    return reply(200, { app: await updateApp(env.db, params.id, { source: body.source, build_limits: body.build_limits }, env.now()) });
+    const updated = await updateApp(env.db, params.id, { source: body.source, build_limits: body.build_limits, sleep_after_minutes: body.sleep_after_minutes }, env.now());
+    // Turned off while it sleeps: it wakes now, since nothing would put it back to sleep later.
+    if (body.sleep_after_minutes === null) await env.sleeper.wake(params.id).catch(() => {});
+    const [app] = await currentStatuses(env, [updated]);
+    return reply(200, { app: app! });
   },
 );
 
