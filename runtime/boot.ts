@@ -28,7 +28,7 @@ import { hostAttribution } from '../lib/proxy/config.js';
 import { RequestSeries } from '../lib/series/requests.js';
 import { VitalsSampler } from '../lib/series/vitals.js';
 import { Notifier } from '../lib/notify/notifier.js';
-import { Sleeper, type SleeperOptions } from '../lib/apps/sleep.js';
+import { Sleeper, type SleeperOptions } from '../lib/sleep/index.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';

@@ -2,9 +2,9 @@
 // containers on the app's own bridge network. Caddy runs on the host, which routes to every
 // bridge network itself, so nothing is published on a host interface for the proxy to reach it.
 import type { Services as Env } from '../http/handler.js';
+import { clearSleepMark } from './rows.js';
 import { guard, listAppContainers, networkName, type Engine } from '../docker/index.js';
 import { removeUpstreams, setUpstreams } from './upstreams.js';
-import { setSleeping } from '../apps/store.js';
 
 type EdgeEnv = Pick<Env, 'db' | 'engine' | 'edge' | 'now'>;
 
@@ -38,7 +38,7 @@ export async function switchToContainers(env: EdgeEnv, app: { id: string; name: 
   await removeUpstreams(env.db, app.id);
   for (const [service, addrs] of by) if (addrs.length) await setUpstreams(env.db, app.id, service, addrs, env.now());
   // Containers that run (a deploy, a start, a wake) end a sleep: the same load routes to them.
-  if (containers.length) await setSleeping(env.db, app.id, null);
+  if (containers.length) await clearSleepMark(env.db, app.id);
   if (!env.edge.proxy.enabled) return false;
   const st = await env.edge.proxy.sync(`deploy ${app.name}`);
   const routed = [...by].filter(([, a]) => a.length).map(([s, a]) => `${s} -> ${a.join(', ')}`);

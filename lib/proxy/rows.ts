@@ -86,3 +86,11 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
     engineSubnets: ctx.engineSubnets(),
   };
 }
+
+/**
+ * Containers of the app run again (a deploy, a start, a wake): its hosts route to them, not to the
+ * wake path. The mark is routing state the proxy reads above; lib/sleep sets it.
+ */
+export async function clearSleepMark(db: Db, appId: string): Promise<void> {
+  await db.updateTable('apps').set({ sleeping_at: null }).where('id', '=', appId).where('sleeping_at', 'is not', null).execute();
+}

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../../lib/log.js';
 import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
 import type { EdgeOptions } from '../../lib/proxy/edge.js';
-import type { SleeperOptions } from '../../lib/apps/sleep.js';
+import type { SleeperOptions } from '../../lib/sleep/index.js';
 import { testFetch } from './transport.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);

@@ -24,10 +24,10 @@ import { statsFrom } from '../deploy/streams.js';
 import { followRunning } from '../proxy/deploy.js';
 import { removeUpstreams } from '../proxy/upstreams.js';
 import { sleep as pause } from '../util/sleep.js';
-import { publishAppEvent } from './events.js';
-import { refreshAppStatus } from './status.js';
-import { getApp, isSleeping, serviceSettings, setSleeping } from './store.js';
-import type { App } from './model.js';
+import { publishAppEvent } from '../apps/events.js';
+import { refreshAppStatus } from '../apps/status.js';
+import { getApp, isSleeping, serviceSettings, setSleeping } from '../apps/store.js';
+import type { App } from '../apps/model.js';
 
 export interface SleeperOptions {
   /** How often idle apps are looked for (default 30 s). */
