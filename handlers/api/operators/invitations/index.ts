@@ -3,7 +3,7 @@ import { actingOperator } from '../../../../lib/auth/operators.js';
 import { createInvitation, listInvitations, publicBase } from '../../../../lib/auth/invitations.js';
 import { createdInvitationSchema, invitationSchema, items } from '../../../../lib/api/schemas.js';
 import { route } from '../../../../lib/http/route.js';
-import { inviteBody, requestOrigin } from '../_schemas.js';
+import { inviteBody } from '../_schemas.js';
 
 export const GET = route(
   { summary: 'Invitations and reset links, newest first (never their links)', permission: 'operators.manage', responses: { 200: items(invitationSchema) } },
@@ -20,9 +20,9 @@ export const POST = route(
     responses: { 201: z.object({ invitation: createdInvitationSchema }) },
     audit: { action: 'operator.invited' },
   },
-  async (request, { env, principal, body, client, reply, audit }) => {
+  async (_req, { env, principal, body, reply, audit }) => {
     const actor = await actingOperator(env.db, principal!.user.id);
-    const base = await publicBase(env.db, env.config, requestOrigin(request, client));
+    const base = await publicBase(env.db, env.config);
     const invitation = await createInvitation(env.db, actor, actor.id, body, base, env.now());
     audit({ target: invitation.id, detail: { role: invitation.role, app_ids: invitation.app_ids, expires_at: invitation.expires_at } });
     return reply(201, { invitation });
