@@ -305,6 +305,9 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   if (opts.apps) {
     const apps = [...opts.apps];
     q = q.where((eb) => (apps.length ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)]) : eb('audit.app_id', 'is', null)));
+    // An entry whose target is another app (one that did not learn its app when written) is as absent.
+    const others = apps.length ? sql`select id from apps where id not in (${sql.join(apps)})` : sql`select id from apps`;
+    q = q.where(sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`);
   }
   if (opts.since) q = q.where('audit.at', '>=', opts.since);
   if (opts.until) q = q.where('audit.at', '<=', opts.until);
