@@ -7,6 +7,7 @@ import { requireSealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { probe, S3Refused } from './s3.js';
 import type { ArtifactStore } from './artifact.js';
+import { s3Binding } from '../crypto/bindings.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
 export type Destination = { type: 'local' } | { type: 's3'; endpoint: string; region: string; bucket: string; prefix: string; access_key_id: string; path_style: boolean };
@@ -21,7 +22,7 @@ export interface ConfigInput {
 }
 
 export const VOLUME_KEY = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$/;
-export const s3Binding = (id: string) => `backup:${id}:s3`;
+export { s3Binding } from '../crypto/bindings.js';
 
 /** A 5-field cron expression (UTC), parsed; a 6-field one (seconds) or a bad field is refused. */
 export function parseSchedule(expr: string): Cron {

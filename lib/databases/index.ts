@@ -25,6 +25,7 @@ import {
   type StackPlan,
 } from '../docker/index.js';
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
+import { dbBinding } from '../crypto/bindings.js';
 
 export const LABEL_DATABASE = 'svc.database';
 export const LABEL_DATABASE_APP = 'svc.database.app';
@@ -51,7 +52,7 @@ interface Secrets {
   root?: string;
 }
 
-export const dbBinding = (id: string) => `db:${id}:password`;
+export { dbBinding } from '../crypto/bindings.js';
 
 export function toView(r: AppDatabaseTable, size: number | null = null): DatabaseView {
   return {
