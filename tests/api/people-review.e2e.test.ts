@@ -263,8 +263,12 @@ test('the audit hides every entry about another app from a limited reader, backg
   assert.equal(dom.status, 201, dom.text);
   // A background entry that names app B only as its target.
   await recordAudit(s.env.db, { route: 'POST /api/internal/probe', target: appB, appId: null, outcome: 200, event: 'probe.done' });
+  // An instance-wide entry that lists app B among others: the list is cut to what the reader reaches.
+  await invite(owner, { role: 'viewer', app_ids: [appA, appB] });
   const viewer = await person('viewer', [appA]);
   const seen = (await viewer.c.req('GET', '/api/audit?limit=200')).body.items;
+  const invited = seen.find((e: any) => e.event === 'operator.invited' && e.detail?.app_ids?.includes(appA));
+  assert.deepEqual(invited.detail.app_ids, [appA]);
   const about = (e: any) => e.app_id === appB || e.target.id === appB || e.target.id === dom.body.domain.id || JSON.stringify(e.detail ?? {}).includes(appB);
   assert.deepEqual(seen.filter(about), [], 'nothing about app B');
   assert.ok(seen.length > 0, 'instance entries stay');
