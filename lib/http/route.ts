@@ -72,7 +72,8 @@ export interface RouteSpec {
   permission?: PermissionName;
   /**
    * The app an `app.*` route acts on when its path does not start with `/api/apps/{id}` (a domain,
-   * an audit entry): undefined when the resource does not exist (the handler answers its own 404).
+   * an audit entry): undefined when the resource does not exist (the handler answers its own 404;
+   * a caller limited to apps gets the one another app's resource gets, so neither is revealed).
    */
   app?: (env: Services, params: Record<string, string>) => Promise<string | null | undefined>;
   /**
