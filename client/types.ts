@@ -1893,7 +1893,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Top talkers, recent requests and anomalies seen in the proxy access log */
+        /**
+         * Top talkers, recent requests and anomalies seen in the proxy access log
+         * @description A caller limited to some apps sees only the recent requests to the hostnames of those apps: the others name apps outside their list. Top talkers and anomalies count addresses over every host and name none.
+         */
         get: operations["getApiSecurityTraffic"];
         put?: never;
         post?: never;

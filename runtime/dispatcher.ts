@@ -5,7 +5,7 @@ import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Services as Env } from '../lib/http/handler.js';
-import { ClientAbortError, HttpError, badRequest } from '../lib/http/errors.js';
+import { ClientAbortError, HttpError, badRequest, notFound } from '../lib/http/errors.js';
 import { errorResponse, text } from '../lib/http/respond.js';
 import { readJson, validationError } from '../lib/http/body.js';
 import { parseCookies } from '../lib/http/cookies.js';
@@ -260,8 +260,12 @@ export function appOfRoute(env: Env, spec: RouteSpec, pattern: string, params: R
  */
 export function reach(env: Env, spec: RouteSpec, pattern: string, params: Record<string, string>, principal: Principal | null, write: boolean): Maybe<string | null | undefined> {
   if (principal === null || (principal.appIds === null && spec.app && !write)) return undefined;
+  // A route that names no app acts outside every list (null).
+  const names = spec.app !== undefined || spec.appInBody === true || APP_ROUTE.test(pattern);
   return then(appOfRoute(env, spec, pattern, params), (appId) => {
-    permit(principal, spec.permission, appId);
+    permit(principal, spec.permission, names ? appId : null);
+    // For a limited caller, a missing domain or entry answers as one of another app does: neither is revealed.
+    if (appId === undefined && spec.app && principal.appIds !== null) throw notFound('No such app');
     return appId;
   });
 }

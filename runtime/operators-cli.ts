@@ -88,7 +88,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
         io.err(`svc operators reset: no operator named ${JSON.stringify(args[0]!.slice(0, 64))} (svc operators list shows them)`);
         return 1;
       }
-      const base = await publicBase(db, config, null);
+      const base = await publicBase(db, config);
       const link = await createResetLink(db, null, user.id, null, base);
       await recordAudit(db, {
         route: 'POST /api/operators/{id}/reset',

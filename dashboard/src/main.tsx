@@ -6,7 +6,7 @@ import type { User } from './api';
 import { Link, navigate, usePath } from './router';
 import { StepUpDialog } from './stepup';
 import { startSocket, stopSocket, useSocketState } from './ws';
-import { ErrorNote } from './ui';
+import { ErrorNote, useLoad } from './ui';
 import { SetupPage } from './pages/setup';
 import { LoginPage } from './pages/login';
 import { OverviewPage } from './pages/overview';
@@ -51,7 +51,7 @@ const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').the
 const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() => import('./pages/invite').then((m) => m.InvitePage));
 
-type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User } | { kind: 'error'; error: unknown };
+type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User; permissions?: string[] } | { kind: 'error'; error: unknown };
 
 /** The boot state from the session check's answers (or its failure). */
 function bootFrom(r: PromiseSettledResult<[{ open: boolean }, unknown]>): Boot {
@@ -60,7 +60,8 @@ function bootFrom(r: PromiseSettledResult<[{ open: boolean }, unknown]>): Boot {
   if (s.open) return { kind: 'setup' };
   if (m instanceof api.ApiError && m.status === 401) return { kind: 'login' };
   if (m instanceof Error) return { kind: 'error', error: m };
-  return { kind: 'in', user: (m as { user: User }).user };
+  const me = m as { user: User; permissions?: string[] };
+  return { kind: 'in', user: me.user, permissions: me.permissions };
 }
 
 function Root({ initial }: { initial: Boot }) {
@@ -128,6 +129,7 @@ function Root({ initial }: { initial: Boot }) {
   return (
     <Shell
       user={boot.user}
+      permissions={boot.permissions}
       onLogout={async () => {
         try {
           await api.logout();
@@ -180,8 +182,12 @@ function Page({ path, user }: { path: string; user: User }) {
   }
 }
 
-function Shell({ user, onLogout, children }: { user: User; onLogout: () => void; children: any }) {
+function Shell({ user, permissions, onLogout, children }: { user: User; permissions?: string[]; onLogout: () => void; children: any }) {
   const ws = useSocketState();
+  // What this operator may do (GET /api/auth/me): a link is shown only to those its page serves.
+  // Known from the boot check; after a sign-in, asked for once.
+  const held = useLoad(() => api.me().then((r) => (r as { permissions: string[] }).permissions), [user.id], permissions);
+  const may = (p: string) => held.data?.includes(p) === true;
   return (
     <>
       <a class="skip" href="#main">
@@ -193,13 +199,13 @@ function Shell({ user, onLogout, children }: { user: User; onLogout: () => void;
         </Link>
         <nav aria-label="Main">
           <Link href="/">Overview</Link>
-          <Link href="/security">Security</Link>
-          <Link href="/audit">Audit</Link>
+          {may('instance.read') && <Link href="/security">Security</Link>}
+          {may('instance.read') && <Link href="/audit">Audit</Link>}
           <Link href="/tokens">Tokens</Link>
-          <Link href="/operators">Operators</Link>
-          <Link href="/domains">Domains</Link>
-          <Link href="/notifications">Notifications</Link>
-          <Link href="/instance">Instance</Link>
+          {may('operators.manage') && <Link href="/operators">Operators</Link>}
+          {may('app.read') && <Link href="/domains">Domains</Link>}
+          {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
+          {may('instance.read') && <Link href="/instance">Instance</Link>}
           <Link href="/profile">Profile</Link>
         </nav>
         <span class={`ws ws-${ws}`} role="status" aria-live="polite">

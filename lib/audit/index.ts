@@ -312,14 +312,36 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   if (opts.apps) {
     const apps = [...opts.apps];
     q = q.where((eb) => (apps.length ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)]) : eb('audit.app_id', 'is', null)));
+    // An entry whose target is another app (one that did not learn its app when written) is as absent.
+    const others = apps.length ? sql`select id from apps where id not in (${sql.join(apps)})` : sql`select id from apps`;
+    q = q.where(sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`);
   }
   if (opts.since) q = q.where('audit.at', '>=', opts.since);
   if (opts.until) q = q.where('audit.at', '<=', opts.until);
   const rows = (await q.execute()) as ListedRow[];
   const page = rows.slice(0, opts.limit);
   const names = await targetNames(db, page);
-  const out: { items: AuditEntry[]; next_cursor?: string } = { items: page.map((r) => entry(r, names)) };
+  const items = page.map((r) => entry(r, names));
+  if (opts.apps) for (const e of items) e.detail = withoutOtherApps(e.detail, opts.apps) as AuditEntry['detail'];
+  const out: { items: AuditEntry[]; next_cursor?: string } = { items };
   if (rows.length > opts.limit && page.length) out.next_cursor = String(page[page.length - 1]!.id);
+  return out;
+}
+
+/**
+ * An entry's detail as a reader limited to `apps` may see it: app ids outside the list are left
+ * out of `app_ids` lists and `app_id` fields (an operator invited to, or a domain moved to,
+ * another app), so the entry does not reveal that app.
+ */
+function withoutOtherApps(v: unknown, apps: ReadonlySet<string>): unknown {
+  if (Array.isArray(v)) return v.map((x) => withoutOtherApps(x, apps));
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k === 'app_ids' && Array.isArray(x)) out[k] = x.filter((a) => typeof a !== 'string' || apps.has(a));
+    else if (k === 'app_id' && typeof x === 'string' && !apps.has(x)) continue;
+    else out[k] = withoutOtherApps(x, apps);
+  }
   return out;
 }
 

@@ -4,7 +4,7 @@
 // disabled operator, takes effect on the next request.
 import type { Principal } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { APP_LIMITED_ROLES, APP_PERMISSIONS, ROLE_PERMISSIONS, TOKEN_IMPLICIT, isPermission, isRole, type Permission } from './roles.js';
+import { APP_LIMITED_ROLES, APP_PERMISSIONS, INSTANCE_WRITES, ROLE_PERMISSIONS, TOKEN_IMPLICIT, isPermission, isRole, type Permission } from './roles.js';
 
 export interface Access {
   permissions: ReadonlySet<Permission>;
@@ -49,6 +49,8 @@ export function accessOf(role: string, userApps: string | null, token?: { scopes
   const own = operatorApps(role, userApps);
   const narrowed = token ? jsonList(token.app_ids) : null;
   const apps = own === null ? narrowed : narrowed === null ? own : own.filter((a) => narrowed.includes(a));
+  // A credential limited to apps acts on those apps only: what changes the instance or its people is outside them.
+  if (apps !== null) for (const p of INSTANCE_WRITES) permissions.delete(p);
   const access: Access = { permissions, appIds: apps === null ? null : new Set(apps) };
   if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value!);
   memo.set(key, access);
@@ -79,6 +81,11 @@ export function permit(principal: Pick<Principal, 'permissions' | 'appIds'>, per
   if (permission === undefined) throw new HttpError('forbidden', 'This route declares no permission: nobody may call it');
   if (!principal.permissions.has(permission)) throw new HttpError('forbidden', `This needs the "${permission}" permission, which your role or token does not have`);
   if (appId != null && !reachesApp(principal, appId)) throw notFound('No such app');
+  // null: what is acted on belongs to no app (a new app, a redirect). Outside every list, so a
+  // limited caller may read it (listings keep it) but not change it.
+  if (appId === null && principal.appIds !== null && isAppPermission(permission) && permission !== 'app.read') {
+    throw new HttpError('forbidden', 'You are limited to some apps: this changes something that belongs to none of them');
+  }
 }
 
 /** Whether this permission is held only on the apps of the caller's list. */

@@ -12,7 +12,7 @@ import { badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { effectiveControlDomain } from '../proxy/config.js';
 import { getBaseDomain } from '../domains/store.js';
 import { invalidateCredentials } from './cache.js';
-import { can, checkAppIds, parseAppIds, requireManage, type Actor } from './operators.js';
+import { can, checkAppIds, mayGrantLink, parseAppIds, requireManage, type Actor } from './operators.js';
 import { isRole, type Role } from './roles.js';
 
 export const INVITE_HOURS_DEFAULT = 48;
@@ -49,13 +49,15 @@ export interface CreatedInvitation {
 }
 
 /**
- * Where a person opens the link: SVC_PUBLIC_URL, else the control domain over HTTPS, else the
- * origin the creating request reached (null from the host's CLI: the link is then a path).
+ * Where a person opens the link: SVC_PUBLIC_URL, else the control domain over HTTPS, else no
+ * origin at all (the link is then a path, which the dashboard shows under its own address). Never
+ * the request's Host header: whoever can send the request through a proxy that passes any Host
+ * could otherwise point the link, and the token in it, at a site of theirs.
  */
-export async function publicBase(db: Db, config: Pick<Config, 'publicUrl' | 'baseDomain' | 'proxy'>, requestOrigin: string | null): Promise<string | null> {
+export async function publicBase(db: Db, config: Pick<Config, 'publicUrl' | 'baseDomain' | 'proxy'>): Promise<string | null> {
   if (config.publicUrl) return config.publicUrl;
   const control = effectiveControlDomain(config.proxy.controlDomain, await getBaseDomain(db, config.baseDomain));
-  return control ? `https://${control}` : requestOrigin;
+  return control ? `https://${control}` : null;
 }
 
 export const invitationUrl = (base: string | null, token: string) => `${base ?? ''}/invite/${token}`;
@@ -176,6 +178,25 @@ export async function revokeInvitation(db: Db, actor: Actor, id: string): Promis
   return { kind: row.kind, role: isRole(role) ? role : null };
 }
 
+/**
+ * Whether the operator who made a link could still make it: enabled, and holding the permission
+ * its role needs (a reset link: an owner's). A link made on the host (no creator) stands. A link
+ * never grants more than its creator can grant now, whatever happened to them since.
+ */
+async function creatorStillGrants(db: Db, invitationId: string): Promise<boolean> {
+  const r = await db
+    .selectFrom('invitations as i')
+    .leftJoin('users as target', 'target.id', 'i.user_id')
+    .leftJoin('users as creator', 'creator.id', 'i.created_by')
+    .select(['i.kind', 'i.role', 'i.created_by', 'target.role as target_role', 'creator.role as creator_role', 'creator.disabled as creator_disabled'])
+    .where('i.id', '=', invitationId)
+    .executeTakeFirst();
+  if (!r) return false;
+  if (r.created_by === null) return true;
+  if (r.creator_role == null || r.creator_disabled !== 0 || !isRole(r.creator_role)) return false;
+  return mayGrantLink({ id: r.created_by, role: r.creator_role }, r.kind, r.kind === 'reset' ? r.target_role : r.role);
+}
+
 export interface OpenInvitation {
   id: string;
   kind: InvitationKind;
@@ -200,6 +221,7 @@ export async function openInvitation(db: Db, token: string, now = Date.now()): P
   if (!r || r.used_at !== null || r.expires_at <= nowIso(now)) throw gone();
   if (r.kind === 'reset' && (r.username == null || r.disabled === 1)) throw gone();
   const role = r.kind === 'reset' ? r.user_role : r.role;
+  if (!(await creatorStillGrants(db, r.id))) throw gone();
   return { id: r.id, kind: r.kind, role: isRole(role) ? role : null, expires_at: r.expires_at, user_id: r.user_id, username: r.username ?? null };
 }
 
@@ -226,6 +248,8 @@ export async function acceptInvitation(db: Db, token: string, input: { username?
     const consumed = await tx.updateTable('invitations').set({ used_at: at }).where('id', '=', open.id).where('used_at', 'is', null).where('expires_at', '>', at).executeTakeFirst();
     if (Number(consumed.numUpdatedRows) !== 1) throw gone();
     const row = await tx.selectFrom('invitations').selectAll().where('id', '=', open.id).executeTakeFirstOrThrow();
+    // Checked again inside the transaction: a creator demoted since the page was opened grants nothing.
+    if (!(await creatorStillGrants(tx, row.id))) throw gone();
     if (row.kind === 'invite') {
       const username = input.username!;
       // Thrown inside the transaction: the link's used_at goes back with it, so it stays usable.

@@ -74,6 +74,32 @@ export function requireManage(actor: Actor, ...roles: Array<Role | null>): void 
   if (roles.includes('owner') && !can(actor, 'owners.manage')) throw ownersOnly();
 }
 
+/** Whether the actor may make a link of this kind for this role (a reset link: an owner's tool only). */
+export function mayGrantLink(actor: NonNullable<Actor>, kind: 'invite' | 'reset', role: string | null): boolean {
+  if (kind === 'reset') return can(actor, 'owners.manage');
+  if (!can(actor, 'operators.manage')) return false;
+  return role !== 'owner' || can(actor, 'owners.manage');
+}
+
+/**
+ * Deletes the pending links an operator made that they could no longer make (`now`: null when
+ * they are disabled or deleted, else their new role), in the caller's transaction. A link never
+ * grants more than its creator can grant at redemption time: this withdraws it at once, and the
+ * accept checks again.
+ */
+async function withdrawLinksOf(db: Db, creatorId: string, now: Role | null): Promise<void> {
+  const pending = await db
+    .selectFrom('invitations')
+    .leftJoin('users', 'users.id', 'invitations.user_id')
+    .select(['invitations.id', 'kind', 'invitations.role', 'users.role as target_role'])
+    .where('created_by', '=', creatorId)
+    .where('used_at', 'is', null)
+    .execute();
+  const actor = now === null ? null : { id: creatorId, role: now };
+  const gone = pending.filter((p) => actor === null || !mayGrantLink(actor, p.kind, p.kind === 'reset' ? p.target_role : p.role)).map((p) => p.id);
+  if (gone.length) await db.deleteFrom('invitations').where('id', 'in', gone).execute();
+}
+
 /**
  * The app list a role may carry: null (every app) for anyone; a list only for deployers and viewers,
  * each id an existing app. Answers the list deduplicated.
@@ -144,6 +170,7 @@ export async function updateOperator(db: Db, actor: Actor, id: string, patch: Op
       .where('id', '=', id)
       .execute();
     if (disabled && !before.disabled) await endAccess(tx, id, now);
+    if (disabled || role !== before.role) await withdrawLinksOf(tx, id, disabled ? null : role);
     return { before, after: { ...before, role, app_ids: appIds, disabled } };
   });
   // Narrowed or disabled: cached credentials and open sockets are checked again at once.
@@ -160,6 +187,7 @@ export async function removeOperator(db: Db, actor: Actor, id: string): Promise<
     requireManage(actor, view.role);
     if (view.role === 'owner' && !view.disabled && (await enabledOwners(tx)) <= 1) throw lastOwner();
     await tx.deleteFrom('users').where('id', '=', id).execute();
+    await withdrawLinksOf(tx, id, null);
     return view;
   });
   invalidateCredentials();

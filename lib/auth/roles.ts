@@ -50,6 +50,12 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> =
  */
 export const TOKEN_IMPLICIT: readonly Permission[] = ['self.read'];
 
+/**
+ * Permissions over the whole instance and its people: a credential limited to a list of apps (a
+ * deployer's or viewer's, or an admin's token limited to apps) never holds them.
+ */
+export const INSTANCE_WRITES: readonly Permission[] = ['instance.admin', 'operators.manage', 'owners.manage', 'instance.owner'];
+
 /** Roles whose holders may be limited to a list of apps (`app_ids`); admins and owners see every app. */
 export const APP_LIMITED_ROLES: ReadonlySet<Role> = new Set(['deployer', 'viewer']);
 

@@ -4,9 +4,9 @@ import { hotStatement, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
-import { accessOf, type Access } from './access.js';
+import { accessOf, operatorApps, type Access } from './access.js';
 import { HttpError } from '../http/errors.js';
-import { PERMISSION_NAMES, ROLE_PERMISSIONS, isRole, type Permission } from './roles.js';
+import { INSTANCE_WRITES, PERMISSION_NAMES, ROLE_PERMISSIONS, isRole, type Permission } from './roles.js';
 
 export const TOKEN_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
 
@@ -62,7 +62,8 @@ export async function checkTokenGrant(
 ): Promise<TokenGrant> {
   const user = await db.selectFrom('users').select(['role', 'app_ids']).where('id', '=', creator.userId).executeTakeFirstOrThrow();
   let held: Permission[] = isRole(user.role) ? PERMISSION_NAMES.filter((p) => ROLE_PERMISSIONS[user.role as keyof typeof ROLE_PERMISSIONS].has(p)) : [];
-  let apps = jsonList(user.app_ids);
+  // The apps the role reaches: an admin's or owner's row may keep a list from a narrower role, which means nothing.
+  let apps = operatorApps(user.role, user.app_ids);
   let inherited: TokenGrant = { scopes: null, appIds: null };
   if (creator.tokenId !== null) {
     const t = await db.selectFrom('api_tokens').select(['scopes', 'app_ids']).where('id', '=', creator.tokenId).executeTakeFirstOrThrow();
@@ -96,6 +97,13 @@ export async function checkTokenGrant(
       throw new HttpError('bad_request', `No app you can reach has the id ${refused.map((a) => `"${a}"`).join(', ')}`, [{ field: 'app_ids', message: `unknown app: ${refused.join(', ')}` }]);
     }
     grant.appIds = unique;
+  }
+  // A token limited to apps acts on those apps only (lib/auth/access.ts drops the rest): asking for both is refused, not narrowed unseen.
+  const wide = grant.appIds !== null || apps !== null ? (asked.scopes ?? []).filter((p) => (INSTANCE_WRITES as readonly string[]).includes(p)) : [];
+  if (wide.length > 0) {
+    throw new HttpError('bad_request', `A token limited to apps cannot have ${wide.map((p) => `"${p}"`).join(', ')}: they act outside every app`, [
+      { field: 'scopes', message: `not with app_ids: ${wide.join(', ')}` },
+    ]);
   }
   return grant;
 }

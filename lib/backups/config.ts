@@ -22,7 +22,8 @@ export interface ConfigInput {
 }
 
 export const VOLUME_KEY = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$/;
-export const s3Binding = (id: string) => `backup:${id}:s3`;
+export { s3Binding } from '../crypto/bindings.js';
+import { s3Binding } from '../crypto/bindings.js';
 
 /** A 5-field cron expression (UTC), parsed; a 6-field one (seconds) or a bad field is refused. */
 export function parseSchedule(expr: string): Cron {

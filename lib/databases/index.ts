@@ -28,6 +28,7 @@ import {
 } from '../docker/index.js';
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 import { engineDf } from '../docker/df.js';
+import { dbBinding } from '../crypto/bindings.js';
 
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
@@ -55,7 +56,7 @@ interface Secrets {
   root?: string;
 }
 
-export const dbBinding = (id: string) => `db:${id}:password`;
+export { dbBinding } from '../crypto/bindings.js';
 
 export function toView(r: AppDatabaseTable, size: number | null = null): DatabaseView {
   return {

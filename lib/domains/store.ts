@@ -8,6 +8,7 @@ import { newId } from '../crypto/random.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import { checkHostname } from '../util/hostname.js';
 import { validateCertificate, type ValidatedCertificate } from './certificate.js';
+import { certificateKeyBinding as keyBinding } from '../crypto/bindings.js';
 
 export type DomainRow = DomainTable;
 export type CertificateRow = DomainCertificateTable;
@@ -15,7 +16,7 @@ export type HostCheckRow = HostCheckTable;
 
 const BASE_DOMAIN_KEY = 'base_domain';
 
-export const keyBinding = (domainId: string) => `domain:${domainId}:certificate-key`;
+export { certificateKeyBinding as keyBinding } from '../crypto/bindings.js';
 
 function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: string }).code;

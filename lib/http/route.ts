@@ -72,9 +72,16 @@ export interface RouteSpec {
   permission?: PermissionName;
   /**
    * The app an `app.*` route acts on when its path does not start with `/api/apps/{id}` (a domain,
-   * an audit entry): undefined when the resource does not exist (the handler answers its own 404).
+   * an audit entry): undefined when the resource does not exist (the handler answers its own 404;
+   * a caller limited to apps gets the one another app's resource gets, so neither is revealed).
    */
   app?: (env: Services, params: Record<string, string>) => Promise<string | null | undefined>;
+  /**
+   * The app is named in the body (or none is): the handler checks it through ctx.permit, with null
+   * when the body names none. Without `app` or this, a route outside `/api/apps/{id}` names no app,
+   * which a caller limited to some apps may read but not change.
+   */
+  appInBody?: true;
   /** Refused to API tokens (403 forbidden): the route changes how its owner signs in. */
   sessionOnly?: boolean;
   /** Rate-limited per client address (login, TOTP, step-up, setup). */

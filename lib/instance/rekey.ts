@@ -1,49 +1,11 @@
 // Every sealed value in the database, and moving all of them from one master key to another in
-// one SQLite transaction (`svc rotate-master-key`, runtime/rotate-key-cli.ts). sealed-rows.ts
-// samples one value per place to check a key at boot; this is the full inventory: a new column
-// that holds sealed values belongs here too, or a rotation leaves it unreadable.
+// one SQLite transaction (`svc rotate-master-key`, runtime/rotate-key-cli.ts). The columns come
+// from the one inventory in sealed-rows.ts, which boot samples too: nothing is listed twice.
 import type { Db } from '../db/index.js';
 import { rawConnection } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
-import { totpBinding } from '../auth/totp.js';
-import { envBinding } from '../apps/env.js';
-import { webhookBinding } from '../webhooks/store.js';
-import { keyBinding as sshKeyBinding } from '../keys/store.js';
-import { keyBinding as certKeyBinding } from '../domains/store.js';
-import { channelBinding } from '../notify/store.js';
-import { dbBinding } from '../databases/index.js';
-import { s3Binding } from '../backups/config.js';
-import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
+import { SEALED_COLUMNS, sealedSelect, type SealedRow } from './sealed-rows.js';
 import { FP_PURPOSE, isMasked } from '../audit/kinds.js';
-
-type Row = Record<string, string>;
-
-interface SealedColumn {
-  what: string;
-  table: string;
-  column: string;
-  /** The row's other columns the binding needs. */
-  keys: string[];
-  binding(r: Row): string;
-  /** Extra filter (constant SQL). */
-  where?: string;
-  /** A value in this column may also be stored in clear (an old signing key). */
-  sealedOnly?: (v: string) => boolean;
-}
-
-const COLUMNS: readonly SealedColumn[] = [
-  { what: 'the signing key', table: 'settings', column: 'value', keys: [], where: `key = '${SIGNING_KEY_SETTING}'`, binding: () => SIGNING_KEY_BINDING, sealedOnly: isSealed },
-  { what: 'TOTP secrets', table: 'users', column: 'totp_secret', keys: ['id'], binding: (r) => totpBinding(r.id!) },
-  { what: 'pending TOTP secrets', table: 'users', column: 'totp_pending', keys: ['id'], binding: (r) => totpBinding(r.id!) + ':pending' },
-  { what: 'environment variables', table: 'app_env', column: 'sealed', keys: ['app_id', 'key'], binding: (r) => envBinding(r.app_id!, r.key!) },
-  { what: 'webhook secrets', table: 'app_webhooks', column: 'secret_sealed', keys: ['app_id'], binding: (r) => webhookBinding(r.app_id!) },
-  { what: 'deploy keys', table: 'app_ssh_keys', column: 'private_sealed', keys: ['app_id'], binding: (r) => sshKeyBinding(r.app_id!) },
-  { what: 'certificate keys', table: 'domain_certificates', column: 'key_sealed', keys: ['domain_id'], binding: (r) => certKeyBinding(r.domain_id!) },
-  { what: 'database passwords', table: 'app_databases', column: 'password_sealed', keys: ['id'], binding: (r) => dbBinding(r.id!) },
-  { what: 'backup destination secrets', table: 'backup_configs', column: 'secret_sealed', keys: ['id'], binding: (r) => s3Binding(r.id!) },
-  { what: 'the instance backup destination secret', table: 'instance_backup', column: 'secret_sealed', keys: ['id'], binding: (r) => s3Binding(r.id!) },
-  { what: 'notification channel URLs', table: 'notification_channels', column: 'url_sealed', keys: ['id'], binding: (r) => channelBinding(r.id!) },
-];
 
 export class RekeyError extends Error {}
 
@@ -77,9 +39,8 @@ export function rekeyDatabase(db: Db, from: Sealer, to: Sealer, opts: { dryRun?:
   const rollback = new Error('dry run');
   try {
     raw.transaction(() => {
-      for (const c of COLUMNS) {
-        const cols = ['rowid as _rowid', c.column, ...c.keys].join(', ');
-        const rows = raw.prepare(`select ${cols} from ${c.table} where ${c.column} is not null${c.where ? ` and ${c.where}` : ''}`).all() as Row[];
+      for (const c of SEALED_COLUMNS) {
+        const rows = raw.prepare(sealedSelect(c)).all() as SealedRow[];
         const update = raw.prepare(`update ${c.table} set ${c.column} = ? where rowid = ?`);
         let n = 0;
         for (const r of rows) {

@@ -1,13 +1,54 @@
-// The columns that hold sealed values, with the binding each was sealed under: enough to tell
-// at boot whether sealed data exists and whether the master key in use can open it.
+// The one inventory of the columns that hold sealed values, with the binding each was sealed
+// under. Both uses read it: boot samples one value per column to tell whether sealed data exists
+// and whether the master key in use opens it; `svc rotate-master-key` (lib/instance/rekey.ts)
+// re-seals every value of every column. A new column that holds sealed values belongs here, or a
+// rotation leaves it unreadable (tests/core/sealed-inventory.test.ts checks the schema against it).
 import type { Db } from '../db/index.js';
+import { rawConnection } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import { totpBinding } from '../auth/totp.js';
 import { envBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
-import { keyBinding } from '../keys/store.js';
+import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { channelBinding } from '../notify/store.js';
+import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
+
+export type SealedRow = Record<string, string>;
+
+export interface SealedColumn {
+  what: string;
+  table: string;
+  column: string;
+  /** The row's other columns the binding needs. */
+  keys: string[];
+  binding(r: SealedRow): string;
+  /** Extra filter (constant SQL). */
+  where?: string;
+  /** A value in this column may also be stored in clear (an old signing key). */
+  sealedOnly?: (v: string) => boolean;
+}
+
+/** Every column that holds sealed values (the sealed signing key first). */
+export const SEALED_COLUMNS: readonly SealedColumn[] = [
+  { what: 'the signing key', table: 'settings', column: 'value', keys: [], where: `key = '${SIGNING_KEY_SETTING}'`, binding: () => SIGNING_KEY_BINDING, sealedOnly: isSealed },
+  { what: 'TOTP secrets', table: 'users', column: 'totp_secret', keys: ['id'], binding: (r) => totpBinding(r.id!) },
+  { what: 'pending TOTP secrets', table: 'users', column: 'totp_pending', keys: ['id'], binding: (r) => totpBinding(r.id!) + ':pending' },
+  { what: 'environment variables', table: 'app_env', column: 'sealed', keys: ['app_id', 'key'], binding: (r) => envBinding(r.app_id!, r.key!) },
+  { what: 'webhook secrets', table: 'app_webhooks', column: 'secret_sealed', keys: ['app_id'], binding: (r) => webhookBinding(r.app_id!) },
+  { what: 'deploy keys', table: 'app_ssh_keys', column: 'private_sealed', keys: ['app_id'], binding: (r) => sshKeyBinding(r.app_id!) },
+  { what: 'certificate keys', table: 'domain_certificates', column: 'key_sealed', keys: ['domain_id'], binding: (r) => certificateKeyBinding(r.domain_id!) },
+  { what: 'database passwords', table: 'app_databases', column: 'password_sealed', keys: ['id'], binding: (r) => dbBinding(r.id!) },
+  { what: 'backup destination secrets', table: 'backup_configs', column: 'secret_sealed', keys: ['id'], binding: (r) => s3Binding(r.id!) },
+  { what: 'the instance backup destination secret', table: 'instance_backup', column: 'secret_sealed', keys: ['id'], binding: (r) => s3Binding(r.id!) },
+  { what: 'notification channel URLs', table: 'notification_channels', column: 'url_sealed', keys: ['id'], binding: (r) => channelBinding(r.id!) },
+];
+
+/** The statement that reads a column's sealed values (with `limit`: a sample). */
+export function sealedSelect(c: SealedColumn, limit?: number): string {
+  const cols = ['rowid as _rowid', c.column, ...c.keys].join(', ');
+  return `select ${cols} from ${c.table} where ${c.column} is not null${c.where ? ` and ${c.where}` : ''}${limit ? ` limit ${limit}` : ''}`;
+}
 
 interface Sample {
   what: string;
@@ -15,23 +56,16 @@ interface Sample {
   binding: string;
 }
 
-/** One sealed value from each place that holds them (the sealed signing key first). */
+/** One sealed value from each column that holds any. */
 async function samples(db: Db): Promise<Sample[]> {
+  const raw = rawConnection(db);
   const out: Sample[] = [];
-  const signing = await db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirst();
-  if (signing && isSealed(signing.value)) out.push({ what: 'the signing key', sealed: signing.value, binding: SIGNING_KEY_BINDING });
-  const totp = await db.selectFrom('users').select(['id', 'totp_secret']).where('totp_secret', 'is not', null).executeTakeFirst();
-  if (totp) out.push({ what: 'a TOTP secret', sealed: totp.totp_secret!, binding: totpBinding(totp.id) });
-  const pending = await db.selectFrom('users').select(['id', 'totp_pending']).where('totp_pending', 'is not', null).executeTakeFirst();
-  if (pending) out.push({ what: 'a pending TOTP secret', sealed: pending.totp_pending!, binding: totpBinding(pending.id) + ':pending' });
-  const env = await db.selectFrom('app_env').select(['app_id', 'key', 'sealed']).executeTakeFirst();
-  if (env) out.push({ what: 'an environment variable', sealed: env.sealed, binding: envBinding(env.app_id, env.key) });
-  const hook = await db.selectFrom('app_webhooks').select(['app_id', 'secret_sealed']).executeTakeFirst();
-  if (hook) out.push({ what: 'a webhook secret', sealed: hook.secret_sealed, binding: webhookBinding(hook.app_id) });
-  const key = await db.selectFrom('app_ssh_keys').select(['app_id', 'private_sealed']).executeTakeFirst();
-  if (key) out.push({ what: 'a deploy key', sealed: key.private_sealed, binding: keyBinding(key.app_id) });
-  const channel = await db.selectFrom('notification_channels').select(['id', 'url_sealed']).executeTakeFirst();
-  if (channel) out.push({ what: 'a notification channel URL', sealed: channel.url_sealed, binding: channelBinding(channel.id) });
+  for (const c of SEALED_COLUMNS) {
+    const r = raw.prepare(sealedSelect(c, 1)).get() as SealedRow | undefined;
+    const value = r?.[c.column];
+    if (!r || value == null || (c.sealedOnly && !c.sealedOnly(value))) continue;
+    out.push({ what: c.what, sealed: value, binding: c.binding(r) });
+  }
   return out;
 }
 

@@ -59,7 +59,13 @@ export async function entryApp(env: Env, id: number | string): Promise<string | 
   const n = Number(id);
   if (!Number.isSafeInteger(n)) return undefined;
   const row = await getAuditRow(env.db, n);
-  return row ? row.app_id : undefined;
+  if (!row) return undefined;
+  if (row.app_id !== null) return row.app_id;
+  // An entry that did not learn its app but targets one is about that app (the listing hides it the same way).
+  for (const t of [row.target, row.target_id]) {
+    if (t && (await env.db.selectFrom('apps').select('id').where('id', '=', t).executeTakeFirst())) return t;
+  }
+  return null;
 }
 
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */

@@ -89,6 +89,11 @@ test('the invited person opens the link, creates their account and is signed in'
     await guest.getByRole('button', { name: 'Create my account' }).click();
     await guest.getByRole('heading', { level: 1, name: 'Overview' }).waitFor(WAIT);
     assert.equal(new URL(guest.url()).pathname, '/');
+    // The navigation follows the viewer's permissions: what they may read, not the operators or channels.
+    const nav = guest.getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Audit', exact: true }).waitFor(WAIT);
+    assert.equal(await nav.getByRole('link', { name: 'Operators', exact: true }).count(), 0);
+    assert.equal(await nav.getByRole('link', { name: 'Notifications', exact: true }).count(), 0);
     const vera = (await api.req('GET', '/api/operators')).body.items.find((o: any) => o.username === 'vera');
     assert.equal(vera.role, 'viewer');
     assert.equal(vera.app_ids.length, 1);

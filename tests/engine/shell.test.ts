@@ -11,6 +11,9 @@ import { poll } from '../_support/wait.js';
 import { openShells } from '../../lib/shell/session.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
 import { ownerLabels } from '../../lib/docker/owner.js';
+import { insertUser } from '../../lib/auth/users.js';
+import { createApiToken } from '../../lib/auth/tokens.js';
+import { invalidateCredentials } from '../../lib/auth/cache.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -275,6 +278,28 @@ test('revoking the token closes its shell (1008 credentials revoked), and the cl
     50,
   );
   assert.equal(reasons.at(-1), 'credentials revoked');
+});
+
+test("narrowing a deployer's apps closes their open shell at once (1008 access withdrawn)", async (t) => {
+  if (!(await needEngine(t))) return;
+  await setup();
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const user = await insertUser(s!.env.db, `narrowed-${process.pid}`, 'scrypt$10$8$1$x$y', { role: 'deployer', appIds: [appId] });
+  const made = await createApiToken(s!.env.db, user.id, 'narrowed-shell', null);
+  await s!.env.db
+    .updateTable('api_tokens')
+    .set({ step_up_until: new Date(Date.now() + 120_000).toISOString() })
+    .where('id', '=', made.id)
+    .execute();
+  invalidateCredentials();
+  const ws = await liveShell({ authorization: `Bearer ${made.token}` });
+  const closed = closeOf(ws, 'access narrowed');
+  const narrowed = await c.req('PATCH', `/api/operators/${user.id}`, { app_ids: [] });
+  assert.equal(narrowed.status, 200, narrowed.text);
+  assert.deepEqual(await closed, { code: 1008, reason: 'access withdrawn' });
+  // And a new one is refused as for an app that does not exist.
+  const again = await connect('web', { authorization: `Bearer ${made.token}` });
+  assert.equal(again.status, 404, again.body);
 });
 
 test("logging out, or deleting the session from another one, closes that session's shell", async (t) => {

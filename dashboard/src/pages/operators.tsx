@@ -45,6 +45,8 @@ function AppChoice({ apps, value, onChange, name }: { apps: App[]; value: string
 }
 
 function OneTimeLink({ title, link, onDone, testid }: { title: string; link: CreatedInvitation; onDone: () => void; testid: string }) {
+  // Without a configured public address the API answers a path: it opens where this page does.
+  const url = new URL(link.url, location.origin).href;
   return (
     <div class="notice" role="status" data-testid={testid}>
       <p>
@@ -52,10 +54,10 @@ function OneTimeLink({ title, link, onDone, testid }: { title: string; link: Cre
         ). Copy it now: it is not shown again.
       </p>
       <code class="secret" data-testid={`${testid}-url`}>
-        {link.url}
+        {url}
       </code>
       <div class="row">
-        <button type="button" onClick={() => void navigator.clipboard?.writeText(link.url)}>
+        <button type="button" onClick={() => void navigator.clipboard?.writeText(url)}>
           Copy
         </button>
         <button type="button" onClick={onDone}>

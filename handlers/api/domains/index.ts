@@ -23,11 +23,19 @@ export const POST = route(
     body: createBody,
     responses: { 201: z.object({ domain: domainSchema, proxy: proxySummarySchema }) },
     audit: { action: 'domain.created', state: { kind: 'domain' } },
+    appInBody: true,
   },
   async (_req, { env, body, reply, audit, permit }) => {
-    if (body.app_id) permit('app.admin', body.app_id);
+    // A redirect belongs to no app: outside the list of a caller limited to some.
+    permit('app.admin', body.app_id ?? null);
+    // Named before the work: a refused or failed creation is about that app too (the audit shows it to its readers only).
+    audit({ appId: body.app_id ?? null });
     const { domain, proxy } = await addDomain(env, body);
-    audit({ target: domain.id, detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: domain.redirect_to } } });
+    audit({
+      target: domain.id,
+      appId: domain.app_id,
+      detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: domain.redirect_to } },
+    });
     return reply(201, { domain, proxy });
   },
 );

@@ -1,6 +1,5 @@
 // Not a route (leading underscore): schemas and helpers shared by the operator endpoints.
 import { z } from 'zod';
-import type { Client } from '../../../lib/http/handler.js';
 import { ID_PATTERN } from '../../../lib/crypto/random.js';
 import { ROLES } from '../../../lib/auth/roles.js';
 import { INVITE_HOURS_MAX } from '../../../lib/auth/invitations.js';
@@ -21,9 +20,3 @@ export const inviteBody = z.strictObject({
 });
 
 export const resetBody = z.strictObject({ expires_in_hours: z.number().int().min(1).max(INVITE_HOURS_MAX).optional() }).optional();
-
-/** The origin the caller reached us at: the last resort for a link when no public address is configured. */
-export function requestOrigin(request: Request, client: Client): string {
-  const url = new URL(request.url);
-  return `${client.secure ? 'https:' : url.protocol}//${url.host}`;
-}

@@ -236,15 +236,23 @@ test('step-up as another person at the provider is refused and marks nothing', a
   assert.equal((await apiClient(jar).req('POST', '/api/auth/api-tokens', { name: 'no' })).body.code, 'step_up_required');
 });
 
-test('a disabled operator is refused', async () => {
-  const id = (await bySubject('alice'))!.id;
-  await s.env.db.updateTable('users').set({ disabled: 1 }).where('id', '=', id).execute();
+test('a disabled operator is refused, and claims that map to a higher role change nothing', async () => {
+  const { id, role } = (await bySubject('alice'))!;
+  const groups = idp.accounts.get('alice')!.groups;
+  const sessions = async () => (await s.env.db.selectFrom('sessions').select('id').where('user_id', '=', id).execute()).length;
+  const before = await sessions();
+  await s.env.db.updateTable('users').set({ disabled: 1, role: 'viewer' }).where('id', '=', id).execute();
+  idp.accounts.set('alice', { ...idp.accounts.get('alice')!, groups: ['ops-admins'] });
   try {
     const end = last(await signInOverHttp(new CookieJar(), `${base}/api/auth/oidc/start`, 'alice'));
     assert.equal(end.status, 403, end.body);
     assert.match(JSON.parse(end.body).error, /disabled/);
+    const row = (await bySubject('alice'))!;
+    assert.deepEqual([row.role, row.disabled], ['viewer', 1], 'the refused sign-in neither promoted nor enabled them');
+    assert.equal(await sessions(), before, 'no session made');
   } finally {
-    await s.env.db.updateTable('users').set({ disabled: 0 }).where('id', '=', id).execute();
+    idp.accounts.set('alice', { ...idp.accounts.get('alice')!, groups });
+    await s.env.db.updateTable('users').set({ disabled: 0, role }).where('id', '=', id).execute();
   }
 });
 

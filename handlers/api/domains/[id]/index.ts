@@ -31,8 +31,9 @@ export const PATCH = route(
     audit: { action: 'domain.updated', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
   },
   async (_req, { env, params, body, reply, audit, permit }) => {
-    // Moving a domain to another app acts on that app too.
+    // Moving a domain to another app acts on that app too; turning it into a redirect moves it out of every app.
     if (body.app_id) permit('app.admin', body.app_id);
+    else if (body.app_id === null || (body.redirect_to != null && body.app_id === undefined)) permit('app.admin', null);
     const { domain, before, proxy } = await changeDomain(env, params.id, body);
     audit({ detail: { before: state(before), after: state(domain) } });
     return reply(200, { domain, proxy });

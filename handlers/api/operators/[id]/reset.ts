@@ -3,7 +3,7 @@ import { actingOperator } from '../../../../lib/auth/operators.js';
 import { createResetLink, publicBase } from '../../../../lib/auth/invitations.js';
 import { createdInvitationSchema } from '../../../../lib/api/auth.js';
 import { route } from '../../../../lib/http/route.js';
-import { operatorParams, requestOrigin, resetBody } from '../_lib.js';
+import { operatorParams, resetBody } from '../_lib.js';
 
 export const POST = route(
   {
@@ -16,9 +16,9 @@ export const POST = route(
     responses: { 201: z.object({ invitation: createdInvitationSchema }) },
     audit: { action: 'operator.reset_link_created', target: (c) => c.params.id },
   },
-  async (request, { env, principal, params, body, client, reply, audit }) => {
+  async (_req, { env, principal, params, body, reply, audit }) => {
     const actor = await actingOperator(env.db, principal!.user.id);
-    const base = await publicBase(env.db, env.config, requestOrigin(request, client));
+    const base = await publicBase(env.db, env.config);
     const { username, ...invitation } = await createResetLink(env.db, actor, params.id, actor.id, base, { hours: body?.expires_in_hours, now: env.now() });
     audit({ detail: { username, invitation_id: invitation.id, expires_at: invitation.expires_at } });
     return reply(201, { invitation });

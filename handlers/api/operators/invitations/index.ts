@@ -4,7 +4,7 @@ import { createInvitation, listInvitations, publicBase } from '../../../../lib/a
 import { createdInvitationSchema, invitationSchema } from '../../../../lib/api/auth.js';
 import { items } from '../../../../lib/api/common.js';
 import { route } from '../../../../lib/http/route.js';
-import { inviteBody, requestOrigin } from '../_lib.js';
+import { inviteBody } from '../_lib.js';
 
 export const GET = route(
   { summary: 'Invitations and reset links, newest first (never their links)', permission: 'operators.manage', responses: { 200: items(invitationSchema) } },
@@ -21,9 +21,9 @@ export const POST = route(
     responses: { 201: z.object({ invitation: createdInvitationSchema }) },
     audit: { action: 'operator.invited' },
   },
-  async (request, { env, principal, body, client, reply, audit }) => {
+  async (_req, { env, principal, body, reply, audit }) => {
     const actor = await actingOperator(env.db, principal!.user.id);
-    const base = await publicBase(env.db, env.config, requestOrigin(request, client));
+    const base = await publicBase(env.db, env.config);
     const invitation = await createInvitation(env.db, actor, actor.id, body, base, env.now());
     audit({ target: invitation.id, detail: { role: invitation.role, app_ids: invitation.app_ids, expires_at: invitation.expires_at } });
     return reply(201, { invitation });
