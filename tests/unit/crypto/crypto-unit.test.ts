@@ -243,13 +243,13 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
     .execute();
   assert.equal(await hasSealedData(db), true);
   assert.deepEqual(await unopenableSealedData(db, good), []);
-  assert.deepEqual(await unopenableSealedData(db, wrong), ['a TOTP secret', 'a pending TOTP secret', 'an environment variable', 'a webhook secret', 'a deploy key']);
+  assert.deepEqual(await unopenableSealedData(db, wrong), ['TOTP secrets', 'pending TOTP secrets', 'environment variables', 'webhook secrets', 'deploy keys']);
   // Each place is opened under its own binding: a value moved to another place does not open.
   await db
     .updateTable('app_webhooks')
     .set({ secret_sealed: good.seal('w', keyBinding('a1')) })
     .execute();
-  assert.deepEqual(await unopenableSealedData(db, good), ['a webhook secret']);
+  assert.deepEqual(await unopenableSealedData(db, good), ['webhook secrets']);
   await db
     .updateTable('settings')
     .set({ value: good.seal('k', SIGNING_KEY_BINDING) })
@@ -260,7 +260,7 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
     .set({ totp_pending: good.seal('p', totpBinding('u2')) })
     .where('id', '=', 'u2')
     .execute();
-  assert.deepEqual(await unopenableSealedData(db, good), ['a pending TOTP secret', 'a webhook secret']);
+  assert.deepEqual(await unopenableSealedData(db, good), ['pending TOTP secrets', 'webhook secrets']);
   await db.deleteFrom('users').execute();
   await db.deleteFrom('app_env').execute();
   await db.deleteFrom('app_webhooks').execute();
