@@ -166,7 +166,7 @@ export const appSpecSchema = named(
     source: appSourceSchema,
     services: z.array(z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() })),
     env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
-    triggers: z.array(z.object({ event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() })),
+    triggers: z.array(z.object({ event: z.enum(['push', 'tag', 'pull_request']), pattern: z.string(), enabled: z.boolean() })),
     domains: z.array(z.unknown()),
   }),
   'The portable description of an app (never a secret value)',
@@ -176,7 +176,7 @@ const findingSchema = z.object({ level: z.enum(['error', 'warning']), service: z
 
 export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });
 
-export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(['push', 'tag']), pattern: z.string(), enabled: z.boolean() }));
+export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(['push', 'tag', 'pull_request']), pattern: z.string(), enabled: z.boolean() }));
 
 export const webhookDeliverySchema = named(
   'WebhookDelivery',
@@ -650,5 +650,38 @@ export const auditDiffSchema = named(
       }),
     ),
     changed_since: z.boolean().describe('The target changed after this entry'),
+  }),
+);
+
+export const previewSchema = named(
+  'Preview',
+  z.object({
+    id: z.string(),
+    app_id: z.string(),
+    number: z.number().int(),
+    title: z.string().nullable(),
+    branch: z.string(),
+    commit: z.string().nullable(),
+    host: z.string().nullable().describe('pr-<number>-<app>.<base domain>; null without a base domain'),
+    url: z.string().nullable(),
+    status: z.string().describe("As an app's: created, deploying, running, degraded, stopped, failed, sleeping..."),
+    deployment_id: z.string().nullable(),
+    sleeping: z.boolean(),
+    created_at: ts,
+    updated_at: ts,
+    expires_at: ts,
+  }),
+);
+export const previewBody = named('PreviewBody', z.object({ preview: previewSchema }));
+
+export const previewSettingsSchema = named(
+  'PreviewSettings',
+  z.object({
+    enabled: z.boolean(),
+    from_forks: z.boolean(),
+    ttl_hours: z.number().int(),
+    max: z.number().int(),
+    inherit_env: z.array(z.string()),
+    database: z.enum(['none', 'empty', 'latest_backup']),
   }),
 );

@@ -18,6 +18,7 @@ import { migration as m0014 } from './0014_deployment_commit_pin.js';
 import { migration as m0015 } from './0015_people.js';
 import { migration as m0016 } from './0016_build_limits.js';
 import { migration as m0017 } from './0017_audit_app.js';
+import { migration as m0018 } from './0018_previews.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '0015_people': m0015,
   '0016_build_limits': m0016,
   '0017_audit_app': m0017,
+  '0018_previews': m0018,
 };
