@@ -659,6 +659,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/previews/{pid}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The log of a preview's latest deployment; page with ?after=<next_after> */
+        get: operations["getApiAppsByIdPreviewsByPidLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/restart": {
         parameters: {
             query?: never;
@@ -3110,6 +3127,16 @@ export interface components {
             /** @constant */
             deleted: true;
         };
+        GetApiAppsByIdPreviewsByPidLogs200: {
+            items: {
+                seq: number;
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                stream: string;
+                line: string;
+            }[];
+            next_after?: number;
+        };
         PostApiAppsByIdRestart200: {
             containers: string[];
         };
@@ -5330,6 +5357,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeleteApiAppsByIdPreviewsByPid200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviewsByPidLogs: {
+        parameters: {
+            query?: {
+                after?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdPreviewsByPidLogs200"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { getPreviewRow } from '../../../../../lib/previews/store.js';
-import { previewView, removePreview } from '../../../../../lib/previews/ops.js';
-import { previewBody } from '../../../../../lib/api/schemas.js';
-import { route } from '../../../../../lib/http/route.js';
-import { appId } from '../../_shared.js';
+import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
+import { getApp } from '../../../../../../lib/apps/store.js';
+import { getPreviewRow } from '../../../../../../lib/previews/store.js';
+import { previewView, removePreview } from '../../../../../../lib/previews/ops.js';
+import { previewBody } from '../../../../../../lib/api/schemas.js';
+import { route } from '../../../../../../lib/http/route.js';
+import { appId } from '../../../_shared.js';
 
 const previewParams = z.object({ id: appId, pid: z.string().regex(ID_PATTERN, 'not a preview id') });
 
