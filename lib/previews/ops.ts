@@ -65,11 +65,15 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
     const u = checkRepoUrl(req.repoUrl);
     if (!u.ok) throw badRequest(`Invalid repository of the pull request: ${u.reason}`, [{ field: 'repo_url', message: u.reason }]);
   }
-  const number = req.number ?? (await nextFreeNumber(env.db, parent.id));
-  if (!Number.isInteger(number) || number < 1 || number > MAX_NUMBER) throw badRequest('number must be a whole number from 1', [{ field: 'number', message: 'out of range' }]);
-  const name = previewAppName(parent.name, number);
-  if (!APP_NAME.test(name) || previewLabel(parent.name, number).length > 63)
-    throw badRequest(`The preview's name "${name}" would be longer than 63 characters: the app's name is too long for previews`, [{ field: 'number', message: 'name too long' }]);
+  let number = req.number ?? (await nextFreeNumber(env.db, parent.id));
+  const checkName = (num: number) => {
+    if (!Number.isInteger(num) || num < 1 || num > MAX_NUMBER) throw badRequest('number must be a whole number from 1', [{ field: 'number', message: 'out of range' }]);
+    const name = previewAppName(parent.name, num);
+    if (!APP_NAME.test(name) || previewLabel(parent.name, num).length > 63)
+      throw badRequest(`The preview's name "${name}" would be longer than 63 characters: the app's name is too long for previews`, [{ field: 'number', message: 'name too long' }]);
+    return name;
+  };
+  checkName(number);
   const now = env.now();
   const source: AppSource = { ...parent.source, branch: req.branch, ...(req.repoUrl ? { repo_url: req.repoUrl } : {}) };
   const expires = nowIso(now + settings.ttl_hours * 3600_000);
@@ -83,7 +87,9 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
       env.log.info({ app: parent.name, preview: oldest.number }, 'preview removed: the app has its maximum number of previews');
       await removePreview(env, oldest);
     }
-    const child = await insertApp(env.db, name, source, now, parent.id);
+    // A number handed out by default is the lowest free one once room was made.
+    if (req.number == null) number = await nextFreeNumber(env.db, parent.id);
+    const child = await insertApp(env.db, checkName(number), source, now, parent.id);
     row = {
       id: newId(now),
       app_id: parent.id,
