@@ -578,6 +578,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An app's previews */
+        get: operations["getApiAppsByIdPreviews"];
+        put?: never;
+        /**
+         * Build and deploy a preview of a branch (from any git host; number defaults to the next free one from 1000)
+         * @description The preview with that number is redeployed when it exists. 409 when previews are off for the app.
+         */
+        post: operations["postApiAppsByIdPreviews"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/previews/env": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An app's preview-only variables (secret values are null) */
+        get: operations["getApiAppsByIdPreviewsEnv"];
+        /**
+         * Replace an app's preview-only variables (value null keeps a stored value)
+         * @description Given to every preview of the app on its next deployment, over the keys it inherits (inherit_env); never to the app itself.
+         */
+        put: operations["putApiAppsByIdPreviewsEnv"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/previews/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An app's preview settings */
+        get: operations["getApiAppsByIdPreviewsSettings"];
+        /**
+         * Set an app's preview settings
+         * @description A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env).
+         */
+        put: operations["putApiAppsByIdPreviewsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/previews/{pid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One preview */
+        get: operations["getApiAppsByIdPreviewsByPid"];
+        put?: never;
+        post?: never;
+        /** Remove a preview with everything it made (containers, network, volumes, images, database, route, rows) */
+        delete: operations["deleteApiAppsByIdPreviewsByPid"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/previews/{pid}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The log of a preview's latest deployment; page with ?after=<next_after> */
+        get: operations["getApiAppsByIdPreviewsByPidLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/restart": {
         parameters: {
             query?: never;
@@ -2060,7 +2158,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A forge's push or tag delivery (signed with the app's webhook secret) */
+        /**
+         * A forge's push, tag or pull/merge request delivery (signed with the app's webhook secret)
+         * @description A push or tag deploys (202 {deployment}); a pull/merge request event deploys or removes its preview (202 {preview}).
+         */
         post: operations["postWebhooksByAppID"];
         delete?: never;
         options?: never;
@@ -2174,7 +2275,7 @@ export interface components {
             }[];
             triggers: {
                 /** @enum {string} */
-                event: "push" | "tag";
+                event: "push" | "tag" | "pull_request";
                 pattern: string;
                 enabled: boolean;
             }[];
@@ -2743,6 +2844,39 @@ export interface components {
             app?: string;
             service?: string;
         };
+        PreviewBody: {
+            preview: components["schemas"]["Preview"];
+        };
+        Preview: {
+            id: string;
+            app_id: string;
+            number: number;
+            title: string | null;
+            branch: string;
+            commit: string | null;
+            /** @description pr-<number>-<app>.<base domain>; null without a base domain */
+            host: string | null;
+            url: string | null;
+            /** @description As an app's: created, deploying, running, degraded, stopped, failed, sleeping... */
+            status: string;
+            deployment_id: string | null;
+            sleeping: boolean;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            expires_at: string;
+        };
+        PreviewSettings: {
+            enabled: boolean;
+            from_forks: boolean;
+            ttl_hours: number;
+            max: number;
+            inherit_env: string[];
+            /** @enum {string} */
+            database: "none" | "empty" | "latest_backup";
+        };
         ProxySummary: {
             synced: boolean;
             /** @description Why the last sync did not apply (the next one retries) */
@@ -2844,7 +2978,7 @@ export interface components {
         Trigger: {
             id: string;
             /** @enum {string} */
-            event: "push" | "tag";
+            event: "push" | "tag" | "pull_request";
             pattern: string;
             enabled: boolean;
         };
@@ -2994,6 +3128,23 @@ export interface components {
                 key: string;
                 value: string;
             }[];
+        };
+        GetApiAppsByIdPreviews200: {
+            items: components["schemas"]["Preview"][];
+        };
+        GetApiAppsByIdPreviewsEnv200: {
+            items: components["schemas"]["EnvItem"][];
+        };
+        PutApiAppsByIdPreviewsEnv200: {
+            items: components["schemas"]["EnvItem"][];
+        };
+        DeleteApiAppsByIdPreviewsByPid200: {
+            /** @constant */
+            deleted: true;
+        };
+        GetApiAppsByIdPreviewsByPidLogs200: {
+            items: components["schemas"]["LogLine"][];
+            next_after?: number;
         };
         PostApiAppsByIdRestart200: {
             containers: string[];
@@ -3247,6 +3398,7 @@ export interface components {
             /** @constant */
             event: "ping";
         };
+        PostWebhooksByAppID202: components["schemas"]["DeploymentBody"] | components["schemas"]["PreviewBody"];
         PostApiAddonsByIdInstallBody: {
             name: string;
             params?: {
@@ -3353,7 +3505,7 @@ export interface components {
             /** @default [] */
             triggers: {
                 /** @enum {string} */
-                event: "push" | "tag";
+                event: "push" | "tag" | "pull_request";
                 pattern: string;
                 /** @default true */
                 enabled: boolean;
@@ -3500,19 +3652,47 @@ export interface components {
             value: string;
             secret?: boolean;
         };
+        PostApiAppsByIdPreviewsBody: {
+            branch: string;
+            number?: number;
+            title?: string;
+        };
+        PutApiAppsByIdPreviewsEnvBody: {
+            items: {
+                key: string;
+                value: string | null;
+                secret?: boolean;
+            }[];
+        };
+        PutApiAppsByIdPreviewsSettingsBody: {
+            enabled: boolean;
+            /** @default false */
+            from_forks: boolean;
+            /** @default 72 */
+            ttl_hours: number;
+            /** @default 5 */
+            max: number;
+            /** @default [] */
+            inherit_env: string[];
+            /**
+             * @default none
+             * @enum {string}
+             */
+            database: "none" | "empty" | "latest_backup";
+        };
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
         };
         PostApiAppsByIdTriggersBody: {
             /** @enum {string} */
-            event: "push" | "tag";
+            event: "push" | "tag" | "pull_request";
             pattern: string;
             enabled?: boolean;
         };
         PatchApiAppsByIdTriggersByTidBody: {
             /** @enum {string} */
-            event?: "push" | "tag";
+            event?: "push" | "tag" | "pull_request";
             pattern?: string;
             enabled?: boolean;
         };
@@ -4948,6 +5128,267 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MetricsSeries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdPreviews200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdPreviews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAppsByIdPreviewsBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviewsEnv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdPreviewsEnv200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    putApiAppsByIdPreviewsEnv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutApiAppsByIdPreviewsEnvBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutApiAppsByIdPreviewsEnv200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviewsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    putApiAppsByIdPreviewsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutApiAppsByIdPreviewsSettingsBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviewsByPid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdPreviewsByPid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteApiAppsByIdPreviewsByPid200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdPreviewsByPidLogs: {
+        parameters: {
+            query?: {
+                after?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdPreviewsByPidLogs200"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7536,7 +7977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeploymentBody"];
+                    "application/json": components["schemas"]["PostWebhooksByAppID202"];
                 };
             };
             400: components["responses"]["BadRequest"];

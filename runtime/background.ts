@@ -15,6 +15,7 @@ import { productVersion } from '../lib/version.js';
 import { CrashWatcher } from '../lib/apps/crash.js';
 import { adoptLegacyObjects } from '../lib/instance/owner.js';
 import { readRecoveryMarker, runRecovery } from '../lib/instance/recovery.js';
+import { PreviewSweeper } from '../lib/previews/sweeper.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -108,6 +109,11 @@ export function startBackground(env: Env, running: Running): void {
     await deploys;
     await env.deployments.stop();
   });
+
+  // Previews past their time to live are removed with everything they made.
+  const sweeper = new PreviewSweeper(env);
+  sweeper.start();
+  running.onClose(() => sweeper.stop());
 }
 
 // Container state changes become bus events and refresh the app's status; bursts (a stack

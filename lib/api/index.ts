@@ -14,3 +14,4 @@ export * from './metrics.js';
 export * from './notifications.js';
 export * from './security.js';
 export * from './webhooks.js';
+export * from './previews.js';

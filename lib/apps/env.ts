@@ -9,6 +9,8 @@ import { ifMatchHolds } from '../http/headers.js';
 import { ENV_MAX_VALUE, ENV_MAX_VARS } from './model.js';
 
 export const envBinding = (appId: string, key: string) => `app:${appId}:env:${key}`;
+/** Preview-only variables of an app (lib/previews): bound apart from its own, never mistaken for them. */
+export const previewEnvBinding = (appId: string, key: string) => `app:${appId}:preview-env:${key}`;
 
 export interface EnvItem {
   key: string;

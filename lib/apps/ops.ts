@@ -134,7 +134,7 @@ export async function createApp(env: Env, name: string, source: AppSource): Prom
 }
 
 export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
-  const app = await getApp(env.db, id, { includeDeleting: true });
+  const app = await getApp(env.db, id, { includeDeleting: true, includePreview: true });
   await markDeleting(env.db, id, env.now());
   // Managed databases are not compose services (a deploy must not take them for orphans): they go first.
   await removeAppDatabaseContainers(env, app.name);

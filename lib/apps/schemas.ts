@@ -11,7 +11,9 @@ import { command, port, relPath, versionInput } from '../buildplan/validate.js';
 export const appNameSchema = z
   .string()
   .regex(APP_NAME, 'lowercase letters, digits and "-", starting with a letter or digit, at most 63')
-  .refine((n) => !RESERVED_NAMES.has(n), 'this name is reserved');
+  .refine((n) => !RESERVED_NAMES.has(n), 'this name is reserved')
+  // pr-<n>-<app> is a preview's host label: an app of that name would take a preview's host.
+  .refine((n) => !/^pr-[0-9]+-/.test(n), 'names starting with "pr-<number>-" are kept for previews');
 
 const composePath = z
   .string()

@@ -8,8 +8,8 @@ function isUniqueViolation(e: unknown): boolean {
   return (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
-export async function insertApp(db: Db, name: string, source: AppSource, now = Date.now()): Promise<App> {
-  const row = { id: newId(now), name, source: JSON.stringify(source), status: 'created', created_at: nowIso(now), updated_at: nowIso(now), deleting_at: null };
+export async function insertApp(db: Db, name: string, source: AppSource, now = Date.now(), parentId: string | null = null): Promise<App> {
+  const row = { id: newId(now), name, source: JSON.stringify(source), status: 'created', created_at: nowIso(now), updated_at: nowIso(now), deleting_at: null, parent_app_id: parentId };
   try {
     await db.insertInto('apps').values(row).execute();
   } catch (e) {
@@ -20,14 +20,18 @@ export async function insertApp(db: Db, name: string, source: AppSource, now = D
 }
 
 export async function listApps(db: Db): Promise<App[]> {
-  const rows = await db.selectFrom('apps').selectAll().where('deleting_at', 'is', null).orderBy('name').execute();
+  const rows = await db.selectFrom('apps').selectAll().where('deleting_at', 'is', null).where('parent_app_id', 'is', null).orderBy('name').execute();
   return rows.map(toApp);
 }
 
-/** The app, or 404. Apps being deleted are still found, so a retried DELETE can finish them. */
-export async function getApp(db: Db, id: string, opts: { includeDeleting?: boolean } = {}): Promise<App & { deleting: boolean }> {
+/**
+ * The app, or 404. Apps being deleted are still found, so a retried DELETE can finish them. A
+ * preview's own row is found only when asked for (`includePreview`): the API reaches previews
+ * through their app, so no app route acts on one by its id.
+ */
+export async function getApp(db: Db, id: string, opts: { includeDeleting?: boolean; includePreview?: boolean } = {}): Promise<App & { deleting: boolean }> {
   const row = await db.selectFrom('apps').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row || (row.deleting_at !== null && !opts.includeDeleting)) throw notFound('No such app');
+  if (!row || (row.deleting_at !== null && !opts.includeDeleting) || (row.parent_app_id && !opts.includePreview)) throw notFound('No such app');
   return { ...toApp(row), deleting: row.deleting_at !== null };
 }
 

@@ -25,7 +25,7 @@ export const specSchema = z.strictObject({
     .max(500)
     .default([]),
   triggers: z
-    .array(z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) }))
+    .array(z.strictObject({ event: z.enum(['push', 'tag', 'pull_request']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) }))
     .max(100)
     .default([]),
   domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),

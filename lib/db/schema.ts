@@ -125,6 +125,8 @@ export interface AppTable {
   sleep_after_minutes?: number | null;
   /** Since when the app sleeps; null while it is awake. */
   sleeping_at?: string | null;
+  /** Set on a preview's own app row: the app it previews (hidden from app listings). */
+  parent_app_id?: string | null;
 }
 
 export interface AppEnvTable {
@@ -448,7 +450,44 @@ export interface InstanceBackupRunTable {
   finished_at: string | null;
 }
 
+export interface PreviewSettingsTable {
+  app_id: string;
+  enabled: number;
+  from_forks: number;
+  ttl_hours: number;
+  max: number;
+  /** JSON array of the app's variable names a preview receives. */
+  inherit_env: string;
+  database: string;
+  updated_at: string;
+}
+
+export interface PreviewEnvTable {
+  app_id: string;
+  key: string;
+  secret: number;
+  /** Sealed, bound to `app:<id>:preview-env:<key>`. */
+  sealed: string;
+}
+
+export interface PreviewTable {
+  id: string;
+  app_id: string;
+  target_app_id: string;
+  number: number;
+  title: string | null;
+  branch: string;
+  commit_sha: string | null;
+  deployment_id: string | null;
+  created_at: string;
+  updated_at: string;
+  expires_at: string;
+}
+
 export interface Database {
+  preview_settings: PreviewSettingsTable;
+  preview_env: PreviewEnvTable;
+  previews: PreviewTable;
   instance_backup: InstanceBackupTable;
   instance_backup_runs: InstanceBackupRunTable;
   notification_channels: NotificationChannelTable;

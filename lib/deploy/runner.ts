@@ -17,6 +17,7 @@ import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
 import { BuildSlots } from './buildslots.js';
+import { getBaseDomain } from '../domains/store.js';
 
 /** Why a running deployment's signal was aborted. */
 export class StopReason extends Error {
@@ -94,13 +95,14 @@ export abstract class DeployRunner {
     if (!row || row.status !== 'queued' || row.waiting === 1) return;
     let app: App;
     try {
-      app = await getApp(this.env.db, row.app_id);
+      app = await getApp(this.env.db, row.app_id, { includePreview: true });
     } catch {
       await this.finish(id, row.app_id, 'failed', { error: 'the app was deleted' }, null);
       return;
     }
     const log = await this.openLog(id);
     const signal = slot.controller.signal;
+    const url = await this.previewUrl(app.id).catch(() => null);
     let deployment = await getDeployment(this.env.db, app.id, id);
     const setStatus = async (status: DeployStatus, patch: TransitionPatch = {}) => {
       signal.throwIfAborted();
@@ -122,7 +124,7 @@ export abstract class DeployRunner {
       log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);
       await log.flush();
       const done = await this.finish(id, app.id, 'succeeded', {}, app);
-      if (done) this.notify('deploy_succeeded', done, app);
+      if (done) this.notify('deploy_succeeded', done, app, url);
       // Still within this app's slot: the next deployment of the app starts after the old
       // containers are gone.
       await result.retire();
@@ -152,7 +154,7 @@ export abstract class DeployRunner {
       await log.flush();
       const done = await this.finish(id, app.id, status, { error: message }, app);
       await this.settleAppStatus(app);
-      if (done && status === 'failed') this.notify('deploy_failed', done, app);
+      if (done && status === 'failed') this.notify('deploy_failed', done, app, url);
     }
   }
 
@@ -210,9 +212,10 @@ export abstract class DeployRunner {
    * For notification channels: topic `deployments`, data.type deploy_succeeded | deploy_failed,
    * with what a message needs and no secret (the error is already masked).
    */
-  protected notify(type: 'deploy_succeeded' | 'deploy_failed', d: Deployment, app: App): void {
+  protected notify(type: 'deploy_succeeded' | 'deploy_failed', d: Deployment, app: App, previewUrl: string | null = null): void {
     this.env.bus.publish('deployments', {
       type,
+      ...(previewUrl ? { preview_url: previewUrl } : {}),
       deployment_id: d.id,
       app_id: app.id,
       app: app.name,
@@ -225,6 +228,19 @@ export abstract class DeployRunner {
       delivery_id: d.delivery_id,
       finished_at: d.finished_at,
     });
+  }
+
+  /** A preview's address (`https://pr-<n>-<app>.<base>`), for its notifications; null for any other app. */
+  protected async previewUrl(appId: string): Promise<string | null> {
+    const row = await this.env.db
+      .selectFrom('previews')
+      .innerJoin('apps as parent', 'parent.id', 'previews.app_id')
+      .select(['previews.number', 'parent.name'])
+      .where('previews.target_app_id', '=', appId)
+      .executeTakeFirst();
+    if (!row) return null;
+    const base = await getBaseDomain(this.env.db, this.env.config.baseDomain);
+    return base ? `https://pr-${row.number}-${row.name}.${base}` : null;
   }
 
   protected async secretValues(appId: string): Promise<string[]> {
@@ -256,7 +272,7 @@ export abstract class DeployRunner {
         // Aborted, yet still running: its worker waits on an engine call that does not answer.
         // The failure is recorded now; the worker cleans up when the call returns (or recover()).
         if (this.env.now() - mine.reapedAt! < this.opts.reapGraceMs) continue;
-        const app = await getApp(this.env.db, d.app_id).catch(() => null);
+        const app = await getApp(this.env.db, d.app_id, { includePreview: true }).catch(() => null);
         const error = `${text}; the engine did not answer, so what it made is removed when the engine answers again`;
         const done = await this.finish(d.id, d.app_id, 'failed', { error }, app);
         if (!done) continue;
@@ -265,10 +281,10 @@ export abstract class DeployRunner {
           const log = await this.openLog(d.id);
           log.write(`failed: ${error}`, 'error');
           await log.flush();
-          this.notify('deploy_failed', done, app);
+          this.notify('deploy_failed', done, app, await this.previewUrl(app.id).catch(() => null));
         }
       } else if (d.status !== 'queued' || d.waiting) {
-        const app = await getApp(this.env.db, d.app_id).catch(() => null);
+        const app = await getApp(this.env.db, d.app_id, { includePreview: true }).catch(() => null);
         await this.finish(d.id, d.app_id, 'failed', { error: text }, app);
         if (app) {
           try {

@@ -41,7 +41,7 @@ export class DeployService extends DeployRunner implements Deployments {
       }
       if (d.status === 'queued') continue;
       await this.finish(d.id, d.app_id, 'interrupted', { error: 'the control plane stopped while this deployment was running' }, null);
-      const app = await getApp(this.env.db, d.app_id).catch(() => null);
+      const app = await getApp(this.env.db, d.app_id, { includePreview: true }).catch(() => null);
       if (app) {
         try {
           const removed = await removeDeploymentContainers(this.env.engine, app.name, d.id);

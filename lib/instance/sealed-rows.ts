@@ -7,7 +7,7 @@ import type { Db } from '../db/index.js';
 import { rawConnection } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import { totpBinding } from '../auth/totp.js';
-import { envBinding } from '../apps/env.js';
+import { envBinding, previewEnvBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { channelBinding } from '../notify/store.js';
@@ -35,6 +35,7 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { what: 'TOTP secrets', table: 'users', column: 'totp_secret', keys: ['id'], binding: (r) => totpBinding(r.id!) },
   { what: 'pending TOTP secrets', table: 'users', column: 'totp_pending', keys: ['id'], binding: (r) => totpBinding(r.id!) + ':pending' },
   { what: 'environment variables', table: 'app_env', column: 'sealed', keys: ['app_id', 'key'], binding: (r) => envBinding(r.app_id!, r.key!) },
+  { what: 'preview variables', table: 'preview_env', column: 'sealed', keys: ['app_id', 'key'], binding: (r) => previewEnvBinding(r.app_id!, r.key!) },
   { what: 'webhook secrets', table: 'app_webhooks', column: 'secret_sealed', keys: ['app_id'], binding: (r) => webhookBinding(r.app_id!) },
   { what: 'deploy keys', table: 'app_ssh_keys', column: 'private_sealed', keys: ['app_id'], binding: (r) => sshKeyBinding(r.app_id!) },
   { what: 'certificate keys', table: 'domain_certificates', column: 'key_sealed', keys: ['domain_id'], binding: (r) => certificateKeyBinding(r.domain_id!) },

@@ -58,8 +58,11 @@ export async function privateKey(db: Db, sealer: Sealer, appId: string): Promise
  */
 export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAuth {
   return async (app, fn) => {
-    const known = knownHostsFile(dataDir, app.id);
-    const key = await privateKey(db, sealer, app.id);
+    // A preview clones its app's repository (or a fork of it) with the app's key and known hosts.
+    const row = await db.selectFrom('apps').select('parent_app_id').where('id', '=', app.id).executeTakeFirst();
+    const owner = row?.parent_app_id ?? app.id;
+    const known = knownHostsFile(dataDir, owner);
+    const key = await privateKey(db, sealer, owner);
     if (key) return withDeployKey(key, known, (env) => fn(env));
     let command: string;
     try {

@@ -74,6 +74,7 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
       add('Ref', d.ref);
       add('Commit', str(d.commit)?.slice(0, 12));
       add('Image', d.image);
+      add('Preview', d.preview_url);
       break;
     case 'deploy_failed':
       title = `Deployment of ${app ?? 'an app'} failed`;
@@ -82,6 +83,7 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
       add('Trigger', d.trigger);
       add('Ref', d.ref);
       add('Commit', str(d.commit)?.slice(0, 12));
+      add('Preview', d.preview_url);
       break;
     case 'traffic_anomaly':
       title = `Traffic anomaly: ${str(d.kind) === 'error_surge' ? 'error surge' : 'request spike'} from ${str(d.ip) ?? 'an address'}`;

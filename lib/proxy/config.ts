@@ -102,6 +102,8 @@ export interface AppRow {
   services: Array<{ name: string; port: number | null }>;
   /** Asleep (lib/apps/sleep.ts): its hosts go to the control plane's wake path. */
   sleeping?: boolean;
+  /** The label of its hosts instead of its name: a preview's `pr-<n>-<app>`. */
+  label?: string;
 }
 
 export interface DomainRow {
@@ -178,20 +180,21 @@ export interface AutomaticHost {
 
 /**
  * `<app>.<base>` for the app's first service with a port, `<service>.<app>.<base>` for each
- * further one. Names that would not make a valid DNS label are left out rather than mangled.
+ * further one (a preview's `pr-<n>-<app>` stands for `<app>`). Names that would not make a valid DNS label are left out rather than mangled.
  */
 export function automaticHosts(baseDomain: string | null, apps: readonly AppRow[]): AutomaticHost[] {
   if (!baseDomain) return [];
   const out: AutomaticHost[] = [];
   for (const app of apps) {
-    if (!isLabel(app.name)) continue;
+    const label = app.label ?? app.name;
+    if (!isLabel(label)) continue;
     let first = true;
     for (const s of app.services) {
       if (s.port === null) continue;
       const isFirst = first;
       first = false;
       if (!isFirst && !isLabel(s.name)) continue;
-      const hostname = isFirst ? `${app.name}.${baseDomain}` : `${s.name}.${app.name}.${baseDomain}`;
+      const hostname = isFirst ? `${label}.${baseDomain}` : `${s.name}.${label}.${baseDomain}`;
       if (hostname.length > MAX_HOSTNAME) continue;
       out.push({ appId: app.id, service: s.name, hostname, port: s.port });
     }

@@ -39,7 +39,10 @@ export function defaultControlUpstream(config: Config, port = config.port): stri
 }
 
 export async function appRows(db: Db): Promise<AppRow[]> {
-  const apps = await db.selectFrom('apps').select(['id', 'name', 'sleeping_at']).where('deleting_at', 'is', null).orderBy('name').execute();
+  const apps = await db.selectFrom('apps').select(['id', 'name', 'sleeping_at', 'parent_app_id']).where('deleting_at', 'is', null).orderBy('name').execute();
+  // A preview's hosts are named after its app and number (pr-<n>-<app>), not after its own row.
+  const previews = await db.selectFrom('previews').innerJoin('apps as parent', 'parent.id', 'previews.app_id').select(['previews.target_app_id', 'previews.number', 'parent.name']).execute();
+  const labels = new Map(previews.map((p) => [p.target_app_id, `pr-${p.number}-${p.name}`]));
   const services = await db.selectFrom('app_services').select(['app_id', 'name', 'port']).orderBy('app_id').orderBy('name').execute();
   const by = new Map<string, AppRow['services']>();
   for (const s of services) {
@@ -47,7 +50,12 @@ export async function appRows(db: Db): Promise<AppRow[]> {
     if (!list) by.set(s.app_id, (list = []));
     list.push({ name: s.name, port: s.port });
   }
-  return apps.map((a) => ({ id: a.id, name: a.name, services: by.get(a.id) ?? [], sleeping: !!a.sleeping_at }));
+  return apps.flatMap((a) => {
+    const label = labels.get(a.id);
+    if (a.parent_app_id && !label) return [];
+    const row = { id: a.id, name: a.name, services: by.get(a.id) ?? [], sleeping: !!a.sleeping_at };
+    return label ? { ...row, label } : row;
+  });
 }
 
 export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {

@@ -124,7 +124,7 @@ const triggers: StateKind = {
     const have = current ?? {};
     for (const id of Object.keys(have)) if (!(id in want)) await removeTrigger(env.db, appId, id);
     for (const [id, t] of Object.entries(want)) {
-      const v = t as { event: 'push' | 'tag'; pattern: string; enabled: boolean };
+      const v = t as { event: 'push' | 'tag' | 'pull_request'; pattern: string; enabled: boolean };
       if (!(id in have)) await addTrigger(env.db, appId, v, env.now());
       else if ((['event', 'pattern', 'enabled'] as const).some((k) => (have[id] as Record<string, unknown>)[k] !== v[k]))
         await updateTrigger(env.db, appId, id, { event: v.event, pattern: v.pattern, enabled: v.enabled });

@@ -12,11 +12,43 @@ import type { Deployment } from '../apps/deployment.js';
 import { claimedSender, verifyDelivery, type Verified } from './verify.js';
 import { recordDelivery, type DeliveryLogInput } from './deliveries.js';
 import { parsePushEvent } from './payload.js';
-import { matchTriggers } from './triggers.js';
+import { matchPreviewTarget, matchTriggers } from './triggers.js';
+import { isPullRequestEvent, parsePullRequest, type PullRequest } from './pullrequest.js';
 import { alreadyDeploying, deliverySeen, forgetDelivery, forgetPush, listTriggers, recordPush, webhookSecret, type PushKey } from './store.js';
 import type { PushRef } from './payload.js';
 
-export type DeliveryOutcome = { status: 202; body: { deployment: Deployment } } | { status: 200; body: { ignored: string } | { duplicate: true; reason?: string } | { ok: true; event: 'ping' } };
+/** What lib/previews answers for a preview it deployed or removed (its view; status `removed` once gone). */
+export interface PreviewAnswer {
+  id: string;
+  app_id: string;
+  number: number;
+  title: string | null;
+  branch: string;
+  commit: string | null;
+  host: string | null;
+  url: string | null;
+  status: string;
+  deployment_id: string | null;
+  sleeping: boolean;
+  created_at: string;
+  updated_at: string;
+  expires_at: string;
+}
+
+export type DeliveryOutcome =
+  | { status: 202; body: { deployment: Deployment } }
+  | { status: 202; body: { preview: PreviewAnswer } }
+  | { status: 200; body: { ignored: string } | { duplicate: true; reason?: string } | { ok: true; event: 'ping' } };
+
+/**
+ * Pull/merge request events go to previews (lib/previews), handed in by the caller so that this
+ * folder does not depend on that one. Answers the outcome, or throws an HttpError.
+ */
+export type PullRequestHandler = (app: App, pr: PullRequest, delivery: { provider: string; deliveryId: string | null }) => Promise<DeliveryOutcome>;
+
+export interface ReceiveOptions {
+  pullRequest?: PullRequestHandler;
+}
 
 const refused = () => new HttpError('unauthorized', 'Webhook signature verification failed');
 
@@ -41,7 +73,11 @@ async function logDelivery(env: Env, appId: string, d: DeliveryLogInput): Promis
 }
 
 function logged(out: DeliveryOutcome): Pick<DeliveryLogInput, 'outcome' | 'reason' | 'deploymentId'> {
-  if (out.status === 202) return { outcome: 'deployed', reason: null, deploymentId: out.body.deployment.id };
+  if (out.status === 202 && 'preview' in out.body) {
+    const p = out.body.preview;
+    return { outcome: 'preview', reason: `preview ${p.number} ${p.status === 'removed' ? 'removed' : 'deploying'}`, deploymentId: p.deployment_id };
+  }
+  if (out.status === 202 && 'deployment' in out.body) return { outcome: 'deployed', reason: null, deploymentId: out.body.deployment.id };
   const b = out.body;
   if ('ignored' in b) return { outcome: 'ignored', reason: b.ignored, deploymentId: null };
   if ('duplicate' in b) return { outcome: 'duplicate', reason: b.reason ?? 'this delivery id was already received', deploymentId: null };
@@ -57,7 +93,7 @@ export async function logRefusedDelivery(env: Env, appId: string, headers: Heade
   if (app) await logDelivery(env, app.id, { ...claimedSender(headers), deliveryId: null, ref: null, commit: null, outcome: 'rejected', reason, deploymentId: null });
 }
 
-export async function receiveDelivery(env: Env, appId: string, headers: Headers, body: Uint8Array, ip: string): Promise<DeliveryOutcome> {
+export async function receiveDelivery(env: Env, appId: string, headers: Headers, body: Uint8Array, ip: string, opts: ReceiveOptions = {}): Promise<DeliveryOutcome> {
   const app = await appFor(env, appId);
   const secret = app ? await webhookSecret(env.db, env.sealer, app.id) : null;
   // Verified even without an app or a secret: the work done (and so the timing) is the same.
@@ -72,7 +108,7 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
   const facts: Facts = { provider: v.provider, event: v.event, deliveryId: v.deliveryId, ref: null, commit: null };
   let out: DeliveryOutcome;
   try {
-    out = await handleVerified(env, app, v, body, ip, facts);
+    out = isPullRequestEvent(v.provider, v.event) ? await handlePullRequest(env, app, v, body, facts, opts) : await handleVerified(env, app, v, body, ip, facts);
   } catch (e) {
     const reason = e instanceof HttpError ? e.message : 'internal error';
     await logDelivery(env, app.id, { ...facts, outcome: 'rejected', reason, deploymentId: null });
@@ -80,6 +116,36 @@ export async function receiveDelivery(env: Env, appId: string, headers: Headers,
   }
   await logDelivery(env, app.id, { ...facts, ...logged(out) });
   return out;
+}
+
+/**
+ * A verified pull/merge request delivery: parsed, then (for an opened or updated one) held to the
+ * app's pull_request rules on its target branch, then handed to previews.
+ */
+async function handlePullRequest(env: Env, app: App, v: Verified, body: Uint8Array, facts: Facts, opts: ReceiveOptions): Promise<DeliveryOutcome> {
+  if (v.deliveryId && (await deliverySeen(env.db, app.id, v.deliveryId, env.now()))) return { status: 200, body: { duplicate: true } };
+  const pr = parsePullRequest(v.provider, v.event, body);
+  if (pr.kind === 'invalid') {
+    if (v.deliveryId) await forgetDelivery(env.db, app.id, v.deliveryId);
+    throw badRequest(`Delivery payload is not usable: ${pr.reason}`);
+  }
+  if (pr.kind === 'ignored') return { status: 200, body: { ignored: pr.reason } };
+  facts.ref = pr.branch;
+  facts.commit = pr.commit;
+  if (!opts.pullRequest) return { status: 200, body: { ignored: 'pull requests are not handled here' } };
+  if (app.source.type !== 'git') return { status: 200, body: { ignored: 'the app does not deploy from git' } };
+  if (pr.action === 'deploy') {
+    const rules = (await listTriggers(env.db, app.id)).map((t) => ({ event: t.event, pattern: t.pattern, enabled: t.enabled }));
+    const target = matchPreviewTarget(rules, pr.target);
+    if (!target.ok) return { status: 200, body: { ignored: target.reason } };
+  }
+  try {
+    return await opts.pullRequest(app, pr, { provider: v.provider, deliveryId: v.deliveryId });
+  } catch (e) {
+    // Nothing was done for this delivery: the forge's retry (same id) must be able to do it.
+    if (v.deliveryId) await forgetDelivery(env.db, app.id, v.deliveryId).catch(() => {});
+    throw e;
+  }
 }
 
 /** A verified delivery; `facts` learns the ref and commit as the payload tells them. */

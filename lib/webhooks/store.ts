@@ -127,17 +127,17 @@ export async function alreadyDeploying(db: Db, appId: string, ref: string, commi
 
 export interface TriggerView {
   id: string;
-  event: 'push' | 'tag';
+  event: 'push' | 'tag' | 'pull_request';
   pattern: string;
   enabled: boolean;
 }
 
 export async function listTriggers(db: Db, appId: string): Promise<TriggerView[]> {
   const rows = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).orderBy('created_at').execute();
-  return rows.map((r) => ({ id: r.id, event: r.event as 'push' | 'tag', pattern: r.pattern, enabled: r.enabled === 1 }));
+  return rows.map((r) => ({ id: r.id, event: r.event as 'push' | 'tag' | 'pull_request', pattern: r.pattern, enabled: r.enabled === 1 }));
 }
 
-export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'tag'; pattern: string; enabled?: boolean }, now = Date.now()): Promise<TriggerView> {
+export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'tag' | 'pull_request'; pattern: string; enabled?: boolean }, now = Date.now()): Promise<TriggerView> {
   const v = validatePattern(t.pattern);
   if (!v.ok) throw badRequest(`Invalid pattern: ${v.reason}`, [{ field: 'pattern', message: v.reason }]);
   const count = (await listTriggers(db, appId)).length;
@@ -161,7 +161,7 @@ export async function updateTrigger(db: Db, appId: string, id: string, patch: Tr
   if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
   if (Object.keys(set).length) await db.updateTable('app_triggers').set(set).where('app_id', '=', appId).where('id', '=', id).execute();
   const r = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
-  return r ? { id: r.id, event: r.event as 'push' | 'tag', pattern: r.pattern, enabled: r.enabled === 1 } : null;
+  return r ? { id: r.id, event: r.event as 'push' | 'tag' | 'pull_request', pattern: r.pattern, enabled: r.enabled === 1 } : null;
 }
 
 export async function removeTrigger(db: Db, appId: string, id: string): Promise<boolean> {

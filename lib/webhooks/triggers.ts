@@ -7,7 +7,7 @@ const picomatch = lazyRequire<typeof Picomatch>('picomatch');
 import type { PushRef } from './payload.js';
 
 /** What a deploy trigger reacts to: a pushed branch or a pushed tag. */
-export const TRIGGER_EVENTS = ['push', 'tag'] as const;
+export const TRIGGER_EVENTS = ['push', 'tag', 'pull_request'] as const;
 export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
 
 export interface TriggerRule {
@@ -53,7 +53,8 @@ export function matchTriggers(rules: readonly TriggerRule[], push: PushRef & { a
 function matchOne(rules: readonly TriggerRule[], push: PushRef, defaultBranch: string): TriggerMatch {
   const what = push.ref_type === 'branch' ? 'branch' : 'tag';
   if (push.deleted || push.after === null) return { deploy: false, reason: `${what} "${push.name}" was deleted` };
-  const enabled = rules.filter((r) => r.enabled && validatePattern(r.pattern).ok);
+  // pull_request rules say which target branches get previews (matchPreviewTarget), not what deploys.
+  const enabled = rules.filter((r) => r.enabled && r.event !== 'pull_request' && validatePattern(r.pattern).ok);
   const trigger = push.ref_type === 'branch' ? 'push' : 'tag';
   if (enabled.length === 0) {
     if (push.ref_type === 'tag') return { deploy: false, reason: `tag "${push.name}": tags deploy only with a tag rule` };
@@ -63,4 +64,14 @@ function matchOne(rules: readonly TriggerRule[], push: PushRef, defaultBranch: s
   const hit = enabled.find((r) => r.event === trigger && picomatch().isMatch(push.name, r.pattern, GLOB_OPTIONS));
   if (!hit) return { deploy: false, reason: `no enabled ${trigger} rule matches ${what} "${push.name}"` };
   return { deploy: true, ref: push.name, trigger, commit: push.after, pattern: hit.pattern };
+}
+
+/**
+ * Whether a pull request into `target` gets a preview: with no enabled pull_request rule, every
+ * target branch does; with some, one of them must match the target branch's name.
+ */
+export function matchPreviewTarget(rules: readonly TriggerRule[], target: string): { ok: true } | { ok: false; reason: string } {
+  const enabled = rules.filter((r) => r.enabled && r.event === 'pull_request' && validatePattern(r.pattern).ok);
+  if (enabled.length === 0 || enabled.some((r) => picomatch().isMatch(target, r.pattern, GLOB_OPTIONS))) return { ok: true };
+  return { ok: false, reason: `no enabled pull_request rule matches target branch "${target}"` };
 }

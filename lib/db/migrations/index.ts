@@ -19,6 +19,7 @@ import { migration as m0015 } from './0015_people.js';
 import { migration as m0016 } from './0016_build_limits.js';
 import { migration as m0017 } from './0017_audit_app.js';
 import { migration as m0018 } from './0018_sleep.js';
+import { migration as m0019 } from './0019_previews.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0016_build_limits': m0016,
   '0017_audit_app': m0017,
   '0018_sleep': m0018,
+  '0019_previews': m0019,
 };

@@ -311,3 +311,97 @@ export const bitbucketHeaders = (event: string, sig: string) => ({
 });
 
 export const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
+
+// Pull/merge request events, trimmed from each forge's documented payload.
+const ghFork = { ...ghRepo, id: 1, name: 'Hello-World', full_name: 'Mallory/Hello-World', clone_url: 'https://github.com/Mallory/Hello-World.git' };
+
+export function githubPullRequest(action: string, opts: { number?: number; head?: string; sha?: string; base?: string; fork?: boolean } = {}) {
+  const number = opts.number ?? 2;
+  return {
+    action,
+    number,
+    pull_request: {
+      url: `https://api.github.com/repos/Codertocat/Hello-World/pulls/${number}`,
+      id: 279147437,
+      number,
+      state: action === 'closed' ? 'closed' : 'open',
+      title: 'Update the README with new information.',
+      user: ghUser,
+      merged: false,
+      head: { label: 'Codertocat:changes', ref: opts.head ?? 'changes', sha: opts.sha ?? SHA_A, user: ghUser, repo: opts.fork ? ghFork : ghRepo },
+      base: { label: 'Codertocat:main', ref: opts.base ?? 'main', sha: SHA_B, user: ghUser, repo: ghRepo },
+    },
+    repository: ghRepo,
+    sender: ghUser,
+  };
+}
+
+const giteaRepo = {
+  id: 1,
+  owner: { id: 1, login: 'gitea', username: 'gitea' },
+  name: 'webhooks',
+  full_name: 'gitea/webhooks',
+  clone_url: 'http://localhost:3000/gitea/webhooks.git',
+  default_branch: 'main',
+};
+
+export function giteaPullRequest(action: string, opts: { number?: number; head?: string; fork?: boolean } = {}) {
+  const number = opts.number ?? 1;
+  const headRepo = opts.fork
+    ? { ...giteaRepo, id: 2, owner: { id: 2, login: 'mallory', username: 'mallory' }, full_name: 'mallory/webhooks', clone_url: 'http://localhost:3000/mallory/webhooks.git' }
+    : giteaRepo;
+  return {
+    action,
+    number,
+    pull_request: {
+      id: 1,
+      number,
+      title: 'Add a feature',
+      state: action === 'closed' ? 'closed' : 'open',
+      merged: false,
+      head: { label: opts.head ?? 'feature', ref: opts.head ?? 'feature', sha: SHA_A, repo_id: headRepo.id, repo: headRepo },
+      base: { label: 'main', ref: 'main', sha: SHA_B, repo_id: 1, repo: giteaRepo },
+    },
+    repository: giteaRepo,
+    sender: { id: 1, login: 'gitea' },
+  };
+}
+
+export function gitlabMergeRequest(action: string, opts: { iid?: number; source?: string; target?: string; fork?: boolean; oldrev?: boolean } = {}) {
+  return {
+    object_kind: 'merge_request',
+    event_type: 'merge_request',
+    user: { id: 1, name: 'Administrator', username: 'root' },
+    project: { id: 1, name: 'Gitlab Test', path_with_namespace: 'gitlabhq/gitlab-test', git_http_url: 'http://example.com/gitlabhq/gitlab-test.git' },
+    object_attributes: {
+      id: 99,
+      iid: opts.iid ?? 1,
+      title: 'MS-Viewport',
+      target_branch: opts.target ?? 'master',
+      source_branch: opts.source ?? 'ms-viewport',
+      source_project_id: opts.fork ? 14 : 1,
+      target_project_id: 1,
+      state: action === 'merge' ? 'merged' : action === 'close' ? 'closed' : 'opened',
+      action,
+      ...(opts.oldrev ? { oldrev: SHA_B } : {}),
+      source: { name: 'Awesome Project', git_http_url: opts.fork ? 'http://example.com/awesome_space/awesome_project.git' : 'http://example.com/gitlabhq/gitlab-test.git' },
+      last_commit: { id: SHA_A, message: 'fixed readme', title: 'Update file README.md' },
+    },
+  };
+}
+
+export function bitbucketPullRequest(opts: { id?: number; source?: string; fork?: boolean } = {}) {
+  const repo = { type: 'repository', full_name: 'team/project', name: 'project', links: { html: { href: 'https://bitbucket.org/team/project' } } };
+  const forkRepo = { ...repo, full_name: 'mallory/project', links: { html: { href: 'https://bitbucket.org/mallory/project' } } };
+  return {
+    pullrequest: {
+      id: opts.id ?? 3,
+      title: 'Add the feature',
+      state: 'OPEN',
+      source: { branch: { name: opts.source ?? 'feature/x' }, commit: { hash: SHA_A.slice(0, 12) }, repository: opts.fork ? forkRepo : repo },
+      destination: { branch: { name: 'main' }, commit: { hash: SHA_B.slice(0, 12) }, repository: repo },
+    },
+    repository: repo,
+    actor: { display_name: 'Someone' },
+  };
+}

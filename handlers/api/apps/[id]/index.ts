@@ -3,6 +3,7 @@ import { badRequest } from '../../../../lib/http/errors.js';
 import { buildLimitsSchema, sleepAfterSchema, sourceSchema } from '../../../../lib/apps/schemas.js';
 import { getApp, updateApp } from '../../../../lib/apps/store.js';
 import { deleteApp } from '../../../../lib/apps/ops.js';
+import { removeAppPreviews } from '../../../../lib/previews/ops.js';
 import { currentStatuses } from '../../../../lib/apps/status.js';
 import { appSchema } from '../../../../lib/api/apps.js';
 import { route } from '../../../../lib/http/route.js';
@@ -63,6 +64,9 @@ export const DELETE = route(
   async (_req, { env, params, query, reply, audit }) => {
     const volumes = query.volumes === 'true';
     audit({ detail: { volumes } });
+    // Its previews first: their own rows would go with the app's, their engine objects would not.
+    await getApp(env.db, params.id, { includeDeleting: true });
+    await removeAppPreviews(env, params.id);
     const removed = await deleteApp(env, params.id, { volumes });
     return reply(200, {
       deleted: true,

@@ -15,7 +15,7 @@ export const PATCH = route(
     summary: 'Change a deploy trigger: its pattern, its event, or pause it (enabled: false) without deleting it',
     params: triggerParams,
     body: z
-      .strictObject({ event: z.enum(['push', 'tag']).optional(), pattern: z.string().min(1).max(255).optional(), enabled: z.boolean().optional() })
+      .strictObject({ event: z.enum(['push', 'tag', 'pull_request']).optional(), pattern: z.string().min(1).max(255).optional(), enabled: z.boolean().optional() })
       .refine((b) => b.event !== undefined || b.pattern !== undefined || b.enabled !== undefined, 'give at least one of event, pattern, enabled'),
     responses: { 200: triggerSchema },
     audit: { action: 'app.trigger_updated', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },

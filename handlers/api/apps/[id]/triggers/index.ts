@@ -16,7 +16,7 @@ export const POST = route(
     permission: 'app.triggers',
     summary: 'Add a deploy trigger: a glob on pushed branch or tag names',
     params: appParams,
-    body: z.strictObject({ event: z.enum(['push', 'tag']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() }),
+    body: z.strictObject({ event: z.enum(['push', 'tag', 'pull_request']), pattern: z.string().min(1).max(255), enabled: z.boolean().optional() }),
     responses: { 201: triggerSchema },
     audit: { action: 'app.trigger_added', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },
   },

@@ -1,0 +1,98 @@
+// Rows of previews: the app's preview settings, its preview-only variables (sealed like env) and
+// one row per preview, tied to the child app row it deploys as.
+import type { Db } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import type { PreviewTable } from '../db/schema.js';
+import { requireSealer, type Sealer } from '../crypto/seal.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { previewEnvBinding, type EnvItem } from '../apps/env.js';
+import { ENV_MAX_VALUE, ENV_MAX_VARS } from '../apps/model.js';
+import { DEFAULT_SETTINGS, FIRST_API_NUMBER, MAX_NUMBER, type PreviewDatabase, type PreviewSettings } from './model.js';
+
+export async function getSettings(db: Db, appId: string): Promise<PreviewSettings> {
+  const row = await db.selectFrom('preview_settings').selectAll().where('app_id', '=', appId).executeTakeFirst();
+  if (!row) return { ...DEFAULT_SETTINGS, inherit_env: [] };
+  return {
+    enabled: row.enabled === 1,
+    from_forks: row.from_forks === 1,
+    ttl_hours: row.ttl_hours,
+    max: row.max,
+    inherit_env: JSON.parse(row.inherit_env) as string[],
+    database: row.database as PreviewDatabase,
+  };
+}
+
+export async function putSettings(db: Db, appId: string, s: PreviewSettings, now: number): Promise<PreviewSettings> {
+  const values = {
+    enabled: s.enabled ? 1 : 0,
+    from_forks: s.from_forks ? 1 : 0,
+    ttl_hours: s.ttl_hours,
+    max: s.max,
+    inherit_env: JSON.stringify([...new Set(s.inherit_env)].sort()),
+    database: s.database,
+    updated_at: nowIso(now),
+  };
+  await db
+    .insertInto('preview_settings')
+    .values({ app_id: appId, ...values })
+    .onConflict((c) => c.column('app_id').doUpdateSet(values))
+    .execute();
+  return getSettings(db, appId);
+}
+
+export async function listPreviewEnv(db: Db, sealer: Sealer, appId: string): Promise<EnvItem[]> {
+  const rows = await db.selectFrom('preview_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
+  return rows.map((r) => ({ key: r.key, secret: r.secret === 1, value: r.secret === 1 ? null : sealer.open(r.sealed, previewEnvBinding(appId, r.key)) }));
+}
+
+/** Replaces the set, as PUT /api/apps/{id}/env does (value null keeps a stored value). */
+export async function replacePreviewEnv(db: Db, sealer: Sealer, appId: string, items: Array<{ key: string; value: string | null; secret?: boolean }>): Promise<EnvItem[]> {
+  if (items.length > ENV_MAX_VARS) throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'items', message: 'too many' }]);
+  const seen = new Set<string>();
+  for (const [i, it] of items.entries()) {
+    if (seen.has(it.key)) throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
+    seen.add(it.key);
+    if (it.value !== null && Buffer.byteLength(it.value) > ENV_MAX_VALUE)
+      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: `items.${i}.value`, message: 'too large' }]);
+  }
+  requireSealer(sealer);
+  await db.transaction().execute(async (tx) => {
+    const existing = new Map((await tx.selectFrom('preview_env').selectAll().where('app_id', '=', appId).execute()).map((r) => [r.key, r]));
+    const next = items.map((it, i) => {
+      const old = existing.get(it.key);
+      if (it.value === null && !old) throw badRequest(`"${it.key}" has no stored value to keep: give a value`, [{ field: `items.${i}.value`, message: 'required for a new key' }]);
+      const secret = it.secret ?? (old ? old.secret === 1 : true);
+      const sealed = it.value === null ? old!.sealed : sealer.seal(it.value, previewEnvBinding(appId, it.key));
+      return { app_id: appId, key: it.key, secret: secret ? 1 : 0, sealed };
+    });
+    await tx.deleteFrom('preview_env').where('app_id', '=', appId).execute();
+    if (next.length) await tx.insertInto('preview_env').values(next).execute();
+  });
+  return listPreviewEnv(db, sealer, appId);
+}
+
+export async function listPreviewRows(db: Db, appId: string): Promise<PreviewTable[]> {
+  return db.selectFrom('previews').selectAll().where('app_id', '=', appId).orderBy('number').execute();
+}
+
+export async function getPreviewRow(db: Db, appId: string, id: string): Promise<PreviewTable> {
+  const row = await db.selectFrom('previews').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('No such preview');
+  return row;
+}
+
+export async function previewByNumber(db: Db, appId: string, number: number): Promise<PreviewTable | null> {
+  return (await db.selectFrom('previews').selectAll().where('app_id', '=', appId).where('number', '=', number).executeTakeFirst()) ?? null;
+}
+
+/** The lowest number from 1000 up that no preview of the app holds. */
+export async function nextFreeNumber(db: Db, appId: string): Promise<number> {
+  const taken = new Set((await db.selectFrom('previews').select('number').where('app_id', '=', appId).where('number', '>=', FIRST_API_NUMBER).execute()).map((r) => r.number));
+  let n = FIRST_API_NUMBER;
+  while (taken.has(n) && n < MAX_NUMBER) n++;
+  return n;
+}
+
+export async function expiredPreviews(db: Db, now: number): Promise<PreviewTable[]> {
+  return db.selectFrom('previews').selectAll().where('expires_at', '<=', nowIso(now)).orderBy('expires_at').execute();
+}
