@@ -13,7 +13,9 @@ export const previewSchema = named(
     commit: z.string().nullable(),
     host: z.string().nullable().describe('pr-<number>-<app>.<base domain>; null without a base domain'),
     url: z.string().nullable(),
-    status: z.string().describe("As an app's: created, deploying, running, degraded, stopped, failed, sleeping..."),
+    status: z
+      .string()
+      .describe("As an app's: created, deploying, running, degraded, stopped, failed, sleeping..."),
     deployment_id: z.string().nullable(),
     sleeping: z.boolean(),
     created_at: ts,

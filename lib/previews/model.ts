@@ -15,7 +15,14 @@ export interface PreviewSettings {
 }
 
 /** Safe by default: off, forks refused, no variable of the app handed over. */
-export const DEFAULT_SETTINGS: PreviewSettings = { enabled: false, from_forks: false, ttl_hours: 72, max: 5, inherit_env: [], database: 'none' };
+export const DEFAULT_SETTINGS: PreviewSettings = {
+  enabled: false,
+  from_forks: false,
+  ttl_hours: 72,
+  max: 5,
+  inherit_env: [],
+  database: 'none',
+};
 
 /** Numbers the API hands out when none is given: above any plausible pull request number of a small forge. */
 export const FIRST_API_NUMBER = 1000;
@@ -48,7 +55,12 @@ export function previewAppName(appName: string, number: number): string {
   return `${appName}-pr-${number}`;
 }
 
-export function toPreview(row: PreviewTable, status: string, baseDomain: string | null, appName: string): Preview {
+export function toPreview(
+  row: PreviewTable,
+  status: string,
+  baseDomain: string | null,
+  appName: string,
+): Preview {
   const host = baseDomain ? `${previewLabel(appName, row.number)}.${baseDomain}` : null;
   return {
     id: row.id,

@@ -1,22 +1,31 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { envKeySchema } from '../../../../../lib/apps/schemas.js';
-import { getSettings, putSettings } from '../../../../../lib/previews/store.js';
-import { PREVIEW_DATABASES } from '../../../../../lib/previews/model.js';
-import { previewSettingsSchema } from '../../../../../lib/api/previews.js';
-import { route } from '../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { envKeySchema } from '#lib/apps/schemas.js';
+import { getSettings, putSettings } from '#lib/previews/store.js';
+import { PREVIEW_DATABASES } from '#lib/previews/model.js';
+import { previewSettingsSchema } from '#lib/api/previews.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
-export const GET = route({ permission: 'app.read', summary: "An app's preview settings", params: appParams, responses: { 200: previewSettingsSchema } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, await getSettings(env.db, params.id));
-});
+export const GET = route(
+  {
+    permission: 'app.read',
+    summary: "An app's preview settings",
+    params: appParams,
+    responses: { 200: previewSettingsSchema },
+  },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, await getSettings(env.db, params.id));
+  },
+);
 
 export const PUT = route(
   {
     permission: 'app.admin',
     summary: "Set an app's preview settings",
-    description: "A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env).",
+    description:
+      "A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env).",
     params: appParams,
     body: z.strictObject({
       enabled: z.boolean(),
