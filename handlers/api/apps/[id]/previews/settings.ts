@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
 import { envKeySchema } from '../../../../../lib/apps/schemas.js';
 import { getSettings, putSettings } from '../../../../../lib/previews/store.js';
-import { PREVIEW_DATABASES } from '../../../../../lib/previews/model.js';
+import { DEFAULT_PREVIEW_SLEEP_MINUTES, PREVIEW_DATABASES } from '../../../../../lib/previews/model.js';
+import { SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from '../../../../../lib/apps/model.js';
 import { previewSettingsSchema } from '../../../../../lib/api/previews.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_lib.js';
@@ -16,7 +17,8 @@ export const PUT = route(
   {
     permission: 'app.admin',
     summary: "Set an app's preview settings",
-    description: "A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env).",
+    description:
+      "A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env). `sleep_after_minutes` (default 30, null: never) applies to every preview of the app, existing ones too.",
     params: appParams,
     body: z.strictObject({
       enabled: z.boolean(),
@@ -30,6 +32,7 @@ export const PUT = route(
       max: z.number().int().min(1).max(100).default(5),
       inherit_env: z.array(envKeySchema).max(500).default([]),
       database: z.enum(PREVIEW_DATABASES).default('none'),
+      sleep_after_minutes: z.number().int().min(SLEEP_MIN_MINUTES).max(SLEEP_MAX_MINUTES).nullable().default(DEFAULT_PREVIEW_SLEEP_MINUTES),
     }),
     responses: { 200: previewSettingsSchema },
     audit: { action: 'app.preview_settings_changed', target: (c) => c.params.id },
