@@ -286,6 +286,15 @@ test('previews sleep by default: an idle preview stops, shows sleeping, and the 
   const woke = (await c.req('GET', `/api/apps/${app.id}/previews/${seven.id}`)).body.preview;
   assert.deepEqual([woke.status, woke.sleeping], ['running', false]);
   assert.equal(await running(`${app.name}-pr-7`), 1);
+
+  // Preview 1000 slept too; turning preview sleep off wakes it, as for an app.
+  const other = list.find((p: any) => p.number === 1000);
+  assert.equal(other.sleeping, true);
+  const off = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, inherit_env: ['SHARED_TOKEN'], sleep_after_minutes: null });
+  assert.equal(off.status, 200, off.text);
+  const again = (await c.req('GET', `/api/apps/${app.id}/previews/${other.id}`)).body.preview;
+  assert.deepEqual([again.status, again.sleeping], ['running', false]);
+  assert.equal(await running(`${app.name}-pr-1000`), 1);
 });
 
 test('a closed pull request leaves nothing on the engine and no rows; DELETE and the expiry sweep remove the others', async (t) => {

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { getApp } from '../../../../../lib/apps/store.js';
-import { envKeySchema } from '../../../../../lib/apps/schemas.js';
+import { envKeySchema, sleepAfterSchema } from '../../../../../lib/apps/schemas.js';
 import { getSettings, putSettings } from '../../../../../lib/previews/store.js';
 import { DEFAULT_PREVIEW_SLEEP_MINUTES, PREVIEW_DATABASES } from '../../../../../lib/previews/model.js';
-import { SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from '../../../../../lib/apps/model.js';
 import { previewSettingsSchema } from '../../../../../lib/api/previews.js';
 import { route } from '../../../../../lib/http/route.js';
 import { appParams } from '../../_lib.js';
@@ -32,7 +31,7 @@ export const PUT = route(
       max: z.number().int().min(1).max(100).default(5),
       inherit_env: z.array(envKeySchema).max(500).default([]),
       database: z.enum(PREVIEW_DATABASES).default('none'),
-      sleep_after_minutes: z.number().int().min(SLEEP_MIN_MINUTES).max(SLEEP_MAX_MINUTES).nullable().default(DEFAULT_PREVIEW_SLEEP_MINUTES),
+      sleep_after_minutes: sleepAfterSchema.nullable().default(DEFAULT_PREVIEW_SLEEP_MINUTES),
     }),
     responses: { 200: previewSettingsSchema },
     audit: { action: 'app.preview_settings_changed', target: (c) => c.params.id },
@@ -40,6 +39,11 @@ export const PUT = route(
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);
     const settings = await putSettings(env.db, params.id, body, env.now());
+    // Turned off while previews sleep: they wake now, as an app does (nothing would put them back to sleep).
+    if (settings.sleep_after_minutes === null) {
+      const children = await env.db.selectFrom('apps').select('id').where('parent_app_id', '=', params.id).where('sleeping_at', 'is not', null).execute();
+      await Promise.all(children.map((ch) => env.sleeper.wake(ch.id).catch(() => {})));
+    }
     audit({ detail: { ...settings } });
     return reply(200, settings);
   },
