@@ -52,7 +52,17 @@ async function stepUp(client: Client): Promise<void> {
 
 /** Runs the backup; the run once it settled and its verification (always after a run) is in. */
 async function runOnce(): Promise<any> {
-  const r = await c.req('POST', '/api/instance/backup/run');
+  // The previous run's verification lands before its job has removed its scratch folders; until
+  // then a new run is refused as in progress (409), which is right: ask again.
+  const r = await until(
+    'the previous instance backup job to finish',
+    async () => {
+      const a = await c.req('POST', '/api/instance/backup/run');
+      return a.status === 409 ? null : a;
+    },
+    60_000,
+    200,
+  );
   assert.equal(r.status, 202, r.text);
   assert.equal(r.body.run.status, 'running');
   return until(
