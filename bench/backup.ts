@@ -24,12 +24,17 @@ import { Client, ADMIN, TEST_MASTER_KEY } from '../tests/_support/server.js';
 import { serve, type Served } from '../tests/_support/cli.js';
 import { ensureDbImages } from '../tests/_support/dbimages.js';
 import { DOCKER_SOCKET } from '../tests/_support/docker.js';
-import { CATALOG } from '../lib/databases/catalog.js';
+import { CATALOG } from '#lib/databases/catalog.js';
 
 const MB = arg('--mb', 100);
 const mib = (b: number) => (b / 1024 / 1024).toFixed(1);
 
-async function until<T>(what: string, fn: () => Promise<T | null>, timeoutMs: number, everyMs = 50): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | null>,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -46,7 +51,11 @@ function exec(cmd: string, args: string[], stdout: 'ignore' | 'pipe' = 'pipe'): 
     let err = '';
     p.stdout?.on('data', (d) => (out += d));
     p.stderr!.on('data', (d) => (err += d));
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')}: ${code} ${err.slice(-300)}`))));
+    p.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')}: ${code} ${err.slice(-300)}`)),
+    );
   });
 }
 
@@ -54,7 +63,11 @@ function exec(cmd: string, args: string[], stdout: 'ignore' | 'pipe' = 'pipe'): 
 function baselineDump(container: string, url: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const dump = spawn('docker', ['exec', '-e', `URL=${url}`, container, 'sh', '-c', 'exec pg_dump -Fc -Z0 "$URL"'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const dump = spawn(
+      'docker',
+      ['exec', '-e', `URL=${url}`, container, 'sh', '-c', 'exec pg_dump -Fc -Z0 "$URL"'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const gz = spawn('gzip', ['-3'], { stdio: ['pipe', 'ignore', 'inherit'] });
     dump.stdout.pipe(gz.stdin);
     let codes = 0;
@@ -157,8 +170,14 @@ async function main(): Promise<void> {
     (cleaning ??= (async () => {
       if (svc && c && appId) {
         const up = await c.req('POST', '/api/auth/step-up', { password: ADMIN.password }).catch(() => null);
-        const del = up?.status === 200 ? await c.req('DELETE', `/api/apps/${appId}?volumes=true`).catch((e) => ({ status: 0, text: String(e) })) : null;
-        if (del && del.status !== 200) console.error(`cleanup: DELETE app answered ${del.status} ${del.text.slice(0, 300)}`);
+        const del =
+          up?.status === 200
+            ? await c
+                .req('DELETE', `/api/apps/${appId}?volumes=true`)
+                .catch((e) => ({ status: 0, text: String(e) }))
+            : null;
+        if (del && del.status !== 200)
+          console.error(`cleanup: DELETE app answered ${del.status} ${del.text.slice(0, 300)}`);
       }
       if (svc) await stopServer(svc);
       await removeLeftovers(name).catch((e) => console.error('cleanup', e));
@@ -187,7 +206,10 @@ async function main(): Promise<void> {
     });
     const pid = svc.proc.pid!;
     c = await adminClient(svc.url, dataDir);
-    const a = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'svc-test/busybox:latest' } });
+    const a = await c.req('POST', '/api/apps', {
+      name,
+      source: { type: 'image', image: 'svc-test/busybox:latest' },
+    });
     if (a.status !== 201) throw new Error(a.text);
     appId = a.body.app.id as string;
     const d = await c.req('POST', `/api/apps/${appId}/databases`, { engine: 'postgres' });
@@ -208,7 +230,17 @@ async function main(): Promise<void> {
     const revealed = await c.req('GET', `/api/apps/${appId}/env/DATABASE_URL/reveal`);
     if (revealed.status !== 200) throw new Error(`reveal DATABASE_URL: ${revealed.status} ${revealed.text}`);
     const url = revealed.body.value as string;
-    const psql = (sql: string) => exec('docker', ['exec', '-e', `URL=${url}`, container, 'sh', '-c', 'exec psql "$URL" -v ON_ERROR_STOP=1 -At -c "$0"', sql]);
+    const psql = (sql: string) =>
+      exec('docker', [
+        'exec',
+        '-e',
+        `URL=${url}`,
+        container,
+        'sh',
+        '-c',
+        'exec psql "$URL" -v ON_ERROR_STOP=1 -At -c "$0"',
+        sql,
+      ]);
     // ~100 bytes of row per 64 hex characters plus overhead; filled in batches to keep memory flat.
     const rows = Math.ceil((MB * 1024 * 1024) / 100);
     const batch = 500_000;
@@ -216,14 +248,20 @@ async function main(): Promise<void> {
     const f0 = performance.now();
     await psql('CREATE TABLE bench (id bigint primary key, body text)');
     for (let from = 1; from <= rows; from += batch) {
-      await psql(`INSERT INTO bench SELECT g, md5(g::text) || md5((g * 7)::text) FROM generate_series(${from}, ${Math.min(rows, from + batch - 1)}) g`);
+      await psql(
+        `INSERT INTO bench SELECT g, md5(g::text) || md5((g * 7)::text) FROM generate_series(${from}, ${Math.min(rows, from + batch - 1)}) g`,
+      );
     }
     const size = Number(await psql('SELECT pg_database_size(current_database())'));
     console.log(`${((performance.now() - f0) / 1000).toFixed(1)} s; database size ${mib(size)} MiB`);
 
     const baseMs = await baselineDump(container, url);
 
-    const cfg = await c.req('POST', `/api/apps/${appId}/backups`, { source: { type: 'database', database_id: db.id }, schedule: '0 3 * * *', keep_last: 1 });
+    const cfg = await c.req('POST', `/api/apps/${appId}/backups`, {
+      source: { type: 'database', database_id: db.id },
+      schedule: '0 3 * * *',
+      keep_last: 1,
+    });
     if (cfg.status !== 201) throw new Error(cfg.text);
     const rssBefore = await procKb(pid, 'VmRSS');
     // 5 resets the peak RSS the kernel keeps for the process (proc(5), clear_refs).
@@ -255,7 +293,8 @@ async function main(): Promise<void> {
     const restored = await until(
       'restore',
       async () => {
-        const x = (await c!.req('GET', `/api/apps/${appId}/backups/restores/${rs.body.restore.id}`)).body.restore;
+        const x = (await c!.req('GET', `/api/apps/${appId}/backups/restores/${rs.body.restore.id}`)).body
+          .restore;
         return x.status === 'running' ? null : x;
       },
       600_000,
@@ -266,13 +305,17 @@ async function main(): Promise<void> {
     const peak = Math.max(sampled, hwm ?? 0);
     console.log(`database ${mib(size)} MiB, artifact ${mib(run.size_bytes)} MiB`);
     console.log(`baseline pg_dump | gzip -3 > /dev/null : ${(baseMs / 1000).toFixed(2)} s`);
-    console.log(`pipeline backup run                  : ${(runMs / 1000).toFixed(2)} s  ratio ${(runMs / baseMs).toFixed(2)}x (goal <= 1.3x)`);
+    console.log(
+      `pipeline backup run                  : ${(runMs / 1000).toFixed(2)} s  ratio ${(runMs / baseMs).toFixed(2)}x (goal <= 1.3x)`,
+    );
     console.log(`control plane (svc serve, pid ${pid}) RSS before the run : ${mib(rssBefore)} MiB`);
     console.log(
       `control plane RSS peak during the run : ${mib(peak)} MiB (goal < 150 MiB), growth ${mib(peak - rssBefore)} MiB = ${((peak - rssBefore) / size).toFixed(3)} of the database; ` +
         `${samples} samples every 100 ms peaked at ${mib(sampled)} MiB, kernel high-water mark ${hwm === null ? 'unavailable' : `${mib(hwm)} MiB`}`,
     );
-    console.log(`restore (authenticate + pg_restore)  : ${(restoreMs / 1000).toFixed(2)} s  ratio to baseline dump ${(restoreMs / baseMs).toFixed(2)}x`);
+    console.log(
+      `restore (authenticate + pg_restore)  : ${(restoreMs / 1000).toFixed(2)} s  ratio to baseline dump ${(restoreMs / baseMs).toFixed(2)}x`,
+    );
   } finally {
     await cleanup();
   }

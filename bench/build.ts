@@ -17,9 +17,9 @@ import { ensureStackImages, stackImageMap } from '../tests/_support/stackimages.
 import { SAMPLES, sample, writeSample, type SampleName } from '../tests/_support/samples.js';
 import { PLAN_DOCKERFILE, fetchBody, planOfDir, runImage } from '../tests/_support/stackbuild.js';
 import { removeTagged } from '../tests/engine/_helpers.js';
-import { mapDockerfileImages } from '../lib/buildplan/index.js';
-import { createEngine, packTree } from '../lib/docker/index.js';
-import { ownerLabels } from '../lib/docker/owner.js';
+import { mapDockerfileImages } from '#lib/buildplan/index.js';
+import { createEngine, packTree } from '#lib/docker/index.js';
+import { ownerLabels } from '#lib/docker/owner.js';
 
 const HAND = fileURLToPath(new URL('../../bench/build/', import.meta.url));
 const rounds = arg('--rounds', 1);
@@ -27,7 +27,13 @@ const engine = createEngine({ socketPath: DOCKER_SOCKET });
 const label = `bench-build-${randomBytes(4).toString('hex')}`;
 
 /** One build through the engine API (the legacy builder, as lib/docker's buildImage uses it). */
-async function build(dir: string, dockerfile: string, map: Record<string, string>, tag: string, nocache: boolean): Promise<{ s: number; mb: number }> {
+async function build(
+  dir: string,
+  dockerfile: string,
+  map: Record<string, string>,
+  tag: string,
+  nocache: boolean,
+): Promise<{ s: number; mb: number }> {
   await writeFile(join(dir, PLAN_DOCKERFILE), mapDockerfileImages(dockerfile, map));
   const pack = await packTree(dir, 1024 ** 3);
   const start = process.hrtime.bigint();
@@ -40,7 +46,9 @@ async function build(dir: string, dockerfile: string, map: Record<string, string
     labels: { ...ownerLabels(engine), 'svc.test': label },
   });
   const out: { error?: string; stream?: string }[] = await new Promise((resolve, reject) =>
-    engine.docker.modem.followProgress(stream, (err: Error | null, res: { error?: string }[]) => (err ? reject(err) : resolve(res))),
+    engine.docker.modem.followProgress(stream, (err: Error | null, res: { error?: string }[]) =>
+      err ? reject(err) : resolve(res),
+    ),
   );
   const s = Number(process.hrtime.bigint() - start) / 1e9;
   const failed = out.find((m) => m.error);
@@ -59,7 +67,8 @@ async function check(tag: string, port: number, path: string, body: string): Pro
   const r = await runImage(engine, tag, port, label);
   try {
     const got = await fetchBody(engine, r, path);
-    if (got !== body) throw new Error(`${tag} answered ${JSON.stringify(got)}, expected ${JSON.stringify(body)}`);
+    if (got !== body)
+      throw new Error(`${tag} answered ${JSON.stringify(got)}, expected ${JSON.stringify(body)}`);
   } finally {
     await engine.docker
       .getContainer(r.id)
@@ -96,7 +105,9 @@ async function main(): Promise<void> {
     await check(`svc-test/bench-node:${label}`, plan.port, node.path, node.body);
     const [cold, warm] = [median(colds), median(warms)];
     console.log('\nnode sample: rebuild after a source change, dependencies unchanged');
-    console.log(`  cold build ${f(cold)} s, rebuild ${f(warm)} s, ratio ${f(warm / cold, 2)} (goal <= 0.30: ${mark(warm / cold <= 0.3)})`);
+    console.log(
+      `  cold build ${f(cold)} s, rebuild ${f(warm)} s, ratio ${f(warm / cold, 2)} (goal <= 0.30: ${mark(warm / cold <= 0.3)})`,
+    );
 
     // 2. Generated against hand-written, per sample.
     const rows: string[][] = [];
@@ -123,12 +134,22 @@ async function main(): Promise<void> {
       const [gs, hs] = [median(g.s), median(h.s)];
       const size = g.mb / h.mb;
       const time = gs / hs;
-      rows.push([name, f(g.mb), f(h.mb), `${f(size, 2)} ${mark(size <= 1.15)}`, f(gs), f(hs), `${f(time, 2)} ${mark(time <= 1.1)}`]);
+      rows.push([
+        name,
+        f(g.mb),
+        f(h.mb),
+        `${f(size, 2)} ${mark(size <= 1.15)}`,
+        f(gs),
+        f(hs),
+        `${f(time, 2)} ${mark(time <= 1.1)}`,
+      ]);
     }
     const head = ['sample', 'gen MB', 'hand MB', 'size ratio', 'gen s', 'hand s', 'time ratio'];
     const widths = head.map((hd, i) => Math.max(hd.length, ...rows.map((r) => r[i]!.length)));
     const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-    console.log(`\ngenerated vs hand-written (no cache, ${rounds} round${rounds > 1 ? 's' : ''}; goals: size <= 1.15, time <= 1.10)`);
+    console.log(
+      `\ngenerated vs hand-written (no cache, ${rounds} round${rounds > 1 ? 's' : ''}; goals: size <= 1.15, time <= 1.10)`,
+    );
     console.log(`  ${line(head)}`);
     for (const r of rows) console.log(`  ${line(r)}`);
   } finally {

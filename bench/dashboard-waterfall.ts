@@ -6,18 +6,38 @@ const s = await startTestServer();
 const browser = await launchChromium();
 try {
   const admin = await adminClient(s);
-  for (let i = 0; i < 20; i++) await admin.req('POST', '/api/apps', { name: `bench-${i}`, source: { type: 'image', image: 'svc-test/busybox:latest' } });
+  for (let i = 0; i < 20; i++)
+    await admin.req('POST', '/api/apps', {
+      name: `bench-${i}`,
+      source: { type: 'image', image: 'svc-test/busybox:latest' },
+    });
   const page = await (await browser.newContext()).newPage();
   await page.goto(s.url + '/api/health');
-  await page.evaluate(async (body) => (await fetch('/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status, ADMIN);
+  await page.evaluate(
+    async (body) =>
+      (
+        await fetch('/api/auth/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).status,
+    ADMIN,
+  );
   for (let r = 0; r < 4; r++) {
     await page.goto(s.url + '/api/health');
     await page.goto(s.url + '/', { waitUntil: 'commit' });
-    const at = await page.waitForFunction(() => (document.querySelector('[data-testid="app-row"]') ? performance.now() : 0), undefined, { polling: 'raf', timeout: 60_000 });
+    const at = await page.waitForFunction(
+      () => (document.querySelector('[data-testid="app-row"]') ? performance.now() : 0),
+      undefined,
+      { polling: 'raf', timeout: 60_000 },
+    );
     const row = await at.jsonValue();
     const w = await page.evaluate(() => {
       const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
-      const out = [`nav responseEnd ${nav.responseEnd.toFixed(0)} domInteractive ${nav.domInteractive.toFixed(0)}`];
+      const out = [
+        `nav responseEnd ${nav.responseEnd.toFixed(0)} domInteractive ${nav.domInteractive.toFixed(0)}`,
+      ];
       for (const e of performance.getEntriesByType('resource') as PerformanceResourceTiming[])
         out.push(
           `${e.name.replace(location.origin, '')} start ${e.startTime.toFixed(0)} reqStart ${e.requestStart.toFixed(0)} respStart ${e.responseStart.toFixed(0)} end ${e.responseEnd.toFixed(0)}`,

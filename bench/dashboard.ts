@@ -7,7 +7,7 @@
 //         JS heap once all are in (goal: under 200 MB) and frames per second while it scrolls
 //         (goal: at least 30).
 import { gzipSync } from 'node:zlib';
-import { newId } from '../lib/crypto/random.js';
+import { newId } from '#lib/crypto/random.js';
 import { startTestServer, adminClient, ADMIN } from '../tests/_support/server.js';
 import { launchChromium } from '../tests/_support/browser.js';
 import { insertBuildLog, insertFinishedDeployment } from '../tests/_support/ws.js';
@@ -22,13 +22,26 @@ const browser = await launchChromium();
 try {
   const admin = await adminClient(s);
   for (let i = 0; i < 20; i++) {
-    const r = await admin.req('POST', '/api/apps', { name: `bench-${i}`, source: { type: 'image', image: 'svc-test/busybox:latest' } });
+    const r = await admin.req('POST', '/api/apps', {
+      name: `bench-${i}`,
+      source: { type: 'image', image: 'svc-test/busybox:latest' },
+    });
     if (r.status !== 201) throw new Error(`create app: ${r.status} ${r.text}`);
   }
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(s.url + '/api/health');
-  const login = await page.evaluate(async (body) => (await fetch('/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status, ADMIN);
+  const login = await page.evaluate(
+    async (body) =>
+      (
+        await fetch('/api/auth/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).status,
+    ADMIN,
+  );
   if (login !== 200) throw new Error(`login: ${login}`);
 
   // The scripts of the first page, as the browser fetched them.
@@ -51,7 +64,11 @@ try {
   const appsApi: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     await page.goto(s.url + '/api/health');
-    health.push(await page.evaluate(() => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).responseEnd));
+    health.push(
+      await page.evaluate(
+        () => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).responseEnd,
+      ),
+    );
     // The data the overview waits for: one GET /api/apps (statuses come from the engine).
     appsApi.push(
       await page.evaluate(async () => {
@@ -62,24 +79,43 @@ try {
     );
     await page.goto(s.url + '/', { waitUntil: 'commit' });
     // Polled every frame: the value is the first frame that shows an app row.
-    const at = await page.waitForFunction(() => (document.querySelector('[data-testid="app-row"]') ? performance.now() : 0), undefined, { polling: 'raf', timeout: 60_000 });
+    const at = await page.waitForFunction(
+      () => (document.querySelector('[data-testid="app-row"]') ? performance.now() : 0),
+      undefined,
+      { polling: 'raf', timeout: 60_000 },
+    );
     overview.push((await at.jsonValue()) as number);
   }
   const o = median(overview);
   const h = median(health);
-  console.log(`first page scripts: ${scripts.size} file(s), ${(raw / 1024).toFixed(1)} KB raw, ${(gz / 1024).toFixed(1)} KB gzip (goal < 80 KB)`);
-  console.log(`navigation -> overview with data: median ${o.toFixed(0)} ms over ${ROUNDS} rounds (goal < 300 ms)`);
+  console.log(
+    `first page scripts: ${scripts.size} file(s), ${(raw / 1024).toFixed(1)} KB raw, ${(gz / 1024).toFixed(1)} KB gzip (goal < 80 KB)`,
+  );
+  console.log(
+    `navigation -> overview with data: median ${o.toFixed(0)} ms over ${ROUNDS} rounds (goal < 300 ms)`,
+  );
   const a = median(appsApi);
-  console.log(`baseline navigation -> GET /api/health answered: median ${h.toFixed(1)} ms; ratio ${(o / h).toFixed(1)}x`);
-  console.log(`baseline GET /api/apps from the page: median ${a.toFixed(1)} ms; overview - that = ${(o - a).toFixed(0)} ms of page load and render`);
+  console.log(
+    `baseline navigation -> GET /api/health answered: median ${h.toFixed(1)} ms; ratio ${(o / h).toFixed(1)}x`,
+  );
+  console.log(
+    `baseline GET /api/apps from the page: median ${a.toFixed(1)} ms; overview - that = ${(o - a).toFixed(0)} ms of page load and render`,
+  );
 
   if (LOG_LINES > 0) await longLog();
   async function longLog(): Promise<void> {
     // A finished deployment of the first app with a long log, written as the builder writes rows.
-    const app = (await admin.req('GET', '/api/apps')).body.items.find((x: { name: string }) => x.name === 'bench-0');
+    const app = (await admin.req('GET', '/api/apps')).body.items.find(
+      (x: { name: string }) => x.name === 'bench-0',
+    );
     const depId = newId();
     await insertFinishedDeployment(s.env.db, app.id, depId, { commit_subject: 'long log', error: 'bench' });
-    await insertBuildLog(s.env.db, depId, LOG_LINES, (j) => `#${j} compiling module ${j % 977} of the project: an ordinary build output line`);
+    await insertBuildLog(
+      s.env.db,
+      depId,
+      LOG_LINES,
+      (j) => `#${j} compiling module ${j % 977} of the project: an ordinary build output line`,
+    );
     const cdp = await context.newCDPSession(page);
     await cdp.send('Performance.enable');
     const started = performance.now();
@@ -90,7 +126,10 @@ try {
       .waitFor({ timeout: 600_000 });
     const loadMs = performance.now() - started;
     await cdp.send('HeapProfiler.collectGarbage').catch(() => {});
-    const metrics = (await cdp.send('Performance.getMetrics')).metrics as Array<{ name: string; value: number }>;
+    const metrics = (await cdp.send('Performance.getMetrics')).metrics as Array<{
+      name: string;
+      value: number;
+    }>;
     const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')!.value;
     // Scroll the log from top to bottom, a screenful a frame, counting frames for two seconds.
     const fps = await page.evaluate(
@@ -113,8 +152,12 @@ try {
           requestAnimationFrame(step);
         }),
     );
-    console.log(`build log of ${LOG_LINES} lines: all on the page after ${(loadMs / 1000).toFixed(1)} s; JS heap ${(heap / 1024 / 1024).toFixed(1)} MB (goal < 200 MB)`);
-    console.log(`scrolling it: ${fps.fps.toFixed(0)} frames/s, worst frame ${fps.worst.toFixed(0)} ms (goal >= 30 frames/s)`);
+    console.log(
+      `build log of ${LOG_LINES} lines: all on the page after ${(loadMs / 1000).toFixed(1)} s; JS heap ${(heap / 1024 / 1024).toFixed(1)} MB (goal < 200 MB)`,
+    );
+    console.log(
+      `scrolling it: ${fps.fps.toFixed(0)} frames/s, worst frame ${fps.worst.toFixed(0)} ms (goal >= 30 frames/s)`,
+    );
   }
 } finally {
   await browser.close();

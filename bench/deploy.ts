@@ -14,8 +14,8 @@ import { startTestServer, adminClient, apiToken } from '../tests/_support/server
 import { ensureBaseImage } from '../tests/_support/docker.js';
 import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js';
 import { insertFinishedDeployment, openSocket, wsUrl } from '../tests/_support/ws.js';
-import { DeployLog } from '../lib/deploy/log.js';
-import { newId } from '../lib/crypto/random.js';
+import { DeployLog } from '#lib/deploy/log.js';
+import { newId } from '#lib/crypto/random.js';
 
 const run = promisify(execFile);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -47,7 +47,12 @@ async function plainRun(dir: string, tag: string, net: string): Promise<number> 
   await run('docker', ['build', '-q', '-t', tag, dir], { maxBuffer: 1 << 24 });
   const { stdout } = await run('docker', ['run', '-d', '--network', net, '--label', 'svc.bench=1', tag]);
   const id = stdout.trim();
-  const { stdout: ip } = await run('docker', ['inspect', '-f', `{{(index .NetworkSettings.Networks "${net}").IPAddress}}`, id]);
+  const { stdout: ip } = await run('docker', [
+    'inspect',
+    '-f',
+    `{{(index .NetworkSettings.Networks "${net}").IPAddress}}`,
+    id,
+  ]);
   await answers(ip.trim());
   const ms = performance.now() - t0;
   await run('docker', ['rm', '-f', id]);
@@ -68,7 +73,12 @@ async function main(): Promise<void> {
     const repo = 'bench-app';
     const files = (nonce: string) => webRepo(`bench ${nonce}`, `RUN echo ${nonce} > /nonce`);
     await git.commit(repo, files('init'));
-    const app = (await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } })).body.app;
+    const app = (
+      await admin.req('POST', '/api/apps', {
+        name,
+        source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+      })
+    ).body.app;
     await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
     const plain: number[] = [];
     const api: number[] = [];
@@ -95,10 +105,18 @@ async function main(): Promise<void> {
     const q = median(api);
     const overhead = q - p;
     const goal = Math.max(0.1 * p, 1000);
-    console.log(`deploy benchmark (${ROUNDS} rounds, medians; first API round ${ROUNDS > 1 ? 'is a fresh clone, later ones fetch' : 'is a fresh clone'})`);
-    console.log(`  plain docker build + run until it answers: ${p.toFixed(0)} ms   (rounds: ${plain.map((x) => x.toFixed(0)).join(', ')})`);
-    console.log(`  API deployment, POST to succeeded:        ${q.toFixed(0)} ms   (rounds: ${api.map((x) => x.toFixed(0)).join(', ')})`);
-    console.log(`  control-plane overhead: ${overhead.toFixed(0)} ms (${((overhead / p) * 100).toFixed(1)}%); goal < ${goal.toFixed(0)} ms: ${overhead < goal ? 'met' : 'NOT met'}`);
+    console.log(
+      `deploy benchmark (${ROUNDS} rounds, medians; first API round ${ROUNDS > 1 ? 'is a fresh clone, later ones fetch' : 'is a fresh clone'})`,
+    );
+    console.log(
+      `  plain docker build + run until it answers: ${p.toFixed(0)} ms   (rounds: ${plain.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(
+      `  API deployment, POST to succeeded:        ${q.toFixed(0)} ms   (rounds: ${api.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(
+      `  control-plane overhead: ${overhead.toFixed(0)} ms (${((overhead / p) * 100).toFixed(1)}%); goal < ${goal.toFixed(0)} ms: ${overhead < goal ? 'met' : 'NOT met'}`,
+    );
 
     // Log line -> WebSocket latency, 50 subscribers of one build topic.
     const token = await apiToken(admin, 'bench');

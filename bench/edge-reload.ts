@@ -14,8 +14,14 @@
 import { createServer, type Server } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { startEdgeLab, type EdgeLab } from '../tests/_support/edge.js';
-import { buildCaddyConfig, withOwned, type EdgeSettings, type OwnedConfig, type PlannedRoute } from '../lib/proxy/config.js';
-import { createCaddyClient } from '../lib/proxy/caddy.js';
+import {
+  buildCaddyConfig,
+  withOwned,
+  type EdgeSettings,
+  type OwnedConfig,
+  type PlannedRoute,
+} from '#lib/proxy/config.js';
+import { createCaddyClient } from '#lib/proxy/caddy.js';
 import { arg } from './_args.js';
 
 interface Tally {
@@ -28,7 +34,9 @@ interface Tally {
 function listen(body: string): Promise<{ server: Server; port: number }> {
   return new Promise((resolve) => {
     const server = createServer((_req, res) => res.end(body));
-    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port }));
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, port: (server.address() as { port: number }).port }),
+    );
   });
 }
 
@@ -69,7 +77,8 @@ async function main(): Promise<void> {
       }));
       return buildCaddyConfig(routes, settings, []);
     };
-    const load = async (cfg: OwnedConfig) => client.load(withOwned(await client.getConfig(), cfg, client.listen));
+    const load = async (cfg: OwnedConfig) =>
+      client.load(withOwned(await client.getConfig(), cfg, client.listen));
 
     await load(owned(0, false));
     const t0 = performance.now();
@@ -88,7 +97,9 @@ async function main(): Promise<void> {
       (s) => s.trim(),
       () => 'unavailable',
     );
-    console.log(`${hostCount} hosts with Pebble certificates in ${((performance.now() - t0) / 1000).toFixed(1)} s; net.ipv4.tcp_migrate_req=${migrate}`);
+    console.log(
+      `${hostCount} hosts with Pebble certificates in ${((performance.now() - t0) / 1000).toFixed(1)} s; net.ipv4.tcp_migrate_req=${migrate}`,
+    );
 
     const storm = async (name: string, variant: (c: OwnedConfig) => OwnedConfig): Promise<Tally> => {
       await load(variant(owned(0, true)));
@@ -128,7 +139,9 @@ async function main(): Promise<void> {
     const base = await storm('baseline', baseline);
     const ours = await storm('ours', (c) => c);
     const rate = (t: Tally) => (t.handshake / reloads) * 100;
-    console.log(`failed handshakes per 100 reloads: baseline ${rate(base).toFixed(1)}, ours ${rate(ours).toFixed(1)} (goal 0)`);
+    console.log(
+      `failed handshakes per 100 reloads: baseline ${rate(base).toFixed(1)}, ours ${rate(ours).toFixed(1)} (goal 0)`,
+    );
   } catch (e) {
     console.error(`Caddy's output, last lines:\n${lab?.caddyOutput().slice(-4000) ?? ''}`);
     throw e;

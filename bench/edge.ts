@@ -17,8 +17,8 @@ import { ensureBaseImage, BASE_IMAGE } from '../tests/_support/docker.js';
 import { startTestServer, adminClient, type TestServer, type Client } from '../tests/_support/server.js';
 import { waitStatus, cleanupApp } from '../tests/engine/_deploy.js';
 import { poll } from '../tests/_support/wait.js';
-import { listAppContainers } from '../lib/docker/index.js';
-import { containerAddress } from '../lib/proxy/deploy.js';
+import { listAppContainers } from '#lib/docker/index.js';
+import { containerAddress } from '#lib/proxy/deploy.js';
 import { arg } from './_args.js';
 
 const run = promisify(execFile);
@@ -43,7 +43,11 @@ function direct(agent: HttpAgent, ip: string): Promise<number> {
 }
 
 /** `total` requests with `concurrency` in flight; requests/s and mean latency. */
-async function load(total: number, concurrency: number, one: () => Promise<number>): Promise<{ rps: number; meanMs: number; errors: number }> {
+async function load(
+  total: number,
+  concurrency: number,
+  one: () => Promise<number>,
+): Promise<{ rps: number; meanMs: number; errors: number }> {
   let next = 0;
   let errors = 0;
   let sum = 0;
@@ -75,13 +79,28 @@ async function main(): Promise<void> {
   let appName = '';
   try {
     await ensureBaseImage();
-    const dockerfile = [`FROM ${BASE_IMAGE}`, 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`].join('\n');
-    await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.bench=edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+    const dockerfile = [
+      `FROM ${BASE_IMAGE}`,
+      'EXPOSE 8080',
+      `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`,
+    ].join('\n');
+    await run(
+      'sh',
+      [
+        '-c',
+        'printf "%s\\n" "$1" | docker build -q --network none --label svc.bench=edge -t "$2" -',
+        'sh',
+        dockerfile,
+        IMAGE,
+      ],
+      { timeout: 120_000 },
+    );
     lab = await startEdgeLab();
     server = await startTestServer({ ...lab.vars }, { edge: { checkIntervalMs: 2000, checkerTickMs: 500 } });
     const c = await adminClient(server);
     appName = `bench-edge-${process.pid}`;
-    const app = (await c.req('POST', '/api/apps', { name: appName, source: { type: 'image', image: IMAGE } })).body.app;
+    const app = (await c.req('POST', '/api/apps', { name: appName, source: { type: 'image', image: IMAGE } }))
+      .body.app;
     await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
     await deploy(c, app.id);
     const dom = await c.req('POST', `/api/apps/${app.id}/domains`, { hostname: HOST, service: 'app' });
@@ -89,7 +108,9 @@ async function main(): Promise<void> {
     await poll('the domain over HTTPS', async () => (await lab!.https(HOST)).status === 200, 120_000, 250);
     const ct = (await listAppContainers(server.env.engine, appName)).find((x) => x.state === 'running')!;
     const ip = (await containerAddress(server.env.engine, appName, ct.id))!;
-    console.log(`app ${appName}: container ${ct.name} at ${ip}:8080 (no host port published); domain ${HOST} with a Pebble certificate`);
+    console.log(
+      `app ${appName}: container ${ct.name} at ${ip}:8080 (no host port published); domain ${HOST} with a Pebble certificate`,
+    );
 
     const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: concurrency });
     const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: concurrency });
@@ -110,8 +131,12 @@ async function main(): Promise<void> {
     console.log(
       `direct to the container : ${dr.toFixed(0)} req/s, mean ${avg(d, 'meanMs').toFixed(2)} ms (${total} requests x2, ${concurrency} in flight, errors ${d.reduce((n, x) => n + x.errors, 0)})`,
     );
-    console.log(`through Caddy (HTTPS)   : ${pr.toFixed(0)} req/s, mean ${avg(p, 'meanMs').toFixed(2)} ms (errors ${p.reduce((n, x) => n + x.errors, 0)})`);
-    console.log(`proxy overhead          : throughput ${(pr / dr).toFixed(2)}x of direct; latency ${(avg(p, 'meanMs') / avg(d, 'meanMs')).toFixed(2)}x`);
+    console.log(
+      `through Caddy (HTTPS)   : ${pr.toFixed(0)} req/s, mean ${avg(p, 'meanMs').toFixed(2)} ms (errors ${p.reduce((n, x) => n + x.errors, 0)})`,
+    );
+    console.log(
+      `proxy overhead          : throughput ${(pr / dr).toFixed(2)}x of direct; latency ${(avg(p, 'meanMs') / avg(d, 'meanMs')).toFixed(2)}x`,
+    );
     httpAgent.destroy();
     httpsAgent.destroy();
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { SERVE_NODE_OPTIONS } from '../lib/install/texts.js';
+import { SERVE_NODE_OPTIONS } from '#lib/install/texts.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -64,14 +64,22 @@ interface Load {
  * both are reported. Either is compared only with the bare server's figure of the same round.
  */
 async function load(url: string, pid: number, headers: Record<string, string> = {}): Promise<Load> {
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(CONNECTIONS), '-d', String(DURATION)];
+  const args = [
+    join(root, 'node_modules/autocannon/autocannon.js'),
+    '-j',
+    '-c',
+    String(CONNECTIONS),
+    '-d',
+    String(DURATION),
+  ];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
   const before = await cpuUs(pid);
   const { stdout } = await run(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
   const used = (await cpuUs(pid)) - before;
   const r = JSON.parse(stdout);
-  if (r.non2xx > 0 || r.errors > 0) throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  if (r.non2xx > 0 || r.errors > 0)
+    throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
   return { rps: r.requests.average, cpu: used / r.requests.total };
 }
 
@@ -96,7 +104,13 @@ async function main() {
     const started = process.hrtime.bigint();
     // Started as `npm start`, the unit and the image start it: with the same Node.js options.
     const svc = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, 'dist/runtime/cli.js'), 'serve'], {
-      env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        SVC_DATA_DIR: dataDir,
+        SVC_PORT: String(port),
+        SVC_HOST: '127.0.0.1',
+        SVC_LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     children.push(svc);
@@ -113,7 +127,11 @@ async function main() {
     const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
     const admin = { username: 'bench', password: 'bench password 123456' };
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(base + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     await post('/api/setup/admin', { token, ...admin });
     const login = await post('/api/auth/login', admin);
     const cookies = login.headers
@@ -122,7 +140,11 @@ async function main() {
       .join('; ');
     const csrf = /svc_csrf=([^;]+)/.exec(cookies)![1]!;
     await post('/api/auth/step-up', { password: admin.password }, { cookie: cookies, 'x-csrf-token': csrf });
-    const apiToken = ((await (await post('/api/auth/api-tokens', { name: 'bench' }, { cookie: cookies, 'x-csrf-token': csrf })).json()) as { token: string }).token;
+    const apiToken = (
+      (await (
+        await post('/api/auth/api-tokens', { name: 'bench' }, { cookie: cookies, 'x-csrf-token': csrf })
+      ).json()) as { token: string }
+    ).token;
 
     // Warm both up so JIT state is comparable, then interleave the runs: on a shared machine the
     // background load drifts, and alternating keeps each ratio's two sides under the same load.
@@ -136,7 +158,8 @@ async function main() {
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     // Each round's ratio against the bare run just before it, then the median of those ratios.
-    const ratios = (side: 'health' | 'me', of: (l: Load) => number) => runs[side].map((l, i) => of(l) / of(runs.bare[i]!));
+    const ratios = (side: 'health' | 'me', of: (l: Load) => number) =>
+      runs[side].map((l, i) => of(l) / of(runs.bare[i]!));
     const rpsRatio = (side: 'health' | 'me') => ratios(side, (l) => l.rps);
     // Throughput on a core of its own is the inverse of CPU time per request: the steadier estimate on
     // a shared machine, shown beside the goal's own measure (req/s), which alone decides the verdict.
@@ -148,20 +171,32 @@ async function main() {
       median(xs.map((l) => l.cpu))
         .toFixed(1)
         .padStart(5);
-    console.log(`connections ${CONNECTIONS}, ${DURATION}s per run, ${ROUNDS} interleaved rounds (medians), loaded from a separate autocannon process`);
-    console.log(`                         req/s      server CPU/request   ratio to bare: req/s  CPU   (goal >= ${RATIO_GOAL})`);
-    console.log(`bare node:http          ${fmt(median(runs.bare.map((l) => l.rps)))}      ${us(runs.bare)} us`);
+    console.log(
+      `connections ${CONNECTIONS}, ${DURATION}s per run, ${ROUNDS} interleaved rounds (medians), loaded from a separate autocannon process`,
+    );
+    console.log(
+      `                         req/s      server CPU/request   ratio to bare: req/s  CPU   (goal >= ${RATIO_GOAL})`,
+    );
+    console.log(
+      `bare node:http          ${fmt(median(runs.bare.map((l) => l.rps)))}      ${us(runs.bare)} us`,
+    );
     for (const [side, label] of [
       ['health', 'GET /api/health        '],
       ['me', 'GET /api/auth/me bearer'],
     ] as const) {
       const r = median(rpsRatio(side));
       const c = median(cpuRatio(side));
-      console.log(`${label} ${fmt(median(runs[side].map((l) => l.rps)))}      ${us(runs[side])} us           ${r.toFixed(2)}  ${c.toFixed(2)}   ${verdict(r, RATIO_GOAL)}`);
+      console.log(
+        `${label} ${fmt(median(runs[side].map((l) => l.rps)))}      ${us(runs[side])} us           ${r.toFixed(2)}  ${c.toFixed(2)}   ${verdict(r, RATIO_GOAL)}`,
+      );
     }
     const perRound = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
-    console.log(`per round, req/s ratio: health ${perRound(rpsRatio('health'))}; auth/me ${perRound(rpsRatio('me'))}`);
-    console.log(`per round, CPU ratio:   health ${perRound(cpuRatio('health'))}; auth/me ${perRound(cpuRatio('me'))}`);
+    console.log(
+      `per round, req/s ratio: health ${perRound(rpsRatio('health'))}; auth/me ${perRound(rpsRatio('me'))}`,
+    );
+    console.log(
+      `per round, CPU ratio:   health ${perRound(cpuRatio('health'))}; auth/me ${perRound(cpuRatio('me'))}`,
+    );
     console.log(
       `idle RSS after start-up ${idleRss.toFixed(1)} MB (goal < ${RSS_GOAL_MB}: ${idleRss < RSS_GOAL_MB ? 'meets' : 'MISSES'}); ${settledRss.toFixed(1)} MB after ${SETTLE_MS / 1000} s more idle`,
     );

@@ -34,7 +34,15 @@ async function main() {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-login-'));
   const port = await freePort();
   const svc = spawn(process.execPath, [join(root, 'dist/runtime/cli.js'), 'serve'], {
-    env: { ...process.env, SVC_ENV_FILE: '/nonexistent/svc.env', SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'error', SVC_SECURITY_MONITOR: 'false' },
+    env: {
+      ...process.env,
+      SVC_ENV_FILE: '/nonexistent/svc.env',
+      SVC_DATA_DIR: dataDir,
+      SVC_PORT: String(port),
+      SVC_HOST: '127.0.0.1',
+      SVC_LOG_LEVEL: 'error',
+      SVC_SECURITY_MONITOR: 'false',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
@@ -48,7 +56,11 @@ async function main() {
       await new Promise((r) => setTimeout(r, 20));
     }
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(base + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
     if ((await post('/api/setup/admin', { token, ...admin })).status !== 201) throw new Error('setup failed');
 
@@ -67,7 +79,8 @@ async function main() {
       // Each sample from its own address, so the per-address limit measures nothing here.
       const ip = `192.0.2.${10 + (sample++ % 200)}`;
       const t0 = performance.now();
-      const once = () => post('/api/auth/login', admin, { 'x-forwarded-for': ip, ...(device ? { cookie: device } : {}) });
+      const once = () =>
+        post('/api/auth/login', admin, { 'x-forwarded-for': ip, ...(device ? { cookie: device } : {}) });
       // The same keep-alive race: the browser would resend on a new connection, and so does this
       // (the time of both attempts counts).
       const r = await once().catch(once);
@@ -93,7 +106,11 @@ async function main() {
         const username = i % 2 === 0 ? 'admin' : `user${a}x${i}`;
         // A kept-alive socket the server closed just as it was reused (the keep-alive race, which
         // a loaded machine makes likely) fails the request: an attacker's loss, counted as such.
-        const status = await post('/api/auth/login', { username, password: `guess ${i}` }, { 'x-forwarded-for': xff }).then(
+        const status = await post(
+          '/api/auth/login',
+          { username, password: `guess ${i}` },
+          { 'x-forwarded-for': xff },
+        ).then(
           async (r) => (await r.arrayBuffer(), r.status),
           () => 0,
         );
@@ -115,10 +132,18 @@ async function main() {
       .sort(([a], [b]) => a - b)
       .map(([s, n]) => (s === 0 ? `${n} connection closed` : `${n}x${s}`))
       .join(', ');
-    console.log(`login flood benchmark (scrypt 2^17, ${SAMPLES} operator logins per phase, ${ATTACKERS} attacking addresses)`);
-    console.log(`  operator login, idle server:   p50 ${pct(idle, 50).toFixed(0)} ms, p95 ${idleP95.toFixed(0)} ms`);
-    console.log(`  operator login, during flood:  p50 ${pct(flooded, 50).toFixed(0)} ms, p95 ${floodP95.toFixed(0)} ms`);
-    console.log(`  flood: ${sent} requests in ${floodSeconds.toFixed(1)} s from ${ATTACKERS} addresses (${answered})`);
+    console.log(
+      `login flood benchmark (scrypt 2^17, ${SAMPLES} operator logins per phase, ${ATTACKERS} attacking addresses)`,
+    );
+    console.log(
+      `  operator login, idle server:   p50 ${pct(idle, 50).toFixed(0)} ms, p95 ${idleP95.toFixed(0)} ms`,
+    );
+    console.log(
+      `  operator login, during flood:  p50 ${pct(flooded, 50).toFixed(0)} ms, p95 ${floodP95.toFixed(0)} ms`,
+    );
+    console.log(
+      `  flood: ${sent} requests in ${floodSeconds.toFixed(1)} s from ${ATTACKERS} addresses (${answered})`,
+    );
     console.log(`  p95 ratio flood/idle: ${ratio.toFixed(2)}x; goal < 3x: ${ratio < 3 ? 'met' : 'NOT met'}`);
   } finally {
     svc.kill('SIGTERM');

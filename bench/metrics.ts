@@ -14,12 +14,12 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AccessLogTailer } from '../lib/traffic/tailer.js';
-import { RequestSeries } from '../lib/series/requests.js';
-import { addRequestBuckets, newAcc, type RequestRowWrite } from '../lib/series/store.js';
-import { bucketOf } from '../lib/util/histogram.js';
-import { queryRequests, RANGE_NAMES, RANGES } from '../lib/series/query.js';
-import { migrate, openDb, rawConnection } from '../lib/db/index.js';
+import { AccessLogTailer } from '#lib/traffic/tailer.js';
+import { RequestSeries } from '#lib/series/requests.js';
+import { addRequestBuckets, newAcc, type RequestRowWrite } from '#lib/series/store.js';
+import { bucketOf } from '#lib/util/histogram.js';
+import { queryRequests, RANGE_NAMES, RANGES } from '#lib/series/query.js';
+import { migrate, openDb, rawConnection } from '#lib/db/index.js';
 import { arg, parseJsonLines, rng, writeLines } from './_args.js';
 
 const START_S = 1_700_000_000;
@@ -75,7 +75,8 @@ async function childSeries(path: string, hosts: number, dir: string): Promise<Ch
   // The clock stands at the end of the log, so every bucket is within retention and complete.
   const endMs = START_S * 1000 + lines + 60_000;
   const map = new Map<string, { appId: string; service: string }>();
-  for (let i = 0; i < hosts; i++) map.set(hostName(i), { appId: `app${String(i).padStart(4, '0')}`, service: 'web' });
+  for (let i = 0; i < hosts; i++)
+    map.set(hostName(i), { appId: `app${String(i).padStart(4, '0')}`, service: 'web' });
   const series = new RequestSeries({ db, now: () => endMs, attribution: async () => map });
   series.setAttribution(map);
   const tailer = new AccessLogTailer(path, { fromStart: true, watch: false, pollIntervalMs: 3_600_000 });
@@ -92,23 +93,28 @@ async function childSeries(path: string, hosts: number, dir: string): Promise<Ch
   const ms = performance.now() - t0;
   const st = tailer.status();
   await tailer.stop();
-  const rows = (rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number }).n;
+  const rows = (rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number })
+    .n;
   await db.destroy();
   return { lines: st.lines, ms, rssSamplesMiB: samples, rows };
 }
 
 function runChild(args: string[]): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.on('error', reject);
-    p.on('exit', (code) => (code !== 0 ? reject(new Error(`child exited with ${code}`)) : resolve(JSON.parse(out) as ChildResult)));
+    p.on('exit', (code) =>
+      code !== 0 ? reject(new Error(`child exited with ${code}`)) : resolve(JSON.parse(out) as ChildResult),
+    );
   });
 }
 
 /** 90 days of one app's traffic at every resolution retention keeps, plus the host-wide rows. */
-async function history(dir: string, nowMs: number): Promise<import('../lib/db/index.js').Db> {
+async function history(dir: string, nowMs: number): Promise<import('#lib/db/index.js').Db> {
   const db = openDb(dir);
   await migrate(db);
   const rand = rng(3);
@@ -129,7 +135,10 @@ async function history(dir: string, nowMs: number): Promise<import('../lib/db/in
     const items: RequestRowWrite[] = [];
     for (let m = 0; m < 86_400; m += 60) {
       const a = acc();
-      items.push({ appId: 'app-h', service: 'web', t: t + m, acc: a }, { appId: '', service: '', t: t + m, acc: a });
+      items.push(
+        { appId: 'app-h', service: 'web', t: t + m, acc: a },
+        { appId: '', service: '', t: t + m, acc: a },
+      );
     }
     addRequestBuckets(db, items, nowMs);
   }
@@ -143,12 +152,16 @@ async function history(dir: string, nowMs: number): Promise<import('../lib/db/in
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const pct = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 async function main(): Promise<void> {
   if (process.argv[2] === '--child') {
     const mode = process.argv[3]!;
-    const r = mode === 'bare' ? childBare(process.argv[4]!) : await childSeries(process.argv[4]!, Number(process.argv[5]), process.argv[6]!);
+    const r =
+      mode === 'bare'
+        ? childBare(process.argv[4]!)
+        : await childSeries(process.argv[4]!, Number(process.argv[5]), process.argv[6]!);
     process.stdout.write(JSON.stringify(r));
     return;
   }
@@ -160,22 +173,41 @@ async function main(): Promise<void> {
     const log = join(dir, 'access.log');
     let t0 = performance.now();
     generate(log, lines, hosts);
-    console.log(`generated ${fmt(lines)} lines for ${hosts} hosts (${(statSync(log).size / 1048576).toFixed(0)} MiB) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `generated ${fmt(lines)} lines for ${hosts} hosts (${(statSync(log).size / 1048576).toFixed(0)} MiB) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const bare = await runChild(['bare', log]);
-    const ours = await runChild(['series', log, String(hosts), join(dir, 'ingest'), '--lines-total', String(lines)]);
+    const ours = await runChild([
+      'series',
+      log,
+      String(hosts),
+      join(dir, 'ingest'),
+      '--lines-total',
+      String(lines),
+    ]);
     const bareRate = bare.lines / (bare.ms / 1000);
     const ourRate = ours.lines / (ours.ms / 1000);
-    console.log(`bare JSON.parse loop : ${fmt(bareRate)} lines/s (${fmt(bare.lines)} lines, ${fmt(bare.ms)} ms)`);
-    console.log(`tailer + series      : ${fmt(ourRate)} lines/s (${fmt(ours.lines)} lines, ${fmt(ours.ms)} ms, ${fmt(ours.rows ?? 0)} rows written)`);
+    console.log(
+      `bare JSON.parse loop : ${fmt(bareRate)} lines/s (${fmt(bare.lines)} lines, ${fmt(bare.ms)} ms)`,
+    );
+    console.log(
+      `tailer + series      : ${fmt(ourRate)} lines/s (${fmt(ours.lines)} lines, ${fmt(ours.ms)} ms, ${fmt(ours.rows ?? 0)} rows written)`,
+    );
     console.log(`ratio                : ${(ourRate / bareRate).toFixed(2)}x of the bare loop (goal >= 0.5x)`);
     const s = ours.rssSamplesMiB ?? [];
-    console.log(`RSS every 100k lines : ${s.join(' ')} MiB (growth first->last ${s.length ? s[s.length - 1]! - s[0]! : 0} MiB)`);
+    console.log(
+      `RSS every 100k lines : ${s.join(' ')} MiB (growth first->last ${s.length ? s[s.length - 1]! - s[0]! : 0} MiB)`,
+    );
 
     const nowMs = Date.UTC(2026, 0, 1);
     t0 = performance.now();
     const db = await history(join(dir, 'history'), nowMs);
-    const rows = (rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number }).n;
-    console.log(`90 days of history for one app written in ${((performance.now() - t0) / 1000).toFixed(1)} s; request_series rows: ${fmt(rows)}`);
+    const rows = (
+      rawConnection(db).prepare('select count(*) as n from request_series').get() as { n: number }
+    ).n;
+    console.log(
+      `90 days of history for one app written in ${((performance.now() - t0) / 1000).toFixed(1)} s; request_series rows: ${fmt(rows)}`,
+    );
     // Percentiles of a few milliseconds are at the mercy of the scheduler on a shared machine.
     console.log(
       `load average at the query phase: ${loadavg()
@@ -183,7 +215,9 @@ async function main(): Promise<void> {
         .join(' ')} on ${availableParallelism()} cores`,
     );
     // Baseline in the same run: SQLite alone handing back the same rows, nothing computed.
-    const raw = rawConnection(db).prepare('select t, requests, errors_4xx, errors_5xx, bytes_out, hist from request_series where res = ? and app_id = ? and t >= ? and t < ?');
+    const raw = rawConnection(db).prepare(
+      'select t, requests, errors_4xx, errors_5xx, bytes_out, hist from request_series where res = ? and app_id = ? and t >= ? and t < ?',
+    );
     for (const range of RANGE_NAMES) {
       const r = RANGES[range];
       const times: number[] = [];

@@ -36,7 +36,12 @@ const WEB_IMAGE = `svc-bench/recovery-web:${randomBytes(4).toString('hex')}`;
 const docker = new Docker({ socketPath: DOCKER_SOCKET });
 const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
-async function until<T>(what: string, fn: () => Promise<T | null>, timeoutMs: number, everyMs = 100): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | null>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -63,7 +68,8 @@ async function deployed(c: Client, appId: string, depId: string): Promise<void> 
     'deployment',
     async () => {
       const d = (await c.req('GET', `/api/apps/${appId}/deployments/${depId}`)).body.deployment;
-      if (['failed', 'canceled', 'interrupted'].includes(d.status)) throw new Error(`deployment ${d.status}: ${d.error}`);
+      if (['failed', 'canceled', 'interrupted'].includes(d.status))
+        throw new Error(`deployment ${d.status}: ${d.error}`);
       return d.status === 'succeeded' ? d : null;
     },
     300_000,
@@ -74,7 +80,9 @@ async function deployed(c: Client, appId: string, depId: string): Promise<void> 
 /** The page each running app serves on its container address, by app name (one engine listing). */
 async function pages(instanceId: string, names: Set<string>): Promise<Map<string, string>> {
   const found = new Map<string, string>();
-  const cts = await docker.listContainers({ filters: { label: [`svc.instance=${instanceId}`], status: ['running'] } });
+  const cts = await docker.listContainers({
+    filters: { label: [`svc.instance=${instanceId}`], status: ['running'] },
+  });
   await Promise.all(
     cts.map(async (ct) => {
       const name = ct.Labels['svc.app'];
@@ -94,11 +102,14 @@ async function pages(instanceId: string, names: Set<string>): Promise<Map<string
 /** Everything on the engine labelled with this instance: what a lost server takes with it. */
 async function wipeInstance(instanceId: string, images: boolean): Promise<void> {
   const filters = { label: [`svc.instance=${instanceId}`] };
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true, v: true });
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove({ force: true });
+  for (const c of await docker.listContainers({ all: true, filters }))
+    await docker.getContainer(c.Id).remove({ force: true, v: true });
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+    await docker.getVolume(v.Name).remove({ force: true });
   for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove();
   if (!images) return;
-  for (const img of await docker.listImages({ filters })) await docker.getImage(img.Id).remove({ force: true });
+  for (const img of await docker.listImages({ filters }))
+    await docker.getImage(img.Id).remove({ force: true });
 }
 
 async function stopServer(svc: Served | null): Promise<void> {
@@ -110,9 +121,16 @@ async function stopServer(svc: Served | null): Promise<void> {
 }
 
 /** `svc restore-instance`, a child process like the servers (so Ctrl-C can end it); exit code and output. */
-function restoreInstance(artifact: string, vars: Record<string, string>, track: (p: ReturnType<typeof spawn>) => void): Promise<{ code: number | null; out: string }> {
+function restoreInstance(
+  artifact: string,
+  vars: Record<string, string>,
+  track: (p: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [CLI, 'restore-instance', artifact, '--key', TEST_MASTER_KEY], { env: cleanEnv(vars), stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [CLI, 'restore-instance', artifact, '--key', TEST_MASTER_KEY], {
+      env: cleanEnv(vars),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     track(p);
     let out = '';
     p.stdout.on('data', (d) => (out += d));
@@ -157,7 +175,8 @@ async function main(): Promise<void> {
             .getNetwork(n.Id)
             .remove()
             .catch(() => undefined);
-        for (const v of (await docker.listVolumes({ filters: label }).catch(() => ({ Volumes: [] }))).Volumes ?? [])
+        for (const v of (await docker.listVolumes({ filters: label }).catch(() => ({ Volumes: [] })))
+          .Volumes ?? [])
           await docker
             .getVolume(v.Name)
             .remove()
@@ -201,7 +220,9 @@ async function main(): Promise<void> {
     SVC_CADDY_STORAGE: join(dir, 'caddy'),
   });
   try {
-    const built = spawn('docker', ['build', '-q', '-t', WEB_IMAGE, '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const built = spawn('docker', ['build', '-q', '-t', WEB_IMAGE, '-'], {
+      stdio: ['pipe', 'ignore', 'inherit'],
+    });
     built.stdin.end(dockerfile);
     const code = await new Promise((r) => built.on('close', r));
     if (code !== 0) throw new Error(`docker build exited with ${code}`);
@@ -222,7 +243,9 @@ async function main(): Promise<void> {
       const app = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: WEB_IMAGE } });
       if (app.status !== 201) throw new Error(`create app: ${app.status} ${app.text}`);
       const id = app.body.app.id as string;
-      const env = await c.req('PUT', `/api/apps/${id}/env`, { items: [{ key: 'PAGE', value: content(name), secret: true }] });
+      const env = await c.req('PUT', `/api/apps/${id}/env`, {
+        items: [{ key: 'PAGE', value: content(name), secret: true }],
+      });
       if (env.status !== 200) throw new Error(`env: ${env.status} ${env.text}`);
       const dep = await c.req('POST', `/api/apps/${id}/deployments`, {});
       if (dep.status !== 202) throw new Error(`deploy: ${dep.status} ${dep.text}`);
@@ -231,7 +254,10 @@ async function main(): Promise<void> {
     if (gitApp) {
       git = await startGitServer();
       await git.commit('web', webRepo(content(gitApp)));
-      const app = await c.req('POST', '/api/apps', { name: gitApp, source: { type: 'git', repo_url: git.url('web'), branch: 'main' } });
+      const app = await c.req('POST', '/api/apps', {
+        name: gitApp,
+        source: { type: 'git', repo_url: git.url('web'), branch: 'main' },
+      });
       if (app.status !== 201) throw new Error(`create git app: ${app.status} ${app.text}`);
       const dep = await c.req('POST', `/api/apps/${app.body.app.id}/deployments`, {});
       if (dep.status !== 202) throw new Error(`deploy: ${dep.status} ${dep.text}`);
@@ -243,7 +269,9 @@ async function main(): Promise<void> {
     instanceId = one?.Labels['svc.instance'] ?? null;
     if (!instanceId) throw new Error('no container of the first app carries svc.instance');
     const onA = await pages(instanceId, all);
-    for (const name of all) if (onA.get(name) !== content(name)) throw new Error(`${name} on A answers ${JSON.stringify(onA.get(name) ?? null)}`);
+    for (const name of all)
+      if (onA.get(name) !== content(name))
+        throw new Error(`${name} on A answers ${JSON.stringify(onA.get(name) ?? null)}`);
     console.log(`instance A: ${all.size} apps deployed and answering in ${sec(performance.now() - t0)}`);
 
     // One instance backup to local disk, copied out of A's data directory as an operator would.
@@ -266,16 +294,26 @@ async function main(): Promise<void> {
     await stopServer(a);
     a = null;
     await wipeInstance(instanceId, false);
-    if (gitApp) for (const img of await docker.listImages({ filters: { label: [`svc.app=${gitApp}`] } })) await docker.getImage(img.Id).remove({ force: true });
+    if (gitApp)
+      for (const img of await docker.listImages({ filters: { label: [`svc.app=${gitApp}`] } }))
+        await docker.getImage(img.Id).remove({ force: true });
     await rm(aDir, { recursive: true, force: true });
-    if ((await docker.listContainers({ all: true, filters: { label: [`svc.instance=${instanceId}`] } })).length) throw new Error('containers of A are left');
+    if (
+      (await docker.listContainers({ all: true, filters: { label: [`svc.instance=${instanceId}`] } })).length
+    )
+      throw new Error('containers of A are left');
 
     const r0 = performance.now();
     // SVC_PORT 1: restore-instance refuses while a service answers on the configured port.
-    const restored = await restoreInstance(artifact, { ...dirVars(bDir), SVC_PORT: '1' }, (p) => (restoring = p));
+    const restored = await restoreInstance(
+      artifact,
+      { ...dirVars(bDir), SVC_PORT: '1' },
+      (p) => (restoring = p),
+    );
     restoring = null;
     const restoreMs = performance.now() - r0;
-    if (restored.code !== 0) throw new Error(`svc restore-instance exited with ${restored.code}: ${restored.out}`);
+    if (restored.code !== 0)
+      throw new Error(`svc restore-instance exited with ${restored.code}: ${restored.out}`);
 
     const b0 = performance.now();
     b = await serve({ ...vars, ...dirVars(bDir) });
@@ -286,7 +324,8 @@ async function main(): Promise<void> {
       async () => {
         const now = await pages(instanceId!, all);
         const at = performance.now();
-        for (const [name, page] of now) if (!answered.has(name) && page === content(name)) answered.set(name, at);
+        for (const [name, page] of now)
+          if (!answered.has(name) && page === content(name)) answered.set(name, at);
         if (b!.proc.exitCode !== null) throw new Error(`B exited: ${b!.stderr.join('\n')}`);
         return answered.size === all.size ? true : null;
       },
@@ -311,12 +350,21 @@ async function main(): Promise<void> {
 
     const first = Math.min(...answered.values());
     const how = `deploy concurrency ${concurrency}${CONCURRENCY === null ? " (the instance's default)" : ''}`;
-    console.log(`\ndisaster recovery of ${all.size} apps, ${how}${gitApp ? `; ${gitApp} rebuilt from git (its images were removed)` : ''}; clock from restore-instance:`);
-    console.log(`  svc restore-instance (authenticate, integrity and key checks, put in place): ${sec(restoreMs)}`);
+    console.log(
+      `\ndisaster recovery of ${all.size} apps, ${how}${gitApp ? `; ${gitApp} rebuilt from git (its images were removed)` : ''}; clock from restore-instance:`,
+    );
+    console.log(
+      `  svc restore-instance (authenticate, integrity and key checks, put in place): ${sec(restoreMs)}`,
+    );
     console.log(`  B start to listening:                 ${sec(listenMs)}`);
     console.log(`  B start to first app answering:       ${sec(first - b0)}`);
-    console.log(`  total, restore-instance to all ${all.size} answering: ${sec(Math.max(...answered.values()) - r0)}`);
-    for (const [name, at] of [...answered].sort((x, y) => x[1] - y[1])) console.log(`    ${name.padEnd(14)} answers its own page at ${sec(at - r0)} (B start + ${sec(at - b0)})`);
+    console.log(
+      `  total, restore-instance to all ${all.size} answering: ${sec(Math.max(...answered.values()) - r0)}`,
+    );
+    for (const [name, at] of [...answered].sort((x, y) => x[1] - y[1]))
+      console.log(
+        `    ${name.padEnd(14)} answers its own page at ${sec(at - r0)} (B start + ${sec(at - b0)})`,
+      );
     console.log(`  recovery report finished (every redeploy succeeded, after its settle): ${sec(reportMs)}`);
     const rebuilt = report.items.find((i: any) => i.name === gitApp);
     if (rebuilt) console.log(`  ${gitApp}: ${rebuilt.detail}`);

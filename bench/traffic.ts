@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AccessLogTailer } from '../lib/traffic/tailer.js';
-import { TrafficMonitor } from '../lib/traffic/monitor.js';
+import { AccessLogTailer } from '#lib/traffic/tailer.js';
+import { TrafficMonitor } from '#lib/traffic/monitor.js';
 import { arg, parseJsonLines, rng, writeLines } from './_args.js';
 
 interface ChildResult {
@@ -36,7 +36,11 @@ function generate(path: string, lines: number, addresses: number): void {
   const rand = rng(42);
   const hosts = ['shop.example.test', 'api.example.test', 'blog.example.test'];
   const paths = ['/', '/login', '/api/items', '/static/app.js', '/favicon.ico', '/wp-login.php'];
-  const agents = ['Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0', 'curl/8.4.0', 'Go-http-client/1.1'];
+  const agents = [
+    'Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0',
+    'curl/8.4.0',
+    'Go-http-client/1.1',
+  ];
   const start = 1_700_000_000;
   writeLines(path, lines, (n) => {
     // A fifth of the traffic comes from 10 busy addresses (they trip the monitor), the rest
@@ -63,7 +67,13 @@ function generate(path: string, lines: number, addresses: number): void {
           Accept: ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
           'Accept-Encoding': ['gzip, deflate, br'],
         },
-        tls: { resumed: false, version: 772, cipher_suite: 4865, proto: 'h2', server_name: hosts[n % hosts.length] },
+        tls: {
+          resumed: false,
+          version: 772,
+          cipher_suite: 4865,
+          proto: 'h2',
+          server_name: hosts[n % hosts.length],
+        },
       },
       bytes_read: 0,
       user_id: '',
@@ -123,7 +133,9 @@ async function childTailer(path: string): Promise<ChildResult> {
 function runChild(mode: string, path: string): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const self = fileURLToPath(import.meta.url);
-    const p = spawn(process.execPath, [self, '--child', mode, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [self, '--child', mode, path], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.on('error', reject);
@@ -136,12 +148,20 @@ function runChild(mode: string, path: string): Promise<ChildResult> {
 
 function goaccess(path: string, dir: string): { ms: number; lines: number } | { error: string } {
   const t0 = performance.now();
-  const r = spawnSync('goaccess', [path, '--log-format=CADDY', '--no-global-config', '-o', join(dir, 'goaccess.json')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const r = spawnSync(
+    'goaccess',
+    [path, '--log-format=CADDY', '--no-global-config', '-o', join(dir, 'goaccess.json')],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const ms = performance.now() - t0;
-  if (r.error) return { error: (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'goaccess is not installed' : r.error.message };
+  if (r.error)
+    return {
+      error:
+        (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'goaccess is not installed' : r.error.message,
+    };
   if (r.status !== 0) return { error: `goaccess exited with ${r.status}: ${String(r.stderr).slice(-300)}` };
   return { ms, lines: -1 };
 }
@@ -167,7 +187,9 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     generate(path, lines, addresses);
     const size = statSync(path).size;
-    console.log(`generated ${fmt(lines)} lines from ${fmt(addresses)} addresses, ${(size / 1048576).toFixed(0)} MiB, in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `generated ${fmt(lines)} lines from ${fmt(addresses)} addresses, ${(size / 1048576).toFixed(0)} MiB, in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     // Warm the page cache once so no contender pays for the first read from disk.
     await runChild('bare', path);
@@ -193,14 +215,25 @@ async function main(): Promise<void> {
     const ra = rate(a.lines, a.ms);
     const rb = rate(b.lines, b.ms);
     console.log('');
-    console.log(`(a) bare read + JSON.parse   ${fmt(ra).padStart(11)} lines/s   (${(a.ms / 1000).toFixed(2)} s, peak RSS ${(a.maxRssKiB / 1024).toFixed(0)} MiB)`);
-    console.log(`(b) tailer + monitor         ${fmt(rb).padStart(11)} lines/s   (${(b.ms / 1000).toFixed(2)} s, peak RSS ${(b.maxRssKiB / 1024).toFixed(0)} MiB)`);
+    console.log(
+      `(a) bare read + JSON.parse   ${fmt(ra).padStart(11)} lines/s   (${(a.ms / 1000).toFixed(2)} s, peak RSS ${(a.maxRssKiB / 1024).toFixed(0)} MiB)`,
+    );
+    console.log(
+      `(b) tailer + monitor         ${fmt(rb).padStart(11)} lines/s   (${(b.ms / 1000).toFixed(2)} s, peak RSS ${(b.maxRssKiB / 1024).toFixed(0)} MiB)`,
+    );
     if ('error' in c) console.log(`(c) GoAccess (CADDY)         skipped: ${c.error}`);
-    else console.log(`(c) GoAccess (CADDY)         ${fmt(rate(lines, c.ms)).padStart(11)} lines/s   (${(c.ms / 1000).toFixed(2)} s, process start included)`);
+    else
+      console.log(
+        `(c) GoAccess (CADDY)         ${fmt(rate(lines, c.ms)).padStart(11)} lines/s   (${(c.ms / 1000).toFixed(2)} s, process start included)`,
+      );
     console.log('');
-    console.log(`ratio b/a: ${(rb / ra).toFixed(2)} by wall time, ${(aCpu / bCpu).toFixed(2)} by CPU time (goal >= 0.70; best of ${rounds} runs each)`);
+    console.log(
+      `ratio b/a: ${(rb / ra).toFixed(2)} by wall time, ${(aCpu / bCpu).toFixed(2)} by CPU time (goal >= 0.70; best of ${rounds} runs each)`,
+    );
     if (!('error' in c)) console.log(`b vs c: ${(rb / rate(lines, c.ms)).toFixed(1)}x (goal > 1)`);
-    console.log(`monitor: tracked IPs at the end ${b.trackedIps} (bound 1024), anomalies ${JSON.stringify(b.anomalies)}, parse errors ${b.parseErrors}`);
+    console.log(
+      `monitor: tracked IPs at the end ${b.trackedIps} (bound 1024), anomalies ${JSON.stringify(b.anomalies)}, parse errors ${b.parseErrors}`,
+    );
     console.log(`monitor RSS every 100k lines (MiB): ${b.rssSamplesMiB?.join(' ')}`);
   } finally {
     if (!process.argv.includes('--keep')) rmSync(dir, { recursive: true, force: true });

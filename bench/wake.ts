@@ -14,7 +14,7 @@ import { ensureBaseImage, BASE_IMAGE } from '../tests/_support/docker.js';
 import { startTestServer, adminClient, type TestServer, type Client } from '../tests/_support/server.js';
 import { waitStatus, cleanupApp } from '../tests/engine/_deploy.js';
 import { poll } from '../tests/_support/wait.js';
-import { listAppContainers } from '../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 import { arg } from './_args.js';
 
 const run = promisify(execFile);
@@ -38,13 +38,31 @@ async function main(): Promise<void> {
   let appName = '';
   try {
     await ensureBaseImage();
-    const dockerfile = [`FROM ${BASE_IMAGE}`, 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`].join('\n');
-    await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.bench=wake -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+    const dockerfile = [
+      `FROM ${BASE_IMAGE}`,
+      'EXPOSE 8080',
+      `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`,
+    ].join('\n');
+    await run(
+      'sh',
+      [
+        '-c',
+        'printf "%s\\n" "$1" | docker build -q --network none --label svc.bench=wake -t "$2" -',
+        'sh',
+        dockerfile,
+        IMAGE,
+      ],
+      { timeout: 120_000 },
+    );
     lab = await startEdgeLab();
-    server = await startTestServer({ ...lab.vars, SVC_BASE_DOMAIN: BASE }, { edge: { checkIntervalMs: 2000, checkerTickMs: 500 }, sleep: { intervalMs: 3_600_000 } });
+    server = await startTestServer(
+      { ...lab.vars, SVC_BASE_DOMAIN: BASE },
+      { edge: { checkIntervalMs: 2000, checkerTickMs: 500 }, sleep: { intervalMs: 3_600_000 } },
+    );
     const c = await adminClient(server);
     appName = `bench-wake-${process.pid}`;
-    const app = (await c.req('POST', '/api/apps', { name: appName, source: { type: 'image', image: IMAGE } })).body.app;
+    const app = (await c.req('POST', '/api/apps', { name: appName, source: { type: 'image', image: IMAGE } }))
+      .body.app;
     await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080 });
     await deploy(c, app.id);
     const host = `${appName}.${BASE}`;
@@ -54,21 +72,29 @@ async function main(): Promise<void> {
     const memory: number[] = [];
     await server.env.bus.subscribe('apps', (e) => {
       const d = e.data as { type?: string; app_id?: string; memory_bytes?: number | null };
-      if (d.type === 'sleeping' && d.app_id === app.id && typeof d.memory_bytes === 'number') memory.push(d.memory_bytes);
+      if (d.type === 'sleeping' && d.app_id === app.id && typeof d.memory_bytes === 'number')
+        memory.push(d.memory_bytes);
     });
-    console.log(`app ${appName} (busybox httpd), host ${host} over HTTPS with a Pebble certificate; ${wakes} wakes`);
+    console.log(
+      `app ${appName} (busybox httpd), host ${host} over HTTPS with a Pebble certificate; ${wakes} wakes`,
+    );
 
     const times: number[] = [];
     for (let i = 0; i < wakes; i++) {
       const slept = await server.env.sleeper.check(Date.now() + 2 * 60_000);
       if (!slept.includes(app.id)) throw new Error(`round ${i}: the app did not go to sleep`);
-      const running = (await listAppContainers(server.env.engine, appName)).filter((x) => x.state === 'running');
+      const running = (await listAppContainers(server.env.engine, appName)).filter(
+        (x) => x.state === 'running',
+      );
       if (running.length) throw new Error(`round ${i}: containers still run while asleep`);
       const t0 = performance.now();
       const r = await lab.https(host, '/');
       const ms = performance.now() - t0;
-      const ids = (await listAppContainers(server.env.engine, appName)).filter((x) => x.state === 'running').map((x) => x.id.slice(0, 12));
-      if (r.status !== 200 || !ids.includes(r.body.trim())) throw new Error(`round ${i}: answered ${r.status} ${r.body.slice(0, 200)}`);
+      const ids = (await listAppContainers(server.env.engine, appName))
+        .filter((x) => x.state === 'running')
+        .map((x) => x.id.slice(0, 12));
+      if (r.status !== 200 || !ids.includes(r.body.trim()))
+        throw new Error(`round ${i}: answered ${r.status} ${r.body.slice(0, 200)}`);
       times.push(ms);
     }
     const sorted = [...times].sort((a, b) => a - b);
@@ -78,7 +104,9 @@ async function main(): Promise<void> {
     );
     if (memory.length) {
       const m = [...memory].sort((a, b) => a - b);
-      console.log(`memory freed per sleeping app (its container's memory before sleeping): median ${mib(pct(m, 50))}, min ${mib(m[0]!)}, max ${mib(m.at(-1)!)}`);
+      console.log(
+        `memory freed per sleeping app (its container's memory before sleeping): median ${mib(pct(m, 50))}, min ${mib(m[0]!)}, max ${mib(m.at(-1)!)}`,
+      );
     } else console.log('memory freed per sleeping app: unknown (the engine gave no stats)');
   } finally {
     if (server && appName) await cleanupApp(server.env.engine, appName);

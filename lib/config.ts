@@ -169,7 +169,8 @@ function addressList(env: Env, name: string, def: string): string[] {
     const [addr, bits, extra] = item.split('/');
     const family = isIP(addr ?? '');
     const okBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
-    if (!family || !okBits || extra !== undefined) throw new ConfigError(name, `"${item}" is not an IP address or CIDR`);
+    if (!family || !okBits || extra !== undefined)
+      throw new ConfigError(name, `"${item}" is not an IP address or CIDR`);
   }
   return items;
 }
@@ -184,10 +185,12 @@ function publicUrlOf(raw: string | undefined): string | null {
   } catch {
     throw new ConfigError(name, `"${raw}" is not a URL (like https://paas.example.com)`);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(name, 'must start with https:// (or http://)');
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new ConfigError(name, 'must start with https:// (or http://)');
   if (!u.hostname) throw new ConfigError(name, 'has no host');
   if (u.username || u.password) throw new ConfigError(name, 'must not carry credentials');
-  if (u.search || u.hash || raw.includes('?') || raw.includes('#')) throw new ConfigError(name, 'must not have a query or a fragment');
+  if (u.search || u.hash || raw.includes('?') || raw.includes('#'))
+    throw new ConfigError(name, 'must not have a query or a fragment');
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
@@ -199,12 +202,20 @@ function imageMapOf(raw: string | undefined): Record<string, string> {
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new ConfigError('SVC_IMAGE_MAP', 'is not JSON (expected an object from image reference to image reference)');
+    throw new ConfigError(
+      'SVC_IMAGE_MAP',
+      'is not JSON (expected an object from image reference to image reference)',
+    );
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('SVC_IMAGE_MAP', 'must be a JSON object');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError('SVC_IMAGE_MAP', 'must be a JSON object');
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!IMAGE_REF.test(k) || typeof v !== 'string' || !IMAGE_REF.test(v)) throw new ConfigError('SVC_IMAGE_MAP', `entry "${k.slice(0, 80)}" is not an image reference mapped to an image reference`);
+    if (!IMAGE_REF.test(k) || typeof v !== 'string' || !IMAGE_REF.test(v))
+      throw new ConfigError(
+        'SVC_IMAGE_MAP',
+        `entry "${k.slice(0, 80)}" is not an image reference mapped to an image reference`,
+      );
     out[k] = v;
   }
   return out;
@@ -228,29 +239,44 @@ function oidcOf(env: Env): OidcConfig | null {
   try {
     issuer = new URL(issuerRaw);
   } catch {
-    throw new ConfigError('SVC_OIDC_ISSUER', `"${issuerRaw}" is not a URL (like https://id.example.com/realms/ops)`);
+    throw new ConfigError(
+      'SVC_OIDC_ISSUER',
+      `"${issuerRaw}" is not a URL (like https://id.example.com/realms/ops)`,
+    );
   }
   // Plain http only to a provider on this host (a test or a sidecar): anywhere else the token exchange would travel in clear.
   if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && LOOPBACK_HOSTS.has(issuer.hostname))) {
     throw new ConfigError('SVC_OIDC_ISSUER', 'must be an https:// URL (http:// only on loopback)');
   }
-  if (issuer.username || issuer.password || issuer.search || issuer.hash) throw new ConfigError('SVC_OIDC_ISSUER', 'must not carry credentials, a query or a fragment');
-  for (const n of others) if (str(env, n) === undefined) throw new ConfigError(n, 'is required when SVC_OIDC_ISSUER is set');
+  if (issuer.username || issuer.password || issuer.search || issuer.hash)
+    throw new ConfigError('SVC_OIDC_ISSUER', 'must not carry credentials, a query or a fragment');
+  for (const n of others)
+    if (str(env, n) === undefined) throw new ConfigError(n, 'is required when SVC_OIDC_ISSUER is set');
   const roleClaim = str(env, 'SVC_OIDC_ROLE_CLAIM') ?? 'groups';
-  if (!/^[A-Za-z0-9_.:/-]{1,128}$/.test(roleClaim)) throw new ConfigError('SVC_OIDC_ROLE_CLAIM', `"${roleClaim.slice(0, 80)}" is not a claim name`);
+  if (!/^[A-Za-z0-9_.:/-]{1,128}$/.test(roleClaim))
+    throw new ConfigError('SVC_OIDC_ROLE_CLAIM', `"${roleClaim.slice(0, 80)}" is not a claim name`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(str(env, 'SVC_OIDC_ROLE_MAP')!);
   } catch {
-    throw new ConfigError('SVC_OIDC_ROLE_MAP', 'is not JSON (expected an object from a claim value to a role, like {"ops-admins":"admin"})');
+    throw new ConfigError(
+      'SVC_OIDC_ROLE_MAP',
+      'is not JSON (expected an object from a claim value to a role, like {"ops-admins":"admin"})',
+    );
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('SVC_OIDC_ROLE_MAP', 'must be a JSON object from a claim value to a role');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError('SVC_OIDC_ROLE_MAP', 'must be a JSON object from a claim value to a role');
   const roleMap: Record<string, Role> = Object.create(null);
   for (const [value, role] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!isRole(role)) throw new ConfigError('SVC_OIDC_ROLE_MAP', `"${value.slice(0, 80)}" maps to ${JSON.stringify(role)}, not one of ${ROLES.join(', ')}`);
+    if (!isRole(role))
+      throw new ConfigError(
+        'SVC_OIDC_ROLE_MAP',
+        `"${value.slice(0, 80)}" maps to ${JSON.stringify(role)}, not one of ${ROLES.join(', ')}`,
+      );
     roleMap[value] = role;
   }
-  if (Object.keys(roleMap).length === 0) throw new ConfigError('SVC_OIDC_ROLE_MAP', 'maps nothing: nobody could sign in');
+  if (Object.keys(roleMap).length === 0)
+    throw new ConfigError('SVC_OIDC_ROLE_MAP', 'maps nothing: nobody could sign in');
   const scopes = str(env, 'SVC_OIDC_SCOPES') ?? 'openid profile email';
   if (!scopes.split(/\s+/).includes('openid') || !/^[\x21\x23-\x5b\x5d-\x7e ]+$/.test(scopes)) {
     throw new ConfigError('SVC_OIDC_SCOPES', 'must be a space-separated list of scopes that includes openid');
@@ -275,17 +301,22 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_MASTER_KEY', 'must be 64 hexadecimal characters (32 bytes)');
   }
   const exposure = str(env, 'SVC_EXPOSURE') ?? 'local';
-  if (exposure !== 'local' && exposure !== 'public') throw new ConfigError('SVC_EXPOSURE', `must be "local" or "public", got "${exposure}"`);
+  if (exposure !== 'local' && exposure !== 'public')
+    throw new ConfigError('SVC_EXPOSURE', `must be "local" or "public", got "${exposure}"`);
   const baseDomain = hostnameVar(env, 'SVC_BASE_DOMAIN');
   const explicitControl = hostnameVar(env, 'SVC_CONTROL_DOMAIN');
   const controlDomain = explicitControl ?? (baseDomain ? `svc.${baseDomain}` : null);
   const publicUrl = publicUrlOf(str(env, 'SVC_PUBLIC_URL'));
   const host = str(env, 'SVC_HOST') ?? '0.0.0.0';
-  if (!isIP(host) && host !== 'localhost') throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
+  if (!isIP(host) && host !== 'localhost')
+    throw new ConfigError('SVC_HOST', `"${host}" is not an IP address`);
   const tlsCert = str(env, 'SVC_TLS_CERT') ?? null;
   const tlsKey = str(env, 'SVC_TLS_KEY') ?? null;
   if ((tlsCert === null) !== (tlsKey === null)) {
-    throw new ConfigError(tlsCert ? 'SVC_TLS_KEY' : 'SVC_TLS_CERT', 'SVC_TLS_CERT and SVC_TLS_KEY must be set together');
+    throw new ConfigError(
+      tlsCert ? 'SVC_TLS_KEY' : 'SVC_TLS_CERT',
+      'SVC_TLS_CERT and SVC_TLS_KEY must be set together',
+    );
   }
   const metricsToken = str(env, 'SVC_METRICS_TOKEN') ?? null;
   if (metricsToken !== null && metricsToken.length < 16) {
@@ -298,7 +329,8 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(str(env, 'SVC_DATA_DIR') ?? './data');
   const httpPort = port(env, 'SVC_PROXY_HTTP_PORT', 80);
   const httpsPort = port(env, 'SVC_PROXY_HTTPS_PORT', 443);
-  if (httpPort === httpsPort) throw new ConfigError('SVC_PROXY_HTTPS_PORT', 'must differ from SVC_PROXY_HTTP_PORT');
+  if (httpPort === httpsPort)
+    throw new ConfigError('SVC_PROXY_HTTPS_PORT', 'must differ from SVC_PROXY_HTTP_PORT');
   const acmeCa = str(env, 'SVC_ACME_CA') ?? 'https://acme-v02.api.letsencrypt.org/directory';
   try {
     if (new URL(acmeCa).protocol !== 'https:') throw new Error();
@@ -381,7 +413,12 @@ function adminOrigin(env: Env, name: string, def: string): string {
   if (raw.startsWith('unix/')) {
     // Caddy's syntax for a unix socket: unix//run/caddy/admin.sock (an absolute path after "unix/").
     const path = raw.slice('unix/'.length);
-    if (!path.startsWith('/') || path.includes('\0') || path.includes('|') || posix.normalize(path) !== path) {
+    if (
+      !path.startsWith('/') ||
+      path.includes('\0') ||
+      path.includes('|') ||
+      posix.normalize(path) !== path
+    ) {
       throw new ConfigError(name, `"${raw}" is not a unix socket address (like unix//run/caddy/admin.sock)`);
     }
     return raw;
@@ -392,9 +429,11 @@ function adminOrigin(env: Env, name: string, def: string): string {
   } catch {
     throw new ConfigError(name, `"${raw}" is not a URL (like http://127.0.0.1:2019)`);
   }
-  if (u.protocol !== 'http:') throw new ConfigError(name, `must be an http:// URL or unix//<socket path>, got "${u.protocol}"`);
+  if (u.protocol !== 'http:')
+    throw new ConfigError(name, `must be an http:// URL or unix//<socket path>, got "${u.protocol}"`);
   if (u.username || u.password) throw new ConfigError(name, 'must not carry credentials');
-  if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new ConfigError(name, 'must be an origin without a path, like http://127.0.0.1:2019');
+  if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash)
+    throw new ConfigError(name, 'must be an origin without a path, like http://127.0.0.1:2019');
   const p = u.port || '80';
   return `http://${u.hostname}:${p}`;
 }
@@ -407,7 +446,8 @@ function resolverAddress(env: Env, name: string): string | null {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(raw);
   const host = m?.[1] ?? m?.[2];
   const p = Number(m?.[3]);
-  if (!m || !host || !isIP(host) || !(p >= 1 && p <= 65535)) throw new ConfigError(name, `"${raw}" is not an IP address or ip:port`);
+  if (!m || !host || !isIP(host) || !(p >= 1 && p <= 65535))
+    throw new ConfigError(name, `"${raw}" is not an IP address or ip:port`);
   return isIP(host) === 6 ? `[${host}]:${p}` : `${host}:${p}`;
 }
 

@@ -14,6 +14,20 @@ export function createLogger(level: string): Logger {
     level,
     base: undefined,
     // Belt and braces: these keys never reach a log line even if someone logs a whole object.
-    redact: { paths: ['password', '*.password', 'token', '*.token', 'secret', '*.secret', 'value', '*.value', 'headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+    redact: {
+      paths: [
+        'password',
+        '*.password',
+        'token',
+        '*.token',
+        'secret',
+        '*.secret',
+        'value',
+        '*.value',
+        'headers.authorization',
+        'headers.cookie',
+      ],
+      censor: '[redacted]',
+    },
   });
 }

@@ -7,7 +7,8 @@ export function productVersion(): string {
   if (cached) return cached;
   for (const rel of ['../package.json', '../../package.json']) {
     try {
-      const v = (JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { version?: unknown }).version;
+      const v = (JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { version?: unknown })
+        .version;
       if (typeof v === 'string') return (cached = v);
     } catch {
       // try the next place

@@ -1,21 +1,21 @@
 // Long-running work started with the server and stopped before the database closes:
 // the access-log tailer feeding the traffic monitor, and the Docker event follower.
-import type { Services as Env } from '../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import type { Running } from './server.js';
-import { followEvents, type ContainerEvent } from '../lib/docker/events.js';
-import { getAppByName } from '../lib/apps/store.js';
-import { publishAppEvent } from '../lib/apps/events.js';
-import { registerStreams } from '../lib/deploy/streams.js';
-import { defaultControlUpstream } from '../lib/proxy/rows.js';
-import { recoverDatabases } from '../lib/databases/index.js';
-import { recoverRuns } from '../lib/backups/recovery.js';
-import { settleJobs } from '../lib/backups/jobs.js';
-import { BackupScheduler } from '../lib/backups/scheduler.js';
-import { productVersion } from '../lib/version.js';
-import { CrashWatcher } from '../lib/apps/crash.js';
-import { adoptLegacyObjects } from '../lib/instance/owner.js';
-import { readRecoveryMarker, runRecovery } from '../lib/instance/recovery.js';
-import { PreviewSweeper } from '../lib/previews/sweeper.js';
+import { followEvents, type ContainerEvent } from '#lib/docker/events.js';
+import { getAppByName } from '#lib/apps/store.js';
+import { publishAppEvent } from '#lib/apps/events.js';
+import { registerStreams } from '#lib/deploy/streams.js';
+import { defaultControlUpstream } from '#lib/proxy/rows.js';
+import { recoverDatabases } from '#lib/databases/index.js';
+import { recoverRuns } from '#lib/backups/recovery.js';
+import { settleJobs } from '#lib/backups/jobs.js';
+import { BackupScheduler } from '#lib/backups/scheduler.js';
+import { productVersion } from '#lib/version.js';
+import { CrashWatcher } from '#lib/apps/crash.js';
+import { adoptLegacyObjects } from '#lib/instance/owner.js';
+import { readRecoveryMarker, runRecovery } from '#lib/instance/recovery.js';
+import { PreviewSweeper } from '#lib/previews/sweeper.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -47,7 +47,9 @@ export function startBackground(env: Env, running: Running): void {
   // backup's success, and the instance's apps and databases come back (lib/instance/recovery.ts).
   const scheduler = new BackupScheduler(env);
   const marker = readRecoveryMarker(env.config.dataDir);
-  const restored = marker ? { run_id: marker.run_id, sha256: marker.sha256, size_bytes: marker.size_bytes } : undefined;
+  const restored = marker
+    ? { run_id: marker.run_id, sha256: marker.sha256, size_bytes: marker.size_bytes }
+    : undefined;
   const data = recoverDatabases(env)
     .then(() => recoverRuns(env, restored))
     .then(() => scheduler.start())
@@ -62,7 +64,11 @@ export function startBackground(env: Env, running: Running): void {
   // Notification channels listen to the bus from here on; boot is the first thing they hear.
   env.notifier.start(env.bus);
   running.onClose(() => env.notifier.stop());
-  env.bus.publish('instance', { type: 'control_plane_started', version: productVersion(), at: new Date(env.now()).toISOString() });
+  env.bus.publish('instance', {
+    type: 'control_plane_started',
+    version: productVersion(),
+    at: new Date(env.now()).toISOString(),
+  });
 
   const crashes = new CrashWatcher({
     db: env.db,
@@ -72,7 +78,10 @@ export function startBackground(env: Env, running: Running): void {
     now: () => env.now(),
     onChange: (name) =>
       void getAppByName(env.db, name)
-        .then((app) => app && import('../lib/apps/ops.js').then(({ refreshAppStatus }) => refreshAppStatus(env, app)))
+        .then(
+          (app) =>
+            app && import('#lib/apps/ops.js').then(({ refreshAppStatus }) => refreshAppStatus(env, app)),
+        )
         .catch(() => {}),
   });
   env.crashes = crashes;
@@ -90,8 +99,13 @@ export function startBackground(env: Env, running: Running): void {
       onError: (err) => env.log.warn({ err: String(err) }, 'docker event stream interrupted; reconnecting'),
       // The engine answers again: finish what deployments could not do while it was away.
       onConnect: (resumed) => {
-        void adoptLegacyObjects(env.db, env.engine).catch((err) => env.log.warn({ err: String(err) }, 'adopting older engine objects failed'));
-        if (resumed) void env.deployments.recover().catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
+        void adoptLegacyObjects(env.db, env.engine).catch((err) =>
+          env.log.warn({ err: String(err) }, 'adopting older engine objects failed'),
+        );
+        if (resumed)
+          void env.deployments
+            .recover()
+            .catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
       },
     },
   ).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
@@ -100,7 +114,9 @@ export function startBackground(env: Env, running: Running): void {
   // Deployments: boot recovery (interrupted ones cleaned up), then the queue's workers and reaper.
   const streams = registerStreams(env);
   running.onClose(() => streams.stopAll());
-  const deploys = env.deployments.start().catch((err) => env.log.error({ err }, 'deployment service failed to start'));
+  const deploys = env.deployments
+    .start()
+    .catch((err) => env.log.error({ err }, 'deployment service failed to start'));
   if (marker)
     recovery = Promise.all([data, deploys])
       .then(() => runRecovery(env))
@@ -124,14 +140,23 @@ function onContainerEvent(env: Env, e: ContainerEvent): void {
   void getAppByName(env.db, e.app).then(
     (app) => {
       if (!app) return;
-      publishAppEvent(env.bus, { type: 'container', app_id: app.id, app: app.name, service: e.service, container: e.container, action: e.action, status: e.status, at: e.at });
+      publishAppEvent(env.bus, {
+        type: 'container',
+        app_id: app.id,
+        app: app.name,
+        service: e.service,
+        container: e.container,
+        action: e.action,
+        status: e.status,
+        at: e.at,
+      });
       if (pending.has(app.id)) return;
       pending.set(
         app.id,
         setTimeout(() => {
           pending.delete(app.id);
           // App operations load on the first container event, not at boot.
-          import('../lib/apps/ops.js')
+          import('#lib/apps/ops.js')
             .then(({ refreshAppStatus }) => refreshAppStatus(env, app))
             .then(
               (status) => publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status }),

@@ -1,34 +1,41 @@
 // Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
-import type { Config } from '../lib/config.js';
-import type { Services as Env } from '../lib/http/handler.js';
-import { openDb, migrate, type Db } from '../lib/db/index.js';
-import { snapshotBeforeUpgrade, recordVersion } from '../lib/db/upgrade.js';
-import { productVersion } from '../lib/version.js';
-import { Bus } from '../lib/events/bus.js';
-import { createSealer, type Sealer } from '../lib/crypto/seal.js';
-import { createLogger, type Logger } from '../lib/log.js';
-import { createMetrics } from '../lib/metrics/index.js';
-import { RateLimiter } from '../lib/auth/ratelimit.js';
-import { LoginGuard } from '../lib/auth/guard.js';
-import { loadSigningKey } from '../lib/auth/signing.js';
-import { rehashRecoveryCodes } from '../lib/auth/totp.js';
-import { chooseMasterKey, masterKeyPath, MasterKeyError, readNextKey, nextMasterKeyPath, type MasterKeyChoice } from '../lib/crypto/master-key.js';
-import { hasSealedData, unopenableSealedData } from '../lib/instance/sealed-rows.js';
-import { tightenPrivateDir } from '../lib/util/private-dir.js';
-import { prepareSetup, setupTokenPath } from '../lib/auth/setup.js';
-import { createEngine } from '../lib/docker/engine.js';
-import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '../lib/instance/owner.js';
-import { AccessLogTailer } from '../lib/traffic/tailer.js';
-import { DeployService } from '../lib/deploy/service.js';
-import { registerTrafficMetrics } from '../lib/metrics/traffic.js';
-import { registerPlatformMetrics } from '../lib/metrics/platform.js';
-import { deployKeyGitAuth } from '../lib/keys/store.js';
-import { createEdge, type EdgeOptions } from '../lib/proxy/edge.js';
-import { hostAttribution } from '../lib/proxy/config.js';
-import { RequestSeries } from '../lib/series/requests.js';
-import { VitalsSampler } from '../lib/series/vitals.js';
-import { Notifier } from '../lib/notify/notifier.js';
-import { Sleeper, type SleeperOptions } from '../lib/sleep/index.js';
+import type { Config } from '#lib/config.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { openDb, migrate, type Db } from '#lib/db/index.js';
+import { snapshotBeforeUpgrade, recordVersion } from '#lib/db/upgrade.js';
+import { productVersion } from '#lib/version.js';
+import { Bus } from '#lib/events/bus.js';
+import { createSealer, type Sealer } from '#lib/crypto/seal.js';
+import { createLogger, type Logger } from '#lib/log.js';
+import { createMetrics } from '#lib/metrics/index.js';
+import { RateLimiter } from '#lib/auth/ratelimit.js';
+import { LoginGuard } from '#lib/auth/guard.js';
+import { loadSigningKey } from '#lib/auth/signing.js';
+import { rehashRecoveryCodes } from '#lib/auth/totp.js';
+import {
+  chooseMasterKey,
+  masterKeyPath,
+  MasterKeyError,
+  readNextKey,
+  nextMasterKeyPath,
+  type MasterKeyChoice,
+} from '#lib/crypto/master-key.js';
+import { hasSealedData, unopenableSealedData } from '#lib/instance/sealed-rows.js';
+import { tightenPrivateDir } from '#lib/util/private-dir.js';
+import { prepareSetup, setupTokenPath } from '#lib/auth/setup.js';
+import { createEngine } from '#lib/docker/engine.js';
+import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '#lib/instance/owner.js';
+import { AccessLogTailer } from '#lib/traffic/tailer.js';
+import { DeployService } from '#lib/deploy/service.js';
+import { registerTrafficMetrics } from '#lib/metrics/traffic.js';
+import { registerPlatformMetrics } from '#lib/metrics/platform.js';
+import { deployKeyGitAuth } from '#lib/keys/store.js';
+import { createEdge, type EdgeOptions } from '#lib/proxy/edge.js';
+import { hostAttribution } from '#lib/proxy/config.js';
+import { RequestSeries } from '#lib/series/requests.js';
+import { VitalsSampler } from '#lib/series/vitals.js';
+import { Notifier } from '#lib/notify/notifier.js';
+import { Sleeper, type SleeperOptions } from '#lib/sleep/index.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -67,7 +74,11 @@ async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Prom
         'Run `svc rotate-master-key` again to finish it (or put that key where the service reads it yourself)',
     );
   }
-  const fileOpens = choice.source === 'env' && choice.fileKey && !choice.fileKey.equals(choice.key) && (await unopenableSealedData(db, createSealer(choice.fileKey))).length === 0;
+  const fileOpens =
+    choice.source === 'env' &&
+    choice.fileKey &&
+    !choice.fileKey.equals(choice.key) &&
+    (await unopenableSealedData(db, createSealer(choice.fileKey))).length === 0;
   throw new MasterKeyError(
     `${from} cannot open the secrets already sealed in ${dataDir} (${failed.join(', ')}): ` +
       (fileOpens
@@ -78,7 +89,8 @@ async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Prom
 
 export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) => (opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg));
+  const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) =>
+    opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg);
   const dataDir = opts.dataDir ?? config.dataDir;
   const db = openDb(dataDir);
   let key: MasterKeyChoice;
@@ -118,9 +130,18 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
       `generated the master key in ${path}: back it up now (sealed secrets cannot be recovered without it); a key kept beside the data protects less than SVC_MASTER_KEY supplied from outside`,
     );
   } else if (key.source === 'env' && key.fileKey && !key.fileKey.equals(key.key!)) {
-    notice('warn', { master_key_file: masterKeyPath(dataDir) }, `SVC_MASTER_KEY is in use; ${masterKeyPath(dataDir)} holds another key that nothing uses: delete it`);
+    notice(
+      'warn',
+      { master_key_file: masterKeyPath(dataDir) },
+      `SVC_MASTER_KEY is in use; ${masterKeyPath(dataDir)} holds another key that nothing uses: delete it`,
+    );
   }
-  if (!key.key) notice('warn', {}, 'SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503');
+  if (!key.key)
+    notice(
+      'warn',
+      {},
+      'SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503',
+    );
   const env: Env = {
     config,
     db,
@@ -147,12 +168,25 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     // An upgrade: the objects older builds made carry no instance id. Retried when the engine answers again.
     await adoptLegacyObjects(db, env.engine).then(
       (n) => notice('info', { adopted: n }, 'engine objects made before the instance id adopted by id'),
-      (e) => notice('warn', { err: String(e) }, 'could not list the engine objects to adopt; retried when the engine answers'),
+      (e) =>
+        notice(
+          'warn',
+          { err: String(e) },
+          'could not list the engine objects to adopt; retried when the engine answers',
+        ),
     );
   }
   env.deployments = new DeployService(env);
-  env.edge = createEdge({ db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() }, opts.edge);
-  env.series = new RequestSeries({ db, log, now: () => env.now(), attribution: async () => hostAttribution((await env.edge.plan()).routes) });
+  env.edge = createEdge(
+    { db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() },
+    opts.edge,
+  );
+  env.series = new RequestSeries({
+    db,
+    log,
+    now: () => env.now(),
+    attribution: async () => hostAttribution((await env.edge.plan()).routes),
+  });
   env.sleeper = new Sleeper(env, opts.sleep);
   env.edge.proxy.onPlan((routes) => {
     const byHost = hostAttribution(routes);
@@ -174,7 +208,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   if (config.security.monitor) {
     const s = config.security;
     // Loaded only when enabled.
-    const { TrafficMonitor } = await import('../lib/traffic/monitor.js');
+    const { TrafficMonitor } = await import('#lib/traffic/monitor.js');
     env.monitor = new TrafficMonitor({
       windowSeconds: s.windowSeconds,
       requestThreshold: s.requestThreshold,
@@ -197,7 +231,8 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
 export async function announceSetup(env: Env, notices?: BootNotice[]): Promise<void> {
   const { open, created } = await prepareSetup(env.db, env.config.dataDir);
   const fields = { setup_token_file: setupTokenPath(env.config.dataDir) };
-  const say = (msg: string) => (notices ? notices.push({ level: 'info', fields, msg }) : env.log.info(fields, msg));
+  const say = (msg: string) =>
+    notices ? notices.push({ level: 'info', fields, msg }) : env.log.info(fields, msg);
   if (created) say(`setup is open: one-time setup token ${created}`);
   else if (open) say('setup is open: the one-time setup token is in the file (or run `svc setup-token`)');
 }

@@ -3,11 +3,11 @@
 // `svc uninstall` and `svc doctor` set up, remove and check a server install (runtime/install-cli.ts).
 import { existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { restartMode, RESTART_EXIT_CODE } from '../lib/instance/restart.js';
+import { restartMode, RESTART_EXIT_CODE } from '#lib/instance/restart.js';
 import { join } from 'node:path';
-import { ConfigError, type Config } from '../lib/config.js';
+import { ConfigError, type Config } from '#lib/config.js';
 import { loadHostConfig, DEFAULT_ENV_FILE, type HostConfig } from './host-config.js';
-import { readSetupToken } from '../lib/auth/setup.js';
+import { readSetupToken } from '#lib/auth/setup.js';
 import type { BootNotice } from './boot.js';
 
 function hostConfig(): HostConfig {
@@ -31,7 +31,12 @@ async function serve(): Promise<void> {
   const { startServer } = await import('./server.js');
   const { startBackground } = await import('./background.js');
   const notices: BootNotice[] = [];
-  if (host.envFileError) notices.push({ level: 'info', fields: {}, msg: `${host.envFileError}; using the process environment only` });
+  if (host.envFileError)
+    notices.push({
+      level: 'info',
+      fields: {},
+      msg: `${host.envFileError}; using the process environment only`,
+    });
   const env = await createEnv(cfg, { notices });
   await announceSetup(env, notices);
   const running = await startServer(env);
@@ -71,13 +76,20 @@ async function serve(): Promise<void> {
   };
   // The first line says how long the start took (process start to listening), then what boot found.
   const startupMs = Math.round(performance.now());
-  env.log.info({ url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs, pid: process.pid }, `listening on ${running.url} (started in ${startupMs} ms)`);
+  env.log.info(
+    { url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs, pid: process.pid },
+    `listening on ${running.url} (started in ${startupMs} ms)`,
+  );
   for (const n of notices) env.log[n.level](n.fields, n.msg);
 }
 
 /** Standalone: the same program, arguments and environment, detached; it binds once we have let go. */
 function reexec(): void {
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', detached: true, env: process.env });
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    detached: true,
+    env: process.env,
+  });
   child.unref();
 }
 
@@ -119,7 +131,9 @@ async function securityCheckCmd(): Promise<void> {
     const { cliPosture } = await import('./security-cli.js');
     return cliPosture(cfg);
   };
-  stdio.out(`Service data: ${cfg.dataDir}; configuration from ${host.envFile ? `${host.envFile} and the environment` : 'the environment'}.`);
+  stdio.out(
+    `Service data: ${cfg.dataDir}; configuration from ${host.envFile ? `${host.envFile} and the environment` : 'the environment'}.`,
+  );
   process.exitCode = await securityCheck(process.argv.slice(3), stdio, provider, { dataDir: cfg.dataDir });
 }
 
@@ -129,7 +143,9 @@ async function securityCheckCmd(): Promise<void> {
  */
 async function serviceAnswers(cfg: Config): Promise<boolean> {
   const host = cfg.host === '0.0.0.0' || cfg.host === '::' ? '127.0.0.1' : cfg.host;
-  return fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/health`, { signal: AbortSignal.timeout(1000) }).then(
+  return fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/health`, {
+    signal: AbortSignal.timeout(1000),
+  }).then(
     () => true,
     () => false,
   );
@@ -138,11 +154,13 @@ async function serviceAnswers(cfg: Config): Promise<boolean> {
 async function rollbackUpgradeCmd(): Promise<void> {
   const cfg = config();
   if (await serviceAnswers(cfg)) {
-    stdio.err(`svc rollback-upgrade: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`);
+    stdio.err(
+      `svc rollback-upgrade: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`,
+    );
     process.exitCode = 1;
     return;
   }
-  const { rollbackUpgrade } = await import('../lib/db/upgrade.js');
+  const { rollbackUpgrade } = await import('#lib/db/upgrade.js');
   const r = rollbackUpgrade(cfg.dataDir);
   stdio.out(`restored ${join(cfg.dataDir, 'svc.db')} from ${r.restored}`);
   stdio.out(`the upgraded database is kept as ${r.keptAs}`);
@@ -164,18 +182,26 @@ async function restoreInstanceCmd(): Promise<void> {
   }
   const cfg = config();
   if (await serviceAnswers(cfg)) {
-    stdio.err(`svc restore-instance: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`);
+    stdio.err(
+      `svc restore-instance: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`,
+    );
     process.exitCode = 1;
     return;
   }
   if (cfg.masterKey && !cfg.masterKey.equals(parsed.key)) {
-    stdio.err('svc restore-instance: SVC_MASTER_KEY of this host is another key than --key: the restored instance could not open its secrets; set it to the key of the backup first');
+    stdio.err(
+      'svc restore-instance: SVC_MASTER_KEY of this host is another key than --key: the restored instance could not open its secrets; set it to the key of the backup first',
+    );
     process.exitCode = 1;
     return;
   }
-  const { restoreInstance, RestoreRefused } = await import('../lib/instance/restore.js');
+  const { restoreInstance, RestoreRefused } = await import('#lib/instance/restore.js');
   try {
-    const lines = await restoreInstance({ ...parsed, dataDir: cfg.dataDir, caddyStorage: cfg.proxy.caddyStorage });
+    const lines = await restoreInstance({
+      ...parsed,
+      dataDir: cfg.dataDir,
+      caddyStorage: cfg.proxy.caddyStorage,
+    });
     for (const l of lines) stdio.out(l);
   } catch (e) {
     if (!(e instanceof RestoreRefused)) throw e;
@@ -199,15 +225,21 @@ async function keyCmd(): Promise<void> {
     return;
   }
   const cfg = config();
-  const { readMasterKeyFile, masterKeyPath } = await import('../lib/crypto/master-key.js');
+  const { readMasterKeyFile, masterKeyPath } = await import('#lib/crypto/master-key.js');
   const key = cfg.masterKey ?? readMasterKeyFile(cfg.dataDir);
   if (!key) {
-    stdio.err(`svc key show: no master key: SVC_MASTER_KEY is not set and ${masterKeyPath(cfg.dataDir)} does not exist`);
+    stdio.err(
+      `svc key show: no master key: SVC_MASTER_KEY is not set and ${masterKeyPath(cfg.dataDir)} does not exist`,
+    );
     process.exitCode = 1;
     return;
   }
-  stdio.err('WARNING: this key opens every secret and every backup of this instance. Keep it offline, apart from');
-  stdio.err('the backups (they never contain it); whoever holds both holds everything. Clear your terminal after.');
+  stdio.err(
+    'WARNING: this key opens every secret and every backup of this instance. Keep it offline, apart from',
+  );
+  stdio.err(
+    'the backups (they never contain it); whoever holds both holds everything. Clear your terminal after.',
+  );
   stdio.out(key.toString('hex'));
 }
 
@@ -228,7 +260,9 @@ async function rotateMasterKeyCmd(): Promise<void> {
   }
   const host = hostConfig();
   if (await serviceAnswers(host.config)) {
-    stdio.err(`svc rotate-master-key: a service answers on port ${host.config.port}: stop it first (systemctl stop svc); nothing was changed`);
+    stdio.err(
+      `svc rotate-master-key: a service answers on port ${host.config.port}: stop it first (systemctl stop svc); nothing was changed`,
+    );
     process.exitCode = 1;
     return;
   }
@@ -241,7 +275,10 @@ async function installCommand(name: 'install' | 'uninstall' | 'doctor'): Promise
   process.exitCode = await runInstallCommand(name, process.argv.slice(3), stdio);
 }
 
-const stdio = { out: (l: string) => process.stdout.write(l + '\n'), err: (l: string) => process.stderr.write(l + '\n') };
+const stdio = {
+  out: (l: string) => process.stdout.write(l + '\n'),
+  err: (l: string) => process.stderr.write(l + '\n'),
+};
 
 const usage = `usage: svc <command>
   serve                           run the control plane (configuration from SVC_* variables)

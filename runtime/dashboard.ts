@@ -19,7 +19,12 @@ export interface DashboardFile {
 export interface Dashboard {
   files: Map<string, DashboardFile>;
   /** A response for a GET/HEAD the API did not claim, or null (the caller answers 404 JSON). */
-  serve(method: string, path: string, acceptEncoding: string | null, ifNoneMatch: string | null): Response | null;
+  serve(
+    method: string,
+    path: string,
+    acceptEncoding: string | null,
+    ifNoneMatch: string | null,
+  ): Response | null;
 }
 
 export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
@@ -72,7 +77,8 @@ export function loadDashboard(dir: string = DEFAULT_DASHBOARD_DIR): Dashboard | 
         if (files.size >= MAX_FILES) throw new Error(`dashboard: more than ${MAX_FILES} files in ${dir}`);
         const ext = e.name.slice(e.name.lastIndexOf('.') + 1).toLowerCase();
         const body = new Uint8Array(readFileSync(full));
-        const gz = COMPRESSIBLE.has(ext) && body.length > 512 ? new Uint8Array(gzipSync(body, { level: 9 })) : null;
+        const gz =
+          COMPRESSIBLE.has(ext) && body.length > 512 ? new Uint8Array(gzipSync(body, { level: 9 })) : null;
         files.set(url + e.name, {
           body,
           gzip: gz && gz.length < body.length ? gz : null,
@@ -87,7 +93,13 @@ export function loadDashboard(dir: string = DEFAULT_DASHBOARD_DIR): Dashboard | 
   visit(dir, '/');
   const index = files.get('/index.html')!;
 
-  const respond = (f: DashboardFile, method: string, acceptEncoding: string | null, ifNoneMatch: string | null, html: boolean): Response => {
+  const respond = (
+    f: DashboardFile,
+    method: string,
+    acceptEncoding: string | null,
+    ifNoneMatch: string | null,
+    html: boolean,
+  ): Response => {
     const headers: Record<string, string> = {
       'content-type': f.type,
       'x-content-type-options': 'nosniff',
@@ -101,7 +113,8 @@ export function loadDashboard(dir: string = DEFAULT_DASHBOARD_DIR): Dashboard | 
       headers['referrer-policy'] = 'no-referrer';
       headers['cross-origin-opener-policy'] = 'same-origin';
     }
-    if (ifNoneMatch !== null && ifNoneMatch.split(',').some((t) => t.trim() === f.etag)) return new Response(null, { status: 304, headers });
+    if (ifNoneMatch !== null && ifNoneMatch.split(',').some((t) => t.trim() === f.etag))
+      return new Response(null, { status: 304, headers });
     const gzip = f.gzip !== null && acceptEncoding !== null && /\bgzip\b/i.test(acceptEncoding);
     if (gzip) headers['content-encoding'] = 'gzip';
     const body = gzip ? f.gzip! : f.body;
@@ -115,7 +128,14 @@ export function loadDashboard(dir: string = DEFAULT_DASHBOARD_DIR): Dashboard | 
       if (method !== 'GET' && method !== 'HEAD') return null;
       if (isReservedPath(path)) return null;
       const file = path === '/' ? index : files.get(path);
-      if (file) return respond(file, method, acceptEncoding, ifNoneMatch, file === index || file.type.startsWith('text/html'));
+      if (file)
+        return respond(
+          file,
+          method,
+          acceptEncoding,
+          ifNoneMatch,
+          file === index || file.type.startsWith('text/html'),
+        );
       // A missing asset is a 404, not the page: a stale hashed name must not load HTML as script.
       if (path.startsWith('/assets/')) return null;
       // Client-side routes (`/apps/<id>`, `/tokens`) get the page; names with an extension do not.

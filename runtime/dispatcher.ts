@@ -4,25 +4,33 @@
 import { IttyRouter } from 'itty-router';
 import { Response } from '@whatwg-node/fetch';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { Services as Env } from '../lib/http/handler.js';
-import { ClientAbortError, HttpError, badRequest, notFound } from '../lib/http/errors.js';
-import { errorResponse, text } from '../lib/http/respond.js';
-import { readJson, validationError } from '../lib/http/body.js';
-import { parseCookies } from '../lib/http/cookies.js';
-import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client-address.js';
-import { headerGetter, type HeaderGetter } from '../lib/http/headers.js';
-import { METHODS, type AuditNote, type AuthPolicy, type Client, type Ctx, type Method, type Principal } from '../lib/http/handler.js';
-import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec } from '../lib/http/route.js';
-import { authenticate, CSRF_COOKIE } from '../lib/auth/principal.js';
-import { csrfFor } from '../lib/auth/sessions.js';
-import { hasRecentStepUp } from '../lib/auth/stepup.js';
-import { permit } from '../lib/auth/access.js';
-import { recordAudit, routeAction, type AuditEntryInput } from '../lib/audit/index.js';
-import type { State, StateKindName } from '../lib/audit/kinds.js';
-import { safeEqual } from '../lib/crypto/random.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { ClientAbortError, HttpError, badRequest, notFound } from '#lib/http/errors.js';
+import { errorResponse, text } from '#lib/http/respond.js';
+import { readJson, validationError } from '#lib/http/body.js';
+import { parseCookies } from '#lib/http/cookies.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '#lib/http/client-address.js';
+import { headerGetter, type HeaderGetter } from '#lib/http/headers.js';
+import {
+  METHODS,
+  type AuditNote,
+  type AuthPolicy,
+  type Client,
+  type Ctx,
+  type Method,
+  type Principal,
+} from '#lib/http/handler.js';
+import type { AuditSpec, AuditStateRef, HandlerModule, RouteHandler, RouteSpec } from '#lib/http/route.js';
+import { authenticate, CSRF_COOKIE } from '#lib/auth/principal.js';
+import { csrfFor } from '#lib/auth/sessions.js';
+import { hasRecentStepUp } from '#lib/auth/stepup.js';
+import { permit } from '#lib/auth/access.js';
+import { recordAudit, routeAction, type AuditEntryInput } from '#lib/audit/index.js';
+import type { State, StateKindName } from '#lib/audit/kinds.js';
+import { safeEqual } from '#lib/crypto/random.js';
 import { routeModule, type RouteDef } from './route-types.js';
-import { EngineUnavailableError, EngineConflictError, StackError } from '../lib/docker/engine.js';
-import { attempt, then, type Maybe } from '../lib/util/maybe.js';
+import { EngineUnavailableError, EngineConflictError, StackError } from '#lib/docker/engine.js';
+import { attempt, then, type Maybe } from '#lib/util/maybe.js';
 import type { Dashboard } from './dashboard.js';
 
 export interface RequestMeta {
@@ -81,7 +89,11 @@ interface Matched {
  * Makes the dispatcher of a route table over a set of services. `dashboard`: the built
  * single-page client, answering the GETs no route claims (never /api, /webhooks).
  */
-export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard?: Dashboard | null } = {}): Dispatcher {
+export function createDispatcher(
+  env: Env,
+  routes: RouteDef[],
+  opts: { dashboard?: Dashboard | null } = {},
+): Dispatcher {
   const dashboard = opts.dashboard ?? null;
   const match = matcher(routes);
   const metrics = env.metrics.requests;
@@ -101,7 +113,10 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
         const qAt = target.indexOf('?');
         return then(match(method, target, qAt), (m) => {
           if (m === null) {
-            const page = dashboard === null ? null : serveDashboard(dashboard, request, meta, method, qAt >= 0 ? target.slice(0, qAt) : target);
+            const page =
+              dashboard === null
+                ? null
+                : serveDashboard(dashboard, request, meta, method, qAt >= 0 ? target.slice(0, qAt) : target);
             if (page === null) throw new HttpError('not_found', 'No such route');
             label = 'dashboard';
             return page;
@@ -111,12 +126,26 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
           const headers = meta.rawHeaders ? headerGetter(meta.rawHeaders) : request.headers;
           const search = qAt >= 0 ? target.slice(qAt + 1) : '';
           const effective = (method === 'HEAD' ? 'GET' : method) as Method;
-          return run({ request, meta, method, effective, requestId, route, headers, rawParams: m.params, search });
+          return run({
+            request,
+            meta,
+            method,
+            effective,
+            requestId,
+            route,
+            headers,
+            rawParams: m.params,
+            search,
+          });
         });
       },
       (e) => toErrorResponse(env, e, requestId),
     );
-    return then(out, (response) => answer(method, response, () => metrics.observe(method, label, response.status, (performance.now() - started) / 1000)));
+    return then(out, (response) =>
+      answer(method, response, () =>
+        metrics.observe(method, label, response.status, (performance.now() - started) / 1000),
+      ),
+    );
   }
 
   function run(x: Exchange): Maybe<Response> {
@@ -126,37 +155,45 @@ export function createDispatcher(env: Env, routes: RouteDef[], opts: { dashboard
     const spec = handler.spec;
     const policy: AuthPolicy = spec.auth ?? 'operator';
     // Closed unless the exact bearer is presented; the answer never hints why.
-    if (policy === 'metrics' && !metricsAllowed(x.headers.get('authorization'))) return text('Not Found\n', 404);
+    if (policy === 'metrics' && !metricsAllowed(x.headers.get('authorization')))
+      return text('Not Found\n', 404);
     const client = clientOf(x, trusted);
     const principal = authenticateStage(env, x.headers, policy);
     checkCsrf(env, x, principal, policy);
     // The permission first; then another app outside the caller's list is absent (404) before a step-up is asked for.
     if (principal) permit(principal, spec.permission);
-    return then(reach(env, spec, x.route.pattern, x.rawParams, principal, UNSAFE.has(x.effective)), (appId) => {
-      authorise(env, spec, principal);
-      limitRate(env, spec, x.route, client);
-      return then(parse(spec, x), (input) => {
-        const note: { value?: AuditNote } = {};
-        const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
-        x.appId = appId;
-        const call = (before: StateBefore | null) => {
-          const response = attempt(
-            () => handler(x.request, ctx),
-            (e) => toErrorResponse(env, e, x.requestId),
-          );
-          return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
-        };
-        // Only routes that declare a state pay for reading it.
-        return spec.audit?.state ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call) : call(null);
-      });
-    });
+    return then(
+      reach(env, spec, x.route.pattern, x.rawParams, principal, UNSAFE.has(x.effective)),
+      (appId) => {
+        authorise(env, spec, principal);
+        limitRate(env, spec, x.route, client);
+        return then(parse(spec, x), (input) => {
+          const note: { value?: AuditNote } = {};
+          const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
+          x.appId = appId;
+          const call = (before: StateBefore | null) => {
+            const response = attempt(
+              () => handler(x.request, ctx),
+              (e) => toErrorResponse(env, e, x.requestId),
+            );
+            return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
+          };
+          // Only routes that declare a state pay for reading it.
+          return spec.audit?.state
+            ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call)
+            : call(null);
+        });
+      },
+    );
   }
 
   return { fetch, routes };
 }
 
 /** Stage `match`: path -> route index and raw parameters; null for a path no route claims. */
-export function matcher(routes: RouteDef[]): (method: string, target: string, qAt: number) => Maybe<Matched | null> {
+export function matcher(
+  routes: RouteDef[],
+): (method: string, target: string, qAt: number) => Maybe<Matched | null> {
   const router = IttyRouter();
   routes.forEach((r, i) => router.all(r.pattern, () => i));
   // Paths without parameters are looked up directly; itty-router matches the rest in table order.
@@ -169,7 +206,10 @@ export function matcher(routes: RouteDef[]): (method: string, target: string, qA
     const path = qAt >= 0 ? target.slice(0, qAt) : target;
     const known = statics.get(path);
     if (known !== undefined) return { index: known, params: {} };
-    const probe: { method: string; url: string; params?: Record<string, string> } = { method, url: 'http://h' + target };
+    const probe: { method: string; url: string; params?: Record<string, string> } = {
+      method,
+      url: 'http://h' + target,
+    };
     return (router.fetch(probe) as Promise<number | undefined>).then((index) => {
       if (index === undefined) return null;
       return { index, params: probe.params ? decodeParams(probe.params, catchAllNames[index]!) : {} };
@@ -178,20 +218,33 @@ export function matcher(routes: RouteDef[]): (method: string, target: string, qA
 }
 
 /** Stage `dashboard`: the unmatched path as a file of the built client, or null (404). */
-function serveDashboard(dashboard: Dashboard, request: Request, meta: RequestMeta, method: string, path: string): Response | null {
+function serveDashboard(
+  dashboard: Dashboard,
+  request: Request,
+  meta: RequestMeta,
+  method: string,
+  path: string,
+): Response | null {
   const headers = meta.rawHeaders ? headerGetter(meta.rawHeaders) : request.headers;
   return dashboard.serve(method, path, headers.get('accept-encoding'), headers.get('if-none-match'));
 }
 
 /** Stage `select`: the handler of the method, or the 405 (or the metrics route's blind 404). */
-export function selectHandler(mod: HandlerModule, x: Exchange, metricsAllowed: (authz: string | null) => boolean): RouteHandler | Response {
+export function selectHandler(
+  mod: HandlerModule,
+  x: Exchange,
+  metricsAllowed: (authz: string | null) => boolean,
+): RouteHandler | Response {
   // A metrics route is closed to every method without its token: a 405 would confirm it exists.
-  if (isMetricsModule(mod) && !metricsAllowed(x.headers.get('authorization'))) return text('Not Found\n', 404);
+  if (isMetricsModule(mod) && !metricsAllowed(x.headers.get('authorization')))
+    return text('Not Found\n', 404);
   const handler = METHODS.includes(x.effective) ? mod[x.effective] : undefined;
   if (handler) return handler;
   const allow = METHODS.filter((m) => mod[m]);
   if (mod.GET) allow.splice(1, 0, 'HEAD' as Method);
-  throw new HttpError('method_not_allowed', `Method ${x.method} is not allowed here`, undefined, { allow: allow.join(', ') });
+  throw new HttpError('method_not_allowed', `Method ${x.method} is not allowed here`, undefined, {
+    allow: allow.join(', '),
+  });
 }
 
 const metricsModules = new WeakMap<HandlerModule, boolean>();
@@ -237,7 +290,10 @@ export function authorise(env: Env, spec: RouteSpec, principal: Principal | null
   // Before step-up: asking someone to prove presence for what they may not do anyway would mislead.
   permit(principal, spec.permission);
   if (spec.sessionOnly && principal.kind !== 'session') {
-    throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
+    throw new HttpError(
+      'forbidden',
+      'An API token cannot change how its owner signs in: use a signed-in session',
+    );
   }
   if (spec.stepUp && (upgrade || !spec.websocket)) requireStepUp(env, principal);
 }
@@ -248,7 +304,12 @@ const APP_ROUTE = /^\/api\/apps\/:id(?:\/|$)/;
  * The app a route names: `/api/apps/{id}/...` by its path, others (a domain, an audit entry) by
  * their declared `app` lookup; undefined when it names none or the resource does not exist.
  */
-export function appOfRoute(env: Env, spec: RouteSpec, pattern: string, params: Record<string, string>): Maybe<string | null | undefined> {
+export function appOfRoute(
+  env: Env,
+  spec: RouteSpec,
+  pattern: string,
+  params: Record<string, string>,
+): Maybe<string | null | undefined> {
   if (spec.app) return spec.app(env, params);
   return APP_ROUTE.test(pattern) ? params.id : undefined;
 }
@@ -258,7 +319,14 @@ export function appOfRoute(env: Env, spec: RouteSpec, pattern: string, params: R
  * existence is not revealed (lib/auth/access.ts decides). Answers the app for the audit entry;
  * a lookup is paid only by limited callers and by writes.
  */
-export function reach(env: Env, spec: RouteSpec, pattern: string, params: Record<string, string>, principal: Principal | null, write: boolean): Maybe<string | null | undefined> {
+export function reach(
+  env: Env,
+  spec: RouteSpec,
+  pattern: string,
+  params: Record<string, string>,
+  principal: Principal | null,
+  write: boolean,
+): Maybe<string | null | undefined> {
   if (principal === null || (principal.appIds === null && spec.app && !write)) return undefined;
   // A route that names no app acts outside every list (null).
   const names = spec.app !== undefined || spec.appInBody === true || APP_ROUTE.test(pattern);
@@ -273,14 +341,18 @@ export function reach(env: Env, spec: RouteSpec, pattern: string, params: Record
 /** 403 step_up_required unless this credential stepped up within the last minutes. */
 export function requireStepUp(env: Env, principal: Principal | null): void {
   if (principal && !hasRecentStepUp(principal, env.now())) {
-    throw new HttpError('step_up_required', 'This operation needs a recent step-up: POST /api/auth/step-up first');
+    throw new HttpError(
+      'step_up_required',
+      'This operation needs a recent step-up: POST /api/auth/step-up first',
+    );
   }
 }
 
 /** The declaration of the route an audit action names (`<METHOD> <pattern>`), loading its module. */
 export function specLookup(routes: RouteDef[]): (action: string) => Promise<RouteSpec | null> {
   const byAction = new Map<string, { route: RouteDef; method: Method }>();
-  for (const route of routes) for (const method of METHODS) byAction.set(routeAction(method, route.pattern), { route, method });
+  for (const route of routes)
+    for (const method of METHODS) byAction.set(routeAction(method, route.pattern), { route, method });
   return async (action) => {
     const hit = byAction.get(action);
     if (!hit) return null;
@@ -292,7 +364,10 @@ export function specLookup(routes: RouteDef[]): (action: string) => Promise<Rout
 export function limitRate(env: Env, spec: RouteSpec, route: RouteDef, client: Client): void {
   if (!spec.rateLimit) return;
   const r = env.authLimiter.hit(`${route.pattern}|${client.ip}`, env.now());
-  if (!r.ok) throw new HttpError('rate_limited', 'Too many attempts; try again later', undefined, { 'retry-after': String(r.retryAfter) });
+  if (!r.ok)
+    throw new HttpError('rate_limited', 'Too many attempts; try again later', undefined, {
+      'retry-after': String(r.retryAfter),
+    });
 }
 
 export interface ParsedInput {
@@ -370,15 +445,33 @@ function contextFor(
  * authenticated write, named by its `<METHOD> <pattern>` (the declared action is its finer event). The handler may refine
  * the entry through ctx.audit; it never writes one itself.
  */
-export function audit(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response, before: StateBefore | null = null): Maybe<Response> {
+export function audit(
+  env: Env,
+  spec: RouteSpec,
+  x: Exchange,
+  ctx: Ctx,
+  note: AuditNote | undefined,
+  response: Response,
+  before: StateBefore | null = null,
+): Maybe<Response> {
   if (note?.skip) return response;
   if (before !== null && response.status >= 200 && response.status < 300) {
-    return readAfter(env, before, note, x.requestId).then((state) => write(env, spec, x, ctx, note, response, state));
+    return readAfter(env, before, note, x.requestId).then((state) =>
+      write(env, spec, x, ctx, note, response, state),
+    );
   }
   return write(env, spec, x, ctx, note, response, null);
 }
 
-function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote | undefined, response: Response, state: AuditEntryInput['state']): Maybe<Response> {
+function write(
+  env: Env,
+  spec: RouteSpec,
+  x: Exchange,
+  ctx: Ctx,
+  note: AuditNote | undefined,
+  response: Response,
+  state: AuditEntryInput['state'],
+): Maybe<Response> {
   const principal = ctx.principal;
   const declared = spec.audit;
   if (!declared && !(principal && UNSAFE.has(x.effective))) return response;
@@ -388,7 +481,13 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
   if (target === undefined) target = x.rawParams.id ?? Object.values(x.rawParams)[0] ?? null;
   return recordAudit(env.db, {
     route: routeAction(x.effective, x.route.pattern),
-    actorType: principal ? (principal.kind === 'token' ? 'token' : 'user') : actor || note?.claimed !== undefined ? 'user' : 'system',
+    actorType: principal
+      ? principal.kind === 'token'
+        ? 'token'
+        : 'user'
+      : actor || note?.claimed !== undefined
+        ? 'user'
+        : 'system',
     actorId: actor?.id ?? null,
     actor: actor?.username ?? note?.claimed ?? null,
     tokenId: principal?.kind === 'token' ? principal.credentialId : null,
@@ -414,7 +513,7 @@ function write(env: Env, spec: RouteSpec, x: Exchange, ctx: Ctx, note: AuditNote
 const ok = (r: Response) => r.status >= 200 && r.status < 300;
 
 // The readers reach into most product areas: loaded by the first audited change that declares a state, not at boot.
-const stateKinds = () => import('../lib/revert/state.js').then((m) => m.STATE_KINDS);
+const stateKinds = () => import('#lib/revert/state.js').then((m) => m.STATE_KINDS);
 
 /** What the audit stage read of a route's target before its handler ran. */
 export interface StateBefore {
@@ -424,14 +523,26 @@ export interface StateBefore {
 }
 
 /** Stage `audit`, first half: the declared target's state before the change (null: not recorded). */
-function readBefore(env: Env, ref: NonNullable<AuditSpec['state']>, ctx: Ctx, requestId: string): Promise<StateBefore | null> {
+function readBefore(
+  env: Env,
+  ref: NonNullable<AuditSpec['state']>,
+  ctx: Ctx,
+  requestId: string,
+): Promise<StateBefore | null> {
   const resolve = async (): Promise<AuditStateRef | null> => {
     if (typeof ref === 'function') return ref(ctx);
     return { kind: ref.kind, id: ref.id ? (safeTarget(ref.id, ctx) ?? null) : null };
   };
   return resolve()
     .then(
-      async (r) => (r === null ? null : { kind: r.kind, id: r.id, before: r.id === null ? null : await (await stateKinds())[r.kind].read(env, r.id) }),
+      async (r) =>
+        r === null
+          ? null
+          : {
+              kind: r.kind,
+              id: r.id,
+              before: r.id === null ? null : await (await stateKinds())[r.kind].read(env, r.id),
+            },
       (err) => {
         env.log.error({ err, requestId }, 'audit state read failed');
         return null;
@@ -444,7 +555,12 @@ function readBefore(env: Env, ref: NonNullable<AuditSpec['state']>, ctx: Ctx, re
 }
 
 /** Second half: the state the change produced, under the id the handler named when it made one. */
-async function readAfter(env: Env, b: StateBefore, note: AuditNote | undefined, requestId: string): Promise<AuditEntryInput['state']> {
+async function readAfter(
+  env: Env,
+  b: StateBefore,
+  note: AuditNote | undefined,
+  requestId: string,
+): Promise<AuditEntryInput['state']> {
   const id = note?.stateId ?? b.id ?? note?.target ?? null;
   if (id === null) return null;
   try {
@@ -465,7 +581,8 @@ function safeTarget(fn: (ctx: Ctx) => string | null | undefined, ctx: Ctx): stri
 
 /** Stage `answer`: HEAD loses its body; the request is counted. */
 export function answer(method: string, response: Response, observe: () => void): Response {
-  if (method === 'HEAD') response = new Response(null, { status: response.status, headers: response.headers });
+  if (method === 'HEAD')
+    response = new Response(null, { status: response.status, headers: response.headers });
   observe();
   return response;
 }
@@ -501,7 +618,8 @@ function toErrorResponse(env: Env, e: unknown, requestId: string): Response {
 function fromLibError(e: unknown): HttpError | null {
   if (e instanceof EngineUnavailableError) return new HttpError('service_unavailable', e.message);
   if (e instanceof EngineConflictError) return new HttpError('conflict', e.message);
-  if (e instanceof StackError) return new HttpError('conflict', e.service ? `${e.service}: ${e.message}` : e.message);
+  if (e instanceof StackError)
+    return new HttpError('conflict', e.service ? `${e.service}: ${e.message}` : e.message);
   return null;
 }
 
@@ -521,7 +639,9 @@ function decodeParams(raw: Record<string, string>, catchAll: Set<string>): Recor
     try {
       v = decodeURIComponent(value);
     } catch {
-      throw badRequest(`Path parameter "${name}" is not valid URL encoding`, [{ field: name, message: 'bad percent-encoding' }]);
+      throw badRequest(`Path parameter "${name}" is not valid URL encoding`, [
+        { field: name, message: 'bad percent-encoding' },
+      ]);
     }
     const isCatchAll = catchAll.has(name);
     const bad =
@@ -530,7 +650,10 @@ function decodeParams(raw: Record<string, string>, catchAll: Set<string>): Recor
       /[\u0000-\u001f\u007f]/.test(v) ||
       (!isCatchAll && v.includes('/')) ||
       v.split('/').some((seg) => seg === '..' || seg === '.');
-    if (bad) throw badRequest(`Path parameter "${name}" is not acceptable`, [{ field: name, message: 'empty, too long, or contains control characters, "/" or ".."' }]);
+    if (bad)
+      throw badRequest(`Path parameter "${name}" is not acceptable`, [
+        { field: name, message: 'empty, too long, or contains control characters, "/" or ".."' },
+      ]);
     out[name] = v;
   }
   return out;

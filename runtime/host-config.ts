@@ -3,8 +3,8 @@
 // `svc security-agent` edits) under the process environment, which wins. `svc serve` started by
 // hand and `svc security-check` in a root shell therefore see what the running service sees.
 import { readFileSync } from 'node:fs';
-import { loadConfig, parseEnvFile, type Config } from '../lib/config.js';
-import { DEFAULT_ENV_FILE } from '../lib/install/paths.js';
+import { loadConfig, parseEnvFile, type Config } from '#lib/config.js';
+import { DEFAULT_ENV_FILE } from '#lib/install/paths.js';
 
 export { DEFAULT_ENV_FILE };
 
@@ -26,7 +26,8 @@ export function loadHostConfig(processEnv: NodeJS.ProcessEnv = process.env): Hos
     envFile = path;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') envFileError = `cannot read ${path}: ${code === 'EACCES' ? 'permission denied' : (e as Error).message}`;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR')
+      envFileError = `cannot read ${path}: ${code === 'EACCES' ? 'permission denied' : (e as Error).message}`;
   }
   return { config: loadConfig({ ...fromFile, ...processEnv }), envFile, envFileError };
 }

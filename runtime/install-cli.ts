@@ -9,16 +9,32 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline/promises';
-import { ConfigError, loadConfig, parseEnvFile, type Config } from '../lib/config.js';
-import { readSetupToken } from '../lib/auth/setup.js';
-import { createCaddyClient } from '../lib/proxy/caddy.js';
-import { createDnsChecker, detectAddresses } from '../lib/domains/dns.js';
-import { checkHostname } from '../lib/util/hostname.js';
-import { DEFAULT_ENV_FILE, UNIT_NAME, under } from '../lib/install/paths.js';
-import { describeChange, missingPackages, planInstall, planUninstall, previewText, supportedOs, type Change, type HostState, type Plan } from '../lib/install/plan.js';
-import { execRunner, pathState, readHostState, type CmdRunner } from '../lib/install/state.js';
-import { applyPlan } from '../lib/install/apply.js';
-import { formatLine, parseListeners, runChecks, type DoctorContext, type TlsPeer } from '../lib/doctor/checks.js';
+import { ConfigError, loadConfig, parseEnvFile, type Config } from '#lib/config.js';
+import { readSetupToken } from '#lib/auth/setup.js';
+import { createCaddyClient } from '#lib/proxy/caddy.js';
+import { createDnsChecker, detectAddresses } from '#lib/domains/dns.js';
+import { checkHostname } from '#lib/util/hostname.js';
+import { DEFAULT_ENV_FILE, UNIT_NAME, under } from '#lib/install/paths.js';
+import {
+  describeChange,
+  missingPackages,
+  planInstall,
+  planUninstall,
+  previewText,
+  supportedOs,
+  type Change,
+  type HostState,
+  type Plan,
+} from '#lib/install/plan.js';
+import { execRunner, pathState, readHostState, type CmdRunner } from '#lib/install/state.js';
+import { applyPlan } from '#lib/install/apply.js';
+import {
+  formatLine,
+  parseListeners,
+  runChecks,
+  type DoctorContext,
+  type TlsPeer,
+} from '#lib/doctor/checks.js';
 import { loadHostConfig } from './host-config.js';
 
 export interface Io {
@@ -52,7 +68,10 @@ class UsageError extends Error {}
 
 function parse(args: readonly string[], options: Record<string, { type: 'boolean' | 'string' }>) {
   try {
-    return parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as Record<string, string | boolean | undefined>;
+    return parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | boolean | undefined
+    >;
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -61,7 +80,8 @@ function parse(args: readonly string[], options: Record<string, { type: 'boolean
 function printPlan(io: Io, plan: Plan, dryRun: boolean): void {
   for (const c of plan.changes) {
     io.out(`  ${describeChange(c)}`);
-    if (dryRun && c.kind === 'file') for (const l of previewText(c).replace(/\n$/, '').split('\n')) io.out(`      | ${l}`);
+    if (dryRun && c.kind === 'file')
+      for (const l of previewText(c).replace(/\n$/, '').split('\n')) io.out(`      | ${l}`);
   }
 }
 
@@ -73,7 +93,8 @@ function printNotes(io: Io, plan: Plan): void {
 function setupUrl(cfg: Config): string {
   if (cfg.publicUrl) return cfg.publicUrl.replace(/\/?$/, '/');
   if (cfg.controlDomain) return `https://${cfg.controlDomain}/`;
-  const host = cfg.host === '0.0.0.0' ? (detectAddresses().find((a) => !a.includes(':')) ?? '<this host>') : cfg.host;
+  const host =
+    cfg.host === '0.0.0.0' ? (detectAddresses().find((a) => !a.includes(':')) ?? '<this host>') : cfg.host;
   return `http://${host}:${cfg.port}/`;
 }
 
@@ -94,17 +115,30 @@ async function prerequisites(io: Io, state: HostState, run: CmdRunner, dryRun: b
   for (const port of [80, 443]) {
     const holders = (listeners ?? []).filter((l) => l.port === port && l.process !== 'caddy');
     if (holders.length) {
-      io.err(`error  port ${port} is held by ${holders.map((h) => h.process ?? 'an unknown process').join(', ')}: Caddy needs it. Stop that service, then run svc install again.`);
+      io.err(
+        `error  port ${port} is held by ${holders.map((h) => h.process ?? 'an unknown process').join(', ')}: Caddy needs it. Stop that service, then run svc install again.`,
+      );
       fine = false;
     }
   }
   if (!listeners) io.out('warning  could not list listening sockets (ss): ports 80 and 443 not checked');
-  if (!state.paths['/var/run/docker.sock'] && !dryRun) io.out('Note: no engine socket at /var/run/docker.sock yet: docker.service is started below.');
+  if (!state.paths['/var/run/docker.sock'] && !dryRun)
+    io.out('Note: no engine socket at /var/run/docker.sock yet: docker.service is started below.');
   return fine;
 }
 
-export async function installCmd(args: readonly string[], io: Io, o: InstallCliOptions = {}): Promise<number> {
-  const v = parse(args, { 'dry-run': { type: 'boolean' }, root: { type: 'string' }, 'base-domain': { type: 'string' }, 'acme-email': { type: 'string' }, yes: { type: 'boolean' } });
+export async function installCmd(
+  args: readonly string[],
+  io: Io,
+  o: InstallCliOptions = {},
+): Promise<number> {
+  const v = parse(args, {
+    'dry-run': { type: 'boolean' },
+    root: { type: 'string' },
+    'base-domain': { type: 'string' },
+    'acme-email': { type: 'string' },
+    yes: { type: 'boolean' },
+  });
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const live = root === '/';
@@ -116,13 +150,21 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
     if (!h.ok) throw new UsageError(`--base-domain: ${h.message}`);
   }
   try {
-    loadConfig({ ...(baseDomain ? { SVC_BASE_DOMAIN: baseDomain } : {}), ...(acmeEmail !== undefined ? { SVC_ACME_EMAIL: acmeEmail } : {}) });
+    loadConfig({
+      ...(baseDomain ? { SVC_BASE_DOMAIN: baseDomain } : {}),
+      ...(acmeEmail !== undefined ? { SVC_ACME_EMAIL: acmeEmail } : {}),
+    });
   } catch (e) {
-    if (e instanceof ConfigError) throw new UsageError(`--${e.variable === 'SVC_ACME_EMAIL' ? 'acme-email' : 'base-domain'}: ${e.message.replace(/^\w+: /, '')}`);
+    if (e instanceof ConfigError)
+      throw new UsageError(
+        `--${e.variable === 'SVC_ACME_EMAIL' ? 'acme-email' : 'base-domain'}: ${e.message.replace(/^\w+: /, '')}`,
+      );
     throw e;
   }
   if (live && !dryRun && !isRoot()) {
-    io.err('svc install must run as root (it writes under /etc and /var/lib and enables services); --dry-run shows what it would do.');
+    io.err(
+      'svc install must run as root (it writes under /etc and /var/lib and enables services); --dry-run shows what it would do.',
+    );
     return 1;
   }
   let state = await readHostState(root, run);
@@ -131,7 +173,9 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
     io.err(`svc install: ${os.reason}. Nothing was changed.`);
     return 1;
   }
-  io.out(`svc install${dryRun ? ' --dry-run' : ''}: ${os.ok ? os.name : `(${os.reason}; not checked under --root)`}${live ? '' : `, under ${root}`}`);
+  io.out(
+    `svc install${dryRun ? ' --dry-run' : ''}: ${os.ok ? os.name : `(${os.reason}; not checked under --root)`}${live ? '' : `, under ${root}`}`,
+  );
 
   const missing = missingPackages(state);
   if (live && missing.length) {
@@ -142,7 +186,9 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
       for (const a of [['apt-get', 'update', '-q'], argv]) {
         const r = await run(a[0]!, a.slice(1), { ...process.env, DEBIAN_FRONTEND: 'noninteractive' });
         if (r.code !== 0) {
-          io.err(`${a.join(' ')} failed: ${(r.stderr || r.stdout).trim().slice(-2000)}\nNothing else was changed.`);
+          io.err(
+            `${a.join(' ')} failed: ${(r.stderr || r.stdout).trim().slice(-2000)}\nNothing else was changed.`,
+          );
           return 1;
         }
       }
@@ -151,9 +197,15 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
   }
   if (live && !(await prerequisites(io, state, run, dryRun))) return 1;
 
-  const plan = planInstall({ node: process.execPath, cli: CLI_SCRIPT, baseDomain, acmeEmail }, state, o.randomHex ?? randomHex);
-  if (live && !state.paths['/var/run/docker.sock'] && !dryRun) plan.changes.unshift({ kind: 'command', argv: ['systemctl', 'enable', '--now', 'docker.service'] });
-  if (plan.changes.length === 0) io.out('Nothing to change: everything svc install sets up is already in place.');
+  const plan = planInstall(
+    { node: process.execPath, cli: CLI_SCRIPT, baseDomain, acmeEmail },
+    state,
+    o.randomHex ?? randomHex,
+  );
+  if (live && !state.paths['/var/run/docker.sock'] && !dryRun)
+    plan.changes.unshift({ kind: 'command', argv: ['systemctl', 'enable', '--now', 'docker.service'] });
+  if (plan.changes.length === 0)
+    io.out('Nothing to change: everything svc install sets up is already in place.');
   else if (dryRun) {
     io.out(`Would make ${plan.changes.length} changes (dry run: nothing was changed):`);
     printPlan(io, plan, true);
@@ -171,7 +223,9 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
       await applyPlan(root, plan.changes, run, (l) => io.out(`  ${l}`));
     } catch (e) {
       io.err(`svc install: ${(e as Error).message}`);
-      io.err('The changes listed before this one were made; fix the cause and run svc install again: it continues from there.');
+      io.err(
+        'The changes listed before this one were made; fix the cause and run svc install again: it continues from there.',
+      );
       return 1;
     }
   }
@@ -180,8 +234,16 @@ export async function installCmd(args: readonly string[], io: Io, o: InstallCliO
   return 0;
 }
 
-async function printSetup(io: Io, root: string, waitForService: boolean, changes: readonly Change[], waitMs: number): Promise<void> {
-  const envChange = changes.find((c): c is Extract<Change, { kind: 'file' }> => c.kind === 'file' && c.path === DEFAULT_ENV_FILE);
+async function printSetup(
+  io: Io,
+  root: string,
+  waitForService: boolean,
+  changes: readonly Change[],
+  waitMs: number,
+): Promise<void> {
+  const envChange = changes.find(
+    (c): c is Extract<Change, { kind: 'file' }> => c.kind === 'file' && c.path === DEFAULT_ENV_FILE,
+  );
   const envText = envChange?.text ?? (await pathState(under(root, DEFAULT_ENV_FILE)))?.text ?? '';
   let cfg: Config;
   try {
@@ -193,17 +255,33 @@ async function printSetup(io: Io, root: string, waitForService: boolean, changes
   const url = setupUrl(cfg);
   const tokenFile = `${cfg.dataDir}/setup.token`;
   if (!waitForService) {
-    io.out(`Once ${UNIT_NAME} runs, it writes the one-time setup token to ${tokenFile} (\`svc setup-token\` prints it); open ${url}#token=<that token>.`);
+    io.out(
+      `Once ${UNIT_NAME} runs, it writes the one-time setup token to ${tokenFile} (\`svc setup-token\` prints it); open ${url}#token=<that token>.`,
+    );
     return;
   }
   const token = await waitForToken(cfg.dataDir, waitMs);
-  if (token) io.out(`Setup: open ${url}#token=${token} (one time; \`svc setup-token\` prints the token again).`);
-  else if (await pathState(`${cfg.dataDir}/svc.db`)) io.out(`No setup token in ${tokenFile}: setup is closed (an operator exists); sign in at ${url}.`);
-  else io.out(`${UNIT_NAME} has not written ${tokenFile} yet: see \`journalctl -u ${UNIT_NAME}\`, then \`svc setup-token\`.`);
+  if (token)
+    io.out(`Setup: open ${url}#token=${token} (one time; \`svc setup-token\` prints the token again).`);
+  else if (await pathState(`${cfg.dataDir}/svc.db`))
+    io.out(`No setup token in ${tokenFile}: setup is closed (an operator exists); sign in at ${url}.`);
+  else
+    io.out(
+      `${UNIT_NAME} has not written ${tokenFile} yet: see \`journalctl -u ${UNIT_NAME}\`, then \`svc setup-token\`.`,
+    );
 }
 
-export async function uninstallCmd(args: readonly string[], io: Io, o: InstallCliOptions = {}): Promise<number> {
-  const v = parse(args, { 'dry-run': { type: 'boolean' }, root: { type: 'string' }, purge: { type: 'boolean' }, yes: { type: 'boolean' } });
+export async function uninstallCmd(
+  args: readonly string[],
+  io: Io,
+  o: InstallCliOptions = {},
+): Promise<number> {
+  const v = parse(args, {
+    'dry-run': { type: 'boolean' },
+    root: { type: 'string' },
+    purge: { type: 'boolean' },
+    yes: { type: 'boolean' },
+  });
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const run = o.run ?? execRunner;
@@ -255,17 +333,34 @@ export function tlsPeer(caRoot: string | null): DoctorContext['tls'] {
   const ca = caRoot ? readFileSync(caRoot, 'utf8') : undefined;
   return (address, port, servername) =>
     new Promise<TlsPeer>((done) => {
-      const socket = connect({ host: address, port, servername, ca, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+      const socket = connect({
+        host: address,
+        port,
+        servername,
+        ca,
+        rejectUnauthorized: false,
+        ALPNProtocols: ['http/1.1'],
+      });
       socket.setTimeout(5_000, () => {
         socket.destroy();
         done({ cert: null, authorized: false, error: 'no TLS handshake within 5 s' });
       });
       socket.once('secureConnect', () => {
-        const r: TlsPeer = { cert: socket.getPeerX509Certificate() ?? null, authorized: socket.authorized, error: socket.authorizationError ? String(socket.authorizationError) : undefined };
+        const r: TlsPeer = {
+          cert: socket.getPeerX509Certificate() ?? null,
+          authorized: socket.authorized,
+          error: socket.authorizationError ? String(socket.authorizationError) : undefined,
+        };
         socket.destroy();
         done(r);
       });
-      socket.once('error', (e: NodeJS.ErrnoException) => done({ cert: null, authorized: false, error: e.code === 'ECONNREFUSED' ? `nothing listens on ${port}` : (e.code ?? e.message) }));
+      socket.once('error', (e: NodeJS.ErrnoException) =>
+        done({
+          cert: null,
+          authorized: false,
+          error: e.code === 'ECONNREFUSED' ? `nothing listens on ${port}` : (e.code ?? e.message),
+        }),
+      );
     });
 }
 
@@ -310,7 +405,11 @@ export async function doctorCmd(args: readonly string[], io: Io, ctx?: DoctorCon
 }
 
 /** Runs one of the three with usage errors as exit 2 and anything else as exit 1, message only. */
-export async function runInstallCommand(name: 'install' | 'uninstall' | 'doctor', args: readonly string[], io: Io): Promise<number> {
+export async function runInstallCommand(
+  name: 'install' | 'uninstall' | 'doctor',
+  args: readonly string[],
+  io: Io,
+): Promise<number> {
   try {
     if (name === 'install') return await installCmd(args, io);
     if (name === 'uninstall') return await uninstallCmd(args, io);

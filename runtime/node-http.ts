@@ -42,7 +42,10 @@ function urlOf(req: IncomingMessage): string {
   let host = req.headers.host;
   if (!host) {
     const local = req.socket.localAddress;
-    host = local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
+    host =
+      local && !local.includes('::') && !local.includes('ffff')
+        ? `${local}:${req.socket.localPort ?? 80}`
+        : 'localhost';
   }
   return `${scheme}://${host}${req.url ?? '/'}`;
 }
@@ -64,7 +67,15 @@ export function sendDirect(response: Response, res: ServerResponse): boolean {
   const r = response as unknown as PonyfillResponse;
   const h = r.headers;
   const init = h?.headersInit;
-  if (init === null || typeof init !== 'object' || Array.isArray(init) || 'get' in init || h._map || h._setCookies?.length) return false;
+  if (
+    init === null ||
+    typeof init !== 'object' ||
+    Array.isArray(init) ||
+    'get' in init ||
+    h._map ||
+    h._setCookies?.length
+  )
+    return false;
   const text = r.bodyType === 'String';
   if (!text && r.bodyInit != null) return false;
   if (res.destroyed || res.writableEnded) return true;

@@ -2,17 +2,24 @@
 // paths from the table, shapes from the zod schemas (z.toJSONSchema), policy from the spec.
 // scripts/gen-openapi.mjs writes it to api/openapi.json at build time.
 import { z } from 'zod';
-import { METHODS, type Method } from '../lib/http/handler.js';
-import type { ResponseSpec, RouteSpec } from '../lib/http/route.js';
-import * as wire from '../lib/api/index.js';
-import { components, errorSchema } from '../lib/api/common.js';
+import { METHODS, type Method } from '#lib/http/handler.js';
+import type { ResponseSpec, RouteSpec } from '#lib/http/route.js';
+import * as wire from '#lib/api/index.js';
+import { components, errorSchema } from '#lib/api/common.js';
 import { routeModule, type RouteDef } from './route-types.js';
 
 type Json = Record<string, unknown>;
 
 const REF = (id: string) => `#/components/schemas/${id}`;
 const ERROR = { 'application/json': { schema: { $ref: REF('Error') } } };
-const STATUS_TEXT: Record<number, string> = { 101: 'Switching Protocols', 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 302: 'Found (see the Location header)' };
+const STATUS_TEXT: Record<number, string> = {
+  101: 'Switching Protocols',
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  302: 'Found (see the Location header)',
+};
 
 /** `/api/apps/:id/env/:key` -> `/api/apps/{id}/env/{key}` (catch-alls too). */
 export const openApiPath = (pattern: string) => pattern.replace(/:(\w+)\+?/g, '{$1}');
@@ -30,7 +37,8 @@ const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 async function loadSchemas(spec: RouteSpec): Promise<RouteSpec> {
   if (!Object.values(spec.responses).some((r) => r && 'lazy' in r)) return spec;
   const responses: Record<number, ResponseSpec> = {};
-  for (const [status, r] of Object.entries(spec.responses)) responses[Number(status)] = r && 'lazy' in r ? await r.lazy() : r;
+  for (const [status, r] of Object.entries(spec.responses))
+    responses[Number(status)] = r && 'lazy' in r ? await r.lazy() : r;
   return { ...spec, responses };
 }
 
@@ -52,7 +60,8 @@ export async function buildOpenApi(routes: RouteDef[], version: string): Promise
       ops.push({ path: openApiPath(route.pattern), method, spec, id });
       if (spec.body && !requests.has(spec.body)) requests.add(spec.body, { id: cap(id) + 'Body' });
       for (const [status, r] of Object.entries(spec.responses)) {
-        if (r && !('raw' in r) && !('lazy' in r) && !responses.has(r)) responses.add(r, { id: `${cap(id)}${status}` });
+        if (r && !('raw' in r) && !('lazy' in r) && !responses.has(r))
+          responses.add(r, { id: `${cap(id)}${status}` });
       }
     }
   }
@@ -83,12 +92,36 @@ export async function buildOpenApi(routes: RouteDef[], version: string): Promise
     paths,
     components: {
       schemas,
-      responses: Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([name, r]) => [name, { description: r.description, content: ERROR }])),
+      responses: Object.fromEntries(
+        Object.entries(ERROR_RESPONSES).map(([name, r]) => [
+          name,
+          { description: r.description, content: ERROR },
+        ]),
+      ),
       securitySchemes: {
-        session: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Set by POST /api/auth/login (or /api/auth/totp).' },
-        csrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'Echo of the `svc_csrf` cookie; required on cookie-authenticated POST, PUT, PATCH and DELETE.' },
-        bearer: { type: 'http', scheme: 'bearer', description: 'An API token (`svc_...`) from POST /api/auth/api-tokens.' },
-        metricsToken: { type: 'http', scheme: 'bearer', description: 'SVC_METRICS_TOKEN; only for GET /metrics.' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'svc_session',
+          description: 'Set by POST /api/auth/login (or /api/auth/totp).',
+        },
+        csrf: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-CSRF-Token',
+          description:
+            'Echo of the `svc_csrf` cookie; required on cookie-authenticated POST, PUT, PATCH and DELETE.',
+        },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API token (`svc_...`) from POST /api/auth/api-tokens.',
+        },
+        metricsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'SVC_METRICS_TOKEN; only for GET /metrics.',
+        },
       },
     },
   };
@@ -105,17 +138,29 @@ function registryEntries(): [z.ZodType, { id: string; description?: string }][] 
 }
 
 // A registry cannot be listed: the named schemas are found among the module's exports.
-const namedSchemas = (Object.values(wire) as unknown[]).filter((v): v is z.ZodType => v instanceof z.ZodType && components.has(v));
+const namedSchemas = (Object.values(wire) as unknown[]).filter(
+  (v): v is z.ZodType => v instanceof z.ZodType && components.has(v),
+);
 
-function operation(op: { path: string; method: Method; spec: RouteSpec; id: string }, requests: z.core.$ZodRegistry<{ id: string }>, responses: z.core.$ZodRegistry<{ id: string }>): Json {
+function operation(
+  op: { path: string; method: Method; spec: RouteSpec; id: string },
+  requests: z.core.$ZodRegistry<{ id: string }>,
+  responses: z.core.$ZodRegistry<{ id: string }>,
+): Json {
   const { spec } = op;
   const auth = spec.auth ?? 'operator';
   const description = [
     spec.description,
     spec.websocket?.description,
-    spec.stepUp ? 'Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.' : undefined,
-    spec.stepUpWhen ? `Needs a recent step-up when ${spec.stepUpWhen}; without it: 403 \`step_up_required\`.` : undefined,
-    spec.sessionOnly ? 'Refused to API tokens (403 `forbidden`): it changes how its owner signs in.' : undefined,
+    spec.stepUp
+      ? 'Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.'
+      : undefined,
+    spec.stepUpWhen
+      ? `Needs a recent step-up when ${spec.stepUpWhen}; without it: 403 \`step_up_required\`.`
+      : undefined,
+    spec.sessionOnly
+      ? 'Refused to API tokens (403 `forbidden`): it changes how its owner signs in.'
+      : undefined,
   ]
     .filter(Boolean)
     .join('\n\n');
@@ -132,18 +177,28 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
   const parameters = [...paramsOf(spec.params, 'path'), ...paramsOf(spec.query, 'query')];
   // Path parameters without a schema are still parameters.
   for (const name of [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)) {
-    if (!parameters.some((p) => p.in === 'path' && p.name === name)) parameters.push({ name, in: 'path', required: true, schema: { type: 'string' } });
+    if (!parameters.some((p) => p.in === 'path' && p.name === name))
+      parameters.push({ name, in: 'path', required: true, schema: { type: 'string' } });
   }
   if (parameters.length) o.parameters = parameters;
-  if (spec.body) o.requestBody = { required: true, content: { 'application/json': { schema: { $ref: REF(requests.get(spec.body)!.id) } } } };
+  if (spec.body)
+    o.requestBody = {
+      required: true,
+      content: { 'application/json': { schema: { $ref: REF(requests.get(spec.body)!.id) } } },
+    };
   const res: Json = {};
   for (const [status, r] of Object.entries(spec.responses)) {
     const code = Number(status);
     const description = STATUS_TEXT[code] ?? 'Answer';
     if (r === null) res[status] = { description };
-    else if ('raw' in r) res[status] = { description, content: { [r.raw.split(';')[0]!]: { schema: { type: 'string' } } } };
+    else if ('raw' in r)
+      res[status] = { description, content: { [r.raw.split(';')[0]!]: { schema: { type: 'string' } } } };
     else if ('lazy' in r) throw new Error(`${op.id}: a lazy response schema was not loaded`);
-    else res[status] = { description, content: { 'application/json': { schema: { $ref: REF(responses.get(r)!.id) } } } };
+    else
+      res[status] = {
+        description,
+        content: { 'application/json': { schema: { $ref: REF(responses.get(r)!.id) } } },
+      };
   }
   for (const [status, ref] of errorsOf(spec, op)) res[status] ??= ref;
   o.responses = res;
@@ -152,7 +207,10 @@ function operation(op: { path: string; method: Method; spec: RouteSpec; id: stri
 
 const ERROR_RESPONSES: Record<string, { status: string; description: string }> = {
   BadRequest: { status: '400', description: 'Invalid parameter, query or body (`bad_request`)' },
-  Unauthorized: { status: '401', description: 'No or invalid credentials (`unauthorized`, `invalid_credentials`)' },
+  Unauthorized: {
+    status: '401',
+    description: 'No or invalid credentials (`unauthorized`, `invalid_credentials`)',
+  },
   Forbidden: {
     status: '403',
     description:
@@ -160,10 +218,14 @@ const ERROR_RESPONSES: Record<string, { status: string; description: string }> =
       '(`csrf_mismatch`), or a step-up operation without a recent step-up (`step_up_required`)',
   },
   NotFound: { status: '404', description: 'No such resource (`not_found`)' },
-  RateLimited: { status: '429', description: 'Too many attempts (`rate_limited`, with a Retry-After header)' },
+  RateLimited: {
+    status: '429',
+    description: 'Too many attempts (`rate_limited`, with a Retry-After header)',
+  },
   Failure: {
     status: 'default',
-    description: 'Any other failure (`conflict`, `precondition_failed`, `payload_too_large`, `service_unavailable`, `internal_error`...)',
+    description:
+      'Any other failure (`conflict`, `precondition_failed`, `payload_too_large`, `service_unavailable`, `internal_error`...)',
   },
 };
 
@@ -173,7 +235,8 @@ function errorsOf(spec: RouteSpec, op: { method: Method; path: string }): [strin
   if (spec.params || spec.query || spec.body || op.path.includes('{')) names.push('BadRequest');
   if (auth === 'operator' || spec.rateLimit) names.push('Unauthorized');
   if (auth === 'operator') names.push('Forbidden');
-  if (op.path.includes('{') || auth === 'metrics' || spec.permission?.startsWith('app.')) names.push('NotFound');
+  if (op.path.includes('{') || auth === 'metrics' || spec.permission?.startsWith('app.'))
+    names.push('NotFound');
   if (spec.rateLimit) names.push('RateLimited');
   names.push('Failure');
   return names.map((n) => [ERROR_RESPONSES[n]!.status, { $ref: `#/components/responses/${n}` }]);

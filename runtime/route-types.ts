@@ -1,4 +1,4 @@
-import type { HandlerModule } from '../lib/http/route.js';
+import type { HandlerModule } from '#lib/http/route.js';
 
 export interface RouteDef {
   /** itty-router pattern: `:name` is a parameter, `:name+` a catch-all. */

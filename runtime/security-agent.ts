@@ -9,11 +9,11 @@
 // $SVC_FAIL2BAN_SOCKET or fail2ban's own default.
 import { execFile } from 'node:child_process';
 import { mkdir, chmod } from 'node:fs/promises';
-import { writeFileAtomic } from '../lib/util/files.js';
+import { writeFileAtomic } from '#lib/util/files.js';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { collectHostSnapshot, type Runner } from '../lib/security/collect.js';
-import { DEFAULT_SECURITY_DIR, SNAPSHOT_FILE, type HostSnapshot } from '../lib/security/snapshot.js';
+import { collectHostSnapshot, type Runner } from '#lib/security/collect.js';
+import { DEFAULT_SECURITY_DIR, SNAPSHOT_FILE, type HostSnapshot } from '#lib/security/snapshot.js';
 
 /** Timers and cron start programs with a minimal PATH; the tools live in sbin. */
 const AGENT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -5,16 +5,16 @@ import { existsSync } from 'node:fs';
 import { access, chmod, chown, constants, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeFileAtomic as writeAtomic } from '../lib/util/files.js';
-import { postureSummary, formatPostureTable } from '../lib/security/format.js';
-import type { PostureInput, PostureItem } from '../lib/security/posture.js';
-import { evaluatePosture } from '../lib/security/posture.js';
-import { readOptOut, writeOptOut, optOutPath } from '../lib/security/opt-out.js';
-import { postureInputFrom } from '../lib/security/live.js';
-import { chooseMasterKey } from '../lib/crypto/master-key.js';
-import { createEngine } from '../lib/docker/engine.js';
-import type { Config } from '../lib/config.js';
-import { DEFAULT_SECURITY_DIR, isStale, readHostSnapshot, snapshotPath } from '../lib/security/snapshot.js';
+import { writeFileAtomic as writeAtomic } from '#lib/util/files.js';
+import { postureSummary, formatPostureTable } from '#lib/security/format.js';
+import type { PostureInput, PostureItem } from '#lib/security/posture.js';
+import { evaluatePosture } from '#lib/security/posture.js';
+import { readOptOut, writeOptOut, optOutPath } from '#lib/security/opt-out.js';
+import { postureInputFrom } from '#lib/security/live.js';
+import { chooseMasterKey } from '#lib/crypto/master-key.js';
+import { createEngine } from '#lib/docker/engine.js';
+import type { Config } from '#lib/config.js';
+import { DEFAULT_SECURITY_DIR, isStale, readHostSnapshot, snapshotPath } from '#lib/security/snapshot.js';
 
 export interface CliIo {
   out(line: string): void;
@@ -61,7 +61,11 @@ const defaultRunner: CmdRunner = (cmd, args) =>
   new Promise((done) => {
     execFile(cmd, [...args], { timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (err as NodeJS.ErrnoException).code : 0;
-      done({ code: typeof code === 'number' ? code : err ? null : 0, stdout: String(stdout), stderr: String(stderr) || (err?.message ?? '') });
+      done({
+        code: typeof code === 'number' ? code : err ? null : 0,
+        stdout: String(stdout),
+        stderr: String(stderr) || (err?.message ?? ''),
+      });
     });
   });
 
@@ -109,7 +113,8 @@ function agentCommand(p: Paths): string[] {
   const parts = [p.node, p.agent, '--out', p.securityDir];
   if (p.fail2banSocket) parts.push('--fail2ban-socket', p.fail2banSocket);
   for (const x of [p.node, p.agent, p.securityDir, p.fail2banSocket]) {
-    if (x !== undefined && !SAFE_PATH.test(x)) throw new Error(`refusing a path with unusual characters: ${JSON.stringify(x)}`);
+    if (x !== undefined && !SAFE_PATH.test(x))
+      throw new Error(`refusing a path with unusual characters: ${JSON.stringify(x)}`);
   }
   return parts;
 }
@@ -213,7 +218,9 @@ export async function readEnvFileValue(path: string, key: string): Promise<strin
 
 function needRoot(io: CliIo, o: SecurityCliOptions): boolean {
   if (o.allowNonRoot || (o.root ?? '/') !== '/' || (process.getuid?.() ?? 0) === 0) return true;
-  io.err('svc security-agent on/off must run as root (it installs a system timer that runs the agent as root).');
+  io.err(
+    'svc security-agent on/off must run as root (it installs a system timer that runs the agent as root).',
+  );
   return false;
 }
 
@@ -237,7 +244,8 @@ async function agentOn(io: CliIo, o: SecurityCliOptions, p: Paths, run: CmdRunne
     io.out(`systemd is not running: installed ${p.cronFile} (every minute, as root).`);
     const r = await run(cmd[0], cmd.slice(1));
     if (r.code === 0) io.out(`First snapshot written to ${snapshotPath(p.securityDir)}.`);
-    else io.err(`The agent's first run failed (cron will retry every minute): ${(r.stderr || r.stdout).trim()}`);
+    else
+      io.err(`The agent's first run failed (cron will retry every minute): ${(r.stderr || r.stdout).trim()}`);
   }
   await setEnvFileValue(p.envFile, 'SVC_SECURITY_AGENT', 'true');
   io.out(`Set SVC_SECURITY_AGENT=true in ${p.envFile}; restart svc to apply.`);
@@ -248,7 +256,8 @@ async function agentOff(io: CliIo, o: SecurityCliOptions, p: Paths, run: CmdRunn
   const unitPath = join(p.systemdDir, TIMER_UNIT);
   if (existsSync(p.systemdRunning) && existsSync(unitPath)) {
     const r = await run('systemctl', ['disable', '--now', TIMER_UNIT]);
-    if (r.code !== 0) io.err(`systemctl disable --now ${TIMER_UNIT} failed: ${(r.stderr || r.stdout).trim()}`);
+    if (r.code !== 0)
+      io.err(`systemctl disable --now ${TIMER_UNIT} failed: ${(r.stderr || r.stdout).trim()}`);
   }
   const removed: string[] = [];
   for (const f of [unitPath, join(p.systemdDir, SERVICE_UNIT), p.cronFile]) {
@@ -257,7 +266,8 @@ async function agentOff(io: CliIo, o: SecurityCliOptions, p: Paths, run: CmdRunn
       removed.push(f);
     }
   }
-  if (existsSync(p.systemdRunning) && removed.some((f) => f.startsWith(p.systemdDir))) await run('systemctl', ['daemon-reload']);
+  if (existsSync(p.systemdRunning) && removed.some((f) => f.startsWith(p.systemdDir)))
+    await run('systemctl', ['daemon-reload']);
   // A leftover snapshot would only go stale; the API ignores it once the agent is off anyway.
   await rm(snapshotPath(p.securityDir), { force: true });
   await setEnvFileValue(p.envFile, 'SVC_SECURITY_AGENT', 'false');
@@ -292,21 +302,31 @@ async function agentStatus(io: CliIo, o: SecurityCliOptions, p: Paths, run: CmdR
     return 0;
   }
   const now = (o.now ?? Date.now)();
-  io.out(`Snapshot:   ${snapshotPath(p.securityDir)}, written ${age(now - snap.generatedAtMs)} ago${isStale(snap.generatedAtMs, now) ? ' (STALE)' : ''}`);
+  io.out(
+    `Snapshot:   ${snapshotPath(p.securityDir)}, written ${age(now - snap.generatedAtMs)} ago${isStale(snap.generatedAtMs, now) ? ' (STALE)' : ''}`,
+  );
   if (snap.firewall.ok) {
     const f = snap.firewall.value;
-    io.out(`Firewall:   ${f.backend ?? 'none detected'}${f.backend ? (f.active ? ', active' : ', INACTIVE') : ''}, ${f.rules.length} rules`);
+    io.out(
+      `Firewall:   ${f.backend ?? 'none detected'}${f.backend ? (f.active ? ', active' : ', INACTIVE') : ''}, ${f.rules.length} rules`,
+    );
   } else io.out(`Firewall:   unavailable: ${snap.firewall.reason}`);
   if (snap.fail2ban.ok) {
     const f = snap.fail2ban.value;
     const banned = f.jails.reduce((s, j) => s + j.currently_banned, 0);
-    io.out(`fail2ban:   ${!f.installed ? 'not installed' : !f.active ? 'NOT RUNNING' : `${f.jails.length} jails, ${banned} banned now`}`);
+    io.out(
+      `fail2ban:   ${!f.installed ? 'not installed' : !f.active ? 'NOT RUNNING' : `${f.jails.length} jails, ${banned} banned now`}`,
+    );
   } else io.out(`fail2ban:   unavailable: ${snap.fail2ban.reason}`);
   return 0;
 }
 
 /** `svc security-agent on|off|status`; resolves to the process exit code. */
-export async function securityAgent(args: readonly string[], io: CliIo, options: SecurityCliOptions = {}): Promise<number> {
+export async function securityAgent(
+  args: readonly string[],
+  io: CliIo,
+  options: SecurityCliOptions = {},
+): Promise<number> {
   const sub = args[0];
   const run = options.run ?? defaultRunner;
   let p: Paths;
@@ -329,7 +349,12 @@ export type PostureProvider = () => { items: PostureItem[] } | Promise<{ items: 
  * `svc security-check`: records the operator's opt-out of the firewall/fail2ban expectation
  * (`--undo` removes it, `--show` changes nothing), then prints the posture checklist.
  */
-export async function securityCheck(args: readonly string[], io: CliIo, postureProvider: PostureProvider, options: SecurityCliOptions = {}): Promise<number> {
+export async function securityCheck(
+  args: readonly string[],
+  io: CliIo,
+  postureProvider: PostureProvider,
+  options: SecurityCliOptions = {},
+): Promise<number> {
   const flags = new Set(args);
   for (const a of flags) {
     if (a !== '--undo' && a !== '--show') {
@@ -348,7 +373,9 @@ export async function securityCheck(args: readonly string[], io: CliIo, postureP
       io.out('Firewall and fail2ban are expected again (opt-out removed).');
     } else if (!flags.has('--show')) {
       writeOptOut(p.dataDir, true);
-      io.out(`Recorded: firewall and fail2ban checks disabled by operator (${optOutPath(p.dataDir)}). Undo with \`svc security-check --undo\`.`);
+      io.out(
+        `Recorded: firewall and fail2ban checks disabled by operator (${optOutPath(p.dataDir)}). Undo with \`svc security-check --undo\`.`,
+      );
     } else {
       io.out(`Opt-out: ${readOptOut(p.dataDir) ? 'recorded' : 'not recorded'}.`);
     }
@@ -371,7 +398,13 @@ async function probeAccessLog(path: string): Promise<NonNullable<PostureInput['t
     const st = await stat(path);
     return { reading: true, probed: true, path, lines: 0, lastLineAt: st.mtime.toISOString() };
   } catch (e) {
-    return { reading: false, path, lines: 0, lastLineAt: null, error: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message };
+    return {
+      reading: false,
+      path,
+      lines: 0,
+      lastLineAt: null,
+      error: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message,
+    };
   }
 }
 

@@ -1,22 +1,27 @@
 // The Node adapter: @whatwg-node/server turns node:http into Fetch calls; the WebSocket
 // upgrade shares the same server. Shutdown stops accepting, lets in-flight requests finish,
 // then closes sockets and the database.
-import { createServer as createHttpServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type Server,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServerAdapter, sendNodeResponse } from '@whatwg-node/server';
-import type { Services as Env } from '../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import { createDispatcher, type Dispatcher, type RequestMeta } from './dispatcher.js';
 import { BodylessRequest, sendDirect } from './node-http.js';
 import type { WsHub } from './ws.js';
 import { routes } from './routes.gen.js';
 import { loadDashboard } from './dashboard.js';
-import { isPromise } from '../lib/util/maybe.js';
+import { isPromise } from '#lib/util/maybe.js';
 import { createWakePath } from './wake.js';
-import { registerWsMetrics } from '../lib/metrics/platform.js';
-import { engineSubnetGuard, followNetworks, type SubnetGuard } from '../lib/net/engine-subnets.js';
+import { registerWsMetrics } from '#lib/metrics/platform.js';
+import { engineSubnetGuard, followNetworks, type SubnetGuard } from '#lib/net/engine-subnets.js';
 
 export interface Running {
   server: Server;
@@ -36,10 +41,20 @@ const DRAIN_MS = 10_000;
 const SUBNETS_AT_BOOT_MS = 5_000;
 
 /** `dashboardDir`: where the built dashboard is (default dist/dashboard); without one, `/` is a 404. */
-export async function startServer(env: Env, opts: { port?: number; host?: string; dashboardDir?: string } = {}): Promise<Running> {
+export async function startServer(
+  env: Env,
+  opts: { port?: number; host?: string; dashboardDir?: string } = {},
+): Promise<Running> {
   // Asked first, so the engine answers while the rest is set up; awaited before listening.
   const subnets = engineSubnetGuard(env.engine);
-  const subnetsRead = subnets.refresh().catch((err) => env.log.debug({ err: String(err) }, "could not read the engine's networks at boot; connections from app networks are refused once it answers"));
+  const subnetsRead = subnets
+    .refresh()
+    .catch((err) =>
+      env.log.debug(
+        { err: String(err) },
+        "could not read the engine's networks at boot; connections from app networks are refused once it answers",
+      ),
+    );
   const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const wake = createWakePath(env);
   const metaOf = (req: IncomingMessage): RequestMeta => ({
@@ -81,7 +96,9 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     try {
       const method = req.method;
       response =
-        method === 'GET' || method === 'HEAD' ? app.fetch(new BodylessRequest(req, res), metaOf(req)) : adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil });
+        method === 'GET' || method === 'HEAD'
+          ? app.fetch(new BodylessRequest(req, res), metaOf(req))
+          : adapter.handleNodeRequestAndResponse(req, res, { req, res, waitUntil: adapter.waitUntil });
     } catch (err) {
       failed(res, err);
       return;
@@ -94,13 +111,20 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
     else send(req, res, response);
   };
   const tls = env.config.tlsCert !== null;
-  const server: Server = tls ? createHttpsServer({ cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) }, listener) : createHttpServer(listener);
+  const server: Server = tls
+    ? createHttpsServer(
+        { cert: readFileSync(env.config.tlsCert!), key: readFileSync(env.config.tlsKey!) },
+        listener,
+      )
+    : createHttpServer(listener);
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
   const ws = lazyWsHub(env);
   registerWsMetrics(env.metrics, ws);
-  server.on('upgrade', (req, socket, head) => (wake.claims(req) ? wake.handleUpgrade(req, socket) : ws.handleUpgrade(req, socket, head, tls)));
+  server.on('upgrade', (req, socket, head) =>
+    wake.claims(req) ? wake.handleUpgrade(req, socket) : ws.handleUpgrade(req, socket, head, tls),
+  );
   const closers: Array<() => Promise<void> | void> = [];
 
   // Before any other listener (TLS's included): such a connection is closed with nothing read.
@@ -130,7 +154,9 @@ export async function startServer(env: Env, opts: { port?: number; host?: string
   });
   const port = (server.address() as AddressInfo).port;
   const following = new AbortController();
-  void followNetworks(env.engine, subnets, following.signal, (err) => env.log.debug({ err: String(err) }, 'engine network events interrupted; reconnecting'));
+  void followNetworks(env.engine, subnets, following.signal, (err) =>
+    env.log.debug({ err: String(err) }, 'engine network events interrupted; reconnecting'),
+  );
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `${tls ? 'https' : 'http'}://${shownHost}:${port}`;
 

@@ -9,20 +9,36 @@
 // is refused 403, and never reaches the API either way. The app named is the one whose host Caddy
 // matched; the request goes only to that app's own containers (their addresses as the deployment
 // recorded them), on the port of its route.
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
-import type { Services as Env } from '../lib/http/handler.js';
-import { WAKE_HEADER, dialAddress } from '../lib/proxy/config.js';
-import { listUpstreams } from '../lib/proxy/upstreams.js';
-import { buildBlockList, isTrusted } from '../lib/http/client-address.js';
-import { ID_PATTERN } from '../lib/crypto/random.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { WAKE_HEADER, dialAddress } from '#lib/proxy/config.js';
+import { listUpstreams } from '#lib/proxy/upstreams.js';
+import { buildBlockList, isTrusted } from '#lib/http/client-address.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
 
 const HEADER = WAKE_HEADER.toLowerCase();
 /** As lib/compose's service names (not imported: that module brings the compose parser). */
 const SERVICE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** Connection-level headers: they describe one hop, not the request. */
-const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', HEADER]);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  HEADER,
+]);
 
 export interface WakeTarget {
   appId: string;
@@ -63,7 +79,13 @@ export function createWakePath(env: Env): WakePath {
     return n >= 1 && n <= 65535 ? { appId, service, port: n } : null;
   };
 
-  const plain = (res: ServerResponse, status: number, code: string, error: string, headers: Record<string, string> = {}) => {
+  const plain = (
+    res: ServerResponse,
+    status: number,
+    code: string,
+    error: string,
+    headers: Record<string, string> = {},
+  ) => {
     if (res.headersSent) return void res.destroy();
     res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
     res.end(`${JSON.stringify({ error, code })}\n`);
@@ -73,7 +95,9 @@ export function createWakePath(env: Env): WakePath {
   const woken = async (t: WakeTarget): Promise<'up' | 'timeout' | 'failed'> => {
     env.sleeper.counts.wakeRequests++;
     let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), env.config.wakeTimeoutSeconds * 1000)));
+    const limit = new Promise<'timeout'>(
+      (r) => (timer = setTimeout(() => r('timeout'), env.config.wakeTimeoutSeconds * 1000)),
+    );
     try {
       return await Promise.race([
         env.sleeper.wake(t.appId).then(
@@ -93,17 +117,27 @@ export function createWakePath(env: Env): WakePath {
   const forward = async (req: IncomingMessage, res: ServerResponse, t: WakeTarget) => {
     const up = (await listUpstreams(env.db)).find((u) => u.app_id === t.appId && u.service === t.service);
     const address = up?.addresses[0];
-    if (!address) return plain(res, 503, 'service_unavailable', 'The app woke but this service has no running container.', { 'retry-after': '5' });
+    if (!address)
+      return plain(
+        res,
+        503,
+        'service_unavailable',
+        'The app woke but this service has no running container.',
+        { 'retry-after': '5' },
+      );
     const headers: IncomingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
     const [host, port] = splitDial(dialAddress(address, t.port));
-    const out = httpRequest({ host, port, method: req.method, path: req.url, headers, agent: false }, (answer) => {
-      const back: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(answer.headers)) if (!HOP.has(k) && v !== undefined) back[k] = v;
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, back);
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-    });
+    const out = httpRequest(
+      { host, port, method: req.method, path: req.url, headers, agent: false },
+      (answer) => {
+        const back: Record<string, string | string[]> = {};
+        for (const [k, v] of Object.entries(answer.headers)) if (!HOP.has(k) && v !== undefined) back[k] = v;
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, back);
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+      },
+    );
     out.on('error', () => plain(res, 502, 'internal_error', 'The app did not answer after waking.'));
     res.on('close', () => {
       if (!res.writableFinished) out.destroy();
@@ -119,7 +153,10 @@ export function createWakePath(env: Env): WakePath {
       void woken(t)
         .then((state) => {
           if (state === 'up') return forward(req, res, t);
-          const why = state === 'timeout' ? 'The app is still waking up; try again in a moment.' : 'The app could not be woken; try again in a moment.';
+          const why =
+            state === 'timeout'
+              ? 'The app is still waking up; try again in a moment.'
+              : 'The app could not be woken; try again in a moment.';
           return plain(res, 503, 'service_unavailable', why, { 'retry-after': '5' });
         })
         .catch((err) => {

@@ -3,22 +3,22 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket } from 'ws';
-import type { Services as Env } from '../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import { isIP } from 'node:net';
-import { authenticate } from '../lib/auth/principal.js';
-import { onCredentialsChanged } from '../lib/auth/cache.js';
-import { missingTopicResource } from '../lib/events/topics.js';
-import { HttpError } from '../lib/http/errors.js';
-import { isValidTopic, type BusEvent } from '../lib/events/bus.js';
-import { buildBlockList, clientAddress, forwardedSecure } from '../lib/http/client-address.js';
-import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '../lib/shell/session.js';
+import { authenticate } from '#lib/auth/principal.js';
+import { onCredentialsChanged } from '#lib/auth/cache.js';
+import { missingTopicResource } from '#lib/events/topics.js';
+import { HttpError } from '#lib/http/errors.js';
+import { isValidTopic, type BusEvent } from '#lib/events/bus.js';
+import { buildBlockList, clientAddress, forwardedSecure } from '#lib/http/client-address.js';
+import { prepareShell, runShell, SHELL_MAX_FRAME, SHELL_PATH, type ShellSocket } from '#lib/shell/session.js';
 import { GET as shellRoute } from '../handlers/api/apps/[id]/services/[name]/shell.js';
 import { GET as wsRoute } from '../handlers/api/ws.js';
 import { authorise as authoriseRoute, reach } from './dispatcher.js';
-import { allows } from '../lib/auth/access.js';
-import { authoriseTopic, eventVisible, grantHolds, type TopicGrant } from '../lib/auth/topics.js';
-import type { Principal } from '../lib/http/handler.js';
-import { headerGetter } from '../lib/http/headers.js';
+import { allows } from '#lib/auth/access.js';
+import { authoriseTopic, eventVisible, grantHolds, type TopicGrant } from '#lib/auth/topics.js';
+import type { Principal } from '#lib/http/handler.js';
+import { headerGetter } from '#lib/http/headers.js';
 
 const MAX_TOPICS = 64;
 // A subscriber that stops reading must not make us buffer without bound.
@@ -40,10 +40,31 @@ export interface WsHub {
 function refuse(socket: Duplex, status: number, message: string, code?: string): void {
   const body = JSON.stringify({
     error: message,
-    code: code ?? (status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 409 ? 'conflict' : status === 503 ? 'service_unavailable' : 'forbidden'),
+    code:
+      code ??
+      (status === 401
+        ? 'unauthorized'
+        : status === 404
+          ? 'not_found'
+          : status === 409
+            ? 'conflict'
+            : status === 503
+              ? 'service_unavailable'
+              : 'forbidden'),
   });
-  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 409 ? 'Conflict' : status === 503 ? 'Service Unavailable' : 'Forbidden';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  const reason =
+    status === 401
+      ? 'Unauthorized'
+      : status === 404
+        ? 'Not Found'
+        : status === 409
+          ? 'Conflict'
+          : status === 503
+            ? 'Service Unavailable'
+            : 'Forbidden';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
@@ -53,7 +74,9 @@ function refuse(socket: Duplex, status: number, message: string, code?: string):
  * origin the request's own Host names. Cookies are never sent to another site's name, so an
  * Origin that matches the Host it was sent to is our own page.
  */
-export function allowedOrigin(config: Pick<Env['config'], 'publicUrl' | 'controlDomain'>): (origin: string | null, host: string | null, secure: boolean) => boolean {
+export function allowedOrigin(
+  config: Pick<Env['config'], 'publicUrl' | 'controlDomain'>,
+): (origin: string | null, host: string | null, secure: boolean) => boolean {
   const configured = new Set<string>();
   if (config.publicUrl) configured.add(new URL(config.publicUrl).origin);
   if (config.controlDomain) configured.add(`https://${config.controlDomain}`);
@@ -80,7 +103,9 @@ const SHELL_PATTERN = '/api/apps/:id/services/:name/shell';
 /** What a missing topic resource is called: an unreachable one is named the same way. */
 function absent(topic: string): string {
   const at = topic.indexOf(':');
-  return topic.startsWith('build:') ? `no deployment with id "${topic.slice(at + 1)}"` : `no app with id "${topic.slice(at + 1)}"`;
+  return topic.startsWith('build:')
+    ? `no deployment with id "${topic.slice(at + 1)}"`
+    : `no app with id "${topic.slice(at + 1)}"`;
 }
 
 export function createWsHub(env: Env): WsHub {
@@ -92,7 +117,15 @@ export function createWsHub(env: Env): WsHub {
   const alive = new WeakSet<WebSocket>();
   // Every socket that acted for a credential, API and shell alike, with how to end it when that credential goes.
   // `narrowed`: the credential still stands but may allow less (a role or app list changed): the socket re-checks.
-  const owners = new Map<WebSocket, { userId: string; credential: Credential; end: (reason: string) => void; narrowed?: (p: Principal) => void }>();
+  const owners = new Map<
+    WebSocket,
+    {
+      userId: string;
+      credential: Credential;
+      end: (reason: string) => void;
+      narrowed?: (p: Principal) => void;
+    }
+  >();
   const subscriptions = new Map<WebSocket, Map<string, () => void>>();
 
   // A revocation, logout, deleted operator or new password closes what it no longer allows.
@@ -103,7 +136,14 @@ export function createWsHub(env: Env): WsHub {
     for (const [ws, o] of owners) {
       let still: Principal | null = null;
       try {
-        still = authenticate(env, { get: (name: string) => (name === 'authorization' ? o.credential.authorization : name === 'cookie' ? o.credential.cookie : null) });
+        still = authenticate(env, {
+          get: (name: string) =>
+            name === 'authorization'
+              ? o.credential.authorization
+              : name === 'cookie'
+                ? o.credential.cookie
+                : null,
+        });
       } catch {
         still = null;
       }
@@ -140,7 +180,8 @@ export function createWsHub(env: Env): WsHub {
     if (!principal) return null;
     if (principal.kind === 'session') {
       // Cookies ride along on cross-site WebSocket handshakes; only our own pages may use them.
-      const secure = tls || forwardedSecure(req.socket.remoteAddress, headers.get('x-forwarded-proto'), trusted);
+      const secure =
+        tls || forwardedSecure(req.socket.remoteAddress, headers.get('x-forwarded-proto'), trusted);
       if (!originOk(headers.get('origin'), headers.get('host'), secure)) return null;
     }
     return principal;
@@ -162,7 +203,12 @@ export function createWsHub(env: Env): WsHub {
         send({ type: 'error', code: 'forbidden', error: `access to ${topic} was withdrawn`, topic });
       }
     };
-    owners.set(ws, { userId: principal.user.id, credential, end: (reason) => ws.close(1008, reason), narrowed });
+    owners.set(ws, {
+      userId: principal.user.id,
+      credential,
+      end: (reason) => ws.close(1008, reason),
+      narrowed,
+    });
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
     const send = (msg: unknown) => {
@@ -182,9 +228,11 @@ export function createWsHub(env: Env): WsHub {
       } catch {
         return sendError('bad_request', 'message is not valid JSON');
       }
-      if (msg === null || typeof msg !== 'object') return sendError('bad_request', 'message must be an object');
+      if (msg === null || typeof msg !== 'object')
+        return sendError('bad_request', 'message must be an object');
       const { type, topic } = msg;
-      if (type !== 'subscribe' && type !== 'unsubscribe') return sendError('bad_request', 'type must be "subscribe" or "unsubscribe"');
+      if (type !== 'subscribe' && type !== 'unsubscribe')
+        return sendError('bad_request', 'type must be "subscribe" or "unsubscribe"');
       if (!isValidTopic(topic)) return sendError('bad_request', 'unknown topic');
       if (type === 'unsubscribe') {
         subs.get(topic)?.();
@@ -193,28 +241,48 @@ export function createWsHub(env: Env): WsHub {
         return send({ type: 'unsubscribed', topic });
       }
       if (subs.has(topic)) return send({ type: 'subscribed', topic });
-      if (subs.size >= MAX_TOPICS) return sendError('bad_request', `at most ${MAX_TOPICS} topics per connection`);
+      if (subs.size >= MAX_TOPICS)
+        return sendError('bad_request', `at most ${MAX_TOPICS} topics per connection`);
       subs.set(topic, () => {});
       let grant: TopicGrant;
       try {
         grant = await authoriseTopic(env.db, current, topic);
       } catch (err) {
         subs.delete(topic);
-        if (!(err instanceof HttpError)) return send({ type: 'error', code: 'internal_error', error: `cannot subscribe to ${topic}`, topic });
+        if (!(err instanceof HttpError))
+          return send({
+            type: 'error',
+            code: 'internal_error',
+            error: `cannot subscribe to ${topic}`,
+            topic,
+          });
         // Another app's topic answers as a missing one would: its existence is not revealed.
-        const error = err.code === 'not_found' ? `cannot subscribe to ${topic}: ${absent(topic)}` : `cannot subscribe to ${topic}: ${err.message}`;
+        const error =
+          err.code === 'not_found'
+            ? `cannot subscribe to ${topic}: ${absent(topic)}`
+            : `cannot subscribe to ${topic}: ${err.message}`;
         return send({ type: 'error', code: err.code, error, topic });
       }
       const missing = await missingTopicResource(env.db, topic).catch(() => null);
       if (missing !== null) {
         subs.delete(topic);
-        return send({ type: 'error', code: 'not_found', error: `cannot subscribe to ${topic}: ${missing}`, topic });
+        return send({
+          type: 'error',
+          code: 'not_found',
+          error: `cannot subscribe to ${topic}: ${missing}`,
+          topic,
+        });
       }
       if (!subs.has(topic) || ws.readyState !== WebSocket.OPEN) return;
       const off = await env.bus.subscribe(topic, (e: BusEvent) => {
         if (!eventVisible(current, e.data)) return;
         const frame = { type: 'event', topic: e.topic, ts: e.ts, data: e.data };
-        if (ws.readyState !== WebSocket.OPEN || ws.bufferedAmount <= REPLAY_HIGH_WATER || ws.bufferedAmount > MAX_BUFFERED) return send(frame);
+        if (
+          ws.readyState !== WebSocket.OPEN ||
+          ws.bufferedAmount <= REPLAY_HIGH_WATER ||
+          ws.bufferedAmount > MAX_BUFFERED
+        )
+          return send(frame);
         // Only the replay awaits this; live events are sent at once (and bounded by send()).
         return new Promise<void>((resolve) => ws.send(JSON.stringify(frame), () => resolve()));
       });
@@ -242,7 +310,13 @@ export function createWsHub(env: Env): WsHub {
     env.log.debug({ user: principal.user.username, via: principal.kind }, 'websocket connected');
   }
 
-  function upgradeShell(req: IncomingMessage, socket: Duplex, head: Buffer, tls: boolean, m: RegExpExecArray): void {
+  function upgradeShell(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    tls: boolean,
+    m: RegExpExecArray,
+  ): void {
     if (!env.config.enableShell) return refuse(socket, 404, 'No such route');
     let appId: string;
     let service: string;
@@ -297,7 +371,10 @@ export function createWsHub(env: Env): WsHub {
           } catch (err) {
             return refuse(socket, 403, err instanceof Error ? err.message : 'Forbidden');
           }
-          const credential = { authorization: headerGetter(req.headers).get('authorization'), cookie: headerGetter(req.headers).get('cookie') };
+          const credential = {
+            authorization: headerGetter(req.headers).get('authorization'),
+            cookie: headerGetter(req.headers).get('cookie'),
+          };
           wss.handleUpgrade(req, socket, head, (ws) => attach(ws, principal, credential));
         },
         (err) => {

@@ -25,7 +25,8 @@ function newestSource() {
     }
   };
   for (const d of SOURCE_DIRS) if (existsSync(join(root, d))) visit(join(root, d));
-  for (const f of SOURCE_FILES) if (existsSync(join(root, f))) newest = Math.max(newest, statSync(join(root, f)).mtimeMs);
+  for (const f of SOURCE_FILES)
+    if (existsSync(join(root, f))) newest = Math.max(newest, statSync(join(root, f)).mtimeMs);
   return newest;
 }
 
@@ -43,7 +44,8 @@ function removeOrphans() {
       if (m && !existsSync(join(srcDir, `${m[1]}.ts`))) rmSync(full, { force: true });
     }
   };
-  for (const d of SOURCE_DIRS) if (existsSync(join(root, 'dist', d))) visit(join(root, 'dist', d), join(root, d));
+  for (const d of SOURCE_DIRS)
+    if (existsSync(join(root, 'dist', d))) visit(join(root, 'dist', d), join(root, d));
 }
 
 function isStale() {
@@ -76,13 +78,18 @@ function newestDashboardSource() {
 
 function buildDashboard() {
   if (!existsSync(dashboardDir)) return;
-  const fresh = existsSync(dashboardStamp) && existsSync(join(dashboardOut, 'index.html')) && newestDashboardSource() <= statSync(dashboardStamp).mtimeMs;
+  const fresh =
+    existsSync(dashboardStamp) &&
+    existsSync(join(dashboardOut, 'index.html')) &&
+    newestDashboardSource() <= statSync(dashboardStamp).mtimeMs;
   if (fresh) return;
   let vite;
   try {
     vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
   } catch {
-    console.error('build: Vite is not installed; the dashboard is not built (run `npm install` with dev dependencies)');
+    console.error(
+      'build: Vite is not installed; the dashboard is not built (run `npm install` with dev dependencies)',
+    );
     return;
   }
   const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -110,7 +117,8 @@ step([tsc, '-p', join(root, 'tsconfig.json')]);
 const outputs = [join(root, 'api', 'openapi.json'), join(root, 'client', 'types.ts')];
 const before = outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)).join();
 step([join(root, 'scripts', 'gen-openapi.mjs')]);
-if (outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)).join() !== before) step([tsc, '-p', join(root, 'tsconfig.json')]);
+if (outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)).join() !== before)
+  step([tsc, '-p', join(root, 'tsconfig.json')]);
 mkdirSync(join(root, 'dist'), { recursive: true });
 removeOrphans();
 writeFileSync(stamp, new Date().toISOString() + '\n');

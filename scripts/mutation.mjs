@@ -20,14 +20,33 @@ const GOAL = 80;
 // mutate: globs of source files; tests: compiled test files (relative to the sandbox root).
 // lib/auth is split in three runs so that each reports on its own (and can be rerun alone).
 const MODULES = [
-  { name: 'auth-throttle', mutate: ['lib/auth/passwords.ts', 'lib/auth/ratelimit.ts', 'lib/auth/guard.ts', 'lib/auth/cache.ts'], tests: ['unit/auth/auth'] },
   {
-    name: 'auth-credentials',
-    mutate: ['lib/auth/sessions.ts', 'lib/auth/tokens.ts', 'lib/auth/principal.ts', 'lib/auth/stepup.ts', 'lib/auth/users.ts', 'lib/auth/login.ts'],
+    name: 'auth-throttle',
+    mutate: ['lib/auth/passwords.ts', 'lib/auth/ratelimit.ts', 'lib/auth/guard.ts', 'lib/auth/cache.ts'],
     tests: ['unit/auth/auth'],
   },
-  { name: 'auth-setup-2fa', mutate: ['lib/auth/setup.ts', 'lib/auth/signing.ts', 'lib/auth/totp.ts'], tests: ['unit/auth/auth', 'unit/auth/totp'] },
-  { name: 'crypto', mutate: ['lib/crypto/**/*.ts'], tests: ['unit/crypto/crypto', 'unit/crypto/crypto-unit'] },
+  {
+    name: 'auth-credentials',
+    mutate: [
+      'lib/auth/sessions.ts',
+      'lib/auth/tokens.ts',
+      'lib/auth/principal.ts',
+      'lib/auth/stepup.ts',
+      'lib/auth/users.ts',
+      'lib/auth/login.ts',
+    ],
+    tests: ['unit/auth/auth'],
+  },
+  {
+    name: 'auth-setup-2fa',
+    mutate: ['lib/auth/setup.ts', 'lib/auth/signing.ts', 'lib/auth/totp.ts'],
+    tests: ['unit/auth/auth', 'unit/auth/totp'],
+  },
+  {
+    name: 'crypto',
+    mutate: ['lib/crypto/**/*.ts'],
+    tests: ['unit/crypto/crypto', 'unit/crypto/crypto-unit'],
+  },
   { name: 'webhooks-verify', mutate: ['lib/webhooks/verify.ts'], tests: ['unit/webhooks/verify'] },
   { name: 'compose-policy', mutate: ['lib/compose/policy.ts'], tests: ['unit/compose/parse'] },
   { name: 'git-validate', mutate: ['lib/git/validate.ts'], tests: ['unit/git/validate'] },
@@ -90,13 +109,23 @@ for (const m of chosen) {
     continue;
   }
   const report = JSON.parse(readFileSync(join(out, `${m.name}.json`), 'utf8'));
-  const count = { Killed: 0, Timeout: 0, Survived: 0, NoCoverage: 0, CompileError: 0, RuntimeError: 0, Ignored: 0 };
+  const count = {
+    Killed: 0,
+    Timeout: 0,
+    Survived: 0,
+    NoCoverage: 0,
+    CompileError: 0,
+    RuntimeError: 0,
+    Ignored: 0,
+  };
   const survivors = [];
   for (const [file, f] of Object.entries(report.files)) {
     for (const mu of f.mutants) {
       count[mu.status] = (count[mu.status] ?? 0) + 1;
       if (mu.status === 'Survived' || mu.status === 'NoCoverage') {
-        survivors.push(`${file}:${mu.location.start.line}:${mu.location.start.column} ${mu.mutatorName}${mu.replacement !== undefined ? ` -> ${JSON.stringify(mu.replacement).slice(0, 80)}` : ''}`);
+        survivors.push(
+          `${file}:${mu.location.start.line}:${mu.location.start.column} ${mu.mutatorName}${mu.replacement !== undefined ? ` -> ${JSON.stringify(mu.replacement).slice(0, 80)}` : ''}`,
+        );
       }
     }
   }
@@ -105,7 +134,9 @@ for (const m of chosen) {
   results.push({ name: m.name, ...count, score: valid ? (100 * detected) / valid : 100, survivors, seconds });
 }
 
-console.log(`\nmutation score per module (goal ${GOAL}% killed), ${((Date.now() - started) / 1000).toFixed(0)} s in all:`);
+console.log(
+  `\nmutation score per module (goal ${GOAL}% killed), ${((Date.now() - started) / 1000).toFixed(0)} s in all:`,
+);
 console.log('module            killed  timeout  survived  no-cov  score   time');
 let short = false;
 for (const r of results) {

@@ -29,7 +29,10 @@ if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x))
 // records it under SVC_TEST_HITS): it runs after them, and selecting it selects them.
 const coverage = join(dir, 'api', 'coverage.test.js');
 const checksCoverage = files.includes(coverage);
-if (checksCoverage) files = [...new Set([...files, ...all.filter((f) => f.startsWith(join(dir, 'api') + '/'))])].filter((f) => f !== coverage);
+if (checksCoverage)
+  files = [...new Set([...files, ...all.filter((f) => f.startsWith(join(dir, 'api') + '/'))])].filter(
+    (f) => f !== coverage,
+  );
 if (!files.length) {
   console.error(`no test file matches ${filter.join(' ')}`);
   process.exit(1);
@@ -45,9 +48,19 @@ for (const batch of checksCoverage ? [files, [coverage]] : [files]) {
   if (!batch.length) continue;
   const tap = join(scratch, `report-${taps.length}.tap`);
   taps.push(tap);
-  const reporters = ci ? ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`] : [];
+  const reporters = ci
+    ? [
+        '--test-reporter=spec',
+        '--test-reporter-destination=stdout',
+        '--test-reporter=tap',
+        `--test-reporter-destination=${tap}`,
+      ]
+    : [];
   const env = { ...process.env, SVC_TEST_HITS: hits };
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...batch], { stdio: 'inherit', env });
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...batch], {
+    stdio: 'inherit',
+    env,
+  });
   status = status || (r.status ?? 1);
 }
 if (checksCoverage) files.push(coverage);
@@ -59,15 +72,22 @@ if (ci) {
     console.error('CI: the TAP report is missing; cannot tell whether tests were skipped');
     status = status || 1;
   }
-  const count = (name) => [...report.matchAll(new RegExp(`^# ${name} (\\d+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+  const count = (name) =>
+    [...report.matchAll(new RegExp(`^# ${name} (\\d+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
   const skipped = count('skipped');
   const todo = count('todo');
   if (skipped || todo) {
-    const names = [...report.matchAll(/^\s*ok \d+ - (.*) # (SKIP|TODO)\b(.*)$/gm)].map((m) => `  ${m[2]} ${m[1]}${m[3]}`);
-    console.error(`\nCI: ${skipped} skipped and ${todo} todo test(s); under CI every test must run:\n${names.join('\n')}`);
+    const names = [...report.matchAll(/^\s*ok \d+ - (.*) # (SKIP|TODO)\b(.*)$/gm)].map(
+      (m) => `  ${m[2]} ${m[1]}${m[3]}`,
+    );
+    console.error(
+      `\nCI: ${skipped} skipped and ${todo} todo test(s); under CI every test must run:\n${names.join('\n')}`,
+    );
     status = status || 1;
   }
 }
 rmSync(scratch, { recursive: true, force: true });
-console.error(`test run: ${files.length} file(s), ${((Date.now() - started) / 1000).toFixed(1)} s${ci ? ', CI' : ''}`);
+console.error(
+  `test run: ${files.length} file(s), ${((Date.now() - started) / 1000).toFixed(1)} s${ci ? ', CI' : ''}`,
+);
 process.exit(status);

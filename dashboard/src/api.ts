@@ -78,7 +78,11 @@ function csrfToken(): string | null {
   return null;
 }
 
-export const client = createFetchClient<paths>({ baseUrl: '', credentials: 'same-origin', headers: { accept: 'application/json' } });
+export const client = createFetchClient<paths>({
+  baseUrl: '',
+  credentials: 'same-origin',
+  headers: { accept: 'application/json' },
+});
 client.use({
   onRequest({ request }) {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -101,7 +105,11 @@ interface Answer<T> {
 }
 
 function toApiError(status: number, body: unknown): ApiError {
-  const b = (body && typeof body === 'object' ? body : {}) as { error?: unknown; code?: unknown; details?: unknown };
+  const b = (body && typeof body === 'object' ? body : {}) as {
+    error?: unknown;
+    code?: unknown;
+    details?: unknown;
+  };
   return new ApiError(
     status,
     typeof b.code === 'string' ? b.code : `http_${status}`,
@@ -132,14 +140,27 @@ export async function run<T>(send: () => Promise<Answer<T>>, opts: CallOptions =
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type Lower<M extends Method> = Lowercase<M>;
-type Op<P, M extends Method> = P extends keyof paths ? (Lower<M> extends keyof paths[P] ? paths[P][Lower<M>] : never) : never;
-type Ok<O> = O extends { responses: infer R } ? (R[Extract<keyof R, 200 | 201 | 202>] extends { content: { 'application/json': infer J } } ? J : unknown) : unknown;
+type Op<P, M extends Method> = P extends keyof paths
+  ? Lower<M> extends keyof paths[P]
+    ? paths[P][Lower<M>]
+    : never
+  : never;
+type Ok<O> = O extends { responses: infer R }
+  ? R[Extract<keyof R, 200 | 201 | 202>] extends { content: { 'application/json': infer J } }
+    ? J
+    : unknown
+  : unknown;
 
 /**
  * A request by method and concrete path (ids already in it, query string included). With a
  * template path of the document (`/api/apps/{id}`) T defaults to its answer; otherwise name T.
  */
-export function call<T = never, M extends Method = Method, P extends string = string>(method: M, path: P, body?: unknown, opts: CallOptions = {}): Promise<[T] extends [never] ? Ok<Op<P, M>> : T> {
+export function call<T = never, M extends Method = Method, P extends string = string>(
+  method: M,
+  path: P,
+  body?: unknown,
+  opts: CallOptions = {},
+): Promise<[T] extends [never] ? Ok<Op<P, M>> : T> {
   const init = body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } };
   // The path is concrete here, so it goes through the untyped request: the document's template
   // paths are what the typed helpers below use.
@@ -149,13 +170,20 @@ export function call<T = never, M extends Method = Method, P extends string = st
 
 // Setup and authentication
 export const setupStatus = () => run(() => client.GET('/api/setup/status'));
-export const setupAdmin = (token: string, username: string, password: string) => run(() => client.POST('/api/setup/admin', { body: { token, username, password } }));
-export const login = (username: string, password: string) => run(() => client.POST('/api/auth/login', { body: { username, password } })) as Promise<{ user?: User; totp_required?: boolean }>;
-export const loginTotp = (code: string) => run(() => client.POST('/api/auth/totp', { body: { code } })) as Promise<{ user: User }>;
+export const setupAdmin = (token: string, username: string, password: string) =>
+  run(() => client.POST('/api/setup/admin', { body: { token, username, password } }));
+export const login = (username: string, password: string) =>
+  run(() => client.POST('/api/auth/login', { body: { username, password } })) as Promise<{
+    user?: User;
+    totp_required?: boolean;
+  }>;
+export const loginTotp = (code: string) =>
+  run(() => client.POST('/api/auth/totp', { body: { code } })) as Promise<{ user: User }>;
 export const me = () => run(() => client.GET('/api/auth/me'), { quiet401: true });
 export const logout = () => run(() => client.POST('/api/auth/logout'));
 export const totpSetup = () => run(() => client.POST('/api/auth/totp/setup'));
-export const totpEnable = (code: string) => run(() => client.POST('/api/auth/totp/enable', { body: { code } }));
+export const totpEnable = (code: string) =>
+  run(() => client.POST('/api/auth/totp/enable', { body: { code } }));
 /** Where the browser goes to sign in at the OpenID Connect provider (or, with stepUp, to confirm it is them there). */
 export const oidcStartUrl = (opts: { stepUp?: boolean; returnTo?: string } = {}) => {
   const q = new URLSearchParams();
@@ -164,52 +192,85 @@ export const oidcStartUrl = (opts: { stepUp?: boolean; returnTo?: string } = {})
   const s = q.toString();
   return '/api/auth/oidc/start' + (s ? '?' + s : '');
 };
-export const stepUp = (cred: { password: string } | { code: string }) => run(() => client.POST('/api/auth/step-up', { body: cred }), { retried: true });
-export const changePassword = (current: string, next: string) => run(() => client.POST('/api/auth/password', { body: { current_password: current, new_password: next } }));
+export const stepUp = (cred: { password: string } | { code: string }) =>
+  run(() => client.POST('/api/auth/step-up', { body: cred }), { retried: true });
+export const changePassword = (current: string, next: string) =>
+  run(() => client.POST('/api/auth/password', { body: { current_password: current, new_password: next } }));
 export const listSessions = () => run(() => client.GET('/api/auth/sessions'));
-export const revokeSession = (id: string) => run(() => client.DELETE('/api/auth/sessions/{id}', { params: { path: { id } } }));
+export const revokeSession = (id: string) =>
+  run(() => client.DELETE('/api/auth/sessions/{id}', { params: { path: { id } } }));
 
 // Tokens
 export const listTokens = () => run(() => client.GET('/api/auth/api-tokens'));
 /** Null scopes or apps: the token follows its owner's permissions and apps. */
-export const createToken = (name: string, expiresAt: string | null, scopes: ApiToken['scopes'], appIds: string[] | null) =>
-  run(() => client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt, scopes, app_ids: appIds } })) as Promise<NewApiToken>;
-export const revokeToken = (id: string) => run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
+export const createToken = (
+  name: string,
+  expiresAt: string | null,
+  scopes: ApiToken['scopes'],
+  appIds: string[] | null,
+) =>
+  run(() =>
+    client.POST('/api/auth/api-tokens', { body: { name, expires_at: expiresAt, scopes, app_ids: appIds } }),
+  ) as Promise<NewApiToken>;
+export const revokeToken = (id: string) =>
+  run(() => client.DELETE('/api/auth/api-tokens/{id}', { params: { path: { id } } }));
 
 // Operators and invitations
 const op = (id: string) => ({ params: { path: { id } } });
 export const listOperators = () => run(() => client.GET('/api/operators'));
-export const patchOperator = (id: string, patch: { role?: Role; app_ids?: string[] | null; disabled?: boolean }) => run(() => client.PATCH('/api/operators/{id}', { ...op(id), body: patch }));
+export const patchOperator = (
+  id: string,
+  patch: { role?: Role; app_ids?: string[] | null; disabled?: boolean },
+) => run(() => client.PATCH('/api/operators/{id}', { ...op(id), body: patch }));
 export const deleteOperator = (id: string) => run(() => client.DELETE('/api/operators/{id}', op(id)));
-export const resetLink = (id: string) => run(() => client.POST('/api/operators/{id}/reset', { ...op(id), body: {} }));
+export const resetLink = (id: string) =>
+  run(() => client.POST('/api/operators/{id}/reset', { ...op(id), body: {} }));
 export const listInvitations = () => run(() => client.GET('/api/operators/invitations'));
-export const invite = (body: { role: Role; app_ids?: string[] | null; expires_in_hours?: number }) => run(() => client.POST('/api/operators/invitations', { body }));
-export const revokeInvitation = (id: string) => run(() => client.DELETE('/api/operators/invitations/{id}', op(id)));
-export const openInvitation = (token: string) => run(() => client.GET('/api/invitations/{token}', { params: { path: { token } } }), { quiet401: true });
+export const invite = (body: { role: Role; app_ids?: string[] | null; expires_in_hours?: number }) =>
+  run(() => client.POST('/api/operators/invitations', { body }));
+export const revokeInvitation = (id: string) =>
+  run(() => client.DELETE('/api/operators/invitations/{id}', op(id)));
+export const openInvitation = (token: string) =>
+  run(() => client.GET('/api/invitations/{token}', { params: { path: { token } } }), { quiet401: true });
 export const acceptInvitation = (token: string, body: { username?: string; password: string }) =>
-  run(() => client.POST('/api/invitations/{token}/accept', { params: { path: { token } }, body }), { quiet401: true });
+  run(() => client.POST('/api/invitations/{token}/accept', { params: { path: { token } }, body }), {
+    quiet401: true,
+  });
 
 // Apps
 const app = (id: string) => ({ params: { path: { id } } });
 export const listApps = () => run(() => client.GET('/api/apps'));
 export const getApp = (id: string) => run(() => client.GET('/api/apps/{id}', app(id)));
-export const createApp = (name: string, source: AppSource) => run(() => client.POST('/api/apps', { body: { name, source } }));
-export const patchApp = (id: string, body: { source?: AppSource; build_limits?: BuildLimits | null; sleep_after_minutes?: number | null }) =>
-  run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));
+export const createApp = (name: string, source: AppSource) =>
+  run(() => client.POST('/api/apps', { body: { name, source } }));
+export const patchApp = (
+  id: string,
+  body: { source?: AppSource; build_limits?: BuildLimits | null; sleep_after_minutes?: number | null },
+) => run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));
 /** What a deploy of `ref` (default: the app's branch) would build from source, with the saved settings. */
-export const buildPlan = (id: string, ref?: string) => run(() => client.GET('/api/apps/{id}/build-plan', { params: { path: { id }, query: ref ? { ref } : {} } }));
+export const buildPlan = (id: string, ref?: string) =>
+  run(() => client.GET('/api/apps/{id}/build-plan', { params: { path: { id }, query: ref ? { ref } : {} } }));
 export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}', app(id)));
 // Previews (docs/previews.md): reached through their app, never by their own app row.
 const pv = (id: string, pid: string) => ({ params: { path: { id, pid } } });
 export const listPreviews = (id: string) => run(() => client.GET('/api/apps/{id}/previews', app(id)));
-export const createPreview = (id: string, body: { branch: string; number?: number }) => run(() => client.POST('/api/apps/{id}/previews', { ...app(id), body }));
-export const deletePreview = (id: string, pid: string) => run(() => client.DELETE('/api/apps/{id}/previews/{pid}', pv(id, pid)));
-export const previewSettings = (id: string) => run(() => client.GET('/api/apps/{id}/previews/settings', app(id)));
-export const putPreviewSettings = (id: string, body: PreviewSettings) => run(() => client.PUT('/api/apps/{id}/previews/settings', { ...app(id), body }));
+export const createPreview = (id: string, body: { branch: string; number?: number }) =>
+  run(() => client.POST('/api/apps/{id}/previews', { ...app(id), body }));
+export const deletePreview = (id: string, pid: string) =>
+  run(() => client.DELETE('/api/apps/{id}/previews/{pid}', pv(id, pid)));
+export const previewSettings = (id: string) =>
+  run(() => client.GET('/api/apps/{id}/previews/settings', app(id)));
+export const putPreviewSettings = (id: string, body: PreviewSettings) =>
+  run(() => client.PUT('/api/apps/{id}/previews/settings', { ...app(id), body }));
 export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}/services', app(id)));
-export const patchService = (id: string, name: string, patch: { port?: number | null; health_path?: string | null }) =>
+export const patchService = (
+  id: string,
+  name: string,
+  patch: { port?: number | null; health_path?: string | null },
+) =>
   run(() => client.PATCH('/api/apps/{id}/services/{name}', { params: { path: { id, name } }, body: patch }));
-export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') => run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
+export const serviceAction = (id: string, name: string, action: 'start' | 'stop' | 'restart') =>
+  run(() => client.POST(`/api/apps/{id}/services/{name}/${action}`, { params: { path: { id, name } } }));
 /** run(), keeping the answer's ETag (of the last attempt, when a step-up made it retry). */
 async function tagged<T>(send: () => Promise<Answer<T>>): Promise<{ data: T; etag: string | null }> {
   let etag: string | null = null;
@@ -224,22 +285,40 @@ async function tagged<T>(send: () => Promise<Answer<T>>): Promise<{ data: T; eta
 // between answers 412 precondition_failed instead of being silently overwritten.
 const ifMatch = (etag: string | null) => (etag ? { headers: { 'if-match': etag } } : {});
 export const getEnv = (id: string) => tagged(() => client.GET('/api/apps/{id}/env', app(id)));
-export const putEnv = (id: string, items: Array<{ key: string; value: string | null; secret?: boolean }>, etag: string | null) =>
-  tagged(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items }, ...ifMatch(etag) }));
+export const putEnv = (
+  id: string,
+  items: Array<{ key: string; value: string | null; secret?: boolean }>,
+  etag: string | null,
+) => tagged(() => client.PUT('/api/apps/{id}/env', { ...app(id), body: { items }, ...ifMatch(etag) }));
 export const setEnvVar = (id: string, key: string, value: string, secret: boolean, etag: string | null) =>
-  tagged(() => client.PUT('/api/apps/{id}/env/{key}', { params: { path: { id, key } }, body: { value, secret }, ...ifMatch(etag) }));
-export const removeEnvVar = (id: string, key: string, etag: string | null) => tagged(() => client.DELETE('/api/apps/{id}/env/{key}', { params: { path: { id, key } }, ...ifMatch(etag) }));
-export const revealEnv = (id: string, key: string) => run(() => client.GET('/api/apps/{id}/env/{key}/reveal', { params: { path: { id, key } } }));
+  tagged(() =>
+    client.PUT('/api/apps/{id}/env/{key}', {
+      params: { path: { id, key } },
+      body: { value, secret },
+      ...ifMatch(etag),
+    }),
+  );
+export const removeEnvVar = (id: string, key: string, etag: string | null) =>
+  tagged(() =>
+    client.DELETE('/api/apps/{id}/env/{key}', { params: { path: { id, key } }, ...ifMatch(etag) }),
+  );
+export const revealEnv = (id: string, key: string) =>
+  run(() => client.GET('/api/apps/{id}/env/{key}/reveal', { params: { path: { id, key } } }));
 
 // Deployments
 export const listDeployments = (id: string) => run(() => client.GET('/api/apps/{id}/deployments', app(id)));
-export const deploy = (id: string, ref?: string) => run(() => client.POST('/api/apps/{id}/deployments', { ...app(id), body: ref ? { ref } : {} }));
-export const rollback = (id: string, did: string) => run(() => client.POST('/api/apps/{id}/deployments/{did}/rollback', { params: { path: { id, did } } }));
-export const cancelDeployment = (id: string, did: string) => run(() => client.POST('/api/apps/{id}/deployments/{did}/cancel', { params: { path: { id, did } } }));
-export const activeDeployments = () => run(() => client.GET('/api/deployments/active')) as Promise<Items<Deployment>>;
+export const deploy = (id: string, ref?: string) =>
+  run(() => client.POST('/api/apps/{id}/deployments', { ...app(id), body: ref ? { ref } : {} }));
+export const rollback = (id: string, did: string) =>
+  run(() => client.POST('/api/apps/{id}/deployments/{did}/rollback', { params: { path: { id, did } } }));
+export const cancelDeployment = (id: string, did: string) =>
+  run(() => client.POST('/api/apps/{id}/deployments/{did}/cancel', { params: { path: { id, did } } }));
+export const activeDeployments = () =>
+  run(() => client.GET('/api/deployments/active')) as Promise<Items<Deployment>>;
 
 // Audit and security
-export const listAudit = (cursor?: string) => run(() => client.GET('/api/audit', { params: { query: cursor ? { cursor } : {} } }));
+export const listAudit = (cursor?: string) =>
+  run(() => client.GET('/api/audit', { params: { query: cursor ? { cursor } : {} } }));
 export const posture = () => run(() => client.GET('/api/security/posture'));
 export const traffic = () => run(() => client.GET('/api/security/traffic'));
 export const firewall = () => run(() => client.GET('/api/security/firewall'));
@@ -247,29 +326,47 @@ export const fail2ban = () => run(() => client.GET('/api/security/fail2ban'));
 
 // Domains and host
 export const listDomains = () => run(() => client.GET('/api/domains'));
-export const refreshDomain = (id: string) => run(() => client.POST('/api/domains/{id}/refresh', { params: { path: { id } } }));
-export const hostMetrics = (range: '1h' | '6h' | '24h' | '7d' | '30d' = '1h') => call<HostMetrics>('GET', `/api/host/metrics?range=${range}`);
+export const refreshDomain = (id: string) =>
+  run(() => client.POST('/api/domains/{id}/refresh', { params: { path: { id } } }));
+export const hostMetrics = (range: '1h' | '6h' | '24h' | '7d' | '30d' = '1h') =>
+  call<HostMetrics>('GET', `/api/host/metrics?range=${range}`);
 
 // Notifications
 export const listChannels = () => run(() => client.GET('/api/settings/notifications'));
-export const createChannel = (body: components['schemas']['PostApiSettingsNotificationsBody']) => run(() => client.POST('/api/settings/notifications', { body }));
-export const patchChannel = (id: string, body: components['schemas']['PatchApiSettingsNotificationsByIdBody']) =>
-  run(() => client.PATCH('/api/settings/notifications/{id}', { params: { path: { id } }, body }));
-export const deleteChannel = (id: string) => run(() => client.DELETE('/api/settings/notifications/{id}', { params: { path: { id } } }));
-export const testChannel = (id: string) => run(() => client.POST('/api/settings/notifications/{id}/test', { params: { path: { id } } }));
-export const channelDeliveries = (id: string) => run(() => client.GET('/api/settings/notifications/{id}/deliveries', { params: { path: { id } } }));
+export const createChannel = (body: components['schemas']['PostApiSettingsNotificationsBody']) =>
+  run(() => client.POST('/api/settings/notifications', { body }));
+export const patchChannel = (
+  id: string,
+  body: components['schemas']['PatchApiSettingsNotificationsByIdBody'],
+) => run(() => client.PATCH('/api/settings/notifications/{id}', { params: { path: { id } }, body }));
+export const deleteChannel = (id: string) =>
+  run(() => client.DELETE('/api/settings/notifications/{id}', { params: { path: { id } } }));
+export const testChannel = (id: string) =>
+  run(() => client.POST('/api/settings/notifications/{id}/test', { params: { path: { id } } }));
+export const channelDeliveries = (id: string) =>
+  run(() => client.GET('/api/settings/notifications/{id}/deliveries', { params: { path: { id } } }));
 
 // Instance
 export const instanceInfo = () => call<InstanceInfo>('GET', '/api/instance/info');
-export const getBaseDomain = () => call<{ base_domain: string | null; control_domain?: string | null }>('GET', '/api/instance/base-domain');
-export const putBaseDomain = (base: string | null) => call<{ base_domain: string | null }>('PUT', '/api/instance/base-domain', { base_domain: base });
-export const dnsCheck = (host: string) => call<DnsCheck>('GET', `/api/instance/dns-check?host=${encodeURIComponent(host)}`);
+export const getBaseDomain = () =>
+  call<{ base_domain: string | null; control_domain?: string | null }>('GET', '/api/instance/base-domain');
+export const putBaseDomain = (base: string | null) =>
+  call<{ base_domain: string | null }>('PUT', '/api/instance/base-domain', { base_domain: base });
+export const dnsCheck = (host: string) =>
+  call<DnsCheck>('GET', `/api/instance/dns-check?host=${encodeURIComponent(host)}`);
 export const getConcurrency = () => run(() => client.GET('/api/instance/deploy-concurrency'));
-export const putConcurrency = (concurrency: number) => run(() => client.PUT('/api/instance/deploy-concurrency', { body: { concurrency } }));
+export const putConcurrency = (concurrency: number) =>
+  run(() => client.PUT('/api/instance/deploy-concurrency', { body: { concurrency } }));
 export const diskUsage = () => call<DiskUsage>('GET', '/api/instance/disk');
-export const prune = () => call<{ reclaimed_bytes: number } & Record<string, number>>('POST', '/api/instance/prune');
+export const prune = () =>
+  call<{ reclaimed_bytes: number } & Record<string, number>>('POST', '/api/instance/prune');
 export const restartInstance = () => call<{ restarting: true }>('POST', '/api/instance/restart');
-export const resetInstance = () => call<{ removed: Array<{ name: string }>; failed: Array<{ name: string; error?: string }> }>('POST', '/api/instance/reset', { confirm: 'RESET' });
+export const resetInstance = () =>
+  call<{ removed: Array<{ name: string }>; failed: Array<{ name: string; error?: string }> }>(
+    'POST',
+    '/api/instance/reset',
+    { confirm: 'RESET' },
+  );
 
 // Answers typed by the document's schemas.
 export type InstanceInfo = S['InstanceInfo'];
@@ -300,8 +397,10 @@ export const queryAudit = (filter: AuditFilter, cursor?: string, limit = 100) =>
   return call<Items<AuditRow>>('GET', `/api/audit?${q}`);
 };
 const seg = encodeURIComponent;
-export const auditDiff = (id: string) => call<{ rows: AuditDiffRow[]; changed_since: boolean }>('GET', `/api/audit/${seg(id)}/diff`);
-export const revertAudit = (id: string, force = false) => call<{ audit_id: string }>('POST', `/api/audit/${seg(id)}/revert`, force ? { force: true } : {});
+export const auditDiff = (id: string) =>
+  call<{ rows: AuditDiffRow[]; changed_since: boolean }>('GET', `/api/audit/${seg(id)}/diff`);
+export const revertAudit = (id: string, force = false) =>
+  call<{ audit_id: string }>('POST', `/api/audit/${seg(id)}/revert`, force ? { force: true } : {});
 
 // ---------------------------------------------------------------------------------------------
 // App page (x16a): logs, stats, metrics, domains, databases, backups, webhook, triggers, deploy
@@ -350,38 +449,59 @@ export type DeployKey = S['DeployKey'];
 const one = <T>(r: any, key: string): T => (r && typeof r === 'object' && key in r ? r[key] : r) as T;
 
 export const appMetrics = (id: string, range: MetricsRange, service?: string) =>
-  call<MetricsSeries>('GET', `/api/apps/${seg(id)}/metrics?range=${seg(range)}${service ? `&service=${seg(service)}` : ''}`);
+  call<MetricsSeries>(
+    'GET',
+    `/api/apps/${seg(id)}/metrics?range=${seg(range)}${service ? `&service=${seg(service)}` : ''}`,
+  );
 
-export const appDomains = (id: string) => call<{ items: Domain[]; proxy?: ProxySummary }>('GET', `/api/apps/${seg(id)}/domains`);
-export const addAppDomain = (id: string, d: { hostname: string; service: string; port?: number }) => call<{ domain: Domain; proxy?: ProxySummary }>('POST', `/api/apps/${seg(id)}/domains`, d);
+export const appDomains = (id: string) =>
+  call<{ items: Domain[]; proxy?: ProxySummary }>('GET', `/api/apps/${seg(id)}/domains`);
+export const addAppDomain = (id: string, d: { hostname: string; service: string; port?: number }) =>
+  call<{ domain: Domain; proxy?: ProxySummary }>('POST', `/api/apps/${seg(id)}/domains`, d);
 export const deleteDomain = (did: string) => call<unknown>('DELETE', `/api/domains/${seg(did)}`);
 
 export const dbEngines = () => call<Items<DbEngine>>('GET', '/api/databases/engines');
 export const appDatabases = (id: string) => call<Items<Database>>('GET', `/api/apps/${seg(id)}/databases`);
 export const createDatabase = (id: string, d: { engine: string; version?: string; env_var?: string }) =>
   call<unknown>('POST', `/api/apps/${seg(id)}/databases`, d).then((r) => one<Database>(r, 'database'));
-export const deleteDatabase = (id: string, dbid: string, keepData: boolean) => call<unknown>('DELETE', `/api/apps/${seg(id)}/databases/${seg(dbid)}${keepData ? '?keep_data=true' : ''}`);
+export const deleteDatabase = (id: string, dbid: string, keepData: boolean) =>
+  call<unknown>('DELETE', `/api/apps/${seg(id)}/databases/${seg(dbid)}${keepData ? '?keep_data=true' : ''}`);
 
 export const appBackups = (id: string) => call<Items<BackupConfig>>('GET', `/api/apps/${seg(id)}/backups`);
-export const createBackup = (id: string, b: { source: BackupSource; schedule: string; keep_last: number; destination: { type: 'local' } }) =>
-  call<unknown>('POST', `/api/apps/${seg(id)}/backups`, b).then((r) => one<BackupConfig>(r, 'backup'));
-export const deleteBackup = (id: string, bid: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}/backups/${seg(bid)}`);
-export const runBackup = (id: string, bid: string) => call<{ run: BackupRun }>('POST', `/api/apps/${seg(id)}/backups/${seg(bid)}/run`);
-export const backupRuns = (id: string, bid: string) => call<Items<BackupRun>>('GET', `/api/apps/${seg(id)}/backups/${seg(bid)}/runs`);
-export const restoreRun = (id: string, rid: string) => call<{ restore: Restore }>('POST', `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/restore`);
-export const getRestore = (id: string, xid: string) => call<{ restore: Restore }>('GET', `/api/apps/${seg(id)}/backups/restores/${seg(xid)}`);
+export const createBackup = (
+  id: string,
+  b: { source: BackupSource; schedule: string; keep_last: number; destination: { type: 'local' } },
+) => call<unknown>('POST', `/api/apps/${seg(id)}/backups`, b).then((r) => one<BackupConfig>(r, 'backup'));
+export const deleteBackup = (id: string, bid: string) =>
+  call<unknown>('DELETE', `/api/apps/${seg(id)}/backups/${seg(bid)}`);
+export const runBackup = (id: string, bid: string) =>
+  call<{ run: BackupRun }>('POST', `/api/apps/${seg(id)}/backups/${seg(bid)}/run`);
+export const backupRuns = (id: string, bid: string) =>
+  call<Items<BackupRun>>('GET', `/api/apps/${seg(id)}/backups/${seg(bid)}/runs`);
+export const restoreRun = (id: string, rid: string) =>
+  call<{ restore: Restore }>('POST', `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/restore`);
+export const getRestore = (id: string, xid: string) =>
+  call<{ restore: Restore }>('GET', `/api/apps/${seg(id)}/backups/restores/${seg(xid)}`);
 /** A plain link: the browser downloads it with the session cookie (a GET needs no CSRF token). */
-export const backupDownloadUrl = (id: string, rid: string) => `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/download`;
+export const backupDownloadUrl = (id: string, rid: string) =>
+  `/api/apps/${seg(id)}/backups/runs/${seg(rid)}/download`;
 
 export const getWebhook = (id: string) => call<Webhook>('GET', `/api/apps/${seg(id)}/webhook`);
-export const regenerateWebhook = (id: string) => call<{ secret: string }>('POST', `/api/apps/${seg(id)}/webhook/regenerate`);
+export const regenerateWebhook = (id: string) =>
+  call<{ secret: string }>('POST', `/api/apps/${seg(id)}/webhook/regenerate`);
 export const listTriggers = (id: string) => call<Items<Trigger>>('GET', `/api/apps/${seg(id)}/triggers`);
-export const addTrigger = (id: string, t: { event: Trigger['event']; pattern: string; enabled?: boolean }) => call<unknown>('POST', `/api/apps/${seg(id)}/triggers`, t);
-export const deleteTrigger = (id: string, tid: string) => call<unknown>('DELETE', `/api/apps/${seg(id)}/triggers/${seg(tid)}`);
+export const addTrigger = (id: string, t: { event: Trigger['event']; pattern: string; enabled?: boolean }) =>
+  call<unknown>('POST', `/api/apps/${seg(id)}/triggers`, t);
+export const deleteTrigger = (id: string, tid: string) =>
+  call<unknown>('DELETE', `/api/apps/${seg(id)}/triggers/${seg(tid)}`);
 export const getDeployKey = (id: string) => call<DeployKey>('GET', `/api/apps/${seg(id)}/ssh-key`);
-export const regenerateDeployKey = (id: string) => call<unknown>('POST', `/api/apps/${seg(id)}/ssh-key/regenerate`);
-export const testDeployKey = (id: string) => call<{ ok: boolean; message: string }>('POST', `/api/apps/${seg(id)}/ssh-key/test-connection`);
+export const regenerateDeployKey = (id: string) =>
+  call<unknown>('POST', `/api/apps/${seg(id)}/ssh-key/regenerate`);
+export const testDeployKey = (id: string) =>
+  call<{ ok: boolean; message: string }>('POST', `/api/apps/${seg(id)}/ssh-key/test-connection`);
 
 /** The shell's WebSocket needs a recent step-up, which a browser upgrade cannot ask for: ask first. */
-export const confirmIdentity = (): Promise<boolean> => (stepUpHandler ? stepUpHandler() : Promise.resolve(false));
-export const shellUrl = (id: string, service: string) => `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;
+export const confirmIdentity = (): Promise<boolean> =>
+  stepUpHandler ? stepUpHandler() : Promise.resolve(false);
+export const shellUrl = (id: string, service: string) =>
+  `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;

@@ -16,7 +16,17 @@ type Row = LogLine | typeof PLAN_HEAD;
  * `filter` shows only the lines it accepts (runtime logs: a service, a search); `prefix` renders
  * something before each line's text (the service name). Both see lines as data, never markup.
  */
-export function LogView({ topic, label, filter, prefix }: { topic: string; label: string; filter?: (l: LogLine) => boolean; prefix?: (l: LogLine) => ComponentChildren }) {
+export function LogView({
+  topic,
+  label,
+  filter,
+  prefix,
+}: {
+  topic: string;
+  label: string;
+  filter?: (l: LogLine) => boolean;
+  prefix?: (l: LogLine) => ComponentChildren;
+}) {
   const lines = useRef<LogLine[]>([]);
   const lastSeq = useRef(0);
   const lastAt = useRef('');
@@ -98,11 +108,22 @@ export function LogView({ topic, label, filter, prefix }: { topic: string; label
         <div style={{ height: `${all.length * ROW}px`, position: 'relative' }}>
           {all.slice(first, last).map((l, i) =>
             'head' in l ? (
-              <div key={first + i} class="logline log-plan-head" role="heading" aria-level={4} style={{ top: `${(first + i) * ROW}px` }}>
+              <div
+                key={first + i}
+                class="logline log-plan-head"
+                role="heading"
+                aria-level={4}
+                style={{ top: `${(first + i) * ROW}px` }}
+              >
                 {l.head}
               </div>
             ) : (
-              <div key={first + i} class={`logline log-${l.stream}`} style={{ top: `${(first + i) * ROW}px` }} data-testid="log-line">
+              <div
+                key={first + i}
+                class={`logline log-${l.stream}`}
+                style={{ top: `${(first + i) * ROW}px` }}
+                data-testid="log-line"
+              >
                 {prefix?.(l)}
                 {l.line}
               </div>

@@ -45,13 +45,22 @@ function lazyPage<P extends object>(load: () => Promise<(p: P) => unknown>) {
 }
 const SecurityPage = lazyPage<object>(() => import('./pages/security').then((m) => m.SecurityPage));
 const DomainsPage = lazyPage<object>(() => import('./pages/domains').then((m) => m.DomainsPage));
-const NotificationsPage = lazyPage<object>(() => import('./pages/notifications').then((m) => m.NotificationsPage));
+const NotificationsPage = lazyPage<object>(() =>
+  import('./pages/notifications').then((m) => m.NotificationsPage),
+);
 const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) => m.InstancePage));
 const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
-const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() => import('./pages/invite').then((m) => m.InvitePage));
+const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
+  import('./pages/invite').then((m) => m.InvitePage),
+);
 
-type Boot = { kind: 'loading' } | { kind: 'setup' } | { kind: 'login' } | { kind: 'in'; user: User; permissions?: string[] } | { kind: 'error'; error: unknown };
+type Boot =
+  | { kind: 'loading' }
+  | { kind: 'setup' }
+  | { kind: 'login' }
+  | { kind: 'in'; user: User; permissions?: string[] }
+  | { kind: 'error'; error: unknown };
 
 /** The boot state from the session check's answers (or its failure). */
 function bootFrom(r: PromiseSettledResult<[{ open: boolean }, unknown]>): Boot {
@@ -71,7 +80,9 @@ function Root({ initial }: { initial: Boot }) {
   const refresh = async (first = false) => {
     try {
       // Both at once: the first paint of a signed-in operator waits for one round trip, not two.
-      const [s, m] = first ? await bootCheck : await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
+      const [s, m] = first
+        ? await bootCheck
+        : await Promise.all([api.setupStatus(), api.me().catch((e: unknown) => e)]);
       setBoot(bootFrom({ status: 'fulfilled', value: [s, m] }));
     } catch (e) {
       setBoot({ kind: 'error', error: e });
@@ -105,7 +116,8 @@ function Root({ initial }: { initial: Boot }) {
   // An invitation or reset link opens without a session (and replaces one, if any); once accepted,
   // the dashboard starts afresh under the new session.
   const invite = /^\/invite\/([^/]+)$/.exec(path);
-  if (invite && boot.kind !== 'setup') return <InvitePage token={invite[1]!} onDone={() => location.replace('/')} />;
+  if (invite && boot.kind !== 'setup')
+    return <InvitePage token={invite[1]!} onDone={() => location.replace('/')} />;
   if (boot.kind === 'setup') {
     return (
       <SetupPage
@@ -182,11 +194,25 @@ function Page({ path, user }: { path: string; user: User }) {
   }
 }
 
-function Shell({ user, permissions, onLogout, children }: { user: User; permissions?: string[]; onLogout: () => void; children: any }) {
+function Shell({
+  user,
+  permissions,
+  onLogout,
+  children,
+}: {
+  user: User;
+  permissions?: string[];
+  onLogout: () => void;
+  children: any;
+}) {
   const ws = useSocketState();
   // What this operator may do (GET /api/auth/me): a link is shown only to those its page serves.
   // Known from the boot check; after a sign-in, asked for once.
-  const held = useLoad(() => api.me().then((r) => (r as { permissions: string[] }).permissions), [user.id], permissions);
+  const held = useLoad(
+    () => api.me().then((r) => (r as { permissions: string[] }).permissions),
+    [user.id],
+    permissions,
+  );
   const may = (p: string) => held.data?.includes(p) === true;
   return (
     <>

@@ -11,7 +11,15 @@ export function QrCode({ text, label }: { text: string; label: string }) {
     }),
   );
   return (
-    <svg class="qr" role="img" aria-label={label} viewBox={`0 0 ${qr.size} ${qr.size}`} shape-rendering="crispEdges" width="220" height="220">
+    <svg
+      class="qr"
+      role="img"
+      aria-label={label}
+      viewBox={`0 0 ${qr.size} ${qr.size}`}
+      shape-rendering="crispEdges"
+      width="220"
+      height="220"
+    >
       <rect width={qr.size} height={qr.size} fill="#fff" />
       <path d={d} fill="#000" />
     </svg>

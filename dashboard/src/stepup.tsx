@@ -72,7 +72,10 @@ export function StepUpDialog({ totp, sso }: { totp: boolean; sso: boolean }) {
         <p>This action needs a recent verification.</p>
         {sso ? (
           <div class="stack">
-            <a class="button primary" href={oidcStartUrl({ stepUp: true, returnTo: location.pathname + location.search })}>
+            <a
+              class="button primary"
+              href={oidcStartUrl({ stepUp: true, returnTo: location.pathname + location.search })}
+            >
               Sign in again with {provider}
             </a>
             <p class="muted">You come back to this page afterwards; then repeat the action.</p>

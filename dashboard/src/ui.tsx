@@ -37,7 +37,11 @@ export function When({ at }: { at: string | null | undefined }) {
  * Loads once (and on reload()); keeps the last data while reloading. With `initial` (data already
  * fetched, e.g. before the first render) the first load is skipped.
  */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = [], initial?: T): { data: T | null; error: unknown; reload: () => Promise<void>; set: (t: T) => void } {
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[] = [],
+  initial?: T,
+): { data: T | null; error: unknown; reload: () => Promise<void>; set: (t: T) => void } {
   const [data, setData] = useState<T | null>(initial ?? null);
   const [error, setError] = useState<unknown>(null);
   const skipFirst = useRef(initial !== undefined);
@@ -60,7 +64,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = [], initial
 }
 
 /** Runs an action, keeping its error and a busy flag for the button that started it. */
-export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Promise<unknown>) => Promise<boolean>; clear: () => void } {
+export function useAction(): {
+  busy: boolean;
+  error: unknown;
+  run: (fn: () => Promise<unknown>) => Promise<boolean>;
+  clear: () => void;
+} {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const run = useCallback(async (fn: () => Promise<unknown>) => {
@@ -109,7 +118,9 @@ export function Field(props: {
   placeholder?: string;
   inputMode?: 'numeric' | 'decimal';
 }) {
-  const described = [props.hint && `${props.id}-hint`, props.error && `${props.id}-err`].filter(Boolean).join(' ');
+  const described = [props.hint && `${props.id}-hint`, props.error && `${props.id}-err`]
+    .filter(Boolean)
+    .join(' ');
   return (
     <div class="field">
       <label for={props.id}>{props.label}</label>

@@ -1,6 +1,6 @@
-import { HttpError } from '../../lib/http/errors.js';
-import { ping } from '../../lib/db/index.js';
-import { lazySchema, route } from '../../lib/http/route.js';
+import { HttpError } from '#lib/http/errors.js';
+import { ping } from '#lib/db/index.js';
+import { lazySchema, route } from '#lib/http/route.js';
 
 const OK = { status: 'ok', db: 'ok' } as const;
 
@@ -11,11 +11,14 @@ const healthBody = lazySchema(async () => {
   return z.object({ status: z.literal('ok'), db: z.literal('ok') });
 });
 
-export const GET = route({ summary: 'Liveness: the database answers', auth: 'public', responses: { 200: healthBody } }, (_req, { env, reply }) => {
-  try {
-    ping(env.db);
-  } catch {
-    throw new HttpError('service_unavailable', 'Database is not answering');
-  }
-  return reply(200, OK);
-});
+export const GET = route(
+  { summary: 'Liveness: the database answers', auth: 'public', responses: { 200: healthBody } },
+  (_req, { env, reply }) => {
+    try {
+      ping(env.db);
+    } catch {
+      throw new HttpError('service_unavailable', 'Database is not answering');
+    }
+    return reply(200, OK);
+  },
+);

@@ -1,5 +1,5 @@
-import { HttpError } from '../../lib/http/errors.js';
-import { route } from '../../lib/http/route.js';
+import { HttpError } from '#lib/http/errors.js';
+import { route } from '#lib/http/route.js';
 
 // The upgrade itself is handled by the runtime before any handler runs; a plain GET lands here.
 export const GET = route(
@@ -16,6 +16,8 @@ export const GET = route(
     responses: { 101: null },
   },
   () => {
-    throw new HttpError('bad_request', 'GET /api/ws must be a WebSocket upgrade', undefined, { upgrade: 'websocket' });
+    throw new HttpError('bad_request', 'GET /api/ws must be a WebSocket upgrade', undefined, {
+      upgrade: 'websocket',
+    });
   },
 );

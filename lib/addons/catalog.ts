@@ -24,8 +24,20 @@ export interface Addon {
   compose: string;
 }
 
-const gen = (key: string, label: string): AddonParam => ({ key, label, default: null, secret: true, generated: true });
-const opt = (key: string, label: string, def: string): AddonParam => ({ key, label, default: def, secret: false, generated: false });
+const gen = (key: string, label: string): AddonParam => ({
+  key,
+  label,
+  default: null,
+  secret: true,
+  generated: true,
+});
+const opt = (key: string, label: string, def: string): AddonParam => ({
+  key,
+  label,
+  default: def,
+  secret: false,
+  generated: false,
+});
 
 const ADDONS: Addon[] = [
   {
@@ -114,7 +126,10 @@ volumes:
     services: ['web'],
     images: ['n8nio/n8n:1.64.3'],
     footprint_mb: 350,
-    params: [gen('N8N_ENCRYPTION_KEY', 'Credentials encryption key'), opt('GENERIC_TIMEZONE', 'Time zone', 'UTC')],
+    params: [
+      gen('N8N_ENCRYPTION_KEY', 'Credentials encryption key'),
+      opt('GENERIC_TIMEZONE', 'Time zone', 'UTC'),
+    ],
     compose: `services:
   web:
     image: n8nio/n8n:1.64.3
@@ -232,9 +247,16 @@ export function getAddon(id: string): Addon {
 }
 
 /** The env an install would give the app: defaults, operator values, fresh secrets for the rest. */
-export function resolveParams(addon: Addon, input: Record<string, string> = {}): { env: Record<string, string>; generated: Record<string, string> } {
+export function resolveParams(
+  addon: Addon,
+  input: Record<string, string> = {},
+): { env: Record<string, string>; generated: Record<string, string> } {
   const known = new Set(addon.params.map((p) => p.key));
-  for (const k of Object.keys(input)) if (!known.has(k)) throw badRequest(`Unknown parameter "${k.slice(0, 60)}" for ${addon.name}`, [{ field: `params.${k.slice(0, 60)}`, message: 'unknown' }]);
+  for (const k of Object.keys(input))
+    if (!known.has(k))
+      throw badRequest(`Unknown parameter "${k.slice(0, 60)}" for ${addon.name}`, [
+        { field: `params.${k.slice(0, 60)}`, message: 'unknown' },
+      ]);
   const env: Record<string, string> = {};
   const generated: Record<string, string> = {};
   for (const p of addon.params) {

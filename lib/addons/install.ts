@@ -23,22 +23,38 @@ export function mappedCompose(addon: Addon, imageMap: Readonly<Record<string, st
   return text;
 }
 
-export async function installAddon(env: Env, id: string, name: string, params: Record<string, string> = {}): Promise<{ app: App; deployment: unknown; generated_secrets: Record<string, string> }> {
+export async function installAddon(
+  env: Env,
+  id: string,
+  name: string,
+  params: Record<string, string> = {},
+): Promise<{ app: App; deployment: unknown; generated_secrets: Record<string, string> }> {
   const addon = getAddon(id);
   for (const [k, v] of Object.entries(params)) {
     // A value is env, interpolated into the parsed tree (never into YAML text), but it still
     // must not carry control characters into a container's environment or a log line.
     if (v.length > MAX_PARAM || /[\x00-\x1f\x7f]/.test(v))
-      throw badRequest(`Parameter "${k.slice(0, 60)}" must be at most ${MAX_PARAM} characters without control characters`, [{ field: `params.${k.slice(0, 60)}`, message: 'invalid value' }]);
+      throw badRequest(
+        `Parameter "${k.slice(0, 60)}" must be at most ${MAX_PARAM} characters without control characters`,
+        [{ field: `params.${k.slice(0, 60)}`, message: 'invalid value' }],
+      );
   }
   const { env: values, generated } = resolveParams(addon, params);
   for (const p of addon.params) {
-    if (!p.generated && p.default === null && !values[p.key]) throw badRequest(`Parameter "${p.key}" is required`, [{ field: `params.${p.key}`, message: 'required' }]);
+    if (!p.generated && p.default === null && !values[p.key])
+      throw badRequest(`Parameter "${p.key}" is required`, [
+        { field: `params.${p.key}`, message: 'required' },
+      ]);
   }
   const compose = mappedCompose(addon, env.config.imageMap);
   const problems = inlineComposeProblems(compose, values);
-  if (problems.length) throw badRequest(`The ${addon.name} template with these parameters does not pass the compose policy`, problems);
-  if (await getAppByName(env.db, name).catch(() => null)) throw new HttpError('conflict', `An app named "${name}" already exists`);
+  if (problems.length)
+    throw badRequest(
+      `The ${addon.name} template with these parameters does not pass the compose policy`,
+      problems,
+    );
+  if (await getAppByName(env.db, name).catch(() => null))
+    throw new HttpError('conflict', `An app named "${name}" already exists`);
 
   const app = await createApp(env, name, { type: 'compose', compose });
   try {
@@ -53,7 +69,9 @@ export async function installAddon(env: Env, id: string, name: string, params: R
     return { app, deployment, generated_secrets: generated };
   } catch (e) {
     // Nothing half-done: the app goes with whatever part of the install failed.
-    await deleteApp(env, app.id, { volumes: true }).catch((err) => env.log.warn({ err: String(err), app: name }, 'could not remove a failed add-on install'));
+    await deleteApp(env, app.id, { volumes: true }).catch((err) =>
+      env.log.warn({ err: String(err), app: name }, 'could not remove a failed add-on install'),
+    );
     throw e;
   }
 }

@@ -2,7 +2,13 @@
 import { z } from 'zod';
 import { named } from './common.js';
 
-export const addonParamSchema = z.object({ key: z.string(), label: z.string(), default: z.string().nullable(), secret: z.boolean(), generated: z.boolean() });
+export const addonParamSchema = z.object({
+  key: z.string(),
+  label: z.string(),
+  default: z.string().nullable(),
+  secret: z.boolean(),
+  generated: z.boolean(),
+});
 
 const addonFields = {
   id: z.string(),
@@ -15,6 +21,14 @@ const addonFields = {
   params: z.array(addonParamSchema),
 };
 
-export const addonSchema = named('Addon', z.object(addonFields), 'A vetted compose template: what it runs, its footprint and its parameters');
+export const addonSchema = named(
+  'Addon',
+  z.object(addonFields),
+  'A vetted compose template: what it runs, its footprint and its parameters',
+);
 
-export const addonWithComposeSchema = named('AddonWithCompose', z.object({ ...addonFields, compose: z.string() }), 'An add-on read alone: with its compose template');
+export const addonWithComposeSchema = named(
+  'AddonWithCompose',
+  z.object({ ...addonFields, compose: z.string() }),
+  'An add-on read alone: with its compose template',
+);

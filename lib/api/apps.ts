@@ -29,7 +29,11 @@ export const buildSettingSchema = named(
 
 export const buildLimitsSchema = named(
   'BuildLimits',
-  z.object({ memory_mb: z.number().optional(), cpus: z.number().optional(), timeout_s: z.number().optional() }),
+  z.object({
+    memory_mb: z.number().optional(),
+    cpus: z.number().optional(),
+    timeout_s: z.number().optional(),
+  }),
   'Bounds of one image build; an absent field is unbounded',
 );
 
@@ -39,7 +43,9 @@ export const buildPlanSchema = named(
     stack: z.enum(STACKS),
     detected_from: z.array(z.string()).describe('Repository files the decision rests on'),
     runtime: z.object({ name: z.string(), version: z.string(), image: z.string() }),
-    images: z.array(z.string()).describe('Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP)'),
+    images: z
+      .array(z.string())
+      .describe('Every image reference the Dockerfile names, as written (before SVC_IMAGE_MAP)'),
     install: z.string().nullable(),
     build: z.string().nullable(),
     start: z.string().nullable(),
@@ -52,7 +58,13 @@ export const buildPlanSchema = named(
 export const appSourceSchema = named(
   'AppSource',
   z.discriminatedUnion('type', [
-    z.object({ type: z.literal('git'), repo_url: z.string(), branch: z.string(), compose_path: z.string().optional(), build: buildSettingSchema.optional() }),
+    z.object({
+      type: z.literal('git'),
+      repo_url: z.string(),
+      branch: z.string(),
+      compose_path: z.string().optional(),
+      build: buildSettingSchema.optional(),
+    }),
     z.object({ type: z.literal('image'), image: z.string() }),
     z.object({ type: z.literal('compose'), compose: z.string() }),
   ]),
@@ -66,13 +78,20 @@ export const appSchema = named(
     source: appSourceSchema,
     status: z.enum(APP_STATUSES),
     build_limits: buildLimitsSchema.nullable(),
-    sleep_after_minutes: z.number().int().nullable().describe('Idle minutes (no request through the proxy) after which the app sleeps; null: never'),
+    sleep_after_minutes: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Idle minutes (no request through the proxy) after which the app sleeps; null: never'),
     created_at: ts,
     updated_at: ts,
   }),
 );
 
-export const envItemSchema = named('EnvItem', z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() }));
+export const envItemSchema = named(
+  'EnvItem',
+  z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() }),
+);
 
 export const serviceSchema = named(
   'Service',
@@ -83,11 +102,22 @@ export const serviceSchema = named(
     health: z.string().nullable(),
     port: z.number().int().nullable(),
     health_path: z.string().nullable(),
-    published_ports: z.array(z.object({ host_ip: z.string(), host_port: z.number().int(), container_port: z.number().int(), protocol: z.string() })),
+    published_ports: z.array(
+      z.object({
+        host_ip: z.string(),
+        host_port: z.number().int(),
+        container_port: z.number().int(),
+        protocol: z.string(),
+      }),
+    ),
   }),
 );
 
-export const serviceSettingsSchema = z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() });
+export const serviceSettingsSchema = z.object({
+  name: z.string(),
+  port: z.number().int().nullable(),
+  health_path: z.string().nullable(),
+});
 
 export const appSpecSchema = named(
   'AppSpec',
@@ -95,7 +125,9 @@ export const appSpecSchema = named(
     version: z.literal(1),
     name: z.string(),
     source: appSourceSchema,
-    services: z.array(z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() })),
+    services: z.array(
+      z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() }),
+    ),
     env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
     triggers: z.array(z.object({ event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() })),
     domains: z.array(z.unknown()),
@@ -103,6 +135,16 @@ export const appSpecSchema = named(
   'The portable description of an app (never a secret value)',
 );
 
-const findingSchema = z.object({ level: z.enum(FINDING_LEVELS), service: z.string().optional(), key: z.string(), message: z.string() });
+const findingSchema = z.object({
+  level: z.enum(FINDING_LEVELS),
+  service: z.string().optional(),
+  key: z.string(),
+  message: z.string(),
+});
 
-export const detectionSchema = z.object({ compose_path: z.string().nullable(), dockerfile: z.string().nullable(), services: z.array(z.string()), findings: z.array(findingSchema) });
+export const detectionSchema = z.object({
+  compose_path: z.string().nullable(),
+  dockerfile: z.string().nullable(),
+  services: z.array(z.string()),
+  findings: z.array(findingSchema),
+});

@@ -18,7 +18,10 @@ export const userSchema = named(
 );
 
 /** A permission name (lib/auth/roles.ts): what a token's scopes and `GET /api/auth/me` list. */
-export const permissionSchema = named('Permission', z.enum(PERMISSION_NAMES as [Permission, ...Permission[]]));
+export const permissionSchema = named(
+  'Permission',
+  z.enum(PERMISSION_NAMES as [Permission, ...Permission[]]),
+);
 
 export const apiTokenSchema = named(
   'ApiToken',
@@ -53,7 +56,10 @@ export const operatorSchema = named(
     id: z.string(),
     username: z.string(),
     role: z.enum(ROLES),
-    app_ids: z.array(z.string()).nullable().describe('null: every app; a list limits a deployer or viewer to those apps'),
+    app_ids: z
+      .array(z.string())
+      .nullable()
+      .describe('null: every app; a list limits a deployer or viewer to those apps'),
     totp_enabled: z.boolean(),
     disabled: z.boolean(),
     sso: z.boolean().describe('Signs in with the OpenID Connect provider'),
@@ -93,5 +99,13 @@ export const invitationSchema = named(
 
 export const sessionSchema = named(
   'Session',
-  z.object({ id: z.string(), created_at: ts, last_seen_at: ts, expires_at: ts, ip: z.string().nullable(), user_agent: z.string().nullable(), current: z.boolean() }),
+  z.object({
+    id: z.string(),
+    created_at: ts,
+    last_seen_at: ts,
+    expires_at: ts,
+    ip: z.string().nullable(),
+    user_agent: z.string().nullable(),
+    current: z.boolean(),
+  }),
 );

@@ -4,7 +4,10 @@ import { named, ts } from './common.js';
 
 const backupSourceSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('database'), database_id: z.string() }),
-  z.object({ type: z.literal('volume'), volume: z.string().describe("The volume's name as the app's compose file writes it") }),
+  z.object({
+    type: z.literal('volume'),
+    volume: z.string().describe("The volume's name as the app's compose file writes it"),
+  }),
 ]);
 
 const backupDestinationSchema = z.discriminatedUnion('type', [
@@ -69,7 +72,10 @@ export const instanceBackupRunSchema = named(
     size_bytes: z.number().nullable(),
     sha256: z.string().nullable().describe("Of the stored (encrypted) artifact's bytes"),
     error: z.string().nullable(),
-    notes: z.string().nullable().describe('What the run could not include (Caddy storage not readable here, say)'),
+    notes: z
+      .string()
+      .nullable()
+      .describe('What the run could not include (Caddy storage not readable here, say)'),
     verified_at: ts.nullable(),
     verify_error: z.string().nullable(),
     artifact_removed: z.boolean(),
@@ -92,7 +98,14 @@ export const instanceBackupSchema = named(
 
 export const restoreSchema = named(
   'Restore',
-  z.object({ id: z.string(), run_id: z.string(), status: z.string().describe('running | succeeded | failed'), error: z.string().nullable(), started_at: ts, finished_at: ts.nullable() }),
+  z.object({
+    id: z.string(),
+    run_id: z.string(),
+    status: z.string().describe('running | succeeded | failed'),
+    error: z.string().nullable(),
+    started_at: ts,
+    finished_at: ts.nullable(),
+  }),
   'A restore of a backup run into its source',
 );
 
@@ -101,7 +114,14 @@ export const backupsOverviewSchema = named(
   z.object({
     configs: z.array(backupConfigSchema),
     failed_last_7d: z.array(z.object({ ...backupRunSchema.shape, app_id: z.string() })),
-    uncovered: z.array(z.object({ app_id: z.string(), service: z.string(), volume: z.string(), database_id: z.string().optional() })),
+    uncovered: z.array(
+      z.object({
+        app_id: z.string(),
+        service: z.string(),
+        volume: z.string(),
+        database_id: z.string().optional(),
+      }),
+    ),
   }),
   'Backup configurations, failures of the last 7 days and what no configuration covers',
 );

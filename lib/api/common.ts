@@ -26,4 +26,5 @@ export const errorSchema = named(
 
 export const items = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
 
-export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().optional() });
+export const page = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), next_cursor: z.string().optional() });

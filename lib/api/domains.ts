@@ -7,7 +7,9 @@ const domainFields = {
   hostname: z.string(),
   status: z.enum(DOMAIN_STATUSES),
   status_detail: z.string(),
-  certificate: z.object({ source: z.enum(CERTIFICATE_SOURCES), issuer: z.string(), not_after: ts }).nullable(),
+  certificate: z
+    .object({ source: z.enum(CERTIFICATE_SOURCES), issuer: z.string(), not_after: ts })
+    .nullable(),
   dns: z.object({ addresses: z.array(z.string()), points_here: z.boolean(), checked_at: ts }).nullable(),
 };
 
@@ -28,7 +30,14 @@ export const domainSchema = named(
 
 export const automaticHostSchema = named(
   'AutomaticHost',
-  z.object({ managed: z.literal(true), ...domainFields, app_id: z.string(), service: z.string(), port: z.number().int(), redirect_to: z.null() }),
+  z.object({
+    managed: z.literal(true),
+    ...domainFields,
+    app_id: z.string(),
+    service: z.string(),
+    port: z.number().int(),
+    redirect_to: z.null(),
+  }),
   'A host under the base domain given to every app service automatically (no id: it follows the app)',
 );
 

@@ -6,7 +6,10 @@ import { named, ts } from './common.js';
 
 export const proxySummarySchema = named(
   'ProxySummary',
-  z.object({ synced: z.boolean(), error: z.string().optional().describe('Why the last sync did not apply (the next one retries)') }),
+  z.object({
+    synced: z.boolean(),
+    error: z.string().optional().describe('Why the last sync did not apply (the next one retries)'),
+  }),
   'Whether the proxy holds the configuration computed from the current rows',
 );
 
@@ -32,30 +35,54 @@ const diskKind = z.object({ count: z.number().int(), size_bytes: z.number(), rec
 
 export const diskUsageSchema = named(
   'DiskUsage',
-  z.object({ images: diskKind, containers: diskKind, volumes: diskKind, build_cache: diskKind, total_bytes: z.number() }),
+  z.object({
+    images: diskKind,
+    containers: diskKind,
+    volumes: diskKind,
+    build_cache: diskKind,
+    total_bytes: z.number(),
+  }),
   'Engine disk usage by kind: images, containers, volumes, build cache',
 );
 
 export const pruneResultSchema = named(
   'PruneResult',
-  z.object({ reclaimed_bytes: z.number(), images_deleted: z.number().int(), containers_deleted: z.number().int(), build_cache_bytes: z.number() }),
+  z.object({
+    reclaimed_bytes: z.number(),
+    images_deleted: z.number().int(),
+    containers_deleted: z.number().int(),
+    build_cache_bytes: z.number(),
+  }),
   "What a prune removed (never an app's images or volumes)",
 );
 
 export const resetResultSchema = named(
   'ResetResult',
-  z.object({ removed: z.array(z.object({ id: z.string(), name: z.string() })), failed: z.array(z.object({ id: z.string(), name: z.string(), error: z.string() })) }),
+  z.object({
+    removed: z.array(z.object({ id: z.string(), name: z.string() })),
+    failed: z.array(z.object({ id: z.string(), name: z.string(), error: z.string() })),
+  }),
   'The apps a reset removed, and those it could not',
 );
 
 export const dnsCheckSchema = named(
   'DnsCheck',
-  z.object({ host: z.string(), expected: z.array(z.string()), resolved: z.array(z.string()), points_here: z.boolean(), error: z.string().optional() }),
+  z.object({
+    host: z.string(),
+    expected: z.array(z.string()),
+    resolved: z.array(z.string()),
+    points_here: z.boolean(),
+    error: z.string().optional(),
+  }),
   'Where a hostname resolves, against the addresses this host answers on',
 );
 
 export const baseDomainSchema = named(
   'BaseDomain',
-  z.object({ base_domain: z.string().nullable(), control_domain: z.string().nullable(), proxy: proxySummarySchema }),
+  z.object({
+    base_domain: z.string().nullable(),
+    control_domain: z.string().nullable(),
+    proxy: proxySummarySchema,
+  }),
   'The base domain of the automatic hosts, the control domain that follows from it, and the proxy',
 );

@@ -17,10 +17,17 @@ const requestPointSchema = z.object({
 const seriesFields = {
   range: z.enum(RANGE_NAMES as [RangeName, ...RangeName[]]),
   step_seconds: z.number().int(),
-  points: z.array(requestPointSchema).max(500).describe('Oldest first, aligned to step_seconds, zero-filled gaps'),
+  points: z
+    .array(requestPointSchema)
+    .max(500)
+    .describe('Oldest first, aligned to step_seconds, zero-filled gaps'),
 };
 
-export const metricsSeriesSchema = named('MetricsSeries', z.object(seriesFields), "Requests through the proxy to an app's hosts, over a range");
+export const metricsSeriesSchema = named(
+  'MetricsSeries',
+  z.object(seriesFields),
+  "Requests through the proxy to an app's hosts, over a range",
+);
 
 export const hostMetricsSchema = named(
   'HostMetrics',

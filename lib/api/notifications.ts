@@ -13,7 +13,9 @@ export const notificationChannelSchema = named(
     url_hint: z.string().describe('The URL is sealed and never returned'),
     events: z.array(z.enum(NOTIFY_EVENTS)),
     enabled: z.boolean(),
-    last_delivery: z.object({ at: ts, ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable() }).nullable(),
+    last_delivery: z
+      .object({ at: ts, ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable() })
+      .nullable(),
     created_at: ts,
     updated_at: ts,
   }),
@@ -21,5 +23,12 @@ export const notificationChannelSchema = named(
 
 export const notificationDeliverySchema = named(
   'NotificationDelivery',
-  z.object({ at: ts, event: z.string(), ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable(), attempts: z.number().int() }),
+  z.object({
+    at: ts,
+    event: z.string(),
+    ok: z.boolean(),
+    status: z.number().int().nullable(),
+    error: z.string().nullable(),
+    attempts: z.number().int(),
+  }),
 );

@@ -13,7 +13,9 @@ export const previewSchema = named(
     commit: z.string().nullable(),
     host: z.string().nullable().describe('pr-<number>-<app>.<base domain>; null without a base domain'),
     url: z.string().nullable(),
-    status: z.string().describe("As an app's: created, deploying, running, degraded, stopped, failed, sleeping..."),
+    status: z
+      .string()
+      .describe("As an app's: created, deploying, running, degraded, stopped, failed, sleeping..."),
     deployment_id: z.string().nullable(),
     sleeping: z.boolean(),
     created_at: ts,
@@ -34,6 +36,10 @@ export const previewSettingsSchema = named(
     max: z.number().int(),
     inherit_env: z.array(z.string()),
     database: z.enum(PREVIEW_DATABASES),
-    sleep_after_minutes: z.number().int().nullable().describe('Idle minutes after which a preview sleeps (default 30); null: never'),
+    sleep_after_minutes: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Idle minutes after which a preview sleeps (default 30); null: never'),
   }),
 );

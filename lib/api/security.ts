@@ -37,7 +37,14 @@ export const fail2banStateSchema = z.union([
     available: z.literal(true),
     stale: z.boolean(),
     generated_at: ts,
-    jails: z.array(z.object({ name: z.string(), currently_banned: z.number().int(), total_banned: z.number().int(), banned_ips: z.array(z.string()) })),
+    jails: z.array(
+      z.object({
+        name: z.string(),
+        currently_banned: z.number().int(),
+        total_banned: z.number().int(),
+        banned_ips: z.array(z.string()),
+      }),
+    ),
   }),
   unavailable,
 ]);
@@ -50,8 +57,19 @@ export const trafficSnapshotSchema = named(
     request_threshold: z.number(),
     error_threshold: z.number(),
     tracked_ips: z.number().int(),
-    top_talkers: z.array(z.object({ ip: z.string(), requests: z.number().int(), errors: z.number().int(), last_seen: ts })),
-    recent_requests: z.array(z.object({ at: ts, ip: z.string(), host: z.string(), method: z.string(), path: z.string(), status: z.number().int() })),
+    top_talkers: z.array(
+      z.object({ ip: z.string(), requests: z.number().int(), errors: z.number().int(), last_seen: ts }),
+    ),
+    recent_requests: z.array(
+      z.object({
+        at: ts,
+        ip: z.string(),
+        host: z.string(),
+        method: z.string(),
+        path: z.string(),
+        status: z.number().int(),
+      }),
+    ),
     recent_anomalies: z.array(
       z.object({
         at: ts,

@@ -4,7 +4,10 @@ import { DELIVERY_OUTCOMES } from '../webhooks/deliveries.js';
 import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
 import { named, ts } from './common.js';
 
-export const triggerSchema = named('Trigger', z.object({ id: z.string(), event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() }));
+export const triggerSchema = named(
+  'Trigger',
+  z.object({ id: z.string(), event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() }),
+);
 
 export const webhookDeliverySchema = named(
   'WebhookDelivery',
@@ -23,4 +26,7 @@ export const webhookDeliverySchema = named(
   "What one delivery to the app's webhook came to (never its payload nor its signature)",
 );
 
-export const publicKeySchema = named('DeployKey', z.object({ public_key: z.string(), fingerprint: z.string(), created_at: ts }));
+export const publicKeySchema = named(
+  'DeployKey',
+  z.object({ public_key: z.string(), fingerprint: z.string(), created_at: ts }),
+);

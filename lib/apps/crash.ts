@@ -123,7 +123,12 @@ export class CrashWatcher {
     if (this.state(e.app) !== before) this.deps.onChange?.(e.app);
     if (ep.notified) return;
     ep.notified = true;
-    const app = await this.deps.db.selectFrom('apps').select(['id', 'name']).where('name', '=', e.app).where('deleting_at', 'is', null).executeTakeFirst();
+    const app = await this.deps.db
+      .selectFrom('apps')
+      .select(['id', 'name'])
+      .where('name', '=', e.app)
+      .where('deleting_at', 'is', null)
+      .executeTakeFirst();
     if (!app) return;
     const lastLogs = await this.lastLogs(e.container_id);
     const exit = e.exit_code ?? null;
@@ -184,7 +189,12 @@ export class CrashWatcher {
     try {
       const container = this.deps.engine.docker.getContainer(id);
       const info = await container.inspect();
-      const raw = (await container.logs({ stdout: true, stderr: true, tail: LOG_LINES, follow: false })) as unknown as Buffer;
+      const raw = (await container.logs({
+        stdout: true,
+        stderr: true,
+        tail: LOG_LINES,
+        follow: false,
+      })) as unknown as Buffer;
       const text = info.Config?.Tty ? raw.toString('utf8') : demux(raw);
       return text
         .split('\n')

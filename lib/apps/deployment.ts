@@ -16,7 +16,10 @@ export function isTerminal(s: string): s is TerminalStatus {
 }
 
 /** What was deployed, so a rollback can plan the same stack again without a clone. */
-export type DeploySpec = { kind: 'compose'; path: string; text: string } | { kind: 'dockerfile'; path: string } | { kind: 'image'; image: string };
+export type DeploySpec =
+  | { kind: 'compose'; path: string; text: string }
+  | { kind: 'dockerfile'; path: string }
+  | { kind: 'image'; image: string };
 
 export interface Deployment {
   id: string;

@@ -27,9 +27,14 @@ export interface EnvSet {
   etag: string;
 }
 
-const readRows = (db: Reader, appId: string): Promise<EnvRow[]> => db.selectFrom('app_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
+const readRows = (db: Reader, appId: string): Promise<EnvRow[]> =>
+  db.selectFrom('app_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
 
-const toItem = (sealer: Sealer, appId: string, r: EnvRow): EnvItem => ({ key: r.key, secret: r.secret === 1, value: r.secret === 1 ? null : sealer.open(r.sealed, envBinding(appId, r.key)) });
+const toItem = (sealer: Sealer, appId: string, r: EnvRow): EnvItem => ({
+  key: r.key,
+  secret: r.secret === 1,
+  value: r.secret === 1 ? null : sealer.open(r.sealed, envBinding(appId, r.key)),
+});
 
 const TAG_PURPOSE = 'env-etag';
 const VALUE_PURPOSE = 'env-etag-value';
@@ -42,7 +47,11 @@ const VALUE_PURPOSE = 'env-etag-value';
  */
 function envTag(sealer: Sealer, appId: string, rows: EnvRow[]): string {
   if (rows.length === 0) return '"empty"';
-  const canon = rows.map((r) => [r.key, r.secret === 1, sealer.digest(VALUE_PURPOSE, sealer.open(r.sealed, envBinding(appId, r.key)))]);
+  const canon = rows.map((r) => [
+    r.key,
+    r.secret === 1,
+    sealer.digest(VALUE_PURPOSE, sealer.open(r.sealed, envBinding(appId, r.key))),
+  ]);
   return `"${sealer.digest(TAG_PURPOSE, JSON.stringify(canon)).slice(0, 32)}"`;
 }
 
@@ -60,15 +69,26 @@ export async function readEnvSet(db: Db, sealer: Sealer, appId: string): Promise
  * (the connection is held for its length), so no other write lands between the check and the
  * change; the answered tag is the one this write produced. `change` answers what it wants back.
  */
-async function writeEnv<T>(db: Db, sealer: Sealer, appId: string, ifMatch: string | null, change: (tx: Transaction<Database>, existing: EnvRow[]) => Promise<T>): Promise<{ result: T; set: EnvSet }> {
+async function writeEnv<T>(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  ifMatch: string | null,
+  change: (tx: Transaction<Database>, existing: EnvRow[]) => Promise<T>,
+): Promise<{ result: T; set: EnvSet }> {
   return db.transaction().execute(async (tx) => {
     const existing = await readRows(tx, appId);
     if (ifMatch !== null && !ifMatchHolds(ifMatch, envTag(sealer, appId, existing))) {
-      throw preconditionFailed('The variables changed since they were read (If-Match no longer matches): reload them and apply the change again');
+      throw preconditionFailed(
+        'The variables changed since they were read (If-Match no longer matches): reload them and apply the change again',
+      );
     }
     const result = await change(tx, existing);
     const rows = await readRows(tx, appId);
-    return { result, set: { items: rows.map((r) => toItem(sealer, appId, r)), etag: envTag(sealer, appId, rows) } };
+    return {
+      result,
+      set: { items: rows.map((r) => toItem(sealer, appId, r)), etag: envTag(sealer, appId, rows) },
+    };
   });
 }
 
@@ -82,7 +102,12 @@ export async function resolveEnv(db: Db, sealer: Sealer, appId: string): Promise
 }
 
 export async function revealEnv(db: Db, sealer: Sealer, appId: string, key: string): Promise<string | null> {
-  const r = await db.selectFrom('app_env').selectAll().where('app_id', '=', appId).where('key', '=', key).executeTakeFirst();
+  const r = await db
+    .selectFrom('app_env')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('key', '=', key)
+    .executeTakeFirst();
   return r ? sealer.open(r.sealed, envBinding(appId, key)) : null;
 }
 
@@ -96,26 +121,44 @@ export interface EnvInput {
  * Replaces the whole set in one transaction. `value: null` keeps the stored value of an
  * existing key (so a client can resubmit a listing with redacted secrets untouched).
  */
-export async function replaceEnv(db: Db, sealer: Sealer, appId: string, items: EnvInput[]): Promise<EnvItem[]> {
+export async function replaceEnv(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  items: EnvInput[],
+): Promise<EnvItem[]> {
   return (await replaceEnvSet(db, sealer, appId, items, null)).items;
 }
 
 /** replaceEnv, honouring an If-Match header (412 precondition_failed and nothing changed when it fails). */
-export async function replaceEnvSet(db: Db, sealer: Sealer, appId: string, items: EnvInput[], ifMatch: string | null): Promise<EnvSet> {
-  if (items.length > ENV_MAX_VARS) throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'items', message: 'too many' }]);
+export async function replaceEnvSet(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  items: EnvInput[],
+  ifMatch: string | null,
+): Promise<EnvSet> {
+  if (items.length > ENV_MAX_VARS)
+    throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'items', message: 'too many' }]);
   const seen = new Set<string>();
   for (const [i, it] of items.entries()) {
-    if (seen.has(it.key)) throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
+    if (seen.has(it.key))
+      throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
     seen.add(it.key);
     if (it.value !== null && Buffer.byteLength(it.value) > ENV_MAX_VALUE)
-      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: `items.${i}.value`, message: 'too large' }]);
+      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [
+        { field: `items.${i}.value`, message: 'too large' },
+      ]);
   }
   requireSealer(sealer);
   const { set } = await writeEnv(db, sealer, appId, ifMatch, async (tx, rows) => {
     const existing = new Map(rows.map((r) => [r.key, r]));
     const next = items.map((it, i) => {
       const old = existing.get(it.key);
-      if (it.value === null && !old) throw badRequest(`"${it.key}" has no stored value to keep: give a value`, [{ field: `items.${i}.value`, message: 'required for a new key' }]);
+      if (it.value === null && !old)
+        throw badRequest(`"${it.key}" has no stored value to keep: give a value`, [
+          { field: `items.${i}.value`, message: 'required for a new key' },
+        ]);
       const secret = it.secret ?? (old ? old.secret === 1 : true);
       const sealed = it.value === null ? old!.sealed : sealer.seal(it.value, envBinding(appId, it.key));
       return { app_id: appId, key: it.key, secret: secret ? 1 : 0, sealed };
@@ -134,11 +177,15 @@ export async function setEnvVar(
   input: { key: string; value: string; secret?: boolean },
   ifMatch: string | null,
 ): Promise<{ created: boolean; item: EnvItem; etag: string }> {
-  if (Buffer.byteLength(input.value) > ENV_MAX_VALUE) throw badRequest(`Value of "${input.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: 'value', message: 'too large' }]);
+  if (Buffer.byteLength(input.value) > ENV_MAX_VALUE)
+    throw badRequest(`Value of "${input.key}" is larger than ${ENV_MAX_VALUE} bytes`, [
+      { field: 'value', message: 'too large' },
+    ]);
   requireSealer(sealer);
   const { result: created, set } = await writeEnv(db, sealer, appId, ifMatch, async (tx, rows) => {
     const old = rows.find((r) => r.key === input.key);
-    if (!old && rows.length >= ENV_MAX_VARS) throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'key', message: 'too many' }]);
+    if (!old && rows.length >= ENV_MAX_VARS)
+      throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'key', message: 'too many' }]);
     const secret = (input.secret ?? (old ? old.secret === 1 : true)) ? 1 : 0;
     const sealed = sealer.seal(input.value, envBinding(appId, input.key));
     await tx
@@ -152,9 +199,19 @@ export async function setEnvVar(
 }
 
 /** Removes one variable (404 when the app has no such key); answers the set's new ETag. */
-export async function removeEnvVar(db: Db, sealer: Sealer, appId: string, key: string, ifMatch: string | null): Promise<string> {
+export async function removeEnvVar(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  key: string,
+  ifMatch: string | null,
+): Promise<string> {
   const { set } = await writeEnv(db, sealer, appId, ifMatch, async (tx) => {
-    const r = await tx.deleteFrom('app_env').where('app_id', '=', appId).where('key', '=', key).executeTakeFirst();
+    const r = await tx
+      .deleteFrom('app_env')
+      .where('app_id', '=', appId)
+      .where('key', '=', key)
+      .executeTakeFirst();
     if (Number(r.numDeletedRows) === 0) throw notFound(`No variable "${key}"`);
   });
   return set.etag;

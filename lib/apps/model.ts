@@ -12,9 +12,16 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(['control']);
  * file, or a stack named by the operator with what detection would choose overridden field by field.
  * Unset: the compose file, else the Dockerfile, else `auto`.
  */
-export type BuildSetting = { type: 'auto' } | { type: 'dockerfile'; path?: string } | { type: 'compose'; path?: string } | StackOverride;
+export type BuildSetting =
+  | { type: 'auto' }
+  | { type: 'dockerfile'; path?: string }
+  | { type: 'compose'; path?: string }
+  | StackOverride;
 
-export type AppSource = { type: 'git'; repo_url: string; branch: string; compose_path?: string; build?: BuildSetting } | { type: 'image'; image: string } | { type: 'compose'; compose: string };
+export type AppSource =
+  | { type: 'git'; repo_url: string; branch: string; compose_path?: string; build?: BuildSetting }
+  | { type: 'image'; image: string }
+  | { type: 'compose'; compose: string };
 
 /** Bounds of one image build (PATCH /api/apps/{id} `build_limits`); an absent field is unbounded. */
 export interface BuildLimits {
@@ -22,7 +29,17 @@ export interface BuildLimits {
   cpus?: number;
   timeout_s?: number;
 }
-export const APP_STATUSES = ['created', 'deploying', 'running', 'degraded', 'stopped', 'failed', 'crash_loop', 'oom', 'sleeping'] as const;
+export const APP_STATUSES = [
+  'created',
+  'deploying',
+  'running',
+  'degraded',
+  'stopped',
+  'failed',
+  'crash_loop',
+  'oom',
+  'sleeping',
+] as const;
 export type AppStatus = (typeof APP_STATUSES)[number];
 
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).

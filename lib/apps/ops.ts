@@ -42,7 +42,10 @@ export interface ServiceView {
 }
 
 export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
-  const [live, settings] = await Promise.all([listServices(env.engine, app.name), serviceSettings(env.db, app.id)]);
+  const [live, settings] = await Promise.all([
+    listServices(env.engine, app.name),
+    serviceSettings(env.db, app.id),
+  ]);
   return live.map((s) => ({
     name: s.name,
     image: s.image,
@@ -65,19 +68,30 @@ export { refreshAppStatus } from './status.js';
  */
 export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
   if ((await serviceSettings(env.db, app.id)).has(service)) return;
-  const deployed = await env.db.selectFrom('deployments').select('images').where('app_id', '=', app.id).where('images', 'is not', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const deployed = await env.db
+    .selectFrom('deployments')
+    .select('images')
+    .where('app_id', '=', app.id)
+    .where('images', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
   if (images && Object.hasOwn(images, service)) return;
   if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
   const live = await listServices(env.engine, app.name);
   if (live.some((s) => s.name === service)) return;
   const known = [...new Set([...Object.keys(images ?? {}), ...live.map((s) => s.name)])].sort();
-  throw new HttpError('not_found', `No service "${service}" in app "${app.name}"${known.length ? ` (its services: ${known.join(', ')})` : '; its services are known once it has deployed'}`);
+  throw new HttpError(
+    'not_found',
+    `No service "${service}" in app "${app.name}"${known.length ? ` (its services: ${known.join(', ')})` : '; its services are known once it has deployed'}`,
+  );
 }
 
 export async function ensureService(env: Env, app: App, service: string): Promise<void> {
   const live = await listServices(env.engine, app.name);
-  if (!live.some((s) => s.name === service)) throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
+  if (!live.some((s) => s.name === service))
+    throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
 }
 
 export type Lifecycle = 'start' | 'stop' | 'restart';
@@ -85,7 +99,8 @@ export type Lifecycle = 'start' | 'stop' | 'restart';
 export async function lifecycle(env: Env, app: App, action: Lifecycle, service?: string): Promise<string[]> {
   const existing = await listAppContainers(env.engine, app.name);
   if (!existing.length) {
-    if (action !== 'start') throw new HttpError('conflict', `App "${app.name}" has no containers: deploy it first`);
+    if (action !== 'start')
+      throw new HttpError('conflict', `App "${app.name}" has no containers: deploy it first`);
     return firstStart(env, app);
   }
   if (service) await ensureService(env, app, service);
@@ -95,14 +110,20 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
   if (action === 'stop' && !service) await setSleeping(env.db, app.id, null);
   // A stop too: a service with no running container loses its upstreams, so the proxy answers
   // 503 (unavailable) at once instead of retrying dead addresses and answering 502.
-  await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
+  await followRunning(env, app).catch((err) =>
+    env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'),
+  );
   await refreshAppStatus(env, app);
   return touched;
 }
 
 /** An image app can be brought up without a build; a git app needs a deployment. */
 async function firstStart(env: Env, app: App): Promise<string[]> {
-  if (app.source.type !== 'image') throw new HttpError('conflict', `App "${app.name}" has not been deployed yet: POST /api/apps/${app.id}/deployments`);
+  if (app.source.type !== 'image')
+    throw new HttpError(
+      'conflict',
+      `App "${app.name}" has not been deployed yet: POST /api/apps/${app.id}/deployments`,
+    );
   const planned = await planStack(singleServiceModel({ image: app.source.image }), {
     app: app.name,
     env: await resolveEnv(env.db, env.sealer, app.id),
@@ -115,7 +136,9 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
       planned.findings.map((f) => ({ field: f.key, message: f.message })),
     );
   const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
-  await followRunning(env, app).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'));
+  await followRunning(env, app).catch((err) =>
+    env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'),
+  );
   await refreshAppStatus(env, app);
   return up.services.map((s) => s.containerName);
 }
@@ -147,20 +170,36 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   // Its automatic hosts and upstream rows went with the rows: Caddy stops serving them now, not at
   // its next periodic check.
   if (env.edge.proxy.enabled)
-    await env.edge.proxy.sync(`delete ${app.name}`).catch((err) => env.log.warn({ err: String(err), app: app.name }, 'proxy not updated after the delete; the next check applies it'));
+    await env.edge.proxy
+      .sync(`delete ${app.name}`)
+      .catch((err) =>
+        env.log.warn(
+          { err: String(err), app: app.name },
+          'proxy not updated after the delete; the next check applies it',
+        ),
+      );
   publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
   return removed;
 }
 
 /** Its managed databases' containers (lib/databases/); the volumes go with the app's own. */
 async function removeAppDatabaseContainers(env: Env, appName: string): Promise<void> {
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [`${LABEL_DATABASE_APP}=${appName}`]) }));
-  for (const c of list) if (isOwned(env.engine, 'container', c.Id, c.Labels) && c.Labels?.[LABEL_DATABASE_APP] === appName) await removeOwnedContainer(env.engine, c.Id);
+  const list = await guard(env.engine, () =>
+    env.engine.docker.listContainers({
+      all: true,
+      filters: ownedFilter(env.engine, [`${LABEL_DATABASE_APP}=${appName}`]),
+    }),
+  );
+  for (const c of list)
+    if (isOwned(env.engine, 'container', c.Id, c.Labels) && c.Labels?.[LABEL_DATABASE_APP] === appName)
+      await removeOwnedContainer(env.engine, c.Id);
 }
 
 async function removeAppImages(env: Env, appName: string): Promise<void> {
   await guard(env.engine, async () => {
-    const images = await env.engine.docker.listImages({ filters: ownedFilter(env.engine, [`${LABEL_APP}=${appName}`]) });
+    const images = await env.engine.docker.listImages({
+      filters: ownedFilter(env.engine, [`${LABEL_APP}=${appName}`]),
+    });
     for (const img of images) {
       if (!isOwned(env.engine, 'image', img.Id, img.Labels)) continue;
       try {
@@ -169,7 +208,9 @@ async function removeAppImages(env: Env, appName: string): Promise<void> {
         const status = (e as { statusCode?: number }).statusCode;
         // Only a container svc does not manage can still use it (ours are gone): never touched.
         if (status === 409)
-          throw new EngineConflictError(`image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`);
+          throw new EngineConflictError(
+            `image ${img.RepoTags?.[0] ?? img.Id.slice(7, 19)} of the app is used by a container svc does not manage; remove that container, then delete the app again`,
+          );
         if (status !== 404) throw e;
       }
     }

@@ -17,21 +17,54 @@ export const noGitAuth: GitAuth = (_app, fn) => fn({});
 export function gitErrorToHttp(e: unknown): unknown {
   if (!(e instanceof GitError)) return e;
   if (e.kind === 'aborted') return new HttpError('service_unavailable', e.message);
-  return badRequest(`Could not clone the repository: ${e.message}`, [{ field: 'source', message: e.message }]);
+  return badRequest(`Could not clone the repository: ${e.message}`, [
+    { field: 'source', message: e.message },
+  ]);
 }
 
-export function probeRepository(env: Env, app: App, what: 'compose', gitAuth?: GitAuth): Promise<{ compose_path: string | null; dockerfile: string | null; services: string[]; findings: Finding[] }>;
-export function probeRepository(env: Env, app: App, what: 'env-example', gitAuth?: GitAuth): Promise<{ items: { key: string; value: string }[] }>;
-export async function probeRepository(env: Env, app: App, what: 'compose' | 'env-example', gitAuth: GitAuth = env.gitAuth ?? noGitAuth) {
-  if (app.source.type !== 'git') throw badRequest('Only git apps have a repository to probe', [{ field: 'source.type', message: 'not git' }]);
+export function probeRepository(
+  env: Env,
+  app: App,
+  what: 'compose',
+  gitAuth?: GitAuth,
+): Promise<{
+  compose_path: string | null;
+  dockerfile: string | null;
+  services: string[];
+  findings: Finding[];
+}>;
+export function probeRepository(
+  env: Env,
+  app: App,
+  what: 'env-example',
+  gitAuth?: GitAuth,
+): Promise<{ items: { key: string; value: string }[] }>;
+export async function probeRepository(
+  env: Env,
+  app: App,
+  what: 'compose' | 'env-example',
+  gitAuth: GitAuth = env.gitAuth ?? noGitAuth,
+) {
+  if (app.source.type !== 'git')
+    throw badRequest('Only git apps have a repository to probe', [
+      { field: 'source.type', message: 'not git' },
+    ]);
   const { repo_url, branch, compose_path } = app.source;
   try {
     return await gitAuth(app, (gitEnv) =>
-      withTempClone({ url: repo_url, ref: branch, timeoutMs: PROBE_TIMEOUT_MS, maxBytes: PROBE_MAX_BYTES, env: gitEnv }, async (dir) => {
-        if (what === 'env-example') return { items: await envExample(dir) };
-        const d = await detectCompose(dir, { composePath: compose_path });
-        return { compose_path: d.compose_path, dockerfile: d.dockerfile, services: d.services, findings: d.findings };
-      }),
+      withTempClone(
+        { url: repo_url, ref: branch, timeoutMs: PROBE_TIMEOUT_MS, maxBytes: PROBE_MAX_BYTES, env: gitEnv },
+        async (dir) => {
+          if (what === 'env-example') return { items: await envExample(dir) };
+          const d = await detectCompose(dir, { composePath: compose_path });
+          return {
+            compose_path: d.compose_path,
+            dockerfile: d.dockerfile,
+            services: d.services,
+            findings: d.findings,
+          };
+        },
+      ),
     );
   } catch (e) {
     throw gitErrorToHttp(e);

@@ -19,13 +19,20 @@ const composePath = z
   .string()
   .max(255)
   .regex(/^[A-Za-z0-9._/-]+\.ya?ml$/, 'a relative path to a .yml or .yaml file')
-  .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
+  .refine(
+    (p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'),
+    'must stay inside the repository',
+  );
 
 /**
  * One field of a stack override, held to the rule the build plan applies to it (the same check
  * runs again at deploy): a refused value is a 400 naming the field and why, never a Dockerfile line.
  */
-const planned = <T extends z.ZodType>(base: T, check: (file: string, field: string, v: unknown) => unknown, field: string) =>
+const planned = <T extends z.ZodType>(
+  base: T,
+  check: (file: string, field: string, v: unknown) => unknown,
+  field: string,
+) =>
   base.superRefine((v, ctx) => {
     try {
       check('(override)', field, v);
@@ -39,7 +46,10 @@ const dockerfilePath = z
   .string()
   .max(255)
   .regex(/^[A-Za-z0-9._/-]+$/, 'a relative path inside the repository')
-  .refine((p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'), 'must stay inside the repository');
+  .refine(
+    (p) => !p.startsWith('/') && !p.startsWith('-') && !p.split('/').includes('..'),
+    'must stay inside the repository',
+  );
 
 export const buildSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('auto') }),
@@ -58,9 +68,21 @@ export const buildSchema = z.discriminatedUnion('type', [
 ]);
 
 export const buildLimitsSchema = z.strictObject({
-  memory_mb: z.number().int().min(64).max(65536).optional().describe('Memory of the build, in MiB (no swap beyond it)'),
+  memory_mb: z
+    .number()
+    .int()
+    .min(64)
+    .max(65536)
+    .optional()
+    .describe('Memory of the build, in MiB (no swap beyond it)'),
   cpus: z.number().min(0.1).max(64).optional().describe('CPUs the build may use (0.5: half of one)'),
-  timeout_s: z.number().int().min(10).max(7200).optional().describe('Seconds after which the build is stopped'),
+  timeout_s: z
+    .number()
+    .int()
+    .min(10)
+    .max(7200)
+    .optional()
+    .describe('Seconds after which the build is stopped'),
 });
 
 export const sourceSchema = z.discriminatedUnion('type', [
@@ -76,12 +98,24 @@ export const sourceSchema = z.discriminatedUnion('type', [
     .superRefine((s, ctx) => {
       // compose_path and build {type: compose, path} are one setting: two different answers are refused.
       if (s.compose_path === undefined || s.build === undefined) return;
-      if (s.build.type !== 'compose') ctx.addIssue({ code: 'custom', path: ['compose_path'], message: `a compose path with a build of type ${s.build.type}; drop one` });
-      else if (s.build.path !== undefined && s.build.path !== s.compose_path) ctx.addIssue({ code: 'custom', path: ['build', 'path'], message: 'differs from compose_path; give one of them' });
+      if (s.build.type !== 'compose')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['compose_path'],
+          message: `a compose path with a build of type ${s.build.type}; drop one`,
+        });
+      else if (s.build.path !== undefined && s.build.path !== s.compose_path)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['build', 'path'],
+          message: 'differs from compose_path; give one of them',
+        });
     }),
   z.strictObject({
     type: z.literal('image'),
-    image: z.string().refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
+    image: z
+      .string()
+      .refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
   }),
   // An inline compose file (add-ons): the compose policy runs on it now and again at deploy.
   z.strictObject({
@@ -96,9 +130,17 @@ export const sourceSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
-export const sleepAfterSchema = z.number().int().min(SLEEP_MIN_MINUTES).max(SLEEP_MAX_MINUTES).describe('Idle minutes (no request through the proxy) after which the app sleeps: 1 to 10080 (a week)');
+export const sleepAfterSchema = z
+  .number()
+  .int()
+  .min(SLEEP_MIN_MINUTES)
+  .max(SLEEP_MAX_MINUTES)
+  .describe('Idle minutes (no request through the proxy) after which the app sleeps: 1 to 10080 (a week)');
 
-export const envKeySchema = z.string().max(255).regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
+export const envKeySchema = z
+  .string()
+  .max(255)
+  .regex(ENV_KEY, 'letters, digits and "_", not starting with a digit');
 
 export const servicePortSchema = z.number().int().min(1).max(65535);
 export const healthPathSchema = z

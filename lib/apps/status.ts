@@ -44,7 +44,8 @@ export function deriveStatus(f: StatusFacts): AppStatus {
     if (f.stored === 'created') return 'created';
     return f.lastFailed ? 'failed' : 'stopped';
   }
-  const up = (s: StatusFacts['services'][number]) => s.status === 'running' && (s.health === 'healthy' || s.health === 'none');
+  const up = (s: StatusFacts['services'][number]) =>
+    s.status === 'running' && (s.health === 'healthy' || s.health === 'none');
   if (f.services.every(up)) return 'running';
   if (f.services.every((s) => s.status !== 'running')) return 'stopped';
   return 'degraded';
@@ -60,8 +61,18 @@ interface DbFacts {
 async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> {
   const out = new Map<string, DbFacts>();
   if (!appIds.length) return out;
-  const apps = await db.selectFrom('apps').select(['id', 'status', 'sleeping_at']).where('id', 'in', appIds).execute();
-  for (const a of apps) out.set(a.id, { stored: a.status as AppStatus, sleeping: !!a.sleeping_at, deploying: false, lastFailed: false });
+  const apps = await db
+    .selectFrom('apps')
+    .select(['id', 'status', 'sleeping_at'])
+    .where('id', 'in', appIds)
+    .execute();
+  for (const a of apps)
+    out.set(a.id, {
+      stored: a.status as AppStatus,
+      sleeping: !!a.sleeping_at,
+      deploying: false,
+      lastFailed: false,
+    });
   const active = await db
     .selectFrom('deployments')
     .select('app_id')
@@ -89,7 +100,12 @@ async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> 
   return out;
 }
 
-async function settle(env: Env, app: Pick<App, 'id' | 'name'>, facts: DbFacts, services: ServiceState[]): Promise<AppStatus> {
+async function settle(
+  env: Env,
+  app: Pick<App, 'id' | 'name'>,
+  facts: DbFacts,
+  services: ServiceState[],
+): Promise<AppStatus> {
   const status = deriveStatus({ ...facts, services, crash: env.crashes?.state(app.name) ?? null });
   if (status !== facts.stored) {
     await setAppStatus(env.db, app.id, status, env.now());
@@ -100,7 +116,10 @@ async function settle(env: Env, app: Pick<App, 'id' | 'name'>, facts: DbFacts, s
 
 /** Derives the app's status from the engine now, stores it when it changed, and returns it. */
 export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>): Promise<AppStatus> {
-  const [services, facts] = await Promise.all([listServices(env.engine, app.name), dbFacts(env.db, [app.id])]);
+  const [services, facts] = await Promise.all([
+    listServices(env.engine, app.name),
+    dbFacts(env.db, [app.id]),
+  ]);
   const f = facts.get(app.id);
   if (!f) return 'stopped'; // deleted meanwhile
   return settle(env, app, f, services);
@@ -110,11 +129,17 @@ export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>):
  * For reads (GET /api/apps, /api/apps/{id}): the derived status of each app, with one engine call
  * for all of them. Without an engine the stored status is the best answer there is.
  */
-export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'status'>>(env: Env, apps: T[]): Promise<T[]> {
+export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'status'>>(
+  env: Env,
+  apps: T[],
+): Promise<T[]> {
   if (!apps.length) return apps;
   let all: Map<string, ServiceState[]>;
   try {
-    all = apps.length === 1 ? new Map([[apps[0]!.name, await listServices(env.engine, apps[0]!.name)]]) : await listAllServices(env.engine);
+    all =
+      apps.length === 1
+        ? new Map([[apps[0]!.name, await listServices(env.engine, apps[0]!.name)]])
+        : await listAllServices(env.engine);
   } catch (e) {
     if (e instanceof EngineUnavailableError) return apps;
     throw e;

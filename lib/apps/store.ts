@@ -5,11 +5,29 @@ import { HttpError, notFound } from '../http/errors.js';
 import { toApp, type App, type AppSource, type AppStatus, type BuildLimits } from './model.js';
 
 function isUniqueViolation(e: unknown): boolean {
-  return (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  return (
+    (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
 }
 
-export async function insertApp(db: Db, name: string, source: AppSource, now = Date.now(), parentId: string | null = null): Promise<App> {
-  const row = { id: newId(now), name, source: JSON.stringify(source), status: 'created', created_at: nowIso(now), updated_at: nowIso(now), deleting_at: null, parent_app_id: parentId };
+export async function insertApp(
+  db: Db,
+  name: string,
+  source: AppSource,
+  now = Date.now(),
+  parentId: string | null = null,
+): Promise<App> {
+  const row = {
+    id: newId(now),
+    name,
+    source: JSON.stringify(source),
+    status: 'created',
+    created_at: nowIso(now),
+    updated_at: nowIso(now),
+    deleting_at: null,
+    parent_app_id: parentId,
+  };
   try {
     await db.insertInto('apps').values(row).execute();
   } catch (e) {
@@ -20,7 +38,13 @@ export async function insertApp(db: Db, name: string, source: AppSource, now = D
 }
 
 export async function listApps(db: Db): Promise<App[]> {
-  const rows = await db.selectFrom('apps').selectAll().where('deleting_at', 'is', null).where('parent_app_id', 'is', null).orderBy('name').execute();
+  const rows = await db
+    .selectFrom('apps')
+    .selectAll()
+    .where('deleting_at', 'is', null)
+    .where('parent_app_id', 'is', null)
+    .orderBy('name')
+    .execute();
   return rows.map(toApp);
 }
 
@@ -29,25 +53,48 @@ export async function listApps(db: Db): Promise<App[]> {
  * preview's own row is found only when asked for (`includePreview`): the API reaches previews
  * through their app, so no app route acts on one by its id.
  */
-export async function getApp(db: Db, id: string, opts: { includeDeleting?: boolean; includePreview?: boolean } = {}): Promise<App & { deleting: boolean }> {
+export async function getApp(
+  db: Db,
+  id: string,
+  opts: { includeDeleting?: boolean; includePreview?: boolean } = {},
+): Promise<App & { deleting: boolean }> {
   const row = await db.selectFrom('apps').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row || (row.deleting_at !== null && !opts.includeDeleting) || (row.parent_app_id && !opts.includePreview)) throw notFound('No such app');
+  if (
+    !row ||
+    (row.deleting_at !== null && !opts.includeDeleting) ||
+    (row.parent_app_id && !opts.includePreview)
+  )
+    throw notFound('No such app');
   return { ...toApp(row), deleting: row.deleting_at !== null };
 }
 
 export async function updateApp(
   db: Db,
   id: string,
-  patch: { name?: string; source?: AppSource; build_limits?: BuildLimits | null; sleep_after_minutes?: number | null },
+  patch: {
+    name?: string;
+    source?: AppSource;
+    build_limits?: BuildLimits | null;
+    sleep_after_minutes?: number | null;
+  },
   now = Date.now(),
 ): Promise<App> {
   const set: Record<string, string | number | null> = { updated_at: nowIso(now) };
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.source !== undefined) set.source = JSON.stringify(patch.source);
   if (patch.sleep_after_minutes !== undefined) set.sleep_after_minutes = patch.sleep_after_minutes;
-  if (patch.build_limits !== undefined) set.build_limits = patch.build_limits && Object.keys(patch.build_limits).length ? JSON.stringify(patch.build_limits) : null;
+  if (patch.build_limits !== undefined)
+    set.build_limits =
+      patch.build_limits && Object.keys(patch.build_limits).length
+        ? JSON.stringify(patch.build_limits)
+        : null;
   try {
-    const r = await db.updateTable('apps').set(set).where('id', '=', id).where('deleting_at', 'is', null).executeTakeFirst();
+    const r = await db
+      .updateTable('apps')
+      .set(set)
+      .where('id', '=', id)
+      .where('deleting_at', 'is', null)
+      .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw notFound('No such app');
   } catch (e) {
     if (isUniqueViolation(e)) throw new HttpError('conflict', `An app named "${patch.name}" already exists`);
@@ -70,7 +117,10 @@ export async function setSleeping(db: Db, id: string, at: number | null): Promis
     .updateTable('apps')
     .set({ sleeping_at: at === null ? null : nowIso(at) })
     .where('id', '=', id);
-  q = at === null ? q.where('sleeping_at', 'is not', null) : q.where('sleeping_at', 'is', null).where('deleting_at', 'is', null);
+  q =
+    at === null
+      ? q.where('sleeping_at', 'is not', null)
+      : q.where('sleeping_at', 'is', null).where('deleting_at', 'is', null);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
@@ -94,7 +144,10 @@ export async function deleteAppRows(db: Db, id: string): Promise<void> {
   await db.deleteFrom('apps').where('id', '=', id).execute();
 }
 
-export async function serviceSettings(db: Db, appId: string): Promise<Map<string, { port: number | null; health_path: string | null }>> {
+export async function serviceSettings(
+  db: Db,
+  appId: string,
+): Promise<Map<string, { port: number | null; health_path: string | null }>> {
   const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
   return new Map(rows.map((r) => [r.name, { port: r.port, health_path: r.health_path }]));
 }
@@ -106,7 +159,10 @@ export async function patchServiceSettings(
   patch: { port?: number | null; health_path?: string | null },
 ): Promise<{ port: number | null; health_path: string | null }> {
   const current = (await serviceSettings(db, appId)).get(name) ?? { port: null, health_path: null };
-  const next = { port: patch.port === undefined ? current.port : patch.port, health_path: patch.health_path === undefined ? current.health_path : patch.health_path };
+  const next = {
+    port: patch.port === undefined ? current.port : patch.port,
+    health_path: patch.health_path === undefined ? current.health_path : patch.health_path,
+  };
   await db
     .insertInto('app_services')
     .values({ app_id: appId, name, ...next })
@@ -116,6 +172,11 @@ export async function patchServiceSettings(
 }
 
 export async function getAppByName(db: Db, name: string): Promise<App | null> {
-  const row = await db.selectFrom('apps').selectAll().where('name', '=', name).where('deleting_at', 'is', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('apps')
+    .selectAll()
+    .where('name', '=', name)
+    .where('deleting_at', 'is', null)
+    .executeTakeFirst();
   return row ? toApp(row) : null;
 }

@@ -1,7 +1,13 @@
 // The portable description of an app: enough to recreate it elsewhere, never a secret value.
 import { z } from 'zod';
 import type { Services as Env } from '../http/handler.js';
-import { appNameSchema, envKeySchema, healthPathSchema, servicePortSchema, sourceSchema } from '../apps/schemas.js';
+import {
+  appNameSchema,
+  envKeySchema,
+  healthPathSchema,
+  servicePortSchema,
+  sourceSchema,
+} from '../apps/schemas.js';
 import type { App } from '../apps/model.js';
 import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from '../apps/store.js';
 import { listEnv, replaceEnv } from '../apps/env.js';
@@ -17,7 +23,13 @@ export const specSchema = z.strictObject({
   source: sourceSchema,
   services: z
     // The same rules as PATCH /services/{name}, checked with the rest of the body (400, not later).
-    .array(z.strictObject({ name: z.string().regex(SERVICE_NAME), port: servicePortSchema.nullable(), health_path: healthPathSchema.nullable() }))
+    .array(
+      z.strictObject({
+        name: z.string().regex(SERVICE_NAME),
+        port: servicePortSchema.nullable(),
+        health_path: healthPathSchema.nullable(),
+      }),
+    )
     .max(100)
     .default([]),
   env: z
@@ -25,7 +37,13 @@ export const specSchema = z.strictObject({
     .max(500)
     .default([]),
   triggers: z
-    .array(z.strictObject({ event: z.enum(['push', 'tag', 'pull_request']), pattern: z.string().min(1).max(255), enabled: z.boolean().default(true) }))
+    .array(
+      z.strictObject({
+        event: z.enum(['push', 'tag', 'pull_request']),
+        pattern: z.string().min(1).max(255),
+        enabled: z.boolean().default(true),
+      }),
+    )
     .max(100)
     .default([]),
   domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
@@ -42,7 +60,11 @@ export async function exportSpec(env: Env, app: App): Promise<AppSpec> {
     source: app.source,
     services: [...settings].map(([name, s]) => ({ name, port: s.port, health_path: s.health_path })),
     env: vars.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })),
-    triggers: (await listTriggers(env.db, app.id)).map((t) => ({ event: t.event, pattern: t.pattern, enabled: t.enabled })),
+    triggers: (await listTriggers(env.db, app.id)).map((t) => ({
+      event: t.event,
+      pattern: t.pattern,
+      enabled: t.enabled,
+    })),
     domains: [],
   };
 }
@@ -56,7 +78,8 @@ export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; m
   if (withValues.length) requireSealer(env.sealer);
   const app = await insertApp(env.db, spec.name, spec.source, env.now());
   try {
-    for (const s of spec.services) await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
+    for (const s of spec.services)
+      await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
     if (withValues.length)
       await replaceEnv(
         env.db,

@@ -11,7 +11,8 @@ export const AUDIT_OUTCOMES = ['ok', 'error'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
 /** An entry's action: the method and the route's pattern as the OpenAPI document writes it. */
-export const routeAction = (method: string, pattern: string) => `${method} ${pattern.replace(/:(\w+)\+?/g, '{$1}')}`;
+export const routeAction = (method: string, pattern: string) =>
+  `${method} ${pattern.replace(/:(\w+)\+?/g, '{$1}')}`;
 
 export interface AuditEntryInput {
   /**
@@ -46,7 +47,8 @@ export interface AuditEntryInput {
 }
 
 // Routes whose target is an app: its own routes, the forge's deliveries, and the ones that create one.
-const APP_ACTION = /^[A-Z]+ (?:\/api\/apps\/\{id\}(?:\/|$)|\/webhooks\/\{appID\}$|\/api\/apps$|\/api\/apps\/import$|\/api\/addons\/\{id\}\/install$)/;
+const APP_ACTION =
+  /^[A-Z]+ (?:\/api\/apps\/\{id\}(?:\/|$)|\/webhooks\/\{appID\}$|\/api\/apps$|\/api\/apps\/import$|\/api\/addons\/\{id\}\/install$)/;
 
 /** Events whose sentence says more than their route's summary. */
 const EVENT_SUMMARIES: Record<string, string> = {
@@ -70,15 +72,22 @@ export function shortSummary(text: string): string {
 }
 
 function sentence(e: AuditEntryInput): string {
-  const base = (e.event && EVENT_SUMMARIES[e.event]) ?? (e.summary ? shortSummary(e.summary) : null) ?? e.event ?? e.route;
-  if (e.event === 'audit.reverted' && e.detail?.revert_of) return `Reverted audit entry ${String(e.detail.revert_of)}`;
-  const saysRefused = e.event === 'auth.login_failed' || e.event === 'auth.totp_failed' || e.event === 'auth.oidc_refused';
+  const base =
+    (e.event && EVENT_SUMMARIES[e.event]) ??
+    (e.summary ? shortSummary(e.summary) : null) ??
+    e.event ??
+    e.route;
+  if (e.event === 'audit.reverted' && e.detail?.revert_of)
+    return `Reverted audit entry ${String(e.detail.revert_of)}`;
+  const saysRefused =
+    e.event === 'auth.login_failed' || e.event === 'auth.totp_failed' || e.event === 'auth.oidc_refused';
   return e.outcome < 400 || saysRefused ? base : `${base} (failed)`;
 }
 
 /** Writes one entry (and links a revert to its original in the same transaction); answers its id. */
 export async function recordAudit(db: Db, e: AuditEntryInput): Promise<number> {
-  const actorType: ActorType = e.actorType ?? (e.via === 'token' ? 'token' : e.actorId != null || e.actor != null ? 'user' : 'system');
+  const actorType: ActorType =
+    e.actorType ?? (e.via === 'token' ? 'token' : e.actorId != null || e.actor != null ? 'user' : 'system');
   return db.transaction().execute(async (tx) => {
     const r = await tx
       .insertInto('audit')
@@ -106,7 +115,8 @@ export async function recordAudit(db: Db, e: AuditEntryInput): Promise<number> {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    if (e.revertOf != null) await tx.updateTable('audit').set({ reverted_by: r.id }).where('id', '=', e.revertOf).execute();
+    if (e.revertOf != null)
+      await tx.updateTable('audit').set({ reverted_by: r.id }).where('id', '=', e.revertOf).execute();
     return r.id;
   });
 }
@@ -194,7 +204,8 @@ const STATE_TARGET_TYPES: Record<string, string> = {
 export function targetTypeOf(route: string, stateKind: string | null): string {
   const path = route.slice(route.indexOf(' ') + 1);
   const found = TARGET_TYPES.find(([prefix]) => path.startsWith(prefix))?.[1];
-  if (found === 'audit_entry' && stateKind && STATE_TARGET_TYPES[stateKind]) return STATE_TARGET_TYPES[stateKind]!;
+  if (found === 'audit_entry' && stateKind && STATE_TARGET_TYPES[stateKind])
+    return STATE_TARGET_TYPES[stateKind]!;
   if (found) return found;
   const segment = path.split('/').filter(Boolean)[path.startsWith('/api/') ? 1 : 0] ?? 'instance';
   return segment.replace(/-/g, '_').replace(/s$/, '');
@@ -222,7 +233,9 @@ const ROUTE_LIKE = /^[A-Z]+ \//;
 function actionOf(r: Row): string {
   if (r.route !== null) return r.route;
   const space = r.action.indexOf(' ');
-  return ROUTE_LIKE.test(r.action) ? routeAction(r.action.slice(0, space), r.action.slice(space + 1)) : `SYSTEM ${r.action}`;
+  return ROUTE_LIKE.test(r.action)
+    ? routeAction(r.action.slice(0, space), r.action.slice(space + 1))
+    : `SYSTEM ${r.action}`;
 }
 
 function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
@@ -230,13 +243,18 @@ function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
   const action = actionOf(r);
   const type = targetTypeOf(action, r.target_kind);
   const id = targetId(r, type);
-  const actorType: ActorType = r.actor_type ?? (r.via === 'token' ? 'token' : r.actor_id !== null ? 'user' : 'system');
+  const actorType: ActorType =
+    r.actor_type ?? (r.via === 'token' ? 'token' : r.actor_id !== null ? 'user' : 'system');
   const detail = r.detail ? (JSON.parse(r.detail) as Record<string, unknown>) : null;
   const claimed = typeof detail?.username === 'string' ? detail.username : null;
   const actor =
     actorType === 'token'
       ? { type: actorType, id: r.token_id, name: r.token_name, owner_id: r.actor_id }
-      : { type: actorType, id: actorType === 'user' ? r.actor_id : null, name: r.actor ?? (actorType === 'user' ? claimed : 'system') };
+      : {
+          type: actorType,
+          id: actorType === 'user' ? r.actor_id : null,
+          name: r.actor ?? (actorType === 'user' ? claimed : 'system'),
+        };
   const base = r.summary ?? r.action;
   const name = id === null ? undefined : names.get(`${type}:${id}`);
   return {
@@ -271,18 +289,43 @@ async function targetNames(db: Db, rows: ListedRow[]): Promise<Map<string, strin
     if (id !== null) (ids.get(type) ?? ids.set(type, new Set()).get(type)!).add(id);
   }
   const names = new Map<string, string>();
-  const add = (type: string, list: Array<{ id: string; name: string }>) => list.forEach((x) => names.set(`${type}:${x.id}`, x.name));
+  const add = (type: string, list: Array<{ id: string; name: string }>) =>
+    list.forEach((x) => names.set(`${type}:${x.id}`, x.name));
   const of = (type: string) => [...(ids.get(type) ?? [])];
-  if (of('app').length) add('app', await db.selectFrom('apps').select(['id', 'name']).where('id', 'in', of('app')).execute());
-  if (of('domain').length) add('domain', await db.selectFrom('domains').select(['id', 'hostname as name']).where('id', 'in', of('domain')).execute());
-  if (of('notification_channel').length) add('notification_channel', await db.selectFrom('notification_channels').select(['id', 'name']).where('id', 'in', of('notification_channel')).execute());
-  if (of('api_token').length) add('api_token', await db.selectFrom('api_tokens').select(['id', 'name']).where('id', 'in', of('api_token')).execute());
+  if (of('app').length)
+    add('app', await db.selectFrom('apps').select(['id', 'name']).where('id', 'in', of('app')).execute());
+  if (of('domain').length)
+    add(
+      'domain',
+      await db
+        .selectFrom('domains')
+        .select(['id', 'hostname as name'])
+        .where('id', 'in', of('domain'))
+        .execute(),
+    );
+  if (of('notification_channel').length)
+    add(
+      'notification_channel',
+      await db
+        .selectFrom('notification_channels')
+        .select(['id', 'name'])
+        .where('id', 'in', of('notification_channel'))
+        .execute(),
+    );
+  if (of('api_token').length)
+    add(
+      'api_token',
+      await db.selectFrom('api_tokens').select(['id', 'name']).where('id', 'in', of('api_token')).execute(),
+    );
   return names;
 }
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => '\\' + c);
 
-export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: AuditEntry[]; next_cursor?: string }> {
+export async function listAudit(
+  db: Db,
+  opts: AuditFilter,
+): Promise<{ items: AuditEntry[]; next_cursor?: string }> {
   let q = db
     .selectFrom('audit')
     .leftJoin('api_tokens', 'api_tokens.id', 'audit.token_id')
@@ -293,7 +336,14 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   if (opts.cursor !== undefined) q = q.where('audit.id', '<', opts.cursor);
   if (opts.actor) {
     const a = opts.actor;
-    q = q.where((eb) => eb.or([eb('audit.actor', '=', a), eb('audit.actor_id', '=', a), eb('audit.token_id', '=', a), eb.and([eb('audit.token_id', 'is not', null), eb('api_tokens.name', '=', a)])]));
+    q = q.where((eb) =>
+      eb.or([
+        eb('audit.actor', '=', a),
+        eb('audit.actor_id', '=', a),
+        eb('audit.token_id', '=', a),
+        eb.and([eb('audit.token_id', 'is not', null), eb('api_tokens.name', '=', a)]),
+      ]),
+    );
   }
   if (opts.action) {
     const prefix = escapeLike(opts.action) + '%';
@@ -311,10 +361,18 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   }
   if (opts.apps) {
     const apps = [...opts.apps];
-    q = q.where((eb) => (apps.length ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)]) : eb('audit.app_id', 'is', null)));
+    q = q.where((eb) =>
+      apps.length
+        ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)])
+        : eb('audit.app_id', 'is', null),
+    );
     // An entry whose target is another app (one that did not learn its app when written) is as absent.
-    const others = apps.length ? sql`select id from apps where id not in (${sql.join(apps)})` : sql`select id from apps`;
-    q = q.where(sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`);
+    const others = apps.length
+      ? sql`select id from apps where id not in (${sql.join(apps)})`
+      : sql`select id from apps`;
+    q = q.where(
+      sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`,
+    );
   }
   if (opts.since) q = q.where('audit.at', '>=', opts.since);
   if (opts.until) q = q.where('audit.at', '<=', opts.until);
@@ -322,7 +380,8 @@ export async function listAudit(db: Db, opts: AuditFilter): Promise<{ items: Aud
   const page = rows.slice(0, opts.limit);
   const names = await targetNames(db, page);
   const items = page.map((r) => entry(r, names));
-  if (opts.apps) for (const e of items) e.detail = withoutOtherApps(e.detail, opts.apps) as AuditEntry['detail'];
+  if (opts.apps)
+    for (const e of items) e.detail = withoutOtherApps(e.detail, opts.apps) as AuditEntry['detail'];
   const out: { items: AuditEntry[]; next_cursor?: string } = { items };
   if (rows.length > opts.limit && page.length) out.next_cursor = String(page[page.length - 1]!.id);
   return out;

@@ -1,7 +1,16 @@
 // The names of the diffable target kinds and the shape of a target's state, apart from their
 // readers (lib/revert/state.ts): listing and writing audit entries needs only these, and the
 // readers pull in most product areas.
-export const STATE_KIND_NAMES = ['app_env', 'app', 'service', 'triggers', 'domain', 'base_domain', 'deploy_concurrency', 'notification_channel'] as const;
+export const STATE_KIND_NAMES = [
+  'app_env',
+  'app',
+  'service',
+  'triggers',
+  'domain',
+  'base_domain',
+  'deploy_concurrency',
+  'notification_channel',
+] as const;
 
 export type StateKindName = (typeof STATE_KIND_NAMES)[number];
 
@@ -27,4 +36,5 @@ export type State = Record<string, FieldValue>;
 
 export const FP_PURPOSE = 'audit-state';
 
-export const isMasked = (v: unknown): v is Masked => typeof v === 'object' && v !== null && (v as Masked).masked === true;
+export const isMasked = (v: unknown): v is Masked =>
+  typeof v === 'object' && v !== null && (v as Masked).masked === true;

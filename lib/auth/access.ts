@@ -4,7 +4,16 @@
 // disabled operator, takes effect on the next request.
 import type { Principal } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { APP_LIMITED_ROLES, APP_PERMISSIONS, INSTANCE_WRITES, ROLE_PERMISSIONS, TOKEN_IMPLICIT, isPermission, isRole, type Permission } from './roles.js';
+import {
+  APP_LIMITED_ROLES,
+  APP_PERMISSIONS,
+  INSTANCE_WRITES,
+  ROLE_PERMISSIONS,
+  TOKEN_IMPLICIT,
+  isPermission,
+  isRole,
+  type Permission,
+} from './roles.js';
 
 export interface Access {
   permissions: ReadonlySet<Permission>;
@@ -37,7 +46,11 @@ const MEMO_MAX = 512;
  * `token` absent: a session, with the role's permissions and the operator's apps. Present: its
  * scopes (null: all) intersected with the role's permissions, its apps with the operator's.
  */
-export function accessOf(role: string, userApps: string | null, token?: { scopes: string | null; app_ids: string | null }): Access {
+export function accessOf(
+  role: string,
+  userApps: string | null,
+  token?: { scopes: string | null; app_ids: string | null },
+): Access {
   const key = `${role}\u0000${userApps}\u0000${token ? `${token.scopes}\u0000${token.app_ids}` : '-'}`;
   const hit = memo.get(key);
   if (hit) return hit;
@@ -45,7 +58,8 @@ export function accessOf(role: string, userApps: string | null, token?: { scopes
   const granted = ROLE_PERMISSIONS[role];
   let permissions: Set<Permission> = new Set(granted);
   const scopes = token ? jsonList(token.scopes) : null;
-  if (scopes !== null) permissions = new Set([...scopes.filter(isPermission), ...TOKEN_IMPLICIT].filter((p) => granted.has(p)));
+  if (scopes !== null)
+    permissions = new Set([...scopes.filter(isPermission), ...TOKEN_IMPLICIT].filter((p) => granted.has(p)));
   const own = operatorApps(role, userApps);
   const narrowed = token ? jsonList(token.app_ids) : null;
   const apps = own === null ? narrowed : narrowed === null ? own : own.filter((a) => narrowed.includes(a));
@@ -63,7 +77,11 @@ export function reachesApp(principal: Pick<Principal, 'appIds'>, appId: string):
 }
 
 /** Keeps the items whose app the principal reaches (listings: an app outside the list is absent). */
-export function visible<T>(principal: Pick<Principal, 'appIds'> | null, items: readonly T[], appOf: (item: T) => string | null | undefined): T[] {
+export function visible<T>(
+  principal: Pick<Principal, 'appIds'> | null,
+  items: readonly T[],
+  appOf: (item: T) => string | null | undefined,
+): T[] {
   if (principal === null || principal.appIds === null) return [...items];
   const apps = principal.appIds;
   return items.filter((i) => {
@@ -77,14 +95,31 @@ export function visible<T>(principal: Pick<Principal, 'appIds'> | null, items: r
  * principal's list, so its existence is not revealed (`app.*` permissions reach only those apps,
  * and what is about another app, an audit entry, is as absent). `appId` undefined: none named.
  */
-export function permit(principal: Pick<Principal, 'permissions' | 'appIds'>, permission: Permission | undefined, appId?: string | null): void {
-  if (permission === undefined) throw new HttpError('forbidden', 'This route declares no permission: nobody may call it');
-  if (!principal.permissions.has(permission)) throw new HttpError('forbidden', `This needs the "${permission}" permission, which your role or token does not have`);
+export function permit(
+  principal: Pick<Principal, 'permissions' | 'appIds'>,
+  permission: Permission | undefined,
+  appId?: string | null,
+): void {
+  if (permission === undefined)
+    throw new HttpError('forbidden', 'This route declares no permission: nobody may call it');
+  if (!principal.permissions.has(permission))
+    throw new HttpError(
+      'forbidden',
+      `This needs the "${permission}" permission, which your role or token does not have`,
+    );
   if (appId != null && !reachesApp(principal, appId)) throw notFound('No such app');
   // null: what is acted on belongs to no app (a new app, a redirect). Outside every list, so a
   // limited caller may read it (listings keep it) but not change it.
-  if (appId === null && principal.appIds !== null && isAppPermission(permission) && permission !== 'app.read') {
-    throw new HttpError('forbidden', 'You are limited to some apps: this changes something that belongs to none of them');
+  if (
+    appId === null &&
+    principal.appIds !== null &&
+    isAppPermission(permission) &&
+    permission !== 'app.read'
+  ) {
+    throw new HttpError(
+      'forbidden',
+      'You are limited to some apps: this changes something that belongs to none of them',
+    );
   }
 }
 
@@ -92,7 +127,11 @@ export function permit(principal: Pick<Principal, 'permissions' | 'appIds'>, per
 export const isAppPermission = (p: Permission): boolean => APP_PERMISSIONS.has(p);
 
 /** Whether the principal may do this (no throw), for filters and WebSocket topics. */
-export function allows(principal: Pick<Principal, 'permissions' | 'appIds'>, permission: Permission, appId?: string | null): boolean {
+export function allows(
+  principal: Pick<Principal, 'permissions' | 'appIds'>,
+  permission: Permission,
+  appId?: string | null,
+): boolean {
   try {
     permit(principal, permission, appId);
     return true;

@@ -73,7 +73,12 @@ export class LoginGuard {
     if (known) return;
     const wait = this.accounts.blocked(LoginGuard.account(username), now);
     if (wait !== null) {
-      throw new HttpError('rate_limited', 'Too many failed sign-ins for this account; try again later', undefined, { 'retry-after': String(wait) });
+      throw new HttpError(
+        'rate_limited',
+        'Too many failed sign-ins for this account; try again later',
+        undefined,
+        { 'retry-after': String(wait) },
+      );
     }
   }
 

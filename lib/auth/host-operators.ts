@@ -24,8 +24,24 @@ export interface HostOperator {
 }
 
 export async function listHostOperators(db: Db): Promise<HostOperator[]> {
-  const rows = await db.selectFrom('users').select(['id', 'username', 'role', 'app_ids', 'disabled', 'totp_enabled', 'sso_subject', 'created_at', 'last_login_at']).orderBy('username').execute();
-  const apps = new Map((await db.selectFrom('apps').select(['id', 'name']).execute()).map((a) => [a.id, a.name]));
+  const rows = await db
+    .selectFrom('users')
+    .select([
+      'id',
+      'username',
+      'role',
+      'app_ids',
+      'disabled',
+      'totp_enabled',
+      'sso_subject',
+      'created_at',
+      'last_login_at',
+    ])
+    .orderBy('username')
+    .execute();
+  const apps = new Map(
+    (await db.selectFrom('apps').select(['id', 'name']).execute()).map((a) => [a.id, a.name]),
+  );
   return rows.map((r) => {
     const ids = r.app_ids === null ? null : (JSON.parse(r.app_ids) as string[]);
     return {
@@ -50,18 +66,36 @@ export class NoSuchOperator extends Error {}
  * sessions, in one transaction: whoever holds a session opened with the lost device is out too.
  * A running service notices within its credential cache's few seconds. Answers how many sessions ended.
  */
-export async function disableOperatorTotp(db: Db, username: string, now = Date.now()): Promise<{ id: string; sessions: number; hadTotp: boolean }> {
+export async function disableOperatorTotp(
+  db: Db,
+  username: string,
+  now = Date.now(),
+): Promise<{ id: string; sessions: number; hadTotp: boolean }> {
   const done = await db.transaction().execute(async (tx) => {
-    const user = await tx.selectFrom('users').select(['id', 'totp_enabled', 'totp_pending']).where('username', '=', username).executeTakeFirst();
+    const user = await tx
+      .selectFrom('users')
+      .select(['id', 'totp_enabled', 'totp_pending'])
+      .where('username', '=', username)
+      .executeTakeFirst();
     if (!user) return null;
     await tx
       .updateTable('users')
-      .set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) })
+      .set({
+        totp_enabled: 0,
+        totp_secret: null,
+        totp_pending: null,
+        totp_last_step: null,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', user.id)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
     const s = await tx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst();
-    return { id: user.id, sessions: Number(s.numDeletedRows), hadTotp: user.totp_enabled === 1 || user.totp_pending !== null };
+    return {
+      id: user.id,
+      sessions: Number(s.numDeletedRows),
+      hadTotp: user.totp_enabled === 1 || user.totp_pending !== null,
+    };
   });
   if (!done) throw new NoSuchOperator(`no operator is named ${username}`);
   invalidateCredentials();

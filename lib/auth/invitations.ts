@@ -54,9 +54,15 @@ export interface CreatedInvitation {
  * the request's Host header: whoever can send the request through a proxy that passes any Host
  * could otherwise point the link, and the token in it, at a site of theirs.
  */
-export async function publicBase(db: Db, config: Pick<Config, 'publicUrl' | 'baseDomain' | 'proxy'>): Promise<string | null> {
+export async function publicBase(
+  db: Db,
+  config: Pick<Config, 'publicUrl' | 'baseDomain' | 'proxy'>,
+): Promise<string | null> {
   if (config.publicUrl) return config.publicUrl;
-  const control = effectiveControlDomain(config.proxy.controlDomain, await getBaseDomain(db, config.baseDomain));
+  const control = effectiveControlDomain(
+    config.proxy.controlDomain,
+    await getBaseDomain(db, config.baseDomain),
+  );
   return control ? `https://${control}` : null;
 }
 
@@ -69,7 +75,10 @@ async function insertLink(
   base: string | null,
   now: number,
 ): Promise<CreatedInvitation> {
-  if (!Number.isInteger(hours) || hours < 1 || hours > INVITE_HOURS_MAX) throw badRequest(`expires_in_hours is 1..${INVITE_HOURS_MAX}`, [{ field: 'expires_in_hours', message: 'out of range' }]);
+  if (!Number.isInteger(hours) || hours < 1 || hours > INVITE_HOURS_MAX)
+    throw badRequest(`expires_in_hours is 1..${INVITE_HOURS_MAX}`, [
+      { field: 'expires_in_hours', message: 'out of range' },
+    ]);
   const token = randomToken(32);
   const id = newId(now);
   const expires_at = nowIso(now + hours * 3_600_000);
@@ -81,7 +90,14 @@ async function insertLink(
     .insertInto('invitations')
     .values({ ...row, id, token_hash: sha256Hex(token), created_at: nowIso(now), expires_at, used_at: null })
     .execute();
-  return { id, kind: row.kind, role: isRole(row.role) ? row.role : null, app_ids: parseAppIds(row.app_ids), expires_at, url: invitationUrl(base, token) };
+  return {
+    id,
+    kind: row.kind,
+    role: isRole(row.role) ? row.role : null,
+    app_ids: parseAppIds(row.app_ids),
+    expires_at,
+    url: invitationUrl(base, token),
+  };
 }
 
 export interface InviteInput {
@@ -91,10 +107,23 @@ export interface InviteInput {
 }
 
 /** A link that creates an operator of `role` (an admin invites every role but owner). */
-export async function createInvitation(db: Db, actor: Actor, createdBy: string | null, input: InviteInput, base: string | null, now = Date.now()): Promise<CreatedInvitation> {
+export async function createInvitation(
+  db: Db,
+  actor: Actor,
+  createdBy: string | null,
+  input: InviteInput,
+  base: string | null,
+  now = Date.now(),
+): Promise<CreatedInvitation> {
   requireManage(actor, input.role);
   const appIds = await checkAppIds(db, input.role, input.app_ids ?? null);
-  const row = { kind: 'invite' as const, role: input.role, app_ids: appIds === null ? null : JSON.stringify(appIds), user_id: null, created_by: createdBy };
+  const row = {
+    kind: 'invite' as const,
+    role: input.role,
+    app_ids: appIds === null ? null : JSON.stringify(appIds),
+    user_id: null,
+    created_by: createdBy,
+  };
   return insertLink(db, row, input.expires_in_hours ?? INVITE_HOURS_DEFAULT, base, now);
 }
 
@@ -111,14 +140,30 @@ export async function createResetLink(
   opts: { hours?: number; now?: number } = {},
 ): Promise<CreatedInvitation & { username: string }> {
   const now = opts.now ?? Date.now();
-  const user = await db.selectFrom('users').select(['id', 'username', 'role', 'disabled']).where('id', '=', userId).executeTakeFirst();
+  const user = await db
+    .selectFrom('users')
+    .select(['id', 'username', 'role', 'disabled'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
   if (!user) throw notFound('No such operator');
   // A reset takes over an account (password and second factor): an owner's tool only.
   if (!can(actor, 'owners.manage')) throw forbidden('Only an owner sends reset links');
-  if (user.disabled === 1) throw conflict('This operator is disabled: enable them before sending a reset link');
+  if (user.disabled === 1)
+    throw conflict('This operator is disabled: enable them before sending a reset link');
   const created = await db.transaction().execute(async (tx) => {
-    await tx.deleteFrom('invitations').where('kind', '=', 'reset').where('user_id', '=', userId).where('used_at', 'is', null).execute();
-    return insertLink(tx, { kind: 'reset', role: null, app_ids: null, user_id: userId, created_by: createdBy }, opts.hours ?? INVITE_HOURS_DEFAULT, base, now);
+    await tx
+      .deleteFrom('invitations')
+      .where('kind', '=', 'reset')
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .execute();
+    return insertLink(
+      tx,
+      { kind: 'reset', role: null, app_ids: null, user_id: userId, created_by: createdBy },
+      opts.hours ?? INVITE_HOURS_DEFAULT,
+      base,
+      now,
+    );
   });
   return { ...created, role: isRole(user.role) ? user.role : null, username: user.username };
 }
@@ -164,7 +209,11 @@ export async function listInvitations(db: Db, now = Date.now()): Promise<Invitat
 }
 
 /** Withdraws an invitation or reset link; answers what it was (for the audit), or throws 404. */
-export async function revokeInvitation(db: Db, actor: Actor, id: string): Promise<{ kind: InvitationKind; role: Role | null }> {
+export async function revokeInvitation(
+  db: Db,
+  actor: Actor,
+  id: string,
+): Promise<{ kind: InvitationKind; role: Role | null }> {
   const row = await db
     .selectFrom('invitations')
     .leftJoin('users', 'users.id', 'invitations.user_id')
@@ -188,13 +237,24 @@ async function creatorStillGrants(db: Db, invitationId: string): Promise<boolean
     .selectFrom('invitations as i')
     .leftJoin('users as target', 'target.id', 'i.user_id')
     .leftJoin('users as creator', 'creator.id', 'i.created_by')
-    .select(['i.kind', 'i.role', 'i.created_by', 'target.role as target_role', 'creator.role as creator_role', 'creator.disabled as creator_disabled'])
+    .select([
+      'i.kind',
+      'i.role',
+      'i.created_by',
+      'target.role as target_role',
+      'creator.role as creator_role',
+      'creator.disabled as creator_disabled',
+    ])
     .where('i.id', '=', invitationId)
     .executeTakeFirst();
   if (!r) return false;
   if (r.created_by === null) return true;
   if (r.creator_role == null || r.creator_disabled !== 0 || !isRole(r.creator_role)) return false;
-  return mayGrantLink({ id: r.created_by, role: r.creator_role }, r.kind, r.kind === 'reset' ? r.target_role : r.role);
+  return mayGrantLink(
+    { id: r.created_by, role: r.creator_role },
+    r.kind,
+    r.kind === 'reset' ? r.target_role : r.role,
+  );
 }
 
 export interface OpenInvitation {
@@ -215,14 +275,31 @@ export async function openInvitation(db: Db, token: string, now = Date.now()): P
   const r = await db
     .selectFrom('invitations')
     .leftJoin('users', 'users.id', 'invitations.user_id')
-    .select(['invitations.id', 'kind', 'invitations.role', 'user_id', 'users.username', 'users.role as user_role', 'users.disabled', 'expires_at', 'used_at'])
+    .select([
+      'invitations.id',
+      'kind',
+      'invitations.role',
+      'user_id',
+      'users.username',
+      'users.role as user_role',
+      'users.disabled',
+      'expires_at',
+      'used_at',
+    ])
     .where('token_hash', '=', sha256Hex(token))
     .executeTakeFirst();
   if (!r || r.used_at !== null || r.expires_at <= nowIso(now)) throw gone();
   if (r.kind === 'reset' && (r.username == null || r.disabled === 1)) throw gone();
   const role = r.kind === 'reset' ? r.user_role : r.role;
   if (!(await creatorStillGrants(db, r.id))) throw gone();
-  return { id: r.id, kind: r.kind, role: isRole(role) ? role : null, expires_at: r.expires_at, user_id: r.user_id, username: r.username ?? null };
+  return {
+    id: r.id,
+    kind: r.kind,
+    role: isRole(role) ? role : null,
+    expires_at: r.expires_at,
+    user_id: r.user_id,
+    username: r.username ?? null,
+  };
 }
 
 export interface Accepted {
@@ -236,29 +313,53 @@ export interface Accepted {
  * Consumes the link and does its effect, in one transaction: `invite` creates the operator,
  * `reset` sets the password, clears TOTP and recovery codes and ends every session of theirs.
  */
-export async function acceptInvitation(db: Db, token: string, input: { username?: string | undefined; hashPassword: () => Promise<string> }, now = Date.now()): Promise<Accepted> {
+export async function acceptInvitation(
+  db: Db,
+  token: string,
+  input: { username?: string | undefined; hashPassword: () => Promise<string> },
+  now = Date.now(),
+): Promise<Accepted> {
   const open = await openInvitation(db, token, now);
-  if (open.kind === 'invite' && !input.username) throw badRequest('username is required to accept an invitation', [{ field: 'username', message: 'required' }]);
+  if (open.kind === 'invite' && !input.username)
+    throw badRequest('username is required to accept an invitation', [
+      { field: 'username', message: 'required' },
+    ]);
   if (open.kind === 'reset' && input.username !== undefined)
-    throw badRequest('A reset link keeps the username: send the new password only', [{ field: 'username', message: 'not allowed for a reset link' }]);
+    throw badRequest('A reset link keeps the username: send the new password only', [
+      { field: 'username', message: 'not allowed for a reset link' },
+    ]);
   // Hashed only for a link that exists, and before the transaction: scrypt must not hold the database.
   const passwordHash = await input.hashPassword();
   const at = nowIso(now);
   const accepted = await db.transaction().execute(async (tx) => {
-    const consumed = await tx.updateTable('invitations').set({ used_at: at }).where('id', '=', open.id).where('used_at', 'is', null).where('expires_at', '>', at).executeTakeFirst();
+    const consumed = await tx
+      .updateTable('invitations')
+      .set({ used_at: at })
+      .where('id', '=', open.id)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', at)
+      .executeTakeFirst();
     if (Number(consumed.numUpdatedRows) !== 1) throw gone();
-    const row = await tx.selectFrom('invitations').selectAll().where('id', '=', open.id).executeTakeFirstOrThrow();
+    const row = await tx
+      .selectFrom('invitations')
+      .selectAll()
+      .where('id', '=', open.id)
+      .executeTakeFirstOrThrow();
     // Checked again inside the transaction: a creator demoted since the page was opened grants nothing.
     if (!(await creatorStillGrants(tx, row.id))) throw gone();
     if (row.kind === 'invite') {
       const username = input.username!;
       // Thrown inside the transaction: the link's used_at goes back with it, so it stays usable.
-      if (await tx.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst()) throw conflict('That username is taken');
+      if (await tx.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
+        throw conflict('That username is taken');
       const role = isRole(row.role) ? row.role : 'viewer';
       // Apps deleted since the invitation was made are dropped, not refused.
       const wanted = parseAppIds(row.app_ids);
       let apps = wanted;
-      if (wanted !== null && wanted.length > 0) apps = (await tx.selectFrom('apps').select('id').where('id', 'in', wanted).execute()).map((a) => a.id);
+      if (wanted !== null && wanted.length > 0)
+        apps = (await tx.selectFrom('apps').select('id').where('id', 'in', wanted).execute()).map(
+          (a) => a.id,
+        );
       const id = newId(now);
       await tx
         .insertInto('users')
@@ -279,11 +380,22 @@ export async function acceptInvitation(db: Db, token: string, input: { username?
         .execute();
       return { invitationId: row.id, kind: row.kind, userId: id, username };
     }
-    const user = await tx.selectFrom('users').select(['id', 'username', 'disabled']).where('id', '=', row.user_id!).executeTakeFirst();
+    const user = await tx
+      .selectFrom('users')
+      .select(['id', 'username', 'disabled'])
+      .where('id', '=', row.user_id!)
+      .executeTakeFirst();
     if (!user || user.disabled === 1) throw gone();
     await tx
       .updateTable('users')
-      .set({ password_hash: passwordHash, totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: at })
+      .set({
+        password_hash: passwordHash,
+        totp_enabled: 0,
+        totp_secret: null,
+        totp_pending: null,
+        totp_last_step: null,
+        updated_at: at,
+      })
       .where('id', '=', user.id)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();

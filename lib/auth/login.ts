@@ -10,7 +10,12 @@ import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
 import { DEVICE_COOKIE, DEVICE_MAX_AGE, issueDevice } from './guard.js';
 
 /** Creates a fresh session (rotating away any session the request carried) and its cookies. */
-export async function startSession(env: Env, request: Request, client: Client, userId: string): Promise<Headers> {
+export async function startSession(
+  env: Env,
+  request: Request,
+  client: Client,
+  userId: string,
+): Promise<Headers> {
   // Every sign-in path ends here: the last login is noted, and a disabled operator gets no session.
   const marked = await env.db
     .updateTable('users')
@@ -22,16 +27,38 @@ export async function startSession(env: Env, request: Request, client: Client, u
   const previous = parseCookies(request.headers.get('cookie'))[SESSION_COOKIE];
   if (previous) await deleteSessionByRaw(env.db, previous);
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
-  const { raw } = await createSession(env.db, userId, { ip: client.ip, userAgent: client.userAgent }, limits, env.now());
+  const { raw } = await createSession(
+    env.db,
+    userId,
+    { ip: client.ip, userAgent: client.userAgent },
+    limits,
+    env.now(),
+  );
   const headers = new Headers();
   const maxAge = env.config.sessionMaxSeconds;
-  headers.append('set-cookie', serializeCookie(SESSION_COOKIE, raw, { httpOnly: true, secure: client.secure, maxAge }));
-  headers.append('set-cookie', serializeCookie(CSRF_COOKIE, csrfFor(env.signingKey, raw), { httpOnly: false, secure: client.secure, maxAge }));
+  headers.append(
+    'set-cookie',
+    serializeCookie(SESSION_COOKIE, raw, { httpOnly: true, secure: client.secure, maxAge }),
+  );
+  headers.append(
+    'set-cookie',
+    serializeCookie(CSRF_COOKIE, csrfFor(env.signingKey, raw), {
+      httpOnly: false,
+      secure: client.secure,
+      maxAge,
+    }),
+  );
   headers.append('set-cookie', clearCookie(PRE_COOKIE, client.secure));
   // This browser is now a known device of the operator: a login flood does not lock it out.
   headers.append(
     'set-cookie',
-    serializeCookie(DEVICE_COOKIE, issueDevice(env.signingKey, userId), { httpOnly: true, secure: client.secure, maxAge: DEVICE_MAX_AGE, path: '/api/auth', sameSite: 'Strict' }),
+    serializeCookie(DEVICE_COOKIE, issueDevice(env.signingKey, userId), {
+      httpOnly: true,
+      secure: client.secure,
+      maxAge: DEVICE_MAX_AGE,
+      path: '/api/auth',
+      sameSite: 'Strict',
+    }),
   );
   return headers;
 }

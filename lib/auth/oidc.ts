@@ -53,7 +53,10 @@ async function providerConfig(c: OidcConfig, now: number): Promise<OpenId.Config
   try {
     return await hit.config;
   } catch (e) {
-    throw new HttpError('service_unavailable', `The identity provider (${c.issuer}) cannot be reached or its discovery document is not valid: ${reason(e)}`);
+    throw new HttpError(
+      'service_unavailable',
+      `The identity provider (${c.issuer}) cannot be reached or its discovery document is not valid: ${reason(e)}`,
+    );
   }
 }
 
@@ -61,11 +64,22 @@ async function discover(c: OidcConfig): Promise<OpenId.Configuration> {
   const client = await lib();
   // Only a loopback issuer may be plain http (lib/config.ts refuses any other).
   const execute = new URL(c.issuer).protocol === 'http:' ? [client.allowInsecureRequests] : [];
-  const config = await client.discovery(new URL(c.issuer), c.clientId, undefined, client.ClientSecretBasic(c.clientSecret), { execute, timeout: 10 });
+  const config = await client.discovery(
+    new URL(c.issuer),
+    c.clientId,
+    undefined,
+    client.ClientSecretBasic(c.clientSecret),
+    { execute, timeout: 10 },
+  );
   // client_secret_basic is the standard's default; a provider that announces only the POST form gets that.
   const methods = config.serverMetadata().token_endpoint_auth_methods_supported;
   if (methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')) {
-    const again = new client.Configuration(config.serverMetadata(), c.clientId, undefined, client.ClientSecretPost(c.clientSecret));
+    const again = new client.Configuration(
+      config.serverMetadata(),
+      c.clientId,
+      undefined,
+      client.ClientSecretPost(c.clientSecret),
+    );
     for (const fn of execute) fn(again);
     return again;
   }
@@ -74,7 +88,10 @@ async function discover(c: OidcConfig): Promise<OpenId.Configuration> {
 
 const reason = (e: unknown): string => {
   const err = e as { message?: string; cause?: { message?: string } } | null;
-  const detail = err?.cause?.message && err.cause.message !== err.message ? `${err.message} (${err.cause.message})` : (err?.message ?? String(e));
+  const detail =
+    err?.cause?.message && err.cause.message !== err.message
+      ? `${err.message} (${err.cause.message})`
+      : (err?.message ?? String(e));
   return detail.slice(0, 300);
 };
 
@@ -83,9 +100,16 @@ const reason = (e: unknown): string => {
  * control domain), never from the request's Host header, which is whatever the client sent.
  */
 export async function redirectUri(env: Env): Promise<string> {
-  const control = effectiveControlDomain(env.config.proxy.controlDomain, await getBaseDomain(env.db, env.config.baseDomain));
+  const control = effectiveControlDomain(
+    env.config.proxy.controlDomain,
+    await getBaseDomain(env.db, env.config.baseDomain),
+  );
   const base = env.config.publicUrl ?? (control ? `https://${control}` : null);
-  if (!base) throw new HttpError('service_unavailable', 'Sign-in with the identity provider needs the public address of the control plane: set SVC_PUBLIC_URL (or a base domain)');
+  if (!base)
+    throw new HttpError(
+      'service_unavailable',
+      'Sign-in with the identity provider needs the public address of the control plane: set SVC_PUBLIC_URL (or a base domain)',
+    );
   return `${base}${FLOW_PATH}/callback`;
 }
 
@@ -102,7 +126,8 @@ interface Flow {
 }
 
 // Its own key: the instance key signs other things, and one key should not serve two algorithms.
-const flowKey = (signingKey: Uint8Array) => new Uint8Array(hkdfSync('sha256', signingKey, new Uint8Array(0), 'svc oidc flow cookie', 32));
+const flowKey = (signingKey: Uint8Array) =>
+  new Uint8Array(hkdfSync('sha256', signingKey, new Uint8Array(0), 'svc oidc flow cookie', 32));
 
 async function sealFlow(signingKey: Uint8Array, flow: Flow, now: number): Promise<string> {
   const { EncryptJWT } = await joseLib();
@@ -118,41 +143,80 @@ async function openFlow(signingKey: Uint8Array, token: string, now: number): Pro
   if (token.length > 4096) return null;
   const { jwtDecrypt } = await joseLib();
   try {
-    const { payload } = await jwtDecrypt(token, flowKey(signingKey), { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], typ: 'svc-oidc', currentDate: new Date(now) });
+    const { payload } = await jwtDecrypt(token, flowKey(signingKey), {
+      keyManagementAlgorithms: ['dir'],
+      contentEncryptionAlgorithms: ['A256GCM'],
+      typ: 'svc-oidc',
+      currentDate: new Date(now),
+    });
     const p = payload as Partial<Flow>;
-    if (typeof p.verifier !== 'string' || typeof p.state !== 'string' || typeof p.nonce !== 'string' || typeof p.redirectUri !== 'string' || typeof p.returnTo !== 'string') return null;
-    return { verifier: p.verifier, state: p.state, nonce: p.nonce, redirectUri: p.redirectUri, returnTo: p.returnTo, stepUpSession: typeof p.stepUpSession === 'string' ? p.stepUpSession : undefined };
+    if (
+      typeof p.verifier !== 'string' ||
+      typeof p.state !== 'string' ||
+      typeof p.nonce !== 'string' ||
+      typeof p.redirectUri !== 'string' ||
+      typeof p.returnTo !== 'string'
+    )
+      return null;
+    return {
+      verifier: p.verifier,
+      state: p.state,
+      nonce: p.nonce,
+      redirectUri: p.redirectUri,
+      returnTo: p.returnTo,
+      stepUpSession: typeof p.stepUpSession === 'string' ? p.stepUpSession : undefined,
+    };
   } catch {
     return null;
   }
 }
 
-const flowCookie = (value: string, secure: boolean, maxAge: number) => serializeCookie(FLOW_COOKIE, value, { httpOnly: true, secure, maxAge, path: FLOW_PATH });
+const flowCookie = (value: string, secure: boolean, maxAge: number) =>
+  serializeCookie(FLOW_COOKIE, value, { httpOnly: true, secure, maxAge, path: FLOW_PATH });
 
 /** A path of this site to land on afterwards; anything else (another origin, `//host`) is refused. */
 export const RETURN_TO = /^\/(?![/\\])[\x21-\x7e]{0,511}$/;
 
-const notConfigured = () => new HttpError('not_found', 'Sign-in with an identity provider is not configured (SVC_OIDC_ISSUER)');
+const notConfigured = () =>
+  new HttpError('not_found', 'Sign-in with an identity provider is not configured (SVC_OIDC_ISSUER)');
 
 /**
  * Starts a sign-in (or, with `stepUp`, a step-up of the calling session) at the provider: answers
  * where to send the browser and the cookie that remembers the flow.
  */
-export async function beginOidc(env: Env, request: Request, client: Client, opts: { stepUp: boolean; returnTo: string }): Promise<{ location: string; headers: Headers }> {
+export async function beginOidc(
+  env: Env,
+  request: Request,
+  client: Client,
+  opts: { stepUp: boolean; returnTo: string },
+): Promise<{ location: string; headers: Headers }> {
   const c = env.config.oidc;
   if (!c) throw notConfigured();
   const now = env.now();
   let stepUpSession: string | undefined;
   if (opts.stepUp) {
     const principal = authenticate(env, request.headers);
-    if (!principal) throw new HttpError('unauthorized', 'A step-up is for a signed-in session: sign in first');
-    if (principal.kind !== 'session') throw new HttpError('forbidden', 'A step-up at the identity provider is for a signed-in browser session, not an API token');
-    if (!principal.user.sso) throw new HttpError('forbidden', 'This operator signs in with a password: POST /api/auth/step-up');
+    if (!principal)
+      throw new HttpError('unauthorized', 'A step-up is for a signed-in session: sign in first');
+    if (principal.kind !== 'session')
+      throw new HttpError(
+        'forbidden',
+        'A step-up at the identity provider is for a signed-in browser session, not an API token',
+      );
+    if (!principal.user.sso)
+      throw new HttpError('forbidden', 'This operator signs in with a password: POST /api/auth/step-up');
     stepUpSession = principal.credentialId;
   }
   const [openId, config, redirect] = await Promise.all([lib(), providerConfig(c, now), redirectUri(env)]);
   const verifier = openId.randomPKCECodeVerifier();
-  const flow: Flow = { verifier, state: openId.randomState(), nonce: openId.randomNonce(), redirectUri: redirect, returnTo: opts.returnTo, stepUpSession };
+  const flow: Flow = {
+    verifier,
+    state: openId.randomState(),
+    nonce: openId.randomNonce(),
+    redirectUri: redirect,
+    returnTo: opts.returnTo,
+    stepUpSession,
+  };
   const params: Record<string, string> = {
     redirect_uri: redirect,
     scope: c.scopes,
@@ -166,7 +230,10 @@ export async function beginOidc(env: Env, request: Request, client: Client, opts
   if (opts.stepUp) params.max_age = '0';
   const location = openId.buildAuthorizationUrl(config, params).href;
   const headers = new Headers({ location, 'cache-control': 'no-store' });
-  headers.append('set-cookie', flowCookie(await sealFlow(env.signingKey, flow, now), client.secure, FLOW_SECONDS));
+  headers.append(
+    'set-cookie',
+    flowCookie(await sealFlow(env.signingKey, flow, now), client.secure, FLOW_SECONDS),
+  );
   return { location, headers };
 }
 
@@ -184,8 +251,24 @@ export function roleFromClaim(value: unknown, map: Readonly<Record<string, Role>
 
 export type OidcOutcome =
   | { kind: 'refused'; message: string; claimed: string; actor?: PublicUser }
-  | { kind: 'session'; user: PublicUser; headers: Headers; created: boolean; role: Role; previousRole: Role | null; roleKept?: boolean }
-  | { kind: 'step_up'; user: PublicUser; headers: Headers; verifiedUntil: string; role: Role; previousRole: Role | null; roleKept?: boolean };
+  | {
+      kind: 'session';
+      user: PublicUser;
+      headers: Headers;
+      created: boolean;
+      role: Role;
+      previousRole: Role | null;
+      roleKept?: boolean;
+    }
+  | {
+      kind: 'step_up';
+      user: PublicUser;
+      headers: Headers;
+      verifiedUntil: string;
+      role: Role;
+      previousRole: Role | null;
+      roleKept?: boolean;
+    };
 
 /**
  * The provider sent the browser back: check state, exchange the code with the PKCE verifier,
@@ -200,12 +283,21 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
   const fail = (message: string) => new HttpError('forbidden', message, undefined, { 'set-cookie': clear });
   const raw = parseCookies(request.headers.get('cookie'))[FLOW_COOKIE];
   const flow = raw ? await openFlow(env.signingKey, raw, now) : null;
-  if (!flow) throw fail('No sign-in with the identity provider is in progress in this browser, or it took too long: start again');
+  if (!flow)
+    throw fail(
+      'No sign-in with the identity provider is in progress in this browser, or it took too long: start again',
+    );
   const url = new URL(request.url);
   const state = url.searchParams.get('state');
-  if (state === null || !safeEqual(state, flow.state)) throw fail('The answer from the identity provider does not belong to the sign-in this browser started (state mismatch)');
+  if (state === null || !safeEqual(state, flow.state))
+    throw fail(
+      'The answer from the identity provider does not belong to the sign-in this browser started (state mismatch)',
+    );
   const error = url.searchParams.get('error');
-  if (error !== null) throw fail(`The identity provider refused the sign-in: ${error.slice(0, 80).replace(/[^\x20-\x7e]/g, '?')}`);
+  if (error !== null)
+    throw fail(
+      `The identity provider refused the sign-in: ${error.slice(0, 80).replace(/[^\x20-\x7e]/g, '?')}`,
+    );
 
   const [openId, config] = await Promise.all([lib(), providerConfig(c, now)]);
   // The callback URL as the provider knows it (the request may have come through a proxy under another address).
@@ -235,27 +327,54 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
   const role = roleFromClaim(claims[c.roleClaim], c.roleMap);
   const headers = new Headers();
   headers.append('set-cookie', clear);
-  const existing = await env.db.selectFrom('users').selectAll().where('sso_subject', '=', subject).executeTakeFirst();
+  const existing = await env.db
+    .selectFrom('users')
+    .selectAll()
+    .where('sso_subject', '=', subject)
+    .executeTakeFirst();
 
   if (flow.stepUpSession) {
     const principal = authenticate(env, request.headers);
     if (!principal || principal.kind !== 'session' || principal.credentialId !== flow.stepUpSession) {
       throw fail('The session that asked for this step-up has ended: sign in again');
     }
-    if (!existing || existing.id !== principal.user.id) throw fail('The step-up was made at the identity provider as another person than the one signed in here');
-    if (role === null) return { kind: 'refused', message: `${claimed} has no role here any more: the ${c.roleClaim} claim maps to none`, claimed, actor: principal.user };
+    if (!existing || existing.id !== principal.user.id)
+      throw fail(
+        'The step-up was made at the identity provider as another person than the one signed in here',
+      );
+    if (role === null)
+      return {
+        kind: 'refused',
+        message: `${claimed} has no role here any more: the ${c.roleClaim} claim maps to none`,
+        claimed,
+        actor: principal.user,
+      };
     const change = await applyRole(env, existing.id, existing.role as Role, role, now);
     const verifiedUntil = await markStepUp(env.db, principal, now);
     headers.set('location', flow.returnTo);
-    return { kind: 'step_up', user: principal.user, headers, verifiedUntil, role: change.role, previousRole: change.previous, roleKept: change.kept };
+    return {
+      kind: 'step_up',
+      user: principal.user,
+      headers,
+      verifiedUntil,
+      role: change.role,
+      previousRole: change.previous,
+      roleKept: change.kept,
+    };
   }
 
-  if (role === null) return { kind: 'refused', message: `${claimed} may not sign in here: the ${c.roleClaim} claim maps to no role`, claimed };
+  if (role === null)
+    return {
+      kind: 'refused',
+      message: `${claimed} may not sign in here: the ${c.roleClaim} claim maps to no role`,
+      claimed,
+    };
   let userId: string;
   let created = false;
   let change: RoleChange = { role, previous: null };
   if (existing) {
-    if (existing.disabled === 1) return { kind: 'refused', message: 'This operator is disabled', claimed, actor: publicUser(existing) };
+    if (existing.disabled === 1)
+      return { kind: 'refused', message: 'This operator is disabled', claimed, actor: publicUser(existing) };
     change = await applyRole(env, existing.id, existing.role as Role, role, now);
     userId = existing.id;
   } else {
@@ -265,7 +384,8 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
     if (!made.created) {
       // Another request of the same person created them a moment ago: an ordinary sign-in then.
       const row = (await findUser(env.db, userId))!;
-      if (row.disabled === 1) return { kind: 'refused', message: 'This operator is disabled', claimed, actor: publicUser(row) };
+      if (row.disabled === 1)
+        return { kind: 'refused', message: 'This operator is disabled', claimed, actor: publicUser(row) };
       change = await applyRole(env, row.id, row.role as Role, role, now);
     }
   }
@@ -274,10 +394,19 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
     .set({ last_login_at: nowIso(now) })
     .where('id', '=', userId)
     .execute();
-  for (const cookie of (await startSession(env, request, client, userId)).getSetCookie()) headers.append('set-cookie', cookie);
+  for (const cookie of (await startSession(env, request, client, userId)).getSetCookie())
+    headers.append('set-cookie', cookie);
   headers.set('location', flow.returnTo);
   const user = publicUser((await findUser(env.db, userId))!);
-  return { kind: 'session', user, headers, created, role: change.role, previousRole: change.previous, roleKept: change.kept };
+  return {
+    kind: 'session',
+    user,
+    headers,
+    created,
+    role: change.role,
+    previousRole: change.previous,
+    roleKept: change.kept,
+  };
 }
 
 interface RoleChange {
@@ -289,11 +418,23 @@ interface RoleChange {
 }
 
 /** The role follows the claims, except that the instance never loses its last enabled owner. */
-async function applyRole(env: Env, userId: string, current: Role, wanted: Role, now: number): Promise<RoleChange> {
+async function applyRole(
+  env: Env,
+  userId: string,
+  current: Role,
+  wanted: Role,
+  now: number,
+): Promise<RoleChange> {
   if (current === wanted) return { role: current, previous: null };
   const changed = await env.db.transaction().execute(async (tx) => {
     if (current === 'owner') {
-      const others = await tx.selectFrom('users').select('id').where('role', '=', 'owner').where('disabled', '=', 0).where('id', '!=', userId).executeTakeFirst();
+      const others = await tx
+        .selectFrom('users')
+        .select('id')
+        .where('role', '=', 'owner')
+        .where('disabled', '=', 0)
+        .where('id', '!=', userId)
+        .executeTakeFirst();
       if (!others) return false;
     }
     await tx
@@ -304,7 +445,10 @@ async function applyRole(env: Env, userId: string, current: Role, wanted: Role, 
     return true;
   });
   if (!changed) {
-    env.log.warn({ userId, wanted }, "the identity provider's claims would demote the last enabled owner: the role stays owner");
+    env.log.warn(
+      { userId, wanted },
+      "the identity provider's claims would demote the last enabled owner: the role stays owner",
+    );
     return { role: current, previous: current, kept: true };
   }
   // Sessions, tokens and sockets of this operator act with the new role from their next request.
@@ -313,7 +457,8 @@ async function applyRole(env: Env, userId: string, current: Role, wanted: Role, 
 }
 
 const displayName = (claims: Record<string, unknown>): string => {
-  for (const k of ['preferred_username', 'email', 'sub']) if (typeof claims[k] === 'string' && claims[k]) return (claims[k] as string).slice(0, 64);
+  for (const k of ['preferred_username', 'email', 'sub'])
+    if (typeof claims[k] === 'string' && claims[k]) return (claims[k] as string).slice(0, 64);
   return 'unknown';
 };
 
@@ -333,10 +478,19 @@ function baseUsername(claims: Record<string, unknown>): string {
 }
 
 /** Creates the operator; when the same person was created concurrently, answers that one instead. */
-async function createOperator(env: Env, claims: Record<string, unknown>, subject: string, role: Role): Promise<{ id: string; created: boolean }> {
+async function createOperator(
+  env: Env,
+  claims: Record<string, unknown>,
+  subject: string,
+  role: Role,
+): Promise<{ id: string; created: boolean }> {
   const base = baseUsername(claims);
   return env.db.transaction().execute(async (tx) => {
-    const again = await tx.selectFrom('users').select('id').where('sso_subject', '=', subject).executeTakeFirst();
+    const again = await tx
+      .selectFrom('users')
+      .select('id')
+      .where('sso_subject', '=', subject)
+      .executeTakeFirst();
     if (again) return { id: again.id, created: false };
     const taken = new Set(
       (

@@ -20,7 +20,10 @@ export interface OperatorView {
   last_login_at: string | null;
 }
 
-type UserRow = Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids' | 'sso_subject' | 'created_at' | 'last_login_at'> & { role: string; disabled: number };
+type UserRow = Pick<
+  UserTable,
+  'id' | 'username' | 'totp_enabled' | 'app_ids' | 'sso_subject' | 'created_at' | 'last_login_at'
+> & { role: string; disabled: number };
 
 export function parseAppIds(raw: string | null): string[] | null {
   if (raw === null) return null;
@@ -59,23 +62,33 @@ export async function getOperator(db: Db, id: string): Promise<OperatorView | nu
 export type Actor = { id: string; role: Role } | null;
 
 export async function actingOperator(db: Db, userId: string): Promise<NonNullable<Actor>> {
-  const row = await db.selectFrom('users').select(['id', 'role', 'disabled']).where('id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select(['id', 'role', 'disabled'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
   if (!row || row.disabled === 1 || !isRole(row.role)) throw unauthorized();
   return { id: row.id, role: row.role };
 }
 
-export const can = (actor: Actor, permission: Permission): boolean => actor === null || ROLE_PERMISSIONS[actor.role].has(permission);
+export const can = (actor: Actor, permission: Permission): boolean =>
+  actor === null || ROLE_PERMISSIONS[actor.role].has(permission);
 
 const ownersOnly = () => forbidden('Only an owner grants, changes or removes the owner role');
 
 /** 403 unless the actor may act on an operator (or invitation) of `role`. */
 export function requireManage(actor: Actor, ...roles: Array<Role | null>): void {
-  if (!can(actor, 'operators.manage')) throw forbidden('Managing operators needs the operators.manage permission');
+  if (!can(actor, 'operators.manage'))
+    throw forbidden('Managing operators needs the operators.manage permission');
   if (roles.includes('owner') && !can(actor, 'owners.manage')) throw ownersOnly();
 }
 
 /** Whether the actor may make a link of this kind for this role (a reset link: an owner's tool only). */
-export function mayGrantLink(actor: NonNullable<Actor>, kind: 'invite' | 'reset', role: string | null): boolean {
+export function mayGrantLink(
+  actor: NonNullable<Actor>,
+  kind: 'invite' | 'reset',
+  role: string | null,
+): boolean {
   if (kind === 'reset') return can(actor, 'owners.manage');
   if (!can(actor, 'operators.manage')) return false;
   return role !== 'owner' || can(actor, 'owners.manage');
@@ -96,7 +109,11 @@ async function withdrawLinksOf(db: Db, creatorId: string, now: Role | null): Pro
     .where('used_at', 'is', null)
     .execute();
   const actor = now === null ? null : { id: creatorId, role: now };
-  const gone = pending.filter((p) => actor === null || !mayGrantLink(actor, p.kind, p.kind === 'reset' ? p.target_role : p.role)).map((p) => p.id);
+  const gone = pending
+    .filter(
+      (p) => actor === null || !mayGrantLink(actor, p.kind, p.kind === 'reset' ? p.target_role : p.role),
+    )
+    .map((p) => p.id);
   if (gone.length) await db.deleteFrom('invitations').where('id', 'in', gone).execute();
 }
 
@@ -104,14 +121,22 @@ async function withdrawLinksOf(db: Db, creatorId: string, now: Role | null): Pro
  * The app list a role may carry: null (every app) for anyone; a list only for deployers and viewers,
  * each id an existing app. Answers the list deduplicated.
  */
-export async function checkAppIds(db: Db, role: Role, appIds: readonly string[] | null): Promise<string[] | null> {
+export async function checkAppIds(
+  db: Db,
+  role: Role,
+  appIds: readonly string[] | null,
+): Promise<string[] | null> {
   if (appIds === null) return null;
   if (!APP_LIMITED_ROLES.has(role)) {
-    throw badRequest(`app_ids limits deployers and viewers only; a ${role} reaches every app`, [{ field: 'app_ids', message: 'must be null or absent for this role' }]);
+    throw badRequest(`app_ids limits deployers and viewers only; a ${role} reaches every app`, [
+      { field: 'app_ids', message: 'must be null or absent for this role' },
+    ]);
   }
   const unique = [...new Set(appIds)];
   if (unique.length === 0) return [];
-  const found = new Set((await db.selectFrom('apps').select('id').where('id', 'in', unique).execute()).map((r) => r.id));
+  const found = new Set(
+    (await db.selectFrom('apps').select('id').where('id', 'in', unique).execute()).map((r) => r.id),
+  );
   const missing = unique.filter((id) => !found.has(id));
   if (missing.length)
     throw badRequest(
@@ -150,7 +175,13 @@ export interface OperatorPatch {
   disabled?: boolean;
 }
 
-export async function updateOperator(db: Db, actor: Actor, id: string, patch: OperatorPatch, now = Date.now()): Promise<{ before: OperatorView; after: OperatorView }> {
+export async function updateOperator(
+  db: Db,
+  actor: Actor,
+  id: string,
+  patch: OperatorPatch,
+  now = Date.now(),
+): Promise<{ before: OperatorView; after: OperatorView }> {
   const result = await db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound('No such operator');
@@ -166,7 +197,12 @@ export async function updateOperator(db: Db, actor: Actor, id: string, patch: Op
     if (wasOwner && (role !== 'owner' || disabled) && (await enabledOwners(tx)) <= 1) throw lastOwner();
     await tx
       .updateTable('users')
-      .set({ role, app_ids: appIds === null ? null : JSON.stringify(appIds), disabled: disabled ? 1 : 0, updated_at: nowIso(now) })
+      .set({
+        role,
+        app_ids: appIds === null ? null : JSON.stringify(appIds),
+        disabled: disabled ? 1 : 0,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', id)
       .execute();
     if (disabled && !before.disabled) await endAccess(tx, id, now);

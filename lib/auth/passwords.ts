@@ -47,7 +47,12 @@ export class HashGate {
       if (queue.length >= this.o.maxWaiting[lane]) {
         const parallel = lane === 'priority' ? this.o.slots : Math.max(1, this.o.slots - this.o.reserved);
         const seconds = Math.max(1, Math.ceil(((queue.length + 1) * this.typicalMs) / parallel / 1000));
-        throw new HttpError('rate_limited', 'Too many sign-in attempts are being checked right now; try again shortly', undefined, { 'retry-after': String(seconds) });
+        throw new HttpError(
+          'rate_limited',
+          'Too many sign-in attempts are being checked right now; try again shortly',
+          undefined,
+          { 'retry-after': String(seconds) },
+        );
       }
       // wake() takes the slot on our behalf before resolving.
       await new Promise<void>((resolve) => queue.push(resolve));
@@ -79,7 +84,10 @@ export class HashGate {
   }
 
   stats(): { active: number; waiting: Record<HashLane, number> } {
-    return { active: this.active, waiting: { normal: this.waiting.normal.length, priority: this.waiting.priority.length } };
+    return {
+      active: this.active,
+      waiting: { normal: this.waiting.normal.length, priority: this.waiting.priority.length },
+    };
   }
 }
 
@@ -88,7 +96,15 @@ export const hashing = new HashGate({ slots: 2, reserved: 1, maxWaiting: { norma
 
 function scryptAsync(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
   const N = 2 ** logN;
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scrypt(
+      password.normalize('NFC'),
+      salt,
+      KEY_BYTES,
+      { N, r, p, maxmem: 256 * N * r + 1024 * 1024 },
+      (err, key) => (err ? reject(err) : resolve(key)),
+    ),
+  );
 }
 
 export async function hashPassword(password: string, logN = 17, lane: HashLane = 'normal'): Promise<string> {
@@ -97,7 +113,11 @@ export async function hashPassword(password: string, logN = 17, lane: HashLane =
   return `scrypt$${logN}$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`;
 }
 
-export async function verifyPassword(password: string, stored: string, lane: HashLane = 'normal'): Promise<boolean> {
+export async function verifyPassword(
+  password: string,
+  stored: string,
+  lane: HashLane = 'normal',
+): Promise<boolean> {
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
   const [logN, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];

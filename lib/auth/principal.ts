@@ -24,12 +24,27 @@ export function authenticate(env: Env, headers: { get(name: string): string | nu
     if (!m) throw new HttpError('unauthorized', 'Authorization header must be "Bearer <token>"');
     const t = resolveApiToken(env.db, m[1]!, env.now());
     if (!t) throw new HttpError('unauthorized', 'API token is invalid, expired or revoked');
-    return { kind: 'token', user: t.user, credentialId: t.id, stepUpUntil: t.stepUpUntil, permissions: t.access.permissions, appIds: t.access.appIds };
+    return {
+      kind: 'token',
+      user: t.user,
+      credentialId: t.id,
+      stepUpUntil: t.stepUpUntil,
+      permissions: t.access.permissions,
+      appIds: t.access.appIds,
+    };
   }
   const raw = parseCookies(headers.get('cookie'))[SESSION_COOKIE];
   if (!raw) return null;
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
   const s = resolveSession(env.db, raw, limits, env.now());
   if (!s) return null;
-  return { kind: 'session', user: s.user, credentialId: s.id, stepUpUntil: s.stepUpUntil, rawSession: raw, permissions: s.access.permissions, appIds: s.access.appIds };
+  return {
+    kind: 'session',
+    user: s.user,
+    credentialId: s.id,
+    stepUpUntil: s.stepUpUntil,
+    rawSession: raw,
+    permissions: s.access.permissions,
+    appIds: s.access.appIds,
+  };
 }

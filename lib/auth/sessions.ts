@@ -25,7 +25,13 @@ export function csrfFor(signingKey: Uint8Array, rawSession: string): string {
   return createHmac('sha256', signingKey).update('csrf:').update(rawSession).digest('base64url');
 }
 
-export async function createSession(db: Db, userId: string, meta: { ip: string | null; userAgent: string | null }, limits: SessionLimits, now = Date.now()): Promise<{ raw: string; id: string }> {
+export async function createSession(
+  db: Db,
+  userId: string,
+  meta: { ip: string | null; userAgent: string | null },
+  limits: SessionLimits,
+  now = Date.now(),
+): Promise<{ raw: string; id: string }> {
   const raw = randomToken(32);
   const id = newId(now);
   await db
@@ -71,7 +77,12 @@ interface SessionRow {
 const cache = credentialCache<SessionRow>();
 
 /** Synchronous on purpose: every cookie request runs it, and better-sqlite3 answers in place. */
-export function resolveSession(db: Db, raw: string, limits: SessionLimits, now = Date.now()): ResolvedSession | null {
+export function resolveSession(
+  db: Db,
+  raw: string,
+  limits: SessionLimits,
+  now = Date.now(),
+): ResolvedSession | null {
   if (raw.length !== 43) return null;
   // Every cookie request runs this: a short-lived cache, else a cached statement.
   const cached = cache.get(raw, now);
@@ -97,7 +108,12 @@ export function resolveSession(db: Db, raw: string, limits: SessionLimits, now =
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(raw, row, now);
-  return { id: row.sid, stepUpUntil: row.step_up_until, user: publicUser(row), access: accessOf(row.role, row.app_ids) };
+  return {
+    id: row.sid,
+    stepUpUntil: row.step_up_until,
+    user: publicUser(row),
+    access: accessOf(row.role, row.app_ids),
+  };
 }
 
 export async function deleteSessionByRaw(db: Db, raw: string): Promise<void> {
@@ -117,7 +133,11 @@ export async function listSessions(db: Db, userId: string, currentId: string | n
 }
 
 export async function revokeSession(db: Db, userId: string, id: string): Promise<boolean> {
-  const r = await db.deleteFrom('sessions').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  const r = await db
+    .deleteFrom('sessions')
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   invalidateCredentials();
   return Number(r.numDeletedRows) > 0;
 }

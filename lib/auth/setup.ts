@@ -8,7 +8,10 @@ import { countUsers } from './users.js';
 export const setupTokenPath = (dataDir: string) => join(dataDir, 'setup.token');
 
 /** Returns the token when setup is open and a new one was written (the caller logs it once). */
-export async function prepareSetup(db: Db, dataDir: string): Promise<{ open: boolean; created: string | null }> {
+export async function prepareSetup(
+  db: Db,
+  dataDir: string,
+): Promise<{ open: boolean; created: string | null }> {
   if ((await countUsers(db)) > 0) {
     await rm(setupTokenPath(dataDir), { force: true });
     return { open: false, created: null };
@@ -16,9 +19,11 @@ export async function prepareSetup(db: Db, dataDir: string): Promise<{ open: boo
   const existing = await readSetupToken(dataDir);
   if (existing) return { open: true, created: null };
   const token = randomToken(24);
-  await writeFile(setupTokenPath(dataDir), token + '\n', { mode: 0o600, flag: 'wx' }).catch(async (e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EEXIST') throw e;
-  });
+  await writeFile(setupTokenPath(dataDir), token + '\n', { mode: 0o600, flag: 'wx' }).catch(
+    async (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    },
+  );
   const written = await readSetupToken(dataDir);
   return { open: true, created: written === token ? token : null };
 }

@@ -17,7 +17,8 @@ export const isSealed = (value: string) => value.startsWith('v1.');
  * a master key) is sealed in place as soon as a master key is available.
  */
 export async function loadSigningKey(db: Db, sealer: Sealer): Promise<Uint8Array> {
-  const read = () => db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirst();
+  const read = () =>
+    db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirst();
   let row = await read();
   if (!row) {
     const fresh = randomBytes(32).toString('base64url');
@@ -61,7 +62,11 @@ export async function signPreAuth(key: Uint8Array, userId: string, now = Date.no
 }
 
 /** The user id the token was issued for, or null when it is forged, altered or expired. */
-export async function verifyPreAuth(key: Uint8Array, token: string, now = Date.now()): Promise<string | null> {
+export async function verifyPreAuth(
+  key: Uint8Array,
+  token: string,
+  now = Date.now(),
+): Promise<string | null> {
   if (token.length > 2048) return null;
   const { jwtVerify } = await lib();
   try {

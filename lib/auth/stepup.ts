@@ -12,8 +12,14 @@ export function hasRecentStepUp(p: Principal, now: number): boolean {
 /** Marks the session or token that did the step-up; another credential of the same user gets nothing. */
 export async function markStepUp(db: Db, p: Principal, now: number): Promise<string> {
   const until = nowIso(now + STEP_UP_SECONDS * 1000);
-  if (p.kind === 'session') await db.updateTable('sessions').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
-  else await db.updateTable('api_tokens').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
+  if (p.kind === 'session')
+    await db.updateTable('sessions').set({ step_up_until: until }).where('id', '=', p.credentialId).execute();
+  else
+    await db
+      .updateTable('api_tokens')
+      .set({ step_up_until: until })
+      .where('id', '=', p.credentialId)
+      .execute();
   invalidateCredentials();
   return until;
 }

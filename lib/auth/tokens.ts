@@ -28,7 +28,14 @@ export interface TokenGrant {
   appIds: string[] | null;
 }
 
-export async function createApiToken(db: Db, userId: string, name: string, expiresAt: string | null, now = Date.now(), grant: TokenGrant = { scopes: null, appIds: null }) {
+export async function createApiToken(
+  db: Db,
+  userId: string,
+  name: string,
+  expiresAt: string | null,
+  now = Date.now(),
+  grant: TokenGrant = { scopes: null, appIds: null },
+) {
   const token = 'svc_' + randomToken(32);
   const row = {
     id: newId(now),
@@ -44,7 +51,15 @@ export async function createApiToken(db: Db, userId: string, name: string, expir
     app_ids: grant.appIds === null ? null : JSON.stringify(grant.appIds),
   };
   await db.insertInto('api_tokens').values(row).execute();
-  return { id: row.id, name, token, created_at: row.created_at, expires_at: expiresAt, scopes: grant.scopes, app_ids: grant.appIds };
+  return {
+    id: row.id,
+    name,
+    token,
+    created_at: row.created_at,
+    expires_at: expiresAt,
+    scopes: grant.scopes,
+    app_ids: grant.appIds,
+  };
 }
 
 const jsonList = (v: string | null): string[] | null => (v === null ? null : (JSON.parse(v) as string[]));
@@ -60,13 +75,23 @@ export async function checkTokenGrant(
   creator: { userId: string; tokenId: string | null },
   asked: { scopes?: readonly string[] | null; app_ids?: readonly string[] | null },
 ): Promise<TokenGrant> {
-  const user = await db.selectFrom('users').select(['role', 'app_ids']).where('id', '=', creator.userId).executeTakeFirstOrThrow();
-  let held: Permission[] = isRole(user.role) ? PERMISSION_NAMES.filter((p) => ROLE_PERMISSIONS[user.role as keyof typeof ROLE_PERMISSIONS].has(p)) : [];
+  const user = await db
+    .selectFrom('users')
+    .select(['role', 'app_ids'])
+    .where('id', '=', creator.userId)
+    .executeTakeFirstOrThrow();
+  let held: Permission[] = isRole(user.role)
+    ? PERMISSION_NAMES.filter((p) => ROLE_PERMISSIONS[user.role as keyof typeof ROLE_PERMISSIONS].has(p))
+    : [];
   // The apps the role reaches: an admin's or owner's row may keep a list from a narrower role, which means nothing.
   let apps = operatorApps(user.role, user.app_ids);
   let inherited: TokenGrant = { scopes: null, appIds: null };
   if (creator.tokenId !== null) {
-    const t = await db.selectFrom('api_tokens').select(['scopes', 'app_ids']).where('id', '=', creator.tokenId).executeTakeFirstOrThrow();
+    const t = await db
+      .selectFrom('api_tokens')
+      .select(['scopes', 'app_ids'])
+      .where('id', '=', creator.tokenId)
+      .executeTakeFirstOrThrow();
     const tokenScopes = jsonList(t.scopes);
     const tokenApps = jsonList(t.app_ids);
     if (tokenScopes) held = held.filter((p) => tokenScopes.includes(p));
@@ -89,21 +114,31 @@ export async function checkTokenGrant(
   }
   if (asked.app_ids != null) {
     const unique = [...new Set(asked.app_ids)];
-    const found = unique.length === 0 ? [] : await db.selectFrom('apps').select('id').where('id', 'in', unique).execute();
+    const found =
+      unique.length === 0 ? [] : await db.selectFrom('apps').select('id').where('id', 'in', unique).execute();
     const known = new Set(found.map((r) => r.id));
     // One answer for "no such app" and "not yours": an app outside the creator's list stays unseen.
     const refused = unique.filter((a) => !known.has(a) || (apps !== null && !apps.includes(a)));
     if (refused.length > 0) {
-      throw new HttpError('bad_request', `No app you can reach has the id ${refused.map((a) => `"${a}"`).join(', ')}`, [{ field: 'app_ids', message: `unknown app: ${refused.join(', ')}` }]);
+      throw new HttpError(
+        'bad_request',
+        `No app you can reach has the id ${refused.map((a) => `"${a}"`).join(', ')}`,
+        [{ field: 'app_ids', message: `unknown app: ${refused.join(', ')}` }],
+      );
     }
     grant.appIds = unique;
   }
   // A token limited to apps acts on those apps only (lib/auth/access.ts drops the rest): asking for both is refused, not narrowed unseen.
-  const wide = grant.appIds !== null || apps !== null ? (asked.scopes ?? []).filter((p) => (INSTANCE_WRITES as readonly string[]).includes(p)) : [];
+  const wide =
+    grant.appIds !== null || apps !== null
+      ? (asked.scopes ?? []).filter((p) => (INSTANCE_WRITES as readonly string[]).includes(p))
+      : [];
   if (wide.length > 0) {
-    throw new HttpError('bad_request', `A token limited to apps cannot have ${wide.map((p) => `"${p}"`).join(', ')}: they act outside every app`, [
-      { field: 'scopes', message: `not with app_ids: ${wide.join(', ')}` },
-    ]);
+    throw new HttpError(
+      'bad_request',
+      `A token limited to apps cannot have ${wide.map((p) => `"${p}"`).join(', ')}: they act outside every app`,
+      [{ field: 'scopes', message: `not with app_ids: ${wide.join(', ')}` }],
+    );
   }
   return grant;
 }
@@ -169,7 +204,11 @@ export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenVie
     .where('revoked_at', 'is', null)
     .orderBy('created_at', 'desc')
     .execute();
-  return rows.map((r) => ({ ...r, scopes: jsonList(r.scopes) as Permission[] | null, app_ids: jsonList(r.app_ids) }));
+  return rows.map((r) => ({
+    ...r,
+    scopes: jsonList(r.scopes) as Permission[] | null,
+    app_ids: jsonList(r.app_ids),
+  }));
 }
 
 export async function revokeApiToken(db: Db, userId: string, id: string, now = Date.now()): Promise<boolean> {

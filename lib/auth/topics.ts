@@ -19,7 +19,11 @@ const FLEET = new Set(['deployments', 'apps', 'backups']);
  * Throws 403 forbidden or 404 not_found (an app outside the caller's list, as absent as a
  * missing one). Resolves what the subscription depends on.
  */
-export async function authoriseTopic(db: Db, principal: Pick<Principal, 'permissions' | 'appIds'>, topic: string): Promise<TopicGrant> {
+export async function authoriseTopic(
+  db: Db,
+  principal: Pick<Principal, 'permissions' | 'appIds'>,
+  topic: string,
+): Promise<TopicGrant> {
   const at = topic.indexOf(':');
   const kind = at < 0 ? topic : topic.slice(0, at);
   const id = at < 0 ? '' : topic.slice(at + 1);
@@ -35,7 +39,8 @@ export async function authoriseTopic(db: Db, principal: Pick<Principal, 'permiss
 }
 
 /** Whether a subscription granted earlier is still allowed to this (possibly narrowed) principal. */
-export const grantHolds = (principal: Pick<Principal, 'permissions' | 'appIds'>, g: TopicGrant): boolean => allows(principal, g.permission, g.appId);
+export const grantHolds = (principal: Pick<Principal, 'permissions' | 'appIds'>, g: TopicGrant): boolean =>
+  allows(principal, g.permission, g.appId);
 
 /** A fleet topic's event is sent only when the app it names (if any) is within reach. */
 export function eventVisible(principal: Pick<Principal, 'appIds'>, data: unknown): boolean {

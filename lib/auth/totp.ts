@@ -31,13 +31,22 @@ export interface TotpOptions {
 
 export async function totpCode(secret: string | Uint8Array, o: TotpOptions = {}): Promise<string> {
   const { generate } = await lib();
-  return generate({ secret: secret as string, epoch: o.epoch ?? Math.floor(Date.now() / 1000), digits: o.digits ?? 6, algorithm: o.algorithm ?? 'sha1', period: PERIOD } as Parameters<
-    typeof Otplib.generate
-  >[0]);
+  return generate({
+    secret: secret as string,
+    epoch: o.epoch ?? Math.floor(Date.now() / 1000),
+    digits: o.digits ?? 6,
+    algorithm: o.algorithm ?? 'sha1',
+    period: PERIOD,
+  } as Parameters<typeof Otplib.generate>[0]);
 }
 
 /** The matched time step, or null. `afterStep` refuses the last used step and anything older. */
-export async function checkTotp(secret: string, code: string, afterStep: number | null, now = Date.now()): Promise<number | null> {
+export async function checkTotp(
+  secret: string,
+  code: string,
+  afterStep: number | null,
+  now = Date.now(),
+): Promise<number | null> {
   if (!/^\d{6}$/.test(code)) return null;
   const { verify } = await lib();
   try {
@@ -91,7 +100,11 @@ const recoveryHash = (sealer: Sealer, code: string) => keyedRecoveryHash(sealer,
 /** Boot: re-keys codes stored as a bare SHA-256 by older builds. Returns how many were upgraded. */
 export async function rehashRecoveryCodes(db: Db, sealer: Sealer): Promise<number> {
   if (!sealer.available) return 0;
-  const rows = await db.selectFrom('recovery_codes').select(['id', 'code_hash']).where('code_hash', 'not like', `${RECOVERY_PREFIX}%`).execute();
+  const rows = await db
+    .selectFrom('recovery_codes')
+    .select(['id', 'code_hash'])
+    .where('code_hash', 'not like', `${RECOVERY_PREFIX}%`)
+    .execute();
   for (const r of rows) {
     await db
       .updateTable('recovery_codes')
@@ -104,7 +117,14 @@ export async function rehashRecoveryCodes(db: Db, sealer: Sealer): Promise<numbe
 }
 
 /** Enables TOTP with the pending secret once a code proves the authenticator has it. */
-export async function enableTotp(db: Db, sealer: Sealer, userId: string, pendingSealed: string, code: string, now = Date.now()): Promise<string[] | null> {
+export async function enableTotp(
+  db: Db,
+  sealer: Sealer,
+  userId: string,
+  pendingSealed: string,
+  code: string,
+  now = Date.now(),
+): Promise<string[] | null> {
   const secret = sealer.open(pendingSealed, totpBinding(userId) + ':pending');
   const step = await checkTotp(secret, code, null, now);
   if (step === null) return null;
@@ -112,7 +132,13 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
   await db.transaction().execute(async (tx) => {
     await tx
       .updateTable('users')
-      .set({ totp_enabled: 1, totp_secret: sealer.seal(secret, totpBinding(userId)), totp_pending: null, totp_last_step: step, updated_at: nowIso(now) })
+      .set({
+        totp_enabled: 1,
+        totp_secret: sealer.seal(secret, totpBinding(userId)),
+        totp_pending: null,
+        totp_last_step: step,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', userId)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
@@ -132,7 +158,11 @@ export async function enableTotp(db: Db, sealer: Sealer, userId: string, pending
 export async function replaceRecoveryCodes(db: Db, sealer: Sealer, userId: string): Promise<string[] | null> {
   const codes = newRecoveryCodes();
   const done = await db.transaction().execute(async (tx) => {
-    const user = await tx.selectFrom('users').select('totp_enabled').where('id', '=', userId).executeTakeFirst();
+    const user = await tx
+      .selectFrom('users')
+      .select('totp_enabled')
+      .where('id', '=', userId)
+      .executeTakeFirst();
     if (!user || user.totp_enabled !== 1) return false;
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
     await tx
@@ -148,8 +178,18 @@ export async function replaceRecoveryCodes(db: Db, sealer: Sealer, userId: strin
  * Checks a TOTP code (or a single-use recovery code) for a user with TOTP enabled and burns it.
  * The step update is conditional, so two requests racing with one code cannot both pass.
  */
-export async function consumeSecondFactor(db: Db, sealer: Sealer, userId: string, code: string, now = Date.now()): Promise<boolean> {
-  const user = await db.selectFrom('users').select(['totp_enabled', 'totp_secret', 'totp_last_step']).where('id', '=', userId).executeTakeFirst();
+export async function consumeSecondFactor(
+  db: Db,
+  sealer: Sealer,
+  userId: string,
+  code: string,
+  now = Date.now(),
+): Promise<boolean> {
+  const user = await db
+    .selectFrom('users')
+    .select(['totp_enabled', 'totp_secret', 'totp_last_step'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
   if (!user || user.totp_enabled !== 1 || !user.totp_secret) return false;
   const trimmed = code.trim();
   if (RECOVERY_PATTERN.test(trimmed.toLowerCase())) {
@@ -166,7 +206,10 @@ export async function consumeSecondFactor(db: Db, sealer: Sealer, userId: string
   const step = await checkTotp(secret, trimmed, user.totp_last_step, now);
   if (step === null) return false;
   let q = db.updateTable('users').set({ totp_last_step: step }).where('id', '=', userId);
-  q = user.totp_last_step === null ? q.where('totp_last_step', 'is', null) : q.where('totp_last_step', '<', step);
+  q =
+    user.totp_last_step === null
+      ? q.where('totp_last_step', 'is', null)
+      : q.where('totp_last_step', '<', step);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
@@ -175,7 +218,13 @@ export async function disableTotp(db: Db, userId: string, now = Date.now()): Pro
   await db.transaction().execute(async (tx) => {
     await tx
       .updateTable('users')
-      .set({ totp_enabled: 0, totp_secret: null, totp_pending: null, totp_last_step: null, updated_at: nowIso(now) })
+      .set({
+        totp_enabled: 0,
+        totp_secret: null,
+        totp_pending: null,
+        totp_last_step: null,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', userId)
       .execute();
     await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();

@@ -15,8 +15,17 @@ export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 export const PASSWORD_MAX = 1024;
 export const PASSWORD_MIN = 12;
 
-export function publicUser(u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids' | 'sso_subject'> & { role: string }): PublicUser {
-  return { id: u.id, username: u.username, totp_enabled: u.totp_enabled === 1, role: u.role, app_ids: operatorApps(u.role, u.app_ids), sso: u.sso_subject !== null };
+export function publicUser(
+  u: Pick<UserTable, 'id' | 'username' | 'totp_enabled' | 'app_ids' | 'sso_subject'> & { role: string },
+): PublicUser {
+  return {
+    id: u.id,
+    username: u.username,
+    totp_enabled: u.totp_enabled === 1,
+    role: u.role,
+    app_ids: operatorApps(u.role, u.app_ids),
+    sso: u.sso_subject !== null,
+  };
 }
 
 export function findUserByName(db: Db, username: string) {
@@ -43,7 +52,12 @@ export interface NewOperator {
   ssoSubject?: string | null;
 }
 
-export async function insertUser(db: Db, username: string, passwordHash: string, opts: NewOperator = {}): Promise<PublicUser> {
+export async function insertUser(
+  db: Db,
+  username: string,
+  passwordHash: string,
+  opts: NewOperator = {},
+): Promise<PublicUser> {
   const now = nowIso();
   const row = {
     id: newId(),
@@ -74,7 +88,13 @@ export async function deleteUser(db: Db, id: string): Promise<boolean> {
  * A new password ends every session of the operator except `keepSessionId` (the one that changed
  * it, if any): whoever knew the old password is logged out, WebSockets included.
  */
-export async function setPassword(db: Db, id: string, passwordHash: string, keepSessionId: string | null = null, now = Date.now()): Promise<void> {
+export async function setPassword(
+  db: Db,
+  id: string,
+  passwordHash: string,
+  keepSessionId: string | null = null,
+  now = Date.now(),
+): Promise<void> {
   await db.transaction().execute(async (tx) => {
     await tx
       .updateTable('users')

@@ -10,7 +10,17 @@ import { probe, S3Refused } from './s3.js';
 import { getConfig, insertConfig, isDatabaseOfApp, updateConfigRow } from './store.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
-export type Destination = { type: 'local' } | { type: 's3'; endpoint: string; region: string; bucket: string; prefix: string; access_key_id: string; path_style: boolean };
+export type Destination =
+  | { type: 'local' }
+  | {
+      type: 's3';
+      endpoint: string;
+      region: string;
+      bucket: string;
+      prefix: string;
+      access_key_id: string;
+      path_style: boolean;
+    };
 
 export interface ConfigInput {
   source?: Source;
@@ -28,11 +38,17 @@ import { s3Binding } from '../crypto/bindings.js';
 /** A 5-field cron expression (UTC), parsed; a 6-field one (seconds) or a bad field is refused. */
 export function parseSchedule(expr: string): Cron {
   const fields = expr.trim().split(/\s+/);
-  if (fields.length !== 5) throw badRequest(`schedule must be a 5-field cron expression (minute hour day month weekday), got ${fields.length} fields`, [{ field: 'schedule', message: '5 fields' }]);
+  if (fields.length !== 5)
+    throw badRequest(
+      `schedule must be a 5-field cron expression (minute hour day month weekday), got ${fields.length} fields`,
+      [{ field: 'schedule', message: '5 fields' }],
+    );
   try {
     return new Cron(fields.join(' '), { paused: true, timezone: 'UTC' });
   } catch (e) {
-    throw badRequest(`schedule is not a valid cron expression: ${(e as Error).message}`.slice(0, 300), [{ field: 'schedule', message: 'invalid' }]);
+    throw badRequest(`schedule is not a valid cron expression: ${(e as Error).message}`.slice(0, 300), [
+      { field: 'schedule', message: 'invalid' },
+    ]);
   }
 }
 
@@ -43,19 +59,40 @@ export function checkDestination(d: NonNullable<ConfigInput['destination']>, has
   try {
     u = new URL(s3.endpoint);
   } catch {
-    throw badRequest('destination.endpoint is not a URL', [{ field: 'destination.endpoint', message: 'not a URL' }]);
+    throw badRequest('destination.endpoint is not a URL', [
+      { field: 'destination.endpoint', message: 'not a URL' },
+    ]);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw badRequest('destination.endpoint must be https://', [{ field: 'destination.endpoint', message: 'https only' }]);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw badRequest('destination.endpoint must be https://', [
+      { field: 'destination.endpoint', message: 'https only' },
+    ]);
   // http:// to a public address, and the addresses no S3 server lives at, are refused once the
   // name is resolved (probeDestination, lib/backups/s3.ts).
   if (u.username || u.password || u.search || u.hash)
-    throw badRequest('destination.endpoint must not carry credentials, a query or a fragment', [{ field: 'destination.endpoint', message: 'bare origin' }]);
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s3.bucket)) throw badRequest('destination.bucket is not a valid bucket name', [{ field: 'destination.bucket', message: 'invalid' }]);
-  if (!/^[a-z0-9-]{1,40}$/.test(s3.region)) throw badRequest('destination.region is not a region name', [{ field: 'destination.region', message: 'invalid' }]);
+    throw badRequest('destination.endpoint must not carry credentials, a query or a fragment', [
+      { field: 'destination.endpoint', message: 'bare origin' },
+    ]);
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s3.bucket))
+    throw badRequest('destination.bucket is not a valid bucket name', [
+      { field: 'destination.bucket', message: 'invalid' },
+    ]);
+  if (!/^[a-z0-9-]{1,40}$/.test(s3.region))
+    throw badRequest('destination.region is not a region name', [
+      { field: 'destination.region', message: 'invalid' },
+    ]);
   if (!/^[A-Za-z0-9_./-]{0,200}$/.test(s3.prefix) || s3.prefix.includes('..'))
-    throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [{ field: 'destination.prefix', message: 'invalid' }]);
-  if (!/^[A-Za-z0-9_+/=-]{3,128}$/.test(s3.access_key_id)) throw badRequest('destination.access_key_id is invalid', [{ field: 'destination.access_key_id', message: 'invalid' }]);
-  if (!s3.secret_access_key && !hasStoredSecret) throw badRequest('destination.secret_access_key is required', [{ field: 'destination.secret_access_key', message: 'required' }]);
+    throw badRequest('destination.prefix may hold letters, digits, _ . / - only', [
+      { field: 'destination.prefix', message: 'invalid' },
+    ]);
+  if (!/^[A-Za-z0-9_+/=-]{3,128}$/.test(s3.access_key_id))
+    throw badRequest('destination.access_key_id is invalid', [
+      { field: 'destination.access_key_id', message: 'invalid' },
+    ]);
+  if (!s3.secret_access_key && !hasStoredSecret)
+    throw badRequest('destination.secret_access_key is required', [
+      { field: 'destination.secret_access_key', message: 'required' },
+    ]);
 }
 
 /**
@@ -73,17 +110,29 @@ export async function probeDestination(d: Destination & { type: 's3' }, secret: 
 
 async function checkSource(env: Env, appId: string, s: Source): Promise<void> {
   if (s.type === 'database') {
-    if (!(await isDatabaseOfApp(env.db, appId, s.database_id))) throw badRequest('source.database_id is not a database of this app', [{ field: 'source.database_id', message: 'unknown' }]);
+    if (!(await isDatabaseOfApp(env.db, appId, s.database_id)))
+      throw badRequest('source.database_id is not a database of this app', [
+        { field: 'source.database_id', message: 'unknown' },
+      ]);
   } else if (!VOLUME_KEY.test(s.volume)) {
-    throw badRequest('source.volume must be a volume name as the compose file writes it', [{ field: 'source.volume', message: 'invalid' }]);
+    throw badRequest('source.volume must be a volume name as the compose file writes it', [
+      { field: 'source.volume', message: 'invalid' },
+    ]);
   }
 }
 
 export function checkKeep(k: number): void {
-  if (!Number.isInteger(k) || k < 1 || k > 365) throw badRequest('keep_last must be an integer from 1 to 365', [{ field: 'keep_last', message: '1..365' }]);
+  if (!Number.isInteger(k) || k < 1 || k > 365)
+    throw badRequest('keep_last must be an integer from 1 to 365', [
+      { field: 'keep_last', message: '1..365' },
+    ]);
 }
 
-export async function createConfig(env: Env, appId: string, input: Required<Pick<ConfigInput, 'source' | 'schedule' | 'keep_last'>> & ConfigInput): Promise<BackupConfigTable> {
+export async function createConfig(
+  env: Env,
+  appId: string,
+  input: Required<Pick<ConfigInput, 'source' | 'schedule' | 'keep_last'>> & ConfigInput,
+): Promise<BackupConfigTable> {
   parseSchedule(input.schedule);
   checkKeep(input.keep_last);
   await checkSource(env, appId, input.source);
@@ -124,11 +173,15 @@ export async function createConfig(env: Env, appId: string, input: Required<Pick
  */
 export function patchNeedsStepUp(cur: BackupConfigTable, input: ConfigInput): boolean {
   if (input.keep_last !== undefined && input.keep_last < cur.keep_last) return true;
-  if (input.source !== undefined && canonical(input.source) !== canonical(JSON.parse(cur.source))) return true;
+  if (input.source !== undefined && canonical(input.source) !== canonical(JSON.parse(cur.source)))
+    return true;
   if (input.destination !== undefined) {
     const { secret_access_key, ...rest } = input.destination as Destination & { secret_access_key?: string };
     if (secret_access_key !== undefined) return true;
-    const given = rest.type === 's3' ? { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false } : rest;
+    const given =
+      rest.type === 's3'
+        ? { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false }
+        : rest;
     if (canonical(given) !== canonical(JSON.parse(cur.destination))) return true;
   }
   return false;
@@ -142,7 +195,12 @@ export function canonical(v: unknown): string {
   });
 }
 
-export async function updateConfig(env: Env, appId: string, id: string, input: ConfigInput): Promise<BackupConfigTable> {
+export async function updateConfig(
+  env: Env,
+  appId: string,
+  id: string,
+  input: ConfigInput,
+): Promise<BackupConfigTable> {
   const cur = await getConfig(env.db, appId, id);
   const patch: Partial<BackupConfigTable> = { updated_at: new Date(env.now()).toISOString() };
   if (input.schedule !== undefined) {
@@ -159,7 +217,8 @@ export async function updateConfig(env: Env, appId: string, id: string, input: C
   }
   if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
   if (input.verify_after_run !== undefined) patch.verify_after_run = input.verify_after_run ? 1 : 0;
-  if (input.destination !== undefined) Object.assign(patch, await storedDestination(env, input.destination, cur.secret_sealed, id));
+  if (input.destination !== undefined)
+    Object.assign(patch, await storedDestination(env, input.destination, cur.secret_sealed, id));
   await updateConfigRow(env.db, id, patch);
   return getConfig(env.db, appId, id);
 }

@@ -53,7 +53,11 @@ const isInstance = (b: AnyBinding): b is InstanceBinding => 'instance_id' in b;
 export function bindingText(b: AnyBinding): Buffer {
   const ids = isInstance(b) ? [b.instance_id, b.run_id] : [b.app_id, b.backup_id, b.run_id];
   for (const v of ids) if (!ID.test(v)) throw new Error('bad artifact binding');
-  return Buffer.from(isInstance(b) ? `instance=${b.instance_id};run=${b.run_id}` : `app=${b.app_id};backup=${b.backup_id};run=${b.run_id}`);
+  return Buffer.from(
+    isInstance(b)
+      ? `instance=${b.instance_id};run=${b.run_id}`
+      : `app=${b.app_id};backup=${b.backup_id};run=${b.run_id}`,
+  );
 }
 
 function parseBinding(text: string): AnyBinding | null {
@@ -78,7 +82,9 @@ function checkBinding(found: AnyBinding, expected: AnyBinding): void {
 }
 
 function fileKey(master: Buffer, salt: Buffer, version: 1 | 2): Buffer {
-  return Buffer.from(hkdfSync('sha256', master, salt, version === 1 ? 'svc backup artifact v1' : 'svc backup artifact v2', 32));
+  return Buffer.from(
+    hkdfSync('sha256', master, salt, version === 1 ? 'svc backup artifact v1' : 'svc backup artifact v2', 32),
+  );
 }
 
 function iv(index: number): Buffer {
@@ -157,7 +163,8 @@ export function decryptStream(master: Buffer, expected: AnyBinding | BindingChec
       ? expected
       : (found) => {
           // Only an app backup was ever written without a binding.
-          if (!found && isInstance(expected)) throw new ArtifactBindingError('the artifact is not an instance backup');
+          if (!found && isInstance(expected))
+            throw new ArtifactBindingError('the artifact is not an instance backup');
           if (found) checkBinding(found, expected);
         };
   let buf: Buffer = Buffer.alloc(0);
@@ -219,7 +226,8 @@ export function decryptStream(master: Buffer, expected: AnyBinding | BindingChec
       }
     },
     flush(cb: TransformCallback) {
-      if (!done || buf.length) return cb(new ArtifactAuthError('the artifact is truncated (no final record)'));
+      if (!done || buf.length)
+        return cb(new ArtifactAuthError('the artifact is truncated (no final record)'));
       cb();
     },
   });

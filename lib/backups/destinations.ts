@@ -38,21 +38,29 @@ export function localStore(dataDir: string): ArtifactStore {
     },
     async sweepPartials() {
       for (const app of await readdir(root).catch(() => [] as string[])) {
-        for (const f of await readdir(join(root, app)).catch(() => [] as string[])) if (f.endsWith('.part')) await rm(join(root, app, f), { force: true });
+        for (const f of await readdir(join(root, app)).catch(() => [] as string[]))
+          if (f.endsWith('.part')) await rm(join(root, app, f), { force: true });
       }
     },
   };
 }
 
 /** The store of a config: an app's backup config, or the instance backup's (id `instance`). */
-export function destinationOf(env: Env, cfg: Pick<BackupConfigTable, 'id' | 'destination' | 'secret_sealed'> | null): ArtifactStore {
+export function destinationOf(
+  env: Env,
+  cfg: Pick<BackupConfigTable, 'id' | 'destination' | 'secret_sealed'> | null,
+): ArtifactStore {
   const dest = cfg ? (JSON.parse(cfg.destination) as Destination) : null;
   if (dest?.type === 's3') {
     const id = cfg!.id;
     const sealed = cfg!.secret_sealed;
     return s3Store(async () => {
       if (!sealed) throw new Error('the S3 secret access key is not set');
-      return { ...dest, prefix: dest.prefix ?? '', secret_access_key: env.sealer.open(sealed, s3Binding(id)) };
+      return {
+        ...dest,
+        prefix: dest.prefix ?? '',
+        secret_access_key: env.sealer.open(sealed, s3Binding(id)),
+      };
     });
   }
   return localStore(env.config.dataDir);

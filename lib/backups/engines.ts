@@ -7,7 +7,15 @@ import type { Readable } from 'node:stream';
 import type TarStream from 'tar-stream';
 import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
-import { assertOwnedContainer, guard, isNotFound, isOwned, ownedFilter, ownerLabels, type Engine } from '../docker/index.js';
+import {
+  assertOwnedContainer,
+  guard,
+  isNotFound,
+  isOwned,
+  ownedFilter,
+  ownerLabels,
+  type Engine,
+} from '../docker/index.js';
 import { ensureEmptyImage, EMPTY_IMAGE } from '../docker/binds.js';
 import { execCapture, execStream, type ExecHandle } from '../databases/exec.js';
 import { dbSecrets, waitHealthy } from '../databases/index.js';
@@ -31,7 +39,14 @@ interface Target {
 
 export function targetOf(env: Env, row: AppDatabaseTable): Target {
   const s = dbSecrets(env, row);
-  return { engine: row.engine as DbEngine, container: row.container, name: row.name, username: row.username, password: s.password, root: s.root };
+  return {
+    engine: row.engine as DbEngine,
+    container: row.container,
+    name: row.name,
+    username: row.username,
+    password: s.password,
+    root: s.root,
+  };
 }
 
 /** The dump's byte stream; `done` rejects with the client's reason when it fails. */
@@ -39,15 +54,40 @@ export async function dumpDatabase(env: Env, t: Target): Promise<ExecHandle> {
   await assertRunning(env.engine, t.container);
   if (t.engine === 'postgres') {
     // Custom format, uncompressed: the pipeline compresses, and pg_restore --list can read it.
-    return execStream(env.engine, t.container, ['pg_dump', '-Fc', '-Z0', '-h', '127.0.0.1', '-U', t.username, '-d', t.name], { env: [`PGPASSWORD=${t.password}`], stoppable: true });
+    return execStream(
+      env.engine,
+      t.container,
+      ['pg_dump', '-Fc', '-Z0', '-h', '127.0.0.1', '-U', t.username, '-d', t.name],
+      { env: [`PGPASSWORD=${t.password}`], stoppable: true },
+    );
   }
   if (t.engine === 'mariadb') {
-    return execStream(env.engine, t.container, ['mariadb-dump', '--single-transaction', '--routines', '--events', '--triggers', '-h', '127.0.0.1', '-u', 'root', '--', t.name], {
-      env: [`MYSQL_PWD=${t.root}`],
-      stoppable: true,
-    });
+    return execStream(
+      env.engine,
+      t.container,
+      [
+        'mariadb-dump',
+        '--single-transaction',
+        '--routines',
+        '--events',
+        '--triggers',
+        '-h',
+        '127.0.0.1',
+        '-u',
+        'root',
+        '--',
+        t.name,
+      ],
+      {
+        env: [`MYSQL_PWD=${t.root}`],
+        stoppable: true,
+      },
+    );
   }
-  return execStream(env.engine, t.container, ['redis-cli', '-h', '127.0.0.1', '--rdb', '-'], { env: [`REDISCLI_AUTH=${t.password}`], stoppable: true });
+  return execStream(env.engine, t.container, ['redis-cli', '-h', '127.0.0.1', '--rdb', '-'], {
+    env: [`REDISCLI_AUTH=${t.password}`],
+    stoppable: true,
+  });
 }
 
 async function assertRunning(engine: Engine, container: string): Promise<void> {
@@ -58,12 +98,16 @@ async function assertRunning(engine: Engine, container: string): Promise<void> {
     if (isNotFound(e)) throw new Error('the database container does not exist');
     throw e;
   }
-  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) throw new Error('the database container was not made by this control plane');
+  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels))
+    throw new Error('the database container was not made by this control plane');
   if (!info.State?.Running) throw new Error('the database container is not running');
 }
 
 function failIfNonZero(what: string, r: { code: number; stderr: string }): void {
-  if (r.code !== 0) throw new Error(`${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 400)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 400)}`,
+    );
 }
 
 /** Feeds the (decompressed) dump to the engine's restore client in `container`. */
@@ -72,7 +116,21 @@ export async function restoreDatabase(env: Env, t: Target, dump: () => Promise<R
     const h = await execStream(
       env.engine,
       t.container,
-      ['pg_restore', '--clean', '--if-exists', '--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', '-h', '127.0.0.1', '-U', t.username, '-d', t.name],
+      [
+        'pg_restore',
+        '--clean',
+        '--if-exists',
+        '--no-owner',
+        '--no-privileges',
+        '--single-transaction',
+        '--exit-on-error',
+        '-h',
+        '127.0.0.1',
+        '-U',
+        t.username,
+        '-d',
+        t.name,
+      ],
       { env: [`PGPASSWORD=${t.password}`], stdin: await dump() },
     );
     h.stdout.resume();
@@ -80,7 +138,12 @@ export async function restoreDatabase(env: Env, t: Target, dump: () => Promise<R
     return;
   }
   if (t.engine === 'mariadb') {
-    const h = await execStream(env.engine, t.container, ['mariadb', '-h', '127.0.0.1', '-u', 'root', '--', t.name], { env: [`MYSQL_PWD=${t.root}`], stdin: await dump() });
+    const h = await execStream(
+      env.engine,
+      t.container,
+      ['mariadb', '-h', '127.0.0.1', '-u', 'root', '--', t.name],
+      { env: [`MYSQL_PWD=${t.root}`], stdin: await dump() },
+    );
     h.stdout.resume();
     failIfNonZero('mariadb', await h.done);
     return;
@@ -98,15 +161,27 @@ export async function restoreDatabase(env: Env, t: Target, dump: () => Promise<R
 }
 
 /** Writes one file into a (possibly stopped) container's path; the engine needs its size first. */
-async function putFile(env: Env, container: string, dir: string, name: string, content: () => Promise<Readable>): Promise<void> {
+async function putFile(
+  env: Env,
+  container: string,
+  dir: string,
+  name: string,
+  content: () => Promise<Readable>,
+): Promise<void> {
   const tmp = await spoolToFile(env, await content());
   try {
     const size = (await stat(tmp.path)).size;
     const pack = tar().pack();
-    const entry = pack.entry({ name, size, mode: 0o600, uid: 999, gid: 999 }, (err) => (err ? pack.destroy(err) : pack.finalize()));
+    const entry = pack.entry({ name, size, mode: 0o600, uid: 999, gid: 999 }, (err) =>
+      err ? pack.destroy(err) : pack.finalize(),
+    );
     createReadStream(tmp.path).pipe(entry);
     await assertOwnedContainer(env.engine, container);
-    await guard(env.engine, () => env.engine.docker.getContainer(container).putArchive(pack as unknown as NodeJS.ReadableStream, { path: dir }));
+    await guard(env.engine, () =>
+      env.engine.docker
+        .getContainer(container)
+        .putArchive(pack as unknown as NodeJS.ReadableStream, { path: dir }),
+    );
   } finally {
     await tmp.remove();
   }
@@ -132,10 +207,13 @@ async function spoolToFile(env: Env, src: Readable): Promise<{ path: string; rem
 export async function sweepScratchServers(env: Env): Promise<number> {
   const ids = await databaseIds(env.db);
   if (!ids.size) return 0;
-  const list = await guard(env.engine, () => env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [LABEL_SCRATCH]) }));
+  const list = await guard(env.engine, () =>
+    env.engine.docker.listContainers({ all: true, filters: ownedFilter(env.engine, [LABEL_SCRATCH]) }),
+  );
   let removed = 0;
   for (const c of list) {
-    if (!isOwned(env.engine, 'container', c.Id, c.Labels) || !ids.has(c.Labels?.[LABEL_SCRATCH] ?? '')) continue;
+    if (!isOwned(env.engine, 'container', c.Id, c.Labels) || !ids.has(c.Labels?.[LABEL_SCRATCH] ?? ''))
+      continue;
     await guard(env.engine, () => env.engine.docker.getContainer(c.Id).remove({ force: true, v: true })).then(
       () => removed++,
       (e) => {
@@ -148,7 +226,12 @@ export async function sweepScratchServers(env: Env): Promise<number> {
 
 // ---- volumes: the engine reads and writes the tree through a container that never starts ----
 
-async function volumeHelper(env: Env, volume: string, readOnly: boolean, label: string): Promise<import('dockerode').Container> {
+async function volumeHelper(
+  env: Env,
+  volume: string,
+  readOnly: boolean,
+  label: string,
+): Promise<import('dockerode').Container> {
   try {
     await guard(env.engine, () => env.engine.docker.getVolume(volume).inspect());
   } catch (e) {
@@ -161,15 +244,23 @@ async function volumeHelper(env: Env, volume: string, readOnly: boolean, label: 
       Image: EMPTY_IMAGE,
       Cmd: ['/never-started'],
       Labels: { ...ownerLabels(env.engine), [LABEL_SCRATCH]: label },
-      HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/backup-src', ReadOnly: readOnly }] },
+      HostConfig: {
+        NetworkMode: 'none',
+        Mounts: [{ Type: 'volume', Source: volume, Target: '/backup-src', ReadOnly: readOnly }],
+      },
     }),
   );
 }
 
-export async function dumpVolume(env: Env, volume: string): Promise<{ stream: Readable; cleanup: () => Promise<void> }> {
+export async function dumpVolume(
+  env: Env,
+  volume: string,
+): Promise<{ stream: Readable; cleanup: () => Promise<void> }> {
   const c = await volumeHelper(env, volume, true, 'volume-dump');
   try {
-    const stream = (await guard(env.engine, () => c.getArchive({ path: '/backup-src' }))) as unknown as Readable;
+    const stream = (await guard(env.engine, () =>
+      c.getArchive({ path: '/backup-src' }),
+    )) as unknown as Readable;
     return {
       stream,
       cleanup: () =>
@@ -224,7 +315,11 @@ export async function checkVolumeArchive(archive: Readable): Promise<{ files: nu
 
 // ---- verify: a scratch instance of the same engine, never on any network ----
 
-export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () => Promise<Readable>): Promise<string> {
+export async function verifyDatabase(
+  env: Env,
+  row: AppDatabaseTable,
+  dump: () => Promise<Readable>,
+): Promise<string> {
   const spec = CATALOG[row.engine as DbEngine];
   const image = mappedImage(env.config, spec.images[row.version]!);
   const pw = randomBytes(18).toString('base64url');
@@ -265,7 +360,9 @@ export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () =
       await putFile(env, c.id, '/data', 'dump.rdb', dump);
       await guard(env.engine, () => c.start());
       await waitHealthy(env.engine, c.id);
-      const r = await execCapture(env.engine, c.id, ['redis-cli', '-h', '127.0.0.1', 'DBSIZE'], { env: [`REDISCLI_AUTH=${pw}`] });
+      const r = await execCapture(env.engine, c.id, ['redis-cli', '-h', '127.0.0.1', 'DBSIZE'], {
+        env: [`REDISCLI_AUTH=${pw}`],
+      });
       failIfNonZero('redis-cli DBSIZE', r);
       const n = Number(r.stdout.trim());
       if (!Number.isInteger(n)) throw new Error(`DBSIZE answered ${r.stdout.trim().slice(0, 80)}`);
@@ -286,13 +383,23 @@ export async function verifyDatabase(env: Env, row: AppDatabaseTable, dump: () =
       await restoreDatabase(env, t, dump);
       const q =
         "SELECT table_schema || '.' || table_name || ' ' || (xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1";
-      const r = await execCapture(env.engine, c.id, ['psql', '-h', '127.0.0.1', '-U', t.username, '-d', t.name, '-At', '-v', 'ON_ERROR_STOP=1', '-c', q], { env: [`PGPASSWORD=${pw}`] });
+      const r = await execCapture(
+        env.engine,
+        c.id,
+        ['psql', '-h', '127.0.0.1', '-U', t.username, '-d', t.name, '-At', '-v', 'ON_ERROR_STOP=1', '-c', q],
+        { env: [`PGPASSWORD=${pw}`] },
+      );
       failIfNonZero('psql', r);
       const tables = r.stdout.trim().split('\n').filter(Boolean);
       return `pg_restore --list: ${entries} entries; ${tables.length} tables: ${tables.join(', ').slice(0, 300)}`;
     }
     await restoreDatabase(env, t, dump);
-    const r = await execCapture(env.engine, c.id, ['mariadb-check', '-h', '127.0.0.1', '-u', 'root', '--', t.name], { env: [`MYSQL_PWD=${pw}`] });
+    const r = await execCapture(
+      env.engine,
+      c.id,
+      ['mariadb-check', '-h', '127.0.0.1', '-u', 'root', '--', t.name],
+      { env: [`MYSQL_PWD=${pw}`] },
+    );
     failIfNonZero('mariadb-check', r);
     const lines = r.stdout.trim().split('\n').filter(Boolean);
     const bad = lines.filter((l) => !/\sOK$/.test(l));

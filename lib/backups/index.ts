@@ -4,7 +4,16 @@ import type { Services as Env } from '../http/handler.js';
 import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
 import { LABEL_DATABASE } from '../docker/index.js';
 import type { Source } from './config.js';
-import { allDatabases, artifactsOf, deleteConfigRow, failedRunsSince, getConfig, listConfigRows, listRunRows, liveAppIds } from './store.js';
+import {
+  allDatabases,
+  artifactsOf,
+  deleteConfigRow,
+  failedRunsSince,
+  getConfig,
+  listConfigRows,
+  listRunRows,
+  liveAppIds,
+} from './store.js';
 import { configView, runView, type ConfigView, type RunView } from './views.js';
 import { destinationOf } from './destinations.js';
 
@@ -21,25 +30,42 @@ export async function listRuns(env: Env, appId: string, backupId: string): Promi
 export async function deleteConfig(env: Env, appId: string, backupId: string): Promise<void> {
   const cfg = await getConfig(env.db, appId, backupId);
   const store = destinationOf(env, cfg);
-  for (const r of await artifactsOf(env.db, backupId)) if (r.artifact && r.artifact_removed === 0) await store.remove(r.artifact);
+  for (const r of await artifactsOf(env.db, backupId))
+    if (r.artifact && r.artifact_removed === 0) await store.remove(r.artifact);
   await deleteConfigRow(env.db, backupId);
 }
 
 /** Configs, failures of the last 7 days, and every database or app volume no config covers. */
-export async function overview(
-  env: Env,
-): Promise<{ configs: ConfigView[]; failed_last_7d: Array<RunView & { app_id: string }>; uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }> }> {
+export async function overview(env: Env): Promise<{
+  configs: ConfigView[];
+  failed_last_7d: Array<RunView & { app_id: string }>;
+  uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }>;
+}> {
   const configs = await listConfigs(env, null);
   const since = new Date(env.now() - 7 * 86400_000).toISOString();
   const failed = await failedRunsSince(env.db, since);
-  const covered = new Set(configs.map((c) => (c.source.type === 'database' ? `db:${c.source.database_id}` : `vol:${c.app_id}:${(c.source as Extract<Source, { type: 'volume' }>).volume}`)));
+  const covered = new Set(
+    configs.map((c) =>
+      c.source.type === 'database'
+        ? `db:${c.source.database_id}`
+        : `vol:${c.app_id}:${(c.source as Extract<Source, { type: 'volume' }>).volume}`,
+    ),
+  );
   const uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }> = [];
   const byName = await liveAppIds(env.db);
   for (const d of await allDatabases(env.db)) {
-    if (!covered.has(`db:${d.id}`)) uncovered.push({ app_id: d.app_id, service: `${d.engine}:${d.host}`, volume: d.volume, database_id: d.id });
+    if (!covered.has(`db:${d.id}`))
+      uncovered.push({
+        app_id: d.app_id,
+        service: `${d.engine}:${d.host}`,
+        volume: d.volume,
+        database_id: d.id,
+      });
   }
   // App volumes as the compose files named them: the engine's labels say which app and key.
-  const vols = await guard(env.engine, () => env.engine.docker.listVolumes({ filters: ownedFilter(env.engine, [LABEL_APP]) })).catch(() => ({ Volumes: [] }));
+  const vols = await guard(env.engine, () =>
+    env.engine.docker.listVolumes({ filters: ownedFilter(env.engine, [LABEL_APP]) }),
+  ).catch(() => ({ Volumes: [] }));
   for (const v of vols.Volumes ?? []) {
     if (!isOwned(env.engine, 'volume', v.Name, v.Labels)) continue;
     const labels = v.Labels ?? {};

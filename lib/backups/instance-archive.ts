@@ -60,13 +60,21 @@ export function packInstance(manifest: Manifest, dbCopy: string, caddyDir: strin
     });
   void (async () => {
     const json = Buffer.from(JSON.stringify(manifest, null, 2));
-    await new Promise<void>((resolve, reject) => pack.entry({ name: 'manifest.json', mode: 0o600 }, json, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      pack.entry({ name: 'manifest.json', mode: 0o600 }, json, (err) => (err ? reject(err) : resolve())),
+    );
     await entry({ name: 'svc.db', mode: 0o600, size: (await lstat(dbCopy)).size }, dbCopy);
     if (caddyDir) {
       const items: Item[] = [];
       await walk(caddyDir, 'caddy', items);
       await entry({ name: 'caddy', type: 'directory', mode: 0o700 });
-      for (const it of items) await entry(it.dir ? { name: it.name, type: 'directory', mode: 0o700 } : { name: it.name, mode: 0o600, size: it.size }, it.dir ? undefined : it.path);
+      for (const it of items)
+        await entry(
+          it.dir
+            ? { name: it.name, type: 'directory', mode: 0o700 }
+            : { name: it.name, mode: 0o600, size: it.size },
+          it.dir ? undefined : it.path,
+        );
     }
     pack.finalize();
   })().catch((e: Error) => pack.destroy(e));
@@ -81,7 +89,10 @@ function safeName(name: string): string | null {
 }
 
 /** Unpacks an instance archive (the plain tar) into `dir`; returns its manifest. */
-export async function unpackInstance(archive: Readable, dir: string): Promise<{ manifest: Manifest; caddy: boolean }> {
+export async function unpackInstance(
+  archive: Readable,
+  dir: string,
+): Promise<{ manifest: Manifest; caddy: boolean }> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const extract = tar.extract();
   let caddy = false;
@@ -93,7 +104,10 @@ export async function unpackInstance(archive: Readable, dir: string): Promise<{ 
         stream.resume();
         reject(e);
       };
-      if (!name) return fail(new Error(`unexpected entry in the instance backup: ${JSON.stringify(header.name.slice(0, 100))}`));
+      if (!name)
+        return fail(
+          new Error(`unexpected entry in the instance backup: ${JSON.stringify(header.name.slice(0, 100))}`),
+        );
       if (++count > MAX_FILES + 3) return fail(new Error('too many entries in the instance backup'));
       if (name === 'caddy' || name.startsWith('caddy/')) caddy = true;
       const target = join(dir, ...name.split('/'));
@@ -118,7 +132,8 @@ export async function unpackInstance(archive: Readable, dir: string): Promise<{ 
   } catch {
     throw new Error('the instance backup has no readable manifest');
   }
-  if (manifest.format !== ARCHIVE_FORMAT) throw new Error(`unknown instance backup format ${JSON.stringify(manifest.format)}`);
+  if (manifest.format !== ARCHIVE_FORMAT)
+    throw new Error(`unknown instance backup format ${JSON.stringify(manifest.format)}`);
   await lstat(join(dir, 'svc.db')).catch(() => {
     throw new Error('the instance backup holds no database copy');
   });
@@ -131,7 +146,10 @@ export function checkDatabase(file: string): void {
   try {
     const rows = db.pragma('integrity_check') as Array<{ integrity_check: string }>;
     const bad = rows.map((r) => r.integrity_check).filter((r) => r !== 'ok');
-    if (bad.length || rows.length === 0) throw new Error(`the database copy fails its integrity check: ${bad.slice(0, 3).join('; ').slice(0, 300)}`);
+    if (bad.length || rows.length === 0)
+      throw new Error(
+        `the database copy fails its integrity check: ${bad.slice(0, 3).join('; ').slice(0, 300)}`,
+      );
   } finally {
     db.close();
   }

@@ -29,7 +29,10 @@ import { verifyInstanceRun } from './instance-verify.js';
 let active = false;
 
 /** Starts a run in the background; one at a time. */
-export async function startInstanceRun(env: Env, trigger: 'manual' | 'schedule'): Promise<InstanceBackupRunTable> {
+export async function startInstanceRun(
+  env: Env,
+  trigger: 'manual' | 'schedule',
+): Promise<InstanceBackupRunTable> {
   masterKey(env);
   const running = await hasRunningRun(env.db);
   if (active || running) throw conflict('A run of the instance backup is already in progress');
@@ -73,7 +76,12 @@ async function caddyStorage(env: Env): Promise<{ dir: string | null; note: strin
   }
 }
 
-async function executeRun(env: Env, cfg: InstanceBackupTable, inst: string, run: InstanceBackupRunTable): Promise<void> {
+async function executeRun(
+  env: Env,
+  cfg: InstanceBackupTable,
+  inst: string,
+  run: InstanceBackupRunTable,
+): Promise<void> {
   let store: ArtifactStore | null = null;
   let staging: string | null = null;
   const binding: InstanceBinding = { instance_id: inst, run_id: run.id };
@@ -89,7 +97,11 @@ async function executeRun(env: Env, cfg: InstanceBackupTable, inst: string, run:
     let caddyDir: string | null = null;
     if (caddy.dir) {
       caddyDir = join(staging, 'caddy');
-      await cp(caddy.dir, caddyDir, { recursive: true, verbatimSymlinks: true, filter: (src) => !src.endsWith('/locks') });
+      await cp(caddy.dir, caddyDir, {
+        recursive: true,
+        verbatimSymlinks: true,
+        filter: (src) => !src.endsWith('/locks'),
+      });
     }
     if (caddy.note) await setNotes(env.db, run.id, caddy.note);
     const manifest: Manifest = {
@@ -112,15 +124,32 @@ async function executeRun(env: Env, cfg: InstanceBackupTable, inst: string, run:
     });
     const stored = count.pipe(new Transform({ transform: (c, _e, cb) => cb(null, c) }));
     try {
-      await Promise.all([pipeline(packInstance(manifest, dbCopy, caddyDir), createGzip({ level: 3 }), encryptStream(masterKey(env), binding), count), store.put(run.artifact!, stored)]);
+      await Promise.all([
+        pipeline(
+          packInstance(manifest, dbCopy, caddyDir),
+          createGzip({ level: 3 }),
+          encryptStream(masterKey(env), binding),
+          count,
+        ),
+        store.put(run.artifact!, stored),
+      ]);
     } catch (e) {
       stored.destroy();
       throw e;
     }
     const sha256 = hash.digest('hex');
     await markRunSucceeded(env.db, run.id, { size_bytes: size, sha256, finished_at: iso(env) });
-    env.bus.publish('backups', { type: 'backup_succeeded', instance_id: inst, run_id: run.id, size_bytes: size, sha256, detail: caddy.note });
-    await applyInstanceRetention(env, cfg, store).catch((e) => env.log.warn({ err: reason(e) }, 'instance backup retention could not run'));
+    env.bus.publish('backups', {
+      type: 'backup_succeeded',
+      instance_id: inst,
+      run_id: run.id,
+      size_bytes: size,
+      sha256,
+      detail: caddy.note,
+    });
+    await applyInstanceRetention(env, cfg, store).catch((e) =>
+      env.log.warn({ err: reason(e) }, 'instance backup retention could not run'),
+    );
     await verifyInstanceRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });
   } catch (e) {
     const why = reason(e);

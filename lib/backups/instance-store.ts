@@ -21,12 +21,20 @@ export async function saveConfig(db: Db, row: InstanceBackupTable): Promise<void
 }
 
 /** Claims a schedule slot once (see claimSlot in store.ts); false when another claimed it first. */
-export async function claimSlot(db: Db, cfg: Pick<InstanceBackupTable, 'id' | 'last_scheduled_at'>, slot: string): Promise<boolean> {
+export async function claimSlot(
+  db: Db,
+  cfg: Pick<InstanceBackupTable, 'id' | 'last_scheduled_at'>,
+  slot: string,
+): Promise<boolean> {
   const claimed = await db
     .updateTable('instance_backup')
     .set({ last_scheduled_at: slot })
     .where('id', '=', cfg.id)
-    .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
+    .where((eb) =>
+      cfg.last_scheduled_at === null
+        ? eb('last_scheduled_at', 'is', null)
+        : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
+    )
     .executeTakeFirst();
   return Number(claimed.numUpdatedRows) === 1;
 }
@@ -46,7 +54,13 @@ export async function getRun(db: Db, id: string): Promise<InstanceBackupRunTable
 
 /** Runs, newest first, at most `limit`. */
 export function listRuns(db: Db, limit: number): Promise<InstanceBackupRunTable[]> {
-  return db.selectFrom('instance_backup_runs').selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return db
+    .selectFrom('instance_backup_runs')
+    .selectAll()
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 export function runningRuns(db: Db): Promise<InstanceBackupRunTable[]> {
@@ -57,7 +71,11 @@ export async function setNotes(db: Db, id: string, notes: string): Promise<void>
   await db.updateTable('instance_backup_runs').set({ notes }).where('id', '=', id).execute();
 }
 
-export async function markRunSucceeded(db: Db, id: string, done: { size_bytes: number; sha256: string; finished_at: string }): Promise<void> {
+export async function markRunSucceeded(
+  db: Db,
+  id: string,
+  done: { size_bytes: number; sha256: string; finished_at: string },
+): Promise<void> {
   await db
     .updateTable('instance_backup_runs')
     .set({ status: 'succeeded', ...done })
@@ -66,23 +84,50 @@ export async function markRunSucceeded(db: Db, id: string, done: { size_bytes: n
 }
 
 /** A failed or interrupted run: its artifact is gone (removed, or never complete). */
-export async function markRunEnded(db: Db, id: string, status: 'failed' | 'interrupted', error: string, finishedAt: string): Promise<void> {
-  await db.updateTable('instance_backup_runs').set({ status, error, finished_at: finishedAt, artifact_removed: 1 }).where('id', '=', id).execute();
+export async function markRunEnded(
+  db: Db,
+  id: string,
+  status: 'failed' | 'interrupted',
+  error: string,
+  finishedAt: string,
+): Promise<void> {
+  await db
+    .updateTable('instance_backup_runs')
+    .set({ status, error, finished_at: finishedAt, artifact_removed: 1 })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
   await db.updateTable('instance_backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
 }
 
-export async function setVerdict(db: Db, id: string, verdict: { verified_at: string | null; verify_error: string | null }): Promise<void> {
+export async function setVerdict(
+  db: Db,
+  id: string,
+  verdict: { verified_at: string | null; verify_error: string | null },
+): Promise<void> {
   await db.updateTable('instance_backup_runs').set(verdict).where('id', '=', id).execute();
 }
 
 /** The successful runs whose artifact is still stored, newest first. */
 export function keptRuns(db: Db): Promise<InstanceBackupRunTable[]> {
-  return db.selectFrom('instance_backup_runs').selectAll().where('status', '=', 'succeeded').where('artifact_removed', '=', 0).orderBy('started_at', 'desc').orderBy('id', 'desc').execute();
+  return db
+    .selectFrom('instance_backup_runs')
+    .selectAll()
+    .where('status', '=', 'succeeded')
+    .where('artifact_removed', '=', 0)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
 }
 
 export async function hasRunningRun(db: Db): Promise<boolean> {
-  return (await db.selectFrom('instance_backup_runs').select('id').where('status', '=', 'running').executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('instance_backup_runs')
+      .select('id')
+      .where('status', '=', 'running')
+      .executeTakeFirst()) !== undefined
+  );
 }

@@ -31,7 +31,8 @@ export async function unpackVerified(
   const check =
     typeof expected === 'function'
       ? (found: unknown) => {
-          if (!found || !(found as InstanceBinding).instance_id) throw new ArtifactBindingError('the artifact is not an instance backup');
+          if (!found || !(found as InstanceBinding).instance_id)
+            throw new ArtifactBindingError('the artifact is not an instance backup');
           expected(found as InstanceBinding);
         }
       : expected;
@@ -40,7 +41,8 @@ export async function unpackVerified(
     copy = await openVerified(store, key, sha256, check, master, dataDir);
     const out = await unpackInstance(plainDump(copy), dir);
     const bound = typeof expected === 'function' ? null : expected;
-    if (bound && (out.manifest.instance_id !== bound.instance_id || out.manifest.run_id !== bound.run_id)) throw new Error('the manifest names another instance or run');
+    if (bound && (out.manifest.instance_id !== bound.instance_id || out.manifest.run_id !== bound.run_id))
+      throw new Error('the manifest names another instance or run');
     checkDatabase(join(dir, 'svc.db'));
     return { ...out, sha256: copy.sha256, size_bytes: copy.size_bytes };
   } finally {
@@ -54,7 +56,15 @@ export async function verifyInstanceRun(env: Env, run: InstanceBackupRunTable): 
   try {
     const cfg = await currentConfig(env);
     await rm(scratch, { recursive: true, force: true });
-    await unpackVerified(destinationOf(env, cfg), run.artifact!, run.sha256, { instance_id: await instanceId(env), run_id: run.id }, masterKey(env), env.config.dataDir, scratch);
+    await unpackVerified(
+      destinationOf(env, cfg),
+      run.artifact!,
+      run.sha256,
+      { instance_id: await instanceId(env), run_id: run.id },
+      masterKey(env),
+      env.config.dataDir,
+      scratch,
+    );
     await setVerdict(env.db, run.id, { verified_at: iso(env), verify_error: null });
   } catch (e) {
     const why = reason(e);

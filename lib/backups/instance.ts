@@ -3,7 +3,14 @@
 // retention and recovery share retention.ts and recovery.ts with app backups.
 import type { Services as Env } from '../http/handler.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
-import { canonical, checkKeep, storedDestination, parseSchedule, type ConfigInput, type Destination } from './config.js';
+import {
+  canonical,
+  checkKeep,
+  storedDestination,
+  parseSchedule,
+  type ConfigInput,
+  type Destination,
+} from './config.js';
 import { getRun, INSTANCE_BACKUP_ID, listRuns, readConfig, saveConfig } from './instance-store.js';
 import { iso } from './jobs.js';
 
@@ -54,7 +61,16 @@ export async function currentConfig(env: Env): Promise<InstanceBackupTable> {
   const row = await readConfig(env.db);
   if (row) return row;
   const now = iso(env);
-  return { id: INSTANCE_BACKUP_ID, ...DEFAULTS, destination: JSON.stringify({ type: 'local' }), secret_sealed: null, enabled: 0, last_scheduled_at: now, created_at: now, updated_at: now };
+  return {
+    id: INSTANCE_BACKUP_ID,
+    ...DEFAULTS,
+    destination: JSON.stringify({ type: 'local' }),
+    secret_sealed: null,
+    enabled: 0,
+    last_scheduled_at: now,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 export async function instanceConfigView(env: Env) {
@@ -78,7 +94,10 @@ export async function instancePutNeedsStepUp(env: Env, input: InstanceBackupInpu
   if (input.destination !== undefined) {
     const { secret_access_key, ...rest } = input.destination as Destination & { secret_access_key?: string };
     if (secret_access_key !== undefined) return true;
-    const given = rest.type === 's3' ? { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false } : rest;
+    const given =
+      rest.type === 's3'
+        ? { ...rest, prefix: rest.prefix ?? '', path_style: rest.path_style ?? false }
+        : rest;
     if (canonical(given) !== canonical(JSON.parse(cur.destination))) return true;
   }
   return false;
@@ -97,7 +116,11 @@ export async function putInstanceConfig(env: Env, input: InstanceBackupInput): P
     next.keep_last = input.keep_last;
   }
   if (input.enabled !== undefined) next.enabled = input.enabled ? 1 : 0;
-  if (input.destination !== undefined) Object.assign(next, await storedDestination(env, input.destination, cur.secret_sealed, INSTANCE_BACKUP_ID));
+  if (input.destination !== undefined)
+    Object.assign(
+      next,
+      await storedDestination(env, input.destination, cur.secret_sealed, INSTANCE_BACKUP_ID),
+    );
   await saveConfig(env.db, next);
 }
 

@@ -51,7 +51,11 @@ async function recoverInstanceRuns(env: Env, restored?: RestoredRun): Promise<vo
   const cfg = await currentConfig(env);
   for (const r of stuck) {
     if (restored && r.id === restored.run_id) {
-      await instanceStore.markRunSucceeded(env.db, r.id, { sha256: restored.sha256, size_bytes: restored.size_bytes, finished_at: iso(env) });
+      await instanceStore.markRunSucceeded(env.db, r.id, {
+        sha256: restored.sha256,
+        size_bytes: restored.size_bytes,
+        finished_at: iso(env),
+      });
       continue;
     }
     if (r.artifact)

@@ -16,17 +16,43 @@ import type { VerifiedArtifact } from './verified.js';
 
 type Actor = { id: string | null; name: string | null };
 
-export async function startRestore(env: Env, app: App, run: BackupRunTable, actor: Actor): Promise<{ id: string; run_id: string; status: string; error: null; started_at: string; finished_at: null }> {
+export async function startRestore(
+  env: Env,
+  app: App,
+  run: BackupRunTable,
+  actor: Actor,
+): Promise<{
+  id: string;
+  run_id: string;
+  status: string;
+  error: null;
+  started_at: string;
+  finished_at: null;
+}> {
   usable(run);
   masterKey(env);
   const id = newId(env.now());
-  const row = { id, run_id: run.id, app_id: app.id, status: 'running', error: null, started_at: iso(env), finished_at: null } satisfies BackupRestoreTable;
+  const row = {
+    id,
+    run_id: run.id,
+    app_id: app.id,
+    status: 'running',
+    error: null,
+    started_at: iso(env),
+    finished_at: null,
+  } satisfies BackupRestoreTable;
   await insertRestore(env.db, row);
   track(executeRestore(env, app, run, id, actor));
   return row;
 }
 
-async function executeRestore(env: Env, app: App, run: BackupRunTable, id: string, actor: Actor): Promise<void> {
+async function executeRestore(
+  env: Env,
+  app: App,
+  run: BackupRunTable,
+  id: string,
+  actor: Actor,
+): Promise<void> {
   let status = 'succeeded';
   let error: string | null = null;
   const stopped: string[] = [];
@@ -60,7 +86,10 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
     error = reason(e);
   } finally {
     await copy?.close();
-    for (const cid of stopped) await startContainer(env.engine, cid).catch((e) => env.log.warn({ err: reason(e) }, 'restart after restore failed'));
+    for (const cid of stopped)
+      await startContainer(env.engine, cid).catch((e) =>
+        env.log.warn({ err: reason(e) }, 'restart after restore failed'),
+      );
   }
   await finishRestore(env.db, id, { status, error, finished_at: iso(env) }).catch(() => {});
   await recordAudit(env.db, {
@@ -72,14 +101,25 @@ async function executeRestore(env: Env, app: App, run: BackupRunTable, id: strin
     outcome: status === 'succeeded' ? 200 : 500,
     detail: { restore: id, run: run.id, status, error },
   }).catch(() => {});
-  env.bus.publish('backups', { type: 'restore_finished', app_id: app.id, run_id: run.id, restore_id: id, status, error });
+  env.bus.publish('backups', {
+    type: 'restore_finished',
+    app_id: app.id,
+    run_id: run.id,
+    restore_id: id,
+    status,
+    error,
+  });
 }
 
 /**
  * Restores a database from a run's artifact and waits for it: recovery after an instance restore,
  * when no app container runs yet (so none is stopped).
  */
-export async function restoreDatabaseFromRun(env: Env, row: AppDatabaseTable, run: BackupRunTable): Promise<void> {
+export async function restoreDatabaseFromRun(
+  env: Env,
+  row: AppDatabaseTable,
+  run: BackupRunTable,
+): Promise<void> {
   usable(run);
   const copy = await openRunArtifact(env, await configOfRun(env.db, run), run);
   try {

@@ -2,7 +2,12 @@
 // operator removing one run's artifact. The run rows stay, marked removed; download and restore
 // then answer 410.
 import type { Services as Env } from '../http/handler.js';
-import type { BackupConfigTable, BackupRunTable, InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
+import type {
+  BackupConfigTable,
+  BackupRunTable,
+  InstanceBackupRunTable,
+  InstanceBackupTable,
+} from '../db/schema.js';
 import { conflict, HttpError } from '../http/errors.js';
 import { destinationOf, type ArtifactStore } from './destinations.js';
 import { getConfig, getRun, keptRuns, markArtifactRemoved } from './store.js';
@@ -34,12 +39,30 @@ async function removeBeyond<R extends { id: string; artifact: string | null }>(
 
 /** keep_last newest successful artifacts of cfg stay; older ones go. Called only after a success. */
 export async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactStore): Promise<void> {
-  await removeBeyond(env, await keptRuns(env.db, cfg.id), cfg.keep_last, store, (id) => markArtifactRemoved(env.db, id), 'an artifact');
+  await removeBeyond(
+    env,
+    await keptRuns(env.db, cfg.id),
+    cfg.keep_last,
+    store,
+    (id) => markArtifactRemoved(env.db, id),
+    'an artifact',
+  );
 }
 
 /** The same for the instance backup. */
-export async function applyInstanceRetention(env: Env, cfg: InstanceBackupTable, store: ArtifactStore): Promise<void> {
-  await removeBeyond(env, await instanceStore.keptRuns(env.db), cfg.keep_last, store, (id) => instanceStore.markArtifactRemoved(env.db, id), 'an instance backup');
+export async function applyInstanceRetention(
+  env: Env,
+  cfg: InstanceBackupTable,
+  store: ArtifactStore,
+): Promise<void> {
+  await removeBeyond(
+    env,
+    await instanceStore.keptRuns(env.db),
+    cfg.keep_last,
+    store,
+    (id) => instanceStore.markArtifactRemoved(env.db, id),
+    'an instance backup',
+  );
 }
 
 /**
@@ -70,7 +93,10 @@ export async function removeInstanceRunArtifact(env: Env, runId: string): Promis
   try {
     await destinationOf(env, await currentConfig(env)).remove(run.artifact);
   } catch (e) {
-    throw new HttpError('service_unavailable', `The artifact could not be removed: ${reason(e).slice(0, 300)}`);
+    throw new HttpError(
+      'service_unavailable',
+      `The artifact could not be removed: ${reason(e).slice(0, 300)}`,
+    );
   }
   await instanceStore.markArtifactRemoved(env.db, run.id);
   return { ...run, artifact_removed: 1 };

@@ -12,12 +12,19 @@ import { fetchVerified, type VerifiedArtifact } from './verified.js';
 
 /** Refuses a run with no artifact to use (409 still running or failed, 410 removed). */
 export function usable(run: { status: string; artifact_removed: number }): void {
-  if (run.status !== 'succeeded') throw conflict(`The run ${run.status === 'running' ? 'is still running' : 'did not succeed'}: there is no artifact`);
+  if (run.status !== 'succeeded')
+    throw conflict(
+      `The run ${run.status === 'running' ? 'is still running' : 'did not succeed'}: there is no artifact`,
+    );
   if (run.artifact_removed === 1) throw new HttpError('gone', 'The artifact of this run was removed');
 }
 
 /** The run's artifact from cfg's destination, fetched once and authenticated; every use reads this one copy. */
-export function openRunArtifact(env: Env, cfg: BackupConfigTable, run: BackupRunTable): Promise<VerifiedArtifact> {
+export function openRunArtifact(
+  env: Env,
+  cfg: BackupConfigTable,
+  run: BackupRunTable,
+): Promise<VerifiedArtifact> {
   return fetchVerified(destinationOf(env, cfg), run, masterKey(env), env.config.dataDir);
 }
 

@@ -22,7 +22,12 @@ import { verifyRun } from './verify.js';
 const active = new Set<string>();
 
 /** The row of a run of cfg that starts at startedAt: running, its artifact not written yet. */
-export function runningRow(cfg: BackupConfigTable, id: string, trigger: 'manual' | 'schedule', startedAt: string): BackupRunTable {
+export function runningRow(
+  cfg: BackupConfigTable,
+  id: string,
+  trigger: 'manual' | 'schedule',
+  startedAt: string,
+): BackupRunTable {
   return {
     id,
     backup_id: cfg.id,
@@ -42,7 +47,11 @@ export function runningRow(cfg: BackupConfigTable, id: string, trigger: 'manual'
 }
 
 /** Starts a run in the background; one run of a config at a time. */
-export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manual' | 'schedule'): Promise<BackupRunTable> {
+export async function startRun(
+  env: Env,
+  cfg: BackupConfigTable,
+  trigger: 'manual' | 'schedule',
+): Promise<BackupRunTable> {
   masterKey(env);
   if (active.has(cfg.id)) throw conflict('A run of this backup is already in progress');
   if (await hasRunningRun(env.db, cfg.id)) throw conflict('A run of this backup is already in progress');
@@ -53,16 +62,23 @@ export async function startRun(env: Env, cfg: BackupConfigTable, trigger: 'manua
   return row;
 }
 
-async function sourceStream(env: Env, cfg: BackupConfigTable): Promise<{ stream: Readable; done: Promise<void> }> {
+async function sourceStream(
+  env: Env,
+  cfg: BackupConfigTable,
+): Promise<{ stream: Readable; done: Promise<void> }> {
   const source = JSON.parse(cfg.source) as Source;
   if (source.type === 'database') {
     const row = await findDatabase(env.db, source.database_id);
     if (!row) throw new Error('the database no longer exists');
     if (row.status !== 'ready') throw new Error(`the database is ${row.status}`);
     const h = await dumpDatabase(env, targetOf(env, row));
-    const what = row.engine === 'postgres' ? 'pg_dump' : row.engine === 'mariadb' ? 'mariadb-dump' : 'redis-cli --rdb';
+    const what =
+      row.engine === 'postgres' ? 'pg_dump' : row.engine === 'mariadb' ? 'mariadb-dump' : 'redis-cli --rdb';
     const done = h.done.then((r) => {
-      if (r.code !== 0) throw new Error(`${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 400)}`);
+      if (r.code !== 0)
+        throw new Error(
+          `${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 400)}`,
+        );
     });
     done.catch(() => {});
     return { stream: h.stdout, done };
@@ -96,9 +112,20 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
       },
     });
     const binding = { app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id };
-    const stored = count.pipe(new Transform({ highWaterMark: STREAM_BUFFER, transform: (c, _e, cb) => cb(null, c) }));
+    const stored = count.pipe(
+      new Transform({ highWaterMark: STREAM_BUFFER, transform: (c, _e, cb) => cb(null, c) }),
+    );
     try {
-      await Promise.all([pipeline(src.stream, createGzip({ level: 3, chunkSize: CHUNK }), encryptStream(masterKey(env), binding), count), store.put(run.artifact!, stored), src.done]);
+      await Promise.all([
+        pipeline(
+          src.stream,
+          createGzip({ level: 3, chunkSize: CHUNK }),
+          encryptStream(masterKey(env), binding),
+          count,
+        ),
+        store.put(run.artifact!, stored),
+        src.done,
+      ]);
     } catch (e) {
       src.stream.destroy();
       stored.destroy();
@@ -106,18 +133,34 @@ async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable)
     }
     const sha256 = hash.digest('hex');
     await markRunSucceeded(env.db, run.id, { size_bytes: size, sha256, finished_at: iso(env) });
-    env.bus.publish('backups', { type: 'backup_succeeded', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, size_bytes: size, sha256 });
+    env.bus.publish('backups', {
+      type: 'backup_succeeded',
+      app_id: cfg.app_id,
+      backup_id: cfg.id,
+      run_id: run.id,
+      size_bytes: size,
+      sha256,
+    });
     // The run has succeeded whatever happens next: a failure from here on must not mark it failed
     // (which would delete the artifact it just stored).
-    await applyRetention(env, cfg, store).catch((e) => env.log.warn({ backup: cfg.id, err: reason(e) }, 'retention could not run'));
+    await applyRetention(env, cfg, store).catch((e) =>
+      env.log.warn({ backup: cfg.id, err: reason(e) }, 'retention could not run'),
+    );
     // Any run, scheduled or on demand: the setting's promise is that every artifact it leaves
     // has been restored once into a scratch instance.
-    if (cfg.verify_after_run === 1) await verifyRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });
+    if (cfg.verify_after_run === 1)
+      await verifyRun(env, { ...run, sha256, size_bytes: size, status: 'succeeded' });
   } catch (e) {
     const why = reason(e);
     await store?.remove(run.artifact!).catch(() => {});
     await markRunEnded(env.db, run.id, 'failed', why, iso(env)).catch(() => {});
     env.log.warn({ backup: cfg.id, run: run.id, err: why }, 'backup run failed');
-    env.bus.publish('backups', { type: 'backup_failed', app_id: cfg.app_id, backup_id: cfg.id, run_id: run.id, error: why });
+    env.bus.publish('backups', {
+      type: 'backup_failed',
+      app_id: cfg.app_id,
+      backup_id: cfg.id,
+      run_id: run.id,
+      error: why,
+    });
   }
 }

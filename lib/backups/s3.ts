@@ -76,17 +76,27 @@ interface Target {
 }
 
 export type S3Resolver = (host: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
-const systemResolve: S3Resolver = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+const systemResolve: S3Resolver = async (host) =>
+  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 /** Resolves the host the client will contact, once, and applies the policy above. */
-export async function checkEndpoint(endpoint: string, bucket: string, pathStyle: boolean, resolve: S3Resolver = systemResolve): Promise<Target> {
+export async function checkEndpoint(
+  endpoint: string,
+  bucket: string,
+  pathStyle: boolean,
+  resolve: S3Resolver = systemResolve,
+): Promise<Target> {
   let url: URL;
   try {
     url = new URL(endpoint);
   } catch {
     throw new S3Refused('destination.endpoint', 'destination.endpoint is not a URL');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new S3Refused('destination.endpoint', 'destination.endpoint must be https://');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new S3Refused('destination.endpoint', 'destination.endpoint must be https://');
   const bare = url.hostname.replace(/^\[|\]$/g, '');
   // Virtual-hosted style puts the bucket in the name, which may resolve elsewhere.
   const host = pathStyle || isIP(bare) ? bare : `${bucket}.${bare}`;
@@ -96,22 +106,34 @@ export async function checkEndpoint(endpoint: string, bucket: string, pathStyle:
     try {
       addresses = await resolve(host);
     } catch (e) {
-      throw new S3Refused('destination.endpoint', `${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`);
+      throw new S3Refused(
+        'destination.endpoint',
+        `${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`,
+      );
     }
     if (!addresses.length) throw new S3Refused('destination.endpoint', `${host} does not resolve`);
   }
   for (const a of addresses) {
     const c = classify(a.address);
-    if (c.kind === 'refused') throw new S3Refused('destination.endpoint', `destination.endpoint is refused: ${host === a.address ? '' : `${host} resolves to `}${c.why}`);
+    if (c.kind === 'refused')
+      throw new S3Refused(
+        'destination.endpoint',
+        `destination.endpoint is refused: ${host === a.address ? '' : `${host} resolves to `}${c.why}`,
+      );
     // Plain HTTP would carry the artifacts and the signed requests in clear across the internet.
-    if (c.kind === 'public' && url.protocol === 'http:') throw new S3Refused('destination.endpoint', 'destination.endpoint may use http:// only for a loopback or private address; use https://');
+    if (c.kind === 'public' && url.protocol === 'http:')
+      throw new S3Refused(
+        'destination.endpoint',
+        'destination.endpoint may use http:// only for a loopback or private address; use https://',
+      );
   }
   return { url, address: addresses[0]! };
 }
 
 export function makeClient(s: S3Settings, target: Target): S3Client {
   const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Target['address'][]) => void)(null, [target.address]);
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: Target['address'][]) => void)(null, [target.address]);
     else cb(null, target.address.address, target.address.family);
   };
   return new (sdk().S3Client)({
@@ -139,7 +161,14 @@ export function s3Reason(op: string, e: unknown, secret?: string): string {
   let msg: string;
   if (e instanceof sdk().S3ServiceException) {
     const status = e.$metadata?.httpStatusCode;
-    const text = e.message && e.message !== 'UnknownError' ? e.message : status === 404 ? 'not found' : status === 403 ? 'access denied' : 'error';
+    const text =
+      e.message && e.message !== 'UnknownError'
+        ? e.message
+        : status === 404
+          ? 'not found'
+          : status === 403
+            ? 'access denied'
+            : 'error';
     msg = `S3 ${op} failed: ${e.name}${status ? ` (HTTP ${status})` : ''}: ${text}`;
   } else {
     const err = e as Error & { code?: string };
@@ -162,11 +191,18 @@ export async function probe(s: S3Settings, resolve?: S3Resolver): Promise<void> 
   const target = await checkEndpoint(s.endpoint, s.bucket, s.path_style, resolve);
   const client = makeClient(s, target);
   try {
-    await client.send(new (sdk().HeadBucketCommand)({ Bucket: s.bucket }), { abortSignal: AbortSignal.timeout(15_000) });
+    await client.send(new (sdk().HeadBucketCommand)({ Bucket: s.bucket }), {
+      abortSignal: AbortSignal.timeout(15_000),
+    });
   } catch (e) {
     const status = e instanceof sdk().S3ServiceException ? e.$metadata?.httpStatusCode : undefined;
-    if (status === 404) throw new S3Refused('destination.bucket', `the bucket "${s.bucket}" does not exist at this endpoint`);
-    if (status === 403 || status === 401) throw new S3Refused('destination.access_key_id', `${s3Reason('HeadBucket', e, s.secret_access_key)}: the credentials were refused`);
+    if (status === 404)
+      throw new S3Refused('destination.bucket', `the bucket "${s.bucket}" does not exist at this endpoint`);
+    if (status === 403 || status === 401)
+      throw new S3Refused(
+        'destination.access_key_id',
+        `${s3Reason('HeadBucket', e, s.secret_access_key)}: the credentials were refused`,
+      );
     throw new S3Refused('destination.endpoint', s3Reason('HeadBucket', e, s.secret_access_key));
   } finally {
     client.destroy();
@@ -188,7 +224,12 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
       const { client, s } = await open();
       const upload = new (storage().Upload)({
         client,
-        params: { Bucket: s.bucket, Key: objectKey(s.prefix, key), Body: body, ContentType: 'application/octet-stream' },
+        params: {
+          Bucket: s.bucket,
+          Key: objectKey(s.prefix, key),
+          Body: body,
+          ContentType: 'application/octet-stream',
+        },
         partSize: PART_SIZE,
         queueSize: QUEUE,
         // A failed upload aborts its multipart upload, so no parts are left billed and hidden.
@@ -204,7 +245,9 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
     async get(key) {
       const { client, s } = await open();
       try {
-        const r = await client.send(new (sdk().GetObjectCommand)({ Bucket: s.bucket, Key: objectKey(s.prefix, key) }));
+        const r = await client.send(
+          new (sdk().GetObjectCommand)({ Bucket: s.bucket, Key: objectKey(s.prefix, key) }),
+        );
         return r.Body as Readable;
       } catch (e) {
         throw new Error(s3Reason('download', e, s.secret_access_key));
@@ -217,7 +260,11 @@ export function s3Store(settings: () => Promise<S3Settings>, resolve?: S3Resolve
       // not every S3-compatible server lists them).
       try {
         const l = await client.send(new (sdk().ListMultipartUploadsCommand)({ Bucket: s.bucket, Prefix: k }));
-        for (const u of l.Uploads ?? []) if (u.Key === k && u.UploadId) await client.send(new (sdk().AbortMultipartUploadCommand)({ Bucket: s.bucket, Key: k, UploadId: u.UploadId }));
+        for (const u of l.Uploads ?? [])
+          if (u.Key === k && u.UploadId)
+            await client.send(
+              new (sdk().AbortMultipartUploadCommand)({ Bucket: s.bucket, Key: k, UploadId: u.UploadId }),
+            );
       } catch {
         /* not supported, or nothing to abort */
       }

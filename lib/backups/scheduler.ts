@@ -80,7 +80,9 @@ export class BackupScheduler {
   start(): void {
     const tick = () => {
       const now = this.env.now();
-      this.ticking = Promise.all([runDue(this.env, now), runDueInstance(this.env, now)]).catch((e) => this.env.log.warn({ err: String(e) }, 'backup scheduler tick failed'));
+      this.ticking = Promise.all([runDue(this.env, now), runDueInstance(this.env, now)]).catch((e) =>
+        this.env.log.warn({ err: String(e) }, 'backup scheduler tick failed'),
+      );
     };
     tick();
     this.timer = setInterval(tick, this.everyMs);

@@ -2,7 +2,12 @@
 // restores, and the rows of other areas a backup reads (an app's name, its databases). The jobs
 // (run.ts, restore.ts, verify.ts, ...) call these by name and build no query of their own.
 import type { Db } from '../db/index.js';
-import type { AppDatabaseTable, BackupConfigTable, BackupRestoreTable, BackupRunTable } from '../db/schema.js';
+import type {
+  AppDatabaseTable,
+  BackupConfigTable,
+  BackupRestoreTable,
+  BackupRunTable,
+} from '../db/schema.js';
 import { notFound } from '../http/errors.js';
 
 // Configs.
@@ -13,7 +18,12 @@ export async function insertConfig(db: Db, row: BackupConfigTable): Promise<void
 
 /** The config of an app, or 404. */
 export async function getConfig(db: Db, appId: string, id: string): Promise<BackupConfigTable> {
-  const r = await db.selectFrom('backup_configs').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .selectFrom('backup_configs')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!r) throw notFound('No such backup config');
   return r;
 }
@@ -24,7 +34,11 @@ export function findConfig(db: Db, id: string): Promise<BackupConfigTable | unde
 }
 
 export function configOfRun(db: Db, run: Pick<BackupRunTable, 'backup_id'>): Promise<BackupConfigTable> {
-  return db.selectFrom('backup_configs').selectAll().where('id', '=', run.backup_id).executeTakeFirstOrThrow();
+  return db
+    .selectFrom('backup_configs')
+    .selectAll()
+    .where('id', '=', run.backup_id)
+    .executeTakeFirstOrThrow();
 }
 
 /** Every config (of one app, or of all when appId is null), oldest first. */
@@ -51,12 +65,20 @@ export async function deleteConfigRow(db: Db, id: string): Promise<void> {
  * Claims a schedule slot: one conditional UPDATE from the slot the caller read, so a slot is
  * claimed once however many ticks (or processes) see it. False when another claimed it first.
  */
-export async function claimSlot(db: Db, cfg: Pick<BackupConfigTable, 'id' | 'last_scheduled_at'>, slot: string): Promise<boolean> {
+export async function claimSlot(
+  db: Db,
+  cfg: Pick<BackupConfigTable, 'id' | 'last_scheduled_at'>,
+  slot: string,
+): Promise<boolean> {
   const claimed = await db
     .updateTable('backup_configs')
     .set({ last_scheduled_at: slot })
     .where('id', '=', cfg.id)
-    .where((eb) => (cfg.last_scheduled_at === null ? eb('last_scheduled_at', 'is', null) : eb('last_scheduled_at', '=', cfg.last_scheduled_at)))
+    .where((eb) =>
+      cfg.last_scheduled_at === null
+        ? eb('last_scheduled_at', 'is', null)
+        : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
+    )
     .executeTakeFirst();
   return Number(claimed.numUpdatedRows) === 1;
 }
@@ -69,13 +91,25 @@ export async function insertRun(db: Db, row: BackupRunTable): Promise<void> {
 
 /** The run of an app, or 404. */
 export async function getRun(db: Db, appId: string, runId: string): Promise<BackupRunTable> {
-  const r = await db.selectFrom('backup_runs').selectAll().where('app_id', '=', appId).where('id', '=', runId).executeTakeFirst();
+  const r = await db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', runId)
+    .executeTakeFirst();
   if (!r) throw notFound('No such backup run');
   return r;
 }
 
 export async function hasRunningRun(db: Db, backupId: string): Promise<boolean> {
-  return (await db.selectFrom('backup_runs').select('id').where('backup_id', '=', backupId).where('status', '=', 'running').executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('backup_runs')
+      .select('id')
+      .where('backup_id', '=', backupId)
+      .where('status', '=', 'running')
+      .executeTakeFirst()) !== undefined
+  );
 }
 
 /** Every run the database says is running (at boot: the ones the process died during). */
@@ -83,7 +117,11 @@ export function runningRuns(db: Db): Promise<BackupRunTable[]> {
   return db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
 }
 
-export async function markRunSucceeded(db: Db, id: string, done: { size_bytes: number; sha256: string; finished_at: string }): Promise<void> {
+export async function markRunSucceeded(
+  db: Db,
+  id: string,
+  done: { size_bytes: number; sha256: string; finished_at: string },
+): Promise<void> {
   await db
     .updateTable('backup_runs')
     .set({ status: 'succeeded', ...done })
@@ -92,8 +130,18 @@ export async function markRunSucceeded(db: Db, id: string, done: { size_bytes: n
 }
 
 /** A failed or interrupted run: its artifact is gone (removed, or never complete). */
-export async function markRunEnded(db: Db, id: string, status: 'failed' | 'interrupted', error: string, finishedAt: string): Promise<void> {
-  await db.updateTable('backup_runs').set({ status, error, finished_at: finishedAt, artifact_removed: 1 }).where('id', '=', id).execute();
+export async function markRunEnded(
+  db: Db,
+  id: string,
+  status: 'failed' | 'interrupted',
+  error: string,
+  finishedAt: string,
+): Promise<void> {
+  await db
+    .updateTable('backup_runs')
+    .set({ status, error, finished_at: finishedAt, artifact_removed: 1 })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
@@ -101,7 +149,11 @@ export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
 }
 
 /** A verification's verdict: verified_at when it restored, verify_error when not; both null while one runs. */
-export async function setVerdict(db: Db, id: string, verdict: { verified_at: string | null; verify_error: string | null }): Promise<void> {
+export async function setVerdict(
+  db: Db,
+  id: string,
+  verdict: { verified_at: string | null; verify_error: string | null },
+): Promise<void> {
   await db.updateTable('backup_runs').set(verdict).where('id', '=', id).execute();
 }
 
@@ -119,9 +171,19 @@ export function keptRuns(db: Db, backupId: string): Promise<BackupRunTable[]> {
 }
 
 /** The newest successful runs (artifact kept) of the configs whose source is this database. */
-export async function keptRunsOfDatabase(db: Db, row: Pick<AppDatabaseTable, 'id' | 'app_id'>, limit: number): Promise<BackupRunTable[]> {
-  const configs = await db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', row.app_id).execute();
-  const ids = configs.filter((c) => (JSON.parse(c.source) as { database_id?: string }).database_id === row.id).map((c) => c.id);
+export async function keptRunsOfDatabase(
+  db: Db,
+  row: Pick<AppDatabaseTable, 'id' | 'app_id'>,
+  limit: number,
+): Promise<BackupRunTable[]> {
+  const configs = await db
+    .selectFrom('backup_configs')
+    .select(['id', 'source'])
+    .where('app_id', '=', row.app_id)
+    .execute();
+  const ids = configs
+    .filter((c) => (JSON.parse(c.source) as { database_id?: string }).database_id === row.id)
+    .map((c) => c.id);
   if (!ids.length) return [];
   return db
     .selectFrom('backup_runs')
@@ -137,21 +199,49 @@ export async function keptRunsOfDatabase(db: Db, row: Pick<AppDatabaseTable, 'id
 
 /** A config's runs, newest first, at most 500. */
 export function listRunRows(db: Db, backupId: string): Promise<BackupRunTable[]> {
-  return db.selectFrom('backup_runs').selectAll().where('backup_id', '=', backupId).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(500).execute();
+  return db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('backup_id', '=', backupId)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(500)
+    .execute();
 }
 
 export function lastRun(db: Db, backupId: string): Promise<BackupRunTable | undefined> {
-  return db.selectFrom('backup_runs').selectAll().where('backup_id', '=', backupId).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('backup_id', '=', backupId)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** The artifacts a config's runs recorded, removed or not. */
-export function artifactsOf(db: Db, backupId: string): Promise<Array<Pick<BackupRunTable, 'artifact' | 'artifact_removed'>>> {
-  return db.selectFrom('backup_runs').select(['artifact', 'artifact_removed']).where('backup_id', '=', backupId).execute();
+export function artifactsOf(
+  db: Db,
+  backupId: string,
+): Promise<Array<Pick<BackupRunTable, 'artifact' | 'artifact_removed'>>> {
+  return db
+    .selectFrom('backup_runs')
+    .select(['artifact', 'artifact_removed'])
+    .where('backup_id', '=', backupId)
+    .execute();
 }
 
 /** Failed and interrupted runs started since `since`, newest first, at most 500. */
 export function failedRunsSince(db: Db, since: string): Promise<BackupRunTable[]> {
-  return db.selectFrom('backup_runs').selectAll().where('status', 'in', ['failed', 'interrupted']).where('started_at', '>=', since).orderBy('started_at', 'desc').limit(500).execute();
+  return db
+    .selectFrom('backup_runs')
+    .selectAll()
+    .where('status', 'in', ['failed', 'interrupted'])
+    .where('started_at', '>=', since)
+    .orderBy('started_at', 'desc')
+    .limit(500)
+    .execute();
 }
 
 // Restores.
@@ -162,18 +252,31 @@ export async function insertRestore(db: Db, row: BackupRestoreTable): Promise<vo
 
 /** The restore of an app, or 404. */
 export async function getRestore(db: Db, appId: string, id: string): Promise<BackupRestoreTable> {
-  const r = await db.selectFrom('backup_restores').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .selectFrom('backup_restores')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!r) throw notFound('No such restore');
   return r;
 }
 
-export async function finishRestore(db: Db, id: string, done: { status: string; error: string | null; finished_at: string }): Promise<void> {
+export async function finishRestore(
+  db: Db,
+  id: string,
+  done: { status: string; error: string | null; finished_at: string },
+): Promise<void> {
   await db.updateTable('backup_restores').set(done).where('id', '=', id).execute();
 }
 
 /** Restores the process died during end failed. */
 export async function failRunningRestores(db: Db, error: string, finishedAt: string): Promise<void> {
-  await db.updateTable('backup_restores').set({ status: 'failed', error, finished_at: finishedAt }).where('status', '=', 'running').execute();
+  await db
+    .updateTable('backup_restores')
+    .set({ status: 'failed', error, finished_at: finishedAt })
+    .where('status', '=', 'running')
+    .execute();
 }
 
 // Other areas' rows, as a backup reads them.
@@ -183,7 +286,14 @@ export function findDatabase(db: Db, id: string): Promise<AppDatabaseTable | und
 }
 
 export async function isDatabaseOfApp(db: Db, appId: string, id: string): Promise<boolean> {
-  return (await db.selectFrom('app_databases').select('id').where('app_id', '=', appId).where('id', '=', id).executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('app_databases')
+      .select('id')
+      .where('app_id', '=', appId)
+      .where('id', '=', id)
+      .executeTakeFirst()) !== undefined
+  );
 }
 
 export function allDatabases(db: Db): Promise<AppDatabaseTable[]> {

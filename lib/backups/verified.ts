@@ -8,7 +8,14 @@ import { mkdir, mkdtemp, open, readdir, rm, type FileHandle } from 'node:fs/prom
 import { join } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { decryptStream, ArtifactAuthError, ArtifactBindingError, type AnyBinding, type ArtifactBinding, type BindingCheck } from './crypto.js';
+import {
+  decryptStream,
+  ArtifactAuthError,
+  ArtifactBindingError,
+  type AnyBinding,
+  type ArtifactBinding,
+  type BindingCheck,
+} from './crypto.js';
 import type { ArtifactStore } from './artifact.js';
 
 const SPOOL_PREFIX = 'backup-';
@@ -37,7 +44,8 @@ function writeTo(fh: FileHandle): Writable {
   return new Writable({
     write(chunk: Buffer, _e, cb) {
       void (async () => {
-        for (let at = 0; at < chunk.length;) at += (await fh.write(chunk, at, chunk.length - at, pos + at)).bytesWritten;
+        for (let at = 0; at < chunk.length;)
+          at += (await fh.write(chunk, at, chunk.length - at, pos + at)).bytesWritten;
         pos += chunk.length;
       })().then(() => cb(), cb);
     },
@@ -59,7 +67,11 @@ export interface VerifiedArtifact {
   close(): Promise<void>;
 }
 
-export const bindingOf = (run: RunArtifact): ArtifactBinding => ({ app_id: run.app_id, backup_id: run.backup_id, run_id: run.id });
+export const bindingOf = (run: RunArtifact): ArtifactBinding => ({
+  app_id: run.app_id,
+  backup_id: run.backup_id,
+  run_id: run.id,
+});
 
 /** Where remote artifacts are spooled while they are used. */
 export const spoolRoot = (dataDir: string) => join(dataDir, 'spool');
@@ -72,7 +84,11 @@ export async function sweepSpool(dataDir: string): Promise<void> {
   }
 }
 
-async function spool(store: ArtifactStore, key: string, dataDir: string): Promise<{ fh: FileHandle; dir: string }> {
+async function spool(
+  store: ArtifactStore,
+  key: string,
+  dataDir: string,
+): Promise<{ fh: FileHandle; dir: string }> {
   const root = spoolRoot(dataDir);
   await mkdir(root, { recursive: true, mode: 0o700 });
   const dir = await mkdtemp(join(root, SPOOL_PREFIX));
@@ -92,7 +108,12 @@ async function spool(store: ArtifactStore, key: string, dataDir: string): Promis
  * The run's artifact, fetched once and authenticated (sha256 against the run's record, every
  * record's tag, the binding to this app, config and run). Nothing of it is usable before that.
  */
-export async function fetchVerified(store: ArtifactStore, run: RunArtifact, master: Buffer, dataDir: string): Promise<VerifiedArtifact> {
+export async function fetchVerified(
+  store: ArtifactStore,
+  run: RunArtifact,
+  master: Buffer,
+  dataDir: string,
+): Promise<VerifiedArtifact> {
   if (!run.artifact || !run.sha256) throw new ArtifactAuthError('the run recorded no artifact');
   return openVerified(store, run.artifact, run.sha256, bindingOf(run), master, dataDir);
 }
@@ -141,13 +162,19 @@ export async function openVerified(
       },
     });
     try {
-      await pipeline(readFrom(fh), tee, decryptStream(master, expected), new Writable({ write: (_c, _e, cb) => cb() }));
+      await pipeline(
+        readFrom(fh),
+        tee,
+        decryptStream(master, expected),
+        new Writable({ write: (_c, _e, cb) => cb() }),
+      );
     } catch (e) {
       if (!(e instanceof ArtifactAuthError) || e instanceof ArtifactBindingError) throw e;
       throw new ArtifactAuthError(`${FAILED}: ${e.message}`);
     }
     copy.sha256 = hash.digest('hex');
-    if (sha256 !== null && copy.sha256 !== sha256) throw new ArtifactAuthError(`${FAILED}: its sha256 does not match the record`);
+    if (sha256 !== null && copy.sha256 !== sha256)
+      throw new ArtifactAuthError(`${FAILED}: its sha256 does not match the record`);
     return copy;
   } catch (e) {
     await copy.close();

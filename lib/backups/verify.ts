@@ -40,7 +40,14 @@ export async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
     // The contract has no event of its own for this: an artifact that does not restore is a
     // failed backup as far as the operator is concerned, so it notifies as one.
     env.log.warn({ run: run.id, err: why }, 'backup verification failed');
-    env.bus.publish('backups', { type: 'backup_failed', stage: 'verify', app_id: run.app_id, backup_id: run.backup_id, run_id: run.id, error: `verification failed: ${why}` });
+    env.bus.publish('backups', {
+      type: 'backup_failed',
+      stage: 'verify',
+      app_id: run.app_id,
+      backup_id: run.backup_id,
+      run_id: run.id,
+      error: `verification failed: ${why}`,
+    });
   } finally {
     await copy?.close();
   }

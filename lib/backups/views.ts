@@ -51,7 +51,14 @@ export function runView(r: BackupRunTable): RunView {
 }
 
 export function restoreView(r: BackupRestoreTable) {
-  return { id: r.id, run_id: r.run_id, status: r.status, error: r.error, started_at: r.started_at, finished_at: r.finished_at };
+  return {
+    id: r.id,
+    run_id: r.run_id,
+    status: r.status,
+    error: r.error,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
+  };
 }
 
 export async function configView(env: Env, r: BackupConfigTable): Promise<ConfigView> {

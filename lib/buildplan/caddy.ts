@@ -4,7 +4,14 @@ import type { Dockerfile } from './dockerfile.js';
 import type { Plan } from './types.js';
 
 export const CADDY_IMAGE = 'caddy:2-alpine';
-export const CADDY_ARGV = ['/usr/local/bin/caddy', 'run', '--config', '/etc/caddy/Caddyfile', '--adapter', 'caddyfile'];
+export const CADDY_ARGV = [
+  '/usr/local/bin/caddy',
+  'run',
+  '--config',
+  '/etc/caddy/Caddyfile',
+  '--adapter',
+  'caddyfile',
+];
 
 /**
  * The Caddyfile for `port`: `site` lines go inside the site block. Constants only, no repository text.
@@ -17,7 +24,8 @@ export function caddyfile(port: number, site: string[]): string[] {
 }
 
 /** A shell line that writes `lines` as the Caddyfile (none holds a quote: they are ours). */
-export const writeCaddyfile = (lines: string[]) => `mkdir -p /etc/caddy && printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > /etc/caddy/Caddyfile`;
+export const writeCaddyfile = (lines: string[]) =>
+  `mkdir -p /etc/caddy && printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > /etc/caddy/Caddyfile`;
 
 /**
  * The image's binary carries a file capability (to bind low ports), and exec of such a binary fails
@@ -39,7 +47,11 @@ interface Served {
 }
 
 /** The final stage in which Caddy serves the files; answers what the plan says of the server. */
-export function caddyStage(df: Dockerfile, port: number, files: Served): Pick<Plan, 'runtime' | 'start' | 'port'> {
+export function caddyStage(
+  df: Dockerfile,
+  port: number,
+  files: Served,
+): Pick<Plan, 'runtime' | 'start' | 'port'> {
   const site = ['root * /srv', 'encode gzip', ...(files.site ?? []), 'file_server'];
   df.from(CADDY_IMAGE);
   df.run(`${COPY_CADDY} && ${writeCaddyfile(caddyfile(port, site))}`);

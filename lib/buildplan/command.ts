@@ -18,9 +18,15 @@ export function startArgv(file: string, field: string, raw: unknown, shell = tru
   const cmd = command(file, field, raw);
   const words = plainWords(cmd);
   if (words) return words;
-  if (!shell) throw new PlanError(file, field, 'needs a shell (quotes, $, operators), and the runtime image has none; give plain words');
+  if (!shell)
+    throw new PlanError(
+      file,
+      field,
+      'needs a shell (quotes, $, operators), and the runtime image has none; give plain words',
+    );
   return ['/bin/sh', '-c', cmd];
 }
 
 /** How a CMD argv reads in the plan's `start`. */
-export const showArgv = (argv: string[]) => (argv[0] === '/bin/sh' && argv[1] === '-c' ? argv[2]! : argv.join(' '));
+export const showArgv = (argv: string[]) =>
+  argv[0] === '/bin/sh' && argv[1] === '-c' ? argv[2]! : argv.join(' ');

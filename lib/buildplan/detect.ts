@@ -15,7 +15,8 @@ type Planner = (files: RepoFiles, o: StackOverride | undefined) => Promise<Plan 
 const staticPlanner: Planner = async (files, o) => (await planNode(files, o, true)) ?? planStatic(files, o);
 
 const NO_NODE_START = 'package.json found, but no start script, main file or build script';
-const nodePlanner: Planner = async (files, o) => (await planNode(files, o, false)) ?? ((await files.exists('package.json')) ? NO_NODE_START : null);
+const nodePlanner: Planner = async (files, o) =>
+  (await planNode(files, o, false)) ?? ((await files.exists('package.json')) ? NO_NODE_START : null);
 
 const PLANNERS: [Stack, Planner, string[]][] = [
   ['go', planGo, ['go.mod']],
@@ -38,7 +39,8 @@ function notDetectable(message: string, lookedFor: string[]): NotDetectable {
  */
 export async function detect(files: RepoFiles, override?: StackOverride): Promise<Plan | NotDetectable> {
   if (override !== undefined) {
-    if (override.type !== 'stack' || !STACKS.includes(override.stack)) throw new PlanError('(override)', 'stack', `is not one of ${STACKS.join(', ')}`);
+    if (override.type !== 'stack' || !STACKS.includes(override.stack))
+      throw new PlanError('(override)', 'stack', `is not one of ${STACKS.join(', ')}`);
     const [, planner, markers] = PLANNERS.find(([s]) => s === override.stack)!;
     const r = await (override.stack === 'static' ? staticPlanner : planner)(files, override);
     if (r !== null && typeof r !== 'string') return r;
@@ -50,6 +52,8 @@ export async function detect(files: RepoFiles, override?: StackOverride): Promis
     if (typeof r === 'string') hints.push(r);
     else if (r !== null) return r;
   }
-  const message = hints.length ? hints.join('; ') : `nothing recognisable: none of ${LOOKED_FOR.join(', ')} found`;
+  const message = hints.length
+    ? hints.join('; ')
+    : `nothing recognisable: none of ${LOOKED_FOR.join(', ')} found`;
   return notDetectable(message, LOOKED_FOR);
 }

@@ -40,7 +40,10 @@ export class Dockerfile {
   }
 
   private emit(line: string): this {
-    assert(!/[\r\n]/.test(line) && PRINTABLE.test(line) && !/\\\s*$/.test(line), `not one plain line: ${JSON.stringify(line)}`);
+    assert(
+      !/[\r\n]/.test(line) && PRINTABLE.test(line) && !/\\\s*$/.test(line),
+      `not one plain line: ${JSON.stringify(line)}`,
+    );
     this.lines.push(line);
     return this;
   }
@@ -70,10 +73,13 @@ export class Dockerfile {
 
   copy(sources: string[], dest: string, opts: { from?: string; chown?: string } = {}): this {
     assert(sources.length > 0, 'COPY without a source');
-    for (const p of [...sources, dest]) assert(SAFE_PATH.test(p) && !p.startsWith('-'), `path ${JSON.stringify(p)}`);
+    for (const p of [...sources, dest])
+      assert(SAFE_PATH.test(p) && !p.startsWith('-'), `path ${JSON.stringify(p)}`);
     if (opts.from) this.ref(opts.from);
     if (opts.chown) assert(/^[a-z0-9_-]+(:[a-z0-9_-]+)?$/.test(opts.chown), `chown ${opts.chown}`);
-    const flags = [opts.from ? `--from=${opts.from}` : '', opts.chown ? `--chown=${opts.chown}` : ''].filter(Boolean);
+    const flags = [opts.from ? `--from=${opts.from}` : '', opts.chown ? `--chown=${opts.chown}` : ''].filter(
+      Boolean,
+    );
     return this.emit(['COPY', ...flags, ...sources, dest].join(' '));
   }
 
@@ -130,7 +136,18 @@ export class Dockerfile {
 /** The plan around a finished Dockerfile: the images it names and its text (which checks the final stage). */
 export function planOf(df: Dockerfile, plan: Omit<Plan, 'images' | 'dockerfile'>): Plan {
   const { stack, detected_from, runtime, install, build, start, port, warnings } = plan;
-  return { stack, detected_from, runtime, images: df.images, install, build, start, port, dockerfile: df.text(), warnings };
+  return {
+    stack,
+    detected_from,
+    runtime,
+    images: df.images,
+    install,
+    build,
+    start,
+    port,
+    dockerfile: df.text(),
+    warnings,
+  };
 }
 
 /** A word for a shell line: single-quoted unless it is plainly safe. */
@@ -141,7 +158,8 @@ export function shq(word: string): string {
 /** Debian-based final stages get this user; the node and distroless images bring their own. */
 export const APP_USER = 'app';
 const USERADD = `useradd --system --uid 10001 --gid ${APP_USER} --home-dir /app --no-create-home ${APP_USER}`;
-export const addAppUser = (df: Dockerfile) => df.run(`groupadd --system --gid 10001 ${APP_USER} && ${USERADD}`);
+export const addAppUser = (df: Dockerfile) =>
+  df.run(`groupadd --system --gid 10001 ${APP_USER} && ${USERADD}`);
 
 /** Debian packages (our own names) a final stage needs at run time, without the package lists. */
 export function aptInstall(df: Dockerfile, packages: string[]): void {

@@ -28,17 +28,22 @@ export interface RepoFiles {
   list(dir: string): Promise<DirEntry[]>;
 }
 
-const outside = (path: string) => new PlanError(path, 'path', 'resolves outside the repository (a symlink?); refused');
+const outside = (path: string) =>
+  new PlanError(path, 'path', 'resolves outside the repository (a symlink?); refused');
 
 /** Refuses what no repository-relative path looks like; '' (the root) only where allowEmpty. */
 export function checkRelPath(path: string, allowEmpty = false): string {
-  if (typeof path !== 'string' || path.length > MAX_PATH) throw new PlanError(String(path).slice(0, 80), 'path', 'is not a path');
+  if (typeof path !== 'string' || path.length > MAX_PATH)
+    throw new PlanError(String(path).slice(0, 80), 'path', 'is not a path');
   if (path === '' && allowEmpty) return '';
-  if (/[\u0000-\u001f\u007f\\]/.test(path)) throw new PlanError(JSON.stringify(path), 'path', 'contains a control character or a backslash');
-  if (path.startsWith('/')) throw new PlanError(path, 'path', 'is absolute; only paths inside the repository are read');
+  if (/[\u0000-\u001f\u007f\\]/.test(path))
+    throw new PlanError(JSON.stringify(path), 'path', 'contains a control character or a backslash');
+  if (path.startsWith('/'))
+    throw new PlanError(path, 'path', 'is absolute; only paths inside the repository are read');
   const segments = path.replace(/\/$/, '').split('/');
   if (segments.includes('..')) throw new PlanError(path, 'path', 'climbs out of the repository (..)');
-  if (segments.some((s) => s === '' || s === '.')) throw new PlanError(path, 'path', 'is not a plain relative path');
+  if (segments.some((s) => s === '' || s === '.'))
+    throw new PlanError(path, 'path', 'is not a plain relative path');
   return segments.join('/');
 }
 
@@ -76,7 +81,9 @@ export function diskFiles(root: string): RepoFiles {
       const p = await resolve(path);
       if ((await kind(p)) !== 'file') return null;
       // O_NOFOLLOW: p is already the real path, so a symlink here appeared after the check.
-      const fh = await open(p, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+      const fh = await open(p, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+        () => null,
+      );
       if (!fh) return null;
       try {
         const s = await fh.stat();
@@ -160,9 +167,16 @@ export function memoryFiles(tree: MemoryTree): RepoFiles {
       for (const [k, v] of entries) {
         if (!k.startsWith(prefix)) continue;
         const [name, ...rest] = k.slice(prefix.length).split('/');
-        if (!names.has(name!)) names.set(name!, { name: name!, dir: rest.length > 0, link: !rest.length && typeof v !== 'string' });
+        if (!names.has(name!))
+          names.set(name!, {
+            name: name!,
+            dir: rest.length > 0,
+            link: !rest.length && typeof v !== 'string',
+          });
       }
-      return [...names.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).slice(0, MAX_ENTRIES);
+      return [...names.values()]
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .slice(0, MAX_ENTRIES);
     },
   };
 }

@@ -17,8 +17,17 @@ const CGO = ['github.com/mattn/go-sqlite3'];
 function goVersion(directive: string | null, o: StackOverride | undefined, warnings: string[]): string {
   if (o?.version !== undefined) {
     const input = versionInput('(override)', 'version', o.version);
-    const r = reduceVersion(input, GO_VERSIONS, GO_DEFAULT, { name: 'go', source: '(override)', tilde: 'npm' });
-    if (r.fallback) throw new PlanError('(override)', 'version', `"${input}" is not a supported go version (${GO_VERSIONS.join(', ')})`);
+    const r = reduceVersion(input, GO_VERSIONS, GO_DEFAULT, {
+      name: 'go',
+      source: '(override)',
+      tilde: 'npm',
+    });
+    if (r.fallback)
+      throw new PlanError(
+        '(override)',
+        'version',
+        `"${input}" is not a supported go version (${GO_VERSIONS.join(', ')})`,
+      );
     if (r.warning) warnings.push(r.warning);
     return r.version;
   }
@@ -27,18 +36,26 @@ function goVersion(directive: string | null, o: StackOverride | undefined, warni
   // The directive is a minimum, and a line's image carries its newest patch: 1.22.3 builds on 1.22.
   const line = /^(\d+\.\d+)(\.\d+)?$/.exec(input)?.[1];
   if (line && GO_VERSIONS.includes(line as never)) return line;
-  const r = reduceVersion(`>=${input}`, GO_VERSIONS, GO_DEFAULT, { name: 'go', source: 'go.mod', tilde: 'npm' });
+  const r = reduceVersion(`>=${input}`, GO_VERSIONS, GO_DEFAULT, {
+    name: 'go',
+    source: 'go.mod',
+    tilde: 'npm',
+  });
   if (!r.fallback) {
     warnings.push(r.warning!);
     return r.version;
   }
   const newest = GO_VERSIONS[GO_VERSIONS.length - 1]!;
-  warnings.push(`go directive "${input}" is newer than the supported lines or not understood; using go ${newest}, which may refuse it`);
+  warnings.push(
+    `go directive "${input}" is newer than the supported lines or not understood; using go ${newest}, which may refuse it`,
+  );
   return newest;
 }
 
 async function isMain(files: RepoFiles, dir: string): Promise<boolean> {
-  const entries = (await files.list(dir)).filter((e) => !e.dir && e.name.endsWith('.go') && !e.name.endsWith('_test.go'));
+  const entries = (await files.list(dir)).filter(
+    (e) => !e.dir && e.name.endsWith('.go') && !e.name.endsWith('_test.go'),
+  );
   for (const e of entries.slice(0, 50)) {
     const src = await files.read(dir ? `${dir}/${e.name}` : e.name, 256 * 1024).catch(() => null);
     if (src !== null && /^package\s+main\b/m.test(src)) return true;
@@ -47,14 +64,22 @@ async function isMain(files: RepoFiles, dir: string): Promise<boolean> {
 }
 
 /** The main package: the root, or the one cmd/<name> (the module's own name wins among several). */
-async function mainPackage(files: RepoFiles, module: string | null, warnings: string[]): Promise<string | null> {
+async function mainPackage(
+  files: RepoFiles,
+  module: string | null,
+  warnings: string[],
+): Promise<string | null> {
   if (await isMain(files, '')) return '.';
   const cmds: string[] = [];
-  for (const e of await files.list('cmd')) if (e.dir && (await isMain(files, `cmd/${e.name}`))) cmds.push(`cmd/${e.name}`);
+  for (const e of await files.list('cmd'))
+    if (e.dir && (await isMain(files, `cmd/${e.name}`))) cmds.push(`cmd/${e.name}`);
   if (!cmds.length) return null;
   const own = module?.split('/').pop();
   const pick = cmds.find((c) => c === `cmd/${own}`) ?? cmds[0]!;
-  if (cmds.length > 1) warnings.push(`several main packages under cmd/ (${cmds.join(', ')}); building ${pick} (override build to choose)`);
+  if (cmds.length > 1)
+    warnings.push(
+      `several main packages under cmd/ (${cmds.join(', ')}); building ${pick} (override build to choose)`,
+    );
   return relPath('cmd/', 'main package', pick);
 }
 
@@ -78,10 +103,16 @@ export async function planGo(files: RepoFiles, o: StackOverride | undefined): Pr
     warnings.push('the build override must write the program to /out/server');
   } else {
     const pkg = await mainPackage(files, module, warnings);
-    if (pkg === null) return 'go.mod found, but no main package (package main at the root or in cmd/<name>/); give a build command';
+    if (pkg === null)
+      return 'go.mod found, but no main package (package main at the root or in cmd/<name>/); give a build command';
     build = `CGO_ENABLED=${cgo ? 1 : 0} go build -trimpath -ldflags='-s -w' -o /out/server ${shq(pkg === '.' ? '.' : `./${pkg}`)}`;
   }
-  const install = o?.install !== undefined ? command('(override)', 'install', o.install) : vendored ? null : 'go mod download';
+  const install =
+    o?.install !== undefined
+      ? command('(override)', 'install', o.install)
+      : vendored
+        ? null
+        : 'go mod download';
   const argv = o?.start !== undefined ? startArgv('(override)', 'start', o.start, cgo) : ['/server'];
   const image = cgo ? 'debian:bookworm-slim' : DISTROLESS;
 
@@ -100,5 +131,14 @@ export async function planGo(files: RepoFiles, o: StackOverride | undefined): Pr
     .expose(p)
     .cmd(argv);
   const runtime = { name: 'go', version, image: `golang:${version}-bookworm` };
-  return planOf(df, { stack: 'go', detected_from: from, runtime, install, build, start: showArgv(argv), port: p, warnings });
+  return planOf(df, {
+    stack: 'go',
+    detected_from: from,
+    runtime,
+    install,
+    build,
+    start: showArgv(argv),
+    port: p,
+    warnings,
+  });
 }

@@ -45,9 +45,11 @@ export async function readPackageJson(files: RepoFiles): Promise<Pkg | null> {
   } catch {
     throw new PlanError('package.json', 'file', 'is not valid JSON');
   }
-  if (!j || typeof j !== 'object' || Array.isArray(j)) throw new PlanError('package.json', 'file', 'is not a JSON object');
+  if (!j || typeof j !== 'object' || Array.isArray(j))
+    throw new PlanError('package.json', 'file', 'is not a JSON object');
   const o = j as Record<string, unknown>;
-  const obj = (v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const obj = (v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
   return {
     scripts: obj(o.scripts),
     engines: obj(o.engines),
@@ -58,16 +60,24 @@ export async function readPackageJson(files: RepoFiles): Promise<Pkg | null> {
   };
 }
 
-async function nodeVersion(files: RepoFiles, pkg: Pkg, o: StackOverride | undefined, from: string[], warnings: string[]): Promise<string> {
+async function nodeVersion(
+  files: RepoFiles,
+  pkg: Pkg,
+  o: StackOverride | undefined,
+  from: string[],
+  warnings: string[],
+): Promise<string> {
   let input: string | null = null;
   let source = '';
-  if (o?.version !== undefined) [input, source] = [versionInput('(override)', 'version', o.version), '(override)'];
+  if (o?.version !== undefined)
+    [input, source] = [versionInput('(override)', 'version', o.version), '(override)'];
   for (const f of ['.nvmrc', '.node-version']) {
     if (input !== null) break;
     const t = await files.read(f, 1024);
     if (t !== null && t.trim()) [input, source] = [versionInput(f, 'version', t), f];
   }
-  if (input === null && pkg.engines?.node !== undefined) [input, source] = [versionInput('package.json', 'engines.node', pkg.engines.node), 'package.json'];
+  if (input === null && pkg.engines?.node !== undefined)
+    [input, source] = [versionInput('package.json', 'engines.node', pkg.engines.node), 'package.json'];
   if (input === null) return NODE_DEFAULT;
   if (source !== '(override)' && !from.includes(source)) from.push(source);
   const alias = /^lts\/(.+)$/i.exec(input)?.[1]?.toLowerCase();
@@ -75,14 +85,30 @@ async function nodeVersion(files: RepoFiles, pkg: Pkg, o: StackOverride | undefi
   if (alias !== undefined) {
     const v = alias === '*' ? NODE_DEFAULT : LTS[alias];
     reduced = v
-      ? { version: v, warning: `node version "${input}" (${source}) reduced to the node ${v} image`, fallback: false }
-      : { version: NODE_DEFAULT, warning: `node version "${input}" (${source}) is not a supported line; using node ${NODE_DEFAULT}`, fallback: true };
+      ? {
+          version: v,
+          warning: `node version "${input}" (${source}) reduced to the node ${v} image`,
+          fallback: false,
+        }
+      : {
+          version: NODE_DEFAULT,
+          warning: `node version "${input}" (${source}) is not a supported line; using node ${NODE_DEFAULT}`,
+          fallback: true,
+        };
   } else if (/^(node|latest|current|stable)$/i.test(input)) {
     const v = NODE_VERSIONS[NODE_VERSIONS.length - 1]!;
-    reduced = { version: v, warning: `node version "${input}" (${source}) reduced to the node ${v} image`, fallback: false };
+    reduced = {
+      version: v,
+      warning: `node version "${input}" (${source}) reduced to the node ${v} image`,
+      fallback: false,
+    };
   } else reduced = reduceVersion(input, NODE_VERSIONS, NODE_DEFAULT, { name: 'node', source, tilde: 'npm' });
   if (source === '(override)' && reduced.fallback) {
-    throw new PlanError(source, 'version', `"${input}" is not a supported node version (${NODE_VERSIONS.join(', ')})`);
+    throw new PlanError(
+      source,
+      'version',
+      `"${input}" is not a supported node version (${NODE_VERSIONS.join(', ')})`,
+    );
   }
   if (reduced.warning) warnings.push(reduced.warning);
   return reduced.version;
@@ -109,7 +135,8 @@ async function facts(files: RepoFiles, pkg: Pkg, o: StackOverride | undefined): 
   }
   if (lock) from.push(lock);
   const manifests = ['package.json', ...(lock ? [lock] : [])];
-  for (const f of ['.npmrc', '.yarnrc', '.yarnrc.yml', 'pnpm-workspace.yaml']) if (await has(f)) manifests.push(f);
+  for (const f of ['.npmrc', '.yarnrc', '.yarnrc.yml', 'pnpm-workspace.yaml'])
+    if (await has(f)) manifests.push(f);
   const version = await nodeVersion(files, pkg, o, from, warnings);
   return { pkg, pm, lock, manifests, version, from, warnings };
 }
@@ -126,7 +153,8 @@ const PRUNE: Record<Manager, string | null> = {
   yarn: 'yarn install --production --frozen-lockfile --ignore-scripts --prefer-offline',
   'yarn-berry': null,
 };
-const runScript = (pm: Manager, name: string) => `${pm === 'npm' ? 'npm' : pm === 'pnpm' ? 'pnpm' : 'yarn'} run ${name}`;
+const runScript = (pm: Manager, name: string) =>
+  `${pm === 'npm' ? 'npm' : pm === 'pnpm' ? 'pnpm' : 'yarn'} run ${name}`;
 
 /** Front-end tools whose build writes plain files, and where; their `start` is a dev server. */
 const BUILDERS: [tool: string, dep: string, dir: string][] = [
@@ -148,14 +176,23 @@ function staticBuilder(pkg: Pkg, build: string | null): { tool: string; dir: str
   return { tool: hit[0], dir: svelteStatic ? 'build' : hit[2] };
 }
 
-const isDevServer = (start: string) => /^(vite|react-scripts|astro|parcel|gatsby|ng|vue-cli-service)( |$)/.test(start);
+const isDevServer = (start: string) =>
+  /^(vite|react-scripts|astro|parcel|gatsby|ng|vue-cli-service)( |$)/.test(start);
 
 /** The dependency stages every node plan starts with: install keyed by the manifests, then the build. */
-function depsAndBuild(df: Dockerfile, f: Facts, install: string, build: string | null, o: StackOverride | undefined): void {
+function depsAndBuild(
+  df: Dockerfile,
+  f: Facts,
+  install: string,
+  build: string | null,
+  o: StackOverride | undefined,
+): void {
   df.from(nodeImage(f.version), 'deps').workdir('/app');
   if (f.pm !== 'npm') df.env({ COREPACK_ENABLE_DOWNLOAD_PROMPT: 0 }).run('corepack enable');
   if (f.pkg.workspaces) {
-    f.warnings.push('npm/yarn workspaces: every package.json is needed to install, so the install layer is not cached apart');
+    f.warnings.push(
+      'npm/yarn workspaces: every package.json is needed to install, so the install layer is not cached apart',
+    );
     df.copy(['.'], '.');
   } else df.copy(f.manifests, './');
   df.runStep(install, o?.install !== undefined);
@@ -164,15 +201,26 @@ function depsAndBuild(df: Dockerfile, f: Facts, install: string, build: string |
   if (build !== null) df.runStep(build, o?.build !== undefined);
 }
 
-export async function planNode(files: RepoFiles, o: StackOverride | undefined, forceStatic: boolean): Promise<Plan | null> {
+export async function planNode(
+  files: RepoFiles,
+  o: StackOverride | undefined,
+  forceStatic: boolean,
+): Promise<Plan | null> {
   const pkg = await readPackageJson(files);
   if (!pkg) return null;
-  const script = (name: string) => (pkg.scripts[name] === undefined ? null : command('package.json', `scripts.${name}`, pkg.scripts[name]));
+  const script = (name: string) =>
+    pkg.scripts[name] === undefined ? null : command('package.json', `scripts.${name}`, pkg.scripts[name]);
   const startScript = script('start');
   const buildScript = script('build');
   const f = await facts(files, pkg, o);
-  const install = o?.install !== undefined ? command('(override)', 'install', o.install) : INSTALL[f.pm][f.lock ? 0 : 1];
-  const build = o?.build !== undefined ? command('(override)', 'build', o.build) : buildScript !== null ? runScript(f.pm, 'build') : null;
+  const install =
+    o?.install !== undefined ? command('(override)', 'install', o.install) : INSTALL[f.pm][f.lock ? 0 : 1];
+  const build =
+    o?.build !== undefined
+      ? command('(override)', 'build', o.build)
+      : buildScript !== null
+        ? runScript(f.pm, 'build')
+        : null;
   const builder = staticBuilder(pkg, buildScript);
   const main = pkg.main === undefined ? null : relPath('package.json', 'main', pkg.main);
 
@@ -190,23 +238,44 @@ export async function planNode(files: RepoFiles, o: StackOverride | undefined, f
   } else if (!frontEnd) {
     // An explicit main may be build output (dist/index.js), so it need not exist before the build.
     if (main !== null && (build !== null || (await files.exists(main)))) argv = ['node', main];
-    else for (const m of ['server.js', 'index.js', 'app.js', 'main.js']) if (!argv && (await files.exists(m))) argv = ['node', m];
+    else
+      for (const m of ['server.js', 'index.js', 'app.js', 'main.js'])
+        if (!argv && (await files.exists(m))) argv = ['node', m];
   }
-  if (server && !argv) throw new PlanError('package.json', 'scripts.start', 'is missing, and there is no main file to run; give a start command');
-  const publishOverride = o?.publish_dir !== undefined ? relPath('(override)', 'publish_dir', o.publish_dir) : null;
+  if (server && !argv)
+    throw new PlanError(
+      'package.json',
+      'scripts.start',
+      'is missing, and there is no main file to run; give a start command',
+    );
+  const publishOverride =
+    o?.publish_dir !== undefined ? relPath('(override)', 'publish_dir', o.publish_dir) : null;
   if (!argv && !build) return null;
   const df = new Dockerfile();
 
   if (!argv) {
     // A front-end build: node only builds; Caddy serves what it wrote.
     const dir = publishOverride ?? builder?.dir ?? 'dist';
-    const guess = 'the build script is not a known front-end tool; serving its `dist` folder (set publish_dir if it writes elsewhere)';
+    const guess =
+      'the build script is not a known front-end tool; serving its `dist` folder (set publish_dir if it writes elsewhere)';
     if (!builder && !publishOverride) f.warnings.push(guess);
-    if (builder?.tool === 'ng' && !publishOverride) f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
+    if (builder?.tool === 'ng' && !publishOverride)
+      f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
     const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
     depsAndBuild(df, f, install, build, o);
-    const served = caddyStage(df, p, { src: `/app/${dir}`, from: 'build', site: ['try_files {path} {path}/ /index.html'] });
-    return planOf(df, { stack: 'static', detected_from: f.from, ...served, install, build, warnings: f.warnings });
+    const served = caddyStage(df, p, {
+      src: `/app/${dir}`,
+      from: 'build',
+      site: ['try_files {path} {path}/ /index.html'],
+    });
+    return planOf(df, {
+      stack: 'static',
+      detected_from: f.from,
+      ...served,
+      install,
+      build,
+      warnings: f.warnings,
+    });
   }
 
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : NODE_PORT;
@@ -219,5 +288,14 @@ export async function planNode(files: RepoFiles, o: StackOverride | undefined, f
   df.copy(['/app'], '/app', { from: 'build', chown: 'node:node' });
   df.user('node').expose(p).cmd(argv);
   const runtime = { name: 'node', version: f.version, image: nodeImage(f.version) };
-  return planOf(df, { stack: 'node', detected_from: f.from, runtime, install, build, start: showArgv(argv), port: p, warnings: f.warnings });
+  return planOf(df, {
+    stack: 'node',
+    detected_from: f.from,
+    runtime,
+    install,
+    build,
+    start: showArgv(argv),
+    port: p,
+    warnings: f.warnings,
+  });
 }

@@ -14,8 +14,36 @@ export const PHP_DEFAULT = '8.3';
 const PORT = 8080;
 /** Extensions the official image is built with; any other `ext-*` needs its own Dockerfile. */
 const BUILTIN = new Set([
-  ...['ctype', 'curl', 'date', 'dom', 'fileinfo', 'filter', 'ftp', 'hash', 'iconv', 'json', 'libxml', 'mbstring', 'mysqlnd', 'openssl'],
-  ...['pcre', 'pdo', 'pdo_sqlite', 'phar', 'posix', 'random', 'readline', 'reflection', 'session', 'simplexml', 'sodium', 'spl'],
+  ...[
+    'ctype',
+    'curl',
+    'date',
+    'dom',
+    'fileinfo',
+    'filter',
+    'ftp',
+    'hash',
+    'iconv',
+    'json',
+    'libxml',
+    'mbstring',
+    'mysqlnd',
+    'openssl',
+  ],
+  ...[
+    'pcre',
+    'pdo',
+    'pdo_sqlite',
+    'phar',
+    'posix',
+    'random',
+    'readline',
+    'reflection',
+    'session',
+    'simplexml',
+    'sodium',
+    'spl',
+  ],
   ...['sqlite3', 'standard', 'tokenizer', 'xml', 'xmlreader', 'xmlwriter', 'zlib'],
 ]);
 
@@ -40,7 +68,8 @@ export async function planPhp(files: RepoFiles, o: StackOverride | undefined): P
   let require: Record<string, unknown> = {};
   try {
     const j = JSON.parse(raw) as { require?: unknown };
-    if (j.require && typeof j.require === 'object' && !Array.isArray(j.require)) require = j.require as Record<string, unknown>;
+    if (j.require && typeof j.require === 'object' && !Array.isArray(j.require))
+      require = j.require as Record<string, unknown>;
   } catch {
     throw new PlanError('composer.json', 'file', 'is not valid JSON');
   }
@@ -49,33 +78,46 @@ export async function planPhp(files: RepoFiles, o: StackOverride | undefined): P
   else warnings.push('no composer.lock: dependencies are resolved afresh on every build');
 
   let version = PHP_DEFAULT;
-  const fromRepo = require.php !== undefined ? versionInput('composer.json', 'require.php', require.php) : null;
+  const fromRepo =
+    require.php !== undefined ? versionInput('composer.json', 'require.php', require.php) : null;
   const input = o?.version !== undefined ? versionInput('(override)', 'version', o.version) : fromRepo;
   if (input !== null) {
     const source = o?.version !== undefined ? '(override)' : 'composer.json';
     const r = reduceVersion(input, PHP_VERSIONS, PHP_DEFAULT, { name: 'php', source, tilde: 'pessimistic' });
-    if (source === '(override)' && r.fallback) throw new PlanError(source, 'version', `"${input}" is not a supported php version (${PHP_VERSIONS.join(', ')})`);
+    if (source === '(override)' && r.fallback)
+      throw new PlanError(
+        source,
+        'version',
+        `"${input}" is not a supported php version (${PHP_VERSIONS.join(', ')})`,
+      );
     if (r.warning) warnings.push(r.warning);
     version = r.version;
   }
   const missing = Object.keys(require)
     .filter((k) => /^ext-/.test(k) && !BUILTIN.has(k.slice(4).toLowerCase()))
     .map((k) => k.replace(/[^A-Za-z0-9_-]/g, '?'));
-  if (missing.length) warnings.push(`extensions not in the php image: ${missing.join(', ')}; install them in your own Dockerfile`);
+  if (missing.length)
+    warnings.push(
+      `extensions not in the php image: ${missing.join(', ')}; install them in your own Dockerfile`,
+    );
 
   let docroot = '/app';
   if (await files.exists('public/index.php')) {
     docroot = '/app/public';
     from.push('public/index.php');
   } else if (await files.exists('index.php')) from.push('index.php');
-  else if (o?.start === undefined) return 'composer.json found, but no public/index.php or index.php to serve; give a start command';
+  else if (o?.start === undefined)
+    return 'composer.json found, but no public/index.php or index.php to serve; give a start command';
 
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : PORT;
   const install =
     o?.install !== undefined
       ? command('(override)', 'install', o.install)
       : 'composer install --no-dev --no-interaction --no-progress --prefer-dist --no-scripts --no-autoloader --ignore-platform-reqs';
-  const build = o?.build !== undefined ? command('(override)', 'build', o.build) : 'composer dump-autoload --no-dev --optimize --no-scripts';
+  const build =
+    o?.build !== undefined
+      ? command('(override)', 'build', o.build)
+      : 'composer dump-autoload --no-dev --optimize --no-scripts';
   const argv = o?.start !== undefined ? startArgv('(override)', 'start', o.start) : ['bash', '-c', SUPERVISE];
   const image = `php:${version}-fpm-bookworm`;
   // A docroot at the repository root would otherwise serve vendor/, composer files and dotfiles.
@@ -102,5 +144,14 @@ export async function planPhp(files: RepoFiles, o: StackOverride | undefined): P
   df.env({ PORT: p, ...CADDY_ENV });
   df.user('www-data').expose(p).cmd(argv);
   const start = o?.start !== undefined ? showArgv(argv) : 'php-fpm behind caddy';
-  return planOf(df, { stack: 'php', detected_from: from, runtime: { name: 'php', version, image }, install, build, start, port: p, warnings });
+  return planOf(df, {
+    stack: 'php',
+    detected_from: from,
+    runtime: { name: 'php', version, image },
+    install,
+    build,
+    start,
+    port: p,
+    warnings,
+  });
 }

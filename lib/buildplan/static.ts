@@ -8,16 +8,21 @@ import { port as checkPort, relPath } from './validate.js';
 const PORT = 8080;
 export const STATIC_MARKERS = ['index.html', 'public/index.html'];
 
-export async function planStatic(files: RepoFiles, o: StackOverride | undefined): Promise<Plan | string | null> {
+export async function planStatic(
+  files: RepoFiles,
+  o: StackOverride | undefined,
+): Promise<Plan | string | null> {
   const warnings: string[] = [];
   let dir: string | null = null;
   if (o?.publish_dir !== undefined) {
     dir = relPath('(override)', 'publish_dir', o.publish_dir);
-    if (!(await files.exists(dir))) throw new PlanError('(override)', 'publish_dir', `"${dir}" is not a folder of the repository`);
+    if (!(await files.exists(dir)))
+      throw new PlanError('(override)', 'publish_dir', `"${dir}" is not a folder of the repository`);
   } else if (await files.exists('index.html')) dir = '.';
   else if (await files.exists('public/index.html')) dir = 'public';
   if (dir === null) return null;
-  for (const k of ['install', 'build', 'start'] as const) if (o?.[k] !== undefined) warnings.push(`${k} is ignored for plain files without a package.json`);
+  for (const k of ['install', 'build', 'start'] as const)
+    if (o?.[k] !== undefined) warnings.push(`${k} is ignored for plain files without a package.json`);
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : PORT;
   const df = new Dockerfile();
   // .git, .env and their kind are repository plumbing, not pages; .well-known is meant to be served.

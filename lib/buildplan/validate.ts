@@ -2,7 +2,8 @@
 // passes one of these kinds first. The reasons name what was wrong, so a refused deploy says why.
 import { PlanError } from './types.js';
 
-const INSTRUCTION = /^\s*(FROM|RUN|CMD|LABEL|MAINTAINER|EXPOSE|ENV|ADD|COPY|ENTRYPOINT|VOLUME|USER|WORKDIR|ARG|ONBUILD|STOPSIGNAL|HEALTHCHECK|SHELL)\b/i;
+const INSTRUCTION =
+  /^\s*(FROM|RUN|CMD|LABEL|MAINTAINER|EXPOSE|ENV|ADD|COPY|ENTRYPOINT|VOLUME|USER|WORKDIR|ARG|ONBUILD|STOPSIGNAL|HEALTHCHECK|SHELL)\b/i;
 const LINE_BREAK = /\r\n|[\r\n\u0085\u2028\u2029]/;
 
 /** Why v cannot sit on one Dockerfile line, or null. */
@@ -13,7 +14,9 @@ function lineProblem(v: string): string | null {
       .slice(1)
       .map((l) => INSTRUCTION.exec(l)?.[1])
       .find(Boolean);
-    return smuggled ? `smuggles a Dockerfile instruction (${smuggled.toUpperCase()}) after a line break; refused` : 'contains a line break; refused';
+    return smuggled
+      ? `smuggles a Dockerfile instruction (${smuggled.toUpperCase()}) after a line break; refused`
+      : 'contains a line break; refused';
   }
   if (/[\u0000-\u001f\u007f-\u009f]/.test(v)) return 'contains a control character; refused';
   if (/\\\s*$/.test(v)) return 'ends with a backslash (a line continuation); refused';
@@ -34,7 +37,8 @@ function str(file: string, field: string, v: unknown, max: number): string {
 /** A shell command line (a package.json script, an override): printable ASCII on one line. */
 export function command(file: string, field: string, v: unknown): string {
   const t = str(file, field, v, 2000);
-  if (!/^[\x20-\x7e]+$/.test(t)) throw new PlanError(file, field, 'has characters outside printable ASCII; refused');
+  if (!/^[\x20-\x7e]+$/.test(t))
+    throw new PlanError(file, field, 'has characters outside printable ASCII; refused');
   return t;
 }
 
@@ -44,11 +48,17 @@ export function command(file: string, field: string, v: unknown): string {
  */
 export function relPath(file: string, field: string, v: unknown): string {
   const t = str(file, field, v, 255).replace(/^\.\//, '');
-  if (t.startsWith('/')) throw new PlanError(file, field, `"${t}" is absolute; a path inside the repository is expected`);
+  if (t.startsWith('/'))
+    throw new PlanError(file, field, `"${t}" is absolute; a path inside the repository is expected`);
   const segments = t.replace(/\/$/, '').split('/');
-  if (segments.includes('..')) throw new PlanError(file, field, `"${t}" climbs out of the repository (..); refused`);
+  if (segments.includes('..'))
+    throw new PlanError(file, field, `"${t}" climbs out of the repository (..); refused`);
   if (segments.some((s) => s === '' || s === '.' || !/^[A-Za-z0-9_@+][A-Za-z0-9._@+-]*$/.test(s))) {
-    throw new PlanError(file, field, `"${t}" is not a plain relative path (letters, digits, . _ - @ + and /)`);
+    throw new PlanError(
+      file,
+      field,
+      `"${t}" is not a plain relative path (letters, digits, . _ - @ + and /)`,
+    );
   }
   return segments.join('/');
 }
@@ -56,7 +66,8 @@ export function relPath(file: string, field: string, v: unknown): string {
 /** A dotted Python module (`mysite.wsgi`) or a plain identifier. */
 export function pyName(file: string, field: string, v: unknown): string {
   const t = str(file, field, v, 200);
-  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(t)) throw new PlanError(file, field, `"${t}" is not a Python module name`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(t))
+    throw new PlanError(file, field, `"${t}" is not a Python module name`);
   return t;
 }
 
@@ -68,6 +79,7 @@ export function versionInput(file: string, field: string, v: unknown): string {
 }
 
 export function port(file: string, field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 65535) throw new PlanError(file, field, 'is not a port (1..65535)');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 65535)
+    throw new PlanError(file, field, 'is not a port (1..65535)');
   return v;
 }

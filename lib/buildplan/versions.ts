@@ -21,7 +21,8 @@ function intersect(a: Interval, b: Interval): Interval {
 }
 const nonEmpty = (i: Interval) => i.hi === null || cmp(i.lo, i.hi) < 0;
 
-const TOKEN = /^(>=|<=|>|<|===?|!=|\^|~>|~=|~|=)?v?(\d+|[xX*])(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?(?:[-+p][0-9A-Za-z.-]*)?$/;
+const TOKEN =
+  /^(>=|<=|>|<|===?|!=|\^|~>|~=|~|=)?v?(\d+|[xX*])(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?(?:[-+p][0-9A-Za-z.-]*)?$/;
 
 /** `~` means `~20.1` -> 20.1.x for npm, and "the last given part may grow" for composer, ruby, python. */
 export type Tilde = 'npm' | 'pessimistic';
@@ -98,18 +99,29 @@ export interface Reduced {
  * allowed line. Anything but an exact known line is reduced with a warning; nothing understood or
  * nothing allowed gives the default with a warning.
  */
-export function reduceVersion(input: string, known: readonly string[], def: string, opts: { name: string; source: string; tilde: Tilde }): Reduced {
+export function reduceVersion(
+  input: string,
+  known: readonly string[],
+  def: string,
+  opts: { name: string; source: string; tilde: Tilde },
+): Reduced {
   const bare = input.trim().replace(/^v(?=\d)/, '');
   if (known.includes(bare)) return { version: bare, warning: null, fallback: false };
   const range = parseRange(bare, opts.tilde);
   const what = `${opts.name} version "${input.trim()}" (${opts.source})`;
-  if (!range) return { version: def, warning: `${what} is not understood; using ${opts.name} ${def}`, fallback: true };
+  if (!range)
+    return { version: def, warning: `${what} is not understood; using ${opts.name} ${def}`, fallback: true };
   const fits = known.filter((k) => {
     const p = k.split('.').map(Number);
     const line: Interval = { lo: triple(p), hi: bump(p, p.length - 1) };
     return range.some((r) => nonEmpty(intersect(r, line)));
   });
-  if (!fits.length) return { version: def, warning: `${what}: no supported line (${known.join(', ')}) satisfies it; using ${opts.name} ${def}`, fallback: true };
+  if (!fits.length)
+    return {
+      version: def,
+      warning: `${what}: no supported line (${known.join(', ')}) satisfies it; using ${opts.name} ${def}`,
+      fallback: true,
+    };
   const version = fits.includes(def) ? def : fits[fits.length - 1]!;
   return { version, warning: `${what} reduced to the ${opts.name} ${version} image`, fallback: false };
 }

@@ -1,7 +1,15 @@
 // What a Dockerfile may ask of the builder, decided before the engine sees it. The engine fetches
 // ADD's URLs itself, from the host's network namespace, so a repository could otherwise bake
 // whatever the host serves on loopback (Caddy's admin API, cloud metadata) into its image.
-import { parseDockerfile, expandWord, splitWords, UNKNOWN, type Instruction, type Lookup, type ParseOptions } from './dockerfile.js';
+import {
+  parseDockerfile,
+  expandWord,
+  splitWords,
+  UNKNOWN,
+  type Instruction,
+  type Lookup,
+  type ParseOptions,
+} from './dockerfile.js';
 
 export interface DockerfileProblem {
   line: number;
@@ -19,7 +27,26 @@ export interface DockerfileCheck {
   bases: BaseImage[];
 }
 
-const KNOWN = new Set(['FROM', 'RUN', 'CMD', 'LABEL', 'MAINTAINER', 'EXPOSE', 'ENV', 'ADD', 'COPY', 'ENTRYPOINT', 'VOLUME', 'USER', 'WORKDIR', 'ARG', 'ONBUILD', 'STOPSIGNAL', 'HEALTHCHECK', 'SHELL']);
+const KNOWN = new Set([
+  'FROM',
+  'RUN',
+  'CMD',
+  'LABEL',
+  'MAINTAINER',
+  'EXPOSE',
+  'ENV',
+  'ADD',
+  'COPY',
+  'ENTRYPOINT',
+  'VOLUME',
+  'USER',
+  'WORKDIR',
+  'ARG',
+  'ONBUILD',
+  'STOPSIGNAL',
+  'HEALTHCHECK',
+  'SHELL',
+]);
 const FLAGS: Record<string, string[]> = {
   FROM: ['platform'],
   ADD: ['chown', 'chmod', 'link', 'exclude', 'checksum', 'keep-git-dir', 'unpack'],
@@ -39,23 +66,40 @@ const SYNTAX = /^(docker\.io\/)?docker\/dockerfile(-upstream)?(:[A-Za-z0-9._-]+)
  */
 export function checkDockerfile(text: string, args: Record<string, string> = {}): DockerfileCheck {
   const primary = parseDockerfile(text);
-  const problems: DockerfileProblem[] = primary.errors.map((e) => ({ line: e.line, message: `cannot be read: ${e.message}` }));
+  const problems: DockerfileProblem[] = primary.errors.map((e) => ({
+    line: e.line,
+    message: `cannot be read: ${e.message}`,
+  }));
   const syntax = primary.directives.syntax;
   if (syntax !== null && !SYNTAX.test(syntax)) {
-    problems.push({ line: 1, message: `the syntax directive "${syntax}" names a custom frontend; only docker/dockerfile is allowed (a frontend image decides what the builder fetches)` });
+    problems.push({
+      line: 1,
+      message: `the syntax directive "${syntax}" names a custom frontend; only docker/dockerfile is allowed (a frontend image decides what the builder fetches)`,
+    });
   }
   const main = checkInstructions(primary.instructions, args, primary.directives.escape, true);
   problems.push(...main.problems);
-  const readings: { opts: ParseOptions; note: string }[] = [{ opts: { heredocs: false }, note: 'a builder without heredocs reads this line as an instruction' }];
+  const readings: { opts: ParseOptions; note: string }[] = [
+    { opts: { heredocs: false }, note: 'a builder without heredocs reads this line as an instruction' },
+  ];
   if (primary.directives.escape !== '\\') {
     readings.push(
       { opts: { escape: '\\' }, note: 'read with the default escape character' },
-      { opts: { escape: '\\', heredocs: false }, note: 'read with the default escape character and without heredocs' },
+      {
+        opts: { escape: '\\', heredocs: false },
+        note: 'read with the default escape character and without heredocs',
+      },
     );
   }
   for (const r of readings) {
-    for (const p of checkInstructions(parseDockerfile(text, r.opts).instructions, args, r.opts.escape ?? primary.directives.escape, false).problems) {
-      if (!problems.some((q) => q.line === p.line && q.message.startsWith(p.message))) problems.push({ line: p.line, message: `${p.message} (${r.note})` });
+    for (const p of checkInstructions(
+      parseDockerfile(text, r.opts).instructions,
+      args,
+      r.opts.escape ?? primary.directives.escape,
+      false,
+    ).problems) {
+      if (!problems.some((q) => q.line === p.line && q.message.startsWith(p.message)))
+        problems.push({ line: p.line, message: `${p.message} (${r.note})` });
     }
   }
   problems.sort((a, b) => a.line - b.line);
@@ -99,7 +143,12 @@ function stageLookup(s: Stage): Lookup {
   };
 }
 
-function checkInstructions(list: Instruction[], passed: Record<string, string>, esc: string, strict: boolean): { problems: DockerfileProblem[]; bases: BaseImage[] } {
+function checkInstructions(
+  list: Instruction[],
+  passed: Record<string, string>,
+  esc: string,
+  strict: boolean,
+): { problems: DockerfileProblem[]; bases: BaseImage[] } {
   const problems: DockerfileProblem[] = [];
   const bases: BaseImage[] = [];
   const meta = new Map<string, string | undefined>();
@@ -120,11 +169,14 @@ function checkInstructions(list: Instruction[], passed: Record<string, string>, 
       };
       if (!parent && image !== 'scratch') bases.push({ line: inst.line, image, platform });
       stages.push(stage);
-      for (const f of inst.flags) if (!FLAGS.FROM!.includes(f.name)) problems.push({ line: inst.line, message: `unknown flag --${f.name} for FROM` });
+      for (const f of inst.flags)
+        if (!FLAGS.FROM!.includes(f.name))
+          problems.push({ line: inst.line, message: `unknown flag --${f.name} for FROM` });
       continue;
     }
     if (inst.keyword === 'ARG' && !stage) {
-      for (const [name, def] of nameValues(inst.rest, esc, (n) => meta.get(n))) meta.set(name, name in passed ? passed[name] : def === UNKNOWN ? undefined : def);
+      for (const [name, def] of nameValues(inst.rest, esc, (n) => meta.get(n)))
+        meta.set(name, name in passed ? passed[name] : def === UNKNOWN ? undefined : def);
       continue;
     }
     if (!KNOWN.has(inst.keyword)) {
@@ -148,12 +200,17 @@ function checkInstruction(
 ): void {
   const refuse = (message: string) => problems.push({ line: inst.line, message });
   const allowed = FLAGS[inst.keyword];
-  if (allowed) for (const f of inst.flags) if (!allowed.includes(f.name)) refuse(`unknown flag --${f.name} for ${inst.keyword}`);
+  if (allowed)
+    for (const f of inst.flags)
+      if (!allowed.includes(f.name)) refuse(`unknown flag --${f.name} for ${inst.keyword}`);
   const lookup = stageLookup(stage);
   switch (inst.keyword) {
     case 'ARG':
       for (const [name, def] of nameValues(inst.rest, esc, lookup)) {
-        stage.args.set(name, name in passed ? passed[name] : def === UNKNOWN ? undefined : (def ?? meta.get(name)));
+        stage.args.set(
+          name,
+          name in passed ? passed[name] : def === UNKNOWN ? undefined : (def ?? meta.get(name)),
+        );
       }
       return;
     case 'ENV': {
@@ -168,13 +225,19 @@ function checkInstruction(
       return checkRun(inst, stages, refuse);
     case 'ONBUILD':
       // The trigger runs in whichever build starts from this stage: nothing of its variables is known.
-      if (inst.sub && ['ADD', 'COPY', 'RUN', 'ONBUILD'].includes(inst.sub.keyword)) checkInstruction(inst.sub, unknownStage(), problems, esc, [], strict);
+      if (inst.sub && ['ADD', 'COPY', 'RUN', 'ONBUILD'].includes(inst.sub.keyword))
+        checkInstruction(inst.sub, unknownStage(), problems, esc, [], strict);
       return;
   }
 }
 
 /** `NAME=value ...` (or ENV's legacy `NAME value`), values expanded; UNKNOWN when they cannot be. */
-function nameValues(rest: string, esc: string, lookup: Lookup, legacy = false): [string, string | undefined | typeof UNKNOWN][] {
+function nameValues(
+  rest: string,
+  esc: string,
+  lookup: Lookup,
+  legacy = false,
+): [string, string | undefined | typeof UNKNOWN][] {
   const words = splitWords(rest, esc);
   const value = (w: string) => {
     const e = expandWord(w, lookup, esc);
@@ -206,8 +269,12 @@ function checkSources(inst: Instruction, lookup: Lookup, esc: string, refuse: (m
   if (words.length < 2) return;
   const from = inst.flags.find((f) => f.name === 'from');
   if (kw === 'ADD') {
-    if (inst.flags.some((f) => f.name === 'checksum')) refuse('ADD --checksum is only used with a URL, and ADD from a URL is not allowed');
-    if (inst.flags.some((f) => f.name === 'keep-git-dir')) refuse('ADD --keep-git-dir is only used with a git repository, and ADD from a git repository is not allowed');
+    if (inst.flags.some((f) => f.name === 'checksum'))
+      refuse('ADD --checksum is only used with a URL, and ADD from a URL is not allowed');
+    if (inst.flags.some((f) => f.name === 'keep-git-dir'))
+      refuse(
+        'ADD --keep-git-dir is only used with a git repository, and ADD from a git repository is not allowed',
+      );
   }
   const heredocs = new Set(inst.heredocs.map((h) => h.name));
   for (const word of words.slice(0, -1)) {
@@ -227,10 +294,17 @@ function checkSources(inst: Instruction, lookup: Lookup, esc: string, refuse: (m
     const src = e.value;
     if (kw === 'ADD') {
       if (/\.git(#.*)?$/.test(src) && (URL_SCHEME.test(src) || SCP_LIKE.test(src)))
-        refuse(`ADD from a git repository is not allowed ("${raw}"): the engine would clone it from the host's own network`);
+        refuse(
+          `ADD from a git repository is not allowed ("${raw}"): the engine would clone it from the host's own network`,
+        );
       else if (URL_SCHEME.test(src) || URL_SCHEME.test(word.replace(/["'\\`]/g, ''))) {
-        refuse(`ADD from a URL is not allowed ("${raw}"): the engine would fetch it from the host's own network, loopback included; download it in a RUN step or commit the file`);
-      } else if (SCP_LIKE.test(src)) refuse(`ADD from a git repository is not allowed ("${raw}"): the engine would clone it from the host's own network`);
+        refuse(
+          `ADD from a URL is not allowed ("${raw}"): the engine would fetch it from the host's own network, loopback included; download it in a RUN step or commit the file`,
+        );
+      } else if (SCP_LIKE.test(src))
+        refuse(
+          `ADD from a git repository is not allowed ("${raw}"): the engine would clone it from the host's own network`,
+        );
     }
     if (!from && src.split('/').includes('..')) refuse(`${kw} source "${raw}" leaves the build context`);
   }
@@ -240,16 +314,22 @@ function checkRun(inst: Instruction, stages: Stage[], refuse: (m: string) => voi
   for (const f of inst.flags) {
     const v = f.value ?? '';
     if (f.name === 'network') {
-      if (v === 'host') refuse("RUN --network=host is not allowed: the step would run in the host's network, loopback included");
-      else if (v !== 'default' && v !== 'none') refuse(`RUN --network=${v} is not allowed (only default and none are)`);
+      if (v === 'host')
+        refuse(
+          "RUN --network=host is not allowed: the step would run in the host's network, loopback included",
+        );
+      else if (v !== 'default' && v !== 'none')
+        refuse(`RUN --network=${v} is not allowed (only default and none are)`);
     } else if (f.name === 'security') {
-      if (v !== 'sandbox') refuse(`RUN --security=${v} is not allowed: it runs the step with the host's privileges`);
+      if (v !== 'sandbox')
+        refuse(`RUN --security=${v} is not allowed: it runs the step with the host's privileges`);
     } else if (f.name === 'mount') checkMount(v, stages, refuse);
   }
 }
 
 function checkMount(spec: string, stages: Stage[], refuse: (m: string) => void): void {
-  if (spec.includes('$')) return void refuse(`RUN --mount=${spec} uses a variable, so it cannot be checked before the build`);
+  if (spec.includes('$'))
+    return void refuse(`RUN --mount=${spec} uses a variable, so it cannot be checked before the build`);
   const opts = new Map<string, string>();
   for (const part of spec.split(',')) {
     const eq = part.indexOf('=');
@@ -264,13 +344,25 @@ function checkMount(spec: string, stages: Stage[], refuse: (m: string) => void):
     );
   }
   const type = opts.get('type') ?? 'bind';
-  if (type === 'ssh') return void refuse('RUN --mount=type=ssh is not allowed: it hands the step the SSH agent of the host that runs the build');
-  if (type === 'secret') return void refuse('RUN --mount=type=secret is not allowed: secrets come from the host that runs the build');
-  if (!['bind', 'cache', 'tmpfs'].includes(type)) return void refuse(`RUN --mount type "${type}" is not allowed (only bind, cache and tmpfs are)`);
+  if (type === 'ssh')
+    return void refuse(
+      'RUN --mount=type=ssh is not allowed: it hands the step the SSH agent of the host that runs the build',
+    );
+  if (type === 'secret')
+    return void refuse(
+      'RUN --mount=type=secret is not allowed: secrets come from the host that runs the build',
+    );
+  if (!['bind', 'cache', 'tmpfs'].includes(type))
+    return void refuse(`RUN --mount type "${type}" is not allowed (only bind, cache and tmpfs are)`);
   const from = opts.get('from');
   if (from !== undefined) {
-    const stage = /^\d+$/.test(from) ? Number(from) < stages.length - 1 : stages.slice(0, -1).some((s) => s.name === from.toLowerCase());
-    if (!stage) refuse(`RUN --mount from=${from} is not allowed: only an earlier stage of this Dockerfile may be mounted (another name can reach a build context of the host)`);
+    const stage = /^\d+$/.test(from)
+      ? Number(from) < stages.length - 1
+      : stages.slice(0, -1).some((s) => s.name === from.toLowerCase());
+    if (!stage)
+      refuse(
+        `RUN --mount from=${from} is not allowed: only an earlier stage of this Dockerfile may be mounted (another name can reach a build context of the host)`,
+      );
   } else {
     const src = opts.get('source') ?? opts.get('src') ?? '';
     if (src.split('/').includes('..')) refuse(`RUN --mount source "${src}" leaves the build context`);

@@ -30,7 +30,12 @@ export function scalar(v: unknown): string | null {
 }
 
 /** Labels, build args, sysctls: list of `K=V` or a mapping. */
-export function stringMap(ctx: Ctx, key: string, v: unknown, allowNull = false): Record<string, string | null> {
+export function stringMap(
+  ctx: Ctx,
+  key: string,
+  v: unknown,
+  allowNull = false,
+): Record<string, string | null> {
   const out: Record<string, string | null> = {};
   if (v === null || v === undefined) return out;
   if (Array.isArray(v)) {

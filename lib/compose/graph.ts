@@ -5,12 +5,30 @@ export function checkDependencies(services: Record<string, ServiceSpec>): Findin
   const findings: Finding[] = [];
   for (const svc of Object.values(services)) {
     for (const dep of Object.keys(svc.dependsOn)) {
-      if (!(dep in services)) findings.push({ level: 'error', service: svc.name, key: 'depends_on', message: `depends on undefined service "${dep}"` });
-      else if (dep === svc.name) findings.push({ level: 'error', service: svc.name, key: 'depends_on', message: 'a service cannot depend on itself' });
+      if (!(dep in services))
+        findings.push({
+          level: 'error',
+          service: svc.name,
+          key: 'depends_on',
+          message: `depends on undefined service "${dep}"`,
+        });
+      else if (dep === svc.name)
+        findings.push({
+          level: 'error',
+          service: svc.name,
+          key: 'depends_on',
+          message: 'a service cannot depend on itself',
+        });
     }
   }
   const cycle = findCycle(services);
-  if (cycle) findings.push({ level: 'error', service: cycle[0], key: 'depends_on', message: `dependency cycle: ${cycle.join(' -> ')}` });
+  if (cycle)
+    findings.push({
+      level: 'error',
+      service: cycle[0],
+      key: 'depends_on',
+      message: `dependency cycle: ${cycle.join(' -> ')}`,
+    });
   return findings;
 }
 

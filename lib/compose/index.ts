@@ -1,5 +1,12 @@
 export * from './types.js';
-export { parseCompose, MAX_COMPOSE_BYTES, MAX_ALIAS_COUNT, MAX_SERVICES, SERVICE_NAME, type ParseOptions } from './parse.js';
+export {
+  parseCompose,
+  MAX_COMPOSE_BYTES,
+  MAX_ALIAS_COUNT,
+  MAX_SERVICES,
+  SERVICE_NAME,
+  type ParseOptions,
+} from './parse.js';
 export { interpolateString, type InterpolationIssue } from './interpolate.js';
 export { parseDotenv, type DotenvEntry } from './dotenv.js';
 export { splitWords } from './words.js';

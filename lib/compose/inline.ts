@@ -14,18 +14,36 @@ export const MAX_INLINE_COMPOSE_BYTES = 64 * 1024;
  * Errors (as `{field, message}`) the compose policy finds in an inline file with this env; empty
  * when it can be deployed. Variables not in `env` interpolate as empty, as at deploy time.
  */
-export function inlineComposeProblems(text: string, env: Record<string, string> = {}): Array<{ field: string; message: string }> {
-  if (Buffer.byteLength(text, 'utf8') > MAX_INLINE_COMPOSE_BYTES) return [{ field: 'source.compose', message: `larger than ${MAX_INLINE_COMPOSE_BYTES} bytes` }];
+export function inlineComposeProblems(
+  text: string,
+  env: Record<string, string> = {},
+): Array<{ field: string; message: string }> {
+  if (Buffer.byteLength(text, 'utf8') > MAX_INLINE_COMPOSE_BYTES)
+    return [{ field: 'source.compose', message: `larger than ${MAX_INLINE_COMPOSE_BYTES} bytes` }];
   const parsed = parseCompose(text, { env });
-  const out = parsed.findings.filter((f: Finding) => f.level === 'error').map((f) => ({ field: 'source.compose', message: `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}` }));
+  const out = parsed.findings
+    .filter((f: Finding) => f.level === 'error')
+    .map((f) => ({
+      field: 'source.compose',
+      message: `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`,
+    }));
   if (!parsed.model) return out.length ? out : [{ field: 'source.compose', message: 'cannot be parsed' }];
   for (const [name, svc] of Object.entries(parsed.model.services)) {
-    if (svc.build) out.push({ field: 'source.compose', message: `${name}: build: an inline compose file has no repository to build from; use an image` });
+    if (svc.build)
+      out.push({
+        field: 'source.compose',
+        message: `${name}: build: an inline compose file has no repository to build from; use an image`,
+      });
     else if (!svc.image) out.push({ field: 'source.compose', message: `${name}: image: required` });
   }
-  if (hasRelativeBind(parsed.model)) out.push({ field: 'source.compose', message: 'relative bind mounts need a repository; use named volumes' });
+  if (hasRelativeBind(parsed.model))
+    out.push({
+      field: 'source.compose',
+      message: 'relative bind mounts need a repository; use named volumes',
+    });
   return out;
 }
 
 // The same test as the deploy's relativeBinds (lib/deploy/mounts.ts), which copies them.
-const hasRelativeBind = (model: ComposeModel): boolean => Object.values(model.services).some((s) => s.volumes.some((m) => m.type === 'bind' && m.relative));
+const hasRelativeBind = (model: ComposeModel): boolean =>
+  Object.values(model.services).some((s) => s.volumes.some((m) => m.type === 'bind' && m.relative));

@@ -13,7 +13,11 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
  * Interpolates one string. Supports `$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
  * `${VAR:+alt}`, `${VAR+alt}`, `${VAR:?message}`, `${VAR?message}`; defaults may nest.
  */
-export function interpolateString(input: string, env: Readonly<Record<string, string>>, issues: InterpolationIssue[]): string {
+export function interpolateString(
+  input: string,
+  env: Readonly<Record<string, string>>,
+  issues: InterpolationIssue[],
+): string {
   let out = '';
   let i = 0;
   while (i < input.length) {
@@ -68,7 +72,11 @@ function matchingBrace(s: string, open: number): number {
   return -1;
 }
 
-function expandBraced(body: string, env: Readonly<Record<string, string>>, issues: InterpolationIssue[]): string {
+function expandBraced(
+  body: string,
+  env: Readonly<Record<string, string>>,
+  issues: InterpolationIssue[],
+): string {
   const m = NAME.exec(body);
   if (!m) {
     issues.push({ level: 'error', variable: body, message: `invalid interpolation "\${${clip(body)}}"` });
@@ -96,7 +104,11 @@ function expandBraced(body: string, env: Readonly<Record<string, string>>, issue
       const ok = op === ':?' ? nonEmpty : has;
       if (ok) return value!;
       const msg = interpolateString(arg, env, issues);
-      issues.push({ level: 'error', variable: name, message: `required variable ${name} is missing a value${msg ? `: ${msg}` : ''}` });
+      issues.push({
+        level: 'error',
+        variable: name,
+        message: `required variable ${name} is missing a value${msg ? `: ${msg}` : ''}`,
+      });
       return '';
     }
     default:
@@ -107,7 +119,11 @@ function expandBraced(body: string, env: Readonly<Record<string, string>>, issue
 
 function lookup(name: string, env: Readonly<Record<string, string>>, issues: InterpolationIssue[]): string {
   if (Object.prototype.hasOwnProperty.call(env, name)) return env[name];
-  issues.push({ level: 'warning', variable: name, message: `variable ${name} is not set; using an empty string` });
+  issues.push({
+    level: 'warning',
+    variable: name,
+    message: `variable ${name} is not set; using an empty string`,
+  });
   return '';
 }
 
@@ -119,14 +135,20 @@ function clip(s: string): string {
  * Interpolates every string value of a parsed document (mapping keys stay as written).
  * `report(path, issue)` receives each problem with the dotted path of the value.
  */
-export function interpolateTree(node: unknown, env: Readonly<Record<string, string>>, report: (path: string[], issue: InterpolationIssue) => void, path: string[] = []): unknown {
+export function interpolateTree(
+  node: unknown,
+  env: Readonly<Record<string, string>>,
+  report: (path: string[], issue: InterpolationIssue) => void,
+  path: string[] = [],
+): unknown {
   if (typeof node === 'string') {
     const issues: InterpolationIssue[] = [];
     const v = interpolateString(node, env, issues);
     for (const issue of issues) report(path, issue);
     return v;
   }
-  if (Array.isArray(node)) return node.map((item, i) => interpolateTree(item, env, report, [...path, `[${i}]`]));
+  if (Array.isArray(node))
+    return node.map((item, i) => interpolateTree(item, env, report, [...path, `[${i}]`]));
   if (node && typeof node === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(node)) out[k] = interpolateTree(v, env, report, [...path, k]);

@@ -20,7 +20,9 @@ export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[]
     let noCopy = false;
     let tmpfsSize: number | undefined;
     if (isMap(item)) {
-      for (const k of Object.keys(item)) if (!['type', 'source', 'target', 'read_only', 'volume', 'bind', 'tmpfs', 'consistency'].includes(k)) warn(ctx, `${key}.${k}`, 'unknown key, ignored');
+      for (const k of Object.keys(item))
+        if (!['type', 'source', 'target', 'read_only', 'volume', 'bind', 'tmpfs', 'consistency'].includes(k))
+          warn(ctx, `${key}.${k}`, 'unknown key, ignored');
       type = scalar(item.type) ?? 'volume';
       source = scalar(item.source) ?? undefined;
       const t = scalar(item.target);
@@ -35,7 +37,12 @@ export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[]
       }
       if (isMap(item.bind) && item.bind.propagation !== undefined) {
         const p = scalar(item.bind.propagation);
-        if (p && /shared|slave/.test(p)) return err(ctx, `${key}.bind.propagation`, `mount propagation "${p}" lets mounts cross between host and container`);
+        if (p && /shared|slave/.test(p))
+          return err(
+            ctx,
+            `${key}.bind.propagation`,
+            `mount propagation "${p}" lets mounts cross between host and container`,
+          );
       }
     } else {
       const s = scalar(item);
@@ -50,10 +57,18 @@ export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[]
         const opts = parts.slice(2).join(':').split(',').filter(Boolean);
         for (const o of opts) {
           if (o === 'ro') readOnly = true;
-          else if (o === 'rw' || o === 'z' || o === 'Z' || o === 'cached' || o === 'delegated' || o === 'consistent') {
+          else if (
+            o === 'rw' ||
+            o === 'z' ||
+            o === 'Z' ||
+            o === 'cached' ||
+            o === 'delegated' ||
+            o === 'consistent'
+          ) {
             /* no effect here */
           } else if (o === 'nocopy') noCopy = true;
-          else if (/^(r?shared|r?slave)$/.test(o)) return err(ctx, key, `mount propagation "${o}" lets mounts cross between host and container`);
+          else if (/^(r?shared|r?slave)$/.test(o))
+            return err(ctx, key, `mount propagation "${o}" lets mounts cross between host and container`);
           else if (/^r?private$/.test(o)) {
             /* default */
           } else warn(ctx, key, `unknown volume option "${o}", ignored`);
@@ -68,7 +83,8 @@ export function mounts(ctx: Ctx, v: unknown, declared: Set<string>): MountSpec[]
         out.push({ type: 'anonymous', target, readOnly });
         return;
       case 'volume':
-        if (!declared.has(source!)) return err(ctx, key, `named volume "${source}" is not declared in the top-level "volumes"`);
+        if (!declared.has(source!))
+          return err(ctx, key, `named volume "${source}" is not declared in the top-level "volumes"`);
         out.push({ type: 'volume', source: source!, target, readOnly, noCopy });
         return;
       case 'bind': {

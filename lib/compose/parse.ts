@@ -30,16 +30,34 @@ const TOP_LEVEL = new Set(['services', 'volumes', 'networks', 'version', 'name']
 
 export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResult {
   const findings: Finding[] = [];
-  const done = (model: ComposeModel | null): ComposeResult => ({ model, findings, ok: !findings.some((f) => f.level === 'error') });
+  const done = (model: ComposeModel | null): ComposeResult => ({
+    model,
+    findings,
+    ok: !findings.some((f) => f.level === 'error'),
+  });
   if (Buffer.byteLength(text, 'utf8') > MAX_COMPOSE_BYTES) {
-    findings.push({ level: 'error', key: '(file)', message: `compose file is larger than ${MAX_COMPOSE_BYTES} bytes` });
+    findings.push({
+      level: 'error',
+      key: '(file)',
+      message: `compose file is larger than ${MAX_COMPOSE_BYTES} bytes`,
+    });
     return done(null);
   }
   let raw: unknown;
   try {
-    const doc = yaml().parseDocument(text, { merge: true, uniqueKeys: true, prettyErrors: false, strict: true, schema: 'core' });
+    const doc = yaml().parseDocument(text, {
+      merge: true,
+      uniqueKeys: true,
+      prettyErrors: false,
+      strict: true,
+      schema: 'core',
+    });
     if (doc.errors.length) {
-      findings.push({ level: 'error', key: '(file)', message: `not valid YAML: ${oneLine(doc.errors[0].message)}` });
+      findings.push({
+        level: 'error',
+        key: '(file)',
+        message: `not valid YAML: ${oneLine(doc.errors[0].message)}`,
+      });
       return done(null);
     }
     raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -48,7 +66,9 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
     findings.push({
       level: 'error',
       key: '(file)',
-      message: /alias/i.test(msg) ? 'YAML aliases expand too much (possible "billion laughs" document); refused' : `not valid YAML: ${oneLine(msg)}`,
+      message: /alias/i.test(msg)
+        ? 'YAML aliases expand too much (possible "billion laughs" document); refused'
+        : `not valid YAML: ${oneLine(msg)}`,
     });
     return done(null);
   }
@@ -70,7 +90,8 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
       findings.push({ level: 'warning', key, message: `${what}; ignored` });
     }
   }
-  if (doc.version !== undefined) findings.push({ level: 'warning', key: 'version', message: '"version" is obsolete; ignored' });
+  if (doc.version !== undefined)
+    findings.push({ level: 'warning', key: 'version', message: '"version" is obsolete; ignored' });
 
   const volumes = topLevel(doc.volumes, 'volumes', findings);
   const networks = topLevel(doc.networks, 'networks', findings);
@@ -93,17 +114,34 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
   const nameSet = new Set(names);
   for (const name of names) {
     if (!SERVICE_NAME.test(name)) {
-      findings.push({ level: 'error', service: name, key: '(name)', message: `invalid service name (must match ${SERVICE_NAME.source})` });
+      findings.push({
+        level: 'error',
+        service: name,
+        key: '(name)',
+        message: `invalid service name (must match ${SERVICE_NAME.source})`,
+      });
       continue;
     }
-    const spec = normaliseService(name, doc.services[name], nameSet, new Set(Object.keys(volumes)), new Set(Object.keys(networks)), policy, findings);
+    const spec = normaliseService(
+      name,
+      doc.services[name],
+      nameSet,
+      new Set(Object.keys(volumes)),
+      new Set(Object.keys(networks)),
+      policy,
+      findings,
+    );
     if (spec) services[name] = spec;
   }
   findings.push(...checkDependencies(services));
   return done({ services, volumes, networks });
 }
 
-function topLevel<T extends 'volumes' | 'networks'>(v: unknown, kind: T, findings: Finding[]): Record<string, T extends 'volumes' ? VolumeSpec : NetworkSpec> {
+function topLevel<T extends 'volumes' | 'networks'>(
+  v: unknown,
+  kind: T,
+  findings: Finding[],
+): Record<string, T extends 'volumes' ? VolumeSpec : NetworkSpec> {
   const out: Record<string, VolumeSpec & NetworkSpec> = {};
   if (v === undefined || v === null) return out;
   if (!isMap(v)) {
@@ -113,7 +151,11 @@ function topLevel<T extends 'volumes' | 'networks'>(v: unknown, kind: T, finding
   for (const [name, def] of Object.entries(v)) {
     const key = `${kind}.${name}`;
     if (!RESOURCE_NAME.test(name)) {
-      findings.push({ level: 'error', key, message: `invalid ${kind === 'volumes' ? 'volume' : 'network'} name` });
+      findings.push({
+        level: 'error',
+        key,
+        message: `invalid ${kind === 'volumes' ? 'volume' : 'network'} name`,
+      });
       continue;
     }
     const spec = { name, internal: false, labels: {} as Record<string, string> };
@@ -124,26 +166,52 @@ function topLevel<T extends 'volumes' | 'networks'>(v: unknown, kind: T, finding
     let refused = false;
     for (const [k, val] of Object.entries(def ?? {})) {
       if (k === 'external' && val) {
-        findings.push({ level: 'error', key: `${key}.external`, message: `external ${kind} live outside this app; refused` });
+        findings.push({
+          level: 'error',
+          key: `${key}.external`,
+          message: `external ${kind} live outside this app; refused`,
+        });
         refused = true;
       } else if (k === 'driver') {
         const ok = kind === 'volumes' ? val === 'local' : val === 'bridge';
         if (!ok) {
-          findings.push({ level: 'error', key: `${key}.driver`, message: `driver "${String(val)}" is not allowed (only ${kind === 'volumes' ? 'local' : 'bridge'})` });
+          findings.push({
+            level: 'error',
+            key: `${key}.driver`,
+            message: `driver "${String(val)}" is not allowed (only ${kind === 'volumes' ? 'local' : 'bridge'})`,
+          });
           refused = true;
         }
       } else if (k === 'driver_opts' && kind === 'volumes') {
         // local driver options (type=none,o=bind,device=/...) turn a named volume into a host bind.
-        findings.push({ level: 'error', key: `${key}.driver_opts`, message: 'volume driver options can bind host paths; refused' });
+        findings.push({
+          level: 'error',
+          key: `${key}.driver_opts`,
+          message: 'volume driver options can bind host paths; refused',
+        });
         refused = true;
       } else if (k === 'internal' && kind === 'networks') spec.internal = val === true;
       else if (k === 'labels') {
-        const labels = stringMap({ service: '', findings, policy: { allowedBindRoots: [], dockerSocketPaths: [] } }, `${key}.labels`, val);
+        const labels = stringMap(
+          { service: '', findings, policy: { allowedBindRoots: [], dockerSocketPaths: [] } },
+          `${key}.labels`,
+          val,
+        );
         for (const [lk, lv] of Object.entries(labels)) {
-          if (lk.startsWith('svc.')) findings.push({ level: 'error', key: `${key}.labels.${lk}`, message: 'labels under "svc." are reserved' });
+          if (lk.startsWith('svc.'))
+            findings.push({
+              level: 'error',
+              key: `${key}.labels.${lk}`,
+              message: 'labels under "svc." are reserved',
+            });
           else spec.labels[lk] = lv ?? '';
         }
-      } else if (k === 'name') findings.push({ level: 'warning', key: `${key}.name`, message: 'custom names are not supported (names are derived from the app); ignored' });
+      } else if (k === 'name')
+        findings.push({
+          level: 'warning',
+          key: `${key}.name`,
+          message: 'custom names are not supported (names are derived from the app); ignored',
+        });
       else findings.push({ level: 'warning', key: `${key}.${k}`, message: 'unsupported; ignored' });
     }
     if (!refused) out[name] = spec;

@@ -37,7 +37,12 @@ export const WARNED_CAPS = new Map([
   ['SYS_NICE', "real-time scheduling can starve the host's CPU"],
   ['SYS_RESOURCE', "it lifts the container's resource limits"],
 ]);
-export const ALLOWED_CAPS = new Set([...DOCKER_DEFAULT_CAPS, ...WARNED_CAPS.keys(), 'IPC_LOCK', 'NET_BROADCAST']);
+export const ALLOWED_CAPS = new Set([
+  ...DOCKER_DEFAULT_CAPS,
+  ...WARNED_CAPS.keys(),
+  'IPC_LOCK',
+  'NET_BROADCAST',
+]);
 
 export function normaliseCap(cap: string): string {
   return cap.trim().toUpperCase().replace(/^CAP_/, '');
@@ -67,14 +72,18 @@ export function refusedSecurityOpt(opt: string): string | null {
   const m = /^\s*([A-Za-z-]+)\s*[=:]\s*(.*)$/s.exec(opt);
   const key = (m ? m[1]! : opt).trim().toLowerCase();
   const value = (m ? m[2]! : '').trim().toLowerCase();
-  if (key === 'no-new-privileges') return value === '' || falsy(value) || truthy(value) ? null : `unknown value for no-new-privileges "${opt}"`;
+  if (key === 'no-new-privileges')
+    return value === '' || falsy(value) || truthy(value)
+      ? null
+      : `unknown value for no-new-privileges "${opt}"`;
   if (value.includes('unconfined')) return `${key} unconfined disables the container's confinement`;
   if (key === 'label') {
     if (value === 'disable') return 'label=disable turns SELinux separation off';
     if (/^level[:=]/.test(value)) return null;
     return `label "${value}" changes the container's SELinux user, role or type (spc_t and the like run unconfined)`;
   }
-  if (key === 'seccomp' || key === 'apparmor') return `custom ${key} profiles are not allowed (they could loosen confinement)`;
+  if (key === 'seccomp' || key === 'apparmor')
+    return `custom ${key} profiles are not allowed (they could loosen confinement)`;
   if (key === 'systempaths') return `systempaths "${value}" exposes the host's /proc and /sys paths`;
   return `unknown security option "${opt}"`;
 }
@@ -98,13 +107,21 @@ function within(root: string, p: string): boolean {
  * working copy and may not climb out of it; absolute ones need an allowed root. Returns a
  * reason when refused, else the normalised source (relative to the working copy, or absolute).
  */
-export function checkBindSource(source: string, policy: BindPolicy): { ok: true; source: string; relative: boolean } | { ok: false; reason: string } {
-  if (source.startsWith('~')) return { ok: false, reason: `bind source "${source}" points into a home directory on the host` };
+export function checkBindSource(
+  source: string,
+  policy: BindPolicy,
+): { ok: true; source: string; relative: boolean } | { ok: false; reason: string } {
+  if (source.startsWith('~'))
+    return { ok: false, reason: `bind source "${source}" points into a home directory on the host` };
   if (source.includes('\0')) return { ok: false, reason: 'bind source contains a NUL byte' };
   if (posix.isAbsolute(source)) {
     const abs = posix.normalize(source);
     for (const sock of policy.dockerSocketPaths) {
-      if (within(abs, sock) || within(sock, abs)) return { ok: false, reason: `bind mounts of the Docker socket (${sock}) or a directory holding it are refused` };
+      if (within(abs, sock) || within(sock, abs))
+        return {
+          ok: false,
+          reason: `bind mounts of the Docker socket (${sock}) or a directory holding it are refused`,
+        };
     }
     if (!policy.allowedBindRoots.some((root) => within(posix.normalize(root), abs))) {
       return {
@@ -115,7 +132,8 @@ export function checkBindSource(source: string, policy: BindPolicy): { ok: true;
     return { ok: true, source: abs, relative: false };
   }
   const rel = posix.normalize(source);
-  if (rel === '..' || rel.startsWith('../')) return { ok: false, reason: `bind source "${source}" escapes the app's working copy` };
+  if (rel === '..' || rel.startsWith('../'))
+    return { ok: false, reason: `bind source "${source}" escapes the app's working copy` };
   if (/docker\.sock$/.test(rel)) return { ok: false, reason: 'bind mounts of a Docker socket are refused' };
   return { ok: true, source: rel, relative: true };
 }

@@ -45,7 +45,9 @@ export function ports(ctx: Ctx, v: unknown): PortSpec[] {
   v.forEach((item, i) => {
     const key = `ports[${i}]`;
     if (isMap(item)) {
-      for (const k of Object.keys(item)) if (!['target', 'published', 'host_ip', 'protocol', 'mode', 'name', 'app_protocol'].includes(k)) warn(ctx, `${key}.${k}`, 'unknown key, ignored');
+      for (const k of Object.keys(item))
+        if (!['target', 'published', 'host_ip', 'protocol', 'mode', 'name', 'app_protocol'].includes(k))
+          warn(ctx, `${key}.${k}`, 'unknown key, ignored');
       const target = port(ctx, `${key}.target`, item.target);
       if (target === null) return;
       const proto = protocol(ctx, `${key}.protocol`, scalar(item.protocol) ?? 'tcp');
@@ -57,7 +59,8 @@ export function ports(ctx: Ctx, v: unknown): PortSpec[] {
         published = p;
       }
       const hostIp = scalar(item.host_ip) ?? undefined;
-      if (hostIp !== undefined && !isIp(hostIp)) return err(ctx, `${key}.host_ip`, `invalid host IP "${hostIp}"`);
+      if (hostIp !== undefined && !isIp(hostIp))
+        return err(ctx, `${key}.host_ip`, `invalid host IP "${hostIp}"`);
       out.push({ target, published, hostIp, protocol: proto });
       return;
     }
@@ -93,8 +96,10 @@ export function ports(ctx: Ctx, v: unknown): PortSpec[] {
     if (pub !== '') {
       const p = portRange(ctx, key, pub);
       if (!p) return;
-      if (p.length === 1 && targets.length > 1) return err(ctx, key, `one host port for a range of container ports in "${s}"`);
-      if (p.length !== targets.length && p.length !== 1) return err(ctx, key, `port ranges of different sizes in "${s}"`);
+      if (p.length === 1 && targets.length > 1)
+        return err(ctx, key, `one host port for a range of container ports in "${s}"`);
+      if (p.length !== targets.length && p.length !== 1)
+        return err(ctx, key, `port ranges of different sizes in "${s}"`);
       pubs = p;
     }
     targets.forEach((t, j) => out.push({ target: t, published: pubs[j], hostIp, protocol: proto }));

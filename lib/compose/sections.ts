@@ -5,7 +5,11 @@ import { parseBytes, parseDuration } from './units.js';
 import { checkRelativePath, falsy } from './policy.js';
 import { err, isMap, scalar, stringList, stringMap, warn, type Ctx, type Raw } from './fields.js';
 
-const CONDITIONS = new Set<DependsCondition>(['service_started', 'service_healthy', 'service_completed_successfully']);
+const CONDITIONS = new Set<DependsCondition>([
+  'service_started',
+  'service_healthy',
+  'service_completed_successfully',
+]);
 
 export function dependsOn(ctx: Ctx, v: unknown): ServiceSpec['dependsOn'] {
   const out: ServiceSpec['dependsOn'] = {};
@@ -31,7 +35,9 @@ export function dependsOn(ctx: Ctx, v: unknown): ServiceSpec['dependsOn'] {
           condition = c;
         }
         if (opts.required === false) required = false;
-        for (const k of Object.keys(opts)) if (!['condition', 'required', 'restart'].includes(k)) warn(ctx, `depends_on.${name}.${k}`, 'unknown key, ignored');
+        for (const k of Object.keys(opts))
+          if (!['condition', 'required', 'restart'].includes(k))
+            warn(ctx, `depends_on.${name}.${k}`, 'unknown key, ignored');
       } else if (opts !== null && opts !== undefined) {
         err(ctx, `depends_on.${name}`, 'expected a mapping');
         continue;
@@ -49,7 +55,9 @@ export function healthcheck(ctx: Ctx, v: unknown): HealthcheckSpec | undefined {
     err(ctx, 'healthcheck', 'expected a mapping');
     return undefined;
   }
-  for (const k of Object.keys(v)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable'].includes(k)) warn(ctx, `healthcheck.${k}`, 'unknown key, ignored');
+  for (const k of Object.keys(v))
+    if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable'].includes(k))
+      warn(ctx, `healthcheck.${k}`, 'unknown key, ignored');
   if (v.disable === true) return { test: ['NONE'] };
   let test: string[] | undefined;
   if (typeof v.test === 'string') test = ['CMD-SHELL', v.test];
@@ -83,7 +91,8 @@ export function healthcheck(ctx: Ctx, v: unknown): HealthcheckSpec | undefined {
     else spec[field] = ms;
   }
   if (v.retries !== undefined) {
-    if (typeof v.retries === 'number' && Number.isInteger(v.retries) && v.retries >= 0) spec.retries = v.retries;
+    if (typeof v.retries === 'number' && Number.isInteger(v.retries) && v.retries >= 0)
+      spec.retries = v.retries;
     else err(ctx, 'healthcheck.retries', 'expected a non-negative integer');
   }
   return spec;
@@ -102,8 +111,10 @@ export function restart(ctx: Ctx, v: unknown): ServiceSpec['restart'] {
 export function networks(ctx: Ctx, v: unknown, declared: Set<string>): ServiceSpec['networks'] {
   const out: ServiceSpec['networks'] = {};
   const add = (key: string, name: string, aliases: string[]) => {
-    if (!declared.has(name)) return err(ctx, key, `network "${name}" is not declared in the top-level "networks"`);
-    for (const a of aliases) if (!/^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/i.test(a)) return err(ctx, key, `invalid alias "${a}"`);
+    if (!declared.has(name))
+      return err(ctx, key, `network "${name}" is not declared in the top-level "networks"`);
+    for (const a of aliases)
+      if (!/^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/i.test(a)) return err(ctx, key, `invalid alias "${a}"`);
     out[name] = { aliases };
   };
   if (Array.isArray(v)) {
@@ -123,10 +134,15 @@ export function networks(ctx: Ctx, v: unknown, declared: Set<string>): ServiceSp
         continue;
       }
       for (const k of Object.keys(opts)) {
-        if (k === 'ipv4_address' || k === 'ipv6_address') warn(ctx, `networks.${name}.${k}`, 'fixed addresses are not supported, ignored');
+        if (k === 'ipv4_address' || k === 'ipv6_address')
+          warn(ctx, `networks.${name}.${k}`, 'fixed addresses are not supported, ignored');
         else if (k !== 'aliases') warn(ctx, `networks.${name}.${k}`, 'unknown key, ignored');
       }
-      add(`networks.${name}`, name, opts.aliases === undefined ? [] : stringList(ctx, `networks.${name}.aliases`, opts.aliases));
+      add(
+        `networks.${name}`,
+        name,
+        opts.aliases === undefined ? [] : stringList(ctx, `networks.${name}.aliases`, opts.aliases),
+      );
     }
   } else err(ctx, 'networks', 'expected a list or a mapping');
   return out;
@@ -142,15 +158,21 @@ export function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
   }
   for (const k of Object.keys(raw)) {
     if (['context', 'dockerfile', 'args', 'target'].includes(k)) continue;
-    if (k === 'network' && scalar(raw.network) === 'host') err(ctx, 'build.network', 'building on the host network is refused');
+    if (k === 'network' && scalar(raw.network) === 'host')
+      err(ctx, 'build.network', 'building on the host network is refused');
     else if (k === 'privileged') {
       if (!falsy(raw.privileged)) err(ctx, 'build.privileged', 'privileged builds are refused');
-    } else if (k === 'dockerfile_inline') err(ctx, 'build.dockerfile_inline', 'inline Dockerfiles are not supported');
+    } else if (k === 'dockerfile_inline')
+      err(ctx, 'build.dockerfile_inline', 'inline Dockerfiles are not supported');
     else warn(ctx, `build.${k}`, 'unsupported key, ignored');
   }
   const contextRaw = scalar(raw.context) ?? '.';
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(contextRaw) || contextRaw.startsWith('git@')) {
-    err(ctx, 'build.context', 'remote build contexts are refused; the context must be a folder of the repository');
+    err(
+      ctx,
+      'build.context',
+      'remote build contexts are refused; the context must be a folder of the repository',
+    );
     return undefined;
   }
   const context = checkRelativePath(contextRaw);
@@ -160,7 +182,11 @@ export function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
   }
   const dfRaw = scalar(raw.dockerfile) ?? 'Dockerfile';
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dfRaw) || dfRaw.startsWith('git@')) {
-    err(ctx, 'build.dockerfile', 'a Dockerfile from a URL is refused; it must be a file of the build context');
+    err(
+      ctx,
+      'build.dockerfile',
+      'a Dockerfile from a URL is refused; it must be a file of the build context',
+    );
     return undefined;
   }
   const dockerfile = checkRelativePath(dfRaw);
@@ -169,7 +195,8 @@ export function build(ctx: Ctx, v: unknown): BuildSpec | undefined {
     return undefined;
   }
   const args: Record<string, string> = {};
-  for (const [k, val] of Object.entries(stringMap(ctx, 'build.args', raw.args, true))) if (val !== null) args[k] = val;
+  for (const [k, val] of Object.entries(stringMap(ctx, 'build.args', raw.args, true)))
+    if (val !== null) args[k] = val;
   const target = raw.target === undefined ? undefined : (scalar(raw.target) ?? undefined);
   return { context, dockerfile, args, target };
 }
@@ -202,13 +229,21 @@ export function deploy(ctx: Ctx, v: unknown, spec: ServiceSpec) {
         if (rk === 'limits' && isMap(rv)) {
           limits(ctx, 'deploy.resources.limits', rv, spec);
         } else if (rk === 'reservations' && isMap(rv) && rv.devices !== undefined) {
-          err(ctx, 'deploy.resources.reservations.devices', 'device reservations give the container host devices; refused');
+          err(
+            ctx,
+            'deploy.resources.reservations.devices',
+            'device reservations give the container host devices; refused',
+          );
         } else warn(ctx, `deploy.resources.${rk}`, 'unsupported, ignored');
       }
     } else if (k === 'restart_policy' && isMap(val)) {
       const cond = scalar(val.condition);
       if (cond === 'none') spec.restart = { name: 'no' };
-      else if (cond === 'on-failure') spec.restart = { name: 'on-failure', maxRetries: typeof val.max_attempts === 'number' ? val.max_attempts : 0 };
+      else if (cond === 'on-failure')
+        spec.restart = {
+          name: 'on-failure',
+          maxRetries: typeof val.max_attempts === 'number' ? val.max_attempts : 0,
+        };
       else if (cond === 'any' || cond === undefined || cond === null) spec.restart = { name: 'always' };
     } else warn(ctx, `deploy.${k}`, 'unsupported, ignored');
   }

@@ -2,7 +2,15 @@
 // refused (error), or reported as ignored (warning); nothing is dropped silently.
 import { emptyService, type Finding, type ServiceSpec } from './types.js';
 import { parseBytes, parseDuration } from './units.js';
-import { ALLOWED_CAPS, WARNED_CAPS, falsy, normaliseCap, refusedSecurityOpt, truthy, type BindPolicy } from './policy.js';
+import {
+  ALLOWED_CAPS,
+  WARNED_CAPS,
+  falsy,
+  normaliseCap,
+  refusedSecurityOpt,
+  truthy,
+  type BindPolicy,
+} from './policy.js';
 import { commandLike, err, isMap, scalar, stringList, stringMap, warn, type Ctx } from './fields.js';
 import { portRange, ports } from './ports.js';
 import { mounts } from './mounts.js';
@@ -38,7 +46,15 @@ const IGNORED = new Set([
 ]);
 
 /** `services` holds every service name of the file (for `network_mode: service:x`). */
-export function normaliseService(name: string, raw: unknown, services: Set<string>, volumes: Set<string>, networksDeclared: Set<string>, policy: BindPolicy, findings: Finding[]): ServiceSpec | null {
+export function normaliseService(
+  name: string,
+  raw: unknown,
+  services: Set<string>,
+  volumes: Set<string>,
+  networksDeclared: Set<string>,
+  policy: BindPolicy,
+  findings: Finding[],
+): ServiceSpec | null {
   const ctx: Ctx = { service: name, findings, policy };
   if (!isMap(raw)) {
     err(ctx, '(service)', 'a service must be a mapping');
@@ -64,7 +80,9 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
         break;
       case 'environment': {
         spec.environment = stringMap(ctx, key, v, true);
-        for (const k of Object.keys(spec.environment)) if (!k || k.includes('=') || k.includes('\0')) err(ctx, `environment.${k}`, 'invalid variable name');
+        for (const k of Object.keys(spec.environment))
+          if (!k || k.includes('=') || k.includes('\0'))
+            err(ctx, `environment.${k}`, 'invalid variable name');
         break;
       }
       case 'env_file':
@@ -100,7 +118,8 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
       case 'labels': {
         const labels = stringMap(ctx, key, v);
         for (const [k, val] of Object.entries(labels)) {
-          if (k === 'svc' || k.startsWith('svc.')) err(ctx, `labels.${k}`, 'labels under "svc." are reserved for the control plane');
+          if (k === 'svc' || k.startsWith('svc.'))
+            err(ctx, `labels.${k}`, 'labels under "svc." are reserved for the control plane');
           else spec.labels[k] = val ?? '';
         }
         break;
@@ -115,8 +134,10 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
           const target = s.slice('service:'.length);
           if (!services.has(target)) err(ctx, key, `network_mode refers to undefined service "${target}"`);
           else spec.networkMode = s;
-        } else if (s === 'host') err(ctx, key, 'network_mode "host" gives the container the host\'s network stack; refused');
-        else if (s.startsWith('container:')) err(ctx, key, 'network_mode "container:" joins a container outside this app; refused');
+        } else if (s === 'host')
+          err(ctx, key, 'network_mode "host" gives the container the host\'s network stack; refused');
+        else if (s.startsWith('container:'))
+          err(ctx, key, 'network_mode "container:" joins a container outside this app; refused');
         else err(ctx, key, `network_mode "${s}" would leave the app's own network; refused`);
         break;
       }
@@ -141,7 +162,12 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
       case 'cap_add':
         for (const c of stringList(ctx, key, v)) {
           const cap = normaliseCap(c);
-          if (!ALLOWED_CAPS.has(cap)) err(ctx, key, `capability ${cap} is not on the allow-list (${[...ALLOWED_CAPS].sort().join(', ')}); it can reach beyond the container; refused`);
+          if (!ALLOWED_CAPS.has(cap))
+            err(
+              ctx,
+              key,
+              `capability ${cap} is not on the allow-list (${[...ALLOWED_CAPS].sort().join(', ')}); it can reach beyond the container; refused`,
+            );
           else {
             const why = WARNED_CAPS.get(cap);
             if (why) warn(ctx, key, `capability ${cap} is powerful: ${why}`);
@@ -153,7 +179,9 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
         spec.capDrop = stringList(ctx, key, v).map(normaliseCap);
         break;
       case 'extra_hosts':
-        spec.extraHosts = Array.isArray(v) ? stringList(ctx, key, v) : Object.entries(stringMap(ctx, key, v)).map(([h, ip]) => `${h}:${ip}`);
+        spec.extraHosts = Array.isArray(v)
+          ? stringList(ctx, key, v)
+          : Object.entries(stringMap(ctx, key, v)).map(([h, ip]) => `${h}:${ip}`);
         break;
       case 'tmpfs':
         spec.tmpfs = stringList(ctx, key, v);
@@ -209,7 +237,13 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
         if (key === 'ipc' && ['private', 'shareable', 'none', ''].includes(s)) break;
         if (key === 'cgroup' && (s === 'private' || s === '')) break;
         if (s === '') break;
-        err(ctx, key, s === 'host' ? `${key} "host" shares the host's namespace; refused` : `${key} "${s}" shares a namespace outside this service; refused`);
+        err(
+          ctx,
+          key,
+          s === 'host'
+            ? `${key} "host" shares the host's namespace; refused`
+            : `${key} "${s}" shares a namespace outside this service; refused`,
+        );
         break;
       }
       case 'cgroup_parent':
@@ -246,5 +280,7 @@ export function normaliseService(name: string, raw: unknown, services: Set<strin
 /** Docker image reference: [host[:port]/]path[:tag][@digest], lowercase path. */
 export function isImageRef(s: string): boolean {
   if (s.length > 512 || s.startsWith('-')) return false;
-  return /^(?:[a-zA-Z0-9.-]+(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/.test(s);
+  return /^(?:[a-zA-Z0-9.-]+(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/.test(
+    s,
+  );
 }

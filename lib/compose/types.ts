@@ -52,7 +52,8 @@ export interface HealthcheckSpec {
   startPeriodMs?: number;
 }
 
-export type RestartPolicy = { name: 'no' | 'always' | 'unless-stopped' } | { name: 'on-failure'; maxRetries: number };
+export type RestartPolicy =
+  { name: 'no' | 'always' | 'unless-stopped' } | { name: 'on-failure'; maxRetries: number };
 
 export interface ServiceSpec {
   name: string;

@@ -38,7 +38,10 @@ export function readMasterKeyFile(dataDir: string): Buffer | null {
     throw new MasterKeyError(`cannot read the master key file ${path}: ${(e as Error).message}`);
   }
   const hex = text.trim();
-  if (!HEX64.test(hex)) throw new MasterKeyError(`${path} must hold 64 hexadecimal characters (the master key); it holds something else`);
+  if (!HEX64.test(hex))
+    throw new MasterKeyError(
+      `${path} must hold 64 hexadecimal characters (the master key); it holds something else`,
+    );
   return Buffer.from(hex, 'hex');
 }
 
@@ -57,7 +60,11 @@ export function readNextKey(dataDir: string): Buffer | null {
  * yet) a new file. Refuses to invent a key when sealed data is already there: a new key could
  * never open it, and the operator has most likely just forgotten SVC_MASTER_KEY.
  */
-export function chooseMasterKey(dataDir: string, explicit: Buffer | null, o: { generate: boolean; hasSealedData: boolean }): MasterKeyChoice {
+export function chooseMasterKey(
+  dataDir: string,
+  explicit: Buffer | null,
+  o: { generate: boolean; hasSealedData: boolean },
+): MasterKeyChoice {
   const fileKey = readMasterKeyFile(dataDir);
   if (fileKey) chmodSync(masterKeyPath(dataDir), 0o600);
   if (explicit) return { key: explicit, source: 'env', generated: false, fileKey };
@@ -76,7 +83,13 @@ export function chooseMasterKey(dataDir: string, explicit: Buffer | null, o: { g
   try {
     fd = openSync(path, 'wx', 0o600);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST' && existsSync(path)) return { key: readMasterKeyFile(dataDir), source: 'file', generated: false, fileKey: readMasterKeyFile(dataDir) };
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST' && existsSync(path))
+      return {
+        key: readMasterKeyFile(dataDir),
+        source: 'file',
+        generated: false,
+        fileKey: readMasterKeyFile(dataDir),
+      };
     throw e;
   }
   try {

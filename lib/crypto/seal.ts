@@ -35,7 +35,10 @@ export function requireSealer(sealer: Sealer): void {
 export function createSealer(masterKey: Buffer | null): Sealer {
   if (!masterKey) {
     const missing = () => {
-      throw new HttpError('service_unavailable', 'SVC_MASTER_KEY is not set, so secrets cannot be sealed or opened');
+      throw new HttpError(
+        'service_unavailable',
+        'SVC_MASTER_KEY is not set, so secrets cannot be sealed or opened',
+      );
     };
     return { available: false, seal: missing, open: missing, digest: missing };
   }
@@ -45,7 +48,13 @@ export function createSealer(masterKey: Buffer | null): Sealer {
   const digestKeys = new Map<string, Buffer>();
   const digestKey = (purpose: string) => {
     let k = digestKeys.get(purpose);
-    if (!k) digestKeys.set(purpose, (k = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), `svc keyed digest v1:${purpose}`, 32))));
+    if (!k)
+      digestKeys.set(
+        purpose,
+        (k = Buffer.from(
+          hkdfSync('sha256', masterKey, Buffer.alloc(0), `svc keyed digest v1:${purpose}`, 32),
+        )),
+      );
     return k;
   };
   return {
@@ -57,7 +66,9 @@ export function createSealer(masterKey: Buffer | null): Sealer {
       cipher.setAAD(aad(binding));
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const tag = cipher.getAuthTag();
-      return [VERSION, iv.toString('base64url'), ct.toString('base64url'), tag.toString('base64url')].join('.');
+      return [VERSION, iv.toString('base64url'), ct.toString('base64url'), tag.toString('base64url')].join(
+        '.',
+      );
     },
     open(envelope, binding) {
       const parts = envelope.split('.');

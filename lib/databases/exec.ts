@@ -33,7 +33,12 @@ async function waitExit(exec: import('dockerode').Exec): Promise<number> {
  * Starts `cmd` in the container; its stdout is a stream (a dump is never held whole), stdin is fed
  * from `stdin` when given. Only the tail of stderr is kept, for the error message.
  */
-export async function execStream(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; user?: string; stoppable?: boolean } = {}): Promise<ExecHandle> {
+export async function execStream(
+  engine: Engine,
+  container: string,
+  cmd: string[],
+  opts: { env?: string[]; stdin?: Readable; user?: string; stoppable?: boolean } = {},
+): Promise<ExecHandle> {
   // The engine has no way to kill an exec, and closing the attach connection does not end the
   // process: a dump whose reader gave up (a full disk, a refused upload) would block on its
   // stdout forever, holding its snapshot and table locks. A stoppable client reports its pid
@@ -47,7 +52,10 @@ export async function execStream(engine: Engine, container: string, cmd: string[
     AttachStderr: true,
     AttachStdin: !!opts.stdin,
   });
-  const stream = (await exec.start({ hijack: true, stdin: !!opts.stdin })) as unknown as NodeJS.ReadWriteStream & import('node:stream').Duplex;
+  const stream = (await exec.start({
+    hijack: true,
+    stdin: !!opts.stdin,
+  })) as unknown as NodeJS.ReadWriteStream & import('node:stream').Duplex;
   // Room for a few of the engine's frames while the reader (a backup's gzip) is busy.
   const out = new PassThrough({ highWaterMark: 1024 * 1024 });
   const err = new PassThrough();
@@ -77,7 +85,12 @@ export async function execStream(engine: Engine, container: string, cmd: string[
       drain();
       void (async () => {
         if (pid) {
-          const k = await engine.docker.getContainer(container).exec({ Cmd: ['sh', '-c', 'kill -TERM "$1"', 'sh', pid], AttachStdout: true, AttachStderr: true, User: opts.user });
+          const k = await engine.docker.getContainer(container).exec({
+            Cmd: ['sh', '-c', 'kill -TERM "$1"', 'sh', pid],
+            AttachStdout: true,
+            AttachStderr: true,
+            User: opts.user,
+          });
           const ks = await k.start({ hijack: true, stdin: false });
           ks.resume();
           await new Promise((r) => {
@@ -130,7 +143,12 @@ export async function execStream(engine: Engine, container: string, cmd: string[
 }
 
 /** Runs a client to completion; stdout kept up to `maxOut` bytes. */
-export async function execCapture(engine: Engine, container: string, cmd: string[], opts: { env?: string[]; stdin?: Readable; maxOut?: number; user?: string } = {}): Promise<ExecResult> {
+export async function execCapture(
+  engine: Engine,
+  container: string,
+  cmd: string[],
+  opts: { env?: string[]; stdin?: Readable; maxOut?: number; user?: string } = {},
+): Promise<ExecResult> {
   const h = await execStream(engine, container, cmd, opts);
   const max = opts.maxOut ?? 1024 * 1024;
   let stdout = '';
@@ -142,10 +160,19 @@ export async function execCapture(engine: Engine, container: string, cmd: string
 }
 
 /** Pipes a client's stdout into `sink`; throws with the client's stderr tail when it fails. */
-export async function execInto(engine: Engine, container: string, cmd: string[], sink: NodeJS.WritableStream, opts: { env?: string[] } = {}): Promise<void> {
+export async function execInto(
+  engine: Engine,
+  container: string,
+  cmd: string[],
+  sink: NodeJS.WritableStream,
+  opts: { env?: string[] } = {},
+): Promise<void> {
   const h = await execStream(engine, container, cmd, opts);
   const [, r] = await Promise.all([pipeline(h.stdout, sink as import('node:stream').Writable), h.done]);
-  if (r.code !== 0) throw new Error(`${cmd[0]} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `${cmd[0]} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500)}`,
+    );
 }
 
 /**
@@ -153,7 +180,11 @@ export async function execInto(engine: Engine, container: string, cmd: string[],
  * the source while stdout's reader is behind. The modem's own demuxer writes regardless of
  * backpressure, so a dump faster than its consumer (gzip + encryption) piled up in memory.
  */
-function demuxWithBackpressure(src: import('node:stream').Duplex, out: PassThrough, err: PassThrough): () => void {
+function demuxWithBackpressure(
+  src: import('node:stream').Duplex,
+  out: PassThrough,
+  err: PassThrough,
+): () => void {
   let buf: Buffer = Buffer.alloc(0);
   let waiting = false;
   let discarding = false;

@@ -80,10 +80,15 @@ export function dbSecrets(env: Env, r: AppDatabaseTable): Secrets {
   return JSON.parse(env.sealer.open(r.password_sealed, dbBinding(r.id))) as Secrets;
 }
 
-export function connectionUrl(r: Pick<AppDatabaseTable, 'engine' | 'username' | 'host' | 'port' | 'name'>, password: string): string {
+export function connectionUrl(
+  r: Pick<AppDatabaseTable, 'engine' | 'username' | 'host' | 'port' | 'name'>,
+  password: string,
+): string {
   const pw = encodeURIComponent(password);
-  if (r.engine === 'postgres') return `postgres://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
-  if (r.engine === 'mariadb') return `mysql://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
+  if (r.engine === 'postgres')
+    return `postgres://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
+  if (r.engine === 'mariadb')
+    return `mysql://${encodeURIComponent(r.username)}:${pw}@${r.host}:${r.port}/${r.name}`;
   return `redis://default:${pw}@${r.host}:${r.port}/0`;
 }
 
@@ -94,15 +99,30 @@ export interface CreateInput {
 }
 
 /** Validates, reserves the row and the env var, and starts provisioning in the background. */
-export async function createDatabase(env: Env, app: App, input: CreateInput, background: (p: Promise<unknown>) => void): Promise<DatabaseView> {
+export async function createDatabase(
+  env: Env,
+  app: App,
+  input: CreateInput,
+  background: (p: Promise<unknown>) => void,
+): Promise<DatabaseView> {
   if (!DB_ENGINES.includes(input.engine as DbEngine))
-    throw badRequest(`Unknown engine "${String(input.engine).slice(0, 40)}"; one of ${DB_ENGINES.join(', ')}`, [{ field: 'engine', message: 'not in the catalog' }]);
+    throw badRequest(
+      `Unknown engine "${String(input.engine).slice(0, 40)}"; one of ${DB_ENGINES.join(', ')}`,
+      [{ field: 'engine', message: 'not in the catalog' }],
+    );
   const spec = CATALOG[input.engine as DbEngine];
   const version = input.version ?? spec.default_version;
   if (!spec.versions.includes(version))
-    throw badRequest(`Version "${version.slice(0, 40)}" of ${spec.engine} is not in the catalog; one of ${spec.versions.join(', ')}`, [{ field: 'version', message: 'not in the catalog' }]);
+    throw badRequest(
+      `Version "${version.slice(0, 40)}" of ${spec.engine} is not in the catalog; one of ${spec.versions.join(', ')}`,
+      [{ field: 'version', message: 'not in the catalog' }],
+    );
   const envVar = input.env_var ?? spec.defaultEnvVar;
-  if (!ENV_VAR.test(envVar)) throw badRequest('env_var must be a valid variable name (letters, digits, underscore; not starting with a digit)', [{ field: 'env_var', message: 'not an identifier' }]);
+  if (!ENV_VAR.test(envVar))
+    throw badRequest(
+      'env_var must be a valid variable name (letters, digits, underscore; not starting with a digit)',
+      [{ field: 'env_var', message: 'not an identifier' }],
+    );
   requireSealer(env.sealer);
   const id = newId(env.now());
   const short = id.slice(-8);
@@ -126,12 +146,22 @@ export async function createDatabase(env: Env, app: App, input: CreateInput, bac
     created_at: new Date(env.now()).toISOString(),
   };
   await env.db.transaction().execute(async (tx) => {
-    const taken = await tx.selectFrom('app_env').select('key').where('app_id', '=', app.id).where('key', '=', envVar).executeTakeFirst();
+    const taken = await tx
+      .selectFrom('app_env')
+      .select('key')
+      .where('app_id', '=', app.id)
+      .where('key', '=', envVar)
+      .executeTakeFirst();
     if (taken) throw conflict(`The app already has an env var "${envVar}"; pick another env_var`);
     await tx.insertInto('app_databases').values(row).execute();
     await tx
       .insertInto('app_env')
-      .values({ app_id: app.id, key: envVar, secret: 1, sealed: env.sealer.seal(connectionUrl(row, secrets.password), envBinding(app.id, envVar)) })
+      .values({
+        app_id: app.id,
+        key: envVar,
+        secret: 1,
+        sealed: env.sealer.seal(connectionUrl(row, secrets.password), envBinding(app.id, envVar)),
+      })
       .execute();
   });
   background(provision(env, app, row, secrets));
@@ -147,22 +177,39 @@ async function ensureImage(engine: Engine, ref: string): Promise<void> {
       if (!isNotFound(e)) throw e;
     }
     const stream = await engine.docker.pull(ref);
-    await new Promise<void>((resolve, reject) => engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
+    );
   });
 }
 
-function containerSpec(row: AppDatabaseTable, secrets: Secrets): { Env: string[]; Cmd?: string[]; Healthcheck: object } {
+function containerSpec(
+  row: AppDatabaseTable,
+  secrets: Secrets,
+): { Env: string[]; Cmd?: string[]; Healthcheck: object } {
   const hc = { Interval: 2e9, Timeout: 5e9, Retries: 60, StartPeriod: 120e9 };
   if (row.engine === 'postgres') {
     return {
-      Env: [`POSTGRES_USER=${row.username}`, `POSTGRES_PASSWORD=${secrets.password}`, `POSTGRES_DB=${row.name}`],
+      Env: [
+        `POSTGRES_USER=${row.username}`,
+        `POSTGRES_PASSWORD=${secrets.password}`,
+        `POSTGRES_DB=${row.name}`,
+      ],
       // Over TCP: the entry point's initialisation server listens on the socket only.
-      Healthcheck: { Test: ['CMD', 'pg_isready', '-h', '127.0.0.1', '-U', row.username, '-d', row.name], ...hc },
+      Healthcheck: {
+        Test: ['CMD', 'pg_isready', '-h', '127.0.0.1', '-U', row.username, '-d', row.name],
+        ...hc,
+      },
     };
   }
   if (row.engine === 'mariadb') {
     return {
-      Env: [`MARIADB_ROOT_PASSWORD=${secrets.root}`, `MARIADB_USER=${row.username}`, `MARIADB_PASSWORD=${secrets.password}`, `MARIADB_DATABASE=${row.name}`],
+      Env: [
+        `MARIADB_ROOT_PASSWORD=${secrets.root}`,
+        `MARIADB_USER=${row.username}`,
+        `MARIADB_PASSWORD=${secrets.password}`,
+        `MARIADB_DATABASE=${row.name}`,
+      ],
       Healthcheck: { Test: ['CMD', 'healthcheck.sh', '--connect', '--innodb_initialized'], ...hc },
     };
   }
@@ -170,19 +217,32 @@ function containerSpec(row: AppDatabaseTable, secrets: Secrets): { Env: string[]
     Env: [`REDIS_PASSWORD=${secrets.password}`],
     Cmd: ['redis-server', '--requirepass', secrets.password, '--appendonly', 'no', '--save', '60', '1'],
     // A constant script: the password comes from the container's environment.
-    Healthcheck: { Test: ['CMD-SHELL', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG'], ...hc },
+    Healthcheck: {
+      Test: ['CMD-SHELL', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG'],
+      ...hc,
+    },
   };
 }
 
 export async function ensureAppNetwork(engine: Engine, appName: string): Promise<string> {
   const name = networkName(appName);
   // The same network the app's default compose network becomes: a deploy reuses it.
-  await ensureNetworks(engine, { app: appName, networks: [{ key: 'default', name, internal: false, labels: {} }], volumes: [], services: [] } as unknown as StackPlan);
+  await ensureNetworks(engine, {
+    app: appName,
+    networks: [{ key: 'default', name, internal: false, labels: {} }],
+    volumes: [],
+    services: [],
+  } as unknown as StackPlan);
   return name;
 }
 
 /** Creates and starts the container of a database row; used by provisioning and by restores. */
-export async function createDbContainer(env: Env, appName: string, row: AppDatabaseTable, secrets: Secrets): Promise<string> {
+export async function createDbContainer(
+  env: Env,
+  appName: string,
+  row: AppDatabaseTable,
+  secrets: Secrets,
+): Promise<string> {
   const spec = CATALOG[row.engine as DbEngine];
   const image = mappedImage(env.config, spec.images[row.version]!);
   await ensureImage(env.engine, image);
@@ -190,12 +250,18 @@ export async function createDbContainer(env: Env, appName: string, row: AppDatab
   return guard(env.engine, async () => {
     try {
       const v = await env.engine.docker.getVolume(row.volume).inspect();
-      if (!isOwned(env.engine, 'volume', v.Name, v.Labels)) throw new EngineConflictError(`volume "${row.volume}" exists but was not made by this control plane`);
+      if (!isOwned(env.engine, 'volume', v.Name, v.Labels))
+        throw new EngineConflictError(`volume "${row.volume}" exists but was not made by this control plane`);
     } catch (e) {
       if (!isNotFound(e)) throw e;
       await env.engine.docker.createVolume({
         Name: row.volume,
-        Labels: { ...ownerLabels(env.engine), [LABEL_APP]: appName, [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length), [LABEL_DATABASE]: row.id },
+        Labels: {
+          ...ownerLabels(env.engine),
+          [LABEL_APP]: appName,
+          [LABEL_VOLUME]: row.volume.slice(`svc-${appName}_`.length),
+          [LABEL_DATABASE]: row.id,
+        },
       });
     }
     const c = containerSpec(row, secrets);
@@ -228,7 +294,8 @@ export async function waitHealthy(engine: Engine, container: string, timeoutMs =
     const info = await guard(engine, () => engine.docker.getContainer(container).inspect());
     const health = info.State?.Health?.Status;
     if (health === 'healthy') return;
-    if (!info.State?.Running && !info.State?.Restarting) throw new Error(`the database container exited (code ${info.State?.ExitCode})`);
+    if (!info.State?.Running && !info.State?.Restarting)
+      throw new Error(`the database container exited (code ${info.State?.ExitCode})`);
     if (health === 'unhealthy') throw new Error('the database container is unhealthy');
     if (Date.now() > until) throw new Error('the database did not become healthy in time');
     await new Promise((r) => setTimeout(r, 500));
@@ -239,7 +306,11 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
   try {
     await createDbContainer(env, app.name, row, secrets);
     await waitHealthy(env.engine, row.container);
-    await env.db.updateTable('app_databases').set({ status: 'ready', error: null }).where('id', '=', row.id).execute();
+    await env.db
+      .updateTable('app_databases')
+      .set({ status: 'ready', error: null })
+      .where('id', '=', row.id)
+      .execute();
     env.bus.publish('apps', { type: 'database', app_id: app.id, database_id: row.id, status: 'ready' });
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
@@ -256,11 +327,20 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
 
 /** Provisioning that the process died during cannot finish: say so. */
 export async function recoverDatabases(env: Env): Promise<void> {
-  await env.db.updateTable('app_databases').set({ status: 'error', error: 'interrupted: the control plane stopped while provisioning' }).where('status', '=', 'provisioning').execute();
+  await env.db
+    .updateTable('app_databases')
+    .set({ status: 'error', error: 'interrupted: the control plane stopped while provisioning' })
+    .where('status', '=', 'provisioning')
+    .execute();
 }
 
 export async function getDatabaseRow(env: Env, appId: string, id: string): Promise<AppDatabaseTable> {
-  const r = await env.db.selectFrom('app_databases').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  const r = await env.db
+    .selectFrom('app_databases')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!r) throw notFound('No such database');
   return r;
 }
@@ -274,7 +354,11 @@ async function volumeSizes(engine: Engine): Promise<Map<string, number>> {
   }
 }
 
-export async function listDatabases(env: Env, appId: string | null, withSizes: boolean): Promise<DatabaseView[]> {
+export async function listDatabases(
+  env: Env,
+  appId: string | null,
+  withSizes: boolean,
+): Promise<DatabaseView[]> {
   let q = env.db.selectFrom('app_databases').selectAll().orderBy('created_at');
   if (appId) q = q.where('app_id', '=', appId);
   const rows = await q.execute();
@@ -286,14 +370,20 @@ export async function listDatabases(env: Env, appId: string | null, withSizes: b
 }
 
 /** Removes the container, the volume unless kept, the env var it set, and the row. */
-export async function deleteDatabase(env: Env, appId: string, id: string, keepData: boolean): Promise<{ kept_volume: string | null }> {
+export async function deleteDatabase(
+  env: Env,
+  appId: string,
+  id: string,
+  keepData: boolean,
+): Promise<{ kept_volume: string | null }> {
   const row = await getDatabaseRow(env, appId, id);
   await removeOwnedContainer(env.engine, row.container);
   if (!keepData) {
     await guard(env.engine, async () => {
       try {
         const v = await env.engine.docker.getVolume(row.volume).inspect();
-        if (isOwned(env.engine, 'volume', v.Name, v.Labels)) await env.engine.docker.getVolume(row.volume).remove();
+        if (isOwned(env.engine, 'volume', v.Name, v.Labels))
+          await env.engine.docker.getVolume(row.volume).remove();
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

@@ -27,7 +27,8 @@ export class DatabaseError extends Error {
   }
 }
 
-const LEFT_AS_IS = 'it was left as it is: restore it from a backup, or move it away to start with an empty one';
+const LEFT_AS_IS =
+  'it was left as it is: restore it from a backup, or move it away to start with an empty one';
 
 /** Opens `<dataDir>/svc.db` (or `:memory:`), with WAL, a busy timeout and foreign keys on. */
 export function openDb(dataDir: string | ':memory:'): Db {
@@ -47,7 +48,10 @@ export function openDb(dataDir: string | ':memory:'): Db {
     raw.pragma('journal_mode = WAL');
   } catch (e) {
     raw.close();
-    throw new DatabaseError(`the database ${file} cannot be opened (${(e as Error).message}); ${LEFT_AS_IS}`, { cause: e });
+    throw new DatabaseError(
+      `the database ${file} cannot be opened (${(e as Error).message}); ${LEFT_AS_IS}`,
+      { cause: e },
+    );
   }
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
@@ -58,7 +62,10 @@ export function openDb(dataDir: string | ':memory:'): Db {
   return db;
 }
 
-const rawHandles = new WeakMap<object, { raw: BetterSqlite3.Database; hot: Map<string, BetterSqlite3.Statement> }>();
+const rawHandles = new WeakMap<
+  object,
+  { raw: BetterSqlite3.Database; hot: Map<string, BetterSqlite3.Statement> }
+>();
 
 /**
  * A cached prepared statement on the same connection, for the few per-request hot paths (health
@@ -120,8 +127,16 @@ export async function migrate(db: Db): Promise<void> {
   const reason = error instanceof Error ? error.message : String(error);
   const failed = results?.find((r) => r.status === 'Error')?.migrationName;
   const newer = /previously executed migration (\S+) is missing/.exec(reason);
-  if (failed) throw new DatabaseError(`migration ${failed} of ${where} failed, and every migration of this boot was rolled back (${reason}); ${LEFT_AS_IS}`, { cause: error });
-  if (newer) throw new DatabaseError(`${where} was written by a newer version of svc (its migration ${newer[1]} is unknown to this one); ${LEFT_AS_IS}`, { cause: error });
+  if (failed)
+    throw new DatabaseError(
+      `migration ${failed} of ${where} failed, and every migration of this boot was rolled back (${reason}); ${LEFT_AS_IS}`,
+      { cause: error },
+    );
+  if (newer)
+    throw new DatabaseError(
+      `${where} was written by a newer version of svc (its migration ${newer[1]} is unknown to this one); ${LEFT_AS_IS}`,
+      { cause: error },
+    );
   throw new DatabaseError(`${where} cannot be migrated (${reason}); ${LEFT_AS_IS}`, { cause: error });
 }
 

@@ -2,7 +2,17 @@
 // some first writes a consistent copy of it (SQLite's online backup) beside it, named for the
 // version that wrote it; `svc rollback-upgrade` puts the newest such copy back, so the previous
 // version can run again. The version that last opened the database is kept in `svc.version`.
-import { chmodSync, copyFileSync, existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { MigrationProvider } from 'kysely';
 import { Migrator } from './kysely.js';
@@ -25,7 +35,10 @@ export interface UpgradeSnapshot {
 /** The migrations this build would apply, oldest first, and whether any ran before. */
 export async function migrationState(db: Db): Promise<{ pending: string[]; applied: string[] }> {
   const infos = await new Migrator({ db, provider }).getMigrations();
-  return { pending: infos.filter((m) => !m.executedAt).map((m) => m.name), applied: infos.filter((m) => m.executedAt).map((m) => m.name) };
+  return {
+    pending: infos.filter((m) => !m.executedAt).map((m) => m.name),
+    applied: infos.filter((m) => m.executedAt).map((m) => m.name),
+  };
 }
 
 /** The version recorded by the last start that migrated the database (null: none recorded). */
@@ -50,7 +63,9 @@ export function recordVersion(dataDir: string, version: string): void {
 export async function snapshotBeforeUpgrade(db: Db, dataDir: string): Promise<UpgradeSnapshot | null> {
   const { pending, applied } = await migrationState(db);
   if (pending.length === 0 || applied.length === 0) return null;
-  const fromVersion = recordedVersion(dataDir) ?? `migration-${applied[applied.length - 1]!.replace(/[^A-Za-z0-9._+-]/g, '_').slice(0, 50)}`;
+  const fromVersion =
+    recordedVersion(dataDir) ??
+    `migration-${applied[applied.length - 1]!.replace(/[^A-Za-z0-9._+-]/g, '_').slice(0, 50)}`;
   const file = join(dataDir, `pre-upgrade-${fromVersion}.db`);
   const partial = `${file}.partial`;
   // The online backup API copies a consistent state page by page, WAL included.
@@ -72,7 +87,8 @@ export function snapshots(dataDir: string): Array<{ file: string; fromVersion: s
   const out = [];
   for (const name of existsSync(dataDir) ? readdirSync(dataDir) : []) {
     const m = SNAPSHOT.exec(name);
-    if (m) out.push({ file: join(dataDir, name), fromVersion: m[1]!, at: statSync(join(dataDir, name)).mtimeMs });
+    if (m)
+      out.push({ file: join(dataDir, name), fromVersion: m[1]!, at: statSync(join(dataDir, name)).mtimeMs });
   }
   return out.sort((a, b) => b.at - a.at);
 }
@@ -83,11 +99,13 @@ export function snapshots(dataDir: string): Array<{ file: string; fromVersion: s
  */
 export function rollbackUpgrade(dataDir: string, now = Date.now()): Rollback {
   const snap = snapshots(dataDir)[0];
-  if (!snap) throw new Error(`no pre-upgrade copy (pre-upgrade-<version>.db) in ${dataDir}: nothing to roll back to`);
+  if (!snap)
+    throw new Error(`no pre-upgrade copy (pre-upgrade-<version>.db) in ${dataDir}: nothing to roll back to`);
   const db = join(dataDir, 'svc.db');
   const stamp = new Date(now).toISOString().replace(/[:.]/g, '-');
   const keptAs = `${db}.upgraded-${stamp}`;
-  for (const suffix of ['', '-wal', '-shm']) if (existsSync(db + suffix)) renameSync(db + suffix, keptAs + suffix);
+  for (const suffix of ['', '-wal', '-shm'])
+    if (existsSync(db + suffix)) renameSync(db + suffix, keptAs + suffix);
   copyFileSync(snap.file, db);
   chmodSync(db, 0o600);
   recordVersion(dataDir, snap.fromVersion);

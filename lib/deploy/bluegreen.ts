@@ -78,14 +78,17 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
       for (const dep of svc.dependsOn) {
         const peer = created.find((c) => c.service === dep.service);
         if (!peer) continue;
-        if (dep.condition !== 'service_started') log(`${svc.name}: waiting for the new ${dep.service} (${dep.condition})`);
+        if (dep.condition !== 'service_started')
+          log(`${svc.name}: waiting for the new ${dep.service} (${dep.condition})`);
         await waitForCondition(engine, peer.id, dep.condition, { timeoutMs: opts.gate.timeoutMs, signal });
       }
       const mine = old.filter((c) => c.service === svc.name);
       const inPlace = svc.publishesFixedHostPort;
       if (inPlace) {
         const running = mine.filter((c) => c.state === 'running' || c.state === 'restarting');
-        log(`${svc.name}: publishes a fixed host port, so it cannot run twice: replacing it stop-then-start (brief interruption)`);
+        log(
+          `${svc.name}: publishes a fixed host port, so it cannot run twice: replacing it stop-then-start (brief interruption)`,
+        );
         for (const c of running) {
           await stopContainer(engine, c.id);
           stoppedOld.push(c);
@@ -98,8 +101,15 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
         image: opts.images[svc.name],
         ...(aliasable && !inPlace && mine.length ? { aliases: [] } : {}),
       });
-      created.push({ service: svc.name, id: c.id, name: c.name, movesAlias: aliasable && !inPlace && mine.length > 0 });
-      log(`${svc.name}: created ${c.name}${aliasable && !inPlace && mine.length ? ' next to the running one' : ''}`);
+      created.push({
+        service: svc.name,
+        id: c.id,
+        name: c.name,
+        movesAlias: aliasable && !inPlace && mine.length > 0,
+      });
+      log(
+        `${svc.name}: created ${c.name}${aliasable && !inPlace && mine.length ? ' next to the running one' : ''}`,
+      );
       signal?.throwIfAborted();
       await startContainer(engine, c.id);
       log(`${svc.name}: started ${c.name}`);
@@ -108,7 +118,13 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
     for (const c of created) {
       signal?.throwIfAborted();
       const s = opts.settings.get(c.service) ?? { port: null, health_path: null };
-      const how = await healthGate(engine, c.id, c.service, { ...opts.gate, port: s.port, healthPath: s.health_path, signal, log });
+      const how = await healthGate(engine, c.id, c.service, {
+        ...opts.gate,
+        port: s.port,
+        healthPath: s.health_path,
+        signal,
+        log,
+      });
       log(`${c.service}: ${c.name} is ready (${how})`);
     }
     signal?.throwIfAborted();
@@ -171,25 +187,38 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
  * allows a fixed address only on networks with a configured subnet (ours have one); elsewhere
  * the container just leaves the network. Returns true when the address was kept.
  */
-async function dropAliasKeepAddress(engine: Engine, c: AppContainer, net: string, log: (line: string) => void): Promise<boolean> {
+async function dropAliasKeepAddress(
+  engine: Engine,
+  c: AppContainer,
+  net: string,
+  log: (line: string) => void,
+): Promise<boolean> {
   const detach = () =>
-    guard(engine, () => engine.docker.getNetwork(net).disconnect({ Container: c.id, Force: true })).catch((e) => {
-      if (!isNotFound(e)) log(`${c.service}: could not detach ${c.name} from ${net}: ${(e as Error).message}`);
-    });
+    guard(engine, () => engine.docker.getNetwork(net).disconnect({ Container: c.id, Force: true })).catch(
+      (e) => {
+        if (!isNotFound(e))
+          log(`${c.service}: could not detach ${c.name} from ${net}: ${(e as Error).message}`);
+      },
+    );
   let ip = '';
   let configured = false;
   try {
     const info = await engine.docker.getContainer(c.id).inspect();
     ip = info.NetworkSettings?.Networks?.[net]?.IPAddress ?? '';
     const netInfo = await engine.docker.getNetwork(net).inspect();
-    configured = (netInfo.IPAM?.Config ?? []).some((x: { Subnet?: string }) => !!x.Subnet) && isOwned(engine, 'network', netInfo.Id, netInfo.Labels) && !!netInfo.Labels?.[LABEL_APP];
+    configured =
+      (netInfo.IPAM?.Config ?? []).some((x: { Subnet?: string }) => !!x.Subnet) &&
+      isOwned(engine, 'network', netInfo.Id, netInfo.Labels) &&
+      !!netInfo.Labels?.[LABEL_APP];
   } catch {
     /* gone already */
   }
   await detach();
   if (!ip || !configured) return false;
   try {
-    await engine.docker.getNetwork(net).connect({ Container: c.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip }, Aliases: [] } });
+    await engine.docker
+      .getNetwork(net)
+      .connect({ Container: c.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip }, Aliases: [] } });
     return true;
   } catch (e) {
     log(`${c.service}: ${c.name} left ${net} without a drain period: ${(e as Error).message}`);

@@ -25,27 +25,46 @@ export type ResolvedBuild =
 
 function composeErrors(d: Detection): string | null {
   const errors = d.findings.filter((f) => f.level === 'error');
-  return errors.length ? errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ') : null;
+  return errors.length
+    ? errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ')
+    : null;
 }
 
 /**
  * What the app's `source.build` makes of this checkout. Unset: the compose file, else the root
  * Dockerfile, else a generated build (`auto`). Throws a StackError with the reason otherwise.
  */
-export async function resolveBuild(dir: string, src: GitSource, env: Record<string, string>): Promise<ResolvedBuild> {
+export async function resolveBuild(
+  dir: string,
+  src: GitSource,
+  env: Record<string, string>,
+): Promise<ResolvedBuild> {
   const b: BuildSetting | undefined = src.build;
   if (b?.type === 'auto') return { kind: 'generated', setting: 'auto', override: undefined };
   if (b?.type === 'stack') return { kind: 'generated', setting: 'stack', override: b };
-  if (b?.type === 'dockerfile') return { kind: 'dockerfile', spec: { kind: 'dockerfile', path: b.path ?? 'Dockerfile' } };
+  if (b?.type === 'dockerfile')
+    return { kind: 'dockerfile', spec: { kind: 'dockerfile', path: b.path ?? 'Dockerfile' } };
   const composePath = b?.type === 'compose' ? (b.path ?? src.compose_path) : src.compose_path;
   const detected = await detectCompose(dir, { composePath, env });
   if (detected.compose_path) {
     const errors = composeErrors(detected);
     if (errors) throw new StackError(`the repository cannot be deployed: ${errors}`);
-    return { kind: 'compose', spec: { kind: 'compose', path: detected.compose_path, text: await readComposeFile(dir, detected.compose_path) }, services: detected.services };
+    return {
+      kind: 'compose',
+      spec: {
+        kind: 'compose',
+        path: detected.compose_path,
+        text: await readComposeFile(dir, detected.compose_path),
+      },
+      services: detected.services,
+    };
   }
-  if (b?.type === 'compose') throw new StackError(`the build is set to a compose file, and the repository has none (looked for ${COMPOSE_FILES.join(', ')})`);
-  if (detected.dockerfile) return { kind: 'dockerfile', spec: { kind: 'dockerfile', path: detected.dockerfile } };
+  if (b?.type === 'compose')
+    throw new StackError(
+      `the build is set to a compose file, and the repository has none (looked for ${COMPOSE_FILES.join(', ')})`,
+    );
+  if (detected.dockerfile)
+    return { kind: 'dockerfile', spec: { kind: 'dockerfile', path: detected.dockerfile } };
   return { kind: 'generated', setting: 'auto', override: undefined };
 }
 
@@ -58,7 +77,10 @@ export async function generatePlan(dir: string, override: StackOverride | undefi
     if (e instanceof PlanError) throw new StackError(`the build plan is refused: ${e.message}`);
     throw e;
   }
-  if (!isPlan(r)) throw new StackError(`nothing to build: ${r.message} (looked for ${r.looked_for.join(', ')}; or add a Dockerfile or a compose file)`);
+  if (!isPlan(r))
+    throw new StackError(
+      `nothing to build: ${r.message} (looked for ${r.looked_for.join(', ')}; or add a Dockerfile or a compose file)`,
+    );
   return r;
 }
 
@@ -92,7 +114,10 @@ const PREVIEW_MAX_BYTES = 256 * 1024 * 1024;
  * compose file (no plan is generated for those).
  */
 export async function previewBuildPlan(env: Env, app: App, ref: string | undefined): Promise<Plan> {
-  if (app.source.type !== 'git') throw badRequest(`Only a git app is built from source (this app's source is ${app.source.type})`, [{ field: 'source.type', message: 'not git' }]);
+  if (app.source.type !== 'git')
+    throw badRequest(`Only a git app is built from source (this app's source is ${app.source.type})`, [
+      { field: 'source.type', message: 'not git' },
+    ]);
   const src = app.source;
   const want = ref ?? src.branch;
   const v = checkRef(want);
@@ -101,23 +126,45 @@ export async function previewBuildPlan(env: Env, app: App, ref: string | undefin
   const appEnv = await resolveEnv(env.db, env.sealer, app.id).catch(() => ({}));
   try {
     return await gitAuth(app, (gitEnv) =>
-      withTempClone({ url: src.repo_url, ref: want, timeoutMs: PREVIEW_TIMEOUT_MS, maxBytes: PREVIEW_MAX_BYTES, env: gitEnv }, async (dir) => {
-        const resolved = await resolveBuild(dir, src, appEnv);
-        if (resolved.kind !== 'generated') {
-          const what = resolved.kind === 'compose' ? `its compose file ${resolved.spec.path}` : `its Dockerfile ${resolved.spec.path}`;
-          throw conflict(`A deploy of ${want} builds ${what}; a plan is generated only for builds of type auto or stack`);
-        }
-        let r;
-        try {
-          r = await detect(diskFiles(dir), resolved.override);
-        } catch (e) {
-          if (e instanceof PlanError)
-            throw badRequest(`The build plan is refused: ${e.message}`, [{ field: e.file === '(override)' ? `source.build.${e.field}` : e.file, message: `${e.field} ${e.reason}` }]);
-          throw e;
-        }
-        if (!isPlan(r)) throw new HttpError('not_detectable', `Nothing to build at ${want}: ${r.message}`, [{ message: `looked for ${r.looked_for.join(', ')}`, looked_for: r.looked_for }]);
-        return r;
-      }),
+      withTempClone(
+        {
+          url: src.repo_url,
+          ref: want,
+          timeoutMs: PREVIEW_TIMEOUT_MS,
+          maxBytes: PREVIEW_MAX_BYTES,
+          env: gitEnv,
+        },
+        async (dir) => {
+          const resolved = await resolveBuild(dir, src, appEnv);
+          if (resolved.kind !== 'generated') {
+            const what =
+              resolved.kind === 'compose'
+                ? `its compose file ${resolved.spec.path}`
+                : `its Dockerfile ${resolved.spec.path}`;
+            throw conflict(
+              `A deploy of ${want} builds ${what}; a plan is generated only for builds of type auto or stack`,
+            );
+          }
+          let r;
+          try {
+            r = await detect(diskFiles(dir), resolved.override);
+          } catch (e) {
+            if (e instanceof PlanError)
+              throw badRequest(`The build plan is refused: ${e.message}`, [
+                {
+                  field: e.file === '(override)' ? `source.build.${e.field}` : e.file,
+                  message: `${e.field} ${e.reason}`,
+                },
+              ]);
+            throw e;
+          }
+          if (!isPlan(r))
+            throw new HttpError('not_detectable', `Nothing to build at ${want}: ${r.message}`, [
+              { message: `looked for ${r.looked_for.join(', ')}`, looked_for: r.looked_for },
+            ]);
+          return r;
+        },
+      ),
     );
   } catch (e) {
     if (e instanceof StackError) throw badRequest(e.message, [{ field: 'source.build', message: e.message }]);

@@ -59,25 +59,44 @@ function ownImage(engine: Engine): Promise<string | null> {
   return selfImage;
 }
 
-export async function healthGate(engine: Engine, containerId: string, service: string, opts: GateOptions): Promise<string> {
+export async function healthGate(
+  engine: Engine,
+  containerId: string,
+  service: string,
+  opts: GateOptions,
+): Promise<string> {
   const info = await guard(engine, () => engine.docker.getContainer(containerId).inspect());
   const test = info.Config.Healthcheck?.Test;
   if (test && test.length && test[0] !== 'NONE') {
     opts.log(`${service}: waiting for its healthcheck to pass`);
-    await waitForCondition(engine, containerId, 'service_healthy', { timeoutMs: opts.timeoutMs, signal: opts.signal, pollMs: 250 });
+    await waitForCondition(engine, containerId, 'service_healthy', {
+      timeoutMs: opts.timeoutMs,
+      signal: opts.signal,
+      pollMs: 250,
+    });
     return 'healthcheck passed';
   }
   if (opts.healthPath) {
     const port = opts.port ?? firstTcpPort(info.Config.ExposedPorts);
-    if (!port) throw new StackError(`${service}: health_path ${opts.healthPath} is set but the service has no port (set one, or EXPOSE it)`, service);
+    if (!port)
+      throw new StackError(
+        `${service}: health_path ${opts.healthPath} is set but the service has no port (set one, or EXPOSE it)`,
+        service,
+      );
     opts.log(`${service}: probing GET ${opts.healthPath} on port ${port}`);
     const image = opts.probe === 'host' ? null : (opts.probeImage ?? (await ownImage(engine)));
-    if (opts.probe === 'container' && !image) throw new StackError(`${service}: no probe image (the control plane is not a container of this engine)`, service);
+    if (opts.probe === 'container' && !image)
+      throw new StackError(
+        `${service}: no probe image (the control plane is not a container of this engine)`,
+        service,
+      );
     if (image) await probeFromContainer(engine, containerId, service, port, opts.healthPath, image, opts);
     else await probeFromHost(engine, containerId, service, port, opts.healthPath, opts);
     return `GET ${opts.healthPath} answered`;
   }
-  opts.log(`${service}: no healthcheck and no health_path: waiting ${Math.round(opts.settleMs / 100) / 10} s for it to stay up`);
+  opts.log(
+    `${service}: no healthcheck and no health_path: waiting ${Math.round(opts.settleMs / 100) / 10} s for it to stay up`,
+  );
   await settle(engine, containerId, service, opts);
   return 'stayed up';
 }
@@ -90,11 +109,20 @@ function firstTcpPort(exposed: Record<string, unknown> | undefined): number | nu
   return null;
 }
 
-async function assertAlive(engine: Engine, id: string, service: string): Promise<import('dockerode').ContainerInspectInfo> {
+async function assertAlive(
+  engine: Engine,
+  id: string,
+  service: string,
+): Promise<import('dockerode').ContainerInspectInfo> {
   const info = await guard(engine, () => engine.docker.getContainer(id).inspect());
   const st = info.State;
-  if (st.Status === 'exited' || st.Status === 'dead') throw new StackError(`${service}: the new container exited with code ${st.ExitCode}${st.Error ? `: ${st.Error}` : ''}`, service);
-  if (st.Restarting) throw new StackError(`${service}: the new container is restarting (crash loop)`, service);
+  if (st.Status === 'exited' || st.Status === 'dead')
+    throw new StackError(
+      `${service}: the new container exited with code ${st.ExitCode}${st.Error ? `: ${st.Error}` : ''}`,
+      service,
+    );
+  if (st.Restarting)
+    throw new StackError(`${service}: the new container is restarting (crash loop)`, service);
   return info;
 }
 
@@ -104,11 +132,19 @@ async function settle(engine: Engine, id: string, service: string, opts: GateOpt
   while (Date.now() < end) {
     await sleep(Math.min(250, Math.max(10, end - Date.now())), opts.signal);
     const now = await assertAlive(engine, id, service);
-    if (now.RestartCount !== first.RestartCount || now.State.StartedAt !== first.State.StartedAt) throw new StackError(`${service}: the new container restarted while settling`, service);
+    if (now.RestartCount !== first.RestartCount || now.State.StartedAt !== first.State.StartedAt)
+      throw new StackError(`${service}: the new container restarted while settling`, service);
   }
 }
 
-async function probeFromHost(engine: Engine, id: string, service: string, port: number, path: string, opts: GateOptions): Promise<void> {
+async function probeFromHost(
+  engine: Engine,
+  id: string,
+  service: string,
+  port: number,
+  path: string,
+  opts: GateOptions,
+): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs;
   let last = 'no answer yet';
   for (;;) {
@@ -119,16 +155,24 @@ async function probeFromHost(engine: Engine, id: string, service: string, port: 
       .find((a) => !!a);
     if (ip) {
       try {
-        const res = await fetch(`http://${ip}:${port}${path}`, { signal: AbortSignal.any([AbortSignal.timeout(3000), ...(opts.signal ? [opts.signal] : [])]), redirect: 'manual' });
+        const res = await fetch(`http://${ip}:${port}${path}`, {
+          signal: AbortSignal.any([AbortSignal.timeout(3000), ...(opts.signal ? [opts.signal] : [])]),
+          redirect: 'manual',
+        });
         await res.body?.cancel().catch(() => {});
         if (res.status < 400) return;
         last = `HTTP ${res.status}`;
       } catch (e) {
         opts.signal?.throwIfAborted();
-        last = (e as { cause?: { code?: string } }).cause?.code ?? (e instanceof Error ? e.message : String(e));
+        last =
+          (e as { cause?: { code?: string } }).cause?.code ?? (e instanceof Error ? e.message : String(e));
       }
     } else last = 'the container has no address on its network';
-    if (Date.now() > deadline) throw new StackError(`${service}: GET ${path} on port ${port} did not succeed within ${Math.round(opts.timeoutMs / 1000)} s (last: ${last})`, service);
+    if (Date.now() > deadline)
+      throw new StackError(
+        `${service}: GET ${path} on port ${port} did not succeed within ${Math.round(opts.timeoutMs / 1000)} s (last: ${last})`,
+        service,
+      );
     await sleep(250, opts.signal);
   }
 }
@@ -151,7 +195,15 @@ let last = 'no answer yet';
 })();
 `;
 
-async function probeFromContainer(engine: Engine, id: string, service: string, port: number, path: string, image: string, opts: GateOptions): Promise<void> {
+async function probeFromContainer(
+  engine: Engine,
+  id: string,
+  service: string,
+  port: number,
+  path: string,
+  image: string,
+  opts: GateOptions,
+): Promise<void> {
   const probe = await guard(engine, () =>
     engine.docker.createContainer({
       Image: image,
@@ -168,9 +220,14 @@ async function probeFromContainer(engine: Engine, id: string, service: string, p
     const result = (await guard(engine, () => probe.wait())) as { StatusCode: number };
     opts.signal?.throwIfAborted();
     if (result.StatusCode !== 0) {
-      const out = (await guard(engine, () => probe.logs({ stdout: true, stderr: false, follow: false }))) as Buffer;
+      const out = (await guard(engine, () =>
+        probe.logs({ stdout: true, stderr: false, follow: false }),
+      )) as Buffer;
       const text = out.subarray(8).toString('utf8').slice(0, 200);
-      throw new StackError(`${service}: GET ${path} on port ${port} did not succeed within ${Math.round(opts.timeoutMs / 1000)} s (last: ${text || 'no answer'})`, service);
+      throw new StackError(
+        `${service}: GET ${path} on port ${port} did not succeed within ${Math.round(opts.timeoutMs / 1000)} s (last: ${text || 'no answer'})`,
+        service,
+      );
     }
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);

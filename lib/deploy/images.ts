@@ -21,7 +21,12 @@ export async function imagesPresent(engine: Engine, images: Record<string, strin
 }
 
 /** Removes the app's built images beyond the newest `keep` deployments; never one in use. */
-export async function pruneImages(engine: Engine, app: string, keep: number, log: (line: string) => void): Promise<string[]> {
+export async function pruneImages(
+  engine: Engine,
+  app: string,
+  keep: number,
+  log: (line: string) => void,
+): Promise<string[]> {
   return guard(engine, async () => {
     const images = await engine.docker.listImages({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]) });
     const inUse = new Set((await listAppContainers(engine, app)).map((c) => c.image));
@@ -48,15 +53,24 @@ export async function pruneImages(engine: Engine, app: string, keep: number, log
         }
       }
     }
-    if (removed.length) log(`pruned ${removed.length} old image${removed.length === 1 ? '' : 's'} (keeping the newest ${keep} deployments)`);
+    if (removed.length)
+      log(
+        `pruned ${removed.length} old image${removed.length === 1 ? '' : 's'} (keeping the newest ${keep} deployments)`,
+      );
     return removed;
   });
 }
 
 /** Removes the images one deployment built (a failed or canceled build). */
-export async function removeDeploymentImages(engine: Engine, app: string, deploymentId: string): Promise<void> {
+export async function removeDeploymentImages(
+  engine: Engine,
+  app: string,
+  deploymentId: string,
+): Promise<void> {
   await guard(engine, async () => {
-    const images = await engine.docker.listImages({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`, `${LABEL_DEPLOYMENT}=${deploymentId}`]) });
+    const images = await engine.docker.listImages({
+      filters: ownedFilter(engine, [`${LABEL_APP}=${app}`, `${LABEL_DEPLOYMENT}=${deploymentId}`]),
+    });
     for (const img of images) {
       if (!isOwned(engine, 'image', img.Id, img.Labels)) continue;
       // By tag, not by id: an identical image tagged for another deployment must survive.

@@ -66,7 +66,13 @@ export class DeployLog {
       stream = 'deploy';
     }
     this.bytes += size;
-    this.pending.push({ deployment_id: this.deploymentId, seq: ++this.seq, at: nowIso(this.now()), stream, line: text });
+    this.pending.push({
+      deployment_id: this.deploymentId,
+      seq: ++this.seq,
+      at: nowIso(this.now()),
+      stream,
+      line: text,
+    });
     if (!this.scheduled) {
       this.scheduled = true;
       // Lines produced in the same tick are written in one insert, then published.

@@ -37,7 +37,8 @@ export function relativeBinds(model: ComposeModel): { source: string; readOnly: 
   const seen = new Map<string, { source: string; readOnly: boolean }>();
   for (const s of Object.values(model.services)) {
     for (const m of s.volumes) {
-      if (m.type === 'bind' && m.relative) seen.set(bindKey(m.source, m.readOnly), { source: m.source, readOnly: m.readOnly });
+      if (m.type === 'bind' && m.relative)
+        seen.set(bindKey(m.source, m.readOnly), { source: m.source, readOnly: m.readOnly });
     }
   }
   return [...seen.values()];
@@ -106,7 +107,11 @@ export async function prepareBinds(opts: PrepareOptions): Promise<BindTable> {
 async function decide(src: string, depDir: string, source: string, readOnly: boolean): Promise<BindSource> {
   const rel = relativeKey(source);
   const real = await resolveInside(src, rel);
-  if (real === null) return { kind: 'refused', reason: `bind source "${showBind(source)}" resolves outside the repository (a symlink?); refused` };
+  if (real === null)
+    return {
+      kind: 'refused',
+      reason: `bind source "${showBind(source)}" resolves outside the repository (a symlink?); refused`,
+    };
   const st = await stat(real).catch(() => null);
   if (readOnly) {
     // The compose CLI creates a missing bind source as a folder; the copy is ours, so do the same.
@@ -114,7 +119,10 @@ async function decide(src: string, depDir: string, source: string, readOnly: boo
       try {
         await mkdir(real, { recursive: true, mode: 0o755 });
       } catch {
-        return { kind: 'refused', reason: `bind source "${showBind(source)}" cannot be created in the repository's copy` };
+        return {
+          kind: 'refused',
+          reason: `bind source "${showBind(source)}" cannot be created in the repository's copy`,
+        };
       }
     }
     return { kind: 'bind', source: real };
@@ -134,13 +142,20 @@ async function decide(src: string, depDir: string, source: string, readOnly: boo
  * that a container on the engine still mounts, so a folder is deleted only once no container
  * can write into it. Also removes working copies moved aside (`.old-*`) on the same terms.
  */
-export async function pruneDeploymentCopies(engine: Engine, workRoot: string, appId: string, keep: number, current: string): Promise<string[]> {
+export async function pruneDeploymentCopies(
+  engine: Engine,
+  workRoot: string,
+  appId: string,
+  keep: number,
+  current: string,
+): Promise<string[]> {
   // Mount sources are real paths: compare with real paths.
   const base = await realpath(appWorkDir(workRoot, appId)).catch(() => null);
   if (!base) return [];
   const inUse: string[] = [];
   await guard(engine, async () => {
-    for (const c of await engine.docker.listContainers({ all: true })) for (const m of c.Mounts ?? []) if (m.Type === 'bind') inUse.push(m.Source);
+    for (const c of await engine.docker.listContainers({ all: true }))
+      for (const m of c.Mounts ?? []) if (m.Type === 'bind') inUse.push(m.Source);
   });
   const mounted = (dir: string) => inUse.some((s) => within(dir, s));
   const removed: string[] = [];
@@ -155,8 +170,10 @@ export async function pruneDeploymentCopies(engine: Engine, workRoot: string, ap
       .reverse()
       .slice(0, keep),
   );
-  for (const d of deps) if (d !== current && !kept.has(d) && !d.startsWith('.tmp-')) candidates.push(join(depsDir, d));
-  for (const n of await readdir(base).catch(() => [] as string[])) if (n.startsWith('.old-')) candidates.push(join(base, n));
+  for (const d of deps)
+    if (d !== current && !kept.has(d) && !d.startsWith('.tmp-')) candidates.push(join(depsDir, d));
+  for (const n of await readdir(base).catch(() => [] as string[]))
+    if (n.startsWith('.old-')) candidates.push(join(base, n));
   for (const dir of candidates) {
     if (mounted(dir)) continue;
     if (

@@ -10,7 +10,17 @@ import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
 import { serviceSettings } from '../apps/store.js';
 import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
-import { StackError, assertBuildAllowed, buildImage, buildLabels, imageTag, planStack, type BindTable, type PlanService, type StackPlan } from '../docker/index.js';
+import {
+  StackError,
+  assertBuildAllowed,
+  buildImage,
+  buildLabels,
+  imageTag,
+  planStack,
+  type BindTable,
+  type PlanService,
+  type StackPlan,
+} from '../docker/index.js';
 import { redactUrl } from '../git/index.js';
 import type { DeployLog } from './log.js';
 import type { DeploySpec, Deployment, DeployStatus } from '../apps/deployment.js';
@@ -48,13 +58,19 @@ export interface PipelineRun {
 async function takeSlot(run: PipelineRun, say: (line: string) => void): Promise<BuildSlot> {
   const slots = run.buildSlots;
   if (!slots) return { building: 1, release: () => {} };
-  const slot = await slots.acquire(run.signal, (n) => say(`waiting for a build slot: ${n} of ${slots.size} in use (SVC_BUILD_CONCURRENCY)`));
+  const slot = await slots.acquire(run.signal, (n) =>
+    say(`waiting for a build slot: ${n} of ${slots.size} in use (SVC_BUILD_CONCURRENCY)`),
+  );
   say(`build slot taken: ${slot.building} of ${slots.size} building now`);
   return slot;
 }
 
 function describeLimits(l: BuildLimits): string {
-  const parts = [l.memory_mb && `memory ${l.memory_mb} MiB`, l.cpus && `${l.cpus} CPUs`, l.timeout_s && `time ${l.timeout_s} s`];
+  const parts = [
+    l.memory_mb && `memory ${l.memory_mb} MiB`,
+    l.cpus && `${l.cpus} CPUs`,
+    l.timeout_s && `time ${l.timeout_s} s`,
+  ];
   return parts.filter(Boolean).join(', ');
 }
 
@@ -62,7 +78,12 @@ function describeLimits(l: BuildLimits): string {
  * The generated image listens on PORT (set in its Dockerfile); the container gets the same value,
  * unless the app's own env sets PORT, which the operator then answers for.
  */
-function withPort(plan: StackPlan, port: number, appEnv: Record<string, string>, say: (line: string) => void): void {
+function withPort(
+  plan: StackPlan,
+  port: number,
+  appEnv: Record<string, string>,
+  say: (line: string) => void,
+): void {
   const svc = plan.services[0];
   if (!svc) return;
   if (appEnv.PORT !== undefined && appEnv.PORT !== String(port)) {
@@ -72,7 +93,9 @@ function withPort(plan: StackPlan, port: number, appEnv: Record<string, string>,
   svc.env = [...svc.env.filter((e) => !e.startsWith('PORT=')), `PORT=${port}`];
 }
 
-export async function runPipeline(run: PipelineRun): Promise<{ images: Record<string, string>; replaced: string[]; retire: () => Promise<string[]> }> {
+export async function runPipeline(
+  run: PipelineRun,
+): Promise<{ images: Record<string, string>; replaced: string[]; retire: () => Promise<string[]> }> {
   const { env, app, deployment: dep, log, signal, opts } = run;
   const say = (line: string) => log.write(line, 'deploy');
   const appEnv = await resolveEnv(env.db, env.sealer, app.id);
@@ -88,21 +111,32 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
       return [];
     });
   if (dep.trigger === 'rollback') {
-    if (!run.spec || !dep.images) throw new StackError('the deployment to roll back to has no recorded images');
+    if (!run.spec || !dep.images)
+      throw new StackError('the deployment to roll back to has no recorded images');
     spec = run.spec;
     images = dep.images;
-    say(`rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`);
+    say(
+      `rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`,
+    );
     const missing = await imagesPresent(env.engine, images);
-    if (missing.length) throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
+    if (missing.length)
+      throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
     // That deployment's own copy of the repository, when it made one, has the right files.
     const kept = dep.rollback_of ? sourceCopy(opts.workRoot, app.id, dep.rollback_of) : null;
     workdir = kept && (await isDir(kept)) ? kept : (await isDir(repoDir)) ? repoDir : undefined;
-    plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: kept && workdir === kept ? kept : null, log: say });
+    plan = await makePlan(env, app, spec, appEnv, workdir, {
+      workRoot: opts.workRoot,
+      deploymentId: dep.id,
+      files: kept && workdir === kept ? kept : null,
+      log: say,
+    });
     await prune();
     await run.setStatus('deploying');
   } else if (app.source.type === 'image') {
     spec = { kind: 'image', image: app.source.image };
-    say(`image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`);
+    say(
+      `image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`,
+    );
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
     images = { [plan.services[0]!.name]: app.source.image };
     await run.setStatus('deploying', { images, spec });
@@ -116,7 +150,9 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     const src = app.source;
     const ref = dep.ref ?? src.branch;
     await run.setStatus('cloning');
-    say(`fetching ${ref} from ${redactUrl(src.repo_url)}${run.pin ? ` to deploy its commit ${run.pin}` : ''}`);
+    say(
+      `fetching ${ref} from ${redactUrl(src.repo_url)}${run.pin ? ` to deploy its commit ${run.pin}` : ''}`,
+    );
     const gitAuth = env.gitAuth ?? noGitAuth;
     const co = await gitAuth(app, (gitEnv) =>
       checkout({
@@ -134,7 +170,9 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
       }),
     );
     workdir = co.dir;
-    say(`commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`);
+    say(
+      `commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`,
+    );
     const resolved = await resolveBuild(co.dir, src, appEnv);
     // A generated build: the plan first (what will be built and why), then the same path as a Dockerfile.
     let generated: { text: string; port: number } | null = null;
@@ -146,17 +184,36 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
       say(`building the generated Dockerfile as service "app"`);
     } else {
       spec = resolved.spec;
-      say(resolved.kind === 'compose' ? `compose file ${spec.path}: services ${resolved.services.join(', ')}` : `no compose file: building ${spec.path} as service "app"`);
+      say(
+        resolved.kind === 'compose'
+          ? `compose file ${spec.path}: services ${resolved.services.join(', ')}`
+          : `no compose file: building ${spec.path} as service "app"`,
+      );
     }
-    plan = await makePlan(env, app, spec, appEnv, workdir, { workRoot: opts.workRoot, deploymentId: dep.id, files: co.dir, log: say });
+    plan = await makePlan(env, app, spec, appEnv, workdir, {
+      workRoot: opts.workRoot,
+      deploymentId: dep.id,
+      files: co.dir,
+      log: say,
+    });
     if (generated) withPort(plan, generated.port, appEnv, say);
     await prune();
     await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
     // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
     const root = await realpath(co.dir);
-    const shown = (b: NonNullable<PlanService['build']>) => (generated ? `${GENERATED_DOCKERFILE} (generated)` : relative(root, join(b.contextDir, b.dockerfile)) || b.dockerfile);
+    const shown = (b: NonNullable<PlanService['build']>) =>
+      generated
+        ? `${GENERATED_DOCKERFILE} (generated)`
+        : relative(root, join(b.contextDir, b.dockerfile)) || b.dockerfile;
     for (const svc of plan.services) {
-      if (svc.build) await assertBuildAllowed(env.engine, { contextDir: svc.build.contextDir, dockerfile: svc.build.dockerfile, args: svc.build.args, shown: shown(svc.build), text: generated?.text });
+      if (svc.build)
+        await assertBuildAllowed(env.engine, {
+          contextDir: svc.build.contextDir,
+          dockerfile: svc.build.dockerfile,
+          args: svc.build.args,
+          shown: shown(svc.build),
+          text: generated?.text,
+        });
     }
     const limits = app.build_limits ?? undefined;
     if (limits && plan.services.some((svc) => svc.build)) say(`build limits: ${describeLimits(limits)}`);
@@ -202,7 +259,12 @@ export async function runPipeline(run: PipelineRun): Promise<{ images: Record<st
     settings,
     signal,
     log: say,
-    gate: { timeoutMs: opts.healthTimeoutMs, settleMs: opts.settleMs, probe: opts.probe, probeImage: opts.probeImage },
+    gate: {
+      timeoutMs: opts.healthTimeoutMs,
+      settleMs: opts.settleMs,
+      probe: opts.probe,
+      probeImage: opts.probeImage,
+    },
     onHealthChecking: () => run.setStatus('health_checking'),
     switchProxy: (created) => switchToContainers(env, app, created, say),
   });
@@ -225,21 +287,47 @@ interface BindContext {
   log: (line: string) => void;
 }
 
-async function makePlan(env: Env, app: App, spec: DeploySpec, appEnv: Record<string, string>, workdir: string | undefined, binds: BindContext | null): Promise<StackPlan> {
+async function makePlan(
+  env: Env,
+  app: App,
+  spec: DeploySpec,
+  appEnv: Record<string, string>,
+  workdir: string | undefined,
+  binds: BindContext | null,
+): Promise<StackPlan> {
   let model: ComposeModel;
   if (spec.kind === 'compose') {
     const parsed = parseCompose(spec.text, { env: appEnv });
     const errors = parsed.findings.filter((f) => f.level === 'error');
-    if (!parsed.model || errors.length) throw new StackError(`${spec.path}: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ') || 'cannot be parsed'}`);
+    if (!parsed.model || errors.length)
+      throw new StackError(
+        `${spec.path}: ${errors.map((f) => `${f.service ? `${f.service}: ` : ''}${f.key}: ${f.message}`).join('; ') || 'cannot be parsed'}`,
+      );
     model = parsed.model;
   } else if (spec.kind === 'dockerfile') model = singleServiceModel({ dockerfile: spec.path });
   else model = singleServiceModel({ image: spec.image });
   let table: BindTable | undefined;
   if (binds && relativeBinds(model).length) {
-    if (!binds.files) throw new StackError('the compose file mounts folders of the repository, and the files of that deployment are no longer kept; deploy the commit again instead');
-    table = await prepareBinds({ workRoot: binds.workRoot, appId: app.id, deploymentId: binds.deploymentId, checkout: binds.files, model, log: binds.log });
+    if (!binds.files)
+      throw new StackError(
+        'the compose file mounts folders of the repository, and the files of that deployment are no longer kept; deploy the commit again instead',
+      );
+    table = await prepareBinds({
+      workRoot: binds.workRoot,
+      appId: app.id,
+      deploymentId: binds.deploymentId,
+      checkout: binds.files,
+      model,
+      log: binds.log,
+    });
   }
-  const planned = await planStack(model, { app: app.name, env: appEnv, workdir, binds: table, defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined });
+  const planned = await planStack(model, {
+    app: app.name,
+    env: appEnv,
+    workdir,
+    binds: table,
+    defaultHostIp: env.config.exposure === 'local' ? '127.0.0.1' : undefined,
+  });
   if (!planned.ok) {
     throw new StackError(
       `the stack cannot be planned: ${planned.findings

@@ -12,7 +12,14 @@ import { EngineUnavailableError } from '../docker/engine.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { DeployLog, masker } from './log.js';
 import type { Deployment, DeployStatus } from '../apps/deployment.js';
-import { getDeployment, getDeploymentRow, listActive, readSpec, transition, type TransitionPatch } from './store.js';
+import {
+  getDeployment,
+  getDeploymentRow,
+  listActive,
+  readSpec,
+  transition,
+  type TransitionPatch,
+} from './store.js';
 import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
@@ -115,13 +122,28 @@ export abstract class DeployRunner {
       log.mask = masker(await this.secretValues(app.id));
       await setAppStatus(this.env.db, app.id, 'deploying', this.env.now());
       this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'deploying' });
-      log.write(`deployment ${id} (${deployment.trigger}${deployment.delivery_id ? `, delivery ${deployment.delivery_id}` : ''}) of app ${app.name} started`);
+      log.write(
+        `deployment ${id} (${deployment.trigger}${deployment.delivery_id ? `, delivery ${deployment.delivery_id}` : ''}) of app ${app.name} started`,
+      );
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
       // The pipeline (compose, build, blue/green) loads with the first deployment, not at boot.
       const { runPipeline } = await import('./pipeline.js');
-      const result = await runPipeline({ env: this.env, app, deployment, pin: row.commit_pin, spec, log, signal, setStatus, opts: this.opts, buildSlots: this.buildSlots });
+      const result = await runPipeline({
+        env: this.env,
+        app,
+        deployment,
+        pin: row.commit_pin,
+        spec,
+        log,
+        signal,
+        setStatus,
+        opts: this.opts,
+        buildSlots: this.buildSlots,
+      });
       signal.throwIfAborted();
-      log.write(`succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`);
+      log.write(
+        `succeeded: the new version serves${result.replaced.length ? `; retiring ${result.replaced.join(', ')}` : ''}`,
+      );
       await log.flush();
       const done = await this.finish(id, app.id, 'succeeded', {}, app);
       if (done) this.notify('deploy_succeeded', done, app, url);
@@ -130,13 +152,16 @@ export abstract class DeployRunner {
       await result.retire();
       await log.flush();
       await refreshStatus(this.env, app).catch(() => {});
-      await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) => this.env.log.info({ app: app.name }, l)).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
+      await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) =>
+        this.env.log.info({ app: app.name }, l),
+      ).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
     } catch (e) {
       const reason = signal.aborted ? signal.reason : e instanceof StopReason ? e : null;
       let status: DeployStatus = 'failed';
       let message: string;
       if (reason instanceof StopReason) {
-        status = reason.kind === 'cancel' ? 'canceled' : reason.kind === 'shutdown' ? 'interrupted' : 'failed';
+        status =
+          reason.kind === 'cancel' ? 'canceled' : reason.kind === 'shutdown' ? 'interrupted' : 'failed';
         message = reason.message;
       } else message = describe(e);
       message = log.mask(message).slice(0, 2000);
@@ -159,7 +184,14 @@ export abstract class DeployRunner {
   }
 
   /** Moves to a terminal status, publishes it, and admits the push that was waiting behind it. */
-  protected async finish(id: string, appId: string, status: DeployStatus, patch: TransitionPatch, app: App | null, from?: readonly string[]): Promise<Deployment | null> {
+  protected async finish(
+    id: string,
+    appId: string,
+    status: DeployStatus,
+    patch: TransitionPatch,
+    app: App | null,
+    from?: readonly string[],
+  ): Promise<Deployment | null> {
     const r = await transition(this.env.db, id, status, patch, { from, now: this.env.now() });
     if (!r) return null;
     this.publishStatus(r.deployment, app ?? ({ id: appId, name: '' } as App));
@@ -192,10 +224,15 @@ export abstract class DeployRunner {
         await removeDeploymentImages(this.env.engine, appName, id);
         this.pendingCleanup.delete(id);
         const log = await this.openLog(id);
-        log.write(`the engine answers again: removed what this deployment left${removed.length ? ` (${removed.join(', ')})` : ''}`);
+        log.write(
+          `the engine answers again: removed what this deployment left${removed.length ? ` (${removed.join(', ')})` : ''}`,
+        );
         await log.flush();
       } catch (e) {
-        this.env.log.warn({ err: String(e), deployment: id }, 'cleanup after the engine came back failed; retried on its next return');
+        this.env.log.warn(
+          { err: String(e), deployment: id },
+          'cleanup after the engine came back failed; retried on its next return',
+        );
       }
     }
     for (const app of [...this.unsettled.values()]) {
@@ -212,7 +249,12 @@ export abstract class DeployRunner {
    * For notification channels: topic `deployments`, data.type deploy_succeeded | deploy_failed,
    * with what a message needs and no secret (the error is already masked).
    */
-  protected notify(type: 'deploy_succeeded' | 'deploy_failed', d: Deployment, app: App, previewUrl: string | null = null): void {
+  protected notify(
+    type: 'deploy_succeeded' | 'deploy_failed',
+    d: Deployment,
+    app: App,
+    previewUrl: string | null = null,
+  ): void {
     this.env.bus.publish('deployments', {
       type,
       ...(previewUrl ? { preview_url: previewUrl } : {}),
@@ -244,7 +286,12 @@ export abstract class DeployRunner {
   }
 
   protected async secretValues(appId: string): Promise<string[]> {
-    const rows = await this.env.db.selectFrom('app_env').select(['key', 'sealed']).where('app_id', '=', appId).where('secret', '=', 1).execute();
+    const rows = await this.env.db
+      .selectFrom('app_env')
+      .select(['key', 'sealed'])
+      .where('app_id', '=', appId)
+      .where('secret', '=', 1)
+      .execute();
     const out: string[] = [];
     for (const r of rows) {
       try {

@@ -9,7 +9,17 @@ import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
 import { nowIso } from '../db/index.js';
 import { isTerminal, type Deployment } from '../apps/deployment.js';
-import { getDeployment, insertCoalesced, insertDeployment, listActive, readConcurrency, readSpec, writeConcurrency, MAX_CONCURRENCY, MIN_CONCURRENCY } from './store.js';
+import {
+  getDeployment,
+  insertCoalesced,
+  insertDeployment,
+  listActive,
+  readConcurrency,
+  readSpec,
+  writeConcurrency,
+  MAX_CONCURRENCY,
+  MIN_CONCURRENCY,
+} from './store.js';
 import { imagesPresent, removeDeploymentImages } from './images.js';
 import { removeStrayClones } from './workdir.js';
 import { DeployRunner, StopReason, type Active } from './runner.js';
@@ -40,22 +50,37 @@ export class DeployService extends DeployRunner implements Deployments {
         continue;
       }
       if (d.status === 'queued') continue;
-      await this.finish(d.id, d.app_id, 'interrupted', { error: 'the control plane stopped while this deployment was running' }, null);
+      await this.finish(
+        d.id,
+        d.app_id,
+        'interrupted',
+        { error: 'the control plane stopped while this deployment was running' },
+        null,
+      );
       const app = await getApp(this.env.db, d.app_id, { includePreview: true }).catch(() => null);
       if (app) {
         try {
           const removed = await removeDeploymentContainers(this.env.engine, app.name, d.id);
           await removeDeploymentImages(this.env.engine, app.name, d.id);
           const log = await this.openLog(d.id);
-          log.write(`interrupted: the control plane stopped mid-deployment; removed ${removed.length} half-created container(s); the previous version was left as it was`);
+          log.write(
+            `interrupted: the control plane stopped mid-deployment; removed ${removed.length} half-created container(s); the previous version was left as it was`,
+          );
           await log.flush();
           await this.settleAppStatus(app);
         } catch (e) {
-          this.env.log.warn({ err: String(e), deployment: d.id }, 'cleanup of an interrupted deployment failed');
+          this.env.log.warn(
+            { err: String(e), deployment: d.id },
+            'cleanup of an interrupted deployment failed',
+          );
         }
       }
     }
-    this.reaper = setInterval(() => void this.reap().catch((err) => this.env.log.warn({ err: String(err) }, 'deployment reaper failed')), this.opts.reaperEveryMs);
+    this.reaper = setInterval(
+      () =>
+        void this.reap().catch((err) => this.env.log.warn({ err: String(err) }, 'deployment reaper failed')),
+      this.opts.reaperEveryMs,
+    );
     this.reaper.unref();
     this.pump();
   }
@@ -64,8 +89,12 @@ export class DeployService extends DeployRunner implements Deployments {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.reaper) clearInterval(this.reaper);
-    for (const a of this.running.values()) a.controller.abort(new StopReason('shutdown', 'the control plane is shutting down'));
-    await Promise.race([Promise.all([...this.running.values()].map((a) => a.done)), new Promise((r) => setTimeout(r, 20_000).unref())]);
+    for (const a of this.running.values())
+      a.controller.abort(new StopReason('shutdown', 'the control plane is shutting down'));
+    await Promise.race([
+      Promise.all([...this.running.values()].map((a) => a.done)),
+      new Promise((r) => setTimeout(r, 20_000).unref()),
+    ]);
   }
 
   getConcurrency(): number {
@@ -74,7 +103,9 @@ export class DeployService extends DeployRunner implements Deployments {
 
   async setConcurrency(n: number): Promise<number> {
     if (!Number.isInteger(n) || n < MIN_CONCURRENCY || n > MAX_CONCURRENCY)
-      throw badRequest(`concurrency must be a whole number from ${MIN_CONCURRENCY} to ${MAX_CONCURRENCY}`, [{ field: 'concurrency', message: 'out of range' }]);
+      throw badRequest(`concurrency must be a whole number from ${MIN_CONCURRENCY} to ${MAX_CONCURRENCY}`, [
+        { field: 'concurrency', message: 'out of range' },
+      ]);
     await writeConcurrency(this.env.db, n);
     this.concurrency = n;
     this.pump();
@@ -93,36 +124,56 @@ export class DeployService extends DeployRunner implements Deployments {
   async enqueue(app: App, input: EnqueueInput): Promise<EnqueueResult> {
     let ref: string | null = input.ref ?? null;
     if (app.source.type === 'git') ref ??= app.source.branch;
-    else if (ref !== null) throw badRequest('An image app has no ref to deploy', [{ field: 'ref', message: 'not for image apps' }]);
+    else if (ref !== null)
+      throw badRequest('An image app has no ref to deploy', [
+        { field: 'ref', message: 'not for image apps' },
+      ]);
     if (ref !== null) {
       const v = checkRef(ref);
       if (!v.ok) throw badRequest(`Invalid ref: ${v.reason}`, [{ field: 'ref', message: v.reason }]);
     }
-    if (input.commit != null && !/^[0-9a-f]{7,64}$/.test(input.commit)) throw badRequest('commit must be a hexadecimal SHA', [{ field: 'commit', message: 'not a SHA' }]);
+    if (input.commit != null && !/^[0-9a-f]{7,64}$/.test(input.commit))
+      throw badRequest('commit must be a hexadecimal SHA', [{ field: 'commit', message: 'not a SHA' }]);
     let pin: string | null = null;
     if (input.pin != null) {
-      if (app.source.type !== 'git') throw badRequest(`Only a git app deploys a commit (this app's source is ${app.source.type})`, [{ field: 'commit', message: 'git apps only' }]);
+      if (app.source.type !== 'git')
+        throw badRequest(`Only a git app deploys a commit (this app's source is ${app.source.type})`, [
+          { field: 'commit', message: 'git apps only' },
+        ]);
       const v = checkCommit(input.pin);
       if (!v.ok) throw badRequest(`Invalid commit: ${v.reason}`, [{ field: 'commit', message: v.reason }]);
       pin = input.pin.toLowerCase();
     }
     if (input.trigger === 'rollback') throw badRequest('Use rollback() for rollbacks');
     this.assertRoom();
-    const base = { appId: app.id, trigger: input.trigger, ref, deliveryId: input.deliveryId ?? null, commitWanted: input.commit ?? null, commitPin: pin };
+    const base = {
+      appId: app.id,
+      trigger: input.trigger,
+      ref,
+      deliveryId: input.deliveryId ?? null,
+      commitWanted: input.commit ?? null,
+      commitPin: pin,
+    };
     let result: EnqueueResult;
     if (input.trigger === 'push' || input.trigger === 'tag') {
       result = await insertCoalesced(this.env.db, base, this.env.now());
       for (const s of result.superseded) {
         const log = await this.openLog(s.id);
-        log.write(`skipped: superseded by deployment ${result.deployment.id} (a newer push of ${ref}); intermediate pushes are not deployed`);
+        log.write(
+          `skipped: superseded by deployment ${result.deployment.id} (a newer push of ${ref}); intermediate pushes are not deployed`,
+        );
         await log.flush();
         this.dropFromQueue(s.id);
         this.publishStatus(s, app);
       }
       if (result.superseded.length || result.deployment.waiting) {
         const log = await this.openLog(result.deployment.id);
-        if (result.superseded.length) log.write(`coalesced: replaces ${result.superseded.map((s) => s.id).join(', ')}, which had not started`);
-        if (result.deployment.waiting) log.write('queued behind the deployment running now; starts when it ends');
+        if (result.superseded.length)
+          log.write(
+            `coalesced: replaces ${result.superseded.map((s) => s.id).join(', ')}, which had not started`,
+          );
+        if (result.deployment.waiting)
+          log.write('queued behind the deployment running now; starts when it ends');
         await log.flush();
       }
     } else {
@@ -136,11 +187,18 @@ export class DeployService extends DeployRunner implements Deployments {
   /** A `rollback` deployment that reuses the kept images of `targetId` (a succeeded deployment). */
   async rollback(app: App, targetId: string): Promise<Deployment> {
     const target = await getDeployment(this.env.db, app.id, targetId);
-    if (target.status !== 'succeeded') throw conflict(`Deployment ${target.id} did not succeed (${target.status}); only a succeeded deployment can be rolled back to`);
+    if (target.status !== 'succeeded')
+      throw conflict(
+        `Deployment ${target.id} did not succeed (${target.status}); only a succeeded deployment can be rolled back to`,
+      );
     const spec = await readSpec(this.env.db, target.id);
-    if (!target.images || !Object.keys(target.images).length || !spec) throw conflict(`Deployment ${target.id} has no kept images to roll back to`);
+    if (!target.images || !Object.keys(target.images).length || !spec)
+      throw conflict(`Deployment ${target.id} has no kept images to roll back to`);
     const missing = await imagesPresent(this.env.engine, target.images);
-    if (missing.length) throw conflict(`The images of deployment ${target.id} are no longer kept (${missing.join(', ')}); keep more with SVC_KEEP_IMAGES`);
+    if (missing.length)
+      throw conflict(
+        `The images of deployment ${target.id} are no longer kept (${missing.join(', ')}); keep more with SVC_KEEP_IMAGES`,
+      );
     this.assertRoom();
     const d = await insertDeployment(
       this.env.db,
@@ -174,7 +232,14 @@ export class DeployService extends DeployRunner implements Deployments {
       await Promise.race([active.done, new Promise((r) => setTimeout(r, 60_000).unref())]);
       return getDeployment(this.env.db, app.id, id);
     }
-    const r = await this.finish(id, app.id, 'canceled', { error: 'canceled by an operator before it started' }, app, ['queued']);
+    const r = await this.finish(
+      id,
+      app.id,
+      'canceled',
+      { error: 'canceled by an operator before it started' },
+      app,
+      ['queued'],
+    );
     if (!r) {
       // It started between our read and our write: abort it like a running one.
       const again = this.running.get(id);
@@ -190,7 +255,11 @@ export class DeployService extends DeployRunner implements Deployments {
 
   private assertRoom(): void {
     if (this.stopping) throw new HttpError('service_unavailable', 'The control plane is shutting down');
-    if (this.queue.length >= this.opts.maxQueue) throw new HttpError('service_unavailable', `The deployment queue is full (${this.opts.maxQueue} waiting); try again later`);
+    if (this.queue.length >= this.opts.maxQueue)
+      throw new HttpError(
+        'service_unavailable',
+        `The deployment queue is full (${this.opts.maxQueue} waiting); try again later`,
+      );
   }
 
   protected admit(id: string, appId: string): void {

@@ -6,7 +6,15 @@ import { nowIso } from '../db/index.js';
 import type { DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { ACTIVE, isTerminal, toDeployment, type DeploySpec, type Deployment, type DeployStatus, type Trigger } from '../apps/deployment.js';
+import {
+  ACTIVE,
+  isTerminal,
+  toDeployment,
+  type DeploySpec,
+  type Deployment,
+  type DeployStatus,
+  type Trigger,
+} from '../apps/deployment.js';
 
 export function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: string } | null)?.code;
@@ -61,7 +69,10 @@ export async function insertDeployment(db: Db, input: NewDeployment, now = Date.
   const r = row(input, now, false);
   try {
     await db.insertInto('deployments').values(r).execute();
-    await db.insertInto('deployment_events').values({ deployment_id: r.id, status: 'queued', at: r.created_at }).execute();
+    await db
+      .insertInto('deployment_events')
+      .values({ deployment_id: r.id, status: 'queued', at: r.created_at })
+      .execute();
   } catch (e) {
     if (isUniqueViolation(e)) throw new HttpError('conflict', CONFLICT);
     throw e;
@@ -81,7 +92,11 @@ export interface CoalesceResult {
  * queued), the push waits behind it, replacing any push already waiting: one runs, the newest
  * follows, the ones in between are skipped. All in one transaction, under the same indexes.
  */
-export async function insertCoalesced(db: Db, input: NewDeployment, now = Date.now()): Promise<CoalesceResult> {
+export async function insertCoalesced(
+  db: Db,
+  input: NewDeployment,
+  now = Date.now(),
+): Promise<CoalesceResult> {
   const at = nowIso(now);
   return db.transaction().execute(async (tx) => {
     const active = await tx
@@ -92,7 +107,8 @@ export async function insertCoalesced(db: Db, input: NewDeployment, now = Date.n
       .execute();
     const superseded: DeploymentTable[] = [];
     const current = active.find((d) => d.waiting === 0);
-    const replaceable = (d: DeploymentTable) => d.status === 'queued' && (d.trigger === 'push' || d.trigger === 'tag');
+    const replaceable = (d: DeploymentTable) =>
+      d.status === 'queued' && (d.trigger === 'push' || d.trigger === 'tag');
     let waiting = false;
     if (current && replaceable(current)) superseded.push(current);
     else if (current) waiting = true;
@@ -107,7 +123,10 @@ export async function insertCoalesced(db: Db, input: NewDeployment, now = Date.n
         .where('status', '=', 'queued')
         .executeTakeFirst();
       if (Number(u.numUpdatedRows) !== 1) throw new HttpError('conflict', CONFLICT);
-      await tx.insertInto('deployment_events').values({ deployment_id: d.id, status: 'canceled', at }).execute();
+      await tx
+        .insertInto('deployment_events')
+        .values({ deployment_id: d.id, status: 'canceled', at })
+        .execute();
       Object.assign(d, { status: 'canceled', error, finished_at: at, updated_at: at, waiting: 0 });
     }
     try {
@@ -158,14 +177,34 @@ export async function transition(
     const r = await q.executeTakeFirst();
     if (Number(r.numUpdatedRows) !== 1) return null;
     // started_at is set once, the first time the deployment leaves the queue.
-    if (!isTerminal(to) && to !== 'queued') await tx.updateTable('deployments').set({ started_at: at }).where('id', '=', id).where('started_at', 'is', null).execute();
+    if (!isTerminal(to) && to !== 'queued')
+      await tx
+        .updateTable('deployments')
+        .set({ started_at: at })
+        .where('id', '=', id)
+        .where('started_at', 'is', null)
+        .execute();
     await tx.insertInto('deployment_events').values({ deployment_id: id, status: to, at }).execute();
-    const updated = await tx.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const updated = await tx
+      .selectFrom('deployments')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     let promoted: Deployment | null = null;
     if (isTerminal(to) && updated.waiting === 0) {
-      const next = await tx.selectFrom('deployments').selectAll().where('app_id', '=', updated.app_id).where('waiting', '=', 1).where('status', '=', 'queued').executeTakeFirst();
+      const next = await tx
+        .selectFrom('deployments')
+        .selectAll()
+        .where('app_id', '=', updated.app_id)
+        .where('waiting', '=', 1)
+        .where('status', '=', 'queued')
+        .executeTakeFirst();
       if (next) {
-        await tx.updateTable('deployments').set({ waiting: 0, updated_at: at }).where('id', '=', next.id).execute();
+        await tx
+          .updateTable('deployments')
+          .set({ waiting: 0, updated_at: at })
+          .where('id', '=', next.id)
+          .execute();
         promoted = toDeployment({ ...next, waiting: 0, updated_at: at });
       }
     }
@@ -184,7 +223,11 @@ export async function getDeployment(db: Db, appId: string, id: string): Promise<
   return toDeployment(r);
 }
 
-export async function listDeployments(db: Db, appId: string, opts: { cursor?: string; limit: number }): Promise<{ items: Deployment[]; next_cursor?: string }> {
+export async function listDeployments(
+  db: Db,
+  appId: string,
+  opts: { cursor?: string; limit: number },
+): Promise<{ items: Deployment[]; next_cursor?: string }> {
   let q = db.selectFrom('deployments').selectAll().where('app_id', '=', appId);
   // Ids are time-ordered, newest first: the cursor is the last id of the previous page.
   if (opts.cursor) q = q.where('id', '<', opts.cursor);
@@ -207,8 +250,15 @@ export async function listActive(db: Db): Promise<Deployment[]> {
   return rows.map(toDeployment);
 }
 
-export async function readLogs(db: Db, deploymentId: string, opts: { after?: number; limit?: number } = {}): Promise<{ seq: number; at: string; stream: string; line: string }[]> {
-  let q = db.selectFrom('deployment_logs').select(['seq', 'at', 'stream', 'line']).where('deployment_id', '=', deploymentId);
+export async function readLogs(
+  db: Db,
+  deploymentId: string,
+  opts: { after?: number; limit?: number } = {},
+): Promise<{ seq: number; at: string; stream: string; line: string }[]> {
+  let q = db
+    .selectFrom('deployment_logs')
+    .select(['seq', 'at', 'stream', 'line'])
+    .where('deployment_id', '=', deploymentId);
   if (opts.after !== undefined) q = q.where('seq', '>', opts.after);
   return q
     .orderBy('seq', 'asc')
@@ -237,7 +287,11 @@ export const MIN_CONCURRENCY = 1;
 export const MAX_CONCURRENCY = 8;
 
 export async function readConcurrency(db: Db): Promise<number> {
-  const r = await db.selectFrom('settings').select('value').where('key', '=', CONCURRENCY_KEY).executeTakeFirst();
+  const r = await db
+    .selectFrom('settings')
+    .select('value')
+    .where('key', '=', CONCURRENCY_KEY)
+    .executeTakeFirst();
   const n = r ? Number(r.value) : 1;
   return Number.isInteger(n) && n >= MIN_CONCURRENCY && n <= MAX_CONCURRENCY ? n : 1;
 }

@@ -23,7 +23,11 @@ export function registerStreams(env: Env): { stopAll(): void } {
     async replay(topic) {
       const id = topic.slice('build:'.length);
       const rows = await readLogs(env.db, id);
-      return rows.map((r) => ({ topic, ts: r.at, data: { seq: r.seq, at: r.at, stream: r.stream, line: r.line } }));
+      return rows.map((r) => ({
+        topic,
+        ts: r.at,
+        data: { seq: r.seq, at: r.at, stream: r.stream, line: r.line },
+      }));
     },
   });
 
@@ -83,7 +87,14 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
   let seq = 0;
   let scanning = false;
   const emit = (service: string, container: string, stream: 'stdout' | 'stderr', line: string) => {
-    const data = { seq: ++seq, at: new Date().toISOString(), service, container, stream, line: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line };
+    const data = {
+      seq: ++seq,
+      at: new Date().toISOString(),
+      service,
+      container,
+      stream,
+      line: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line,
+    };
     remember({ topic, ts: data.at, data });
     env.bus.publish(topic, data);
   };
@@ -97,7 +108,12 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
         if (c.state !== 'running' || followed.has(c.id) || stopped) continue;
         const container = env.engine.docker.getContainer(c.id);
         const info = await container.inspect();
-        const raw = (await container.logs({ follow: true, stdout: true, stderr: true, tail: LOG_REPLAY })) as unknown as Readable;
+        const raw = (await container.logs({
+          follow: true,
+          stdout: true,
+          stderr: true,
+          tail: LOG_REPLAY,
+        })) as unknown as Readable;
         if (stopped) {
           raw.destroy();
           return;
@@ -143,7 +159,11 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
 }
 
 interface DockerStats {
-  cpu_stats?: { cpu_usage?: { total_usage?: number; percpu_usage?: number[] }; system_cpu_usage?: number; online_cpus?: number };
+  cpu_stats?: {
+    cpu_usage?: { total_usage?: number; percpu_usage?: number[] };
+    system_cpu_usage?: number;
+    online_cpus?: number;
+  };
   precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
   memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number> };
   networks?: Record<string, { rx_bytes?: number; tx_bytes?: number }>;
@@ -163,7 +183,13 @@ export function statsFrom(s: DockerStats) {
     rx += n.rx_bytes ?? 0;
     tx += n.tx_bytes ?? 0;
   }
-  return { cpu_percent: Math.round(cpu * 100) / 100, memory_bytes: Math.max(0, (ms.usage ?? 0) - cache), memory_limit_bytes: ms.limit ?? null, rx_bytes: rx, tx_bytes: tx };
+  return {
+    cpu_percent: Math.round(cpu * 100) / 100,
+    memory_bytes: Math.max(0, (ms.usage ?? 0) - cache),
+    memory_limit_bytes: ms.limit ?? null,
+    rx_bytes: rx,
+    tx_bytes: tx,
+  };
 }
 
 function collectStats(env: Env, topic: string): () => void {
@@ -180,14 +206,17 @@ function collectStats(env: Env, topic: string): () => void {
       const items = await Promise.all(
         running.map(async (c) => {
           try {
-            const s = (await env.engine.docker.getContainer(c.id).stats({ stream: false })) as unknown as DockerStats;
+            const s = (await env.engine.docker
+              .getContainer(c.id)
+              .stats({ stream: false })) as unknown as DockerStats;
             return { service: c.service, container: c.name, ...statsFrom(s) };
           } catch {
             return null;
           }
         }),
       );
-      if (!stopped) env.bus.publish(topic, { at: new Date().toISOString(), items: items.filter((x) => x !== null) });
+      if (!stopped)
+        env.bus.publish(topic, { at: new Date().toISOString(), items: items.filter((x) => x !== null) });
     } catch {
       // Engine unavailable: try again next tick.
     } finally {
@@ -213,7 +242,15 @@ function collectHost(env: Env, topic: string): () => void {
       cpu_percent: v.cpu_percent,
       cpus: cpus().length,
       memory: { total_bytes: v.mem_total_bytes, used_bytes: v.mem_used_bytes },
-      disk: v.disk_total_bytes > 0 ? { path: env.config.dataDir, total_bytes: v.disk_total_bytes, used_bytes: v.disk_used_bytes, free_bytes: v.disk_total_bytes - v.disk_used_bytes } : null,
+      disk:
+        v.disk_total_bytes > 0
+          ? {
+              path: env.config.dataDir,
+              total_bytes: v.disk_total_bytes,
+              used_bytes: v.disk_used_bytes,
+              free_bytes: v.disk_total_bytes - v.disk_used_bytes,
+            }
+          : null,
       load: [v.load1, l5, l15],
     });
   };

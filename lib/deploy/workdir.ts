@@ -58,7 +58,13 @@ async function head(dir: string): Promise<CloneResult> {
 
 const DIGEST_FILE = 'repo.config.sha256';
 /** Files git would read from `.git` that a clone of ours never has. */
-const FOREIGN = ['info/attributes', 'objects/info/alternates', 'objects/info/http-alternates', 'commondir', 'config.worktree'];
+const FOREIGN = [
+  'info/attributes',
+  'objects/info/alternates',
+  'objects/info/http-alternates',
+  'commondir',
+  'config.worktree',
+];
 
 /** Digest of the working copy's `.git/config`, or null when `.git` is not what a clone makes. */
 export async function configDigest(repo: string): Promise<string | null> {
@@ -96,7 +102,9 @@ export async function reusable(base: string): Promise<boolean> {
   return expected !== null && actual !== null && expected === actual;
 }
 
-export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { dir: string; fresh: boolean }> {
+export async function checkout(
+  opts: CheckoutOptions,
+): Promise<CloneResult & { dir: string; fresh: boolean }> {
   const deadline = Date.now() + opts.timeoutMs;
   const left = () => Math.max(1000, deadline - Date.now());
   const got = await checkoutRef(opts, left);
@@ -107,39 +115,57 @@ export async function checkout(opts: CheckoutOptions): Promise<CloneResult & { d
 /** Depths fetched in turn while the commit is not found on the ref's history (the last one: all of it). */
 const DEEPEN = [50, 500, 5000, 2147483647];
 
-async function checkoutCommit(repo: string, want: string, opts: CheckoutOptions, left: () => number): Promise<CloneResult> {
+async function checkoutCommit(
+  repo: string,
+  want: string,
+  opts: CheckoutOptions,
+  left: () => number,
+): Promise<CloneResult> {
   const c = checkCommit(want);
   if (!c.ok) throw new GitError(`commit: ${c.reason}`, 'invalid');
-  const git = (args: string[], extra: { onTick?: () => Promise<string | null>; env?: Record<string, string> } = {}) => runGit(args, { cwd: repo, signal: opts.signal, timeoutMs: left(), ...extra });
+  const git = (
+    args: string[],
+    extra: { onTick?: () => Promise<string | null>; env?: Record<string, string> } = {},
+  ) => runGit(args, { cwd: repo, signal: opts.signal, timeoutMs: left(), ...extra });
   let tip = (await head(repo)).commit;
   for (let i = 0; ; i++) {
     const found = await onHistory(want, tip, git);
     if (found) {
       await git(['checkout', '--force', '--detach', found]);
       await git(['clean', '-ffdxq']);
-      if ((await treeSize(repo)) > opts.maxBytes) throw new GitError(`repository is larger than ${opts.maxBytes} bytes`, 'too_large');
+      if ((await treeSize(repo)) > opts.maxBytes)
+        throw new GitError(`repository is larger than ${opts.maxBytes} bytes`, 'too_large');
       return head(repo);
     }
     const depth = DEEPEN[i];
-    if (depth === undefined) throw new GitError(`commit ${want} is not on the history of ${opts.ref}`, 'invalid');
-    opts.log(`commit ${want} is not in what was fetched of ${opts.ref}: fetching ${depth > 1e6 ? 'its whole history' : `its last ${depth} commits`}`);
+    if (depth === undefined)
+      throw new GitError(`commit ${want} is not on the history of ${opts.ref}`, 'invalid');
+    opts.log(
+      `commit ${want} is not in what was fetched of ${opts.ref}: fetching ${depth > 1e6 ? 'its whole history' : `its last ${depth} commits`}`,
+    );
     await git(['fetch', '--depth', String(depth), '--no-tags', '--force', '--', opts.url, opts.ref], {
       env: opts.env,
-      onTick: async () => ((await treeSize(repo)) > opts.maxBytes ? `repository is larger than ${opts.maxBytes} bytes` : null),
+      onTick: async () =>
+        (await treeSize(repo)) > opts.maxBytes ? `repository is larger than ${opts.maxBytes} bytes` : null,
     });
     tip = (await git(['rev-parse', '--verify', '--end-of-options', 'FETCH_HEAD^{commit}'])).trim();
   }
 }
 
 /** The full hash of `want` when it names a commit that `tip` descends from; null when not (yet) found. */
-async function onHistory(want: string, tip: string, git: (args: string[]) => Promise<string>): Promise<string | null> {
+async function onHistory(
+  want: string,
+  tip: string,
+  git: (args: string[]) => Promise<string>,
+): Promise<string | null> {
   let full: string;
   try {
     full = (await git(['rev-parse', '--verify', '--end-of-options', `${want}^{commit}`])).trim();
   } catch (e) {
     if (!(e instanceof GitError) || e.kind !== 'failed') throw e;
     // Deeper history only adds candidates: an ambiguous prefix stays ambiguous.
-    if (/ambiguous/.test(e.message)) throw new GitError(`commit ${want} is ambiguous in the repository: give more of its digits`, 'invalid');
+    if (/ambiguous/.test(e.message))
+      throw new GitError(`commit ${want} is ambiguous in the repository: give more of its digits`, 'invalid');
     return null;
   }
   try {
@@ -152,7 +178,10 @@ async function onHistory(want: string, tip: string, git: (args: string[]) => Pro
   }
 }
 
-async function checkoutRef(opts: CheckoutOptions, left: () => number): Promise<CloneResult & { dir: string; fresh: boolean }> {
+async function checkoutRef(
+  opts: CheckoutOptions,
+  left: () => number,
+): Promise<CloneResult & { dir: string; fresh: boolean }> {
   const u = checkRepoUrl(opts.url);
   if (!u.ok) throw new GitError(`repo_url: ${u.reason}`, 'invalid');
   const r = checkRef(opts.ref);
@@ -162,7 +191,9 @@ async function checkoutRef(opts: CheckoutOptions, left: () => number): Promise<C
   await mkdir(base, { recursive: true, mode: 0o700 });
   if (await exists(join(repo, '.git'))) {
     if (!(await reusable(base))) {
-      opts.log("the working copy's git configuration is not the one the control plane wrote; it is not used: cloning afresh");
+      opts.log(
+        "the working copy's git configuration is not the one the control plane wrote; it is not used: cloning afresh",
+      );
     } else {
       try {
         // The URL is given explicitly (not a stored remote): a changed repo_url takes effect at once.
@@ -171,22 +202,40 @@ async function checkoutRef(opts: CheckoutOptions, left: () => number): Promise<C
           env: opts.env,
           signal: opts.signal,
           timeoutMs: left(),
-          onTick: async () => ((await treeSize(repo)) > opts.maxBytes ? `repository is larger than ${opts.maxBytes} bytes` : null),
+          onTick: async () =>
+            (await treeSize(repo)) > opts.maxBytes
+              ? `repository is larger than ${opts.maxBytes} bytes`
+              : null,
         });
-        await runGit(['checkout', '--force', '--detach', 'FETCH_HEAD'], { cwd: repo, signal: opts.signal, timeoutMs: left() });
+        await runGit(['checkout', '--force', '--detach', 'FETCH_HEAD'], {
+          cwd: repo,
+          signal: opts.signal,
+          timeoutMs: left(),
+        });
         await runGit(['clean', '-ffdxq'], { cwd: repo, signal: opts.signal, timeoutMs: left() });
-        if ((await treeSize(repo)) > opts.maxBytes) throw new GitError('working copy outgrew the size bound', 'too_large');
+        if ((await treeSize(repo)) > opts.maxBytes)
+          throw new GitError('working copy outgrew the size bound', 'too_large');
         return { ...(await head(repo)), dir: repo, fresh: false };
       } catch (e) {
         if (opts.signal?.aborted) throw e;
-        opts.log(`fetch into the working copy failed (${e instanceof Error ? e.message : String(e)}); cloning afresh`);
+        opts.log(
+          `fetch into the working copy failed (${e instanceof Error ? e.message : String(e)}); cloning afresh`,
+        );
       }
     }
   }
   const tmp = join(base, `.clone-${opts.deploymentId}`);
   await rm(tmp, { recursive: true, force: true });
   try {
-    const res = await shallowClone({ url: opts.url, ref: opts.ref, dir: tmp, env: opts.env, signal: opts.signal, timeoutMs: left(), maxBytes: opts.maxBytes });
+    const res = await shallowClone({
+      url: opts.url,
+      ref: opts.ref,
+      dir: tmp,
+      env: opts.env,
+      signal: opts.signal,
+      timeoutMs: left(),
+      maxBytes: opts.maxBytes,
+    });
     const digest = await configDigest(tmp);
     if (!digest) throw new GitError('the fresh clone has no plain .git/config', 'failed');
     await rm(join(base, DIGEST_FILE), { force: true });

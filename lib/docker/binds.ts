@@ -47,7 +47,12 @@ export function lookupBind(table: BindTable, source: string, readOnly: boolean):
   return table.get(bindKey(source, readOnly));
 }
 
-const SOCKETS = ['/var/run/docker.sock', '/run/docker.sock', '/run/containerd/containerd.sock', '/var/run/containerd/containerd.sock'];
+const SOCKETS = [
+  '/var/run/docker.sock',
+  '/run/docker.sock',
+  '/run/containerd/containerd.sock',
+  '/var/run/containerd/containerd.sock',
+];
 const HOST_TREES = ['/proc', '/sys', '/dev', '/boot', '/var/lib/docker', '/var/lib/containerd'];
 
 /** Why a real host path must never be a bind source, or null. */
@@ -58,8 +63,11 @@ export async function hostPathProblem(real: string): Promise<string | null> {
     const r = await realpath(s).catch(() => null);
     if (r) sockets.add(r);
   }
-  for (const s of sockets) if (within(real, s) || within(s, real)) return `bind mounts of the engine's socket (${s}) or a directory holding it are refused`;
-  for (const t of HOST_TREES) if (within(t, real) || within(real, t)) return `bind mounts of ${t} are refused`;
+  for (const s of sockets)
+    if (within(real, s) || within(s, real))
+      return `bind mounts of the engine's socket (${s}) or a directory holding it are refused`;
+  for (const t of HOST_TREES)
+    if (within(t, real) || within(real, t)) return `bind mounts of ${t} are refused`;
   return null;
 }
 
@@ -70,25 +78,38 @@ interface PlannedBind {
 }
 
 function plannedBinds(config: Docker.ContainerCreateOptions): PlannedBind[] {
-  return (config.HostConfig?.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ source: m.Source, target: m.Target, readOnly: !!m.ReadOnly }));
+  return (config.HostConfig?.Mounts ?? [])
+    .filter((m) => m.Type === 'bind')
+    .map((m) => ({ source: m.Source, target: m.Target, readOnly: !!m.ReadOnly }));
 }
 
 /**
  * Before creating a container: every bind source is still its own real path and allowed, and no
  * container on the engine can write a folder above it.
  */
-export async function checkBindsBeforeCreate(engine: Engine, service: string, config: Docker.ContainerCreateOptions): Promise<void> {
-  if (config.HostConfig?.Binds?.length) throw new StackError(`${service}: HostConfig.Binds is never used by the control plane; refused`, service);
+export async function checkBindsBeforeCreate(
+  engine: Engine,
+  service: string,
+  config: Docker.ContainerCreateOptions,
+): Promise<void> {
+  if (config.HostConfig?.Binds?.length)
+    throw new StackError(`${service}: HostConfig.Binds is never used by the control plane; refused`, service);
   const binds = plannedBinds(config);
   if (!binds.length) return;
   for (const b of binds) await checkSource(service, b.source);
   const writable: { name: string; source: string }[] = [];
   for (const c of await engine.docker.listContainers({ all: true })) {
-    for (const m of c.Mounts ?? []) if (m.Type === 'bind' && m.RW) writable.push({ name: (c.Names?.[0] ?? c.Id).replace(/^\//, ''), source: m.Source });
+    for (const m of c.Mounts ?? [])
+      if (m.Type === 'bind' && m.RW)
+        writable.push({ name: (c.Names?.[0] ?? c.Id).replace(/^\//, ''), source: m.Source });
   }
   for (const b of binds) {
     const above = writable.find((w) => w.source !== b.source && within(w.source, b.source));
-    if (above) throw new StackError(`${service}: bind source ${b.source} lies inside ${above.source}, which container ${above.name} can write; refused`, service);
+    if (above)
+      throw new StackError(
+        `${service}: bind source ${b.source} lies inside ${above.source}, which container ${above.name} can write; refused`,
+        service,
+      );
   }
 }
 
@@ -99,7 +120,11 @@ async function checkSource(service: string, source: string): Promise<void> {
   } catch {
     throw new StackError(`${service}: bind source ${source} does not exist`, service);
   }
-  if (real !== source) throw new StackError(`${service}: bind source ${source} now resolves to ${real} (a symlink appeared on its path); refused`, service);
+  if (real !== source)
+    throw new StackError(
+      `${service}: bind source ${source} now resolves to ${real} (a symlink appeared on its path); refused`,
+      service,
+    );
   const problem = await hostPathProblem(real);
   if (problem) throw new StackError(`${service}: ${problem}`, service);
 }
@@ -109,16 +134,24 @@ async function checkSource(service: string, source: string): Promise<void> {
  * same target, same mode, nothing more), and each source is still its own real path. Returns
  * the reason of a mismatch, or null.
  */
-export async function verifyCreatedMounts(engine: Engine, id: string, service: string, config: Docker.ContainerCreateOptions): Promise<string | null> {
+export async function verifyCreatedMounts(
+  engine: Engine,
+  id: string,
+  service: string,
+  config: Docker.ContainerCreateOptions,
+): Promise<string | null> {
   const info = await engine.docker.getContainer(id).inspect();
   const planned = plannedBinds(config);
   const seen = (info.Mounts ?? []).filter((m) => m.Type === 'bind');
-  if (seen.length !== planned.length) return `the container has ${seen.length} bind mount(s) where ${planned.length} were planned`;
+  if (seen.length !== planned.length)
+    return `the container has ${seen.length} bind mount(s) where ${planned.length} were planned`;
   for (const m of seen) {
     const p = planned.find((x) => x.target === m.Destination);
     if (!p) return `an unplanned bind mount at ${m.Destination}`;
-    if (m.Source !== p.source) return `the bind mount at ${m.Destination} comes from ${m.Source}, not ${p.source}`;
-    if (m.RW === p.readOnly) return `the bind mount at ${m.Destination} is ${m.RW ? 'writable' : 'read-only'} against the plan`;
+    if (m.Source !== p.source)
+      return `the bind mount at ${m.Destination} comes from ${m.Source}, not ${p.source}`;
+    if (m.RW === p.readOnly)
+      return `the bind mount at ${m.Destination} is ${m.RW ? 'writable' : 'read-only'} against the plan`;
     try {
       await checkSource(service, m.Source);
     } catch (e) {
@@ -139,8 +172,14 @@ export async function ensureEmptyImage(engine: Engine): Promise<void> {
     /* import it */
   }
   // Two zero blocks: a tar archive with no entries.
-  const stream = await engine.docker.importImage(Readable.from([Buffer.alloc(1024)]), { repo: 'svc/empty', tag: '1', changes: [`LABEL ${LABEL_MANAGED}=true`] });
-  await new Promise<void>((resolve, reject) => engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));
+  const stream = await engine.docker.importImage(Readable.from([Buffer.alloc(1024)]), {
+    repo: 'svc/empty',
+    tag: '1',
+    changes: [`LABEL ${LABEL_MANAGED}=true`],
+  });
+  await new Promise<void>((resolve, reject) =>
+    engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
+  );
 }
 
 /**
@@ -148,7 +187,13 @@ export async function ensureEmptyImage(engine: Engine): Promise<void> {
  * the writing: the folder is sent as an archive to a container that is created, never started,
  * and removed again.
  */
-export async function seedVolume(engine: Engine, app: string, volume: string, dir: string, maxBytes = 1024 ** 3): Promise<void> {
+export async function seedVolume(
+  engine: Engine,
+  app: string,
+  volume: string,
+  dir: string,
+  maxBytes = 1024 ** 3,
+): Promise<void> {
   await ensureEmptyImage(engine);
   const c = await engine.docker.createContainer({
     Image: EMPTY_IMAGE,
@@ -157,7 +202,9 @@ export async function seedVolume(engine: Engine, app: string, volume: string, di
     HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: volume, Target: '/seed' }] },
   });
   try {
-    await c.putArchive((await packTree(dir, maxBytes)) as unknown as NodeJS.ReadableStream, { path: '/seed' });
+    await c.putArchive((await packTree(dir, maxBytes)) as unknown as NodeJS.ReadableStream, {
+      path: '/seed',
+    });
   } finally {
     await c.remove({ force: true }).catch(() => {});
   }

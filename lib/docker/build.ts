@@ -45,8 +45,19 @@ function limitOptions(l: BuildOptions['limits']): Record<string, number> {
 /** Builds an image; resolves with its id, rejects with the builder's error message or the build policy's refusal. */
 export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ imageId: string }> {
   const dockerfile = opts.dockerfile ?? 'Dockerfile';
-  await assertBuildAllowed(engine, { contextDir: opts.contextDir, dockerfile, args: opts.args, shown: opts.shown, text: opts.generated });
-  const pack = await packContext(opts.contextDir, dockerfile, opts.maxContextBytes ?? 1024 ** 3, opts.generated);
+  await assertBuildAllowed(engine, {
+    contextDir: opts.contextDir,
+    dockerfile,
+    args: opts.args,
+    shown: opts.shown,
+    text: opts.generated,
+  });
+  const pack = await packContext(
+    opts.contextDir,
+    dockerfile,
+    opts.maxContextBytes ?? 1024 ** 3,
+    opts.generated,
+  );
   const log = opts.onLog ?? (() => {});
   const limits = opts.limits;
   // The deadline aborts the request; the engine then stops the step that runs and removes its container.
@@ -54,7 +65,10 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
   const signal = deadline ? AbortSignal.any([deadline, ...(opts.signal ? [opts.signal] : [])]) : opts.signal;
   const overTime = () => {
     opts.signal?.throwIfAborted();
-    if (deadline?.aborted) throw new StackError(`build stopped: it ran past its time limit of ${limits!.timeout_s} s (build_limits.timeout_s)`);
+    if (deadline?.aborted)
+      throw new StackError(
+        `build stopped: it ran past its time limit of ${limits!.timeout_s} s (build_limits.timeout_s)`,
+      );
   };
   return guard(engine, async () => {
     const stream = await engine.docker
@@ -119,7 +133,9 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
     if (failure) {
       // 137: SIGKILL, which under a memory limit is the kernel's OOM killer.
       const oom = limits?.memory_mb && /code: 137\b|exit code 137\b|signal: killed/i.test(failure);
-      const why = oom ? `; killed: the step used more than the build's memory limit of ${limits!.memory_mb} MiB (build_limits.memory_mb)` : '';
+      const why = oom
+        ? `; killed: the step used more than the build's memory limit of ${limits!.memory_mb} MiB (build_limits.memory_mb)`
+        : '';
       throw new StackError(`build failed: ${failure.trim()}${why}`);
     }
     if (!imageId) imageId = (await engine.docker.getImage(opts.tag).inspect()).Id;
@@ -128,7 +144,12 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
 }
 
 export function buildLabels(app: string, service: string, deploymentId: string): Record<string, string> {
-  return { [LABEL_MANAGED]: 'true', [LABEL_APP]: app, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: deploymentId };
+  return {
+    [LABEL_MANAGED]: 'true',
+    [LABEL_APP]: app,
+    [LABEL_SERVICE]: service,
+    [LABEL_DEPLOYMENT]: deploymentId,
+  };
 }
 
 type IgnoreFactory = typeof import('@balena/dockerignore').default;
@@ -140,7 +161,12 @@ const ignore: IgnoreFactory = (...args) => {
 };
 const tar = lazyRequire<typeof TarStream>('tar-stream');
 
-async function packContext(dir: string, dockerfile: string, maxBytes: number, generated?: string): Promise<Pack> {
+async function packContext(
+  dir: string,
+  dockerfile: string,
+  maxBytes: number,
+  generated?: string,
+): Promise<Pack> {
   let rules: string[] = [];
   try {
     rules = (await readFile(join(dir, '.dockerignore'), 'utf8')).split(/\r?\n/);
@@ -152,9 +178,18 @@ async function packContext(dir: string, dockerfile: string, maxBytes: number, ge
   // A later "!pattern" may re-include something inside an ignored folder: keep walking then.
   const reincludes = rules.some((l) => l.trim().startsWith('!'));
   const name = posix.normalize(dockerfile);
-  const ours = (rel: string) => generated !== undefined && (rel === name || rel.startsWith(`${name}/`) || rel === '.git' || rel.startsWith('.git/'));
-  const pick = (rel: string, isDir: boolean) => (ours(rel) ? 'skip' : ig.ignores(rel) && !keep.has(rel) ? (isDir && reincludes ? 'walk' : 'skip') : 'take');
-  return packEntries(dir, maxBytes, pick, 'build context', generated === undefined ? undefined : { name, text: generated });
+  const ours = (rel: string) =>
+    generated !== undefined &&
+    (rel === name || rel.startsWith(`${name}/`) || rel === '.git' || rel.startsWith('.git/'));
+  const pick = (rel: string, isDir: boolean) =>
+    ours(rel) ? 'skip' : ig.ignores(rel) && !keep.has(rel) ? (isDir && reincludes ? 'walk' : 'skip') : 'take';
+  return packEntries(
+    dir,
+    maxBytes,
+    pick,
+    'build context',
+    generated === undefined ? undefined : { name, text: generated },
+  );
 }
 
 /** A tar of a whole folder (symlinks as symlinks, owned by root): a volume's first content. */
@@ -162,7 +197,13 @@ export function packTree(dir: string, maxBytes: number): Promise<Pack> {
   return packEntries(dir, maxBytes, () => 'take', 'folder');
 }
 
-async function packEntries(dir: string, maxBytes: number, pick: (rel: string, isDir: boolean) => 'take' | 'walk' | 'skip', what: string, extra?: { name: string; text: string }): Promise<Pack> {
+async function packEntries(
+  dir: string,
+  maxBytes: number,
+  pick: (rel: string, isDir: boolean) => 'take' | 'walk' | 'skip',
+  what: string,
+  extra?: { name: string; text: string },
+): Promise<Pack> {
   const entries: { rel: string; abs: string }[] = [];
   let total = 0;
   const walk = async (rel: string) => {
@@ -187,17 +228,25 @@ async function packEntries(dir: string, maxBytes: number, pick: (rel: string, is
         const st = await lstat(abs);
         const base = { name: rel, mode: st.mode & 0o7777, mtime: st.mtime, uid: 0, gid: 0 };
         if (st.isDirectory()) await entry(pack, { ...base, type: 'directory' });
-        else if (st.isSymbolicLink()) await entry(pack, { ...base, type: 'symlink', linkname: await readlink(abs) });
+        else if (st.isSymbolicLink())
+          await entry(pack, { ...base, type: 'symlink', linkname: await readlink(abs) });
         else if (st.isFile()) {
           await new Promise<void>((resolve, reject) => {
-            const w = pack.entry({ ...base, type: 'file', size: st.size }, (err) => (err ? reject(err) : resolve()));
+            const w = pack.entry({ ...base, type: 'file', size: st.size }, (err) =>
+              err ? reject(err) : resolve(),
+            );
             const rs = createReadStream(abs);
             rs.on('error', reject);
             rs.pipe(w as unknown as NodeJS.WritableStream);
           });
         }
       }
-      if (extra) await entry(pack, { name: extra.name, type: 'file', mode: 0o644, mtime: new Date(0), uid: 0, gid: 0 }, Buffer.from(extra.text));
+      if (extra)
+        await entry(
+          pack,
+          { name: extra.name, type: 'file', mode: 0o644, mtime: new Date(0), uid: 0, gid: 0 },
+          Buffer.from(extra.text),
+        );
       pack.finalize();
     } catch (e) {
       pack.destroy(e as Error);

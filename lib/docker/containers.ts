@@ -41,14 +41,22 @@ export function healthFromStatus(status: string): AppContainer['health'] {
  * app, and its instance label (or adopted id) says it is ours; the same labels on a container
  * made by anyone else do not make it the app's.
  */
-export async function listAppContainers(engine: Engine, app: string | null, filter: { service?: string; deployment?: string } = {}): Promise<AppContainer[]> {
+export async function listAppContainers(
+  engine: Engine,
+  app: string | null,
+  filter: { service?: string; deployment?: string } = {},
+): Promise<AppContainer[]> {
   const labels = [app === null ? LABEL_APP : `${LABEL_APP}=${app}`];
   if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
   if (filter.deployment) labels.push(`${LABEL_DEPLOYMENT}=${filter.deployment}`);
   return guard(engine, async () => {
     const list = await engine.docker.listContainers({ all: true, filters: ownedFilter(engine, labels) });
     return list
-      .filter((c) => isOwned(engine, 'container', c.Id, c.Labels) && (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app))
+      .filter(
+        (c) =>
+          isOwned(engine, 'container', c.Id, c.Labels) &&
+          (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app),
+      )
       .map((c) => ({
         id: c.Id,
         name: (c.Names[0] ?? '').replace(/^\//, ''),
@@ -62,7 +70,12 @@ export async function listAppContainers(engine: Engine, app: string | null, filt
         image: c.Image,
         created: c.Created,
         ports: c.Ports ?? [],
-        networks: Object.fromEntries(Object.entries(c.NetworkSettings?.Networks ?? {}).map(([n, info]) => [n, (info.Aliases as string[] | null) ?? []])),
+        networks: Object.fromEntries(
+          Object.entries(c.NetworkSettings?.Networks ?? {}).map(([n, info]) => [
+            n,
+            (info.Aliases as string[] | null) ?? [],
+          ]),
+        ),
       }))
       .sort((a, b) => a.created - b.created || a.index - b.index);
   });
@@ -94,7 +107,12 @@ export function serviceImage(plan: StackPlan, svc: PlanService, deploymentId: st
 }
 
 /** Creates (does not start) a container for one service of the plan. */
-export async function createServiceContainer(engine: Engine, plan: StackPlan, service: string, opts: CreateOptions): Promise<{ id: string; name: string }> {
+export async function createServiceContainer(
+  engine: Engine,
+  plan: StackPlan,
+  service: string,
+  opts: CreateOptions,
+): Promise<{ id: string; name: string }> {
   const svc = planService(plan, service);
   const image = opts.image ?? serviceImage(plan, svc, opts.deploymentId);
   return guard(engine, async () => {
@@ -103,20 +121,34 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
       imageConfig = (await engine.docker.getImage(image).inspect()).Config;
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      throw new StackError(`image "${image}" for service "${service}" is not present on the engine${svc.image ? ' (pull it or build it first)' : ' (build it first)'}`, service);
+      throw new StackError(
+        `image "${image}" for service "${service}" is not present on the engine${svc.image ? ' (pull it or build it first)' : ' (build it first)'}`,
+        service,
+      );
     }
     // The engine's own answer would be "No command specified": say which image and what to do.
     const has = (v: unknown) => (Array.isArray(v) ? v.length > 0 : typeof v === 'string' && v.length > 0);
-    if (!has(svc.config.Cmd) && !has(svc.config.Entrypoint) && !has(imageConfig?.Cmd) && !has(imageConfig?.Entrypoint)) {
+    if (
+      !has(svc.config.Cmd) &&
+      !has(svc.config.Entrypoint) &&
+      !has(imageConfig?.Cmd) &&
+      !has(imageConfig?.Entrypoint)
+    ) {
       throw new StackError(noCommand(image, service));
     }
     let networkMode: string;
     const first = svc.networks[0];
     if (svc.networkMode && 'none' in svc.networkMode) networkMode = 'none';
     else if (svc.networkMode) {
-      const peers = (await listAppContainers(engine, plan.app, { service: svc.networkMode.service })).filter((c) => c.state === 'running');
+      const peers = (await listAppContainers(engine, plan.app, { service: svc.networkMode.service })).filter(
+        (c) => c.state === 'running',
+      );
       const peer = peers.at(-1);
-      if (!peer) throw new StackError(`service "${service}" shares the network of "${svc.networkMode.service}", which is not running`, service);
+      if (!peer)
+        throw new StackError(
+          `service "${service}" shares the network of "${svc.networkMode.service}", which is not running`,
+          service,
+        );
       networkMode = `container:${peer.id}`;
     } else networkMode = first.name;
     const aliasesFor = (composeAliases: string[]) => opts.aliases ?? [svc.name, ...composeAliases];
@@ -140,15 +172,25 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
           Env: svc.env,
           Labels: { ...labels, [LABEL_INDEX]: String(index) },
           HostConfig: { ...svc.config.HostConfig, NetworkMode: networkMode },
-          ...(first && !svc.networkMode ? { NetworkingConfig: { EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } } } } : {}),
+          ...(first && !svc.networkMode
+            ? {
+                NetworkingConfig: {
+                  EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } },
+                },
+              }
+            : {}),
         });
         try {
           // The engine resolves bind sources when the container starts: what it recorded must be
           // exactly what was planned and checked, or the container never starts.
           const mismatch = await verifyCreatedMounts(engine, created.id, svc.name, svc.config);
-          if (mismatch) throw new StackError(`${svc.name}: mount check failed, container removed: ${mismatch}`, svc.name);
+          if (mismatch)
+            throw new StackError(`${svc.name}: mount check failed, container removed: ${mismatch}`, svc.name);
           if (!svc.networkMode) {
-            for (const n of svc.networks.slice(1)) await engine.docker.getNetwork(n.name).connect({ Container: created.id, EndpointConfig: { Aliases: aliasesFor(n.aliases) } });
+            for (const n of svc.networks.slice(1))
+              await engine.docker
+                .getNetwork(n.name)
+                .connect({ Container: created.id, EndpointConfig: { Aliases: aliasesFor(n.aliases) } });
           }
         } catch (e) {
           await created.remove({ force: true, v: true }).catch(() => {});
@@ -156,7 +198,8 @@ export async function createServiceContainer(engine: Engine, plan: StackPlan, se
         }
         return { id: created.id, name };
       } catch (e) {
-        if (statusOf(e) === 400 && /no command specified/i.test(String((e as Error).message))) throw new StackError(noCommand(image, service));
+        if (statusOf(e) === 400 && /no command specified/i.test(String((e as Error).message)))
+          throw new StackError(noCommand(image, service));
         // Another container took the name between our look and our create: try the next one.
         if (statusOf(e) === 409 && opts.index === undefined) continue;
         if (statusOf(e) === 409) throw new EngineConflictError(`container name "${name}" is taken`);
@@ -187,7 +230,8 @@ async function freeIndex(engine: Engine, app: string, service: string): Promise<
  */
 export async function assertOwnedContainer(engine: Engine, ref: string): Promise<void> {
   const info = await guard(engine, () => engine.docker.getContainer(ref).inspect());
-  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels)) throw new EngineConflictError(`container ${ref} was not made by this control plane`);
+  if (!isOwned(engine, 'container', info.Id, info.Config?.Labels))
+    throw new EngineConflictError(`container ${ref} was not made by this control plane`);
 }
 
 export async function startContainer(engine: Engine, id: string): Promise<void> {
@@ -235,7 +279,11 @@ export async function removeOwnedContainer(engine: Engine, name: string): Promis
 }
 
 /** Removes every container of one deployment (a failed or interrupted one). */
-export async function removeDeploymentContainers(engine: Engine, app: string, deploymentId: string): Promise<string[]> {
+export async function removeDeploymentContainers(
+  engine: Engine,
+  app: string,
+  deploymentId: string,
+): Promise<string[]> {
   const list = await listAppContainers(engine, app, { deployment: deploymentId });
   for (const c of list) await removeContainer(engine, c.id);
   return list.map((c) => c.name);
@@ -246,16 +294,29 @@ export async function removeDeploymentContainers(engine: Engine, app: string, de
  * aliases in place, so this disconnects and reconnects; do it on a container that is not yet
  * the one serving (the new one before it takes over, or the old one after).
  */
-export async function setAliases(engine: Engine, plan: StackPlan, service: string, containerId: string, aliases: string[] | 'default'): Promise<void> {
+export async function setAliases(
+  engine: Engine,
+  plan: StackPlan,
+  service: string,
+  containerId: string,
+  aliases: string[] | 'default',
+): Promise<void> {
   const svc = planService(plan, service);
   await guard(engine, async () => {
     const info = await engine.docker.getContainer(containerId).inspect();
-    if (!isOwned(engine, 'container', info.Id, info.Config.Labels) || info.Config.Labels?.[LABEL_APP] !== plan.app)
+    if (
+      !isOwned(engine, 'container', info.Id, info.Config.Labels) ||
+      info.Config.Labels?.[LABEL_APP] !== plan.app
+    )
       throw new EngineConflictError(`container ${containerId} does not belong to app "${plan.app}"`);
     for (const n of svc.networks) {
       const net = engine.docker.getNetwork(n.name);
-      if (info.NetworkSettings.Networks[n.name]) await net.disconnect({ Container: containerId, Force: true });
-      await net.connect({ Container: containerId, EndpointConfig: { Aliases: aliases === 'default' ? [svc.name, ...n.aliases] : aliases } });
+      if (info.NetworkSettings.Networks[n.name])
+        await net.disconnect({ Container: containerId, Force: true });
+      await net.connect({
+        Container: containerId,
+        EndpointConfig: { Aliases: aliases === 'default' ? [svc.name, ...n.aliases] : aliases },
+      });
     }
   });
 }
@@ -270,7 +331,12 @@ export interface WaitOptions {
  * Waits until a container meets a depends_on condition: started (running), healthy (its
  * healthcheck passes), or completed successfully (exited 0). Fails fast on exit/unhealthy.
  */
-export async function waitForCondition(engine: Engine, id: string, condition: DependsCondition, opts: WaitOptions = {}): Promise<void> {
+export async function waitForCondition(
+  engine: Engine,
+  id: string,
+  condition: DependsCondition,
+  opts: WaitOptions = {},
+): Promise<void> {
   const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
   const pollMs = opts.pollMs ?? 500;
   for (;;) {
@@ -284,7 +350,8 @@ export async function waitForCondition(engine: Engine, id: string, condition: De
         throw new StackError(`${name} exited with code ${st.ExitCode}`);
       }
     } else {
-      if (st.Status === 'exited' || st.Status === 'dead') throw new StackError(`${name} exited with code ${st.ExitCode}${st.Error ? `: ${st.Error}` : ''}`);
+      if (st.Status === 'exited' || st.Status === 'dead')
+        throw new StackError(`${name} exited with code ${st.ExitCode}${st.Error ? `: ${st.Error}` : ''}`);
       if (condition === 'service_started' && st.Running) return;
       if (condition === 'service_healthy') {
         const h = st.Health?.Status;
@@ -292,11 +359,16 @@ export async function waitForCondition(engine: Engine, id: string, condition: De
         if (h === 'healthy') return;
         if (h === 'unhealthy') {
           const last = st.Health?.Log?.at(-1);
-          throw new StackError(`${name} is unhealthy${last ? `: exit ${last.ExitCode}, ${String(last.Output).trim().slice(0, 300)}` : ''}`);
+          throw new StackError(
+            `${name} is unhealthy${last ? `: exit ${last.ExitCode}, ${String(last.Output).trim().slice(0, 300)}` : ''}`,
+          );
         }
       }
     }
-    if (Date.now() > deadline) throw new StackError(`${name} did not reach ${condition} within ${Math.round((opts.timeoutMs ?? 120_000) / 1000)} s`);
+    if (Date.now() > deadline)
+      throw new StackError(
+        `${name} did not reach ${condition} within ${Math.round((opts.timeoutMs ?? 120_000) / 1000)} s`,
+      );
     await sleep(pollMs, opts.signal);
   }
 }

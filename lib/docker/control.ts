@@ -9,12 +9,18 @@ export async function ensureControlNetwork(engine: Engine, name = CONTROL_NETWOR
   return guard(engine, async () => {
     try {
       const n = await engine.docker.getNetwork(name).inspect();
-      if (n.Labels?.[LABEL_ROLE] !== 'control') throw new EngineConflictError(`network "${name}" exists but is not the control plane's network`);
+      if (n.Labels?.[LABEL_ROLE] !== 'control')
+        throw new EngineConflictError(`network "${name}" exists but is not the control plane's network`);
       return n.Id as string;
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
-    const created = await engine.docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: { ...ownerLabels(engine), [LABEL_ROLE]: 'control' } });
+    const created = await engine.docker.createNetwork({
+      Name: name,
+      Driver: 'bridge',
+      CheckDuplicate: true,
+      Labels: { ...ownerLabels(engine), [LABEL_ROLE]: 'control' },
+    });
     return created.id;
   });
 }

@@ -31,15 +31,22 @@ export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<
   const triggers: string[] = [];
   for (const base of bases) {
     if (base.image === null) {
-      triggers.push(`${shown}:${base.line}: the image of this FROM cannot be worked out before the build, so its ONBUILD triggers cannot be checked`);
+      triggers.push(
+        `${shown}:${base.line}: the image of this FROM cannot be worked out before the build, so its ONBUILD triggers cannot be checked`,
+      );
       continue;
     }
-    for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform))) triggers.push(`${shown}:${base.line}: base image ${base.image}: ${t}`);
+    for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform)))
+      triggers.push(`${shown}:${base.line}: base image ${base.image}: ${t}`);
   }
   if (triggers.length) fail(triggers);
 }
 
-async function readFromContext(b: BuildFile, shown: string, fail: (reasons: string[]) => never): Promise<string> {
+async function readFromContext(
+  b: BuildFile,
+  shown: string,
+  fail: (reasons: string[]) => never,
+): Promise<string> {
   const root = await realpath(b.contextDir);
   const path = await resolveInside(root, b.dockerfile);
   if (path === null) fail([`${shown}: resolves outside the build context`]);
@@ -60,7 +67,9 @@ async function readFromContext(b: BuildFile, shown: string, fail: (reasons: stri
  */
 async function onBuildTriggers(engine: Engine, ref: string, platform: string | null): Promise<string[]> {
   return guard(engine, async () => {
-    const inspect = async () => ((await engine.docker.getImage(ref).inspect()) as { Config?: { OnBuild?: string[] | null } }).Config?.OnBuild ?? [];
+    const inspect = async () =>
+      ((await engine.docker.getImage(ref).inspect()) as { Config?: { OnBuild?: string[] | null } }).Config
+        ?.OnBuild ?? [];
     if (!platform) {
       try {
         return await inspect();
@@ -70,10 +79,14 @@ async function onBuildTriggers(engine: Engine, ref: string, platform: string | n
     }
     try {
       const stream = await engine.docker.pull(ref, platform ? { platform } : {});
-      await new Promise<void>((resolve, reject) => engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
+      );
     } catch (e) {
       if (isConnectError(e)) throw e;
-      throw new StackError(`the base image ${ref} cannot be pulled: ${((e as Error).message ?? String(e)).split('\n')[0]}`);
+      throw new StackError(
+        `the base image ${ref} cannot be pulled: ${((e as Error).message ?? String(e)).split('\n')[0]}`,
+      );
     }
     return inspect();
   });

@@ -47,7 +47,10 @@ export class EngineUnavailableError extends Error {
     readonly socketPath: string,
     cause?: unknown,
   ) {
-    super(`Docker engine unavailable at unix://${socketPath}${cause instanceof Error && 'code' in cause ? ` (${String((cause as NodeJS.ErrnoException).code)})` : ''}`, { cause });
+    super(
+      `Docker engine unavailable at unix://${socketPath}${cause instanceof Error && 'code' in cause ? ` (${String((cause as NodeJS.ErrnoException).code)})` : ''}`,
+      { cause },
+    );
     this.name = 'EngineUnavailableError';
   }
 }
@@ -73,11 +76,24 @@ export class StackError extends Error {
   }
 }
 
-const CONNECT_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'ENOTSOCK', 'EPIPE', 'ETIMEDOUT']);
+const CONNECT_CODES = new Set([
+  'ENOENT',
+  'ECONNREFUSED',
+  'EACCES',
+  'EPERM',
+  'ECONNRESET',
+  'ENOTSOCK',
+  'EPIPE',
+  'ETIMEDOUT',
+]);
 
 export function isConnectError(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' && CONNECT_CODES.has(code) && (e as { statusCode?: number }).statusCode === undefined;
+  return (
+    typeof code === 'string' &&
+    CONNECT_CODES.has(code) &&
+    (e as { statusCode?: number }).statusCode === undefined
+  );
 }
 
 export function mapEngineError(engine: Engine, e: unknown): unknown {

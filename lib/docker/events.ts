@@ -105,7 +105,12 @@ function eventStream(engine: Engine, since: number, signal: AbortSignal): Promis
 }
 
 /** Follows events until signal aborts. Never throws for stream trouble: it backs off and reconnects. */
-export async function followEvents(engine: Engine, onEvent: (e: ContainerEvent) => void, signal: AbortSignal, opts: FollowOptions = {}): Promise<void> {
+export async function followEvents(
+  engine: Engine,
+  onEvent: (e: ContainerEvent) => void,
+  signal: AbortSignal,
+  opts: FollowOptions = {},
+): Promise<void> {
   let since = Math.floor(Date.now() / 1000);
   let backoff = 250;
   const maxBackoff = opts.maxBackoffMs ?? 10_000;

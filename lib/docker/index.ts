@@ -1,7 +1,36 @@
-export { createEngine, pingEngine, guard, mapEngineError, isConnectError, isNotFound, EngineUnavailableError, EngineConflictError, StackError, type Engine } from './engine.js';
+export {
+  createEngine,
+  pingEngine,
+  guard,
+  mapEngineError,
+  isConnectError,
+  isNotFound,
+  EngineUnavailableError,
+  EngineConflictError,
+  StackError,
+  type Engine,
+} from './engine.js';
 export * from './names.js';
-export { LABEL_INSTANCE, ownerLabels, ownedFilter, isOwned, freshOwner, adoptedKey, type Owner, type ObjectKind } from './owner.js';
-export { planStack, insideWorkdir, type StackPlan, type PlanService, type PlanNetwork, type PlanVolume, type PlanOptions, type PlanResult } from './plan.js';
+export {
+  LABEL_INSTANCE,
+  ownerLabels,
+  ownedFilter,
+  isOwned,
+  freshOwner,
+  adoptedKey,
+  type Owner,
+  type ObjectKind,
+} from './owner.js';
+export {
+  planStack,
+  insideWorkdir,
+  type StackPlan,
+  type PlanService,
+  type PlanNetwork,
+  type PlanVolume,
+  type PlanOptions,
+  type PlanResult,
+} from './plan.js';
 export { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
 export {
   listAppContainers,
@@ -21,7 +50,16 @@ export {
   type CreateOptions,
   type WaitOptions,
 } from './containers.js';
-export { stackUp, stackStop, stackStart, stackRestart, stackRemove, type UpOptions, type UpResult, type RemoveResult } from './stack.js';
+export {
+  stackUp,
+  stackStop,
+  stackStart,
+  stackRestart,
+  stackRemove,
+  type UpOptions,
+  type UpResult,
+  type RemoveResult,
+} from './stack.js';
 export { listServices, listAllServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';

@@ -37,10 +37,19 @@ export function ownerLabels(engine: Engine): Record<string, string> {
  * Callers always apply isOwned to what comes back.
  */
 export function ownedFilter(engine: Engine, labels: string[] = []): { label: string[] } {
-  return { label: engine.owner.adopted.size ? [...labels] : [...labels, `${LABEL_INSTANCE}=${engine.owner.instanceId}`] };
+  return {
+    label: engine.owner.adopted.size
+      ? [...labels]
+      : [...labels, `${LABEL_INSTANCE}=${engine.owner.instanceId}`],
+  };
 }
 
-export function isOwned(engine: Engine, kind: ObjectKind, id: string, labels: Record<string, string> | null | undefined): boolean {
+export function isOwned(
+  engine: Engine,
+  kind: ObjectKind,
+  id: string,
+  labels: Record<string, string> | null | undefined,
+): boolean {
   const mark = labels?.[LABEL_INSTANCE];
   if (mark !== undefined) return mark === engine.owner.instanceId;
   return engine.owner.adopted.has(adoptedKey(kind, id));

@@ -2,7 +2,14 @@
 // already in Docker's terms, so creation code has no compose knowledge left in it.
 import { readFile, realpath } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import { parseDotenv, startOrder, type ComposeModel, type DependsCondition, type Finding, type ServiceSpec } from '../compose/index.js';
+import {
+  parseDotenv,
+  startOrder,
+  type ComposeModel,
+  type DependsCondition,
+  type Finding,
+  type ServiceSpec,
+} from '../compose/index.js';
 import { resolveInside, within } from '../util/paths.js';
 import { assertAppName, networkName, volumeName } from './names.js';
 import { LABEL_BIND, hostPathProblem, lookupBind, showBind, type BindTable } from './binds.js';
@@ -73,19 +80,30 @@ export interface PlanOptions {
   defaultHostIp?: string;
 }
 
-export type PlanResult = { ok: true; plan: StackPlan; findings: Finding[] } | { ok: false; findings: Finding[] };
+export type PlanResult =
+  { ok: true; plan: StackPlan; findings: Finding[] } | { ok: false; findings: Finding[] };
 
 export async function planStack(model: ComposeModel, opts: PlanOptions): Promise<PlanResult> {
   assertAppName(opts.app);
   const findings: Finding[] = [];
   const appEnv = opts.env ?? {};
   const workdir = opts.workdir ? await realpath(opts.workdir) : undefined;
-  const networks: PlanNetwork[] = Object.values(model.networks).map((n) => ({ key: n.name, name: networkName(opts.app, n.name), internal: n.internal, labels: n.labels }));
-  const volumes: PlanVolume[] = Object.values(model.volumes).map((v) => ({ key: v.name, name: volumeName(opts.app, v.name), labels: v.labels }));
+  const networks: PlanNetwork[] = Object.values(model.networks).map((n) => ({
+    key: n.name,
+    name: networkName(opts.app, n.name),
+    internal: n.internal,
+    labels: n.labels,
+  }));
+  const volumes: PlanVolume[] = Object.values(model.volumes).map((v) => ({
+    key: v.name,
+    name: volumeName(opts.app, v.name),
+    labels: v.labels,
+  }));
   const services: PlanService[] = [];
   for (const name of startOrder(model.services)) {
     const spec = model.services[name];
-    const err = (key: string, message: string) => findings.push({ level: 'error', service: name, key, message });
+    const err = (key: string, message: string) =>
+      findings.push({ level: 'error', service: name, key, message });
     const env = await serviceEnv(spec, appEnv, opts.injectAppEnv ?? true, workdir, err);
     const mounts: Docker.MountSettings[] = [];
     for (const [i, m] of spec.volumes.entries()) {
@@ -97,8 +115,15 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
           ReadOnly: m.readOnly,
           ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}),
         });
-      else if (m.type === 'anonymous') mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
-      else if (m.type === 'tmpfs') mounts.push({ Type: 'tmpfs', Source: '', Target: m.target, ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}) });
+      else if (m.type === 'anonymous')
+        mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
+      else if (m.type === 'tmpfs')
+        mounts.push({
+          Type: 'tmpfs',
+          Source: '',
+          Target: m.target,
+          ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}),
+        });
       else if (m.relative) {
         const b = opts.binds ? lookupBind(opts.binds, m.source, m.readOnly) : undefined;
         if (!b) {
@@ -114,7 +139,13 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
           continue;
         }
         const name = volumeName(opts.app, b.key);
-        if (!volumes.some((v) => v.name === name)) volumes.push({ key: b.key, name, labels: { [LABEL_BIND]: showBind(m.source) }, ...(b.seed ? { seed: b.seed } : {}) });
+        if (!volumes.some((v) => v.name === name))
+          volumes.push({
+            key: b.key,
+            name,
+            labels: { [LABEL_BIND]: showBind(m.source) },
+            ...(b.seed ? { seed: b.seed } : {}),
+          });
         mounts.push({ Type: 'volume', Source: name, Target: m.target, ReadOnly: false });
       } else {
         const src = await absoluteBind(m.source, opts.allowedBindRoots ?? []);
@@ -131,7 +162,13 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       else {
         const contextDir = await resolveInside(workdir, spec.build.context);
         if (!contextDir) err('build.context', 'build context resolves outside the working copy');
-        else build = { contextDir, dockerfile: spec.build.dockerfile, args: spec.build.args, target: spec.build.target };
+        else
+          build = {
+            contextDir,
+            dockerfile: spec.build.dockerfile,
+            args: spec.build.args,
+            target: spec.build.target,
+          };
       }
     }
     const exposed: Record<string, object> = {};
@@ -140,13 +177,21 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
     for (const p of spec.ports) {
       const key = `${p.target}/${p.protocol}`;
       exposed[key] = {};
-      (bindings[key] ??= []).push({ HostIp: p.hostIp ?? opts.defaultHostIp ?? '', HostPort: p.published === undefined ? '' : String(p.published) });
+      (bindings[key] ??= []).push({
+        HostIp: p.hostIp ?? opts.defaultHostIp ?? '',
+        HostPort: p.published === undefined ? '' : String(p.published),
+      });
     }
     const hc = spec.healthcheck;
     const hostConfig: Docker.HostConfig = {
       Mounts: mounts,
       PortBindings: bindings,
-      RestartPolicy: spec.restart ? { Name: spec.restart.name, MaximumRetryCount: spec.restart.name === 'on-failure' ? spec.restart.maxRetries : 0 } : { Name: 'no' },
+      RestartPolicy: spec.restart
+        ? {
+            Name: spec.restart.name,
+            MaximumRetryCount: spec.restart.name === 'on-failure' ? spec.restart.maxRetries : 0,
+          }
+        : { Name: 'no' },
       ...(spec.limits?.nanoCpus ? { NanoCpus: spec.limits.nanoCpus } : {}),
       ...(spec.limits?.memoryBytes ? { Memory: spec.limits.memoryBytes } : {}),
       ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
@@ -176,8 +221,15 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       dependsOn: Object.entries(spec.dependsOn).map(([service, d]) => ({ service, condition: d.condition })),
       networks: spec.networkMode
         ? []
-        : Object.entries(Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } }).map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
-      networkMode: spec.networkMode === 'none' ? { none: true } : spec.networkMode ? { service: spec.networkMode.slice('service:'.length) } : undefined,
+        : Object.entries(
+            Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } },
+          ).map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
+      networkMode:
+        spec.networkMode === 'none'
+          ? { none: true }
+          : spec.networkMode
+            ? { service: spec.networkMode.slice('service:'.length) }
+            : undefined,
       hasHealthcheck: !!hc && hc.test[0] !== 'NONE',
       publishesFixedHostPort: spec.ports.some((p) => p.published !== undefined),
       labels: spec.labels,
@@ -190,7 +242,9 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
         ...(spec.tty ? { Tty: true } : {}),
         ...(spec.stdinOpen ? { OpenStdin: true } : {}),
         ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
-        ...(spec.stopGracePeriodMs !== undefined ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) } : {}),
+        ...(spec.stopGracePeriodMs !== undefined
+          ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) }
+          : {}),
         ExposedPorts: exposed,
         ...(hc
           ? {
@@ -212,15 +266,30 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
     for (const d of s.dependsOn) {
       const dep = services.find((x) => x.name === d.service);
       if (d.condition === 'service_healthy' && dep && !dep.hasHealthcheck) {
-        findings.push({ level: 'error', service: s.name, key: `depends_on.${d.service}`, message: `waits for "${d.service}" to be healthy, but it has no healthcheck` });
+        findings.push({
+          level: 'error',
+          service: s.name,
+          key: `depends_on.${d.service}`,
+          message: `waits for "${d.service}" to be healthy, but it has no healthcheck`,
+        });
       }
     }
   }
   if (findings.some((f) => f.level === 'error')) return { ok: false, findings };
-  return { ok: true, findings, plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services } };
+  return {
+    ok: true,
+    findings,
+    plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services },
+  };
 }
 
-async function serviceEnv(spec: ServiceSpec, appEnv: Readonly<Record<string, string>>, inject: boolean, workdir: string | undefined, err: (key: string, message: string) => void): Promise<string[]> {
+async function serviceEnv(
+  spec: ServiceSpec,
+  appEnv: Readonly<Record<string, string>>,
+  inject: boolean,
+  workdir: string | undefined,
+  err: (key: string, message: string) => void,
+): Promise<string[]> {
   const env = new Map<string, string>(inject ? Object.entries(appEnv) : []);
   for (const [i, f] of spec.envFiles.entries()) {
     const key = spec.envFiles.length > 1 ? `env_file[${i}]` : 'env_file';
@@ -273,7 +342,8 @@ async function absoluteBind(source: string, roots: readonly string[]): Promise<s
     return { reason: `bind source "${source}" does not exist on the host` };
   }
   const realRoots = await Promise.all(roots.map((r) => realpath(r).catch(() => null)));
-  if (!realRoots.some((r) => r !== null && within(r, real))) return { reason: `bind source "${source}" resolves to "${real}", outside the allowed roots` };
+  if (!realRoots.some((r) => r !== null && within(r, real)))
+    return { reason: `bind source "${source}" resolves to "${real}", outside the allowed roots` };
   const problem = await hostPathProblem(real);
   return problem ? { reason: `bind source "${source}": ${problem}` } : real;
 }
@@ -283,12 +353,21 @@ async function absoluteBind(source: string, roots: readonly string[]): Promise<s
  * it can swap a folder on that path for a symlink, and the engine follows it at the next start.
  */
 function writableAboveOthers(services: PlanService[]): Finding[] {
-  const binds = services.flatMap((s) => (s.config.HostConfig?.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ service: s.name, source: m.Source, target: m.Target, rw: !m.ReadOnly })));
+  const binds = services.flatMap((s) =>
+    (s.config.HostConfig?.Mounts ?? [])
+      .filter((m) => m.Type === 'bind')
+      .map((m) => ({ service: s.name, source: m.Source, target: m.Target, rw: !m.ReadOnly })),
+  );
   const out: Finding[] = [];
   for (const w of binds.filter((b) => b.rw)) {
     for (const b of binds) {
       if (b.source !== w.source && within(w.source, b.source)) {
-        out.push({ level: 'error', service: b.service, key: 'volumes', message: `bind source "${b.source}" lies inside "${w.source}", which ${w.service} mounts writable at ${w.target}; refused` });
+        out.push({
+          level: 'error',
+          service: b.service,
+          key: 'volumes',
+          message: `bind source "${b.source}" lies inside "${w.source}", which ${w.service} mounts writable at ${w.target}; refused`,
+        });
       }
     }
   }

@@ -16,8 +16,14 @@ export async function ensureNetworks(engine: Engine, plan: StackPlan): Promise<v
         if (!isNotFound(e)) throw e;
       }
       if (existing) {
-        if (!isOwned(engine, 'network', existing.Id, existing.Labels) || existing.Labels?.[LABEL_APP] !== plan.app || existing.Labels?.[LABEL_NETWORK] !== n.key) {
-          throw new EngineConflictError(`network "${n.name}" exists but does not belong to app "${plan.app}"`);
+        if (
+          !isOwned(engine, 'network', existing.Id, existing.Labels) ||
+          existing.Labels?.[LABEL_APP] !== plan.app ||
+          existing.Labels?.[LABEL_NETWORK] !== n.key
+        ) {
+          throw new EngineConflictError(
+            `network "${n.name}" exists but does not belong to app "${plan.app}"`,
+          );
         }
         continue;
       }
@@ -48,7 +54,10 @@ function parseV4Cidr(cidr: string): [number, number] | null {
   return [start, start + size - 1];
 }
 
-async function createWithSubnet(engine: Engine, opts: import('dockerode').NetworkCreateOptions): Promise<void> {
+async function createWithSubnet(
+  engine: Engine,
+  opts: import('dockerode').NetworkCreateOptions,
+): Promise<void> {
   const nets = await engine.docker.listNetworks();
   const used: Array<[number, number]> = [];
   for (const n of nets)
@@ -62,7 +71,10 @@ async function createWithSubnet(engine: Engine, opts: import('dockerode').Networ
     if (used.some(([a, b]) => a <= end && start <= b)) continue;
     const subnet = `172.30.${i}.0/24`;
     try {
-      await engine.docker.createNetwork({ ...opts, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } });
+      await engine.docker.createNetwork({
+        ...opts,
+        IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] },
+      });
       return;
     } catch (e) {
       // Another network took this range meanwhile: try the next one.
@@ -84,7 +96,10 @@ export async function ensureVolumes(engine: Engine, plan: StackPlan): Promise<vo
         if (!isNotFound(e)) throw e;
       }
       if (existing) {
-        if (!isOwned(engine, 'volume', existing.Name, existing.Labels) || existing.Labels?.[LABEL_APP] !== plan.app)
+        if (
+          !isOwned(engine, 'volume', existing.Name, existing.Labels) ||
+          existing.Labels?.[LABEL_APP] !== plan.app
+        )
           throw new EngineConflictError(`volume "${v.name}" exists but does not belong to app "${plan.app}"`);
         continue;
       }
@@ -112,13 +127,17 @@ export async function ensureVolumes(engine: Engine, plan: StackPlan): Promise<vo
 export async function listAppNetworks(engine: Engine, app: string): Promise<{ id: string; name: string }[]> {
   return guard(engine, async () => {
     const nets = await engine.docker.listNetworks({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]) });
-    return nets.filter((n) => isOwned(engine, 'network', n.Id, n.Labels) && n.Labels?.[LABEL_APP] === app).map((n) => ({ id: n.Id, name: n.Name }));
+    return nets
+      .filter((n) => isOwned(engine, 'network', n.Id, n.Labels) && n.Labels?.[LABEL_APP] === app)
+      .map((n) => ({ id: n.Id, name: n.Name }));
   });
 }
 
 export async function listAppVolumes(engine: Engine, app: string): Promise<string[]> {
   return guard(engine, async () => {
-    const { Volumes } = await engine.docker.listVolumes({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]) });
+    const { Volumes } = await engine.docker.listVolumes({
+      filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]),
+    });
     return (Volumes ?? [])
       .filter((v) => isOwned(engine, 'volume', v.Name, v.Labels) && v.Labels?.[LABEL_APP] === app)
       .map((v) => v.Name)

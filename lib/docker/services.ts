@@ -19,10 +19,25 @@ export interface ServiceState {
   /** Container ports, like "80/tcp". */
   ports: string[];
   published_ports: PublishedPort[];
-  containers: { id: string; name: string; state: string; health: AppContainer['health']; deployment: string; status_text: string }[];
+  containers: {
+    id: string;
+    name: string;
+    state: string;
+    health: AppContainer['health'];
+    deployment: string;
+    status_text: string;
+  }[];
 }
 
-const STATE_RANK: Record<string, number> = { running: 6, restarting: 5, paused: 4, created: 3, removing: 2, exited: 1, dead: 0 };
+const STATE_RANK: Record<string, number> = {
+  running: 6,
+  restarting: 5,
+  paused: 4,
+  created: 3,
+  removing: 2,
+  exited: 1,
+  dead: 0,
+};
 
 export async function listServices(engine: Engine, app: string): Promise<ServiceState[]> {
   assertAppName(app);
@@ -32,7 +47,8 @@ export async function listServices(engine: Engine, app: string): Promise<Service
 /** Every app's services from one engine call (the app listing), keyed by app name. */
 export async function listAllServices(engine: Engine): Promise<Map<string, ServiceState[]>> {
   const byApp = new Map<string, AppContainer[]>();
-  for (const c of await listAppContainers(engine, null)) (byApp.get(c.app) ?? byApp.set(c.app, []).get(c.app)!).push(c);
+  for (const c of await listAppContainers(engine, null))
+    (byApp.get(c.app) ?? byApp.set(c.app, []).get(c.app)!).push(c);
   return new Map([...byApp].map(([app, list]) => [app, servicesOf(list)]));
 }
 
@@ -42,7 +58,9 @@ function servicesOf(containers: AppContainer[]): ServiceState[] {
   const out: ServiceState[] = [];
   for (const [name, list] of by) {
     // The representative is the "most alive" container, newest first among equals (blue/green overlap).
-    const rep = [...list].sort((a, b) => (STATE_RANK[b.state] ?? 0) - (STATE_RANK[a.state] ?? 0) || b.created - a.created)[0];
+    const rep = [...list].sort(
+      (a, b) => (STATE_RANK[b.state] ?? 0) - (STATE_RANK[a.state] ?? 0) || b.created - a.created,
+    )[0];
     const ports = new Set<string>();
     const published: PublishedPort[] = [];
     const seen = new Set<string>();
@@ -52,7 +70,12 @@ function servicesOf(containers: AppContainer[]): ServiceState[] {
         const key = `${p.IP}|${p.PublicPort}|${p.PrivatePort}|${p.Type}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        published.push({ host_ip: p.IP, host_port: p.PublicPort, container_port: p.PrivatePort, protocol: p.Type });
+        published.push({
+          host_ip: p.IP,
+          host_port: p.PublicPort,
+          container_port: p.PrivatePort,
+          protocol: p.Type,
+        });
       }
     }
     out.push({
@@ -62,7 +85,14 @@ function servicesOf(containers: AppContainer[]): ServiceState[] {
       health: rep.health,
       ports: [...ports].sort(),
       published_ports: published,
-      containers: list.map((c) => ({ id: c.id, name: c.name, state: c.state, health: c.health, deployment: c.deployment, status_text: c.statusText })),
+      containers: list.map((c) => ({
+        id: c.id,
+        name: c.name,
+        state: c.state,
+        health: c.health,
+        deployment: c.deployment,
+        status_text: c.statusText,
+      })),
     });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));

@@ -6,7 +6,15 @@ import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './
 import { assertAppName } from './names.js';
 import type { StackPlan } from './plan.js';
 import { ensureNetworks, ensureVolumes, listAppNetworks, listAppVolumes } from './resources.js';
-import { createServiceContainer, listAppContainers, removeContainer, startContainer, stopContainer, waitForCondition, type AppContainer } from './containers.js';
+import {
+  createServiceContainer,
+  listAppContainers,
+  removeContainer,
+  startContainer,
+  stopContainer,
+  waitForCondition,
+  type AppContainer,
+} from './containers.js';
 
 export interface UpOptions {
   deploymentId: string;
@@ -39,12 +47,17 @@ export async function stackUp(engine: Engine, plan: StackPlan, opts: UpOptions):
     for (const dep of svc.dependsOn) {
       const depId = current.get(dep.service);
       if (!depId) continue;
-      if (dep.condition !== 'service_started') log(`${svc.name}: waiting for ${dep.service} (${dep.condition})`);
+      if (dep.condition !== 'service_started')
+        log(`${svc.name}: waiting for ${dep.service} (${dep.condition})`);
       try {
         await waitForCondition(engine, depId, dep.condition, { timeoutMs: opts.waitTimeoutMs, signal });
       } catch (e) {
         if (signal?.aborted) throw e;
-        throw new StackError(`${svc.name}: dependency ${dep.service} failed: ${(e as Error).message}`, svc.name, { cause: e });
+        throw new StackError(
+          `${svc.name}: dependency ${dep.service} failed: ${(e as Error).message}`,
+          svc.name,
+          { cause: e },
+        );
       }
     }
     const mine = existing.filter((c) => c.service === svc.name);
@@ -66,12 +79,20 @@ export async function stackUp(engine: Engine, plan: StackPlan, opts: UpOptions):
       await removeContainer(engine, c.id);
       result.removed.push(c.name);
     }
-    const created = await createServiceContainer(engine, plan, svc.name, { deploymentId: opts.deploymentId, image: opts.images?.[svc.name] });
+    const created = await createServiceContainer(engine, plan, svc.name, {
+      deploymentId: opts.deploymentId,
+      image: opts.images?.[svc.name],
+    });
     log(`${svc.name}: created ${created.name}`);
     await startContainer(engine, created.id);
     log(`${svc.name}: started ${created.name}`);
     current.set(svc.name, created.id);
-    result.services.push({ name: svc.name, containerId: created.id, containerName: created.name, reused: false });
+    result.services.push({
+      name: svc.name,
+      containerId: created.id,
+      containerName: created.name,
+      reused: false,
+    });
   }
   if (opts.removeOrphans ?? true) {
     const wanted = new Set(plan.services.map((s) => s.name));
@@ -128,7 +149,11 @@ export interface RemoveResult {
  * treats "already gone" as done, so a retry after a failure midway finishes the job; it returns
  * only when nothing of the app is left (kept volumes aside), and throws naming what is.
  */
-export async function stackRemove(engine: Engine, app: string, opts: { volumes: boolean }): Promise<RemoveResult> {
+export async function stackRemove(
+  engine: Engine,
+  app: string,
+  opts: { volumes: boolean },
+): Promise<RemoveResult> {
   assertAppName(app);
   const containers = await listAppContainers(engine, app);
   for (const c of containers) await removeContainer(engine, c.id);
@@ -139,7 +164,8 @@ export async function stackRemove(engine: Engine, app: string, opts: { volumes: 
       const net = engine.docker.getNetwork(n.id);
       let attached: Record<string, { Name?: string }> = {};
       try {
-        attached = ((await net.inspect()) as { Containers?: Record<string, { Name?: string }> }).Containers ?? {};
+        attached =
+          ((await net.inspect()) as { Containers?: Record<string, { Name?: string }> }).Containers ?? {};
       } catch (e) {
         if (isNotFound(e)) continue;
         throw e;
@@ -171,7 +197,9 @@ export async function stackRemove(engine: Engine, app: string, opts: { volumes: 
         } catch (e) {
           if (isNotFound(e)) continue;
           if (statusOf(e) === 409)
-            throw new EngineConflictError(`volume "${v}" is in use by ${await volumeUsers(engine, v)}, which svc does not manage and never stops; stop it or remove it, then delete the app again`);
+            throw new EngineConflictError(
+              `volume "${v}" is in use by ${await volumeUsers(engine, v)}, which svc does not manage and never stops; stop it or remove it, then delete the app again`,
+            );
           throw e;
         }
         removedVolumes.push(v);
@@ -183,12 +211,23 @@ export async function stackRemove(engine: Engine, app: string, opts: { volumes: 
     ...(await listAppNetworks(engine, app)).map((n) => `network ${n.name}`),
     ...(opts.volumes ? (await listAppVolumes(engine, app)).map((v) => `volume ${v}`) : []),
   ];
-  if (left.length) throw new EngineConflictError(`app "${app}" is not fully removed: ${left.join(', ')} still exist (created meanwhile?); delete it again`);
-  return { containers: containers.map((c) => c.name), networks: networks.map((n) => n.name), removedVolumes, keptVolumes: opts.volumes ? [] : volumes, detached };
+  if (left.length)
+    throw new EngineConflictError(
+      `app "${app}" is not fully removed: ${left.join(', ')} still exist (created meanwhile?); delete it again`,
+    );
+  return {
+    containers: containers.map((c) => c.name),
+    networks: networks.map((n) => n.name),
+    removedVolumes,
+    keptVolumes: opts.volumes ? [] : volumes,
+    detached,
+  };
 }
 
 async function volumeUsers(engine: Engine, volume: string): Promise<string> {
-  const users = await engine.docker.listContainers({ all: true, filters: { volume: [volume] } }).catch(() => []);
+  const users = await engine.docker
+    .listContainers({ all: true, filters: { volume: [volume] } })
+    .catch(() => []);
   const names = users.map((c) => (c.Names[0] ?? c.Id.slice(0, 12)).replace(/^\//, ''));
   return names.length ? `container ${names.join(', ')}` : 'a container';
 }

@@ -75,16 +75,26 @@ export function createCertificateProber(opts: ProbeOptions): CertificateProber {
         resolve(r);
       };
       // Not verified here on purpose: the point is to see what is served, whoever issued it.
-      const socket = connect({ host: opts.address, port: opts.port, servername: hostname, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
-      socket.setTimeout(opts.timeoutMs ?? 5_000, () => finish({ cert: null, error: 'the proxy did not complete a TLS handshake in time' }));
+      const socket = connect({
+        host: opts.address,
+        port: opts.port,
+        servername: hostname,
+        rejectUnauthorized: false,
+        ALPNProtocols: ['http/1.1'],
+      });
+      socket.setTimeout(opts.timeoutMs ?? 5_000, () =>
+        finish({ cert: null, error: 'the proxy did not complete a TLS handshake in time' }),
+      );
       socket.once('secureConnect', () => {
         const x = socket.getPeerX509Certificate();
         if (!x) return finish({ cert: null, error: 'no certificate is served for this name yet' });
-        if (x.checkHost(hostname) === undefined) return finish({ cert: null, error: `the certificate served does not cover ${hostname}` });
+        if (x.checkHost(hostname) === undefined)
+          return finish({ cert: null, error: `the certificate served does not cover ${hostname}` });
         finish({ cert: describe(x) });
       });
       socket.once('error', (e: NodeJS.ErrnoException) => {
-        if (e.code === 'ECONNREFUSED') return finish({ cert: null, error: `the proxy's HTTPS port (${opts.port}) is not listening` });
+        if (e.code === 'ECONNREFUSED')
+          return finish({ cert: null, error: `the proxy's HTTPS port (${opts.port}) is not listening` });
         // Caddy ends the handshake with an alert when it holds no certificate for the name.
         finish({ cert: null, error: 'no certificate is served for this name yet' });
       });
@@ -111,13 +121,21 @@ function refuse(field: 'cert_pem' | 'key_pem', message: string): never {
  * An uploaded certificate must be a chain whose leaf matches the key, covers the hostname and
  * is valid now. Anything else is refused with the reason, and nothing is stored.
  */
-export function validateCertificate(certPem: unknown, keyPem: unknown, hostname: string, now = Date.now()): ValidatedCertificate {
-  if (typeof certPem !== 'string' || certPem.trim() === '') refuse('cert_pem', 'cert_pem must be a PEM certificate');
-  if (typeof keyPem !== 'string' || keyPem.trim() === '') refuse('key_pem', 'key_pem must be a PEM private key');
+export function validateCertificate(
+  certPem: unknown,
+  keyPem: unknown,
+  hostname: string,
+  now = Date.now(),
+): ValidatedCertificate {
+  if (typeof certPem !== 'string' || certPem.trim() === '')
+    refuse('cert_pem', 'cert_pem must be a PEM certificate');
+  if (typeof keyPem !== 'string' || keyPem.trim() === '')
+    refuse('key_pem', 'key_pem must be a PEM private key');
   if (certPem.length > MAX_CERT_PEM) refuse('cert_pem', `cert_pem is larger than ${MAX_CERT_PEM / 1024} KiB`);
   if (keyPem.length > MAX_KEY_PEM) refuse('key_pem', `key_pem is larger than ${MAX_KEY_PEM / 1024} KiB`);
   const blocks = certPem.match(PEM_CERT) ?? [];
-  if (blocks.length === 0) refuse('cert_pem', 'cert_pem holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  if (blocks.length === 0)
+    refuse('cert_pem', 'cert_pem holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
   if (blocks.length > 10) refuse('cert_pem', 'cert_pem holds more than 10 certificates');
   const chain: X509Certificate[] = [];
   for (const b of blocks) {
@@ -128,11 +146,20 @@ export function validateCertificate(certPem: unknown, keyPem: unknown, hostname:
     }
   }
   const leaf = chain[0]!;
-  if (leaf.ca) refuse('cert_pem', 'the first certificate is a CA certificate; put the certificate for the host first, then its intermediates');
+  if (leaf.ca)
+    refuse(
+      'cert_pem',
+      'the first certificate is a CA certificate; put the certificate for the host first, then its intermediates',
+    );
   for (let i = 0; i + 1 < chain.length; i++) {
-    if (!chain[i]!.checkIssued(chain[i + 1]!)) refuse('cert_pem', `certificate ${i + 2} of the chain did not issue certificate ${i + 1}; list the chain leaf first, in order`);
+    if (!chain[i]!.checkIssued(chain[i + 1]!))
+      refuse(
+        'cert_pem',
+        `certificate ${i + 2} of the chain did not issue certificate ${i + 1}; list the chain leaf first, in order`,
+      );
   }
-  if (/ENCRYPTED/.test(keyPem)) refuse('key_pem', 'the private key is encrypted; upload it without a passphrase');
+  if (/ENCRYPTED/.test(keyPem))
+    refuse('key_pem', 'the private key is encrypted; upload it without a passphrase');
   let key: KeyObject;
   try {
     key = createPrivateKey({ key: keyPem, format: 'pem' });
@@ -142,10 +169,14 @@ export function validateCertificate(certPem: unknown, keyPem: unknown, hostname:
   if (!leaf.checkPrivateKey(key)) refuse('key_pem', 'the private key does not match the certificate');
   if (leaf.checkHost(hostname) === undefined) {
     const covered = names(leaf);
-    refuse('cert_pem', `the certificate does not cover ${hostname}${covered.length ? ` (it covers ${covered.slice(0, 10).join(', ')})` : ''}`);
+    refuse(
+      'cert_pem',
+      `the certificate does not cover ${hostname}${covered.length ? ` (it covers ${covered.slice(0, 10).join(', ')})` : ''}`,
+    );
   }
   const info = describe(leaf);
-  if (now < Date.parse(info.not_before)) refuse('cert_pem', `the certificate is not valid before ${info.not_before}`);
+  if (now < Date.parse(info.not_before))
+    refuse('cert_pem', `the certificate is not valid before ${info.not_before}`);
   if (now >= Date.parse(info.not_after)) refuse('cert_pem', `the certificate expired on ${info.not_after}`);
   return {
     cert_pem: chain.map((c) => c.toString()).join(''),

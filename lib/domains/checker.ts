@@ -9,7 +9,13 @@ import type { Logger } from '../log.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { DnsChecker } from './dns.js';
 import type { CertificateProber } from './certificate.js';
-import { getHostCheck, saveHostCheck, pruneHostChecks, type CertificateRow, type HostCheckRow } from './store.js';
+import {
+  getHostCheck,
+  saveHostCheck,
+  pruneHostChecks,
+  type CertificateRow,
+  type HostCheckRow,
+} from './store.js';
 import { computeStatus, EXPIRY_WARNING_MS, type DomainStatus } from './status.js';
 
 /** Topic of `certificate_error` and `certificate_expiring` (the notification sender listens there). */
@@ -53,8 +59,20 @@ export interface CertificateEvent {
 }
 
 // How long an observation stays fresh, by the host's status.
-const DNS_FRESH: Record<DomainStatus, number> = { unassigned: Infinity, awaiting_dns: 60_000, issuing: 600_000, active: 3_600_000, error: 120_000 };
-const CERT_FRESH: Record<DomainStatus, number> = { unassigned: Infinity, awaiting_dns: Infinity, issuing: 10_000, active: 3_600_000, error: 120_000 };
+const DNS_FRESH: Record<DomainStatus, number> = {
+  unassigned: Infinity,
+  awaiting_dns: 60_000,
+  issuing: 600_000,
+  active: 3_600_000,
+  error: 120_000,
+};
+const CERT_FRESH: Record<DomainStatus, number> = {
+  unassigned: Infinity,
+  awaiting_dns: Infinity,
+  issuing: 10_000,
+  active: 3_600_000,
+  error: 120_000,
+};
 
 function emptyRow(hostname: string, at: string): HostCheckRow {
   return {
@@ -75,7 +93,8 @@ function emptyRow(hostname: string, at: string): HostCheckRow {
   };
 }
 
-const certReady = (r: HostCheckRow | null, now: number) => !!r?.cert_fingerprint256 && !!r.cert_not_after && Date.parse(r.cert_not_after) > now;
+const certReady = (r: HostCheckRow | null, now: number) =>
+  !!r?.cert_fingerprint256 && !!r.cert_not_after && Date.parse(r.cert_not_after) > now;
 
 function age(iso: string | null, now: number): number {
   return iso ? now - Date.parse(iso) : Infinity;
@@ -122,7 +141,12 @@ export class DomainChecker {
           const status = this.status(t, row, now);
           const dnsDue = age(row?.dns_checked_at ?? null, now) >= DNS_FRESH[status];
           const certDue = t.tls !== 'none' && age(row?.cert_checked_at ?? null, now) >= CERT_FRESH[status];
-          if (dnsDue || certDue) jobs.push(this.check(t, { dns: dnsDue, cert: true }).catch((err) => this.opts.log.warn({ err: String(err), host: t.hostname }, 'host check failed')));
+          if (dnsDue || certDue)
+            jobs.push(
+              this.check(t, { dns: dnsDue, cert: true }).catch((err) =>
+                this.opts.log.warn({ err: String(err), host: t.hostname }, 'host check failed'),
+              ),
+            );
         }
         await Promise.all(jobs);
         await pruneHostChecks(this.opts.db, new Set(targets.map((t) => t.hostname)));
@@ -138,12 +162,25 @@ export class DomainChecker {
   /** Checks one host now (DNS and certificate), as `refresh` asks. */
   async refresh(hostname: string): Promise<HostCheckRow> {
     const targets = await this.opts.targets();
-    const t = targets.find((x) => x.hostname === hostname) ?? { hostname, domainId: null, appId: null, service: null, tls: 'none' as const, uploaded: null };
+    const t = targets.find((x) => x.hostname === hostname) ?? {
+      hostname,
+      domainId: null,
+      appId: null,
+      service: null,
+      tls: 'none' as const,
+      uploaded: null,
+    };
     return this.check(t, { dns: true, cert: true });
   }
 
   private status(t: CheckTarget, row: HostCheckRow | null, now: number): DomainStatus {
-    return computeStatus({ assigned: true, uploaded: t.uploaded, check: row, now, issueTimeoutMs: this.opts.issueTimeoutMs }).status;
+    return computeStatus({
+      assigned: true,
+      uploaded: t.uploaded,
+      check: row,
+      now,
+      issueTimeoutMs: this.opts.issueTimeoutMs,
+    }).status;
   }
 
   /** One check per host at a time: a second caller shares the running one. */
@@ -180,7 +217,13 @@ export class DomainChecker {
       row.cert_error = p.error ?? null;
       row.cert_checked_at = at;
     } else if (!served) {
-      Object.assign(row, { cert_issuer: null, cert_not_after: null, cert_fingerprint256: null, cert_error: null, cert_checked_at: null });
+      Object.assign(row, {
+        cert_issuer: null,
+        cert_not_after: null,
+        cert_fingerprint256: null,
+        cert_error: null,
+        cert_checked_at: null,
+      });
     }
     const nowMs = now();
     const ready = certReady(row, nowMs);
@@ -188,7 +231,8 @@ export class DomainChecker {
     else row.issuing_since = null;
     this.notify(t, row, nowMs);
     await saveHostCheck(db, row);
-    if ((prev?.dns_points_here === 1) !== pointsHere || certReady(prev, nowMs) !== ready) this.opts.onChange(t.hostname);
+    if ((prev?.dns_points_here === 1) !== pointsHere || certReady(prev, nowMs) !== ready)
+      this.opts.onChange(t.hostname);
     return row;
   }
 
@@ -200,17 +244,40 @@ export class DomainChecker {
     } catch {
       seen = {};
     }
-    const s = computeStatus({ assigned: true, uploaded: t.uploaded, check: row, now, issueTimeoutMs: this.opts.issueTimeoutMs });
-    const base = { hostname: t.hostname, domain_id: t.domainId, app_id: t.appId, service: t.service, at: nowIso(now) };
+    const s = computeStatus({
+      assigned: true,
+      uploaded: t.uploaded,
+      check: row,
+      now,
+      issueTimeoutMs: this.opts.issueTimeoutMs,
+    });
+    const base = {
+      hostname: t.hostname,
+      domain_id: t.domainId,
+      app_id: t.appId,
+      service: t.service,
+      at: nowIso(now),
+    };
     if (s.status === 'error') {
       if (!seen.error) {
         seen.error = base.at;
-        this.publish({ type: 'certificate_error', ...base, detail: s.detail, not_after: t.uploaded?.not_after ?? row.cert_not_after });
+        this.publish({
+          type: 'certificate_error',
+          ...base,
+          detail: s.detail,
+          not_after: t.uploaded?.not_after ?? row.cert_not_after,
+        });
       }
     } else delete seen.error;
     const notAfter = t.uploaded?.not_after ?? row.cert_not_after;
     const fp = t.uploaded?.fingerprint256 ?? row.cert_fingerprint256;
-    if (notAfter && fp && s.status === 'active' && Date.parse(notAfter) - now < EXPIRY_WARNING_MS && seen.expiring !== fp) {
+    if (
+      notAfter &&
+      fp &&
+      s.status === 'active' &&
+      Date.parse(notAfter) - now < EXPIRY_WARNING_MS &&
+      seen.expiring !== fp
+    ) {
       seen.expiring = fp;
       const days = Math.max(0, Math.floor((Date.parse(notAfter) - now) / 86_400_000));
       this.publish({

@@ -74,7 +74,10 @@ export function createDnsChecker(opts: DnsCheckOptions): DnsChecker {
   const expected = () => opts.publicIps ?? (detected ??= detectAddresses());
   return async (input: string) => {
     const name = checkHostname(input);
-    if (!name.ok) throw badRequest(`Invalid host: ${name.message}`, [{ field: 'host', rule: name.rule, message: name.message }]);
+    if (!name.ok)
+      throw badRequest(`Invalid host: ${name.message}`, [
+        { field: 'host', rule: name.rule, message: name.message },
+      ]);
     const host = name.hostname;
     // A resolver per check: node:dns resolvers hold no cache, and this keeps lookups independent.
     const r = new Resolver({ timeout: opts.timeoutMs ?? 2_000, tries: 2 });
@@ -97,7 +100,10 @@ export function createDnsChecker(opts: DnsCheckOptions): DnsChecker {
     };
     const failure = codes.find((c) => !NO_ANSWER.has(c));
     if (failure !== undefined) check.error = lookupError(failure);
-    else if (resolved.length === 0) check.error = codes.some((c) => c === 'ENOTFOUND' || c === 'NXDOMAIN') ? 'the name does not exist in DNS' : 'the name has no A or AAAA record';
+    else if (resolved.length === 0)
+      check.error = codes.some((c) => c === 'ENOTFOUND' || c === 'NXDOMAIN')
+        ? 'the name does not exist in DNS'
+        : 'the name has no A or AAAA record';
     return check;
   };
 }

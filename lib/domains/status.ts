@@ -48,18 +48,34 @@ export function parseList(json: string | null): string[] {
 
 export function computeStatus(input: StatusInput): StatusResult {
   const { check, now, uploaded } = input;
-  if (!input.assigned) return { status: 'unassigned', detail: 'Not assigned: give it an app service or a redirect.' };
-  if (!check || !check.dns_checked_at) return { status: 'awaiting_dns', detail: 'DNS has not been checked yet.' };
+  if (!input.assigned)
+    return { status: 'unassigned', detail: 'Not assigned: give it an app service or a redirect.' };
+  if (!check || !check.dns_checked_at)
+    return { status: 'awaiting_dns', detail: 'DNS has not been checked yet.' };
   if (check.dns_points_here !== 1) return { status: 'awaiting_dns', detail: dnsDetail(check) };
   if (uploaded) {
-    if (now >= Date.parse(uploaded.not_after)) return { status: 'error', detail: `The uploaded certificate expired on ${day(uploaded.not_after)}; upload a new one or delete it to return to ACME.` };
-    if (check.cert_fingerprint256 === uploaded.fingerprint256) return { status: 'active', detail: `Serving the uploaded certificate (valid until ${day(uploaded.not_after)}).` };
+    if (now >= Date.parse(uploaded.not_after))
+      return {
+        status: 'error',
+        detail: `The uploaded certificate expired on ${day(uploaded.not_after)}; upload a new one or delete it to return to ACME.`,
+      };
+    if (check.cert_fingerprint256 === uploaded.fingerprint256)
+      return {
+        status: 'active',
+        detail: `Serving the uploaded certificate (valid until ${day(uploaded.not_after)}).`,
+      };
     return { status: 'issuing', detail: 'Waiting for the proxy to serve the uploaded certificate.' };
   }
   if (check.cert_fingerprint256 && check.cert_not_after) {
     if (now >= Date.parse(check.cert_not_after))
-      return { status: 'error', detail: `The certificate expired on ${day(check.cert_not_after)} and was not renewed; check that port 80 reaches this host.` };
-    return { status: 'active', detail: `Certificate from ${check.cert_issuer ?? 'the CA'}, valid until ${day(check.cert_not_after)}.` };
+      return {
+        status: 'error',
+        detail: `The certificate expired on ${day(check.cert_not_after)} and was not renewed; check that port 80 reaches this host.`,
+      };
+    return {
+      status: 'active',
+      detail: `Certificate from ${check.cert_issuer ?? 'the CA'}, valid until ${day(check.cert_not_after)}.`,
+    };
   }
   const since = check.issuing_since ? Date.parse(check.issuing_since) : now;
   const timeout = input.issueTimeoutMs ?? ISSUE_TIMEOUT_MS;
@@ -84,15 +100,23 @@ export interface DnsView {
   checked_at: string;
 }
 
-export function certificateView(uploaded: StatusInput['uploaded'], check: HostCheckRow | null): CertificateView | null {
+export function certificateView(
+  uploaded: StatusInput['uploaded'],
+  check: HostCheckRow | null,
+): CertificateView | null {
   if (uploaded) return { source: 'uploaded', issuer: uploaded.issuer, not_after: uploaded.not_after };
-  if (check?.cert_fingerprint256 && check.cert_issuer && check.cert_not_after) return { source: 'acme', issuer: check.cert_issuer, not_after: check.cert_not_after };
+  if (check?.cert_fingerprint256 && check.cert_issuer && check.cert_not_after)
+    return { source: 'acme', issuer: check.cert_issuer, not_after: check.cert_not_after };
   return null;
 }
 
 export function dnsView(check: HostCheckRow | null): DnsView | null {
   if (!check?.dns_checked_at) return null;
-  return { addresses: parseList(check.dns_resolved), points_here: check.dns_points_here === 1, checked_at: check.dns_checked_at };
+  return {
+    addresses: parseList(check.dns_resolved),
+    points_here: check.dns_points_here === 1,
+    checked_at: check.dns_checked_at,
+  };
 }
 
 export interface DomainView {
@@ -111,7 +135,12 @@ export interface DomainView {
 }
 
 /** The contract's Domain. */
-export function domainView(row: DomainRow, uploaded: CertificateRow | null, check: HostCheckRow | null, now: number): DomainView {
+export function domainView(
+  row: DomainRow,
+  uploaded: CertificateRow | null,
+  check: HostCheckRow | null,
+  now: number,
+): DomainView {
   const assigned = row.redirect_to !== null || row.app_id !== null;
   const s = computeStatus({ assigned, uploaded, check, now });
   return {
@@ -144,7 +173,11 @@ export interface AutomaticHostView {
 }
 
 /** An automatic host as listings show it: `managed: true`, no id. */
-export function automaticHostView(a: { appId: string; service: string; hostname: string; port: number }, check: HostCheckRow | null, now: number): AutomaticHostView {
+export function automaticHostView(
+  a: { appId: string; service: string; hostname: string; port: number },
+  check: HostCheckRow | null,
+  now: number,
+): AutomaticHostView {
   const s = computeStatus({ assigned: true, uploaded: null, check, now });
   return {
     managed: true,

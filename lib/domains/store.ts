@@ -25,21 +25,28 @@ function isUniqueViolation(e: unknown): boolean {
 
 function hostnameField(field: string, value: unknown): string {
   const r = checkHostname(value);
-  if (!r.ok) throw badRequest(`Invalid ${field}: ${r.message}`, [{ field, rule: r.rule, message: r.message }]);
+  if (!r.ok)
+    throw badRequest(`Invalid ${field}: ${r.message}`, [{ field, rule: r.rule, message: r.message }]);
   return r.hostname;
 }
 
 function portField(value: unknown): number | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535) {
-    throw badRequest('Invalid port: a whole number from 1 to 65535', [{ field: 'port', message: 'must be a whole number from 1 to 65535' }]);
+    throw badRequest('Invalid port: a whole number from 1 to 65535', [
+      { field: 'port', message: 'must be a whole number from 1 to 65535' },
+    ]);
   }
   return value;
 }
 
 /** The base domain in force: the instance setting when one was saved (null clears), else SVC_BASE_DOMAIN. */
 export async function getBaseDomain(db: Db, fallback: string | null): Promise<string | null> {
-  const row = await db.selectFrom('settings').select('value').where('key', '=', BASE_DOMAIN_KEY).executeTakeFirst();
+  const row = await db
+    .selectFrom('settings')
+    .select('value')
+    .where('key', '=', BASE_DOMAIN_KEY)
+    .executeTakeFirst();
   if (!row) return fallback;
   const v = JSON.parse(row.value) as unknown;
   return typeof v === 'string' ? v : null;
@@ -85,32 +92,64 @@ export interface DomainRules {
  * Checks an assignment: a service of an existing app with a port (its own or the domain's),
  * or a redirect, never both.
  */
-async function checkTarget(db: Db, hostname: string, t: { app_id: string | null; service: string | null; port: number | null; redirect_to: string | null }): Promise<void> {
+async function checkTarget(
+  db: Db,
+  hostname: string,
+  t: { app_id: string | null; service: string | null; port: number | null; redirect_to: string | null },
+): Promise<void> {
   if (t.redirect_to !== null && (t.app_id !== null || t.service !== null)) {
-    throw badRequest('A domain either serves an app service or redirects, not both', [{ field: 'redirect_to', message: 'cannot be combined with app_id/service' }]);
+    throw badRequest('A domain either serves an app service or redirects, not both', [
+      { field: 'redirect_to', message: 'cannot be combined with app_id/service' },
+    ]);
   }
-  if (t.redirect_to !== null && t.redirect_to === hostname) throw badRequest('A domain cannot redirect to itself', [{ field: 'redirect_to', message: 'equals the hostname' }]);
+  if (t.redirect_to !== null && t.redirect_to === hostname)
+    throw badRequest('A domain cannot redirect to itself', [
+      { field: 'redirect_to', message: 'equals the hostname' },
+    ]);
   if (t.app_id === null) {
-    if (t.service !== null) throw badRequest('service needs app_id', [{ field: 'app_id', message: 'required with service' }]);
+    if (t.service !== null)
+      throw badRequest('service needs app_id', [{ field: 'app_id', message: 'required with service' }]);
     return;
   }
-  const app = await db.selectFrom('apps').select(['id']).where('id', '=', t.app_id).where('deleting_at', 'is', null).executeTakeFirst();
+  const app = await db
+    .selectFrom('apps')
+    .select(['id'])
+    .where('id', '=', t.app_id)
+    .where('deleting_at', 'is', null)
+    .executeTakeFirst();
   if (!app) throw badRequest('No such app', [{ field: 'app_id', message: 'no app with this id' }]);
-  if (t.service === null) throw badRequest('service is required with app_id', [{ field: 'service', message: 'required with app_id' }]);
+  if (t.service === null)
+    throw badRequest('service is required with app_id', [
+      { field: 'service', message: 'required with app_id' },
+    ]);
   if (t.port !== null) return;
-  const svc = await db.selectFrom('app_services').select(['port']).where('app_id', '=', t.app_id).where('name', '=', t.service).executeTakeFirst();
+  const svc = await db
+    .selectFrom('app_services')
+    .select(['port'])
+    .where('app_id', '=', t.app_id)
+    .where('name', '=', t.service)
+    .executeTakeFirst();
   if (!svc || svc.port === null) {
-    throw badRequest(`Service "${t.service}" has no port: set the service's port, or give the domain a port`, [{ field: 'port', message: 'the service has no port' }]);
+    throw badRequest(
+      `Service "${t.service}" has no port: set the service's port, or give the domain a port`,
+      [{ field: 'port', message: 'the service has no port' }],
+    );
   }
 }
 
 function optionalString(field: string, v: unknown): string | null {
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.length === 0 || v.length > 255) throw badRequest(`Invalid ${field}`, [{ field, message: 'must be a non-empty string' }]);
+  if (typeof v !== 'string' || v.length === 0 || v.length > 255)
+    throw badRequest(`Invalid ${field}`, [{ field, message: 'must be a non-empty string' }]);
   return v;
 }
 
-export async function createDomain(db: Db, input: DomainInput, rules: DomainRules, now = Date.now()): Promise<DomainRow> {
+export async function createDomain(
+  db: Db,
+  input: DomainInput,
+  rules: DomainRules,
+  now = Date.now(),
+): Promise<DomainRow> {
   const hostname = hostnameField('hostname', input.hostname);
   const row: DomainRow = {
     id: newId(now),
@@ -118,7 +157,10 @@ export async function createDomain(db: Db, input: DomainInput, rules: DomainRule
     app_id: optionalString('app_id', input.app_id),
     service: optionalString('service', input.service),
     port: portField(input.port),
-    redirect_to: input.redirect_to === undefined || input.redirect_to === null ? null : hostnameField('redirect_to', input.redirect_to),
+    redirect_to:
+      input.redirect_to === undefined || input.redirect_to === null
+        ? null
+        : hostnameField('redirect_to', input.redirect_to),
     created_at: nowIso(now),
     updated_at: nowIso(now),
   };
@@ -134,16 +176,24 @@ export async function createDomain(db: Db, input: DomainInput, rules: DomainRule
 }
 
 /** PATCH: reassign to another app service, turn into a redirect, or back. */
-export async function updateDomain(db: Db, id: string, patch: DomainInput, now = Date.now()): Promise<{ before: DomainRow; after: DomainRow }> {
+export async function updateDomain(
+  db: Db,
+  id: string,
+  patch: DomainInput,
+  now = Date.now(),
+): Promise<{ before: DomainRow; after: DomainRow }> {
   const before = await getDomainRow(db, id);
   if (patch.hostname !== undefined && hostnameField('hostname', patch.hostname) !== before.hostname) {
-    throw badRequest('The hostname of a domain cannot change; add a new domain instead', [{ field: 'hostname', message: 'cannot change' }]);
+    throw badRequest('The hostname of a domain cannot change; add a new domain instead', [
+      { field: 'hostname', message: 'cannot change' },
+    ]);
   }
   const next = { ...before };
   if (patch.redirect_to !== undefined) {
     next.redirect_to = patch.redirect_to === null ? null : hostnameField('redirect_to', patch.redirect_to);
     // Turning into a redirect drops the assignment unless the same patch gives one (then it is refused).
-    if (next.redirect_to !== null && patch.app_id === undefined) Object.assign(next, { app_id: null, service: null, port: null });
+    if (next.redirect_to !== null && patch.app_id === undefined)
+      Object.assign(next, { app_id: null, service: null, port: null });
   }
   if (patch.app_id !== undefined) {
     next.app_id = optionalString('app_id', patch.app_id);
@@ -154,7 +204,17 @@ export async function updateDomain(db: Db, id: string, patch: DomainInput, now =
   if (patch.port !== undefined) next.port = portField(patch.port);
   await checkTarget(db, next.hostname, next);
   next.updated_at = nowIso(now);
-  await db.updateTable('domains').set({ app_id: next.app_id, service: next.service, port: next.port, redirect_to: next.redirect_to, updated_at: next.updated_at }).where('id', '=', id).execute();
+  await db
+    .updateTable('domains')
+    .set({
+      app_id: next.app_id,
+      service: next.service,
+      port: next.port,
+      redirect_to: next.redirect_to,
+      updated_at: next.updated_at,
+    })
+    .where('id', '=', id)
+    .execute();
   return { before, after: next };
 }
 
@@ -171,11 +231,23 @@ export async function certificateRows(db: Db): Promise<CertificateRow[]> {
 }
 
 export async function getCertificateRow(db: Db, domainId: string): Promise<CertificateRow | null> {
-  return (await db.selectFrom('domain_certificates').selectAll().where('domain_id', '=', domainId).executeTakeFirst()) ?? null;
+  return (
+    (await db
+      .selectFrom('domain_certificates')
+      .selectAll()
+      .where('domain_id', '=', domainId)
+      .executeTakeFirst()) ?? null
+  );
 }
 
 /** Validates (pair, hostname, validity), seals the key and stores; replaces an earlier upload. */
-export async function putCertificate(db: Db, sealer: Sealer, domainId: string, input: { cert_pem?: unknown; key_pem?: unknown }, now = Date.now()): Promise<CertificateRow> {
+export async function putCertificate(
+  db: Db,
+  sealer: Sealer,
+  domainId: string,
+  input: { cert_pem?: unknown; key_pem?: unknown },
+  now = Date.now(),
+): Promise<CertificateRow> {
   const domain = await getDomainRow(db, domainId);
   if (!sealer.available) sealer.seal('', ''); // throws the 503 that names the missing master key
   const v: ValidatedCertificate = validateCertificate(input.cert_pem, input.key_pem, domain.hostname, now);
@@ -192,9 +264,14 @@ export async function putCertificate(db: Db, sealer: Sealer, domainId: string, i
     .insertInto('domain_certificates')
     .values(row)
     .onConflict((c) =>
-      c
-        .column('domain_id')
-        .doUpdateSet({ cert_pem: row.cert_pem, key_sealed: row.key_sealed, issuer: row.issuer, not_after: row.not_after, fingerprint256: row.fingerprint256, created_at: row.created_at }),
+      c.column('domain_id').doUpdateSet({
+        cert_pem: row.cert_pem,
+        key_sealed: row.key_sealed,
+        issuer: row.issuer,
+        not_after: row.not_after,
+        fingerprint256: row.fingerprint256,
+        created_at: row.created_at,
+      }),
     )
     .execute();
   return row;
@@ -222,7 +299,10 @@ export async function hostCheckRows(db: Db): Promise<Map<string, HostCheckRow>> 
 }
 
 export async function getHostCheck(db: Db, hostname: string): Promise<HostCheckRow | null> {
-  return (await db.selectFrom('host_checks').selectAll().where('hostname', '=', hostname).executeTakeFirst()) ?? null;
+  return (
+    (await db.selectFrom('host_checks').selectAll().where('hostname', '=', hostname).executeTakeFirst()) ??
+    null
+  );
 }
 
 export async function saveHostCheck(db: Db, row: HostCheckRow): Promise<void> {

@@ -9,7 +9,12 @@ export async function missingTopicResource(db: Db, topic: string): Promise<strin
   const kind = topic.slice(0, at);
   const id = topic.slice(at + 1);
   if (kind === 'logs' || kind === 'stats') {
-    const app = await db.selectFrom('apps').select('id').where('id', '=', id).where('deleting_at', 'is', null).executeTakeFirst();
+    const app = await db
+      .selectFrom('apps')
+      .select('id')
+      .where('id', '=', id)
+      .where('deleting_at', 'is', null)
+      .executeTakeFirst();
     return app ? null : `no app with id "${id}"`;
   }
   if (kind === 'build') {

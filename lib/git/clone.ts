@@ -88,9 +88,22 @@ export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** Runs git; rejects on a non-zero exit with its (trimmed) stderr. */
-export function runGit(args: string[], opts: { cwd?: string; env?: Record<string, string>; signal?: AbortSignal; timeoutMs?: number; onTick?: () => Promise<string | null> }): Promise<string> {
+export function runGit(
+  args: string[],
+  opts: {
+    cwd?: string;
+    env?: Record<string, string>;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+    onTick?: () => Promise<string | null>;
+  },
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', [...SAFE_CONFIG, ...args], { cwd: opts.cwd, env: gitEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', [...SAFE_CONFIG, ...args], {
+      cwd: opts.cwd,
+      env: gitEnv(opts.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let killedFor: GitError | undefined;
@@ -105,7 +118,16 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
     child.stderr.on('data', (c: Buffer) => {
       if (stderr.length < 1 << 16) stderr += c.toString();
     });
-    const timer = setTimeout(() => kill(new GitError(`git timed out after ${Math.round((opts.timeoutMs ?? DEFAULT_TIMEOUT) / 1000)} s`, 'timeout')), opts.timeoutMs ?? DEFAULT_TIMEOUT);
+    const timer = setTimeout(
+      () =>
+        kill(
+          new GitError(
+            `git timed out after ${Math.round((opts.timeoutMs ?? DEFAULT_TIMEOUT) / 1000)} s`,
+            'timeout',
+          ),
+        ),
+      opts.timeoutMs ?? DEFAULT_TIMEOUT,
+    );
     const onAbort = () => kill(new GitError('git was canceled', 'aborted'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) onAbort();
@@ -137,7 +159,13 @@ export function runGit(args: string[], opts: { cwd?: string; env?: Record<string
       opts.signal?.removeEventListener('abort', onAbort);
       if (killedFor) return reject(killedFor);
       if (code === 0) return resolve(stdout);
-      reject(new GitError(`git ${args.find((a) => !a.startsWith('-')) ?? ''} failed: ${cleanStderr(stderr)}`, 'failed', { exitCode: code ?? undefined }));
+      reject(
+        new GitError(
+          `git ${args.find((a) => !a.startsWith('-')) ?? ''} failed: ${cleanStderr(stderr)}`,
+          'failed',
+          { exitCode: code ?? undefined },
+        ),
+      );
     });
   });
 }
@@ -183,15 +211,18 @@ export async function shallowClone(opts: CloneOptions): Promise<CloneResult> {
   const r = checkRef(opts.ref);
   if (!r.ok) throw new GitError(`ref: ${r.reason}`, 'invalid');
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX;
-  await runGit(['clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', opts.ref, '--', opts.url, opts.dir], {
-    env: opts.env,
-    signal: opts.signal,
-    timeoutMs: opts.timeoutMs,
-    onTick: async () => {
-      const size = await treeSize(opts.dir);
-      return size > maxBytes ? `repository is larger than ${maxBytes} bytes` : null;
+  await runGit(
+    ['clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', opts.ref, '--', opts.url, opts.dir],
+    {
+      env: opts.env,
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
+      onTick: async () => {
+        const size = await treeSize(opts.dir);
+        return size > maxBytes ? `repository is larger than ${maxBytes} bytes` : null;
+      },
     },
-  });
+  );
   const size = await treeSize(opts.dir);
   if (size > maxBytes) throw new GitError(`repository is larger than ${maxBytes} bytes`, 'too_large');
   const out = await runGit(['log', '-1', '--format=%H%n%s'], { cwd: opts.dir, timeoutMs: 10_000 });
@@ -200,7 +231,10 @@ export async function shallowClone(opts: CloneOptions): Promise<CloneResult> {
 }
 
 /** Clones into a fresh temporary directory, runs fn, and always removes the directory. */
-export async function withTempClone<T>(opts: Omit<CloneOptions, 'dir'>, fn: (dir: string, clone: CloneResult) => Promise<T>): Promise<T> {
+export async function withTempClone<T>(
+  opts: Omit<CloneOptions, 'dir'>,
+  fn: (dir: string, clone: CloneResult) => Promise<T>,
+): Promise<T> {
   const base = await mkdtemp(join(tmpdir(), 'svc-clone-'));
   try {
     const dir = join(base, 'repo');

@@ -44,7 +44,8 @@ async function composeFile(dir: string, name: string): Promise<string | 'outside
 /** Reads the compose file `name` of the checkout in dir, refusing one that resolves outside it. */
 export async function readComposeFile(dir: string, name: string): Promise<string> {
   const p = await composeFile(dir, name);
-  if (p === null || p === 'outside') throw new Error(`compose file ${name} ${p === null ? 'is missing' : 'resolves outside the repository'}`);
+  if (p === null || p === 'outside')
+    throw new Error(`compose file ${name} ${p === null ? 'is missing' : 'resolves outside the repository'}`);
   if ((await stat(p)).size > MAX_FILE) throw new Error(`compose file ${name} is larger than 1 MiB`);
   return readFile(p, 'utf8');
 }
@@ -55,7 +56,10 @@ export async function readComposeFile(dir: string, name: string): Promise<string
  * when given. A compose file may be a symlink within the repository; one that leads outside it
  * (to a host file) is refused, never read.
  */
-export async function detectCompose(dir: string, opts: { composePath?: string; env?: Record<string, string> } = {}): Promise<Detection> {
+export async function detectCompose(
+  dir: string,
+  opts: { composePath?: string; env?: Record<string, string> } = {},
+): Promise<Detection> {
   const candidates = opts.composePath ? [opts.composePath] : COMPOSE_FILES;
   for (const name of candidates) {
     const p = await composeFile(dir, name);
@@ -65,17 +69,45 @@ export async function detectCompose(dir: string, opts: { composePath?: string; e
         compose_path: name,
         dockerfile: null,
         services: [],
-        findings: [{ level: 'error', key: '(file)', message: `compose file ${name} resolves outside the repository (a symlink to a host path?); refused` }],
+        findings: [
+          {
+            level: 'error',
+            key: '(file)',
+            message: `compose file ${name} resolves outside the repository (a symlink to a host path?); refused`,
+          },
+        ],
       };
     }
     if ((await stat(p)).size > MAX_FILE) {
-      return { compose_path: name, dockerfile: null, services: [], findings: [{ level: 'error', key: '(file)', message: 'compose file is larger than 1 MiB' }] };
+      return {
+        compose_path: name,
+        dockerfile: null,
+        services: [],
+        findings: [{ level: 'error', key: '(file)', message: 'compose file is larger than 1 MiB' }],
+      };
     }
     const r = parseCompose(await readFile(p, 'utf8'), { env: opts.env ?? {} });
-    return { compose_path: name, dockerfile: null, services: r.model ? Object.keys(r.model.services) : [], findings: r.findings };
+    return {
+      compose_path: name,
+      dockerfile: null,
+      services: r.model ? Object.keys(r.model.services) : [],
+      findings: r.findings,
+    };
   }
-  if (await isFile(join(dir, 'Dockerfile'))) return { compose_path: null, dockerfile: 'Dockerfile', services: [SINGLE_SERVICE], findings: [] };
-  return { compose_path: null, dockerfile: null, services: [], findings: [{ level: 'error', key: '(repository)', message: 'no compose file and no Dockerfile at the repository root' }] };
+  if (await isFile(join(dir, 'Dockerfile')))
+    return { compose_path: null, dockerfile: 'Dockerfile', services: [SINGLE_SERVICE], findings: [] };
+  return {
+    compose_path: null,
+    dockerfile: null,
+    services: [],
+    findings: [
+      {
+        level: 'error',
+        key: '(repository)',
+        message: 'no compose file and no Dockerfile at the repository root',
+      },
+    ],
+  };
 }
 
 /** Reads the first env example file found into [{key, value}]; empty when there is none. */
@@ -84,7 +116,8 @@ export async function envExample(dir: string): Promise<{ key: string; value: str
     const p = join(dir, name);
     if (!(await isFile(p)) || (await lstat(p)).size > MAX_FILE) continue;
     const seen = new Map<string, string>();
-    for (const e of parseDotenv(await readFile(p, 'utf8'))) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(e.key)) seen.set(e.key, e.value);
+    for (const e of parseDotenv(await readFile(p, 'utf8')))
+      if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(e.key)) seen.set(e.key, e.value);
     return [...seen].map(([key, value]) => ({ key, value }));
   }
   return [];

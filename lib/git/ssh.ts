@@ -22,8 +22,17 @@ export interface DeployKeyPaths {
  * (GIT_SSH_COMMAND and no prompts), and always removes the key and its directory afterwards.
  * The known_hosts file's directory is created (0700) when missing, so accept-new can record.
  */
-export async function withDeployKey<T>(privateKey: string, knownHostsFile: string, fn: (env: Record<string, string>, paths: DeployKeyPaths) => Promise<T>): Promise<T> {
-  if (typeof privateKey !== 'string' || !/^-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END OPENSSH PRIVATE KEY-----\n?$/.test(privateKey)) {
+export async function withDeployKey<T>(
+  privateKey: string,
+  knownHostsFile: string,
+  fn: (env: Record<string, string>, paths: DeployKeyPaths) => Promise<T>,
+): Promise<T> {
+  if (
+    typeof privateKey !== 'string' ||
+    !/^-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END OPENSSH PRIVATE KEY-----\n?$/.test(
+      privateKey,
+    )
+  ) {
     throw new GitError('deploy key is not an OpenSSH private key', 'invalid');
   }
   if (!isAbsolute(knownHostsFile)) throw new GitError('known_hosts path must be absolute', 'invalid');
@@ -33,8 +42,14 @@ export async function withDeployKey<T>(privateKey: string, knownHostsFile: strin
     const command = sshCommand(keyFile, knownHostsFile);
     await mkdir(dirname(knownHostsFile), { recursive: true, mode: 0o700 });
     // ssh refuses a key with a missing final newline on some versions, and any group/other access.
-    await writeFile(keyFile, privateKey.endsWith('\n') ? privateKey : `${privateKey}\n`, { mode: 0o600, flag: 'wx' });
-    return await fn({ GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh', GIT_TERMINAL_PROMPT: '0' }, { dir, keyFile });
+    await writeFile(keyFile, privateKey.endsWith('\n') ? privateKey : `${privateKey}\n`, {
+      mode: 0o600,
+      flag: 'wx',
+    });
+    return await fn(
+      { GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh', GIT_TERMINAL_PROMPT: '0' },
+      { dir, keyFile },
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -51,23 +66,38 @@ const MAX_MESSAGE = 400;
  * `git ls-remote` against the repository with the deploy key. Never throws for a failed
  * connection: the answer is {ok: false, message} with the server's words, cleaned.
  */
-export async function testConnection(opts: { url: string; privateKey: string; knownHostsFile: string; timeoutMs?: number }): Promise<ConnectionResult> {
+export async function testConnection(opts: {
+  url: string;
+  privateKey: string;
+  knownHostsFile: string;
+  timeoutMs?: number;
+}): Promise<ConnectionResult> {
   const u = checkRepoUrl(opts.url);
   if (!u.ok) return { ok: false, message: `repository URL: ${u.reason}` };
   const host = sshHost(opts.url);
-  if (host === null) return { ok: false, message: 'deploy keys are used only with ssh:// or user@host:path repository URLs' };
+  if (host === null)
+    return { ok: false, message: 'deploy keys are used only with ssh:// or user@host:path repository URLs' };
   let result: { code: number | null; stdout: string; stderr: string; timedOut: boolean };
   try {
-    result = await withDeployKey(opts.privateKey, opts.knownHostsFile, (env) => lsRemote(opts.url, env, opts.timeoutMs ?? 20_000));
+    result = await withDeployKey(opts.privateKey, opts.knownHostsFile, (env) =>
+      lsRemote(opts.url, env, opts.timeoutMs ?? 20_000),
+    );
   } catch (e) {
     return { ok: false, message: cleanMessage(e instanceof Error ? e.message : String(e)) };
   }
-  if (result.timedOut) return { ok: false, message: `no answer from ${host} within ${Math.round((opts.timeoutMs ?? 20_000) / 1000)} s` };
+  if (result.timedOut)
+    return {
+      ok: false,
+      message: `no answer from ${host} within ${Math.round((opts.timeoutMs ?? 20_000) / 1000)} s`,
+    };
   if (result.code === 0) {
     const refs = result.stdout.split('\n').filter((l) => /^[0-9a-f]{40,64}\t/.test(l));
     const heads = refs.filter((l) => l.includes('\trefs/heads/')).length;
     const tags = refs.filter((l) => l.includes('\trefs/tags/') && !l.endsWith('^{}')).length;
-    return { ok: true, message: `connected to ${host}: the key is accepted (${heads} branch${heads === 1 ? '' : 'es'}, ${tags} tag${tags === 1 ? '' : 's'})` };
+    return {
+      ok: true,
+      message: `connected to ${host}: the key is accepted (${heads} branch${heads === 1 ? '' : 'es'}, ${tags} tag${tags === 1 ? '' : 's'})`,
+    };
   }
   return { ok: false, message: explainFailure(result.stderr, host) };
 }
@@ -77,7 +107,8 @@ export function explainFailure(stderr: string, host: string): string {
   if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed/i.test(stderr)) {
     return `host key for ${host} changed since it was first recorded; refusing to connect (possible man-in-the-middle; if the server's key was replaced on purpose, reset this app's known hosts)`;
   }
-  if (/Host key verification failed/i.test(stderr)) return `host key for ${host} could not be verified; refusing to connect`;
+  if (/Host key verification failed/i.test(stderr))
+    return `host key for ${host} could not be verified; refusing to connect`;
   const cleaned = cleanMessage(
     stderr
       .split('\n')
@@ -90,7 +121,8 @@ export function explainFailure(stderr: string, host: string): string {
       )
       .join('\n'),
   );
-  if (/Permission denied \(/i.test(stderr)) return `${host} refused the deploy key (add the public key to the repository's deploy keys): ${cleaned}`;
+  if (/Permission denied \(/i.test(stderr))
+    return `${host} refused the deploy key (add the public key to the repository's deploy keys): ${cleaned}`;
   return cleaned || 'git ls-remote failed without a message';
 }
 
@@ -132,10 +164,18 @@ export function sshHost(url: string): string | null {
   return scp ? scp[1]! : null;
 }
 
-function lsRemote(url: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+function lsRemote(
+  url: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
   return new Promise((resolve) => {
     // Own process group, so a timeout kills ssh too, not only git.
-    const child = spawn('git', [...SAFE_CONFIG, 'ls-remote', '--', url], { env: gitEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('git', [...SAFE_CONFIG, 'ls-remote', '--', url], {
+      env: gitEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let stdout = '';
     let stderr = '';
     let timedOut = false;

@@ -10,7 +10,11 @@ import { GitError } from './errors.js';
 const SAFE_PATH = /^\/[A-Za-z0-9._/-]+$/;
 
 function safePath(p: string): string {
-  if (!SAFE_PATH.test(p) || p.split('/').includes('..')) throw new GitError(`path ${JSON.stringify(p)} is not usable in GIT_SSH_COMMAND (only letters, digits, ".", "_", "-" and "/")`, 'invalid');
+  if (!SAFE_PATH.test(p) || p.split('/').includes('..'))
+    throw new GitError(
+      `path ${JSON.stringify(p)} is not usable in GIT_SSH_COMMAND (only letters, digits, ".", "_", "-" and "/")`,
+      'invalid',
+    );
   return p;
 }
 
@@ -19,7 +23,8 @@ function safePath(p: string): string {
  * passes no "--", so this prefix puts one before the host (the second to last argument): a host
  * that reads as an option can never become one, whatever git's own checks let through.
  */
-const INSERT_DOUBLE_DASH = 'n=$#; i=0; for a in "$@"; do i=$((i+1)); shift; if [ "$i" -eq "$((n-1))" ]; then set -- "$@" --; fi; set -- "$@" "$a"; done; exec';
+const INSERT_DOUBLE_DASH =
+  'n=$#; i=0; for a in "$@"; do i=$((i+1)); shift; if [ "$i" -eq "$((n-1))" ]; then set -- "$@" --; fi; set -- "$@" "$a"; done; exec';
 
 function command(identity: string[], knownHostsFile: string, connectTimeoutSec: number): string {
   return [

@@ -68,9 +68,13 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES, emptyOk
 export function validationError(error: z.ZodError, where: 'body' | 'query' | 'params' = 'body'): HttpError {
   // An unknown key is named itself (`expires_in`), not the object that carries it.
   const details = error.issues.flatMap((i) =>
-    i.code === 'unrecognized_keys' ? i.keys.map((k) => ({ field: [...i.path, k].join('.'), message: 'unknown field' })) : [{ field: i.path.length ? i.path.join('.') : where, message: i.message }],
+    i.code === 'unrecognized_keys'
+      ? i.keys.map((k) => ({ field: [...i.path, k].join('.'), message: 'unknown field' }))
+      : [{ field: i.path.length ? i.path.join('.') : where, message: i.message }],
   );
   const first = details[0];
-  const msg = first ? `Invalid ${where === 'body' ? 'field' : where} "${first.field}": ${first.message}` : `Invalid ${where}`;
+  const msg = first
+    ? `Invalid ${where === 'body' ? 'field' : where} "${first.field}": ${first.message}`
+    : `Invalid ${where}`;
   return badRequest(msg, details);
 }

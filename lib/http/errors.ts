@@ -71,7 +71,8 @@ export class ClientAbortError extends HttpError {
   }
 }
 
-export const badRequest = (message: string, details?: ErrorDetail[]) => new HttpError('bad_request', message, details);
+export const badRequest = (message: string, details?: ErrorDetail[]) =>
+  new HttpError('bad_request', message, details);
 export const notFound = (what = 'Not found') => new HttpError('not_found', what);
 export const conflict = (message: string) => new HttpError('conflict', message);
 export const preconditionFailed = (message: string) => new HttpError('precondition_failed', message);

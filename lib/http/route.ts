@@ -44,7 +44,9 @@ export interface AuditSpec<C = Ctx> {
    * what makes the entry diffable and revertible. `id` undefined: a creation, whose id the handler
    * names through ctx.audit({ target }). A function resolves kind and id itself (the revert route).
    */
-  state?: { kind: AuditKindName; id?: (ctx: C) => string | null | undefined } | ((ctx: C) => Promise<AuditStateRef | null>);
+  state?:
+    | { kind: AuditKindName; id?: (ctx: C) => string | null | undefined }
+    | ((ctx: C) => Promise<AuditStateRef | null>);
 }
 
 export interface AuditStateRef {
@@ -110,9 +112,16 @@ type ReplyArgs<R> = R extends null
         ? [body: z.output<T>, headers?: Headers | Record<string, string>]
         : never;
 
-export interface RouteCtx<S extends RouteSpec> extends Ctx<Out<S['params'], Record<string, string>>, Out<S['body'], undefined>, Out<S['query'], Record<string, unknown>>> {
+export interface RouteCtx<S extends RouteSpec> extends Ctx<
+  Out<S['params'], Record<string, string>>,
+  Out<S['body'], undefined>,
+  Out<S['query'], Record<string, unknown>>
+> {
   /** Answers with one of the declared statuses and a body of its declared shape. */
-  reply<K extends keyof S['responses'] & number>(status: K, ...args: ReplyArgs<S['responses'][K]>): TypedResponse<K>;
+  reply<K extends keyof S['responses'] & number>(
+    status: K,
+    ...args: ReplyArgs<S['responses'][K]>
+  ): TypedResponse<K>;
 }
 
 export type RouteFn<S extends RouteSpec> = (request: Request, ctx: RouteCtx<S>) => Maybe<TypedResponse>;
@@ -132,7 +141,13 @@ export type HandlerModule = Partial<Record<Method, RouteHandler>>;
 
 export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
   const reply = replyFor(spec);
-  const handler = (request: Request, ctx: Ctx) => fn(request, (ctx as Partial<RouteCtx<S>>).reply === reply ? (ctx as RouteCtx<S>) : { ...(ctx as RouteCtx<S>), reply });
+  const handler = (request: Request, ctx: Ctx) =>
+    fn(
+      request,
+      (ctx as Partial<RouteCtx<S>>).reply === reply
+        ? (ctx as RouteCtx<S>)
+        : { ...(ctx as RouteCtx<S>), reply },
+    );
   return Object.assign(handler, { spec, reply });
 }
 

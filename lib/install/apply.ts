@@ -50,13 +50,21 @@ export async function applyChange(root: string, c: Change, run: CmdRunner): Prom
     case 'command': {
       const [cmd, ...args] = c.argv;
       const r = await run(cmd!, args, { ...process.env, DEBIAN_FRONTEND: 'noninteractive' });
-      if (r.code !== 0) throw new ApplyError(`${c.argv.join(' ')} failed (exit ${r.code ?? 'signal'}): ${(r.stderr || r.stdout).trim().slice(-2000)}`);
+      if (r.code !== 0)
+        throw new ApplyError(
+          `${c.argv.join(' ')} failed (exit ${r.code ?? 'signal'}): ${(r.stderr || r.stdout).trim().slice(-2000)}`,
+        );
       return;
     }
   }
 }
 
-export async function applyPlan(root: string, changes: readonly Change[], run: CmdRunner, report: (line: string) => void): Promise<void> {
+export async function applyPlan(
+  root: string,
+  changes: readonly Change[],
+  run: CmdRunner,
+  report: (line: string) => void,
+): Promise<void> {
   for (const c of changes) {
     report(describeChange(c));
     await applyChange(root, c, run);

@@ -18,7 +18,15 @@ import {
   VENDOR_UNIT_DIR,
   wantsLink,
 } from './paths.js';
-import { adminSocketRuntime, caddyAdminDropIn, mergeEnvFile, sysctlText, SYSCTL_SETTINGS, unitText, type EnvValue } from './texts.js';
+import {
+  adminSocketRuntime,
+  caddyAdminDropIn,
+  mergeEnvFile,
+  sysctlText,
+  SYSCTL_SETTINGS,
+  unitText,
+  type EnvValue,
+} from './texts.js';
 
 export interface PathState {
   type: 'file' | 'dir' | 'symlink';
@@ -49,7 +57,15 @@ export interface HostState {
 
 export type Change =
   | { kind: 'dir'; path: string; mode: number; create: boolean }
-  | { kind: 'file'; path: string; mode: number; text: string; create: boolean; summary?: string; secret?: boolean }
+  | {
+      kind: 'file';
+      path: string;
+      mode: number;
+      text: string;
+      create: boolean;
+      summary?: string;
+      secret?: boolean;
+    }
   | { kind: 'mode'; path: string; mode: number; from: number }
   | { kind: 'symlink'; path: string; target: string }
   | { kind: 'remove'; path: string; recursive?: boolean }
@@ -88,13 +104,18 @@ export function missingPackages(state: HostState): string[] {
 }
 
 /** Debian 12+ or Ubuntu 22.04+; anything else gets the sentence that says why not. */
-export function supportedOs(os: Record<string, string> | null): { ok: true; name: string } | { ok: false; reason: string } {
+export function supportedOs(
+  os: Record<string, string> | null,
+): { ok: true; name: string } | { ok: false; reason: string } {
   if (!os) return { ok: false, reason: 'no /etc/os-release: cannot tell which system this is' };
   const name = os.PRETTY_NAME || `${os.ID ?? '?'} ${os.VERSION_ID ?? ''}`.trim();
   const version = Number.parseFloat(os.VERSION_ID ?? '');
   if (os.ID === 'debian' && version >= 12) return { ok: true, name };
   if (os.ID === 'ubuntu' && version >= 22.04) return { ok: true, name };
-  return { ok: false, reason: `${name} is not supported: svc install knows Debian 12 or later and Ubuntu 22.04 or later` };
+  return {
+    ok: false,
+    reason: `${name} is not supported: svc install knows Debian 12 or later and Ubuntu 22.04 or later`,
+  };
 }
 
 export function parseOsRelease(text: string): Record<string, string> {
@@ -116,14 +137,22 @@ export interface Manifest {
 export function parseManifest(text: string | undefined): Manifest {
   try {
     const m = JSON.parse(text ?? '') as Partial<Manifest>;
-    const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && /^[a-z0-9@._-]+\.service$/.test(x)) : []);
+    const list = (v: unknown) =>
+      Array.isArray(v)
+        ? v.filter((x): x is string => typeof x === 'string' && /^[a-z0-9@._-]+\.service$/.test(x))
+        : [];
     return { enabled: list(m.enabled), disabled: list(m.disabled) };
   } catch {
     return { enabled: [], disabled: [] };
   }
 }
 
-const manifestText = (m: Manifest) => JSON.stringify({ enabled: [...new Set(m.enabled)].sort(), disabled: [...new Set(m.disabled)].sort() }, null, 2) + '\n';
+const manifestText = (m: Manifest) =>
+  JSON.stringify(
+    { enabled: [...new Set(m.enabled)].sort(), disabled: [...new Set(m.disabled)].sort() },
+    null,
+    2,
+  ) + '\n';
 
 export interface InstallInput {
   node: string;
@@ -141,7 +170,13 @@ function dir(state: HostState, path: string, mode: number): Change[] {
 }
 
 /** A file with this text and mode: written when the text differs, else at most a chmod. */
-function file(state: HostState, path: string, mode: number, text: string, extra: { summary?: string; secret?: boolean } = {}): Change[] {
+function file(
+  state: HostState,
+  path: string,
+  mode: number,
+  text: string,
+  extra: { summary?: string; secret?: boolean } = {},
+): Change[] {
   const s = state.paths[path];
   if (s && s.type !== 'file') throw new Error(`${path} exists and is not a regular file`);
   if (!s || s.text !== text) return [{ kind: 'file', path, mode, text, create: !s, ...extra }];
@@ -149,12 +184,17 @@ function file(state: HostState, path: string, mode: number, text: string, extra:
 }
 
 /** The environment file's values: what install sets when the file does not have them yet. */
-export function wantedEnv(input: InstallInput, state: HostState, randomHex: (bytes: number) => string): { values: EnvValue[]; notes: string[] } {
+export function wantedEnv(
+  input: InstallInput,
+  state: HostState,
+  randomHex: (bytes: number) => string,
+): { values: EnvValue[]; notes: string[] } {
   const notes: string[] = [];
   const values: EnvValue[] = [{ key: 'SVC_DATA_DIR', value: DATA_DIR }];
   // A data directory that already holds a key file (an earlier manual setup) keeps using it:
   // a new SVC_MASTER_KEY would win over it and could not open what it sealed.
-  if (state.paths[`${DATA_DIR}/master.key`]) notes.push(`${DATA_DIR}/master.key exists: it stays the master key (no SVC_MASTER_KEY generated).`);
+  if (state.paths[`${DATA_DIR}/master.key`])
+    notes.push(`${DATA_DIR}/master.key exists: it stays the master key (no SVC_MASTER_KEY generated).`);
   else values.push({ key: 'SVC_MASTER_KEY', value: randomHex(32), secret: true });
   values.push({ key: 'SVC_METRICS_TOKEN', value: randomHex(24), secret: true });
   values.push({ key: 'SVC_CADDY_ADMIN', value: CADDY_ADMIN_SOCKET });
@@ -168,21 +208,36 @@ export function wantedEnv(input: InstallInput, state: HostState, randomHex: (byt
   return { values, notes };
 }
 
-export function planInstall(input: InstallInput, state: HostState, randomHex: (bytes: number) => string): Plan {
+export function planInstall(
+  input: InstallInput,
+  state: HostState,
+  randomHex: (bytes: number) => string,
+): Plan {
   const changes: Change[] = [];
   const notes: string[] = [];
   changes.push(...dir(state, CONFIG_DIR, 0o700));
   changes.push(...dir(state, DATA_DIR, 0o700));
 
   const envState = state.paths[DEFAULT_ENV_FILE];
-  if (envState && envState.type !== 'file') throw new Error(`${DEFAULT_ENV_FILE} exists and is not a regular file`);
+  if (envState && envState.type !== 'file')
+    throw new Error(`${DEFAULT_ENV_FILE} exists and is not a regular file`);
   const wanted = wantedEnv(input, state, randomHex);
   notes.push(...wanted.notes);
   const merged = mergeEnvFile(envState?.text ?? null, wanted.values);
-  const kept = wanted.values.filter((v) => !merged.added.includes(v) && (v.key === 'SVC_BASE_DOMAIN' || v.key === 'SVC_ACME_EMAIL'));
-  for (const v of kept) notes.push(`${v.key} is already set in ${DEFAULT_ENV_FILE}: kept as it is (edit the file to change it).`);
-  const summary = merged.added.map((v) => (v.secret ? `${v.key} (generated)` : `${v.key}=${v.value}`)).join(', ');
-  changes.push(...file(state, DEFAULT_ENV_FILE, 0o600, merged.text, { summary: summary ? `sets ${summary}` : undefined, secret: true }));
+  const kept = wanted.values.filter(
+    (v) => !merged.added.includes(v) && (v.key === 'SVC_BASE_DOMAIN' || v.key === 'SVC_ACME_EMAIL'),
+  );
+  for (const v of kept)
+    notes.push(`${v.key} is already set in ${DEFAULT_ENV_FILE}: kept as it is (edit the file to change it).`);
+  const summary = merged.added
+    .map((v) => (v.secret ? `${v.key} (generated)` : `${v.key}=${v.value}`))
+    .join(', ');
+  changes.push(
+    ...file(state, DEFAULT_ENV_FILE, 0o600, merged.text, {
+      summary: summary ? `sets ${summary}` : undefined,
+      secret: true,
+    }),
+  );
 
   const unit = unitText({ node: input.node, cli: input.cli });
   const unitChanges = file(state, UNIT_FILE, 0o644, unit);
@@ -203,13 +258,20 @@ export function planInstall(input: InstallInput, state: HostState, randomHex: (b
     changes.push(...dropIn);
     dropInWritten = dropIn.some((c) => c.kind === 'file');
   } else {
-    notes.push(`SVC_CADDY_ADMIN is ${adminAddress ?? 'unset'}, not a unix socket under /run: Caddy's admin endpoint is left where it is ` + '(`svc doctor` says how to move it to a socket).');
+    notes.push(
+      `SVC_CADDY_ADMIN is ${adminAddress ?? 'unset'}, not a unix socket under /run: Caddy's admin endpoint is left where it is ` +
+        '(`svc doctor` says how to move it to a socket).',
+    );
   }
   if (state.live) {
     for (const s of SYSCTL_SETTINGS) {
       const now = state.sysctl[s.key];
-      if (now === null || now === undefined) notes.push(`This kernel has no ${s.key} (it needs 5.14 or later): Caddy reloads may reset queued connections.`);
-      else if (now !== s.value) changes.push({ kind: 'command', argv: ['sysctl', '-w', `${s.key}=${s.value}`] });
+      if (now === null || now === undefined)
+        notes.push(
+          `This kernel has no ${s.key} (it needs 5.14 or later): Caddy reloads may reset queued connections.`,
+        );
+      else if (now !== s.value)
+        changes.push({ kind: 'command', argv: ['sysctl', '-w', `${s.key}=${s.value}`] });
     }
   }
 
@@ -218,34 +280,51 @@ export function planInstall(input: InstallInput, state: HostState, randomHex: (b
   const manifest = parseManifest(state.paths[MANIFEST_FILE]?.text);
   const enabled = (u: string) => Boolean(state.paths[wantsLink(u)]);
   const units: Change[] = [];
-  if (state.live && (unitWritten || dropInWritten)) units.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
+  if (state.live && (unitWritten || dropInWritten))
+    units.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
   if (enabled(CADDY_UNIT)) {
     // The Caddyfile service holds the same ports and admin endpoint: only one of the two can run.
     manifest.disabled.push(CADDY_UNIT);
-    units.push(state.live ? { kind: 'command', argv: ['systemctl', 'disable', '--now', CADDY_UNIT] } : { kind: 'remove', path: wantsLink(CADDY_UNIT) });
-  } else if (state.live && state.active[CADDY_UNIT]) units.push({ kind: 'command', argv: ['systemctl', 'stop', CADDY_UNIT] });
+    units.push(
+      state.live
+        ? { kind: 'command', argv: ['systemctl', 'disable', '--now', CADDY_UNIT] }
+        : { kind: 'remove', path: wantsLink(CADDY_UNIT) },
+    );
+  } else if (state.live && state.active[CADDY_UNIT])
+    units.push({ kind: 'command', argv: ['systemctl', 'stop', CADDY_UNIT] });
   for (const [u, target] of [
     [CADDY_API_UNIT, `${VENDOR_UNIT_DIR}/${CADDY_API_UNIT}`],
     [UNIT_NAME, UNIT_FILE],
   ] as const) {
     if (!enabled(u)) {
       manifest.enabled.push(u);
-      units.push(state.live ? { kind: 'command', argv: ['systemctl', 'enable', '--now', u] } : { kind: 'symlink', path: wantsLink(u), target });
-    } else if (state.live && !state.active[u]) units.push({ kind: 'command', argv: ['systemctl', 'start', u] });
-    else if (state.live && u === UNIT_NAME && unitWritten) units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
+      units.push(
+        state.live
+          ? { kind: 'command', argv: ['systemctl', 'enable', '--now', u] }
+          : { kind: 'symlink', path: wantsLink(u), target },
+      );
+    } else if (state.live && !state.active[u])
+      units.push({ kind: 'command', argv: ['systemctl', 'start', u] });
+    else if (state.live && u === UNIT_NAME && unitWritten)
+      units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
     // A running Caddy keeps its admin endpoint until it starts again with the drop-in (and its RuntimeDirectory).
-    else if (state.live && u === CADDY_API_UNIT && dropInWritten) units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
+    else if (state.live && u === CADDY_API_UNIT && dropInWritten)
+      units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
   }
   if (state.live && !state.systemd && units.some((c) => c.kind === 'command')) {
-    throw new Error('systemd is not running here (no /run/systemd/system): svc install needs it to run the service; use --root DIR to prepare an image');
+    throw new Error(
+      'systemd is not running here (no /run/systemd/system): svc install needs it to run the service; use --root DIR to prepare an image',
+    );
   }
   // Written before the units change, so a run interrupted after enabling still knows what it enabled.
   const m = manifestText(manifest);
-  if (m !== manifestText(parseManifest('{}')) || state.paths[MANIFEST_FILE]) changes.push(...file(state, MANIFEST_FILE, 0o600, m));
+  if (m !== manifestText(parseManifest('{}')) || state.paths[MANIFEST_FILE])
+    changes.push(...file(state, MANIFEST_FILE, 0o600, m));
   changes.push(...units);
 
   const missing = missingPackages(state);
-  if (!state.live && missing.length) notes.push(`Not installed under the root (the image must provide them): ${missing.join(', ')}.`);
+  if (!state.live && missing.length)
+    notes.push(`Not installed under the root (the image must provide them): ${missing.join(', ')}.`);
   return { changes, notes };
 }
 
@@ -260,7 +339,11 @@ export function planUninstall(input: UninstallInput, state: HostState): Plan {
   const manifest = parseManifest(state.paths[MANIFEST_FILE]?.text);
   let reload = false;
   if (has(wantsLink(UNIT_NAME)) || (state.live && state.active[UNIT_NAME])) {
-    changes.push(state.live ? { kind: 'command', argv: ['systemctl', 'disable', '--now', UNIT_NAME] } : { kind: 'remove', path: wantsLink(UNIT_NAME) });
+    changes.push(
+      state.live
+        ? { kind: 'command', argv: ['systemctl', 'disable', '--now', UNIT_NAME] }
+        : { kind: 'remove', path: wantsLink(UNIT_NAME) },
+    );
   }
   if (has(UNIT_FILE)) {
     changes.push({ kind: 'remove', path: UNIT_FILE });
@@ -271,12 +354,17 @@ export function planUninstall(input: UninstallInput, state: HostState): Plan {
   // the drop-in's RuntimeDirectory it could not open that at its next start.
   const caddyApiStays = has(wantsLink(CADDY_API_UNIT)) && !manifest.enabled.includes(CADDY_API_UNIT);
   if (has(CADDY_ADMIN_DROPIN) && caddyApiStays) {
-    notes.push(`Kept ${CADDY_ADMIN_DROPIN}: ${CADDY_API_UNIT} was enabled before svc install and stays so, with its admin endpoint on the socket.`);
+    notes.push(
+      `Kept ${CADDY_ADMIN_DROPIN}: ${CADDY_API_UNIT} was enabled before svc install and stays so, with its admin endpoint on the socket.`,
+    );
   } else if (has(CADDY_ADMIN_DROPIN)) {
     changes.push({ kind: 'remove', path: CADDY_ADMIN_DROPIN });
     if (has(CADDY_API_DROPIN_DIR)) changes.push({ kind: 'rmdir', path: CADDY_API_DROPIN_DIR });
     reload = state.live;
-    notes.push("Caddy's autosaved config (/var/lib/caddy/.config/caddy/autosave.json) keeps its admin endpoint on the socket: " + `remove that file before starting ${CADDY_API_UNIT} without svc.`);
+    notes.push(
+      "Caddy's autosaved config (/var/lib/caddy/.config/caddy/autosave.json) keeps its admin endpoint on the socket: " +
+        `remove that file before starting ${CADDY_API_UNIT} without svc.`,
+    );
   }
   if (reload) changes.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
   if (has(SYSCTL_FILE)) {
@@ -284,10 +372,18 @@ export function planUninstall(input: UninstallInput, state: HostState): Plan {
     notes.push('The kernel keeps net.ipv4.tcp_migrate_req until the next boot (it harms nothing).');
   }
   for (const u of manifest.enabled.filter((u) => u !== UNIT_NAME && has(wantsLink(u)))) {
-    changes.push(state.live ? { kind: 'command', argv: ['systemctl', 'disable', '--now', u] } : { kind: 'remove', path: wantsLink(u) });
+    changes.push(
+      state.live
+        ? { kind: 'command', argv: ['systemctl', 'disable', '--now', u] }
+        : { kind: 'remove', path: wantsLink(u) },
+    );
   }
   for (const u of manifest.disabled.filter((u) => !has(wantsLink(u)))) {
-    changes.push(state.live ? { kind: 'command', argv: ['systemctl', 'enable', '--now', u] } : { kind: 'symlink', path: wantsLink(u), target: `${VENDOR_UNIT_DIR}/${u}` });
+    changes.push(
+      state.live
+        ? { kind: 'command', argv: ['systemctl', 'enable', '--now', u] }
+        : { kind: 'symlink', path: wantsLink(u), target: `${VENDOR_UNIT_DIR}/${u}` },
+    );
   }
   if (has(MANIFEST_FILE)) changes.push({ kind: 'remove', path: MANIFEST_FILE });
   if (input.purge) {
@@ -295,7 +391,9 @@ export function planUninstall(input: UninstallInput, state: HostState): Plan {
     if (has(CONFIG_DIR)) changes.push({ kind: 'remove', path: CONFIG_DIR, recursive: true });
     if (has(DATA_DIR)) changes.push({ kind: 'remove', path: DATA_DIR, recursive: true });
   } else if (has(DEFAULT_ENV_FILE) || has(DATA_DIR)) {
-    notes.push(`Kept ${DEFAULT_ENV_FILE} (the master key) and ${DATA_DIR} (the data); \`svc uninstall --purge\` removes them.`);
+    notes.push(
+      `Kept ${DEFAULT_ENV_FILE} (the master key) and ${DATA_DIR} (the data); \`svc uninstall --purge\` removes them.`,
+    );
   }
   notes.push('Packages (docker.io, caddy) stay installed.');
   return { changes, notes };

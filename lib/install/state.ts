@@ -17,10 +17,19 @@ export type CmdRunner = (cmd: string, args: readonly string[], env?: NodeJS.Proc
 
 export const execRunner: CmdRunner = (cmd, args, env) =>
   new Promise((done) => {
-    execFile(cmd, [...args], { timeout: 15 * 60_000, maxBuffer: 16 * 1024 * 1024, env: env ?? process.env }, (err, stdout, stderr) => {
-      const code = err ? (err as NodeJS.ErrnoException).code : 0;
-      done({ code: typeof code === 'number' ? code : err ? null : 0, stdout: String(stdout), stderr: String(stderr) || (err?.message ?? '') });
-    });
+    execFile(
+      cmd,
+      [...args],
+      { timeout: 15 * 60_000, maxBuffer: 16 * 1024 * 1024, env: env ?? process.env },
+      (err, stdout, stderr) => {
+        const code = err ? (err as NodeJS.ErrnoException).code : 0;
+        done({
+          code: typeof code === 'number' ? code : err ? null : 0,
+          stdout: String(stdout),
+          stderr: String(stderr) || (err?.message ?? ''),
+        });
+      },
+    );
   });
 
 /** Only the files install writes are read: a few KiB at most. */
@@ -29,13 +38,15 @@ const READ_TEXT_LIMIT = 1024 * 1024;
 export async function pathState(path: string): Promise<PathState | null> {
   try {
     const st = await lstat(path);
-    if (st.isSymbolicLink()) return { type: 'symlink', mode: st.mode, uid: st.uid, target: await readlink(path) };
+    if (st.isSymbolicLink())
+      return { type: 'symlink', mode: st.mode, uid: st.uid, target: await readlink(path) };
     if (st.isDirectory()) return { type: 'dir', mode: st.mode, uid: st.uid };
     const s: PathState = { type: 'file', mode: st.mode, uid: st.uid };
     if (st.isFile() && st.size <= READ_TEXT_LIMIT) s.text = await readFile(path, 'utf8');
     return s;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR')
+      return null;
     throw e;
   }
 }
@@ -45,7 +56,8 @@ export function installedPackages(status: string): Set<string> {
   const out = new Set<string>();
   for (const para of status.split(/\n\s*\n/)) {
     const name = /^Package:\s*(\S+)/m.exec(para)?.[1];
-    if (name && /^Status:.*\binstalled$/m.test(para) && !/^Status:.*\bnot-installed$/m.test(para)) out.add(name);
+    if (name && /^Status:.*\binstalled$/m.test(para) && !/^Status:.*\bnot-installed$/m.test(para))
+      out.add(name);
   }
   return out;
 }
@@ -54,7 +66,9 @@ export async function readHostState(root: string, run: CmdRunner = execRunner): 
   const live = root === '/';
   const paths: Record<string, PathState | null> = {};
   for (const p of WATCHED_PATHS) paths[p] = await pathState(under(root, p));
-  const osText = await readFile(under(root, '/etc/os-release'), 'utf8').catch(() => readFile(under(root, '/usr/lib/os-release'), 'utf8').catch(() => null));
+  const osText = await readFile(under(root, '/etc/os-release'), 'utf8').catch(() =>
+    readFile(under(root, '/usr/lib/os-release'), 'utf8').catch(() => null),
+  );
   const status = await readFile(under(root, '/var/lib/dpkg/status'), 'utf8').catch(() => '');
   const systemd = live && existsSync('/run/systemd/system');
   const active: Record<string, boolean> = {};
@@ -72,5 +86,13 @@ export async function readHostState(root: string, run: CmdRunner = execRunner): 
       );
     }
   }
-  return { live, os: osText === null ? null : parseOsRelease(osText), paths, packages: installedPackages(status), systemd, active, sysctl };
+  return {
+    live,
+    os: osText === null ? null : parseOsRelease(osText),
+    paths,
+    packages: installedPackages(status),
+    systemd,
+    active,
+    sysctl,
+  };
 }

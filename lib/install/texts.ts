@@ -32,7 +32,9 @@ export function unitText(u: UnitInput): string {
   }
   for (const p of [u.node, u.cli]) {
     if (/^\/(root|home|run\/user)(\/|$)/.test(p))
-      throw new Error(`${p} is under a home directory, which the unit's ProtectHome=yes hides from the service: install from a checkout elsewhere (e.g. /opt/svc)`);
+      throw new Error(
+        `${p} is under a home directory, which the unit's ProtectHome=yes hides from the service: install from a checkout elsewhere (e.g. /opt/svc)`,
+      );
   }
   return [
     '# Installed by `svc install`; `svc uninstall` removes it. Settings belong in the environment file, not here.',
@@ -93,15 +95,20 @@ export function unitText(u: UnitInput): string {
  * `unix//run/<dir>/<name>` to the socket's path and the runtime directory systemd creates for it; null
  * for any other address (TCP, or a socket outside a directory of its own under /run).
  */
-export function adminSocketRuntime(address: string | undefined): { socket: string; runtimeDir: string } | null {
-  const m = /^unix\/(\/run\/([A-Za-z0-9_-][A-Za-z0-9._-]*)\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.exec(address ?? '');
+export function adminSocketRuntime(
+  address: string | undefined,
+): { socket: string; runtimeDir: string } | null {
+  const m = /^unix\/(\/run\/([A-Za-z0-9_-][A-Za-z0-9._-]*)\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.exec(
+    address ?? '',
+  );
   return m ? { socket: m[1]!, runtimeDir: m[2]! } : null;
 }
 
 /** The caddy-api drop-in that puts Caddy's admin endpoint on `address` (a unix socket adminSocketRuntime accepts). */
 export function caddyAdminDropIn(address: string): string {
   const at = adminSocketRuntime(address);
-  if (!at) throw new Error(`not a unix socket in a directory of its own under /run: ${JSON.stringify(address)}`);
+  if (!at)
+    throw new Error(`not a unix socket in a directory of its own under /run: ${JSON.stringify(address)}`);
   return [
     '# Installed by `svc install`; `svc uninstall` removes it.',
     '#',
@@ -132,7 +139,9 @@ export function sysctlText(): string {
   ].join('\n');
 }
 
-export const SYSCTL_SETTINGS: ReadonlyArray<{ key: string; value: string }> = [{ key: 'net.ipv4.tcp_migrate_req', value: '1' }];
+export const SYSCTL_SETTINGS: ReadonlyArray<{ key: string; value: string }> = [
+  { key: 'net.ipv4.tcp_migrate_req', value: '1' },
+];
 
 export interface EnvValue {
   key: string;
@@ -162,7 +171,10 @@ export function envKeys(text: string): Set<string> {
  * The environment file with `wanted` added where missing: an existing file keeps every byte it had
  * (values, comments, order) and only gains lines at its end. Returns the keys it added.
  */
-export function mergeEnvFile(existing: string | null, wanted: readonly EnvValue[]): { text: string; added: EnvValue[] } {
+export function mergeEnvFile(
+  existing: string | null,
+  wanted: readonly EnvValue[],
+): { text: string; added: EnvValue[] } {
   const have = existing === null ? new Set<string>() : envKeys(existing);
   const added = wanted.filter((v) => !have.has(v.key));
   for (const v of added) {

@@ -43,17 +43,23 @@ export async function diskUsage(engine: Engine): Promise<DiskUsage> {
     images: {
       count: images.length,
       size_bytes: imageSize,
-      reclaimable_bytes: images.filter((i) => !pos(i.Containers)).reduce((a, i) => a + pos(i.Size) - pos(i.SharedSize), 0),
+      reclaimable_bytes: images
+        .filter((i) => !pos(i.Containers))
+        .reduce((a, i) => a + pos(i.Size) - pos(i.SharedSize), 0),
     },
     containers: {
       count: containers.length,
       size_bytes: containers.reduce((a, c) => a + pos(c.SizeRw), 0),
-      reclaimable_bytes: containers.filter((c) => c.State !== 'running').reduce((a, c) => a + pos(c.SizeRw), 0),
+      reclaimable_bytes: containers
+        .filter((c) => c.State !== 'running')
+        .reduce((a, c) => a + pos(c.SizeRw), 0),
     },
     volumes: {
       count: volumes.length,
       size_bytes: volumes.reduce((a, v) => a + pos(v.UsageData?.Size), 0),
-      reclaimable_bytes: volumes.filter((v) => v.UsageData?.RefCount === 0).reduce((a, v) => a + pos(v.UsageData?.Size), 0),
+      reclaimable_bytes: volumes
+        .filter((v) => v.UsageData?.RefCount === 0)
+        .reduce((a, v) => a + pos(v.UsageData?.Size), 0),
     },
     build_cache: {
       count: cache.length,
@@ -62,7 +68,8 @@ export async function diskUsage(engine: Engine): Promise<DiskUsage> {
     },
     total_bytes: 0,
   };
-  out.total_bytes = out.images.size_bytes + out.containers.size_bytes + out.volumes.size_bytes + out.build_cache.size_bytes;
+  out.total_bytes =
+    out.images.size_bytes + out.containers.size_bytes + out.volumes.size_bytes + out.build_cache.size_bytes;
   return out;
 }
 
@@ -80,7 +87,10 @@ export interface LiveSet {
 }
 
 export async function liveSet(db: Db): Promise<LiveSet> {
-  const [apps, databases] = await Promise.all([db.selectFrom('apps').select('name').execute(), db.selectFrom('app_databases').select('id').execute()]);
+  const [apps, databases] = await Promise.all([
+    db.selectFrom('apps').select('name').execute(),
+    db.selectFrom('app_databases').select('id').execute(),
+  ]);
   return { apps: new Set(apps.map((a) => a.name)), databases: new Set(databases.map((d) => d.id)) };
 }
 
@@ -107,10 +117,18 @@ const gone = (e: unknown) => isNotFound(e) || statusOf(e) === 409;
  * shared with other work prune only what they made. The build cache has no owner to tell (it is
  * the engine's cache, not an object): an unscoped prune empties its unused part, a scoped one leaves it.
  */
-export async function pruneEngine(engine: Engine, live: LiveSet, opts: { scope?: string } = {}): Promise<PruneResult> {
+export async function pruneEngine(
+  engine: Engine,
+  live: LiveSet,
+  opts: { scope?: string } = {},
+): Promise<PruneResult> {
   return guard(engine, async () => {
     const scope = opts.scope ? [opts.scope] : [];
-    const stopped = await engine.docker.listContainers({ all: true, size: true, filters: { ...ownedFilter(engine, scope), status: ['exited', 'dead'] } });
+    const stopped = await engine.docker.listContainers({
+      all: true,
+      size: true,
+      filters: { ...ownedFilter(engine, scope), status: ['exited', 'dead'] },
+    });
     let c = 0;
     let containersDeleted = 0;
     for (const ct of stopped) {
@@ -140,8 +158,15 @@ export async function pruneEngine(engine: Engine, live: LiveSet, opts: { scope?:
         if (!gone(e)) throw e;
       }
     }
-    const cache = opts.scope ? { SpaceReclaimed: 0 } : ((await engine.docker.pruneBuilder()) as { SpaceReclaimed?: number });
+    const cache = opts.scope
+      ? { SpaceReclaimed: 0 }
+      : ((await engine.docker.pruneBuilder()) as { SpaceReclaimed?: number });
     const b = pos(cache.SpaceReclaimed);
-    return { reclaimed_bytes: c + i + b, images_deleted: imagesDeleted, containers_deleted: containersDeleted, build_cache_bytes: b };
+    return {
+      reclaimed_bytes: c + i + b,
+      images_deleted: imagesDeleted,
+      containers_deleted: containersDeleted,
+      build_cache_bytes: b,
+    };
   });
 }

@@ -9,13 +9,20 @@ import { createCaddyClient, unixAdminPath } from '../proxy/caddy.js';
 const PROBE_MS = 2_000;
 
 function withBudget<T>(p: Promise<T>, fallback: T): Promise<T> {
-  return Promise.race([p.catch(() => fallback), new Promise<T>((r) => setTimeout(() => r(fallback), PROBE_MS).unref())]);
+  return Promise.race([
+    p.catch(() => fallback),
+    new Promise<T>((r) => setTimeout(() => r(fallback), PROBE_MS).unref()),
+  ]);
 }
 
 async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: string | null }> {
   if (!env.config.proxy.enabled) return { reachable: false, version: null };
   // Caddy's admin API has no version endpoint; its config endpoint answering is what matters.
-  if (unixAdminPath(env.config.proxy.adminUrl)) return { reachable: await createCaddyClient(env.config.proxy.adminUrl, { timeoutMs: PROBE_MS }).reachable(), version: null };
+  if (unixAdminPath(env.config.proxy.adminUrl))
+    return {
+      reachable: await createCaddyClient(env.config.proxy.adminUrl, { timeoutMs: PROBE_MS }).reachable(),
+      version: null,
+    };
   const res = await fetch(`${env.config.proxy.adminUrl}/config/`, { signal: AbortSignal.timeout(PROBE_MS) });
   await res.body?.cancel();
   return { reachable: res.ok, version: res.headers.get('server') };
@@ -30,7 +37,9 @@ export async function instanceInfo(env: Env) {
       null as string | null,
     ),
     withBudget(proxyProbe(env), { reachable: false, version: null as string | null }),
-    sql<{ size: number }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`.execute(env.db).then((r) => Number(r.rows[0]?.size ?? 0)),
+    sql<{ size: number }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`
+      .execute(env.db)
+      .then((r) => Number(r.rows[0]?.size ?? 0)),
     getBaseDomain(env.db, env.config.baseDomain),
   ]);
   return {
@@ -44,6 +53,10 @@ export async function instanceInfo(env: Env) {
     base_domain: baseDomain,
     control_domain: env.config.controlDomain ?? (baseDomain ? `svc.${baseDomain}` : null),
     exposure: env.config.exposure,
-    features: { shell: env.config.enableShell, security_agent: env.config.security.agent, traffic_monitor: env.monitor !== null },
+    features: {
+      shell: env.config.enableShell,
+      security_agent: env.config.security.agent,
+      traffic_monitor: env.monitor !== null,
+    },
   };
 }

@@ -21,7 +21,8 @@ export const ADOPTED_SETTING = 'engine_adopted';
 const LABEL_DATABASE = 'svc.database';
 const LABEL_DATABASE_APP = 'svc.database.app';
 
-const read = (db: Db, key: string) => db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+const read = (db: Db, key: string) =>
+  db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
 
 async function insertOnce(db: Db, key: string, value: string): Promise<string> {
   await db
@@ -42,32 +43,50 @@ export async function loadOwner(db: Db): Promise<LoadedOwner> {
   let id = (await read(db, INSTANCE_ID_SETTING))?.value;
   if (!id) {
     // A database with nothing that could own engine objects (a fresh install) has nothing to adopt.
-    const [app, database] = await Promise.all([db.selectFrom('apps').select('id').limit(1).executeTakeFirst(), db.selectFrom('app_databases').select('id').limit(1).executeTakeFirst()]);
+    const [app, database] = await Promise.all([
+      db.selectFrom('apps').select('id').limit(1).executeTakeFirst(),
+      db.selectFrom('app_databases').select('id').limit(1).executeTakeFirst(),
+    ]);
     if (!app && !database) await insertOnce(db, ADOPTED_SETTING, '[]');
     id = await insertOnce(db, INSTANCE_ID_SETTING, randomBytes(16).toString('hex'));
   }
   const adopted = (await read(db, ADOPTED_SETTING))?.value;
-  return { owner: { instanceId: id, adopted: new Set(adopted ? (JSON.parse(adopted) as string[]) : []) }, pending: adopted === undefined };
+  return {
+    owner: { instanceId: id, adopted: new Set(adopted ? (JSON.parse(adopted) as string[]) : []) },
+    pending: adopted === undefined,
+  };
 }
 
 /** Records the legacy objects of this database's apps and databases; updates engine.owner. Returns how many. */
 export async function adoptLegacyObjects(db: Db, engine: Engine): Promise<number> {
   const done = await read(db, ADOPTED_SETTING);
   if (done) {
-    engine.owner = { instanceId: engine.owner.instanceId, adopted: new Set(JSON.parse(done.value) as string[]) };
+    engine.owner = {
+      instanceId: engine.owner.instanceId,
+      adopted: new Set(JSON.parse(done.value) as string[]),
+    };
     return engine.owner.adopted.size;
   }
   const apps = new Set((await db.selectFrom('apps').select('name').execute()).map((r) => r.name));
   const databases = new Set((await db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
-  const legacy = (labels: Record<string, string> | null | undefined) => !!labels && labels[LABEL_MANAGED] === 'true' && labels[LABEL_INSTANCE] === undefined;
-  const ours = (l: Record<string, string>) => apps.has(l[LABEL_APP] ?? '') || databases.has(l[LABEL_DATABASE] ?? '') || apps.has(l[LABEL_DATABASE_APP] ?? '') || l[LABEL_ROLE] === 'control';
+  const legacy = (labels: Record<string, string> | null | undefined) =>
+    !!labels && labels[LABEL_MANAGED] === 'true' && labels[LABEL_INSTANCE] === undefined;
+  const ours = (l: Record<string, string>) =>
+    apps.has(l[LABEL_APP] ?? '') ||
+    databases.has(l[LABEL_DATABASE] ?? '') ||
+    apps.has(l[LABEL_DATABASE_APP] ?? '') ||
+    l[LABEL_ROLE] === 'control';
   const keys: string[] = [];
   await guard(engine, async () => {
     const filters = { label: [`${LABEL_MANAGED}=true`] };
-    for (const c of await engine.docker.listContainers({ all: true, filters })) if (legacy(c.Labels) && ours(c.Labels)) keys.push(adoptedKey('container', c.Id));
-    for (const n of await engine.docker.listNetworks({ filters })) if (legacy(n.Labels) && ours(n.Labels!)) keys.push(adoptedKey('network', n.Id));
-    for (const v of (await engine.docker.listVolumes({ filters })).Volumes ?? []) if (legacy(v.Labels) && ours(v.Labels!)) keys.push(adoptedKey('volume', v.Name));
-    for (const i of await engine.docker.listImages({ filters })) if (legacy(i.Labels) && ours(i.Labels!)) keys.push(adoptedKey('image', i.Id));
+    for (const c of await engine.docker.listContainers({ all: true, filters }))
+      if (legacy(c.Labels) && ours(c.Labels)) keys.push(adoptedKey('container', c.Id));
+    for (const n of await engine.docker.listNetworks({ filters }))
+      if (legacy(n.Labels) && ours(n.Labels!)) keys.push(adoptedKey('network', n.Id));
+    for (const v of (await engine.docker.listVolumes({ filters })).Volumes ?? [])
+      if (legacy(v.Labels) && ours(v.Labels!)) keys.push(adoptedKey('volume', v.Name));
+    for (const i of await engine.docker.listImages({ filters }))
+      if (legacy(i.Labels) && ours(i.Labels!)) keys.push(adoptedKey('image', i.Id));
   });
   const stored = await insertOnce(db, ADOPTED_SETTING, JSON.stringify(keys));
   engine.owner = { instanceId: engine.owner.instanceId, adopted: new Set(JSON.parse(stored) as string[]) };

@@ -43,7 +43,8 @@ export interface RecoveryReport {
   items: RecoveryItem[];
 }
 
-const reason = (e: unknown) => (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 400);
+const reason = (e: unknown) =>
+  (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 400);
 
 export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
   try {
@@ -55,7 +56,11 @@ export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
 }
 
 export async function readRecoveryReport(env: Env): Promise<RecoveryReport | null> {
-  const r = await env.db.selectFrom('settings').select('value').where('key', '=', RECOVERY_SETTING).executeTakeFirst();
+  const r = await env.db
+    .selectFrom('settings')
+    .select('value')
+    .where('key', '=', RECOVERY_SETTING)
+    .executeTakeFirst();
   return r ? (JSON.parse(r.value) as RecoveryReport) : null;
 }
 
@@ -71,7 +76,9 @@ async function saveReport(env: Env, report: RecoveryReport): Promise<void> {
 async function exists(env: Env, kind: 'volume' | 'container', name: string): Promise<boolean> {
   return guard(env.engine, async () => {
     try {
-      await (kind === 'volume' ? env.engine.docker.getVolume(name).inspect() : env.engine.docker.getContainer(name).inspect());
+      await (kind === 'volume'
+        ? env.engine.docker.getVolume(name).inspect()
+        : env.engine.docker.getContainer(name).inspect());
       return true;
     } catch (e) {
       if (isNotFound(e)) return false;
@@ -81,27 +88,44 @@ async function exists(env: Env, kind: 'volume' | 'container', name: string): Pro
 }
 
 async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string): Promise<RecoveryItem> {
-  const item = (outcome: Outcome, detail: string): RecoveryItem => ({ kind: 'database', id: row.id, name: `${appName}/${row.engine}:${row.host}`, outcome, detail });
+  const item = (outcome: Outcome, detail: string): RecoveryItem => ({
+    kind: 'database',
+    id: row.id,
+    name: `${appName}/${row.engine}:${row.host}`,
+    outcome,
+    detail,
+  });
   try {
     const volume = await exists(env, 'volume', row.volume);
     const container = await exists(env, 'container', row.container);
     if (volume && container) return item('skipped', 'its container and volume are there');
-    if (container) await guard(env.engine, () => env.engine.docker.getContainer(row.container).remove({ force: true }));
+    if (container)
+      await guard(env.engine, () => env.engine.docker.getContainer(row.container).remove({ force: true }));
     await createDbContainer(env, appName, row, dbSecrets(env, row));
     await waitHealthy(env.engine, row.container);
-    await env.db.updateTable('app_databases').set({ status: 'ready', error: null }).where('id', '=', row.id).execute();
+    await env.db
+      .updateTable('app_databases')
+      .set({ status: 'ready', error: null })
+      .where('id', '=', row.id)
+      .execute();
     if (volume) return item('redeployed', 'its container was created again on its volume');
     const errors: string[] = [];
     // The newest artifact that can be fetched: a local one went with the lost data directory.
     for (const run of await keptRunsOfDatabase(env.db, row, 3)) {
       try {
         await restoreDatabaseFromRun(env, row, run);
-        return item('restored', `volume re-created and restored from backup run ${run.id} of ${run.started_at}`);
+        return item(
+          'restored',
+          `volume re-created and restored from backup run ${run.id} of ${run.started_at}`,
+        );
       } catch (e) {
         errors.push(`run ${run.id}: ${reason(e)}`);
       }
     }
-    return item('failed', `the volume was lost and ${errors.length ? `no backup could be restored (${errors.join('; ').slice(0, 600)})` : 'it has no successful backup'}: re-provisioned empty`);
+    return item(
+      'failed',
+      `the volume was lost and ${errors.length ? `no backup could be restored (${errors.join('; ').slice(0, 600)})` : 'it has no successful backup'}: re-provisioned empty`,
+    );
   } catch (e) {
     return item('failed', reason(e));
   }
@@ -121,10 +145,17 @@ async function waitDeployment(env: Env, id: string): Promise<{ status: string; e
 /** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
 async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
   const app = await getApp(env.db, appId);
-  const item = (outcome: Outcome, detail: string): RecoveryItem => ({ kind: 'app', id: app.id, name: app.name, outcome, detail });
+  const item = (outcome: Outcome, detail: string): RecoveryItem => ({
+    kind: 'app',
+    id: app.id,
+    name: app.name,
+    outcome,
+    detail,
+  });
   const done = (i: RecoveryItem) => async () => i;
   try {
-    if ((await listAppContainers(env.engine, app.name)).length) return done(item('skipped', 'its containers are there'));
+    if ((await listAppContainers(env.engine, app.name)).length)
+      return done(item('skipped', 'its containers are there'));
     const last = await env.db
       .selectFrom('deployments')
       .selectAll()
@@ -155,7 +186,9 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
     }
     return async () => {
       const r = await waitDeployment(env, depId);
-      return r.status === 'succeeded' ? item('redeployed', `${how}: deployment ${depId}`) : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
+      return r.status === 'succeeded'
+        ? item('redeployed', `${how}: deployment ${depId}`)
+        : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
     };
   } catch (e) {
     return done(item('failed', reason(e)));
@@ -164,10 +197,19 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
 
 /** Runs the recovery the marker asks for, keeps its report, then removes the marker. */
 export async function runRecovery(env: Env): Promise<RecoveryReport> {
-  const report: RecoveryReport = { started_at: new Date(env.now()).toISOString(), finished_at: null, items: [] };
+  const report: RecoveryReport = {
+    started_at: new Date(env.now()).toISOString(),
+    finished_at: null,
+    items: [],
+  };
   await saveReport(env, report);
   env.log.info({}, 'recovering the restored instance: databases, then apps');
-  const apps = await env.db.selectFrom('apps').select(['id', 'name']).where('deleting_at', 'is', null).orderBy('created_at').execute();
+  const apps = await env.db
+    .selectFrom('apps')
+    .select(['id', 'name'])
+    .where('deleting_at', 'is', null)
+    .orderBy('created_at')
+    .execute();
   const names = new Map(apps.map((a) => [a.id, a.name]));
   const dbs = await env.db.selectFrom('app_databases').selectAll().orderBy('created_at').execute();
   // Databases first: the apps connect to them as they start.
@@ -186,7 +228,10 @@ export async function runRecovery(env: Env): Promise<RecoveryReport> {
   report.finished_at = new Date(env.now()).toISOString();
   await saveReport(env, report);
   for (const i of report.items)
-    env.log[i.outcome === 'failed' ? 'warn' : 'info']({ kind: i.kind, id: i.id, name: i.name, outcome: i.outcome }, `recovery: ${i.kind} ${i.name} ${i.outcome}: ${i.detail}`);
+    env.log[i.outcome === 'failed' ? 'warn' : 'info'](
+      { kind: i.kind, id: i.id, name: i.name, outcome: i.outcome },
+      `recovery: ${i.kind} ${i.name} ${i.outcome}: ${i.detail}`,
+    );
   rmSync(join(env.config.dataDir, RECOVERY_MARKER), { force: true });
   return report;
 }

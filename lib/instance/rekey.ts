@@ -24,7 +24,12 @@ export interface RekeyReport {
  * Recovery codes are stored as keyed digests that cannot be re-keyed; they are removed, and the
  * report names whose. With `dryRun` the transaction is rolled back: a check that `from` opens all.
  */
-export function rekeyDatabase(db: Db, from: Sealer, to: Sealer, opts: { dryRun?: boolean } = {}): RekeyReport {
+export function rekeyDatabase(
+  db: Db,
+  from: Sealer,
+  to: Sealer,
+  opts: { dryRun?: boolean } = {},
+): RekeyReport {
   const raw = rawConnection(db);
   const report: RekeyReport = { counts: [], auditEntries: 0, recoveryCodesRemovedFor: [] };
   const reseal = (sealed: string, binding: string, where: string): { sealed: string; plain: string } => {
@@ -53,7 +58,9 @@ export function rekeyDatabase(db: Db, from: Sealer, to: Sealer, opts: { dryRun?:
         if (n > 0) report.counts.push({ what: c.what, n });
       }
       // Audit states keep secrets as the owning row's envelope plus a keyed fingerprint: both move.
-      const entries = raw.prepare('select id, state_before, state_after from audit where has_state = 1').all() as Array<{ id: number; state_before: string | null; state_after: string | null }>;
+      const entries = raw
+        .prepare('select id, state_before, state_after from audit where has_state = 1')
+        .all() as Array<{ id: number; state_before: string | null; state_after: string | null }>;
       const updateEntry = raw.prepare('update audit set state_before = ?, state_after = ? where id = ?');
       for (const e of entries) {
         let changed = false;
@@ -64,7 +71,8 @@ export function rekeyDatabase(db: Db, from: Sealer, to: Sealer, opts: { dryRun?:
             return { ...v, sealed: r.sealed, fp: to.digest(FP_PURPOSE, r.plain) };
           }
           if (Array.isArray(v)) return v.map(walk);
-          if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+          if (v !== null && typeof v === 'object')
+            return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
           return v;
         };
         const before = e.state_before === null ? null : JSON.stringify(walk(JSON.parse(e.state_before)));
@@ -73,7 +81,11 @@ export function rekeyDatabase(db: Db, from: Sealer, to: Sealer, opts: { dryRun?:
         updateEntry.run(before, after, e.id);
         report.auditEntries++;
       }
-      const holders = raw.prepare('select distinct u.username from recovery_codes c join users u on u.id = c.user_id where c.used_at is null order by u.username').all() as Array<{ username: string }>;
+      const holders = raw
+        .prepare(
+          'select distinct u.username from recovery_codes c join users u on u.id = c.user_id where c.used_at is null order by u.username',
+        )
+        .all() as Array<{ username: string }>;
       report.recoveryCodesRemovedFor = holders.map((h) => h.username);
       raw.prepare('delete from recovery_codes').run();
       if (opts.dryRun) throw rollback;

@@ -29,7 +29,11 @@ export async function resetInstance(env: Env): Promise<ResetResult> {
       await deleteApp(env, app.id, { volumes: true });
       out.removed.push({ id: app.id, name: app.name });
     } catch (e) {
-      out.failed.push({ id: app.id, name: app.name, error: (e as Error).message.split('\n')[0]!.slice(0, 300) });
+      out.failed.push({
+        id: app.id,
+        name: app.name,
+        error: (e as Error).message.split('\n')[0]!.slice(0, 300),
+      });
     }
   }
   return out;

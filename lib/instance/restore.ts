@@ -37,11 +37,17 @@ function fileStore(path: string): ArtifactStore {
 function storeOf(opts: RestoreOptions): { store: ArtifactStore; key: string; where: string } {
   const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.+)$/.exec(opts.source);
   if (m) {
-    if (!opts.s3) throw new RestoreRefused('an s3:// source needs --s3-endpoint, --s3-access-key-id and --s3-secret-access-key-env');
+    if (!opts.s3)
+      throw new RestoreRefused(
+        'an s3:// source needs --s3-endpoint, --s3-access-key-id and --s3-secret-access-key-env',
+      );
     const settings: S3Settings = { ...opts.s3, bucket: m[1]!, prefix: '' };
     return { store: s3Store(async () => settings), key: m[2]!, where: opts.source };
   }
-  if (/^[a-z0-9]+:\/\//i.test(opts.source)) throw new RestoreRefused(`unsupported source ${opts.source.slice(0, 100)}: a file path or s3://bucket/key`);
+  if (/^[a-z0-9]+:\/\//i.test(opts.source))
+    throw new RestoreRefused(
+      `unsupported source ${opts.source.slice(0, 100)}: a file path or s3://bucket/key`,
+    );
   const path = resolve(opts.source);
   if (!existsSync(path)) throw new RestoreRefused(`no such file: ${path}`);
   return { store: fileStore(path), key: basename(path), where: path };
@@ -50,7 +56,10 @@ function storeOf(opts: RestoreOptions): { store: ArtifactStore; key: string; whe
 export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
   const out: string[] = [];
   const dbFile = join(opts.dataDir, 'svc.db');
-  if (existsSync(dbFile) && !opts.force) throw new RestoreRefused(`${dbFile} already exists: this data directory holds an instance; pass --force to keep it aside and restore over it`);
+  if (existsSync(dbFile) && !opts.force)
+    throw new RestoreRefused(
+      `${dbFile} already exists: this data directory holds an instance; pass --force to keep it aside and restore over it`,
+    );
   const { store, key, where } = storeOf(opts);
   await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
   const staging = await mkdtemp(join(opts.dataDir, '.restore-'));
@@ -60,11 +69,16 @@ export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
     try {
       got = await unpackVerified(store, key, null, (b) => (found = b), opts.key, opts.dataDir, staging);
     } catch (e) {
-      throw new RestoreRefused(`${where} was refused: ${(e as Error).message}. Nothing was restored (a wrong --key fails here too)`);
+      throw new RestoreRefused(
+        `${where} was refused: ${(e as Error).message}. Nothing was restored (a wrong --key fails here too)`,
+      );
     }
     const bound = found as { instance_id: string; run_id: string } | null;
-    if (!bound || bound.instance_id !== got.manifest.instance_id || bound.run_id !== got.manifest.run_id) throw new RestoreRefused('the manifest does not match the artifact binding');
-    out.push(`authenticated ${where}: instance ${bound.instance_id}, backup run ${bound.run_id} of ${got.manifest.created_at} (svc ${got.manifest.version}), sha256 ${got.sha256}`);
+    if (!bound || bound.instance_id !== got.manifest.instance_id || bound.run_id !== got.manifest.run_id)
+      throw new RestoreRefused('the manifest does not match the artifact binding');
+    out.push(
+      `authenticated ${where}: instance ${bound.instance_id}, backup run ${bound.run_id} of ${got.manifest.created_at} (svc ${got.manifest.version}), sha256 ${got.sha256}`,
+    );
 
     // The secrets of the copy must open with this key; checked on the staged copy, before it is used.
     const db = openDb(staging);
@@ -72,7 +86,10 @@ export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
       const sealer = createSealer(opts.key);
       if (await hasSealedData(db)) {
         const failed = await unopenableSealedData(db, sealer);
-        if (failed.length) throw new RestoreRefused(`the restored database's secrets do not open with --key (${failed.slice(0, 5).join(', ')}); nothing was restored`);
+        if (failed.length)
+          throw new RestoreRefused(
+            `the restored database's secrets do not open with --key (${failed.slice(0, 5).join(', ')}); nothing was restored`,
+          );
         out.push("checked: the database's sealed secrets open with this key");
       } else {
         out.push('the database holds no sealed secret to check the key against');
@@ -84,7 +101,8 @@ export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
     if (existsSync(dbFile)) {
       const stamp = new Date(opts.now ?? Date.now()).toISOString().replace(/[:.]/g, '-');
       const kept = `${dbFile}.replaced-${stamp}`;
-      for (const suffix of ['', '-wal', '-shm']) if (existsSync(dbFile + suffix)) await rename(dbFile + suffix, kept + suffix);
+      for (const suffix of ['', '-wal', '-shm'])
+        if (existsSync(dbFile + suffix)) await rename(dbFile + suffix, kept + suffix);
       out.push(`kept the database that was there as ${kept}`);
     }
     await rename(join(staging, 'svc.db'), dbFile);
@@ -95,12 +113,18 @@ export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
       try {
         await mkdir(opts.caddyStorage, { recursive: true, mode: 0o700 });
         await cp(join(staging, 'caddy'), opts.caddyStorage, { recursive: true, force: true });
-        out.push(`restored Caddy's certificate storage to ${opts.caddyStorage} (make it owned by the user Caddy runs as, e.g. chown -R caddy:caddy ${dirname(opts.caddyStorage)})`);
+        out.push(
+          `restored Caddy's certificate storage to ${opts.caddyStorage} (make it owned by the user Caddy runs as, e.g. chown -R caddy:caddy ${dirname(opts.caddyStorage)})`,
+        );
       } catch (e) {
-        out.push(`could NOT restore Caddy's certificate storage to ${opts.caddyStorage}: ${(e as Error).message}; Caddy obtains new certificates`);
+        out.push(
+          `could NOT restore Caddy's certificate storage to ${opts.caddyStorage}: ${(e as Error).message}; Caddy obtains new certificates`,
+        );
       }
     } else {
-      out.push(`the backup holds no certificate storage${got.manifest.notes ? ` (${got.manifest.notes})` : ''}: Caddy obtains new certificates`);
+      out.push(
+        `the backup holds no certificate storage${got.manifest.notes ? ` (${got.manifest.notes})` : ''}: Caddy obtains new certificates`,
+      );
     }
 
     const marker: RecoveryMarker = {
@@ -111,7 +135,9 @@ export async function restoreInstance(opts: RestoreOptions): Promise<string[]> {
       restored_at: new Date(opts.now ?? Date.now()).toISOString(),
     };
     await writeFile(join(opts.dataDir, RECOVERY_MARKER), JSON.stringify(marker) + '\n', { mode: 0o600 });
-    out.push('at its next start the service brings back every app and every database whose volume is missing (GET /api/instance/recovery)');
+    out.push(
+      'at its next start the service brings back every app and every database whose volume is missing (GET /api/instance/recovery)',
+    );
     out.push('start it with this same master key (SVC_MASTER_KEY); the backup does not contain it');
     return out;
   } finally {

@@ -17,7 +17,8 @@ const COMMENT = /^[\x21-\x7e][\x20-\x7e]{0,199}$/;
 
 export function generateDeployKey(comment: string): DeployKey {
   // Printable ASCII only: the comment ends up on a one-line public key and in the private key.
-  if (!COMMENT.test(comment) || comment.endsWith(' ')) throw new TypeError('key comment must be 1-200 printable ASCII characters');
+  if (!COMMENT.test(comment) || comment.endsWith(' '))
+    throw new TypeError('key comment must be 1-200 printable ASCII characters');
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const pub = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
   const seed = Buffer.from(privateKey.export({ format: 'jwk' }).d!, 'base64url');
@@ -33,7 +34,8 @@ export function generateDeployKey(comment: string): DeployKey {
 /** Fingerprint of a stored `ssh-ed25519 AAAA... [comment]` line (for GET ssh-key). */
 export function fingerprintOf(publicKeyLine: string): string {
   const [type, b64] = publicKeyLine.trim().split(/\s+/);
-  if (type !== KEY_TYPE || !b64 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) throw new TypeError('not an ssh-ed25519 public key line');
+  if (type !== KEY_TYPE || !b64 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64))
+    throw new TypeError('not an ssh-ed25519 public key line');
   const blob = Buffer.from(b64, 'base64');
   // Round-trip through node:crypto so a malformed blob is refused rather than fingerprinted.
   const pub = blob.subarray(blob.length - 32);
@@ -71,10 +73,25 @@ function uint32(n: number): Buffer {
  */
 function opensshPrivateKey(pub: Buffer, seed: Buffer, comment: string): string {
   const check = randomBytes(4).readUInt32BE(0);
-  let priv = Buffer.concat([uint32(check), uint32(check), sshString(KEY_TYPE), sshString(pub), sshString(Buffer.concat([seed, pub])), sshString(comment)]);
+  let priv = Buffer.concat([
+    uint32(check),
+    uint32(check),
+    sshString(KEY_TYPE),
+    sshString(pub),
+    sshString(Buffer.concat([seed, pub])),
+    sshString(comment),
+  ]);
   const pad = (8 - (priv.length % 8)) % 8;
   priv = Buffer.concat([priv, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
-  const body = Buffer.concat([Buffer.from('openssh-key-v1\0', 'latin1'), sshString('none'), sshString('none'), sshString(''), uint32(1), sshString(publicBlob(pub)), sshString(priv)]);
+  const body = Buffer.concat([
+    Buffer.from('openssh-key-v1\0', 'latin1'),
+    sshString('none'),
+    sshString('none'),
+    sshString(''),
+    uint32(1),
+    sshString(publicBlob(pub)),
+    sshString(priv),
+  ]);
   const b64 = body
     .toString('base64')
     .match(/.{1,70}/g)!

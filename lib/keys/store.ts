@@ -23,19 +23,41 @@ export function knownHostsFile(dataDir: string, appId: string): string {
 }
 
 export async function getPublicKey(db: Db, appId: string): Promise<PublicKeyView | null> {
-  const row = await db.selectFrom('app_ssh_keys').select(['public_key', 'fingerprint', 'created_at']).where('app_id', '=', appId).executeTakeFirst();
+  const row = await db
+    .selectFrom('app_ssh_keys')
+    .select(['public_key', 'fingerprint', 'created_at'])
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   return row ?? null;
 }
 
 /** Generates (or replaces) the app's key; the old key stops working at once. */
-export async function regenerateKey(db: Db, sealer: Sealer, app: App, now = Date.now()): Promise<PublicKeyView> {
+export async function regenerateKey(
+  db: Db,
+  sealer: Sealer,
+  app: App,
+  now = Date.now(),
+): Promise<PublicKeyView> {
   requireSealer(sealer);
   const k = generateDeployKey(`svc-${app.name}`);
-  const row = { app_id: app.id, public_key: k.publicKey, fingerprint: k.fingerprint, private_sealed: sealer.seal(k.privateKey, keyBinding(app.id)), created_at: nowIso(now) };
+  const row = {
+    app_id: app.id,
+    public_key: k.publicKey,
+    fingerprint: k.fingerprint,
+    private_sealed: sealer.seal(k.privateKey, keyBinding(app.id)),
+    created_at: nowIso(now),
+  };
   await db
     .insertInto('app_ssh_keys')
     .values(row)
-    .onConflict((c) => c.column('app_id').doUpdateSet({ public_key: row.public_key, fingerprint: row.fingerprint, private_sealed: row.private_sealed, created_at: row.created_at }))
+    .onConflict((c) =>
+      c.column('app_id').doUpdateSet({
+        public_key: row.public_key,
+        fingerprint: row.fingerprint,
+        private_sealed: row.private_sealed,
+        created_at: row.created_at,
+      }),
+    )
     .execute();
   return { public_key: row.public_key, fingerprint: row.fingerprint, created_at: row.created_at };
 }
@@ -47,7 +69,11 @@ export async function deleteKey(db: Db, dataDir: string, appId: string): Promise
 }
 
 export async function privateKey(db: Db, sealer: Sealer, appId: string): Promise<string | null> {
-  const row = await db.selectFrom('app_ssh_keys').select('private_sealed').where('app_id', '=', appId).executeTakeFirst();
+  const row = await db
+    .selectFrom('app_ssh_keys')
+    .select('private_sealed')
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   if (!row) return null;
   return sealer.open(row.private_sealed, keyBinding(appId));
 }
@@ -59,7 +85,11 @@ export async function privateKey(db: Db, sealer: Sealer, appId: string): Promise
 export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAuth {
   return async (app, fn) => {
     // A preview clones its app's repository (or a fork of it) with the app's key and known hosts.
-    const row = await db.selectFrom('apps').select('parent_app_id').where('id', '=', app.id).executeTakeFirst();
+    const row = await db
+      .selectFrom('apps')
+      .select('parent_app_id')
+      .where('id', '=', app.id)
+      .executeTakeFirst();
     const owner = row?.parent_app_id ?? app.id;
     const known = knownHostsFile(dataDir, owner);
     const key = await privateKey(db, sealer, owner);
@@ -77,9 +107,19 @@ export function deployKeyGitAuth(db: Db, sealer: Sealer, dataDir: string): GitAu
 }
 
 /** `git ls-remote` with the app's key against its repository (400 for an image app, 404 without a key). */
-export async function testDeployKey(deps: { db: Db; sealer: Sealer; config: { dataDir: string } }, app: App): Promise<ConnectionResult> {
-  if (app.source.type !== 'git') throw badRequest('Only git apps have a repository to connect to', [{ field: 'source.type', message: 'not git' }]);
+export async function testDeployKey(
+  deps: { db: Db; sealer: Sealer; config: { dataDir: string } },
+  app: App,
+): Promise<ConnectionResult> {
+  if (app.source.type !== 'git')
+    throw badRequest('Only git apps have a repository to connect to', [
+      { field: 'source.type', message: 'not git' },
+    ]);
   const key = await privateKey(deps.db, deps.sealer, app.id);
   if (!key) throw notFound('This app has no deploy key: POST /api/apps/{id}/ssh-key/regenerate creates one');
-  return testConnection({ url: app.source.repo_url, privateKey: key, knownHostsFile: knownHostsFile(deps.config.dataDir, app.id) });
+  return testConnection({
+    url: app.source.repo_url,
+    privateKey: key,
+    knownHostsFile: knownHostsFile(deps.config.dataDir, app.id),
+  });
 }

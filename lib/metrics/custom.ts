@@ -25,7 +25,13 @@ export function registerScraped(registry: Registry, m: ScrapedMetric): void {
     help: m.help,
     type: m.type,
     aggregator: 'sum',
-    get: async () => ({ name: m.name, help: m.help, type: m.type, aggregator: 'sum', values: await m.values() }),
+    get: async () => ({
+      name: m.name,
+      help: m.help,
+      type: m.type,
+      aggregator: 'sum',
+      values: await m.values(),
+    }),
     reset: () => m.reset?.(),
   };
   (registry.registerMetric as (metric: unknown) => void).call(registry, metric);

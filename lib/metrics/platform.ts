@@ -29,7 +29,10 @@ interface AppContainer {
 
 function withDeadline<T>(p: Promise<T>, ms: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p.catch(() => null), new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p.catch(() => null),
+    new Promise<null>((r) => (timer = setTimeout(() => r(null), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
@@ -47,22 +50,39 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R
 
 /** Every app container this instance made, with restart count and (running ones) CPU and memory. */
 export async function readAppContainers(engine: Engine): Promise<AppContainer[]> {
-  const list = (await engine.docker.listContainers({ all: true, filters: ownedFilter(engine, [LABEL_APP]) })).filter((c) => isOwned(engine, 'container', c.Id, c.Labels));
+  const list = (
+    await engine.docker.listContainers({ all: true, filters: ownedFilter(engine, [LABEL_APP]) })
+  ).filter((c) => isOwned(engine, 'container', c.Id, c.Labels));
   return mapLimit(list, STATS_AT_ONCE, async (c) => {
-    const base = { app: c.Labels?.[LABEL_APP] ?? '', service: c.Labels?.[LABEL_SERVICE] ?? '', state: c.State ?? 'unknown' };
+    const base = {
+      app: c.Labels?.[LABEL_APP] ?? '',
+      service: c.Labels?.[LABEL_SERVICE] ?? '',
+      state: c.State ?? 'unknown',
+    };
     const h = engine.docker.getContainer(c.Id);
     const [info, stats] = await Promise.all([
       h.inspect().catch(() => null),
-      c.State === 'running' ? (h.stats({ stream: false, 'one-shot': true } as never) as unknown as Promise<unknown>).catch(() => null) : Promise.resolve(null),
+      c.State === 'running'
+        ? (h.stats({ stream: false, 'one-shot': true } as never) as unknown as Promise<unknown>).catch(
+            () => null,
+          )
+        : Promise.resolve(null),
     ]);
-    const s = stats as { cpu_stats?: { cpu_usage?: { total_usage?: number } }; memory_stats?: { usage?: number; stats?: { inactive_file?: number } } } | null;
+    const s = stats as {
+      cpu_stats?: { cpu_usage?: { total_usage?: number } };
+      memory_stats?: { usage?: number; stats?: { inactive_file?: number } };
+    } | null;
     const usage = s?.memory_stats?.usage;
     return {
       ...base,
       restarts: info?.RestartCount ?? 0,
-      cpuSeconds: typeof s?.cpu_stats?.cpu_usage?.total_usage === 'number' ? s.cpu_stats.cpu_usage.total_usage / 1e9 : null,
+      cpuSeconds:
+        typeof s?.cpu_stats?.cpu_usage?.total_usage === 'number'
+          ? s.cpu_stats.cpu_usage.total_usage / 1e9
+          : null,
       // What `docker stats` shows: the page cache that can be dropped is not the app's memory.
-      memoryBytes: typeof usage === 'number' ? Math.max(0, usage - (s?.memory_stats?.stats?.inactive_file ?? 0)) : null,
+      memoryBytes:
+        typeof usage === 'number' ? Math.max(0, usage - (s?.memory_stats?.stats?.inactive_file ?? 0)) : null,
     };
   });
 }
@@ -118,7 +138,12 @@ export interface PlatformDeps {
 
 export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
   // One read of the host and one of the engine per scrape, shared by the series that use them.
-  let scrape: { at: number; host: ReturnType<VitalsSampler['latest']> | Promise<unknown>; apps: Promise<AppContainer[] | null>; deploys: Promise<DeployFigures> } | null = null;
+  let scrape: {
+    at: number;
+    host: ReturnType<VitalsSampler['latest']> | Promise<unknown>;
+    apps: Promise<AppContainer[] | null>;
+    deploys: Promise<DeployFigures>;
+  } | null = null;
   const current = () => {
     const now = Date.now();
     if (!scrape || now - scrape.at > 1_000) {
@@ -134,7 +159,11 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
     return scrape;
   };
   const host = async () => (await current().host) as ReturnType<VitalsSampler['latest']>;
-  const hostGauge = (name: string, help: string, pick: (h: NonNullable<Awaited<ReturnType<typeof host>>>) => number) =>
+  const hostGauge = (
+    name: string,
+    help: string,
+    pick: (h: NonNullable<Awaited<ReturnType<typeof host>>>) => number,
+  ) =>
     m.add({
       name,
       help,
@@ -144,11 +173,27 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
         return h ? [{ value: pick(h) }] : [];
       },
     });
-  hostGauge('svc_host_cpu_usage_ratio', 'Share of the host CPU busy over the last sampling interval (0-1)', (h) => h.cpu_percent / 100);
-  hostGauge('svc_host_memory_used_bytes', 'Host memory in use (total minus available)', (h) => h.mem_used_bytes);
+  hostGauge(
+    'svc_host_cpu_usage_ratio',
+    'Share of the host CPU busy over the last sampling interval (0-1)',
+    (h) => h.cpu_percent / 100,
+  );
+  hostGauge(
+    'svc_host_memory_used_bytes',
+    'Host memory in use (total minus available)',
+    (h) => h.mem_used_bytes,
+  );
   hostGauge('svc_host_memory_total_bytes', 'Host memory in total', (h) => h.mem_total_bytes);
-  hostGauge('svc_host_disk_used_bytes', 'Used bytes of the file system holding the data directory', (h) => h.disk_used_bytes);
-  hostGauge('svc_host_disk_total_bytes', 'Size of the file system holding the data directory', (h) => h.disk_total_bytes);
+  hostGauge(
+    'svc_host_disk_used_bytes',
+    'Used bytes of the file system holding the data directory',
+    (h) => h.disk_used_bytes,
+  );
+  hostGauge(
+    'svc_host_disk_total_bytes',
+    'Size of the file system holding the data directory',
+    (h) => h.disk_total_bytes,
+  );
   m.add({
     name: 'svc_host_load',
     help: 'Host load average, by period',
@@ -211,7 +256,8 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
     name: 'svc_deployments_total',
     help: 'Finished deployments kept in the database, by outcome',
     type: 'counter',
-    values: async () => [...(await deploys()).byOutcome].map(([outcome, value]) => ({ value, labels: { outcome } })),
+    values: async () =>
+      [...(await deploys()).byOutcome].map(([outcome, value]) => ({ value, labels: { outcome } })),
   });
   m.add({
     name: 'svc_deployment_duration_seconds',
@@ -225,14 +271,28 @@ export function registerPlatformMetrics(m: Metrics, deps: PlatformDeps): void {
         cumulative += d.buckets[i]!;
         out.push({ metricName: 'svc_deployment_duration_seconds_bucket', value: cumulative, labels: { le } });
       });
-      out.push({ metricName: 'svc_deployment_duration_seconds_bucket', value: d.count, labels: { le: '+Inf' } });
+      out.push({
+        metricName: 'svc_deployment_duration_seconds_bucket',
+        value: d.count,
+        labels: { le: '+Inf' },
+      });
       out.push({ metricName: 'svc_deployment_duration_seconds_sum', value: d.sum });
       out.push({ metricName: 'svc_deployment_duration_seconds_count', value: d.count });
       return out;
     },
   });
-  m.add({ name: 'svc_deployment_queue_depth', help: 'Deployments waiting for a worker', type: 'gauge', values: async () => [{ value: (await deploys()).queued }] });
-  m.add({ name: 'svc_deployments_running', help: 'Deployments between their start and their outcome', type: 'gauge', values: async () => [{ value: (await deploys()).running }] });
+  m.add({
+    name: 'svc_deployment_queue_depth',
+    help: 'Deployments waiting for a worker',
+    type: 'gauge',
+    values: async () => [{ value: (await deploys()).queued }],
+  });
+  m.add({
+    name: 'svc_deployments_running',
+    help: 'Deployments between their start and their outcome',
+    type: 'gauge',
+    values: async () => [{ value: (await deploys()).running }],
+  });
 }
 
 function sumBy(containers: AppContainer[], pick: (c: AppContainer) => number): MetricValue[] {
@@ -247,8 +307,16 @@ function sumBy(containers: AppContainer[], pick: (c: AppContainer) => number): M
 }
 
 /** WebSocket clients in total and subscriptions by topic family (`logs:<id>` counts as `logs`). */
-export function registerWsMetrics(m: Metrics, ws: { clientCount(): number; topicCounts(): Map<string, number> }): void {
-  m.add({ name: 'svc_websocket_clients', help: 'Open WebSocket connections', type: 'gauge', values: () => [{ value: ws.clientCount() }] });
+export function registerWsMetrics(
+  m: Metrics,
+  ws: { clientCount(): number; topicCounts(): Map<string, number> },
+): void {
+  m.add({
+    name: 'svc_websocket_clients',
+    help: 'Open WebSocket connections',
+    type: 'gauge',
+    values: () => [{ value: ws.clientCount() }],
+  });
   m.add({
     name: 'svc_websocket_subscriptions',
     help: 'WebSocket subscriptions by topic (per-resource topics by their kind)',

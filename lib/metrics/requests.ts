@@ -27,7 +27,18 @@ export class RequestMetrics {
     let byMethod = this.series.get(route);
     if (!byMethod) this.series.set(route, (byMethod = new Map()));
     let s = byMethod.get(method);
-    if (!s) byMethod.set(method, (s = { method, route, statuses: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 }));
+    if (!s)
+      byMethod.set(
+        method,
+        (s = {
+          method,
+          route,
+          statuses: new Map(),
+          buckets: new Float64Array(BUCKETS.length + 1),
+          sum: 0,
+          count: 0,
+        }),
+      );
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
     let b = 0;
     while (b < BUCKETS.length && seconds > BUCKETS[b]!) b++;
@@ -52,7 +63,8 @@ export class RequestMetrics {
         values: () => {
           const out: MetricValue[] = [];
           for (const s of this.all()) {
-            for (const [status, n] of s.statuses) out.push({ value: n, labels: { method: s.method, route: s.route, status } });
+            for (const [status, n] of s.statuses)
+              out.push({ value: n, labels: { method: s.method, route: s.route, status } });
           }
           return out;
         },

@@ -103,10 +103,12 @@ export function listEngineNetworks(socketPath: string, timeoutMs = 5_000): Promi
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`engine answered ${res.statusCode} to GET /networks`));
+        if (res.statusCode !== 200)
+          return reject(new Error(`engine answered ${res.statusCode} to GET /networks`));
         try {
           const list = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-          if (!Array.isArray(list)) return reject(new Error('engine answered GET /networks with something other than a list'));
+          if (!Array.isArray(list))
+            return reject(new Error('engine answered GET /networks with something other than a list'));
           resolve(list as NetworkInfo[]);
         } catch (e) {
           reject(e);
@@ -126,14 +128,17 @@ export function engineSubnetGuard(engine: Engine): SubnetGuard {
 function networkEvents(socketPath: string, signal: AbortSignal): Promise<IncomingMessage> {
   const filters = JSON.stringify({ type: ['network'], event: ['create', 'destroy'] });
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path: `/events?filters=${encodeURIComponent(filters)}`, method: 'GET', signal }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        reject(new Error(`engine answered ${res.statusCode} to the network event stream`));
-        return;
-      }
-      resolve(res);
-    });
+    const req = request(
+      { socketPath, path: `/events?filters=${encodeURIComponent(filters)}`, method: 'GET', signal },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`engine answered ${res.statusCode} to the network event stream`));
+          return;
+        }
+        resolve(res);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -144,7 +149,12 @@ function networkEvents(socketPath: string, signal: AbortSignal): Promise<Incomin
  * stream is (re)established, since networks may have changed while it was down. Returns when
  * the signal aborts; never throws.
  */
-export async function followNetworks(engine: Engine, guard: SubnetGuard, signal: AbortSignal, onError: (err: unknown) => void): Promise<void> {
+export async function followNetworks(
+  engine: Engine,
+  guard: SubnetGuard,
+  signal: AbortSignal,
+  onError: (err: unknown) => void,
+): Promise<void> {
   let backoff = 250;
   const refresh = () => guard.refresh().catch(onError);
   while (!signal.aborted) {

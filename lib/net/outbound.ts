@@ -151,8 +151,11 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
   const allow = parseAllow(opts.allow ?? []);
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (!host) throw new OutboundRefused('the URL has no host');
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundRefused('only https:// URLs are accepted');
-  const httpRefused = new OutboundRefused('only https:// URLs are accepted (http only for SVC_NOTIFY_ALLOW addresses)');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new OutboundRefused('only https:// URLs are accepted');
+  const httpRefused = new OutboundRefused(
+    'only https:// URLs are accepted (http only for SVC_NOTIFY_ALLOW addresses)',
+  );
   let addresses: ResolvedAddress[];
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) === 6 ? 6 : 4 }];
   else {
@@ -160,7 +163,9 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
       addresses = await (opts.resolve ?? systemResolve)(host);
     } catch (e) {
       if (url.protocol === 'http:') throw httpRefused;
-      throw new OutboundRefused(`${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`);
+      throw new OutboundRefused(
+        `${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`,
+      );
     }
     if (!addresses.length) throw new OutboundRefused(`${host} does not resolve`);
   }
@@ -178,7 +183,11 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
  * POSTs a JSON body to a checked URL. Answers any HTTP status (a 3xx is a status, never
  * followed); throws OutboundRefused for a refused URL and a plain Error for network failures.
  */
-export async function postJson(raw: string, payload: unknown, opts: OutboundOptions = {}): Promise<OutboundResponse> {
+export async function postJson(
+  raw: string,
+  payload: unknown,
+  opts: OutboundOptions = {},
+): Promise<OutboundResponse> {
   const target = await checkOutboundUrl(raw, opts);
   const body = Buffer.from(JSON.stringify(payload));
   const timeoutMs = opts.timeoutMs ?? OUTBOUND_TIMEOUT_MS;
@@ -187,7 +196,8 @@ export async function postJson(raw: string, payload: unknown, opts: OutboundOpti
   // The connection goes to the checked address whatever the name resolves to now; the name
   // stays the TLS server name and the Host header.
   const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [address]);
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [address]);
     else cb(null, address.address, address.family);
   };
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -202,7 +212,10 @@ export async function postJson(raw: string, payload: unknown, opts: OutboundOpti
       else resolve(value!);
     };
     // One deadline for the whole exchange: connect, send, answer and body.
-    const timer = setTimeout(() => done(new Error(`no complete answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    const timer = setTimeout(
+      () => done(new Error(`no complete answer within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
     const req = request(
       {
         protocol: url.protocol,
@@ -212,7 +225,11 @@ export async function postJson(raw: string, payload: unknown, opts: OutboundOpti
         method: 'POST',
         lookup: pinned,
         ...(url.protocol === 'https:' && opts.agent ? { agent: opts.agent } : { agent: false }),
-        headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'svc-notify' },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+          'user-agent': 'svc-notify',
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -222,13 +239,23 @@ export async function postJson(raw: string, payload: unknown, opts: OutboundOpti
           if (c.length > room) {
             // Stop reading: a server streaming megabytes gets its connection closed.
             chunks.push(c.subarray(0, room));
-            done(null, { status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), truncated: true });
+            done(null, {
+              status: res.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              truncated: true,
+            });
             return;
           }
           chunks.push(c);
           size += c.length;
         });
-        res.on('end', () => done(null, { status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), truncated: false }));
+        res.on('end', () =>
+          done(null, {
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            truncated: false,
+          }),
+        );
         res.on('error', (e) => done(e));
       },
     );

@@ -44,10 +44,16 @@ const TONE: Record<NotifyEvent, Tone> = {
   control_plane_started: 'info',
 };
 
-const COLOUR: Record<Tone, number> = { success: 0x2e9d4f, failure: 0xd64541, warning: 0xe8a33d, info: 0x3b7dd8 };
+const COLOUR: Record<Tone, number> = {
+  success: 0x2e9d4f,
+  failure: 0xd64541,
+  warning: 0xe8a33d,
+  info: 0x3b7dd8,
+};
 
 type Data = Record<string, unknown>;
-const str = (v: unknown): string | null => (typeof v === 'string' && v ? v : typeof v === 'number' ? String(v) : null);
+const str = (v: unknown): string | null =>
+  typeof v === 'string' && v ? v : typeof v === 'number' ? String(v) : null;
 
 /** Where an operator reads more: the app's page on the control domain, when there is one. */
 function linkFor(base: string | null, d: Data): string | null {
@@ -56,7 +62,12 @@ function linkFor(base: string | null, d: Data): string | null {
   return app ? `${base}/apps/${encodeURIComponent(app)}` : base;
 }
 
-export function buildMessage(event: NotifyEvent, d: Data, base: string | null, at = new Date().toISOString()): Message {
+export function buildMessage(
+  event: NotifyEvent,
+  d: Data,
+  base: string | null,
+  at = new Date().toISOString(),
+): Message {
   const app = str(d.app) ?? str(d.app_name);
   const fields: Message['fields'] = [];
   const add = (name: string, v: unknown) => {
@@ -100,11 +111,15 @@ export function buildMessage(event: NotifyEvent, d: Data, base: string | null, a
       add('Exit code', d.exit_code);
       add('Episode', d.kind);
       if (typeof d.oom === 'boolean') add('OOM killed', d.oom ? 'yes' : 'no');
-      if (Array.isArray(d.last_logs) && d.last_logs.length) fields.push({ name: 'Last log lines', value: d.last_logs.map(String).join('\n') });
+      if (Array.isArray(d.last_logs) && d.last_logs.length)
+        fields.push({ name: 'Last log lines', value: d.last_logs.map(String).join('\n') });
       break;
     case 'certificate_error':
     case 'certificate_expiring':
-      title = event === 'certificate_error' ? `Certificate problem for ${str(d.hostname) ?? 'a domain'}` : `Certificate for ${str(d.hostname) ?? 'a domain'} expires soon`;
+      title =
+        event === 'certificate_error'
+          ? `Certificate problem for ${str(d.hostname) ?? 'a domain'}`
+          : `Certificate for ${str(d.hostname) ?? 'a domain'} expires soon`;
       text = str(d.detail) ?? '';
       add('Host', d.hostname);
       add('Expires', d.not_after);
@@ -139,9 +154,11 @@ export function discordPayload(m: Message): unknown {
         description: cut(m.text, 4000),
         color: COLOUR[m.tone],
         ...(m.link ? { url: m.link } : {}),
-        fields: m.fields
-          .slice(0, 25)
-          .map((f) => ({ name: cut(f.name, 256), value: cut(f.name === 'Last log lines' ? '```\n' + cut(f.value, 1000) + '\n```' : f.value, 1024), inline: f.name !== 'Last log lines' })),
+        fields: m.fields.slice(0, 25).map((f) => ({
+          name: cut(f.name, 256),
+          value: cut(f.name === 'Last log lines' ? '```\n' + cut(f.value, 1000) + '\n```' : f.value, 1024),
+          inline: f.name !== 'Last log lines',
+        })),
         timestamp: m.at,
         footer: { text: m.event },
       },
@@ -157,10 +174,21 @@ export function slackPayload(m: Message): unknown {
   const blocks: unknown[] = [{ type: 'header', text: { type: 'plain_text', text: cut(m.title, 150) } }];
   if (m.text) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: cut(esc(m.text), 2900) } });
   const short = m.fields.filter((f) => f.name !== 'Last log lines').slice(0, 10);
-  if (short.length) blocks.push({ type: 'section', fields: short.map((f) => ({ type: 'mrkdwn', text: cut(`*${esc(f.name)}*\n${esc(f.value)}`, 2000) })) });
+  if (short.length)
+    blocks.push({
+      type: 'section',
+      fields: short.map((f) => ({ type: 'mrkdwn', text: cut(`*${esc(f.name)}*\n${esc(f.value)}`, 2000) })),
+    });
   const logs = m.fields.find((f) => f.name === 'Last log lines');
-  if (logs) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: cut('```' + esc(logs.value) + '```', 2900) } });
-  const ctx = [`${m.tone === 'success' ? '✅' : m.tone === 'failure' ? '❌' : m.tone === 'warning' ? '⚠️' : 'ℹ️'} ${m.event}`, m.at];
+  if (logs)
+    blocks.push({
+      type: 'section',
+      text: { type: 'mrkdwn', text: cut('```' + esc(logs.value) + '```', 2900) },
+    });
+  const ctx = [
+    `${m.tone === 'success' ? '✅' : m.tone === 'failure' ? '❌' : m.tone === 'warning' ? '⚠️' : 'ℹ️'} ${m.event}`,
+    m.at,
+  ];
   if (m.link) ctx.push(`<${m.link}|Open in svc>`);
   blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: ctx.join(' · ') }] });
   return { text: cut(`${m.title}${m.text ? ` — ${m.text}` : ''}`, 3000), blocks };

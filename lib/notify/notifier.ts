@@ -6,7 +6,14 @@ import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { Logger } from '../log.js';
 import { postJson, OutboundRefused, type OutboundOptions } from '../net/outbound.js';
-import { buildMessage, discordPayload, isNotifyEvent, slackPayload, type Message, type NotifyEvent } from './message.js';
+import {
+  buildMessage,
+  discordPayload,
+  isNotifyEvent,
+  slackPayload,
+  type Message,
+  type NotifyEvent,
+} from './message.js';
 import { channelsFor, channelUrl, getChannel, recordDelivery, type Channel } from './store.js';
 
 export const MAX_ATTEMPTS = 3;
@@ -97,7 +104,11 @@ export class Notifier {
   }
 
   /** Queues the event for every subscribed channel; never blocks the publisher. */
-  dispatch(event: NotifyEvent, data: Record<string, unknown>, at = new Date(this.deps.now()).toISOString()): void {
+  dispatch(
+    event: NotifyEvent,
+    data: Record<string, unknown>,
+    at = new Date(this.deps.now()).toISOString(),
+  ): void {
     if (this.stopped) return;
     const message = buildMessage(event, data, this.deps.baseUrl, at);
     this.enqueue(async () => {
@@ -109,7 +120,12 @@ export class Notifier {
   /** The `test` route: one message to one channel now, answered to the caller (and logged). */
   async test(channelId: string): Promise<SendResult> {
     const channel = await getChannel(this.deps.db, channelId);
-    const message = buildMessage('control_plane_started', {}, this.deps.baseUrl, new Date(this.deps.now()).toISOString());
+    const message = buildMessage(
+      'control_plane_started',
+      {},
+      this.deps.baseUrl,
+      new Date(this.deps.now()).toISOString(),
+    );
     message.title = `Test notification for ${channel.name}`;
     message.text = 'If you can read this, svc can reach this channel.';
     message.fields = [];
@@ -161,7 +177,11 @@ export class Notifier {
       error: result.error ?? null,
       attempts: result.attempts,
     });
-    if (!result.ok) this.deps.log.warn({ channel: channel.id, event: message.event, status: result.status, error: result.error }, 'notification not delivered');
+    if (!result.ok)
+      this.deps.log.warn(
+        { channel: channel.id, event: message.event, status: result.status, error: result.error },
+        'notification not delivered',
+      );
     return result;
   }
 
@@ -170,9 +190,14 @@ export class Notifier {
       const r = await postJson(url, payload, this.transport);
       if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status };
       const hint = r.body.trim().slice(0, 200);
-      return { ok: false, status: r.status, error: `the server answered ${r.status}${r.status >= 300 && r.status < 400 ? ' (redirects are not followed)' : ''}${hint ? `: ${hint}` : ''}` };
+      return {
+        ok: false,
+        status: r.status,
+        error: `the server answered ${r.status}${r.status >= 300 && r.status < 400 ? ' (redirects are not followed)' : ''}${hint ? `: ${hint}` : ''}`,
+      };
     } catch (e) {
-      if (e instanceof OutboundRefused) return { ok: false, status: null, error: `refused: ${e.reason}`, refused: true };
+      if (e instanceof OutboundRefused)
+        return { ok: false, status: null, error: `refused: ${e.reason}`, refused: true };
       return { ok: false, status: null, error: (e as Error).message };
     }
   }

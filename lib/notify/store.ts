@@ -74,25 +74,45 @@ function view(r: Row): Channel {
   };
 }
 
-const COLUMNS = ['id', 'kind', 'name', 'url_hint', 'events', 'enabled', 'last_delivery', 'created_at', 'updated_at'] as const;
+const COLUMNS = [
+  'id',
+  'kind',
+  'name',
+  'url_hint',
+  'events',
+  'enabled',
+  'last_delivery',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** The save-time check: the guard's verdict on the URL, as a 400 naming the reason. */
 export async function checkChannelUrl(url: string, guard: OutboundOptions): Promise<void> {
   try {
     await checkOutboundUrl(url, guard);
   } catch (e) {
-    if (e instanceof OutboundRefused) throw badRequest(`The notification URL is refused: ${e.reason}`, [{ field: 'url', message: e.reason }]);
+    if (e instanceof OutboundRefused)
+      throw badRequest(`The notification URL is refused: ${e.reason}`, [{ field: 'url', message: e.reason }]);
     throw e;
   }
 }
 
 export async function listChannels(db: Db): Promise<Channel[]> {
-  const rows = await db.selectFrom('notification_channels').select(COLUMNS).orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('notification_channels')
+    .select(COLUMNS)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map(view);
 }
 
 export async function getChannel(db: Db, id: string): Promise<Channel> {
-  const r = await db.selectFrom('notification_channels').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .selectFrom('notification_channels')
+    .select(COLUMNS)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!r) throw notFound(`No notification channel with id "${id}"`);
   return view(r);
 }
@@ -105,7 +125,13 @@ export interface ChannelInput {
   enabled?: boolean;
 }
 
-export async function createChannel(db: Db, sealer: Sealer, guard: OutboundOptions, input: ChannelInput, now = Date.now()): Promise<Channel> {
+export async function createChannel(
+  db: Db,
+  sealer: Sealer,
+  guard: OutboundOptions,
+  input: ChannelInput,
+  now = Date.now(),
+): Promise<Channel> {
   requireSealer(sealer);
   await checkChannelUrl(input.url, guard);
   const id = newId(now);
@@ -135,7 +161,14 @@ export interface ChannelPatch {
   enabled?: boolean;
 }
 
-export async function updateChannel(db: Db, sealer: Sealer, guard: OutboundOptions, id: string, patch: ChannelPatch, now = Date.now()): Promise<Channel> {
+export async function updateChannel(
+  db: Db,
+  sealer: Sealer,
+  guard: OutboundOptions,
+  id: string,
+  patch: ChannelPatch,
+  now = Date.now(),
+): Promise<Channel> {
   await getChannel(db, id);
   const set: Record<string, unknown> = { updated_at: new Date(now).toISOString() };
   if (patch.url !== undefined) {
@@ -158,7 +191,11 @@ export async function deleteChannel(db: Db, id: string): Promise<void> {
 
 /** The URL, opened only on the way out to the sender. */
 export async function channelUrl(db: Db, sealer: Sealer, id: string): Promise<string | null> {
-  const r = await db.selectFrom('notification_channels').select('url_sealed').where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .selectFrom('notification_channels')
+    .select('url_sealed')
+    .where('id', '=', id)
+    .executeTakeFirst();
   return r ? sealer.open(r.url_sealed, channelBinding(id)) : null;
 }
 
@@ -170,11 +207,23 @@ export async function channelsFor(db: Db, event: NotifyEvent): Promise<Channel[]
 /** Appends to the channel's delivery log (keeping the newest 50) and sets last_delivery. */
 export async function recordDelivery(db: Db, channelId: string, d: DeliveryRow): Promise<void> {
   await db.transaction().execute(async (tx) => {
-    const exists = await tx.selectFrom('notification_channels').select('id').where('id', '=', channelId).executeTakeFirst();
+    const exists = await tx
+      .selectFrom('notification_channels')
+      .select('id')
+      .where('id', '=', channelId)
+      .executeTakeFirst();
     if (!exists) return; // deleted while the delivery ran
     await tx
       .insertInto('notification_deliveries')
-      .values({ channel_id: channelId, at: d.at, event: d.event, ok: d.ok ? 1 : 0, status: d.status, error: d.error, attempts: d.attempts })
+      .values({
+        channel_id: channelId,
+        at: d.at,
+        event: d.event,
+        ok: d.ok ? 1 : 0,
+        status: d.status,
+        error: d.error,
+        attempts: d.attempts,
+      })
       .execute();
     const keep = await tx
       .selectFrom('notification_deliveries')
@@ -184,7 +233,12 @@ export async function recordDelivery(db: Db, channelId: string, d: DeliveryRow):
       .limit(1)
       .offset(DELIVERY_LOG_SIZE - 1)
       .executeTakeFirst();
-    if (keep) await tx.deleteFrom('notification_deliveries').where('channel_id', '=', channelId).where('id', '<', keep.id).execute();
+    if (keep)
+      await tx
+        .deleteFrom('notification_deliveries')
+        .where('channel_id', '=', channelId)
+        .where('id', '<', keep.id)
+        .execute();
     const last: LastDelivery = { at: d.at, ok: d.ok, status: d.status, error: d.error };
     await tx
       .updateTable('notification_channels')
@@ -196,7 +250,12 @@ export async function recordDelivery(db: Db, channelId: string, d: DeliveryRow):
 
 export async function listDeliveries(db: Db, channelId: string): Promise<DeliveryRow[]> {
   await getChannel(db, channelId);
-  const rows = await db.selectFrom('notification_deliveries').select(['at', 'event', 'ok', 'status', 'error', 'attempts']).where('channel_id', '=', channelId).orderBy('id', 'desc').execute();
+  const rows = await db
+    .selectFrom('notification_deliveries')
+    .select(['at', 'event', 'ok', 'status', 'error', 'attempts'])
+    .where('channel_id', '=', channelId)
+    .orderBy('id', 'desc')
+    .execute();
   return rows.map((r) => ({ ...r, ok: r.ok === 1 }));
 }
 

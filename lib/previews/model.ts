@@ -61,7 +61,12 @@ export function previewAppName(appName: string, number: number): string {
   return `${appName}-pr-${number}`;
 }
 
-export function toPreview(row: PreviewTable, status: string, baseDomain: string | null, appName: string): Preview {
+export function toPreview(
+  row: PreviewTable,
+  status: string,
+  baseDomain: string | null,
+  appName: string,
+): Preview {
   const host = baseDomain ? `${previewLabel(appName, row.number)}.${baseDomain}` : null;
   return {
     id: row.id,

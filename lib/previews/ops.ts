@@ -37,8 +37,15 @@ export interface PreviewRequest {
 
 type PreviewEnv = Env;
 
-async function view(env: Pick<Env, 'db' | 'config'>, parent: Pick<App, 'name'>, row: PreviewTable): Promise<Preview> {
-  const [base, child] = await Promise.all([getBaseDomain(env.db, env.config.baseDomain), env.db.selectFrom('apps').select('status').where('id', '=', row.target_app_id).executeTakeFirst()]);
+async function view(
+  env: Pick<Env, 'db' | 'config'>,
+  parent: Pick<App, 'name'>,
+  row: PreviewTable,
+): Promise<Preview> {
+  const [base, child] = await Promise.all([
+    getBaseDomain(env.db, env.config.baseDomain),
+    env.db.selectFrom('apps').select('status').where('id', '=', row.target_app_id).executeTakeFirst(),
+  ]);
   return toPreview(row, child?.status ?? 'created', base, parent.name);
 }
 
@@ -46,7 +53,11 @@ export async function listPreviews(env: Pick<Env, 'db' | 'config'>, parent: App)
   return Promise.all((await listPreviewRows(env.db, parent.id)).map((r) => view(env, parent, r)));
 }
 
-export async function previewView(env: Pick<Env, 'db' | 'config'>, parent: App, row: PreviewTable): Promise<Preview> {
+export async function previewView(
+  env: Pick<Env, 'db' | 'config'>,
+  parent: App,
+  row: PreviewTable,
+): Promise<Preview> {
   return view(env, parent, row);
 }
 
@@ -56,42 +67,70 @@ export async function previewView(env: Pick<Env, 'db' | 'config'>, parent: App, 
  * its branch's new head with the variables as they are now.
  */
 export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRequest): Promise<Preview> {
-  if (parent.source.type !== 'git') throw badRequest(`Previews build branches: app "${parent.name}" does not deploy from git`, [{ field: 'branch', message: 'git apps only' }]);
+  if (parent.source.type !== 'git')
+    throw badRequest(`Previews build branches: app "${parent.name}" does not deploy from git`, [
+      { field: 'branch', message: 'git apps only' },
+    ]);
   const settings = await getSettings(env.db, parent.id);
-  if (!settings.enabled) throw conflict(`Previews are off for app "${parent.name}": PUT /api/apps/${parent.id}/previews/settings {"enabled": true}`);
+  if (!settings.enabled)
+    throw conflict(
+      `Previews are off for app "${parent.name}": PUT /api/apps/${parent.id}/previews/settings {"enabled": true}`,
+    );
   const ref = checkRef(req.branch);
   if (!ref.ok) throw badRequest(`Invalid branch: ${ref.reason}`, [{ field: 'branch', message: ref.reason }]);
   if (req.repoUrl != null) {
     const u = checkRepoUrl(req.repoUrl);
-    if (!u.ok) throw badRequest(`Invalid repository of the pull request: ${u.reason}`, [{ field: 'repo_url', message: u.reason }]);
+    if (!u.ok)
+      throw badRequest(`Invalid repository of the pull request: ${u.reason}`, [
+        { field: 'repo_url', message: u.reason },
+      ]);
   }
   let number = req.number ?? (await nextFreeNumber(env.db, parent.id));
   const checkName = (num: number) => {
-    if (!Number.isInteger(num) || num < 1 || num > MAX_NUMBER) throw badRequest('number must be a whole number from 1', [{ field: 'number', message: 'out of range' }]);
+    if (!Number.isInteger(num) || num < 1 || num > MAX_NUMBER)
+      throw badRequest('number must be a whole number from 1', [
+        { field: 'number', message: 'out of range' },
+      ]);
     const name = previewAppName(parent.name, num);
     if (!APP_NAME.test(name) || previewLabel(parent.name, num).length > 63)
-      throw badRequest(`The preview's name "${name}" would be longer than 63 characters: the app's name is too long for previews`, [{ field: 'number', message: 'name too long' }]);
+      throw badRequest(
+        `The preview's name "${name}" would be longer than 63 characters: the app's name is too long for previews`,
+        [{ field: 'number', message: 'name too long' }],
+      );
     return name;
   };
   checkName(number);
   const now = env.now();
-  const source: AppSource = { ...parent.source, branch: req.branch, ...(req.repoUrl ? { repo_url: req.repoUrl } : {}) };
+  const source: AppSource = {
+    ...parent.source,
+    branch: req.branch,
+    ...(req.repoUrl ? { repo_url: req.repoUrl } : {}),
+  };
   const expires = nowIso(now + settings.ttl_hours * 3600_000);
   let row = await previewByNumber(env.db, parent.id, number);
   let made = false;
   if (!row) {
     // Room first: the oldest previews go until this one fits under `max`.
-    const rows = (await listPreviewRows(env.db, parent.id)).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+    const rows = (await listPreviewRows(env.db, parent.id)).sort(
+      (a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id),
+    );
     while (rows.length >= settings.max) {
       const oldest = rows.shift()!;
-      env.log.info({ app: parent.name, preview: oldest.number }, 'preview removed: the app has its maximum number of previews');
+      env.log.info(
+        { app: parent.name, preview: oldest.number },
+        'preview removed: the app has its maximum number of previews',
+      );
       await removePreview(env, oldest);
     }
     // A number handed out by default is the lowest free one once room was made.
     if (req.number == null) number = await nextFreeNumber(env.db, parent.id);
     const child = await insertApp(env.db, checkName(number), source, now, parent.id);
     // Previews sleep by default (settings): the Sleeper treats the child like any app with the setting.
-    await env.db.updateTable('apps').set({ sleep_after_minutes: settings.sleep_after_minutes }).where('id', '=', child.id).execute();
+    await env.db
+      .updateTable('apps')
+      .set({ sleep_after_minutes: settings.sleep_after_minutes })
+      .where('id', '=', child.id)
+      .execute();
     row = {
       id: newId(now),
       app_id: parent.id,
@@ -109,14 +148,19 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
       await env.db.insertInto('previews').values(row).execute();
     } catch (e) {
       await env.db.deleteFrom('apps').where('id', '=', child.id).execute();
-      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw conflict(`Preview ${number} of app "${parent.name}" is being made already`);
+      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT'))
+        throw conflict(`Preview ${number} of app "${parent.name}" is being made already`);
       throw e;
     }
     made = true;
   } else {
     await env.db
       .updateTable('apps')
-      .set({ source: JSON.stringify(source), sleep_after_minutes: settings.sleep_after_minutes, updated_at: nowIso(now) })
+      .set({
+        source: JSON.stringify(source),
+        sleep_after_minutes: settings.sleep_after_minutes,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', row.target_app_id)
       .execute();
   }
@@ -124,16 +168,29 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
   let deploymentId: string;
   try {
-    const { deployment } = await env.deployments.enqueue(child, { trigger: req.trigger, ref: req.branch, deliveryId: req.deliveryId ?? null, commit: req.commit ?? null });
+    const { deployment } = await env.deployments.enqueue(child, {
+      trigger: req.trigger,
+      ref: req.branch,
+      deliveryId: req.deliveryId ?? null,
+      commit: req.commit ?? null,
+    });
     deploymentId = deployment.id;
   } catch (e) {
     // A preview made for this request and never deployed is not left behind.
     if (made) await removePreview(env, row).catch(() => {});
     throw e;
   }
-  const patch = { title: req.title ?? row.title, branch: req.branch, commit_sha: req.commit ?? null, deployment_id: deploymentId, updated_at: nowIso(now), expires_at: expires };
+  const patch = {
+    title: req.title ?? row.title,
+    branch: req.branch,
+    commit_sha: req.commit ?? null,
+    deployment_id: deploymentId,
+    updated_at: nowIso(now),
+    expires_at: expires,
+  };
   await env.db.updateTable('previews').set(patch).where('id', '=', row.id).execute();
-  if (made) publishAppEvent(env.bus, { type: 'status', app_id: child.id, app: child.name, status: child.status });
+  if (made)
+    publishAppEvent(env.bus, { type: 'status', app_id: child.id, app: child.name, status: child.status });
   return view(env, parent, { ...row, ...patch });
 }
 
@@ -142,7 +199,12 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
  * `inherit_env` of the app's own (sealed again under the child's binding), then the preview-only
  * ones over them. Nothing else of the app's env reaches the preview.
  */
-async function prepareChild(env: Pick<Env, 'db' | 'sealer'>, parent: App, childId: string, inherit: readonly string[]): Promise<void> {
+async function prepareChild(
+  env: Pick<Env, 'db' | 'sealer'>,
+  parent: App,
+  childId: string,
+  inherit: readonly string[],
+): Promise<void> {
   await env.db.transaction().execute(async (tx) => {
     const values = new Map<string, { secret: number; value: string }>();
     if (inherit.length) {
@@ -152,15 +214,35 @@ async function prepareChild(env: Pick<Env, 'db' | 'sealer'>, parent: App, childI
         .where('app_id', '=', parent.id)
         .where('key', 'in', [...inherit])
         .execute();
-      for (const r of own) values.set(r.key, { secret: r.secret, value: env.sealer.open(r.sealed, envBinding(parent.id, r.key)) });
+      for (const r of own)
+        values.set(r.key, {
+          secret: r.secret,
+          value: env.sealer.open(r.sealed, envBinding(parent.id, r.key)),
+        });
     }
-    for (const r of await tx.selectFrom('preview_env').selectAll().where('app_id', '=', parent.id).execute()) {
-      values.set(r.key, { secret: r.secret, value: env.sealer.open(r.sealed, previewEnvBinding(parent.id, r.key)) });
+    for (const r of await tx
+      .selectFrom('preview_env')
+      .selectAll()
+      .where('app_id', '=', parent.id)
+      .execute()) {
+      values.set(r.key, {
+        secret: r.secret,
+        value: env.sealer.open(r.sealed, previewEnvBinding(parent.id, r.key)),
+      });
     }
     await tx.deleteFrom('app_env').where('app_id', '=', childId).execute();
-    const rows = [...values].map(([key, v]) => ({ app_id: childId, key, secret: v.secret, sealed: env.sealer.seal(v.value, envBinding(childId, key)) }));
+    const rows = [...values].map(([key, v]) => ({
+      app_id: childId,
+      key,
+      secret: v.secret,
+      sealed: env.sealer.seal(v.value, envBinding(childId, key)),
+    }));
     if (rows.length) await tx.insertInto('app_env').values(rows).execute();
-    const services = await tx.selectFrom('app_services').selectAll().where('app_id', '=', parent.id).execute();
+    const services = await tx
+      .selectFrom('app_services')
+      .selectAll()
+      .where('app_id', '=', parent.id)
+      .execute();
     await tx.deleteFrom('app_services').where('app_id', '=', childId).execute();
     if (services.length)
       await tx
@@ -175,7 +257,10 @@ async function prepareChild(env: Pick<Env, 'db' | 'sealer'>, parent: App, childI
  * app is deleted like any app (containers, network, volumes, images, working copy, rows, routes).
  */
 export async function removePreview(env: PreviewEnv, row: PreviewTable): Promise<void> {
-  const child = await getApp(env.db, row.target_app_id, { includeDeleting: true, includePreview: true }).catch(() => null);
+  const child = await getApp(env.db, row.target_app_id, {
+    includeDeleting: true,
+    includePreview: true,
+  }).catch(() => null);
   if (child) {
     const active = await env.db
       .selectFrom('deployments')
@@ -189,7 +274,11 @@ export async function removePreview(env: PreviewEnv, row: PreviewTable): Promise
   await env.db.deleteFrom('previews').where('id', '=', row.id).execute();
 }
 
-export async function removePreviewByNumber(env: PreviewEnv, parent: App, number: number): Promise<PreviewTable | null> {
+export async function removePreviewByNumber(
+  env: PreviewEnv,
+  parent: App,
+  number: number,
+): Promise<PreviewTable | null> {
   const row = await previewByNumber(env.db, parent.id, number);
   if (row) await removePreview(env, row);
   return row;
@@ -210,7 +299,11 @@ export async function sweepExpired(env: PreviewEnv, now = env.now()): Promise<st
       await removePreview(env, row);
       gone.push(row.id);
     } catch (e) {
-      if (!(e instanceof HttpError)) env.log.warn({ err: String(e), preview: row.id }, 'expired preview not removed; retried at the next sweep');
+      if (!(e instanceof HttpError))
+        env.log.warn(
+          { err: String(e), preview: row.id },
+          'expired preview not removed; retried at the next sweep',
+        );
     }
   }
   return gone;

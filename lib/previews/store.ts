@@ -7,10 +7,20 @@ import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { previewEnvBinding, type EnvItem } from '../apps/env.js';
 import { ENV_MAX_VALUE, ENV_MAX_VARS } from '../apps/model.js';
-import { DEFAULT_SETTINGS, FIRST_API_NUMBER, MAX_NUMBER, type PreviewDatabase, type PreviewSettings } from './model.js';
+import {
+  DEFAULT_SETTINGS,
+  FIRST_API_NUMBER,
+  MAX_NUMBER,
+  type PreviewDatabase,
+  type PreviewSettings,
+} from './model.js';
 
 export async function getSettings(db: Db, appId: string): Promise<PreviewSettings> {
-  const row = await db.selectFrom('preview_settings').selectAll().where('app_id', '=', appId).executeTakeFirst();
+  const row = await db
+    .selectFrom('preview_settings')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   if (!row) return { ...DEFAULT_SETTINGS, inherit_env: [] };
   return {
     enabled: row.enabled === 1,
@@ -19,11 +29,17 @@ export async function getSettings(db: Db, appId: string): Promise<PreviewSetting
     max: row.max,
     inherit_env: JSON.parse(row.inherit_env) as string[],
     database: row.database as PreviewDatabase,
-    sleep_after_minutes: row.sleep_after_minutes === undefined ? DEFAULT_SETTINGS.sleep_after_minutes : row.sleep_after_minutes,
+    sleep_after_minutes:
+      row.sleep_after_minutes === undefined ? DEFAULT_SETTINGS.sleep_after_minutes : row.sleep_after_minutes,
   };
 }
 
-export async function putSettings(db: Db, appId: string, s: PreviewSettings, now: number): Promise<PreviewSettings> {
+export async function putSettings(
+  db: Db,
+  appId: string,
+  s: PreviewSettings,
+  now: number,
+): Promise<PreviewSettings> {
   const values = {
     enabled: s.enabled ? 1 : 0,
     from_forks: s.from_forks ? 1 : 0,
@@ -46,7 +62,12 @@ export async function putSettings(db: Db, appId: string, s: PreviewSettings, now
       .set({ sleep_after_minutes: s.sleep_after_minutes, updated_at: nowIso(now) })
       .where('parent_app_id', '=', appId)
       .where((eb) =>
-        s.sleep_after_minutes === null ? eb('sleep_after_minutes', 'is not', null) : eb.or([eb('sleep_after_minutes', 'is', null), eb('sleep_after_minutes', '!=', s.sleep_after_minutes)]),
+        s.sleep_after_minutes === null
+          ? eb('sleep_after_minutes', 'is not', null)
+          : eb.or([
+              eb('sleep_after_minutes', 'is', null),
+              eb('sleep_after_minutes', '!=', s.sleep_after_minutes),
+            ]),
       )
       .execute();
   });
@@ -54,28 +75,55 @@ export async function putSettings(db: Db, appId: string, s: PreviewSettings, now
 }
 
 export async function listPreviewEnv(db: Db, sealer: Sealer, appId: string): Promise<EnvItem[]> {
-  const rows = await db.selectFrom('preview_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
-  return rows.map((r) => ({ key: r.key, secret: r.secret === 1, value: r.secret === 1 ? null : sealer.open(r.sealed, previewEnvBinding(appId, r.key)) }));
+  const rows = await db
+    .selectFrom('preview_env')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .orderBy('key')
+    .execute();
+  return rows.map((r) => ({
+    key: r.key,
+    secret: r.secret === 1,
+    value: r.secret === 1 ? null : sealer.open(r.sealed, previewEnvBinding(appId, r.key)),
+  }));
 }
 
 /** Replaces the set, as PUT /api/apps/{id}/env does (value null keeps a stored value). */
-export async function replacePreviewEnv(db: Db, sealer: Sealer, appId: string, items: Array<{ key: string; value: string | null; secret?: boolean }>): Promise<EnvItem[]> {
-  if (items.length > ENV_MAX_VARS) throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'items', message: 'too many' }]);
+export async function replacePreviewEnv(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  items: Array<{ key: string; value: string | null; secret?: boolean }>,
+): Promise<EnvItem[]> {
+  if (items.length > ENV_MAX_VARS)
+    throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'items', message: 'too many' }]);
   const seen = new Set<string>();
   for (const [i, it] of items.entries()) {
-    if (seen.has(it.key)) throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
+    if (seen.has(it.key))
+      throw badRequest(`Duplicate key "${it.key}"`, [{ field: `items.${i}.key`, message: 'duplicate' }]);
     seen.add(it.key);
     if (it.value !== null && Buffer.byteLength(it.value) > ENV_MAX_VALUE)
-      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [{ field: `items.${i}.value`, message: 'too large' }]);
+      throw badRequest(`Value of "${it.key}" is larger than ${ENV_MAX_VALUE} bytes`, [
+        { field: `items.${i}.value`, message: 'too large' },
+      ]);
   }
   requireSealer(sealer);
   await db.transaction().execute(async (tx) => {
-    const existing = new Map((await tx.selectFrom('preview_env').selectAll().where('app_id', '=', appId).execute()).map((r) => [r.key, r]));
+    const existing = new Map(
+      (await tx.selectFrom('preview_env').selectAll().where('app_id', '=', appId).execute()).map((r) => [
+        r.key,
+        r,
+      ]),
+    );
     const next = items.map((it, i) => {
       const old = existing.get(it.key);
-      if (it.value === null && !old) throw badRequest(`"${it.key}" has no stored value to keep: give a value`, [{ field: `items.${i}.value`, message: 'required for a new key' }]);
+      if (it.value === null && !old)
+        throw badRequest(`"${it.key}" has no stored value to keep: give a value`, [
+          { field: `items.${i}.value`, message: 'required for a new key' },
+        ]);
       const secret = it.secret ?? (old ? old.secret === 1 : true);
-      const sealed = it.value === null ? old!.sealed : sealer.seal(it.value, previewEnvBinding(appId, it.key));
+      const sealed =
+        it.value === null ? old!.sealed : sealer.seal(it.value, previewEnvBinding(appId, it.key));
       return { app_id: appId, key: it.key, secret: secret ? 1 : 0, sealed };
     });
     await tx.deleteFrom('preview_env').where('app_id', '=', appId).execute();
@@ -89,23 +137,49 @@ export async function listPreviewRows(db: Db, appId: string): Promise<PreviewTab
 }
 
 export async function getPreviewRow(db: Db, appId: string, id: string): Promise<PreviewTable> {
-  const row = await db.selectFrom('previews').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('previews')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!row) throw notFound('No such preview');
   return row;
 }
 
 export async function previewByNumber(db: Db, appId: string, number: number): Promise<PreviewTable | null> {
-  return (await db.selectFrom('previews').selectAll().where('app_id', '=', appId).where('number', '=', number).executeTakeFirst()) ?? null;
+  return (
+    (await db
+      .selectFrom('previews')
+      .selectAll()
+      .where('app_id', '=', appId)
+      .where('number', '=', number)
+      .executeTakeFirst()) ?? null
+  );
 }
 
 /** The lowest number from 1000 up that no preview of the app holds. */
 export async function nextFreeNumber(db: Db, appId: string): Promise<number> {
-  const taken = new Set((await db.selectFrom('previews').select('number').where('app_id', '=', appId).where('number', '>=', FIRST_API_NUMBER).execute()).map((r) => r.number));
+  const taken = new Set(
+    (
+      await db
+        .selectFrom('previews')
+        .select('number')
+        .where('app_id', '=', appId)
+        .where('number', '>=', FIRST_API_NUMBER)
+        .execute()
+    ).map((r) => r.number),
+  );
   let n = FIRST_API_NUMBER;
   while (taken.has(n) && n < MAX_NUMBER) n++;
   return n;
 }
 
 export async function expiredPreviews(db: Db, now: number): Promise<PreviewTable[]> {
-  return db.selectFrom('previews').selectAll().where('expires_at', '<=', nowIso(now)).orderBy('expires_at').execute();
+  return db
+    .selectFrom('previews')
+    .selectAll()
+    .where('expires_at', '<=', nowIso(now))
+    .orderBy('expires_at')
+    .execute();
 }

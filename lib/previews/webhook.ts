@@ -13,7 +13,12 @@ export function previewDeliveries(env: Env): PullRequestHandler {
   return (app, pr, delivery) => onPullRequest(env, app, pr, delivery.deliveryId);
 }
 
-async function onPullRequest(env: Env, app: App, pr: PullRequest, deliveryId: string | null): Promise<DeliveryOutcome> {
+async function onPullRequest(
+  env: Env,
+  app: App,
+  pr: PullRequest,
+  deliveryId: string | null,
+): Promise<DeliveryOutcome> {
   if (pr.action === 'remove') {
     const row = await previewByNumber(env.db, app.id, pr.number);
     if (!row) return { status: 200, body: { ignored: `no preview for pull request ${pr.number}` } };
@@ -24,7 +29,8 @@ async function onPullRequest(env: Env, app: App, pr: PullRequest, deliveryId: st
   const settings = await getSettings(env.db, app.id);
   if (!settings.enabled) return { status: 200, body: { ignored: 'previews are off for this app' } };
   if (pr.fork && !settings.from_forks) return { status: 200, body: { ignored: 'fork' } };
-  if (pr.fork && !pr.repo_url) return { status: 200, body: { ignored: "fork: the delivery does not name the fork's repository" } };
+  if (pr.fork && !pr.repo_url)
+    return { status: 200, body: { ignored: "fork: the delivery does not name the fork's repository" } };
   const preview = await deployPreview(env, app, {
     number: pr.number,
     branch: pr.branch,

@@ -52,13 +52,22 @@ export function unixAdminPath(address: string): string | null {
   return address.startsWith('unix//') ? address.slice('unix/'.length) : null;
 }
 
-function call(target: Target, method: 'GET' | 'POST', path: string, body: string | undefined, timeoutMs: number, maxBytes: number): Promise<Reply> {
+function call(
+  target: Target,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string | undefined,
+  timeoutMs: number,
+  maxBytes: number,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
         // On a unix socket Caddy 2.6 accepts only the empty Host of a request without a host name (RFC 9112 3.2);
         // Node would write "localhost" unless told not to.
-        ...(target.url ? { host: target.url.hostname.replace(/^\[|\]$/g, ''), port: Number(target.url.port) || 80 } : { socketPath: target.socketPath, setHost: false }),
+        ...(target.url
+          ? { host: target.url.hostname.replace(/^\[|\]$/g, ''), port: Number(target.url.port) || 80 }
+          : { socketPath: target.socketPath, setHost: false }),
         method,
         path,
         agent: false,
@@ -66,7 +75,9 @@ function call(target: Target, method: 'GET' | 'POST', path: string, body: string
         headers: {
           host: target.url ? target.url.host : '',
           connection: 'close',
-          ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+          ...(body !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+            : {}),
         },
       },
       (res) => {
@@ -80,7 +91,9 @@ function call(target: Target, method: 'GET' | 'POST', path: string, body: string
           }
           chunks.push(c);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -111,7 +124,12 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
   const shown = target.url ? target.url.origin : adminUrl;
   const where = `Caddy's admin API at ${shown}`;
 
-  async function send(method: 'GET' | 'POST', path: string, body: string | undefined, timeout: number): Promise<Reply> {
+  async function send(
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    timeout: number,
+  ): Promise<Reply> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await call(target, method, path, body, timeout, maxBytes);
@@ -131,7 +149,11 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
 
   return {
     adminUrl: shown,
-    listen: !target.url ? adminUrl : target.url.host.includes(':') ? target.url.host : `${target.url.host}:80`,
+    listen: !target.url
+      ? adminUrl
+      : target.url.host.includes(':')
+        ? target.url.host
+        : `${target.url.host}:80`,
     async getConfig() {
       const r = await send('GET', '/config/', undefined, timeoutMs);
       if (r.status !== 200) throw new CaddyError(`${where} answered ${errorText(r.status, r.body)}`, false);
@@ -143,7 +165,8 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
     },
     async load(config) {
       const r = await send('POST', '/load', JSON.stringify(config), loadTimeoutMs);
-      if (r.status !== 200) throw new CaddyError(`Caddy refused the configuration (${errorText(r.status, r.body)})`, false);
+      if (r.status !== 200)
+        throw new CaddyError(`Caddy refused the configuration (${errorText(r.status, r.body)})`, false);
     },
     async reachable() {
       try {

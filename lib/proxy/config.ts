@@ -153,7 +153,14 @@ export interface EdgeRows {
 
 export type RouteTarget =
   /** `wake`: the app sleeps; requests go to the control plane (`dial`) with the wake header's value. */
-  | { kind: 'service'; appId: string; service: string; port: number; dial: string[]; wake?: { dial: string; header: string } }
+  | {
+      kind: 'service';
+      appId: string;
+      service: string;
+      port: number;
+      dial: string[];
+      wake?: { dial: string; header: string };
+    }
   /** `refuse`: client addresses (CIDRs) answered 403 instead: app containers, see `engineSubnets`. */
   | { kind: 'control'; dial: string[]; refuse: string[] }
   | { kind: 'redirect'; to: string }
@@ -227,7 +234,11 @@ export function validCidrs(cidrs: readonly string[]): string[] {
   return [...out].sort();
 }
 
-function tlsMode(hostname: string, uploaded: boolean, hosts: ReadonlyMap<string, HostState>): PlannedRoute['tls'] {
+function tlsMode(
+  hostname: string,
+  uploaded: boolean,
+  hosts: ReadonlyMap<string, HostState>,
+): PlannedRoute['tls'] {
   if (uploaded) return 'uploaded';
   return hosts.get(hostname)?.pointsHere ? 'acme' : 'none';
 }
@@ -249,7 +260,11 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
       id: CONTROL_ROUTE_ID,
       hostname: h,
       source: 'control',
-      target: { kind: 'control', dial: [rows.settings.controlUpstream], refuse: validCidrs(rows.engineSubnets) },
+      target: {
+        kind: 'control',
+        dial: [rows.settings.controlUpstream],
+        refuse: validCidrs(rows.engineSubnets),
+      },
       tls,
       certReady: tls !== 'none' && ready(h, false),
     });
@@ -257,12 +272,22 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
 
   const serviceTarget = (appId: string | null, service: string | null, port: number | null): RouteTarget => {
     const app = appId ? apps.get(appId) : undefined;
-    if (!app || !service) return { kind: 'unavailable', appId, service, reason: 'the domain is not assigned to an app service' };
+    if (!app || !service)
+      return { kind: 'unavailable', appId, service, reason: 'the domain is not assigned to an app service' };
     const svc = app.services.find((s) => s.name === service);
     const p = port ?? svc?.port ?? null;
-    if (p === null) return { kind: 'unavailable', appId, service, reason: `service "${service}" has no port` };
+    if (p === null)
+      return { kind: 'unavailable', appId, service, reason: `service "${service}" has no port` };
     const token = rows.settings.wakeToken;
-    if (app.sleeping && token) return { kind: 'service', appId: app.id, service, port: p, dial: [], wake: { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` } };
+    if (app.sleeping && token)
+      return {
+        kind: 'service',
+        appId: app.id,
+        service,
+        port: p,
+        dial: [],
+        wake: { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` },
+      };
     const addrs = upstreams.get(`${appId}\u0000${service}`) ?? [];
     return { kind: 'service', appId: app.id, service, port: p, dial: addrs.map((a) => dialAddress(a, p)) };
   };
@@ -273,9 +298,20 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     if (d.redirect_to === null && d.app_id === null) continue;
     taken.add(d.hostname);
     const up = uploaded.has(d.id);
-    const target: RouteTarget = d.redirect_to !== null ? { kind: 'redirect', to: d.redirect_to } : serviceTarget(d.app_id, d.service, d.port);
+    const target: RouteTarget =
+      d.redirect_to !== null
+        ? { kind: 'redirect', to: d.redirect_to }
+        : serviceTarget(d.app_id, d.service, d.port);
     const tls = tlsMode(d.hostname, up, rows.hosts);
-    routes.push({ id: `svc-route-${d.id}`, hostname: d.hostname, source: 'domain', domainId: d.id, target, tls, certReady: tls !== 'none' && ready(d.hostname, up) });
+    routes.push({
+      id: `svc-route-${d.id}`,
+      hostname: d.hostname,
+      source: 'domain',
+      domainId: d.id,
+      target,
+      tls,
+      certReady: tls !== 'none' && ready(d.hostname, up),
+    });
   }
 
   for (const a of automaticHosts(rows.baseDomain, rows.apps)) {
@@ -299,7 +335,13 @@ type Json = Record<string, unknown>;
 function contentHandlers(target: RouteTarget): Json[] {
   switch (target.kind) {
     case 'redirect':
-      return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://${target.to}{http.request.uri}`] } }];
+      return [
+        {
+          handler: 'static_response',
+          status_code: 308,
+          headers: { Location: [`https://${target.to}{http.request.uri}`] },
+        },
+      ];
     case 'service':
     case 'control':
       if (target.kind === 'service' && target.wake) return wakeHandlers(target.wake);
@@ -310,7 +352,11 @@ function contentHandlers(target: RouteTarget): Json[] {
           upstreams: target.dial.map((dial) => ({ dial })),
           // A dial failure (a container restarting) is retried on another upstream for a moment
           // instead of answering 502 at once.
-          load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '250ms' },
+          load_balancing: {
+            selection_policy: { policy: 'round_robin' },
+            try_duration: '5s',
+            try_interval: '250ms',
+          },
         },
       ];
     case 'unavailable':
@@ -324,11 +370,24 @@ function contentHandlers(target: RouteTarget): Json[] {
  * the secret that tells the control plane the request came through this route (runtime/wake.ts).
  */
 function wakeHandlers(wake: { dial: string; header: string }): Json[] {
-  return [{ handler: 'reverse_proxy', upstreams: [{ dial: wake.dial }], headers: { request: { set: { [WAKE_HEADER]: [wake.header] } } } }];
+  return [
+    {
+      handler: 'reverse_proxy',
+      upstreams: [{ dial: wake.dial }],
+      headers: { request: { set: { [WAKE_HEADER]: [wake.header] } } },
+    },
+  ];
 }
 
 function unavailable(body: string): Json[] {
-  return [{ handler: 'static_response', status_code: 503, headers: { 'Content-Type': ['text/plain; charset=utf-8'], 'Retry-After': ['10'] }, body: `${body}\n` }];
+  return [
+    {
+      handler: 'static_response',
+      status_code: 503,
+      headers: { 'Content-Type': ['text/plain; charset=utf-8'], 'Retry-After': ['10'] },
+      body: `${body}\n`,
+    },
+  ];
 }
 
 /**
@@ -344,16 +403,35 @@ function refusingEngineNetworks(target: RouteTarget, handle: Json[]): Json[] {
     headers: { 'Content-Type': ['application/json'] },
     body: `${JSON.stringify({ error: 'The control domain does not answer clients on app networks.', code: 'forbidden' })}\n`,
   };
-  return [{ handler: 'subroute', routes: [{ match: [{ remote_ip: { ranges: target.refuse } }], handle: [refused] }] }, ...handle];
+  return [
+    {
+      handler: 'subroute',
+      routes: [{ match: [{ remote_ip: { ranges: target.refuse } }], handle: [refused] }],
+    },
+    ...handle,
+  ];
 }
 
 function toHttpsHandlers(httpsPort: number): Json[] {
   const port = httpsPort === 443 ? '' : `:${httpsPort}`;
-  return [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] } }];
+  return [
+    {
+      handler: 'static_response',
+      status_code: 308,
+      headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] },
+    },
+  ];
 }
 
 const notFound: Json = {
-  handle: [{ handler: 'static_response', status_code: 404, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host.\n' }],
+  handle: [
+    {
+      handler: 'static_response',
+      status_code: 404,
+      headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
+      body: 'No site is configured for this host.\n',
+    },
+  ],
   terminal: true,
 };
 
@@ -364,7 +442,8 @@ const notFound: Json = {
  */
 export function certificateTag(certPem: string): string {
   const h = createHash('sha256');
-  for (const m of certPem.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g)) h.update(Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64'));
+  for (const m of certPem.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g))
+    h.update(Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64'));
   return `svc-cert-${h.digest('hex').slice(0, 32)}`;
 }
 
@@ -418,15 +497,25 @@ function nameCovers(name: string, host: string): boolean {
  * Browsers may reuse a connection for another host its certificate names; strict SNI answers such
  * a request 421, which makes them open a connection of its own.
  */
-function connectionPolicies(routes: readonly PlannedRoute[], pems: readonly UploadedCertificate[], automate: readonly string[]): Json[] {
+function connectionPolicies(
+  routes: readonly PlannedRoute[],
+  pems: readonly UploadedCertificate[],
+  automate: readonly string[],
+): Json[] {
   const byDomain = new Map(pems.map((c) => [c.domain_id, c]));
   const policies: Json[] = [];
   for (const r of routes) {
     const c = r.tls === 'uploaded' && r.domainId ? byDomain.get(r.domainId) : undefined;
-    if (c) policies.push({ match: { sni: [r.hostname] }, certificate_selection: { any_tag: [certificateTag(c.cert_pem)] } });
+    if (c)
+      policies.push({
+        match: { sni: [r.hostname] },
+        certificate_selection: { any_tag: [certificateTag(c.cert_pem)] },
+      });
   }
   const named = pems.map((c) => certificateNames(c.cert_pem));
-  const open = [...automate].sort().filter((h) => !named.some((names) => names === null || names.some((n) => nameCovers(n, h))));
+  const open = [...automate]
+    .sort()
+    .filter((h) => !named.some((names) => names === null || names.some((n) => nameCovers(n, h))));
   if (open.length) policies.push({ match: { sni: open } });
   policies.push({ certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } });
   return policies;
@@ -448,7 +537,12 @@ export interface BuildOptions {
 }
 
 /** Caddy's `apps.http`, `apps.tls` and the access logger for the planned routes. */
-export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: EdgeSettings, certificates: readonly UploadedCertificate[], opts: BuildOptions = {}): OwnedConfig {
+export function buildCaddyConfig(
+  routes: readonly PlannedRoute[],
+  settings: EdgeSettings,
+  certificates: readonly UploadedCertificate[],
+  opts: BuildOptions = {},
+): OwnedConfig {
   const httpRoutes: Json[] = [];
   const httpsRoutes: Json[] = [];
   const automate: string[] = [];
@@ -461,7 +555,12 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
     }
     if (r.tls === 'acme') automate.push(r.hostname);
     httpsRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
-    const plain = r.target.kind === 'redirect' ? content : r.certReady ? refusingEngineNetworks(r.target, toHttpsHandlers(settings.httpsPort)) : content;
+    const plain =
+      r.target.kind === 'redirect'
+        ? content
+        : r.certReady
+          ? refusingEngineNetworks(r.target, toHttpsHandlers(settings.httpsPort))
+          : content;
     httpRoutes.push({ '@id': `${r.id}-http`, match, handle: plain, terminal: true });
   }
   const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));
@@ -500,9 +599,15 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
   if (settings.acme.caRoot) issuer.trusted_roots_pem_files = [settings.acme.caRoot];
   const certs: Json = {};
   if (automate.length) certs.automate = [...automate].sort();
-  if (pems.length) certs.load_pem = pems.map((c) => ({ certificate: c.cert_pem, key: c.key_pem, tags: [certificateTag(c.cert_pem)] }));
+  if (pems.length)
+    certs.load_pem = pems.map((c) => ({
+      certificate: c.cert_pem,
+      key: c.key_pem,
+      tags: [certificateTag(c.cert_pem)],
+    }));
   const policies: Json[] = [];
-  if (automate.length && opts.onDemand !== false) policies.push({ subjects: [...automate].sort(), issuers: [issuer], on_demand: true });
+  if (automate.length && opts.onDemand !== false)
+    policies.push({ subjects: [...automate].sort(), issuers: [issuer], on_demand: true });
   policies.push({ issuers: [issuer] });
   const tls: Json = { automation: { policies } };
   if (Object.keys(certs).length) tls.certificates = certs;
@@ -513,7 +618,11 @@ export function buildCaddyConfig(routes: readonly PlannedRoute[], settings: Edge
     encoder: {
       format: 'filter',
       wrap: { format: 'json' },
-      fields: { 'request>headers': { filter: 'delete' }, 'request>tls': { filter: 'delete' }, resp_headers: { filter: 'delete' } },
+      fields: {
+        'request>headers': { filter: 'delete' },
+        'request>tls': { filter: 'delete' },
+        resp_headers: { filter: 'delete' },
+      },
     },
     include: [ACCESS_LOGGER_NAMESPACE],
   };
@@ -535,7 +644,12 @@ export function withOwned(current: unknown, owned: OwnedConfig, adminListen: str
   const base: Json = isObject(current) ? structuredClone(current) : {};
   const admin: Json = isObject(base.admin) ? base.admin : {};
   const onSocket = adminListen.startsWith('unix/');
-  if (typeof admin.listen !== 'string' || admin.listen === '' || (onSocket && !admin.listen.startsWith('unix/'))) admin.listen = adminListen;
+  if (
+    typeof admin.listen !== 'string' ||
+    admin.listen === '' ||
+    (onSocket && !admin.listen.startsWith('unix/'))
+  )
+    admin.listen = adminListen;
   base.admin = admin;
   const apps: Json = isObject(base.apps) ? base.apps : {};
   apps.http = owned.http;
@@ -546,7 +660,9 @@ export function withOwned(current: unknown, owned: OwnedConfig, adminListen: str
   logs[ACCESS_LOG_KEY] = owned.accessLogger;
   // Without this the default logger would print every access line to Caddy's own log too.
   const def: Json = isObject(logs.default) ? logs.default : {};
-  const exclude = Array.isArray(def.exclude) ? def.exclude.filter((x): x is string => typeof x === 'string') : [];
+  const exclude = Array.isArray(def.exclude)
+    ? def.exclude.filter((x): x is string => typeof x === 'string')
+    : [];
   if (!exclude.includes(ACCESS_LOGGER_NAMESPACE)) def.exclude = [...exclude, ACCESS_LOGGER_NAMESPACE];
   logs.default = def;
   logging.logs = logs;
@@ -567,12 +683,15 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** Request attribution: hostname -> (app, service), from the same plan Caddy serves. */
-export function hostAttribution(routes: readonly PlannedRoute[]): Map<string, { appId: string; service: string }> {
+export function hostAttribution(
+  routes: readonly PlannedRoute[],
+): Map<string, { appId: string; service: string }> {
   const map = new Map<string, { appId: string; service: string }>();
   for (const r of routes) {
     const t = r.target;
     if (t.kind === 'service') map.set(r.hostname, { appId: t.appId, service: t.service });
-    else if (t.kind === 'unavailable' && t.appId && t.service) map.set(r.hostname, { appId: t.appId, service: t.service });
+    else if (t.kind === 'unavailable' && t.appId && t.service)
+      map.set(r.hostname, { appId: t.appId, service: t.service });
   }
   return map;
 }

@@ -9,7 +9,11 @@ import { removeUpstreams, setUpstreams } from './upstreams.js';
 type EdgeEnv = Pick<Env, 'db' | 'engine' | 'edge' | 'now'>;
 
 /** The container's IPv4 address on the app's default network, else on any of its networks. */
-export async function containerAddress(engine: Engine, app: string, containerId: string): Promise<string | null> {
+export async function containerAddress(
+  engine: Engine,
+  app: string,
+  containerId: string,
+): Promise<string | null> {
   const info = await guard(engine, () => engine.docker.getContainer(containerId).inspect());
   const nets = info.NetworkSettings?.Networks ?? {};
   const own = nets[networkName(app)]?.IPAddress;
@@ -18,7 +22,11 @@ export async function containerAddress(engine: Engine, app: string, containerId:
   return null;
 }
 
-async function addressesBy(env: EdgeEnv, app: string, containers: ReadonlyArray<{ service: string; id: string }>): Promise<Map<string, string[]>> {
+async function addressesBy(
+  env: EdgeEnv,
+  app: string,
+  containers: ReadonlyArray<{ service: string; id: string }>,
+): Promise<Map<string, string[]>> {
   const by = new Map<string, string[]>();
   for (const c of containers) {
     const ip = await containerAddress(env.engine, app, c.id).catch(() => null);
@@ -33,16 +41,23 @@ async function addressesBy(env: EdgeEnv, app: string, containers: ReadonlyArray<
  * load of Caddy's config. Returns whether Caddy took it (then the old containers may drain and
  * stop); when it could not, the rows still hold the new addresses for the next sync.
  */
-export async function switchToContainers(env: EdgeEnv, app: { id: string; name: string }, containers: ReadonlyArray<{ service: string; id: string }>, log: (line: string) => void): Promise<boolean> {
+export async function switchToContainers(
+  env: EdgeEnv,
+  app: { id: string; name: string },
+  containers: ReadonlyArray<{ service: string; id: string }>,
+  log: (line: string) => void,
+): Promise<boolean> {
   const by = await addressesBy(env, app.name, containers);
   await removeUpstreams(env.db, app.id);
-  for (const [service, addrs] of by) if (addrs.length) await setUpstreams(env.db, app.id, service, addrs, env.now());
+  for (const [service, addrs] of by)
+    if (addrs.length) await setUpstreams(env.db, app.id, service, addrs, env.now());
   // Containers that run (a deploy, a start, a wake) end a sleep: the same load routes to them.
   if (containers.length) await clearSleepMark(env.db, app.id);
   if (!env.edge.proxy.enabled) return false;
   const st = await env.edge.proxy.sync(`deploy ${app.name}`);
   const routed = [...by].filter(([, a]) => a.length).map(([s, a]) => `${s} -> ${a.join(', ')}`);
-  if (st.synced) log(`proxy: routes switched to the new containers${routed.length ? ` (${routed.join('; ')})` : ''}`);
+  if (st.synced)
+    log(`proxy: routes switched to the new containers${routed.length ? ` (${routed.join('; ')})` : ''}`);
   else log(`proxy: not in sync (${st.error ?? 'unknown'}); the routes follow at its next sync`);
   return st.synced;
 }

@@ -43,7 +43,10 @@ export interface ProxySummary {
 }
 
 async function view(ctx: DomainCtx, row: DomainRow): Promise<DomainView> {
-  const [cert, check] = await Promise.all([getCertificateRow(ctx.db, row.id), getHostCheck(ctx.db, row.hostname)]);
+  const [cert, check] = await Promise.all([
+    getCertificateRow(ctx.db, row.id),
+    getHostCheck(ctx.db, row.hostname),
+  ]);
   return domainView(row, cert, check, ctx.now());
 }
 
@@ -60,11 +63,17 @@ async function applied(ctx: DomainCtx, hostname: string | null): Promise<ProxySu
 }
 
 async function controlDomain(ctx: DomainCtx): Promise<string | null> {
-  return effectiveControlDomain(ctx.config.proxy.controlDomain, await getBaseDomain(ctx.db, ctx.config.baseDomain));
+  return effectiveControlDomain(
+    ctx.config.proxy.controlDomain,
+    await getBaseDomain(ctx.db, ctx.config.baseDomain),
+  );
 }
 
 /** The hub (every domain and automatic host), or one app's. */
-export async function listDomains(ctx: DomainCtx, appId?: string): Promise<Array<DomainView | AutomaticHostView>> {
+export async function listDomains(
+  ctx: DomainCtx,
+  appId?: string,
+): Promise<Array<DomainView | AutomaticHostView>> {
   const [rows, certs, checks, base, apps] = await Promise.all([
     listDomainRows(ctx.db, appId),
     certificateRows(ctx.db),
@@ -74,8 +83,12 @@ export async function listDomains(ctx: DomainCtx, appId?: string): Promise<Array
   ]);
   const now = ctx.now();
   const byDomain = new Map(certs.map((c) => [c.domain_id, c]));
-  const items: Array<DomainView | AutomaticHostView> = rows.map((r) => domainView(r, byDomain.get(r.id) ?? null, checks.get(r.hostname) ?? null, now));
-  const explicit = new Set((appId === undefined ? rows : await listDomainRows(ctx.db)).map((r) => r.hostname));
+  const items: Array<DomainView | AutomaticHostView> = rows.map((r) =>
+    domainView(r, byDomain.get(r.id) ?? null, checks.get(r.hostname) ?? null, now),
+  );
+  const explicit = new Set(
+    (appId === undefined ? rows : await listDomainRows(ctx.db)).map((r) => r.hostname),
+  );
   const control = await controlDomain(ctx);
   for (const a of automaticHosts(base, apps)) {
     if (appId !== undefined && a.appId !== appId) continue;
@@ -95,26 +108,39 @@ export async function getDomain(ctx: DomainCtx, id: string): Promise<DomainView>
   return view(ctx, await getDomainRow(ctx.db, id));
 }
 
-export async function addDomain(ctx: DomainCtx, input: DomainInput): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+export async function addDomain(
+  ctx: DomainCtx,
+  input: DomainInput,
+): Promise<{ domain: DomainView; proxy: ProxySummary }> {
   const control = await controlDomain(ctx);
   const row = await createDomain(ctx.db, input, { reserved: control ? [control] : [] }, ctx.now());
   const proxy = await applied(ctx, row.app_id !== null || row.redirect_to !== null ? row.hostname : null);
   return { domain: await view(ctx, row), proxy };
 }
 
-export async function changeDomain(ctx: DomainCtx, id: string, patch: DomainInput): Promise<{ domain: DomainView; before: DomainRow; proxy: ProxySummary }> {
+export async function changeDomain(
+  ctx: DomainCtx,
+  id: string,
+  patch: DomainInput,
+): Promise<{ domain: DomainView; before: DomainRow; proxy: ProxySummary }> {
   const { before, after } = await updateDomain(ctx.db, id, patch, ctx.now());
   const proxy = await applied(ctx, after.hostname);
   return { domain: await view(ctx, after), before, proxy };
 }
 
-export async function removeDomain(ctx: DomainCtx, id: string): Promise<{ before: DomainRow; proxy: ProxySummary }> {
+export async function removeDomain(
+  ctx: DomainCtx,
+  id: string,
+): Promise<{ before: DomainRow; proxy: ProxySummary }> {
   const before = await deleteDomain(ctx.db, id);
   return { before, proxy: await applied(ctx, null) };
 }
 
 /** Re-checks DNS and the served certificate now. */
-export async function refreshDomain(ctx: DomainCtx, id: string): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+export async function refreshDomain(
+  ctx: DomainCtx,
+  id: string,
+): Promise<{ domain: DomainView; proxy: ProxySummary }> {
   const row = await getDomainRow(ctx.db, id);
   const proxy = await applied(ctx, row.hostname);
   // The sync may have just handed the host to the CA or loaded a certificate: look again.
@@ -122,7 +148,11 @@ export async function refreshDomain(ctx: DomainCtx, id: string): Promise<{ domai
   return { domain: await view(ctx, row), proxy };
 }
 
-export async function uploadCertificate(ctx: DomainCtx, id: string, input: { cert_pem?: unknown; key_pem?: unknown }): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+export async function uploadCertificate(
+  ctx: DomainCtx,
+  id: string,
+  input: { cert_pem?: unknown; key_pem?: unknown },
+): Promise<{ domain: DomainView; proxy: ProxySummary }> {
   await putCertificate(ctx.db, ctx.sealer, id, input, ctx.now());
   const row = await getDomainRow(ctx.db, id);
   await ctx.edge.proxy.sync('certificate');
@@ -130,7 +160,10 @@ export async function uploadCertificate(ctx: DomainCtx, id: string, input: { cer
   return { domain: await view(ctx, row), proxy };
 }
 
-export async function removeCertificate(ctx: DomainCtx, id: string): Promise<{ domain: DomainView; proxy: ProxySummary }> {
+export async function removeCertificate(
+  ctx: DomainCtx,
+  id: string,
+): Promise<{ domain: DomainView; proxy: ProxySummary }> {
   await deleteCertificate(ctx.db, id);
   const row = await getDomainRow(ctx.db, id);
   await ctx.edge.proxy.sync('certificate');
@@ -138,13 +171,18 @@ export async function removeCertificate(ctx: DomainCtx, id: string): Promise<{ d
   return { domain: await view(ctx, row), proxy };
 }
 
-export async function instanceDomains(ctx: DomainCtx): Promise<{ base_domain: string | null; control_domain: string | null }> {
+export async function instanceDomains(
+  ctx: DomainCtx,
+): Promise<{ base_domain: string | null; control_domain: string | null }> {
   const base = await getBaseDomain(ctx.db, ctx.config.baseDomain);
   return { base_domain: base, control_domain: effectiveControlDomain(ctx.config.proxy.controlDomain, base) };
 }
 
 /** `PUT /api/instance/base-domain`: null clears (SVC_BASE_DOMAIN no longer applies either). */
-export async function putBaseDomain(ctx: DomainCtx, value: unknown): Promise<{ base_domain: string | null; control_domain: string | null; proxy: ProxySummary }> {
+export async function putBaseDomain(
+  ctx: DomainCtx,
+  value: unknown,
+): Promise<{ base_domain: string | null; control_domain: string | null; proxy: ProxySummary }> {
   const base = await setBaseDomain(ctx.db, value);
   const control = effectiveControlDomain(ctx.config.proxy.controlDomain, base);
   // New automatic hosts and control domain: check them all before the sync decides what to issue.
@@ -154,9 +192,19 @@ export async function putBaseDomain(ctx: DomainCtx, value: unknown): Promise<{ b
 }
 
 /** `GET /api/instance/dns-check?host=`: the hostname rules first (400 naming the rule), then the lookup. */
-export async function checkDnsOf(ctx: Pick<DomainCtx, 'edge'>, host: unknown): Promise<{ host: string; expected: string[]; resolved: string[]; points_here: boolean; error?: string }> {
+export async function checkDnsOf(
+  ctx: Pick<DomainCtx, 'edge'>,
+  host: unknown,
+): Promise<{ host: string; expected: string[]; resolved: string[]; points_here: boolean; error?: string }> {
   const r = checkHostname(host);
-  if (!r.ok) throw badRequest(`Invalid host: ${r.message}`, [{ field: 'host', rule: r.rule, message: r.message }]);
+  if (!r.ok)
+    throw badRequest(`Invalid host: ${r.message}`, [{ field: 'host', rule: r.rule, message: r.message }]);
   const c = await ctx.edge.dnsCheck(r.hostname);
-  return { host: c.host, expected: c.expected, resolved: c.resolved, points_here: c.points_here, ...(c.error ? { error: c.error } : {}) };
+  return {
+    host: c.host,
+    expected: c.expected,
+    resolved: c.resolved,
+    points_here: c.points_here,
+    ...(c.error ? { error: c.error } : {}),
+  };
 }

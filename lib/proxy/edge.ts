@@ -67,7 +67,10 @@ function proxyAddress(adminUrl: string): string {
   return h === 'localhost' ? '127.0.0.1' : h;
 }
 
-export function targetsOf(routes: readonly PlannedRoute[], certs: ReadonlyArray<{ domain_id: string; issuer: string; not_after: string; fingerprint256: string }>): CheckTarget[] {
+export function targetsOf(
+  routes: readonly PlannedRoute[],
+  certs: ReadonlyArray<{ domain_id: string; issuer: string; not_after: string; fingerprint256: string }>,
+): CheckTarget[] {
   const byDomain = new Map(certs.map((c) => [c.domain_id, c]));
   return routes.map((r) => {
     const t = r.target;
@@ -80,7 +83,10 @@ export function targetsOf(routes: readonly PlannedRoute[], certs: ReadonlyArray<
       appId,
       service,
       tls: r.tls,
-      uploaded: r.tls === 'uploaded' && up ? { issuer: up.issuer, not_after: up.not_after, fingerprint256: up.fingerprint256 } : null,
+      uploaded:
+        r.tls === 'uploaded' && up
+          ? { issuer: up.issuer, not_after: up.not_after, fingerprint256: up.fingerprint256 }
+          : null,
     };
   });
 }
@@ -90,7 +96,16 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
   let controlUpstream = defaultControlUpstream(config);
   let engineSubnets: () => readonly string[] = () => [];
   const wakeToken = randomBytes(32).toString('base64url');
-  const rows = () => loadEdgeRows({ db: deps.db, config, sealer: deps.sealer, now: deps.now, controlUpstream: () => controlUpstream, engineSubnets: () => engineSubnets(), wakeToken });
+  const rows = () =>
+    loadEdgeRows({
+      db: deps.db,
+      config,
+      sealer: deps.sealer,
+      now: deps.now,
+      controlUpstream: () => controlUpstream,
+      engineSubnets: () => engineSubnets(),
+      wakeToken,
+    });
   const proxy = new ProxySync({
     client: createCaddyClient(config.proxy.adminUrl),
     rows,
@@ -99,7 +114,11 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     checkIntervalMs: opts.checkIntervalMs,
     enabled: config.proxy.enabled,
   });
-  const dnsCheck = createDnsChecker({ resolver: config.proxy.dnsResolver, publicIps: config.proxy.publicIps, now: deps.now });
+  const dnsCheck = createDnsChecker({
+    resolver: config.proxy.dnsResolver,
+    publicIps: config.proxy.publicIps,
+    now: deps.now,
+  });
   const plan = async () => {
     const r = await rows();
     return { rows: r, routes: planRoutes(r) };
@@ -110,7 +129,10 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     log: deps.log,
     now: deps.now,
     dns: dnsCheck,
-    probe: createCertificateProber({ address: proxyAddress(config.proxy.adminUrl), port: config.proxy.httpsPort }),
+    probe: createCertificateProber({
+      address: proxyAddress(config.proxy.adminUrl),
+      port: config.proxy.httpsPort,
+    }),
     targets: async () => targetsOf((await plan()).routes, await certificateRows(deps.db)),
     onChange: () => void proxy.sync('host state'),
     tickMs: opts.checkerTickMs,

@@ -3,7 +3,15 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import { certificateRows, getBaseDomain, hostCheckRows, listDomainRows, openKey } from '../domains/store.js';
-import { effectiveControlDomain, type AppRow, type EdgeRows, type EdgeSettings, type HostState, type UploadedCertificate, type UpstreamRow } from './config.js';
+import {
+  effectiveControlDomain,
+  type AppRow,
+  type EdgeRows,
+  type EdgeSettings,
+  type HostState,
+  type UploadedCertificate,
+  type UpstreamRow,
+} from './config.js';
 import { listUpstreams } from './upstreams.js';
 
 export interface EdgeContext {
@@ -39,11 +47,25 @@ export function defaultControlUpstream(config: Config, port = config.port): stri
 }
 
 export async function appRows(db: Db): Promise<AppRow[]> {
-  const apps = await db.selectFrom('apps').select(['id', 'name', 'sleeping_at', 'parent_app_id']).where('deleting_at', 'is', null).orderBy('name').execute();
+  const apps = await db
+    .selectFrom('apps')
+    .select(['id', 'name', 'sleeping_at', 'parent_app_id'])
+    .where('deleting_at', 'is', null)
+    .orderBy('name')
+    .execute();
   // A preview's hosts are named after its app and number (pr-<n>-<app>), not after its own row.
-  const previews = await db.selectFrom('previews').innerJoin('apps as parent', 'parent.id', 'previews.app_id').select(['previews.target_app_id', 'previews.number', 'parent.name']).execute();
+  const previews = await db
+    .selectFrom('previews')
+    .innerJoin('apps as parent', 'parent.id', 'previews.app_id')
+    .select(['previews.target_app_id', 'previews.number', 'parent.name'])
+    .execute();
   const labels = new Map(previews.map((p) => [p.target_app_id, `pr-${p.number}-${p.name}`]));
-  const services = await db.selectFrom('app_services').select(['app_id', 'name', 'port']).orderBy('app_id').orderBy('name').execute();
+  const services = await db
+    .selectFrom('app_services')
+    .select(['app_id', 'name', 'port'])
+    .orderBy('app_id')
+    .orderBy('name')
+    .execute();
   const by = new Map<string, AppRow['services']>();
   for (const s of services) {
     let list = by.get(s.app_id);
@@ -78,7 +100,8 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
   for (const [h, c] of checks) {
     hosts.set(h, {
       pointsHere: c.dns_points_here === 1,
-      certReady: c.cert_fingerprint256 !== null && c.cert_not_after !== null && Date.parse(c.cert_not_after) > now,
+      certReady:
+        c.cert_fingerprint256 !== null && c.cert_not_after !== null && Date.parse(c.cert_not_after) > now,
     });
   }
   const ups: UpstreamRow[] = upstreams;
@@ -100,5 +123,10 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
  * wake path. The mark is routing state the proxy reads above; lib/sleep sets it.
  */
 export async function clearSleepMark(db: Db, appId: string): Promise<void> {
-  await db.updateTable('apps').set({ sleeping_at: null }).where('id', '=', appId).where('sleeping_at', 'is not', null).execute();
+  await db
+    .updateTable('apps')
+    .set({ sleeping_at: null })
+    .where('id', '=', appId)
+    .where('sleeping_at', 'is not', null)
+    .execute();
 }

@@ -4,7 +4,14 @@
 // read, and a heal is one load. Runs never overlap; calls made while one runs share the next.
 import type { Logger } from '../log.js';
 import { CaddyError, type CaddyClient } from './caddy.js';
-import { buildCaddyConfig, canonicalJson, planRoutes, withOwned, type EdgeRows, type PlannedRoute } from './config.js';
+import {
+  buildCaddyConfig,
+  canonicalJson,
+  planRoutes,
+  withOwned,
+  type EdgeRows,
+  type PlannedRoute,
+} from './config.js';
 
 export interface ProxyState {
   /** Caddy runs the config computed from the rows as they were at the last run. */
@@ -51,7 +58,14 @@ export class ProxySync {
   constructor(opts: ProxySyncOptions) {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
-    this.st = { synced: false, reachable: false, last_sync_at: null, last_load_at: null, loads: 0, routes: 0 };
+    this.st = {
+      synced: false,
+      reachable: false,
+      last_sync_at: null,
+      last_load_at: null,
+      loads: 0,
+      routes: 0,
+    };
     if (opts.enabled === false) this.st.error = 'the proxy is turned off (SVC_PROXY=off)';
   }
 
@@ -94,7 +108,10 @@ export class ProxySync {
   start(): void {
     if (!this.enabled || this.timer || this.stopped) return;
     void this.sync('start');
-    this.timer = setInterval(() => void this.sync('check'), this.opts.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS);
+    this.timer = setInterval(
+      () => void this.sync('check'),
+      this.opts.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS,
+    );
     this.timer.unref();
   }
 
@@ -114,7 +131,12 @@ export class ProxySync {
       this.opts.onPlan?.(routes, rows);
       for (const fn of this.planListeners) fn(routes);
       const current = await client.getConfig();
-      const wantedWith = (onDemand: boolean) => withOwned(current, buildCaddyConfig(routes, rows.settings, rows.certificates, { onDemand }), client.listen);
+      const wantedWith = (onDemand: boolean) =>
+        withOwned(
+          current,
+          buildCaddyConfig(routes, rows.settings, rows.certificates, { onDemand }),
+          client.listen,
+        );
       const wanted = wantedWith(this.onDemand);
       if (canonicalJson(current) !== canonicalJson(wanted)) {
         try {
@@ -122,22 +144,39 @@ export class ProxySync {
         } catch (e) {
           // Caddy 2.7.3 and later refuse on-demand TLS without an `ask` endpoint; they also keep
           // certificates across reloads, which is all the on-demand policy is for (config.ts).
-          if (!(e instanceof CaddyError) || e.unreachable || !this.onDemand || !/on-demand/i.test(e.message)) throw e;
+          if (!(e instanceof CaddyError) || e.unreachable || !this.onDemand || !/on-demand/i.test(e.message))
+            throw e;
           this.onDemand = false;
-          log.warn({ error: e.message }, 'Caddy refuses on-demand TLS; loading certificates at TLS start instead');
+          log.warn(
+            { error: e.message },
+            'Caddy refuses on-demand TLS; loading certificates at TLS start instead',
+          );
           await client.load(wantedWith(false));
         }
         this.st.loads++;
         this.st.last_load_at = at;
         // A load during a periodic check means Caddy had drifted: it restarted or someone edited it.
-        if (reason === 'check' || reason === 'start') log.info({ reason, routes: routes.length }, 'proxy config (re)loaded into Caddy');
+        if (reason === 'check' || reason === 'start')
+          log.info({ reason, routes: routes.length }, 'proxy config (re)loaded into Caddy');
       }
-      this.st = { ...this.st, synced: true, error: undefined, reachable: true, last_sync_at: at, routes: routes.length };
+      this.st = {
+        ...this.st,
+        synced: true,
+        error: undefined,
+        reachable: true,
+        last_sync_at: at,
+        routes: routes.length,
+      };
     } catch (e) {
       const error = e instanceof CaddyError ? e.message : 'internal error while computing the proxy config';
       if (!(e instanceof CaddyError)) log.error({ err: e }, 'proxy sync failed');
       else if (this.st.synced || this.st.error !== error) log.warn({ error }, 'proxy not in sync');
-      this.st = { ...this.st, synced: false, error, reachable: e instanceof CaddyError ? !e.unreachable : this.st.reachable };
+      this.st = {
+        ...this.st,
+        synced: false,
+        error,
+        reachable: e instanceof CaddyError ? !e.unreachable : this.st.reachable,
+      };
     }
     return this.state();
   }

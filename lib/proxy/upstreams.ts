@@ -8,7 +8,12 @@ import type { UpstreamRow } from './config.js';
 import type { ProxyState } from './sync.js';
 
 export async function listUpstreams(db: Db): Promise<UpstreamRow[]> {
-  const rows = await db.selectFrom('proxy_upstreams').selectAll().orderBy('app_id').orderBy('service').execute();
+  const rows = await db
+    .selectFrom('proxy_upstreams')
+    .selectAll()
+    .orderBy('app_id')
+    .orderBy('service')
+    .execute();
   return rows.map((r) => ({ app_id: r.app_id, service: r.service, addresses: parseAddresses(r.addresses) }));
 }
 
@@ -23,16 +28,25 @@ function parseAddresses(json: string): string[] {
 
 /** Container addresses are IPs the engine reported; anything else is a bug upstream, not input to pass on. */
 function checkAddresses(addresses: readonly string[]): string[] {
-  for (const a of addresses) if (isIP(a) === 0) throw new Error(`upstream address "${a}" is not an IP address`);
+  for (const a of addresses)
+    if (isIP(a) === 0) throw new Error(`upstream address "${a}" is not an IP address`);
   return [...new Set(addresses)].sort();
 }
 
-export async function setUpstreams(db: Db, appId: string, service: string, addresses: readonly string[], now = Date.now()): Promise<void> {
+export async function setUpstreams(
+  db: Db,
+  appId: string,
+  service: string,
+  addresses: readonly string[],
+  now = Date.now(),
+): Promise<void> {
   const list = JSON.stringify(checkAddresses(addresses));
   await db
     .insertInto('proxy_upstreams')
     .values({ app_id: appId, service, addresses: list, updated_at: nowIso(now) })
-    .onConflict((c) => c.columns(['app_id', 'service']).doUpdateSet({ addresses: list, updated_at: nowIso(now) }))
+    .onConflict((c) =>
+      c.columns(['app_id', 'service']).doUpdateSet({ addresses: list, updated_at: nowIso(now) }),
+    )
     .execute();
 }
 
@@ -47,7 +61,13 @@ export async function removeUpstreams(db: Db, appId: string, service?: string): 
  * Caddy's config. Resolves once Caddy runs the new config (then the old containers may drain
  * and stop) or with `synced: false` when Caddy could not take it (then keep the old ones).
  */
-export async function switchUpstreams(db: Db, proxy: { sync(reason?: string): Promise<ProxyState> }, appId: string, service: string, addresses: readonly string[]): Promise<ProxyState> {
+export async function switchUpstreams(
+  db: Db,
+  proxy: { sync(reason?: string): Promise<ProxyState> },
+  appId: string,
+  service: string,
+  addresses: readonly string[],
+): Promise<ProxyState> {
   await setUpstreams(db, appId, service, addresses);
   return proxy.sync(`upstreams ${appId}/${service}`);
 }

@@ -31,7 +31,9 @@ async function recorded(env: Env, id: number): Promise<Recorded> {
   const row = await getAuditRow(env.db, id);
   if (!row) throw notFound('No such audit entry');
   if (row.has_state !== 1 || !isStateKind(row.target_kind) || row.target_id === null || !isOk(row.outcome)) {
-    throw notDiffable('This entry records no state to compare or restore (a login, a deployment, a failed request...)');
+    throw notDiffable(
+      'This entry records no state to compare or restore (a login, a deployment, a failed request...)',
+    );
   }
   return {
     id,
@@ -50,7 +52,8 @@ async function recorded(env: Env, id: number): Promise<Recorded> {
  */
 export async function entryRoute(env: Env, id: number): Promise<string | null> {
   let row = await getAuditRow(env.db, id);
-  for (let hops = 0; row && row.revert_of !== null && hops < 64; hops++) row = await getAuditRow(env.db, row.revert_of);
+  for (let hops = 0; row && row.revert_of !== null && hops < 64; hops++)
+    row = await getAuditRow(env.db, row.revert_of);
   return row?.route ?? null;
 }
 
@@ -86,7 +89,13 @@ export function diffRows(before: State | null, after: State | null): DiffRow[] {
     const inB = Object.hasOwn(b, field);
     const inA = Object.hasOwn(a, field);
     const masked = (inB && isMasked(b[field])) || (inA && isMasked(a[field]));
-    const status: DiffRow['status'] = !inB ? 'added' : !inA ? 'removed' : sameValue(b[field], a[field]) ? 'unchanged' : 'changed';
+    const status: DiffRow['status'] = !inB
+      ? 'added'
+      : !inA
+        ? 'removed'
+        : sameValue(b[field], a[field])
+          ? 'unchanged'
+          : 'changed';
     const row: DiffRow = { field, status, masked };
     // A secret is never shown, not even sealed: only whether it changed.
     if (!masked) {
@@ -108,13 +117,21 @@ export async function diffEntry(env: Env, id: number): Promise<{ rows: DiffRow[]
  * so two concurrent reverts cannot both apply; a failed apply releases the claim.
  * Answers the target's id after the revert (a re-created target has a new one).
  */
-export async function revertEntry(env: Env, id: number, opts: { force: boolean }): Promise<{ kind: StateKindName; targetId: string }> {
+export async function revertEntry(
+  env: Env,
+  id: number,
+  opts: { force: boolean },
+): Promise<{ kind: StateKindName; targetId: string }> {
   const r = await recorded(env, id);
-  if (r.revertedAt !== null) throw new HttpError('conflict', `Audit entry ${id} was already reverted at ${r.revertedAt}`);
+  if (r.revertedAt !== null)
+    throw new HttpError('conflict', `Audit entry ${id} was already reverted at ${r.revertedAt}`);
   const kind = STATE_KINDS[r.kind];
   const current = await kind.read(env, r.targetId);
   if (!opts.force && !sameState(current, r.after)) {
-    throw new HttpError('conflict', 'The target changed after this entry (a later change, or it was deleted): revert with {"force": true} to apply the recorded state anyway');
+    throw new HttpError(
+      'conflict',
+      'The target changed after this entry (a later change, or it was deleted): revert with {"force": true} to apply the recorded state anyway',
+    );
   }
   const claimed = await env.db
     .updateTable('audit')
@@ -122,7 +139,8 @@ export async function revertEntry(env: Env, id: number, opts: { force: boolean }
     .where('id', '=', id)
     .where('reverted_at', 'is', null)
     .executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) === 0) throw new HttpError('conflict', `Audit entry ${id} was already reverted`);
+  if (Number(claimed.numUpdatedRows) === 0)
+    throw new HttpError('conflict', `Audit entry ${id} was already reverted`);
   try {
     const newId = await kind.apply(env, r.targetId, r.before, current);
     return { kind: r.kind, targetId: newId ?? r.targetId };

@@ -12,14 +12,36 @@
 // opening anything and is worthless to whoever copies the database.
 import type { Services as Env } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
-import { FP_PURPOSE, isMasked, isStateKind, type FieldValue, type Masked, type State, type StateKindName } from '../audit/kinds.js';
+import {
+  FP_PURPOSE,
+  isMasked,
+  isStateKind,
+  type FieldValue,
+  type Masked,
+  type State,
+  type StateKindName,
+} from '../audit/kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import type { AppSource, BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
-import { addDomain, changeDomain, instanceDomains, putBaseDomain, removeCertificate, removeDomain, uploadCertificate } from '../proxy/domains.js';
+import {
+  addDomain,
+  changeDomain,
+  instanceDomains,
+  putBaseDomain,
+  removeCertificate,
+  removeDomain,
+  uploadCertificate,
+} from '../proxy/domains.js';
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
-import { channelBinding, createChannel, deleteChannel, updateChannel, type ChannelKind } from '../notify/store.js';
+import {
+  channelBinding,
+  createChannel,
+  deleteChannel,
+  updateChannel,
+  type ChannelKind,
+} from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
 
@@ -31,7 +53,9 @@ export interface StateKind {
 
 function mask(env: Env, sealed: string, binding: string, hint?: string): Masked {
   const fp = env.sealer.digest(FP_PURPOSE, env.sealer.open(sealed, binding));
-  return hint === undefined ? { masked: true, sealed, binding, fp } : { masked: true, sealed, binding, fp, hint };
+  return hint === undefined
+    ? { masked: true, sealed, binding, fp }
+    : { masked: true, sealed, binding, fp, hint };
 }
 
 const unmask = (env: Env, v: Masked): string => env.sealer.open(v.sealed, v.binding);
@@ -49,7 +73,12 @@ async function orNull<T>(p: Promise<T>): Promise<T | null> {
 const appEnv: StateKind = {
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
-    const rows = await env.db.selectFrom('app_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
+    const rows = await env.db
+      .selectFrom('app_env')
+      .selectAll()
+      .where('app_id', '=', appId)
+      .orderBy('key')
+      .execute();
     const out: State = {};
     for (const r of rows) {
       const binding = envBinding(appId, r.key);
@@ -60,7 +89,9 @@ const appEnv: StateKind = {
   async apply(env, appId, before) {
     await getApp(env.db, appId);
     if (before === null) throw notDiffable('The variables of an app that did not exist cannot be restored');
-    const items = Object.entries(before).map(([key, v]) => (isMasked(v) ? { key, value: unmask(env, v), secret: true } : { key, value: String(v), secret: false }));
+    const items = Object.entries(before).map(([key, v]) =>
+      isMasked(v) ? { key, value: unmask(env, v), secret: true } : { key, value: String(v), secret: false },
+    );
     await replaceEnv(env.db, env.sealer, appId, items);
   },
 };
@@ -82,8 +113,15 @@ const appSettings: StateKind = {
     for (const [k, v] of Object.entries(before)) if (k.startsWith('source.')) source[k.slice(7)] = v;
     const limits = (before.build_limits ?? null) as BuildLimits | null;
     // A state recorded before the setting existed has no such field: the setting is left as it is.
-    const sleep = Object.hasOwn(before, 'sleep_after_minutes') ? ((before.sleep_after_minutes ?? null) as number | null) : undefined;
-    await updateApp(env.db, appId, { source: source as AppSource, build_limits: limits, sleep_after_minutes: sleep }, env.now());
+    const sleep = Object.hasOwn(before, 'sleep_after_minutes')
+      ? ((before.sleep_after_minutes ?? null) as number | null)
+      : undefined;
+    await updateApp(
+      env.db,
+      appId,
+      { source: source as AppSource, build_limits: limits, sleep_after_minutes: sleep },
+      env.now(),
+    );
   },
 };
 
@@ -98,7 +136,10 @@ const service: StateKind = {
   async apply(env, id, before) {
     const [appId, name] = splitService(id);
     await getApp(env.db, appId);
-    await patchServiceSettings(env.db, appId, name, { port: (before?.port as number | null) ?? null, health_path: (before?.health_path as string | null) ?? null });
+    await patchServiceSettings(env.db, appId, name, {
+      port: (before?.port as number | null) ?? null,
+      health_path: (before?.health_path as string | null) ?? null,
+    });
   },
 };
 
@@ -115,7 +156,8 @@ const triggers: StateKind = {
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
     const out: State = {};
-    for (const t of await listTriggers(env.db, appId)) out[t.id] = { event: t.event, pattern: t.pattern, enabled: t.enabled };
+    for (const t of await listTriggers(env.db, appId))
+      out[t.id] = { event: t.event, pattern: t.pattern, enabled: t.enabled };
     return out;
   },
   async apply(env, appId, before, current) {
@@ -126,7 +168,11 @@ const triggers: StateKind = {
     for (const [id, t] of Object.entries(want)) {
       const v = t as { event: 'push' | 'tag' | 'pull_request'; pattern: string; enabled: boolean };
       if (!(id in have)) await addTrigger(env.db, appId, v, env.now());
-      else if ((['event', 'pattern', 'enabled'] as const).some((k) => (have[id] as Record<string, unknown>)[k] !== v[k]))
+      else if (
+        (['event', 'pattern', 'enabled'] as const).some(
+          (k) => (have[id] as Record<string, unknown>)[k] !== v[k],
+        )
+      )
         await updateTrigger(env.db, appId, id, { event: v.event, pattern: v.pattern, enabled: v.enabled });
     }
   },
@@ -142,10 +188,21 @@ const domain: StateKind = {
   async read(env, id) {
     const d = await orNull(getDomainRow(env.db, id));
     if (!d) return null;
-    const state: State = { hostname: d.hostname, app_id: d.app_id, service: d.service, port: d.port, redirect_to: d.redirect_to };
+    const state: State = {
+      hostname: d.hostname,
+      app_id: d.app_id,
+      service: d.service,
+      port: d.port,
+      redirect_to: d.redirect_to,
+    };
     const cert = await getCertificateRow(env.db, id);
     if (cert) {
-      state.certificate = { issuer: cert.issuer, not_after: cert.not_after, fingerprint256: cert.fingerprint256, cert_pem: cert.cert_pem };
+      state.certificate = {
+        issuer: cert.issuer,
+        not_after: cert.not_after,
+        fingerprint256: cert.fingerprint256,
+        cert_pem: cert.cert_pem,
+      };
       state.certificate_key = mask(env, cert.key_sealed, keyBinding(id));
     }
     return state;
@@ -156,12 +213,21 @@ const domain: StateKind = {
       return;
     }
     const input =
-      before.redirect_to !== null ? { hostname: before.hostname, redirect_to: before.redirect_to } : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
+      before.redirect_to !== null
+        ? { hostname: before.hostname, redirect_to: before.redirect_to }
+        : { hostname: before.hostname, app_id: before.app_id, service: before.service, port: before.port };
     let target = id;
     if (current === null) target = (await addDomain(env, input)).domain.id;
     else {
-      const patch = before.redirect_to !== null ? { redirect_to: before.redirect_to } : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
-      await changeDomain(env, id, before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch });
+      const patch =
+        before.redirect_to !== null
+          ? { redirect_to: before.redirect_to }
+          : { app_id: before.app_id, service: before.service, port: before.port, redirect_to: null };
+      await changeDomain(
+        env,
+        id,
+        before.hostname === current.hostname ? patch : { hostname: before.hostname, ...patch },
+      );
     }
     // The certificate goes back through the upload route's function, so it is validated again
     // (an uploaded certificate that expired since is refused, and the revert with it).
@@ -197,7 +263,11 @@ const deployConcurrency: StateKind = {
 
 const channel: StateKind = {
   async read(env, id) {
-    const r = await env.db.selectFrom('notification_channels').selectAll().where('id', '=', id).executeTakeFirst();
+    const r = await env.db
+      .selectFrom('notification_channels')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (!r) return null;
     return {
       kind: r.kind,
@@ -214,8 +284,21 @@ const channel: StateKind = {
       return;
     }
     const url = isMasked(before.url) ? unmask(env, before.url) : String(before.url);
-    const fields = { name: String(before.name), events: before.events as NotifyEvent[], enabled: before.enabled === true };
-    if (current === null) return (await createChannel(env.db, env.sealer, guard, { kind: before.kind as ChannelKind, url, ...fields }, env.now())).id;
+    const fields = {
+      name: String(before.name),
+      events: before.events as NotifyEvent[],
+      enabled: before.enabled === true,
+    };
+    if (current === null)
+      return (
+        await createChannel(
+          env.db,
+          env.sealer,
+          guard,
+          { kind: before.kind as ChannelKind, url, ...fields },
+          env.now(),
+        )
+      ).id;
     const sameUrl = isMasked(before.url) && isMasked(current.url) && before.url.fp === current.url.fp;
     await updateChannel(env.db, env.sealer, guard, id, sameUrl ? fields : { ...fields, url }, env.now());
   },

@@ -1,7 +1,17 @@
 // What the host agent reads and how it reads it. The parsers are pure (fixtures test them);
 // `collectHostSnapshot` takes the command runner first, so the runtime program supplies the
 // real execFile and tests can point it at a private fail2ban socket or a network namespace.
-import { MAX_BANNED_LISTED, MAX_JAILS, MAX_RULES, MAX_RULE_CHARS, SNAPSHOT_VERSION, type Fail2banSection, type FirewallSection, type HostSnapshot, type Jail } from './snapshot.js';
+import {
+  MAX_BANNED_LISTED,
+  MAX_JAILS,
+  MAX_RULES,
+  MAX_RULE_CHARS,
+  SNAPSHOT_VERSION,
+  type Fail2banSection,
+  type FirewallSection,
+  type HostSnapshot,
+  type Jail,
+} from './snapshot.js';
 
 export interface RunResult {
   /** Exit code; null when the program could not be started or was killed. */
@@ -77,7 +87,8 @@ interface NftTable {
  */
 export function parseNftRuleset(text: string): NftRuleset {
   const announced = new Set<string>();
-  for (const m of text.matchAll(/^# Warning: table (\S+) (\S+) is managed by iptables-nft/gm)) announced.add(`${m[1]} ${m[2]}`);
+  for (const m of text.matchAll(/^# Warning: table (\S+) (\S+) is managed by iptables-nft/gm))
+    announced.add(`${m[1]} ${m[2]}`);
   const tables: NftTable[] = [];
   let depth = 0;
   let table: NftTable | null = null;
@@ -107,10 +118,19 @@ export function parseNftRuleset(text: string): NftRuleset {
     if (depth === 0) table = null;
   }
 
-  const out: NftRuleset = { nativeInputFiltering: false, anyInputFiltering: false, nativeTables: 0, rules: [] };
+  const out: NftRuleset = {
+    nativeInputFiltering: false,
+    anyInputFiltering: false,
+    nativeTables: 0,
+    rules: [],
+  };
   for (const t of tables) {
     const key = `${t.family} ${t.name}`;
-    const iptables = announced.has(key) || ((t.family === 'ip' || t.family === 'ip6') && IPTABLES_TABLES.has(t.name) && t.chains.some((c) => IPTABLES_CHAINS.has(c.name)));
+    const iptables =
+      announced.has(key) ||
+      ((t.family === 'ip' || t.family === 'ip6') &&
+        IPTABLES_TABLES.has(t.name) &&
+        t.chains.some((c) => IPTABLES_CHAINS.has(c.name)));
     const filtering = t.chains.some((c) => c.input && (c.drop || c.rules.length > 0));
     if (filtering) out.anyInputFiltering = true;
     if (iptables) continue;
@@ -173,7 +193,12 @@ export function parseFail2banJail(name: string, text: string): Jail | null {
   if (current === null || total === null) return null;
   const list = /Banned IP list:[ \t]*(.*)$/m.exec(text);
   const banned = (list?.[1] ?? '').split(/[\s,]+/).filter((s) => s.length > 0 && s.length <= 100);
-  return { name, currently_banned: current, total_banned: total, banned_ips: banned.slice(0, MAX_BANNED_LISTED) };
+  return {
+    name,
+    currently_banned: current,
+    total_banned: total,
+    banned_ips: banned.slice(0, MAX_BANNED_LISTED),
+  };
 }
 
 const JAIL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
@@ -199,7 +224,8 @@ export async function collectFirewall(run: Runner): Promise<FirewallSection> {
     if (n.code === 0) nft = parseNftRuleset(n.stdout);
     else errors.push(`nft: ${firstLine(n)}`);
   }
-  if (nft?.nativeInputFiltering) return { backend: 'nftables', installed: true, active: true, rules: nft.rules };
+  if (nft?.nativeInputFiltering)
+    return { backend: 'nftables', installed: true, active: true, rules: nft.rules };
 
   let iptInstalled = false;
   let ipt: IptablesRuleset | null = null;
@@ -217,7 +243,8 @@ export async function collectFirewall(run: Runner): Promise<FirewallSection> {
   if (nftInstalled && (nft === null || nft.nativeTables > 0 || !iptInstalled)) {
     return { backend: 'nftables', installed: true, active: false, rules: nft?.rules ?? [], ...error };
   }
-  if (iptInstalled) return { backend: 'iptables', installed: true, active: false, rules: ipt?.rules ?? [], ...error };
+  if (iptInstalled)
+    return { backend: 'iptables', installed: true, active: false, rules: ipt?.rules ?? [], ...error };
   if (nftInstalled) return { backend: 'nftables', installed: true, active: false, rules: [], ...error };
   return { backend: null, installed: false, active: false, rules: [], ...error };
 }
@@ -241,7 +268,12 @@ export async function collectFail2ban(run: Runner, socket?: string): Promise<Fai
     if (parsed) jails.push(parsed);
     else errors.push(`${name}: ${firstLine(j)}`);
   }
-  return { installed: true, active: true, jails, ...(errors.length ? { error: errors.join('; ').slice(0, 500) } : {}) };
+  return {
+    installed: true,
+    active: true,
+    jails,
+    ...(errors.length ? { error: errors.join('; ').slice(0, 500) } : {}),
+  };
 }
 
 export interface CollectOptions {
@@ -250,6 +282,14 @@ export interface CollectOptions {
 }
 
 export async function collectHostSnapshot(run: Runner, opts: CollectOptions = {}): Promise<HostSnapshot> {
-  const [firewall, fail2ban] = await Promise.all([collectFirewall(run), collectFail2ban(run, opts.fail2banSocket)]);
-  return { version: SNAPSHOT_VERSION, generated_at: (opts.now ?? new Date()).toISOString(), firewall, fail2ban };
+  const [firewall, fail2ban] = await Promise.all([
+    collectFirewall(run),
+    collectFail2ban(run, opts.fail2banSocket),
+  ]);
+  return {
+    version: SNAPSHOT_VERSION,
+    generated_at: (opts.now ?? new Date()).toISOString(),
+    firewall,
+    fail2ban,
+  };
 }

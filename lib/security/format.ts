@@ -1,6 +1,11 @@
 import type { PostureItem } from './posture.js';
 
-const LABEL: Record<PostureItem['status'], string> = { ok: 'ok', info: 'info', warning: 'WARNING', error: 'ERROR' };
+const LABEL: Record<PostureItem['status'], string> = {
+  ok: 'ok',
+  info: 'info',
+  warning: 'WARNING',
+  error: 'ERROR',
+};
 
 function wrap(text: string, width: number): string[] {
   const out: string[] = [];
@@ -28,7 +33,8 @@ export function formatPostureTable(items: readonly PostureItem[], width = 100): 
     lines.push(`${LABEL[item.status].padEnd(c1)}  ${titles[n].slice(0, c2).padEnd(c2)}  ${reason[0]}`);
     for (const r of reason.slice(1)) lines.push(pad + r);
     if (item.status === 'warning' || item.status === 'error') {
-      for (const [k, f] of wrap(`fix: ${item.fix}`, rest - 5).entries()) lines.push(pad + (k === 0 ? f : `     ${f}`));
+      for (const [k, f] of wrap(`fix: ${item.fix}`, rest - 5).entries())
+        lines.push(pad + (k === 0 ? f : `     ${f}`));
     }
   });
   return lines;

@@ -16,7 +16,14 @@ const ENGINE_BUDGET_MS = 2000;
 
 async function hostPorts(engine: Engine): Promise<PostureInput['hostPorts']> {
   const list = await guard(engine, () => engine.docker.listContainers({ filters: { label: [LABEL_APP] } }));
-  const by = new Map<string, { app: string; service: string; ports: { host_ip?: string; host_port: number; container_port: number; protocol: string }[] }>();
+  const by = new Map<
+    string,
+    {
+      app: string;
+      service: string;
+      ports: { host_ip?: string; host_port: number; container_port: number; protocol: string }[];
+    }
+  >();
   for (const c of list) {
     const published = (c.Ports ?? []).filter((p) => p.PublicPort);
     if (!published.length) continue;
@@ -24,13 +31,22 @@ async function hostPorts(engine: Engine): Promise<PostureInput['hostPorts']> {
     const service = c.Labels[LABEL_SERVICE] ?? '';
     const key = `${app}/${service}`;
     const entry = by.get(key) ?? by.set(key, { app, service, ports: [] }).get(key)!;
-    for (const p of published) entry.ports.push({ host_ip: p.IP, host_port: p.PublicPort, container_port: p.PrivatePort, protocol: p.Type });
+    for (const p of published)
+      entry.ports.push({
+        host_ip: p.IP,
+        host_port: p.PublicPort,
+        container_port: p.PrivatePort,
+        protocol: p.Type,
+      });
   }
   return [...by.values()];
 }
 
 function withBudget<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
-  return Promise.race([p.catch(() => fallback), new Promise<T>((r) => setTimeout(() => r(fallback), ms).unref())]);
+  return Promise.race([
+    p.catch(() => fallback),
+    new Promise<T>((r) => setTimeout(() => r(fallback), ms).unref()),
+  ]);
 }
 
 /** What the checklist reads; the running service hands its env, the CLI builds the same from config. */
@@ -71,21 +87,38 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
 
 export async function postureInput(env: Env): Promise<PostureInput> {
   const [input, edge] = await Promise.all([
-    postureInputFrom({ config: env.config, engine: env.engine, tailerStatus: env.tailer.status(), monitorEnabled: env.monitor !== null, now: env.now() }),
+    postureInputFrom({
+      config: env.config,
+      engine: env.engine,
+      tailerStatus: env.tailer.status(),
+      monitorEnabled: env.monitor !== null,
+      now: env.now(),
+    }),
     edgePosture(env),
   ]);
   return { ...input, baseDomain: edge.baseDomain, edge: edge.edge };
 }
 
 /** The base domain in force (the instance setting wins over SVC_BASE_DOMAIN) and what the proxy serves. */
-async function edgePosture(env: Env): Promise<{ baseDomain: string | null; edge: NonNullable<PostureInput['edge']> }> {
+async function edgePosture(
+  env: Env,
+): Promise<{ baseDomain: string | null; edge: NonNullable<PostureInput['edge']> }> {
   const { base_domain, control_domain } = await instanceDomains(env);
   const st = env.edge.proxy.state();
   const check = control_domain ? await getHostCheck(env.db, control_domain) : null;
-  const valid = check?.cert_fingerprint256 && check.cert_not_after && Date.parse(check.cert_not_after) > env.now() ? check.cert_not_after : null;
+  const valid =
+    check?.cert_fingerprint256 && check.cert_not_after && Date.parse(check.cert_not_after) > env.now()
+      ? check.cert_not_after
+      : null;
   return {
     baseDomain: base_domain,
-    edge: { enabled: env.edge.proxy.enabled, synced: st.synced, error: st.error, controlDomain: control_domain, controlCertNotAfter: valid },
+    edge: {
+      enabled: env.edge.proxy.enabled,
+      synced: st.synced,
+      error: st.error,
+      controlDomain: control_domain,
+      controlCertNotAfter: valid,
+    },
   };
 }
 

@@ -19,5 +19,12 @@ export function writeOptOut(dataDir: string, on: boolean, now: Date = new Date()
     rmSync(path, { force: true });
     return;
   }
-  writeFileAtomicSync(path, JSON.stringify({ opted_out_at: now.toISOString(), note: 'firewall and fail2ban checks disabled by operator (svc security-check)' }) + '\n', 0o600);
+  writeFileAtomicSync(
+    path,
+    JSON.stringify({
+      opted_out_at: now.toISOString(),
+      note: 'firewall and fail2ban checks disabled by operator (svc security-check)',
+    }) + '\n',
+    0o600,
+  );
 }

@@ -4,7 +4,18 @@ import { isIP } from 'node:net';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
 
 export type PostureStatus = (typeof POSTURE_STATUSES)[number];
-export const POSTURE_CODES = ['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports', 'notify_allow', 'container_shell'] as const;
+export const POSTURE_CODES = [
+  'firewall',
+  'fail2ban',
+  'master_key',
+  'metrics_token',
+  'exposure_mode',
+  'base_domain',
+  'request_monitoring',
+  'host_ports',
+  'notify_allow',
+  'container_shell',
+] as const;
 export type PostureCode = (typeof POSTURE_CODES)[number];
 export const POSTURE_STATUSES = ['ok', 'warning', 'error', 'info'] as const;
 
@@ -18,7 +29,10 @@ export interface PostureItem {
   service?: string;
 }
 
-export type PublishedPort = number | string | { host_ip?: string; host_port: number | string; container_port?: number | string; protocol?: string };
+export type PublishedPort =
+  | number
+  | string
+  | { host_ip?: string; host_port: number | string; container_port?: number | string; protocol?: string };
 
 export interface PostureInput {
   masterKeySet: boolean;
@@ -49,7 +63,14 @@ export interface PostureInput {
   /** The agent's parsed snapshot (null when none was read). */
   snapshot: ParsedSnapshot | null;
   /** The access-log tailer's status (null when there is no tailer). */
-  tailer: { reading: boolean; path: string; error?: string; lines: number; lastLineAt: string | null; probed?: boolean } | null;
+  tailer: {
+    reading: boolean;
+    path: string;
+    error?: string;
+    lines: number;
+    lastLineAt: string | null;
+    probed?: boolean;
+  } | null;
   /** SVC_SECURITY_MONITOR is not false. */
   monitorEnabled: boolean;
   /** Services that publish host ports; ports bound only to loopback are not counted. */
@@ -62,8 +83,11 @@ export interface PostureInput {
 }
 
 export const OPT_OUT_REASON = 'disabled by operator';
-const OPT_OUT_FIX = 'Nothing to do. To have it checked again, run `svc security-check --undo` and leave SVC_SECURITY_EXPECT_FIREWALL unset.';
-const AGENT_FIX = 'Turn on the read-only host agent as root with `svc security-agent on`, or, if the host is protected ' + 'elsewhere, run `svc security-check` to opt out of this check.';
+const OPT_OUT_FIX =
+  'Nothing to do. To have it checked again, run `svc security-check --undo` and leave SVC_SECURITY_EXPECT_FIREWALL unset.';
+const AGENT_FIX =
+  'Turn on the read-only host agent as root with `svc security-agent on`, or, if the host is protected ' +
+  'elsewhere, run `svc security-check` to opt out of this check.';
 
 function minutesAgo(ms: number, now: number): string {
   const m = Math.max(0, Math.round((now - ms) / 60000));
@@ -71,10 +95,20 @@ function minutesAgo(ms: number, now: number): string {
 }
 
 /** The firewall/fail2ban rows share everything up to the point where the snapshot is usable. */
-function agentRow(code: 'firewall' | 'fail2ban', title: string, input: PostureInput): PostureItem | { snap: Extract<ParsedSnapshot, { ok: true }>; stale: boolean } {
+function agentRow(
+  code: 'firewall' | 'fail2ban',
+  title: string,
+  input: PostureInput,
+): PostureItem | { snap: Extract<ParsedSnapshot, { ok: true }>; stale: boolean } {
   if (input.optedOut) return { code, status: 'info', title, reason: OPT_OUT_REASON, fix: OPT_OUT_FIX };
   if (!input.agentEnabled) {
-    return { code, status: 'warning', title, reason: `${title} state is unknown: the host security agent is off.`, fix: AGENT_FIX };
+    return {
+      code,
+      status: 'warning',
+      title,
+      reason: `${title} state is unknown: the host security agent is off.`,
+      fix: AGENT_FIX,
+    };
   }
   const snap = input.snapshot;
   if (snap === null || !snap.ok) {
@@ -95,7 +129,13 @@ function firewallRow(input: PostureInput): PostureItem {
   if ('code' in r) return r;
   const now = input.now ?? Date.now();
   if (!r.snap.firewall.ok) {
-    return { code: 'firewall', status: 'warning', title, reason: `Firewall state is unknown: ${r.snap.firewall.reason}.`, fix: 'Check the agent with `svc security-agent status`.' };
+    return {
+      code: 'firewall',
+      status: 'warning',
+      title,
+      reason: `Firewall state is unknown: ${r.snap.firewall.reason}.`,
+      fix: 'Check the agent with `svc security-agent status`.',
+    };
   }
   const f = r.snap.firewall.value;
   const last = f.installed && f.backend ? `${f.backend} ${f.active ? 'active' : 'inactive'}` : 'no firewall';
@@ -130,7 +170,13 @@ function firewallRow(input: PostureInput): PostureItem {
     };
   }
   const n = f.rules.length;
-  return { code: 'firewall', status: 'ok', title, reason: `${f.backend} is active with ${n} rule${n === 1 ? '' : 's'}.`, fix: 'Nothing to do.' };
+  return {
+    code: 'firewall',
+    status: 'ok',
+    title,
+    reason: `${f.backend} is active with ${n} rule${n === 1 ? '' : 's'}.`,
+    fix: 'Nothing to do.',
+  };
 }
 
 function fail2banRow(input: PostureInput): PostureItem {
@@ -139,7 +185,13 @@ function fail2banRow(input: PostureInput): PostureItem {
   if ('code' in r) return r;
   const now = input.now ?? Date.now();
   if (!r.snap.fail2ban.ok) {
-    return { code: 'fail2ban', status: 'warning', title, reason: `fail2ban state is unknown: ${r.snap.fail2ban.reason}.`, fix: 'Check the agent with `svc security-agent status`.' };
+    return {
+      code: 'fail2ban',
+      status: 'warning',
+      title,
+      reason: `fail2ban state is unknown: ${r.snap.fail2ban.reason}.`,
+      fix: 'Check the agent with `svc security-agent status`.',
+    };
   }
   const f = r.snap.fail2ban.value;
   if (r.stale) {
@@ -238,18 +290,31 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
   items.push(masterKeyRow(input));
   items.push(
     input.metricsTokenSet
-      ? { code: 'metrics_token', status: 'ok', title: 'Metrics token', reason: 'SVC_METRICS_TOKEN is set: /metrics answers only to that bearer token.', fix: 'Nothing to do.' }
+      ? {
+          code: 'metrics_token',
+          status: 'ok',
+          title: 'Metrics token',
+          reason: 'SVC_METRICS_TOKEN is set: /metrics answers only to that bearer token.',
+          fix: 'Nothing to do.',
+        }
       : {
           code: 'metrics_token',
           status: 'warning',
           title: 'Metrics token',
-          reason: 'SVC_METRICS_TOKEN is unset: /metrics has no token of its own, so monitoring cannot scrape it safely, and it must not be exposed without one.',
+          reason:
+            'SVC_METRICS_TOKEN is unset: /metrics has no token of its own, so monitoring cannot scrape it safely, and it must not be exposed without one.',
           fix: 'Set SVC_METRICS_TOKEN to a long random value (`openssl rand -hex 32`) and give it to your scraper as a bearer token.',
         },
   );
   items.push(
     input.exposure === 'public'
-      ? { code: 'exposure_mode', status: 'ok', title: 'Exposure mode', reason: 'Running in public mode behind the HTTPS reverse proxy.', fix: 'Nothing to do.' }
+      ? {
+          code: 'exposure_mode',
+          status: 'ok',
+          title: 'Exposure mode',
+          reason: 'Running in public mode behind the HTTPS reverse proxy.',
+          fix: 'Nothing to do.',
+        }
       : {
           code: 'exposure_mode',
           status: 'warning',
@@ -276,7 +341,8 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
       code: 'container_shell',
       status: 'warning',
       title: 'Container shell',
-      reason: 'SVC_ENABLE_SHELL=true: operators (after a step-up) can open a shell inside app containers from the API.',
+      reason:
+        'SVC_ENABLE_SHELL=true: operators (after a step-up) can open a shell inside app containers from the API.',
       fix: 'Unset SVC_ENABLE_SHELL when nobody needs it.',
     });
   }
@@ -351,7 +417,8 @@ function masterKeyRow(input: PostureInput): PostureItem {
       code: 'master_key',
       status: 'error',
       title,
-      reason: 'SVC_MASTER_KEY is missing: secrets (env values, deploy keys, TOTP secrets, webhook URLs) cannot be sealed.',
+      reason:
+        'SVC_MASTER_KEY is missing: secrets (env values, deploy keys, TOTP secrets, webhook URLs) cannot be sealed.',
       fix: 'Set SVC_MASTER_KEY to 64 hex characters (generate with `openssl rand -hex 32`) in the service environment file, restart, and keep a copy somewhere safe.',
     };
   }
@@ -377,7 +444,13 @@ function masterKeyRow(input: PostureInput): PostureItem {
       fix: `Check that you have a copy of SVC_MASTER_KEY outside this host, then delete ${file}.`,
     };
   }
-  return { code: 'master_key', status: 'ok', title, reason: 'SVC_MASTER_KEY is set: secrets are sealed at rest.', fix: 'Nothing to do. Keep a copy of it outside this host.' };
+  return {
+    code: 'master_key',
+    status: 'ok',
+    title,
+    reason: 'SVC_MASTER_KEY is set: secrets are sealed at rest.',
+    fix: 'Nothing to do. Keep a copy of it outside this host.',
+  };
 }
 
 function requestMonitoringRow(input: PostureInput): PostureItem {
@@ -402,7 +475,13 @@ function requestMonitoringRow(input: PostureInput): PostureItem {
     };
   }
   if (t.probed) {
-    return { code: 'request_monitoring', status: 'ok', title, reason: `${t.path} is readable${t.lastLineAt ? ` (last written ${t.lastLineAt})` : ''}: the service reads it.`, fix: 'Nothing to do.' };
+    return {
+      code: 'request_monitoring',
+      status: 'ok',
+      title,
+      reason: `${t.path} is readable${t.lastLineAt ? ` (last written ${t.lastLineAt})` : ''}: the service reads it.`,
+      fix: 'Nothing to do.',
+    };
   }
   return {
     code: 'request_monitoring',

@@ -17,7 +17,9 @@ export const MAX_RULE_CHARS = 1000;
 export const MAX_JAILS = 200;
 export const MAX_BANNED_LISTED = 5000;
 
-export const AGENT_OFF_REASON = 'The host security agent is off, so firewall and fail2ban state are unknown. ' + 'Turn it on as root with `svc security-agent on` (it only reads, every minute).';
+export const AGENT_OFF_REASON =
+  'The host security agent is off, so firewall and fail2ban state are unknown. ' +
+  'Turn it on as root with `svc security-agent on` (it only reads, every minute).';
 
 export const FIREWALL_BACKENDS = ['ufw', 'nftables', 'iptables'] as const;
 export type FirewallBackend = (typeof FIREWALL_BACKENDS)[number];
@@ -56,7 +58,15 @@ export interface HostSnapshot {
 export type Section<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** What the API gets: per-section results, so one damaged section does not hide the other. */
-export type ParsedSnapshot = { ok: true; generatedAt: string; generatedAtMs: number; firewall: Section<FirewallSection>; fail2ban: Section<Fail2banSection> } | { ok: false; reason: string };
+export type ParsedSnapshot =
+  | {
+      ok: true;
+      generatedAt: string;
+      generatedAtMs: number;
+      firewall: Section<FirewallSection>;
+      fail2ban: Section<Fail2banSection>;
+    }
+  | { ok: false; reason: string };
 
 export function snapshotPath(dir: string = DEFAULT_SECURITY_DIR): string {
   return join(dir, SNAPSHOT_FILE);
@@ -103,7 +113,8 @@ function section<T>(raw: unknown, name: string, read: (o: Record<string, unknown
 
 function readFirewall(o: Record<string, unknown>): FirewallSection {
   const b = o.backend;
-  if (b !== null && b !== 'ufw' && b !== 'nftables' && b !== 'iptables') throw new Bad('firewall.backend is not a known backend');
+  if (b !== null && b !== 'ufw' && b !== 'nftables' && b !== 'iptables')
+    throw new Bad('firewall.backend is not a known backend');
   return {
     backend: b,
     installed: bool(o, 'installed', 'firewall'),
@@ -123,7 +134,8 @@ function readFail2ban(o: Record<string, unknown>): Fail2banSection {
     jails: jails.map((j, i) => {
       const at = `fail2ban.jails[${i}]`;
       if (!isObj(j)) throw new Bad(`${at} is not an object`);
-      if (typeof j.name !== 'string' || j.name.length === 0 || j.name.length > 200) throw new Bad(`${at}.name is not a name`);
+      if (typeof j.name !== 'string' || j.name.length === 0 || j.name.length > 200)
+        throw new Bad(`${at}.name is not a name`);
       return {
         name: j.name,
         currently_banned: count(j, 'currently_banned', at),
@@ -145,7 +157,8 @@ export function parseHostSnapshot(input: string | Buffer): ParsedSnapshot {
     return { ok: false, reason: 'snapshot is not valid JSON (truncated or corrupt)' };
   }
   if (!isObj(raw)) return { ok: false, reason: 'snapshot is not a JSON object' };
-  if (raw.version !== SNAPSHOT_VERSION) return { ok: false, reason: `snapshot version is not ${SNAPSHOT_VERSION}` };
+  if (raw.version !== SNAPSHOT_VERSION)
+    return { ok: false, reason: `snapshot version is not ${SNAPSHOT_VERSION}` };
   const g = raw.generated_at;
   const ms = typeof g === 'string' && g.length <= 40 ? Date.parse(g) : NaN;
   if (!Number.isFinite(ms)) return { ok: false, reason: 'snapshot has no valid generated_at' };
@@ -166,7 +179,11 @@ export async function readHostSnapshot(dir: string = DEFAULT_SECURITY_DIR): Prom
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      return { ok: false, reason: 'no snapshot from the host security agent yet (it runs every minute; see `svc security-agent status`)' };
+      return {
+        ok: false,
+        reason:
+          'no snapshot from the host security agent yet (it runs every minute; see `svc security-agent status`)',
+      };
     }
     return { ok: false, reason: `the host security agent's snapshot cannot be read (${code ?? 'error'})` };
   }
@@ -183,7 +200,10 @@ export async function readHostSnapshot(dir: string = DEFAULT_SECURITY_DIR): Prom
     }
     return parseHostSnapshot(buf.subarray(0, off));
   } catch (e) {
-    return { ok: false, reason: `the host security agent's snapshot cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})` };
+    return {
+      ok: false,
+      reason: `the host security agent's snapshot cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+    };
   } finally {
     await fh.close().catch(() => {});
   }
@@ -196,9 +216,19 @@ export function isStale(generatedAtMs: number, now: number = Date.now()): boolea
 
 export type Unavailable = { available: false; reason: string };
 
-export type FirewallState = { available: true; stale: boolean; generated_at: string; backend: FirewallBackend | null; active: boolean; rules: string[] } | Unavailable;
+export type FirewallState =
+  | {
+      available: true;
+      stale: boolean;
+      generated_at: string;
+      backend: FirewallBackend | null;
+      active: boolean;
+      rules: string[];
+    }
+  | Unavailable;
 
-export type Fail2banState = { available: true; stale: boolean; generated_at: string; jails: Jail[] } | Unavailable;
+export type Fail2banState =
+  { available: true; stale: boolean; generated_at: string; jails: Jail[] } | Unavailable;
 
 export interface StateOptions {
   /** SVC_SECURITY_AGENT: without it a leftover snapshot is not trusted. */
@@ -209,7 +239,8 @@ export interface StateOptions {
 /** Body of GET /api/security/firewall. */
 export function firewallState(snap: ParsedSnapshot | null, opts: StateOptions): FirewallState {
   if (!opts.agentEnabled) return { available: false, reason: AGENT_OFF_REASON };
-  if (snap === null || !snap.ok) return { available: false, reason: snap?.reason ?? 'no snapshot from the host security agent yet' };
+  if (snap === null || !snap.ok)
+    return { available: false, reason: snap?.reason ?? 'no snapshot from the host security agent yet' };
   if (!snap.firewall.ok) return { available: false, reason: snap.firewall.reason };
   const f = snap.firewall.value;
   return {
@@ -225,7 +256,8 @@ export function firewallState(snap: ParsedSnapshot | null, opts: StateOptions): 
 /** Body of GET /api/security/fail2ban. */
 export function fail2banState(snap: ParsedSnapshot | null, opts: StateOptions): Fail2banState {
   if (!opts.agentEnabled) return { available: false, reason: AGENT_OFF_REASON };
-  if (snap === null || !snap.ok) return { available: false, reason: snap?.reason ?? 'no snapshot from the host security agent yet' };
+  if (snap === null || !snap.ok)
+    return { available: false, reason: snap?.reason ?? 'no snapshot from the host security agent yet' };
   if (!snap.fail2ban.ok) return { available: false, reason: snap.fail2ban.reason };
   return {
     available: true,

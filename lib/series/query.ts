@@ -21,7 +21,9 @@ export const RANGE_NAMES = Object.keys(RANGES) as RangeName[];
 export function parseRange(v: unknown): RangeName {
   if (v === undefined || v === null || v === '') return '1h';
   if (typeof v === 'string' && Object.prototype.hasOwnProperty.call(RANGES, v)) return v as RangeName;
-  throw badRequest(`Unknown range: use one of ${RANGE_NAMES.join(', ')}`, [{ field: 'range', message: `one of ${RANGE_NAMES.join(', ')}` }]);
+  throw badRequest(`Unknown range: use one of ${RANGE_NAMES.join(', ')}`, [
+    { field: 'range', message: `one of ${RANGE_NAMES.join(', ')}` },
+  ]);
 }
 
 export interface RequestPoint {
@@ -78,16 +80,27 @@ const vitalsQueries = new WeakMap<object, BetterSqlite3.Statement>();
 function vitalsQuery(db: Db): BetterSqlite3.Statement {
   let q = vitalsQueries.get(db);
   if (!q) {
-    q = rawConnection(db).prepare('select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?');
+    q = rawConnection(db).prepare(
+      'select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?',
+    );
     vitalsQueries.set(db, q);
   }
   return q;
 }
 
 /** An app's requests (all its services, or one), or the host-wide ones (`appId` null). */
-export function queryRequests(db: Db, opts: { appId: string | null; service?: string; range: RangeName; now: number }): RequestSeriesAnswer {
+export function queryRequests(
+  db: Db,
+  opts: { appId: string | null; service?: string; range: RangeName; now: number },
+): RequestSeriesAnswer {
   const w = window(opts.range, opts.now);
-  const rows = readRequestRows(db, { res: w.res, appId: opts.appId ?? '', service: opts.appId === null ? '' : opts.service, start: w.start, end: w.end });
+  const rows = readRequestRows(db, {
+    res: w.res,
+    appId: opts.appId ?? '',
+    service: opts.appId === null ? '' : opts.service,
+    start: w.start,
+    end: w.end,
+  });
   // Rows are of the step's own resolution: every row is one point (several when an app has several services).
   const accs: Array<RequestAcc | undefined> = new Array(w.n);
   for (const r of rows) {

@@ -6,7 +6,14 @@ import type { Db } from '../db/index.js';
 import type { Logger } from '../log.js';
 import type { AccessEntry } from '../traffic/parse.js';
 import { bucketOf } from '../util/histogram.js';
-import { addRequestBuckets, canWrite, newAcc, pruneSeries, type RequestAcc, type RequestRowWrite } from './store.js';
+import {
+  addRequestBuckets,
+  canWrite,
+  newAcc,
+  pruneSeries,
+  type RequestAcc,
+  type RequestRowWrite,
+} from './store.js';
 
 export interface SeriesKey {
   appId: string;

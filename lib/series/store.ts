@@ -18,7 +18,13 @@ import { addEncoded, encode, newHistogram } from '../util/histogram.js';
 export const RESOLUTIONS = [10, 60, 300, 3600, 7200] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
 /** How long rows of each resolution are kept, seconds. */
-export const RETENTION: Record<Resolution, number> = { 10: 86_400, 60: 7 * 86_400, 300: 86_400, 3600: 90 * 86_400, 7200: 30 * 86_400 };
+export const RETENTION: Record<Resolution, number> = {
+  10: 86_400,
+  60: 7 * 86_400,
+  300: 86_400,
+  3600: 90 * 86_400,
+  7200: 30 * 86_400,
+};
 /** The most rows one series can hold. */
 export const MAX_ROWS_PER_SERIES = RESOLUTIONS.reduce((n, r) => n + RETENTION[r] / r + 1, 0);
 
@@ -54,7 +60,14 @@ export interface VitalsSample {
 
 /** The columns of a request row, in the order `readRequestRows` hands them back (raw arrays). */
 export const REQUEST_COLUMNS = 't, requests, errors_4xx, errors_5xx, bytes_out, hist';
-export type StoredRequestRow = [t: number, requests: number, errors4xx: number, errors5xx: number, bytes: number, hist: Buffer];
+export type StoredRequestRow = [
+  t: number,
+  requests: number,
+  errors4xx: number,
+  errors5xx: number,
+  bytes: number,
+  hist: Buffer,
+];
 
 /** Adds a stored row into an accumulator: the one way rows are read, for roll-ups and queries alike. */
 export function addStoredRow(into: RequestAcc, row: StoredRequestRow): void {
@@ -84,12 +97,24 @@ function statements(db: Db): Statements {
     const raw = rawConnection(db);
     s = {
       raw,
-      getReq: raw.prepare(`select ${REQUEST_COLUMNS} from request_series where res = ? and app_id = ? and service = ? and t = ?`).raw(true),
+      getReq: raw
+        .prepare(
+          `select ${REQUEST_COLUMNS} from request_series where res = ? and app_id = ? and service = ? and t = ?`,
+        )
+        .raw(true),
       // Arrays rather than objects: building an object per row is most of a range query's time.
-      rangeReq: raw.prepare(`select ${REQUEST_COLUMNS} from request_series where res = ? and app_id = ? and service = ? and t >= ? and t < ?`).raw(true),
+      rangeReq: raw
+        .prepare(
+          `select ${REQUEST_COLUMNS} from request_series where res = ? and app_id = ? and service = ? and t >= ? and t < ?`,
+        )
+        .raw(true),
       // One primary-key seek per service (a loose index scan): the app's services without reading its rows.
-      nextService: raw.prepare('select min(service) as s from request_series where res = ? and app_id = ? and service > ?').pluck(true),
-      putReq: raw.prepare('insert or replace into request_series (res, app_id, service, t, requests, errors_4xx, errors_5xx, bytes_out, hist) values (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      nextService: raw
+        .prepare('select min(service) as s from request_series where res = ? and app_id = ? and service > ?')
+        .pluck(true),
+      putReq: raw.prepare(
+        'insert or replace into request_series (res, app_id, service, t, requests, errors_4xx, errors_5xx, bytes_out, hist) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
       addVitals: raw.prepare(
         `insert into host_vitals (res, t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum)
          values (?, ?, 1, ?, ?, ?, ?, ?, ?)
@@ -111,15 +136,21 @@ function statements(db: Db): Statements {
  * the host-wide rows are app '' and service ''), at resolution `res` with `start <= t < end`.
  * Each service is one range of the primary key (res, app_id, service, t).
  */
-export function readRequestRows(db: Db, q: { res: Resolution; appId: string; service?: string; start: number; end: number }): StoredRequestRow[] {
+export function readRequestRows(
+  db: Db,
+  q: { res: Resolution; appId: string; service?: string; start: number; end: number },
+): StoredRequestRow[] {
   const s = statements(db);
-  if (q.service !== undefined) return s.rangeReq.all(q.res, q.appId, q.service, q.start, q.end) as StoredRequestRow[];
+  if (q.service !== undefined)
+    return s.rangeReq.all(q.res, q.appId, q.service, q.start, q.end) as StoredRequestRow[];
   const out: StoredRequestRow[] = [];
   let service: string | null = s.nextService.get(q.res, q.appId, '') as string | null;
   // The host-wide series has the empty service name, which `> ''` skips: read it first.
-  if (q.appId === '') for (const r of s.rangeReq.all(q.res, '', '', q.start, q.end) as StoredRequestRow[]) out.push(r);
+  if (q.appId === '')
+    for (const r of s.rangeReq.all(q.res, '', '', q.start, q.end) as StoredRequestRow[]) out.push(r);
   while (service !== null) {
-    for (const r of s.rangeReq.all(q.res, q.appId, service, q.start, q.end) as StoredRequestRow[]) out.push(r);
+    for (const r of s.rangeReq.all(q.res, q.appId, service, q.start, q.end) as StoredRequestRow[])
+      out.push(r);
     service = s.nextService.get(q.res, q.appId, service) as string | null;
   }
   return out;
@@ -163,7 +194,17 @@ export function addRequestBuckets(db: Db, items: readonly RequestRowWrite[], now
       const old = s.getReq.get(r.res, r.appId, r.service, r.t) as StoredRequestRow | undefined;
       const a = r.acc;
       if (old) addStoredRow(a, old);
-      s.putReq.run(r.res, r.appId, r.service, r.t, a.requests, a.errors4xx, a.errors5xx, a.bytes, encode(a.hist));
+      s.putReq.run(
+        r.res,
+        r.appId,
+        r.service,
+        r.t,
+        a.requests,
+        a.errors4xx,
+        a.errors5xx,
+        a.bytes,
+        encode(a.hist),
+      );
     }
   })();
   return rows.size;

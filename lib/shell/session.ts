@@ -18,7 +18,11 @@ export const SHELL_MAX_PER_OPERATOR = 4;
 export const SHELL_MAX_FRAME = 64 * 1024;
 const MAX_BUFFERED = 4 * 1024 * 1024;
 // bash when the image has it, else the POSIX shell every image with a shell has.
-const SHELL_CMD = ['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -l; else exec /bin/sh; fi'];
+const SHELL_CMD = [
+  '/bin/sh',
+  '-c',
+  'if command -v bash >/dev/null 2>&1; then exec bash -l; else exec /bin/sh; fi',
+];
 
 const open = new Map<string, number>();
 
@@ -42,14 +46,21 @@ export interface ShellTarget {
 }
 
 /** Checks before the upgrade (so refusals are plain HTTP answers): 404 off or unknown, 409 not running. */
-export async function prepareShell(env: Env, principal: Principal, appId: string, service: string): Promise<ShellTarget> {
+export async function prepareShell(
+  env: Env,
+  principal: Principal,
+  appId: string,
+  service: string,
+): Promise<ShellTarget> {
   if (!env.config.enableShell) throw new HttpError('not_found', 'No such route');
   const app = await getApp(env.db, appId);
   const containers = await listAppContainers(env.engine, app.name, { service });
   if (!containers.length) throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
   const running = containers.filter((c) => c.state === 'running').sort((a, b) => b.created - a.created)[0];
-  if (!running) throw new HttpError('conflict', `Service "${service}" of "${app.name}" is not running: start it first`);
-  if ((open.get(principal.user.id) ?? 0) >= SHELL_MAX_PER_OPERATOR) throw new HttpError('conflict', `At most ${SHELL_MAX_PER_OPERATOR} shells may be open per operator`);
+  if (!running)
+    throw new HttpError('conflict', `Service "${service}" of "${app.name}" is not running: start it first`);
+  if ((open.get(principal.user.id) ?? 0) >= SHELL_MAX_PER_OPERATOR)
+    throw new HttpError('conflict', `At most ${SHELL_MAX_PER_OPERATOR} shells may be open per operator`);
   return { appId: app.id, appName: app.name, service, containerId: running.id };
 }
 
@@ -67,7 +78,13 @@ export function span(seconds: number): string {
 
 type Finish = (code: number, reason: string) => void;
 
-export function runShell(env: Env, principal: Principal, ip: string, target: ShellTarget, ws: ShellSocket): ShellHandle {
+export function runShell(
+  env: Env,
+  principal: Principal,
+  ip: string,
+  target: ShellTarget,
+  ws: ShellSocket,
+): ShellHandle {
   let finish: Finish = () => {};
   const started = startShell(env, principal, ip, target, ws, (f) => (finish = f));
   started.catch((err) => {
@@ -78,7 +95,14 @@ export function runShell(env: Env, principal: Principal, ip: string, target: She
 }
 
 /** `expose` hands runShell the way to end this shell as soon as there is one (before the first await). */
-async function startShell(env: Env, principal: Principal, ip: string, target: ShellTarget, ws: ShellSocket, expose: (f: Finish) => void) {
+async function startShell(
+  env: Env,
+  principal: Principal,
+  ip: string,
+  target: ShellTarget,
+  ws: ShellSocket,
+  expose: (f: Finish) => void,
+) {
   const user = principal.user.id;
   open.set(user, (open.get(user) ?? 0) + 1);
   let bytesIn = 0;
@@ -111,7 +135,12 @@ async function startShell(env: Env, principal: Principal, ip: string, target: Sh
     stream?.end();
     stream?.destroy();
     if (ws.readyState === 1) ws.close(code, reason);
-    void audit('app.shell_closed', { bytes_in: bytesIn, bytes_out: bytesOut, seconds: Math.round((env.now() - startedAt) / 1000), reason });
+    void audit('app.shell_closed', {
+      bytes_in: bytesIn,
+      bytes_out: bytesOut,
+      seconds: Math.round((env.now() - startedAt) / 1000),
+      reason,
+    });
   };
   const touch = () => {
     if (idle) clearTimeout(idle);
@@ -122,7 +151,10 @@ async function startShell(env: Env, principal: Principal, ip: string, target: Sh
   expose(finish);
   // A shell kept busy (a `top`, a `tail -f`) never idles out; its life is bounded all the same.
   const maxSeconds = env.config.shellMaxSeconds;
-  lifetime = setTimeout(() => finish(1000, `open for ${span(maxSeconds)}, the longest a shell may stay open`), maxSeconds * 1000);
+  lifetime = setTimeout(
+    () => finish(1000, `open for ${span(maxSeconds)}, the longest a shell may stay open`),
+    maxSeconds * 1000,
+  );
   lifetime.unref();
   ws.on('close', () => finish(1000, 'client closed'));
   // Frames may arrive before the exec is ready: kept (bounded) and replayed in order.
@@ -139,7 +171,14 @@ async function startShell(env: Env, principal: Principal, ip: string, target: Sh
   let exec: Dockerode.Exec;
   try {
     exec = await guard(env.engine, () =>
-      env.engine.docker.getContainer(target.containerId).exec({ Cmd: SHELL_CMD, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, Env: ['TERM=xterm-256color'] }),
+      env.engine.docker.getContainer(target.containerId).exec({
+        Cmd: SHELL_CMD,
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: true,
+        Env: ['TERM=xterm-256color'],
+      }),
     );
     stream = (await exec.start({ hijack: true, stdin: true, Tty: true })) as unknown as Duplex;
   } catch (e) {
@@ -180,7 +219,8 @@ async function startShell(env: Env, principal: Principal, ip: string, target: Sh
     } catch {
       return;
     }
-    const dim = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 1000 ? v : null);
+    const dim = (v: unknown) =>
+      typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 1000 ? v : null;
     const rows = dim(msg?.rows);
     const cols = dim(msg?.cols);
     if (msg?.type === 'resize' && rows && cols) order = order.then(() => resizeExec(exec, rows, cols));

@@ -18,7 +18,14 @@ import type { AccessEntry } from '../traffic/parse.js';
 import type { AccessLogTailer } from '../traffic/tailer.js';
 import { hostKey } from '../series/requests.js';
 import { recordAudit } from '../audit/index.js';
-import { guard, listAppContainers, stackStart, stackStop, waitForCondition, type Engine } from '../docker/index.js';
+import {
+  guard,
+  listAppContainers,
+  stackStart,
+  stackStop,
+  waitForCondition,
+  type Engine,
+} from '../docker/index.js';
 import { healthGate, defaultProbeMode } from '../deploy/health.js';
 import { statsFrom } from '../deploy/streams.js';
 import { followRunning } from '../proxy/deploy.js';
@@ -95,7 +102,10 @@ export class Sleeper {
   start(tailer: Pick<AccessLogTailer, 'subscribe'>): void {
     if (this.timer) return;
     this.unsubscribe = tailer.subscribe(this.observe);
-    this.timer = setInterval(() => void this.check().catch((err) => this.env.log.warn({ err: String(err) }, 'idle check failed')), this.opts.intervalMs ?? 30_000);
+    this.timer = setInterval(
+      () => void this.check().catch((err) => this.env.log.warn({ err: String(err) }, 'idle check failed')),
+      this.opts.intervalMs ?? 30_000,
+    );
     this.timer.unref();
   }
 
@@ -128,7 +138,13 @@ export class Sleeper {
   private async runCheck(at: number): Promise<string[]> {
     // Without the proxy nothing could wake the app again.
     if (!this.env.edge.proxy.enabled) return [];
-    const rows = await this.env.db.selectFrom('apps').selectAll().where('sleep_after_minutes', 'is not', null).where('sleeping_at', 'is', null).where('deleting_at', 'is', null).execute();
+    const rows = await this.env.db
+      .selectFrom('apps')
+      .selectAll()
+      .where('sleep_after_minutes', 'is not', null)
+      .where('sleeping_at', 'is', null)
+      .where('deleting_at', 'is', null)
+      .execute();
     const slept: string[] = [];
     for (const row of rows) {
       const idleMs = row.sleep_after_minutes! * 60_000;
@@ -152,7 +168,11 @@ export class Sleeper {
     const app = await getApp(env.db, appId, { includePreview: true }).catch(() => null);
     if (!app || app.sleep_after_minutes === null || this.waking.has(appId)) return false;
     // Looked at again under the lock: a request or a deploy may have come meanwhile.
-    const row = await env.db.selectFrom('apps').select(['updated_at']).where('id', '=', appId).executeTakeFirst();
+    const row = await env.db
+      .selectFrom('apps')
+      .select(['updated_at'])
+      .where('id', '=', appId)
+      .executeTakeFirst();
     if (!row || at - this.lastActivity(appId, row.updated_at) < idleMs) return false;
     const status = await refreshAppStatus(env, app);
     if (!AWAKE_STATUSES.has(status)) return false;
@@ -167,7 +187,10 @@ export class Sleeper {
     const st = await env.edge.proxy.sync(`sleep ${app.name}`);
     if (!st.synced) {
       await setSleeping(env.db, appId, null);
-      env.log.warn({ app: app.name, error: st.error }, 'the proxy could not take the wake route; the app stays up');
+      env.log.warn(
+        { app: app.name, error: st.error },
+        'the proxy could not take the wake route; the app stays up',
+      );
       return false;
     }
     await stackStop(env.engine, app.name);
@@ -175,9 +198,19 @@ export class Sleeper {
     await refreshAppStatus(env, app);
     this.counts.sleeps++;
     const idleMinutes = app.sleep_after_minutes;
-    publishAppEvent(env.bus, { type: 'sleeping', app_id: appId, app: app.name, idle_minutes: idleMinutes, memory_bytes: memory, at: new Date(this.now()).toISOString() });
+    publishAppEvent(env.bus, {
+      type: 'sleeping',
+      app_id: appId,
+      app: app.name,
+      idle_minutes: idleMinutes,
+      memory_bytes: memory,
+      at: new Date(this.now()).toISOString(),
+    });
     await this.audit('app.sleeping', app, 200, { idle_minutes: idleMinutes, memory_bytes: memory });
-    env.log.info({ app: app.name, idle_minutes: idleMinutes, memory_bytes: memory }, 'app asleep after its idle time');
+    env.log.info(
+      { app: app.name, idle_minutes: idleMinutes, memory_bytes: memory },
+      'app asleep after its idle time',
+    );
     return true;
   }
 
@@ -199,34 +232,74 @@ export class Sleeper {
     if (!(await isSleeping(env.db, appId))) return;
     const t0 = Date.now();
     this.counts.wakes++;
-    publishAppEvent(env.bus, { type: 'waking', app_id: appId, app: app.name, at: new Date(this.now()).toISOString() });
+    publishAppEvent(env.bus, {
+      type: 'waking',
+      app_id: appId,
+      app: app.name,
+      at: new Date(this.now()).toISOString(),
+    });
     try {
       await stackStart(env.engine, app.name);
       const settings = await serviceSettings(env.db, appId);
       const deadline = t0 + env.config.wakeTimeoutSeconds * 1000;
       const running = (await listAppContainers(env.engine, app.name)).filter((c) => c.state === 'running');
       if (!running.length) throw new WakeError('no container of the app stayed up');
-      await Promise.all(running.map((c) => wakeGate(env.engine, c.id, c.service, settings.get(c.service) ?? { port: null, health_path: null }, deadline)));
+      await Promise.all(
+        running.map((c) =>
+          wakeGate(
+            env.engine,
+            c.id,
+            c.service,
+            settings.get(c.service) ?? { port: null, health_path: null },
+            deadline,
+          ),
+        ),
+      );
       // One load: routes to the started containers, and the wake route gone (the mark is cleared).
       await followRunning(env, app);
-      if (await isSleeping(env.db, appId)) throw new WakeError('the proxy did not take the routes to the started containers');
+      if (await isSleeping(env.db, appId))
+        throw new WakeError('the proxy did not take the routes to the started containers');
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
-      publishAppEvent(env.bus, { type: 'wake_failed', app_id: appId, app: app.name, error, at: new Date(this.now()).toISOString() });
+      publishAppEvent(env.bus, {
+        type: 'wake_failed',
+        app_id: appId,
+        app: app.name,
+        error,
+        at: new Date(this.now()).toISOString(),
+      });
       await this.audit('app.wake_failed', app, 503, { error });
       throw e instanceof WakeError ? e : new WakeError(error);
     }
     await refreshAppStatus(env, app);
     const ms = Date.now() - t0;
-    publishAppEvent(env.bus, { type: 'woken', app_id: appId, app: app.name, duration_ms: ms, at: new Date(this.now()).toISOString() });
+    publishAppEvent(env.bus, {
+      type: 'woken',
+      app_id: appId,
+      app: app.name,
+      duration_ms: ms,
+      at: new Date(this.now()).toISOString(),
+    });
     await this.audit('app.woken', app, 200, { duration_ms: ms });
     env.log.info({ app: app.name, duration_ms: ms }, 'app woken by a request');
   }
 
-  private async audit(event: string, app: Pick<App, 'id'>, outcome: number, detail: Record<string, unknown>): Promise<void> {
-    await recordAudit(this.env.db, { route: SETTING_ROUTE, actorType: 'system', actor: 'sleep', event, target: app.id, appId: app.id, outcome, detail }).catch((err) =>
-      this.env.log.warn({ err: String(err) }, 'audit entry not written'),
-    );
+  private async audit(
+    event: string,
+    app: Pick<App, 'id'>,
+    outcome: number,
+    detail: Record<string, unknown>,
+  ): Promise<void> {
+    await recordAudit(this.env.db, {
+      route: SETTING_ROUTE,
+      actorType: 'system',
+      actor: 'sleep',
+      event,
+      target: app.id,
+      appId: app.id,
+      outcome,
+      detail,
+    }).catch((err) => this.env.log.warn({ err: String(err) }, 'audit entry not written'));
   }
 }
 
@@ -236,7 +309,9 @@ export async function memoryOf(engine: Engine, ids: readonly string[]): Promise<
   for (const id of ids) {
     try {
       // one-shot: a single sample (no second one a second later for CPU rates).
-      const s = await guard(engine, () => engine.docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }));
+      const s = await guard(engine, () =>
+        engine.docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }),
+      );
       total += statsFrom(s as never).memory_bytes;
     } catch {
       return null;
@@ -250,13 +325,27 @@ export async function memoryOf(engine: Engine, ids: readonly string[]): Promise<
  * health_path (as a deploy's gate), else its port accepting a connection. A deploy's settle period
  * is not waited for: a request is waiting, and a container that fails shows in the app's status.
  */
-async function wakeGate(engine: Engine, id: string, service: string, s: { port: number | null; health_path: string | null }, deadline: number): Promise<void> {
+async function wakeGate(
+  engine: Engine,
+  id: string,
+  service: string,
+  s: { port: number | null; health_path: string | null },
+  deadline: number,
+): Promise<void> {
   const left = () => Math.max(1, deadline - Date.now());
   const info = await guard(engine, () => engine.docker.getContainer(id).inspect());
   const test = info.Config.Healthcheck?.Test;
-  if (test && test.length && test[0] !== 'NONE') return waitForCondition(engine, id, 'service_healthy', { timeoutMs: left(), pollMs: 100 });
+  if (test && test.length && test[0] !== 'NONE')
+    return waitForCondition(engine, id, 'service_healthy', { timeoutMs: left(), pollMs: 100 });
   if (s.health_path) {
-    await healthGate(engine, id, service, { timeoutMs: left(), settleMs: 0, port: s.port, healthPath: s.health_path, probe: defaultProbeMode(), log: () => {} });
+    await healthGate(engine, id, service, {
+      timeoutMs: left(),
+      settleMs: 0,
+      port: s.port,
+      healthPath: s.health_path,
+      probe: defaultProbeMode(),
+      log: () => {},
+    });
     return;
   }
   const port = s.port;
@@ -264,7 +353,8 @@ async function wakeGate(engine: Engine, id: string, service: string, s: { port: 
   if (!port || !ip) return;
   for (;;) {
     if (await accepts(ip, port)) return;
-    if (Date.now() > deadline) throw new WakeError(`${service}: port ${port} did not accept connections in time`);
+    if (Date.now() > deadline)
+      throw new WakeError(`${service}: port ${port} did not accept connections in time`);
     await pause(25);
   }
 }

@@ -163,10 +163,22 @@ export class TrafficMonitor {
   private readonly tripped: Record<AnomalyKind, number> = { request_spike: 0, error_surge: 0 };
 
   constructor(options: MonitorOptions = {}) {
-    this.windowSeconds = positiveInt('windowSeconds', options.windowSeconds ?? MONITOR_DEFAULTS.windowSeconds);
-    this.requestThreshold = positiveInt('requestThreshold', options.requestThreshold ?? MONITOR_DEFAULTS.requestThreshold);
-    this.errorThreshold = positiveInt('errorThreshold', options.errorThreshold ?? MONITOR_DEFAULTS.errorThreshold);
-    this.cooldownSeconds = positiveInt('cooldownSeconds', options.cooldownSeconds ?? MONITOR_DEFAULTS.cooldownSeconds);
+    this.windowSeconds = positiveInt(
+      'windowSeconds',
+      options.windowSeconds ?? MONITOR_DEFAULTS.windowSeconds,
+    );
+    this.requestThreshold = positiveInt(
+      'requestThreshold',
+      options.requestThreshold ?? MONITOR_DEFAULTS.requestThreshold,
+    );
+    this.errorThreshold = positiveInt(
+      'errorThreshold',
+      options.errorThreshold ?? MONITOR_DEFAULTS.errorThreshold,
+    );
+    this.cooldownSeconds = positiveInt(
+      'cooldownSeconds',
+      options.cooldownSeconds ?? MONITOR_DEFAULTS.cooldownSeconds,
+    );
     this.maxIps = positiveInt('maxIps', options.maxIps ?? MONITOR_DEFAULTS.maxIps);
     const width = Math.ceil(this.windowSeconds / MAX_BUCKETS);
     this.bucketMs = width * 1000;
@@ -252,7 +264,14 @@ export class TrafficMonitor {
     for (let i = 1; i <= RECENT_REQUESTS; i++) {
       const e = this.recent[mod(this.recentNext - i, RECENT_REQUESTS)];
       if (e === undefined) break;
-      recent.push({ at: new Date(e.at).toISOString(), ip: e.ip, host: e.host, method: e.method, path: e.path, status: e.status });
+      recent.push({
+        at: new Date(e.at).toISOString(),
+        ip: e.ip,
+        host: e.host,
+        method: e.method,
+        path: e.path,
+        status: e.status,
+      });
     }
     return {
       enabled: true,
@@ -347,7 +366,9 @@ export class TrafficMonitor {
       kind,
       count,
       window_seconds: this.windowSeconds,
-      detail: `${count} ${what} from ${ip} within ${this.windowSeconds}s (threshold ${limit})` + (allowlisted ? '; address is allowlisted, not notified' : ''),
+      detail:
+        `${count} ${what} from ${ip} within ${this.windowSeconds}s (threshold ${limit})` +
+        (allowlisted ? '; address is allowlisted, not notified' : ''),
       notified: !allowlisted,
     };
     this.tripped[kind]++;

@@ -114,7 +114,18 @@ export function parseAccessLine(line: string, fallbackAt = Date.now()): AccessEn
   const req = r.request;
   if (req === null || typeof req !== 'object') return null;
   const q = req as Record<string, unknown>;
-  return buildEntry(q.client_ip, q.remote_ip, r.status, r.ts, q.host, q.method, q.uri, r.size, r.duration, fallbackAt);
+  return buildEntry(
+    q.client_ip,
+    q.remote_ip,
+    r.status,
+    r.ts,
+    q.host,
+    q.method,
+    q.uri,
+    r.size,
+    r.duration,
+    fallbackAt,
+  );
 }
 
 /**

@@ -274,7 +274,16 @@ export class AccessLogTailer {
         this.opts.maxLineBytes,
       );
       this.error = undefined;
-      return { fh, dev: st.dev, ino: st.ino, offset, sig: Buffer.alloc(SIG_BYTES), sigLen: 0, sigOffset: 0, splitter };
+      return {
+        fh,
+        dev: st.dev,
+        ino: st.ino,
+        offset,
+        sig: Buffer.alloc(SIG_BYTES),
+        sigLen: 0,
+        sigOffset: 0,
+        splitter,
+      };
     } catch (e) {
       await fh.close().catch(() => {});
       this.error = errorText(e);

@@ -2,7 +2,10 @@
 // so percentiles read from a 1-hour row are the ones the 10-second rows would give together.
 
 /** Upper bounds in milliseconds (inclusive); one more bucket holds everything slower. */
-export const BOUNDS_MS: readonly number[] = [1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500, 10000, 15000, 30000, 60000];
+export const BOUNDS_MS: readonly number[] = [
+  1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500,
+  10000, 15000, 30000, 60000,
+];
 export const BUCKETS = BOUNDS_MS.length + 1;
 const BYTES = BUCKETS * 4;
 

@@ -4,4 +4,5 @@
 export const ROLES = ['owner', 'admin', 'deployer', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
-export const isRole = (v: unknown): v is Role => typeof v === 'string' && (ROLES as readonly string[]).includes(v);
+export const isRole = (v: unknown): v is Role =>
+  typeof v === 'string' && (ROLES as readonly string[]).includes(v);

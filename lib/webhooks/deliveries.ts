@@ -33,7 +33,12 @@ export interface DeliveryLogEntry {
   deployment_id: string | null;
 }
 
-export async function recordDelivery(db: Db, appId: string, d: DeliveryLogInput, now = Date.now()): Promise<void> {
+export async function recordDelivery(
+  db: Db,
+  appId: string,
+  d: DeliveryLogInput,
+  now = Date.now(),
+): Promise<void> {
   await db.transaction().execute(async (tx) => {
     await tx
       .insertInto('webhook_delivery_log')
@@ -58,12 +63,23 @@ export async function recordDelivery(db: Db, appId: string, d: DeliveryLogInput,
       .limit(1)
       .offset(DELIVERY_LOG_SIZE - 1)
       .executeTakeFirst();
-    if (keep) await tx.deleteFrom('webhook_delivery_log').where('app_id', '=', appId).where('id', '<', keep.id).execute();
+    if (keep)
+      await tx
+        .deleteFrom('webhook_delivery_log')
+        .where('app_id', '=', appId)
+        .where('id', '<', keep.id)
+        .execute();
   });
 }
 
 export async function listDeliveryLog(db: Db, appId: string): Promise<DeliveryLogEntry[]> {
-  const rows = await db.selectFrom('webhook_delivery_log').selectAll().where('app_id', '=', appId).orderBy('id', 'desc').limit(DELIVERY_LOG_SIZE).execute();
+  const rows = await db
+    .selectFrom('webhook_delivery_log')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .orderBy('id', 'desc')
+    .limit(DELIVERY_LOG_SIZE)
+    .execute();
   return rows.map((r) => ({
     id: String(r.id),
     at: r.at,

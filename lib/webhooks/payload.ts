@@ -31,7 +31,8 @@ export interface PushRef {
  */
 export type PushDelivery = { kind: 'push' } & PushRef & { also?: PushRef[] };
 
-export type ParsedDelivery = { kind: 'ping' } | PushDelivery | { kind: 'ignored'; reason: string } | { kind: 'invalid'; reason: string };
+export type ParsedDelivery =
+  { kind: 'ping' } | PushDelivery | { kind: 'ignored'; reason: string } | { kind: 'invalid'; reason: string };
 
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 const ZERO = /^0+$/;
@@ -68,7 +69,8 @@ export function parsePushEvent(provider: Provider, event: string, body: Uint8Arr
 function githubStyle(forge: 'github' | 'gitea', event: string, body: Uint8Array): ParsedDelivery {
   if (forge === 'github' && event === 'ping') return { kind: 'ping' };
   if (event === 'delete') return deletion(json(body));
-  if (event === 'create') return { kind: 'ignored', reason: 'create event (the push event for the same ref deploys)' };
+  if (event === 'create')
+    return { kind: 'ignored', reason: 'create event (the push event for the same ref deploys)' };
   if (event !== 'push') return { kind: 'ignored', reason: `event "${event}" is not a push` };
   const p = json(body);
   const head = obj(p.head_commit);
@@ -91,7 +93,8 @@ function gitlab(event: string, body: Uint8Array): ParsedDelivery {
   const p = json(body);
   if (p.object_kind !== kind) throw new Invalid(`object_kind does not match the "${event}" event`);
   const ref = str(p.ref, 'ref');
-  if ((kind === 'tag_push') !== ref.startsWith('refs/tags/')) throw new Invalid(`${kind} of a ref that is not a ${kind === 'tag_push' ? 'tag' : 'branch'}`);
+  if ((kind === 'tag_push') !== ref.startsWith('refs/tags/'))
+    throw new Invalid(`${kind} of a ref that is not a ${kind === 'tag_push' ? 'tag' : 'branch'}`);
   const commits = Array.isArray(p.commits) ? p.commits : [];
   const head = commits.map(obj).find((c) => c && c.id === p.after);
   return fromRef(ref, {
@@ -128,7 +131,13 @@ function bitbucket(event: string, body: Uint8Array): ParsedDelivery {
       if (!type) return null; // bookmarks (Mercurial) and other kinds: not ours
       const name = str(side.name, 'name');
       const target = obj(side.target);
-      return refOf(type, name, next ? { after: target?.hash, before: obj(prev?.target)?.hash, deleted: false, message: target?.message } : { after: null, deleted: true });
+      return refOf(
+        type,
+        name,
+        next
+          ? { after: target?.hash, before: obj(prev?.target)?.hash, deleted: false, message: target?.message }
+          : { after: null, deleted: true },
+      );
     })
     .filter((r: PushRef | null): r is PushRef => r !== null);
   return several(refs);
@@ -196,7 +205,8 @@ function refOf(type: 'branch' | 'tag', name: string, info: RefInfo): PushRef {
   let after: string | null = null;
   let deleted = info.deleted;
   if (info.after !== null && info.after !== undefined) {
-    if (typeof info.after !== 'string' || !(SHA.test(info.after) || ZERO.test(info.after))) throw new Invalid('after is not a commit id');
+    if (typeof info.after !== 'string' || !(SHA.test(info.after) || ZERO.test(info.after)))
+      throw new Invalid('after is not a commit id');
     if (ZERO.test(info.after)) deleted = true;
     else after = info.after;
   } else if (!deleted) {
@@ -206,7 +216,8 @@ function refOf(type: 'branch' | 'tag', name: string, info: RefInfo): PushRef {
   if (typeof info.peeled === 'string' && SHA.test(info.peeled)) after = info.peeled;
   const out: PushRef = { ref_type: type, name, ref, after, deleted: false };
   // Only for telling ref updates apart: an odd value is dropped rather than refused.
-  if (typeof info.before === 'string' && SHA.test(info.before) && !ZERO.test(info.before)) out.before = info.before;
+  if (typeof info.before === 'string' && SHA.test(info.before) && !ZERO.test(info.before))
+    out.before = info.before;
   const subject = subjectOf(info.message);
   if (subject) out.head_subject = subject;
   return out;

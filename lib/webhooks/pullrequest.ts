@@ -31,7 +31,8 @@ export interface PullRequest {
   repo_url: string | null;
 }
 
-export type ParsedPullRequest = PullRequest | { kind: 'ignored'; reason: string } | { kind: 'invalid'; reason: string };
+export type ParsedPullRequest =
+  PullRequest | { kind: 'ignored'; reason: string } | { kind: 'invalid'; reason: string };
 
 /** Whether an event of this provider is a pull/merge request event (then parsePullRequest reads it). */
 export function isPullRequestEvent(provider: Provider, event: string): boolean {
@@ -77,7 +78,12 @@ function githubStyle(event: string, p: Record<string, unknown>): ParsedPullReque
   const action = typeof p.action === 'string' ? p.action : '';
   const pr = obj(p.pull_request);
   if (!pr) throw new Invalid('pull_request is missing');
-  const verb = event === 'pull_request_sync' || DEPLOY_GITHUB.has(action) ? 'deploy' : action === 'closed' ? 'remove' : null;
+  const verb =
+    event === 'pull_request_sync' || DEPLOY_GITHUB.has(action)
+      ? 'deploy'
+      : action === 'closed'
+        ? 'remove'
+        : null;
   if (!verb) return { kind: 'ignored', reason: `pull request action "${action}" changes no preview` };
   const head = obj(pr.head);
   const base = obj(pr.base);
@@ -86,7 +92,16 @@ function githubStyle(event: string, p: Record<string, unknown>): ParsedPullReque
   const baseRepo = obj(base.repo) ?? obj(p.repository);
   // A head repository that is gone (a deleted fork) or named differently is a fork.
   const fork = !headRepo || !baseRepo || headRepo.full_name !== baseRepo.full_name;
-  return make(verb, p.number ?? pr.number, pr.title, head.ref, head.sha, base.ref, fork, fork && headRepo ? headRepo.clone_url : null);
+  return make(
+    verb,
+    p.number ?? pr.number,
+    pr.title,
+    head.ref,
+    head.sha,
+    base.ref,
+    fork,
+    fork && headRepo ? headRepo.clone_url : null,
+  );
 }
 
 function gitlab(p: Record<string, unknown>): ParsedPullRequest {
@@ -94,17 +109,38 @@ function gitlab(p: Record<string, unknown>): ParsedPullRequest {
   const a = obj(p.object_attributes);
   if (!a) throw new Invalid('object_attributes is missing');
   const action = typeof a.action === 'string' ? a.action : '';
-  const verb = action === 'open' || action === 'reopen' || action === 'update' ? 'deploy' : action === 'close' || action === 'merge' ? 'remove' : null;
-  if (!verb) return { kind: 'ignored', reason: `merge request action "${action || 'none'}" changes no preview` };
+  const verb =
+    action === 'open' || action === 'reopen' || action === 'update'
+      ? 'deploy'
+      : action === 'close' || action === 'merge'
+        ? 'remove'
+        : null;
+  if (!verb)
+    return { kind: 'ignored', reason: `merge request action "${action || 'none'}" changes no preview` };
   // An update that moved no commit (a title or label change) carries no `oldrev`: nothing to rebuild.
-  if (action === 'update' && typeof a.oldrev !== 'string') return { kind: 'ignored', reason: 'merge request updated without new commits' };
+  if (action === 'update' && typeof a.oldrev !== 'string')
+    return { kind: 'ignored', reason: 'merge request updated without new commits' };
   const fork = a.source_project_id !== a.target_project_id;
-  return make(verb, a.iid, a.title, a.source_branch, obj(a.last_commit)?.id, a.target_branch, fork, fork ? obj(a.source)?.git_http_url : null);
+  return make(
+    verb,
+    a.iid,
+    a.title,
+    a.source_branch,
+    obj(a.last_commit)?.id,
+    a.target_branch,
+    fork,
+    fork ? obj(a.source)?.git_http_url : null,
+  );
 }
 
 function bitbucket(event: string, p: Record<string, unknown>): ParsedPullRequest {
   const what = event.slice('pullrequest:'.length);
-  const verb = what === 'created' || what === 'updated' ? 'deploy' : what === 'fulfilled' || what === 'rejected' ? 'remove' : null;
+  const verb =
+    what === 'created' || what === 'updated'
+      ? 'deploy'
+      : what === 'fulfilled' || what === 'rejected'
+        ? 'remove'
+        : null;
   if (!verb) return { kind: 'ignored', reason: `pull request event "${event}" changes no preview` };
   const pr = obj(p.pullrequest);
   if (!pr) throw new Invalid('pullrequest is missing');
@@ -116,16 +152,36 @@ function bitbucket(event: string, p: Record<string, unknown>): ParsedPullRequest
   const fork = !srcRepo || !dstRepo || srcRepo.full_name !== dstRepo.full_name;
   // Bitbucket names a fork by its web page; its clone URL is that page's address with .git.
   const html = obj(obj(srcRepo?.links)?.html)?.href;
-  return make(verb, pr.id, pr.title, obj(source.branch)?.name, obj(source.commit)?.hash, obj(dest.branch)?.name, fork, fork && typeof html === 'string' ? `${html}.git` : null);
+  return make(
+    verb,
+    pr.id,
+    pr.title,
+    obj(source.branch)?.name,
+    obj(source.commit)?.hash,
+    obj(dest.branch)?.name,
+    fork,
+    fork && typeof html === 'string' ? `${html}.git` : null,
+  );
 }
 
-function make(action: 'deploy' | 'remove', number: unknown, title: unknown, branch: unknown, commit: unknown, target: unknown, fork: boolean, repoUrl: unknown): PullRequest {
-  if (typeof number !== 'number' || !Number.isInteger(number) || number < 1 || number > 999_999_999) throw new Invalid('the pull request number is missing');
+function make(
+  action: 'deploy' | 'remove',
+  number: unknown,
+  title: unknown,
+  branch: unknown,
+  commit: unknown,
+  target: unknown,
+  fork: boolean,
+  repoUrl: unknown,
+): PullRequest {
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < 1 || number > 999_999_999)
+    throw new Invalid('the pull request number is missing');
   const b = refName(branch, 'head branch');
   const t = refName(target, 'target branch');
   let sha: string | null = null;
   if (commit !== undefined && commit !== null) {
-    if (typeof commit !== 'string' || !/^[0-9a-f]{7,64}$/.test(commit)) throw new Invalid('the head commit is not a commit id');
+    if (typeof commit !== 'string' || !/^[0-9a-f]{7,64}$/.test(commit))
+      throw new Invalid('the head commit is not a commit id');
     sha = commit;
   }
   let repo: string | null = null;
@@ -134,7 +190,17 @@ function make(action: 'deploy' | 'remove', number: unknown, title: unknown, bran
     if (!v.ok) throw new Invalid(`the fork's repository: ${v.reason}`);
     repo = repoUrl;
   }
-  return { kind: 'pull_request', action, number, title: cleanTitle(title), branch: b, commit: sha, target: t, fork, repo_url: repo };
+  return {
+    kind: 'pull_request',
+    action,
+    number,
+    title: cleanTitle(title),
+    branch: b,
+    commit: sha,
+    target: t,
+    fork,
+    repo_url: repo,
+  };
 }
 
 function refName(v: unknown, what: string): string {

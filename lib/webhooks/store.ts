@@ -19,17 +19,29 @@ export const MAX_PUSHES_PER_APP = 1000;
 export const MAX_TRIGGERS = 50;
 
 export async function webhookSecret(db: Db, sealer: Sealer, appId: string): Promise<string | null> {
-  const row = await db.selectFrom('app_webhooks').select('secret_sealed').where('app_id', '=', appId).executeTakeFirst();
+  const row = await db
+    .selectFrom('app_webhooks')
+    .select('secret_sealed')
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   if (!row || !sealer.available) return null;
   return sealer.open(row.secret_sealed, webhookBinding(appId));
 }
 
 export async function hasWebhookSecret(db: Db, appId: string): Promise<boolean> {
-  return (await db.selectFrom('app_webhooks').select('app_id').where('app_id', '=', appId).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('app_webhooks').select('app_id').where('app_id', '=', appId).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /** A new secret replaces the old at once; the caller shows it once and never again. */
-export async function rotateWebhookSecret(db: Db, sealer: Sealer, appId: string, now = Date.now()): Promise<string> {
+export async function rotateWebhookSecret(
+  db: Db,
+  sealer: Sealer,
+  appId: string,
+  now = Date.now(),
+): Promise<string> {
   requireSealer(sealer);
   const secret = randomToken(32);
   const sealed = sealer.seal(secret, webhookBinding(appId));
@@ -47,7 +59,12 @@ export async function removeWebhookSecret(db: Db, appId: string): Promise<boolea
 }
 
 /** True when this delivery id was already seen for the app within the window (and records it). */
-export async function deliverySeen(db: Db, appId: string, deliveryId: string, now = Date.now()): Promise<boolean> {
+export async function deliverySeen(
+  db: Db,
+  appId: string,
+  deliveryId: string,
+  now = Date.now(),
+): Promise<boolean> {
   const cutoff = nowIso(now - DELIVERY_RETENTION_MS);
   await db.deleteFrom('webhook_deliveries').where('received_at', '<', cutoff).execute();
   const r = await db
@@ -65,7 +82,11 @@ export async function deliverySeen(db: Db, appId: string, deliveryId: string, no
 
 /** Lets the forge's retry through when queueing the delivery failed. */
 export async function forgetDelivery(db: Db, appId: string, deliveryId: string): Promise<void> {
-  await db.deleteFrom('webhook_deliveries').where('app_id', '=', appId).where('delivery_id', '=', deliveryId).execute();
+  await db
+    .deleteFrom('webhook_deliveries')
+    .where('app_id', '=', appId)
+    .where('delivery_id', '=', deliveryId)
+    .execute();
 }
 
 /** One ref update as the forge signed it: full ref, previous commit ('' for a new ref), new commit. */
@@ -93,15 +114,27 @@ export async function recordPush(db: Db, appId: string, key: PushKey, now = Date
 }
 
 export async function forgetPush(db: Db, appId: string, key: PushKey): Promise<void> {
-  await db.deleteFrom('webhook_pushes').where('app_id', '=', appId).where('ref', '=', key.ref).where('old_sha', '=', key.old).where('new_sha', '=', key.new).execute();
+  await db
+    .deleteFrom('webhook_pushes')
+    .where('app_id', '=', appId)
+    .where('ref', '=', key.ref)
+    .where('old_sha', '=', key.old)
+    .where('new_sha', '=', key.new)
+    .execute();
 }
 
 /**
  * Why a push of `commit` to `ref` (a branch or tag name) must not deploy: the same commit of that
  * ref is already queued or running, or is what the app serves now. null when it may deploy.
  */
-export async function alreadyDeploying(db: Db, appId: string, ref: string, commit: string): Promise<string | null> {
-  const sameCommit = (eb: ExpressionBuilder<Database, 'deployments'>) => eb.or([eb('commit_wanted', '=', commit), eb('commit_sha', '=', commit)]);
+export async function alreadyDeploying(
+  db: Db,
+  appId: string,
+  ref: string,
+  commit: string,
+): Promise<string | null> {
+  const sameCommit = (eb: ExpressionBuilder<Database, 'deployments'>) =>
+    eb.or([eb('commit_wanted', '=', commit), eb('commit_sha', '=', commit)]);
   const active = await db
     .selectFrom('deployments')
     .select(['id', 'status'])
@@ -110,7 +143,8 @@ export async function alreadyDeploying(db: Db, appId: string, ref: string, commi
     .where('ref', '=', ref)
     .where(sameCommit)
     .executeTakeFirst();
-  if (active) return `commit ${commit.slice(0, 12)} of ${ref} is already ${active.status === 'queued' ? 'queued' : 'being deployed'} (deployment ${active.id})`;
+  if (active)
+    return `commit ${commit.slice(0, 12)} of ${ref} is already ${active.status === 'queued' ? 'queued' : 'being deployed'} (deployment ${active.id})`;
   // The app serves what its latest succeeded deployment deployed.
   const live = await db
     .selectFrom('deployments')
@@ -121,7 +155,8 @@ export async function alreadyDeploying(db: Db, appId: string, ref: string, commi
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  if (live && live.ref === ref && (live.commit_sha === commit || live.commit_wanted === commit)) return `commit ${commit.slice(0, 12)} of ${ref} is already live (deployment ${live.id})`;
+  if (live && live.ref === ref && (live.commit_sha === commit || live.commit_wanted === commit))
+    return `commit ${commit.slice(0, 12)} of ${ref} is already live (deployment ${live.id})`;
   return null;
 }
 
@@ -133,16 +168,41 @@ export interface TriggerView {
 }
 
 export async function listTriggers(db: Db, appId: string): Promise<TriggerView[]> {
-  const rows = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).orderBy('created_at').execute();
-  return rows.map((r) => ({ id: r.id, event: r.event as 'push' | 'tag' | 'pull_request', pattern: r.pattern, enabled: r.enabled === 1 }));
+  const rows = await db
+    .selectFrom('app_triggers')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .orderBy('created_at')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    event: r.event as 'push' | 'tag' | 'pull_request',
+    pattern: r.pattern,
+    enabled: r.enabled === 1,
+  }));
 }
 
-export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'tag' | 'pull_request'; pattern: string; enabled?: boolean }, now = Date.now()): Promise<TriggerView> {
+export async function addTrigger(
+  db: Db,
+  appId: string,
+  t: { event: 'push' | 'tag' | 'pull_request'; pattern: string; enabled?: boolean },
+  now = Date.now(),
+): Promise<TriggerView> {
   const v = validatePattern(t.pattern);
   if (!v.ok) throw badRequest(`Invalid pattern: ${v.reason}`, [{ field: 'pattern', message: v.reason }]);
   const count = (await listTriggers(db, appId)).length;
-  if (count >= MAX_TRIGGERS) throw badRequest(`At most ${MAX_TRIGGERS} triggers per app`, [{ field: 'pattern', message: 'too many triggers' }]);
-  const row = { id: newId(now), app_id: appId, event: t.event, pattern: t.pattern, enabled: t.enabled === false ? 0 : 1, created_at: nowIso(now) };
+  if (count >= MAX_TRIGGERS)
+    throw badRequest(`At most ${MAX_TRIGGERS} triggers per app`, [
+      { field: 'pattern', message: 'too many triggers' },
+    ]);
+  const row = {
+    id: newId(now),
+    app_id: appId,
+    event: t.event,
+    pattern: t.pattern,
+    enabled: t.enabled === false ? 0 : 1,
+    created_at: nowIso(now),
+  };
   await db.insertInto('app_triggers').values(row).execute();
   return { id: row.id, event: t.event, pattern: t.pattern, enabled: row.enabled === 1 };
 }
@@ -150,7 +210,12 @@ export async function addTrigger(db: Db, appId: string, t: { event: 'push' | 'ta
 export type TriggerPatch = Partial<Pick<TriggerView, 'event' | 'pattern' | 'enabled'>>;
 
 /** Changes a rule in place (pausing one keeps its id and pattern); null when the app has no such rule. */
-export async function updateTrigger(db: Db, appId: string, id: string, patch: TriggerPatch): Promise<TriggerView | null> {
+export async function updateTrigger(
+  db: Db,
+  appId: string,
+  id: string,
+  patch: TriggerPatch,
+): Promise<TriggerView | null> {
   if (patch.pattern !== undefined) {
     const v = validatePattern(patch.pattern);
     if (!v.ok) throw badRequest(`Invalid pattern: ${v.reason}`, [{ field: 'pattern', message: v.reason }]);
@@ -159,13 +224,30 @@ export async function updateTrigger(db: Db, appId: string, id: string, patch: Tr
   if (patch.event !== undefined) set.event = patch.event;
   if (patch.pattern !== undefined) set.pattern = patch.pattern;
   if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
-  if (Object.keys(set).length) await db.updateTable('app_triggers').set(set).where('app_id', '=', appId).where('id', '=', id).execute();
-  const r = await db.selectFrom('app_triggers').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
-  return r ? { id: r.id, event: r.event as 'push' | 'tag' | 'pull_request', pattern: r.pattern, enabled: r.enabled === 1 } : null;
+  if (Object.keys(set).length)
+    await db.updateTable('app_triggers').set(set).where('app_id', '=', appId).where('id', '=', id).execute();
+  const r = await db
+    .selectFrom('app_triggers')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return r
+    ? {
+        id: r.id,
+        event: r.event as 'push' | 'tag' | 'pull_request',
+        pattern: r.pattern,
+        enabled: r.enabled === 1,
+      }
+    : null;
 }
 
 export async function removeTrigger(db: Db, appId: string, id: string): Promise<boolean> {
-  const r = await db.deleteFrom('app_triggers').where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .deleteFrom('app_triggers')
+    .where('app_id', '=', appId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
@@ -176,7 +258,11 @@ export const PROVIDERS = ['github', 'gitea', 'forgejo', 'gitlab', 'bitbucket'] a
  * is whatever the client sent, and an operator pasting a URL built from it would send the forge's
  * deliveries (and signatures) there.
  */
-export async function webhookInfo(db: Db, config: { publicUrl: string | null; controlDomain: string | null }, appId: string) {
+export async function webhookInfo(
+  db: Db,
+  config: { publicUrl: string | null; controlDomain: string | null },
+  appId: string,
+) {
   const path = `/webhooks/${appId}`;
   const base = config.publicUrl ?? (config.controlDomain ? `https://${config.controlDomain}` : null);
   const secret_set = await hasWebhookSecret(db, appId);

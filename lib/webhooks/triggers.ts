@@ -16,7 +16,9 @@ export interface TriggerRule {
   enabled: boolean;
 }
 
-export type TriggerMatch = { deploy: true; ref: string; trigger: 'push' | 'tag'; commit: string | null; pattern: string | null } | { deploy: false; reason: string };
+export type TriggerMatch =
+  | { deploy: true; ref: string; trigger: 'push' | 'tag'; commit: string | null; pattern: string | null }
+  | { deploy: false; reason: string };
 
 export const MAX_PATTERN = 255;
 
@@ -27,8 +29,10 @@ const GLOB_OPTIONS: Picomatch.PicomatchOptions = { dot: true, nocase: false, max
 
 export function validatePattern(pattern: unknown): { ok: true } | { ok: false; reason: string } {
   if (typeof pattern !== 'string' || pattern.length === 0) return { ok: false, reason: 'pattern is empty' };
-  if (pattern.length > MAX_PATTERN) return { ok: false, reason: `pattern is longer than ${MAX_PATTERN} characters` };
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(pattern)) return { ok: false, reason: 'pattern contains control characters' };
+  if (pattern.length > MAX_PATTERN)
+    return { ok: false, reason: `pattern is longer than ${MAX_PATTERN} characters` };
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(pattern))
+    return { ok: false, reason: 'pattern contains control characters' };
   if (pattern.trim() !== pattern) return { ok: false, reason: 'pattern starts or ends with whitespace' };
   try {
     picomatch().makeRe(pattern, GLOB_OPTIONS);
@@ -38,7 +42,11 @@ export function validatePattern(pattern: unknown): { ok: true } | { ok: false; r
   return { ok: true };
 }
 
-export function matchTriggers(rules: readonly TriggerRule[], push: PushRef & { also?: PushRef[] }, defaultBranch: string): TriggerMatch {
+export function matchTriggers(
+  rules: readonly TriggerRule[],
+  push: PushRef & { also?: PushRef[] },
+  defaultBranch: string,
+): TriggerMatch {
   // Bitbucket can put several refs in one delivery: the first that deploys wins, and when none
   // does, the reason given is the leading ref's.
   const first = matchOne(rules, push, defaultBranch);
@@ -52,16 +60,23 @@ export function matchTriggers(rules: readonly TriggerRule[], push: PushRef & { a
 
 function matchOne(rules: readonly TriggerRule[], push: PushRef, defaultBranch: string): TriggerMatch {
   const what = push.ref_type === 'branch' ? 'branch' : 'tag';
-  if (push.deleted || push.after === null) return { deploy: false, reason: `${what} "${push.name}" was deleted` };
+  if (push.deleted || push.after === null)
+    return { deploy: false, reason: `${what} "${push.name}" was deleted` };
   // pull_request rules say which target branches get previews (matchPreviewTarget), not what deploys.
-  const enabled = rules.filter((r) => r.enabled && r.event !== 'pull_request' && validatePattern(r.pattern).ok);
+  const enabled = rules.filter(
+    (r) => r.enabled && r.event !== 'pull_request' && validatePattern(r.pattern).ok,
+  );
   const trigger = push.ref_type === 'branch' ? 'push' : 'tag';
   if (enabled.length === 0) {
-    if (push.ref_type === 'tag') return { deploy: false, reason: `tag "${push.name}": tags deploy only with a tag rule` };
-    if (push.name !== defaultBranch) return { deploy: false, reason: `branch "${push.name}" is not the app's branch "${defaultBranch}"` };
+    if (push.ref_type === 'tag')
+      return { deploy: false, reason: `tag "${push.name}": tags deploy only with a tag rule` };
+    if (push.name !== defaultBranch)
+      return { deploy: false, reason: `branch "${push.name}" is not the app's branch "${defaultBranch}"` };
     return { deploy: true, ref: push.name, trigger, commit: push.after, pattern: null };
   }
-  const hit = enabled.find((r) => r.event === trigger && picomatch().isMatch(push.name, r.pattern, GLOB_OPTIONS));
+  const hit = enabled.find(
+    (r) => r.event === trigger && picomatch().isMatch(push.name, r.pattern, GLOB_OPTIONS),
+  );
   if (!hit) return { deploy: false, reason: `no enabled ${trigger} rule matches ${what} "${push.name}"` };
   return { deploy: true, ref: push.name, trigger, commit: push.after, pattern: hit.pattern };
 }
@@ -70,8 +85,14 @@ function matchOne(rules: readonly TriggerRule[], push: PushRef, defaultBranch: s
  * Whether a pull request into `target` gets a preview: with no enabled pull_request rule, every
  * target branch does; with some, one of them must match the target branch's name.
  */
-export function matchPreviewTarget(rules: readonly TriggerRule[], target: string): { ok: true } | { ok: false; reason: string } {
-  const enabled = rules.filter((r) => r.enabled && r.event === 'pull_request' && validatePattern(r.pattern).ok);
-  if (enabled.length === 0 || enabled.some((r) => picomatch().isMatch(target, r.pattern, GLOB_OPTIONS))) return { ok: true };
+export function matchPreviewTarget(
+  rules: readonly TriggerRule[],
+  target: string,
+): { ok: true } | { ok: false; reason: string } {
+  const enabled = rules.filter(
+    (r) => r.enabled && r.event === 'pull_request' && validatePattern(r.pattern).ok,
+  );
+  if (enabled.length === 0 || enabled.some((r) => picomatch().isMatch(target, r.pattern, GLOB_OPTIONS)))
+    return { ok: true };
   return { ok: false, reason: `no enabled pull_request rule matches target branch "${target}"` };
 }

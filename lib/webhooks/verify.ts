@@ -39,7 +39,13 @@ const NO_SECRET_KEY = 'svc: no webhook secret configured';
  * than one of those three (after the Gitea case is taken out) is refused as ambiguous.
  */
 export function detectProvider(h: HeadersLike): Provider | null {
-  if (has(h, 'x-forgejo-event') || has(h, 'x-forgejo-signature') || has(h, 'x-gitea-event') || has(h, 'x-gitea-signature')) return 'gitea';
+  if (
+    has(h, 'x-forgejo-event') ||
+    has(h, 'x-forgejo-signature') ||
+    has(h, 'x-gitea-event') ||
+    has(h, 'x-gitea-signature')
+  )
+    return 'gitea';
   const claims: Provider[] = [];
   if (has(h, 'x-gitlab-event') || has(h, 'x-gitlab-token')) claims.push('gitlab');
   if (has(h, 'x-github-event')) claims.push('github');
@@ -47,7 +53,11 @@ export function detectProvider(h: HeadersLike): Provider | null {
   return claims.length === 1 ? claims[0]! : null;
 }
 
-export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; secret: string | null }): Verified | Rejected {
+export function verifyDelivery(input: {
+  headers: HeadersLike;
+  body: Uint8Array;
+  secret: string | null;
+}): Verified | Rejected {
   const { headers: h, body } = input;
   const secret = input.secret && input.secret.length > 0 ? input.secret : null;
   const provider = detectProvider(h);
@@ -94,7 +104,9 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
       // which is exactly what duplicate detection wants; older versions only X-Gitlab-Event-UUID.
       hmacHex(NO_SECRET_KEY, body);
       if (!token.ok || !event.ok || !uuid.ok || !key.ok) return REJECTED;
-      return safeEqual(token.value, secret) ? accept(provider, event.value, key.value ?? uuid.value) : REJECTED;
+      return safeEqual(token.value, secret)
+        ? accept(provider, event.value, key.value ?? uuid.value)
+        : REJECTED;
     }
   }
 }
@@ -105,8 +117,14 @@ export function verifyDelivery(input: { headers: HeadersLike; body: Uint8Array; 
  */
 export function claimedSender(h: HeadersLike): { provider: Provider | null; event: string | null } {
   const provider = detectProvider(h);
-  const header = { gitea: ['x-forgejo-event', 'x-gitea-event'], github: ['x-github-event'], gitlab: ['x-gitlab-event'], bitbucket: ['x-event-key'] };
-  const event = provider === null ? null : (header[provider].map((n) => h.get(n)).find((v) => v !== null) ?? null);
+  const header = {
+    gitea: ['x-forgejo-event', 'x-gitea-event'],
+    github: ['x-github-event'],
+    gitlab: ['x-gitlab-event'],
+    bitbucket: ['x-event-key'],
+  };
+  const event =
+    provider === null ? null : (header[provider].map((n) => h.get(n)).find((v) => v !== null) ?? null);
   return { provider, event: event !== null && EVENT.test(event) ? event : null };
 }
 

@@ -17,7 +17,11 @@ export async function needChromium(t: Pick<TestContext, 'name' | 'skip'>): Promi
     await access(CHROMIUM, constants.X_OK);
     return true;
   } catch {
-    return missing(t, `chromium is not installed at ${CHROMIUM} (apt-get install chromium)`, 'SVC_REQUIRE_CHROMIUM');
+    return missing(
+      t,
+      `chromium is not installed at ${CHROMIUM} (apt-get install chromium)`,
+      'SVC_REQUIRE_CHROMIUM',
+    );
   }
 }
 
@@ -33,7 +37,10 @@ export async function launchChromium(): Promise<Browser> {
 /** Full-page screenshot to test-artifacts/screenshots/<name>.png (kept by CI). */
 export async function shot(page: Page, name: string): Promise<void> {
   await mkdir(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name.replace(/[^a-z0-9-]+/gi, '-')}.png`), fullPage: true });
+  await page.screenshot({
+    path: join(SCREENSHOTS, `${name.replace(/[^a-z0-9-]+/gi, '-')}.png`),
+    fullPage: true,
+  });
 }
 
 /** Runs a browser test body; on failure saves a screenshot named after the test, then rethrows. */

@@ -23,7 +23,9 @@ export function componentRequired(override?: string, env: NodeJS.ProcessEnv = pr
  */
 export function missing(t: Pick<TestContext, 'name' | 'skip'>, problem: string, override?: string): false {
   if (componentRequired(override)) {
-    throw new Error(`${problem}, and CI requires it (CI=${JSON.stringify(process.env.CI ?? '')}${override ? `, ${override}=${JSON.stringify(process.env[override] ?? '')}` : ''})`);
+    throw new Error(
+      `${problem}, and CI requires it (CI=${JSON.stringify(process.env.CI ?? '')}${override ? `, ${override}=${JSON.stringify(process.env[override] ?? '')}` : ''})`,
+    );
   }
   console.error(`\n*** SKIPPING ${t.name}: ${problem} ***\n`);
   t.skip(problem);

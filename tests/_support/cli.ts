@@ -3,7 +3,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { poll } from './wait.js';
-import { SERVE_NODE_OPTIONS } from '../../lib/install/texts.js';
+import { SERVE_NODE_OPTIONS } from '#lib/install/texts.js';
 
 export const CLI = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
 
@@ -49,7 +49,12 @@ export async function serve(vars: Record<string, string>, timeoutMs = 60_000): P
   let code: number | null | undefined;
   void exited.then((c) => (code = c));
   const listening = await Promise.race([
-    poll('svc serve to listen', () => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('listening')), timeoutMs, 20),
+    poll(
+      'svc serve to listen',
+      () => lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('listening')),
+      timeoutMs,
+      20,
+    ),
     exited.then((c) => {
       throw new Error(`svc serve exited with ${c}: ${stderr.join('\n')}`);
     }),
@@ -71,22 +76,51 @@ export async function serve(vars: Record<string, string>, timeoutMs = 60_000): P
 }
 
 /** `svc serve` that is expected to refuse to boot: its exit code and what it printed. */
-export async function serveFails(vars: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; stderr: string; stdout: string }> {
+export async function serveFails(
+  vars: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, 'serve'], { env: cleanEnv({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', ...vars }), timeout: timeoutMs }, (err, stdout, stderr) => {
-      if (!err) return reject(new Error('svc serve exited 0'));
-      if ((err as { killed?: boolean }).killed) return reject(new Error(`svc serve did not stop within ${timeoutMs} ms; it printed: ${stdout}${stderr}`));
-      resolve({ code: typeof err.code === 'number' ? err.code : null, stderr: String(stderr), stdout: String(stdout) });
-    });
+    execFile(
+      process.execPath,
+      [CLI, 'serve'],
+      { env: cleanEnv({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', ...vars }), timeout: timeoutMs },
+      (err, stdout, stderr) => {
+        if (!err) return reject(new Error('svc serve exited 0'));
+        if ((err as { killed?: boolean }).killed)
+          return reject(
+            new Error(`svc serve did not stop within ${timeoutMs} ms; it printed: ${stdout}${stderr}`),
+          );
+        resolve({
+          code: typeof err.code === 'number' ? err.code : null,
+          stderr: String(stderr),
+          stdout: String(stdout),
+        });
+      },
+    );
   });
 }
 
 /** Any other CLI command, with a deadline: a regression that hangs fails instead of blocking the run. */
-export function runCli(args: string[], vars: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  vars: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args], { env: cleanEnv(vars), timeout: timeoutMs }, (err, stdout, stderr) => {
-      if (err && (err as { killed?: boolean }).killed) return reject(new Error(`svc ${args.join(' ')} did not finish within ${timeoutMs} ms`));
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: cleanEnv(vars), timeout: timeoutMs },
+      (err, stdout, stderr) => {
+        if (err && (err as { killed?: boolean }).killed)
+          return reject(new Error(`svc ${args.join(' ')} did not finish within ${timeoutMs} ms`));
+        resolve({
+          code: err ? (typeof err.code === 'number' ? err.code : 1) : 0,
+          stdout: String(stdout),
+          stderr: String(stderr),
+        });
+      },
+    );
   });
 }

@@ -45,7 +45,8 @@ function build(): Promise<{ ok: true; image: string } | { ok: false; problem: st
           env: { ...process.env, DOCKER_HOST: `unix://${DOCKER_SOCKET}` },
         },
         (err, stdout, stderr) => {
-          if (err) reject(new Error(`scripts/docker/build-image.sh failed: ${err.message}\n${stderr.slice(-4000)}`));
+          if (err)
+            reject(new Error(`scripts/docker/build-image.sh failed: ${err.message}\n${stderr.slice(-4000)}`));
           else resolve(stdout);
         },
       );

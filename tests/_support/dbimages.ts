@@ -25,9 +25,14 @@ interface BuildOutput {
 function runBuild(): Promise<BuildOutput> {
   return new Promise((resolve) => {
     // A cold build (debootstrap + three package installs) takes a few minutes on a slow mirror.
-    execFile(BUILD_SCRIPT, [], { timeout: 30 * 60_000, maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ stdout: String(stdout), stderr: String(stderr), error });
-    });
+    execFile(
+      BUILD_SCRIPT,
+      [],
+      { timeout: 30 * 60_000, maxBuffer: 256 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ stdout: String(stdout), stderr: String(stderr), error });
+      },
+    );
   });
 }
 
@@ -73,7 +78,9 @@ function build(): Promise<Outcome> {
     const problem = await missingPrerequisite();
     if (problem && !dbImagesRequired) return { skip: problem };
     const tail = r.stderr.split('\n').slice(-40).join('\n');
-    throw new Error(`building the database test images failed (${r.error.message.split('\n')[0]})${problem ? `; ${problem}` : ''}:\n${tail}`);
+    throw new Error(
+      `building the database test images failed (${r.error.message.split('\n')[0]})${problem ? `; ${problem}` : ''}:\n${tail}`,
+    );
   })();
   return building;
 }

@@ -15,7 +15,11 @@ export const DOCKER_SOCKET = process.env.SVC_DOCKER_SOCKET ?? '/var/run/docker.s
 let reachable: Promise<boolean> | undefined;
 
 export function dockerReachable(): Promise<boolean> {
-  reachable ??= run('docker', ['-H', `unix://${DOCKER_SOCKET}`, 'version', '--format', '{{.Server.Version}}'], { timeout: 10_000 }).then(
+  reachable ??= run(
+    'docker',
+    ['-H', `unix://${DOCKER_SOCKET}`, 'version', '--format', '{{.Server.Version}}'],
+    { timeout: 10_000 },
+  ).then(
     () => true,
     () => false,
   );
@@ -50,7 +54,11 @@ export function ensureBaseImage(): Promise<void> {
       for (const name of stdout.split('\n').filter((n) => n && n !== 'busybox')) {
         await symlink('busybox', join(root, 'bin', name));
       }
-      await run('sh', ['-c', 'tar -C "$1" -c . | docker import -c "ENV PATH=/bin" - "$2"', 'sh', root, BASE_IMAGE], { timeout: 60_000 });
+      await run(
+        'sh',
+        ['-c', 'tar -C "$1" -c . | docker import -c "ENV PATH=/bin" - "$2"', 'sh', root, BASE_IMAGE],
+        { timeout: 60_000 },
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }

@@ -19,7 +19,7 @@ import { freePort, waitListening } from './net.js';
 import { poll } from './wait.js';
 import { makeCa, issue, type TestCa } from './pki.js';
 import { edgeEnv } from './env.js';
-import type { Services as Env } from '../../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 
 export const edgeRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_EDGE === '1';
 const PROGRAMS = ['/usr/bin/caddy', '/usr/bin/pebble', '/usr/bin/pebble-challtestsrv', '/usr/bin/openssl'];
@@ -52,7 +52,10 @@ interface Proc {
 }
 
 function launch(cmd: string, args: string[], env: Record<string, string>): Proc {
-  const child = spawn(cmd, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const keep = (c: Buffer) => {
     out += c.toString();
@@ -100,7 +103,11 @@ export interface EdgeLab {
   /** The configuration variables that point the control plane at this lab. */
   vars: Record<string, string>;
   /** GET https://<host><path> through Caddy with real TLS (SNI = host), trusting Pebble's root and `ca`. */
-  https(host: string, path?: string, opts?: { agent?: import('node:https').Agent | false; method?: string }): Promise<FetchResult>;
+  https(
+    host: string,
+    path?: string,
+    opts?: { agent?: import('node:https').Agent | false; method?: string },
+  ): Promise<FetchResult>;
   /** GET http://<host><path> through Caddy's HTTP port; redirects are not followed. */
   http(host: string, path?: string): Promise<FetchResult>;
   /** GET on Caddy's admin API (a fresh connection: Caddy restarts that server on every load). */
@@ -117,7 +124,10 @@ export interface EdgeLab {
 }
 
 /** Reads a response to its end: its status, headers and text. */
-function received(res: IncomingMessage, done: (r: { status: number; headers: IncomingHttpHeaders; body: string }) => void): void {
+function received(
+  res: IncomingMessage,
+  done: (r: { status: number; headers: IncomingHttpHeaders; body: string }) => void,
+): void {
   let body = '';
   res.setEncoding('utf8');
   res.on('data', (c: string) => (body += c));
@@ -126,10 +136,20 @@ function received(res: IncomingMessage, done: (r: { status: number; headers: Inc
 
 async function postJson(port: number, path: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -152,7 +172,8 @@ export interface EdgeLabOptions {
 export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-edge-'));
   const adminSocket = opts.adminSocket ? join(dir, 'admin.sock') : null;
-  const [adminPort, httpPort, httpsPort, acmePort, mgmtPort, tlsPort, dnsPort, dnsMgmtPort] = await Promise.all(Array.from({ length: 8 }, () => freePort()));
+  const [adminPort, httpPort, httpsPort, acmePort, mgmtPort, tlsPort, dnsPort, dnsMgmtPort] =
+    await Promise.all(Array.from({ length: 8 }, () => freePort()));
   let caddy: Proc | null = null;
   let pebble: Proc | null = null;
   let dns: Proc | null = null;
@@ -177,11 +198,29 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
     );
     dns = launch(
       '/usr/bin/pebble-challtestsrv',
-      ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '', '-management', `127.0.0.1:${dnsMgmtPort}`],
+      [
+        '-defaultIPv4',
+        '127.0.0.1',
+        '-defaultIPv6',
+        '',
+        '-dns01',
+        `127.0.0.1:${dnsPort}`,
+        '-http01',
+        '',
+        '-https01',
+        '',
+        '-tlsalpn01',
+        '',
+        '-management',
+        `127.0.0.1:${dnsMgmtPort}`,
+      ],
       {},
     );
     await waitListening(dnsMgmtPort, 30_000);
-    pebble = launch('/usr/bin/pebble', ['-config', pebbleConfig, '-dnsserver', `127.0.0.1:${dnsPort}`], { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' });
+    pebble = launch('/usr/bin/pebble', ['-config', pebbleConfig, '-dnsserver', `127.0.0.1:${dnsPort}`], {
+      PEBBLE_VA_NOSLEEP: '1',
+      PEBBLE_WFE_NONCEREJECT: '0',
+    });
     const pebbleRoot = await poll(
       'pebble management API',
       async () => {
@@ -191,13 +230,21 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
       30_000,
       100,
     );
-    await poll('pebble ACME directory', async () => (await get(new URL(`https://127.0.0.1:${acmePort}/dir`), { ca: ca.certPem })).status === 200, 30_000, 100);
+    await poll(
+      'pebble ACME directory',
+      async () =>
+        (await get(new URL(`https://127.0.0.1:${acmePort}/dir`), { ca: ca.certPem })).status === 200,
+      30_000,
+      100,
+    );
 
     const adminUrl = adminSocket ? `unix/${adminSocket}` : `http://127.0.0.1:${adminPort}`;
     // On the socket, Caddy 2.6 accepts only an empty Host header (see lib/proxy/caddy.ts).
     const adminGet = (path: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const where = adminSocket ? { socketPath: adminSocket, setHost: false, headers: { host: '' } } : { host: '127.0.0.1', port: adminPort };
+        const where = adminSocket
+          ? { socketPath: adminSocket, setHost: false, headers: { host: '' } }
+          : { host: '127.0.0.1', port: adminPort };
         const req = httpRequest({ ...where, path, agent: false }, (res) => received(res, resolve));
         req.on('error', reject);
         req.end();
@@ -206,10 +253,22 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
     await mkdir(join(caddyHome, 'data'), { recursive: true });
     await mkdir(join(caddyHome, 'config'), { recursive: true });
     const emptyConfig = join(dir, 'caddy-empty.json');
-    await writeFile(emptyConfig, JSON.stringify({ admin: { listen: adminSocket ? `unix/${adminSocket}` : `127.0.0.1:${adminPort}` } }));
+    await writeFile(
+      emptyConfig,
+      JSON.stringify({ admin: { listen: adminSocket ? `unix/${adminSocket}` : `127.0.0.1:${adminPort}` } }),
+    );
     const startCaddy = async () => {
-      caddy = launch('/usr/bin/caddy', ['run', '--config', emptyConfig], { HOME: caddyHome, XDG_DATA_HOME: join(caddyHome, 'data'), XDG_CONFIG_HOME: join(caddyHome, 'config') });
-      await poll('caddy admin API', async () => (await adminGet('/config/').catch(() => ({ status: 0 }))).status === 200, 30_000, 100);
+      caddy = launch('/usr/bin/caddy', ['run', '--config', emptyConfig], {
+        HOME: caddyHome,
+        XDG_DATA_HOME: join(caddyHome, 'data'),
+        XDG_CONFIG_HOME: join(caddyHome, 'config'),
+      });
+      await poll(
+        'caddy admin API',
+        async () => (await adminGet('/config/').catch(() => ({ status: 0 }))).status === 200,
+        30_000,
+        100,
+      );
     };
     await startCaddy();
 
@@ -217,18 +276,37 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
     await mkdir(join(dir, 'logs'), { recursive: true });
     const trust = [pebbleRoot, ca.certPem];
 
-    const https = (host: string, path = '/', opts: { agent?: import('node:https').Agent | false; method?: string } = {}) =>
+    const https = (
+      host: string,
+      path = '/',
+      opts: { agent?: import('node:https').Agent | false; method?: string } = {},
+    ) =>
       new Promise<FetchResult>((resolve, reject) => {
-        const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, path, method: opts.method ?? 'GET', servername: host, headers: { host }, ca: trust, agent: opts.agent ?? false }, (res) => {
-          const cert = (res.socket as TLSSocket).getPeerCertificate?.();
-          received(res, (r) => resolve({ ...r, cert, reused: req.reusedSocket }));
-        });
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: httpsPort,
+            path,
+            method: opts.method ?? 'GET',
+            servername: host,
+            headers: { host },
+            ca: trust,
+            agent: opts.agent ?? false,
+          },
+          (res) => {
+            const cert = (res.socket as TLSSocket).getPeerCertificate?.();
+            received(res, (r) => resolve({ ...r, cert, reused: req.reusedSocket }));
+          },
+        );
         req.on('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
         req.end();
       });
     const http = (host: string, path = '/') =>
       new Promise<FetchResult>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port: httpPort, path, headers: { host }, agent: false }, (res) => received(res, resolve));
+        const req = httpRequest(
+          { host: '127.0.0.1', port: httpPort, path, headers: { host }, agent: false },
+          (res) => received(res, resolve),
+        );
         req.on('error', reject);
         req.end();
       });
@@ -263,7 +341,10 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
         return JSON.parse(r.body);
       },
       async setA(host, addresses) {
-        const status = addresses === null ? await postJson(dnsMgmtPort, '/clear-a', { host }) : await postJson(dnsMgmtPort, '/add-a', { host, addresses });
+        const status =
+          addresses === null
+            ? await postJson(dnsMgmtPort, '/clear-a', { host })
+            : await postJson(dnsMgmtPort, '/add-a', { host, addresses });
         if (status !== 200) throw new Error(`challtestsrv answered ${status}`);
       },
       async killCaddy(signal = 'SIGKILL') {
@@ -293,7 +374,10 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
  * One lab for a test file, started by the first test that asks for it; when the file ends, the
  * cleanups its tests pushed run (last first), then the lab stops. Call at the file's top level.
  */
-export function labPerFile(opts: EdgeLabOptions = {}): { theLab(t: TestContext): Promise<EdgeLab | null>; cleanups: Array<() => Promise<unknown> | unknown> } {
+export function labPerFile(opts: EdgeLabOptions = {}): {
+  theLab(t: TestContext): Promise<EdgeLab | null>;
+  cleanups: Array<() => Promise<unknown> | unknown>;
+} {
   let lab: EdgeLab | null = null;
   const cleanups: Array<() => Promise<unknown> | unknown> = [];
   after(async () => {
@@ -311,4 +395,5 @@ export function labPerFile(opts: EdgeLabOptions = {}): { theLab(t: TestContext):
 }
 
 /** A control plane pointed at the lab (see edgeEnv), its data folder in the lab's. */
-export const labEnv = (t: TestContext, l: EdgeLab, vars: Record<string, string> = {}): Promise<Env> => edgeEnv(t, { SVC_DATA_DIR: `${l.dir}/data`, ...l.vars, ...vars });
+export const labEnv = (t: TestContext, l: EdgeLab, vars: Record<string, string> = {}): Promise<Env> =>
+  edgeEnv(t, { SVC_DATA_DIR: `${l.dir}/data`, ...l.vars, ...vars });

@@ -20,9 +20,23 @@ export interface GitServer {
 export async function startGitServer(): Promise<GitServer> {
   const base = await mkdtemp(join(tmpdir(), 'svc-git-'));
   const port = await freePort();
-  const child: ChildProcess = spawn('git', ['daemon', '--export-all', `--base-path=${base}`, '--reuseaddr', `--port=${port}`, '--listen=127.0.0.1', '--informative-errors', base], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(
+    'git',
+    [
+      'daemon',
+      '--export-all',
+      `--base-path=${base}`,
+      '--reuseaddr',
+      `--port=${port}`,
+      '--listen=127.0.0.1',
+      '--informative-errors',
+      base,
+    ],
+    { stdio: 'ignore' },
+  );
   await waitListening(port);
-  const git = (cwd: string, ...args: string[]) => run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd });
+  const git = (cwd: string, ...args: string[]) =>
+    run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd });
   return {
     base,
     port,

@@ -24,9 +24,14 @@ export interface TestProvider {
 }
 
 /** `redirectUri`: the control plane's callback (SVC_PUBLIC_URL + /api/auth/oidc/callback). */
-export async function startOidcProvider(redirectUri: string, opts: { claimsInIdToken?: boolean } = {}): Promise<TestProvider> {
+export async function startOidcProvider(
+  redirectUri: string,
+  opts: { claimsInIdToken?: boolean } = {},
+): Promise<TestProvider> {
   // Untyped package (no bundled types): loaded dynamically and used through a narrow surface.
-  const { default: Provider } = (await import('oidc-provider' as string)) as { default: new (issuer: string, config: unknown) => any };
+  const { default: Provider } = (await import('oidc-provider' as string)) as {
+    default: new (issuer: string, config: unknown) => any;
+  };
   const accounts = new Map<string, AccountClaims>();
   const maxAges: Array<string | null> = [];
   let handler: ((req: any, res: any) => void) | null = null;
@@ -39,7 +44,15 @@ export async function startOidcProvider(redirectUri: string, opts: { claimsInIdT
   const clientId = 'svc-test';
   const clientSecret = randomBytes(24).toString('base64url');
   const provider = new Provider(issuer, {
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }],
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
     pkce: { required: () => true },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     claims: { openid: ['sub'], profile: ['preferred_username', 'groups'], email: ['email'] },
@@ -108,7 +121,12 @@ export interface Hop {
  * provider's login and consent pages as `account`, back to the callback; answers every hop.
  * `tamper` may rewrite the callback URL before the browser follows it.
  */
-export async function signInOverHttp(jar: CookieJar, startUrl: string, account: string, tamper?: (callback: URL) => URL): Promise<Hop[]> {
+export async function signInOverHttp(
+  jar: CookieJar,
+  startUrl: string,
+  account: string,
+  tamper?: (callback: URL) => URL,
+): Promise<Hop[]> {
   const hops: Hop[] = [];
   let url = new URL(startUrl);
   let method = 'GET';
@@ -137,7 +155,8 @@ export async function signInOverHttp(jar: CookieJar, startUrl: string, account: 
     if (formTag) {
       const action = formTag[1]!.replace(/&amp;/g, '&');
       form = new URLSearchParams();
-      for (const m of body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g)) form.set(m[1]!, m[2]!.replace(/&amp;/g, '&'));
+      for (const m of body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g))
+        form.set(m[1]!, m[2]!.replace(/&amp;/g, '&'));
       if (form.get('prompt') === 'login') {
         form.set('login', account);
         form.set('password', 'any');

@@ -51,7 +51,11 @@ export async function makeCa(dir: string, name = 'svc test CA'): Promise<TestCa>
 }
 
 /** A leaf for `names` (DNS names or IPs), signed by `ca`. */
-export async function issue(ca: TestCa, names: string[], opts: { days?: number; file?: string } = {}): Promise<IssuedCert> {
+export async function issue(
+  ca: TestCa,
+  names: string[],
+  opts: { days?: number; file?: string } = {},
+): Promise<IssuedCert> {
   const base = join(ca.dir, opts.file ?? `leaf-${process.pid}-${++serial}`);
   const keyPath = `${base}.key`;
   const csrPath = `${base}.csr`;
@@ -59,7 +63,20 @@ export async function issue(ca: TestCa, names: string[], opts: { days?: number; 
   const extPath = `${base}.ext`;
   const san = names.map((n) => (/^[\d.]+$/.test(n) || n.includes(':') ? `IP:${n}` : `DNS:${n}`)).join(',');
   await writeFile(extPath, `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
-  await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyPath, '-out', csrPath, '-subj', `/CN=${names[0]}`]);
+  await run('openssl', [
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    keyPath,
+    '-out',
+    csrPath,
+    '-subj',
+    `/CN=${names[0]}`,
+  ]);
   await run('openssl', [
     'x509',
     '-req',
@@ -78,5 +95,10 @@ export async function issue(ca: TestCa, names: string[], opts: { days?: number; 
     '-extfile',
     extPath,
   ]);
-  return { certPem: await readFile(certPath, 'utf8'), keyPem: await readFile(keyPath, 'utf8'), certPath, keyPath };
+  return {
+    certPem: await readFile(certPath, 'utf8'),
+    keyPem: await readFile(keyPath, 'utf8'),
+    certPath,
+    keyPath,
+  };
 }

@@ -51,41 +51,50 @@ export async function startReceiver(): Promise<Receiver> {
       await rm(dir, { recursive: true, force: true });
     },
   };
-  const server: Server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let json: unknown = null;
-      try {
-        json = JSON.parse(body);
-      } catch {
-        json = null;
-      }
-      const index = r.received.length;
-      r.received.push({ path: req.url ?? '', host: req.headers.host, servername: (req.socket as TLSSocket).servername, body, json });
-      const b = r.script[Math.min(index, r.script.length - 1)] ?? 204;
-      if (b === 'slow') return; // never answers
-      if (b === 'redirect') {
-        res.writeHead(302, { location: `https://${RECEIVER_HOST}:${r.port}/elsewhere` }).end();
-        return;
-      }
-      if (b === 'stream') {
-        res.writeHead(200, { 'content-type': 'text/plain' });
-        const chunk = Buffer.alloc(64 * 1024, 0x61);
-        const pump = () => {
-          while (r.streamed < 10 * 1024 * 1024 && !res.destroyed) {
-            r.streamed += chunk.length;
-            if (!res.write(chunk)) return void res.once('drain', pump);
-          }
-          if (!res.destroyed) res.end();
-        };
-        pump();
-        return;
-      }
-      res.writeHead(b, { 'content-type': 'text/plain' }).end(b >= 400 ? 'receiver says no' : '');
-    });
-  });
+  const server: Server = createServer(
+    { cert: leaf.certPem, key: leaf.keyPem },
+    (req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let json: unknown = null;
+        try {
+          json = JSON.parse(body);
+        } catch {
+          json = null;
+        }
+        const index = r.received.length;
+        r.received.push({
+          path: req.url ?? '',
+          host: req.headers.host,
+          servername: (req.socket as TLSSocket).servername,
+          body,
+          json,
+        });
+        const b = r.script[Math.min(index, r.script.length - 1)] ?? 204;
+        if (b === 'slow') return; // never answers
+        if (b === 'redirect') {
+          res.writeHead(302, { location: `https://${RECEIVER_HOST}:${r.port}/elsewhere` }).end();
+          return;
+        }
+        if (b === 'stream') {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          const chunk = Buffer.alloc(64 * 1024, 0x61);
+          const pump = () => {
+            while (r.streamed < 10 * 1024 * 1024 && !res.destroyed) {
+              r.streamed += chunk.length;
+              if (!res.write(chunk)) return void res.once('drain', pump);
+            }
+            if (!res.destroyed) res.end();
+          };
+          pump();
+          return;
+        }
+        res.writeHead(b, { 'content-type': 'text/plain' }).end(b >= 400 ? 'receiver says no' : '');
+      });
+    },
+  );
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
   r.port = (server.address() as { port: number }).port;
   return r;

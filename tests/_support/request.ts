@@ -11,10 +11,10 @@ import { appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Request } from '@whatwg-node/fetch';
-import { loadConfig } from '../../lib/config.js';
-import type { Services as Env } from '../../lib/http/handler.js';
-import { createLogger, type Logger } from '../../lib/log.js';
-import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
+import { loadConfig } from '#lib/config.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { createLogger, type Logger } from '#lib/log.js';
+import { DeployService, type DeployServiceOptions } from '#lib/deploy/service.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';
 import { createDispatcher, matcher, type Dispatcher, type RequestMeta } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
@@ -22,8 +22,8 @@ import { routeModule } from '../../runtime/route-types.js';
 import { loadDashboard } from '../../runtime/dashboard.js';
 import { startBackground } from '../../runtime/background.js';
 import type { Running } from '../../runtime/server.js';
-import { engineSubnetGuard } from '../../lib/net/engine-subnets.js';
-import { isPromise } from '../../lib/util/maybe.js';
+import { engineSubnetGuard } from '#lib/net/engine-subnets.js';
+import { isPromise } from '#lib/util/maybe.js';
 import { TEST_MASTER_KEY, Client, adminClient, apiToken } from './server.js';
 import { registerTransport } from './transport.js';
 
@@ -79,7 +79,10 @@ export const MIN_PASSWORD_COST = 10;
 let apps = 0;
 
 /** The same configuration as startTestServer (tests/_support/server.ts), without the listener. */
-export async function startTestApp(vars: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
+export async function startTestApp(
+  vars: Record<string, string> = {},
+  opts: TestAppOptions = {},
+): Promise<TestApp> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
@@ -104,7 +107,13 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
   const closers: Array<() => Promise<void> | void> = [];
   if (opts.background) {
     // What startBackground reads of a running server; the edge (and its subnet guard) is off here.
-    const running = { app, url, port: 0, subnets: engineSubnetGuard(env.engine), onClose: (fn: () => Promise<void> | void) => closers.push(fn) };
+    const running = {
+      app,
+      url,
+      port: 0,
+      subnets: engineSubnetGuard(env.engine),
+      onClose: (fn: () => Promise<void> | void) => closers.push(fn),
+    };
     startBackground(env, running as unknown as Running);
   }
   const pending = new Set<Promise<unknown>>();
@@ -120,7 +129,8 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
   async function request(path: string, init: RequestInitWithSocket = {}): Promise<Response> {
     const { peer = opts.peer ?? '127.0.0.1', tls = opts.tls ?? false, ...rest } = init;
     const target = path.startsWith(url) ? path.slice(url.length) || '/' : path;
-    if (!target.startsWith('/')) throw new Error(`in-process request to ${path}: give a path or a URL on ${url}`);
+    if (!target.startsWith('/'))
+      throw new Error(`in-process request to ${path}: give a path or a URL on ${url}`);
     const host = new URL(url).host;
     const req = new Request(`${tls ? 'https' : 'http'}://${host}${target}`, withFetchDefaults(rest, host));
     await record(req.method, target);
@@ -137,7 +147,12 @@ export async function startTestApp(vars: Record<string, string> = {}, opts: Test
     url,
     dataDir,
     request,
-    fetch: async (r) => request(r.url, { method: r.method, headers: r.headers, body: r.body ? await r.arrayBuffer() : undefined }),
+    fetch: async (r) =>
+      request(r.url, {
+        method: r.method,
+        headers: r.headers,
+        body: r.body ? await r.arrayBuffer() : undefined,
+      }),
     stop: () =>
       (stopping ??= (async () => {
         unregister();

@@ -32,9 +32,24 @@ export interface S3Server {
 export async function startS3(bucket = 'svc-backups'): Promise<S3Server> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-s3-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [BIN, '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--no-vhost-buckets', '--configure-bucket', bucket], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      BIN,
+      '-d',
+      dir,
+      '-a',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '--no-vhost-buckets',
+      '--configure-bucket',
+      bucket,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   // Its request log (method, path and query per response) shows which S3 calls were made.
   const log: string[] = [];
   child.stdout!.on('data', (d) =>

@@ -132,7 +132,17 @@ export function sample(name: SampleName): Sample {
         stack: 'static',
         npmLock: true,
         files: {
-          'package.json': JSON.stringify({ name: 'svc-static-sample', version: '1.0.0', private: true, scripts: { build: 'node build.mjs' }, devDependencies: { marked: '^12.0.0' } }, null, 2),
+          'package.json': JSON.stringify(
+            {
+              name: 'svc-static-sample',
+              version: '1.0.0',
+              private: true,
+              scripts: { build: 'node build.mjs' },
+              devDependencies: { marked: '^12.0.0' },
+            },
+            null,
+            2,
+          ),
           'build.mjs': `import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { marked } from 'marked';
 mkdirSync('dist', { recursive: true });
@@ -151,7 +161,11 @@ writeFileSync('dist/index.html', marked.parse(readFileSync('page.md', 'utf8')));
         ...common,
         name,
         stack: 'python',
-        files: { 'requirements.txt': '# standard library only: the package index is not reachable from the test machine\n', 'app.py': PY_APP },
+        files: {
+          'requirements.txt':
+            '# standard library only: the package index is not reachable from the test machine\n',
+          'app.py': PY_APP,
+        },
         path: '/',
         body: 'python sample: stdlib only\n',
         absent: ['gcc', 'cc'],
@@ -175,7 +189,11 @@ writeFileSync('dist/index.html', marked.parse(readFileSync('page.md', 'utf8')));
         ...common,
         name,
         stack: 'static',
-        files: { 'index.html': '<!doctype html><title>static</title><p>static sample</p>\n', 'style.css': 'p { color: teal }\n', '.env': 'SECRET=never-served\n' },
+        files: {
+          'index.html': '<!doctype html><title>static</title><p>static sample</p>\n',
+          'style.css': 'p { color: teal }\n',
+          '.env': 'SECRET=never-served\n',
+        },
         path: '/',
         body: '<!doctype html><title>static</title><p>static sample</p>\n',
         absent: [],
@@ -189,10 +207,20 @@ writeFileSync('dist/index.html', marked.parse(readFileSync('page.md', 'utf8')));
         stack: 'php',
         files: {
           // Packagist is not consulted: the sample needs no package, only Composer's autoloader.
-          'composer.json': JSON.stringify({ name: 'svc/php-sample', require: { php: '>=8.1' }, autoload: { 'psr-4': { 'App\\': 'src/' } }, repositories: [{ 'packagist.org': false }] }, null, 2),
+          'composer.json': JSON.stringify(
+            {
+              name: 'svc/php-sample',
+              require: { php: '>=8.1' },
+              autoload: { 'psr-4': { 'App\\': 'src/' } },
+              repositories: [{ 'packagist.org': false }],
+            },
+            null,
+            2,
+          ),
           'src/Greeting.php':
             '<?php\nnamespace App;\n\nfinal class Greeting\n{\n    public static function text(): string\n    {\n        return "php sample: " . htmlspecialchars("<ok>") . "\\n";\n    }\n}\n',
-          'public/index.php': "<?php\nrequire __DIR__ . '/../vendor/autoload.php';\nheader('Content-Type: text/plain');\necho App\\Greeting::text();\n",
+          'public/index.php':
+            "<?php\nrequire __DIR__ . '/../vendor/autoload.php';\nheader('Content-Type: text/plain');\necho App\\Greeting::text();\n",
         },
         path: '/',
         body: 'php sample: &lt;ok&gt;\n',
@@ -208,7 +236,8 @@ writeFileSync('dist/index.html', marked.parse(readFileSync('page.md', 'utf8')));
         files: {
           // No gem: rubygems is not reachable from the test machine, so the lock names none.
           Gemfile: 'source "https://rubygems.org"\n',
-          'Gemfile.lock': 'GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n\nBUNDLED WITH\n   2.3.15\n',
+          'Gemfile.lock':
+            'GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n\nBUNDLED WITH\n   2.3.15\n',
           'app.rb': RUBY_APP,
         },
         path: '/',
@@ -227,6 +256,9 @@ export async function writeSample(s: Sample, dir: string): Promise<void> {
     await writeFile(join(dir, rel), text);
   }
   if (s.npmLock) {
-    await run('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, timeout: 180_000 });
+    await run('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: dir,
+      timeout: 180_000,
+    });
   }
 }

@@ -4,16 +4,16 @@
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../lib/config.js';
+import { loadConfig } from '#lib/config.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';
 import { startServer, type Running } from '../../runtime/server.js';
 import { startBackground } from '../../runtime/background.js';
-import type { Services as Env } from '../../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import { pino } from 'pino';
-import { createLogger, type Logger } from '../../lib/log.js';
-import { DeployService, type DeployServiceOptions } from '../../lib/deploy/service.js';
-import type { EdgeOptions } from '../../lib/proxy/edge.js';
-import type { SleeperOptions } from '../../lib/sleep/index.js';
+import { createLogger, type Logger } from '#lib/log.js';
+import { DeployService, type DeployServiceOptions } from '#lib/deploy/service.js';
+import type { EdgeOptions } from '#lib/proxy/edge.js';
+import type { SleeperOptions } from '#lib/sleep/index.js';
 import { testFetch } from './transport.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
@@ -30,7 +30,12 @@ export interface TestServer {
 /** `deploy`: options of the deployment service (a short reaper interval...), set before it starts. */
 export async function startTestServer(
   vars: Record<string, string> = {},
-  opts: { log?: Logger; deploy?: Partial<DeployServiceOptions>; edge?: EdgeOptions; sleep?: SleeperOptions } = {},
+  opts: {
+    log?: Logger;
+    deploy?: Partial<DeployServiceOptions>;
+    edge?: EdgeOptions;
+    sleep?: SleeperOptions;
+  } = {},
 ): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
@@ -47,7 +52,11 @@ export async function startTestServer(
     SVC_PROXY: 'off',
     ...vars,
   });
-  const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel), edge: opts.edge, sleep: opts.sleep });
+  const env = await createEnv(config, {
+    log: opts.log ?? createLogger(config.logLevel),
+    edge: opts.edge,
+    sleep: opts.sleep,
+  });
   if (opts.deploy) env.deployments = new DeployService(env, opts.deploy);
   await announceSetup(env);
   const running = await startServer(env);
@@ -80,7 +89,12 @@ export class Client {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
-  async req(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+  async req(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Headers; body: any; text: string }> {
     const headers: Record<string, string> = { ...this.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.cookies.size) headers.cookie = this.cookieHeader();
@@ -89,7 +103,11 @@ export class Client {
     if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
     Object.assign(headers, extra);
     for (const [k, v] of Object.entries(headers)) if (v === '') delete headers[k];
-    const res = await testFetch(this.base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    const res = await testFetch(this.base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const eq = pair!.indexOf('=');
@@ -136,7 +154,12 @@ export async function apiToken(c: Client, name: string): Promise<string> {
  * one). It runs in a session of its own, so the caller's session is not left stepped up for the
  * tests that expect step_up_required. Answers the reveal's own response.
  */
-export async function reveal(c: Client, appId: string, key: string, operator: { username: string; password: string } = ADMIN): Promise<{ status: number; body: any; text: string }> {
+export async function reveal(
+  c: Client,
+  appId: string,
+  key: string,
+  operator: { username: string; password: string } = ADMIN,
+): Promise<{ status: number; body: any; text: string }> {
   const own = new Client(c.base, c.headers);
   const login = await own.req('POST', '/api/auth/login', operator);
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);

@@ -64,7 +64,17 @@ async function ensureGitUser(): Promise<{ user: string; home: string }> {
   } catch {
     // "*" rather than useradd's locked "!": with UsePAM no, sshd refuses locked accounts even
     // for public keys.
-    await run('useradd', ['--system', '--create-home', '--home-dir', `/home/${GIT_USER}`, '--shell', '/usr/bin/git-shell', '--password', '*', GIT_USER]);
+    await run('useradd', [
+      '--system',
+      '--create-home',
+      '--home-dir',
+      `/home/${GIT_USER}`,
+      '--shell',
+      '/usr/bin/git-shell',
+      '--password',
+      '*',
+      GIT_USER,
+    ]);
   }
   await mkdir(`/home/${GIT_USER}`, { recursive: true });
   return { user: GIT_USER, home: `/home/${GIT_USER}` };
@@ -89,7 +99,17 @@ export async function startSshd(): Promise<Sshd> {
   async function writeHostKey() {
     generation += 1;
     const key = join(dir, `host_ed25519_${generation}`);
-    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `svc-test-host-${generation}`, '-f', key]);
+    await run('ssh-keygen', [
+      '-q',
+      '-t',
+      'ed25519',
+      '-N',
+      '',
+      '-C',
+      `svc-test-host-${generation}`,
+      '-f',
+      key,
+    ]);
     await writeFile(
       config,
       [
@@ -121,7 +141,9 @@ export async function startSshd(): Promise<Sshd> {
     child.stderr!.on('data', (c: Buffer) => {
       if (output.length < 1 << 20) output += c.toString();
     });
-    const exited = new Promise<never>((_, reject) => child!.once('exit', (code) => reject(new Error(`sshd exited (${code}): ${output.slice(-2000)}`))));
+    const exited = new Promise<never>((_, reject) =>
+      child!.once('exit', (code) => reject(new Error(`sshd exited (${code}): ${output.slice(-2000)}`))),
+    );
     const deadline = Date.now() + 15_000;
     for (;;) {
       const up = await Promise.race([
@@ -183,10 +205,21 @@ export async function startSshd(): Promise<Sshd> {
 }
 
 /** A bare repository owned by the git user, with one commit on `branch`. */
-export async function makeBareRepo(sshd: Sshd, name: string, files: Record<string, string>, branch = 'main'): Promise<string> {
+export async function makeBareRepo(
+  sshd: Sshd,
+  name: string,
+  files: Record<string, string>,
+  branch = 'main',
+): Promise<string> {
   const work = await mkdtemp(join(tmpdir(), 'svc-sshrepo-'));
   try {
-    const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+    const env = {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    };
     const git = (...args: string[]) => run('git', ['-C', work, ...args], { env });
     await git('init', '-q', '-b', branch);
     for (const [p, content] of Object.entries(files)) await writeFile(join(work, p), content);

@@ -4,9 +4,9 @@
 // container run as the image says (its USER, PORT and CMD) with every capability dropped.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { detect, diskFiles, isPlan, mapDockerfileImages, type Plan } from '../../lib/buildplan/index.js';
-import { buildImage, type Engine } from '../../lib/docker/index.js';
-import { ownerLabels } from '../../lib/docker/owner.js';
+import { detect, diskFiles, isPlan, mapDockerfileImages, type Plan } from '#lib/buildplan/index.js';
+import { buildImage, type Engine } from '#lib/docker/index.js';
+import { ownerLabels } from '#lib/docker/owner.js';
 import { poll } from './wait.js';
 
 /** The generated Dockerfile's name in the context (dotted, so the static plan's tidy drops it). */
@@ -24,10 +24,23 @@ export interface Built {
 }
 
 /** Builds dir with `dockerfile` (the plan's text, or a hand-written one) after mapping its images. */
-export async function buildWithMap(engine: Engine, dir: string, dockerfile: string, imageMap: Record<string, string>, tag: string, label: string): Promise<Built> {
+export async function buildWithMap(
+  engine: Engine,
+  dir: string,
+  dockerfile: string,
+  imageMap: Record<string, string>,
+  tag: string,
+  label: string,
+): Promise<Built> {
   await writeFile(join(dir, PLAN_DOCKERFILE), mapDockerfileImages(dockerfile, imageMap));
   const log: string[] = [];
-  const { imageId } = await buildImage(engine, { contextDir: dir, dockerfile: PLAN_DOCKERFILE, tag, labels: { 'svc.test': label }, onLog: (l) => log.push(l) });
+  const { imageId } = await buildImage(engine, {
+    contextDir: dir,
+    dockerfile: PLAN_DOCKERFILE,
+    tag,
+    labels: { 'svc.test': label },
+    onLog: (l) => log.push(l),
+  });
   return { imageId, log };
 }
 
@@ -43,7 +56,11 @@ export async function runImage(engine: Engine, tag: string, port: number, label:
     Image: tag,
     Labels: { ...ownerLabels(engine), 'svc.test': label },
     ExposedPorts: { [key]: {} },
-    HostConfig: { PortBindings: { [key]: [{ HostIp: '127.0.0.1', HostPort: '' }] }, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+    HostConfig: {
+      PortBindings: { [key]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+    },
   });
   await c.start();
   const info = await c.inspect();
@@ -58,7 +75,8 @@ export async function fetchBody(engine: Engine, r: Running, path: string): Promi
     `${r.url}${path} to answer`,
     async () => {
       const st = await engine.docker.getContainer(r.id).inspect();
-      if (!st.State.Running) throw new Error(`the container exited (${st.State.ExitCode}): ${await logsOf(engine, r.id)}`);
+      if (!st.State.Running)
+        throw new Error(`the container exited (${st.State.ExitCode}): ${await logsOf(engine, r.id)}`);
       // A timer of our own: AbortSignal.timeout's is unref'd, and a request that the engine's port
       // proxy holds before the app listens would then let a plain script (the bench) exit mid-wait.
       const ac = new AbortController();
@@ -84,8 +102,17 @@ export async function logsOf(engine: Engine, id: string): Promise<string> {
 const PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 /** Whether the image has `path` (a file or folder), looked up in a created, never started container. */
-export async function imagePaths(engine: Engine, tag: string, label: string, paths: string[]): Promise<Record<string, boolean>> {
-  const c = await engine.docker.createContainer({ Image: tag, Entrypoint: ['/nonexistent'], Labels: { ...ownerLabels(engine), 'svc.test': label } });
+export async function imagePaths(
+  engine: Engine,
+  tag: string,
+  label: string,
+  paths: string[],
+): Promise<Record<string, boolean>> {
+  const c = await engine.docker.createContainer({
+    Image: tag,
+    Entrypoint: ['/nonexistent'],
+    Labels: { ...ownerLabels(engine), 'svc.test': label },
+  });
   try {
     const out: Record<string, boolean> = {};
     for (const p of paths) {
@@ -104,7 +131,12 @@ export async function imagePaths(engine: Engine, tag: string, label: string, pat
 }
 
 /** Programs from `names` found in the image's usual PATH folders. */
-export async function programsIn(engine: Engine, tag: string, label: string, names: string[]): Promise<string[]> {
+export async function programsIn(
+  engine: Engine,
+  tag: string,
+  label: string,
+  names: string[],
+): Promise<string[]> {
   const candidates = names.flatMap((n) => PATH_DIRS.map((d) => `${d}/${n}`));
   const found = await imagePaths(engine, tag, label, candidates);
   return names.filter((n) => PATH_DIRS.some((d) => found[`${d}/${n}`]));

@@ -9,14 +9,26 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { needDocker } from './docker.js';
 import { componentRequired } from './ci.js';
-import { NODE_VERSIONS, nodeImage } from '../../lib/buildplan/node.js';
-import { PYTHON_VERSIONS } from '../../lib/buildplan/python.js';
-import { GO_VERSIONS } from '../../lib/buildplan/go.js';
-import { PHP_VERSIONS } from '../../lib/buildplan/php.js';
-import { RUBY_VERSIONS } from '../../lib/buildplan/ruby.js';
-import { CADDY_IMAGE } from '../../lib/buildplan/caddy.js';
+import { NODE_VERSIONS, nodeImage } from '#lib/buildplan/node.js';
+import { PYTHON_VERSIONS } from '#lib/buildplan/python.js';
+import { GO_VERSIONS } from '#lib/buildplan/go.js';
+import { PHP_VERSIONS } from '#lib/buildplan/php.js';
+import { RUBY_VERSIONS } from '#lib/buildplan/ruby.js';
+import { CADDY_IMAGE } from '#lib/buildplan/caddy.js';
 
-const STACKS = ['node', 'python', 'python-slim', 'golang', 'distroless', 'caddy', 'php', 'composer', 'ruby', 'ruby-slim', 'debian-slim'] as const;
+const STACKS = [
+  'node',
+  'python',
+  'python-slim',
+  'golang',
+  'distroless',
+  'caddy',
+  'php',
+  'composer',
+  'ruby',
+  'ruby-slim',
+  'debian-slim',
+] as const;
 /** Stand-in name -> local image, e.g. python-slim -> svc-test/python:3.11-slim. */
 export type StackImages = Record<(typeof STACKS)[number], string>;
 
@@ -32,17 +44,20 @@ export function stackImageMap(i: StackImages): Record<string, string> {
     'composer:2': i.composer,
   };
   for (const v of NODE_VERSIONS) map[nodeImage(v)] = i.node;
-  for (const v of PYTHON_VERSIONS) [map[`python:${v}-bookworm`], map[`python:${v}-slim-bookworm`]] = [i.python, i['python-slim']];
+  for (const v of PYTHON_VERSIONS)
+    [map[`python:${v}-bookworm`], map[`python:${v}-slim-bookworm`]] = [i.python, i['python-slim']];
   for (const v of GO_VERSIONS) map[`golang:${v}-bookworm`] = i.golang;
   for (const v of PHP_VERSIONS) map[`php:${v}-fpm-bookworm`] = i.php;
-  for (const v of RUBY_VERSIONS) [map[`ruby:${v}-bookworm`], map[`ruby:${v}-slim-bookworm`]] = [i.ruby, i['ruby-slim']];
+  for (const v of RUBY_VERSIONS)
+    [map[`ruby:${v}-bookworm`], map[`ruby:${v}-slim-bookworm`]] = [i.ruby, i['ruby-slim']];
   return map;
 }
 
 function parse(stdout: string): StackImages {
   const line = stdout.trim().split('\n').pop() ?? '';
   const m = JSON.parse(line) as Partial<StackImages>;
-  for (const s of STACKS) if (typeof m[s] !== 'string' || !m[s]) throw new Error(`stacks.sh printed no image for ${s}: ${line}`);
+  for (const s of STACKS)
+    if (typeof m[s] !== 'string' || !m[s]) throw new Error(`stacks.sh printed no image for ${s}: ${line}`);
   return m as StackImages;
 }
 
@@ -69,7 +84,10 @@ function build(): Promise<Outcome> {
       // A machine without root or debootstrap cannot make the Debian layer: a skip on a laptop.
       const why = process.getuid?.() !== 0 ? 'a cold build runs debootstrap, which needs root' : null;
       if (why && !stackImagesRequired) resolve({ skip: why });
-      else reject(new Error(`building the stack test images failed (${error.message.split('\n')[0]}):\n${tail}`));
+      else
+        reject(
+          new Error(`building the stack test images failed (${error.message.split('\n')[0]}):\n${tail}`),
+        );
     });
   });
   return building;

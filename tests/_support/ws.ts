@@ -2,7 +2,7 @@
 // (build: topics are refused for a deployment that does not exist), and an open socket.
 import WebSocket from 'ws';
 import type { Kysely } from 'kysely';
-import type { Database } from '../../lib/db/schema.js';
+import type { Database } from '#lib/db/schema.js';
 
 /** The API's WebSocket endpoint of a server at `httpUrl`. */
 export function wsUrl(httpUrl: string): string {
@@ -17,13 +17,20 @@ export function openSocket(url: string, headers: Record<string, string>): Promis
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers });
     ws.once('open', () => resolve(ws));
-    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('unexpected-response', (_req, res) =>
+      reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })),
+    );
     ws.once('error', reject);
   });
 }
 
 /** A failed deployment row of an existing app, finished now: no worker will pick it up. */
-export async function insertFinishedDeployment(db: Kysely<Database>, appId: string, id: string, fields: { commit_subject?: string; error?: string } = {}): Promise<void> {
+export async function insertFinishedDeployment(
+  db: Kysely<Database>,
+  appId: string,
+  id: string,
+  fields: { commit_subject?: string; error?: string } = {},
+): Promise<void> {
   const now = new Date().toISOString();
   await db
     .insertInto('deployments')
@@ -52,11 +59,17 @@ export async function insertFinishedDeployment(db: Kysely<Database>, appId: stri
 }
 
 /** Writes `lines` build log rows (seq 1..lines), a thousand an insert, as the builder does. */
-export async function insertBuildLog(db: Kysely<Database>, deploymentId: string, lines: number, line: (seq: number) => string): Promise<void> {
+export async function insertBuildLog(
+  db: Kysely<Database>,
+  deploymentId: string,
+  lines: number,
+  line: (seq: number) => string,
+): Promise<void> {
   const at = new Date().toISOString();
   for (let i = 0; i < lines; i += 1000) {
     const rows = [];
-    for (let j = i + 1; j <= Math.min(lines, i + 1000); j++) rows.push({ deployment_id: deploymentId, seq: j, at, stream: 'build', line: line(j) });
+    for (let j = i + 1; j <= Math.min(lines, i + 1000); j++)
+      rows.push({ deployment_id: deploymentId, seq: j, at, stream: 'build', line: line(j) });
     await db.insertInto('deployment_logs').values(rows).execute();
   }
 }

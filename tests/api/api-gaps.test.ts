@@ -10,7 +10,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { adminClient, apiToken, Client, ADMIN } from '../_support/server.js';
 import { startTestApp, type TestApp } from '../_support/request.js';
 import { githubPing, githubPush, SHA_A, SHA_B } from '../unit/webhooks/_payloads.js';
-import type { ResolvedAddress } from '../../lib/net/outbound.js';
+import type { ResolvedAddress } from '#lib/net/outbound.js';
 
 let s: TestApp;
 let c: Client;
@@ -26,14 +26,20 @@ after(async () => {
 const uniq = () => `g-${randomBytes(3).toString('hex')}`;
 
 async function imageApp(): Promise<string> {
-  const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'image', image: 'nginx:1.27' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: uniq(),
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app.id;
 }
 
 // An unreachable remote: a deployment a delivery queues fails at once, without the network.
 async function gitApp(): Promise<{ id: string; secret: string }> {
-  const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: 'ssh://git@127.0.0.1:1/srv/app.git', branch: 'main' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: uniq(),
+    source: { type: 'git', repo_url: 'ssh://git@127.0.0.1:1/srv/app.git', branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   const secret = (await c.req('POST', `/api/apps/${r.body.app.id}/webhook/regenerate`)).body.secret;
   return { id: r.body.app.id, secret };
@@ -47,7 +53,7 @@ async function stepUp(client: Client): Promise<void> {
 async function expireStepUp(): Promise<void> {
   await s.env.db.updateTable('sessions').set({ step_up_until: null }).execute();
   await s.env.db.updateTable('api_tokens').set({ step_up_until: null }).execute();
-  const { invalidateCredentials } = await import('../../lib/auth/cache.js');
+  const { invalidateCredentials } = await import('#lib/auth/cache.js');
   invalidateCredentials();
 }
 
@@ -67,7 +73,11 @@ async function lastEntry(action: string, target: string): Promise<any> {
 test('reveal needs a recent step-up: a session or an API token without one reads nothing (403 step_up_required)', async () => {
   const app = await imageApp();
   const value = 'pw_' + randomBytes(8).toString('hex');
-  assert.equal((await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'DB_PASSWORD', value, secret: true }] })).status, 200);
+  assert.equal(
+    (await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'DB_PASSWORD', value, secret: true }] }))
+      .status,
+    200,
+  );
   const token = await apiToken(c, 'reader');
   await expireStepUp();
 
@@ -84,8 +94,15 @@ test('reveal needs a recent step-up: a session or an API token without one reads
 
   // The token steps up for itself (bound to the credential that did it), then reads.
   await stepUp(bearer);
-  assert.deepEqual((await bearer.req('GET', `/api/apps/${app}/env/DB_PASSWORD/reveal`)).body, { key: 'DB_PASSWORD', value });
-  assert.equal((await c.req('GET', `/api/apps/${app}/env/DB_PASSWORD/reveal`)).status, 403, "the token's step-up is not the session's");
+  assert.deepEqual((await bearer.req('GET', `/api/apps/${app}/env/DB_PASSWORD/reveal`)).body, {
+    key: 'DB_PASSWORD',
+    value,
+  });
+  assert.equal(
+    (await c.req('GET', `/api/apps/${app}/env/DB_PASSWORD/reveal`)).status,
+    403,
+    "the token's step-up is not the session's",
+  );
   await stepUp(c);
   assert.equal((await c.req('GET', `/api/apps/${app}/env/DB_PASSWORD/reveal`)).body.value, value);
 
@@ -95,7 +112,8 @@ test('reveal needs a recent step-up: a session or an API token without one reads
 
 test('PATCH a trigger: paused in place (same id), validated, audited with a diff, and reverted', async () => {
   const app = await gitApp();
-  const t = (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'push', pattern: 'release/*' })).body;
+  const t = (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'push', pattern: 'release/*' }))
+    .body;
   const paused = await c.req('PATCH', `/api/apps/${app.id}/triggers/${t.id}`, { enabled: false });
   assert.equal(paused.status, 200, paused.text);
   assert.deepEqual(paused.body, { id: t.id, event: 'push', pattern: 'release/*', enabled: false });
@@ -106,15 +124,32 @@ test('PATCH a trigger: paused in place (same id), validated, audited with a diff
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.match(r.body.ignored, /not the app's branch "main"/);
 
-  for (const bad of [{}, { pattern: 'a\u0001b' }, { event: 'branch' }, { enabled: 'no' }, { pattern: 'x', extra: 1 }]) {
+  for (const bad of [
+    {},
+    { pattern: 'a\u0001b' },
+    { event: 'branch' },
+    { enabled: 'no' },
+    { pattern: 'x', extra: 1 },
+  ]) {
     const b = await c.req('PATCH', `/api/apps/${app.id}/triggers/${t.id}`, bad);
     assert.equal(b.status, 400, JSON.stringify(bad));
     assert.equal(b.body.code, 'bad_request');
   }
-  assert.equal((await c.req('PATCH', `/api/apps/${app.id}/triggers/01m7xsp88xare7pbe7126vxpxd`, { enabled: true })).status, 404);
-  assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/triggers`)).body.items, [paused.body], 'refused patches changed nothing');
+  assert.equal(
+    (await c.req('PATCH', `/api/apps/${app.id}/triggers/01m7xsp88xare7pbe7126vxpxd`, { enabled: true }))
+      .status,
+    404,
+  );
+  assert.deepEqual(
+    (await c.req('GET', `/api/apps/${app.id}/triggers`)).body.items,
+    [paused.body],
+    'refused patches changed nothing',
+  );
 
-  const moved = await c.req('PATCH', `/api/apps/${app.id}/triggers/${t.id}`, { pattern: 'hotfix/**', event: 'push' });
+  const moved = await c.req('PATCH', `/api/apps/${app.id}/triggers/${t.id}`, {
+    pattern: 'hotfix/**',
+    event: 'push',
+  });
   assert.equal(moved.status, 200, moved.text);
   const entry = await lastEntry('app.trigger_updated', app.id);
   assert.equal(entry.action, 'PATCH /api/apps/{id}/triggers/{tid}');
@@ -146,11 +181,19 @@ test('one variable: PUT creates (201) or replaces (200), a secret answers value 
   assert.deepEqual(created.body, { key: 'LOG_LEVEL', secret: false, value: 'info' });
   const replaced = await c.req('PUT', `/api/apps/${app}/env/LOG_LEVEL`, { value: 'debug' });
   assert.equal(replaced.status, 200, replaced.text);
-  assert.deepEqual(replaced.body, { key: 'LOG_LEVEL', secret: false, value: 'debug' }, 'an existing key keeps its flag');
+  assert.deepEqual(
+    replaced.body,
+    { key: 'LOG_LEVEL', secret: false, value: 'debug' },
+    'an existing key keeps its flag',
+  );
   const secret = 'tok_' + randomBytes(8).toString('hex');
   const sec = await c.req('PUT', `/api/apps/${app}/env/API_TOKEN`, { value: secret });
   assert.equal(sec.status, 201, sec.text);
-  assert.deepEqual(sec.body, { key: 'API_TOKEN', secret: true, value: null }, 'a new key is secret by default');
+  assert.deepEqual(
+    sec.body,
+    { key: 'API_TOKEN', secret: true, value: null },
+    'a new key is secret by default',
+  );
   assert.ok(!sec.text.includes(secret));
   for (const [key, body] of [
     ['1BAD', { value: 'x' }],
@@ -171,7 +214,9 @@ test('one variable: PUT creates (201) or replaces (200), a secret answers value 
   const del = await c.req('DELETE', `/api/apps/${app}/env/API_TOKEN`);
   assert.equal(del.status, 204, del.text);
   assert.equal((await c.req('DELETE', `/api/apps/${app}/env/API_TOKEN`)).status, 404);
-  assert.deepEqual((await c.req('GET', `/api/apps/${app}/env`)).body.items, [{ key: 'LOG_LEVEL', secret: false, value: 'debug' }]);
+  assert.deepEqual((await c.req('GET', `/api/apps/${app}/env`)).body.items, [
+    { key: 'LOG_LEVEL', secret: false, value: 'debug' },
+  ]);
 
   // Both are audited with the env state: the removal's diff masks the secret, its revert restores it.
   const removal = await lastEntry('app.env_removed', app);
@@ -206,7 +251,11 @@ test('the set has a strong ETag that shows no value; If-Match that no longer mat
   assert.match(first, /^"[A-Za-z0-9_-]+"$/, 'a strong validator');
   const got = await c.req('GET', `/api/apps/${app}/env`);
   assert.equal(got.headers.get('etag'), first, 'the listing carries the tag the write answered');
-  assert.equal((await c.req('GET', `/api/apps/${app}/env`)).headers.get('etag'), first, 'stable while nothing changes');
+  assert.equal(
+    (await c.req('GET', `/api/apps/${app}/env`)).headers.get('etag'),
+    first,
+    'stable while nothing changes',
+  );
   assert.ok(!first.includes(secret) && !first.includes('one'));
 
   // Another editor changes only the secret's value (same keys, same flags): the tag moves.
@@ -234,7 +283,12 @@ test('the set has a strong ETag that shows no value; If-Match that no longer mat
   assert.equal((await c.req('GET', `/api/apps/${app}/env/S/reveal`)).body.value, secret + '-rotated');
 
   // With the current tag (alone, in a list, or `*`) the write goes through and answers the next tag.
-  const ok = await c.req('PUT', `/api/apps/${app}/env/A`, { value: 'two' }, { 'if-match': `"nope", ${second}` });
+  const ok = await c.req(
+    'PUT',
+    `/api/apps/${app}/env/A`,
+    { value: 'two' },
+    { 'if-match': `"nope", ${second}` },
+  );
   assert.equal(ok.status, 200, ok.text);
   const third = ok.headers.get('etag')!;
   assert.notEqual(third, second);
@@ -245,7 +299,9 @@ test('the set has a strong ETag that shows no value; If-Match that no longer mat
 
 test('If-Match is checked and applied atomically: of concurrent writes based on one tag, exactly one lands', async () => {
   const app = await imageApp();
-  const tag = (await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'BASE', value: '0', secret: false }] })).headers.get('etag')!;
+  const tag = (
+    await c.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'BASE', value: '0', secret: false }] })
+  ).headers.get('etag')!;
   const n = 12;
   const writes = await Promise.all(
     Array.from({ length: n }, (_, i) =>
@@ -273,7 +329,7 @@ test('If-Match is checked and applied atomically: of concurrent writes based on 
   // Over HTTP the requests' arrival spreads them out; started in one tick, the routes' own
   // functions meet exactly in the window a check outside the write would leave open.
   const now = (await c.req('GET', `/api/apps/${app}/env`)).headers.get('etag')!;
-  const { setEnvVar, replaceEnvSet, removeEnvVar } = await import('../../lib/apps/env.js');
+  const { setEnvVar, replaceEnvSet, removeEnvVar } = await import('#lib/apps/env.js');
   const { db, sealer } = s.env;
   const racers = await Promise.allSettled([
     setEnvVar(db, sealer, app, { key: 'X1', value: '1' }, now),
@@ -281,7 +337,11 @@ test('If-Match is checked and applied atomically: of concurrent writes based on 
     removeEnvVar(db, sealer, app, 'BASE', now),
     setEnvVar(db, sealer, app, { key: 'BASE', value: 'changed' }, now),
   ]);
-  assert.equal(racers.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(racers.map((r) => r.status)));
+  assert.equal(
+    racers.filter((r) => r.status === 'fulfilled').length,
+    1,
+    JSON.stringify(racers.map((r) => r.status)),
+  );
   for (const r of racers) if (r.status === 'rejected') assert.equal(r.reason.code, 'precondition_failed');
 });
 
@@ -298,7 +358,11 @@ function github(secret: string, event: string, payload: unknown, extra: Record<s
 }
 
 async function deliver(appId: string, d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await s.request(`/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await s.request(`/webhooks/${appId}`, {
+    method: 'POST',
+    headers: d.headers,
+    body: new Uint8Array(d.body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -310,13 +374,20 @@ test('webhook deliveries: every one is logged with its outcome and reason, newes
   assert.equal((await deliver(app.id, forged)).status, 401);
   assert.equal((await deliver(app.id, github(app.secret, 'ping', githubPing))).status, 200);
   const marker = 'commit-message-' + randomBytes(6).toString('hex');
-  assert.equal((await deliver(app.id, github(app.secret, 'push', githubPush('refs/heads/feature-x', SHA_B, marker)))).status, 200);
+  assert.equal(
+    (await deliver(app.id, github(app.secret, 'push', githubPush('refs/heads/feature-x', SHA_B, marker))))
+      .status,
+    200,
+  );
   const push = github(app.secret, 'push', githubPush('refs/heads/main', SHA_A, marker));
   const deployed = await deliver(app.id, push);
   assert.equal(deployed.status, 202, JSON.stringify(deployed.body));
   assert.equal((await deliver(app.id, push)).body.duplicate, true);
   // Unknown app: refused as before, and nothing to log it under.
-  assert.equal((await deliver('01m7xsp88xare7pbe7126vxpxd', github(app.secret, 'ping', githubPing))).status, 401);
+  assert.equal(
+    (await deliver('01m7xsp88xare7pbe7126vxpxd', github(app.secret, 'ping', githubPing))).status,
+    401,
+  );
 
   const list = await c.req('GET', `/api/apps/${app.id}/webhook/deliveries`);
   assert.equal(list.status, 200, list.text);
@@ -347,17 +418,29 @@ test('webhook deliveries: every one is logged with its outcome and reason, newes
   assert.match(ign.reason, /not the app's branch "main"/);
   assert.match(ping.reason, /ping/);
   assert.deepEqual(
-    { provider: rej.provider, event: rej.event, ref: rej.ref, commit: rej.commit, deployment_id: rej.deployment_id },
+    {
+      provider: rej.provider,
+      event: rej.event,
+      ref: rej.ref,
+      commit: rej.commit,
+      deployment_id: rej.deployment_id,
+    },
     { provider: 'github', event: 'push', ref: null, commit: null, deployment_id: null },
   );
   assert.match(rej.reason, /signature/);
-  for (let i = 1; i < items.length; i++) assert.ok(items[i - 1].at >= items[i].at && Number(items[i - 1].id) > Number(items[i].id));
-  assert.deepEqual((await c.req('GET', `/api/apps/${other.id}/webhook/deliveries`)).body.items, [], 'per app');
+  for (let i = 1; i < items.length; i++)
+    assert.ok(items[i - 1].at >= items[i].at && Number(items[i - 1].id) > Number(items[i].id));
+  assert.deepEqual(
+    (await c.req('GET', `/api/apps/${other.id}/webhook/deliveries`)).body.items,
+    [],
+    'per app',
+  );
 
   // Neither the payload nor any signature is stored.
   const rows = JSON.stringify(await s.env.db.selectFrom('webhook_delivery_log').selectAll().execute());
   assert.ok(!rows.includes(marker), 'no payload');
-  for (const sig of [forged.headers['x-hub-signature-256']!, push.headers['x-hub-signature-256']!]) assert.ok(!rows.includes(sig.slice(7, 31)), 'no signature');
+  for (const sig of [forged.headers['x-hub-signature-256']!, push.headers['x-hub-signature-256']!])
+    assert.ok(!rows.includes(sig.slice(7, 31)), 'no signature');
 });
 
 test('webhook deliveries refused before verification (compressed, over 1 MiB) are logged as rejected too', async () => {
@@ -382,12 +465,22 @@ test('webhook deliveries: a flood (even of forged ones) keeps only the last 50 p
   const app = await gitApp();
   const other = await gitApp();
   assert.equal((await deliver(other.id, github(other.secret, 'ping', githubPing))).status, 200);
-  for (let i = 0; i < 56; i++) assert.equal((await deliver(app.id, github('wrong', 'push', githubPush('refs/heads/main')))).status, 401);
+  for (let i = 0; i < 56; i++)
+    assert.equal((await deliver(app.id, github('wrong', 'push', githubPush('refs/heads/main')))).status, 401);
   assert.equal((await deliver(app.id, github(app.secret, 'ping', githubPing))).status, 200);
   const items = (await c.req('GET', `/api/apps/${app.id}/webhook/deliveries`)).body.items;
   assert.equal(items.length, 50);
   assert.equal(items[0].outcome, 'ignored', 'the newest first');
-  const count = async (id: string) => Number((await s.env.db.selectFrom('webhook_delivery_log').select(s.env.db.fn.countAll<number>().as('n')).where('app_id', '=', id).executeTakeFirstOrThrow()).n);
+  const count = async (id: string) =>
+    Number(
+      (
+        await s.env.db
+          .selectFrom('webhook_delivery_log')
+          .select(s.env.db.fn.countAll<number>().as('n'))
+          .where('app_id', '=', id)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   assert.equal(await count(app.id), 50, 'pruned on insert');
   assert.equal(await count(other.id), 1, "another app's log is its own");
 });
@@ -395,13 +488,20 @@ test('webhook deliveries: a flood (even of forged ones) keeps only the last 50 p
 test('POST /api/settings/notifications answers 201 {"channel": ...}, wrapped like every other creation', async () => {
   const resolve = async (): Promise<ResolvedAddress[]> => [{ address: '8.8.8.8', family: 4 }];
   Object.assign(s.env.notifier.transport, { resolve });
-  const r = await c.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'ops', url: 'https://hooks.example.net/services/T/B/secret-abcd' });
+  const r = await c.req('POST', '/api/settings/notifications', {
+    kind: 'slack',
+    name: 'ops',
+    url: 'https://hooks.example.net/services/T/B/secret-abcd',
+  });
   assert.equal(r.status, 201, r.text);
   assert.deepEqual(Object.keys(r.body), ['channel']);
   assert.equal(r.body.channel.name, 'ops');
   assert.equal(r.body.channel.url_hint, 'hooks.example.net/…abcd');
   assert.ok(!r.text.includes('secret-abcd'));
-  assert.equal((await c.req('GET', `/api/settings/notifications/${r.body.channel.id}`)).body.id, r.body.channel.id);
+  assert.equal(
+    (await c.req('GET', `/api/settings/notifications/${r.body.channel.id}`)).body.id,
+    r.body.channel.id,
+  );
 });
 
 test('host metrics of a fresh server: a step without a vitals sample is absent, never zeros; request points stay zero-filled', async () => {
@@ -411,7 +511,10 @@ test('host metrics of a fresh server: a step without a vitals sample is absent, 
     const r = await fc.req('GET', '/api/host/metrics?range=1h');
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.points.length, 360, 'request points keep their zero-filled gaps');
-    assert.ok(r.body.vitals.length < r.body.points.length, `only the steps the sampler reached: ${r.body.vitals.length}`);
+    assert.ok(
+      r.body.vitals.length < r.body.points.length,
+      `only the steps the sampler reached: ${r.body.vitals.length}`,
+    );
     for (const v of r.body.vitals) {
       assert.ok(v.mem_total_bytes > 0 && v.disk_total_bytes > 0, `a real reading: ${JSON.stringify(v)}`);
       assert.ok(

@@ -5,8 +5,8 @@ import { Request } from '@whatwg-node/fetch';
 import * as health from '../../handlers/api/health.js';
 import * as me from '../../handlers/api/auth/me.js';
 import * as setupStatus from '../../handlers/api/setup/status.js';
-import type { Ctx } from '../../lib/http/handler.js';
-import type { Services as Env } from '../../lib/http/handler.js';
+import type { Ctx } from '#lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import { memoryEnv } from '../_support/env.js';
 
 let env: Env;
@@ -49,7 +49,18 @@ test('setup status is open while no operator exists', async () => {
 
 test('me echoes the principal and how it authenticated', async () => {
   const user = { id: 'u1', username: 'ops', totp_enabled: false, role: 'viewer', app_ids: null, sso: false };
-  const principal = { kind: 'token' as const, user, credentialId: 't1', stepUpUntil: null, permissions: new Set(['self.read', 'app.read'] as const), appIds: null };
+  const principal = {
+    kind: 'token' as const,
+    user,
+    credentialId: 't1',
+    stepUpUntil: null,
+    permissions: new Set(['self.read', 'app.read'] as const),
+    appIds: null,
+  };
   const res = await me.GET!(new Request('http://x/api/auth/me'), ctx({ principal }));
-  assert.deepEqual(await res.json(), { user: principal.user, via: 'token', permissions: ['app.read', 'self.read'] });
+  assert.deepEqual(await res.json(), {
+    user: principal.user,
+    via: 'token',
+    permissions: ['app.read', 'self.read'],
+  });
 });

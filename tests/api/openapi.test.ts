@@ -9,7 +9,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { openApiPath } from '../../runtime/openapi.js';
-import { METHODS } from '../../lib/http/handler.js';
+import { METHODS } from '#lib/http/handler.js';
 import { createClient } from '../../client/index.js';
 import { adminClient, apiToken, Client } from '../_support/server.js';
 import { startTestApp, type TestApp } from '../_support/request.js';
@@ -37,12 +37,14 @@ test('every route and method of the route table is in the document, with its pol
         continue;
       }
       assert.equal(op['x-step-up'] === true, h.spec.stepUp === true, `${m} ${r.pattern}: x-step-up`);
-      if (h.spec.stepUp) assert.match(op.description, /step-up/, `${m} ${r.pattern}: the description says so`);
+      if (h.spec.stepUp)
+        assert.match(op.description, /step-up/, `${m} ${r.pattern}: the description says so`);
       const auth = h.spec.auth ?? 'operator';
       if (auth === 'public') assert.deepEqual(op.security, [], `${m} ${r.pattern} is public`);
       else if (auth === 'metrics') assert.deepEqual(op.security, [{ metricsToken: [] }]);
       else assert.equal(op.security, undefined, `${m} ${r.pattern} needs the document's default security`);
-      for (const status of Object.keys(h.spec.responses)) assert.ok(op.responses[status], `${m} ${r.pattern} documents ${status}`);
+      for (const status of Object.keys(h.spec.responses))
+        assert.ok(op.responses[status], `${m} ${r.pattern} documents ${status}`);
     }
   }
   assert.deepEqual(missing, []);
@@ -54,11 +56,20 @@ test('every route and method of the route table is in the document, with its pol
     [],
   );
   assert.ok(doc.paths['/api/ws'].get['x-websocket'], 'the WebSocket route is described');
-  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['bearer', 'csrf', 'metricsToken', 'session']);
+  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), [
+    'bearer',
+    'csrf',
+    'metricsToken',
+    'session',
+  ]);
 });
 
 test('redocly lints the document with zero errors', { timeout: 120_000 }, async () => {
-  const r = await run(process.execPath, ['node_modules/@redocly/cli/bin/cli.js', 'lint', '--format=json', 'api/openapi.json'], { cwd: root, maxBuffer: 16 << 20 }).catch((e) => e);
+  const r = await run(
+    process.execPath,
+    ['node_modules/@redocly/cli/bin/cli.js', 'lint', '--format=json', 'api/openapi.json'],
+    { cwd: root, maxBuffer: 16 << 20 },
+  ).catch((e) => e);
   const out = JSON.parse(r.stdout);
   const errors = out.problems.filter((p: { severity: string }) => p.severity === 'error');
   assert.deepEqual(errors, []);
@@ -90,7 +101,10 @@ function conforms(path: string, method: string, r: { status: number; body: unkno
   const schema = schemaFor(path, method, r.status);
   if (!schema) return;
   const validate = ajv.compile({ $ref: 'openapi.json' + schema.$ref });
-  assert.ok(validate(r.body), `${method} ${path} ${r.status}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(r.body).slice(0, 400)}`);
+  assert.ok(
+    validate(r.body),
+    `${method} ${path} ${r.status}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(r.body).slice(0, 400)}`,
+  );
 }
 
 test('real answers match the documented response schemas: login, apps, sessions, tokens, audit, errors', async () => {
@@ -105,14 +119,26 @@ test('real answers match the documented response schemas: login, apps, sessions,
   await rec(anon, 'GET', '/api/health', '/api/health');
   await rec(anon, 'GET', '/api/apps', '/api/apps');
   const c = await adminClient(s);
-  await rec(new Client(s.url), 'POST', '/api/auth/login', '/api/auth/login', { username: 'admin', password: 'wrong password here' });
+  await rec(new Client(s.url), 'POST', '/api/auth/login', '/api/auth/login', {
+    username: 'admin',
+    password: 'wrong password here',
+  });
   await rec(c, 'GET', '/api/auth/me', '/api/auth/me');
   await rec(c, 'GET', '/api/apps', '/api/apps');
-  const created = await rec(c, 'POST', '/api/apps', '/api/apps', { name: 'oas-conform', source: { type: 'image', image: 'nginx:1.27' } });
+  const created = await rec(c, 'POST', '/api/apps', '/api/apps', {
+    name: 'oas-conform',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(created.status, 201);
   const id = (created.body as { app: { id: string } }).app.id;
-  await rec(c, 'POST', '/api/apps', '/api/apps', { name: 'oas-conform', source: { type: 'image', image: 'nginx:1.27' } });
-  await rec(c, 'POST', '/api/apps', '/api/apps', { name: 'Bad Name', source: { type: 'image', image: 'nginx' } });
+  await rec(c, 'POST', '/api/apps', '/api/apps', {
+    name: 'oas-conform',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
+  await rec(c, 'POST', '/api/apps', '/api/apps', {
+    name: 'Bad Name',
+    source: { type: 'image', image: 'nginx' },
+  });
   await rec(c, 'GET', '/api/apps', '/api/apps');
   await rec(c, 'GET', `/api/apps/${id}`, '/api/apps/{id}');
   await rec(c, 'GET', '/api/apps/01m7xsp88xare7pbe7126vxpxd', '/api/apps/{id}');
@@ -124,7 +150,10 @@ test('real answers match the documented response schemas: login, apps, sessions,
   });
   await rec(c, 'GET', `/api/apps/${id}/env`, '/api/apps/{id}/env');
   await rec(c, 'GET', `/api/apps/${id}/export`, '/api/apps/{id}/export');
-  await rec(c, 'POST', `/api/apps/${id}/triggers`, '/api/apps/{id}/triggers', { event: 'push', pattern: 'main' });
+  await rec(c, 'POST', `/api/apps/${id}/triggers`, '/api/apps/{id}/triggers', {
+    event: 'push',
+    pattern: 'main',
+  });
   await rec(c, 'GET', `/api/apps/${id}/webhook`, '/api/apps/{id}/webhook');
   await rec(c, 'GET', `/api/apps/${id}/deployments`, '/api/apps/{id}/deployments');
   await rec(c, 'DELETE', `/api/apps/${id}`, '/api/apps/{id}');
@@ -140,7 +169,10 @@ test('real answers match the documented response schemas: login, apps, sessions,
   // The routes main added before the conversion: their envelopes and the shapes described so far.
   await rec(c, 'GET', '/api/settings/notifications', '/api/settings/notifications');
   await rec(c, 'GET', '/api/domains', '/api/domains');
-  const redirect = await rec(c, 'POST', '/api/domains', '/api/domains', { hostname: 'old.example.com', redirect_to: 'new.example.com' });
+  const redirect = await rec(c, 'POST', '/api/domains', '/api/domains', {
+    hostname: 'old.example.com',
+    redirect_to: 'new.example.com',
+  });
   assert.equal(redirect.status, 201, JSON.stringify(redirect.body));
   const did = (redirect.body as { domain: { id: string } }).domain.id;
   await rec(c, 'GET', `/api/domains/${did}`, '/api/domains/{id}');
@@ -149,7 +181,8 @@ test('real answers match the documented response schemas: login, apps, sessions,
   await rec(c, 'GET', '/api/addons', '/api/addons');
   await rec(c, 'GET', '/api/databases/engines', '/api/databases/engines');
   const statuses = new Set(recorded.map(([, , r]) => r.status));
-  for (const want of [200, 201, 400, 401, 403, 404, 409]) assert.ok(statuses.has(want), `a ${want} was recorded (${[...statuses]})`);
+  for (const want of [200, 201, 400, 401, 403, 404, 409])
+    assert.ok(statuses.has(want), `a ${want} was recorded (${[...statuses]})`);
   for (const [path, method, r] of recorded) conforms(path, method, r);
 });
 
@@ -161,7 +194,10 @@ test('real answers match the documented schemas: instance, metrics, add-ons, dat
     recorded.push([path, method, r]);
     return r;
   };
-  const created = await rec('POST', '/api/apps', '/api/apps', { name: 'oas-data', source: { type: 'image', image: 'nginx:1.27' } });
+  const created = await rec('POST', '/api/apps', '/api/apps', {
+    name: 'oas-data',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   const appId = (created.body as { app: { id: string } }).app.id;
   // Databases and runs are made by the engine in their own tests (tests/engine/data-*.test.ts);
   // here rows like theirs go in directly, so the real views and routes answer without it.
@@ -215,7 +251,15 @@ test('real answers match the documented schemas: instance, metrics, add-ons, dat
     .execute();
   await s.env.db
     .insertInto('backup_restores')
-    .values({ id: 'oasrestore0000000000000001', run_id: 'oasrun00000000000000000001', app_id: appId, status: 'failed', error: 'no artifact', started_at: at, finished_at: at })
+    .values({
+      id: 'oasrestore0000000000000001',
+      run_id: 'oasrun00000000000000000001',
+      app_id: appId,
+      status: 'failed',
+      error: 'no artifact',
+      started_at: at,
+      finished_at: at,
+    })
     .execute();
   await rec('GET', '/api/instance/info', '/api/instance/info');
   await rec('GET', '/api/instance/disk', '/api/instance/disk');
@@ -226,19 +270,36 @@ test('real answers match the documented schemas: instance, metrics, add-ons, dat
   await rec('GET', '/api/addons/no-such-addon', '/api/addons/{id}');
   await rec('GET', '/api/databases/engines', '/api/databases/engines');
   await rec('GET', `/api/apps/${appId}/databases`, '/api/apps/{id}/databases');
-  await rec('GET', `/api/apps/${appId}/databases/oasdb000000000000000000001`, '/api/apps/{id}/databases/{dbid}');
+  await rec(
+    'GET',
+    `/api/apps/${appId}/databases/oasdb000000000000000000001`,
+    '/api/apps/{id}/databases/{dbid}',
+  );
   await rec('GET', '/api/databases', '/api/databases');
   await rec('GET', `/api/apps/${appId}/backups`, '/api/apps/{id}/backups');
   await rec('GET', `/api/apps/${appId}/backups/${bid}/runs`, '/api/apps/{id}/backups/{bid}/runs');
-  await rec('GET', `/api/apps/${appId}/backups/runs/oasrun00000000000000000001`, '/api/apps/{id}/backups/runs/{rid}');
-  await rec('GET', `/api/apps/${appId}/backups/restores/oasrestore0000000000000001`, '/api/apps/{id}/backups/restores/{xid}');
+  await rec(
+    'GET',
+    `/api/apps/${appId}/backups/runs/oasrun00000000000000000001`,
+    '/api/apps/{id}/backups/runs/{rid}',
+  );
+  await rec(
+    'GET',
+    `/api/apps/${appId}/backups/restores/oasrestore0000000000000001`,
+    '/api/apps/{id}/backups/restores/{xid}',
+  );
   await rec('GET', '/api/backups', '/api/backups');
   for (const [path, method, r] of recorded) {
-    if (!path.includes('no-such')) assert.ok(r.status < 300 || path === '/api/addons/{id}', `${method} ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    if (!path.includes('no-such'))
+      assert.ok(
+        r.status < 300 || path === '/api/addons/{id}',
+        `${method} ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`,
+      );
     conforms(path, method, r);
   }
   // The lists are not vacuous: each holds what was made above.
-  const body = (path: string) => recorded.find(([p, m]) => p === path && m === 'GET')![2].body as Record<string, unknown[]>;
+  const body = (path: string) =>
+    recorded.find(([p, m]) => p === path && m === 'GET')![2].body as Record<string, unknown[]>;
   assert.equal(body('/api/apps/{id}/databases').items!.length, 1);
   assert.equal(body('/api/apps/{id}/backups').items!.length, 1);
   assert.equal(body('/api/apps/{id}/backups/{bid}/runs').items!.length, 1);
@@ -247,15 +308,47 @@ test('real answers match the documented schemas: instance, metrics, add-ons, dat
 });
 
 test('a wrong answer fails the conformance check (the check can fail)', () => {
-  assert.throws(() => conforms('/api/auth/me', 'GET', { status: 200, body: { user: { id: 'x', username: 'y' }, via: 'session' } }));
+  assert.throws(() =>
+    conforms('/api/auth/me', 'GET', {
+      status: 200,
+      body: { user: { id: 'x', username: 'y' }, via: 'session' },
+    }),
+  );
   assert.throws(() => conforms('/api/apps', 'GET', { status: 200, body: { items: [], extra: true } }));
-  assert.throws(() => conforms('/api/domains/{id}', 'GET', { status: 200, body: { domain: { id: 'x', hostname: 'a.example.com' }, proxy: {} } }));
-  assert.throws(() => conforms('/api/settings/notifications', 'GET', { status: 200, body: { items: [{ id: 'x', kind: 'email' }], events: [] } }));
+  assert.throws(() =>
+    conforms('/api/domains/{id}', 'GET', {
+      status: 200,
+      body: { domain: { id: 'x', hostname: 'a.example.com' }, proxy: {} },
+    }),
+  );
+  assert.throws(() =>
+    conforms('/api/settings/notifications', 'GET', {
+      status: 200,
+      body: { items: [{ id: 'x', kind: 'email' }], events: [] },
+    }),
+  );
   // The shapes that were placeholders (any JSON) before: an extra or a missing field fails now.
   assert.throws(() => conforms('/api/instance/disk', 'GET', { status: 200, body: { images: 1 } }));
-  assert.throws(() => conforms('/api/databases/engines', 'GET', { status: 200, body: { items: [{ engine: 'postgres', versions: ['16'], default_version: '16', images: {}, port: 5432 }] } }));
-  assert.throws(() => conforms('/api/backups', 'GET', { status: 200, body: { configs: [], failed_last_7d: [], uncovered: [], extra: 1 } }));
-  assert.throws(() => conforms('/api/host/metrics', 'GET', { status: 200, body: { range: '1h', step_seconds: 10, points: [] } }));
+  assert.throws(() =>
+    conforms('/api/databases/engines', 'GET', {
+      status: 200,
+      body: {
+        items: [{ engine: 'postgres', versions: ['16'], default_version: '16', images: {}, port: 5432 }],
+      },
+    }),
+  );
+  assert.throws(() =>
+    conforms('/api/backups', 'GET', {
+      status: 200,
+      body: { configs: [], failed_last_7d: [], uncovered: [], extra: 1 },
+    }),
+  );
+  assert.throws(() =>
+    conforms('/api/host/metrics', 'GET', {
+      status: 200,
+      body: { range: '1h', step_seconds: 10, points: [] },
+    }),
+  );
 });
 
 test('GET /api/openapi.json serves the document to an authenticated caller, and 401 to anyone else', async () => {
@@ -270,7 +363,9 @@ test('the typed client lists apps and reads one with an API token', async () => 
   const c = await adminClient(s);
   const token = await apiToken(c, 'typed-client');
   const api = createClient(s.url, { token, fetch: s.fetch });
-  const made = await api.POST('/api/apps', { body: { name: 'oas-client', source: { type: 'image', image: 'nginx:1.27' } } });
+  const made = await api.POST('/api/apps', {
+    body: { name: 'oas-client', source: { type: 'image', image: 'nginx:1.27' } },
+  });
   assert.equal(made.response.status, 201);
   const id = made.data!.app.id;
   const list = await api.GET('/api/apps');
@@ -284,13 +379,26 @@ test('the typed client lists apps and reads one with an API token', async () => 
 
 test("the documented audit entry is the contract's, and every entry's action names a documented method and path", async () => {
   const e = doc.components.schemas.AuditEntry;
-  for (const f of ['id', 'at', 'actor', 'action', 'target', 'ip', 'outcome', 'summary', 'revertible', 'reverted_at']) assert.ok(e.required.includes(f), `AuditEntry requires ${f}`);
+  for (const f of [
+    'id',
+    'at',
+    'actor',
+    'action',
+    'target',
+    'ip',
+    'outcome',
+    'summary',
+    'revertible',
+    'reverted_at',
+  ])
+    assert.ok(e.required.includes(f), `AuditEntry requires ${f}`);
   assert.deepEqual(e.properties.actor.properties.type.enum, ['user', 'token', 'system']);
   assert.deepEqual(Object.keys(e.properties.actor.properties).sort(), ['id', 'name', 'owner_id', 'type']);
   assert.deepEqual(Object.keys(e.properties.target.properties).sort(), ['id', 'type']);
   assert.deepEqual(e.properties.outcome.enum, ['ok', 'error']);
   const params = doc.paths['/api/audit'].get.parameters as { name: string; description?: string }[];
-  for (const name of ['actor', 'action', 'target', 'since', 'until']) assert.ok(params.find((p) => p.name === name)?.description, `the ${name} filter is documented`);
+  for (const name of ['actor', 'action', 'target', 'since', 'until'])
+    assert.ok(params.find((p) => p.name === name)?.description, `the ${name} filter is documented`);
 
   // The conformance run above wrote entries of many routes (and refused sign-ins): each action is one the document has.
   const c = await adminClient(s);

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { createSession, csrfFor } from '../../lib/auth/sessions.js';
-import { createApiToken } from '../../lib/auth/tokens.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
-import { recordAudit } from '../../lib/audit/index.js';
-import type { Role } from '../../lib/auth/roles.js';
+import { insertUser } from '#lib/auth/users.js';
+import { createSession, csrfFor } from '#lib/auth/sessions.js';
+import { createApiToken } from '#lib/auth/tokens.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
+import { recordAudit } from '#lib/audit/index.js';
+import type { Role } from '#lib/auth/roles.js';
 
 let s: TestServer;
 let owner: Client;
@@ -36,7 +36,11 @@ interface Person {
 async function person(role: Role, appIds: string[] | null = null): Promise<Person> {
   const user = await insertUser(s.env.db, uniq(role), 'scrypt$10$8$1$x$y', { role, appIds });
   const session = await createSession(s.env.db, user.id, { ip: null, userAgent: null }, LIMITS);
-  await s.env.db.updateTable('sessions').set({ step_up_until: soon() }).where('user_id', '=', user.id).execute();
+  await s.env.db
+    .updateTable('sessions')
+    .set({ step_up_until: soon() })
+    .where('user_id', '=', user.id)
+    .execute();
   invalidateCredentials();
   const c = new Client(s.url);
   c.cookies.set('svc_session', session.raw);
@@ -45,7 +49,10 @@ async function person(role: Role, appIds: string[] | null = null): Promise<Perso
 }
 
 /** A bearer client for a new token of `userId`, stepped up. */
-async function tokenOf(userId: string, grant: { scopes: string[] | null; appIds: string[] | null }): Promise<Client> {
+async function tokenOf(
+  userId: string,
+  grant: { scopes: string[] | null; appIds: string[] | null },
+): Promise<Client> {
   const t = await createApiToken(s.env.db, userId, uniq('tok'), null, Date.now(), grant as never);
   await s.env.db.updateTable('api_tokens').set({ step_up_until: soon() }).where('id', '=', t.id).execute();
   invalidateCredentials();
@@ -54,19 +61,27 @@ async function tokenOf(userId: string, grant: { scopes: string[] | null; appIds:
 
 const linkToken = (url: string) => LINK.exec(url)![1]!;
 
-async function invite(by: Client, body: Record<string, unknown>): Promise<{ id: string; token: string; url: string }> {
+async function invite(
+  by: Client,
+  body: Record<string, unknown>,
+): Promise<{ id: string; token: string; url: string }> {
   const r = await by.req('POST', '/api/operators/invitations', body);
   assert.equal(r.status, 201, r.text);
   return { id: r.body.invitation.id, token: linkToken(r.body.invitation.url), url: r.body.invitation.url };
 }
 
-const opens = async (token: string) => (await new Client(s.url).req('GET', `/api/invitations/${token}`)).status;
+const opens = async (token: string) =>
+  (await new Client(s.url).req('GET', `/api/invitations/${token}`)).status;
 
 before(async () => {
   s = await startTestServer();
   owner = await adminClient(s);
   assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-  for (const name of ['rev-a', 'rev-b']) assert.equal((await owner.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1.27' } })).status, 201);
+  for (const name of ['rev-a', 'rev-b'])
+    assert.equal(
+      (await owner.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1.27' } })).status,
+      201,
+    );
   const apps = (await owner.req('GET', '/api/apps')).body.items as Array<{ id: string; name: string }>;
   appA = apps.find((a) => a.name === 'rev-a')!.id;
   appB = apps.find((a) => a.name === 'rev-b')!.id;
@@ -92,10 +107,16 @@ test('an admin token limited to app A cannot act outside A: no new app, import, 
     assert.equal(r.body.code, 'forbidden', `${method} ${path}`);
   }
   // Another app's domain: as absent as any other thing of app B.
-  const other = await t.req('POST', '/api/domains', { hostname: 'b.example.com', app_id: appB, service: 'web', port: 80 });
+  const other = await t.req('POST', '/api/domains', {
+    hostname: 'b.example.com',
+    app_id: appB,
+    service: 'web',
+    port: 80,
+  });
   assert.equal(other.status, 404, other.text);
   const me = (await t.req('GET', '/api/auth/me')).body.permissions as string[];
-  for (const p of ['instance.admin', 'operators.manage', 'owners.manage', 'instance.owner']) assert.ok(!me.includes(p), p);
+  for (const p of ['instance.admin', 'operators.manage', 'owners.manage', 'instance.owner'])
+    assert.ok(!me.includes(p), p);
   assert.ok(me.includes('app.admin'));
   // Within A, app.admin stands; the listing keeps only A; nothing was created.
   const patch = await t.req('PATCH', `/api/apps/${appA}`, { source: { type: 'image', image: 'nginx:1.27' } });
@@ -106,7 +127,10 @@ test('an admin token limited to app A cannot act outside A: no new app, import, 
   );
   assert.equal((await owner.req('GET', '/api/apps')).body.items.length, 2);
   // The same admin's unlimited session still creates apps.
-  const made = await admin.c.req('POST', '/api/apps', { name: uniq('free'), source: { type: 'image', image: 'nginx:1.27' } });
+  const made = await admin.c.req('POST', '/api/apps', {
+    name: uniq('free'),
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(made.status, 201, made.text);
   assert.equal((await owner.req('DELETE', `/api/apps/${made.body.app.id}`)).status < 300, true);
 });
@@ -122,7 +146,11 @@ test('a token never mints a wider one: no other app, no instance permission next
   const child = await t.req('POST', '/api/auth/api-tokens', { name: 'child' });
   assert.equal(child.status, 201, child.text);
   assert.deepEqual(child.body.app_ids, [appA], 'the limit is inherited');
-  const mixed = await admin.c.req('POST', '/api/auth/api-tokens', { name: 'mixed', scopes: ['instance.admin'], app_ids: [appA] });
+  const mixed = await admin.c.req('POST', '/api/auth/api-tokens', {
+    name: 'mixed',
+    scopes: ['instance.admin'],
+    app_ids: [appA],
+  });
   assert.equal(mixed.status, 400, mixed.text);
 });
 
@@ -133,7 +161,10 @@ test('links outlive nothing: demoting, disabling or deleting their creator withd
   assert.equal(await opens(viewerLink.token), 200);
   assert.equal((await owner.req('PATCH', `/api/operators/${admin.id}`, { role: 'deployer' })).status, 200);
   assert.equal(await opens(viewerLink.token), 404);
-  const late = await new Client(s.url).req('POST', `/api/invitations/${viewerLink.token}/accept`, { username: uniq('late'), password: PASSWORD });
+  const late = await new Client(s.url).req('POST', `/api/invitations/${viewerLink.token}/accept`, {
+    username: uniq('late'),
+    password: PASSWORD,
+  });
   assert.equal(late.status, 404, late.text);
   const listed = (await owner.req('GET', '/api/operators/invitations')).body.items.map((i: any) => i.id);
   assert.ok(!listed.includes(viewerLink.id), 'withdrawn, not left pending');
@@ -168,7 +199,10 @@ test('the accept checks the creator again: a role changed elsewhere (the identit
   await s.env.db.updateTable('users').set({ role: 'viewer' }).where('id', '=', admin.id).execute();
   invalidateCredentials();
   assert.equal(await opens(link.token), 404);
-  const r = await new Client(s.url).req('POST', `/api/invitations/${link.token}/accept`, { username: uniq('nope'), password: PASSWORD });
+  const r = await new Client(s.url).req('POST', `/api/invitations/${link.token}/accept`, {
+    username: uniq('nope'),
+    password: PASSWORD,
+  });
   assert.equal(r.status, 404, r.text);
   await s.env.db.updateTable('users').set({ role: 'admin' }).where('id', '=', admin.id).execute();
   invalidateCredentials();
@@ -186,15 +220,30 @@ test('an admin never reaches the owner role: not for themself, not by invitation
   // An admin's own token with every scope is no different.
   const t = await tokenOf(admin.id, { scopes: null, appIds: null });
   assert.equal((await t.req('PATCH', `/api/operators/${admin.id}`, { role: 'owner' })).status, 403);
-  const row = await s.env.db.selectFrom('users').select('role').where('id', '=', admin.id).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('users')
+    .select('role')
+    .where('id', '=', admin.id)
+    .executeTakeFirstOrThrow();
   assert.equal(row.role, 'admin');
 });
 
 /** A request with a Host header of our choosing (fetch sets its own). */
-function rawPost(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any }> {
+function rawPost(
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const text = JSON.stringify(body);
-    const req = request(s.url + path, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers } });
+    const req = request(s.url + path, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(text)),
+        ...headers,
+      },
+    });
     req.on('response', (res) => {
       let out = '';
       res.on('data', (c) => (out += c));
@@ -207,7 +256,16 @@ function rawPost(path: string, body: unknown, headers: Record<string, string>): 
 
 test('the invitation link never takes its origin from the Host header', async () => {
   const csrf = owner.cookies.get('svc_csrf')!;
-  const r = await rawPost('/api/operators/invitations', { role: 'viewer' }, { host: 'evil.example', 'x-forwarded-host': 'evil.example', cookie: owner.cookieHeader(), 'x-csrf-token': csrf });
+  const r = await rawPost(
+    '/api/operators/invitations',
+    { role: 'viewer' },
+    {
+      host: 'evil.example',
+      'x-forwarded-host': 'evil.example',
+      cookie: owner.cookieHeader(),
+      'x-csrf-token': csrf,
+    },
+  );
   assert.equal(r.status, 201, JSON.stringify(r.body));
   assert.ok(!r.body.invitation.url.includes('evil.example'), r.body.invitation.url);
   // No public address configured: a path, which the dashboard opens under its own origin.
@@ -220,7 +278,10 @@ test('accepting with a planted session cookie starts a new session and ends the 
   const link = await invite(owner, { role: 'deployer' });
   const victim = new Client(s.url);
   victim.cookies.set('svc_session', planted);
-  const r = await victim.req('POST', `/api/invitations/${link.token}/accept`, { username: uniq('victim'), password: PASSWORD });
+  const r = await victim.req('POST', `/api/invitations/${link.token}/accept`, {
+    username: uniq('victim'),
+    password: PASSWORD,
+  });
   assert.equal(r.status, 201, r.text);
   assert.notEqual(victim.cookies.get('svc_session'), planted, 'a fresh session id');
   assert.equal((await victim.req('GET', '/api/auth/me')).body.user.role, 'deployer');
@@ -230,19 +291,37 @@ test('accepting with a planted session cookie starts a new session and ends the 
 
 test('CSRF: a cross-site accept and a cookie-backed invitation without the CSRF header are refused', async () => {
   const link = await invite(owner, { role: 'viewer' });
-  const cross = await new Client(s.url).req('POST', `/api/invitations/${link.token}/accept`, { username: uniq('x'), password: PASSWORD }, { 'sec-fetch-site': 'cross-site' });
+  const cross = await new Client(s.url).req(
+    'POST',
+    `/api/invitations/${link.token}/accept`,
+    { username: uniq('x'), password: PASSWORD },
+    { 'sec-fetch-site': 'cross-site' },
+  );
   assert.equal(cross.status, 403, cross.text);
   assert.equal(cross.body.code, 'csrf_mismatch');
   assert.equal(await opens(link.token), 200, 'not consumed');
   const admin = await person('admin');
-  const noHeader = await admin.c.req('POST', '/api/operators/invitations', { role: 'viewer' }, { 'x-csrf-token': '' });
+  const noHeader = await admin.c.req(
+    'POST',
+    '/api/operators/invitations',
+    { role: 'viewer' },
+    { 'x-csrf-token': '' },
+  );
   assert.equal(noHeader.status, 403, noHeader.text);
   assert.equal(noHeader.body.code, 'csrf_mismatch');
 });
 
 test('unknown, malformed, used and expired links answer one identical 404', async () => {
   const used = await invite(owner, { role: 'viewer' });
-  assert.equal((await new Client(s.url).req('POST', `/api/invitations/${used.token}/accept`, { username: uniq('u'), password: PASSWORD })).status, 201);
+  assert.equal(
+    (
+      await new Client(s.url).req('POST', `/api/invitations/${used.token}/accept`, {
+        username: uniq('u'),
+        password: PASSWORD,
+      })
+    ).status,
+    201,
+  );
   const expired = await invite(owner, { role: 'viewer', expires_in_hours: 1 });
   await s.env.db
     .updateTable('invitations')
@@ -259,17 +338,32 @@ test('unknown, malformed, used and expired links answer one identical 404', asyn
 });
 
 test('the audit hides every entry about another app from a limited reader, background ones too', async () => {
-  const dom = await owner.req('POST', '/api/domains', { hostname: 'rev-b.example.com', app_id: appB, service: 'web', port: 80 });
+  const dom = await owner.req('POST', '/api/domains', {
+    hostname: 'rev-b.example.com',
+    app_id: appB,
+    service: 'web',
+    port: 80,
+  });
   assert.equal(dom.status, 201, dom.text);
   // A background entry that names app B only as its target.
-  await recordAudit(s.env.db, { route: 'POST /api/internal/probe', target: appB, appId: null, outcome: 200, event: 'probe.done' });
+  await recordAudit(s.env.db, {
+    route: 'POST /api/internal/probe',
+    target: appB,
+    appId: null,
+    outcome: 200,
+    event: 'probe.done',
+  });
   // An instance-wide entry that lists app B among others: the list is cut to what the reader reaches.
   await invite(owner, { role: 'viewer', app_ids: [appA, appB] });
   const viewer = await person('viewer', [appA]);
   const seen = (await viewer.c.req('GET', '/api/audit?limit=200')).body.items;
   const invited = seen.find((e: any) => e.event === 'operator.invited' && e.detail?.app_ids?.includes(appA));
   assert.deepEqual(invited.detail.app_ids, [appA]);
-  const about = (e: any) => e.app_id === appB || e.target.id === appB || e.target.id === dom.body.domain.id || JSON.stringify(e.detail ?? {}).includes(appB);
+  const about = (e: any) =>
+    e.app_id === appB ||
+    e.target.id === appB ||
+    e.target.id === dom.body.domain.id ||
+    JSON.stringify(e.detail ?? {}).includes(appB);
   assert.deepEqual(seen.filter(about), [], 'nothing about app B');
   assert.ok(seen.length > 0, 'instance entries stay');
   const all = (await owner.req('GET', '/api/audit?limit=200')).body.items;
@@ -297,12 +391,25 @@ test('the traffic snapshot shows a limited reader only the requests to their app
     .execute();
   const at = Date.now();
   for (const host of ['only-a.example.com', 'secret-b.example.com', 'svc.example.com']) {
-    s.env.monitor!.observe({ at, ip: '192.0.2.7', host, method: 'GET', path: '/', status: 200, bytes: 0, durationMs: 0 });
+    s.env.monitor!.observe({
+      at,
+      ip: '192.0.2.7',
+      host,
+      method: 'GET',
+      path: '/',
+      status: 200,
+      bytes: 0,
+      durationMs: 0,
+    });
   }
   const viewer = await person('viewer', [appA]);
-  const mine = (await viewer.c.req('GET', '/api/security/traffic')).body.recent_requests.map((r: any) => r.host);
+  const mine = (await viewer.c.req('GET', '/api/security/traffic')).body.recent_requests.map(
+    (r: any) => r.host,
+  );
   assert.deepEqual([...new Set(mine)], ['only-a.example.com']);
-  const everyone = (await owner.req('GET', '/api/security/traffic')).body.recent_requests.map((r: any) => r.host);
+  const everyone = (await owner.req('GET', '/api/security/traffic')).body.recent_requests.map(
+    (r: any) => r.host,
+  );
   assert.ok(everyone.includes('secret-b.example.com'));
 });
 
@@ -313,13 +420,17 @@ test('a narrowed socket: its build: subscription of a withdrawn app ends and sen
   const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${t.bearer}` });
   const frames: any[] = [];
   ws.on('message', (m) => frames.push(JSON.parse(String(m))));
-  for (const topic of ['build:revdep1', `logs:${appB}`]) ws.send(JSON.stringify({ type: 'subscribe', topic }));
-  while (frames.filter((f) => f.type === 'subscribed').length < 2) await new Promise((r) => setTimeout(r, 10));
+  for (const topic of ['build:revdep1', `logs:${appB}`])
+    ws.send(JSON.stringify({ type: 'subscribe', topic }));
+  while (frames.filter((f) => f.type === 'subscribed').length < 2)
+    await new Promise((r) => setTimeout(r, 10));
   assert.equal((await owner.req('PATCH', `/api/operators/${d.id}`, { app_ids: [appB] })).status, 200);
-  while (!frames.some((f) => f.type === 'error' && f.topic === 'build:revdep1')) await new Promise((r) => setTimeout(r, 10));
+  while (!frames.some((f) => f.type === 'error' && f.topic === 'build:revdep1'))
+    await new Promise((r) => setTimeout(r, 10));
   s.env.bus.publish('build:revdep1', { line: 'not for them' });
   s.env.bus.publish(`logs:${appB}`, { line: 'for them' });
-  while (!frames.some((f) => f.type === 'event' && f.topic === `logs:${appB}`)) await new Promise((r) => setTimeout(r, 10));
+  while (!frames.some((f) => f.type === 'event' && f.topic === `logs:${appB}`))
+    await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(
     frames.filter((f) => f.type === 'event').map((f) => f.topic),
     [`logs:${appB}`],

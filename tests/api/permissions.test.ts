@@ -9,13 +9,19 @@ import { adminClient, Client } from '../_support/server.js';
 import { startTestApp, type TestApp } from '../_support/request.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
-import { METHODS, type Method } from '../../lib/http/handler.js';
-import type { RouteSpec } from '../../lib/http/route.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { createSession, csrfFor } from '../../lib/auth/sessions.js';
-import { createApiToken } from '../../lib/auth/tokens.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
-import { INSTANCE_WRITES, ROLE_PERMISSIONS, isPermission, type Permission, type Role } from '../../lib/auth/roles.js';
+import { METHODS, type Method } from '#lib/http/handler.js';
+import type { RouteSpec } from '#lib/http/route.js';
+import { insertUser } from '#lib/auth/users.js';
+import { createSession, csrfFor } from '#lib/auth/sessions.js';
+import { createApiToken } from '#lib/auth/tokens.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
+import {
+  INSTANCE_WRITES,
+  ROLE_PERMISSIONS,
+  isPermission,
+  type Permission,
+  type Role,
+} from '#lib/auth/roles.js';
 
 let s: TestApp;
 let owner: Client;
@@ -51,7 +57,10 @@ async function sessionOf(userId: string): Promise<Client> {
 
 const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
 
-async function setRow(id: string, fields: { role?: string; app_ids?: string | null; disabled?: number }): Promise<void> {
+async function setRow(
+  id: string,
+  fields: { role?: string; app_ids?: string | null; disabled?: number },
+): Promise<void> {
   await s.env.db.updateTable('users').set(fields).where('id', '=', id).execute();
   // What operator management does after changing a row: nothing else is needed.
   invalidateCredentials();
@@ -61,8 +70,14 @@ before(async () => {
   // Not recorded for the route coverage: the matrix reaches every route without testing it.
   s = await startTestApp({ SVC_ENABLE_SHELL: 'true' }, { record: false });
   owner = await adminClient(s);
-  const a = await owner.req('POST', '/api/apps', { name: 'alpha', source: { type: 'image', image: 'nginx:alpine' } });
-  const b = await owner.req('POST', '/api/apps', { name: 'bravo', source: { type: 'image', image: 'nginx:alpine' } });
+  const a = await owner.req('POST', '/api/apps', {
+    name: 'alpha',
+    source: { type: 'image', image: 'nginx:alpine' },
+  });
+  const b = await owner.req('POST', '/api/apps', {
+    name: 'bravo',
+    source: { type: 'image', image: 'nginx:alpine' },
+  });
   assert.equal(a.status, 201, a.text);
   assert.equal(b.status, 201, b.text);
   appA = a.body.app.id;
@@ -70,9 +85,20 @@ before(async () => {
   domainB = 'd' + FAKE.slice(1);
   await s.env.db
     .insertInto('domains')
-    .values({ id: domainB, hostname: 'bravo.example.com', app_id: appB, service: 'web', port: 80, redirect_to: null, created_at: new Date().toISOString(), updated_at: new Date().toISOString() })
+    .values({
+      id: domainB,
+      hostname: 'bravo.example.com',
+      app_id: appB,
+      service: 'web',
+      port: 80,
+      redirect_to: null,
+      created_at: new Date().toISOString(),
+      updated_at: new Date().toISOString(),
+    })
     .execute();
-  const put = await owner.req('PUT', `/api/apps/${appB}/env`, { items: [{ key: 'TOKEN', value: 'b-secret', secret: true }] });
+  const put = await owner.req('PUT', `/api/apps/${appB}/env`, {
+    items: [{ key: 'TOKEN', value: 'b-secret', secret: true }],
+  });
   assert.ok(put.status < 300, put.text);
   const entries = await owner.req('GET', `/api/audit?action=${encodeURIComponent('PUT /api/apps/{id}/env')}`);
   entryB = entries.body.items.find((e: any) => e.app_id === appB).id;
@@ -94,14 +120,17 @@ async function operations(): Promise<Operation[]> {
     const mod = await routeModule(route);
     for (const method of METHODS) {
       const h = mod[method];
-      if (h && (h.spec.auth ?? 'operator') === 'operator') out.push({ method, pattern: route.pattern, spec: h.spec });
+      if (h && (h.spec.auth ?? 'operator') === 'operator')
+        out.push({ method, pattern: route.pattern, spec: h.spec });
     }
   }
   return out;
 }
 
 test('every operator route declares a permission of the table (a route added without one fails here)', async () => {
-  const missing = (await operations()).filter((o) => !isPermission(o.spec.permission)).map((o) => `${o.method} ${o.pattern}`);
+  const missing = (await operations())
+    .filter((o) => !isPermission(o.spec.permission))
+    .map((o) => `${o.method} ${o.pattern}`);
   assert.deepEqual(missing, []);
 });
 
@@ -141,11 +170,28 @@ test('permission matrix: every operation for every role, a deployer limited to a
   const ops = await operations();
   const people: Array<{ label: string; role: Role; limited: boolean; op: Operator; token?: boolean }> = [];
   // Limited first and owner last: an allowed write (a deleted domain) must not change what the next one sees.
-  people.push({ label: 'deployer limited to A', role: 'deployer', limited: true, op: await operator('lim', 'deployer', [appA]) });
+  people.push({
+    label: 'deployer limited to A',
+    role: 'deployer',
+    limited: true,
+    op: await operator('lim', 'deployer', [appA]),
+  });
   const limitedAdmin = await operator('lim-admin', 'admin');
-  const limitedToken = (await createApiToken(s.env.db, limitedAdmin.id, 'lim-admin-a', null, Date.now(), { scopes: null, appIds: [appA] })).token;
-  people.push({ label: 'admin token limited to A', role: 'admin', limited: true, op: { ...limitedAdmin, client: bearer(limitedToken), token: limitedToken }, token: true });
-  for (const role of ['viewer', 'deployer', 'admin', 'owner'] as const) people.push({ label: role, role, limited: false, op: await operator(`m-${role}`, role) });
+  const limitedToken = (
+    await createApiToken(s.env.db, limitedAdmin.id, 'lim-admin-a', null, Date.now(), {
+      scopes: null,
+      appIds: [appA],
+    })
+  ).token;
+  people.push({
+    label: 'admin token limited to A',
+    role: 'admin',
+    limited: true,
+    op: { ...limitedAdmin, client: bearer(limitedToken), token: limitedToken },
+    token: true,
+  });
+  for (const role of ['viewer', 'deployer', 'admin', 'owner'] as const)
+    people.push({ label: role, role, limited: false, op: await operator(`m-${role}`, role) });
   const wrong: string[] = [];
   const tally: Record<Outcome, number> = { forbidden: 0, hidden: 0, allowed: 0 };
   for (const o of ops) {
@@ -160,16 +206,34 @@ test('permission matrix: every operation for every role, a deployer limited to a
       const client =
         o.pattern === '/api/auth/logout'
           ? p.token
-            ? bearer((await createApiToken(s.env.db, p.op.id, `out-${tallyOf(tally)}`, null, Date.now(), { scopes: null, appIds: [appA] })).token)
+            ? bearer(
+                (
+                  await createApiToken(s.env.db, p.op.id, `out-${tallyOf(tally)}`, null, Date.now(), {
+                    scopes: null,
+                    appIds: [appA],
+                  })
+                ).token,
+              )
             : await sessionOf(p.op.id)
           : p.op.client;
       const r = await client.req(o.method, pathOf(o.pattern), body);
-      const got: Outcome = r.status === 403 && r.body?.code === 'forbidden' ? 'forbidden' : r.status === 404 && r.body?.error === 'No such app' ? 'hidden' : 'allowed';
+      const got: Outcome =
+        r.status === 403 && r.body?.code === 'forbidden'
+          ? 'forbidden'
+          : r.status === 404 && r.body?.error === 'No such app'
+            ? 'hidden'
+            : 'allowed';
       tally[got]++;
-      if (got !== expected) wrong.push(`${o.method} ${o.pattern} as ${p.label}: expected ${expected}, got ${r.status} ${r.text.slice(0, 120)}`);
+      if (got !== expected)
+        wrong.push(
+          `${o.method} ${o.pattern} as ${p.label}: expected ${expected}, got ${r.status} ${r.text.slice(0, 120)}`,
+        );
     }
   }
-  console.log(`permission matrix: ${ops.length} operations x ${people.length} principals = ${ops.length * people.length} requests`, tally);
+  console.log(
+    `permission matrix: ${ops.length} operations x ${people.length} principals = ${ops.length * people.length} requests`,
+    tally,
+  );
   assert.deepEqual(wrong, []);
 });
 
@@ -220,13 +284,20 @@ test('a token acts with its scopes within its owner current role, and its apps w
   const other = await createApiToken(s.env.db, o.id, 'narrow', null);
   await s.env.db
     .updateTable('api_tokens')
-    .set({ scopes: JSON.stringify(['app.read', 'app.deploy', 'owners.manage']), app_ids: JSON.stringify([appA]) })
+    .set({
+      scopes: JSON.stringify(['app.read', 'app.deploy', 'owners.manage']),
+      app_ids: JSON.stringify([appA]),
+    })
     .where('id', '=', other.id)
     .execute();
   invalidateCredentials();
   const t = bearer(other.token);
   const me = (await t.req('GET', '/api/auth/me')).body;
-  assert.deepEqual(me.permissions, ['app.deploy', 'app.read', 'self.read'], 'owners.manage is not the admin role');
+  assert.deepEqual(
+    me.permissions,
+    ['app.deploy', 'app.read', 'self.read'],
+    'owners.manage is not the admin role',
+  );
   assert.equal((await t.req('GET', `/api/apps/${appB}`)).status, 404);
   assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 200);
   assert.equal((await t.req('PATCH', `/api/apps/${appA}`, {})).body.code, 'forbidden');
@@ -240,7 +311,9 @@ test('a token acts with its scopes within its owner current role, and its apps w
 });
 
 test('a revert needs the permission and the app of the route whose entry it reverts', async () => {
-  const put = await owner.req('PUT', `/api/apps/${appA}/env`, { items: [{ key: 'PLAIN', value: 'one', secret: false }] });
+  const put = await owner.req('PUT', `/api/apps/${appA}/env`, {
+    items: [{ key: 'PLAIN', value: 'one', secret: false }],
+  });
   assert.ok(put.status < 300, put.text);
   const items = (await owner.req('GET', `/api/audit?target=${appA}`)).body.items;
   const entry = items.find((e: any) => e.action === 'PUT /api/apps/{id}/env' && e.revertible);
@@ -272,7 +345,12 @@ test('audit actors: a token entry names the token and its owner', async () => {
   const o = await operator('actor', 'admin');
   const t = bearer(o.token);
   assert.ok((await t.req('PUT', `/api/apps/${appA}/env/ACTOR`, { value: 'x' })).status < 300);
-  const e = (await owner.req('GET', `/api/audit?target=${appA}&action=${encodeURIComponent('PUT /api/apps/{id}/env/{key}')}`)).body.items[0];
+  const e = (
+    await owner.req(
+      'GET',
+      `/api/audit?target=${appA}&action=${encodeURIComponent('PUT /api/apps/{id}/env/{key}')}`,
+    )
+  ).body.items[0];
   assert.equal(e.actor.type, 'token');
   assert.equal(e.actor.name, 'actor-token');
   assert.equal(e.actor.owner_id, o.id);

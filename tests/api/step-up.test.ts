@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { openApiPath } from '../../runtime/openapi.js';
-import { METHODS } from '../../lib/http/handler.js';
+import { METHODS } from '#lib/http/handler.js';
 import { adminClient, apiToken, ADMIN, Client } from '../_support/server.js';
 import { startTestApp, type TestApp } from '../_support/request.js';
 import { makeCa, issue } from '../_support/pki.js';
@@ -43,10 +43,20 @@ const ALWAYS = [
 ];
 
 /** Step-up for some effects only: the handler decides, and says when in the document. */
-const WHEN = ['PATCH /api/apps/{id}/backups/{bid}', 'POST /api/audit/{id}/revert', 'PUT /api/instance/backup'];
+const WHEN = [
+  'PATCH /api/apps/{id}/backups/{bid}',
+  'POST /api/audit/{id}/revert',
+  'PUT /api/instance/backup',
+];
 
 /** Nothing a token does may change how its owner signs in. */
-const SESSION_ONLY = ['POST /api/auth/password', 'POST /api/auth/recovery-codes', 'DELETE /api/auth/totp', 'POST /api/auth/totp/enable', 'POST /api/auth/totp/setup'];
+const SESSION_ONLY = [
+  'POST /api/auth/password',
+  'POST /api/auth/recovery-codes',
+  'DELETE /api/auth/totp',
+  'POST /api/auth/totp/enable',
+  'POST /api/auth/totp/setup',
+];
 
 async function operations(): Promise<Array<{ op: string; path: string; method: string; spec: any }>> {
   const out = [];
@@ -63,13 +73,16 @@ async function operations(): Promise<Array<{ op: string; path: string; method: s
 test('every operation carries the step-up and session-only marks of the contract list, and no other', async () => {
   const ops = await operations();
   const known = new Set(ops.map((o) => o.op));
-  for (const op of [...ALWAYS, ...WHEN, ...SESSION_ONLY]) assert.ok(known.has(op), `${op} is in the list but not in the route table`);
+  for (const op of [...ALWAYS, ...WHEN, ...SESSION_ONLY])
+    assert.ok(known.has(op), `${op} is in the list but not in the route table`);
   const wrong: string[] = [];
   for (const { op, spec } of ops) {
     if ((spec.stepUp === true) !== ALWAYS.includes(op)) wrong.push(`${op}: stepUp ${spec.stepUp === true}`);
-    if ((typeof spec.stepUpWhen === 'string' && spec.stepUpWhen.length > 0) !== WHEN.includes(op)) wrong.push(`${op}: stepUpWhen ${spec.stepUpWhen}`);
+    if ((typeof spec.stepUpWhen === 'string' && spec.stepUpWhen.length > 0) !== WHEN.includes(op))
+      wrong.push(`${op}: stepUpWhen ${spec.stepUpWhen}`);
     if (spec.stepUp && spec.stepUpWhen) wrong.push(`${op}: both always and conditional`);
-    if ((spec.sessionOnly === true) !== SESSION_ONLY.includes(op)) wrong.push(`${op}: sessionOnly ${spec.sessionOnly === true}`);
+    if ((spec.sessionOnly === true) !== SESSION_ONLY.includes(op))
+      wrong.push(`${op}: sessionOnly ${spec.sessionOnly === true}`);
   }
   assert.deepEqual(wrong, []);
 });
@@ -130,15 +143,32 @@ test("an audit revert replays the original route's step-up: a token without one 
   assert.equal(created.status, 201, created.text);
   const domainId = created.body.domain.id;
   assert.equal((await admin.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-  const up = await admin.req('POST', `/api/domains/${domainId}/certificate`, { cert_pem: cert.certPem, key_pem: cert.keyPem });
+  const up = await admin.req('POST', `/api/domains/${domainId}/certificate`, {
+    cert_pem: cert.certPem,
+    key_pem: cert.keyPem,
+  });
   assert.equal(up.status, 200, up.text);
   const removed = await admin.req('DELETE', `/api/domains/${domainId}/certificate`);
   assert.equal(removed.status, 200, removed.text);
 
-  const entries = (await admin.req('GET', '/api/audit?limit=50')).body.items as Array<{ id: string; action: string; revertible: boolean }>;
-  const upload = entries.find((e) => e.action === `POST /api/domains/{id}/certificate` || e.action.startsWith('domain.certificate_uploaded'));
-  const removal = entries.find((e) => e.action === `DELETE /api/domains/{id}/certificate` || e.action.startsWith('domain.certificate_removed'));
-  assert.ok(upload?.revertible && removal?.revertible, `both entries are revertible: ${JSON.stringify(entries.slice(0, 5))}`);
+  const entries = (await admin.req('GET', '/api/audit?limit=50')).body.items as Array<{
+    id: string;
+    action: string;
+    revertible: boolean;
+  }>;
+  const upload = entries.find(
+    (e) =>
+      e.action === `POST /api/domains/{id}/certificate` || e.action.startsWith('domain.certificate_uploaded'),
+  );
+  const removal = entries.find(
+    (e) =>
+      e.action === `DELETE /api/domains/{id}/certificate` ||
+      e.action.startsWith('domain.certificate_removed'),
+  );
+  assert.ok(
+    upload?.revertible && removal?.revertible,
+    `both entries are revertible: ${JSON.stringify(entries.slice(0, 5))}`,
+  );
 
   // The removal's revert would bring the certificate back; the upload's would remove it.
   for (const entry of [removal!, upload!]) {
@@ -165,11 +195,19 @@ test("an audit revert replays the original route's step-up: a token without one 
 });
 
 test('a revert of an entry whose route needs no step-up needs none', async () => {
-  const app = await admin.req('POST', '/api/apps', { name: 'stepup-revert', source: { type: 'image', image: 'busybox:latest' } });
+  const app = await admin.req('POST', '/api/apps', {
+    name: 'stepup-revert',
+    source: { type: 'image', image: 'busybox:latest' },
+  });
   assert.equal(app.status, 201, app.text);
-  const put = await admin.req('PUT', `/api/apps/${app.body.app.id}/env`, { items: [{ key: 'A', value: '1', secret: false }] });
+  const put = await admin.req('PUT', `/api/apps/${app.body.app.id}/env`, {
+    items: [{ key: 'A', value: '1', secret: false }],
+  });
   assert.equal(put.status, 200, put.text);
-  const entries = (await admin.req('GET', '/api/audit?limit=20')).body.items as Array<{ id: string; action: string }>;
+  const entries = (await admin.req('GET', '/api/audit?limit=20')).body.items as Array<{
+    id: string;
+    action: string;
+  }>;
   const entry = entries.find((e) => e.action.includes('/env'))!;
   const fresh = new Client(s.url);
   fresh.bearer = await apiToken(admin, 'plain');

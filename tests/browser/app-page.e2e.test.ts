@@ -11,15 +11,23 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe, assertNoInjectedMarkup } from '../_support/browser.js';
+import {
+  needChromium,
+  launchChromium,
+  shot,
+  withFailureShot,
+  CHROMIUM,
+  axe,
+  assertNoInjectedMarkup,
+} from '../_support/browser.js';
 import { needDocker, dockerReachable, ensureBaseImage, BASE_IMAGE } from '../_support/docker.js';
 import { needEdge, edgeUsable, startEdgeLab, type EdgeLab } from '../_support/edge.js';
 import { startGitServer, cleanupApp, waitStatus, type GitServer } from '../engine/_deploy.js';
 import { poll } from '../_support/wait.js';
 import { ensureDbImages, needDbImages, type DbImages } from '../_support/dbimages.js';
-import { CATALOG } from '../../lib/databases/catalog.js';
-import { deleteApp } from '../../lib/apps/ops.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
+import { CATALOG } from '#lib/databases/catalog.js';
+import { deleteApp } from '#lib/apps/ops.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
 
 const WAIT = { timeout: 60_000 };
 const LONG = { timeout: 180_000 };
@@ -42,9 +50,19 @@ const MARKUP = (n: number) => `<img src=x onerror="window.__xss=${n}"><b class="
 function repoFiles(): Record<string, string> {
   return {
     'index.html': 'hello from the app page\n',
-    'run.sh': ['#!/bin/sh', "trap 'exit 0' TERM", 'httpd -f -p 8080 -h /www &', 'n=0', 'while true; do', '  n=$((n+1))', '  echo "tick $n"', `  echo '${MARKUP(7)}'`, '  sleep 1', 'done', ''].join(
-      '\n',
-    ),
+    'run.sh': [
+      '#!/bin/sh',
+      "trap 'exit 0' TERM",
+      'httpd -f -p 8080 -h /www &',
+      'n=0',
+      'while true; do',
+      '  n=$((n+1))',
+      '  echo "tick $n"',
+      `  echo '${MARKUP(7)}'`,
+      '  sleep 1',
+      'done',
+      '',
+    ].join('\n'),
     Dockerfile: [
       `FROM ${BASE_IMAGE}`,
       'COPY index.html /www/index.html',
@@ -59,7 +77,8 @@ function repoFiles(): Record<string, string> {
 
 function imageMap(img: DbImages): Record<string, string> {
   const map: Record<string, string> = {};
-  for (const e of ['postgres', 'mariadb', 'redis'] as const) for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
+  for (const e of ['postgres', 'mariadb', 'redis'] as const)
+    for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
   return map;
 }
 
@@ -96,7 +115,14 @@ before(async () => {
   // Local database images over the catalog's references (no registry here), when they can be built.
   const img = await ensureDbImages().catch(() => null);
   lab = await startEdgeLab();
-  s = await startTestServer({ ...lab.vars, SVC_ENABLE_SHELL: 'true', ...(img ? { SVC_IMAGE_MAP: JSON.stringify(imageMap(img)) } : {}) }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } });
+  s = await startTestServer(
+    {
+      ...lab.vars,
+      SVC_ENABLE_SHELL: 'true',
+      ...(img ? { SVC_IMAGE_MAP: JSON.stringify(imageMap(img)) } : {}),
+    },
+    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } },
+  );
   s.env.deployments.opts.healthTimeoutMs = 60_000;
   s.env.deployments.opts.settleMs = 1_500;
   git = await startGitServer();
@@ -128,7 +154,10 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
     const repo = `apppage-${uniq()}`;
     await git!.commit(repo, repoFiles(), 'app page fixture');
     const name = `apppage-${uniq()}`;
-    const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+    const r = await c.req('POST', '/api/apps', {
+      name,
+      source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+    });
     assert.equal(r.status, 201, r.text);
     app = { id: r.body.app.id, name };
     const d = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
@@ -158,7 +187,8 @@ test('every tab of a deployed app opens, passes axe and is photographed; arrow k
         Shell: 'Shell',
       }[label]!;
       await page.getByRole('heading', { name: heading, exact: true }).waitFor(WAIT);
-      if (label === 'Metrics') await page.getByTestId('metrics-chart').first().locator('canvas').waitFor(WAIT);
+      if (label === 'Metrics')
+        await page.getByTestId('metrics-chart').first().locator('canvas').waitFor(WAIT);
       await axe(page, `app tab ${label}`);
       await shot(page, `app-tab-${label.toLowerCase().replace(/[^a-z]+/g, '-')}`);
     }
@@ -201,7 +231,13 @@ test('runtime logs of the running container arrive live, filter by service and s
       .first()
       .waitFor(WAIT);
     // Live: a tick printed after the page subscribed shows up without any reload.
-    const last = async () => Math.max(0, ...(await lines.filter({ hasText: /tick \d+/ }).allTextContents()).map((l) => Number(/tick (\d+)/.exec(l)?.[1] ?? 0)));
+    const last = async () =>
+      Math.max(
+        0,
+        ...(await lines.filter({ hasText: /tick \d+/ }).allTextContents()).map((l) =>
+          Number(/tick (\d+)/.exec(l)?.[1] ?? 0),
+        ),
+      );
     const seen = await last();
     await poll('a newer tick arrives', async () => (await last()) > seen + 1, 60_000, 250);
     await lines.filter({ hasText: 'class="xss"' }).first().waitFor(WAIT);
@@ -234,14 +270,18 @@ test('runtime logs keep arriving after the WebSocket drops, none missing', async
   await openTab('Overview');
   const tab = await page.context().newPage();
   await withFailureShot(tab, 'app-logs-reconnect', async () => {
-    const sockets: Array<{ page: import('playwright-core').WebSocketRoute; server: import('playwright-core').WebSocketRoute }> = [];
+    const sockets: Array<{
+      page: import('playwright-core').WebSocketRoute;
+      server: import('playwright-core').WebSocketRoute;
+    }> = [];
     await tab.routeWebSocket(/\/api\/ws$/, (route) => {
       sockets.push({ page: route, server: route.connectToServer() });
     });
     await tab.goto(`${s!.url}/apps/${encodeURIComponent(app!.id)}?tab=logs`);
     const ticks = tab.getByTestId('log-line').filter({ hasText: /tick \d+/ });
     await ticks.first().waitFor(WAIT);
-    const last = async () => Math.max(0, ...(await ticks.allTextContents()).map((l) => Number(/tick (\d+)/.exec(l)?.[1] ?? 0)));
+    const last = async () =>
+      Math.max(0, ...(await ticks.allTextContents()).map((l) => Number(/tick (\d+)/.exec(l)?.[1] ?? 0)));
     await poll('some ticks arrive', async () => (await last()) > 0, 60_000, 250);
     const first = await last();
     await poll('a few live ticks', async () => (await last()) >= first + 3, 60_000, 250);
@@ -250,7 +290,12 @@ test('runtime logs keep arriving after the WebSocket drops, none missing', async
     await sockets[0]!.page.close({ code: 1012, reason: 'test drops the connection' });
     const before = await last();
     await poll('a second socket', () => sockets.length === 2, 60_000, 100);
-    await poll('ticks printed after the reconnect show up', async () => (await last()) >= before + 8, 90_000, 250);
+    await poll(
+      'ticks printed after the reconnect show up',
+      async () => (await last()) >= before + 8,
+      90_000,
+      250,
+    );
     // None is missing: those printed while the socket was down come back with the source's
     // replay, the later ones live (the view follows, so the newest ~40 lines are rendered).
     const shown = new Set((await ticks.allTextContents()).map((l) => Number(/tick (\d+)/.exec(l)?.[1])));
@@ -267,7 +312,9 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
   await withFailureShot(page, 'app-env-bulk', async () => {
     await openTab('Overview');
     // One variable already there, to show as changed.
-    const put = await c.req('PUT', `/api/apps/${app!.id}/env`, { items: [{ key: 'LOG_LEVEL', value: 'info', secret: false }] });
+    const put = await c.req('PUT', `/api/apps/${app!.id}/env`, {
+      items: [{ key: 'LOG_LEVEL', value: 'info', secret: false }],
+    });
     assert.equal(put.status, 200, put.text);
     await page.reload();
     await page.getByTestId('env-row').filter({ hasText: 'LOG_LEVEL' }).waitFor(WAIT);
@@ -282,10 +329,17 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     // (An attribute's `=` would end the key early, so this key's markup has none.)
     await bulk.getByLabel('.env content').fill('<marquee>x8</marquee>=1\nOK=1\n');
     await bulk.getByTestId('env-bulk-errors').filter({ hasText: 'Line 1' }).waitFor(WAIT);
-    assert.match((await bulk.getByTestId('env-bulk-errors').textContent())!, /"<marquee>x8<\/marquee>" is not a valid key/);
+    assert.match(
+      (await bulk.getByTestId('env-bulk-errors').textContent())!,
+      /"<marquee>x8<\/marquee>" is not a valid key/,
+    );
     assert.equal(await page.locator('marquee').count(), 0, 'the key was not parsed as markup');
     await assertNoInjectedMarkup(page);
-    assert.equal(await bulk.getByRole('button', { name: /^Apply/ }).isDisabled(), true, 'nothing can be applied while a line is wrong');
+    assert.equal(
+      await bulk.getByRole('button', { name: /^Apply/ }).isDisabled(),
+      true,
+      'nothing can be applied while a line is wrong',
+    );
 
     const paste = [
       '# pasted from the old host',
@@ -300,7 +354,8 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     ].join('\n');
     await bulk.getByLabel('.env content').fill(paste);
     await bulk.getByLabel('Store new keys as secrets').uncheck();
-    const change = (key: string) => bulk.getByTestId('env-change').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
+    const change = (key: string) =>
+      bulk.getByTestId('env-change').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
     await change('LOG_LEVEL').filter({ hasText: 'changed' }).waitFor(WAIT);
     await change('GREETING').filter({ hasText: 'added' }).waitFor(WAIT);
     assert.equal(await bulk.getByTestId('env-change').count(), 6);
@@ -309,7 +364,8 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     await bulk.getByRole('button', { name: 'Apply 6 changes' }).click();
     await bulk.waitFor({ state: 'detached', ...WAIT });
 
-    const row = (key: string) => page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
+    const row = (key: string) =>
+      page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
     await row('GREETING')
       .getByTestId('env-value')
       .filter({ hasText: MARKUP(9) })
@@ -323,7 +379,14 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     // What the API stored is exactly what was pasted.
     const env = await c.req('GET', `/api/apps/${app!.id}/env`);
     const byKey = Object.fromEntries(env.body.items.map((v: any) => [v.key, v.value]));
-    assert.deepEqual(byKey, { LOG_LEVEL: 'debug', GREETING: MARKUP(9), SINGLE: 'a $literal # not a comment', PLAIN: 'value', MULTI: 'line one\nline two', API_TOKEN: 'tok-never-listed' });
+    assert.deepEqual(byKey, {
+      LOG_LEVEL: 'debug',
+      GREETING: MARKUP(9),
+      SINGLE: 'a $literal # not a comment',
+      PLAIN: 'value',
+      MULTI: 'line one\nline two',
+      API_TOKEN: 'tok-never-listed',
+    });
 
     // A secret pasted as such is listed redacted; Reveal shows it.
     await page.getByRole('button', { name: 'Paste .env' }).click();
@@ -335,7 +398,11 @@ test('a pasted .env shows what will change, is applied with one PUT, and markup 
     await row('DB_PASSWORD').getByRole('button', { name: 'Reveal DB_PASSWORD' }).click();
     const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
     await dialog.waitFor(WAIT);
-    assert.equal(await page.getByText('pw-never-listed').count(), 0, 'nothing is revealed before the step-up');
+    assert.equal(
+      await page.getByText('pw-never-listed').count(),
+      0,
+      'nothing is revealed before the step-up',
+    );
     await dialog.getByLabel('Password').fill(ADMIN.password);
     await dialog.getByRole('button', { name: 'Verify' }).click();
     await row('DB_PASSWORD').getByTestId('env-value').filter({ hasText: 'pw-never-listed' }).waitFor(WAIT);
@@ -390,7 +457,12 @@ test('a domain is added from the domains tab and listed with its status, certifi
 test('request metrics: real requests through Caddy show up in the totals and the charts draw', async (t) => {
   if (!(await ready(t))) return;
   await withFailureShot(page, 'app-metrics', async () => {
-    await poll('the app answers through Caddy', async () => (await lab!.https(HOST, '/')).body.includes('hello from the app page'), 90_000, 250);
+    await poll(
+      'the app answers through Caddy',
+      async () => (await lab!.https(HOST, '/')).body.includes('hello from the app page'),
+      90_000,
+      250,
+    );
     for (let i = 0; i < 5; i++) await lab!.https(HOST, '/');
     await lab!.https(HOST, '/missing-page');
     await openTab('Metrics');
@@ -425,7 +497,10 @@ test('webhook & key: the URL and a secret shown once, a trigger, a deploy key co
     const url = (await page.getByTestId('webhook-url').textContent())!;
     assert.ok(url.includes(`/webhooks/${app!.id}`), `webhook URL shown: ${url}`);
     await page.getByRole('button', { name: 'Copy the webhook URL' }).click();
-    await page.getByRole('button', { name: 'Copy the webhook URL' }).filter({ hasText: 'Copied' }).waitFor(WAIT);
+    await page
+      .getByRole('button', { name: 'Copy the webhook URL' })
+      .filter({ hasText: 'Copied' })
+      .waitFor(WAIT);
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), url);
 
     await page.getByRole('button', { name: 'Generate secret' }).click();
@@ -444,7 +519,10 @@ test('webhook & key: the URL and a secret shown once, a trigger, a deploy key co
     const key = (await page.getByTestId('deploy-key').textContent({ timeout: 60_000 }))!.trim();
     assert.match(key, /^ssh-ed25519 AAAA/);
     await page.getByRole('button', { name: 'Copy the public key' }).click();
-    await page.getByRole('button', { name: 'Copy the public key' }).filter({ hasText: 'Copied' }).waitFor(WAIT);
+    await page
+      .getByRole('button', { name: 'Copy the public key' })
+      .filter({ hasText: 'Copied' })
+      .waitFor(WAIT);
     assert.equal((await page.evaluate(() => navigator.clipboard.readText())).trim(), key);
     await page.getByRole('button', { name: 'Test connection' }).click();
     await page
@@ -469,10 +547,18 @@ test('the shell tab opens a terminal in the running container after a step-up', 
     await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor(WAIT);
     await page.getByTestId('terminal').click();
     await page.keyboard.type('echo shell-$((6*7))\n');
-    await poll('the command runs in the container', async () => ((await page.getByTestId('terminal').textContent()) ?? '').includes('shell-42'), 60_000, 200);
+    await poll(
+      'the command runs in the container',
+      async () => ((await page.getByTestId('terminal').textContent()) ?? '').includes('shell-42'),
+      60_000,
+      200,
+    );
     // xterm's own styles (colours, cell sizes) apply despite the CSP's `style-src 'self'`:
     // its default white foreground, not the page's text colour.
-    assert.equal(await page.locator('.xterm-rows').evaluate((el) => getComputedStyle(el).color), 'rgb(255, 255, 255)');
+    assert.equal(
+      await page.locator('.xterm-rows').evaluate((el) => getComputedStyle(el).color),
+      'rgb(255, 255, 255)',
+    );
     await shot(page, 'app-shell-connected');
     await page.getByRole('button', { name: 'Disconnect' }).click();
     await page.getByRole('button', { name: 'Connect' }).waitFor(WAIT);
@@ -507,7 +593,10 @@ test('databases and backups: a Redis database from the catalog, a backup run, do
     await run.locator('.badge-succeeded').waitFor(LONG);
     // The download link works with the session cookie alone.
     const href = (await run.getByRole('link', { name: 'Download' }).getAttribute('href'))!;
-    const got = await page.evaluate((h) => fetch(h).then(async (r) => ({ status: r.status, size: (await r.arrayBuffer()).byteLength })), href);
+    const got = await page.evaluate(
+      (h) => fetch(h).then(async (r) => ({ status: r.status, size: (await r.arrayBuffer()).byteLength })),
+      href,
+    );
     assert.equal(got.status, 200);
     assert.ok(got.size > 0, 'the artifact has bytes');
     // Restore: a confirmation, then the step-up the API asks for; its progress is shown.

@@ -41,10 +41,14 @@ async function ok(r: Promise<{ status: number; text: string; body: any }>, statu
   return x.body;
 }
 
-const envOf = async () => Object.fromEntries(((await ok(api.req('GET', `/api/apps/${appId}/env`))).items as any[]).map((i) => [i.key, i.value]));
+const envOf = async () =>
+  Object.fromEntries(
+    ((await ok(api.req('GET', `/api/apps/${appId}/env`))).items as any[]).map((i) => [i.key, i.value]),
+  );
 
 /** The newest entry of an action, by id. */
-const newest = async (action: string) => (await ok(api.req('GET', `/api/audit?action=${action}&limit=1`))).items[0].id as string;
+const newest = async (action: string) =>
+  (await ok(api.req('GET', `/api/audit?action=${action}&limit=1`))).items[0].id as string;
 
 async function openEntry(id: string) {
   await page.goto(s!.url + '/audit');
@@ -79,7 +83,15 @@ test('first run and sign in, then the API changes an env var (plain and secret)'
 
     api = new Client(s!.url);
     await ok(api.req('POST', '/api/auth/login', OPERATOR));
-    appId = (await ok(api.req('POST', '/api/apps', { name: 'audit-ui-' + randomBytes(3).toString('hex'), source: { type: 'image', image: 'nginx:1.27' } }), 201)).app.id;
+    appId = (
+      await ok(
+        api.req('POST', '/api/apps', {
+          name: 'audit-ui-' + randomBytes(3).toString('hex'),
+          source: { type: 'image', image: 'nginx:1.27' },
+        }),
+        201,
+      )
+    ).app.id;
     await ok(
       api.req('PUT', `/api/apps/${appId}/env`, {
         items: [
@@ -138,8 +150,14 @@ test('the audit page shows the diff with the secret masked and reverts after con
       .waitFor(WAIT);
     await shot(page, 'audit-03-reverted');
     assert.equal((await envOf()).GREETING, 'hello');
-    assert.equal((await ok(reveal(api, appId, 'API_KEY', OPERATOR))).value, SECRET_BEFORE, 'the real secret came back');
-    const entry = (await ok(api.req('GET', `/api/audit?target=${appId}&action=app.env_replaced&limit=5`))).items.find((i: any) => i.id === id);
+    assert.equal(
+      (await ok(reveal(api, appId, 'API_KEY', OPERATOR))).value,
+      SECRET_BEFORE,
+      'the real secret came back',
+    );
+    const entry = (
+      await ok(api.req('GET', `/api/audit?target=${appId}&action=app.env_replaced&limit=5`))
+    ).items.find((i: any) => i.id === id);
     assert.ok(entry.reverted_at, 'the entry is marked reverted');
   });
 });
@@ -187,7 +205,8 @@ test('filters narrow the list on the server, and a long list keeps only the rows
   if (!(await needChromium(t))) return;
   await withFailureShot(page, 'audit-virtual', async () => {
     const N = 240;
-    for (let i = 0; i < N; i++) await ok(api.req('PUT', '/api/instance/deploy-concurrency', { concurrency: (i % 3) + 1 }));
+    for (let i = 0; i < N; i++)
+      await ok(api.req('PUT', '/api/instance/deploy-concurrency', { concurrency: (i % 3) + 1 }));
     await page.goto(s!.url + '/audit');
     await page.getByLabel('Action').fill('PUT /api/instance/deploy');
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -196,8 +215,13 @@ test('filters narrow the list on the server, and a long list keeps only the rows
     const inDom = await rows.count();
     assert.ok(inDom > 5 && inDom < 40, `only the rows in view are rendered (${inDom})`);
     const actions = rows.locator(':scope > span:nth-child(3)');
-    for (let i = 0; i < (await actions.count()); i++) assert.equal(await actions.nth(i).getAttribute('title'), 'PUT /api/instance/deploy-concurrency');
-    assert.match((await actions.first().textContent())!, /deploy at once/, 'the row says what happened in words');
+    for (let i = 0; i < (await actions.count()); i++)
+      assert.equal(await actions.nth(i).getAttribute('title'), 'PUT /api/instance/deploy-concurrency');
+    assert.match(
+      (await actions.first().textContent())!,
+      /deploy at once/,
+      'the row says what happened in words',
+    );
     // Scrolling to the end renders the last rows and fetches the next pages.
     const viewport = page.getByTestId('audit-viewport');
     await poll(
@@ -234,10 +258,19 @@ test('filters narrow the list on the server, and a long list keeps only the rows
       .filter({ hasNotText: `${N}` })
       .waitFor(WAIT);
     // The count can change a frame before the list renders the new rows: wait for the rows.
-    const targetsOf = () => page.getByTestId('audit-row').locator(':scope > span:nth-child(4)').allTextContents();
-    await poll('the filtered rows rendered', async () => ((await targetsOf()).length > 0 ? true : null), 30_000, 100);
+    const targetsOf = () =>
+      page.getByTestId('audit-row').locator(':scope > span:nth-child(4)').allTextContents();
+    await poll(
+      'the filtered rows rendered',
+      async () => ((await targetsOf()).length > 0 ? true : null),
+      30_000,
+      100,
+    );
     const targets = await targetsOf();
-    assert.ok(targets.length > 0 && targets.every((x) => x === appId), `only the app's entries: ${targets.join(', ')}`);
+    assert.ok(
+      targets.length > 0 && targets.every((x) => x === appId),
+      `only the app's entries: ${targets.join(', ')}`,
+    );
     await page.getByLabel('Actor').fill('nobody-by-that-name');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.getByText('0 entries', { exact: true }).waitFor(WAIT);
@@ -249,10 +282,12 @@ test("the env editor sends the ETag it loaded: another editor's change in betwee
   await withFailureShot(page, 'env-stale', async () => {
     const ifMatch: Array<string | null> = [];
     page.on('request', (r) => {
-      if (r.url().includes(`/api/apps/${appId}/env/`) && r.method() === 'PUT') ifMatch.push(r.headers()['if-match'] ?? null);
+      if (r.url().includes(`/api/apps/${appId}/env/`) && r.method() === 'PUT')
+        ifMatch.push(r.headers()['if-match'] ?? null);
     });
     await page.goto(`${s!.url}/apps/${appId}`);
-    const row = (key: string) => page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
+    const row = (key: string) =>
+      page.getByTestId('env-row').filter({ has: page.locator('td', { hasText: new RegExp(`^${key}$`) }) });
     await row('GREETING').waitFor(WAIT);
     const loaded = (await api.req('GET', `/api/apps/${appId}/env`)).headers.get('etag');
 

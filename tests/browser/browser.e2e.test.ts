@@ -7,11 +7,18 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestServer, setupToken, type TestServer } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, axe, assertNoInjectedMarkup } from '../_support/browser.js';
+import {
+  needChromium,
+  launchChromium,
+  shot,
+  withFailureShot,
+  axe,
+  assertNoInjectedMarkup,
+} from '../_support/browser.js';
 import { needDocker, dockerReachable, ensureBaseImage } from '../_support/docker.js';
 import { startGitServer, webRepo, cleanupApp, type GitServer } from '../engine/_deploy.js';
-import { totpCode } from '../../lib/auth/totp.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
+import { totpCode } from '#lib/auth/totp.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
 import { existsSync } from 'node:fs';
 import { CHROMIUM } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
@@ -88,7 +95,9 @@ test('first run: setup token, first operator, TOTP enrolled from a locally drawn
     await page.getByLabel('Code', { exact: true }).fill(await totpCode(secret, { epoch: enabledAt }));
     await page.getByRole('button', { name: 'Enable' }).click();
     await page.getByRole('heading', { name: 'Recovery codes' }).waitFor(WAIT);
-    recovery = (await page.getByTestId('recovery-codes').locator('li').allTextContents()).map((c) => c.trim());
+    recovery = (await page.getByTestId('recovery-codes').locator('li').allTextContents()).map((c) =>
+      c.trim(),
+    );
     assert.ok(recovery.length >= 8, `recovery codes shown: ${recovery.length}`);
     await shot(page, '03-recovery-codes');
     await page.getByRole('button', { name: 'I saved them, continue' }).click();
@@ -111,7 +120,11 @@ test('sign in: password, then the TOTP code; a wrong password shows the API mess
   await withFailureShot(page, 'login', async () => {
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor(WAIT);
-    assert.equal(await page.evaluate(() => fetch('/api/auth/me').then((r) => r.status)), 401, 'logged out on the server');
+    assert.equal(
+      await page.evaluate(() => fetch('/api/auth/me').then((r) => r.status)),
+      401,
+      'logged out on the server',
+    );
     await shot(page, '04-login');
     await axe(page, 'login');
     await page.getByLabel('Username').fill(OPERATOR.username);
@@ -143,7 +156,11 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     const name = `dash-${uniq()}`;
     apps.add(name);
     // Markup in the commit subject and in a build log line; both must show as text.
-    await git!.commit(repo, webRepo('hello from the dashboard', `RUN echo '${MARKUP(2)}'`), `first ${MARKUP(1)}`);
+    await git!.commit(
+      repo,
+      webRepo('hello from the dashboard', `RUN echo '${MARKUP(2)}'`),
+      `first ${MARKUP(1)}`,
+    );
     await page.getByLabel('Name', { exact: true }).fill(name);
     await page.getByLabel('Repository URL').fill(git!.url(repo));
     await page.getByLabel('Branch').fill('main');
@@ -200,8 +217,16 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     // A second version, then a rollback to the first from its row.
     await git!.commit(repo, webRepo('hello again', `RUN echo '${MARKUP(2)}'`), 'second version');
     await page.getByRole('button', { name: 'Deploy', exact: true }).click();
-    await page.getByTestId('deployment-row').filter({ hasText: 'second version' }).locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
-    await page.getByTestId('deployment-row').filter({ hasText: 'first' }).getByRole('button', { name: 'Roll back' }).click();
+    await page
+      .getByTestId('deployment-row')
+      .filter({ hasText: 'second version' })
+      .locator('.badge-succeeded')
+      .waitFor(DEPLOY_WAIT);
+    await page
+      .getByTestId('deployment-row')
+      .filter({ hasText: 'first' })
+      .getByRole('button', { name: 'Roll back' })
+      .click();
     const rolled = page.getByTestId('deployment-row').filter({ hasText: 'rollback' });
     await rolled.locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
     // The log view now follows the rollback; pausing stops following.
@@ -210,10 +235,18 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
 
     // Reveal of the secret is the operator's explicit act, and needs a step-up: the dialog asks for
     // a code (a recovery code here: the sign-in used this time step's TOTP code), then retries.
-    await page.getByTestId('env-row').filter({ hasText: 'API_SECRET' }).getByRole('button', { name: 'Reveal' }).click();
+    await page
+      .getByTestId('env-row')
+      .filter({ hasText: 'API_SECRET' })
+      .getByRole('button', { name: 'Reveal' })
+      .click();
     const stepUp = page.getByRole('dialog', { name: 'Confirm it is you' });
     await stepUp.waitFor(WAIT);
-    assert.equal(await page.getByText('s3cr3t-value-never-listed').count(), 0, 'nothing is revealed before the step-up');
+    assert.equal(
+      await page.getByText('s3cr3t-value-never-listed').count(),
+      0,
+      'nothing is revealed before the step-up',
+    );
     await stepUp.getByRole('textbox').fill(recovery[1]!);
     await stepUp.getByRole('button', { name: 'Verify' }).click();
     await page.getByText('s3cr3t-value-never-listed').waitFor(WAIT);
@@ -223,7 +256,11 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
 
     // Back on the overview the app is listed with its status; its name is a link.
     await page.getByRole('link', { name: 'Overview' }).click();
-    await page.getByTestId('app-row').filter({ hasText: name }).locator('.badge-running').waitFor(DEPLOY_WAIT);
+    await page
+      .getByTestId('app-row')
+      .filter({ hasText: name })
+      .locator('.badge-running')
+      .waitFor(DEPLOY_WAIT);
     await shot(page, '09-overview');
   });
 });
@@ -257,7 +294,11 @@ test('tokens: creating one asks for a step-up, shows the value once with its exp
     await page.getByRole('button', { name: 'Done' }).click();
     assert.equal(await page.getByText(value).count(), 0, 'the value is not shown again');
     page.once('dialog', (d) => void d.accept());
-    await page.getByTestId('token-row').filter({ hasText: 'ci-bot' }).getByRole('button', { name: 'Revoke' }).click();
+    await page
+      .getByTestId('token-row')
+      .filter({ hasText: 'ci-bot' })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
     await page
       .getByTestId('token-row')
       .filter({ hasText: 'ci-bot' })
@@ -312,7 +353,11 @@ test('a dropped WebSocket shows "reconnecting", comes back by itself and subscri
     await tab.evaluate(() => {
       const el = [...document.querySelectorAll('[role="status"]')].find((e) => e.classList.contains('ws'))!;
       const seen: string[] = ((window as any).__wsStates = []);
-      new MutationObserver(() => seen.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+      new MutationObserver(() => seen.push(el.textContent ?? '')).observe(el, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
     });
     await sockets[0]!.route.close({ code: 1012, reason: 'test drops the connection' });
     await status.filter({ hasText: 'live' }).waitFor(WAIT);

@@ -80,12 +80,18 @@ async function apiApp(id: string): Promise<any> {
   return r.body.app;
 }
 
-async function createApi(prefix: string, files: Record<string, string>): Promise<{ id: string; name: string }> {
+async function createApi(
+  prefix: string,
+  files: Record<string, string>,
+): Promise<{ id: string; name: string }> {
   const repo = `${prefix}-${uniq()}`;
   await git!.commit(repo, files, 'first');
   const name = `${prefix}-${uniq()}`;
   names.add(name);
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const r = await c.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
@@ -94,7 +100,11 @@ test('the new-app flow shows the detected plan of a plain repository before the 
   if (!(await needChromium(t))) return;
   await withFailureShot(page, 'build-new-app-plan', async () => {
     const repo = `plain-${uniq()}`;
-    await git!.commit(repo, { 'index.html': '<h1>plain site</h1>\n', 'about.html': 'about\n' }, 'a plain site');
+    await git!.commit(
+      repo,
+      { 'index.html': '<h1>plain site</h1>\n', 'about.html': 'about\n' },
+      'a plain site',
+    );
     const name = `plain-${uniq()}`;
     names.add(name);
     await page.goto(`${s!.url}/`);
@@ -149,10 +159,17 @@ test('Deploy from the plan: the deployment log shows the plan under a "Build pla
     await log.evaluate((el) => (el.scrollTop = 0));
     const head = log.getByRole('heading', { name: 'Build plan' });
     await head.waitFor(WAIT);
-    await log.locator('.log-plan').filter({ hasText: 'build plan (detected): stack static, from index.html' }).waitFor(WAIT);
+    await log
+      .locator('.log-plan')
+      .filter({ hasText: 'build plan (detected): stack static, from index.html' })
+      .waitFor(WAIT);
     await log.locator('.log-plan').filter({ hasText: 'FROM caddy:2-alpine' }).first().waitFor(WAIT);
     // The heading comes right before the first plan line, and is not counted as a log line.
-    const order = await log.evaluate((el) => [...el.querySelectorAll('.logline')].map((l) => (l.classList.contains('log-plan-head') ? 'HEAD' : l.className.replace('logline ', ''))));
+    const order = await log.evaluate((el) =>
+      [...el.querySelectorAll('.logline')].map((l) =>
+        l.classList.contains('log-plan-head') ? 'HEAD' : l.className.replace('logline ', ''),
+      ),
+    );
     const h = order.indexOf('HEAD');
     assert.ok(h >= 0 && order[h + 1] === 'log-plan', order.join(','));
     assert.ok(!order.slice(0, h).includes('log-plan'), 'no plan line before the heading');
@@ -174,7 +191,9 @@ test('the Build tab saves the build type and the limits; a reload shows them and
     // Until saved, the preview says it shows the saved settings.
     await page.getByText('the preview uses the saved ones').waitFor(WAIT);
     await page.getByRole('button', { name: 'Save build settings' }).click();
-    const settingsCard = page.locator('section', { has: page.getByRole('heading', { name: 'Build settings' }) });
+    const settingsCard = page.locator('section', {
+      has: page.getByRole('heading', { name: 'Build settings' }),
+    });
     await settingsCard.getByRole('status').filter({ hasText: 'Saved.' }).waitFor(WAIT);
     await page.getByText('the preview uses the saved ones').waitFor({ state: 'detached', ...WAIT });
 
@@ -239,8 +258,15 @@ test('a refused value is shown next to its field with the API’s words, and not
     const direct = await c.req('PATCH', `/api/apps/${site!.id}`, { build_limits: { memory_mb: 32 } });
     assert.equal(direct.status, 400);
     const apiMsg = direct.body.details.find((d: any) => d.field === 'build_limits.memory_mb').message;
-    assert.ok((await description(memory)).includes(apiMsg), `${await description(memory)} includes ${apiMsg}`);
-    assert.equal(await page.getByLabel('CPUs').getAttribute('aria-invalid'), null, 'only the refused field is marked');
+    assert.ok(
+      (await description(memory)).includes(apiMsg),
+      `${await description(memory)} includes ${apiMsg}`,
+    );
+    assert.equal(
+      await page.getByLabel('CPUs').getAttribute('aria-invalid'),
+      null,
+      'only the refused field is marked',
+    );
     await limitsCard
       .getByRole('alert')
       .filter({ hasText: /^Not saved/ })
@@ -274,7 +300,8 @@ test('nothing recognisable: the new app says what was looked for and takes a sta
     await nd.waitFor(WAIT);
     await nd.getByText('Nothing recognisable', { exact: true }).waitFor(WAIT);
     const looked = (await nd.locator('p', { hasText: 'Looked for:' }).textContent())!;
-    for (const f of ['package.json', 'go.mod', 'requirements.txt', 'composer.json', 'Gemfile', 'index.html']) assert.ok(looked.includes(f), `${looked} names ${f}`);
+    for (const f of ['package.json', 'go.mod', 'requirements.txt', 'composer.json', 'Gemfile', 'index.html'])
+      assert.ok(looked.includes(f), `${looked} names ${f}`);
     assert.equal(await first.getByRole('button', { name: /^Deploy/ }).count(), 0, 'no deploy of nothing');
     await axe(page, 'not detectable');
     await shot(page, 'build-not-detectable');
@@ -282,7 +309,10 @@ test('nothing recognisable: the new app says what was looked for and takes a sta
     // A stack set from here is saved on the app and the plan is read again with it.
     await nd.getByLabel('Build it as').selectOption('static');
     await nd.getByRole('button', { name: 'Set this stack' }).click();
-    await first.getByTestId('plan-not-detectable').getByText('stack static: none of index.html').waitFor(WAIT);
+    await first
+      .getByTestId('plan-not-detectable')
+      .getByText('stack static: none of index.html')
+      .waitFor(WAIT);
     assert.deepEqual((await apiApp(app.id)).source.build, { type: 'stack', stack: 'static' });
 
     // The folder is given under Build; the first-deploy plan follows.

@@ -9,7 +9,15 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
-import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe, assertNoInjectedMarkup } from '../_support/browser.js';
+import {
+  needChromium,
+  launchChromium,
+  shot,
+  withFailureShot,
+  CHROMIUM,
+  axe,
+  assertNoInjectedMarkup,
+} from '../_support/browser.js';
 import { startReceiver, receiverResolve, type Receiver } from '../_support/receiver.js';
 import { poll } from '../_support/wait.js';
 
@@ -86,7 +94,12 @@ test('notifications: a channel created, its test delivered and shown with the de
     const got = recv!.received.filter((r) => r.path === '/hub-hook');
     assert.equal(got.length, 1, 'the receiver got exactly the one test message');
     // The log opened by the test lists that delivery.
-    await channel.getByTestId('deliveries').locator('tbody tr').filter({ hasText: 'ok' }).first().waitFor(WAIT);
+    await channel
+      .getByTestId('deliveries')
+      .locator('tbody tr')
+      .filter({ hasText: 'ok' })
+      .first()
+      .waitFor(WAIT);
     await assertNoInjectedMarkup(page);
     assert.ok((await channel.innerText()).includes('<b class="xss">'), 'the markup is shown as text');
     await axe(page, 'notifications');
@@ -102,7 +115,10 @@ test('notifications: a channel created, its test delivered and shown with the de
 test('instance: info shown; the base domain set with its DNS check; the reset refused until RESET is typed', async (t) => {
   if (!(await needChromium(t))) return;
   await withFailureShot(page, 'hub-instance', async () => {
-    const app = await other.req('POST', '/api/apps', { name: 'hub-reset-me', source: { type: 'image', image: 'svc-test/busybox:latest' } });
+    const app = await other.req('POST', '/api/apps', {
+      name: 'hub-reset-me',
+      source: { type: 'image', image: 'svc-test/busybox:latest' },
+    });
     assert.equal(app.status, 201, app.text);
     await open('Instance', 'Instance');
     await page.getByTestId('instance-info').waitFor(WAIT);
@@ -113,8 +129,16 @@ test('instance: info shown; the base domain set with its DNS check; the reset re
     await page.getByTestId('base-domain').filter({ hasText: 'hub.example.test' }).waitFor(WAIT);
     const dns = page.getByTestId('dns-result');
     await dns.waitFor(WAIT);
-    assert.match(await dns.innerText(), /svc\.hub\.example\.test/, 'the check names the control host under the new base');
-    assert.equal((await other.req('GET', '/api/instance/base-domain')).body.base_domain, 'hub.example.test', 'saved on the server');
+    assert.match(
+      await dns.innerText(),
+      /svc\.hub\.example\.test/,
+      'the check names the control host under the new base',
+    );
+    assert.equal(
+      (await other.req('GET', '/api/instance/base-domain')).body.base_domain,
+      'hub.example.test',
+      'saved on the server',
+    );
 
     const reset = page.getByRole('button', { name: 'Reset the instance' });
     const confirmBox = page.getByRole('textbox', { name: 'Type RESET to confirm' });
@@ -122,7 +146,11 @@ test('instance: info shown; the base domain set with its DNS check; the reset re
     await confirmBox.fill('reset');
     assert.equal(await reset.isDisabled(), true, 'refused for a lower-case "reset"');
     await confirmBox.press('Enter');
-    assert.equal((await other.req('GET', '/api/apps')).body.items.length, 1, 'submitting the form with the wrong word did nothing');
+    assert.equal(
+      (await other.req('GET', '/api/apps')).body.items.length,
+      1,
+      'submitting the form with the wrong word did nothing',
+    );
     await confirmBox.fill('RESET');
     assert.equal(await reset.isDisabled(), false);
     await axe(page, 'instance');
@@ -192,8 +220,16 @@ test('profile: sessions listed; revoking the other one ends it on the server', a
     const rows = page.getByTestId('session-row');
     await poll('two sessions listed', async () => (await rows.count()) >= 2, 30_000, 100);
     const count = await rows.count();
-    assert.equal(await rows.filter({ hasText: 'current' }).count(), 1, "the browser's own session is marked current");
-    assert.equal(await page.getByRole('button', { name: /^Revoke/ }).count(), count - 1, 'no revoke on the current session');
+    assert.equal(
+      await rows.filter({ hasText: 'current' }).count(),
+      1,
+      "the browser's own session is marked current",
+    );
+    assert.equal(
+      await page.getByRole('button', { name: /^Revoke/ }).count(),
+      count - 1,
+      'no revoke on the current session',
+    );
     await axe(page, 'profile');
     await shot(page, 'hub-06-profile');
     await page

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 const src = fileURLToPath(new URL('../../../dashboard/src/', import.meta.url));
 
 function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : /\.tsx?$/.test(e.name) ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : /\.tsx?$/.test(e.name) ? [join(dir, e.name)] : [],
+  );
 }
 
 test('dashboard sources import no server code; HTTP only in api.ts, the socket only in ws.ts; no raw HTML', () => {
@@ -19,10 +21,18 @@ test('dashboard sources import no server code; HTTP only in api.ts, the socket o
     const text = readFileSync(f, 'utf8');
     const rel = f.slice(src.length);
     for (const m of text.matchAll(/from\s+'([^']+)'/g)) {
-      assert.ok(!/(^|\/)(lib|handlers|runtime)\//.test(m[1]!) && !m[1]!.startsWith('node:'), `${rel} imports ${m[1]}`);
+      assert.ok(
+        !/(^|\/)(lib|handlers|runtime)\//.test(m[1]!) && !m[1]!.startsWith('node:'),
+        `${rel} imports ${m[1]}`,
+      );
     }
-    if (rel !== 'api.ts') assert.doesNotMatch(text, /\bfetch\(|XMLHttpRequest/, `${rel} calls the API directly`);
+    if (rel !== 'api.ts')
+      assert.doesNotMatch(text, /\bfetch\(|XMLHttpRequest/, `${rel} calls the API directly`);
     if (rel !== 'ws.ts') assert.doesNotMatch(text, /new WebSocket\(/, `${rel} opens its own socket`);
-    assert.doesNotMatch(text, /dangerouslySetInnerHTML|innerHTML|outerHTML|insertAdjacentHTML|document\.write/, `${rel} writes raw HTML`);
+    assert.doesNotMatch(
+      text,
+      /dangerouslySetInnerHTML|innerHTML|outerHTML|insertAdjacentHTML|document\.write/,
+      `${rel} writes raw HTML`,
+    );
   }
 });

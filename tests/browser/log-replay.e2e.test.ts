@@ -4,8 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, adminClient, apiToken, type TestServer } from '../_support/server.js';
-import { insertApp } from '../../lib/apps/store.js';
-import { newId } from '../../lib/crypto/random.js';
+import { insertApp } from '#lib/apps/store.js';
+import { newId } from '#lib/crypto/random.js';
 import { poll } from '../_support/wait.js';
 import { insertBuildLog, insertFinishedDeployment, openSocket, wsUrl } from '../_support/ws.js';
 
@@ -20,7 +20,13 @@ before(async () => {
   const app = await insertApp(s.env.db, 'long-log', { type: 'image', image: 'svc-test/busybox:latest' });
   depId = newId();
   await insertFinishedDeployment(s.env.db, app.id, depId);
-  await insertBuildLog(s.env.db, depId, LINES, (j) => `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count`);
+  await insertBuildLog(
+    s.env.db,
+    depId,
+    LINES,
+    (j) =>
+      `#${j} compiling module ${j % 977} of the project: an ordinary build output line, long enough to count`,
+  );
 });
 
 after(async () => {
@@ -51,7 +57,12 @@ test('a 100,000-line build log reaches a slow reader whole and in order; the soc
   assert.equal(count, LINES);
   assert.ok(inOrder, 'lines arrive in order, without gap or duplicate');
   // Live lines still flow after the replay.
-  s.env.bus.publish(`build:${depId}`, { seq: LINES + 1, at: new Date().toISOString(), stream: 'build', line: 'after' });
+  s.env.bus.publish(`build:${depId}`, {
+    seq: LINES + 1,
+    at: new Date().toISOString(),
+    stream: 'build',
+    line: 'after',
+  });
   await poll('the live line', () => count === LINES + 1, 30_000, 20);
   ws.close();
 });

@@ -26,7 +26,10 @@ before(async () => {
   if (!existsSync(CHROMIUM)) return;
   s = await startTestServer();
   api = await adminClient(s);
-  const app = await api.req('POST', '/api/apps', { name: 'shop', source: { type: 'image', image: 'nginx:1.27' } });
+  const app = await api.req('POST', '/api/apps', {
+    name: 'shop',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(app.status, 201, app.text);
   browser = await launchChromium();
   ownerCtx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -56,7 +59,10 @@ test('an owner invites a viewer limited to one app; the link is shown once after
     await page.getByLabel('Password').fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor(WAIT);
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Operators', exact: true }).click();
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Operators', exact: true })
+      .click();
     await page.getByRole('heading', { level: 1, name: 'Operators' }).waitFor(WAIT);
     await page.locator('[data-testid="operator-row"][data-username="admin"]').waitFor(WAIT);
     await axe(page, 'operators');
@@ -139,7 +145,15 @@ test('the owner changes the role, disables the operator (their session ends) and
     await guest.getByLabel('Repeat the password').fill(NEW);
     await guest.getByRole('button', { name: 'Set password and sign in' }).click();
     await guest.getByRole('heading', { level: 1, name: 'Overview' }).waitFor(WAIT);
-    assert.equal((await new Client(s!.url).req('POST', '/api/auth/login', { username: 'vera', password: PASSWORD })).status, 401, 'the old password is refused');
-    assert.equal((await new Client(s!.url).req('POST', '/api/auth/login', { username: 'vera', password: NEW })).status, 200);
+    assert.equal(
+      (await new Client(s!.url).req('POST', '/api/auth/login', { username: 'vera', password: PASSWORD }))
+        .status,
+      401,
+      'the old password is refused',
+    );
+    assert.equal(
+      (await new Client(s!.url).req('POST', '/api/auth/login', { username: 'vera', password: NEW })).status,
+      200,
+    );
   });
 });

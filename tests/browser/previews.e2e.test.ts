@@ -12,7 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
 import { needChromium, launchChromium, withFailureShot, shot, CHROMIUM, axe } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
-import { nowIso } from '../../lib/db/index.js';
+import { nowIso } from '#lib/db/index.js';
 
 const WAIT = { timeout: 60_000 };
 const BASE = 'pv-page.test';
@@ -52,7 +52,10 @@ async function settled(appId: string, pid: string): Promise<any> {
 test('the Previews tab: settings saved and refused, a preview made from a branch, a sleeping one shown, removal confirmed', async (t) => {
   if (!(await needChromium(t))) return;
   const name = `pvp-${randomBytes(3).toString('hex')}`;
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: 'https://forge.example/team/app.git', branch: 'main' } });
+  const r = await c.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: 'https://forge.example/team/app.git', branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   const id = r.body.app.id as string;
   const settings = async () => (await c.req('GET', `/api/apps/${id}/previews/settings`)).body;
@@ -76,12 +79,25 @@ test('the Previews tab: settings saved and refused, a preview made from a branch
     await page.getByLabel('Previews sleep after (minutes)').fill('45');
     await page.getByRole('button', { name: 'Save preview settings' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor(WAIT);
-    assert.deepEqual(await settings(), { enabled: true, from_forks: false, ttl_hours: 24, max: 3, inherit_env: ['API_BASE', 'PUBLIC_URL'], database: 'none', sleep_after_minutes: 45 });
+    assert.deepEqual(await settings(), {
+      enabled: true,
+      from_forks: false,
+      ttl_hours: 24,
+      max: 3,
+      inherit_env: ['API_BASE', 'PUBLIC_URL'],
+      database: 'none',
+      sleep_after_minutes: 45,
+    });
 
     const sleepField = page.getByLabel('Previews sleep after (minutes)');
     await sleepField.fill('0');
     await page.getByRole('button', { name: 'Save preview settings' }).click();
-    await poll('the refusal next to the field', async () => (await sleepField.getAttribute('aria-invalid')) === 'true', 30_000, 100);
+    await poll(
+      'the refusal next to the field',
+      async () => (await sleepField.getAttribute('aria-invalid')) === 'true',
+      30_000,
+      100,
+    );
     assert.equal((await settings()).sleep_after_minutes, 45, 'nothing saved');
     await axe(page, 'previews tab: a setting refused');
     await sleepField.fill('');
@@ -105,13 +121,20 @@ test('the Previews tab: settings saved and refused, a preview made from a branch
     const made = await c.req('POST', `/api/apps/${id}/previews`, { branch: 'fix', number: 12 });
     assert.equal(made.status, 202, made.text);
     await settled(id, made.body.preview.id);
-    const child = await s!.env.db.selectFrom('previews').select('target_app_id').where('id', '=', made.body.preview.id).executeTakeFirstOrThrow();
+    const child = await s!.env.db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('id', '=', made.body.preview.id)
+      .executeTakeFirstOrThrow();
     await s!.env.db
       .updateTable('apps')
       .set({ status: 'sleeping', sleeping_at: nowIso(Date.now()) })
       .where('id', '=', child.target_app_id)
       .execute();
-    assert.equal((await c.req('GET', `/api/apps/${id}/previews/${made.body.preview.id}`)).body.preview.sleeping, true);
+    assert.equal(
+      (await c.req('GET', `/api/apps/${id}/previews/${made.body.preview.id}`)).body.preview.sleeping,
+      true,
+    );
     await page.reload();
     const row12 = page.getByTestId('preview-row').filter({ hasText: `pr-12-${name}` });
     await row12.locator('.badge-sleeping').waitFor(WAIT);
@@ -123,15 +146,33 @@ test('the Previews tab: settings saved and refused, a preview made from a branch
     // Removing asks first: dismissed, nothing goes; accepted, the preview and its row go.
     page.once('dialog', (d) => void d.dismiss());
     await page.getByRole('button', { name: 'Remove preview 12' }).click();
-    await poll('the dismissed confirmation', async () => (await c.req('GET', `/api/apps/${id}/previews`)).body.items.length === 2 || null, 5_000, 100);
+    await poll(
+      'the dismissed confirmation',
+      async () => (await c.req('GET', `/api/apps/${id}/previews`)).body.items.length === 2 || null,
+      5_000,
+      100,
+    );
     assert.equal(await page.getByTestId('preview-row').count(), 2);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Remove preview 12' }).click();
-    await poll('preview 12 removed in the page', async () => ((await page.getByTestId('preview-row').count()) === 1 ? true : null), 60_000, 100);
+    await poll(
+      'preview 12 removed in the page',
+      async () => ((await page.getByTestId('preview-row').count()) === 1 ? true : null),
+      60_000,
+      100,
+    );
     assert.deepEqual(
       (await c.req('GET', `/api/apps/${id}/previews`)).body.items.map((p: any) => p.number),
       [1000],
     );
-    assert.equal(await s!.env.db.selectFrom('apps').select('id').where('id', '=', child.target_app_id).executeTakeFirst(), undefined, "the preview's app row is gone");
+    assert.equal(
+      await s!.env.db
+        .selectFrom('apps')
+        .select('id')
+        .where('id', '=', child.target_app_id)
+        .executeTakeFirst(),
+      undefined,
+      "the preview's app row is gone",
+    );
   });
 });

@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
 import { needChromium, launchChromium, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
 import { poll } from '../_support/wait.js';
-import { setSleeping } from '../../lib/apps/store.js';
+import { setSleeping } from '#lib/apps/store.js';
 
 const WAIT = { timeout: 60_000 };
 let s: TestServer | undefined;
@@ -36,7 +36,10 @@ const apiApp = async (id: string) => (await c.req('GET', `/api/apps/${id}`)).bod
 
 test('the app page sets, refuses and turns off sleep_after_minutes, and shows a sleeping app as sleeping', async (t) => {
   if (!(await needChromium(t))) return;
-  const r = await c.req('POST', '/api/apps', { name: 'sleepy-page', source: { type: 'image', image: 'svc-test/none:1' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: 'sleepy-page',
+    source: { type: 'image', image: 'svc-test/none:1' },
+  });
   assert.equal(r.status, 201, r.text);
   const id = r.body.app.id as string;
   await withFailureShot(page, 'sleep-setting', async () => {
@@ -51,7 +54,12 @@ test('the app page sets, refuses and turns off sleep_after_minutes, and shows a 
 
     await input.fill('20000');
     await page.getByRole('button', { name: 'Save sleep setting' }).click();
-    await poll('the refusal next to the field', async () => (await input.getAttribute('aria-invalid')) === 'true', 30_000, 100);
+    await poll(
+      'the refusal next to the field',
+      async () => (await input.getAttribute('aria-invalid')) === 'true',
+      30_000,
+      100,
+    );
     assert.equal((await apiApp(id)).sleep_after_minutes, 15, 'nothing saved');
     await axe(page, 'app page: sleep setting refused');
 

@@ -18,12 +18,22 @@ before(async () => {
 after(() => s?.stop());
 
 /** A request whose path goes on the wire exactly as written (fetch would normalise `..`). */
-function raw(path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function raw(
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port: s.running.port, path, method, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -128,6 +138,12 @@ test('paths that try to leave the build folder never read another file', async (
   for (const p of attempts) {
     const r = await raw(p);
     assert.ok(r.status === 404 || (r.status === 200 && r.body === index), `${p}: ${r.status}`);
-    assert.ok(!r.body.includes('"devDependencies"') && r.body !== pkg && r.body !== server && !r.body.includes('root:x:0:0'), p);
+    assert.ok(
+      !r.body.includes('"devDependencies"') &&
+        r.body !== pkg &&
+        r.body !== server &&
+        !r.body.includes('root:x:0:0'),
+      p,
+    );
   }
 });

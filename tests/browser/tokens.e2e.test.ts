@@ -7,8 +7,8 @@ import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
 import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { hashPassword } from '../../lib/auth/passwords.js';
+import { insertUser } from '#lib/auth/users.js';
+import { hashPassword } from '#lib/auth/passwords.js';
 
 const WAIT = { timeout: 60_000 };
 const VIEWER = { username: 'vic', password: 'a viewer with a long password' };
@@ -24,10 +24,15 @@ before(async () => {
   if (!existsSync(CHROMIUM)) return;
   s = await startTestServer();
   admin = await adminClient(s);
-  const app = await admin.req('POST', '/api/apps', { name: 'picked-app', source: { type: 'image', image: 'nginx:1.27' } });
+  const app = await admin.req('POST', '/api/apps', {
+    name: 'picked-app',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(app.status, 201, app.text);
   await admin.req('POST', '/api/apps', { name: 'other-app', source: { type: 'image', image: 'nginx:1.27' } });
-  appId = ((await admin.req('GET', '/api/apps')).body.items as Array<{ id: string; name: string }>).find((a) => a.name === 'picked-app')!.id;
+  appId = ((await admin.req('GET', '/api/apps')).body.items as Array<{ id: string; name: string }>).find(
+    (a) => a.name === 'picked-app',
+  )!.id;
   await insertUser(s.env.db, VIEWER.username, await hashPassword(VIEWER.password, 14), { role: 'viewer' });
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -77,7 +82,9 @@ test('owner: a token limited to one scope and one app; the list shows both, and 
     assert.equal((await row.getByTestId('token-apps').innerText()).trim(), 'picked-app');
     assert.equal((await row.getByTestId('token-last-used').innerText()).trim(), 'never');
     // What the page showed is what the server stored.
-    const listed = (await admin.req('GET', '/api/auth/api-tokens')).body.items.find((x: any) => x.name === 'reader-bot');
+    const listed = (await admin.req('GET', '/api/auth/api-tokens')).body.items.find(
+      (x: any) => x.name === 'reader-bot',
+    );
     assert.deepEqual([listed.scopes, listed.app_ids], [['app.read'], [appId]]);
     await shot(page, 'tokens-scoped-created');
     await axe(page, 'tokens created');

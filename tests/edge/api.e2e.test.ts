@@ -14,7 +14,7 @@ import { issue } from '../_support/pki.js';
 import { poll } from '../_support/wait.js';
 import { waitStatus, cleanupApp } from '../engine/_deploy.js';
 import { appName } from '../engine/_helpers.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 
 const run = promisify(execFile);
 const IMAGE = `svc-w13/edge-web:${process.pid}`;
@@ -44,7 +44,17 @@ async function buildImage(): Promise<void> {
     `CMD ["sh", "-c", "trap 'exit 0' TERM; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`,
   ].join('\n');
   // No network for the RUN step: it needs none, and the build then does not depend on the engine's default bridge.
-  await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=w13-edge -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+  await run(
+    'sh',
+    [
+      '-c',
+      'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=w13-edge -t "$2" -',
+      'sh',
+      dockerfile,
+      IMAGE,
+    ],
+    { timeout: 120_000 },
+  );
 }
 
 async function ready(t: import('node:test').TestContext): Promise<boolean> {
@@ -53,7 +63,10 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
   // Kept when a later step fails: a second lab would leave the first one's processes running.
   lab ??= await startEdgeLab();
   await buildImage();
-  server = await startTestServer({ ...lab.vars, SVC_BASE_DOMAIN: BASE }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } });
+  server = await startTestServer(
+    { ...lab.vars, SVC_BASE_DOMAIN: BASE },
+    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } },
+  );
   c = await adminClient(server);
   return true;
 }
@@ -77,10 +90,17 @@ async function deploy(appId: string): Promise<void> {
 
 /** The short ids of the app's running containers (what the image serves at /). */
 async function containerIds(name: string): Promise<string[]> {
-  return (await listAppContainers(server!.env.engine, name)).filter((x) => x.state === 'running').map((x) => x.id.slice(0, 12));
+  return (await listAppContainers(server!.env.engine, name))
+    .filter((x) => x.state === 'running')
+    .map((x) => x.id.slice(0, 12));
 }
 
-function until(host: string, ok: (r: FetchResult) => boolean, what: string, path = '/'): Promise<FetchResult> {
+function until(
+  host: string,
+  ok: (r: FetchResult) => boolean,
+  what: string,
+  path = '/',
+): Promise<FetchResult> {
   return poll(
     what,
     async () => {
@@ -135,7 +155,10 @@ test('a deployed app is served over HTTPS on its domain with a Pebble certificat
   const shop = await deployedApp(appName('w13s'));
 
   // A service without a port cannot take a domain.
-  const noPort = await c.req('POST', `/api/apps/${shop.id}/domains`, { hostname: 'noport.w13x.test', service: 'nope' });
+  const noPort = await c.req('POST', `/api/apps/${shop.id}/domains`, {
+    hostname: 'noport.w13x.test',
+    service: 'nope',
+  });
   assert.equal(noPort.status, 400, noPort.text);
 
   const host = 'shop.w13x.test';
@@ -145,12 +168,19 @@ test('a deployed app is served over HTTPS on its domain with a Pebble certificat
   assert.equal(r.body.domain.hostname, host);
   assert.equal(r.body.domain.app_id, shop.id);
   shopDomainId = r.body.domain.id;
-  const dup = await c.req('POST', '/api/domains', { hostname: 'SHOP.w13x.test.', app_id: shop.id, service: 'app' });
+  const dup = await c.req('POST', '/api/domains', {
+    hostname: 'SHOP.w13x.test.',
+    app_id: shop.id,
+    service: 'app',
+  });
   assert.equal(dup.status, 409, 'the same name, differently written, is a duplicate');
 
   const ids = await containerIds(shop.name);
   const served = await until(host, (x) => x.status === 200, 'the domain served over HTTPS');
-  assert.ok(ids.includes(served.body.trim()), `served by the app's container (${served.body.trim()} in ${ids.join(', ')})`);
+  assert.ok(
+    ids.includes(served.body.trim()),
+    `served by the app's container (${served.body.trim()} in ${ids.join(', ')})`,
+  );
   assert.match(issuerCn(served), /Pebble/, 'certificate from the ACME CA');
 
   const active = await poll(
@@ -186,8 +216,16 @@ test('the control domain serves the API over HTTPS, and only then does the postu
   if (!(await ready(t))) return;
   const control = `svc.${BASE}`;
   const info = await c.req('GET', '/api/instance/base-domain');
-  assert.deepEqual({ base: info.body.base_domain, control: info.body.control_domain }, { base: BASE, control });
-  const health = await until(control, (x) => x.status === 200, 'the API over HTTPS on the control domain', '/api/health');
+  assert.deepEqual(
+    { base: info.body.base_domain, control: info.body.control_domain },
+    { base: BASE, control },
+  );
+  const health = await until(
+    control,
+    (x) => x.status === 200,
+    'the API over HTTPS on the control domain',
+    '/api/health',
+  );
   assert.match(issuerCn(health), /Pebble/);
   assert.equal(JSON.parse(health.body).status ?? 'ok', 'ok');
   const row = await poll(
@@ -205,9 +243,17 @@ test('the control domain serves the API over HTTPS, and only then does the postu
 
 test('a redirect domain answers 308 to https://<redirect_to><uri>', async (t) => {
   if (!(await ready(t))) return;
-  const r = await c.req('POST', '/api/domains', { hostname: 'old-shop.w13x.test', redirect_to: 'shop.w13x.test' });
+  const r = await c.req('POST', '/api/domains', {
+    hostname: 'old-shop.w13x.test',
+    redirect_to: 'shop.w13x.test',
+  });
   assert.equal(r.status, 201, r.text);
-  const moved = await until('old-shop.w13x.test', (x) => x.status === 308, 'the redirect over HTTPS', '/cart?item=7');
+  const moved = await until(
+    'old-shop.w13x.test',
+    (x) => x.status === 308,
+    'the redirect over HTTPS',
+    '/cart?item=7',
+  );
   assert.equal(moved.headers.location, 'https://shop.w13x.test/cart?item=7');
   const plain = await lab!.http('old-shop.w13x.test', '/x');
   assert.equal(plain.status, 308);
@@ -230,17 +276,31 @@ test('an uploaded certificate needs a step-up, is validated, served instead of A
   assert.equal(noStepUp.body.code, 'step_up_required');
   assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
 
-  const bad = await c.req('POST', `/api/domains/${id}/certificate`, { cert_pem: wrongHost.certPem, key_pem: wrongHost.keyPem });
+  const bad = await c.req('POST', `/api/domains/${id}/certificate`, {
+    cert_pem: wrongHost.certPem,
+    key_pem: wrongHost.keyPem,
+  });
   assert.equal(bad.status, 400, bad.text);
-  const mismatch = await c.req('POST', `/api/domains/${id}/certificate`, { cert_pem: good.certPem, key_pem: wrongHost.keyPem });
+  const mismatch = await c.req('POST', `/api/domains/${id}/certificate`, {
+    cert_pem: good.certPem,
+    key_pem: wrongHost.keyPem,
+  });
   assert.equal(mismatch.status, 400, mismatch.text);
-  assert.equal((await c.req('GET', `/api/domains/${id}`)).body.domain.certificate?.source === 'uploaded', false, 'nothing stored');
+  assert.equal(
+    (await c.req('GET', `/api/domains/${id}`)).body.domain.certificate?.source === 'uploaded',
+    false,
+    'nothing stored',
+  );
 
   const up = await c.req('POST', `/api/domains/${id}/certificate`, body);
   assert.equal(up.status, 200, up.text);
   assert.equal(up.body.domain.certificate.source, 'uploaded');
   assert.ok(!JSON.stringify(up.body).includes('PRIVATE KEY'), 'the key never comes back');
-  const served = await until(host, (x) => x.status === 200 && issuerCn(x) === 'svc test pebble CA', 'the uploaded certificate served');
+  const served = await until(
+    host,
+    (x) => x.status === 200 && issuerCn(x) === 'svc test pebble CA',
+    'the uploaded certificate served',
+  );
   assert.ok((await containerIds(shop.name)).includes(served.body.trim()));
 
   const del = await c.req('DELETE', `/api/domains/${id}/certificate`);
@@ -256,7 +316,11 @@ test('reassigning a domain to another app moves its traffic there', async (t) =>
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.domain.app_id, blog.id);
   assert.deepEqual(r.body.proxy, { synced: true });
-  const served = await until('shop.w13x.test', (x) => x.status === 200 && blogIds.includes(x.body.trim()), 'the other app serving the domain');
+  const served = await until(
+    'shop.w13x.test',
+    (x) => x.status === 200 && blogIds.includes(x.body.trim()),
+    'the other app serving the domain',
+  );
   assert.match(issuerCn(served), /Pebble/);
   // And back, for the tests that follow.
   const back = await c.req('PATCH', `/api/domains/${shopDomainId}`, { app_id: apps[0]!.id, service: 'app' });
@@ -289,7 +353,11 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
   const shop = apps[0]!;
   const host = 'shop.w13x.test';
   const before = await containerIds(shop.name);
-  await until(host, (x) => x.status === 200 && before.includes(x.body.trim()), 'the domain back on the first app');
+  await until(
+    host,
+    (x) => x.status === 200 && before.includes(x.body.trim()),
+    'the domain back on the first app',
+  );
   const stats = { ok: 0, failed: [] as string[], retried: 0, seen: new Set<string>() };
   let stop = false;
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -331,7 +399,12 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
     fresh = (await containerIds(shop.name)).filter((x) => !before.includes(x));
     assert.ok(fresh.length > 0, 'a new container runs');
     await poll('traffic on the new container', () => fresh.some((x) => stats.seen.has(x)), 30_000, 50);
-    await poll('the old container retired', async () => (await containerIds(shop.name)).every((x) => !before.includes(x)), 60_000, 200);
+    await poll(
+      'the old container retired',
+      async () => (await containerIds(shop.name)).every((x) => !before.includes(x)),
+      60_000,
+      200,
+    );
     // A few more rounds after the old one stopped: nothing still points at it.
     const n = stats.ok;
     await poll('requests after the retirement', () => stats.ok > n + 20, 30_000, 50);
@@ -340,12 +413,23 @@ test('a redeploy while clients loop through Caddy (new and kept-alive connection
     await Promise.all(loops);
     keepAlive.destroy();
   }
-  assert.deepEqual(stats.failed, [], `${stats.failed.length} of ${stats.ok + stats.failed.length} requests failed (${stats.retried} retried once after a connection closed before any answer)`);
-  assert.ok(before.some((x) => stats.seen.has(x)) && fresh.some((x) => stats.seen.has(x)), 'served by the old, then the new container');
-  t.diagnostic(`redeploy under load: ${stats.ok} requests, ${stats.failed.length} lost, ${stats.retried} retried once after a connection closed before any answer`);
+  assert.deepEqual(
+    stats.failed,
+    [],
+    `${stats.failed.length} of ${stats.ok + stats.failed.length} requests failed (${stats.retried} retried once after a connection closed before any answer)`,
+  );
+  assert.ok(
+    before.some((x) => stats.seen.has(x)) && fresh.some((x) => stats.seen.has(x)),
+    'served by the old, then the new container',
+  );
+  t.diagnostic(
+    `redeploy under load: ${stats.ok} requests, ${stats.failed.length} lost, ${stats.retried} retried once after a connection closed before any answer`,
+  );
   const logs = await c.req('GET', `/api/apps/${shop.id}/deployments`);
   const last = logs.body.items[0];
-  const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${last.id}/logs`)).body.items.map((l: any) => l.line);
+  const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${last.id}/logs`)).body.items.map(
+    (l: any) => l.line,
+  );
   assert.ok(
     lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)),
     lines.join('\n'),
@@ -367,9 +451,14 @@ test('a rollback takes the same path: the route switches to its containers in on
   assert.ok(fresh.length > 0, 'the rollback runs new containers');
   const r = await lab!.https(host, '/');
   assert.equal(r.status, 200);
-  assert.ok(fresh.includes(r.body.trim()), `served by the rollback's container (${r.body.trim()} in ${fresh.join(', ')})`);
+  assert.ok(
+    fresh.includes(r.body.trim()),
+    `served by the rollback's container (${r.body.trim()} in ${fresh.join(', ')})`,
+  );
   assert.ok(server!.env.edge.proxy.state().loads > loads, 'the proxy was changed');
-  const lines = (await c.req('GET', `/api/apps/${shop.id}/deployments/${rb.body.deployment.id}/logs`)).body.items.map((l: any) => l.line);
+  const lines = (
+    await c.req('GET', `/api/apps/${shop.id}/deployments/${rb.body.deployment.id}/logs`)
+  ).body.items.map((l: any) => l.line);
   assert.ok(
     lines.some((l: string) => /proxy: routes switched to the new containers/.test(l)),
     lines.join('\n'),
@@ -380,7 +469,11 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   if (!(await ready(t))) return;
   const shop = apps[0]!;
   const host = 'shop.w13x.test';
-  const total = async () => (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h`)).body.points.reduce((n: number, p: any) => n + p.requests, 0);
+  const total = async () =>
+    (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h`)).body.points.reduce(
+      (n: number, p: any) => n + p.requests,
+      0,
+    );
   // Earlier requests may still be on their way into the access log. A marker request sent after
   // all of them is logged after them: once the tailer has seen it, they are all counted (it too).
   const marker = `/settled-${Date.now()}`;
@@ -418,7 +511,11 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
   assert.equal(m.range, '1h');
   assert.equal(m.step_seconds, 10);
   assert.equal(m.points.length, 360);
-  assert.equal(m.points.reduce((n: number, p: any) => n + p.requests, 0) - base, 35, 'exactly the requests sent');
+  assert.equal(
+    m.points.reduce((n: number, p: any) => n + p.requests, 0) - base,
+    35,
+    'exactly the requests sent',
+  );
   const ts = m.points.map((p: any) => Date.parse(p.t));
   assert.ok(
     ts.every((x: number, i: number) => i === 0 || x - ts[i - 1] === 10_000),
@@ -429,7 +526,10 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
     'gaps are zero-filled',
   );
   const busy = m.points.filter((p: any) => p.requests > 0);
-  assert.ok(Math.max(...busy.map((p: any) => p.p99_ms)) >= 100, `the slow requests show in p99: ${JSON.stringify(busy)}`);
+  assert.ok(
+    Math.max(...busy.map((p: any) => p.p99_ms)) >= 100,
+    `the slow requests show in p99: ${JSON.stringify(busy)}`,
+  );
   assert.ok(busy.every((p: any) => p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms));
   assert.ok(m.points.reduce((n: number, p: any) => n + p.bytes_out, 0) > 0);
   const svc = (await c.req('GET', `/api/apps/${shop.id}/metrics?range=1h&service=app`)).body;
@@ -455,8 +555,17 @@ test('metrics count the requests sent through Caddy, with percentiles, in the co
     hostM.vitals.every((v: any) => v.mem_total_bytes > 0),
     'a step without a sample is absent, never zeros',
   );
-  assert.ok(hostM.points.reduce((n: number, p: any) => n + p.requests, 0) >= 35, 'host-wide counts include the app');
-  await poll('a vitals sample', async () => (await c.req('GET', '/api/host/metrics?range=1h')).body.vitals.some((v: any) => v.mem_total_bytes > 0), 30_000, 500);
+  assert.ok(
+    hostM.points.reduce((n: number, p: any) => n + p.requests, 0) >= 35,
+    'host-wide counts include the app',
+  );
+  await poll(
+    'a vitals sample',
+    async () =>
+      (await c.req('GET', '/api/host/metrics?range=1h')).body.vitals.some((v: any) => v.mem_total_bytes > 0),
+    30_000,
+    500,
+  );
   for (const bad of ['2h', '1H', 'all']) {
     const r = await c.req('GET', `/api/apps/${shop.id}/metrics?range=${bad}`);
     assert.equal(r.status, 400, bad);
@@ -479,7 +588,10 @@ test('deleting a domain stops serving it', async (t) => {
   assert.ok(!gone.startsWith('HTTP 200'), `no longer served (${gone})`);
   const cfg = JSON.stringify(await lab!.admin('/config/apps/http'));
   assert.ok(!cfg.includes(`svc-route-${shopDomainId}`), 'its route is gone from Caddy');
-  assert.ok(!cfg.includes('"shop.w13x.test"'), 'no route matches the name any more (the redirect only points at it)');
+  assert.ok(
+    !cfg.includes('"shop.w13x.test"'),
+    'no route matches the name any more (the redirect only points at it)',
+  );
 });
 
 test('deleting an app takes its automatic host out of Caddy before the delete answers', async (t) => {

@@ -21,7 +21,12 @@ const BASE = `aud${tag}.test`;
 
 /** Waits until Caddy's loaded config does (or does not) name `host`. */
 async function caddyServes(host: string, present: boolean): Promise<void> {
-  await poll(`Caddy config ${present ? 'names' : 'no longer names'} ${host}`, async () => JSON.stringify(await lab!.admin('/config/')).includes(host) === present || null, 60_000, 200);
+  await poll(
+    `Caddy config ${present ? 'names' : 'no longer names'} ${host}`,
+    async () => JSON.stringify(await lab!.admin('/config/')).includes(host) === present || null,
+    60_000,
+    200,
+  );
 }
 
 async function lastEntry(action: string) {
@@ -43,7 +48,9 @@ test('reverting the base domain and a domain re-syncs Caddy with the restored st
   await caddyServes(control, true);
   const entry = await lastEntry('instance.base_domain');
   const diff = await c.req('GET', `/api/audit/${entry.id}/diff`);
-  assert.deepEqual(diff.body.rows, [{ field: 'base_domain', status: 'changed', before: null, after: BASE, masked: false }]);
+  assert.deepEqual(diff.body.rows, [
+    { field: 'base_domain', status: 'changed', before: null, after: BASE, masked: false },
+  ]);
 
   const host = `r${tag}.example.com`;
   const created = await c.req('POST', '/api/domains', { hostname: host, redirect_to: 'example.org' });

@@ -7,13 +7,20 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Services as Env } from '../../lib/http/handler.js';
-import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
-import { addDomain, getDomain, refreshDomain, removeCertificate, removeDomain, uploadCertificate } from '../../lib/proxy/domains.js';
-import { setUpstreams, switchUpstreams } from '../../lib/proxy/upstreams.js';
-import { queryRequests } from '../../lib/series/query.js';
-import { createDnsChecker } from '../../lib/domains/dns.js';
-import { HttpError } from '../../lib/http/errors.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
+import {
+  addDomain,
+  getDomain,
+  refreshDomain,
+  removeCertificate,
+  removeDomain,
+  uploadCertificate,
+} from '#lib/proxy/domains.js';
+import { setUpstreams, switchUpstreams } from '#lib/proxy/upstreams.js';
+import { queryRequests } from '#lib/series/query.js';
+import { createDnsChecker } from '#lib/domains/dns.js';
+import { HttpError } from '#lib/http/errors.js';
 import { labEnv, labPerFile, type EdgeLab, type FetchResult } from '../_support/edge.js';
 import { freePort } from '../_support/net.js';
 import { issue } from '../_support/pki.js';
@@ -49,7 +56,13 @@ async function appWithService(env: Env, name: string, port: number): Promise<str
 }
 
 /** Polls an HTTPS fetch until `ok` holds; connection errors while a certificate is issued count as "not yet". */
-function until(l: EdgeLab, host: string, ok: (r: FetchResult) => boolean, what: string, path = '/'): Promise<FetchResult> {
+function until(
+  l: EdgeLab,
+  host: string,
+  ok: (r: FetchResult) => boolean,
+  what: string,
+  path = '/',
+): Promise<FetchResult> {
   return poll(
     what,
     async () => {
@@ -109,7 +122,8 @@ test('a domain is served over HTTPS with a Pebble certificate; HTTP redirects on
   assert.equal(redirect.headers.location, `https://${host}:${l.httpsPort}/a/b?c=d`);
 
   // Request metrics: 20 fast and 5 slow requests through Caddy, read back from its access log.
-  const before = () => queryRequests(env.db, { appId, range: '1h', now: Date.now() }).points.reduce((n, p) => n + p.requests, 0);
+  const before = () =>
+    queryRequests(env.db, { appId, range: '1h', now: Date.now() }).points.reduce((n, p) => n + p.requests, 0);
   // Earlier requests to this host (the polls above) may still be on their way into the log. A
   // marker request sent after all of them is logged after them: once the tailer has seen it,
   // everything before it is counted, and the marker with it.
@@ -163,9 +177,18 @@ test('a redirect domain answers 308 to https://<redirect_to><uri> on both ports'
   const l = await theLab(t);
   if (!l) return;
   const env = await labEnv(t, l);
-  const created = await addDomain(env, { hostname: 'old-shop.example.com', redirect_to: 'new-shop.example.com' });
+  const created = await addDomain(env, {
+    hostname: 'old-shop.example.com',
+    redirect_to: 'new-shop.example.com',
+  });
   assert.equal(created.proxy.synced, true);
-  const r = await until(l, 'old-shop.example.com', (x) => x.status === 308, 'the redirect over HTTPS', '/p/q?r=s');
+  const r = await until(
+    l,
+    'old-shop.example.com',
+    (x) => x.status === 308,
+    'the redirect over HTTPS',
+    '/p/q?r=s',
+  );
   assert.equal(r.headers.location, 'https://new-shop.example.com/p/q?r=s');
   const h = await l.http('old-shop.example.com', '/x?y=z');
   assert.equal(h.status, 308);
@@ -187,7 +210,12 @@ test('an uploaded certificate is served instead of ACME; deleting it returns to 
   const r = await uploadCertificate(env, domain.id, { cert_pem: mine.certPem, key_pem: mine.keyPem });
   assert.equal(r.proxy.synced, true);
   assert.equal(r.domain.certificate?.source, 'uploaded');
-  const served = await until(l, host, (x) => x.status === 200 && issuerCn(x) === 'svc test pebble CA', 'the uploaded certificate served');
+  const served = await until(
+    l,
+    host,
+    (x) => x.status === 200 && issuerCn(x) === 'svc test pebble CA',
+    'the uploaded certificate served',
+  );
   assert.equal(served.body, `hello from blog ${host} /`);
   const view = await poll(
     'status active with the uploaded certificate',
@@ -201,7 +229,11 @@ test('an uploaded certificate is served instead of ACME; deleting it returns to 
   assert.equal(view.certificate?.issuer, 'svc test pebble CA');
 
   // The key is sealed at rest, never stored in the clear.
-  const row = await env.db.selectFrom('domain_certificates').selectAll().where('domain_id', '=', domain.id).executeTakeFirstOrThrow();
+  const row = await env.db
+    .selectFrom('domain_certificates')
+    .selectAll()
+    .where('domain_id', '=', domain.id)
+    .executeTakeFirstOrThrow();
   assert.ok(!row.key_sealed.includes('PRIVATE KEY'));
   assert.ok(row.key_sealed.startsWith('v1.'));
 
@@ -262,7 +294,12 @@ test('a domain whose DNS points elsewhere awaits DNS, is served over plain HTTP 
   await l.setA(host, null);
   const refreshed = await refreshDomain(env, domain.id);
   assert.ok(['issuing', 'active'].includes(refreshed.domain.status), refreshed.domain.status_detail);
-  await until(l, host, (x) => x.status === 200 && /Pebble/.test(issuerCn(x)), 'served over HTTPS after the DNS fix');
+  await until(
+    l,
+    host,
+    (x) => x.status === 200 && /Pebble/.test(issuerCn(x)),
+    'served over HTTPS after the DNS fix',
+  );
 });
 
 test('Caddy killed with SIGKILL and restarted empty serves every domain again within the check interval', async (t) => {
@@ -322,11 +359,23 @@ test('switching upstreams is one config load; clients looping through Caddy lose
   await until(l, host, (x) => x.status === 200 && x.body.startsWith('hello from blue'), 'blue serves');
   // The checker seeing the certificate changes the plan once more (plain HTTP starts to redirect):
   // let that load happen before counting loads per switch.
-  await poll('the domain active', async () => (await getDomain(env, added.domain.id)).status === 'active', 30_000, 100);
+  await poll(
+    'the domain active',
+    async () => (await getDomain(env, added.domain.id)).status === 'active',
+    30_000,
+    100,
+  );
   await env.edge.proxy.sync();
 
   let stop = false;
-  const stats = { fresh: 0, kept: 0, retried: 0, freshRetried: 0, failures: [] as string[], seen: new Set<string>() };
+  const stats = {
+    fresh: 0,
+    kept: 0,
+    retried: 0,
+    freshRetried: 0,
+    failures: [] as string[],
+    seen: new Set<string>(),
+  };
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 2 });
   cleanups.push(() => keepAlive.destroy());
   const record = (r: FetchResult) => {
@@ -393,14 +442,21 @@ test('switching upstreams is one config load; clients looping through Caddy lose
       // After the switch resolves, the old upstream may stop: nothing new is routed to it.
       const hitsAfterSwitch = current.hits();
       await poll('traffic after the switch', () => stats.fresh + stats.kept > seenBefore + 60, 30_000, 20);
-      assert.ok(current.hits() - hitsAfterSwitch <= 3, 'at most the requests in flight at the switch reached the old upstream');
+      assert.ok(
+        current.hits() - hitsAfterSwitch <= 3,
+        'at most the requests in flight at the switch reached the old upstream',
+      );
       current = next;
     }
   } finally {
     stop = true;
     await Promise.all(loops);
   }
-  assert.deepEqual(stats.failures, [], `no failed request (fresh ${stats.fresh}, kept-alive ${stats.kept}, retried once ${stats.retried}, fresh retried once ${stats.freshRetried})`);
+  assert.deepEqual(
+    stats.failures,
+    [],
+    `no failed request (fresh ${stats.fresh}, kept-alive ${stats.kept}, retried once ${stats.retried}, fresh retried once ${stats.freshRetried})`,
+  );
   assert.ok(stats.seen.has('blue') && stats.seen.has('green'));
   t.diagnostic(
     `fresh ${stats.fresh}, kept-alive ${stats.kept}, kept-alive retried once after a reload closed an idle connection: ${stats.retried}, fresh connections reset before any answer and retried: ${stats.freshRetried}`,
@@ -412,14 +468,30 @@ test('the DNS check asks SVC_DNS_RESOLVER and compares every address with SVC_PU
   if (!l) return;
   const check = createDnsChecker({ resolver: l.dnsAddress, publicIps: ['127.0.0.1'] });
   const here = await check('Check.Example.com.');
-  assert.deepEqual({ ...here, checked_at: undefined }, { host: 'check.example.com', expected: ['127.0.0.1'], resolved: ['127.0.0.1'], points_here: true, checked_at: undefined });
+  assert.deepEqual(
+    { ...here, checked_at: undefined },
+    {
+      host: 'check.example.com',
+      expected: ['127.0.0.1'],
+      resolved: ['127.0.0.1'],
+      points_here: true,
+      checked_at: undefined,
+    },
+  );
   await l.setA('split.example.com', ['127.0.0.1', '203.0.113.8']);
   const split = await check('split.example.com');
   assert.equal(split.points_here, false, 'one address elsewhere is enough to fail HTTP-01 validation');
   assert.deepEqual(split.resolved.sort(), ['127.0.0.1', '203.0.113.8']);
   await l.setA('split.example.com', null);
-  await assert.rejects(check('not a host'), (e: unknown) => e instanceof HttpError && e.status === 400 && /spaces/.test(e.message));
-  const silent = createDnsChecker({ resolver: `127.0.0.1:${await freePort()}`, publicIps: ['127.0.0.1'], timeoutMs: 300 });
+  await assert.rejects(
+    check('not a host'),
+    (e: unknown) => e instanceof HttpError && e.status === 400 && /spaces/.test(e.message),
+  );
+  const silent = createDnsChecker({
+    resolver: `127.0.0.1:${await freePort()}`,
+    publicIps: ['127.0.0.1'],
+    timeoutMs: 300,
+  });
   const down = await silent('check.example.com');
   assert.equal(down.points_here, false);
   assert.match(down.error ?? '', /resolver/);

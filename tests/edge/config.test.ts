@@ -15,10 +15,10 @@ import {
   NO_CACHED_CERTIFICATE,
   type EdgeRows,
   type HostState,
-} from '../../lib/proxy/config.js';
-import { ProxySync } from '../../lib/proxy/sync.js';
-import { CaddyError, type CaddyClient } from '../../lib/proxy/caddy.js';
-import { createLogger } from '../../lib/log.js';
+} from '#lib/proxy/config.js';
+import { ProxySync } from '#lib/proxy/sync.js';
+import { CaddyError, type CaddyClient } from '#lib/proxy/caddy.js';
+import { createLogger } from '#lib/log.js';
 
 const settings = {
   httpPort: 8080,
@@ -48,7 +48,14 @@ function rows(over: Partial<EdgeRows> = {}): EdgeRows {
     ],
     domains: [
       { id: 'D1', hostname: 'shop.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
-      { id: 'D2', hostname: 'www.shop.com', app_id: null, service: null, port: null, redirect_to: 'shop.com' },
+      {
+        id: 'D2',
+        hostname: 'www.shop.com',
+        app_id: null,
+        service: null,
+        port: null,
+        redirect_to: 'shop.com',
+      },
       { id: 'D3', hostname: 'parked.com', app_id: null, service: null, port: null, redirect_to: null },
       { id: 'D4', hostname: 'new.shop.com', app_id: 'A1', service: 'api', port: 9000, redirect_to: null },
       { id: 'D5', hostname: 'upload.shop.com', app_id: 'A2', service: 'web', port: null, redirect_to: null },
@@ -104,7 +111,10 @@ test('automatic hosts: <app>.<base> for the first service with a port, <service>
     ]).map((h) => h.hostname),
     ['ok.b.com'],
   );
-  assert.deepEqual(automaticHosts('b.com', [{ id: 'X', name: 'trailing-', services: [{ name: 'a', port: 1 }] }]), []);
+  assert.deepEqual(
+    automaticHosts('b.com', [{ id: 'X', name: 'trailing-', services: [{ name: 'a', port: 1 }] }]),
+    [],
+  );
 });
 
 test('the control domain defaults to svc.<base>', () => {
@@ -132,8 +142,22 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
   const clash = planRoutes(
     rows({
       domains: [
-        { id: 'D9', hostname: 'blog.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
-        { id: 'D8', hostname: 'svc.apps.example.com', app_id: 'A1', service: 'web', port: null, redirect_to: null },
+        {
+          id: 'D9',
+          hostname: 'blog.apps.example.com',
+          app_id: 'A1',
+          service: 'web',
+          port: null,
+          redirect_to: null,
+        },
+        {
+          id: 'D8',
+          hostname: 'svc.apps.example.com',
+          app_id: 'A1',
+          service: 'web',
+          port: null,
+          redirect_to: null,
+        },
       ],
     }),
   );
@@ -168,14 +192,28 @@ test('HTTP: redirects to HTTPS once a certificate is served, serves hosts withou
   const { http, https } = servers(buildCaddyConfig(planRoutes(rows()), settings, rows().certificates));
   const shop = byHost(http.routes, 'shop.com')[0]!;
   assert.equal(shop['@id'], 'svc-route-D1-http');
-  assert.deepEqual(shop.handle, [{ handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } }]);
+  assert.deepEqual(shop.handle, [
+    {
+      handler: 'static_response',
+      status_code: 308,
+      headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] },
+    },
+  ]);
   // Issuing: DNS points here, the certificate is not served yet: the app answers over HTTP meanwhile.
-  assert.deepEqual(byHost(http.routes, 'shop.apps.example.com')[0]!.handle[0]!.upstreams, [{ dial: '[fd00::7]:8000' }]);
+  assert.deepEqual(byHost(http.routes, 'shop.apps.example.com')[0]!.handle[0]!.upstreams, [
+    { dial: '[fd00::7]:8000' },
+  ]);
   // Awaiting DNS: HTTP only, carrying the route's own id; no HTTPS route, no certificate.
   assert.equal(byHost(http.routes, 'new.shop.com')[0]!['@id'], 'svc-route-D4');
   assert.equal(byHost(https.routes, 'new.shop.com').length, 0);
   const www = byHost(http.routes, 'www.shop.com')[0]!;
-  assert.deepEqual(www.handle, [{ handler: 'static_response', status_code: 308, headers: { Location: ['https://shop.com{http.request.uri}'] } }]);
+  assert.deepEqual(www.handle, [
+    {
+      handler: 'static_response',
+      status_code: 308,
+      headers: { Location: ['https://shop.com{http.request.uri}'] },
+    },
+  ]);
   assert.deepEqual(byHost(https.routes, 'www.shop.com')[0]!.handle, www.handle);
   // Unknown hosts: 404 after every route, on both servers.
   assert.equal(http.routes.at(-1)!.handle[0]!.status_code, 404);
@@ -183,16 +221,27 @@ test('HTTP: redirects to HTTPS once a certificate is served, serves hosts withou
   assert.deepEqual(http.listen, [':8080']);
   assert.deepEqual(https.listen, [':8443']);
   const plain = servers(buildCaddyConfig(planRoutes(rows()), { ...settings, httpsPort: 443 }, [])).http;
-  assert.deepEqual(byHost(plain.routes, 'shop.com')[0]!.handle[0]!.headers.Location, ['https://{http.request.host}{http.request.uri}']);
+  assert.deepEqual(byHost(plain.routes, 'shop.com')[0]!.handle[0]!.headers.Location, [
+    'https://{http.request.host}{http.request.uri}',
+  ]);
 });
 
 test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates replace ACME; automatic HTTPS is off', () => {
   const cfg = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
   const tls = cfg.tls as any;
-  assert.deepEqual(tls.certificates.automate, ['blog.apps.example.com', 'shop.apps.example.com', 'shop.com', 'svc.apps.example.com', 'web.shop.apps.example.com', 'www.shop.com']);
+  assert.deepEqual(tls.certificates.automate, [
+    'blog.apps.example.com',
+    'shop.apps.example.com',
+    'shop.com',
+    'svc.apps.example.com',
+    'web.shop.apps.example.com',
+    'www.shop.com',
+  ]);
   assert.ok(!tls.certificates.automate.includes('new.shop.com'), 'awaiting DNS: not sent to the CA');
   assert.ok(!tls.certificates.automate.includes('upload.shop.com'), 'uploaded: not sent to the CA');
-  assert.deepEqual(tls.certificates.load_pem, [{ certificate: 'CERT', key: 'KEY', tags: [certificateTag('CERT')] }]);
+  assert.deepEqual(tls.certificates.load_pem, [
+    { certificate: 'CERT', key: 'KEY', tags: [certificateTag('CERT')] },
+  ]);
   const issuer = {
     module: 'acme',
     ca: 'https://acme.test/dir',
@@ -203,7 +252,10 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   // The ACME hosts, and only they, load their certificate at the handshake when a reload left the
   // cache empty (on demand); every other name falls to the plain policy. No on-demand rate limit:
   // Caddy 2.6.2 panics on a later load without one.
-  assert.deepEqual(tls.automation.policies, [{ subjects: tls.certificates.automate, issuers: [issuer], on_demand: true }, { issuers: [issuer] }]);
+  assert.deepEqual(tls.automation.policies, [
+    { subjects: tls.certificates.automate, issuers: [issuer], on_demand: true },
+    { issuers: [issuer] },
+  ]);
   assert.equal(tls.automation.on_demand, undefined);
   const { http, https } = servers(cfg) as any;
   assert.deepEqual(http.automatic_https, { disable: true });
@@ -219,7 +271,11 @@ test('TLS: only hosts whose DNS points here go to the CA; uploaded certificates 
   // No certificates at all: no empty lists for Caddy to puzzle over.
   const bare = buildCaddyConfig([], settings, []).tls as any;
   assert.equal(bare.certificates, undefined);
-  assert.deepEqual(bare.automation.policies, [{ issuers: [issuer] }], 'no on-demand policy without ACME hosts');
+  assert.deepEqual(
+    bare.automation.policies,
+    [{ issuers: [issuer] }],
+    'no on-demand policy without ACME hosts',
+  );
 });
 
 /** Self-signed, for upload.shop.com, SVC.apps.example.com, shop.com, *.shop.apps.example.com and 10.0.0.1. */
@@ -239,7 +295,13 @@ oKkDBmLhfPN/nnQDXA==
 `;
 
 test('TLS: an uploaded certificate is selected only for its own domain; hosts it also names never take a certificate from the cache', () => {
-  assert.deepEqual(certificateNames(WIDE_PEM), ['upload.shop.com', 'upload.shop.com', 'svc.apps.example.com', 'shop.com', '*.shop.apps.example.com']);
+  assert.deepEqual(certificateNames(WIDE_PEM), [
+    'upload.shop.com',
+    'upload.shop.com',
+    'svc.apps.example.com',
+    'shop.com',
+    '*.shop.apps.example.com',
+  ]);
   assert.equal(certificateNames('CERT'), null);
   const tag = certificateTag(WIDE_PEM);
   assert.match(tag, /^svc-cert-[0-9a-f]{32}$/);
@@ -249,7 +311,9 @@ test('TLS: an uploaded certificate is selected only for its own domain; hosts it
 
   const r = rows({ certificates: [{ domain_id: 'D5', cert_pem: WIDE_PEM, key_pem: 'KEY' }] });
   const cfg = buildCaddyConfig(planRoutes(r), settings, r.certificates);
-  assert.deepEqual((cfg.tls as any).certificates.load_pem, [{ certificate: WIDE_PEM, key: 'KEY', tags: [tag] }]);
+  assert.deepEqual((cfg.tls as any).certificates.load_pem, [
+    { certificate: WIDE_PEM, key: 'KEY', tags: [tag] },
+  ]);
   assert.deepEqual((servers(cfg).https as any).tls_connection_policies, [
     { match: { sni: ['upload.shop.com'] }, certificate_selection: { any_tag: [tag] } },
     // The control domain, shop.com and web.shop.apps.example.com are named by the upload: not here.
@@ -264,7 +328,8 @@ test('TLS: an uploaded certificate is selected only for its own domain; hosts it
       { domain_id: 'D1', cert_pem: WIDE_PEM, key_pem: 'KEY' },
     ],
   });
-  const policies = (servers(buildCaddyConfig(planRoutes(twice), settings, twice.certificates)).https as any).tls_connection_policies;
+  const policies = (servers(buildCaddyConfig(planRoutes(twice), settings, twice.certificates)).https as any)
+    .tls_connection_policies;
   assert.deepEqual(policies.slice(0, 2), [
     { match: { sni: ['shop.com'] }, certificate_selection: { any_tag: [tag] } },
     { match: { sni: ['upload.shop.com'] }, certificate_selection: { any_tag: [tag] } },
@@ -272,14 +337,26 @@ test('TLS: an uploaded certificate is selected only for its own domain; hosts it
 
   // No upload at all: every ACME host is served from the cache; other names still get nothing.
   const none = rows({ certificates: [] });
-  assert.deepEqual((servers(buildCaddyConfig(planRoutes(none), settings, [])).https as any).tls_connection_policies, [
-    { match: { sni: (buildCaddyConfig(planRoutes(none), settings, []).tls as any).certificates.automate } },
-    { certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } },
-  ]);
+  assert.deepEqual(
+    (servers(buildCaddyConfig(planRoutes(none), settings, [])).https as any).tls_connection_policies,
+    [
+      { match: { sni: (buildCaddyConfig(planRoutes(none), settings, []).tls as any).certificates.automate } },
+      { certificate_selection: { any_tag: [NO_CACHED_CERTIFICATE] } },
+    ],
+  );
 });
 
 test('the control route answers 403 to clients on engine networks, on both ports, before the proxy', () => {
-  const r = rows({ engineSubnets: ['172.30.2.0/24', 'not a subnet', 'fd00:1::/64', '0.0.0.0/0', '172.30.2.0/24', '10.1.0.0/99'] });
+  const r = rows({
+    engineSubnets: [
+      '172.30.2.0/24',
+      'not a subnet',
+      'fd00:1::/64',
+      '0.0.0.0/0',
+      '172.30.2.0/24',
+      '10.1.0.0/99',
+    ],
+  });
   const { http, https } = servers(buildCaddyConfig(planRoutes(r), settings, r.certificates));
   const refusal = {
     handler: 'subroute',
@@ -307,21 +384,41 @@ test('the control route answers 403 to clients on engine networks, on both ports
   assert.deepEqual(plain.handle[0], refusal);
   assert.equal(plain.handle[1]!.status_code, 308);
   // Awaiting DNS, the control domain is proxied over plain HTTP: refused there the same way.
-  const waiting = rows({ engineSubnets: ['172.30.2.0/24'], hosts: new Map([['svc.apps.example.com', { pointsHere: false, certReady: false }]]) });
-  const early = byHost(servers(buildCaddyConfig(planRoutes(waiting), settings, [])).http.routes, 'svc.apps.example.com')[0]!;
+  const waiting = rows({
+    engineSubnets: ['172.30.2.0/24'],
+    hosts: new Map([['svc.apps.example.com', { pointsHere: false, certReady: false }]]),
+  });
+  const early = byHost(
+    servers(buildCaddyConfig(planRoutes(waiting), settings, [])).http.routes,
+    'svc.apps.example.com',
+  )[0]!;
   assert.equal(early['@id'], 'svc-control');
   assert.deepEqual(early.handle[0]!.routes[0].match, [{ remote_ip: { ranges: ['172.30.2.0/24'] } }]);
   assert.equal(early.handle[1]!.handler, 'reverse_proxy');
   // App routes are not concerned; no subnet known, no refusal.
-  for (const route of [...https.routes, ...http.routes]) if (!route['@id']?.startsWith('svc-control')) assert.notEqual(route.handle[0]!.handler, 'subroute');
-  assert.equal(byHost(servers(buildCaddyConfig(planRoutes(rows()), settings, [])).https.routes, 'svc.apps.example.com')[0]!.handle[0]!.handler, 'reverse_proxy');
+  for (const route of [...https.routes, ...http.routes])
+    if (!route['@id']?.startsWith('svc-control')) assert.notEqual(route.handle[0]!.handler, 'subroute');
+  assert.equal(
+    byHost(
+      servers(buildCaddyConfig(planRoutes(rows()), settings, [])).https.routes,
+      'svc.apps.example.com',
+    )[0]!.handle[0]!.handler,
+    'reverse_proxy',
+  );
 });
 
 test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the default log', () => {
   const cfg = buildCaddyConfig(planRoutes(rows()), settings, []);
-  assert.deepEqual((cfg.accessLogger as any).writer, { output: 'file', filename: '/var/log/caddy/access.log' });
+  assert.deepEqual((cfg.accessLogger as any).writer, {
+    output: 'file',
+    filename: '/var/log/caddy/access.log',
+  });
   assert.equal((cfg.accessLogger as any).encoder.wrap.format, 'json');
-  assert.deepEqual(Object.keys((cfg.accessLogger as any).encoder.fields).sort(), ['request>headers', 'request>tls', 'resp_headers']);
+  assert.deepEqual(Object.keys((cfg.accessLogger as any).encoder.fields).sort(), [
+    'request>headers',
+    'request>tls',
+    'resp_headers',
+  ]);
   assert.deepEqual((cfg.accessLogger as any).include, [ACCESS_LOGGER_NAMESPACE]);
   const { http, https } = servers(cfg) as any;
   assert.deepEqual(http.logs, { default_logger_name: 'svc' });
@@ -348,8 +445,14 @@ test('the loaded config keeps what the control plane does not own and pins the a
   assert.deepEqual((withOwned(null, owned, '127.0.0.1:2999') as any).admin, { listen: '127.0.0.1:2999' });
   // On a socket, a TCP listen in the config (resumed from before the move) goes back to the socket; its other settings stay.
   const sock = 'unix//run/caddy/admin.sock';
-  assert.deepEqual((withOwned(current, owned, sock) as any).admin, { listen: sock, origins: ['localhost:2019'] });
-  assert.equal((withOwned({ admin: { listen: 'unix//run/other.sock' } }, owned, sock) as any).admin.listen, 'unix//run/other.sock');
+  assert.deepEqual((withOwned(current, owned, sock) as any).admin, {
+    listen: sock,
+    origins: ['localhost:2019'],
+  });
+  assert.equal(
+    (withOwned({ admin: { listen: 'unix//run/other.sock' } }, owned, sock) as any).admin.listen,
+    'unix//run/other.sock',
+  );
   // Applying twice changes nothing: the periodic check compares exactly this.
   assert.equal(canonicalJson(withOwned(full, owned, 'x')), canonicalJson(full));
 });
@@ -388,11 +491,16 @@ function fakeCaddy(refuse: (config: string) => string | null) {
   };
   return { client, loads, current: () => config as any };
 }
-const onDemandPolicies = (cfg: any) => cfg.apps.tls.automation.policies.filter((p: any) => p.on_demand).length;
+const onDemandPolicies = (cfg: any) =>
+  cfg.apps.tls.automation.policies.filter((p: any) => p.on_demand).length;
 
 test('sync: Caddy 2.6 gets the on-demand policy for the ACME hosts', async () => {
   const caddy = fakeCaddy(() => null);
-  const st = await new ProxySync({ client: caddy.client, rows: async () => rows(), log: createLogger('silent') }).sync();
+  const st = await new ProxySync({
+    client: caddy.client,
+    rows: async () => rows(),
+    log: createLogger('silent'),
+  }).sync();
   assert.equal(st.synced, true, st.error);
   assert.equal(caddy.loads.length, 1);
   assert.equal(onDemandPolicies(caddy.current()), 1);
@@ -405,13 +513,20 @@ test('sync: a Caddy that refuses on-demand TLS without an ask endpoint (2.7.3 an
       : null,
   );
   let current = rows();
-  const sync = new ProxySync({ client: caddy.client, rows: async () => current, log: createLogger('silent') });
+  const sync = new ProxySync({
+    client: caddy.client,
+    rows: async () => current,
+    log: createLogger('silent'),
+  });
   const st = await sync.sync();
   assert.equal(st.synced, true, st.error);
   assert.equal(st.loads, 1);
   assert.equal(caddy.loads.length, 2, 'refused once, then loaded without on-demand');
   assert.equal(onDemandPolicies(caddy.current()), 0);
-  assert.ok(caddy.current().apps.tls.certificates.automate.includes('shop.com'), 'the ACME hosts are still managed');
+  assert.ok(
+    caddy.current().apps.tls.certificates.automate.includes('shop.com'),
+    'the ACME hosts are still managed',
+  );
   // The next change goes straight to the config this Caddy takes.
   current = rows({ domains: current.domains.filter((d) => d.id !== 'D1') });
   const next = await sync.sync();

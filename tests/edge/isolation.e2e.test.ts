@@ -10,11 +10,11 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import type { Services as Env } from '../../lib/http/handler.js';
-import { insertApp, patchServiceSettings } from '../../lib/apps/store.js';
-import { addDomain, uploadCertificate } from '../../lib/proxy/domains.js';
-import { setUpstreams } from '../../lib/proxy/upstreams.js';
-import { createEngine } from '../../lib/docker/index.js';
+import type { Services as Env } from '#lib/http/handler.js';
+import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
+import { addDomain, uploadCertificate } from '#lib/proxy/domains.js';
+import { setUpstreams } from '#lib/proxy/upstreams.js';
+import { createEngine } from '#lib/docker/index.js';
 import { labEnv, labPerFile } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { startTestServer, type TestServer } from '../_support/server.js';
@@ -43,7 +43,13 @@ type Handshake = { fingerprint: string; issuer: string } | { error: string };
 /** One real TLS handshake with Caddy for `servername` (null: no SNI); what certificate it presented. */
 function handshake(port: number, servername: string | null): Promise<Handshake> {
   return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port, ...(servername ? { servername } : {}), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+    const s = connect({
+      host: '127.0.0.1',
+      port,
+      ...(servername ? { servername } : {}),
+      rejectUnauthorized: false,
+      ALPNProtocols: ['http/1.1'],
+    });
     s.once('secureConnect', () => {
       const c = s.getPeerCertificate();
       resolve({ fingerprint: c.fingerprint256, issuer: String(c.issuer?.CN ?? '') });
@@ -56,10 +62,20 @@ function handshake(port: number, servername: string | null): Promise<Handshake> 
 /** POST through Caddy's HTTP port with a Host of our choosing; the status. */
 function postVia(port: number, host: string, path: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { host, 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { host, 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -73,7 +89,11 @@ test('an uploaded certificate that also names the control domain and other apps 
   const control = 'svc.scope.test';
   const env = await labEnv(t, l, { SVC_CONTROL_DOMAIN: control });
   const port = await upstreamPort();
-  const [alpha, beta, gamma] = [await appWithService(env, 'alpha', port), await appWithService(env, 'beta', port), await appWithService(env, 'gamma', port)];
+  const [alpha, beta, gamma] = [
+    await appWithService(env, 'alpha', port),
+    await appWithService(env, 'beta', port),
+    await appWithService(env, 'gamma', port),
+  ];
   const a = (await addDomain(env, { hostname: 'alpha.scope.test', app_id: alpha, service: 'web' })).domain;
   await addDomain(env, { hostname: 'beta.scope.test', app_id: beta, service: 'web' });
   const g = (await addDomain(env, { hostname: 'gamma.scope.test', app_id: gamma, service: 'web' })).domain;
@@ -92,10 +112,19 @@ test('an uploaded certificate that also names the control domain and other apps 
   const controlAcme = await acme(control);
   const betaAcme = await acme('beta.scope.test');
   const own = await issue(l.ca, ['gamma.scope.test']);
-  assert.equal((await uploadCertificate(env, g.id, { cert_pem: own.certPem, key_pem: own.keyPem })).proxy.synced, true);
+  assert.equal(
+    (await uploadCertificate(env, g.id, { cert_pem: own.certPem, key_pem: own.keyPem })).proxy.synced,
+    true,
+  );
 
   // alpha's upload also names the control domain, beta, gamma and, by a wildcard, any other name.
-  const wide = await issue(l.ca, ['alpha.scope.test', control, 'beta.scope.test', 'gamma.scope.test', '*.scope.test']);
+  const wide = await issue(l.ca, [
+    'alpha.scope.test',
+    control,
+    'beta.scope.test',
+    'gamma.scope.test',
+    '*.scope.test',
+  ]);
   const r = await uploadCertificate(env, a.id, { cert_pem: wide.certPem, key_pem: wide.keyPem });
   assert.equal(r.proxy.synced, true);
   const wideFp = fingerprintOf(wide.certPem);
@@ -115,14 +144,28 @@ test('an uploaded certificate that also names the control domain and other apps 
     const list: Handshake[] = [];
     for (let i = 0; i < 5; i++) list.push(await handshake(l.httpsPort, name));
     seen.set(String(name), list);
-    for (const h of list) assert.ok(!('fingerprint' in h) || h.fingerprint !== wideFp, `alpha's certificate was presented for ${name ?? '(no SNI)'}`);
+    for (const h of list)
+      assert.ok(
+        !('fingerprint' in h) || h.fingerprint !== wideFp,
+        `alpha's certificate was presented for ${name ?? '(no SNI)'}`,
+      );
   }
   // The others keep their own certificates.
-  for (const h of seen.get(control)!) assert.ok('issuer' in h && /Pebble/.test(h.issuer) && h.fingerprint === controlAcme.fingerprint, `control domain: ${JSON.stringify(h)}`);
-  for (const h of seen.get('beta.scope.test')!) assert.ok('issuer' in h && h.fingerprint === betaAcme.fingerprint, `beta: ${JSON.stringify(h)}`);
-  for (const h of seen.get('gamma.scope.test')!) assert.ok('fingerprint' in h && h.fingerprint === fingerprintOf(own.certPem), `gamma: ${JSON.stringify(h)}`);
+  for (const h of seen.get(control)!)
+    assert.ok(
+      'issuer' in h && /Pebble/.test(h.issuer) && h.fingerprint === controlAcme.fingerprint,
+      `control domain: ${JSON.stringify(h)}`,
+    );
+  for (const h of seen.get('beta.scope.test')!)
+    assert.ok('issuer' in h && h.fingerprint === betaAcme.fingerprint, `beta: ${JSON.stringify(h)}`);
+  for (const h of seen.get('gamma.scope.test')!)
+    assert.ok(
+      'fingerprint' in h && h.fingerprint === fingerprintOf(own.certPem),
+      `gamma: ${JSON.stringify(h)}`,
+    );
   // A name nobody serves gets no certificate at all.
-  for (const h of seen.get('nobody.scope.test')!) assert.ok('error' in h, `unknown name: ${JSON.stringify(h)}`);
+  for (const h of seen.get('nobody.scope.test')!)
+    assert.ok('error' in h, `unknown name: ${JSON.stringify(h)}`);
   // And alpha itself still gets its upload.
   const mine = await handshake(l.httpsPort, 'alpha.scope.test');
   assert.ok('fingerprint' in mine && mine.fingerprint === wideFp);
@@ -137,7 +180,10 @@ test('a container on an app network reaching the host proxy port for the control
   // would take through the host's port 80.
   await l.setA(control, ['203.0.113.7']);
   cleanups.push(() => l.setA(control, null));
-  const server: TestServer = await startTestServer({ ...l.vars, SVC_CONTROL_DOMAIN: control }, { edge: { checkIntervalMs: 500, checkerTickMs: 250 } });
+  const server: TestServer = await startTestServer(
+    { ...l.vars, SVC_CONTROL_DOMAIN: control },
+    { edge: { checkIntervalMs: 500, checkerTickMs: 250 } },
+  );
   cleanups.push(() => server.stop());
 
   const host = await poll(
@@ -155,10 +201,16 @@ test('a container on an app network reaching the host proxy port for the control
   const tag = `edge-${randomBytes(3).toString('hex')}`;
   await engine.docker.createNetwork({ Name: tag, Driver: 'bridge', Labels: { 'svc.test': tag } });
   cleanups.push(() => engine.docker.getNetwork(tag).remove());
-  const ipam = (await engine.docker.getNetwork(tag).inspect()).IPAM?.Config?.[0] as { Gateway?: string; Subnet?: string } | undefined;
+  const ipam = (await engine.docker.getNetwork(tag).inspect()).IPAM?.Config?.[0] as
+    { Gateway?: string; Subnet?: string } | undefined;
   const gateway = ipam?.Gateway;
   assert.ok(gateway && ipam?.Subnet);
-  const c = await engine.docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { 'svc.test': tag }, HostConfig: { NetworkMode: tag } });
+  const c = await engine.docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['sleep', '600'],
+    Labels: { 'svc.test': tag },
+    HostConfig: { NetworkMode: tag },
+  });
   cleanups.push(() => c.remove({ force: true, v: true }));
   await c.start();
   const ip = (await c.inspect()).NetworkSettings.Networks[tag]?.IPAddress;
@@ -166,8 +218,24 @@ test('a container on an app network reaching the host proxy port for the control
 
   /** The status line busybox wget saw (-S prints the answer's headers on stderr). */
   const fromContainer = async (path: string, extra: string[] = []) => {
-    const r = await execIn(engine, c.id, ['timeout', '5', 'wget', '-S', '-q', '-O', '-', '--header', `Host: ${control}`, ...extra, `http://${gateway}:${l.httpPort}${path}`]);
-    return { status: Number(/HTTP\/1\.1 (\d{3})/.exec(r.stderr)?.[1] ?? 0), body: r.stdout.toString(), out: r.stderr };
+    const r = await execIn(engine, c.id, [
+      'timeout',
+      '5',
+      'wget',
+      '-S',
+      '-q',
+      '-O',
+      '-',
+      '--header',
+      `Host: ${control}`,
+      ...extra,
+      `http://${gateway}:${l.httpPort}${path}`,
+    ]);
+    return {
+      status: Number(/HTTP\/1\.1 (\d{3})/.exec(r.stderr)?.[1] ?? 0),
+      body: r.stdout.toString(),
+      out: r.stderr,
+    };
   };
   const refused = await poll(
     'the control route refuses the new network',
@@ -182,14 +250,30 @@ test('a container on an app network reaching the host proxy port for the control
   assert.ok(server.running.subnets.subnets().includes(ipam.Subnet), 'the same list as the API guard');
 
   // A sign-in attempt from the container never reaches the API: no audit entry with its address.
-  const login = await fromContainer('/api/auth/login', ['--header', 'Content-Type: application/json', '--post-data', '{"username":"admin","password":"guess"}']);
+  const login = await fromContainer('/api/auth/login', [
+    '--header',
+    'Content-Type: application/json',
+    '--post-data',
+    '{"username":"admin","password":"guess"}',
+  ]);
   assert.equal(login.status, 403, login.out);
-  const fromIt = await server.env.db.selectFrom('audit').select(['action', 'ip']).where('ip', '=', ip).execute();
+  const fromIt = await server.env.db
+    .selectFrom('audit')
+    .select(['action', 'ip'])
+    .where('ip', '=', ip)
+    .execute();
   assert.deepEqual(fromIt, []);
 
   // The same request from the host is still answered, and a failed sign-in through Caddy is audited.
   assert.equal((await l.http(control, '/api/health')).status, 200);
-  assert.equal(await postVia(l.httpPort, control, '/api/auth/login', { username: 'admin', password: 'guess' }), 401);
-  const audited = await server.env.db.selectFrom('audit').select(['action', 'ip']).where('action', '=', 'auth.login_failed').execute();
+  assert.equal(
+    await postVia(l.httpPort, control, '/api/auth/login', { username: 'admin', password: 'guess' }),
+    401,
+  );
+  const audited = await server.env.db
+    .selectFrom('audit')
+    .select(['action', 'ip'])
+    .where('action', '=', 'auth.login_failed')
+    .execute();
   assert.ok(audited.length >= 1 && audited.every((x) => x.ip !== ip));
 });

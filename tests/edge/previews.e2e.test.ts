@@ -14,8 +14,8 @@ import { startTestServer, adminClient, type TestServer, type Client } from '../_
 import { poll } from '../_support/wait.js';
 import { startGitServer, webRepo, waitStatus, cleanupApp, type GitServer } from '../engine/_deploy.js';
 import { execIn } from '../engine/_helpers.js';
-import { listAppContainers } from '../../lib/docker/index.js';
-import { sweepExpired } from '../../lib/previews/ops.js';
+import { listAppContainers } from '#lib/docker/index.js';
+import { sweepExpired } from '#lib/previews/ops.js';
 import { githubPullRequest, giteaPullRequest } from '../unit/webhooks/_payloads.js';
 
 const run = promisify(execFile);
@@ -47,7 +47,10 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
   await ensureBaseImage();
   git = await startGitServer();
   // The periodic idle check never fires by itself here: the sleep test calls it with its own clock.
-  server = await startTestServer({ ...lab.vars, SVC_BASE_DOMAIN: BASE }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 }, sleep: { intervalMs: 3_600_000 } });
+  server = await startTestServer(
+    { ...lab.vars, SVC_BASE_DOMAIN: BASE },
+    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 }, sleep: { intervalMs: 3_600_000 } },
+  );
   server.env.deployments.opts.healthTimeoutMs = 60_000;
   server.env.deployments.opts.settleMs = 1_500;
   c = await adminClient(server);
@@ -57,7 +60,8 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
 /** A commit on `branch` of the repository (made from main when new); its hash. */
 async function commitOn(branch: string, content: string): Promise<string> {
   const dir = join(git!.base, repo);
-  const g = (...args: string[]) => run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir });
+  const g = (...args: string[]) =>
+    run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir });
   await g(
     'checkout',
     '-q',
@@ -69,7 +73,8 @@ async function commitOn(branch: string, content: string): Promise<string> {
           .then(() => branch)
           .catch(() => 'main'),
   );
-  for (const [path, text] of Object.entries(webRepo(content, 'ENV X=1'))) await writeFile(join(dir, path), text);
+  for (const [path, text] of Object.entries(webRepo(content, 'ENV X=1')))
+    await writeFile(join(dir, path), text);
   await g('commit', '-q', '-am', content);
   const sha = (await g('rev-parse', 'HEAD')).stdout.trim();
   await g('checkout', '-q', 'main');
@@ -102,7 +107,11 @@ function signedGitea(payload: unknown) {
   };
 }
 async function deliver(d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await fetch(`${server!.url}/webhooks/${app.id}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await fetch(`${server!.url}/webhooks/${app.id}`, {
+    method: 'POST',
+    headers: d.headers,
+    body: new Uint8Array(d.body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -145,8 +154,18 @@ const previewHost = (num: number) => `pr-${num}-${app.name}.${BASE}`;
 async function engineObjects(name: string): Promise<string[]> {
   const docker = server!.env.engine.docker;
   const filters = { label: [`svc.app=${name}`] };
-  const [cs, nets, vols, imgs] = await Promise.all([docker.listContainers({ all: true, filters }), docker.listNetworks({ filters }), docker.listVolumes({ filters }), docker.listImages({ filters })]);
-  return [...cs.map((x) => `container ${x.Names[0]}`), ...nets.map((x) => `network ${x.Name}`), ...(vols.Volumes ?? []).map((x) => `volume ${x.Name}`), ...imgs.map((x) => `image ${x.Id}`)];
+  const [cs, nets, vols, imgs] = await Promise.all([
+    docker.listContainers({ all: true, filters }),
+    docker.listNetworks({ filters }),
+    docker.listVolumes({ filters }),
+    docker.listImages({ filters }),
+  ]);
+  return [
+    ...cs.map((x) => `container ${x.Names[0]}`),
+    ...nets.map((x) => `network ${x.Name}`),
+    ...(vols.Volumes ?? []).map((x) => `volume ${x.Name}`),
+    ...imgs.map((x) => `image ${x.Id}`),
+  ];
 }
 
 test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<n>-<app> over HTTPS while production answers its own', async (t) => {
@@ -155,12 +174,18 @@ test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<
   await git!.commit(repo, webRepo('production v1', 'ENV X=1'), 'first');
   headSha = await commitOn('feature', 'preview v1');
   const name = `pv-${randomBytes(3).toString('hex')}`;
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const r = await c.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   app = r.body.app;
   for (const num of [7, 1000, 1001, 9]) engineNames.add(`${name}-pr-${num}`);
   engineNames.add(name);
-  assert.equal((await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status, 200);
+  assert.equal(
+    (await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status,
+    200,
+  );
   const env = await c.req('PUT', `/api/apps/${app.id}/env`, {
     items: [
       { key: 'SHARED_TOKEN', value: 'inherited-value' },
@@ -171,20 +196,37 @@ test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<
   secret = (await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
 
   // Off by default: a delivery runs nothing.
-  const off = await deliver(signedGithub(githubPullRequest('opened', { number: 7, head: 'feature', sha: headSha })));
+  const off = await deliver(
+    signedGithub(githubPullRequest('opened', { number: 7, head: 'feature', sha: headSha })),
+  );
   assert.deepEqual([off.status, off.body], [200, { ignored: 'previews are off for this app' }]);
 
-  const s = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, inherit_env: ['SHARED_TOKEN'] });
+  const s = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    inherit_env: ['SHARED_TOKEN'],
+  });
   assert.equal(s.status, 200, s.text);
-  assert.deepEqual(s.body, { enabled: true, from_forks: false, ttl_hours: 72, max: 5, inherit_env: ['SHARED_TOKEN'], database: 'none', sleep_after_minutes: 30 });
-  const pe = await c.req('PUT', `/api/apps/${app.id}/previews/env`, { items: [{ key: 'PREVIEW_ONLY', value: 'yes', secret: false }] });
+  assert.deepEqual(s.body, {
+    enabled: true,
+    from_forks: false,
+    ttl_hours: 72,
+    max: 5,
+    inherit_env: ['SHARED_TOKEN'],
+    database: 'none',
+    sleep_after_minutes: 30,
+  });
+  const pe = await c.req('PUT', `/api/apps/${app.id}/previews/env`, {
+    items: [{ key: 'PREVIEW_ONLY', value: 'yes', secret: false }],
+  });
   assert.equal(pe.status, 200, pe.text);
 
   const d = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(d.status, 202, d.text);
   await waitStatus(c, app.id, d.body.deployment.id, ['succeeded']);
 
-  const opened = await deliver(signedGithub(githubPullRequest('opened', { number: 7, head: 'feature', sha: headSha })));
+  const opened = await deliver(
+    signedGithub(githubPullRequest('opened', { number: 7, head: 'feature', sha: headSha })),
+  );
   assert.equal(opened.status, 202, JSON.stringify(opened.body));
   const p = opened.body.preview;
   assert.equal(p.number, 7);
@@ -203,20 +245,32 @@ test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<
   assert.equal(mine.deployment_id, p.deployment_id);
   assert.equal(mine.ref, 'feature');
   // The preview is not an app of its own in the API.
-  assert.ok(!(await c.req('GET', '/api/apps')).body.items.some((a: any) => a.name.startsWith(`${app.name}-pr-`)));
+  assert.ok(
+    !(await c.req('GET', '/api/apps')).body.items.some((a: any) => a.name.startsWith(`${app.name}-pr-`)),
+  );
 });
 
 test('inside the preview: the inherited secret and the preview variable are there, the withheld secret is not', async (t) => {
   if (!(await ready(t)) || !app) return;
-  const [ctr] = (await listAppContainers(server!.env.engine, `${app.name}-pr-7`)).filter((x) => x.state === 'running');
+  const [ctr] = (await listAppContainers(server!.env.engine, `${app.name}-pr-7`)).filter(
+    (x) => x.state === 'running',
+  );
   assert.ok(ctr, 'a running preview container');
-  const show = async (key: string) => (await execIn(server!.env.engine, ctr.id, ['sh', '-c', `printf %s "\${${key}-unset}"`])).stdout.toString();
+  const show = async (key: string) =>
+    (
+      await execIn(server!.env.engine, ctr.id, ['sh', '-c', `printf %s "\${${key}-unset}"`])
+    ).stdout.toString();
   assert.equal(await show('SHARED_TOKEN'), 'inherited-value');
   assert.equal(await show('PREVIEW_ONLY'), 'yes');
   assert.equal(await show('PROD_DB_PASSWORD'), 'unset');
   // And production has neither preview variable.
   const [prod] = (await listAppContainers(server!.env.engine, app.name)).filter((x) => x.state === 'running');
-  assert.equal((await execIn(server!.env.engine, prod!.id, ['sh', '-c', 'printf %s "${PREVIEW_ONLY-unset}"'])).stdout.toString(), 'unset');
+  assert.equal(
+    (
+      await execIn(server!.env.engine, prod!.id, ['sh', '-c', 'printf %s "${PREVIEW_ONLY-unset}"'])
+    ).stdout.toString(),
+    'unset',
+  );
 });
 
 test('isolation, probed from inside a preview container: production and another preview do not answer, its own service does', async (t) => {
@@ -234,17 +288,26 @@ test('isolation, probed from inside a preview container: production and another 
   const prod = await ipOf(app.name);
   const other = await ipOf(`${app.name}-pr-1000`);
   const mine = await ipOf(`${app.name}-pr-7`);
-  assert.deepEqual(Object.keys(mine.nets), [`svc-${app.name}-pr-7`], 'the preview is on its own network only');
-  const probe = async (url: string) => (await execIn(engine, mine.id, ['timeout', '5', 'wget', '-q', '-O', '-', url])).exitCode;
+  assert.deepEqual(
+    Object.keys(mine.nets),
+    [`svc-${app.name}-pr-7`],
+    'the preview is on its own network only',
+  );
+  const probe = async (url: string) =>
+    (await execIn(engine, mine.id, ['timeout', '5', 'wget', '-q', '-O', '-', url])).exitCode;
   assert.equal(await probe('http://app:8080/'), 0, 'its own service answers');
-  for (const ip of Object.values(prod.nets).map((x) => x.IPAddress)) assert.notEqual(await probe(`http://${ip}:8080/`), 0, `production at ${ip} must not answer`);
-  for (const ip of Object.values(other.nets).map((x) => x.IPAddress)) assert.notEqual(await probe(`http://${ip}:8080/`), 0, `preview 1000 at ${ip} must not answer`);
+  for (const ip of Object.values(prod.nets).map((x) => x.IPAddress))
+    assert.notEqual(await probe(`http://${ip}:8080/`), 0, `production at ${ip} must not answer`);
+  for (const ip of Object.values(other.nets).map((x) => x.IPAddress))
+    assert.notEqual(await probe(`http://${ip}:8080/`), 0, `preview 1000 at ${ip} must not answer`);
 });
 
 test('a fork delivery runs nothing', async (t) => {
   if (!(await ready(t)) || !app) return;
   const before = (await c.req('GET', `/api/apps/${app.id}/previews`)).body.items.length;
-  const r = await deliver(signedGithub(githubPullRequest('opened', { number: 9, head: 'feature', sha: headSha, fork: true })));
+  const r = await deliver(
+    signedGithub(githubPullRequest('opened', { number: 9, head: 'feature', sha: headSha, fork: true })),
+  );
   assert.deepEqual([r.status, r.body], [200, { ignored: 'fork' }]);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/previews`)).body.items.length, before);
   assert.deepEqual(await engineObjects(`${app.name}-pr-9`), []);
@@ -265,14 +328,22 @@ test('a Gitea synchronize delivery redeploys the preview from the new head of it
 test('previews sleep by default: an idle preview stops, shows sleeping, and the first request to pr-<n>-<app> wakes it', async (t) => {
   if (!(await ready(t)) || !app) return;
   const db = server!.env.db;
-  const childId = (await db.selectFrom('previews').select('target_app_id').where('app_id', '=', app.id).where('number', '=', 7).executeTakeFirstOrThrow()).target_app_id;
+  const childId = (
+    await db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('app_id', '=', app.id)
+      .where('number', '=', 7)
+      .executeTakeFirstOrThrow()
+  ).target_app_id;
   const later = (minutes: number) => Date.now() + minutes * 60_000;
   const sleeper = server!.env.sleeper;
   assert.deepEqual(await sleeper.check(later(29)), [], 'not idle for 30 minutes yet');
   const slept = await sleeper.check(later(31));
   assert.ok(slept.includes(childId), `preview 7 sleeps: ${JSON.stringify(slept)}`);
   assert.ok(!slept.includes(app.id), 'production has no sleep setting and runs on');
-  const running = async (name: string) => (await listAppContainers(server!.env.engine, name)).filter((x) => x.state === 'running').length;
+  const running = async (name: string) =>
+    (await listAppContainers(server!.env.engine, name)).filter((x) => x.state === 'running').length;
   assert.equal(await running(`${app.name}-pr-7`), 0, 'its containers are stopped');
   assert.ok((await running(app.name)) > 0);
   const list = (await c.req('GET', `/api/apps/${app.id}/previews`)).body.items;
@@ -290,7 +361,11 @@ test('previews sleep by default: an idle preview stops, shows sleeping, and the 
   // Preview 1000 slept too; turning preview sleep off wakes it, as for an app.
   const other = list.find((p: any) => p.number === 1000);
   assert.equal(other.sleeping, true);
-  const off = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, inherit_env: ['SHARED_TOKEN'], sleep_after_minutes: null });
+  const off = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    inherit_env: ['SHARED_TOKEN'],
+    sleep_after_minutes: null,
+  });
   assert.equal(off.status, 200, off.text);
   const again = (await c.req('GET', `/api/apps/${app.id}/previews/${other.id}`)).body.preview;
   assert.deepEqual([again.status, again.sleeping], ['running', false]);
@@ -299,15 +374,32 @@ test('previews sleep by default: an idle preview stops, shows sleeping, and the 
 
 test('a closed pull request leaves nothing on the engine and no rows; DELETE and the expiry sweep remove the others', async (t) => {
   if (!(await ready(t)) || !app) return;
-  const childId = (await server!.env.db.selectFrom('previews').select('target_app_id').where('number', '=', 7).executeTakeFirstOrThrow()).target_app_id;
-  const closed = await deliver(signedGithub(githubPullRequest('closed', { number: 7, head: 'feature', sha: headSha })));
+  const childId = (
+    await server!.env.db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('number', '=', 7)
+      .executeTakeFirstOrThrow()
+  ).target_app_id;
+  const closed = await deliver(
+    signedGithub(githubPullRequest('closed', { number: 7, head: 'feature', sha: headSha })),
+  );
   assert.equal(closed.status, 202, JSON.stringify(closed.body));
   assert.equal(closed.body.preview.status, 'removed');
   assert.deepEqual(await engineObjects(`${app.name}-pr-7`), []);
   const db = server!.env.db;
-  assert.equal(await db.selectFrom('previews').select('id').where('number', '=', 7).executeTakeFirst(), undefined);
-  assert.equal(await db.selectFrom('apps').select('id').where('id', '=', childId).executeTakeFirst(), undefined);
-  assert.equal((await db.selectFrom('app_env').select('key').where('app_id', '=', childId).execute()).length, 0);
+  assert.equal(
+    await db.selectFrom('previews').select('id').where('number', '=', 7).executeTakeFirst(),
+    undefined,
+  );
+  assert.equal(
+    await db.selectFrom('apps').select('id').where('id', '=', childId).executeTakeFirst(),
+    undefined,
+  );
+  assert.equal(
+    (await db.selectFrom('app_env').select('key').where('app_id', '=', childId).execute()).length,
+    0,
+  );
   await poll(
     'preview host no longer routed',
     async () => {

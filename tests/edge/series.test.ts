@@ -2,17 +2,31 @@
 // the contract's query shape, attribution by host. A real (in-memory) SQLite database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BOUNDS_MS, bucketOf, newHistogram, addInto, quantile, encode, addEncoded } from '../../lib/util/histogram.js';
-import { RequestSeries, hostKey } from '../../lib/series/requests.js';
-import { queryRequests, queryHost, parseRange, RANGES, RANGE_NAMES } from '../../lib/series/query.js';
-import { addVitalsSample, pruneSeries, MAX_ROWS_PER_SERIES, RESOLUTIONS, RETENTION } from '../../lib/series/store.js';
-import { parseMeminfo, parseProcStat, VitalsSampler } from '../../lib/series/vitals.js';
-import { parseAccessLine } from '../../lib/traffic/parse.js';
-import type { AccessEntry } from '../../lib/traffic/parse.js';
-import { HttpError } from '../../lib/http/errors.js';
+import {
+  BOUNDS_MS,
+  bucketOf,
+  newHistogram,
+  addInto,
+  quantile,
+  encode,
+  addEncoded,
+} from '#lib/util/histogram.js';
+import { RequestSeries, hostKey } from '#lib/series/requests.js';
+import { queryRequests, queryHost, parseRange, RANGES, RANGE_NAMES } from '#lib/series/query.js';
+import {
+  addVitalsSample,
+  pruneSeries,
+  MAX_ROWS_PER_SERIES,
+  RESOLUTIONS,
+  RETENTION,
+} from '#lib/series/store.js';
+import { parseMeminfo, parseProcStat, VitalsSampler } from '#lib/series/vitals.js';
+import { parseAccessLine } from '#lib/traffic/parse.js';
+import type { AccessEntry } from '#lib/traffic/parse.js';
+import { HttpError } from '#lib/http/errors.js';
 import { memoryEnv } from '../_support/env.js';
-import { migrations } from '../../lib/db/migrations/index.js';
-import { registerStreams } from '../../lib/deploy/streams.js';
+import { migrations } from '#lib/db/migrations/index.js';
+import { registerStreams } from '#lib/deploy/streams.js';
 import { poll } from '../_support/wait.js';
 import { tmpdir } from 'node:os';
 
@@ -94,7 +108,16 @@ test('requests are attributed by host (port, case and trailing dot ignored); unk
   assert.equal(busy.length, 1);
   assert.deepEqual(
     { ...busy[0], p50_ms: undefined, p95_ms: undefined, p99_ms: undefined },
-    { t: new Date(T0).toISOString(), requests: 4, errors_4xx: 1, errors_5xx: 1, bytes_out: 1015, p50_ms: undefined, p95_ms: undefined, p99_ms: undefined },
+    {
+      t: new Date(T0).toISOString(),
+      requests: 4,
+      errors_4xx: 1,
+      errors_5xx: 1,
+      bytes_out: 1015,
+      p50_ms: undefined,
+      p95_ms: undefined,
+      p99_ms: undefined,
+    },
   );
   assert.ok(busy[0]!.p99_ms > 200 && busy[0]!.p99_ms <= 300, `p99 ${busy[0]!.p99_ms}`);
   assert.equal(total(queryRequests(env.db, { appId: 'A1', service: 'web', range: '1h', now })), 3);
@@ -126,7 +149,16 @@ test('the shape: each range zero-filled, oldest first, aligned to its step, at m
     }
     const last = Date.parse(a.points.at(-1)!.t);
     assert.ok(last <= now && now < last + r.step * 1000, 'the last point holds now');
-    assert.deepEqual(Object.keys(a.points[0]!).sort(), ['bytes_out', 'errors_4xx', 'errors_5xx', 'p50_ms', 'p95_ms', 'p99_ms', 'requests', 't']);
+    assert.deepEqual(Object.keys(a.points[0]!).sort(), [
+      'bytes_out',
+      'errors_4xx',
+      'errors_5xx',
+      'p50_ms',
+      'p95_ms',
+      'p99_ms',
+      'requests',
+      't',
+    ]);
     const h = queryHost(env.db, { range: name, now });
     // No sample in this window: no vitals at all, never a run of zeros.
     assert.deepEqual(h.vitals, []);
@@ -146,7 +178,10 @@ test('roll-up is exact: every resolution holds the same counts and percentiles',
   const { env, series } = await rig(() => now);
   // Two hours of traffic at varying latency, 3 requests every 10 s.
   for (let s = 0; s < 7200; s += 10) {
-    for (let k = 0; k < 3; k++) series.observe(entry(T0 + s * 1000 + k, 'shop.example.com', k === 2 && s % 600 === 0 ? 500 : 200, (s % 97) + k * 40));
+    for (let k = 0; k < 3; k++)
+      series.observe(
+        entry(T0 + s * 1000 + k, 'shop.example.com', k === 2 && s % 600 === 0 ? 500 : 200, (s % 97) + k * 40),
+      );
     now = T0 + s * 1000;
     if (s % 60 === 0) series.flush();
   }
@@ -161,7 +196,11 @@ test('roll-up is exact: every resolution holds the same counts and percentiles',
   const hours = coarse.points.filter((p) => p.requests > 0);
   assert.equal(hours.length, 2);
   // The hour rows' percentiles equal those of the hour's 1-minute rows merged.
-  const raw = env.db.selectFrom('request_series').selectAll().where('res', '=', 60).where('app_id', '=', 'A1');
+  const raw = env.db
+    .selectFrom('request_series')
+    .selectAll()
+    .where('res', '=', 60)
+    .where('app_id', '=', 'A1');
   const minutes = await raw.execute();
   for (const hour of hours) {
     const start = Date.parse(hour.t) / 1000;
@@ -186,7 +225,11 @@ test('roll-up is exact: every resolution holds the same counts and percentiles',
       const start = Date.parse(p.t) / 1000;
       const h = newHistogram();
       for (const m of minutes) if (m.t >= start && m.t < start + step) addEncoded(h, m.hist);
-      assert.deepEqual([p.p50_ms, p.p95_ms, p.p99_ms], [quantile(h, 0.5), quantile(h, 0.95), quantile(h, 0.99)], `${step} s step at ${p.t}`);
+      assert.deepEqual(
+        [p.p50_ms, p.p95_ms, p.p99_ms],
+        [quantile(h, 0.5), quantile(h, 0.95), quantile(h, 0.99)],
+        `${step} s step at ${p.t}`,
+      );
     }
   }
 });
@@ -197,19 +240,40 @@ test('the 5-minute and 2-hour rows are built from history written before they ex
   // Two hours of traffic ending now, and host vitals along.
   const from = now - 7_200_000;
   for (let at = from; at < now; at += 20_000) {
-    series.observe(entry(at, at % 3 === 0 ? 'api.shop.example.com' : 'shop.example.com', at % 7 === 0 ? 502 : 200, (at / 1000) % 300));
-    addVitalsSample(env.db, { at, cpu_percent: 40, mem_used_bytes: 10, mem_total_bytes: 20, disk_used_bytes: 30, disk_total_bytes: 40, load1: 1 });
+    series.observe(
+      entry(
+        at,
+        at % 3 === 0 ? 'api.shop.example.com' : 'shop.example.com',
+        at % 7 === 0 ? 502 : 200,
+        (at / 1000) % 300,
+      ),
+    );
+    addVitalsSample(env.db, {
+      at,
+      cpu_percent: 40,
+      mem_used_bytes: 10,
+      mem_total_bytes: 20,
+      disk_used_bytes: 30,
+      disk_total_bytes: 40,
+      load1: 1,
+    });
   }
   series.flush(true);
   const ranges = ['24h', '30d'] as const;
-  const before = ranges.map((range) => [queryRequests(env.db, { appId: 'A1', range, now }), queryHost(env.db, { range, now })]);
+  const before = ranges.map((range) => [
+    queryRequests(env.db, { appId: 'A1', range, now }),
+    queryHost(env.db, { range, now }),
+  ]);
   assert.ok(total(before[0]![0]!) > 300);
   // As a database from before the change holds them: no rows at those steps.
   await env.db.deleteFrom('request_series').where('res', 'in', [300, 7200]).execute();
   await env.db.deleteFrom('host_vitals').where('res', 'in', [300, 7200]).execute();
   assert.equal(total(queryRequests(env.db, { appId: 'A1', range: '24h', now })), 0);
   await migrations['0009_series_steps']!.up(env.db);
-  const after = ranges.map((range) => [queryRequests(env.db, { appId: 'A1', range, now }), queryHost(env.db, { range, now })]);
+  const after = ranges.map((range) => [
+    queryRequests(env.db, { appId: 'A1', range, now }),
+    queryHost(env.db, { range, now }),
+  ]);
   assert.deepEqual(after, before);
 });
 
@@ -264,29 +328,81 @@ test('90 days of a fake clock: retention keeps the row count bounded and old dat
   assert.ok(month.points.filter((p) => p.requests > 0).length >= 359);
   assert.ok(month.points.filter((p) => p.requests > 0).every((p) => p.p50_ms > 10 && p.p50_ms <= 15));
   // Host vitals follow the same retention.
-  for (let at = T0; at < end; at += 3_600_000) addVitalsSample(env.db, { at, cpu_percent: 50, mem_used_bytes: 1, mem_total_bytes: 2, disk_used_bytes: 3, disk_total_bytes: 4, load1: 0.5 });
+  for (let at = T0; at < end; at += 3_600_000)
+    addVitalsSample(env.db, {
+      at,
+      cpu_percent: 50,
+      mem_used_bytes: 1,
+      mem_total_bytes: 2,
+      disk_used_bytes: 3,
+      disk_total_bytes: 4,
+      load1: 0.5,
+    });
   pruneSeries(env.db, end);
-  const vit = Number((await env.db.selectFrom('host_vitals').select(env.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const vit = Number(
+    (
+      await env.db
+        .selectFrom('host_vitals')
+        .select(env.db.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   // Hour samples: 24 + 7 * 24 + 24 + 90 * 24 + 30 * 12 rows (10 s, 1 min, 5 min, 1 h, 2 h), plus edges.
   assert.ok(vit <= 24 + 2 + 7 * 24 + 2 + 24 + 2 + 90 * 24 + 2 + 30 * 12 + 2, `${vit} vitals rows`);
 });
 
 test('host vitals: /proc parsers, averages per step, the sampler records into every resolution', async () => {
-  assert.deepEqual(parseProcStat('cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4\n'), { busy: 200, total: 1000 });
+  assert.deepEqual(parseProcStat('cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4\n'), {
+    busy: 200,
+    total: 1000,
+  });
   assert.equal(parseProcStat('intr 1 2 3'), null);
-  assert.deepEqual(parseMeminfo('MemTotal:       16000 kB\nMemFree:         1000 kB\nMemAvailable:    4000 kB\n'), { total: 16000 * 1024, available: 4000 * 1024 });
+  assert.deepEqual(
+    parseMeminfo('MemTotal:       16000 kB\nMemFree:         1000 kB\nMemAvailable:    4000 kB\n'),
+    { total: 16000 * 1024, available: 4000 * 1024 },
+  );
   assert.equal(parseMeminfo('nothing'), null);
 
   let now = T0 + 30_000;
   const env = await memoryEnv();
-  addVitalsSample(env.db, { at: T0 + 1000, cpu_percent: 10, mem_used_bytes: 100, mem_total_bytes: 1000, disk_used_bytes: 5, disk_total_bytes: 50, load1: 1 });
-  addVitalsSample(env.db, { at: T0 + 5000, cpu_percent: 30, mem_used_bytes: 300, mem_total_bytes: 1000, disk_used_bytes: 7, disk_total_bytes: 50, load1: 3 });
+  addVitalsSample(env.db, {
+    at: T0 + 1000,
+    cpu_percent: 10,
+    mem_used_bytes: 100,
+    mem_total_bytes: 1000,
+    disk_used_bytes: 5,
+    disk_total_bytes: 50,
+    load1: 1,
+  });
+  addVitalsSample(env.db, {
+    at: T0 + 5000,
+    cpu_percent: 30,
+    mem_used_bytes: 300,
+    mem_total_bytes: 1000,
+    disk_used_bytes: 7,
+    disk_total_bytes: 50,
+    load1: 3,
+  });
   const h = queryHost(env.db, { range: '1h', now });
   // One step has samples: it is the only vitals entry (the current step, still without one, is absent, not zeros).
-  assert.deepEqual(h.vitals, [{ t: new Date(T0).toISOString(), cpu_percent: 20, mem_used_bytes: 200, mem_total_bytes: 1000, disk_used_bytes: 6, disk_total_bytes: 50, load1: 2 }]);
+  assert.deepEqual(h.vitals, [
+    {
+      t: new Date(T0).toISOString(),
+      cpu_percent: 20,
+      mem_used_bytes: 200,
+      mem_total_bytes: 1000,
+      disk_used_bytes: 6,
+      disk_total_bytes: 50,
+      load1: 2,
+    },
+  ]);
   assert.equal(h.points.length, 360, 'request points keep their zero-filled gaps');
   const day = queryHost(env.db, { range: '7d', now });
-  assert.equal(day.vitals.filter((v) => v.cpu_percent === 20).length, 1, 'the hour row holds the same average');
+  assert.equal(
+    day.vitals.filter((v) => v.cpu_percent === 20).length,
+    1,
+    'the hour row holds the same average',
+  );
 
   // The real sampler reads this machine.
   const sampler = new VitalsSampler({ db: env.db, dataDir: '/', now: () => now });
@@ -314,7 +430,14 @@ test("Caddy's access line: bytes and duration are read for the metrics", () => {
     ts: 1795430575.2849438,
     logger: 'http.log.access.svc',
     msg: 'handled request',
-    request: { remote_ip: '127.0.0.1', remote_port: '44650', proto: 'HTTP/2.0', method: 'GET', host: 'app.example.com:18443', uri: '/' },
+    request: {
+      remote_ip: '127.0.0.1',
+      remote_port: '44650',
+      proto: 'HTTP/2.0',
+      method: 'GET',
+      host: 'app.example.com:18443',
+      uri: '/',
+    },
     user_id: '',
     duration: 0.003080146,
     size: 937,
@@ -324,7 +447,9 @@ test("Caddy's access line: bytes and duration are read for the metrics", () => {
   assert.equal(e.bytes, 937);
   assert.ok(Math.abs(e.durationMs - 3.080146) < 1e-9);
   assert.equal(e.host, 'app.example.com:18443');
-  const odd = parseAccessLine(JSON.stringify({ request: { remote_ip: '127.0.0.1' }, status: 200, size: -5, duration: 'slow' }))!;
+  const odd = parseAccessLine(
+    JSON.stringify({ request: { remote_ip: '127.0.0.1' }, status: 200, size: -5, duration: 'slow' }),
+  )!;
   assert.equal(odd.bytes, 0);
   assert.equal(odd.durationMs, 0);
 });

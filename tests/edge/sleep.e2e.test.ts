@@ -14,7 +14,7 @@ import { openSocket, wsUrl } from '../_support/ws.js';
 import { poll } from '../_support/wait.js';
 import { waitStatus, cleanupApp } from '../engine/_deploy.js';
 import { appName } from '../engine/_helpers.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 
 const run = promisify(execFile);
 const IMAGE = `svc-sleep/web:${process.pid}`;
@@ -39,8 +39,22 @@ after(async () => {
 
 /** Serves its container's hostname (the first 12 hex digits of its id) at /. */
 async function buildImage(): Promise<void> {
-  const dockerfile = [`FROM ${BASE_IMAGE}`, 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`].join('\n');
-  await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=sleep -t "$2" -', 'sh', dockerfile, IMAGE], { timeout: 120_000 });
+  const dockerfile = [
+    `FROM ${BASE_IMAGE}`,
+    'EXPOSE 8080',
+    `CMD ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www; hostname > /www/index.html; httpd -f -p 8080 -h /www & wait"]`,
+  ].join('\n');
+  await run(
+    'sh',
+    [
+      '-c',
+      'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=sleep -t "$2" -',
+      'sh',
+      dockerfile,
+      IMAGE,
+    ],
+    { timeout: 120_000 },
+  );
 }
 
 async function ready(t: import('node:test').TestContext): Promise<boolean> {
@@ -49,7 +63,10 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
   lab ??= await startEdgeLab();
   await buildImage();
   // The periodic idle check never fires by itself here: the tests call it with their own clock.
-  server = await startTestServer({ ...lab.vars, SVC_BASE_DOMAIN: BASE }, { edge: { checkIntervalMs: 1000, checkerTickMs: 250 }, sleep: { intervalMs: 3_600_000 } });
+  server = await startTestServer(
+    { ...lab.vars, SVC_BASE_DOMAIN: BASE },
+    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 }, sleep: { intervalMs: 3_600_000 } },
+  );
   c = await adminClient(server);
   ws = await openSocket(wsUrl(server.url), { authorization: `Bearer ${await apiToken(c, 'sleep')}` });
   ws.on('message', (d) => {
@@ -87,16 +104,23 @@ function until(host: string, ok: (r: FetchResult) => boolean, what: string): Pro
 }
 
 async function runningIds(name: string): Promise<string[]> {
-  return (await listAppContainers(server!.env.engine, name)).filter((x) => x.state === 'running').map((x) => x.id.slice(0, 12));
+  return (await listAppContainers(server!.env.engine, name))
+    .filter((x) => x.state === 'running')
+    .map((x) => x.id.slice(0, 12));
 }
 
 const status = async (id: string) => (await c.req('GET', `/api/apps/${id}`)).body.app.status as string;
 const later = (minutes: number) => Date.now() + minutes * 60_000;
 /** Caddy's running routes that send requests to the wake path. */
 async function wakeRoutes(): Promise<string[]> {
-  const servers = ((await lab!.admin('/config/apps/http/servers')) ?? {}) as Record<string, { routes: unknown[] }>;
+  const servers = ((await lab!.admin('/config/apps/http/servers')) ?? {}) as Record<
+    string,
+    { routes: unknown[] }
+  >;
   const out: string[] = [];
-  for (const s of Object.values(servers)) for (const r of s.routes) if (JSON.stringify(r).includes('X-Svc-Wake')) out.push(String((r as { '@id'?: string })['@id']));
+  for (const s of Object.values(servers))
+    for (const r of s.routes)
+      if (JSON.stringify(r).includes('X-Svc-Wake')) out.push(String((r as { '@id'?: string })['@id']));
   return out;
 }
 
@@ -116,7 +140,10 @@ test('sleep_after_minutes: 1..10080 or null, shown on the app; anything else is 
   const r = await c.req('PATCH', `/api/apps/${sleepy.id}`, { sleep_after_minutes: 5 });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.app.sleep_after_minutes, 5);
-  assert.equal((await c.req('GET', '/api/apps')).body.items.find((a: any) => a.id === sleepy.id).sleep_after_minutes, 5);
+  assert.equal(
+    (await c.req('GET', '/api/apps')).body.items.find((a: any) => a.id === sleepy.id).sleep_after_minutes,
+    5,
+  );
   assert.equal((await c.req('GET', `/api/apps/${awake.id}`)).body.app.sleep_after_minutes, null);
 });
 
@@ -124,12 +151,21 @@ test('an idle app sleeps: containers stopped, status sleeping, an apps event and
   if (!(await ready(t))) return;
   const sleeper = server!.env.sleeper;
   assert.deepEqual(await sleeper.check(later(4)), [], 'not idle for 5 minutes yet');
-  assert.deepEqual(await sleeper.check(later(60 * 24 * 8)), [sleepy.id], 'only the app with the setting sleeps, whatever the idle time');
+  assert.deepEqual(
+    await sleeper.check(later(60 * 24 * 8)),
+    [sleepy.id],
+    'only the app with the setting sleeps, whatever the idle time',
+  );
   assert.deepEqual(await runningIds(sleepy.name), [], 'its containers are stopped');
   assert.equal((await runningIds(awake.name)).length, 1, 'the other app runs on');
   assert.equal(await status(sleepy.id), 'sleeping');
   assert.equal(await status(awake.id), 'running');
-  const ev = await poll('the sleeping event', async () => events.find((e) => e.type === 'sleeping' && e.app_id === sleepy.id) ?? null, 10_000, 50);
+  const ev = await poll(
+    'the sleeping event',
+    async () => events.find((e) => e.type === 'sleeping' && e.app_id === sleepy.id) ?? null,
+    10_000,
+    50,
+  );
   assert.equal(ev.idle_minutes, 5);
   assert.ok(typeof ev.memory_bytes === 'number' && ev.memory_bytes > 0, `memory freed: ${ev.memory_bytes}`);
   assert.ok(events.some((e) => e.type === 'status' && e.app_id === sleepy.id && e.status === 'sleeping'));
@@ -170,14 +206,19 @@ test('two concurrent requests through Caddy wake it once and are both answered b
   assert.deepEqual(await wakeRoutes(), []);
   const next = await lab!.https(host, '/');
   assert.equal(next.body.trim(), ids[0]);
-  assert.equal(sleeper.counts.wakeRequests - before.wakeRequests, 2, 'the next request did not go through the wake path');
+  assert.equal(
+    sleeper.counts.wakeRequests - before.wakeRequests,
+    2,
+    'the next request did not go through the wake path',
+  );
 });
 
 test('requests for hosts that are not sleeping never reach the wake path; a forged wake header is refused and wakes nothing', async (t) => {
   if (!(await ready(t))) return;
   const sleeper = server!.env.sleeper;
   const before = { ...sleeper.counts };
-  for (const h of [awake.name, sleepy.name]) assert.equal((await lab!.https(`${h}.${BASE}`, '/')).status, 200);
+  for (const h of [awake.name, sleepy.name])
+    assert.equal((await lab!.https(`${h}.${BASE}`, '/')).status, 200);
   assert.deepEqual(sleeper.counts, before);
   // Put it to sleep again, then knock on the control plane directly with a made-up header.
   assert.deepEqual(await sleeper.check(later(60)), [sleepy.id]);
@@ -185,11 +226,14 @@ test('requests for hosts that are not sleeping never reach the wake path; a forg
   const port = server!.running.port;
   for (const value of [`bad ${sleepy.id} app 8080`, `${'x'.repeat(43)} ${sleepy.id} app 8080`, '']) {
     const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/api/apps', headers: { 'x-svc-wake': value }, agent: false }, (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path: '/api/apps', headers: { 'x-svc-wake': value }, agent: false },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });

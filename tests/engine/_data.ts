@@ -7,10 +7,10 @@ import { startTestServer, ADMIN, reveal, type Client, type TestServer } from '..
 import { ensureDbImages, type DbEngine, type DbImages } from '../_support/dbimages.js';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { until } from './_helpers.js';
-import { CATALOG } from '../../lib/databases/catalog.js';
-import { deleteApp } from '../../lib/apps/ops.js';
-import { settleJobs } from '../../lib/backups/jobs.js';
-import type { Database } from '../../lib/db/schema.js';
+import { CATALOG } from '#lib/databases/catalog.js';
+import { deleteApp } from '#lib/apps/ops.js';
+import { settleJobs } from '#lib/backups/jobs.js';
+import type { Database } from '#lib/db/schema.js';
 
 /** SVC_IMAGE_MAP's value: every catalog reference of these engines to its local image. */
 export function dbImageMap(img: DbImages, engines: readonly DbEngine[]): Record<string, string> {
@@ -28,12 +28,17 @@ export async function startDataServer(engines: readonly DbEngine[]): Promise<Tes
 /** Lets running backup jobs end before the apps (and their volumes) and the server go. */
 export async function stopDataServer(s: TestServer, apps: readonly string[]): Promise<void> {
   await settleJobs();
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
+  for (const id of apps)
+    await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
   await s.stop();
 }
 
 /** An image app named `<prefix>-<random>`; its id goes on `apps` for the clean-up. */
-export async function newApp(c: Client, apps: string[], prefix: string): Promise<{ id: string; name: string }> {
+export async function newApp(
+  c: Client,
+  apps: string[],
+  prefix: string,
+): Promise<{ id: string; name: string }> {
   const name = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
   const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
   assert.equal(r.status, 201, r.text);
@@ -53,7 +58,9 @@ export function dbReady(c: Client, appId: string, engine: string, dbId: string):
   return until(
     `${engine} ready`,
     async () => {
-      const d = (await c.req('GET', `/api/apps/${appId}/databases`)).body.items.find((x: any) => x.id === dbId);
+      const d = (await c.req('GET', `/api/apps/${appId}/databases`)).body.items.find(
+        (x: any) => x.id === dbId,
+      );
       if (d.status === 'error') throw new Error(d.error);
       return d.status === 'ready' ? d : null;
     },
@@ -82,7 +89,13 @@ export function demux(buf: Buffer): string {
  * Runs a client container on the app's network, as the app reaches its database; its output,
  * trimmed, once it exited 0.
  */
-export async function runInAppNetwork(s: TestServer, app: { name: string }, image: string, entrypoint: string[], env?: string[]): Promise<string> {
+export async function runInAppNetwork(
+  s: TestServer,
+  app: { name: string },
+  image: string,
+  entrypoint: string[],
+  env?: string[],
+): Promise<string> {
   const ct = await s.env.engine.docker.createContainer({
     Image: image,
     Entrypoint: entrypoint,
@@ -103,7 +116,13 @@ export async function runInAppNetwork(s: TestServer, app: { name: string }, imag
 }
 
 /** Runs SQL with psql through the app's DATABASE_URL. */
-export async function psql(s: TestServer, c: Client, app: { id: string; name: string }, image: string, sql: string): Promise<string> {
+export async function psql(
+  s: TestServer,
+  c: Client,
+  app: { id: string; name: string },
+  image: string,
+  sql: string,
+): Promise<string> {
   const url = (await reveal(c, app.id, 'DATABASE_URL')).body.value as string;
   return runInAppNetwork(s, app, image, ['psql', url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql]);
 }
@@ -123,7 +142,11 @@ export async function runBackup(
   c: Client,
   appId: string,
   bid: string,
-  { timeoutMs = 300_000, everyMs = 500, settled = (r: any) => r.status !== 'running' }: Wait & { settled?: (run: any) => boolean } = {},
+  {
+    timeoutMs = 300_000,
+    everyMs = 500,
+    settled = (r: any) => r.status !== 'running',
+  }: Wait & { settled?: (run: any) => boolean } = {},
 ): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/${bid}/run`);
   assert.equal(r.status, 202, r.text);
@@ -155,7 +178,12 @@ export function retentionApplied(c: Client, appId: string, rid: string, timeoutM
 }
 
 /** Steps up, restores a run; the restore once it is no longer running. */
-export async function restoreRun(c: Client, appId: string, rid: string, { timeoutMs = 300_000, everyMs = 500 }: Wait = {}): Promise<any> {
+export async function restoreRun(
+  c: Client,
+  appId: string,
+  rid: string,
+  { timeoutMs = 300_000, everyMs = 500 }: Wait = {},
+): Promise<any> {
   await stepUp(c);
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/restore`);
   assert.equal(r.status, 202, r.text);
@@ -171,7 +199,12 @@ export async function restoreRun(c: Client, appId: string, rid: string, { timeou
 }
 
 /** Verifies a run; the run once it has a verdict (verified_at or verify_error). */
-export async function verifyRun(c: Client, appId: string, rid: string, { timeoutMs = 300_000, everyMs = 1000 }: Wait = {}): Promise<any> {
+export async function verifyRun(
+  c: Client,
+  appId: string,
+  rid: string,
+  { timeoutMs = 300_000, everyMs = 1000 }: Wait = {},
+): Promise<any> {
   const r = await c.req('POST', `/api/apps/${appId}/backups/runs/${rid}/verify`);
   assert.equal(r.status, 202, r.text);
   return until(
@@ -189,16 +222,47 @@ export async function verifyRun(c: Client, appId: string, rid: string, { timeout
  * The run rows a kill -9 leaves: an older run that succeeded, and one still "running" whose
  * process is gone. Their artifacts (files or objects) are the caller's to lay down.
  */
-export async function insertDeadRun(db: Kysely<Database>, appId: string, bid: string, deadTrigger: 'manual' | 'schedule'): Promise<{ oldId: string; deadId: string }> {
+export async function insertDeadRun(
+  db: Kysely<Database>,
+  appId: string,
+  bid: string,
+  deadTrigger: 'manual' | 'schedule',
+): Promise<{ oldId: string; deadId: string }> {
   const now = new Date().toISOString();
   const oldId = '0'.repeat(25) + '1';
   const deadId = '0'.repeat(25) + '2';
-  const row = { backup_id: bid, app_id: appId, artifact_removed: 0, error: null, verified_at: null, verify_error: null, started_at: now };
+  const row = {
+    backup_id: bid,
+    app_id: appId,
+    artifact_removed: 0,
+    error: null,
+    verified_at: null,
+    verify_error: null,
+    started_at: now,
+  };
   await db
     .insertInto('backup_runs')
     .values([
-      { ...row, id: oldId, status: 'succeeded', trigger: 'manual', artifact: `${appId}/${oldId}.svcbak`, size_bytes: 3, sha256: 'x', finished_at: now },
-      { ...row, id: deadId, status: 'running', trigger: deadTrigger, artifact: `${appId}/${deadId}.svcbak`, size_bytes: null, sha256: null, finished_at: null },
+      {
+        ...row,
+        id: oldId,
+        status: 'succeeded',
+        trigger: 'manual',
+        artifact: `${appId}/${oldId}.svcbak`,
+        size_bytes: 3,
+        sha256: 'x',
+        finished_at: now,
+      },
+      {
+        ...row,
+        id: deadId,
+        status: 'running',
+        trigger: deadTrigger,
+        artifact: `${appId}/${deadId}.svcbak`,
+        size_bytes: null,
+        sha256: null,
+        finished_at: null,
+      },
     ])
     .execute();
   return { oldId, deadId };

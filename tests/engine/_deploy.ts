@@ -1,8 +1,8 @@
 // Helpers for the deployment tests: a real git server on loopback (git daemon) holding small
 // repositories the tests write, a client container on an app's network, and polling of the API.
 import { PassThrough } from 'node:stream';
-import type { Engine } from '../../lib/docker/index.js';
-import { stackRemove, guard } from '../../lib/docker/index.js';
+import type { Engine } from '#lib/docker/index.js';
+import { stackRemove, guard } from '#lib/docker/index.js';
 import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';
 import { startGitServer, type GitServer } from '../_support/gitserver.js';
 import { adminClient, startTestServer, type Client, type TestServer } from '../_support/server.js';
@@ -26,7 +26,15 @@ export function webRepo(content: string, extra = ''): Record<string, string> {
   return {
     'index.html': `${content}\n`,
     Dockerfile:
-      [`FROM ${BASE_IMAGE}`, extra, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]`].filter(Boolean).join('\n') + '\n',
+      [
+        `FROM ${BASE_IMAGE}`,
+        extra,
+        'COPY index.html /www/index.html',
+        'EXPOSE 8080',
+        `CMD ["sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]`,
+      ]
+        .filter(Boolean)
+        .join('\n') + '\n',
   };
 }
 
@@ -61,7 +69,13 @@ function bufferStream(b: Buffer): PassThrough {
   return p;
 }
 
-export async function waitStatus(c: Client, appId: string, depId: string, wanted: string[], timeoutMs = 240_000): Promise<any> {
+export async function waitStatus(
+  c: Client,
+  appId: string,
+  depId: string,
+  wanted: string[],
+  timeoutMs = 240_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await c.req('GET', `/api/apps/${appId}/deployments/${depId}`);
@@ -70,7 +84,9 @@ export async function waitStatus(c: Client, appId: string, depId: string, wanted
     if (wanted.includes(d.status)) return d;
     if (['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) || Date.now() > deadline) {
       const logs = await c.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`);
-      throw new Error(`deployment is ${d.status} (wanted ${wanted.join('|')}): ${d.error}\n${(logs.body?.items ?? []).map((l: any) => l.line).join('\n')}`);
+      throw new Error(
+        `deployment is ${d.status} (wanted ${wanted.join('|')}): ${d.error}\n${(logs.body?.items ?? []).map((l: any) => l.line).join('\n')}`,
+      );
     }
     await new Promise((r2) => setTimeout(r2, 250));
   }
@@ -91,7 +107,8 @@ export async function cleanupApp(engine: Engine, app: string): Promise<void> {
       .getNetwork(n.Id)
       .remove()
       .catch(() => {});
-  for (const v of (await engine.docker.listVolumes({ filters: label }).catch(() => ({ Volumes: [] }))).Volumes ?? [])
+  for (const v of (await engine.docker.listVolumes({ filters: label }).catch(() => ({ Volumes: [] })))
+    .Volumes ?? [])
     await engine.docker
       .getVolume(v.Name)
       .remove()

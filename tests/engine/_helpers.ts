@@ -1,8 +1,8 @@
 // Helpers shared by the engine tests: unique app names, cleanup by label, exec with demuxed output, polling.
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
-import type { Engine } from '../../lib/docker/index.js';
-import { stackRemove } from '../../lib/docker/index.js';
+import type { Engine } from '#lib/docker/index.js';
+import { stackRemove } from '#lib/docker/index.js';
 import { poll } from '../_support/wait.js';
 
 export function appName(prefix = 't'): string {
@@ -41,8 +41,14 @@ export async function removeTagged(engine: Engine, tag: string): Promise<void> {
 }
 
 /** Runs a command in a container; returns raw stdout bytes and the exit code. */
-export async function execIn(engine: Engine, id: string, cmd: string[]): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
-  const exec = await engine.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+export async function execIn(
+  engine: Engine,
+  id: string,
+  cmd: string[],
+): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
+  const exec = await engine.docker
+    .getContainer(id)
+    .exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = new PassThrough();
   const err = new PassThrough();
@@ -61,10 +67,19 @@ export async function execIn(engine: Engine, id: string, cmd: string[]): Promise
     await new Promise((r) => setTimeout(r, 100));
     info = await exec.inspect();
   }
-  return { stdout: Buffer.concat(chunks), stderr: Buffer.concat(errChunks).toString(), exitCode: info.ExitCode ?? -1 };
+  return {
+    stdout: Buffer.concat(chunks),
+    stderr: Buffer.concat(errChunks).toString(),
+    exitCode: info.ExitCode ?? -1,
+  };
 }
 
 /** Polls until fn returns a truthy value; generous deadline, no timing assertions. */
-export function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000, everyMs = 500): Promise<T> {
+export function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 90_000,
+  everyMs = 500,
+): Promise<T> {
   return poll(what, fn, timeoutMs, everyMs) as Promise<T>;
 }

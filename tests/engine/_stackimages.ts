@@ -32,20 +32,33 @@ fi
 exec /usr/lib/caddy-real/caddy "$@"
 `;
 
-const NPM_SHIM = '#!/bin/sh\n# Test stand-in: dependencies are already "installed"; scripts are given as overrides.\nexit 0\n';
+const NPM_SHIM =
+  '#!/bin/sh\n# Test stand-in: dependencies are already "installed"; scripts are given as overrides.\nexit 0\n';
 
 async function labelOf(tag: string): Promise<string | null> {
   try {
-    const { stdout } = await run('docker', ['image', 'inspect', '--format', `{{ index .Config.Labels "${LABEL}" }}`, '--', tag]);
+    const { stdout } = await run('docker', [
+      'image',
+      'inspect',
+      '--format',
+      `{{ index .Config.Labels "${LABEL}" }}`,
+      '--',
+      tag,
+    ]);
     return stdout.trim();
   } catch {
     return null;
   }
 }
 
-async function build(tag: string, files: Record<string, string | { copyFrom: string }>, dockerfile: string): Promise<void> {
+async function build(
+  tag: string,
+  files: Record<string, string | { copyFrom: string }>,
+  dockerfile: string,
+): Promise<void> {
   const h = createHash('sha256').update(dockerfile);
-  for (const [name, f] of Object.entries(files).sort()) h.update(name).update(typeof f === 'string' ? f : await readFile(f.copyFrom));
+  for (const [name, f] of Object.entries(files).sort())
+    h.update(name).update(typeof f === 'string' ? f : await readFile(f.copyFrom));
   const hash = h.digest('hex');
   if ((await labelOf(tag)) === hash) return;
   const dir = await mkdtemp(join(tmpdir(), 'svc-stackimg-'));
@@ -56,7 +69,10 @@ async function build(tag: string, files: Record<string, string | { copyFrom: str
       await chmod(join(dir, name), 0o755);
     }
     await writeFile(join(dir, 'Dockerfile'), dockerfile);
-    await run('docker', ['build', '-q', '--label', `${LABEL}=${hash}`, '-t', tag, '--', dir], { env: { ...process.env, DOCKER_BUILDKIT: '0' }, timeout: 600_000 });
+    await run('docker', ['build', '-q', '--label', `${LABEL}=${hash}`, '-t', tag, '--', dir], {
+      env: { ...process.env, DOCKER_BUILDKIT: '0' },
+      timeout: 600_000,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -70,7 +86,11 @@ export function ensureStackImages(): Promise<Record<string, string>> {
     await ensureBaseImage();
     // The slim Debian base comes with the database test images (scripts/test-images/build.sh).
     if ((await labelOf(SLIM)) === null) await ensureDbImages();
-    await build(CADDY_TEST_IMAGE, { caddy: { copyFrom: '/usr/bin/caddy' }, wrapper: CADDY_WRAPPER }, `FROM ${SLIM}\nCOPY caddy /usr/lib/caddy-real/caddy\nCOPY wrapper /usr/bin/caddy\n`);
+    await build(
+      CADDY_TEST_IMAGE,
+      { caddy: { copyFrom: '/usr/bin/caddy' }, wrapper: CADDY_WRAPPER },
+      `FROM ${SLIM}\nCOPY caddy /usr/lib/caddy-real/caddy\nCOPY wrapper /usr/bin/caddy\n`,
+    );
     await build(NODE_SHIM_IMAGE, { npm: NPM_SHIM }, `FROM ${BASE_IMAGE}\nCOPY npm /bin/npm\n`);
     return { 'caddy:2-alpine': CADDY_TEST_IMAGE, 'node:22-bookworm-slim': NODE_SHIM_IMAGE };
   })();

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE, dockerReachable } from '../_support/docker.js';
 import { until } from './_helpers.js';
-import { deleteApp } from '../../lib/apps/ops.js';
+import { deleteApp } from '#lib/apps/ops.js';
 
 const run = promisify(execFile);
 const LOCAL = 'svc-test/addon-web:1';
@@ -33,7 +33,8 @@ before(async () => {
   c = await adminClient(s);
 });
 after(async () => {
-  for (const id of apps) await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
+  for (const id of apps)
+    await deleteApp(s.env, id, { volumes: true }).catch((e) => console.error('cleanup', e));
   await s?.stop();
 });
 
@@ -41,7 +42,12 @@ test('bad add-on input is a 400 (or 404) and creates no app', async () => {
   const name = `ad-${Math.random().toString(36).slice(2, 8)}`;
   const cases: Array<[string, object, number, string | null]> = [
     ['vaultwarden', { name, params: { NOPE: 'x' } }, 400, 'params.NOPE'],
-    ['vaultwarden', { name, params: { SIGNUPS_ALLOWED: 'true\nprivileged: true' } }, 400, 'params.SIGNUPS_ALLOWED'],
+    [
+      'vaultwarden',
+      { name, params: { SIGNUPS_ALLOWED: 'true\nprivileged: true' } },
+      400,
+      'params.SIGNUPS_ALLOWED',
+    ],
     ['vaultwarden', { name, params: { ADMIN_TOKEN: 'x'.repeat(2000) } }, 400, 'params.ADMIN_TOKEN'],
     ['vaultwarden', { name: 'Bad_Name' }, 400, 'name'],
     ['vaultwarden', { name, params: { SIGNUPS_ALLOWED: 5 } }, 400, null],
@@ -59,7 +65,10 @@ test('an inline compose app goes through the compose policy like a repository fi
   const bad: Array<[string, RegExp]> = [
     ['services:\n  web:\n    image: nginx:1.27\n    privileged: true\n', /privileged/],
     ['services:\n  web:\n    build: .\n', /build/],
-    ['services:\n  web:\n    image: nginx:1.27\n    volumes:\n      - ./conf:/etc/nginx\n', /bind|repository/],
+    [
+      'services:\n  web:\n    image: nginx:1.27\n    volumes:\n      - ./conf:/etc/nginx\n',
+      /bind|repository/,
+    ],
     ['services:\n  web:\n    image: nginx:1.27\n    volumes:\n      - /etc:/host-etc\n', /./],
     ['services: [', /YAML/],
   ];
@@ -69,7 +78,10 @@ test('an inline compose app goes through the compose policy like a repository fi
     assert.equal(r.status, 400, `${compose}: ${r.text}`);
     assert.match(JSON.stringify(r.body.details), why);
   }
-  const ok = await c.req('POST', '/api/apps', { name: `ic-${Math.random().toString(36).slice(2, 8)}`, source: { type: 'compose', compose: 'services:\n  web:\n    image: nginx:1.27\n' } });
+  const ok = await c.req('POST', '/api/apps', {
+    name: `ic-${Math.random().toString(36).slice(2, 8)}`,
+    source: { type: 'compose', compose: 'services:\n  web:\n    image: nginx:1.27\n' },
+  });
   assert.equal(ok.status, 201, ok.text);
   apps.push(ok.body.app.id);
 });
@@ -77,7 +89,10 @@ test('an inline compose app goes through the compose policy like a repository fi
 test('install vaultwarden: an app from the template, deployed and running, generated secret in its env', async (t) => {
   if (!(await needEngine(t))) return;
   const name = `vw-${Math.random().toString(36).slice(2, 8)}`;
-  const r = await c.req('POST', '/api/addons/vaultwarden/install', { name, params: { SIGNUPS_ALLOWED: 'true' } });
+  const r = await c.req('POST', '/api/addons/vaultwarden/install', {
+    name,
+    params: { SIGNUPS_ALLOWED: 'true' },
+  });
   assert.equal(r.status, 202, r.text);
   apps.push(r.body.app.id);
   const { app, deployment, generated_secrets } = r.body;
@@ -95,7 +110,9 @@ test('install vaultwarden: an app from the template, deployed and running, gener
     'deployment',
     async () => {
       const d = await c.req('GET', `/api/apps/${app.id}/deployments/${deployment.id}`);
-      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status)
+        ? d.body.deployment
+        : null;
     },
     180_000,
     500,
@@ -140,11 +157,19 @@ test('install a second add-on (uptime-kuma, no parameters): it reaches running b
     'deployment',
     async () => {
       const d = await c.req('GET', `/api/apps/${r.body.app.id}/deployments/${r.body.deployment.id}`);
-      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status) ? d.body.deployment : null;
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.body.deployment.status)
+        ? d.body.deployment
+        : null;
     },
     180_000,
     500,
   );
   assert.equal(done.status, 'succeeded', done.error);
-  await until('running', async () => ((await c.req('GET', `/api/apps/${r.body.app.id}`)).body.app.status === 'running' ? true : null), 120_000, 500);
+  await until(
+    'running',
+    async () =>
+      (await c.req('GET', `/api/apps/${r.body.app.id}`)).body.app.status === 'running' ? true : null,
+    120_000,
+    500,
+  );
 });

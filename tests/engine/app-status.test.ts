@@ -8,7 +8,7 @@ import { startTestServer, adminClient, Client, type TestServer } from '../_suppo
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startGitServer, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 import { execIn, until } from './_helpers.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 
 const run = promisify(execFile);
 const WEB_IMAGE = 'svc-test/status-web:2';
@@ -59,14 +59,20 @@ async function statusReads(appId: string, n: number): Promise<string[]> {
   return out;
 }
 
-const serviceOf = async (appId: string, name: string) => (await c.req('GET', `/api/apps/${appId}/services`)).body.items.find((x: { name: string }) => x.name === name);
+const serviceOf = async (appId: string, name: string) =>
+  (await c.req('GET', `/api/apps/${appId}/services`)).body.items.find(
+    (x: { name: string }) => x.name === name,
+  );
 
 test('status: the same answer on every read while healthy, through a rollout; degraded when a service is unhealthy or exited', async (t) => {
   if (!(await needEngine(t))) return;
   await run('sh', ['-c', 'printf "%s\\n" "$1" | docker build -q -t "$2" -', 'sh', webDockerfile, WEB_IMAGE]);
   const repo = `st-${Math.random().toString(36).slice(2, 8)}`;
   await git.commit(repo, { 'compose.yaml': compose });
-  const created = await c.req('POST', '/api/apps', { name: repo, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+  const created = await c.req('POST', '/api/apps', {
+    name: repo,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+  });
   assert.equal(created.status, 201, created.text);
   const app = created.body.app;
   made.push(app.name);
@@ -74,7 +80,10 @@ test('status: the same answer on every read while healthy, through a rollout; de
   const first = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(first.status, 202, first.text);
   await waitStatus(c, app.id, first.body.deployment.id, ['succeeded']);
-  await until('app running', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running');
+  await until(
+    'app running',
+    async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running',
+  );
   assert.deepEqual(new Set(await statusReads(app.id, 10)), new Set(['running']));
 
   // A second rollout: the new web container is "starting" for seconds next to the healthy old
@@ -82,7 +91,8 @@ test('status: the same answer on every read while healthy, through a rollout; de
   const seen = new Set<string>();
   const off = s.env.bus.onAny((e) => {
     const d = e.data as { type?: string; app_id?: string; status?: string };
-    if (e.topic === 'apps' && d.type === 'status' && d.app_id === app.id && d.status) seen.add(`event:${d.status}`);
+    if (e.topic === 'apps' && d.type === 'status' && d.app_id === app.id && d.status)
+      seen.add(`event:${d.status}`);
   });
   try {
     const second = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
@@ -91,13 +101,17 @@ test('status: the same answer on every read while healthy, through a rollout; de
       'second deployment finished',
       async () => {
         for (const st of await statusReads(app.id, 1)) seen.add(`read:${st}`);
-        const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${second.body.deployment.id}`)).body.deployment;
+        const d = (await c.req('GET', `/api/apps/${app.id}/deployments/${second.body.deployment.id}`)).body
+          .deployment;
         return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status) ? d : null;
       },
       240_000,
       200,
     ).then((d) => assert.equal(d.status, 'succeeded', d.error));
-    await until('app running after the rollout', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running');
+    await until(
+      'app running after the rollout',
+      async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running',
+    );
   } finally {
     off();
   }
@@ -114,7 +128,10 @@ test('status: the same answer on every read while healthy, through a rollout; de
   await until('web unhealthy', async () => (await serviceOf(app.id, 'web'))?.health === 'unhealthy');
   assert.deepEqual(new Set(await statusReads(app.id, 5)), new Set(['degraded']));
   assert.equal((await execIn(s.env.engine, web.id, ['touch', '/tmp/ready'])).exitCode, 0);
-  await until('healthy again', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running');
+  await until(
+    'healthy again',
+    async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'running',
+  );
 
   // Exited: the worker dies and, with restart "no", stays down.
   const worker = await until('one worker container', async () => {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { needDocker, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
 import type { Client, TestServer } from '../_support/server.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 import { startDeployServer, waitStatus, cleanupApp, callInApp, type GitServer } from './_deploy.js';
 
 const SECRET = `secret-${randomBytes(8).toString('hex')}`;
@@ -59,7 +59,10 @@ async function gitApp(files: Record<string, string>): Promise<{ id: string; name
   await git.commit(repo, files);
   const name = `leak-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+  const r = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
@@ -72,14 +75,19 @@ async function deployed(app: { id: string; name: string }): Promise<{ dep: any; 
   if (dep.status === 'succeeded') {
     // Without the policy: show what the container serves (the secret), then fail.
     const served = await callInApp(s.env.engine, app.name, 'http://app:8080/');
-    assert.fail(`the build was not refused; the container serves ${JSON.stringify(served)}, the host service saw ${JSON.stringify(requests)}`);
+    assert.fail(
+      `the build was not refused; the container serves ${JSON.stringify(served)}, the host service saw ${JSON.stringify(requests)}`,
+    );
   }
   const logs = await admin.req('GET', `/api/apps/${app.id}/deployments/${dep.id}/logs`);
   return { dep, log: (logs.body.items as { line: string }[]).map((l) => l.line).join('\n') };
 }
 
 async function nothingBuilt(app: { name: string }, depId: string): Promise<void> {
-  assert.deepEqual(await s.env.engine.docker.listImages({ filters: { label: [`svc.deployment=${depId}`] } }), []);
+  assert.deepEqual(
+    await s.env.engine.docker.listImages({ filters: { label: [`svc.deployment=${depId}`] } }),
+    [],
+  );
   assert.deepEqual(await listAppContainers(s.env.engine, app.name), []);
   assert.deepEqual(requests, [], 'the host service saw no request');
 }
@@ -87,11 +95,23 @@ async function nothingBuilt(app: { name: string }, depId: string): Promise<void>
 test("a Dockerfile's ADD of a loopback URL fails the deployment naming the line; the host service is never asked", async (t) => {
   if (!(await needDocker(t))) return;
   const app = await gitApp({
-    Dockerfile: [`FROM ${BASE_IMAGE}`, 'RUN mkdir -p /www', `ADD http://127.0.0.1:${port}/secret /www/index.html`, 'EXPOSE 8080', SERVE].join('\n') + '\n',
+    Dockerfile:
+      [
+        `FROM ${BASE_IMAGE}`,
+        'RUN mkdir -p /www',
+        `ADD http://127.0.0.1:${port}/secret /www/index.html`,
+        'EXPOSE 8080',
+        SERVE,
+      ].join('\n') + '\n',
   });
   const { dep, log } = await deployed(app);
   assert.equal(dep.status, 'failed');
-  assert.match(dep.error, new RegExp(`^the build is refused: Dockerfile:3: ADD from a URL is not allowed \\("http://127\\.0\\.0\\.1:${port}/secret"\\)`));
+  assert.match(
+    dep.error,
+    new RegExp(
+      `^the build is refused: Dockerfile:3: ADD from a URL is not allowed \\("http://127\\.0\\.0\\.1:${port}/secret"\\)`,
+    ),
+  );
   assert.ok(log.includes(dep.error), log);
   assert.ok(!log.includes(SECRET) && !dep.error.includes(SECRET));
   await nothingBuilt(app, dep.id);
@@ -114,11 +134,21 @@ test('a compose service with a custom dockerfile: its URL made of a build arg is
     'web/Dockerfile': `FROM ${BASE_IMAGE}\nCMD ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]\n`,
     // The build arg the product passes decides the URL: resolved as the builder would, then refused.
     'api/docker/App.dockerfile':
-      ['FROM scratch AS fetch', 'ARG HOST=example.com', 'ADD \\', '  http://${HOST}/secret /index.html', `FROM ${BASE_IMAGE}`, 'COPY --from=fetch /index.html /www/index.html', SERVE].join('\n') +
-      '\n',
+      [
+        'FROM scratch AS fetch',
+        'ARG HOST=example.com',
+        'ADD \\',
+        '  http://${HOST}/secret /index.html',
+        `FROM ${BASE_IMAGE}`,
+        'COPY --from=fetch /index.html /www/index.html',
+        SERVE,
+      ].join('\n') + '\n',
   });
   const { dep, log } = await deployed(app);
-  assert.match(dep.error, /^the build is refused: api\/docker\/App\.dockerfile:3: ADD from a URL is not allowed \("http:\/\/\$\{HOST\}\/secret"\)/);
+  assert.match(
+    dep.error,
+    /^the build is refused: api\/docker\/App\.dockerfile:3: ADD from a URL is not allowed \("http:\/\/\$\{HOST\}\/secret"\)/,
+  );
   assert.ok(log.includes(dep.error));
   await nothingBuilt(app, dep.id);
 });
@@ -130,9 +160,14 @@ test("a base image's ONBUILD trigger that fetches a loopback URL is refused befo
   images.push(base);
   const dir = await mkdtemp(join(tmpdir(), 'svc-onbuild-'));
   try {
-    await writeFile(join(dir, 'Dockerfile'), `FROM ${BASE_IMAGE}\nRUN mkdir -p /www\nONBUILD ADD http://127.0.0.1:${port}/secret /www/index.html\n`);
+    await writeFile(
+      join(dir, 'Dockerfile'),
+      `FROM ${BASE_IMAGE}\nRUN mkdir -p /www\nONBUILD ADD http://127.0.0.1:${port}/secret /www/index.html\n`,
+    );
     const stream = await s.env.engine.docker.buildImage({ context: dir, src: ['Dockerfile'] }, { t: base });
-    await new Promise<void>((resolve, reject) => s.env.engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      s.env.engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -140,7 +175,9 @@ test("a base image's ONBUILD trigger that fetches a loopback URL is refused befo
   const { dep } = await deployed(app);
   assert.match(
     dep.error,
-    new RegExp(`^the build is refused: Dockerfile:1: base image ${base.replace(/[/.]/g, '\\$&')}: ONBUILD ADD http://127\\.0\\.0\\.1:${port}/secret /www/index\\.html: ADD from a URL is not allowed`),
+    new RegExp(
+      `^the build is refused: Dockerfile:1: base image ${base.replace(/[/.]/g, '\\$&')}: ONBUILD ADD http://127\\.0\\.0\\.1:${port}/secret /www/index\\.html: ADD from a URL is not allowed`,
+    ),
   );
   await nothingBuilt(app, dep.id);
 });

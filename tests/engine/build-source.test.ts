@@ -35,7 +35,11 @@ after(async () => {
   await git?.stop();
 });
 
-async function createApp(prefix: string, files: Record<string, string>, build?: unknown): Promise<{ id: string; name: string }> {
+async function createApp(
+  prefix: string,
+  files: Record<string, string>,
+  build?: unknown,
+): Promise<{ id: string; name: string }> {
   const repo = `${prefix}-${uniq()}`;
   await git!.commit(repo, files, 'first');
   const name = `${prefix}-${uniq()}`;
@@ -65,7 +69,11 @@ async function waitLog(appId: string, depId: string, re: RegExp): Promise<void> 
 }
 
 /** An override whose build stage runs `cmd` (the node stand-in), then serves index.html. */
-const overBuild = (cmd: string) => ({ type: 'stack', stack: 'static', build: `${cmd} && mkdir -p dist && cp index.html dist/` });
+const overBuild = (cmd: string) => ({
+  type: 'stack',
+  stack: 'static',
+  build: `${cmd} && mkdir -p dist && cp index.html dist/`,
+});
 const nodeSite = (text: string) => ({ 'package.json': '{"name":"site"}\n', 'index.html': `${text}\n` });
 
 test('a repository without a Dockerfile deploys from its generated plan, shown first in the log and by GET /build-plan', async (t) => {
@@ -86,7 +94,10 @@ test('a repository without a Dockerfile deploys from its generated plan, shown f
   assert.match(plan.body.dockerfile, /^FROM caddy:2-alpine$/m);
   assert.equal((await admin.req('GET', `/api/apps/${app.id}/build-plan?ref=nope`)).status, 400);
 
-  assert.equal((await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { health_path: '/' })).status, 200);
+  assert.equal(
+    (await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { health_path: '/' })).status,
+    200,
+  );
   const depId = await deploy(app.id);
   const d = await waitStatus(admin, app.id, depId, ['succeeded']);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'built from source\n');
@@ -95,7 +106,10 @@ test('a repository without a Dockerfile deploys from its generated plan, shown f
   const firstPlan = log.findIndex((l) => l.stream === 'plan');
   const firstBuild = log.findIndex((l) => l.stream === 'build');
   assert.ok(firstPlan >= 0 && firstBuild > firstPlan, 'the plan comes before any build output');
-  assert.ok(!log.slice(0, firstPlan).some((l) => /build/i.test(l.line) && l.stream !== 'plan'), 'nothing is built before the plan is shown');
+  assert.ok(
+    !log.slice(0, firstPlan).some((l) => /build/i.test(l.line) && l.stream !== 'plan'),
+    'nothing is built before the plan is shown',
+  );
   const planText = log.filter((l) => l.stream === 'plan').map((l) => l.line);
   assert.match(planText[0]!, /build plan \(detected\): stack static, from index\.html/);
   assert.ok(
@@ -105,8 +119,17 @@ test('a repository without a Dockerfile deploys from its generated plan, shown f
 
   const info = await s.env.engine.docker.getImage(d.image).inspect();
   assert.ok(info.Config.Env.includes('PORT=8080'));
-  assert.deepEqual(info.Config.Cmd, ['/usr/local/bin/caddy', 'run', '--config', '/etc/caddy/Caddyfile', '--adapter', 'caddyfile']);
-  const running = (await s.env.engine.docker.listContainers({ filters: { label: [`svc.app=${app.name}`] } }))[0]!;
+  assert.deepEqual(info.Config.Cmd, [
+    '/usr/local/bin/caddy',
+    'run',
+    '--config',
+    '/etc/caddy/Caddyfile',
+    '--adapter',
+    'caddyfile',
+  ]);
+  const running = (
+    await s.env.engine.docker.listContainers({ filters: { label: [`svc.app=${app.name}`] } })
+  )[0]!;
   const env = (await s.env.engine.docker.getContainer(running.Id).inspect()).Config.Env;
   assert.ok(env.includes('PORT=8080'), env.join(' '));
 });
@@ -117,7 +140,8 @@ test('nothing recognisable: 422 not_detectable naming what was looked for, and a
   const r = await admin.req('GET', `/api/apps/${app.id}/build-plan`);
   assert.equal(r.status, 422, r.text);
   assert.equal(r.body.code, 'not_detectable');
-  for (const f of ['package.json', 'go.mod', 'index.html']) assert.ok(r.body.error.includes(f) || JSON.stringify(r.body.details).includes(f), r.text);
+  for (const f of ['package.json', 'go.mod', 'index.html'])
+    assert.ok(r.body.error.includes(f) || JSON.stringify(r.body.details).includes(f), r.text);
 
   const d = await waitStatus(admin, app.id, await deploy(app.id), ['failed']);
   assert.match(d.error, /nothing to build: .*looked for .*package\.json/);
@@ -134,8 +158,16 @@ test('a build over its time or memory limit fails the deployment with the limit 
   assert.match(d1.error, /ran past its time limit of 10 s \(build_limits\.timeout_s\)/);
   assert.ok((await logOf(slow.id, d1.id)).some((l) => /time limit of 10 s/.test(l.line)));
 
-  const hungry = await createApp('hungry', nodeSite('hungry'), overBuild('dd if=/dev/zero bs=300M count=1 of=/dev/null'));
-  assert.equal((await admin.req('PATCH', `/api/apps/${hungry.id}`, { build_limits: { memory_mb: 64, cpus: 0.5 } })).status, 200);
+  const hungry = await createApp(
+    'hungry',
+    nodeSite('hungry'),
+    overBuild('dd if=/dev/zero bs=300M count=1 of=/dev/null'),
+  );
+  assert.equal(
+    (await admin.req('PATCH', `/api/apps/${hungry.id}`, { build_limits: { memory_mb: 64, cpus: 0.5 } }))
+      .status,
+    200,
+  );
   const d2 = await waitStatus(admin, hungry.id, await deploy(hungry.id), ['failed']);
   assert.match(d2.error, /memory limit of 64 MiB \(build_limits\.memory_mb\)/);
 
@@ -144,7 +176,10 @@ test('a build over its time or memory limit fails the deployment with the limit 
     const b = await admin.req('PATCH', `/api/apps/${hungry.id}`, { build_limits: bad });
     assert.equal(b.status, 400, `${JSON.stringify(bad)}: ${b.text}`);
   }
-  assert.deepEqual((await admin.req('GET', `/api/apps/${hungry.id}`)).body.app.build_limits, { memory_mb: 64, cpus: 0.5 });
+  assert.deepEqual((await admin.req('GET', `/api/apps/${hungry.id}`)).body.app.build_limits, {
+    memory_mb: 64,
+    cpus: 0.5,
+  });
 });
 
 test('two apps build at once with SVC_BUILD_CONCURRENCY=2: the first build finishes only after the second started', async (t) => {
@@ -165,7 +200,11 @@ test('two apps build at once with SVC_BUILD_CONCURRENCY=2: the first build finis
   assert.equal((await admin.req('PUT', '/api/instance/deploy-concurrency', { concurrency: 2 })).status, 200);
   t.after(() => admin.req('PUT', '/api/instance/deploy-concurrency', { concurrency: 1 }));
 
-  const a = await createApp('para', nodeSite('a'), overBuild(`until wget -q -O /dev/null http://${gw}:${port}/go; do sleep 0.2; done`));
+  const a = await createApp(
+    'para',
+    nodeSite('a'),
+    overBuild(`until wget -q -O /dev/null http://${gw}:${port}/go; do sleep 0.2; done`),
+  );
   await admin.req('PATCH', `/api/apps/${a.id}`, { build_limits: { timeout_s: 180 } });
   const b = await createApp('parb', nodeSite('b'), overBuild(`wget -q -O /dev/null http://${gw}:${port}/b`));
   const depA = await deploy(a.id);
@@ -186,21 +225,47 @@ test('a hostile stack override (a start command with a line break) is a 400 nami
   if (!(await needDocker(t))) return;
   const app = await createApp('hostile', { 'index.html': 'x\n' });
   const base = (await admin.req('GET', `/api/apps/${app.id}`)).body.app.source;
-  const bad = [{ start: 'caddy run\nRUN wget http://169.254.169.254/' }, { build: 'npm run build \\' }, { publish_dir: '../../etc' }, { version: '22; rm -rf /' }, { port: 70000 }];
+  const bad = [
+    { start: 'caddy run\nRUN wget http://169.254.169.254/' },
+    { build: 'npm run build \\' },
+    { publish_dir: '../../etc' },
+    { version: '22; rm -rf /' },
+    { port: 70000 },
+  ];
   for (const b of bad) {
-    const r = await admin.req('PATCH', `/api/apps/${app.id}`, { source: { ...base, build: { type: 'stack', stack: 'static', ...b } } });
+    const r = await admin.req('PATCH', `/api/apps/${app.id}`, {
+      source: { ...base, build: { type: 'stack', stack: 'static', ...b } },
+    });
     assert.equal(r.status, 400, `${JSON.stringify(b)}: ${r.text}`);
     assert.equal(r.body.code, 'bad_request');
   }
-  const nl = await admin.req('PATCH', `/api/apps/${app.id}`, { source: { ...base, build: { type: 'stack', stack: 'node', start: 'node a.js\nRUN id' } } });
+  const nl = await admin.req('PATCH', `/api/apps/${app.id}`, {
+    source: { ...base, build: { type: 'stack', stack: 'node', start: 'node a.js\nRUN id' } },
+  });
   assert.match(JSON.stringify(nl.body), /start.*(line break|RUN)/, nl.text);
-  const created = await admin.req('POST', '/api/apps', { name: `hostile-${uniq()}`, source: { ...base, build: { type: 'stack', stack: 'python', start: 'gunicorn\r\nUSER root' } } });
+  const created = await admin.req('POST', '/api/apps', {
+    name: `hostile-${uniq()}`,
+    source: { ...base, build: { type: 'stack', stack: 'python', start: 'gunicorn\r\nUSER root' } },
+  });
   assert.equal(created.status, 400, created.text);
-  assert.equal((await admin.req('PATCH', `/api/apps/${app.id}`, { source: { ...base, compose_path: 'a.yml', build: { type: 'dockerfile' } } })).status, 400);
+  assert.equal(
+    (
+      await admin.req('PATCH', `/api/apps/${app.id}`, {
+        source: { ...base, compose_path: 'a.yml', build: { type: 'dockerfile' } },
+      })
+    ).status,
+    400,
+  );
 
-  const ok = await admin.req('PATCH', `/api/apps/${app.id}`, { source: { ...base, build: { type: 'stack', stack: 'static', port: 9000 } } });
+  const ok = await admin.req('PATCH', `/api/apps/${app.id}`, {
+    source: { ...base, build: { type: 'stack', stack: 'static', port: 9000 } },
+  });
   assert.equal(ok.status, 200, ok.text);
-  assert.deepEqual((await admin.req('GET', `/api/apps/${app.id}`)).body.app.source.build, { type: 'stack', stack: 'static', port: 9000 });
+  assert.deepEqual((await admin.req('GET', `/api/apps/${app.id}`)).body.app.source.build, {
+    type: 'stack',
+    stack: 'static',
+    port: 9000,
+  });
   const plan = await admin.req('GET', `/api/apps/${app.id}/build-plan`);
   assert.equal(plan.status, 200, plan.text);
   assert.equal(plan.body.port, 9000);

@@ -4,8 +4,16 @@ import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
-import { parseCompose } from '../../lib/compose/index.js';
-import { createEngine, planStack, stackUp, buildImage, buildLabels, imageTag, StackError } from '../../lib/docker/index.js';
+import { parseCompose } from '#lib/compose/index.js';
+import {
+  createEngine,
+  planStack,
+  stackUp,
+  buildImage,
+  buildLabels,
+  imageTag,
+  StackError,
+} from '#lib/docker/index.js';
 import { appName, cleanup, execIn } from './_helpers.js';
 
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -31,13 +39,19 @@ test('a compose build service is built from a tar context honouring .dockerignor
   const app = appName('b');
   apps.add(app);
   await mkdir(join(dir, 'svc', 'sub'), { recursive: true });
-  await writeFile(join(dir, 'svc', 'Dockerfile.web'), `FROM ${BASE_IMAGE}\nARG GREETING\nRUN echo "$GREETING" > /greeting\nCOPY . /ctx\nCMD ["sleep", "600"]\n`);
+  await writeFile(
+    join(dir, 'svc', 'Dockerfile.web'),
+    `FROM ${BASE_IMAGE}\nARG GREETING\nRUN echo "$GREETING" > /greeting\nCOPY . /ctx\nCMD ["sleep", "600"]\n`,
+  );
   await writeFile(join(dir, 'svc', '.dockerignore'), 'secret.txt\n*.log\n');
   await writeFile(join(dir, 'svc', 'keep.txt'), 'kept');
   await writeFile(join(dir, 'svc', 'secret.txt'), 'never sent');
   await writeFile(join(dir, 'svc', 'debug.log'), 'noise');
   await writeFile(join(dir, 'svc', 'sub', 'nested.txt'), 'nested');
-  const parsed = parseCompose('services:\n  web:\n    build:\n      context: ./svc\n      dockerfile: Dockerfile.web\n      args: { GREETING: "${HELLO}" }\n', { env: { HELLO: 'hi $there' } });
+  const parsed = parseCompose(
+    'services:\n  web:\n    build:\n      context: ./svc\n      dockerfile: Dockerfile.web\n      args: { GREETING: "${HELLO}" }\n',
+    { env: { HELLO: 'hi $there' } },
+  );
   assert.ok(parsed.ok);
   const plan = await planStack(parsed.model!, { app, workdir: dir });
   assert.ok(plan.ok, JSON.stringify(plan.findings));
@@ -45,7 +59,12 @@ test('a compose build service is built from a tar context honouring .dockerignor
   const tag = imageTag(app, 'web', 'dep1');
   tags.push(tag);
   const lines: string[] = [];
-  const { imageId } = await buildImage(engine, { ...svc.build!, tag, labels: buildLabels(app, 'web', 'dep1'), onLog: (l) => lines.push(l) });
+  const { imageId } = await buildImage(engine, {
+    ...svc.build!,
+    tag,
+    labels: buildLabels(app, 'web', 'dep1'),
+    onLog: (l) => lines.push(l),
+  });
   assert.match(imageId, /^sha256:/);
   assert.ok(
     lines.some((l) => /Step 1\/|FROM/.test(l)),
@@ -75,7 +94,13 @@ test('a failing build rejects with the builder message; a missing image is a rea
   );
   const app = appName('b');
   apps.add(app);
-  const plan = await planStack(parseCompose('services:\n  web:\n    build: .\n').model!, { app, workdir: dir });
+  const plan = await planStack(parseCompose('services:\n  web:\n    build: .\n').model!, {
+    app,
+    workdir: dir,
+  });
   assert.ok(plan.ok);
-  await assert.rejects(stackUp(engine, plan.plan, { deploymentId: 'never-built' }), /image "svc\/.*:never-built" for service "web" is not present/);
+  await assert.rejects(
+    stackUp(engine, plan.plan, { deploymentId: 'never-built' }),
+    /image "svc\/.*:never-built" for service "web" is not present/,
+  );
 });

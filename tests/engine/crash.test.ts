@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { startTestServer, adminClient, type TestServer, type Client } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
-import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
-import { ownerLabels } from '../../lib/docker/owner.js';
-import type { BusEvent } from '../../lib/events/bus.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '#lib/docker/names.js';
+import { ownerLabels } from '#lib/docker/owner.js';
+import type { BusEvent } from '#lib/events/bus.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -46,7 +46,13 @@ async function run(app: string, cmd: string, host: Record<string, unknown> = {})
     Image: BASE_IMAGE,
     name: `svc-${app}-web-w14`,
     Cmd: ['sh', '-c', cmd],
-    Labels: { ...ownerLabels(s!.env.engine), [LABEL_APP]: app, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14test', 'svc.test': 'w14-crash' },
+    Labels: {
+      ...ownerLabels(s!.env.engine),
+      [LABEL_APP]: app,
+      [LABEL_SERVICE]: 'web',
+      [LABEL_DEPLOYMENT]: 'w14test',
+      'svc.test': 'w14-crash',
+    },
     HostConfig: host,
   });
   created.push(ctr.id);
@@ -54,12 +60,15 @@ async function run(app: string, cmd: string, host: Record<string, unknown> = {})
   return ctr.id;
 }
 
-const crashesOf = (app: string) => crashes.filter((e) => (e.data as any).app === app).map((e) => e.data as any);
+const crashesOf = (app: string) =>
+  crashes.filter((e) => (e.data as any).app === app).map((e) => e.data as any);
 
 test('a container exiting in a loop: one app_crashed with exit code and logs; status crash_loop', async (t) => {
   if (!(await needEngine(t))) return;
   const app = await appWith(`w14-loop-${suffix}`);
-  await run(app.name, 'echo "starting worker"; echo "fatal: cannot connect to db" >&2; exit 3', { RestartPolicy: { Name: 'always' } });
+  await run(app.name, 'echo "starting worker"; echo "fatal: cannot connect to db" >&2; exit 3', {
+    RestartPolicy: { Name: 'always' },
+  });
   const status = await poll(
     'crash_loop status',
     async () => {
@@ -83,7 +92,10 @@ test('a container killed by its memory limit: app_crashed with oom=true; status 
   if (!(await needEngine(t))) return;
   const app = await appWith(`w14-oom-${suffix}`);
   // Doubling a shell string until the 8 MiB limit (no swap) kills it.
-  await run(app.name, 'echo "loading everything"; x=aaaaaaaa; while true; do x="$x$x"; done', { Memory: 8 * 1024 * 1024, MemorySwap: 8 * 1024 * 1024 });
+  await run(app.name, 'echo "loading everything"; x=aaaaaaaa; while true; do x="$x$x"; done', {
+    Memory: 8 * 1024 * 1024,
+    MemorySwap: 8 * 1024 * 1024,
+  });
   const ev = await poll('app_crashed (oom)', () => crashesOf(app.name)[0], 120_000, 250);
   assert.equal(ev.oom, true);
   assert.equal(ev.exit_code, 137);
@@ -105,9 +117,19 @@ test('a container stopped on purpose is not a crash', async (t) => {
   if (!(await needEngine(t))) return;
   const app = await appWith(`w14-stop-${suffix}`);
   const id = await run(app.name, 'trap "exit 0" TERM; echo up; while true; do sleep 1; done');
-  await poll('running', async () => (await s!.env.engine.docker.getContainer(id).inspect()).State.Running, 60_000, 100);
+  await poll(
+    'running',
+    async () => (await s!.env.engine.docker.getContainer(id).inspect()).State.Running,
+    60_000,
+    100,
+  );
   await s!.env.engine.docker.getContainer(id).stop({ t: 2 });
   // Wait until the status reflects the stop (the die event was processed), then check nothing was sent.
-  await poll('stopped status', async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'stopped', 60_000, 250);
+  await poll(
+    'stopped status',
+    async () => (await c.req('GET', `/api/apps/${app.id}`)).body.app.status === 'stopped',
+    60_000,
+    250,
+  );
   assert.equal(crashesOf(app.name).length, 0);
 });

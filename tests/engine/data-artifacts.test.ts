@@ -12,9 +12,9 @@ import { startTestServer, adminClient, apiToken, Client, type TestServer } from 
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { newApp, runBackup, stepUp, stopDataServer } from './_data.js';
-import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '../../lib/docker/index.js';
-import { runningRow } from '../../lib/backups/run.js';
-import { getConfig } from '../../lib/backups/store.js';
+import { LABEL_APP, LABEL_MANAGED, LABEL_VOLUME } from '#lib/docker/index.js';
+import { runningRow } from '#lib/backups/run.js';
+import { getConfig } from '#lib/backups/store.js';
 
 let s: TestServer;
 let up: Client;
@@ -35,11 +35,27 @@ after(async () => {
   await s3?.stop();
 });
 
-const s3Dest = (extra: object = {}) => ({ type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, path_style: true, ...extra });
+const s3Dest = (extra: object = {}) => ({
+  type: 's3',
+  endpoint: s3.endpoint,
+  region: 'us-east-1',
+  bucket: s3.bucket,
+  prefix: PREFIX,
+  access_key_id: S3_KEY.id,
+  path_style: true,
+  ...extra,
+});
 
 test('PATCH a backup: lowering keep_last or changing destination or source needs a step-up; the rest does not', async () => {
   const app = await newApp(up, apps, 'bp');
-  const base = { source: { type: 'volume', volume: 'data' }, schedule: '0 3 * * *', keep_last: 7, enabled: true, verify_after_run: false, destination: { type: 'local' } };
+  const base = {
+    source: { type: 'volume', volume: 'data' },
+    schedule: '0 3 * * *',
+    keep_last: 7,
+    enabled: true,
+    verify_after_run: false,
+    destination: { type: 'local' },
+  };
   const made = await up.req('POST', `/api/apps/${app.id}/backups`, base);
   assert.equal(made.status, 201, made.text);
   const path = `/api/apps/${app.id}/backups/${made.body.backup.id}`;
@@ -115,7 +131,10 @@ test('PATCH a backup: lowering keep_last or changing destination or source needs
 /** An app volume as a deploy makes it, holding one file. */
 async function appVolume(app: { name: string }, key: string): Promise<void> {
   const name = `svc-${app.name}_${key}`;
-  await s.env.engine.docker.createVolume({ Name: name, Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: app.name, [LABEL_VOLUME]: key } });
+  await s.env.engine.docker.createVolume({
+    Name: name,
+    Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: app.name, [LABEL_VOLUME]: key },
+  });
   const ct = await s.env.engine.docker.createContainer({
     Image: BASE_IMAGE,
     Cmd: ['sh', '-c', 'echo hello > /v/f'],
@@ -130,7 +149,9 @@ async function appVolume(app: { name: string }, key: string): Promise<void> {
 }
 
 async function s3Keys(appId: string): Promise<string[]> {
-  const r = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `${PREFIX}/${appId}/` }));
+  const r = await s3.client.send(
+    new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `${PREFIX}/${appId}/` }),
+  );
   return (r.Contents ?? []).map((o) => o.Key!).sort();
 }
 
@@ -140,7 +161,12 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
   const other = await newApp(up, apps, 'bx');
   await appVolume(app, 'data');
   const make = async (destination: object) => {
-    const r = await up.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'data' }, schedule: '0 3 * * *', keep_last: 5, destination });
+    const r = await up.req('POST', `/api/apps/${app.id}/backups`, {
+      source: { type: 'volume', volume: 'data' },
+      schedule: '0 3 * * *',
+      keep_last: 5,
+      destination,
+    });
     assert.equal(r.status, 201, r.text);
     return r.body.backup.id as string;
   };
@@ -154,7 +180,8 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
   }
   const [l1, l2, r1] = runs;
   const file = (rid: string) => join(s.dataDir, 'backups', app.id, `${rid}.svcbak`);
-  const del = (who: Client, appId: string, rid: string) => who.req('DELETE', `/api/apps/${appId}/backups/runs/${rid}`);
+  const del = (who: Client, appId: string, rid: string) =>
+    who.req('DELETE', `/api/apps/${appId}/backups/runs/${rid}`);
 
   // Without a step-up: refused, the artifact stays.
   const refused = await del(plain, app.id, l1.id);
@@ -177,7 +204,12 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
   assert.equal((await up.req('POST', `/api/apps/${app.id}/backups/runs/${l1.id}/restore`)).status, 410);
   assert.equal((await up.req('GET', `/api/apps/${app.id}/backups/runs/${l2.id}/download`)).status, 200);
   assert.equal((await del(up, app.id, l1.id)).status, 204);
-  const audit = (await up.req('GET', `/api/audit?action=${encodeURIComponent('DELETE /api/apps/{id}/backups/runs/')}&target=${app.id}`)).body.items;
+  const audit = (
+    await up.req(
+      'GET',
+      `/api/audit?action=${encodeURIComponent('DELETE /api/apps/{id}/backups/runs/')}&target=${app.id}`,
+    )
+  ).body.items;
   assert.ok(
     audit.some((e: any) => e.outcome === 'ok' && JSON.stringify(e).includes(l1.id)),
     JSON.stringify(audit),
@@ -190,7 +222,10 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
   const s3gone = await del(up, app.id, r1.id);
   assert.equal(s3gone.status, 204, s3gone.text);
   assert.deepEqual(await s3Keys(app.id), []);
-  assert.equal((await up.req('GET', `/api/apps/${app.id}/backups/runs/${r1.id}`)).body.run.artifact_removed, true);
+  assert.equal(
+    (await up.req('GET', `/api/apps/${app.id}/backups/runs/${r1.id}`)).body.run.artifact_removed,
+    true,
+  );
   assert.equal((await up.req('GET', `/api/apps/${app.id}/backups/runs/${r1.id}/download`)).status, 410);
 
   // A run still running: 409, its row untouched.
@@ -203,6 +238,9 @@ test('DELETE a run: its artifact leaves the destination (local and S3), the run 
   const busy = await del(up, app.id, rid);
   assert.equal(busy.status, 409, busy.text);
   assert.equal(busy.body.code, 'conflict');
-  assert.equal((await up.req('GET', `/api/apps/${app.id}/backups/runs/${rid}`)).body.run.artifact_removed, false);
+  assert.equal(
+    (await up.req('GET', `/api/apps/${app.id}/backups/runs/${rid}`)).body.run.artifact_removed,
+    false,
+  );
   await s.env.db.deleteFrom('backup_runs').where('id', '=', rid).execute();
 });

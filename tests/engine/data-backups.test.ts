@@ -6,11 +6,20 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
-import { demux, insertDeadRun, newApp, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
-import { runDue } from '../../lib/backups/scheduler.js';
-import { recoverRuns } from '../../lib/backups/recovery.js';
-import { settleJobs } from '../../lib/backups/jobs.js';
-import { LABEL_APP, LABEL_VOLUME, ownerLabels } from '../../lib/docker/index.js';
+import {
+  demux,
+  insertDeadRun,
+  newApp,
+  restoreRun,
+  retentionApplied,
+  runBackup,
+  stopDataServer,
+  verifyRun,
+} from './_data.js';
+import { runDue } from '#lib/backups/scheduler.js';
+import { recoverRuns } from '#lib/backups/recovery.js';
+import { settleJobs } from '#lib/backups/jobs.js';
+import { LABEL_APP, LABEL_VOLUME, ownerLabels } from '#lib/docker/index.js';
 
 let s: TestServer;
 let c: Client;
@@ -25,7 +34,10 @@ after(() => stopDataServer(s, apps));
 /** An app volume as a deploy makes it (name and labels), filled by a busybox container. */
 async function appVolume(app: { name: string }, key: string, script: string): Promise<string> {
   const name = `svc-${app.name}_${key}`;
-  await s.env.engine.docker.createVolume({ Name: name, Labels: { ...ownerLabels(s.env.engine), [LABEL_APP]: app.name, [LABEL_VOLUME]: key } });
+  await s.env.engine.docker.createVolume({
+    Name: name,
+    Labels: { ...ownerLabels(s.env.engine), [LABEL_APP]: app.name, [LABEL_VOLUME]: key },
+  });
   await sh(name, script);
   return name;
 }
@@ -50,12 +62,20 @@ async function sh(volume: string, script: string): Promise<string> {
 test('volume: a known file tree is backed up, changed, restored and verified; retention keeps keep_last', async (t) => {
   if (!(await needEngine(t))) return;
   const app = await newApp(c, apps, 'bt');
-  const vol = await appVolume(app, 'data', 'mkdir -p /v/a/b && echo one > /v/a/one.txt && echo two > /v/a/b/two.txt && printf "x%.0s" $(seq 1 5000) > /v/big');
+  const vol = await appVolume(
+    app,
+    'data',
+    'mkdir -p /v/a/b && echo one > /v/a/one.txt && echo two > /v/a/b/two.txt && printf "x%.0s" $(seq 1 5000) > /v/big',
+  );
   const sum = 'cd /v && find . -type f | sort | xargs md5sum';
   const original = await sh(vol, sum);
   const over0 = await c.req('GET', '/api/backups');
   assert.ok(over0.body.uncovered.some((u: any) => u.app_id === app.id && u.volume === 'data'));
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'data' }, schedule: '0 3 * * *', keep_last: 2 });
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'volume', volume: 'data' },
+    schedule: '0 3 * * *',
+    keep_last: 2,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
   const runs: any[] = [];
@@ -69,7 +89,11 @@ test('volume: a known file tree is backed up, changed, restored and verified; re
   await stat(join(s.dataDir, 'backups', app.id, `${runs[2].id}.svcbak`));
   assert.equal((await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[0].id}/download`)).status, 410);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items.length, 3);
-  assert.ok(!(await c.req('GET', '/api/backups')).body.uncovered.some((u: any) => u.app_id === app.id && u.volume === 'data'));
+  assert.ok(
+    !(await c.req('GET', '/api/backups')).body.uncovered.some(
+      (u: any) => u.app_id === app.id && u.volume === 'data',
+    ),
+  );
 
   await sh(vol, 'echo changed > /v/a/one.txt && rm /v/a/b/two.txt');
   const done = await restoreRun(c, app.id, runs[2].id, { timeoutMs: 120_000, everyMs: 300 });
@@ -91,7 +115,17 @@ test('bad backup and database input is a 400 naming the field, and saves nothing
     [{ ...base, source: { type: 'volume', volume: '../etc' } }, 'source.volume'],
     [{ ...base, source: { type: 'database', database_id: '0'.repeat(26) } }, 'source.database_id'],
     [
-      { ...base, destination: { type: 's3', endpoint: 'http://s3.example.com', region: 'us-east-1', bucket: 'b-1', access_key_id: 'AKIAEXAMPLE', secret_access_key: 'shh-secret' } },
+      {
+        ...base,
+        destination: {
+          type: 's3',
+          endpoint: 'http://s3.example.com',
+          region: 'us-east-1',
+          bucket: 'b-1',
+          access_key_id: 'AKIAEXAMPLE',
+          secret_access_key: 'shh-secret',
+        },
+      },
       'destination.endpoint',
     ],
   ];
@@ -122,12 +156,19 @@ test('scheduler (fake clock): fires on its slot once, and catches up once after 
   if (!(await needEngine(t))) return;
   const app = await newApp(c, apps, 'bt');
   await appVolume(app, 'files', 'echo hi > /v/f');
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'files' }, schedule: '*/5 * * * *', keep_last: 10 });
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'volume', volume: 'files' },
+    schedule: '*/5 * * * *',
+    keep_last: 10,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
   const created = Date.parse(cfg.body.backup.created_at);
   const slot = Math.floor(created / 300_000) * 300_000 + 300_000;
-  const count = async () => (await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items.filter((r: any) => r.trigger === 'schedule').length;
+  const count = async () =>
+    (await c.req('GET', `/api/apps/${app.id}/backups/${bid}/runs`)).body.items.filter(
+      (r: any) => r.trigger === 'schedule',
+    ).length;
   const mine = (ids: string[]) => ids.filter((id) => id === bid);
 
   assert.deepEqual(mine(await runDue(s.env, slot - 1000)), []);
@@ -149,7 +190,11 @@ test('scheduler (fake clock): fires on its slot once, and catches up once after 
 
 test('a run the process died during ends interrupted at boot; its partial artifact goes, older ones stay', async () => {
   const app = await newApp(c, apps, 'bt');
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'gone' }, schedule: '0 3 * * *', keep_last: 3 });
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'volume', volume: 'gone' },
+    schedule: '0 3 * * *',
+    keep_last: 3,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
   const dir = join(s.dataDir, 'backups', app.id);

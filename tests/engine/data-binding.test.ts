@@ -14,7 +14,16 @@ import { gunzipSync } from 'node:zlib';
 import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
-import { newApp, provisionDb, psql as psqlIn, restoreRun, runBackup, startDataServer, stopDataServer, verifyRun } from './_data.js';
+import {
+  newApp,
+  provisionDb,
+  psql as psqlIn,
+  restoreRun,
+  runBackup,
+  startDataServer,
+  stopDataServer,
+  verifyRun,
+} from './_data.js';
 
 let s: TestServer;
 let c: Client;
@@ -40,10 +49,13 @@ before(async () => {
       gets.set(pathname, n);
       if (swap && pathname.endsWith(swap.from) && n > swap.honest) path = path.replace(swap.from, swap.to);
     }
-    const up = request({ host: '127.0.0.1', port: s3.port, method: req.method, path, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode!, r.headers);
-      r.pipe(res);
-    });
+    const up = request(
+      { host: '127.0.0.1', port: s3.port, method: req.method, path, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
@@ -57,10 +69,13 @@ after(async () => {
 });
 
 const keyOf = (appId: string, runId: string) => `/${appId}/${runId}.svcbak`;
-const getsOf = (appId: string, runId: string) => [...gets].filter(([p]) => p.endsWith(keyOf(appId, runId))).reduce((n, [, k]) => n + k, 0);
+const getsOf = (appId: string, runId: string) =>
+  [...gets].filter(([p]) => p.endsWith(keyOf(appId, runId))).reduce((n, [, k]) => n + k, 0);
 
 async function download(appId: string, rid: string): Promise<{ status: number; body: Buffer }> {
-  const r = await fetch(`${s.url}/api/apps/${appId}/backups/runs/${rid}/download`, { headers: { cookie: c.cookieHeader() } });
+  const r = await fetch(`${s.url}/api/apps/${appId}/backups/runs/${rid}/download`, {
+    headers: { cookie: c.cookieHeader() },
+  });
   return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
 }
 
@@ -74,9 +89,23 @@ test("a destination serving another app's or another run's artifact is refused o
   const dbB = await provisionDb(c, B.id, 'postgres', '15');
   await psql(A, "CREATE TABLE t (v text); INSERT INTO t VALUES ('marker-of-app-a-7f31')");
   await psql(B, "CREATE TABLE t (v text); INSERT INTO t VALUES ('marker-of-app-b-9c42')");
-  const dest = { type: 's3', endpoint: proxyUrl, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: 'any', path_style: true };
+  const dest = {
+    type: 's3',
+    endpoint: proxyUrl,
+    region: 'us-east-1',
+    bucket: s3.bucket,
+    prefix: PREFIX,
+    access_key_id: S3_KEY.id,
+    secret_access_key: 'any',
+    path_style: true,
+  };
   const config = async (appId: string, dbId: string) => {
-    const r = await c.req('POST', `/api/apps/${appId}/backups`, { source: { type: 'database', database_id: dbId }, schedule: '0 3 * * *', keep_last: 5, destination: dest });
+    const r = await c.req('POST', `/api/apps/${appId}/backups`, {
+      source: { type: 'database', database_id: dbId },
+      schedule: '0 3 * * *',
+      keep_last: 5,
+      destination: dest,
+    });
     assert.equal(r.status, 201, r.text);
     return r.body.backup.id as string;
   };
@@ -93,7 +122,10 @@ test("a destination serving another app's or another run's artifact is refused o
   const dl = await download(A.id, a1.id);
   assert.equal(dl.status, 200, dl.body.toString());
   const dump = gunzipSync(dl.body).toString('latin1');
-  assert.ok(dump.includes('marker-of-app-a-7f31') && !dump.includes('marker-of-app-b-9c42'), 'the download holds another app’s data');
+  assert.ok(
+    dump.includes('marker-of-app-a-7f31') && !dump.includes('marker-of-app-b-9c42'),
+    'the download holds another app’s data',
+  );
   assert.equal(getsOf(A.id, a1.id), 1);
   gets.clear();
   await psql(A, "UPDATE t SET v = 'changed'");

@@ -11,8 +11,19 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { adminClient, reveal, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
-import { addDatabase, dbReady, newApp as newAppIn, restoreRun, runBackup, runInAppNetwork, startDataServer, stepUp as stepUpIn, stopDataServer, verifyRun } from './_data.js';
-import type { BusEvent } from '../../lib/events/bus.js';
+import {
+  addDatabase,
+  dbReady,
+  newApp as newAppIn,
+  restoreRun,
+  runBackup,
+  runInAppNetwork,
+  startDataServer,
+  stepUp as stepUpIn,
+  stopDataServer,
+  verifyRun,
+} from './_data.js';
+import type { BusEvent } from '#lib/events/bus.js';
 
 let s: TestServer;
 let c: Client;
@@ -42,13 +53,22 @@ async function provision(appId: string, engine: string, version: string): Promis
 }
 
 /** Runs a client container on the app's network with the app's env URL, like the app would. */
-async function clientRun(app: { id: string; name: string }, image: string, envVar: string, script: string): Promise<string> {
+async function clientRun(
+  app: { id: string; name: string },
+  image: string,
+  envVar: string,
+  script: string,
+): Promise<string> {
   const url = (await reveal(c, app.id, envVar)).body.value as string;
   return runInAppNetwork(s, app, image, ['sh', '-c', script], [`URL=${url}`]);
 }
 
 async function backupOnce(appId: string, source: object, keep = 3): Promise<{ bid: string; run: any }> {
-  const r = await c.req('POST', `/api/apps/${appId}/backups`, { source, schedule: '0 3 * * *', keep_last: keep });
+  const r = await c.req('POST', `/api/apps/${appId}/backups`, {
+    source,
+    schedule: '0 3 * * *',
+    keep_last: keep,
+  });
   assert.equal(r.status, 201, r.text);
   const bid = r.body.backup.id;
   return { bid, run: await runOnce(appId, bid) };
@@ -96,10 +116,14 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
     run.sha256,
   );
   assert.equal(st.size, run.size_bytes);
-  assert.ok(events.some((e) => (e.data as any).type === 'backup_succeeded' && (e.data as any).run_id === run.id));
+  assert.ok(
+    events.some((e) => (e.data as any).type === 'backup_succeeded' && (e.data as any).run_id === run.id),
+  );
 
   // The download is the decrypted gzip of a pg_dump custom-format archive.
-  const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${run.id}/download`, { headers: { cookie: c.cookieHeader() } });
+  const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${run.id}/download`, {
+    headers: { cookie: c.cookieHeader() },
+  });
   assert.equal(dl.status, 200);
   assert.match(dl.headers.get('content-disposition') ?? '', /attachment; filename=/);
   assert.equal(
@@ -109,12 +133,26 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
     'PGDMP',
   );
 
-  await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -v ON_ERROR_STOP=1 -c "DELETE FROM notes WHERE id > 10; UPDATE notes SET body = 'changed';"`);
+  await clientRun(
+    app,
+    img,
+    'DATABASE_URL',
+    `psql "$URL" -v ON_ERROR_STOP=1 -c "DELETE FROM notes WHERE id > 10; UPDATE notes SET body = 'changed';"`,
+  );
   const rs = await restore(app.id, run.id);
   assert.equal(rs.status, 'succeeded', rs.error);
-  const back = await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -At -c "SELECT count(*), min(body) FROM notes"`);
+  const back = await clientRun(
+    app,
+    img,
+    'DATABASE_URL',
+    `psql "$URL" -At -c "SELECT count(*), min(body) FROM notes"`,
+  );
   assert.equal(back, '500|note 1');
-  const audit = await s.env.db.selectFrom('audit').select('action').where('action', '=', 'backup.restore_finished').execute();
+  const audit = await s.env.db
+    .selectFrom('audit')
+    .select('action')
+    .where('action', '=', 'backup.restore_finished')
+    .execute();
   assert.ok(audit.length >= 1);
   assert.ok(events.some((e) => (e.data as any).type === 'restore_finished'));
 
@@ -125,14 +163,22 @@ test('postgres: provision, env URL, backup, change, restore, verify, tamper refu
   const bytes = await readFile(file);
   bytes[Math.floor(bytes.length / 2)] ^= 0x01;
   await writeFile(file, bytes);
-  await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -v ON_ERROR_STOP=1 -c "UPDATE notes SET body = 'after tamper' WHERE id = 1"`);
+  await clientRun(
+    app,
+    img,
+    'DATABASE_URL',
+    `psql "$URL" -v ON_ERROR_STOP=1 -c "UPDATE notes SET body = 'after tamper' WHERE id = 1"`,
+  );
   const bad = await c.req('GET', `/api/apps/${app.id}/backups/runs/${run.id}/download`);
   assert.equal(bad.status, 409, bad.text);
   assert.match(bad.body.error, /authentication/);
   const rs2 = await restore(app.id, run.id);
   assert.equal(rs2.status, 'failed');
   assert.match(rs2.error, /authentication/);
-  assert.equal(await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -At -c "SELECT body FROM notes WHERE id = 1"`), 'after tamper');
+  assert.equal(
+    await clientRun(app, img, 'DATABASE_URL', `psql "$URL" -At -c "SELECT body FROM notes WHERE id = 1"`),
+    'after tamper',
+  );
   const v2 = await verify(app.id, run.id);
   assert.match(v2.verify_error ?? '', /authentication/);
 
@@ -172,7 +218,9 @@ test('mariadb: write through the env URL, backup, change, restore, verify; a sto
       // The URL's parts, taken apart by the shell from the env var the app gets (no secret on a command line).
       `u="\${URL#mysql://}"; creds="\${u%%@*}"; hostpart="\${u#*@}"; export MYSQL_PWD="\${creds#*:}"; mariadb -h "\${hostpart%%:*}" -u "\${creds%%:*}" -N -B "\${hostpart##*/}" -e "${q}"`,
     );
-  await sql("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40)) ENGINE=InnoDB; INSERT INTO items VALUES (1,'one'),(2,'two'),(3,'three');");
+  await sql(
+    "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40)) ENGINE=InnoDB; INSERT INTO items VALUES (1,'one'),(2,'two'),(3,'three');",
+  );
   const { bid, run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
   assert.equal(run.status, 'succeeded', run.error);
   await sql("DELETE FROM items WHERE id > 1; UPDATE items SET name='changed';");
@@ -190,7 +238,9 @@ test('mariadb: write through the env URL, backup, change, restore, verify; a sto
   assert.match(failed.error, /not running/);
   await assert.rejects(stat(artifactPath(app.id, failed.id)));
   await stat(artifactPath(app.id, run.id));
-  assert.ok(events.some((e) => (e.data as any).type === 'backup_failed' && (e.data as any).run_id === failed.id));
+  assert.ok(
+    events.some((e) => (e.data as any).type === 'backup_failed' && (e.data as any).run_id === failed.id),
+  );
   const over = await c.req('GET', '/api/backups');
   assert.ok(over.body.failed_last_7d.some((r: any) => r.id === failed.id));
 });
@@ -200,7 +250,8 @@ test('redis: write, backup, change, restore, verify (DBSIZE)', async (t) => {
   const app = await newApp();
   const db = await provision(app.id, 'redis', '7');
   assert.equal(db.env_var, 'REDIS_URL');
-  const cli = (args: string) => clientRun(app, images!.redis, 'REDIS_URL', `redis-cli --no-auth-warning -u "$URL" ${args}`);
+  const cli = (args: string) =>
+    clientRun(app, images!.redis, 'REDIS_URL', `redis-cli --no-auth-warning -u "$URL" ${args}`);
   await cli('MSET a 1 b 2 c 3');
   const { run } = await backupOnce(app.id, { type: 'database', database_id: db.id });
   assert.equal(run.status, 'succeeded', run.error);

@@ -17,13 +17,13 @@ import { adminClient, type Client, type TestServer } from '../_support/server.js
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { until } from './_helpers.js';
 import { newApp, provisionDb, psql as psqlIn, runBackup, startDataServer, stopDataServer } from './_data.js';
-import { recoverRuns } from '../../lib/backups/recovery.js';
-import { settleJobs } from '../../lib/backups/jobs.js';
-import { LABEL_SCRATCH } from '../../lib/backups/engines.js';
-import { LABEL_MANAGED } from '../../lib/docker/index.js';
-import { LABEL_INSTANCE, ownerLabels } from '../../lib/docker/owner.js';
+import { recoverRuns } from '#lib/backups/recovery.js';
+import { settleJobs } from '#lib/backups/jobs.js';
+import { LABEL_SCRATCH } from '#lib/backups/engines.js';
+import { LABEL_MANAGED } from '#lib/docker/index.js';
+import { LABEL_INSTANCE, ownerLabels } from '#lib/docker/owner.js';
 import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';
-import type { BusEvent } from '../../lib/events/bus.js';
+import type { BusEvent } from '#lib/events/bus.js';
 
 const run = promisify(execFile);
 let s: TestServer;
@@ -48,14 +48,23 @@ async function pgApp(): Promise<{ app: { id: string; name: string }; dbId: strin
 }
 
 const psql = (app: { id: string; name: string }, image: string, sql: string) => psqlIn(s, c, app, image, sql);
-const runOnce = (appId: string, bid: string, settled?: (r: any) => boolean) => runBackup(c, appId, bid, { timeoutMs: 600_000, everyMs: 1000, settled });
+const runOnce = (appId: string, bid: string, settled?: (r: any) => boolean) =>
+  runBackup(c, appId, bid, { timeoutMs: 600_000, everyMs: 1000, settled });
 
 test('a disk that fills mid-artifact: the run fails with the reason, emits backup_failed, leaves no partial file; older artifacts and later runs are fine', async (t) => {
   const images: DbImages | null = await needDbImages(t);
   if (!images) return;
   const { app, dbId } = await pgApp();
-  await psql(app, images.postgres, "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;");
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'database', database_id: dbId }, schedule: '0 3 * * *', keep_last: 3 });
+  await psql(
+    app,
+    images.postgres,
+    "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;",
+  );
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'database', database_id: dbId },
+    schedule: '0 3 * * *',
+    keep_last: 3,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
 
@@ -75,12 +84,21 @@ test('a disk that fills mid-artifact: the run fails with the reason, emits backu
     );
 
     // About 13 MB of hex text: roughly 7 MB after gzip, far more than the filesystem holds.
-    await psql(app, images.postgres, 'CREATE TABLE blobs (id int primary key, body text); INSERT INTO blobs SELECT g, md5(random()::text) || md5(random()::text) FROM generate_series(1, 200000) g;');
+    await psql(
+      app,
+      images.postgres,
+      'CREATE TABLE blobs (id int primary key, body text); INSERT INTO blobs SELECT g, md5(random()::text) || md5(random()::text) FROM generate_series(1, 200000) g;',
+    );
     const full = await runOnce(app.id, bid);
     assert.equal(full.status, 'failed');
     assert.match(full.error ?? '', /no space left on device|ENOSPC/i);
     assert.ok(full.finished_at);
-    const failed = await until('backup_failed event', async () => events.find((e) => e.type === 'backup_failed' && e.run_id === full.id), 30_000, 200);
+    const failed = await until(
+      'backup_failed event',
+      async () => events.find((e) => e.type === 'backup_failed' && e.run_id === full.id),
+      30_000,
+      200,
+    );
     assert.match(failed.error, /no space left on device|ENOSPC/i);
     assert.ok(!events.some((e) => e.type === 'backup_succeeded' && e.run_id === full.id));
     // The dump does not outlive its run: a pg_dump left blocked on its stdout would hold its
@@ -110,7 +128,9 @@ test('a disk that fills mid-artifact: the run fails with the reason, emits backu
     const ov = await c.req('GET', '/api/backups');
     assert.equal(ov.status, 200, ov.text);
     assert.ok(ov.body.failed_last_7d.some((r: any) => r.id === full.id));
-    const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${good.id}/download`, { headers: { cookie: c.cookieHeader() } });
+    const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${good.id}/download`, {
+      headers: { cookie: c.cookieHeader() },
+    });
     assert.equal(dl.status, 200);
     assert.ok((await dl.arrayBuffer()).byteLength > 0);
     await psql(app, images.postgres, 'DROP TABLE blobs');
@@ -132,12 +152,22 @@ test('verify_after_run: an on-demand run verifies its artifact; a dump that does
   const images: DbImages | null = await needDbImages(t);
   if (!images) return;
   const { app, dbId } = await pgApp();
-  await psql(app, images.postgres, "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;");
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'database', database_id: dbId }, schedule: '0 3 * * *', keep_last: 5, verify_after_run: true });
+  await psql(
+    app,
+    images.postgres,
+    "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 50) g;",
+  );
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'database', database_id: dbId },
+    schedule: '0 3 * * *',
+    keep_last: 5,
+    verify_after_run: true,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   assert.equal(cfg.body.backup.verify_after_run, true);
   const bid = cfg.body.backup.id;
-  const verdict = (r: any) => r.status !== 'running' && (r.status !== 'succeeded' || Boolean(r.verified_at || r.verify_error));
+  const verdict = (r: any) =>
+    r.status !== 'running' && (r.status !== 'succeeded' || Boolean(r.verified_at || r.verify_error));
 
   const ok = await runOnce(app.id, bid, verdict);
   assert.equal(ok.status, 'succeeded', ok.error);
@@ -147,12 +177,21 @@ test('verify_after_run: an on-demand run verifies its artifact; a dump that does
 
   // Roles are cluster-wide, so pg_dump does not carry them; a policy naming one restores only
   // where that role exists. The live restore path works, a fresh server does not.
-  await psql(app, images.postgres, 'CREATE ROLE reporter NOLOGIN; ALTER TABLE notes ENABLE ROW LEVEL SECURITY; CREATE POLICY reporter_reads ON notes FOR SELECT TO reporter USING (true);');
+  await psql(
+    app,
+    images.postgres,
+    'CREATE ROLE reporter NOLOGIN; ALTER TABLE notes ENABLE ROW LEVEL SECURITY; CREATE POLICY reporter_reads ON notes FOR SELECT TO reporter USING (true);',
+  );
   const bad = await runOnce(app.id, bid, verdict);
   assert.equal(bad.status, 'succeeded', bad.error);
   assert.equal(bad.verified_at, null);
   assert.match(bad.verify_error ?? '', /reporter/);
-  const note = await until('backup_failed for the verify', async () => events.find((e) => e.type === 'backup_failed' && e.run_id === bad.id), 30_000, 200);
+  const note = await until(
+    'backup_failed for the verify',
+    async () => events.find((e) => e.type === 'backup_failed' && e.run_id === bad.id),
+    30_000,
+    200,
+  );
   assert.equal(note.stage, 'verify');
   assert.match(note.error, /verification failed: .*reporter/);
   // The first run's verdict stands.
@@ -166,14 +205,27 @@ test('boot removes the scratch server of a verify the process died during; one m
   const dbId = someDb ?? (await pgApp()).dbId;
   await ensureBaseImage();
   const d = s.env.engine.docker;
-  const scratch = (id: string, owner: Record<string, string>) => d.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { ...owner, [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: id } });
+  const scratch = (id: string, owner: Record<string, string>) =>
+    d.createContainer({
+      Image: BASE_IMAGE,
+      Cmd: ['sleep', '600'],
+      Labels: { ...owner, [LABEL_MANAGED]: 'true', [LABEL_SCRATCH]: id },
+    });
   const left = await scratch(dbId, ownerLabels(s.env.engine));
   const foreign = await scratch('0'.repeat(26), { [LABEL_INSTANCE]: 'another-instance' });
   try {
     await left.start();
     await recoverRuns(s.env);
-    await assert.rejects(left.inspect(), (e: any) => e.statusCode === 404, 'the left-over scratch server is gone');
-    assert.equal((await foreign.inspect()).Config.Labels[LABEL_SCRATCH], '0'.repeat(26), "another instance's stays");
+    await assert.rejects(
+      left.inspect(),
+      (e: any) => e.statusCode === 404,
+      'the left-over scratch server is gone',
+    );
+    assert.equal(
+      (await foreign.inspect()).Config.Labels[LABEL_SCRATCH],
+      '0'.repeat(26),
+      "another instance's stays",
+    );
   } finally {
     await left.remove({ force: true, v: true }).catch(() => {});
     await foreign.remove({ force: true, v: true }).catch(() => {});

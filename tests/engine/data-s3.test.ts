@@ -7,15 +7,32 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { CreateMultipartUploadCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { needDbImages, type DbImages } from '../_support/dbimages.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
 import { freePort } from '../_support/net.js';
-import { insertDeadRun, newApp, provisionDb, startDataServer, psql as psqlIn, restoreRun, retentionApplied, runBackup, stopDataServer, verifyRun } from './_data.js';
-import { recoverRuns } from '../../lib/backups/recovery.js';
-import { PART_SIZE } from '../../lib/backups/s3.js';
-import type { BusEvent } from '../../lib/events/bus.js';
+import {
+  insertDeadRun,
+  newApp,
+  provisionDb,
+  startDataServer,
+  psql as psqlIn,
+  restoreRun,
+  retentionApplied,
+  runBackup,
+  stopDataServer,
+  verifyRun,
+} from './_data.js';
+import { recoverRuns } from '#lib/backups/recovery.js';
+import { PART_SIZE } from '#lib/backups/s3.js';
+import type { BusEvent } from '#lib/events/bus.js';
 
 let s: TestServer;
 let c: Client;
@@ -39,7 +56,9 @@ after(async () => {
 
 async function listKeys(): Promise<Array<{ key: string; size: number; etag: string }>> {
   const r = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `${PREFIX}/` }));
-  return (r.Contents ?? []).map((o) => ({ key: o.Key!, size: o.Size!, etag: o.ETag ?? '' })).sort((a, b) => a.key.localeCompare(b.key));
+  return (r.Contents ?? [])
+    .map((o) => ({ key: o.Key!, size: o.Size!, etag: o.ETag ?? '' }))
+    .sort((a, b) => a.key.localeCompare(b.key));
 }
 
 async function getObject(key: string): Promise<Buffer> {
@@ -66,7 +85,16 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   const fingerprint = "SELECT count(*) || ':' || md5(string_agg(body, ',' ORDER BY id)) FROM blobs";
   const original = await psql(app, images.postgres, fingerprint);
 
-  const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
+  const dest = {
+    type: 's3',
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: s3.bucket,
+    prefix: PREFIX,
+    access_key_id: S3_KEY.id,
+    secret_access_key: SECRET,
+    path_style: true,
+  };
   const base = { source: { type: 'database', database_id: db.id }, schedule: '0 3 * * *', keep_last: 2 };
 
   // Save time: what is knowable is a 400 naming the field, and nothing is saved.
@@ -80,7 +108,10 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
     [{ ...dest, endpoint: 'http://8.8.8.8' }, 'destination.endpoint', /https/],
   ];
   for (const [destination, field, why] of bad) {
-    const r = await c.req('POST', `/api/apps/${app.id}/backups`, { ...base, destination: { ...destination, secret_access_key: 'sekrit-value-42' } });
+    const r = await c.req('POST', `/api/apps/${app.id}/backups`, {
+      ...base,
+      destination: { ...destination, secret_access_key: 'sekrit-value-42' },
+    });
     assert.equal(r.status, 400, `${JSON.stringify(destination)}: ${r.text}`);
     assert.equal(r.body.details[0].field, field, r.text);
     assert.match(r.body.error, why);
@@ -94,14 +125,19 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   const { secret_access_key: _s, ...shown } = dest;
   assert.deepEqual(cfg.body.backup.destination, { ...shown, secret_set: true });
   const listed = await c.req('GET', `/api/apps/${app.id}/backups`);
-  assert.ok(!listed.text.includes(SECRET) && !listed.text.includes('secret_access_key') && !cfg.text.includes(SECRET));
+  assert.ok(
+    !listed.text.includes(SECRET) && !listed.text.includes('secret_access_key') && !cfg.text.includes(SECRET),
+  );
 
   const runs: any[] = [];
   for (let i = 0; i < 3; i++) {
     runs.push(await runOnce(app.id, bid));
     assert.equal(runs[i].status, 'succeeded', runs[i].error);
   }
-  assert.ok(runs[2].size_bytes > PART_SIZE, `artifact of ${runs[2].size_bytes} bytes is not larger than a part`);
+  assert.ok(
+    runs[2].size_bytes > PART_SIZE,
+    `artifact of ${runs[2].size_bytes} bytes is not larger than a part`,
+  );
   // keep_last 2: the oldest object is gone from the bucket and its run answers 410.
   await retentionApplied(c, app.id, runs[0].id);
   const keys = await listKeys();
@@ -121,9 +157,14 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   }
   // Multipart: s3rver logged part 2 of an upload of this object.
   const partTwo = s3.log.filter((l) => l.includes(`/${runs[2].id}.svcbak?`) && /partNumber=2\b/.test(l));
-  assert.ok(partTwo.length > 0, `no part 2 uploaded: ${s3.log.filter((l) => l.includes(runs[2].id)).join('\n')}`);
+  assert.ok(
+    partTwo.length > 0,
+    `no part 2 uploaded: ${s3.log.filter((l) => l.includes(runs[2].id)).join('\n')}`,
+  );
   assert.equal((await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[0].id}/download`)).status, 410);
-  const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${runs[2].id}/download`, { headers: { cookie: c.cookieHeader() } });
+  const dl = await fetch(`${s.url}/api/apps/${app.id}/backups/runs/${runs[2].id}/download`, {
+    headers: { cookie: c.cookieHeader() },
+  });
   assert.equal(dl.status, 200);
   assert.ok((await dl.arrayBuffer()).byteLength > 0);
 
@@ -154,7 +195,11 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   // Credentials revoked after saving (the row edited as a rotation would leave it): the run
   // fails with the provider's reason, emits backup_failed, and the bucket is unchanged.
   const before = await listKeys();
-  const row = await s.env.db.selectFrom('backup_configs').select('destination').where('id', '=', bid).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('backup_configs')
+    .select('destination')
+    .where('id', '=', bid)
+    .executeTakeFirstOrThrow();
   await s.env.db
     .updateTable('backup_configs')
     .set({ destination: JSON.stringify({ ...JSON.parse(row.destination), access_key_id: 'REVOKED1' }) })
@@ -164,13 +209,17 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   assert.equal(denied.status, 'failed');
   assert.match(denied.error, /InvalidAccessKeyId/);
   assert.ok(!denied.error.includes(SECRET));
-  assert.ok(events.some((e) => (e.data as any).type === 'backup_failed' && (e.data as any).run_id === denied.id));
+  assert.ok(
+    events.some((e) => (e.data as any).type === 'backup_failed' && (e.data as any).run_id === denied.id),
+  );
   assert.deepEqual(await listKeys(), before);
 
   // The endpoint goes away: the run fails naming the connection error, nothing is left.
   await s.env.db
     .updateTable('backup_configs')
-    .set({ destination: JSON.stringify({ ...JSON.parse(row.destination), endpoint: `http://127.0.0.1:${closed}` }) })
+    .set({
+      destination: JSON.stringify({ ...JSON.parse(row.destination), endpoint: `http://127.0.0.1:${closed}` }),
+    })
     .where('id', '=', bid)
     .execute();
   const gone = await runOnce(app.id, bid);
@@ -178,7 +227,11 @@ test('s3: postgres backed up by multipart upload, listed, restored, verified; re
   assert.match(gone.error, /ECONNREFUSED|connect/);
   assert.deepEqual(await listKeys(), before);
   // The earlier artifacts survive failed runs: retention runs after a success only.
-  await s.env.db.updateTable('backup_configs').set({ destination: row.destination }).where('id', '=', bid).execute();
+  await s.env.db
+    .updateTable('backup_configs')
+    .set({ destination: row.destination })
+    .where('id', '=', bid)
+    .execute();
   const ok = (await c.req('GET', `/api/apps/${app.id}/backups/runs/${runs[1].id}`)).body.run;
   assert.equal(ok.artifact_removed, false);
   const again = await verify(app.id, runs[1].id);
@@ -193,17 +246,41 @@ test('s3: a run the process died during ends interrupted at boot; its object goe
   // AbortMultipartUpload, so only objects can be asserted here; the product's listing of open
   // uploads is shown to have been asked for.
   const app = await newApp(c, apps, 's3k');
-  const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
-  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'gone' }, schedule: '0 3 * * *', keep_last: 3, destination: dest });
+  const dest = {
+    type: 's3',
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: s3.bucket,
+    prefix: PREFIX,
+    access_key_id: S3_KEY.id,
+    secret_access_key: SECRET,
+    path_style: true,
+  };
+  const cfg = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'volume', volume: 'gone' },
+    schedule: '0 3 * * *',
+    keep_last: 3,
+    destination: dest,
+  });
   assert.equal(cfg.status, 201, cfg.text);
   const bid = cfg.body.backup.id;
   const { oldId, deadId } = await insertDeadRun(s.env.db, app.id, bid, 'schedule');
   const oldKey = `${PREFIX}/${app.id}/${oldId}.svcbak`;
   const deadKey = `${PREFIX}/${app.id}/${deadId}.svcbak`;
   await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: oldKey, Body: 'old' }));
-  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: deadKey, Body: 'whole but unrecorded' }));
+  await s3.client.send(
+    new PutObjectCommand({ Bucket: s3.bucket, Key: deadKey, Body: 'whole but unrecorded' }),
+  );
   const mpu = await s3.client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key: deadKey }));
-  await s3.client.send(new UploadPartCommand({ Bucket: s3.bucket, Key: deadKey, UploadId: mpu.UploadId, PartNumber: 1, Body: Buffer.alloc(1024, 7) }));
+  await s3.client.send(
+    new UploadPartCommand({
+      Bucket: s3.bucket,
+      Key: deadKey,
+      UploadId: mpu.UploadId,
+      PartNumber: 1,
+      Body: Buffer.alloc(1024, 7),
+    }),
+  );
   const mine = (await listKeys()).filter((k) => k.key.includes(app.id)).map((k) => k.key);
   assert.deepEqual(mine, [oldKey, deadKey]);
   const logged = s3.log.length;

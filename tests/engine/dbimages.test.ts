@@ -63,7 +63,9 @@ function demux(buf: Buffer): { stdout: string; stderr: string } {
 }
 
 async function exec(container: string, cmd: string[], env: string[] = []): Promise<Out> {
-  const x = await docker.getContainer(container).exec({ Cmd: cmd, Env: env, AttachStdout: true, AttachStderr: true });
+  const x = await docker
+    .getContainer(container)
+    .exec({ Cmd: cmd, Env: env, AttachStdout: true, AttachStderr: true });
   const stream = await x.start({ hijack: true, stdin: false });
   const out = new PassThrough();
   const err = new PassThrough();
@@ -86,7 +88,11 @@ async function exec(container: string, cmd: string[], env: string[] = []): Promi
     30_000,
     100,
   );
-  return { code: info.ExitCode ?? -1, stdout: Buffer.concat(o).toString(), stderr: Buffer.concat(e).toString() };
+  return {
+    code: info.ExitCode ?? -1,
+    stdout: Buffer.concat(o).toString(),
+    stderr: Buffer.concat(e).toString(),
+  };
 }
 
 /** A one-shot client container on the network: the server is reached as a remote host would. */
@@ -108,7 +114,15 @@ async function client(image: string, network: string, cmd: string[], env: string
   }
 }
 
-async function startServer(opts: { image: string; name: string; network: string; volume: string; path: string; env?: string[]; cmd?: string[] }): Promise<string> {
+async function startServer(opts: {
+  image: string;
+  name: string;
+  network: string;
+  volume: string;
+  path: string;
+  env?: string[];
+  cmd?: string[];
+}): Promise<string> {
   const c = await docker.createContainer({
     name: opts.name,
     Image: opts.image,
@@ -157,26 +171,55 @@ test('postgres image: env vars, volume at PGDATA, remote scram auth, pg_dump/pg_
     poll(
       'postgres to accept connections',
       async () => {
-        const r = await exec(id, ['pg_isready', '-h', '127.0.0.1', '-p', '5432', '-U', 'appuser', '-d', 'appdb']);
+        const r = await exec(id, [
+          'pg_isready',
+          '-h',
+          '127.0.0.1',
+          '-p',
+          '5432',
+          '-U',
+          'appuser',
+          '-d',
+          'appdb',
+        ]);
         return r.code === 0;
       },
       READY_MS,
       500,
     );
   const psql = (sql: string, password = PASSWORD) =>
-    client(image, network, ['psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', 'db', '-U', 'appuser', '-d', 'appdb', '-Atc', sql], [`PGPASSWORD=${password}`]);
+    client(
+      image,
+      network,
+      ['psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', 'db', '-U', 'appuser', '-d', 'appdb', '-Atc', sql],
+      [`PGPASSWORD=${password}`],
+    );
 
   let id = await startServer({ ...spec, name, env });
   await ready(id);
   await assertUnprivileged(id);
 
-  const w = await psql("CREATE TABLE items (id int PRIMARY KEY, label text); INSERT INTO items VALUES (1, 'one'), (2, 'two');");
+  const w = await psql(
+    "CREATE TABLE items (id int PRIMARY KEY, label text); INSERT INTO items VALUES (1, 'one'), (2, 'two');",
+  );
   assert.equal(w.code, 0, w.stderr);
 
   const bad = await psql('SELECT 1', 'wrong-password');
   assert.notEqual(bad.code, 0);
   assert.match(bad.stderr, /password authentication failed for user "appuser"/);
-  const none = await client(image, network, ['psql', '-X', '-w', '-h', 'db', '-U', 'appuser', '-d', 'appdb', '-c', 'SELECT 1']);
+  const none = await client(image, network, [
+    'psql',
+    '-X',
+    '-w',
+    '-h',
+    'db',
+    '-U',
+    'appuser',
+    '-d',
+    'appdb',
+    '-c',
+    'SELECT 1',
+  ]);
   assert.notEqual(none.code, 0, 'no password must not log in over the network');
 
   await docker.getContainer(id).restart();
@@ -187,13 +230,21 @@ test('postgres image: env vars, volume at PGDATA, remote scram auth, pg_dump/pg_
 
   // A new container on the same volume keeps the cluster: the variables only apply to an empty one.
   await removeContainer(id);
-  id = await startServer({ ...spec, name, env: ['POSTGRES_USER=appuser', 'POSTGRES_PASSWORD=another', 'POSTGRES_DB=appdb'] });
+  id = await startServer({
+    ...spec,
+    name,
+    env: ['POSTGRES_USER=appuser', 'POSTGRES_PASSWORD=another', 'POSTGRES_DB=appdb'],
+  });
   await ready(id);
   r = await psql('SELECT count(*) FROM items');
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout.trim(), '2');
 
-  const dump = await exec(id, ['sh', '-c', 'pg_dump -U appuser -d appdb -Fc -f /tmp/appdb.dump && pg_restore --list /tmp/appdb.dump']);
+  const dump = await exec(id, [
+    'sh',
+    '-c',
+    'pg_dump -U appuser -d appdb -Fc -f /tmp/appdb.dump && pg_restore --list /tmp/appdb.dump',
+  ]);
   assert.equal(dump.code, 0, dump.stderr);
   assert.match(dump.stdout, /TABLE public items appuser/);
   assert.match(dump.stdout, /TABLE DATA public items appuser/);
@@ -204,21 +255,35 @@ test('mariadb image: env vars, volume at /var/lib/mysql, remote password auth, h
   if (!images) return;
   const image = images.mariadb;
   const { network, volume, name } = await setup('mariadb');
-  const env = [`MARIADB_ROOT_PASSWORD=root-${PASSWORD}`, 'MARIADB_USER=appuser', `MARIADB_PASSWORD=${PASSWORD}`, 'MARIADB_DATABASE=appdb'];
+  const env = [
+    `MARIADB_ROOT_PASSWORD=root-${PASSWORD}`,
+    'MARIADB_USER=appuser',
+    `MARIADB_PASSWORD=${PASSWORD}`,
+    'MARIADB_DATABASE=appdb',
+  ];
   const spec = { image, network, volume, path: '/var/lib/mysql' };
   // Over TCP: the initialisation server has networking off, so an answer here is the real server.
   const ready = (id: string) =>
     poll(
       'mariadb to accept connections',
       async () => {
-        const r = await exec(id, ['mariadb-admin', '--protocol=tcp', '-h', '127.0.0.1', '-u', 'appuser', 'ping'], [`MYSQL_PWD=${PASSWORD}`]);
+        const r = await exec(
+          id,
+          ['mariadb-admin', '--protocol=tcp', '-h', '127.0.0.1', '-u', 'appuser', 'ping'],
+          [`MYSQL_PWD=${PASSWORD}`],
+        );
         return r.code === 0 && r.stdout.includes('mysqld is alive');
       },
       READY_MS,
       500,
     );
   const sql = (q: string, user = 'appuser', password = PASSWORD) =>
-    client(image, network, ['mariadb', '-h', 'db', '-u', user, '--batch', '--skip-column-names', 'appdb', '-e', q], [`MYSQL_PWD=${password}`]);
+    client(
+      image,
+      network,
+      ['mariadb', '-h', 'db', '-u', user, '--batch', '--skip-column-names', 'appdb', '-e', q],
+      [`MYSQL_PWD=${password}`],
+    );
 
   let id = await startServer({ ...spec, name, env });
   await ready(id);
@@ -226,7 +291,9 @@ test('mariadb image: env vars, volume at /var/lib/mysql, remote password auth, h
   const hc = await exec(id, ['healthcheck.sh', '--connect', '--innodb_initialized']);
   assert.equal(hc.code, 0, hc.stderr);
 
-  const w = await sql("CREATE TABLE items (id INT PRIMARY KEY, label TEXT) ENGINE=InnoDB; INSERT INTO items VALUES (1, 'one'), (2, 'two');");
+  const w = await sql(
+    "CREATE TABLE items (id INT PRIMARY KEY, label TEXT) ENGINE=InnoDB; INSERT INTO items VALUES (1, 'one'), (2, 'two');",
+  );
   assert.equal(w.code, 0, w.stderr);
   const root = await sql('SELECT CURRENT_USER()', 'root', `root-${PASSWORD}`);
   assert.equal(root.code, 0, root.stderr);
@@ -248,7 +315,16 @@ test('mariadb image: env vars, volume at /var/lib/mysql, remote password auth, h
   assert.equal(r.stdout.trim(), 'one\ntwo');
 
   await removeContainer(id);
-  id = await startServer({ ...spec, name, env: ['MARIADB_ROOT_PASSWORD=another', 'MARIADB_USER=appuser', 'MARIADB_PASSWORD=another', 'MARIADB_DATABASE=appdb'] });
+  id = await startServer({
+    ...spec,
+    name,
+    env: [
+      'MARIADB_ROOT_PASSWORD=another',
+      'MARIADB_USER=appuser',
+      'MARIADB_PASSWORD=another',
+      'MARIADB_DATABASE=appdb',
+    ],
+  });
   await ready(id);
   r = await sql('SELECT COUNT(*) FROM items');
   assert.equal(r.code, 0, r.stderr);
@@ -256,7 +332,11 @@ test('mariadb image: env vars, volume at /var/lib/mysql, remote password auth, h
   const check = await sql('CHECK TABLE items');
   assert.match(check.stdout, /appdb\.items\s+check\s+status\s+OK/);
 
-  const dump = await exec(id, ['mariadb-dump', '-u', 'appuser', '--single-transaction', 'appdb'], [`MYSQL_PWD=${PASSWORD}`]);
+  const dump = await exec(
+    id,
+    ['mariadb-dump', '-u', 'appuser', '--single-transaction', 'appdb'],
+    [`MYSQL_PWD=${PASSWORD}`],
+  );
   assert.equal(dump.code, 0, dump.stderr);
   assert.match(dump.stdout, /CREATE TABLE `items`/);
   assert.match(dump.stdout, /INSERT INTO `items` VALUES\s*\(1,'one'\),\s*\(2,'two'\)/);
@@ -268,7 +348,13 @@ test('redis image: --requirepass as the command, /data volume, redis-cli --rdb',
   const image = images.redis;
   const { network, volume, name } = await setup('redis');
   const spec = { image, network, volume, path: '/data' };
-  const cli = (args: string[], password?: string) => client(image, network, ['redis-cli', '-h', 'db', ...args], password === undefined ? [] : [`REDISCLI_AUTH=${password}`]);
+  const cli = (args: string[], password?: string) =>
+    client(
+      image,
+      network,
+      ['redis-cli', '-h', 'db', ...args],
+      password === undefined ? [] : [`REDISCLI_AUTH=${password}`],
+    );
   const ready = (id: string) =>
     poll(
       'redis to answer',
@@ -309,7 +395,11 @@ test('redis image: --requirepass as the command, /data volume, redis-cli --rdb',
   r = await cli(['CONFIG', 'GET', 'dir'], PASSWORD);
   assert.equal(r.stdout.trim(), 'dir\n/data');
 
-  const rdb = await exec(id, ['sh', '-c', 'redis-cli --rdb /tmp/dump.rdb >/dev/null && head -c 5 /tmp/dump.rdb'], [`REDISCLI_AUTH=${PASSWORD}`]);
+  const rdb = await exec(
+    id,
+    ['sh', '-c', 'redis-cli --rdb /tmp/dump.rdb >/dev/null && head -c 5 /tmp/dump.rdb'],
+    [`REDISCLI_AUTH=${PASSWORD}`],
+  );
   assert.equal(rdb.code, 0, rdb.stderr);
   assert.equal(rdb.stdout, 'REDIS');
 });

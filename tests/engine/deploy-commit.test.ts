@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
 import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
 const run = promisify(execFile);
@@ -43,7 +43,8 @@ const uniq = () => randomBytes(3).toString('hex');
 /** A commit on a branch other than main (main stays checked out in the served repository). */
 async function commitOnBranch(repo: string, branch: string): Promise<string> {
   const dir = join(git!.base, repo);
-  const g = (...args: string[]) => run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir });
+  const g = (...args: string[]) =>
+    run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir });
   await g('checkout', '-q', '-b', branch);
   await writeFile(join(dir, 'index.html'), 'not on main\n');
   await g('commit', '-q', '-am', `only on ${branch}`);
@@ -67,10 +68,16 @@ test('a commit of the branch deploys by abbreviated hash while the branch has mo
   const stray = await commitOnBranch(repo, 'other');
   const name = `pin-${uniq()}`;
   apps.add(name);
-  const created = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const created = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(created.status, 201, created.text);
   const app = created.body.app;
-  assert.equal((await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status, 200);
+  assert.equal(
+    (await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status,
+    200,
+  );
 
   // main's head is `second`; the abbreviated hash of `first` is not in a depth-1 fetch.
   const r1 = await admin.req('POST', `/api/apps/${app.id}/deployments`, { commit: first.slice(0, 7) });
@@ -80,7 +87,9 @@ test('a commit of the branch deploys by abbreviated hash while the branch has mo
   assert.equal(d1.commit, first, 'the row records the full resolved hash');
   assert.equal(d1.commit_subject, 'first');
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'commit one\n');
-  const log1 = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d1.id}/logs?limit=500`)).body.items.map((l: any) => l.line);
+  const log1 = (
+    await admin.req('GET', `/api/apps/${app.id}/deployments/${d1.id}/logs?limit=500`)
+  ).body.items.map((l: any) => l.line);
   assert.ok(
     log1.some((l: string) => l.includes(`commit ${first.slice(0, 7)} is not in what was fetched of main`)),
     log1.join('\n'),
@@ -89,7 +98,9 @@ test('a commit of the branch deploys by abbreviated hash while the branch has mo
   assert.ok(live.length > 0);
 
   // A commit the server has, but on another branch: refused after the whole history of main was searched.
-  const r2 = await admin.req('POST', `/api/apps/${app.id}/deployments`, { commit: stray.slice(0, 10).toUpperCase() });
+  const r2 = await admin.req('POST', `/api/apps/${app.id}/deployments`, {
+    commit: stray.slice(0, 10).toUpperCase(),
+  });
   assert.equal(r2.status, 202, r2.text);
   const d2 = await waitStatus(admin, app.id, r2.body.deployment.id, ['failed']);
   assert.match(d2.error, new RegExp(`commit ${stray.slice(0, 10)} is not on the history of main`));
@@ -114,10 +125,26 @@ test('a commit that is not a hash is a 400 naming the field and queues nothing; 
   await git!.commit(repo, webRepo('bad input'), 'only');
   const name = `pinbad-${uniq()}`;
   apps.add(name);
-  const created = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const created = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(created.status, 201, created.text);
   const id = created.body.app.id;
-  const bad: unknown[] = ['xyz1234', '123', '--upload-pack=touch /tmp/x', '-- abcd', 'abcd --', 'HEAD~1', 'abc1234^{tree}', 'a'.repeat(41), '', ' abcd1234', 1234567, null];
+  const bad: unknown[] = [
+    'xyz1234',
+    '123',
+    '--upload-pack=touch /tmp/x',
+    '-- abcd',
+    'abcd --',
+    'HEAD~1',
+    'abc1234^{tree}',
+    'a'.repeat(41),
+    '',
+    ' abcd1234',
+    1234567,
+    null,
+  ];
   for (const commit of bad) {
     const r = await admin.req('POST', `/api/apps/${id}/deployments`, { commit });
     assert.equal(r.status, 400, `${JSON.stringify(commit)}: ${r.text}`);
@@ -128,7 +155,10 @@ test('a commit that is not a hash is a 400 naming the field and queues nothing; 
 
   const imageName = `pinimg-${uniq()}`;
   apps.add(imageName);
-  const img = await admin.req('POST', '/api/apps', { name: imageName, source: { type: 'image', image: BASE_IMAGE } });
+  const img = await admin.req('POST', '/api/apps', {
+    name: imageName,
+    source: { type: 'image', image: BASE_IMAGE },
+  });
   assert.equal(img.status, 201, img.text);
   const r = await admin.req('POST', `/api/apps/${img.body.app.id}/deployments`, { commit: 'abcdef1' });
   assert.equal(r.status, 400, r.text);

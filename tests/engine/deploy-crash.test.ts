@@ -13,9 +13,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { needDocker, ensureBaseImage, dockerReachable, DOCKER_SOCKET } from '../_support/docker.js';
 import { adminClient, TEST_MASTER_KEY, type Client, type TestServer } from '../_support/server.js';
-import { createEngine, listAppContainers, type Owner } from '../../lib/docker/index.js';
+import { createEngine, listAppContainers, type Owner } from '#lib/docker/index.js';
 import { until } from './_helpers.js';
-import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, freePort, type GitServer } from './_deploy.js';
+import {
+  startGitServer,
+  webRepo,
+  callInApp,
+  waitStatus,
+  cleanupApp,
+  freePort,
+  type GitServer,
+} from './_deploy.js';
 
 const CLI = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -44,7 +52,13 @@ async function instance(): Promise<{ dataDir: string; port: number }> {
   return { dataDir, port: await freePort() };
 }
 
-async function serve({ dataDir, port }: { dataDir: string; port: number }): Promise<{ url: string; proc: ChildProcess }> {
+async function serve({
+  dataDir,
+  port,
+}: {
+  dataDir: string;
+  port: number;
+}): Promise<{ url: string; proc: ChildProcess }> {
   const proc = spawn(process.execPath, [CLI, 'serve'], {
     env: {
       PATH: process.env.PATH,
@@ -63,7 +77,12 @@ async function serve({ dataDir, port }: { dataDir: string; port: number }): Prom
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  await until('the server to answer', async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok, 60_000, 200);
+  await until(
+    'the server to answer',
+    async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok,
+    60_000,
+    200,
+  );
   return { url, proc };
 }
 
@@ -92,10 +111,16 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
   await git.commit(repo, webRepo('old and steady'));
   const name = `crash-${randomBytes(3).toString('hex')}`;
   apps.add(name);
-  const created = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+  const created = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+  });
   assert.equal(created.status, 201, created.text);
   const app = created.body.app;
-  const patched = await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' });
+  const patched = await admin.req('PATCH', `/api/apps/${app.id}/services/app`, {
+    port: 8080,
+    health_path: '/',
+  });
   assert.equal(patched.status, 200, patched.text);
   const v1 = await deploy(admin, app.id);
   await waitStatus(admin, app.id, v1.id, ['succeeded']);
@@ -106,7 +131,9 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
   await until(
     'the slow build to run',
     async () => {
-      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as { line: string }[];
+      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as {
+        line: string;
+      }[];
       return logs.some((l) => /sleep 120/.test(l.line));
     },
     120_000,
@@ -130,7 +157,9 @@ test('kill -9 mid-build, restart: the deployment is interrupted, its leftovers r
     (await readdir(join(dataDir, 'work', app.id))).filter((n) => n.startsWith('.clone-')),
     [],
   );
-  const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as { line: string }[];
+  const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${v2.id}/logs`)).body.items as {
+    line: string;
+  }[];
   assert.ok(logs.some((l) => /^interrupted/.test(l.line)));
   // The app is deployable again.
   await git.commit(repo, webRepo('after the crash'));
@@ -150,7 +179,8 @@ async function deploy(admin: Client, appId: string): Promise<any> {
 
 /** Resolves with how the process ended. */
 function exited(proc: ChildProcess): Promise<{ code: number | null; signal: string | null }> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve({ code: proc.exitCode, signal: proc.signalCode });
+  if (proc.exitCode !== null || proc.signalCode !== null)
+    return Promise.resolve({ code: proc.exitCode, signal: proc.signalCode });
   return new Promise((r) => proc.once('exit', (code, signal) => r({ code, signal })));
 }
 
@@ -170,9 +200,15 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
     await git.commit(repo, files);
     const name = `term-${randomBytes(3).toString('hex')}`;
     apps.add(name);
-    const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+    const r = await admin.req('POST', '/api/apps', {
+      name,
+      source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+    });
     assert.equal(r.status, 201, r.text);
-    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, { port: 8080, health_path: '/' });
+    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, {
+      port: 8080,
+      health_path: '/',
+    });
     assert.equal(p.status, 200, p.text);
     made.push(r.body.app);
   }
@@ -182,14 +218,18 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   await until(
     'the slow build to run',
     async () => {
-      const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as { line: string }[];
+      const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body
+        .items as { line: string }[];
       return logs.some((l) => /sleep 120/.test(l.line));
     },
     120_000,
     200,
   );
   const queued = await deploy(admin, later.id);
-  const active = (await admin.req('GET', '/api/deployments/active')).body.items as { id: string; status: string }[];
+  const active = (await admin.req('GET', '/api/deployments/active')).body.items as {
+    id: string;
+    status: string;
+  }[];
   assert.deepEqual(
     active.map((d) => [d.id, d.status]),
     [
@@ -207,7 +247,9 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   const Database = (await import('better-sqlite3')).default;
   const db = new Database(join(inst.dataDir, 'svc.db'), { readonly: true });
   try {
-    const rows = db.prepare('select id, status, error from deployments where id in (?, ?) order by id').all(running.id, queued.id) as { id: string; status: string; error: string | null }[];
+    const rows = db
+      .prepare('select id, status, error from deployments where id in (?, ?) order by id')
+      .all(running.id, queued.id) as { id: string; status: string; error: string | null }[];
     assert.deepEqual(
       rows.map((r) => [r.id, r.status]),
       [
@@ -219,8 +261,16 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   } finally {
     db.close();
   }
-  assert.deepEqual(await listAppContainers(engine, slow.name), [], 'the interrupted deployment left no container');
-  assert.deepEqual(await engine.docker.listImages({ filters: { label: [`svc.deployment=${running.id}`] } }), [], 'nor an image');
+  assert.deepEqual(
+    await listAppContainers(engine, slow.name),
+    [],
+    'the interrupted deployment left no container',
+  );
+  assert.deepEqual(
+    await engine.docker.listImages({ filters: { label: [`svc.deployment=${running.id}`] } }),
+    [],
+    'nor an image',
+  );
 
   srv = await serve(inst);
   child = srv.proc;
@@ -228,9 +278,12 @@ test('SIGTERM mid-build: graceful stop, the running deployment interrupted and c
   const done = await waitStatus(admin, later.id, queued.id, ['succeeded']);
   assert.equal(done.status, 'succeeded');
   assert.equal(await callInApp(engine, later.name, 'http://app:8080/'), 'served after the restart\n');
-  const interrupted = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}`)).body.deployment;
+  const interrupted = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}`)).body
+    .deployment;
   assert.equal(interrupted.status, 'interrupted');
-  const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as { line: string }[];
+  const logs = (await admin.req('GET', `/api/apps/${slow.id}/deployments/${running.id}/logs`)).body.items as {
+    line: string;
+  }[];
   assert.ok(
     logs.some((l) => /^interrupted: the control plane is shutting down/.test(l.line)),
     logs.map((l) => l.line).join('\n'),

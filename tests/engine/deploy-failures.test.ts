@@ -5,10 +5,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import {
+  needDocker,
+  ensureBaseImage,
+  dockerReachable,
+  BASE_IMAGE,
+  DOCKER_SOCKET,
+} from '../_support/docker.js';
 import { startTestServer, adminClient, reveal, type Client, type TestServer } from '../_support/server.js';
-import { createEngine } from '../../lib/docker/index.js';
-import { MAX_LOG_BYTES, MAX_LOG_LINES } from '../../lib/deploy/log.js';
+import { createEngine } from '#lib/docker/index.js';
+import { MAX_LOG_BYTES, MAX_LOG_LINES } from '#lib/deploy/log.js';
 import { githubPush } from '../unit/webhooks/_payloads.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
@@ -41,15 +47,25 @@ after(async () => {
 
 const uniq = () => randomBytes(3).toString('hex');
 
-async function gitApp(label: string, files: Record<string, string>, health = true): Promise<{ id: string; name: string; repo: string }> {
+async function gitApp(
+  label: string,
+  files: Record<string, string>,
+  health = true,
+): Promise<{ id: string; name: string; repo: string }> {
   const repo = `${label}-${uniq()}`;
   await git!.commit(repo, files);
   const name = `${label}-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const r = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   if (health) {
-    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, { port: 8080, health_path: '/' });
+    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, {
+      port: 8080,
+      health_path: '/',
+    });
     assert.equal(p.status, 200, p.text);
   }
   return { id: r.body.app.id, name, repo };
@@ -67,11 +83,17 @@ async function imagesOf(depId: string): Promise<string[]> {
 }
 
 /** Every log line of a deployment, through the API's pages. */
-async function allLogs(appId: string, depId: string): Promise<{ seq: number; stream: string; line: string }[]> {
+async function allLogs(
+  appId: string,
+  depId: string,
+): Promise<{ seq: number; stream: string; line: string }[]> {
   const out: { seq: number; stream: string; line: string }[] = [];
   let after: number | undefined;
   for (;;) {
-    const r = await admin.req('GET', `/api/apps/${appId}/deployments/${depId}/logs?limit=5000${after === undefined ? '' : `&after=${after}`}`);
+    const r = await admin.req(
+      'GET',
+      `/api/apps/${appId}/deployments/${depId}/logs?limit=5000${after === undefined ? '' : `&after=${after}`}`,
+    );
     assert.equal(r.status, 200, r.text);
     out.push(...r.body.items);
     if (r.body.next_after === undefined) return out;
@@ -91,14 +113,24 @@ test('SVC_KEEP_IMAGES: the oldest images are pruned, the kept ones roll back, a 
   }
   const [v1, v2, v3] = deps;
   // Pruning runs once the old containers are retired, after the deployment succeeded.
-  await until("the oldest deployment's image to be pruned", async () => (await imagesOf(v1.id)).length === 0, 60_000, 250);
+  await until(
+    "the oldest deployment's image to be pruned",
+    async () => (await imagesOf(v1.id)).length === 0,
+    60_000,
+    250,
+  );
   assert.deepEqual(await imagesOf(v2.id), [`svc/${app.name}-app:${v2.id}`]);
   assert.deepEqual(await imagesOf(v3.id), [`svc/${app.name}-app:${v3.id}`]);
 
   const pruned = await admin.req('POST', `/api/apps/${app.id}/deployments/${v1.id}/rollback`);
   assert.equal(pruned.status, 409, pruned.text);
   assert.equal(pruned.body.code, 'conflict');
-  assert.match(pruned.body.error, new RegExp(`^The images of deployment ${v1.id} are no longer kept \\(svc/${app.name}-app:${v1.id}\\); keep more with SVC_KEEP_IMAGES$`));
+  assert.match(
+    pruned.body.error,
+    new RegExp(
+      `^The images of deployment ${v1.id} are no longer kept \\(svc/${app.name}-app:${v1.id}\\); keep more with SVC_KEEP_IMAGES$`,
+    ),
+  );
   const active = (await admin.req('GET', '/api/deployments/active')).body.items as { app_id: string }[];
   assert.ok(!active.some((d) => d.app_id === app.id), 'the refused rollback queued nothing');
   assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'v3\n');
@@ -122,9 +154,18 @@ test('a repository with bad compose input: each deployment fails with the reason
   const inputs: Array<[string, RegExp]> = [
     ['services: [not yaml', /yaml|parse|flow/i],
     [`${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`, /alias|anchor|large|expan/i],
-    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\nnetworks:\n  n: {}\n`, /ghost/],
-    [`services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`, /cycle|circular/i],
-    [`services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n    volumes: [data:/data]\nvolumes:\n  data: {}\n`, /privileged/],
+    [
+      `services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\nnetworks:\n  n: {}\n`,
+      /ghost/,
+    ],
+    [
+      `services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`,
+      /cycle|circular/i,
+    ],
+    [
+      `services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n    volumes: [data:/data]\nvolumes:\n  data: {}\n`,
+      /privileged/,
+    ],
   ];
   const app = await gitApp('badcompose', { 'compose.yaml': inputs[0]![0] }, false);
   for (const [i, [text, reason]] of inputs.entries()) {
@@ -159,7 +200,10 @@ test('a repository with bad compose input: each deployment fails with the reason
 
 test(`the deploy log stops at ${MAX_LOG_LINES} lines, and says so as its last line; the deployment still succeeds`, async (t) => {
   if (!(await needDocker(t))) return;
-  const app = await gitApp('loglines', webRepo('many lines', `RUN echo ${uniq()} && seq 1 ${MAX_LOG_LINES + 2000}`));
+  const app = await gitApp(
+    'loglines',
+    webRepo('many lines', `RUN echo ${uniq()} && seq 1 ${MAX_LOG_LINES + 2000}`),
+  );
   const d = await deploy(app.id);
   const done = await waitStatus(admin, app.id, d.id, ['succeeded']);
   assert.equal(done.status, 'succeeded');
@@ -172,7 +216,10 @@ test(`the deploy log stops at ${MAX_LOG_LINES} lines, and says so as its last li
   );
   const last = lines.at(-1)!;
   assert.equal(last.stream, 'deploy');
-  assert.equal(last.line, `log truncated: more than ${MAX_LOG_LINES} lines or ${MAX_LOG_BYTES / 1024 / 1024} MiB`);
+  assert.equal(
+    last.line,
+    `log truncated: more than ${MAX_LOG_LINES} lines or ${MAX_LOG_BYTES / 1024 / 1024} MiB`,
+  );
   assert.ok(
     lines.some((l) => l.line === '1'),
     'the build output is there up to the cap',
@@ -184,12 +231,18 @@ test(`the deploy log stops at ${MAX_LOG_LINES} lines, and says so as its last li
 test(`the deploy log stops at ${MAX_LOG_BYTES / 1024 / 1024} MiB, and says so as its last line`, async (t) => {
   if (!(await needDocker(t))) return;
   // 700 lines of 8000 characters: about 5.3 MiB of build output.
-  const app = await gitApp('logbytes', webRepo('long lines', `RUN echo ${uniq()} && yes "$(head -c 8000 /dev/zero | tr '\\0' x)" | head -n 700`));
+  const app = await gitApp(
+    'logbytes',
+    webRepo('long lines', `RUN echo ${uniq()} && yes "$(head -c 8000 /dev/zero | tr '\\0' x)" | head -n 700`),
+  );
   const d = await deploy(app.id);
   await waitStatus(admin, app.id, d.id, ['succeeded']);
   const lines = await allLogs(app.id, d.id);
   const last = lines.at(-1)!;
-  assert.equal(last.line, `log truncated: more than ${MAX_LOG_LINES} lines or ${MAX_LOG_BYTES / 1024 / 1024} MiB`);
+  assert.equal(
+    last.line,
+    `log truncated: more than ${MAX_LOG_LINES} lines or ${MAX_LOG_BYTES / 1024 / 1024} MiB`,
+  );
   const long = lines.filter((l) => /^x{8000}$/.test(l.line)).length;
   assert.ok(long > 500 && long < 700, `${long} long lines kept`);
   const bytes = lines.reduce((n, l) => n + Buffer.byteLength(l.line), 0);
@@ -248,7 +301,10 @@ test('races: a push webhook against a manual deploy: the push is never lost, two
       },
       body: new Uint8Array(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
-    const [manual, pushed] = await Promise.all([admin.req('POST', `/api/apps/${app.id}/deployments`, {}), hook]);
+    const [manual, pushed] = await Promise.all([
+      admin.req('POST', `/api/apps/${app.id}/deployments`, {}),
+      hook,
+    ]);
     assert.ok(manual.status === 202 || manual.status === 409, `manual: ${manual.status} ${manual.text}`);
     assert.equal(pushed.status, 202, JSON.stringify(pushed.body));
     const ids = [pushed.body.deployment.id, ...(manual.status === 202 ? [manual.body.deployment.id] : [])];
@@ -256,7 +312,12 @@ test('races: a push webhook against a manual deploy: the push is never lost, two
     await until(
       'both to finish',
       async () => {
-        const active = ((await admin.req('GET', '/api/deployments/active')).body.items as { app_id: string; status: string }[]).filter((d) => d.app_id === app.id);
+        const active = (
+          (await admin.req('GET', '/api/deployments/active')).body.items as {
+            app_id: string;
+            status: string;
+          }[]
+        ).filter((d) => d.app_id === app.id);
         if (active.filter((d) => d.status !== 'queued').length > 1) overlap = true;
         return active.length === 0;
       },
@@ -276,22 +337,37 @@ test('races: concurrent env replacements end as one of the two sets, never a mix
   if (!(await needDocker(t))) return;
   const name = `race-env-${uniq()}`;
   apps.add(name);
-  const created = await admin.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
+  const created = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'image', image: BASE_IMAGE },
+  });
   assert.equal(created.status, 201, created.text);
   const id = created.body.app.id;
-  const setA = [...['A1', 'A2', 'A3', 'A4', 'A5'].map((key) => ({ key, value: `a-${key}`, secret: false })), { key: 'SHARED', value: 'from-a', secret: true }];
-  const setB = [...['B1', 'B2', 'B3'].map((key) => ({ key, value: `b-${key}`, secret: false })), { key: 'SHARED', value: 'from-b', secret: false }];
+  const setA = [
+    ...['A1', 'A2', 'A3', 'A4', 'A5'].map((key) => ({ key, value: `a-${key}`, secret: false })),
+    { key: 'SHARED', value: 'from-a', secret: true },
+  ];
+  const setB = [
+    ...['B1', 'B2', 'B3'].map((key) => ({ key, value: `b-${key}`, secret: false })),
+    { key: 'SHARED', value: 'from-b', secret: false },
+  ];
   const outcomes = new Set<string>();
   for (let round = 0; round < 10; round++) {
     const order = round % 2 ? [setA, setB] : [setB, setA];
     const rs = await Promise.all(order.map((items) => admin.req('PUT', `/api/apps/${id}/env`, { items })));
     for (const r of rs) assert.equal(r.status, 200, r.text);
-    const list = (await admin.req('GET', `/api/apps/${id}/env`)).body.items as { key: string; secret: boolean; value: string | null }[];
+    const list = (await admin.req('GET', `/api/apps/${id}/env`)).body.items as {
+      key: string;
+      secret: boolean;
+      value: string | null;
+    }[];
     const shared = (await reveal(admin, id, 'SHARED')).body.value;
     const got = JSON.stringify({ list: [...list].sort((x, y) => x.key.localeCompare(y.key)), shared });
     const expect = (set: typeof setA) =>
       JSON.stringify({
-        list: set.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })).sort((x, y) => x.key.localeCompare(y.key)),
+        list: set
+          .map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value }))
+          .sort((x, y) => x.key.localeCompare(y.key)),
         shared: set.find((v) => v.key === 'SHARED')!.value,
       });
     assert.ok(got === expect(setA) || got === expect(setB), `a mix of the two: ${got}`);

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE } from '../_support/docker.js';
 import { startTestServer, adminClient, apiToken, type Client, type TestServer } from '../_support/server.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
@@ -36,13 +36,27 @@ after(async () => {
 
 const uniq = () => randomBytes(3).toString('hex');
 
-async function createApp(repo: string, opts: { health?: boolean; compose_path?: string } = {}): Promise<{ id: string; name: string }> {
+async function createApp(
+  repo: string,
+  opts: { health?: boolean; compose_path?: string } = {},
+): Promise<{ id: string; name: string }> {
   const name = `dep-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main', ...(opts.compose_path ? { compose_path: opts.compose_path } : {}) } });
+  const r = await admin.req('POST', '/api/apps', {
+    name,
+    source: {
+      type: 'git',
+      repo_url: git!.url(repo),
+      branch: 'main',
+      ...(opts.compose_path ? { compose_path: opts.compose_path } : {}),
+    },
+  });
   assert.equal(r.status, 201, r.text);
   if (opts.health !== false) {
-    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, { port: 8080, health_path: '/' });
+    const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, {
+      port: 8080,
+      health_path: '/',
+    });
     assert.equal(p.status, 200, p.text);
   }
   return r.body.app;
@@ -91,7 +105,12 @@ test('first deploy of a Dockerfile repo reaches succeeded, records the commit, a
   assert.equal(page.body.next_after, 5);
   const list = await admin.req('GET', `/api/apps/${app.id}/deployments`);
   assert.equal(list.body.items[0].id, d.id);
-  const events = await s.env.db.selectFrom('deployment_events').select('status').where('deployment_id', '=', d.id).orderBy('id').execute();
+  const events = await s.env.db
+    .selectFrom('deployment_events')
+    .select('status')
+    .where('deployment_id', '=', d.id)
+    .orderBy('id')
+    .execute();
   assert.deepEqual(
     events.map((e) => e.status),
     ['queued', 'cloning', 'building', 'deploying', 'health_checking', 'succeeded'],
@@ -129,7 +148,9 @@ test('a compose repo with two services and a healthcheck deploys; secrets are ma
     ].join('\n'),
   });
   const app = await createApp(repo, { health: false });
-  const env = await admin.req('PUT', `/api/apps/${app.id}/env`, { items: [{ key: 'API_TOKEN', value: 'sup3r-s3cret-value', secret: true }] });
+  const env = await admin.req('PUT', `/api/apps/${app.id}/env`, {
+    items: [{ key: 'API_TOKEN', value: 'sup3r-s3cret-value', secret: true }],
+  });
   assert.equal(env.status, 200, env.text);
   const d = await deploy(app.id);
   const done = await waitStatus(admin, app.id, d.id, ['succeeded']);
@@ -137,7 +158,9 @@ test('a compose repo with two services and a healthcheck deploys; secrets are ma
   assert.equal(done.images.cache, BASE_IMAGE);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://web:8080/'), 'compose web\n');
   assert.equal(await callInApp(s.env.engine, app.name, 'http://cache:6379/'), 'cache\n');
-  const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as { line: string }[];
+  const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as {
+    line: string;
+  }[];
   const all = logs.map((l) => l.line).join('\n');
   assert.ok(!all.includes('sup3r-s3cret-value'), 'the secret never reaches the log');
   assert.match(all, /token is \*\*\*/);
@@ -196,7 +219,9 @@ test('a second manual deploy while one is active is 409; cancel during a slow bu
   await until(
     'the slow build to be running',
     async () => {
-      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as { line: string }[];
+      const logs = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items as {
+        line: string;
+      }[];
       return logs.some((l) => /sleep 120/.test(l.line));
     },
     120_000,
@@ -232,7 +257,10 @@ test('a new version failing its health check ends failed and the old version kee
   await waitStatus(admin, app.id, v2.id, ['succeeded']);
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'version two\n');
 
-  await git!.commit(repo, webRepo('version three (sick)', 'HEALTHCHECK --interval=1s --timeout=2s --retries=2 CMD ["false"]'));
+  await git!.commit(
+    repo,
+    webRepo('version three (sick)', 'HEALTHCHECK --interval=1s --timeout=2s --retries=2 CMD ["false"]'),
+  );
   const v3 = await deploy(app.id);
   const failed = await waitStatus(admin, app.id, v3.id, ['failed']);
   assert.match(failed.error, /unhealthy/);
@@ -249,8 +277,16 @@ test('a new version failing its health check ends failed and the old version kee
   const done = await waitStatus(admin, app.id, rb.body.deployment.id, ['succeeded']);
   assert.equal(done.image, v1.id ? `svc/${app.name}-app:${v1.id}` : '');
   assert.equal(await callInApp(s.env.engine, app.name, 'http://app:8080/'), 'version one\n');
-  const statuses = await s.env.db.selectFrom('deployment_events').select('status').where('deployment_id', '=', done.id).orderBy('id').execute();
-  assert.ok(!statuses.some((e) => e.status === 'cloning' || e.status === 'building'), 'a rollback neither clones nor builds');
+  const statuses = await s.env.db
+    .selectFrom('deployment_events')
+    .select('status')
+    .where('deployment_id', '=', done.id)
+    .orderBy('id')
+    .execute();
+  assert.ok(
+    !statuses.some((e) => e.status === 'cloning' || e.status === 'building'),
+    'a rollback neither clones nor builds',
+  );
 });
 
 test('a redeploy loses no request from a client calling the service by name every 20 ms', async (t) => {
@@ -277,18 +313,33 @@ test('a redeploy loses no request from a client calling the service by name ever
       const { execIn } = await import('./_helpers.js');
       return (await execIn(engine, client.id, ['cat', file])).stdout.toString();
     };
-    await until('the client to get answers', async () => Number((await read('/tmp/count')).split(' ')[0]) > 20, 60_000, 250);
+    await until(
+      'the client to get answers',
+      async () => Number((await read('/tmp/count')).split(' ')[0]) > 20,
+      60_000,
+      250,
+    );
     const deps: string[] = [];
     for (const color of ['green', 'blue again']) {
       await git!.commit(repo, webRepo(color));
       const d = await deploy(app.id);
       deps.push(d.id);
       await waitStatus(admin, app.id, d.id, ['succeeded']);
-      await until(`answers from ${color}`, async () => (await read('/tmp/seen')).trimEnd().endsWith(color), 60_000, 250);
+      await until(
+        `answers from ${color}`,
+        async () => (await read('/tmp/seen')).trimEnd().endsWith(color),
+        60_000,
+        250,
+      );
     }
     const { execIn } = await import('./_helpers.js');
     await execIn(engine, client.id, ['touch', '/tmp/stop']);
-    await until('the client to stop', async () => (await read('/tmp/finished')).includes('done'), 30_000, 250);
+    await until(
+      'the client to stop',
+      async () => (await read('/tmp/finished')).includes('done'),
+      30_000,
+      250,
+    );
     const [ok, fail] = (await read('/tmp/count')).trim().split(' ').map(Number);
     const seen = (await read('/tmp/seen')).split('\n');
     console.log(`zero-downtime: ${ok} requests answered, ${fail} failed across two redeploys`);
@@ -301,8 +352,10 @@ test('a redeploy loses no request from a client calling the service by name ever
         console.log(`failure at ${new Date(bootMs + Number(u) * 1000).toISOString()}: ${rest.join(' ')}`);
       }
       for (const d of deps) {
-        const items = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d}/logs`)).body.items as any[];
-        for (const l of items.filter((x) => x.stream === 'deploy')) console.log(`${l.at} ${d.slice(-4)} ${l.line}`);
+        const items = (await admin.req('GET', `/api/apps/${app.id}/deployments/${d}/logs`)).body
+          .items as any[];
+        for (const l of items.filter((x) => x.stream === 'deploy'))
+          console.log(`${l.at} ${d.slice(-4)} ${l.line}`);
       }
     }
     assert.equal(fail, 0, `${fail} of ${ok + fail!} requests failed`);
@@ -332,7 +385,10 @@ test('two apps deploy in parallel with concurrency 2', async (t) => {
     await until(
       'both deployments to finish',
       async () => {
-        const active = (await admin.req('GET', '/api/deployments/active')).body.items as { id: string; status: string }[];
+        const active = (await admin.req('GET', '/api/deployments/active')).body.items as {
+          id: string;
+          status: string;
+        }[];
         const mine = active.filter((d) => deps.some((x) => x.id === d.id));
         if (mine.filter((d) => running.has(d.status)).length === 2) overlap = true;
         return mine.length === 0;
@@ -359,8 +415,16 @@ test('a WebSocket client subscribing late to build:<id> receives the whole log i
   const token = await apiToken(admin, 'ws-deploy');
   const d = await deploy(app.id);
   // Late: the build has already written lines.
-  await until('some log lines', async () => (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items.length > 5, 120_000, 100);
-  const ws = new WebSocket(s.url.replace('http', 'ws') + '/api/ws', { headers: { authorization: `Bearer ${token}` } });
+  await until(
+    'some log lines',
+    async () =>
+      (await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}/logs`)).body.items.length > 5,
+    120_000,
+    100,
+  );
+  const ws = new WebSocket(s.url.replace('http', 'ws') + '/api/ws', {
+    headers: { authorization: `Bearer ${token}` },
+  });
   const got: any[] = [];
   ws.on('message', (m) => {
     const msg = JSON.parse(m.toString());
@@ -388,7 +452,10 @@ test('stats:, logs: and host topics produce data only while subscribed', async (
   if (!(await needDocker(t))) return;
   const repo = `streams-${uniq()}`;
   const files = webRepo('streams');
-  files.Dockerfile = files.Dockerfile!.replace("trap 'exit 0' TERM;", "echo hello-stdout; echo hello-stderr >&2; trap 'exit 0' TERM;");
+  files.Dockerfile = files.Dockerfile!.replace(
+    "trap 'exit 0' TERM;",
+    "echo hello-stdout; echo hello-stderr >&2; trap 'exit 0' TERM;",
+  );
   await git!.commit(repo, files);
   const app = await createApp(repo);
   const d = await deploy(app.id);
@@ -411,7 +478,14 @@ test('stats:, logs: and host topics produce data only while subscribed', async (
     await until('runtime log lines', async () => logs.length > 0, 30_000, 200);
     await until('stats', async () => stats.some((x) => x.items.length > 0), 30_000, 200);
     await until('host metrics', async () => host.length > 0, 30_000, 200);
-    await until('both streams', async () => logs.some((l) => l.stream === 'stderr' && l.line === 'hello-stderr') && logs.some((l) => l.stream === 'stdout' && l.line === 'hello-stdout'), 30_000, 200);
+    await until(
+      'both streams',
+      async () =>
+        logs.some((l) => l.stream === 'stderr' && l.line === 'hello-stderr') &&
+        logs.some((l) => l.stream === 'stdout' && l.line === 'hello-stdout'),
+      30_000,
+      200,
+    );
     assert.equal(logs[0].service, 'app');
     const st = stats.find((x) => x.items.length).items[0];
     assert.equal(st.service, 'app');
@@ -430,7 +504,12 @@ test('stats:, logs: and host topics produce data only while subscribed', async (
     // would have published again; a stopped one publishes nothing more.
     const stoppedAt = produced;
     const tick = host.length;
-    await until('two host ticks after the last stats subscriber left', async () => host.length >= tick + 2, 60_000, 100);
+    await until(
+      'two host ticks after the last stats subscriber left',
+      async () => host.length >= tick + 2,
+      60_000,
+      100,
+    );
     assert.equal(produced, stoppedAt, 'stats are not collected once nobody listens');
     assert.equal(bus.subscriberCount(`stats:${app.id}`), 0);
   } finally {

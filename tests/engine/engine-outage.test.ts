@@ -6,10 +6,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { needDocker, ensureBaseImage, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
+import {
+  needDocker,
+  ensureBaseImage,
+  dockerReachable,
+  BASE_IMAGE,
+  DOCKER_SOCKET,
+} from '../_support/docker.js';
 import { startEngineProxy, type EngineProxy } from '../_support/engine-proxy.js';
 import { startTestServer, adminClient, type Client, type TestServer } from '../_support/server.js';
-import { createEngine, listAppContainers } from '../../lib/docker/index.js';
+import { createEngine, listAppContainers } from '#lib/docker/index.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
@@ -30,7 +36,13 @@ before(async () => {
   s = await startTestServer(
     { SVC_DOCKER_SOCKET: proxy.socketPath },
     {
-      deploy: { healthTimeoutMs: 120_000, settleMs: 1_500, reaperEveryMs: 200, timeoutMs: DEFAULT_TIMEOUT, reapGraceMs: 10_000 },
+      deploy: {
+        healthTimeoutMs: 120_000,
+        settleMs: 1_500,
+        reaperEveryMs: 200,
+        timeoutMs: DEFAULT_TIMEOUT,
+        reapGraceMs: 10_000,
+      },
     },
   );
   admin = await adminClient(s);
@@ -56,8 +68,13 @@ function slowToStart(content: string): Record<string, string> {
   return {
     'index.html': `${content}\n`,
     Dockerfile:
-      [`FROM ${BASE_IMAGE}`, `RUN echo ${uniq()}`, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ["sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait; httpd -f -p 8080 -h /www"]`].join('\n') +
-      '\n',
+      [
+        `FROM ${BASE_IMAGE}`,
+        `RUN echo ${uniq()}`,
+        'COPY index.html /www/index.html',
+        'EXPOSE 8080',
+        `CMD ["sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait; httpd -f -p 8080 -h /www"]`,
+      ].join('\n') + '\n',
   };
 }
 
@@ -67,9 +84,15 @@ async function servingApp(label: string): Promise<{ id: string; name: string; re
   await git!.commit(repo, webRepo('version one'));
   const name = `${label}-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git!.url(repo), branch: 'main' } });
+  const r = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git!.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
-  const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, { port: 8080, health_path: '/' });
+  const p = await admin.req('PATCH', `/api/apps/${r.body.app.id}/services/app`, {
+    port: 8080,
+    health_path: '/',
+  });
   assert.equal(p.status, 200, p.text);
   const d = await deploy(r.body.app.id);
   await waitStatus(admin, r.body.app.id, d.id, ['succeeded']);
@@ -90,12 +113,19 @@ async function appStatus(appId: string): Promise<string> {
 }
 
 async function logText(appId: string, depId: string): Promise<string> {
-  return ((await admin.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items as { line: string }[]).map((l) => l.line).join('\n');
+  return (
+    (await admin.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items as { line: string }[]
+  )
+    .map((l) => l.line)
+    .join('\n');
 }
 
 /** What a deployment left on the engine, asked of dockerd directly. */
 async function leftovers(depId: string): Promise<{ containers: number; images: number }> {
-  const containers = await direct.docker.listContainers({ all: true, filters: { label: [`svc.deployment=${depId}`] } });
+  const containers = await direct.docker.listContainers({
+    all: true,
+    filters: { label: [`svc.deployment=${depId}`] },
+  });
   const images = await direct.docker.listImages({ filters: { label: [`svc.deployment=${depId}`] } });
   return { containers: containers.length, images: images.length };
 }
@@ -120,11 +150,24 @@ test('the event stream breaks; while it is down a container stops; after the rec
     await direct.docker.getContainer(c.id).stop({ t: 2 });
     proxy!.refuseEvents(false);
     await until('the follower to reconnect', async () => proxy!.eventStreams() > streams, 60_000, 100);
-    await until('the stop to reach the app status', async () => (await appStatus(app.id)) === 'stopped', 60_000, 200);
-    assert.ok(seen.includes('die') || seen.includes('stop'), `the missed events were replayed: ${seen.join(', ')}`);
+    await until(
+      'the stop to reach the app status',
+      async () => (await appStatus(app.id)) === 'stopped',
+      60_000,
+      200,
+    );
+    assert.ok(
+      seen.includes('die') || seen.includes('stop'),
+      `the missed events were replayed: ${seen.join(', ')}`,
+    );
     // The new stream is live: a start now is seen as it happens.
     await direct.docker.getContainer(c.id).start();
-    await until('the start to reach the app status', async () => (await appStatus(app.id)) === 'running', 60_000, 200);
+    await until(
+      'the start to reach the app status',
+      async () => (await appStatus(app.id)) === 'running',
+      60_000,
+      200,
+    );
   } finally {
     off();
     proxy!.refuseEvents(false);
@@ -136,19 +179,33 @@ test('the engine goes away mid-build: the deployment fails with a readable reaso
   const app = await servingApp('gone-build');
   await git!.commit(app.repo, webRepo('never served', `RUN echo ${uniq()} && sleep 120`), 'slow build');
   const d = await deploy(app.id);
-  await until('the slow build to run', async () => /sleep 120/.test(await logText(app.id, d.id)), 120_000, 200);
+  await until(
+    'the slow build to run',
+    async () => /sleep 120/.test(await logText(app.id, d.id)),
+    120_000,
+    200,
+  );
   await proxy!.cut();
   let failed: any;
   try {
     failed = await waitStatus(admin, app.id, d.id, ['failed'], 120_000);
     assert.match(failed.error, /^Docker engine unavailable at unix:\/\/\S+ \(E[A-Z]+\)$/, failed.error);
-    assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'version one\n', 'the old version keeps serving');
+    assert.equal(
+      await callInApp(direct, app.name, 'http://app:8080/'),
+      'version one\n',
+      'the old version keeps serving',
+    );
     // While the engine is away, the API still answers about deployments.
     assert.equal((await admin.req('GET', `/api/apps/${app.id}/deployments/${d.id}`)).status, 200);
   } finally {
     await proxy!.restore();
   }
-  await until('the app status to be right again', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
+  await until(
+    'the app status to be right again',
+    async () => (await appStatus(app.id)) === 'running',
+    60_000,
+    250,
+  );
   await until(
     'the build leftovers to be gone',
     async () => {
@@ -175,12 +232,26 @@ test('the engine goes away during the health check: failed with a readable reaso
   try {
     const failed = await waitStatus(admin, app.id, d.id, ['failed'], 120_000);
     assert.match(failed.error, /^Docker engine unavailable at unix:\/\/\S+ \(E[A-Z]+\)$/, failed.error);
-    assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'version one\n', 'the old version keeps serving');
+    assert.equal(
+      await callInApp(direct, app.name, 'http://app:8080/'),
+      'version one\n',
+      'the old version keeps serving',
+    );
   } finally {
     await proxy!.restore();
   }
-  await until('the half-made container to be removed', async () => (await leftovers(d.id)).containers === 0, 60_000, 250);
-  await until('the app status to be right again', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
+  await until(
+    'the half-made container to be removed',
+    async () => (await leftovers(d.id)).containers === 0,
+    60_000,
+    250,
+  );
+  await until(
+    'the app status to be right again',
+    async () => (await appStatus(app.id)) === 'running',
+    60_000,
+    250,
+  );
   assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'version one\n');
 });
 
@@ -189,7 +260,12 @@ test('the reaper fails a deployment past SVC_DEPLOY_TIMEOUT, cancels its build a
   const app = await servingApp('reap');
   await git!.commit(app.repo, webRepo('never served', `RUN echo ${uniq()} && sleep 120`), 'slow build');
   const d = await deploy(app.id);
-  await until('the slow build to run', async () => /sleep 120/.test(await logText(app.id, d.id)), 120_000, 200);
+  await until(
+    'the slow build to run',
+    async () => /sleep 120/.test(await logText(app.id, d.id)),
+    120_000,
+    200,
+  );
   const opts = s!.env.deployments.opts;
   // Everything running is now past the timeout; the next reaper round fails it.
   opts.timeoutMs = 1;
@@ -202,7 +278,12 @@ test('the reaper fails a deployment past SVC_DEPLOY_TIMEOUT, cancels its build a
   assert.match(await logText(app.id, d.id), /failed: timed out/);
   assert.deepEqual(await leftovers(d.id), { containers: 0, images: 0 });
   assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'version one\n');
-  await until('the app status to be running', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
+  await until(
+    'the app status to be running',
+    async () => (await appStatus(app.id)) === 'running',
+    60_000,
+    250,
+  );
 });
 
 test('a deployment wedged on an engine that stopped answering is failed by the reaper, and cleaned up once the engine answers', async (t) => {
@@ -217,14 +298,28 @@ test('a deployment wedged on an engine that stopped answering is failed by the r
   try {
     const failed = await waitStatus(admin, app.id, d.id, ['failed'], 120_000);
     assert.match(failed.error, /^timed out after \d+ s \(SVC_DEPLOY_TIMEOUT\); the engine did not answer/);
-    assert.equal(await callInApp(direct, app.name, 'http://app:8080/'), 'version one\n', 'the old version keeps serving');
+    assert.equal(
+      await callInApp(direct, app.name, 'http://app:8080/'),
+      'version one\n',
+      'the old version keeps serving',
+    );
     assert.equal((await leftovers(d.id)).containers, 1, 'nothing could be removed yet');
   } finally {
     opts.timeoutMs = DEFAULT_TIMEOUT;
     proxy!.stall(false);
   }
-  await until("the wedged deployment's container to be removed", async () => (await leftovers(d.id)).containers === 0, 60_000, 250);
-  await until('the app status to be running', async () => (await appStatus(app.id)) === 'running', 60_000, 250);
+  await until(
+    "the wedged deployment's container to be removed",
+    async () => (await leftovers(d.id)).containers === 0,
+    60_000,
+    250,
+  );
+  await until(
+    'the app status to be running',
+    async () => (await appStatus(app.id)) === 'running',
+    60_000,
+    250,
+  );
   await git!.commit(app.repo, webRepo('version three'));
   const next = await deploy(app.id);
   await waitStatus(admin, app.id, next.id, ['succeeded']);

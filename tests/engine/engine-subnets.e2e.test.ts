@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { startTestServer, type TestServer } from '../_support/server.js';
-import { createEngine } from '../../lib/docker/index.js';
+import { createEngine } from '#lib/docker/index.js';
 import { execIn, until } from './_helpers.js';
 
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -45,7 +45,12 @@ async function network(suffix: string): Promise<{ name: string; gateway: string 
 }
 
 async function container(net: string): Promise<string> {
-  const c = await engine.docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { 'svc.test': TAG }, HostConfig: { NetworkMode: net } });
+  const c = await engine.docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['sleep', '600'],
+    Labels: { 'svc.test': TAG },
+    HostConfig: { NetworkMode: net },
+  });
   containers.push(c.id);
   await c.start();
   return c.id;
@@ -83,7 +88,12 @@ test('a container on an engine network cannot reach the API through its gateway;
     const late = await container(later.name);
     const plainLate = await fetchFrom(late, `http://${later.gateway}:${control.port}/`);
     assert.ok(plainLate.ok, `host server through the new gateway: ${plainLate.out}`);
-    await until('the API refuses the network made after boot', async () => !(await fetchFrom(late, `http://${later.gateway}:${port}/api/health`)).ok, 60_000, 500);
+    await until(
+      'the API refuses the network made after boot',
+      async () => !(await fetchFrom(late, `http://${later.gateway}:${port}/api/health`)).ok,
+      60_000,
+      500,
+    );
   } finally {
     await control.close();
   }
@@ -91,7 +101,9 @@ test('a container on an engine network cannot reach the API through its gateway;
   // The operator's loopback path still answers, and the refusals show in /metrics.
   const health = await fetch(`http://127.0.0.1:${port}/api/health`);
   assert.equal(health.status, 200);
-  const metrics = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const metrics = await fetch(`http://127.0.0.1:${port}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
   assert.equal(metrics.status, 200);
   const m = /^svc_http_connections_refused_total (\d+)$/m.exec(await metrics.text());
   assert.ok(m, 'svc_http_connections_refused_total is exposed');

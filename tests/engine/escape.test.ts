@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { needDocker, dockerReachable, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import type { Client, TestServer } from '../_support/server.js';
-import { listAppContainers } from '../../lib/docker/index.js';
+import { listAppContainers } from '#lib/docker/index.js';
 import { execIn, until } from './_helpers.js';
 import { startDeployServer, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
@@ -37,10 +37,16 @@ after(async () => {
 const uniq = () => randomBytes(4).toString('hex');
 const KEEP_RUNNING = "trap 'exit 0' TERM; sleep 3600 & wait";
 
-async function createApp(repo: string, extra: Record<string, unknown> = {}): Promise<{ id: string; name: string }> {
+async function createApp(
+  repo: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; name: string }> {
   const name = `esc-${uniq()}`;
   apps.add(name);
-  const r = await admin.req('POST', '/api/apps', { name, source: { type: 'git', repo_url: git.url(repo), branch: 'main', ...extra } });
+  const r = await admin.req('POST', '/api/apps', {
+    name,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main', ...extra },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
@@ -52,11 +58,21 @@ async function deployOk(appId: string): Promise<any> {
 }
 
 async function logText(appId: string, depId: string): Promise<string> {
-  return ((await admin.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items as { line: string }[]).map((l) => l.line).join('\n');
+  return (
+    (await admin.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items as { line: string }[]
+  )
+    .map((l) => l.line)
+    .join('\n');
 }
 
 async function running(app: string, service: string, deployment?: string): Promise<string> {
-  return until(`${service} running`, async () => (await listAppContainers(s.env.engine, app, { service, ...(deployment ? { deployment } : {}) })).find((c) => c.state === 'running')?.id);
+  return until(
+    `${service} running`,
+    async () =>
+      (await listAppContainers(s.env.engine, app, { service, ...(deployment ? { deployment } : {}) })).find(
+        (c) => c.state === 'running',
+      )?.id,
+  );
 }
 
 async function sh(id: string, script: string): Promise<string> {
@@ -109,7 +125,9 @@ test('a container that writes git hooks, filters and config into its bind mounts
   const app = await createApp(repo);
   const d1 = await deployOk(app.id);
   const c1 = await running(app.name, 'evil', d1.id);
-  await until('the attack written', async () => (await sh(c1, 'test -e /src/ATTACKED && test -e /app/ATTACKED && echo yes')).includes('yes'));
+  await until('the attack written', async () =>
+    (await sh(c1, 'test -e /src/ATTACKED && test -e /app/ATTACKED && echo yes')).includes('yes'),
+  );
   assert.equal(await sh(c1, 'cat /app/version /conf/version'), 'v1\nv1\n');
   const id1 = await sh(c1, 'cat /data/id-v1');
   assert.match(id1, /^[0-9a-f-]{36}\n$/);
@@ -118,8 +136,11 @@ test('a container that writes git hooks, filters and config into its bind mounts
   await git.commit(repo, { ...files('v2'), 'extra.txt': 'new\n' });
   const r2 = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(r2.status, 202, r2.text);
-  const d2 = await waitStatus(admin, app.id, r2.body.deployment.id, ['succeeded', 'failed']).catch((e) => ({ error: String(e) }));
-  for (const m of markers) assert.equal(await exists(m), false, `${m} must not exist: the host ran a command the container wrote`);
+  const d2 = await waitStatus(admin, app.id, r2.body.deployment.id, ['succeeded', 'failed']).catch((e) => ({
+    error: String(e),
+  }));
+  for (const m of markers)
+    assert.equal(await exists(m), false, `${m} must not exist: the host ran a command the container wrote`);
   assert.equal(d2.status, 'succeeded', d2.error);
   const log2 = await logText(app.id, d2.id);
   assert.match(log2, /fetched into the working copy/, 'the working copy was never touched, so it was reused');
@@ -144,7 +165,11 @@ test('a container that writes git hooks, filters and config into its bind mounts
   const c2 = await running(app.name, 'evil', d2.id);
   assert.notEqual(c2, c1);
   assert.equal(await sh(c2, 'cat /app/version /conf/version /src/extra.txt'), 'v2\nv2\nnew\n');
-  assert.equal(await sh(c2, 'cat /data/id-v1'), id1, 'data written by the previous deployment is still there');
+  assert.equal(
+    await sh(c2, 'cat /data/id-v1'),
+    id1,
+    'data written by the previous deployment is still there',
+  );
   const src = join(s.dataDir, 'work', app.id, 'deployments', d2.id, 'src');
   assert.equal(await readFile(join(src, 'version'), 'utf8'), 'v2\n');
   assert.equal(await exists(join(src, '.git')), false, 'the read-only copy has no .git');
@@ -186,16 +211,25 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
   await deployOk(app.id);
   const attacker = await running(app.name, 'attacker');
   await sh(attacker, 'touch /w/GO');
-  await until('the attacker loop running', async () => /sub -> (evil|real)/.test(await sh(attacker, 'ls -la /w')));
+  await until('the attacker loop running', async () =>
+    /sub -> (evil|real)/.test(await sh(attacker, 'ls -la /w')),
+  );
   const socketReal = DOCKER_SOCKET;
   const checked = new Set<string>();
   const check = async (round: number) => {
     const victim = await running(app.name, 'victim');
-    const seen = await sh(victim, 'ls -A /target; if [ -S /sock ]; then echo SOCKET; fi; if [ -e /target/proc ] || [ -e /target/etc ]; then echo HOSTROOT; fi');
+    const seen = await sh(
+      victim,
+      'ls -A /target; if [ -S /sock ]; then echo SOCKET; fi; if [ -e /target/proc ] || [ -e /target/etc ]; then echo HOSTROOT; fi',
+    );
     assert.doesNotMatch(seen, /SOCKET|HOSTROOT/, `round ${round}: the victim sees the host: ${seen}`);
     assert.equal(seen, 'MARKER\n', `round ${round}`);
     const info = await s.env.engine.docker.getContainer(victim).inspect();
-    for (const m of info.Mounts) assert.ok(m.Source !== '/' && m.Source !== socketReal && !m.Source.endsWith('docker.sock'), `round ${round}: ${m.Source}`);
+    for (const m of info.Mounts)
+      assert.ok(
+        m.Source !== '/' && m.Source !== socketReal && !m.Source.endsWith('docker.sock'),
+        `round ${round}: ${m.Source}`,
+      );
     checked.add(victim);
   };
   const ROUNDS = 40;
@@ -203,7 +237,11 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
     if (i === ROUNDS / 2) {
       const d = await deployOk(app.id);
       // The previous victim is retired after the switch: wait for it to go.
-      await until('only the new victim', async () => (await listAppContainers(s.env.engine, app.name, { service: 'victim' })).every((c) => c.deployment === d.id));
+      await until('only the new victim', async () =>
+        (await listAppContainers(s.env.engine, app.name, { service: 'victim' })).every(
+          (c) => c.deployment === d.id,
+        ),
+      );
       await sh(await running(app.name, 'attacker', d.id), 'touch /w/GO');
     } else {
       const r = await admin.req('POST', `/api/apps/${app.id}/services/victim/restart`);
@@ -213,7 +251,10 @@ test('a symlink race on a bind source path never mounts / or the engine socket, 
   }
   assert.ok(checked.size >= 2, 'the redeploy created a new victim container, checked too');
   // The loop kept racing all along (and after the redeploy, in the new attacker).
-  await until('the previous attacker retired', async () => (await listAppContainers(s.env.engine, app.name, { service: 'attacker' })).length === 1);
+  await until(
+    'the previous attacker retired',
+    async () => (await listAppContainers(s.env.engine, app.name, { service: 'attacker' })).length === 1,
+  );
   const last = await running(app.name, 'attacker');
   await sh(last, 'touch /w/GO');
   await until('the attacker loop still running', async () => /sub -> evil/.test(await sh(last, 'ls -la /w')));
@@ -247,7 +288,10 @@ test('a compose file that is a symlink out of the repository is refused, never r
     assert.ok(!probe.text.includes(secret), `the probe must not read the host file: ${probe.text}`);
     assert.deepEqual(probe.body.services, []);
     assert.ok(
-      probe.body.findings.some((f: { level: string; message: string }) => f.level === 'error' && f.message.includes(`compose file ${name} resolves outside the repository`)),
+      probe.body.findings.some(
+        (f: { level: string; message: string }) =>
+          f.level === 'error' && f.message.includes(`compose file ${name} resolves outside the repository`),
+      ),
       probe.text,
     );
 

@@ -8,13 +8,17 @@ import { appendFile, chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGitServer, type GitServer } from '../_support/gitserver.js';
-import { checkout } from '../../lib/deploy/workdir.js';
-import { runGit, shallowClone, withDeployKey } from '../../lib/git/index.js';
-import { generateDeployKey } from '../../lib/keys/ssh.js';
+import { checkout } from '#lib/deploy/workdir.js';
+import { runGit, shallowClone, withDeployKey } from '#lib/git/index.js';
+import { generateDeployKey } from '#lib/keys/ssh.js';
 
 let srv: GitServer;
 let root = '';
-const saved = { PATH: process.env.PATH, HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };
+const saved = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME,
+};
 
 before(async () => {
   srv = await startGitServer();
@@ -132,7 +136,11 @@ test('a working copy whose .git was tampered with is never reused: no command ru
       `${what}: ${lines.join(' | ')}`,
     );
     assert.equal(await readFile(join(co.dir, 'a.txt'), 'utf8'), `${what}\n`);
-    assert.equal(await readFile(join(co.dir, '.git', 'config'), 'utf8'), pristine, `${what}: the config is ours again`);
+    assert.equal(
+      await readFile(join(co.dir, '.git', 'config'), 'utf8'),
+      pristine,
+      `${what}: the config is ours again`,
+    );
   }
   // Untouched, the working copy is reused (a fetch, not a clone).
   await srv.commit(repo, { 'a.txt': 'last\n' });
@@ -171,7 +179,10 @@ async function sshArgs(fn: () => Promise<unknown>): Promise<string[]> {
   const bin = join(root, `bin-${uniq()}`);
   const log = join(bin, 'args');
   await mkdir(bin);
-  await writeFile(join(bin, 'ssh'), `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > ${log}\nexit 1\n`);
+  await writeFile(
+    join(bin, 'ssh'),
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > ${log}\nexit 1\n`,
+  );
   await chmod(join(bin, 'ssh'), 0o755);
   process.env.PATH = `${bin}:${saved.PATH}`;
   try {
@@ -187,10 +198,20 @@ function options(args: string[]): string[] {
 }
 
 test('without a deploy key, ssh gets no agent, no ~/.ssh key, no ssh_config, no proxy, and "--" before the host', async () => {
-  const args = await sshArgs(() => runGit(['ls-remote', '--', 'ssh://git@127.0.0.1:2222/srv/repo.git'], { timeoutMs: 20_000 }));
+  const args = await sshArgs(() =>
+    runGit(['ls-remote', '--', 'ssh://git@127.0.0.1:2222/srv/repo.git'], { timeoutMs: 20_000 }),
+  );
   assert.deepEqual(args.slice(0, 2), ['-F', '/dev/null'], args.join(' '));
   const o = options(args);
-  for (const want of ['IdentityFile=none', 'IdentitiesOnly=yes', 'IdentityAgent=none', 'ProxyCommand=none', 'PermitLocalCommand=no', 'BatchMode=yes', 'GlobalKnownHostsFile=/dev/null']) {
+  for (const want of [
+    'IdentityFile=none',
+    'IdentitiesOnly=yes',
+    'IdentityAgent=none',
+    'ProxyCommand=none',
+    'PermitLocalCommand=no',
+    'BatchMode=yes',
+    'GlobalKnownHostsFile=/dev/null',
+  ]) {
     assert.ok(o.includes(want), `${want} in ${args.join(' ')}`);
   }
   assert.ok(
@@ -216,6 +237,12 @@ test('with a deploy key, ssh uses that key alone, no proxy, and "--" before the 
   const i = args.indexOf('-i');
   assert.equal(args[i + 1], keyFile);
   const o = options(args);
-  for (const want of ['IdentitiesOnly=yes', 'IdentityAgent=none', 'ProxyCommand=none', `UserKnownHostsFile=${known}`]) assert.ok(o.includes(want), `${want} in ${args.join(' ')}`);
+  for (const want of [
+    'IdentitiesOnly=yes',
+    'IdentityAgent=none',
+    'ProxyCommand=none',
+    `UserKnownHostsFile=${known}`,
+  ])
+    assert.ok(o.includes(want), `${want} in ${args.join(' ')}`);
   assert.equal(args[args.indexOf('git@127.0.0.1') - 1], '--');
 });

@@ -3,13 +3,20 @@
 // leaving nothing of the removed apps while operators, tokens and audit stay.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
+import {
+  startTestServer,
+  adminClient,
+  apiToken,
+  ADMIN,
+  Client,
+  type TestServer,
+} from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { removeTagged } from './_helpers.js';
 import { poll } from '../_support/wait.js';
-import { liveSet, pruneEngine } from '../../lib/instance/disk.js';
-import { LABEL_APP, LABEL_ROLE, LABEL_SERVICE } from '../../lib/docker/names.js';
-import { ownerLabels } from '../../lib/docker/owner.js';
+import { liveSet, pruneEngine } from '#lib/instance/disk.js';
+import { LABEL_APP, LABEL_ROLE, LABEL_SERVICE } from '#lib/docker/names.js';
+import { ownerLabels } from '#lib/docker/owner.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -30,7 +37,12 @@ after(async () => {
 test('disk usage asked several times at once, and while another client walks the disk, answers each time', async (t) => {
   if (!(await needEngine(t))) return;
   const other = s!.env.engine.docker.df().catch(() => null);
-  const answers = await Promise.all([c.req('GET', '/api/instance/disk'), c.req('GET', '/api/instance/disk'), c.req('GET', '/api/databases'), c.req('GET', '/api/instance/disk')]);
+  const answers = await Promise.all([
+    c.req('GET', '/api/instance/disk'),
+    c.req('GET', '/api/instance/disk'),
+    c.req('GET', '/api/databases'),
+    c.req('GET', '/api/instance/disk'),
+  ]);
   await other;
   assert.deepEqual(
     answers.map((a) => a.status),
@@ -53,7 +65,8 @@ test('info and disk describe the instance and the engine', async (t) => {
   assert.ok(Date.parse(i.body.started_at) <= Date.now());
   const d = await c.req('GET', '/api/instance/disk');
   assert.equal(d.status, 200, d.text);
-  for (const k of ['images', 'containers', 'volumes', 'build_cache']) assert.equal(typeof d.body[k].size_bytes, 'number', k);
+  for (const k of ['images', 'containers', 'volumes', 'build_cache'])
+    assert.equal(typeof d.body[k].size_bytes, 'number', k);
   assert.ok(d.body.images.count > 0);
 });
 
@@ -63,10 +76,17 @@ test("prune removes only this instance's leftovers: never a live app's, never on
   const d = s!.env.engine.docker;
   const scope = `svc.test=${tag}`;
   const live = `${tag}-live`;
-  const created = await c.req('POST', '/api/apps', { name: live, source: { type: 'image', image: BASE_IMAGE } });
+  const created = await c.req('POST', '/api/apps', {
+    name: live,
+    source: { type: 'image', image: BASE_IMAGE },
+  });
   assert.equal(created.status, 201, created.text);
   const make = async (labels: Record<string, string>) => {
-    const ct = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag, ...labels } });
+    const ct = await d.createContainer({
+      Image: BASE_IMAGE,
+      Cmd: ['true'],
+      Labels: { 'svc.test': tag, ...labels },
+    });
     await ct.start();
     await ct.wait();
     return ct;
@@ -77,9 +97,22 @@ test("prune removes only this instance's leftovers: never a live app's, never on
   const probe = await make({ ...mine, [LABEL_ROLE]: 'probe' });
   const stoppedApp = await make({ ...mine, [LABEL_APP]: live, [LABEL_SERVICE]: 'web' });
   // Untagged (dangling) images: one of nobody, one of a live app (a kept rollback image), one of ours with no app.
-  const strayImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, 'LABEL w14=stray'] })) as { Id: string };
-  const appImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, ...Object.entries({ ...mine, [LABEL_APP]: live }).map(([k, v]) => `LABEL ${k}=${v}`)] })) as { Id: string };
-  const ourImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, 'LABEL w14=ours', ...Object.entries(mine).map(([k, v]) => `LABEL ${k}=${v}`)] })) as { Id: string };
+  const strayImage = (await stray.commit({ changes: [`LABEL svc.test=${tag}`, 'LABEL w14=stray'] })) as {
+    Id: string;
+  };
+  const appImage = (await stray.commit({
+    changes: [
+      `LABEL svc.test=${tag}`,
+      ...Object.entries({ ...mine, [LABEL_APP]: live }).map(([k, v]) => `LABEL ${k}=${v}`),
+    ],
+  })) as { Id: string };
+  const ourImage = (await stray.commit({
+    changes: [
+      `LABEL svc.test=${tag}`,
+      'LABEL w14=ours',
+      ...Object.entries(mine).map(([k, v]) => `LABEL ${k}=${v}`),
+    ],
+  })) as { Id: string };
   const r = await pruneEngine(s!.env.engine, await liveSet(s!.env.db), { scope });
   assert.equal(r.containers_deleted, 1);
   assert.equal(r.images_deleted, 1);
@@ -99,20 +132,34 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
   const d = s!.env.engine.docker;
   // The app's source image (the base has no command); not the app's own, so reset leaves it.
   const base = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag } });
-  await base.commit({ repo: `svc-test-w14/${tag}`, tag: 'run', changes: ['CMD ["sleep", "3600"]', `LABEL svc.test=${tag}`] });
+  await base.commit({
+    repo: `svc-test-w14/${tag}`,
+    tag: 'run',
+    changes: ['CMD ["sleep", "3600"]', `LABEL svc.test=${tag}`],
+  });
   await base.remove({ force: true, v: true });
-  const created = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: `svc-test-w14/${tag}:run` } });
+  const created = await c.req('POST', '/api/apps', {
+    name,
+    source: { type: 'image', image: `svc-test-w14/${tag}:run` },
+  });
   assert.equal(created.status, 201, created.text);
   const appId = created.body.app.id;
   // What a real app owns: containers and a network (started by svc), a volume and a built image.
   const start = await c.req('POST', `/api/apps/${appId}/start`);
   assert.ok(start.status < 300, start.text);
-  await d.createVolume({ Name: `svc-${name}-data`, Labels: { ...ownerLabels(s!.env.engine), [LABEL_APP]: name, 'svc.test': tag } });
+  await d.createVolume({
+    Name: `svc-${name}-data`,
+    Labels: { ...ownerLabels(s!.env.engine), [LABEL_APP]: name, 'svc.test': tag },
+  });
   const builder = await d.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: { 'svc.test': tag } });
   const img = (await builder.commit({
     repo: `svc/${name}-web`,
     tag: 'dep1',
-    changes: [`LABEL ${LABEL_APP}=${name}`, `LABEL svc.test=${tag}`, ...Object.entries(ownerLabels(s!.env.engine)).map(([k, v]) => `LABEL ${k}=${v}`)],
+    changes: [
+      `LABEL ${LABEL_APP}=${name}`,
+      `LABEL svc.test=${tag}`,
+      ...Object.entries(ownerLabels(s!.env.engine)).map(([k, v]) => `LABEL ${k}=${v}`),
+    ],
   })) as { Id: string };
   await builder.remove({ force: true, v: true });
   const owned = async () => ({
@@ -122,7 +169,10 @@ test('reset: wrong confirm or no step-up removes nothing; then every app goes an
     images: (await d.listImages({ filters: { label: [`${LABEL_APP}=${name}`] } })).length,
   });
   const before = await owned();
-  assert.ok(before.containers >= 1 && before.networks >= 1 && before.volumes === 1 && before.images === 1, JSON.stringify(before));
+  assert.ok(
+    before.containers >= 1 && before.networks >= 1 && before.volumes === 1 && before.images === 1,
+    JSON.stringify(before),
+  );
 
   // A session without a recent step-up (a fresh login) and a wrong confirm: refused, nothing removed.
   const plain = new Client(s!.url);

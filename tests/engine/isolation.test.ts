@@ -15,8 +15,16 @@ import { promisify } from 'node:util';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
 import { needControlImage } from '../_support/control-image.js';
 import { Client, ADMIN, TEST_MASTER_KEY } from '../_support/server.js';
-import { parseCompose } from '../../lib/compose/index.js';
-import { createEngine, planStack, stackUp, ensureControlNetwork, CONTROL_NETWORK, networkName, LABEL_ROLE } from '../../lib/docker/index.js';
+import { parseCompose } from '#lib/compose/index.js';
+import {
+  createEngine,
+  planStack,
+  stackUp,
+  ensureControlNetwork,
+  CONTROL_NETWORK,
+  networkName,
+  LABEL_ROLE,
+} from '#lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
 import { cleanupApp, waitStatus } from './_deploy.js';
 
@@ -63,7 +71,12 @@ test('the real control plane in its container: an app it deployed cannot reach i
   const ctl = await engine.docker.createContainer({
     name: ctlName,
     Image: image,
-    Env: [`SVC_MASTER_KEY=${TEST_MASTER_KEY}`, 'SVC_PASSWORD_COST=14', 'SVC_AUTH_RATE_LIMIT=1000', 'SVC_LOG_LEVEL=warn'],
+    Env: [
+      `SVC_MASTER_KEY=${TEST_MASTER_KEY}`,
+      'SVC_PASSWORD_COST=14',
+      'SVC_AUTH_RATE_LIMIT=1000',
+      'SVC_LOG_LEVEL=warn',
+    ],
     Labels: { 'svc.managed': 'true', [LABEL_ROLE]: 'control' },
     HostConfig: {
       NetworkMode: CONTROL_NETWORK,
@@ -88,13 +101,18 @@ test('the real control plane in its container: an app it deployed cannot reach i
     'the control plane to answer',
     async () => {
       const state = (await ctl.inspect()).State;
-      if (!state.Running) throw new Error(`the control plane exited (${state.ExitCode}): ${(await ctl.logs({ stdout: true, stderr: true })).toString().slice(-2000)}`);
+      if (!state.Running)
+        throw new Error(
+          `the control plane exited (${state.ExitCode}): ${(await ctl.logs({ stdout: true, stderr: true })).toString().slice(-2000)}`,
+        );
       // Before the server listens, the engine's port proxy may accept and then hold the
       // connection: each try gets its own deadline (a referenced timer).
       const ac = new AbortController();
       const timer = setTimeout(() => ac.abort(), 5_000);
       try {
-        return (await fetch(`${api.base}/api/health`, { signal: ac.signal }).catch(() => null))?.status === 200;
+        return (
+          (await fetch(`${api.base}/api/health`, { signal: ac.signal }).catch(() => null))?.status === 200
+        );
       } finally {
         clearTimeout(timer);
       }
@@ -102,12 +120,19 @@ test('the real control plane in its container: an app it deployed cannot reach i
     120_000,
     250,
   );
-  const token = (await execIn(engine, ctl.id, ['cat', '/var/lib/svc/data/setup.token'])).stdout.toString().trim();
+  const token = (await execIn(engine, ctl.id, ['cat', '/var/lib/svc/data/setup.token'])).stdout
+    .toString()
+    .trim();
   assert.equal((await api.req('POST', '/api/setup/admin', { token, ...ADMIN })).status, 201);
   assert.equal((await api.req('POST', '/api/auth/login', ADMIN)).status, 200);
 
   // Positive control on the control network: the listener accepts connections by name and address.
-  const peer = await engine.docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', '600'], Labels: { 'svc.managed': 'true' }, HostConfig: { NetworkMode: CONTROL_NETWORK } });
+  const peer = await engine.docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['sleep', '600'],
+    Labels: { 'svc.managed': 'true' },
+    HostConfig: { NetworkMode: CONTROL_NETWORK },
+  });
   made.push(peer.id);
   await peer.start();
   assert.ok((await probe(peer.id, tcp(ctlName, 9393))).ok, 'reachable by name on svc-control');
@@ -131,7 +156,10 @@ test('the real control plane in its container: an app it deployed cannot reach i
   assert.deepEqual(Object.keys(appInfo.NetworkSettings.Networks), [networkName(name)]);
   const appNet = appInfo.NetworkSettings.Networks[networkName(name)]!;
   const appNetInfo = await engine.docker.getNetwork(networkName(name)).inspect();
-  assert.ok(!Object.keys(appNetInfo.Containers ?? {}).includes(ctl.id), 'the control plane is not on the app network');
+  assert.ok(
+    !Object.keys(appNetInfo.Containers ?? {}).includes(ctl.id),
+    'the control plane is not on the app network',
+  );
   assert.ok(appNet.Gateway, 'the app network has a gateway (the host side of its bridge)');
   const a = appContainer.Id;
 
@@ -147,7 +175,10 @@ test('the real control plane in its container: an app it deployed cannot reach i
   try {
     const port = (hostSide.address() as { port: number }).port;
     const viaGateway = await probe(a, wget(`http://${appNet.Gateway}:${port}/`));
-    assert.ok(viaGateway.ok && viaGateway.out.includes('host-side'), `the host through the gateway: ${viaGateway.out}`);
+    assert.ok(
+      viaGateway.ok && viaGateway.out.includes('host-side'),
+      `the host through the gateway: ${viaGateway.out}`,
+    );
   } finally {
     await new Promise((r) => hostSide.close(r));
   }
@@ -158,7 +189,11 @@ test('the real control plane in its container: an app it deployed cannot reach i
   assert.equal((await probe(a, wget(`http://${ctlName}:9393/api/health`))).ok, false, 'reachable by name');
   const byIp = await probe(a, wget(`http://${ctlIp}:9393/api/health`));
   assert.equal(byIp.ok, false, `reachable by address ${ctlIp}: ${byIp.out}`);
-  assert.equal((await probe(a, tcp(ctlIp, 9393))).ok, false, 'TCP connect to the control plane address succeeded');
+  assert.equal(
+    (await probe(a, tcp(ctlIp, 9393))).ok,
+    false,
+    'TCP connect to the control plane address succeeded',
+  );
   const viaHost = await probe(a, wget(`http://${appNet.Gateway}:${hostPort}/api/health`));
   assert.equal(viaHost.ok, false, `reachable through the host-published port: ${viaHost.out}`);
   // Still serving the operator all along.
@@ -172,10 +207,15 @@ test('an app can never take over the control network, even when named "control"'
   const plan = await planStack(parsed.model!, { app: 'control' });
   assert.ok(plan.ok);
   assert.equal(plan.plan.network, CONTROL_NETWORK);
-  await assert.rejects(stackUp(engine, plan.plan, { deploymentId: 'd1' }), /does not belong to app "control"/);
+  await assert.rejects(
+    stackUp(engine, plan.plan, { deploymentId: 'd1' }),
+    /does not belong to app "control"/,
+  );
   const net = await engine.docker.getNetwork(CONTROL_NETWORK).inspect();
   assert.deepEqual(
-    Object.values(net.Containers ?? {}).filter((c: { Name?: string }) => c.Name?.startsWith('svc-control-web')),
+    Object.values(net.Containers ?? {}).filter((c: { Name?: string }) =>
+      c.Name?.startsWith('svc-control-web'),
+    ),
     [],
   );
 });

@@ -58,7 +58,10 @@ test('/metrics passes promtool on a live scrape and has the host, app, deploymen
 
   const web = appName('metrics');
   made.push(web);
-  const created = await c.req('POST', '/api/apps', { name: web, source: { type: 'image', image: WEB_IMAGE } });
+  const created = await c.req('POST', '/api/apps', {
+    name: web,
+    source: { type: 'image', image: WEB_IMAGE },
+  });
   assert.equal(created.status, 201, created.text);
   const appId = created.body.app.id as string;
   const patched = await c.req('PATCH', `/api/apps/${appId}/services/app`, { port: 8080, health_path: '/' });
@@ -77,9 +80,13 @@ test('/metrics passes promtool on a live scrape and has the host, app, deploymen
 
   // A WebSocket client on the app's log topic.
   const token = await apiToken(c, 'metrics-ws');
-  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/ws`, { headers: { authorization: `Bearer ${token}` } });
+  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/ws`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-  const subscribed = new Promise<void>((resolve) => ws.on('message', (m) => JSON.parse(String(m)).type === 'subscribed' && resolve()));
+  const subscribed = new Promise<void>((resolve) =>
+    ws.on('message', (m) => JSON.parse(String(m)).type === 'subscribed' && resolve()),
+  );
   ws.send(JSON.stringify({ type: 'subscribe', topic: `logs:${appId}` }));
   await subscribed;
 

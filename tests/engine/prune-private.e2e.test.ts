@@ -16,8 +16,8 @@ import { randomBytes } from 'node:crypto';
 import { missing } from '../_support/ci.js';
 import { poll } from '../_support/wait.js';
 import { startTestServer, adminClient, ADMIN, type TestServer } from '../_support/server.js';
-import { LABEL_APP, LABEL_MANAGED, LABEL_ROLE, LABEL_SERVICE } from '../../lib/docker/names.js';
-import { LABEL_INSTANCE } from '../../lib/docker/owner.js';
+import { LABEL_APP, LABEL_MANAGED, LABEL_ROLE, LABEL_SERVICE } from '#lib/docker/names.js';
+import { LABEL_INSTANCE } from '#lib/docker/owner.js';
 
 const run = promisify(execFile);
 const DOCKERD = '/usr/sbin/dockerd';
@@ -69,10 +69,16 @@ function ping(socketPath: string): Promise<boolean> {
 }
 
 /** The docker CLI against the private daemon only. */
-const docker = (sock: string, args: string[], timeout = 120_000) => run('docker', ['-H', `unix://${sock}`, ...args], { timeout, maxBuffer: 16 * 1024 * 1024 });
+const docker = (sock: string, args: string[], timeout = 120_000) =>
+  run('docker', ['-H', `unix://${sock}`, ...args], { timeout, maxBuffer: 16 * 1024 * 1024 });
 
 /** A tiny root fs (busybox plus a marker file), imported as `ref` with optional LABEL/CMD changes. */
-async function importImage(sock: string, ref: string, marker: string, changes: string[] = []): Promise<string> {
+async function importImage(
+  sock: string,
+  ref: string,
+  marker: string,
+  changes: string[] = [],
+): Promise<string> {
   const root = await mkdtemp(join(dir, 'rootfs-'));
   try {
     await mkdir(join(root, 'bin'));
@@ -80,7 +86,19 @@ async function importImage(sock: string, ref: string, marker: string, changes: s
     for (const name of ['sh', 'sleep', 'true']) await symlink('busybox', join(root, 'bin', name));
     await writeFile(join(root, 'marker'), marker);
     const c = ['ENV PATH=/bin', ...changes].flatMap((x) => ['-c', x]);
-    await run('sh', ['-c', 'root=$1 sock=$2 ref=$3; shift 3; tar -C "$root" -c . | docker -H "unix://$sock" import "$@" - "$ref"', 'sh', root, sock, ref, ...c], { timeout: 120_000 });
+    await run(
+      'sh',
+      [
+        '-c',
+        'root=$1 sock=$2 ref=$3; shift 3; tar -C "$root" -c . | docker -H "unix://$sock" import "$@" - "$ref"',
+        'sh',
+        root,
+        sock,
+        ref,
+        ...c,
+      ],
+      { timeout: 120_000 },
+    );
     const { stdout } = await docker(sock, ['image', 'inspect', '--format', '{{.Id}}', '--', ref]);
     return stdout.trim();
   } finally {
@@ -156,7 +174,10 @@ test("prune on a private dockerd needs a step-up, removes only this instance's l
   const own = (extra: string[] = []) => [...mine, ...extra].flatMap((l) => ['--label', l]);
   const tag = randomBytes(3).toString('hex');
   const base = await importImage(sock, `prune-base:${tag}`, 'base', ['CMD ["sleep", "3600"]']);
-  const created = await c.req('POST', '/api/apps', { name: 'shop', source: { type: 'image', image: `prune-base:${tag}` } });
+  const created = await c.req('POST', '/api/apps', {
+    name: 'shop',
+    source: { type: 'image', image: `prune-base:${tag}` },
+  });
   assert.equal(created.status, 201, created.text);
   // The same tag imported twice leaves the first image dangling: one of nobody's, one of ours (no app),
   // one of the live app (a kept rollback image) and one of an app this database does not have.
@@ -187,7 +208,10 @@ test("prune on a private dockerd needs a step-up, removes only this instance's l
     'gone',
     [...mine, `${LABEL_APP}=gone`].map((l) => `LABEL ${l}`),
   );
-  const create = async (labels: string[]) => (await docker(sock, ['create', '--network', 'none', ...labels, `prune-base:${tag}`, 'true'])).stdout.trim();
+  const create = async (labels: string[]) =>
+    (
+      await docker(sock, ['create', '--network', 'none', ...labels, `prune-base:${tag}`, 'true'])
+    ).stdout.trim();
   const exited = async (labels: string[]) => {
     const id = await create(labels);
     await docker(sock, ['start', '--attach', id]);
@@ -195,16 +219,31 @@ test("prune on a private dockerd needs a step-up, removes only this instance's l
   };
   // Not ours: a stopped container with no labels, and a look-alike carrying the app's labels without the instance id.
   const stopped = await exited([]);
-  const lookalike = await exited(['--label', `${LABEL_MANAGED}=true`, '--label', `${LABEL_APP}=shop`, '--label', `${LABEL_SERVICE}=web`]);
+  const lookalike = await exited([
+    '--label',
+    `${LABEL_MANAGED}=true`,
+    '--label',
+    `${LABEL_APP}=shop`,
+    '--label',
+    `${LABEL_SERVICE}=web`,
+  ]);
   // Ours: a leftover health probe, and a stopped container of an app this database no longer has.
   const probe = await exited(own([`${LABEL_ROLE}=probe`]));
   const orphan = await exited(own([`${LABEL_APP}=gone`, `${LABEL_SERVICE}=web`]));
   // Ours and still needed: the stopped container of the live app.
   const appStopped = await exited(own([`${LABEL_APP}=shop`, `${LABEL_SERVICE}=web`]));
   const running = (await docker(sock, ['run', '-d', '--network', 'none', `prune-base:${tag}`])).stdout.trim();
-  const volume = (await docker(sock, ['volume', 'create', ...own([`${LABEL_APP}=shop`]), `shop_data_${tag}`])).stdout.trim();
+  const volume = (
+    await docker(sock, ['volume', 'create', ...own([`${LABEL_APP}=shop`]), `shop_data_${tag}`])
+  ).stdout.trim();
   const looseVolume = (await docker(sock, ['volume', 'create', `loose_${tag}`])).stdout.trim();
-  const { stdout: danglingList } = await docker(sock, ['images', '-q', '--no-trunc', '--filter', 'dangling=true']);
+  const { stdout: danglingList } = await docker(sock, [
+    'images',
+    '-q',
+    '--no-trunc',
+    '--filter',
+    'dangling=true',
+  ]);
   for (const id of [dangling, ourDangling, appDangling]) assert.ok(danglingList.includes(id), danglingList);
 
   const disk = await c.req('GET', '/api/instance/disk');
@@ -214,7 +253,8 @@ test("prune on a private dockerd needs a step-up, removes only this instance's l
   const refused = await c.req('POST', '/api/instance/prune');
   assert.equal(refused.status, 403, refused.text);
   assert.equal(refused.body.code, 'step_up_required');
-  for (const id of [stopped, lookalike, probe, orphan]) assert.equal(await exists(sock, 'container', id), true, 'a refused prune removes nothing');
+  for (const id of [stopped, lookalike, probe, orphan])
+    assert.equal(await exists(sock, 'container', id), true, 'a refused prune removes nothing');
 
   assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const r = await c.req('POST', '/api/instance/prune');
@@ -224,11 +264,23 @@ test("prune on a private dockerd needs a step-up, removes only this instance's l
   assert.equal(typeof r.body.reclaimed_bytes, 'number');
 
   assert.equal(await exists(sock, 'container', probe), false, 'our leftover probe is gone');
-  assert.equal(await exists(sock, 'container', orphan), false, 'the stopped container of an app we no longer have is gone');
+  assert.equal(
+    await exists(sock, 'container', orphan),
+    false,
+    'the stopped container of an app we no longer have is gone',
+  );
   assert.equal(await exists(sock, 'image', ourDangling), false, 'our dangling image is gone');
-  assert.equal(await exists(sock, 'image', goneImage), false, 'the image of an app we no longer have is gone');
+  assert.equal(
+    await exists(sock, 'image', goneImage),
+    false,
+    'the image of an app we no longer have is gone',
+  );
   assert.equal(await exists(sock, 'container', stopped), true, 'a stopped container we did not make stays');
-  assert.equal(await exists(sock, 'container', lookalike), true, "a container wearing the app's labels without our instance id stays");
+  assert.equal(
+    await exists(sock, 'container', lookalike),
+    true,
+    "a container wearing the app's labels without our instance id stays",
+  );
   assert.equal(await exists(sock, 'image', dangling), true, 'a dangling image we did not make stays');
   assert.equal(await exists(sock, 'container', appStopped), true, "a live app's stopped container stays");
   assert.equal(await exists(sock, 'container', running), true, 'the running container stays');

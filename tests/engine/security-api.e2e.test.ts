@@ -24,11 +24,27 @@ test('a service publishing a host port gets its own warning row naming app and s
   await ensureBaseImage();
   const { c } = await boot();
   const name = `svc-posture-${process.pid}`;
-  await run('docker', ['run', '-d', '--name', name, '--label', 'svc.app=posture-app', '--label', 'svc.service=web', '-p', '0.0.0.0::8080', BASE_IMAGE, 'sleep', '300']);
+  await run('docker', [
+    'run',
+    '-d',
+    '--name',
+    name,
+    '--label',
+    'svc.app=posture-app',
+    '--label',
+    'svc.service=web',
+    '-p',
+    '0.0.0.0::8080',
+    BASE_IMAGE,
+    'sleep',
+    '300',
+  ]);
   try {
     const items = (await c.req('GET', '/api/security/posture')).body.items;
     const hp = items.filter((i: { code: string }) => i.code === 'host_ports');
-    const mine = hp.find((i: { app?: string; service?: string }) => i.app === 'posture-app' && i.service === 'web');
+    const mine = hp.find(
+      (i: { app?: string; service?: string }) => i.app === 'posture-app' && i.service === 'web',
+    );
     assert.ok(mine, JSON.stringify(hp));
     assert.equal(mine.status, 'warning');
   } finally {

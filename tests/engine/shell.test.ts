@@ -4,16 +4,23 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
-import { startTestServer, adminClient, apiToken, ADMIN, Client, type TestServer } from '../_support/server.js';
+import {
+  startTestServer,
+  adminClient,
+  apiToken,
+  ADMIN,
+  Client,
+  type TestServer,
+} from '../_support/server.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { removeTagged } from './_helpers.js';
 import { poll } from '../_support/wait.js';
-import { openShells } from '../../lib/shell/session.js';
-import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '../../lib/docker/names.js';
-import { ownerLabels } from '../../lib/docker/owner.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { createApiToken } from '../../lib/auth/tokens.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
+import { openShells } from '#lib/shell/session.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '#lib/docker/names.js';
+import { ownerLabels } from '#lib/docker/owner.js';
+import { insertUser } from '#lib/auth/users.js';
+import { createApiToken } from '#lib/auth/tokens.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
 
 let s: TestServer | undefined;
 let c: Client;
@@ -38,15 +45,35 @@ async function setup(): Promise<void> {
   assert.equal(r.status, 201, r.text);
   appId = r.body.app.id;
   const d = s!.env.engine.docker;
-  const labels = (service: string) => ({ ...ownerLabels(s!.env.engine), [LABEL_APP]: tag, [LABEL_SERVICE]: service, [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag });
-  const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-web`, Cmd: ['sleep', '3600'], Labels: labels('web') });
+  const labels = (service: string) => ({
+    ...ownerLabels(s!.env.engine),
+    [LABEL_APP]: tag,
+    [LABEL_SERVICE]: service,
+    [LABEL_DEPLOYMENT]: 'w14',
+    'svc.test': tag,
+  });
+  const web = await d.createContainer({
+    Image: BASE_IMAGE,
+    name: `svc-${tag}-web`,
+    Cmd: ['sleep', '3600'],
+    Labels: labels('web'),
+  });
   await web.start();
-  await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-db`, Cmd: ['sleep', '3600'], Labels: labels('db') });
+  await d.createContainer({
+    Image: BASE_IMAGE,
+    name: `svc-${tag}-db`,
+    Cmd: ['sleep', '3600'],
+    Labels: labels('db'),
+  });
 }
 
-const url = (service: string) => `${s!.url.replace('http', 'ws')}/api/apps/${appId}/services/${service}/shell`;
+const url = (service: string) =>
+  `${s!.url.replace('http', 'ws')}/api/apps/${appId}/services/${service}/shell`;
 
-function connect(service: string, headers: Record<string, string>): Promise<{ ws?: WebSocket; status?: number; body?: string }> {
+function connect(
+  service: string,
+  headers: Record<string, string>,
+): Promise<{ ws?: WebSocket; status?: number; body?: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url(service), { headers });
     ws.once('open', () => resolve({ ws }));
@@ -74,7 +101,10 @@ test('refusals: disabled 404, no step-up 403, foreign origin 401, stopped servic
   up.bearer = token;
   assert.equal((await up.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
-  assert.equal((await connect('web', { cookie: c.cookieHeader(), origin: 'https://evil.example' })).status, 401);
+  assert.equal(
+    (await connect('web', { cookie: c.cookieHeader(), origin: 'https://evil.example' })).status,
+    401,
+  );
   const stopped = await connect('db', bearer);
   assert.equal(stopped.status, 409);
   assert.match(stopped.body!, /not running/);
@@ -100,7 +130,11 @@ test('a real shell: command output, resize, audited with byte counts', async (t)
   const entries = await poll(
     'audit of the close',
     async () => {
-      const rows = await s!.env.db.selectFrom('audit').select(['action', 'detail', 'target']).where('action', 'like', 'app.shell_%').execute();
+      const rows = await s!.env.db
+        .selectFrom('audit')
+        .select(['action', 'detail', 'target'])
+        .where('action', 'like', 'app.shell_%')
+        .execute();
       return rows.some((r) => r.action === 'app.shell_closed') ? rows : null;
     },
     15_000,
@@ -117,11 +151,25 @@ test("a container made outside the control plane with an app's labels is not the
   await setup();
   // Another app of this database whose only "web" container was made directly on the engine, with
   // every label the control plane puts on its own except this instance's id.
-  const r = await c.req('POST', '/api/apps', { name: `${tag}-x`, source: { type: 'image', image: BASE_IMAGE } });
+  const r = await c.req('POST', '/api/apps', {
+    name: `${tag}-x`,
+    source: { type: 'image', image: BASE_IMAGE },
+  });
   assert.equal(r.status, 201, r.text);
   const d = s!.env.engine.docker;
-  const labels = { 'svc.managed': 'true', [LABEL_APP]: `${tag}-x`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
-  const imposter = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-x-web`, Cmd: ['sleep', '3600'], Labels: labels });
+  const labels = {
+    'svc.managed': 'true',
+    [LABEL_APP]: `${tag}-x`,
+    [LABEL_SERVICE]: 'web',
+    [LABEL_DEPLOYMENT]: 'w14',
+    'svc.test': tag,
+  };
+  const imposter = await d.createContainer({
+    Image: BASE_IMAGE,
+    name: `svc-${tag}-x-web`,
+    Cmd: ['sleep', '3600'],
+    Labels: labels,
+  });
   await imposter.start();
   const services = await c.req('GET', `/api/apps/${r.body.app.id}/services`);
   assert.equal(services.status, 200, services.text);
@@ -130,7 +178,9 @@ test("a container made outside the control plane with an app's labels is not the
   up.bearer = token;
   assert.equal((await up.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const shell = await new Promise<{ ws?: WebSocket; status?: number }>((resolve, reject) => {
-    const ws = new WebSocket(`${s!.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, { headers: { authorization: `Bearer ${token}` } });
+    const ws = new WebSocket(`${s!.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     ws.once('open', () => resolve({ ws }));
     ws.once('unexpected-response', (_req, res) => resolve({ status: res.statusCode }));
     ws.once('error', reject);
@@ -182,7 +232,12 @@ test('at most 4 shells per operator', async (t) => {
         }),
     ),
   );
-  const again = await poll('a slot after closing', async () => (await connect('web', bearer)).ws ?? null, 15_000, 100);
+  const again = await poll(
+    'a slot after closing',
+    async () => (await connect('web', bearer)).ws ?? null,
+    15_000,
+    100,
+  );
   again.close();
 });
 
@@ -196,16 +251,35 @@ test('a shell with no byte either way for SVC_SHELL_IDLE seconds is closed, and 
     const qtoken = await apiToken(qc, 'idle');
     const bearer = new Client(quick.url, { authorization: `Bearer ${qtoken}` });
     assert.equal((await bearer.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-    const r = await qc.req('POST', '/api/apps', { name: `${tag}-q`, source: { type: 'image', image: BASE_IMAGE } });
+    const r = await qc.req('POST', '/api/apps', {
+      name: `${tag}-q`,
+      source: { type: 'image', image: BASE_IMAGE },
+    });
     assert.equal(r.status, 201, r.text);
     const d = quick.env.engine.docker;
-    const labels = { ...ownerLabels(quick.env.engine), [LABEL_APP]: `${tag}-q`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
-    const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-q-web`, Cmd: ['sleep', '3600'], Labels: labels });
+    const labels = {
+      ...ownerLabels(quick.env.engine),
+      [LABEL_APP]: `${tag}-q`,
+      [LABEL_SERVICE]: 'web',
+      [LABEL_DEPLOYMENT]: 'w14',
+      'svc.test': tag,
+    };
+    const web = await d.createContainer({
+      Image: BASE_IMAGE,
+      name: `svc-${tag}-q-web`,
+      Cmd: ['sleep', '3600'],
+      Labels: labels,
+    });
     await web.start();
-    const ws = new WebSocket(`${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`, { headers: { authorization: `Bearer ${qtoken}` } });
+    const ws = new WebSocket(
+      `${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`,
+      { headers: { authorization: `Bearer ${qtoken}` } },
+    );
     let out = '';
     ws.on('message', (data: Buffer) => (out += data.toString('utf8')));
-    const closed = new Promise<{ code: number; reason: string }>((res) => ws.once('close', (code, reason) => res({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((res) =>
+      ws.once('close', (code, reason) => res({ code, reason: reason.toString() })),
+    );
     await new Promise<void>((res, rej) => {
       ws.once('open', () => res());
       ws.once('error', rej);
@@ -217,7 +291,12 @@ test('a shell with no byte either way for SVC_SHELL_IDLE seconds is closed, and 
     assert.equal(reason, 'idle for 2 seconds');
     const row = await poll(
       'audit of the idle close',
-      async () => (await quick.env.db.selectFrom('audit').select(['detail']).where('action', '=', 'app.shell_closed').executeTakeFirst()) ?? null,
+      async () =>
+        (await quick.env.db
+          .selectFrom('audit')
+          .select(['detail'])
+          .where('action', '=', 'app.shell_closed')
+          .executeTakeFirst()) ?? null,
       15_000,
       50,
     );
@@ -250,7 +329,11 @@ async function liveShell(headers: Record<string, string>): Promise<WebSocket> {
 }
 
 async function closeReasons(db: TestServer['env']['db']): Promise<string[]> {
-  const rows = await db.selectFrom('audit').select('detail').where('action', '=', 'app.shell_closed').execute();
+  const rows = await db
+    .selectFrom('audit')
+    .select('detail')
+    .where('action', '=', 'app.shell_closed')
+    .execute();
   return rows.map((r) => JSON.parse(r.detail!).reason as string);
 }
 
@@ -284,7 +367,10 @@ test("narrowing a deployer's apps closes their open shell at once (1008 access w
   if (!(await needEngine(t))) return;
   await setup();
   assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-  const user = await insertUser(s!.env.db, `narrowed-${process.pid}`, 'scrypt$10$8$1$x$y', { role: 'deployer', appIds: [appId] });
+  const user = await insertUser(s!.env.db, `narrowed-${process.pid}`, 'scrypt$10$8$1$x$y', {
+    role: 'deployer',
+    appIds: [appId],
+  });
   const made = await createApiToken(s!.env.db, user.id, 'narrowed-shell', null);
   await s!.env.db
     .updateTable('api_tokens')
@@ -317,7 +403,9 @@ test("logging out, or deleting the session from another one, closes that session
   assert.deepEqual(await loggedOut, { code: 1008, reason: 'credentials revoked' });
 
   const b = await cookieShell();
-  const sid = (await b.u.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
+  const sid = (await b.u.req('GET', '/api/auth/sessions')).body.items.find(
+    (x: { current: boolean }) => x.current,
+  ).id;
   const deleted = closeOf(b.ws, 'session deleted');
   assert.equal((await c.req('DELETE', `/api/auth/sessions/${sid}`)).status, 204);
   assert.deepEqual(await deleted, { code: 1008, reason: 'credentials revoked' });
@@ -338,11 +426,25 @@ test('a busy shell still closes after SVC_SHELL_MAX seconds, with its reason, au
     const qtoken = await apiToken(qc, 'max');
     const bot = new Client(quick.url, { authorization: `Bearer ${qtoken}` });
     assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-    const r = await qc.req('POST', '/api/apps', { name: `${tag}-m`, source: { type: 'image', image: BASE_IMAGE } });
+    const r = await qc.req('POST', '/api/apps', {
+      name: `${tag}-m`,
+      source: { type: 'image', image: BASE_IMAGE },
+    });
     assert.equal(r.status, 201, r.text);
-    const labels = { ...ownerLabels(quick.env.engine), [LABEL_APP]: `${tag}-m`, [LABEL_SERVICE]: 'web', [LABEL_DEPLOYMENT]: 'w14', 'svc.test': tag };
+    const labels = {
+      ...ownerLabels(quick.env.engine),
+      [LABEL_APP]: `${tag}-m`,
+      [LABEL_SERVICE]: 'web',
+      [LABEL_DEPLOYMENT]: 'w14',
+      'svc.test': tag,
+    };
     const d = quick.env.engine.docker;
-    const web = await d.createContainer({ Image: BASE_IMAGE, name: `svc-${tag}-m-web`, Cmd: ['sleep', '3600'], Labels: labels });
+    const web = await d.createContainer({
+      Image: BASE_IMAGE,
+      name: `svc-${tag}-m-web`,
+      Cmd: ['sleep', '3600'],
+      Labels: labels,
+    });
     await web.start();
     const shellUrl = `${quick.url.replace('http', 'ws')}/api/apps/${r.body.app.id}/services/web/shell`;
     const ws = new WebSocket(shellUrl, { headers: { authorization: `Bearer ${qtoken}` } });

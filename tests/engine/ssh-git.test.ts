@@ -10,10 +10,19 @@ import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateDeployKey } from '../../lib/keys/ssh.js';
+import { generateDeployKey } from '#lib/keys/ssh.js';
 import { poll } from '../_support/wait.js';
 import { needSshd, startSshd, makeBareRepo, sshdUsable, sshdRequired, type Sshd } from '../_support/sshd.js';
-import { withDeployKey, testConnection, shallowClone, GitError, sshCommand, cleanMessage, explainFailure, sshHost } from '../../lib/git/index.js';
+import {
+  withDeployKey,
+  testConnection,
+  shallowClone,
+  GitError,
+  sshCommand,
+  cleanMessage,
+  explainFailure,
+  sshHost,
+} from '#lib/git/index.js';
 
 let sshd: Sshd | undefined;
 let work = '';
@@ -26,7 +35,10 @@ before(async () => {
   if (await sshdUsable()) return; // each test skips (or fails under CI) by itself
   sshd = await startSshd();
   await sshd.authorize([appKey.publicKey]);
-  head = await makeBareRepo(sshd, 'private-app', { 'compose.yaml': 'services:\n  web:\n    image: svc-test/busybox:latest\n', 'README.md': 'private\n' });
+  head = await makeBareRepo(sshd, 'private-app', {
+    'compose.yaml': 'services:\n  web:\n    image: svc-test/busybox:latest\n',
+    'README.md': 'private\n',
+  });
 });
 
 after(async () => {
@@ -43,20 +55,35 @@ const exists = (p: string) =>
 test('test-connection: the app key is accepted and the host key is recorded on first use', async (t) => {
   if (!(await needSshd(t))) return;
   const knownHosts = join(work, 'first', 'known_hosts');
-  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  const r = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: knownHosts,
+    timeoutMs: 20_000,
+  });
   assert.equal(r.ok, true, `${r.message}\n--- sshd ---\n${sshd!.log().slice(-3000)}`);
   assert.match(r.message, /key is accepted \(1 branch, 0 tags\)/);
   const recorded = await readFile(knownHosts, 'utf8');
   assert.match(recorded, new RegExp(`^\\[127\\.0\\.0\\.1\\]:${sshd!.port} ssh-ed25519 AAAA`, 'm'));
   // Second use: same key on record, still fine, nothing added.
-  const again = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  const again = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: knownHosts,
+    timeoutMs: 20_000,
+  });
   assert.equal(again.ok, true, again.message);
   assert.equal(await readFile(knownHosts, 'utf8'), recorded);
 });
 
 test('test-connection: another key is refused with a clear message', async (t) => {
   if (!(await needSshd(t))) return;
-  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: otherKey.privateKey, knownHostsFile: join(work, 'other', 'known_hosts'), timeoutMs: 20_000 });
+  const r = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: otherKey.privateKey,
+    knownHostsFile: join(work, 'other', 'known_hosts'),
+    timeoutMs: 20_000,
+  });
   assert.equal(r.ok, false);
   assert.match(r.message, /^127\.0\.0\.1:\d+ refused the deploy key .*Permission denied \(publickey\)/);
   assert.ok(!/[\u0000-\u001f]/.test(r.message));
@@ -64,12 +91,28 @@ test('test-connection: another key is refused with a clear message', async (t) =
 
 test('test-connection: a missing repository and a non-ssh URL answer clearly', async (t) => {
   if (!(await needSshd(t))) return;
-  const missing = await testConnection({ url: sshd!.url('nope'), privateKey: appKey.privateKey, knownHostsFile: join(work, 'missing', 'known_hosts'), timeoutMs: 20_000 });
+  const missing = await testConnection({
+    url: sshd!.url('nope'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: join(work, 'missing', 'known_hosts'),
+    timeoutMs: 20_000,
+  });
   assert.equal(missing.ok, false);
   assert.match(missing.message, /does not appear to be a git repository/);
-  const https = await testConnection({ url: 'https://example.invalid/x.git', privateKey: appKey.privateKey, knownHostsFile: join(work, 'h', 'known_hosts') });
-  assert.deepEqual(https, { ok: false, message: 'deploy keys are used only with ssh:// or user@host:path repository URLs' });
-  const bad = await testConnection({ url: 'ssh://-oProxyCommand=id/x', privateKey: appKey.privateKey, knownHostsFile: join(work, 'h', 'known_hosts') });
+  const https = await testConnection({
+    url: 'https://example.invalid/x.git',
+    privateKey: appKey.privateKey,
+    knownHostsFile: join(work, 'h', 'known_hosts'),
+  });
+  assert.deepEqual(https, {
+    ok: false,
+    message: 'deploy keys are used only with ssh:// or user@host:path repository URLs',
+  });
+  const bad = await testConnection({
+    url: 'ssh://-oProxyCommand=id/x',
+    privateKey: appKey.privateKey,
+    knownHostsFile: join(work, 'h', 'known_hosts'),
+  });
   assert.equal(bad.ok, false);
   assert.match(bad.message, /^repository URL: /);
 });
@@ -128,7 +171,9 @@ test('GIT_SSH_COMMAND takes only safe paths; a bad key or relative path is refus
 });
 
 test('server messages are cleaned of escapes and control characters, and bounded', () => {
-  const hostile = 'remote: \u001b[2J\u001b[31mhello\u001b[0m\u0007 \u001b]0;title\u0007there\r\nfatal: bad\u0000 thing\n' + 'x'.repeat(2000);
+  const hostile =
+    'remote: \u001b[2J\u001b[31mhello\u001b[0m\u0007 \u001b]0;title\u0007there\r\nfatal: bad\u0000 thing\n' +
+    'x'.repeat(2000);
   const m = cleanMessage(hostile);
   assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(m), m);
   assert.ok(m.startsWith('remote: hello there; fatal: bad thing; xxx'), m);
@@ -139,7 +184,10 @@ test('server messages are cleaned of escapes and control characters, and bounded
     'Host key for [git.example]:2222 has changed and you have requested strict checking.',
     'Host key verification failed.',
   ].join('\n');
-  assert.match(explainFailure(changed, 'git.example:2222'), /^host key for git\.example:2222 changed .*refusing/);
+  assert.match(
+    explainFailure(changed, 'git.example:2222'),
+    /^host key for git\.example:2222 changed .*refusing/,
+  );
   assert.equal(sshHost('git@github.com:org/repo.git'), 'github.com');
   assert.equal(sshHost('ssh://git@[::1]:2222/x.git'), '[::1]:2222');
   assert.equal(sshHost('https://github.com/org/repo.git'), null);
@@ -160,13 +208,23 @@ test('a server that never answers is cut off at the timeout, ssh included', asyn
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
   const port = (silent.address() as { port: number }).port;
   try {
-    const r = await testConnection({ url: `ssh://git@127.0.0.1:${port}/x.git`, privateKey: appKey.privateKey, knownHostsFile: join(work, 'silent', 'known_hosts'), timeoutMs: 1500 });
+    const r = await testConnection({
+      url: `ssh://git@127.0.0.1:${port}/x.git`,
+      privateKey: appKey.privateKey,
+      knownHostsFile: join(work, 'silent', 'known_hosts'),
+      timeoutMs: 1500,
+    });
     // Only the timeout path gives this answer (the server never says a word).
     assert.deepEqual(r, { ok: false, message: `no answer from 127.0.0.1:${port} within 2 s` });
     assert.ok(sockets.length > 0, 'ssh did connect');
     // The killed process group leaves no ssh behind holding the connection: every connection
     // it opened gets closed from its side (waited for, not timed: a loaded machine is slow).
-    await poll('every ssh connection to be closed by the client', () => closed === sockets.length, 30_000, 50);
+    await poll(
+      'every ssh connection to be closed by the client',
+      () => closed === sockets.length,
+      30_000,
+      50,
+    );
   } finally {
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
@@ -177,22 +235,41 @@ test('a server that never answers is cut off at the timeout, ssh included', asyn
 test('a changed host key is refused with a clear message, and nothing is cloned', async (t) => {
   if (!(await needSshd(t))) return;
   const knownHosts = join(work, 'rotate', 'known_hosts');
-  const first = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  const first = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: knownHosts,
+    timeoutMs: 20_000,
+  });
   assert.equal(first.ok, true, first.message);
   const before = await readFile(knownHosts, 'utf8');
   await sshd!.rotateHostKey();
-  const r = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  const r = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: knownHosts,
+    timeoutMs: 20_000,
+  });
   assert.equal(r.ok, false);
   assert.match(r.message, new RegExp(`^host key for 127\\.0\\.0\\.1:${sshd!.port} changed .*refusing`));
   assert.equal(await readFile(knownHosts, 'utf8'), before, 'the recorded key is not replaced');
   const dir = join(work, 'checkout-after-rotation');
   await assert.rejects(
-    withDeployKey(appKey.privateKey, knownHosts, (env) => shallowClone({ url: sshd!.url('private-app'), ref: 'main', dir, env, timeoutMs: 30_000 })),
-    (e: unknown) => e instanceof GitError && /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(e.message),
+    withDeployKey(appKey.privateKey, knownHosts, (env) =>
+      shallowClone({ url: sshd!.url('private-app'), ref: 'main', dir, env, timeoutMs: 30_000 }),
+    ),
+    (e: unknown) =>
+      e instanceof GitError &&
+      /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(e.message),
   );
   // A fresh known_hosts (what "reset known hosts" would give) accepts the new key.
   await writeFile(knownHosts, '');
-  const fresh = await testConnection({ url: sshd!.url('private-app'), privateKey: appKey.privateKey, knownHostsFile: knownHosts, timeoutMs: 20_000 });
+  const fresh = await testConnection({
+    url: sshd!.url('private-app'),
+    privateKey: appKey.privateKey,
+    knownHostsFile: knownHosts,
+    timeoutMs: 20_000,
+  });
   assert.equal(fresh.ok, true, fresh.message);
 });
 

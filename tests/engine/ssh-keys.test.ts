@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateDeployKey, fingerprintOf } from '../../lib/keys/ssh.js';
+import { generateDeployKey, fingerprintOf } from '#lib/keys/ssh.js';
 import { missing } from '../_support/ci.js';
 
 const run = promisify(execFile);
@@ -30,7 +30,10 @@ test('ssh-keygen reads the private key back to the same public key and fingerpri
       const k = generateDeployKey(comment);
       assert.match(k.publicKey, /^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI[A-Za-z0-9+/]{43} /);
       assert.ok(k.publicKey.endsWith(` ${comment}`));
-      assert.match(k.privateKey, /^-----BEGIN OPENSSH PRIVATE KEY-----\n[\s\S]+\n-----END OPENSSH PRIVATE KEY-----\n$/);
+      assert.match(
+        k.privateKey,
+        /^-----BEGIN OPENSSH PRIVATE KEY-----\n[\s\S]+\n-----END OPENSSH PRIVATE KEY-----\n$/,
+      );
       assert.match(k.fingerprint, /^SHA256:[A-Za-z0-9+/]{43}$/);
       const file = join(dir, 'id');
       await writeFile(file, k.privateKey, { mode: 0o600 });
@@ -52,6 +55,13 @@ test('keys are fresh each time; fingerprintOf matches; bad comments and lines ar
   assert.notEqual(a.privateKey, b.privateKey);
   assert.equal(fingerprintOf(a.publicKey), a.fingerprint);
   assert.equal(fingerprintOf(a.publicKey.split(' ').slice(0, 2).join(' ')), a.fingerprint);
-  for (const c of ['', 'a\nb', 'tab\there', 'x'.repeat(201), ' lead', 'trail ', 'caf\u00e9']) assert.throws(() => generateDeployKey(c), TypeError, JSON.stringify(c));
-  for (const line of ['ssh-rsa AAAAB3NzaC1yc2E', 'ssh-ed25519', 'ssh-ed25519 !!!', `ssh-ed25519 ${Buffer.from('short').toString('base64')}`]) assert.throws(() => fingerprintOf(line), TypeError, line);
+  for (const c of ['', 'a\nb', 'tab\there', 'x'.repeat(201), ' lead', 'trail ', 'caf\u00e9'])
+    assert.throws(() => generateDeployKey(c), TypeError, JSON.stringify(c));
+  for (const line of [
+    'ssh-rsa AAAAB3NzaC1yc2E',
+    'ssh-ed25519',
+    'ssh-ed25519 !!!',
+    `ssh-ed25519 ${Buffer.from('short').toString('base64')}`,
+  ])
+    assert.throws(() => fingerprintOf(line), TypeError, line);
 });

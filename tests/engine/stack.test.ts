@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';
-import { parseCompose } from '../../lib/compose/index.js';
+import { parseCompose } from '#lib/compose/index.js';
 import {
   createEngine,
   planStack,
@@ -18,7 +18,7 @@ import {
   volumeName,
   type ContainerEvent,
   type StackPlan,
-} from '../../lib/docker/index.js';
+} from '#lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
 
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -37,7 +37,8 @@ async function plan(app: string, yaml: string, env: Record<string, string> = {})
   return p.plan;
 }
 
-const HTTPD = (port: number) => `["sh", "-c", "mkdir -p /www && echo ok-$$HOSTNAME > /www/index.html && exec httpd -f -p ${port} -h /www"]`;
+const HTTPD = (port: number) =>
+  `["sh", "-c", "mkdir -p /www && echo ok-$$HOSTNAME > /www/index.html && exec httpd -f -p ${port} -h /www"]`;
 
 const TWO_SERVICES = `
 services:
@@ -107,7 +108,9 @@ test('a two-service stack with depends_on service_healthy comes up healthy; stop
   assert.equal(stopped.length, 2);
   assert.ok((await listServices(engine, app)).every((s) => s.status === 'exited'));
   await stackStart(engine, app);
-  await until('running again', async () => (await listServices(engine, app)).every((s) => s.status === 'running'));
+  await until('running again', async () =>
+    (await listServices(engine, app)).every((s) => s.status === 'running'),
+  );
   await stackStop(engine, app, 'web');
   const mixed = await listServices(engine, app);
   assert.equal(mixed.find((s) => s.name === 'web')!.status, 'exited');
@@ -118,7 +121,9 @@ test('a two-service stack with depends_on service_healthy comes up healthy; stop
   const afterRestart = await engine.docker.getContainer(web.containers[0].id).inspect();
   assert.equal(afterRestart.State.Running, true);
   assert.notEqual(afterRestart.State.StartedAt, before);
-  await until('healthy after restart', async () => (await listServices(engine, app)).every((s) => s.health === 'healthy'));
+  await until('healthy after restart', async () =>
+    (await listServices(engine, app)).every((s) => s.health === 'healthy'),
+  );
 
   const removed = await stackRemove(engine, app, { volumes: false });
   assert.equal(removed.containers.length, 2);
@@ -170,7 +175,11 @@ test('env values reach the container byte for byte', async (t) => {
     EMPTY: '',
     BACKSLASH: 'C:\\path\\n\\t',
   };
-  const p = await plan(app, `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "3600"]\n    environment:\n      FROM_FILE: "\${DOLLAR}"\n`, env);
+  const p = await plan(
+    app,
+    `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "3600"]\n    environment:\n      FROM_FILE: "\${DOLLAR}"\n`,
+    env,
+  );
   const up = await stackUp(engine, p, { deploymentId: 'd1' });
   const id = up.services[0].containerId;
   await until('running', async () => (await engine.docker.getContainer(id).inspect()).State.Running);
@@ -195,11 +204,17 @@ test('a named volume survives a re-up and a remove without volumes', async (t) =
   const yaml = `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`;
   const p = await plan(app, yaml);
   let up = await stackUp(engine, p, { deploymentId: 'd1' });
-  assert.equal((await execIn(engine, up.services[0].containerId, ['sh', '-c', 'echo kept > /data/file'])).exitCode, 0);
+  assert.equal(
+    (await execIn(engine, up.services[0].containerId, ['sh', '-c', 'echo kept > /data/file'])).exitCode,
+    0,
+  );
 
   up = await stackUp(engine, p, { deploymentId: 'd2' });
   assert.equal(up.services[0].reused, false);
-  assert.equal((await execIn(engine, up.services[0].containerId, ['cat', '/data/file'])).stdout.toString(), 'kept\n');
+  assert.equal(
+    (await execIn(engine, up.services[0].containerId, ['cat', '/data/file'])).stdout.toString(),
+    'kept\n',
+  );
 
   const removed = await stackRemove(engine, app, { volumes: false });
   assert.deepEqual(removed.keptVolumes, [volumeName(app, 'data')]);
@@ -208,11 +223,17 @@ test('a named volume survives a re-up and a remove without volumes', async (t) =
   assert.equal(vol.Labels['svc.app'], app);
 
   up = await stackUp(engine, p, { deploymentId: 'd3' });
-  assert.equal((await execIn(engine, up.services[0].containerId, ['cat', '/data/file'])).stdout.toString(), 'kept\n');
+  assert.equal(
+    (await execIn(engine, up.services[0].containerId, ['cat', '/data/file'])).stdout.toString(),
+    'kept\n',
+  );
 
   const gone = await stackRemove(engine, app, { volumes: true });
   assert.deepEqual(gone.removedVolumes, [volumeName(app, 'data')]);
-  await assert.rejects(engine.docker.getVolume(volumeName(app, 'data')).inspect(), (e: { statusCode?: number }) => e.statusCode === 404);
+  await assert.rejects(
+    engine.docker.getVolume(volumeName(app, 'data')).inspect(),
+    (e: { statusCode?: number }) => e.statusCode === 404,
+  );
 });
 
 // The parser is the gate: what it refuses never gets a plan, so never reaches the engine. That
@@ -227,10 +248,16 @@ test('bad compose input is refused by the parser with an error naming the proble
       .join(',')}]\n`;
   const inputs: Array<[string, RegExp]> = [
     ['services: [not yaml', /./],
-    [`services:\n  web:\n    image: ${BASE_IMAGE}\n# ${'x'.repeat(1024 * 1024)}`, /large|size|bytes|MiB|KiB/i],
+    [
+      `services:\n  web:\n    image: ${BASE_IMAGE}\n# ${'x'.repeat(1024 * 1024)}`,
+      /large|size|bytes|MiB|KiB/i,
+    ],
     [`${laughs}services:\n  web:\n    image: ${BASE_IMAGE}\n`, /./],
     [`services:\n  web:\n    image: ${BASE_IMAGE}\n    depends_on: [ghost]\nvolumes:\n  v: {}\n`, /ghost/],
-    [`services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`, /cycle|circular/i],
+    [
+      `services:\n  a: {image: ${BASE_IMAGE}, depends_on: [b]}\n  b: {image: ${BASE_IMAGE}, depends_on: [a]}\n`,
+      /cycle|circular/i,
+    ],
     [`services:\n  web:\n    image: ${BASE_IMAGE}\n    privileged: true\n`, /privileged/],
   ];
   for (const [text, reason] of inputs) {
@@ -264,19 +291,28 @@ volumes:
   data: {}
 `,
   );
-  await assert.rejects(stackUp(engine, p, { deploymentId: 'x' }), (e: Error) => /never-built|No such image|not found/i.test(e.message));
+  await assert.rejects(stackUp(engine, p, { deploymentId: 'x' }), (e: Error) =>
+    /never-built|No such image|not found/i.test(e.message),
+  );
   assert.equal((await listAppContainers(engine, app)).length, 1, 'a was started before b failed');
   await stackRemove(engine, app, { volumes: true });
   assert.deepEqual(await listAppContainers(engine, app), []);
   assert.deepEqual(await engine.docker.listNetworks({ filters: { label: [`svc.app=${app}`] } }), []);
-  assert.deepEqual((await engine.docker.listVolumes({ filters: { label: [`svc.app=${app}`] } })).Volumes ?? [], []);
+  assert.deepEqual(
+    (await engine.docker.listVolumes({ filters: { label: [`svc.app=${app}`] } })).Volumes ?? [],
+    [],
+  );
 });
 
 test('stray containers with our naming but without our labels are never touched', async (t) => {
   if (!(await needEngine(t))) return;
   const app = appName();
   apps.add(app);
-  const stray = await engine.docker.createContainer({ name: `svc-${app}-app-1`, Image: BASE_IMAGE, Cmd: ['sleep', '600'] });
+  const stray = await engine.docker.createContainer({
+    name: `svc-${app}-app-1`,
+    Image: BASE_IMAGE,
+    Cmd: ['sleep', '600'],
+  });
   try {
     const p = await plan(app, `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "600"]\n`);
     const up = await stackUp(engine, p, { deploymentId: 'd1' });
@@ -302,9 +338,15 @@ test('container state changes arrive through the event stream', async (t) => {
     ac.signal,
   );
   try {
-    const p = await plan(app, `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "600"]\n    healthcheck: { test: ["CMD", "true"], interval: 1s }\n`);
+    const p = await plan(
+      app,
+      `services:\n  app:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "600"]\n    healthcheck: { test: ["CMD", "true"], interval: 1s }\n`,
+    );
     await stackUp(engine, p, { deploymentId: 'd1' });
-    await until('start and healthy events', async () => events.some((e) => e.action === 'start') && events.some((e) => e.status === 'healthy'));
+    await until(
+      'start and healthy events',
+      async () => events.some((e) => e.action === 'start') && events.some((e) => e.status === 'healthy'),
+    );
     await stackStop(engine, app);
     await until('die event', async () => events.some((e) => e.action === 'die'));
     const start = events.find((e) => e.action === 'start')!;
@@ -321,6 +363,9 @@ test('container state changes arrive through the event stream', async (t) => {
 
 test('an unreachable engine is reported as EngineUnavailableError naming the socket', async () => {
   const dead = createEngine({ socketPath: '/nonexistent/docker.sock' });
-  await assert.rejects(listServices(dead, 'x'), (e: unknown) => e instanceof EngineUnavailableError && /\/nonexistent\/docker\.sock/.test(e.message));
+  await assert.rejects(
+    listServices(dead, 'x'),
+    (e: unknown) => e instanceof EngineUnavailableError && /\/nonexistent\/docker\.sock/.test(e.message),
+  );
   await assert.rejects(stackRemove(dead, 'x', { volumes: false }), EngineUnavailableError);
 });

@@ -11,8 +11,15 @@ import { randomBytes } from 'node:crypto';
 import { DOCKER_SOCKET } from '../_support/docker.js';
 import { needStackImages, stackImageMap } from '../_support/stackimages.js';
 import { SAMPLES, sample, writeSample, type SampleName } from '../_support/samples.js';
-import { buildWithMap, fetchBody, imagePaths, planOfDir, programsIn, runImage } from '../_support/stackbuild.js';
-import { createEngine } from '../../lib/docker/index.js';
+import {
+  buildWithMap,
+  fetchBody,
+  imagePaths,
+  planOfDir,
+  programsIn,
+  runImage,
+} from '../_support/stackbuild.js';
+import { createEngine } from '#lib/docker/index.js';
 import { removeTagged } from './_helpers.js';
 
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -56,7 +63,11 @@ for (const name of SAMPLES) {
     const uids = (top.Processes as string[][]).map((p) => p[col]);
     assert.ok(uids.length > 0 && uids.every((u) => u !== '0'), JSON.stringify(top.Processes));
 
-    assert.deepEqual(await programsIn(engine, tag, label, s.absent), [], `build tools in the final image of ${name}`);
+    assert.deepEqual(
+      await programsIn(engine, tag, label, s.absent),
+      [],
+      `build tools in the final image of ${name}`,
+    );
     const files = await imagePaths(engine, tag, label, s.absentFiles);
     assert.deepEqual(
       Object.keys(files).filter((f) => files[f]),

@@ -14,7 +14,7 @@ import { needSshd, startSshd, makeBareRepo, type Sshd } from '../_support/sshd.j
 import { githubPush, SHA_A, SHA_B, ZERO } from '../unit/webhooks/_payloads.js';
 import { until } from './_helpers.js';
 import { startGitServer, webRepo, waitStatus, callInApp, cleanupApp } from './_deploy.js';
-import { stackRemove } from '../../lib/docker/index.js';
+import { stackRemove } from '#lib/docker/index.js';
 
 let s: TestServer;
 let c: Client;
@@ -33,7 +33,10 @@ after(async () => {
 
 const uniq = () => `w-${Math.random().toString(36).slice(2, 8)}`;
 
-async function gitApp(repo_url = 'ssh://git@127.0.0.1:1/srv/app.git', branch = 'main'): Promise<{ id: string; name: string }> {
+async function gitApp(
+  repo_url = 'ssh://git@127.0.0.1:1/srv/app.git',
+  branch = 'main',
+): Promise<{ id: string; name: string }> {
   const name = uniq();
   made.push(name);
   const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url, branch } });
@@ -44,8 +47,13 @@ async function gitApp(repo_url = 'ssh://git@127.0.0.1:1/srv/app.git', branch = '
 let deliveries = 0;
 function github(secret: string | null, event: string, payload: unknown, extra: Record<string, string> = {}) {
   const body = Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': `d-${++deliveries}-${Date.now()}` };
-  if (secret !== null) headers['x-hub-signature-256'] = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-github-event': event,
+    'x-github-delivery': `d-${++deliveries}-${Date.now()}`,
+  };
+  if (secret !== null)
+    headers['x-hub-signature-256'] = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
   return { body, headers: { ...headers, ...extra } };
 }
 
@@ -66,7 +74,11 @@ async function ensureSshd(t: Parameters<typeof needSshd>[0]): Promise<Sshd | nul
 }
 
 async function deliver(appId: string, d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await fetch(`${s.url}/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await fetch(`${s.url}/webhooks/${appId}`, {
+    method: 'POST',
+    headers: d.headers,
+    body: new Uint8Array(d.body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -96,7 +108,9 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
     'deployment finished',
     async () => {
       const g = await c.req('GET', `/api/apps/${app.id}/deployments/${r.body.deployment.id}`);
-      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(g.body.deployment?.status) ? g.body.deployment : null;
+      return ['succeeded', 'failed', 'canceled', 'interrupted'].includes(g.body.deployment?.status)
+        ? g.body.deployment
+        : null;
     },
     240_000,
   );
@@ -106,7 +120,10 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
   const audit = (await c.req('GET', '/api/audit?limit=100')).body.items;
   const queued = audit.find((a: { event: string }) => a.event === 'webhook.deploy_queued');
   assert.equal(queued.action, 'POST /webhooks/{appID}');
-  assert.deepEqual([queued.actor, queued.target, queued.outcome], [{ type: 'system', id: null, name: 'webhook:github' }, { type: 'app', id: app.id }, 'ok']);
+  assert.deepEqual(
+    [queued.actor, queued.target, queued.outcome],
+    [{ type: 'system', id: null, name: 'webhook:github' }, { type: 'app', id: app.id }, 'ok'],
+  );
   assert.equal(queued.detail.delivery_id, d.headers['x-github-delivery']);
   assert.equal(queued.detail.deployment, r.body.deployment.id);
   assert.equal(JSON.stringify(audit).includes(secret), false);
@@ -115,7 +132,8 @@ test('a push webhook deploys: test-connection with the key, clone over SSH, succ
 test('pushes in quick succession coalesce: one runs, the newest follows, the ones between are skipped', async (t) => {
   const sshd = await ensureSshd(t);
   if (!sshd) return;
-  const dockerfile = (v: string) => `FROM ${BASE_IMAGE}\nRUN mkdir -p /www && echo ${v} > /www/index.html && sleep 2\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`;
+  const dockerfile = (v: string) =>
+    `FROM ${BASE_IMAGE}\nRUN mkdir -p /www && echo ${v} > /www/index.html && sleep 2\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`;
   await makeBareRepo(sshd, 'burst', { Dockerfile: dockerfile('b1') });
   const app = await gitApp(sshd.url('burst'));
   const key = (await c.req('POST', `/api/apps/${app.id}/ssh-key/regenerate`)).body;
@@ -123,15 +141,25 @@ test('pushes in quick succession coalesce: one runs, the newest follows, the one
   const secret = (await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
   const answers = [];
   for (let i = 1; i <= 4; i++) {
-    const r = await deliver(app.id, github(secret, 'push', githubPush('refs/heads/main', SHA_A.slice(0, 39) + i)));
+    const r = await deliver(
+      app.id,
+      github(secret, 'push', githubPush('refs/heads/main', SHA_A.slice(0, 39) + i)),
+    );
     assert.equal(r.status, 202, JSON.stringify(r.body));
     answers.push(r.body.deployment);
   }
   const final = await until(
     'all deployments terminal',
     async () => {
-      const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items as Array<{ id: string; status: string; error: string | null }>;
-      return list.length === 4 && list.every((d) => ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status)) ? list : null;
+      const list = (await c.req('GET', `/api/apps/${app.id}/deployments`)).body.items as Array<{
+        id: string;
+        status: string;
+        error: string | null;
+      }>;
+      return list.length === 4 &&
+        list.every((d) => ['succeeded', 'failed', 'canceled', 'interrupted'].includes(d.status))
+        ? list
+        : null;
     },
     240_000,
   );
@@ -164,7 +192,12 @@ test('a captured push replayed with a new or without a delivery id is a duplicat
     [first.body.deployment.id],
   );
   const audit = (await c.req('GET', '/api/audit?limit=100')).body.items;
-  assert.ok(audit.some((a: { event: string; action: string; target: { id: string } }) => a.event === 'webhook.duplicate' && a.action === 'POST /webhooks/{appID}' && a.target.id === app.id));
+  assert.ok(
+    audit.some(
+      (a: { event: string; action: string; target: { id: string } }) =>
+        a.event === 'webhook.duplicate' && a.action === 'POST /webhooks/{appID}' && a.target.id === app.id,
+    ),
+  );
 });
 
 test('a forge retry of a delivery that could not be queued deploys', async () => {
@@ -204,9 +237,16 @@ test('a push of the commit a deployment of the same ref is already working on do
     const first = await deliver(app.id, github(secret, 'push', githubPush('refs/heads/main', SHA_C)));
     assert.equal(first.status, 202, JSON.stringify(first.body));
     const id = first.body.deployment.id;
-    await until('deployment cloning', async () => (await c.req('GET', `/api/apps/${app.id}/deployments/${id}`)).body.deployment.status === 'cloning');
+    await until(
+      'deployment cloning',
+      async () =>
+        (await c.req('GET', `/api/apps/${app.id}/deployments/${id}`)).body.deployment.status === 'cloning',
+    );
     // Another ref update landing on the same commit (its previous commit differs: not a replay).
-    const other = await deliver(app.id, github(secret, 'push', { ...githubPush('refs/heads/main', SHA_C), before: SHA_A }));
+    const other = await deliver(
+      app.id,
+      github(secret, 'push', { ...githubPush('refs/heads/main', SHA_C), before: SHA_A }),
+    );
     assert.equal(other.status, 200, JSON.stringify(other.body));
     assert.equal(other.body.duplicate, true);
     assert.match(other.body.reason, new RegExp(`already being deployed \\(deployment ${id}\\)`));
@@ -223,7 +263,11 @@ test('an old tag push replayed later does not roll the app back, and a push of t
   const git = await startGitServer();
   const run = promisify(execFile);
   const tag = (repo: string, name: string) => run('git', ['-C', join(git.base, repo), 'tag', name]);
-  const tagPush = (name: string, commit: string) => ({ ...githubPush(`refs/tags/${name}`, commit), before: ZERO, created: true });
+  const tagPush = (name: string, commit: string) => ({
+    ...githubPush(`refs/tags/${name}`, commit),
+    before: ZERO,
+    created: true,
+  });
   const repo = uniq();
   let appName: string | undefined;
   try {
@@ -231,7 +275,10 @@ test('an old tag push replayed later does not roll the app back, and a push of t
     await tag(repo, 'v1');
     const app = await gitApp(git.url(repo));
     appName = app.name;
-    assert.equal((await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'tag', pattern: 'v*' })).status, 201);
+    assert.equal(
+      (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'tag', pattern: 'v*' })).status,
+      201,
+    );
     const secret = (await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
     const v1 = github(secret, 'push', tagPush('v1', c1));
     const r1 = await deliver(app.id, v1);

@@ -4,8 +4,10 @@ import assert from 'node:assert/strict';
 import { isCI, componentRequired, missing } from '../_support/ci.js';
 
 test('CI is any non-empty CI other than "false"', () => {
-  for (const v of ['true', 'TRUE', '1', 'yes', 'woodpecker', ' true ']) assert.equal(isCI({ CI: v }), true, v);
-  for (const v of [undefined, '', '  ', 'false', 'False', 'FALSE']) assert.equal(isCI(v === undefined ? {} : { CI: v }), false, String(v));
+  for (const v of ['true', 'TRUE', '1', 'yes', 'woodpecker', ' true '])
+    assert.equal(isCI({ CI: v }), true, v);
+  for (const v of [undefined, '', '  ', 'false', 'False', 'FALSE'])
+    assert.equal(isCI(v === undefined ? {} : { CI: v }), false, String(v));
   assert.equal(componentRequired('SVC_REQUIRE_X', { SVC_REQUIRE_X: '1' }), true);
   assert.equal(componentRequired('SVC_REQUIRE_X', { SVC_REQUIRE_X: '0' }), false);
   assert.equal(componentRequired(undefined, { CI: '1' }), true);

@@ -22,26 +22,49 @@ function sources(dir: string): string[] {
 /** Every module a file imports, statically or dynamically, type-only imports included. */
 export function importsOf(text: string): string[] {
   const specs = new Set<string>();
-  for (const m of text.matchAll(/(?:^|[^\w.])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]/gm)) specs.add(m[1]!);
+  for (const m of text.matchAll(/(?:^|[^\w.])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]/gm))
+    specs.add(m[1]!);
   for (const m of text.matchAll(/(?:^|[^\w.])import\s*\(?\s*['"]([^'"]+)['"]/gm)) specs.add(m[1]!);
   return [...specs];
 }
 
 /** The top-level folder a relative import lands in, or the package name of a bare one. */
 function target(file: string, spec: string): { layer?: string; pkg?: string } {
-  if (!spec.startsWith('.')) return { pkg: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!.replace(/^node:/, 'node:') };
+  // `#lib/...` is package.json's alias of lib/ (subpath imports).
+  if (spec.startsWith('#lib/')) return { layer: 'lib' };
+  if (!spec.startsWith('.'))
+    return {
+      pkg: spec.startsWith('@')
+        ? spec.split('/').slice(0, 2).join('/')
+        : spec.split('/')[0]!.replace(/^node:/, 'node:'),
+    };
   const abs = resolve(root, dirname(file), spec);
   return { layer: relative(root, abs).split(sep)[0] };
 }
 
-const RULES: { from: string; forbidden: (t: { layer?: string; pkg?: string }, spec: string) => boolean; why: string }[] = [
-  { from: 'lib', forbidden: (t) => t.layer === 'handlers' || t.layer === 'runtime' || t.layer === 'client', why: 'lib/ knows nothing of handlers/, runtime/ or the client' },
+const RULES: {
+  from: string;
+  forbidden: (t: { layer?: string; pkg?: string }, spec: string) => boolean;
+  why: string;
+}[] = [
+  {
+    from: 'lib',
+    forbidden: (t) => t.layer === 'handlers' || t.layer === 'runtime' || t.layer === 'client',
+    why: 'lib/ knows nothing of handlers/, runtime/ or the client',
+  },
   {
     from: 'handlers',
-    forbidden: (t, spec) => t.layer === 'runtime' || ['dockerode', 'kysely', 'better-sqlite3'].includes(t.pkg ?? '') || /^(node:)?fs(\/promises)?$/.test(spec),
+    forbidden: (t, spec) =>
+      t.layer === 'runtime' ||
+      ['dockerode', 'kysely', 'better-sqlite3'].includes(t.pkg ?? '') ||
+      /^(node:)?fs(\/promises)?$/.test(spec),
     why: 'a handler calls lib/ for Docker, SQL and files',
   },
-  { from: 'client', forbidden: (t) => t.layer === 'lib' || t.layer === 'handlers' || t.layer === 'runtime', why: 'the client only knows the generated types' },
+  {
+    from: 'client',
+    forbidden: (t) => t.layer === 'lib' || t.layer === 'handlers' || t.layer === 'runtime',
+    why: 'the client only knows the generated types',
+  },
 ];
 
 export function violations(files: { file: string; text: string }[]): string[] {
@@ -49,16 +72,41 @@ export function violations(files: { file: string; text: string }[]): string[] {
   for (const { file, text } of files) {
     const layer = file.split(/[\\/]/)[0];
     for (const rule of RULES.filter((r) => r.from === layer)) {
-      for (const spec of importsOf(text)) if (rule.forbidden(target(file, spec), spec)) out.push(`${file} imports ${spec}: ${rule.why}`);
+      for (const spec of importsOf(text))
+        if (rule.forbidden(target(file, spec), spec)) out.push(`${file} imports ${spec}: ${rule.why}`);
     }
   }
   return out;
 }
 
 test('no import crosses a layer the wrong way', () => {
-  const files = ['lib', 'handlers', 'client'].flatMap(sources).map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  const files = ['lib', 'handlers', 'client']
+    .flatMap(sources)
+    .map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
   assert.ok(files.length > 150, `read ${files.length} files`);
   assert.deepEqual(violations(files), []);
+});
+
+/** Imports from outside lib/ that reach into it by a relative path instead of the `#lib/` alias. */
+export function relativeIntoLib(files: { file: string; text: string }[]): string[] {
+  return files.flatMap(({ file, text }) =>
+    importsOf(text)
+      .filter((spec) => spec.startsWith('.') && target(file, spec).layer === 'lib')
+      .map((spec) => `${file} imports ${spec}: use '#lib/...'`),
+  );
+}
+
+test('code outside lib/ imports it through the #lib/ alias, never ../../lib', () => {
+  const files = ['handlers', 'runtime', 'tests', 'bench']
+    .flatMap((d) => sources(d))
+    .map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  assert.deepEqual(relativeIntoLib(files), []);
+  assert.deepEqual(
+    relativeIntoLib([
+      { file: 'handlers/api/x.ts', text: `import { a } from '../../${'lib'}/apps/store.js';` },
+    ]),
+    ["handlers/api/x.ts imports ../../lib/apps/store.js: use '#lib/...'"],
+  );
 });
 
 test('the check catches each kind of crossing', () => {
@@ -72,7 +120,15 @@ test('the check catches each kind of crossing', () => {
     { file: 'client/x.ts', text: "import type { App } from '../lib/apps/model.js';" },
   ];
   assert.equal(violations(bad).length, bad.length, violations(bad).join('\n'));
-  assert.deepEqual(violations([{ file: 'handlers/api/ok.ts', text: "import { getApp } from '../../lib/apps/store.js';\nimport { z } from 'zod';" }]), []);
+  assert.deepEqual(
+    violations([
+      {
+        file: 'handlers/api/ok.ts',
+        text: "import { getApp } from '#lib/apps/store.js';\nimport { z } from 'zod';",
+      },
+    ]),
+    [],
+  );
 });
 
 /** Relative imports of lib/ files that land in lib/, as a graph of repository paths. */
@@ -81,11 +137,11 @@ export function libGraph(files: { file: string; text: string }[]): Map<string, s
   for (const { file, text } of files) {
     const deps: string[] = [];
     for (const spec of importsOf(text)) {
-      if (!spec.startsWith('.')) continue;
-      const to = relative(root, resolve(root, dirname(file), spec))
-        .split(sep)
-        .join('/')
-        .replace(/\.js$/, '.ts');
+      if (!spec.startsWith('.') && !spec.startsWith('#lib/')) continue;
+      const path = spec.startsWith('#lib/')
+        ? join('lib', spec.slice(5))
+        : relative(root, resolve(root, dirname(file), spec));
+      const to = path.split(sep).join('/').replace(/\.js$/, '.ts');
       if (to.startsWith('lib/')) deps.push(to);
     }
     graph.set(file.split(sep).join('/'), deps);
@@ -142,11 +198,22 @@ test('no import cycle inside lib/, type-only and dynamic imports included', () =
 
 test('the cycle check finds type-only and dynamic cycles, and passes a tree without one', () => {
   const f = (file: string, text: string) => ({ file, text });
-  const typeCycle = [f('lib/env.ts', "import type { DeployService } from './deploy/service.js';"), f('lib/deploy/service.ts', "import type { Env } from '../env.js';")];
+  const typeCycle = [
+    f('lib/env.ts', "import type { DeployService } from './deploy/service.js';"),
+    f('lib/deploy/service.ts', "import type { Env } from '../env.js';"),
+  ];
   assert.deepEqual(cycles(libGraph(typeCycle)), [['lib/deploy/service.ts', 'lib/env.ts']]);
-  const lazy = [f('lib/a.ts', "import { b } from './b.js';"), f('lib/b.ts', "const { c } = await import('./c.js');"), f('lib/c.ts', "export { a } from './a.js';")];
+  const lazy = [
+    f('lib/a.ts', "import { b } from './b.js';"),
+    f('lib/b.ts', "const { c } = await import('./c.js');"),
+    f('lib/c.ts', "export { a } from './a.js';"),
+  ];
   assert.deepEqual(cycles(libGraph(lazy)), [['lib/a.ts', 'lib/b.ts', 'lib/c.ts']]);
-  const acyclic = [f('lib/env.ts', "import type { Deployments } from './deploy/types.js';"), f('lib/deploy/types.ts', "import type { App } from '../apps/model.js';"), f('lib/apps/model.ts', '')];
+  const acyclic = [
+    f('lib/env.ts', "import type { Deployments } from './deploy/types.js';"),
+    f('lib/deploy/types.ts', "import type { App } from '../apps/model.js';"),
+    f('lib/apps/model.ts', ''),
+  ];
   assert.deepEqual(cycles(libGraph(acyclic)), []);
 });
 
@@ -170,7 +237,9 @@ test('infrastructure folders import no product area, type-only and dynamic impor
   const files = sources('lib').map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
   const graph = folderGraph(files);
   for (const f of INFRASTRUCTURE) assert.ok(graph.has(f), `lib/${f} exists`);
-  const wrong = [...graph].flatMap(([from, tos]) => (INFRASTRUCTURE.has(from) ? tos.filter((t) => !INFRASTRUCTURE.has(t)).map((t) => `${from} -> ${t}`) : []));
+  const wrong = [...graph].flatMap(([from, tos]) =>
+    INFRASTRUCTURE.has(from) ? tos.filter((t) => !INFRASTRUCTURE.has(t)).map((t) => `${from} -> ${t}`) : [],
+  );
   assert.deepEqual(wrong, []);
 });
 
@@ -189,9 +258,21 @@ test('no folder of lib/ is in an import cycle', () => {
 
 test('the folder checks catch an infrastructure folder importing a product area, and a new folder cycle', () => {
   const f = (file: string, text: string) => ({ file, text });
-  const tree = [f('lib/http/x.ts', "import type { App } from '../apps/model.js';"), f('lib/apps/model.ts', "import { HttpError } from '../http/errors.js';"), f('lib/http/errors.ts', '')];
+  const tree = [
+    f('lib/http/x.ts', "import type { App } from '../apps/model.js';"),
+    f('lib/apps/model.ts', "import { HttpError } from '../http/errors.js';"),
+    f('lib/http/errors.ts', ''),
+  ];
   const graph = folderGraph(tree);
   assert.deepEqual(graph.get('http'), ['apps']);
   assert.deepEqual(cycles(graph), [['apps', 'http']]);
-  assert.deepEqual(cycles(folderGraph([f('lib/config.ts', "import { x } from './util/hostname.js';"), f('lib/util/hostname.ts', '')])), []);
+  assert.deepEqual(
+    cycles(
+      folderGraph([
+        f('lib/config.ts', "import { x } from './util/hostname.js';"),
+        f('lib/util/hostname.ts', ''),
+      ]),
+    ),
+    [],
+  );
 });

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { serve, serveFails, type Served } from '../_support/cli.js';
 import { Client, ADMIN, reveal } from '../_support/server.js';
-import { totpCode } from '../../lib/auth/totp.js';
+import { totpCode } from '#lib/auth/totp.js';
 import { poll } from '../_support/wait.js';
-import { createSealer } from '../../lib/crypto/seal.js';
+import { createSealer } from '#lib/crypto/seal.js';
 
 const dirs: string[] = [];
 const running: Served[] = [];
@@ -29,7 +29,12 @@ async function tempDir(): Promise<string> {
 }
 
 async function start(vars: Record<string, string>): Promise<Served> {
-  const s = await serve({ SVC_PASSWORD_COST: '12', SVC_AUTH_RATE_LIMIT: '1000', SVC_SECURITY_MONITOR: 'false', ...vars });
+  const s = await serve({
+    SVC_PASSWORD_COST: '12',
+    SVC_AUTH_RATE_LIMIT: '1000',
+    SVC_SECURITY_MONITOR: 'false',
+    ...vars,
+  });
   running.push(s);
   return s;
 }
@@ -45,7 +50,8 @@ async function modes(dir: string, prefix = ''): Promise<Array<[string, number, '
   for (const name of await readdir(dir)) {
     const st = await lstat(join(dir, name));
     const rel = prefix + name;
-    if (st.isDirectory()) out.push([rel + '/', st.mode & 0o777, 'dir'], ...(await modes(join(dir, name), rel + '/')));
+    if (st.isDirectory())
+      out.push([rel + '/', st.mode & 0o777, 'dir'], ...(await modes(join(dir, name), rel + '/')));
     else if (st.isFile()) out.push([rel, st.mode & 0o777, 'file']);
   }
   return out;
@@ -86,16 +92,32 @@ test('first boot: "listening" with the start time is the first log line; a maste
   assert.ok(first.startup_ms > 0);
   assert.equal(first.url, s.url);
   const keyFile = join(dataDir, 'master.key');
-  const announced = await poll('the master key notice', () => s.lines.find((l) => l.master_key_file === keyFile), 10_000, 20);
+  const announced = await poll(
+    'the master key notice',
+    () => s.lines.find((l) => l.master_key_file === keyFile),
+    10_000,
+    20,
+  );
   assert.match(announced.msg, /generated the master key in .*master\.key: back it up/);
-  assert.equal(s.lines.filter((l) => JSON.stringify(l).includes(readFileSync(keyFile, 'utf8').trim())).length, 0, 'the key itself is never logged');
+  assert.equal(
+    s.lines.filter((l) => JSON.stringify(l).includes(readFileSync(keyFile, 'utf8').trim())).length,
+    0,
+    'the key itself is never logged',
+  );
   assert.match(readFileSync(keyFile, 'utf8'), /^[0-9a-f]{64}\n$/);
 
   // Secrets can be sealed straight away: no 503 for lack of a key.
   const c = await setupAndLogin(s.url, dataDir);
-  const app = await c.req('POST', '/api/apps', { name: 'sealed-at-once', source: { type: 'image', image: 'nginx:1.27' } });
+  const app = await c.req('POST', '/api/apps', {
+    name: 'sealed-at-once',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(app.status, 201, app.text);
-  assert.equal((await c.req('PUT', `/api/apps/${app.body.app.id}/env`, { items: [{ key: 'TOKEN', value: 'hunter2' }] })).status, 200);
+  assert.equal(
+    (await c.req('PUT', `/api/apps/${app.body.app.id}/env`, { items: [{ key: 'TOKEN', value: 'hunter2' }] }))
+      .status,
+    200,
+  );
   const posture = await c.req('GET', '/api/security/posture');
   const row = posture.body.items.find((i: { code: string }) => i.code === 'master_key');
   assert.equal(row.status, 'warning');
@@ -133,7 +155,8 @@ test('the data directory is 0700 and every file in it 0600 (database, -wal, -shm
   const st = await lstat(dataDir);
   assert.equal(st.mode & 0o777, 0o700);
   const all = await modes(dataDir);
-  for (const [name, mode, kind] of all) assert.equal(mode, kind === 'dir' ? 0o700 : 0o600, `${name} is ${mode.toString(8)}`);
+  for (const [name, mode, kind] of all)
+    assert.equal(mode, kind === 'dir' ? 0o700 : 0o600, `${name} is ${mode.toString(8)}`);
   await stop(s);
 });
 
@@ -146,7 +169,8 @@ test('modes loosened by an older build or a copy are tightened at boot', async (
   for (const f of ['svc.db', 'master.key', 'setup.token']) await chmod(join(dataDir, f), 0o644);
   const again = await start({ SVC_DATA_DIR: dataDir });
   assert.equal((await lstat(dataDir)).mode & 0o777, 0o700);
-  for (const [name, mode, kind] of await modes(dataDir)) assert.equal(mode, kind === 'dir' ? 0o700 : 0o600, name);
+  for (const [name, mode, kind] of await modes(dataDir))
+    assert.equal(mode, kind === 'dir' ? 0o700 : 0o600, name);
   await stop(again);
 });
 
@@ -156,8 +180,11 @@ test('the signing key is sealed under the master key and recovery codes are keye
   const c = await setupAndLogin(s.url, dataDir);
   const { codes } = await enableTotp(c);
   const { signing, hashes } = readDb(dataDir, (db) => ({
-    signing: (db.prepare("select value from settings where key = 'signing_key'").get() as { value: string }).value,
-    hashes: (db.prepare('select code_hash from recovery_codes').all() as Array<{ code_hash: string }>).map((r) => r.code_hash),
+    signing: (db.prepare("select value from settings where key = 'signing_key'").get() as { value: string })
+      .value,
+    hashes: (db.prepare('select code_hash from recovery_codes').all() as Array<{ code_hash: string }>).map(
+      (r) => r.code_hash,
+    ),
   }));
   assert.match(signing, /^v1\./);
   const key = Buffer.from(readFileSync(join(dataDir, 'master.key'), 'utf8').trim(), 'hex');
@@ -186,7 +213,9 @@ test('data written by an older build (signing key and recovery codes in clear) i
   // What the previous build stored: the signing key in clear, codes as SHA-256('recovery:' + code).
   const key = Buffer.from(readFileSync(join(dataDir, 'master.key'), 'utf8').trim(), 'hex');
   const db = new BetterSqlite3(join(dataDir, 'svc.db'));
-  const sealed = (db.prepare("select value from settings where key = 'signing_key'").get() as { value: string }).value;
+  const sealed = (
+    db.prepare("select value from settings where key = 'signing_key'").get() as { value: string }
+  ).value;
   const clear = createSealer(key).open(sealed, 'settings:signing_key');
   db.prepare("update settings set value = ? where key = 'signing_key'").run(clear);
   db.prepare('delete from recovery_codes').run();
@@ -202,13 +231,25 @@ test('data written by an older build (signing key and recovery codes in clear) i
   db.close();
 
   const again = await start({ SVC_DATA_DIR: dataDir });
-  await poll('the re-key notice', () => again.lines.some((l) => l.recovery_codes === 10 && /re-keyed/.test(l.msg)), 10_000, 20);
+  await poll(
+    'the re-key notice',
+    () => again.lines.some((l) => l.recovery_codes === 10 && /re-keyed/.test(l.msg)),
+    10_000,
+    20,
+  );
   const after = readDb(dataDir, (d) => ({
-    signing: (d.prepare("select value from settings where key = 'signing_key'").get() as { value: string }).value,
-    hashes: (d.prepare('select code_hash from recovery_codes').all() as Array<{ code_hash: string }>).map((r) => r.code_hash),
+    signing: (d.prepare("select value from settings where key = 'signing_key'").get() as { value: string })
+      .value,
+    hashes: (d.prepare('select code_hash from recovery_codes').all() as Array<{ code_hash: string }>).map(
+      (r) => r.code_hash,
+    ),
   }));
   assert.match(after.signing, /^v1\./);
-  assert.equal(createSealer(key).open(after.signing, 'settings:signing_key'), clear, 'the same key, now sealed');
+  assert.equal(
+    createSealer(key).open(after.signing, 'settings:signing_key'),
+    clear,
+    'the same key, now sealed',
+  );
   for (const h of after.hashes) assert.match(h, /^hmac1:/);
   // The session made before the upgrade still passes CSRF (same signing key)...
   const old = new Client(again.url);
@@ -239,7 +280,9 @@ test('an explicit SVC_MASTER_KEY wins; one that cannot open the sealed data stop
   const moved = await start({ SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: fileKey });
   const c = new Client(moved.url);
   assert.equal((await c.req('POST', '/api/auth/login', ADMIN)).status, 200);
-  const row = (await c.req('GET', '/api/security/posture')).body.items.find((i: { code: string }) => i.code === 'master_key');
+  const row = (await c.req('GET', '/api/security/posture')).body.items.find(
+    (i: { code: string }) => i.code === 'master_key',
+  );
   assert.equal(row.status, 'warning');
   assert.match(row.reason, /still stored beside the data/);
   await stop(moved);
@@ -248,7 +291,12 @@ test('an explicit SVC_MASTER_KEY wins; one that cannot open the sealed data stop
   const outside = await start({ SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: fileKey });
   const c2 = new Client(outside.url);
   assert.equal((await c2.req('POST', '/api/auth/login', ADMIN)).status, 200);
-  assert.equal((await c2.req('GET', '/api/security/posture')).body.items.find((i: { code: string }) => i.code === 'master_key').status, 'ok');
+  assert.equal(
+    (await c2.req('GET', '/api/security/posture')).body.items.find(
+      (i: { code: string }) => i.code === 'master_key',
+    ).status,
+    'ok',
+  );
   await stop(outside);
 
   // The key neither in the environment nor in the file: no new key is invented over sealed data.

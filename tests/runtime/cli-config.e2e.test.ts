@@ -44,8 +44,12 @@ test('security-check where no service keeps its data: a clear error, and nothing
   }
   // The default ./data, relative to wherever the operator happens to be.
   const r = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
-    execFile(process.execPath, [CLI, 'security-check'], { cwd: root, env: cleanEnv({}), timeout: 60_000 }, (err, _o, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr: String(stderr) }),
+    execFile(
+      process.execPath,
+      [CLI, 'security-check'],
+      { cwd: root, env: cleanEnv({}), timeout: 60_000 },
+      (err, _o, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr: String(stderr) }),
     ),
   );
   assert.equal(r.code, 1);
@@ -91,7 +95,12 @@ test('security-check agrees with the running service: both read the service envi
   assert.match(shown.stdout, new RegExp(`Service data: ${dataDir}; configuration from ${envFile}`));
   const cli = cliRows(shown.stdout);
   const api = await apiRows();
-  for (const [title, status] of api) assert.equal(cli.get(title), status, `${title}: CLI ${cli.get(title)}, service ${status}\n${shown.stdout}`);
+  for (const [title, status] of api)
+    assert.equal(
+      cli.get(title),
+      status,
+      `${title}: CLI ${cli.get(title)}, service ${status}\n${shown.stdout}`,
+    );
   // Whether the base domain is served over HTTPS is known to the running service (its proxy) only:
   // the CLI says so instead of guessing.
   assert.equal(cli.get('Base domain'), 'info', shown.stdout);
@@ -109,7 +118,10 @@ test('security-check agrees with the running service: both read the service envi
   assert.equal((await apiRows()).get('Firewall'), 'warning');
 
   // The process environment wins over the file, for the CLI as for the service.
-  const elsewhere = await runCli(['security-check', '--show'], { SVC_ENV_FILE: envFile, SVC_DATA_DIR: join(root, 'other') });
+  const elsewhere = await runCli(['security-check', '--show'], {
+    SVC_ENV_FILE: envFile,
+    SVC_DATA_DIR: join(root, 'other'),
+  });
   assert.equal(elsewhere.code, 1);
   assert.equal(existsSync(join(root, 'other')), false);
 });

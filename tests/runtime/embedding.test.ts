@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { Hono } from 'hono';
 import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { hashPassword } from '../../lib/auth/passwords.js';
-import { insertApp } from '../../lib/apps/store.js';
-import type { Services as Env } from '../../lib/http/handler.js';
+import { insertUser } from '#lib/auth/users.js';
+import { hashPassword } from '#lib/auth/passwords.js';
+import { insertApp } from '#lib/apps/store.js';
+import type { Services as Env } from '#lib/http/handler.js';
 import { memoryEnv } from '../_support/env.js';
 
 const OPERATOR = { username: 'embedded', password: 'a long enough passphrase' };
@@ -27,7 +27,13 @@ after(async () => {
 type Fetch = (request: Request) => Response | Promise<Response>;
 
 async function loginAndList(fetch: Fetch, base: string): Promise<void> {
-  const login = await fetch(new Request(base + '/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(OPERATOR) }));
+  const login = await fetch(
+    new Request(base + '/api/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(OPERATOR),
+    }),
+  );
   assert.equal(login.status, 200, await login.clone().text());
   assert.equal(((await login.json()) as { user: { username: string } }).user.username, OPERATOR.username);
   const cookies = login.headers.getSetCookie().map((c) => c.split(';')[0]!);

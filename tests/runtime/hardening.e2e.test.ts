@@ -3,7 +3,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { startTestServer, adminClient, apiToken, memoryLogger, Client, ADMIN, type TestServer } from '../_support/server.js';
+import {
+  startTestServer,
+  adminClient,
+  apiToken,
+  memoryLogger,
+  Client,
+  ADMIN,
+  type TestServer,
+} from '../_support/server.js';
 import { poll } from '../_support/wait.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
@@ -39,20 +47,30 @@ test('an unknown body field is refused with 400 naming it, at the top and nested
   assert.equal(login.status, 400);
   assert.equal(login.body.details[0].field, 'remember');
 
-  const nested = await admin.req('POST', '/api/apps', { name: 'strict-nested', source: { type: 'image', image: 'nginx:1.27', tag: 'x' } });
+  const nested = await admin.req('POST', '/api/apps', {
+    name: 'strict-nested',
+    source: { type: 'image', image: 'nginx:1.27', tag: 'x' },
+  });
   assert.equal(nested.status, 400);
   assert.ok(
     nested.body.details.some((d: { field: string }) => d.field === 'source.tag'),
     JSON.stringify(nested.body),
   );
   assert.equal(
-    (await admin.req('GET', '/api/apps')).body.items.some((a: { name: string }) => a.name === 'strict-nested'),
+    (await admin.req('GET', '/api/apps')).body.items.some(
+      (a: { name: string }) => a.name === 'strict-nested',
+    ),
     false,
   );
 
-  const app = await admin.req('POST', '/api/apps', { name: 'strict-env', source: { type: 'image', image: 'nginx:1.27' } });
+  const app = await admin.req('POST', '/api/apps', {
+    name: 'strict-env',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(app.status, 201, app.text);
-  const env = await admin.req('PUT', `/api/apps/${app.body.app.id}/env`, { items: [{ key: 'A', value: 'x', sekret: true }] });
+  const env = await admin.req('PUT', `/api/apps/${app.body.app.id}/env`, {
+    items: [{ key: 'A', value: 'x', sekret: true }],
+  });
   assert.equal(env.status, 400);
   assert.equal(env.body.details[0].field, 'items.0.sekret');
   assert.deepEqual((await admin.req('GET', `/api/apps/${app.body.app.id}/env`)).body.items, []);
@@ -69,25 +87,42 @@ test('/metrics without the right token is a plain 404 for every method, never a 
     }
   }
   // With the token the route is real: other methods get the usual 405.
-  assert.equal((await c.req('POST', '/metrics', undefined, { authorization: `Bearer ${METRICS_TOKEN}` })).status, 405);
+  assert.equal(
+    (await c.req('POST', '/metrics', undefined, { authorization: `Bearer ${METRICS_TOKEN}` })).status,
+    405,
+  );
 });
 
 test('the Authorization scheme is case-insensitive for API tokens and /metrics', async () => {
   const token = await apiToken(admin, 'scheme');
   for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-    const me = await new Client(s.url).req('GET', '/api/auth/me', undefined, { authorization: `${scheme} ${token}` });
+    const me = await new Client(s.url).req('GET', '/api/auth/me', undefined, {
+      authorization: `${scheme} ${token}`,
+    });
     assert.equal(me.status, 200, scheme);
-    const m = await new Client(s.url).req('GET', '/metrics', undefined, { authorization: `${scheme} ${METRICS_TOKEN}` });
+    const m = await new Client(s.url).req('GET', '/metrics', undefined, {
+      authorization: `${scheme} ${METRICS_TOKEN}`,
+    });
     assert.equal(m.status, 200, scheme);
     assert.match(m.text, /svc_http_requests_total/);
   }
-  assert.equal((await new Client(s.url).req('GET', '/api/auth/me', undefined, { authorization: `Basic ${token}` })).status, 401);
+  assert.equal(
+    (await new Client(s.url).req('GET', '/api/auth/me', undefined, { authorization: `Basic ${token}` }))
+      .status,
+    401,
+  );
 });
 
 test('a client that aborts its request body is logged as one info line, not an error with a stack', async () => {
   const u = new URL(s.url);
   const arrived = new Promise((resolve) => s.running.server.once('request', resolve));
-  const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '200' } });
+  const req = httpRequest({
+    host: u.hostname,
+    port: u.port,
+    path: '/api/auth/login',
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-length': '200' },
+  });
   const closed = new Promise<void>((resolve) => req.on('close', () => resolve()));
   req.on('error', () => {});
   req.write('{"username":"admin",');
@@ -95,11 +130,20 @@ test('a client that aborts its request body is logged as one info line, not an e
   await arrived;
   req.destroy();
   await closed;
-  const line = await poll('the abort log line', () => logged.lines.find((l) => l.msg === 'client aborted the request body'), 10_000, 20);
+  const line = await poll(
+    'the abort log line',
+    () => logged.lines.find((l) => l.msg === 'client aborted the request body'),
+    10_000,
+    20,
+  );
   assert.equal(line.level, 30);
   assert.equal(line.err, undefined);
   assert.equal(JSON.stringify(line).includes('stack'), false);
-  assert.equal(logged.lines.filter((l) => l.level >= 50).length, 0, JSON.stringify(logged.lines.filter((l) => l.level >= 50)));
+  assert.equal(
+    logged.lines.filter((l) => l.level >= 50).length,
+    0,
+    JSON.stringify(logged.lines.filter((l) => l.level >= 50)),
+  );
 });
 
 /** Paths of every object inside a zod 4 schema that would silently drop unknown keys. */

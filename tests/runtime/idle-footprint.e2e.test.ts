@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type Served } from '../_support/cli.js';
-import { SERVE_NODE_OPTIONS, unitText } from '../../lib/install/texts.js';
+import { SERVE_NODE_OPTIONS, unitText } from '#lib/install/texts.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const dirs: string[] = [];
@@ -60,11 +60,18 @@ test('the serving process gets the same Node.js options from the unit, the image
   assert.ok(SERVE_NODE_OPTIONS.length > 0);
   const flags = SERVE_NODE_OPTIONS.join(' ');
   const unit = unitText({ node: '/usr/bin/node', cli: '/opt/svc/dist/runtime/cli.js' });
-  assert.match(unit, new RegExp(`^ExecStart=/usr/bin/node ${flags} /opt/svc/dist/runtime/cli\\.js serve$`, 'm'));
+  assert.match(
+    unit,
+    new RegExp(`^ExecStart=/usr/bin/node ${flags} /opt/svc/dist/runtime/cli\\.js serve$`, 'm'),
+  );
   const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile);
   assert.ok(entry, 'the Dockerfile has an exec-form ENTRYPOINT');
-  assert.deepEqual(JSON.parse(entry[1]!), ['/usr/local/bin/node', ...SERVE_NODE_OPTIONS, '/opt/svc/dist/runtime/cli.js']);
+  assert.deepEqual(JSON.parse(entry[1]!), [
+    '/usr/local/bin/node',
+    ...SERVE_NODE_OPTIONS,
+    '/opt/svc/dist/runtime/cli.js',
+  ]);
   const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
   assert.match(pkg.scripts.start, new RegExp(`&& node ${flags} dist/runtime/cli\\.js serve$`));
 });

@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, Client, ADMIN, setupToken, type TestServer } from '../_support/server.js';
-import { hashing } from '../../lib/auth/passwords.js';
+import { hashing } from '#lib/auth/passwords.js';
 
 const servers: TestServer[] = [];
 after(async () => {
@@ -16,7 +16,10 @@ async function server(vars: Record<string, string>): Promise<TestServer> {
   const s = await startTestServer({ SVC_AUTH_RATE_LIMIT: '1000', ...vars });
   servers.push(s);
   const c = new Client(s.url);
-  assert.equal((await c.req('POST', '/api/setup/admin', { token: await setupToken(s), ...ADMIN })).status, 201);
+  assert.equal(
+    (await c.req('POST', '/api/setup/admin', { token: await setupToken(s), ...ADMIN })).status,
+    201,
+  );
   return s;
 }
 
@@ -30,7 +33,11 @@ test('a flood of logins is bounded: beyond a short queue strangers get 429 with 
   const s = await server({ SVC_PASSWORD_COST: '16' });
   let peakWaiting = 0;
   const watch = setInterval(() => (peakWaiting = Math.max(peakWaiting, hashing.stats().waiting.normal)), 1);
-  const answers = await Promise.all(Array.from({ length: 80 }, (_, i) => stranger(s, i).req('POST', '/api/auth/login', { username: `user-${i}`, password: 'not the password' })));
+  const answers = await Promise.all(
+    Array.from({ length: 80 }, (_, i) =>
+      stranger(s, i).req('POST', '/api/auth/login', { username: `user-${i}`, password: 'not the password' }),
+    ),
+  );
   clearInterval(watch);
   const limited = answers.filter((r) => r.status === 429);
   assert.ok(limited.length > 0, 'no attempt was refused: the queue is unbounded');
@@ -56,13 +63,25 @@ test("failed passwords lock the account for strangers, existing or not; the oper
   assert.equal(browser.cookies.has('svc_session'), false);
   assert.ok(browser.cookies.has('svc_device'));
 
-  for (let i = 0; i < 3; i++) assert.equal((await stranger(s, i).req('POST', '/api/auth/login', { username: 'admin', password: `guess ${i}` })).status, 401);
-  const locked = await stranger(s, 10).req('POST', '/api/auth/login', { username: 'admin', password: 'guess 4' });
+  for (let i = 0; i < 3; i++)
+    assert.equal(
+      (await stranger(s, i).req('POST', '/api/auth/login', { username: 'admin', password: `guess ${i}` }))
+        .status,
+      401,
+    );
+  const locked = await stranger(s, 10).req('POST', '/api/auth/login', {
+    username: 'admin',
+    password: 'guess 4',
+  });
   assert.equal(locked.status, 429);
   assert.equal(locked.body.code, 'rate_limited');
   assert.match(locked.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
   // Locked means locked for strangers, even with the right password (and the case of the name does not matter).
-  assert.equal((await stranger(s, 11).req('POST', '/api/auth/login', { username: 'ADMIN', password: ADMIN.password })).status, 429);
+  assert.equal(
+    (await stranger(s, 11).req('POST', '/api/auth/login', { username: 'ADMIN', password: ADMIN.password }))
+      .status,
+    429,
+  );
   // The operator's browser is not a stranger.
   const mine = await browser.req('POST', '/api/auth/login', ADMIN);
   assert.equal(mine.status, 200, mine.text);
@@ -76,8 +95,15 @@ test("failed passwords lock the account for strangers, existing or not; the oper
   assert.equal((await forged.req('POST', '/api/auth/login', ADMIN)).status, 429);
 
   // Unknown names are counted the same way: the lock says nothing about which names exist.
-  for (let i = 0; i < 3; i++) assert.equal((await stranger(s, 20 + i).req('POST', '/api/auth/login', { username: 'ghost', password: 'x' })).status, 401);
-  assert.equal((await stranger(s, 30).req('POST', '/api/auth/login', { username: 'ghost', password: 'x' })).status, 429);
+  for (let i = 0; i < 3; i++)
+    assert.equal(
+      (await stranger(s, 20 + i).req('POST', '/api/auth/login', { username: 'ghost', password: 'x' })).status,
+      401,
+    );
+  assert.equal(
+    (await stranger(s, 30).req('POST', '/api/auth/login', { username: 'ghost', password: 'x' })).status,
+    429,
+  );
 });
 
 test('a known device that keeps failing is demoted to a stranger', async () => {
@@ -86,7 +112,11 @@ test('a known device that keeps failing is demoted to a stranger', async () => {
   assert.equal((await browser.req('POST', '/api/auth/login', ADMIN)).status, 200);
   await browser.req('POST', '/api/auth/logout');
   // Someone at the operator's machine guessing: the device's own failures run out (5).
-  for (let i = 0; i < 5; i++) assert.equal((await browser.req('POST', '/api/auth/login', { username: 'admin', password: `wrong ${i}` })).status, 401);
+  for (let i = 0; i < 5; i++)
+    assert.equal(
+      (await browser.req('POST', '/api/auth/login', { username: 'admin', password: `wrong ${i}` })).status,
+      401,
+    );
   assert.equal((await browser.req('POST', '/api/auth/login', ADMIN)).status, 429);
 });
 
@@ -101,7 +131,10 @@ test("during a flood from 50 addresses the operator's known device logs in while
   const flood = Array.from({ length: 50 }, async (_, a) => {
     const c = new Client(s.url, { 'x-forwarded-for': `203.0.113.${a + 1}` });
     for (let i = 0; !stop || i < 8; i++) {
-      const r = await c.req('POST', '/api/auth/login', { username: i % 2 ? 'admin' : `u${a}-${i}`, password: 'flood' });
+      const r = await c.req('POST', '/api/auth/login', {
+        username: i % 2 ? 'admin' : `u${a}-${i}`,
+        password: 'flood',
+      });
       statuses.push(r.status);
       if (i > 40) break;
     }

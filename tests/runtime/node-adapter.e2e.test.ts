@@ -9,14 +9,14 @@ import type { AddressInfo } from 'node:net';
 import { Response } from '@whatwg-node/fetch';
 import { startTestServer, ADMIN, type TestServer } from '../_support/server.js';
 import { BodylessRequest, sendDirect } from '../../runtime/node-http.js';
-import { loadConfig } from '../../lib/config.js';
+import { loadConfig } from '#lib/config.js';
 import { createEnv } from '../../runtime/boot.js';
-import { createLogger } from '../../lib/log.js';
+import { createLogger } from '#lib/log.js';
 import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { createApiToken } from '../../lib/auth/tokens.js';
-import { hotStatement } from '../../lib/db/index.js';
+import { insertUser } from '#lib/auth/users.js';
+import { createApiToken } from '#lib/auth/tokens.js';
+import { hotStatement } from '#lib/db/index.js';
 import { Request } from '@whatwg-node/fetch';
 
 let srv: TestServer;
@@ -27,7 +27,11 @@ after(async () => {
   await srv.stop();
 });
 
-function raw(url: string, method: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+function raw(
+  url: string,
+  method: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers }, (res) => {
       let body = '';
@@ -62,7 +66,11 @@ test('GET and HEAD of a JSON answer: status, headers and length as declared, no 
 test('answers the direct path does not write (cookies from a body request) still arrive whole', async () => {
   const setup = await raw(srv.url + '/api/setup/status', 'GET');
   assert.equal(setup.status, 200);
-  const login = await fetch(srv.url + '/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+  const login = await fetch(srv.url + '/api/auth/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ADMIN),
+  });
   // Whether or not an operator exists yet, the answer is complete JSON with its own length.
   const text = await login.text();
   assert.doesNotThrow(() => JSON.parse(text));
@@ -80,7 +88,12 @@ test('the Request of a GET aborts its signal when the client goes away before th
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
-  const req = httpRequest({ port, host: '127.0.0.1', path: '/x?y=1', headers: { host: 'example.test:81', 'x-a': 'b' } });
+  const req = httpRequest({
+    port,
+    host: '127.0.0.1',
+    path: '/x?y=1',
+    headers: { host: 'example.test:81', 'x-a': 'b' },
+  });
   req.on('error', () => {});
   req.end();
   await new Promise((r) => setTimeout(r, 50));
@@ -99,7 +112,9 @@ test('a GET answered in full never aborts its signal; a buffer body is left to t
   let direct: boolean | undefined;
   const server = createServer((req, res) => {
     signal = new BodylessRequest(req, res).signal;
-    const buf = new Response(new Uint8Array([1, 2, 3]), { headers: { 'content-type': 'application/octet-stream' } });
+    const buf = new Response(new Uint8Array([1, 2, 3]), {
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     direct = sendDirect(buf, res);
     sendDirect(new Response('done', { headers: { 'content-type': 'text/plain' } }), res);
   });
@@ -116,16 +131,28 @@ test('a GET answered in full never aborts its signal; a buffer body is left to t
 
 test('a token revoked behind the process is refused once the cache TTL has passed, even under steady use', async () => {
   let now = Date.parse('2030-01-01T00:00:00Z');
-  const config = loadConfig({ SVC_DATA_DIR: '/nonexistent-svc-test', SVC_MASTER_KEY: 'b'.repeat(64), SVC_LOG_LEVEL: 'silent' });
+  const config = loadConfig({
+    SVC_DATA_DIR: '/nonexistent-svc-test',
+    SVC_MASTER_KEY: 'b'.repeat(64),
+    SVC_LOG_LEVEL: 'silent',
+  });
   const env = await createEnv(config, { dataDir: ':memory:', log: createLogger('silent'), now: () => now });
   try {
     const app = createDispatcher(env, routes);
     const user = await insertUser(env.db, 'ops', 'x');
     const { token, id } = await createApiToken(env.db, user.id, 't', null, now);
-    const me = async () => (await app.fetch(new Request('http://x/api/auth/me', { headers: { authorization: `Bearer ${token}` } }))).status;
+    const me = async () =>
+      (
+        await app.fetch(
+          new Request('http://x/api/auth/me', { headers: { authorization: `Bearer ${token}` } }),
+        )
+      ).status;
     assert.equal(await me(), 200);
     // Another process on the same file revokes it: this process hears nothing.
-    hotStatement(env.db, 'update api_tokens set revoked_at = ? where id = ?').run(new Date(now).toISOString(), id);
+    hotStatement(env.db, 'update api_tokens set revoked_at = ? where id = ?').run(
+      new Date(now).toISOString(),
+      id,
+    );
     for (let i = 0; i < 4; i++) {
       now += 1_000;
       assert.equal(await me(), 200, 'within the TTL the cached answer may stand');

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, runCli, type Served } from '../_support/cli.js';
 import { Client, ADMIN, TEST_MASTER_KEY } from '../_support/server.js';
-import { totpCode } from '../../lib/auth/totp.js';
+import { totpCode } from '#lib/auth/totp.js';
 import { poll } from '../_support/wait.js';
-import { openDb } from '../../lib/db/index.js';
+import { openDb } from '#lib/db/index.js';
 
 let dataDir: string;
 let svc: Served;
@@ -20,7 +20,13 @@ let vars: Record<string, string>;
 
 before(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'svc-ops-cli-'));
-  vars = { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_PASSWORD_COST: '14', SVC_PROXY: 'off', SVC_AUTH_RATE_LIMIT: '1000' };
+  vars = {
+    SVC_DATA_DIR: dataDir,
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    SVC_PASSWORD_COST: '14',
+    SVC_PROXY: 'off',
+    SVC_AUTH_RATE_LIMIT: '1000',
+  };
   svc = await serve(vars);
   admin = new Client(svc.url);
   const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
@@ -29,7 +35,9 @@ before(async () => {
   // TOTP on, as an owner who then loses the phone would have it.
   assert.equal((await admin.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const setup = await admin.req('POST', '/api/auth/totp/setup');
-  const enabled = await admin.req('POST', '/api/auth/totp/enable', { code: await totpCode(setup.body.secret) });
+  const enabled = await admin.req('POST', '/api/auth/totp/enable', {
+    code: await totpCode(setup.body.secret),
+  });
   assert.equal(enabled.status, 200, enabled.text);
 });
 
@@ -48,8 +56,21 @@ test('operators list: a readable table and --json with the operator fields', asy
   assert.equal(json.code, 0, json.stderr);
   const ops = JSON.parse(json.stdout);
   assert.equal(ops.length, 1);
-  assert.deepEqual(Object.keys(ops[0]).sort(), ['app_ids', 'created_at', 'disabled', 'id', 'last_login_at', 'role', 'sso', 'totp_enabled', 'username']);
-  assert.deepEqual([ops[0].username, ops[0].role, ops[0].app_ids, ops[0].disabled, ops[0].totp_enabled], ['admin', 'owner', null, false, true]);
+  assert.deepEqual(Object.keys(ops[0]).sort(), [
+    'app_ids',
+    'created_at',
+    'disabled',
+    'id',
+    'last_login_at',
+    'role',
+    'sso',
+    'totp_enabled',
+    'username',
+  ]);
+  assert.deepEqual(
+    [ops[0].username, ops[0].role, ops[0].app_ids, ops[0].disabled, ops[0].totp_enabled],
+    ['admin', 'owner', null, false, true],
+  );
   assert.equal(JSON.stringify(ops).includes('password'), false);
   const bad = await runCli(['operators', 'lst'], vars);
   assert.equal(bad.code, 2);
@@ -72,7 +93,12 @@ test('operators disable-totp: second factor and recovery codes gone, sessions en
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /admin: two-factor sign-in is off; recovery codes removed; 1 session\(s\) ended/);
   // The running service drops the session once its few-second credential cache lets go.
-  await poll('the session to end', async () => ((await admin.req('GET', '/api/auth/me')).status === 401 ? true : null), 60_000, 200);
+  await poll(
+    'the session to end',
+    async () => ((await admin.req('GET', '/api/auth/me')).status === 401 ? true : null),
+    60_000,
+    200,
+  );
 
   const again = new Client(svc.url);
   const login = await again.req('POST', '/api/auth/login', ADMIN);
@@ -82,7 +108,11 @@ test('operators disable-totp: second factor and recovery codes gone, sessions en
   assert.equal(list[0].totp_enabled, false);
   const db = openDb(dataDir);
   try {
-    const row = await db.selectFrom('users').select(['totp_secret', 'totp_pending']).where('username', '=', 'admin').executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('users')
+      .select(['totp_secret', 'totp_pending'])
+      .where('username', '=', 'admin')
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { totp_secret: null, totp_pending: null });
     assert.equal((await db.selectFrom('recovery_codes').select('id').execute()).length, 0);
   } finally {

@@ -8,11 +8,11 @@ import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
 import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
-import { insertUser } from '../../lib/auth/users.js';
-import { createSession, csrfFor } from '../../lib/auth/sessions.js';
-import { createApiToken } from '../../lib/auth/tokens.js';
-import { invalidateCredentials } from '../../lib/auth/cache.js';
-import type { Role } from '../../lib/auth/roles.js';
+import { insertUser } from '#lib/auth/users.js';
+import { createSession, csrfFor } from '#lib/auth/sessions.js';
+import { createApiToken } from '#lib/auth/tokens.js';
+import { invalidateCredentials } from '#lib/auth/cache.js';
+import type { Role } from '#lib/auth/roles.js';
 
 let s: TestServer;
 let owner: Client;
@@ -40,7 +40,13 @@ async function operator(name: string, role: Role, appIds: string[] | null = null
 function upgrade(path: string, authorization: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const key = randomBytes(16).toString('base64');
-    const headers = { authorization, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key };
+    const headers = {
+      authorization,
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': key,
+    };
     const req = request(s.url + path, { headers });
     req.on('response', (res) => {
       let text = '';
@@ -66,7 +72,10 @@ async function sessionOf(userId: string): Promise<Client> {
 
 const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
 
-async function setRow(id: string, fields: { role?: string; app_ids?: string | null; disabled?: number }): Promise<void> {
+async function setRow(
+  id: string,
+  fields: { role?: string; app_ids?: string | null; disabled?: number },
+): Promise<void> {
   await s.env.db.updateTable('users').set(fields).where('id', '=', id).execute();
   // What operator management does after changing a row: nothing else is needed.
   invalidateCredentials();
@@ -75,8 +84,14 @@ async function setRow(id: string, fields: { role?: string; app_ids?: string | nu
 before(async () => {
   s = await startTestServer({ SVC_ENABLE_SHELL: 'true' });
   owner = await adminClient(s);
-  const a = await owner.req('POST', '/api/apps', { name: 'alpha', source: { type: 'image', image: 'nginx:alpine' } });
-  const b = await owner.req('POST', '/api/apps', { name: 'bravo', source: { type: 'image', image: 'nginx:alpine' } });
+  const a = await owner.req('POST', '/api/apps', {
+    name: 'alpha',
+    source: { type: 'image', image: 'nginx:alpine' },
+  });
+  const b = await owner.req('POST', '/api/apps', {
+    name: 'bravo',
+    source: { type: 'image', image: 'nginx:alpine' },
+  });
   assert.equal(a.status, 201, a.text);
   assert.equal(b.status, 201, b.text);
   appA = a.body.app.id;
@@ -100,7 +115,11 @@ test('a deployer limited to app A: app B is absent on WebSocket topics and in th
   const ghost = await answer(`logs:${FAKE}`);
   const logsB = await answer(`logs:${appB}`);
   assert.equal(logsB.code, 'not_found');
-  assert.equal(logsB.error.replaceAll(appB, 'X'), ghost.error.replaceAll(FAKE, 'X'), 'indistinguishable from a missing app');
+  assert.equal(
+    logsB.error.replaceAll(appB, 'X'),
+    ghost.error.replaceAll(FAKE, 'X'),
+    'indistinguishable from a missing app',
+  );
   assert.equal((await answer(`stats:${appB}`)).code, 'not_found');
   await insertFinishedDeployment(s.env.db, appB, 'depb1');
   assert.equal((await answer('build:depb1')).code, 'not_found');
@@ -109,7 +128,8 @@ test('a deployer limited to app A: app B is absent on WebSocket topics and in th
   assert.equal((await answer('deployments')).type, 'subscribed');
   s.env.bus.publish('deployments', { type: 'status', app_id: appB, id: 'x' });
   s.env.bus.publish('deployments', { type: 'status', app_id: appA, id: 'y' });
-  while (!frames.some((f) => f.type === 'event' && f.topic === 'deployments')) await new Promise((r) => setTimeout(r, 10));
+  while (!frames.some((f) => f.type === 'event' && f.topic === 'deployments'))
+    await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(
     frames.filter((f) => f.type === 'event' && f.topic === 'deployments').map((f) => f.data.app_id),
     [appA],
@@ -151,7 +171,8 @@ test('a demoted operator: their token and their open socket lose what the role o
   ws.on('message', (m) => frames.push(JSON.parse(String(m))));
   const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
   for (const topic of [`logs:${appA}`, `logs:${appB}`]) ws.send(JSON.stringify({ type: 'subscribe', topic }));
-  while (frames.filter((f) => f.type === 'subscribed').length < 2) await new Promise((r) => setTimeout(r, 10));
+  while (frames.filter((f) => f.type === 'subscribed').length < 2)
+    await new Promise((r) => setTimeout(r, 10));
 
   // Role: deployer -> viewer. The row and invalidateCredentials() are all it takes.
   await setRow(d.id, { role: 'viewer' });
@@ -165,7 +186,8 @@ test('a demoted operator: their token and their open socket lose what the role o
 
   // List: every app -> only B. The socket's subscription to A is withdrawn; B's stays.
   await setRow(d.id, { app_ids: JSON.stringify([appB]) });
-  while (!frames.some((f) => f.type === 'error' && f.topic === `logs:${appA}`)) await new Promise((r) => setTimeout(r, 10));
+  while (!frames.some((f) => f.type === 'error' && f.topic === `logs:${appA}`))
+    await new Promise((r) => setTimeout(r, 10));
   assert.equal(frames.find((f) => f.type === 'error' && f.topic === `logs:${appA}`).code, 'forbidden');
   assert.ok(!frames.some((f) => f.type === 'error' && f.topic === `logs:${appB}`));
   assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 404);

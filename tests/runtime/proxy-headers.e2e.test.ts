@@ -22,13 +22,29 @@ async function server(vars: Record<string, string> = {}) {
 }
 
 /** A raw HTTP request from a chosen local address (127.0.0.2 is still loopback). */
-function rawPost(url: string, path: string, body: unknown, headers: Record<string, string>, localAddress: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+function rawPost(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+  localAddress: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: u.hostname, port: u.port, path, method: 'POST', localAddress, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
-    });
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: 'POST',
+        localAddress,
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -41,7 +57,13 @@ test('login is rate-limited per client address; X-Forwarded-For from an untruste
   const bad = () => ({ username: `nobody-${n++}`, password: 'wrong' });
   let limited: { status: number; headers: Record<string, string | string[] | undefined> } | undefined;
   for (let i = 0; i < 8; i++) {
-    const r = await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': `203.0.113.${i}` }, '127.0.0.2');
+    const r = await rawPost(
+      s.url,
+      '/api/auth/login',
+      bad(),
+      { 'x-forwarded-for': `203.0.113.${i}` },
+      '127.0.0.2',
+    );
     if (r.status === 429) {
       limited = r;
       break;
@@ -53,18 +75,44 @@ test('login is rate-limited per client address; X-Forwarded-For from an untruste
   // A different client address has its own budget.
   assert.equal((await rawPost(s.url, '/api/auth/login', bad(), {}, '127.0.0.3')).status, 401);
   // From a trusted proxy (127.0.0.1), X-Forwarded-For names the client, so each forwarded client is counted apart.
-  for (let i = 0; i < 4; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1')).status, 401);
-  for (let i = 0; i < 3; i++) assert.equal((await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1')).status, 401);
+  for (let i = 0; i < 4; i++)
+    assert.equal(
+      (await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.1' }, '127.0.0.1'))
+        .status,
+      401,
+    );
+  for (let i = 0; i < 3; i++)
+    assert.equal(
+      (await rawPost(s.url, '/api/auth/login', bad(), { 'x-forwarded-for': '198.51.100.2' }, '127.0.0.1'))
+        .status,
+      401,
+    );
 });
 
 test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted proxy', async () => {
   const s = await server();
   const c = await adminClient(s);
-  const viaProxy = await rawPost(s.url, '/api/auth/login', ADMIN, { 'x-forwarded-proto': 'https' }, '127.0.0.1');
+  const viaProxy = await rawPost(
+    s.url,
+    '/api/auth/login',
+    ADMIN,
+    { 'x-forwarded-proto': 'https' },
+    '127.0.0.1',
+  );
   const cookies = viaProxy.headers['set-cookie'] as string[];
   assert.ok(cookies.find((x) => x.startsWith('svc_session='))!.includes('; Secure'));
-  const spoofed = await rawPost(s.url, '/api/auth/login', ADMIN, { 'x-forwarded-proto': 'https' }, '127.0.0.2');
-  assert.ok(!(spoofed.headers['set-cookie'] as string[]).find((x) => x.startsWith('svc_session='))!.includes('Secure'));
+  const spoofed = await rawPost(
+    s.url,
+    '/api/auth/login',
+    ADMIN,
+    { 'x-forwarded-proto': 'https' },
+    '127.0.0.2',
+  );
+  assert.ok(
+    !(spoofed.headers['set-cookie'] as string[])
+      .find((x) => x.startsWith('svc_session='))!
+      .includes('Secure'),
+  );
   assert.equal((await c.req('GET', '/api/auth/me')).status, 200);
 });
 
@@ -73,7 +121,23 @@ test('TLS served directly: cookies are Secure', async () => {
   try {
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
       { stdio: 'pipe', timeout: 60_000 },
     );
     const s = await server({ SVC_TLS_CERT: join(dir, 'cert.pem'), SVC_TLS_KEY: join(dir, 'key.pem') });
@@ -82,10 +146,22 @@ test('TLS served directly: cookies are Secure', async () => {
     const post = (path: string, body: unknown) =>
       new Promise<{ status: number; cookies: string[] }>((resolve, reject) => {
         const u = new URL(s.url);
-        const req = httpsRequest({ host: u.hostname, port: u.port, path, method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode!, cookies: (res.headers['set-cookie'] as string[]) ?? [] }));
-        });
+        const req = httpsRequest(
+          {
+            host: u.hostname,
+            port: u.port,
+            path,
+            method: 'POST',
+            rejectUnauthorized: false,
+            headers: { 'content-type': 'application/json' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, cookies: (res.headers['set-cookie'] as string[]) ?? [] }),
+            );
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify(body));
       });
@@ -111,7 +187,10 @@ test('/metrics: 404 without the exact bearer, Prometheus text with it, HTTP coun
   assert.equal(ok.status, 200);
   assert.match(ok.headers.get('content-type')!, /text\/plain/);
   assert.match(ok.text, /svc_http_requests_total\{method="GET",route="\/api\/health",status="200"\} 1/);
-  assert.match(ok.text, /svc_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/health"\} 1/);
+  assert.match(
+    ok.text,
+    /svc_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/health"\} 1/,
+  );
   assert.match(ok.text, /svc_http_request_duration_seconds_count\{method="GET",route="\/api\/health"\} 1/);
   assert.match(ok.text, /svc_process_resident_memory_bytes/);
   // An operator session is not a metrics credential.
@@ -124,7 +203,13 @@ test('graceful shutdown lets an in-flight request finish, then refuses new conne
   // A slow request: the body arrives only after close() has begun.
   const u = new URL(s.url);
   const arrived = new Promise((resolve) => s.running.server.once('request', resolve));
-  const req = httpRequest({ host: u.hostname, port: u.port, path: '/api/auth/login', method: 'POST', headers: { 'content-type': 'application/json' } });
+  const req = httpRequest({
+    host: u.hostname,
+    port: u.port,
+    path: '/api/auth/login',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
   const inflight = new Promise<number>((resolve, reject) => {
     req.on('response', (res) => {
       res.resume();

@@ -49,7 +49,12 @@ test('restart: 202 after a step-up, same port answers again, old session and tok
   assert.equal(r.status, 202, r.text);
   assert.equal(await s.exited, 0, 'the old process drained and exited');
   // The new process logs to the same pipe: its listening line carries its pid, for the cleanup.
-  const next = await poll('the re-executed process to listen', () => s.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('listening'))[1], 60_000, 50);
+  const next = await poll(
+    'the re-executed process to listen',
+    () => s.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('listening'))[1],
+    60_000,
+    50,
+  );
   assert.equal(next.port, port);
   assert.notEqual(next.pid, s.proc.pid);
   cleanup.push(() => {
@@ -59,7 +64,12 @@ test('restart: 202 after a step-up, same port answers again, old session and tok
       // already gone
     }
   });
-  const health = await poll('health on the same port', async () => (await fetch(`${base}/api/health`)).status === 200, 60_000, 100);
+  const health = await poll(
+    'health on the same port',
+    async () => (await fetch(`${base}/api/health`)).status === 200,
+    60_000,
+    100,
+  );
   assert.ok(health);
   assert.equal((await c.req('GET', '/api/auth/me')).status, 200, 'the session survives');
   const byToken = new Client(base);

@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { Request, Response } from '@whatwg-node/fetch';
-import { raw, route } from '../../lib/http/route.js';
-import type { Ctx } from '../../lib/http/handler.js';
+import { raw, route } from '#lib/http/route.js';
+import type { Ctx } from '#lib/http/handler.js';
 
 const item = z.object({ id: z.string(), count: z.number() });
 const spec = {

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
 import { routeModule, type RouteDef } from '../../runtime/route-types.js';
-import { route } from '../../lib/http/route.js';
+import { route } from '#lib/http/route.js';
 import { memoryEnv } from '../_support/env.js';
-import type { Services as Env } from '../../lib/http/handler.js';
+import type { Services as Env } from '#lib/http/handler.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 let env: Env;
@@ -21,7 +21,12 @@ after(async () => {
 });
 
 test('the committed route table matches the handlers folder', () => {
-  execFileSync(process.execPath, ['scripts/gen-routes.mjs', '--check'], { cwd: root, stdio: 'pipe', timeout: 60_000, killSignal: 'SIGKILL' });
+  execFileSync(process.execPath, ['scripts/gen-routes.mjs', '--check'], {
+    cwd: root,
+    stdio: 'pipe',
+    timeout: 60_000,
+    killSignal: 'SIGKILL',
+  });
 });
 
 test('static segments come before parameters, parameters before catch-alls', () => {
@@ -32,7 +37,10 @@ test('static segments come before parameters, parameters before catch-alls', () 
     const n = Math.min(a.length, b.length);
     for (let k = 0; k < n; k++) {
       if (a[k] !== b[k]) {
-        assert.ok(a[k]! < b[k]! || routes[i - 1]!.pattern.split('/')[k] !== routes[i]!.pattern.split('/')[k], `${routes[i - 1]!.pattern} before ${routes[i]!.pattern}`);
+        assert.ok(
+          a[k]! < b[k]! || routes[i - 1]!.pattern.split('/')[k] !== routes[i]!.pattern.split('/')[k],
+          `${routes[i - 1]!.pattern} before ${routes[i]!.pattern}`,
+        );
         break;
       }
     }
@@ -50,7 +58,16 @@ const mk = (name: string): RouteDef['module'] => ({
 });
 const table: RouteDef[] = [
   { pattern: '/api/items/new', file: 'new', module: mk('static') },
-  { pattern: '/api/items/:id', file: 'param', module: { ...mk('param'), DELETE: route({ summary: 'delete', auth: 'public', responses: { 200: anything } }, (_req, ctx) => ctx.reply(200, {})) } },
+  {
+    pattern: '/api/items/:id',
+    file: 'param',
+    module: {
+      ...mk('param'),
+      DELETE: route({ summary: 'delete', auth: 'public', responses: { 200: anything } }, (_req, ctx) =>
+        ctx.reply(200, {}),
+      ),
+    },
+  },
   { pattern: '/api/files/:rest+', file: 'rest', module: mk('catchall') },
 ];
 
@@ -87,7 +104,14 @@ test('unknown path is 404 in the contract shape; other method is 405 with Allow;
 
 test('bad path parameters are 400 and never reach the handler', async () => {
   seen.length = 0;
-  for (const p of ['/api/items/%00', '/api/items/%E0%A4%A', '/api/items/..%2Fetc', '/api/items/' + 'x'.repeat(300), '/api/files/a/..%2Fb', '/api/items/a%0Ab']) {
+  for (const p of [
+    '/api/items/%00',
+    '/api/items/%E0%A4%A',
+    '/api/items/..%2Fetc',
+    '/api/items/' + 'x'.repeat(300),
+    '/api/files/a/..%2Fb',
+    '/api/items/a%0Ab',
+  ]) {
     const r = await call('GET', p);
     assert.equal(r.status, 400, p);
     assert.equal(r.body.code, 'bad_request', p);
@@ -118,10 +142,19 @@ test('every route that is not deliberately public answers 401 without credential
       if (!mod[method]) continue;
       const policy = mod[method].spec.auth ?? 'operator';
       if (policy !== 'operator') {
-        assert.ok(publicOk.has(r.pattern) || r.pattern.startsWith('/webhooks/') || r.pattern === '/api/auth/totp', `${method} ${r.pattern} is public: is it meant to be?`);
+        assert.ok(
+          publicOk.has(r.pattern) || r.pattern.startsWith('/webhooks/') || r.pattern === '/api/auth/totp',
+          `${method} ${r.pattern} is public: is it meant to be?`,
+        );
         continue;
       }
-      const res = await app.fetch(new Request('http://x' + path, { method, body: method === 'GET' || method === 'DELETE' ? undefined : '{}', headers: { 'content-type': 'application/json' } }));
+      const res = await app.fetch(
+        new Request('http://x' + path, {
+          method,
+          body: method === 'GET' || method === 'DELETE' ? undefined : '{}',
+          headers: { 'content-type': 'application/json' },
+        }),
+      );
       assert.equal(res.status, 401, `${method} ${r.pattern}`);
       assert.equal(((await res.json()) as { code: string }).code, 'unauthorized');
       checked++;
@@ -132,12 +165,17 @@ test('every route that is not deliberately public answers 401 without credential
 
 test('a loaded route answers synchronously when nothing on its path waits (health, a known bearer)', async () => {
   const app = createDispatcher(env, routes);
-  const { insertUser } = await import('../../lib/auth/users.js');
-  const { createApiToken } = await import('../../lib/auth/tokens.js');
+  const { insertUser } = await import('#lib/auth/users.js');
+  const { createApiToken } = await import('#lib/auth/tokens.js');
   const user = await insertUser(env.db, 'sync-check', 'not-a-real-hash');
   const { token } = await createApiToken(env.db, user.id, 'sync', null);
-  const health = () => app.fetch(new Request('http://x/api/health'), { target: '/api/health', rawHeaders: {} });
-  const me = () => app.fetch(new Request('http://x/api/auth/me'), { target: '/api/auth/me', rawHeaders: { authorization: `Bearer ${token}` } });
+  const health = () =>
+    app.fetch(new Request('http://x/api/health'), { target: '/api/health', rawHeaders: {} });
+  const me = () =>
+    app.fetch(new Request('http://x/api/auth/me'), {
+      target: '/api/auth/me',
+      rawHeaders: { authorization: `Bearer ${token}` },
+    });
   // The first call loads the handler module; after that no promise is made on these paths.
   assert.equal((await health()).status, 200);
   assert.equal((await me()).status, 200);
@@ -147,10 +185,19 @@ test('a loaded route answers synchronously when nothing on its path waits (healt
   assert.deepEqual(await (h as Response).json(), { status: 'ok', db: 'ok' });
   const m = me();
   assert.ok(!(m instanceof Promise), 'an authenticated GET answered with a promise');
-  assert.equal(((await (m as Response).json()) as { user: { username: string } }).user.username, 'sync-check');
+  assert.equal(
+    ((await (m as Response).json()) as { user: { username: string } }).user.username,
+    'sync-check',
+  );
   // A revoked token is refused at once, still without waiting.
-  const { revokeApiToken } = await import('../../lib/auth/tokens.js');
-  const id = ((await env.db.selectFrom('api_tokens').select('id').where('name', '=', 'sync').executeTakeFirstOrThrow()) as { id: string }).id;
+  const { revokeApiToken } = await import('#lib/auth/tokens.js');
+  const id = (
+    (await env.db
+      .selectFrom('api_tokens')
+      .select('id')
+      .where('name', '=', 'sync')
+      .executeTakeFirstOrThrow()) as { id: string }
+  ).id;
   assert.equal(await revokeApiToken(env.db, user.id, id), true);
   const gone = me();
   assert.ok(!(gone instanceof Promise));

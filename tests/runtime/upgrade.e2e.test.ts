@@ -7,11 +7,11 @@ import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDb } from '../../lib/db/index.js';
-import { Migrator } from '../../lib/db/kysely.js';
-import { migrations } from '../../lib/db/migrations/index.js';
-import { recordVersion } from '../../lib/db/upgrade.js';
-import { productVersion } from '../../lib/version.js';
+import { openDb } from '#lib/db/index.js';
+import { Migrator } from '#lib/db/kysely.js';
+import { migrations } from '#lib/db/migrations/index.js';
+import { recordVersion } from '#lib/db/upgrade.js';
+import { productVersion } from '#lib/version.js';
 import { serve, runCli } from '../_support/cli.js';
 import { poll } from '../_support/wait.js';
 import { TEST_MASTER_KEY } from '../_support/server.js';
@@ -25,7 +25,9 @@ const names = Object.keys(migrations).sort();
 const applied = (file: string) => {
   const raw = new BetterSqlite3(file, { readonly: true });
   try {
-    return (raw.prepare('select name from kysely_migration order by name').all() as Array<{ name: string }>).map((r) => r.name);
+    return (
+      raw.prepare('select name from kysely_migration order by name').all() as Array<{ name: string }>
+    ).map((r) => r.name);
   } finally {
     raw.close();
   }
@@ -36,14 +38,22 @@ async function olderData(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-upgrade-'));
   dirs.push(dir);
   const db = openDb(dir);
-  const r = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(names[names.length - 2]!);
+  const r = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(
+    names[names.length - 2]!,
+  );
   assert.equal(r.error, undefined);
   await db.destroy();
   recordVersion(dir, '0.0.9');
   return dir;
 }
 
-const vars = (dir: string) => ({ SVC_DATA_DIR: dir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_PROXY: 'off', SVC_ACCESS_LOG: join(dir, 'access.log'), SVC_SECURITY_DIR: join(dir, 'security') });
+const vars = (dir: string) => ({
+  SVC_DATA_DIR: dir,
+  SVC_MASTER_KEY: TEST_MASTER_KEY,
+  SVC_PROXY: 'off',
+  SVC_ACCESS_LOG: join(dir, 'access.log'),
+  SVC_SECURITY_DIR: join(dir, 'security'),
+});
 
 test('a start with pending migrations keeps a copy first; rollback-upgrade waits for the stop, then puts it back', async () => {
   const dir = await olderData();
@@ -56,9 +66,18 @@ test('a start with pending migrations keeps a copy first; rollback-upgrade waits
     assert.deepEqual(applied(join(dir, 'svc.db')), names, 'the service migrated');
     assert.equal((await readFile(join(dir, 'svc.version'), 'utf8')).trim(), productVersion());
     // Boot notices follow the "listening" line.
-    await poll('the start to say it kept a copy', () => svc.lines.find((l) => typeof l.msg === 'string' && l.msg.includes('svc rollback-upgrade')), 10_000, 20);
+    await poll(
+      'the start to say it kept a copy',
+      () => svc.lines.find((l) => typeof l.msg === 'string' && l.msg.includes('svc rollback-upgrade')),
+      10_000,
+      20,
+    );
 
-    const refused = await runCli(['rollback-upgrade'], { ...vars(dir), SVC_HOST: '127.0.0.1', SVC_PORT: port });
+    const refused = await runCli(['rollback-upgrade'], {
+      ...vars(dir),
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: port,
+    });
     assert.equal(refused.code, 1, refused.stdout + refused.stderr);
     assert.match(refused.stderr, /stop it first/);
     assert.deepEqual(applied(join(dir, 'svc.db')), names, 'nothing changed while it ran');
@@ -72,7 +91,9 @@ test('a start with pending migrations keeps a copy first; rollback-upgrade waits
   assert.deepEqual(applied(join(dir, 'svc.db')), names.slice(0, -1), 'the old database is back');
   assert.equal((await stat(join(dir, 'svc.db'))).mode & 0o777, 0o600);
   assert.equal((await readFile(join(dir, 'svc.version'), 'utf8')).trim(), '0.0.9');
-  const kept = (await readdir(dir)).filter((f) => /^svc\.db\.upgraded-[^-]/.test(f) && !/-(wal|shm)$/.test(f));
+  const kept = (await readdir(dir)).filter(
+    (f) => /^svc\.db\.upgraded-[^-]/.test(f) && !/-(wal|shm)$/.test(f),
+  );
   assert.equal(kept.length, 1, 'the upgraded database is kept, not deleted');
   assert.deepEqual(applied(join(dir, kept[0]!)), names);
 });
@@ -105,7 +126,12 @@ test('svc key show prints the key the service uses, with its warning apart on st
   assert.equal(none.stdout, '');
   assert.match(none.stderr, /no master key/);
   // A first start without SVC_MASTER_KEY generates the key file; the command reads that one.
-  const svc = await serve({ SVC_DATA_DIR: dir, SVC_PROXY: 'off', SVC_ACCESS_LOG: join(dir, 'access.log'), SVC_SECURITY_DIR: join(dir, 'security') });
+  const svc = await serve({
+    SVC_DATA_DIR: dir,
+    SVC_PROXY: 'off',
+    SVC_ACCESS_LOG: join(dir, 'access.log'),
+    SVC_SECURITY_DIR: join(dir, 'security'),
+  });
   await svc.stop();
   const fromFile = await runCli(['key', 'show'], { SVC_DATA_DIR: dir });
   assert.equal(fromFile.code, 0, fromFile.stderr);

@@ -4,10 +4,17 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { startTestServer, adminClient, apiToken, Client, ADMIN, type TestServer } from '../_support/server.js';
-import { hashPassword } from '../../lib/auth/passwords.js';
-import { insertUser, deleteUser, setPassword } from '../../lib/auth/users.js';
-import { newId } from '../../lib/crypto/random.js';
+import {
+  startTestServer,
+  adminClient,
+  apiToken,
+  Client,
+  ADMIN,
+  type TestServer,
+} from '../_support/server.js';
+import { hashPassword } from '#lib/auth/passwords.js';
+import { insertUser, deleteUser, setPassword } from '#lib/auth/users.js';
+import { newId } from '#lib/crypto/random.js';
 
 let s: TestServer;
 let admin: Client;
@@ -24,7 +31,9 @@ function open(url: string, headers: Record<string, string>): Promise<WebSocket> 
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url.replace('http', 'ws') + '/api/ws', { headers });
     ws.once('open', () => resolve(ws));
-    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('unexpected-response', (_req, res) =>
+      reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })),
+    );
     ws.once('error', reject);
   });
 }
@@ -77,7 +86,9 @@ test('revoking an API token closes its WebSockets; other credentials stay connec
   const a = await open(s.url, { authorization: `Bearer ${victim}` });
   const b = await open(s.url, { authorization: `bearer ${bystander}` });
   const session = await open(s.url, cookieHeaders(admin));
-  const id = (await admin.req('GET', '/api/auth/api-tokens')).body.items.find((t: { name: string }) => t.name === 'ws-victim').id;
+  const id = (await admin.req('GET', '/api/auth/api-tokens')).body.items.find(
+    (t: { name: string }) => t.name === 'ws-victim',
+  ).id;
   const closing = closed(a);
   assert.equal((await admin.req('DELETE', `/api/auth/api-tokens/${id}`)).status, 204);
   const c = await closing;
@@ -103,7 +114,9 @@ test("logging out closes that session's WebSockets", async () => {
 test("deleting a session from another one closes the deleted session's WebSockets", async () => {
   const victim = await login();
   const ws = await open(s.url, cookieHeaders(victim));
-  const vid = (await victim.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
+  const vid = (await victim.req('GET', '/api/auth/sessions')).body.items.find(
+    (x: { current: boolean }) => x.current,
+  ).id;
   const closing = closed(ws);
   assert.equal((await admin.req('DELETE', `/api/auth/sessions/${vid}`)).status, 204);
   assert.equal((await closing).code, 1008);
@@ -115,7 +128,9 @@ test("a new password closes the operator's other sessions' WebSockets; deleting 
   const user = await insertUser(s.env.db, username, await hashPassword(password, 12));
   const c1 = await login(username, password);
   const c2 = await login(username, password);
-  const keep = (await c1.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
+  const keep = (await c1.req('GET', '/api/auth/sessions')).body.items.find(
+    (x: { current: boolean }) => x.current,
+  ).id;
   const ws1 = await open(s.url, cookieHeaders(c1));
   const ws2 = await open(s.url, cookieHeaders(c2));
   const adminWs = await open(s.url, cookieHeaders(admin));
@@ -132,7 +147,10 @@ test("a new password closes the operator's other sessions' WebSockets; deleting 
 });
 
 test('a cookie upgrade needs the configured origin (SVC_PUBLIC_URL, control domain) or the plain-HTTP fallback by address', async () => {
-  const t = await startTestServer({ SVC_PUBLIC_URL: 'https://panel.example.com/', SVC_BASE_DOMAIN: 'apps.example.com' });
+  const t = await startTestServer({
+    SVC_PUBLIC_URL: 'https://panel.example.com/',
+    SVC_BASE_DOMAIN: 'apps.example.com',
+  });
   try {
     const c = await adminClient(t);
     const cookie = c.cookieHeader();
@@ -148,7 +166,11 @@ test('a cookie upgrade needs the configured origin (SVC_PUBLIC_URL, control doma
       [`http://localhost:${port}`, `localhost:${port}`],
       ['http://panel.example.com', 'panel.example.com'],
     ] as const) {
-      await assert.rejects(open(t.url, { cookie, origin, host }), (e: { status?: number }) => e.status === 401, origin);
+      await assert.rejects(
+        open(t.url, { cookie, origin, host }),
+        (e: { status?: number }) => e.status === 401,
+        origin,
+      );
     }
     await assert.rejects(open(t.url, { cookie }), (e: { status?: number }) => e.status === 401);
     // Bearer clients are not browsers: no Origin needed.
@@ -171,7 +193,10 @@ test('subscribing to a topic of an app or deployment that does not exist answers
     assert.match(m.error, new RegExp(ghost));
   }
   assert.equal(s.env.bus.subscriberCount(`logs:${ghost}`), 0);
-  const app = await admin.req('POST', '/api/apps', { name: 'ws-topic-app', source: { type: 'image', image: 'nginx:1.27' } });
+  const app = await admin.req('POST', '/api/apps', {
+    name: 'ws-topic-app',
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(app.status, 201);
   ws.send(JSON.stringify({ type: 'subscribe', topic: `logs:${app.body.app.id}` }));
   assert.equal((await next(ws, (x) => x.topic === `logs:${app.body.app.id}`)).type, 'subscribed');

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type WebSocket from 'ws';
-import { insertApp } from '../../lib/apps/store.js';
+import { insertApp } from '#lib/apps/store.js';
 import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
 import { insertFinishedDeployment, openSocket, wsUrl } from '../_support/ws.js';
 
@@ -42,7 +42,8 @@ function collector(ws: WebSocket) {
       for (;;) {
         const m = msgs.find(pred);
         if (m) return m;
-        if (Date.now() > deadline) throw new Error('timed out waiting for a message; got ' + JSON.stringify(msgs));
+        if (Date.now() > deadline)
+          throw new Error('timed out waiting for a message; got ' + JSON.stringify(msgs));
         await new Promise<void>((r) => {
           waiters.push(r);
           setTimeout(r, 100);
@@ -54,13 +55,19 @@ function collector(ws: WebSocket) {
 
 test('unauthenticated upgrade gets an HTTP 401 before any socket', async () => {
   await assert.rejects(open({}), (e: { status?: number }) => e.status === 401);
-  await assert.rejects(open({ authorization: 'Bearer svc_' + 'x'.repeat(43) }), (e: { status?: number }) => e.status === 401);
+  await assert.rejects(
+    open({ authorization: 'Bearer svc_' + 'x'.repeat(43) }),
+    (e: { status?: number }) => e.status === 401,
+  );
 });
 
 test('a session cookie needs a same-origin Origin', async () => {
   const cookie = admin.cookieHeader();
   await assert.rejects(open({ cookie }), (e: { status?: number }) => e.status === 401);
-  await assert.rejects(open({ cookie, origin: 'http://evil.example' }), (e: { status?: number }) => e.status === 401);
+  await assert.rejects(
+    open({ cookie, origin: 'http://evil.example' }),
+    (e: { status?: number }) => e.status === 401,
+  );
   const ws = await open({ cookie, origin: s.url });
   ws.close();
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, ConfigError } from '../../lib/config.js';
+import { loadConfig, ConfigError } from '#lib/config.js';
 
 test('defaults follow the contract', () => {
   const c = loadConfig({});
@@ -128,11 +128,25 @@ test('the service refuses to boot on a bad value and says which variable', () =>
 });
 
 test('the environment file is read like systemd reads it, and the process environment wins', async () => {
-  const { parseEnvFile } = await import('../../lib/config.js');
+  const { parseEnvFile } = await import('#lib/config.js');
   const parsed = parseEnvFile(
-    ['# comment', '; also a comment', 'SVC_PORT=9400', 'export SVC_HOST="127.0.0.1"', "SVC_BASE_DOMAIN='apps.example.com'", 'SVC_METRICS_TOKEN = "a \\"quoted\\" token"', 'not a line', ''].join('\n'),
+    [
+      '# comment',
+      '; also a comment',
+      'SVC_PORT=9400',
+      'export SVC_HOST="127.0.0.1"',
+      "SVC_BASE_DOMAIN='apps.example.com'",
+      'SVC_METRICS_TOKEN = "a \\"quoted\\" token"',
+      'not a line',
+      '',
+    ].join('\n'),
   );
-  assert.deepEqual(parsed, { SVC_PORT: '9400', SVC_HOST: '127.0.0.1', SVC_BASE_DOMAIN: 'apps.example.com', SVC_METRICS_TOKEN: 'a "quoted" token' });
+  assert.deepEqual(parsed, {
+    SVC_PORT: '9400',
+    SVC_HOST: '127.0.0.1',
+    SVC_BASE_DOMAIN: 'apps.example.com',
+    SVC_METRICS_TOKEN: 'a "quoted" token',
+  });
   const { loadHostConfig } = await import('../../runtime/host-config.js');
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
@@ -152,7 +166,10 @@ test('the environment file is read like systemd reads it, and the process enviro
 
 test('SVC_IMAGE_MAP: a JSON object of image references; anything else stops the boot naming it', () => {
   assert.deepEqual(loadConfig({}).imageMap, {});
-  assert.deepEqual(loadConfig({ SVC_IMAGE_MAP: '{"postgres:15.8-bookworm":"mirror.local/postgres:15"}' }).imageMap, { 'postgres:15.8-bookworm': 'mirror.local/postgres:15' });
+  assert.deepEqual(
+    loadConfig({ SVC_IMAGE_MAP: '{"postgres:15.8-bookworm":"mirror.local/postgres:15"}' }).imageMap,
+    { 'postgres:15.8-bookworm': 'mirror.local/postgres:15' },
+  );
   for (const bad of ['not json', '[]', '"x"', '{"a":1}', '{"a b":"c"}', '{"a":"-rm"}']) {
     assert.throws(
       () => loadConfig({ SVC_IMAGE_MAP: bad }),

@@ -1,14 +1,28 @@
 // SVC_PUBLIC_URL and SVC_CONTROL_DOMAIN: validated at boot, with the variable named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, ConfigError } from '../../lib/config.js';
+import { loadConfig, ConfigError } from '#lib/config.js';
 
 test('SVC_PUBLIC_URL: an http(s) origin with an optional path prefix, trailing slashes dropped', () => {
   assert.equal(loadConfig({}).publicUrl, null);
-  assert.equal(loadConfig({ SVC_PUBLIC_URL: 'https://paas.example.com' }).publicUrl, 'https://paas.example.com');
-  assert.equal(loadConfig({ SVC_PUBLIC_URL: 'https://PaaS.Example.com:8443/svc//' }).publicUrl, 'https://paas.example.com:8443/svc');
+  assert.equal(
+    loadConfig({ SVC_PUBLIC_URL: 'https://paas.example.com' }).publicUrl,
+    'https://paas.example.com',
+  );
+  assert.equal(
+    loadConfig({ SVC_PUBLIC_URL: 'https://PaaS.Example.com:8443/svc//' }).publicUrl,
+    'https://paas.example.com:8443/svc',
+  );
   assert.equal(loadConfig({ SVC_PUBLIC_URL: 'http://[::1]:9393/' }).publicUrl, 'http://[::1]:9393');
-  for (const bad of ['paas.example.com', 'ftp://x.example', 'https://user:pw@x.example', 'https://x.example/?a=1', 'https://x.example/#frag', 'javascript:alert(1)', 'https://']) {
+  for (const bad of [
+    'paas.example.com',
+    'ftp://x.example',
+    'https://user:pw@x.example',
+    'https://x.example/?a=1',
+    'https://x.example/#frag',
+    'javascript:alert(1)',
+    'https://',
+  ]) {
     assert.throws(
       () => loadConfig({ SVC_PUBLIC_URL: bad }),
       (e: unknown) => e instanceof ConfigError && e.variable === 'SVC_PUBLIC_URL',

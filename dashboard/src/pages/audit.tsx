@@ -52,7 +52,10 @@ export function AuditPage() {
 
   const refresh = async (keep?: string) => {
     await load(filter);
-    if (keep) setSelected((s) => (s && s.id === keep ? { ...s, revertible: false, reverted_at: new Date().toISOString() } : s));
+    if (keep)
+      setSelected((s) =>
+        s && s.id === keep ? { ...s, revertible: false, reverted_at: new Date().toISOString() } : s,
+      );
   };
 
   return (
@@ -76,23 +79,48 @@ export function AuditPage() {
         >
           <label>
             Actor
-            <input name="actor" value={draft.actor} onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })} placeholder="username or token name" />
+            <input
+              name="actor"
+              value={draft.actor}
+              onInput={(e) => setDraft({ ...draft, actor: (e.target as HTMLInputElement).value })}
+              placeholder="username or token name"
+            />
           </label>
           <label>
             Action
-            <input name="action" value={draft.action} onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })} placeholder="PUT /api/apps/{id}/env" />
+            <input
+              name="action"
+              value={draft.action}
+              onInput={(e) => setDraft({ ...draft, action: (e.target as HTMLInputElement).value })}
+              placeholder="PUT /api/apps/{id}/env"
+            />
           </label>
           <label>
             Target
-            <input name="target" value={draft.target} onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })} placeholder="an app or domain id" />
+            <input
+              name="target"
+              value={draft.target}
+              onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })}
+              placeholder="an app or domain id"
+            />
           </label>
           <label>
             From
-            <input name="since" type="datetime-local" value={draft.since} onInput={(e) => setDraft({ ...draft, since: (e.target as HTMLInputElement).value })} />
+            <input
+              name="since"
+              type="datetime-local"
+              value={draft.since}
+              onInput={(e) => setDraft({ ...draft, since: (e.target as HTMLInputElement).value })}
+            />
           </label>
           <label>
             Until
-            <input name="until" type="datetime-local" value={draft.until} onInput={(e) => setDraft({ ...draft, until: (e.target as HTMLInputElement).value })} />
+            <input
+              name="until"
+              type="datetime-local"
+              value={draft.until}
+              onInput={(e) => setDraft({ ...draft, until: (e.target as HTMLInputElement).value })}
+            />
           </label>
           <div class="row">
             <button type="submit" class="primary">
@@ -129,7 +157,16 @@ export function AuditPage() {
           style={{ height: `${VIEW_HEIGHT}px`, overflowY: 'auto', position: 'relative' }}
           onScroll={(e) => setScrollTop((e.target as HTMLElement).scrollTop)}
         >
-          <ul class="audit-list" style={{ height: `${items.length * ROW_HEIGHT}px`, position: 'relative', margin: 0, padding: 0, listStyle: 'none' }}>
+          <ul
+            class="audit-list"
+            style={{
+              height: `${items.length * ROW_HEIGHT}px`,
+              position: 'relative',
+              margin: 0,
+              padding: 0,
+              listStyle: 'none',
+            }}
+          >
             {items.slice(first, last).map((e, i) => (
               <li
                 key={e.id}
@@ -138,7 +175,13 @@ export function AuditPage() {
                 aria-setsize={items.length}
                 aria-posinset={first + i + 1}
                 class={`audit-row${selected?.id === e.id ? ' selected' : ''}`}
-                style={{ position: 'absolute', top: `${(first + i) * ROW_HEIGHT}px`, left: 0, right: 0, height: `${ROW_HEIGHT}px` }}
+                style={{
+                  position: 'absolute',
+                  top: `${(first + i) * ROW_HEIGHT}px`,
+                  left: 0,
+                  right: 0,
+                  height: `${ROW_HEIGHT}px`,
+                }}
               >
                 <span>
                   <When at={e.at} />
@@ -160,7 +203,12 @@ export function AuditPage() {
                 </span>
                 <span>
                   {e.state_kind ? (
-                    <button type="button" aria-pressed={selected?.id === e.id} aria-label={`Changes of entry ${e.id} (${e.action})`} onClick={() => setSelected(e)}>
+                    <button
+                      type="button"
+                      aria-pressed={selected?.id === e.id}
+                      aria-label={`Changes of entry ${e.id} (${e.action})`}
+                      onClick={() => setSelected(e)}
+                    >
                       Changes
                     </button>
                   ) : null}
@@ -213,7 +261,8 @@ function EntryDetail({ entry, onReverted }: { entry: AuditRow; onReverted: (id: 
           )}
           <table data-testid="audit-diff">
             <caption class="muted">
-              {changes.length} field(s) changed{diff.rows.length > changes.length ? `, ${diff.rows.length - changes.length} unchanged` : ''}
+              {changes.length} field(s) changed
+              {diff.rows.length > changes.length ? `, ${diff.rows.length - changes.length} unchanged` : ''}
             </caption>
             <thead>
               <tr>
@@ -302,8 +351,9 @@ function RevertButton({ entry, onDone }: { entry: AuditRow; onDone: (auditId: st
       >
         <h2 id={`revert-title-${entry.id}`}>Revert entry {entry.id}?</h2>
         <p>
-          This puts <span class="mono">{entry.target.id ?? entry.target.type}</span> back to its state before <span class="mono">{entry.action}</span>, through the same checks as the original change.
-          The revert is audited.
+          This puts <span class="mono">{entry.target.id ?? entry.target.type}</span> back to its state before{' '}
+          <span class="mono">{entry.action}</span>, through the same checks as the original change. The revert
+          is audited.
         </p>
         {conflict && (
           <p class="error" role="alert" data-testid="revert-conflict">

@@ -24,7 +24,12 @@ export function DomainsPage() {
         <h2 id="domains-h">All domains</h2>
         <ErrorNote error={domains.error} />
         <ErrorNote error={act.error} />
-        {domains.data?.length === 0 && <p class="muted">No domains yet. Add one on an app's page, or set a base domain on the instance page for automatic hosts.</p>}
+        {domains.data?.length === 0 && (
+          <p class="muted">
+            No domains yet. Add one on an app's page, or set a base domain on the instance page for automatic
+            hosts.
+          </p>
+        )}
         {domains.data && domains.data.length > 0 && (
           <table>
             <thead>
@@ -78,7 +83,8 @@ export function DomainsPage() {
                     <td>
                       {d.dns ? (
                         <>
-                          {d.dns.points_here ? <Badge status="ok" /> : <Badge status="warning" />} <span class="mono small">{d.dns.addresses.join(', ') || 'no address'}</span>
+                          {d.dns.points_here ? <Badge status="ok" /> : <Badge status="warning" />}{' '}
+                          <span class="mono small">{d.dns.addresses.join(', ') || 'no address'}</span>
                         </>
                       ) : (
                         <span class="muted">not checked</span>
@@ -130,7 +136,12 @@ export function DnsCheckForm({ initial = '', title = 'DNS check' }: { initial?: 
       >
         <label>
           Hostname
-          <input name="dns-host" required value={host} onInput={(e) => setHost((e.target as HTMLInputElement).value)} />
+          <input
+            name="dns-host"
+            required
+            value={host}
+            onInput={(e) => setHost((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={act.busy}>
           Check DNS
@@ -146,10 +157,12 @@ export function DnsResult({ r }: { r: DnsCheck }) {
   return (
     <div class={r.points_here ? 'notice' : 'notice notice-warn'} data-testid="dns-result" role="status">
       <p>
-        <strong>{r.host}</strong> {r.points_here ? 'points at this host.' : 'does not point at this host yet.'}
+        <strong>{r.host}</strong>{' '}
+        {r.points_here ? 'points at this host.' : 'does not point at this host yet.'}
       </p>
       <p class="small">
-        Expected: <span class="mono">{r.expected.join(', ') || '—'}</span>; resolved: <span class="mono">{r.resolved.join(', ') || 'nothing'}</span>
+        Expected: <span class="mono">{r.expected.join(', ') || '—'}</span>; resolved:{' '}
+        <span class="mono">{r.resolved.join(', ') || 'nothing'}</span>
       </p>
       {r.error && <p class="error small">{r.error}</p>}
     </div>

@@ -27,9 +27,15 @@ export function InstancePage() {
               <dt>Node.js</dt>
               <dd>{info.data.node_version}</dd>
               <dt>Docker engine</dt>
-              <dd>{info.data.engine.reachable ? `reachable, ${info.data.engine.version}` : 'not reachable'}</dd>
+              <dd>
+                {info.data.engine.reachable ? `reachable, ${info.data.engine.version}` : 'not reachable'}
+              </dd>
               <dt>Proxy</dt>
-              <dd>{info.data.proxy.reachable ? `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}` : 'not reachable'}</dd>
+              <dd>
+                {info.data.proxy.reachable
+                  ? `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}`
+                  : 'not reachable'}
+              </dd>
               <dt>Database</dt>
               <dd>
                 {info.data.database.dialect}, {bytes(info.data.database.size_bytes)}
@@ -67,7 +73,9 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
   return (
     <section class="card" aria-labelledby="base-h">
       <h2 id="base-h">Base domain</h2>
-      <p class="muted small">Every app gets an automatic host under it; point a wildcard DNS record at this host.</p>
+      <p class="muted small">
+        Every app gets an automatic host under it; point a wildcard DNS record at this host.
+      </p>
       <p>
         Current: <strong data-testid="base-domain">{current ?? 'none'}</strong>
       </p>
@@ -87,7 +95,12 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
       >
         <label>
           Base domain
-          <input name="base-domain" value={value} placeholder="apps.example.com" onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+          <input
+            name="base-domain"
+            value={value}
+            placeholder="apps.example.com"
+            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" class="primary" disabled={act.busy}>
           Save
@@ -125,7 +138,15 @@ function Concurrency() {
       >
         <label>
           Apps deploying at once
-          <input name="concurrency" type="number" min={1} max={8} required value={n ?? ''} onInput={(e) => setN(Number((e.target as HTMLInputElement).value))} />
+          <input
+            name="concurrency"
+            type="number"
+            min={1}
+            max={8}
+            required
+            value={n ?? ''}
+            onInput={(e) => setN(Number((e.target as HTMLInputElement).value))}
+          />
         </label>
         <button type="submit" disabled={act.busy || n === null}>
           Save
@@ -177,7 +198,10 @@ function Disk() {
           </tbody>
         </table>
       )}
-      <p class="muted small">Prune removes dangling images, stopped containers no app owns and build cache; never an app's images or volumes.</p>
+      <p class="muted small">
+        Prune removes dangling images, stopped containers no app owns and build cache; never an app's images
+        or volumes.
+      </p>
       <button
         type="button"
         disabled={act.busy}
@@ -224,13 +248,19 @@ function Restart() {
 
 function Reset() {
   const [typed, setTyped] = useState('');
-  const [result, setResult] = useState<{ removed: Array<{ name: string }>; failed: Array<{ name: string }> } | null>(null);
+  const [result, setResult] = useState<{
+    removed: Array<{ name: string }>;
+    failed: Array<{ name: string }>;
+  } | null>(null);
   const act = useAction();
   const armed = typed === 'RESET';
   return (
     <section class="card danger-zone" aria-labelledby="reset-h">
       <h2 id="reset-h">Reset</h2>
-      <p>Removes every app with its containers, networks, volumes, images, domains, databases and backup settings. Operators, tokens, audit and instance settings stay.</p>
+      <p>
+        Removes every app with its containers, networks, volumes, images, domains, databases and backup
+        settings. Operators, tokens, audit and instance settings stay.
+      </p>
       <form
         class="row wrap"
         onSubmit={(e) => {
@@ -244,7 +274,12 @@ function Reset() {
       >
         <label>
           Type RESET to confirm
-          <input name="reset-confirm" autoComplete="off" value={typed} onInput={(e) => setTyped((e.target as HTMLInputElement).value)} />
+          <input
+            name="reset-confirm"
+            autoComplete="off"
+            value={typed}
+            onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" class="danger" disabled={!armed || act.busy}>
           Reset the instance
@@ -254,7 +289,10 @@ function Reset() {
       {result && (
         <p role="status" data-testid="reset-result">
           Removed {result.removed.length} app{result.removed.length === 1 ? '' : 's'}
-          {result.failed.length ? `; ${result.failed.length} failed: ${result.failed.map((f) => f.name).join(', ')}` : ''}.
+          {result.failed.length
+            ? `; ${result.failed.length} failed: ${result.failed.map((f) => f.name).join(', ')}`
+            : ''}
+          .
         </p>
       )}
     </section>

@@ -39,7 +39,8 @@ export function InvitePage({ token, onDone }: { token: string; onDone: (u: User)
       <p data-testid="invite-summary">
         {reset ? (
           <>
-            A new password for <strong>{info.data.username}</strong>; two-factor authentication is turned off (set it up again from your profile).
+            A new password for <strong>{info.data.username}</strong>; two-factor authentication is turned off
+            (set it up again from your profile).
           </>
         ) : (
           <>
@@ -54,7 +55,10 @@ export function InvitePage({ token, onDone }: { token: string; onDone: (u: User)
           e.preventDefault();
           void act.run(async () => {
             if (password !== again) throw new Error('The two passwords differ');
-            const r = await api.acceptInvitation(token, reset ? { password } : { username: username.trim(), password });
+            const r = await api.acceptInvitation(
+              token,
+              reset ? { password } : { username: username.trim(), password },
+            );
             onDone(r.user);
           });
         }}
@@ -62,16 +66,39 @@ export function InvitePage({ token, onDone }: { token: string; onDone: (u: User)
         {!reset && (
           <label>
             Username
-            <input name="username" autoComplete="username" required maxLength={64} value={username} onInput={(e) => setUsername((e.target as HTMLInputElement).value)} />
+            <input
+              name="username"
+              autoComplete="username"
+              required
+              maxLength={64}
+              value={username}
+              onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
+            />
           </label>
         )}
         <label>
           {reset ? 'New password' : 'Password'}
-          <input name="password" type="password" autoComplete="new-password" required minLength={12} value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} />
+          <input
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={12}
+            value={password}
+            onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Repeat the password
-          <input name="password_again" type="password" autoComplete="new-password" required minLength={12} value={again} onInput={(e) => setAgain((e.target as HTMLInputElement).value)} />
+          <input
+            name="password_again"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={12}
+            value={again}
+            onInput={(e) => setAgain((e.target as HTMLInputElement).value)}
+          />
         </label>
         <ErrorNote error={act.error} />
         <button type="submit" class="primary" disabled={act.busy}>

@@ -23,7 +23,12 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
       <h1>Sign in</h1>
       {provider && stage === 'password' ? (
         <div class="card stack">
-          <a class="button primary" href={api.oidcStartUrl({ returnTo: location.pathname === '/login' ? '/' : location.pathname + location.search })}>
+          <a
+            class="button primary"
+            href={api.oidcStartUrl({
+              returnTo: location.pathname === '/login' ? '/' : location.pathname + location.search,
+            })}
+          >
             Sign in with {provider}
           </a>
           <p class="muted">Or with a username and password:</p>
@@ -43,11 +48,24 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
         >
           <label>
             Username
-            <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername((e.target as HTMLInputElement).value)} />
+            <input
+              name="username"
+              autoComplete="username"
+              required
+              value={username}
+              onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
+            />
           </label>
           <label>
             Password
-            <input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} />
+            <input
+              name="password"
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+            />
           </label>
           <ErrorNote error={act.error} />
           <button type="submit" class="primary" disabled={act.busy}>
@@ -64,7 +82,15 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
         >
           <label>
             Authentication code (or a recovery code)
-            <input name="code" inputMode="numeric" autoComplete="one-time-code" required autoFocus value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+            <input
+              name="code"
+              inputMode="numeric"
+              autoComplete="one-time-code"
+              required
+              autoFocus
+              value={code}
+              onInput={(e) => setCode((e.target as HTMLInputElement).value)}
+            />
           </label>
           <ErrorNote error={act.error} />
           <button type="submit" class="primary" disabled={act.busy}>

@@ -22,7 +22,9 @@ export function NotificationsPage() {
           ))}
         </ul>
       </section>
-      {channels.data && <NewChannel events={channels.data.events as EventName[]} onCreated={channels.reload} />}
+      {channels.data && (
+        <NewChannel events={channels.data.events as EventName[]} onCreated={channels.reload} />
+      )}
     </main>
   );
 }
@@ -73,7 +75,11 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
         >
           {c.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{c.name}</span>
         </button>
-        <button type="button" aria-expanded={log !== null} onClick={() => (log ? setLog(null) : act.run(loadLog))}>
+        <button
+          type="button"
+          aria-expanded={log !== null}
+          onClick={() => (log ? setLog(null) : act.run(loadLog))}
+        >
           Delivery log <span class="sr-only">of {c.name}</span>
         </button>
         <button
@@ -143,7 +149,9 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
   const [kind, setKind] = useState<NotificationChannel['kind']>('discord');
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
-  const [picked, setPicked] = useState<Set<EventName>>(new Set(['deploy_failed', 'app_crashed', 'certificate_error']));
+  const [picked, setPicked] = useState<Set<EventName>>(
+    new Set(['deploy_failed', 'app_crashed', 'certificate_error']),
+  );
   const act = useAction();
   return (
     <section class="card" aria-labelledby="new-channel-h">
@@ -153,7 +161,12 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            await api.createChannel({ kind, name: name.trim(), url: url.trim(), events: events.filter((x) => picked.has(x)) });
+            await api.createChannel({
+              kind,
+              name: name.trim(),
+              url: url.trim(),
+              events: events.filter((x) => picked.has(x)),
+            });
             setName('');
             setUrl('');
             await onCreated();
@@ -162,18 +175,33 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
       >
         <label>
           Kind
-          <select name="kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as NotificationChannel['kind'])}>
+          <select
+            name="kind"
+            value={kind}
+            onChange={(e) => setKind((e.target as HTMLSelectElement).value as NotificationChannel['kind'])}
+          >
             <option value="discord">Discord</option>
             <option value="slack">Slack</option>
           </select>
         </label>
         <label>
           Name
-          <input name="channel-name" required value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+          <input
+            name="channel-name"
+            required
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Webhook URL
-          <input name="channel-url" type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} />
+          <input
+            name="channel-url"
+            type="url"
+            required
+            value={url}
+            onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+          />
         </label>
         <fieldset>
           <legend>Events</legend>

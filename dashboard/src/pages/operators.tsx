@@ -15,12 +15,27 @@ const EXPIRY: Array<[string, number]> = [
 ];
 
 /** "Every app", or a chosen list: only deployers and viewers may be limited. */
-function AppChoice({ apps, value, onChange, name }: { apps: App[]; value: string[] | null; onChange: (v: string[] | null) => void; name: string }) {
+function AppChoice({
+  apps,
+  value,
+  onChange,
+  name,
+}: {
+  apps: App[];
+  value: string[] | null;
+  onChange: (v: string[] | null) => void;
+  name: string;
+}) {
   return (
     <fieldset>
       <legend>Apps</legend>
       <label class="inline">
-        <input type="checkbox" name={`${name}-all`} checked={value === null} onChange={(e) => onChange((e.target as HTMLInputElement).checked ? null : [])} />
+        <input
+          type="checkbox"
+          name={`${name}-all`}
+          checked={value === null}
+          onChange={(e) => onChange((e.target as HTMLInputElement).checked ? null : [])}
+        />
         Every app
       </label>
       {value !== null &&
@@ -34,7 +49,13 @@ function AppChoice({ apps, value, onChange, name }: { apps: App[]; value: string
                 name={`${name}-app`}
                 value={a.id}
                 checked={value.includes(a.id)}
-                onChange={(e) => onChange((e.target as HTMLInputElement).checked ? [...value, a.id] : value.filter((x) => x !== a.id))}
+                onChange={(e) =>
+                  onChange(
+                    (e.target as HTMLInputElement).checked
+                      ? [...value, a.id]
+                      : value.filter((x) => x !== a.id),
+                  )
+                }
               />
               {a.name}
             </label>
@@ -44,7 +65,17 @@ function AppChoice({ apps, value, onChange, name }: { apps: App[]; value: string
   );
 }
 
-function OneTimeLink({ title, link, onDone, testid }: { title: string; link: CreatedInvitation; onDone: () => void; testid: string }) {
+function OneTimeLink({
+  title,
+  link,
+  onDone,
+  testid,
+}: {
+  title: string;
+  link: CreatedInvitation;
+  onDone: () => void;
+  testid: string;
+}) {
   // Without a configured public address the API answers a path: it opens where this page does.
   const url = new URL(link.url, location.origin).href;
   return (
@@ -100,7 +131,11 @@ export function OperatorsPage() {
           onSubmit={(e) => {
             e.preventDefault();
             void inviteAct.run(async () => {
-              const r = await api.invite({ role, app_ids: LIMITED.has(role) ? appIds : null, expires_in_hours: Number(hours) });
+              const r = await api.invite({
+                role,
+                app_ids: LIMITED.has(role) ? appIds : null,
+                expires_in_hours: Number(hours),
+              });
               setCreated(r.invitation);
               await invitations.reload();
             });
@@ -109,7 +144,11 @@ export function OperatorsPage() {
           <div class="row wrap">
             <label>
               Role
-              <select name="invite_role" value={role} onChange={(e) => setRole((e.target as HTMLSelectElement).value as Role)}>
+              <select
+                name="invite_role"
+                value={role}
+                onChange={(e) => setRole((e.target as HTMLSelectElement).value as Role)}
+              >
                 {ROLES.map((r) => (
                   <option key={r} value={r}>
                     {r}
@@ -119,7 +158,11 @@ export function OperatorsPage() {
             </label>
             <label>
               Link valid for
-              <select name="invite_expiry" value={hours} onChange={(e) => setHours((e.target as HTMLSelectElement).value)}>
+              <select
+                name="invite_expiry"
+                value={hours}
+                onChange={(e) => setHours((e.target as HTMLSelectElement).value)}
+              >
                 {EXPIRY.map(([label, h]) => (
                   <option key={h} value={String(h)}>
                     {label}
@@ -128,7 +171,9 @@ export function OperatorsPage() {
               </select>
             </label>
           </div>
-          {LIMITED.has(role) && <AppChoice apps={allApps} value={appIds} onChange={setAppIds} name="invite" />}
+          {LIMITED.has(role) && (
+            <AppChoice apps={allApps} value={appIds} onChange={setAppIds} name="invite" />
+          )}
           <div class="row">
             <button type="submit" class="primary" disabled={inviteAct.busy}>
               Create invitation link
@@ -136,7 +181,14 @@ export function OperatorsPage() {
           </div>
         </form>
         <ErrorNote error={inviteAct.error} />
-        {created && <OneTimeLink title={`Invitation for a new ${created.role ?? 'operator'}`} link={created} onDone={() => setCreated(null)} testid="invite-link" />}
+        {created && (
+          <OneTimeLink
+            title={`Invitation for a new ${created.role ?? 'operator'}`}
+            link={created}
+            onDone={() => setCreated(null)}
+            testid="invite-link"
+          />
+        )}
       </section>
 
       <section class="card" aria-labelledby="operators-h">
@@ -144,7 +196,12 @@ export function OperatorsPage() {
         <ErrorNote error={operators.error} />
         <ErrorNote error={act.error} />
         {reset && (
-          <OneTimeLink title={`Reset link for ${reset.username}: it sets a new password and turns two-factor authentication off`} link={reset.link} onDone={() => setReset(null)} testid="reset-link" />
+          <OneTimeLink
+            title={`Reset link for ${reset.username}: it sets a new password and turns two-factor authentication off`}
+            link={reset.link}
+            onDone={() => setReset(null)}
+            testid="reset-link"
+          />
         )}
         {operators.data && (
           <table>
@@ -179,7 +236,11 @@ export function OperatorsPage() {
                   }
                   onToggle={() =>
                     void act.run(async () => {
-                      if (!o.disabled && !confirm(`Disable ${o.username}? Their sessions and API tokens end at once.`)) return;
+                      if (
+                        !o.disabled &&
+                        !confirm(`Disable ${o.username}? Their sessions and API tokens end at once.`)
+                      )
+                        return;
                       await api.patchOperator(o.id, { disabled: !o.disabled });
                       await operators.reload();
                     })
@@ -193,7 +254,12 @@ export function OperatorsPage() {
                   }
                   onDelete={() =>
                     void act.run(async () => {
-                      if (!confirm(`Delete ${o.username}? Their sessions and API tokens end at once; this cannot be undone.`)) return;
+                      if (
+                        !confirm(
+                          `Delete ${o.username}? Their sessions and API tokens end at once; this cannot be undone.`,
+                        )
+                      )
+                        return;
                       await api.deleteOperator(o.id);
                       await reloadAll();
                     })
@@ -226,7 +292,9 @@ export function OperatorsPage() {
             <tbody>
               {invitations.data.map((i) => (
                 <tr key={i.id} data-testid="invitation-row">
-                  <td>{i.kind === 'reset' ? `reset for ${i.username ?? 'a removed operator'}` : 'invitation'}</td>
+                  <td>
+                    {i.kind === 'reset' ? `reset for ${i.username ?? 'a removed operator'}` : 'invitation'}
+                  </td>
                   <td>{i.role ?? '—'}</td>
                   <td>{i.kind === 'reset' ? '—' : appNames(allApps, i.app_ids)}</td>
                   <td>{i.status}</td>
@@ -292,13 +360,29 @@ function OperatorRow({ o, apps, editing, busy, onEdit, onSave, onToggle, onReset
           <button type="button" aria-expanded={editing} onClick={onEdit} aria-label={`Edit ${o.username}`}>
             Edit
           </button>
-          <button type="button" onClick={onToggle} disabled={busy} aria-label={`${o.disabled ? 'Enable' : 'Disable'} ${o.username}`}>
+          <button
+            type="button"
+            onClick={onToggle}
+            disabled={busy}
+            aria-label={`${o.disabled ? 'Enable' : 'Disable'} ${o.username}`}
+          >
             {o.disabled ? 'Enable' : 'Disable'}
           </button>
-          <button type="button" onClick={onReset} disabled={busy || o.disabled} aria-label={`Reset link for ${o.username}`}>
+          <button
+            type="button"
+            onClick={onReset}
+            disabled={busy || o.disabled}
+            aria-label={`Reset link for ${o.username}`}
+          >
             Reset link
           </button>
-          <button type="button" class="danger" onClick={onDelete} disabled={busy} aria-label={`Delete ${o.username}`}>
+          <button
+            type="button"
+            class="danger"
+            onClick={onDelete}
+            disabled={busy}
+            aria-label={`Delete ${o.username}`}
+          >
             Delete
           </button>
         </td>
@@ -316,7 +400,11 @@ function OperatorRow({ o, apps, editing, busy, onEdit, onSave, onToggle, onReset
             >
               <label>
                 Role of {o.username}
-                <select name="operator_role" value={role} onChange={(e) => setRole((e.target as HTMLSelectElement).value as Role)}>
+                <select
+                  name="operator_role"
+                  value={role}
+                  onChange={(e) => setRole((e.target as HTMLSelectElement).value as Role)}
+                >
                   {ROLES.map((r) => (
                     <option key={r} value={r}>
                       {r}
@@ -324,7 +412,9 @@ function OperatorRow({ o, apps, editing, busy, onEdit, onSave, onToggle, onReset
                   ))}
                 </select>
               </label>
-              {LIMITED.has(role) && <AppChoice apps={apps} value={appIds} onChange={setAppIds} name={`edit-${o.id}`} />}
+              {LIMITED.has(role) && (
+                <AppChoice apps={apps} value={appIds} onChange={setAppIds} name={`edit-${o.id}`} />
+              )}
               <div class="row">
                 <button type="submit" class="primary" disabled={busy}>
                   Save

@@ -10,12 +10,18 @@ import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
 
 // The overview's first data is requested by main.tsx before the first render (while the session
 // is being checked), so the apps arrive one round trip earlier; each prefetched answer is used once.
-let prefetched: { apps: Promise<App[]>; active: Promise<Deployment[]>; posture: Promise<api.PostureItem[]> } | null = null;
+let prefetched: {
+  apps: Promise<App[]>;
+  active: Promise<Deployment[]>;
+  posture: Promise<api.PostureItem[]>;
+} | null = null;
 export function prefetchOverview(): void {
   const quiet = { quiet401: true };
   prefetched = {
     apps: api.run(() => api.client.GET('/api/apps'), quiet).then((r) => r.items),
-    active: (api.run(() => api.client.GET('/api/deployments/active'), quiet) as Promise<api.Items<Deployment>>).then((r) => r.items),
+    active: (
+      api.run(() => api.client.GET('/api/deployments/active'), quiet) as Promise<api.Items<Deployment>>
+    ).then((r) => r.items),
     posture: api.run(() => api.client.GET('/api/security/posture'), quiet).then((r) => r.items),
   };
   // A failed one (signed out) is dropped, so the overview asks again once signed in.
@@ -52,8 +58,16 @@ function take<K extends 'apps' | 'active' | 'posture'>(k: K): NonNullable<typeof
 
 export function OverviewPage() {
   const apps = useLoad(() => take('apps') ?? api.listApps().then((r) => r.items), [], ready<App[]>('apps'));
-  const active = useLoad(() => take('active') ?? api.activeDeployments().then((r) => r.items), [], ready<Deployment[]>('active'));
-  const posture = useLoad(() => take('posture') ?? api.posture().then((r) => r.items), [], ready<api.PostureItem[]>('posture'));
+  const active = useLoad(
+    () => take('active') ?? api.activeDeployments().then((r) => r.items),
+    [],
+    ready<Deployment[]>('active'),
+  );
+  const posture = useLoad(
+    () => take('posture') ?? api.posture().then((r) => r.items),
+    [],
+    ready<api.PostureItem[]>('posture'),
+  );
 
   useTopic('deployments', (d: any) => {
     if (d?.type !== 'status' || typeof d.id !== 'string') return;
@@ -96,7 +110,13 @@ export function OverviewPage() {
                     <td>
                       <Badge status={a.status} />
                     </td>
-                    <td class="mono ellipsis">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.type === 'image' ? a.source.image : 'inline Compose'}</td>
+                    <td class="mono ellipsis">
+                      {a.source.type === 'git'
+                        ? `${a.source.repo_url} @ ${a.source.branch}`
+                        : a.source.type === 'image'
+                          ? a.source.image
+                          : 'inline Compose'}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -110,7 +130,10 @@ export function OverviewPage() {
           <ul class="plain" data-testid="active-deployments">
             {(active.data ?? []).map((d) => (
               <li key={d.id}>
-                <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>{d.app ?? names.get(d.app_id) ?? d.app_id}</Link> <Badge status={d.status} /> <When at={d.created_at} />
+                <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>
+                  {d.app ?? names.get(d.app_id) ?? d.app_id}
+                </Link>{' '}
+                <Badge status={d.status} /> <When at={d.created_at} />
               </li>
             ))}
           </ul>
@@ -120,7 +143,8 @@ export function OverviewPage() {
           <ErrorNote error={posture.error} />
           {posture.data && (
             <p>
-              {counts.error} error{counts.error === 1 ? '' : 's'}, {counts.warning} warning{counts.warning === 1 ? '' : 's'}. <Link href="/security">Details</Link>
+              {counts.error} error{counts.error === 1 ? '' : 's'}, {counts.warning} warning
+              {counts.warning === 1 ? '' : 's'}. <Link href="/security">Details</Link>
             </p>
           )}
         </section>
@@ -147,39 +171,67 @@ function NewApp({ onCreated }: { onCreated: (a: App) => void }) {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            const source: api.AppSource = kind === 'git' ? { type: 'git', repo_url: repo.trim(), branch: branch.trim() } : { type: 'image', image: image.trim() };
+            const source: api.AppSource =
+              kind === 'git'
+                ? { type: 'git', repo_url: repo.trim(), branch: branch.trim() }
+                : { type: 'image', image: image.trim() };
             onCreated((await api.createApp(name.trim(), source)).app);
           });
         }}
       >
         <label>
           Name
-          <input name="name" required pattern="[a-z0-9][a-z0-9\-]{0,62}" title="lower-case letters, digits and dashes" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+          <input
+            name="name"
+            required
+            pattern="[a-z0-9][a-z0-9\-]{0,62}"
+            title="lower-case letters, digits and dashes"
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+          />
         </label>
         <fieldset class="row">
           <legend>Source</legend>
           <label class="inline">
-            <input type="radio" name="kind" checked={kind === 'git'} onChange={() => setKind('git')} /> Git repository
+            <input type="radio" name="kind" checked={kind === 'git'} onChange={() => setKind('git')} /> Git
+            repository
           </label>
           <label class="inline">
-            <input type="radio" name="kind" checked={kind === 'image'} onChange={() => setKind('image')} /> Image
+            <input type="radio" name="kind" checked={kind === 'image'} onChange={() => setKind('image')} />{' '}
+            Image
           </label>
         </fieldset>
         {kind === 'git' ? (
           <>
             <label>
               Repository URL
-              <input name="repo_url" required value={repo} onInput={(e) => setRepo((e.target as HTMLInputElement).value)} placeholder="https://git.example.com/me/app.git" />
+              <input
+                name="repo_url"
+                required
+                value={repo}
+                onInput={(e) => setRepo((e.target as HTMLInputElement).value)}
+                placeholder="https://git.example.com/me/app.git"
+              />
             </label>
             <label>
               Branch
-              <input name="branch" required value={branch} onInput={(e) => setBranch((e.target as HTMLInputElement).value)} />
+              <input
+                name="branch"
+                required
+                value={branch}
+                onInput={(e) => setBranch((e.target as HTMLInputElement).value)}
+              />
             </label>
           </>
         ) : (
           <label>
             Image
-            <input name="image" required value={image} onInput={(e) => setImage((e.target as HTMLInputElement).value)} />
+            <input
+              name="image"
+              required
+              value={image}
+              onInput={(e) => setImage((e.target as HTMLInputElement).value)}
+            />
           </label>
         )}
         <ErrorNote error={act.error} />
@@ -223,21 +275,38 @@ function HostVitals() {
         <dl class="vitals">
           <dt>CPU</dt>
           <dd>
-            <Sparkline values={vs.map((v) => v.cpu_percent)} max={100} label={`CPU over the last hour, now ${last.cpu_percent.toFixed(0)}%`} /> {last.cpu_percent.toFixed(0)}%
+            <Sparkline
+              values={vs.map((v) => v.cpu_percent)}
+              max={100}
+              label={`CPU over the last hour, now ${last.cpu_percent.toFixed(0)}%`}
+            />{' '}
+            {last.cpu_percent.toFixed(0)}%
           </dd>
           <dt>Memory</dt>
           <dd>
-            <Sparkline values={vs.map((v) => pct(v.mem_used_bytes, v.mem_total_bytes))} max={100} label={`Memory over the last hour, now ${bytes(last.mem_used_bytes)}`} /> {bytes(last.mem_used_bytes)}{' '}
-            of {bytes(last.mem_total_bytes)}
+            <Sparkline
+              values={vs.map((v) => pct(v.mem_used_bytes, v.mem_total_bytes))}
+              max={100}
+              label={`Memory over the last hour, now ${bytes(last.mem_used_bytes)}`}
+            />{' '}
+            {bytes(last.mem_used_bytes)} of {bytes(last.mem_total_bytes)}
           </dd>
           <dt>Disk</dt>
           <dd>
-            <Sparkline values={vs.map((v) => pct(v.disk_used_bytes, v.disk_total_bytes))} max={100} label={`Disk use over the last hour, now ${bytes(last.disk_used_bytes)}`} />{' '}
+            <Sparkline
+              values={vs.map((v) => pct(v.disk_used_bytes, v.disk_total_bytes))}
+              max={100}
+              label={`Disk use over the last hour, now ${bytes(last.disk_used_bytes)}`}
+            />{' '}
             {bytes(last.disk_used_bytes)} of {bytes(last.disk_total_bytes)}
           </dd>
           <dt>Load</dt>
           <dd>
-            <Sparkline values={vs.map((v) => v.load1)} label={`Load over the last hour, now ${last.load1.toFixed(2)}`} /> {last.load1.toFixed(2)}
+            <Sparkline
+              values={vs.map((v) => v.load1)}
+              label={`Load over the last hour, now ${last.load1.toFixed(2)}`}
+            />{' '}
+            {last.load1.toFixed(2)}
           </dd>
         </dl>
       )}
@@ -250,7 +319,11 @@ const CERT_WARN_DAYS = 14;
 function CertWarnings() {
   const d = useLoad(() => api.listDomains().then((r) => r.items));
   const now = Date.now();
-  const warn = (d.data ?? []).filter((x) => x.status === 'error' || (x.certificate && Date.parse(x.certificate.not_after) - now < CERT_WARN_DAYS * 86_400_000));
+  const warn = (d.data ?? []).filter(
+    (x) =>
+      x.status === 'error' ||
+      (x.certificate && Date.parse(x.certificate.not_after) - now < CERT_WARN_DAYS * 86_400_000),
+  );
   return (
     <section class="card" aria-labelledby="certs-h" data-testid="cert-warnings">
       <h2 id="certs-h">Certificates</h2>
@@ -260,7 +333,8 @@ function CertWarnings() {
         <ul class="plain">
           {warn.map((x) => (
             <li key={x.hostname}>
-              <Badge status={x.status === 'error' ? 'error' : 'warning'} /> <span class="mono">{x.hostname}</span>{' '}
+              <Badge status={x.status === 'error' ? 'error' : 'warning'} />{' '}
+              <span class="mono">{x.hostname}</span>{' '}
               {x.certificate ? (
                 <>
                   expires <When at={x.certificate.not_after} />

@@ -16,7 +16,11 @@ export function ProfilePage({ user }: { user: User }) {
           <p>
             Signed in as <strong>{user.username}</strong>.
           </p>
-          {user.sso ? <p class="muted">You sign in with your identity provider: there is no password here to change.</p> : <PasswordForm />}
+          {user.sso ? (
+            <p class="muted">You sign in with your identity provider: there is no password here to change.</p>
+          ) : (
+            <PasswordForm />
+          )}
         </section>
         <Totp user={user} />
         <Sessions />
@@ -48,11 +52,26 @@ function PasswordForm() {
       <h3 id="password-h">Password</h3>
       <label>
         Current password
-        <input type="password" name="current-password" autoComplete="current-password" required value={current} onInput={(e) => setCurrent((e.target as HTMLInputElement).value)} />
+        <input
+          type="password"
+          name="current-password"
+          autoComplete="current-password"
+          required
+          value={current}
+          onInput={(e) => setCurrent((e.target as HTMLInputElement).value)}
+        />
       </label>
       <label>
         New password
-        <input type="password" name="new-password" autoComplete="new-password" required minLength={12} value={next} onInput={(e) => setNext((e.target as HTMLInputElement).value)} />
+        <input
+          type="password"
+          name="new-password"
+          autoComplete="new-password"
+          required
+          minLength={12}
+          value={next}
+          onInput={(e) => setNext((e.target as HTMLInputElement).value)}
+        />
       </label>
       <button type="submit" disabled={act.busy}>
         Change password
@@ -113,7 +132,14 @@ function Totp({ user }: { user: User }) {
           >
             <label>
               Code
-              <input name="totp-code" inputMode="numeric" autoComplete="one-time-code" required value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+              <input
+                name="totp-code"
+                inputMode="numeric"
+                autoComplete="one-time-code"
+                required
+                value={code}
+                onInput={(e) => setCode((e.target as HTMLInputElement).value)}
+              />
             </label>
             <button type="submit" class="primary" disabled={act.busy}>
               Enable
@@ -134,7 +160,9 @@ function Totp({ user }: { user: User }) {
           </ul>
         </div>
       )}
-      {enabled && !codes && <p class="muted small">Recovery codes are shown once, when TOTP is enabled. Each code works once.</p>}
+      {enabled && !codes && (
+        <p class="muted small">Recovery codes are shown once, when TOTP is enabled. Each code works once.</p>
+      )}
       <ErrorNote error={act.error} />
     </section>
   );

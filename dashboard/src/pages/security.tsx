@@ -60,7 +60,8 @@ function Traffic() {
       {d && d.enabled && (
         <>
           <p class="small muted">
-            Window {d.window_seconds} s; alerts above {d.request_threshold} requests or {d.error_threshold} errors per IP; {d.tracked_ips} IPs tracked.
+            Window {d.window_seconds} s; alerts above {d.request_threshold} requests or {d.error_threshold}{' '}
+            errors per IP; {d.tracked_ips} IPs tracked.
           </p>
           <div class="grid">
             <div>
@@ -100,7 +101,8 @@ function Traffic() {
                 <ul class="plain">
                   {d.recent_anomalies.map((a, i) => (
                     <li key={`${a.at}-${i}`}>
-                      <Badge status="warning" /> <span class="mono">{a.ip}</span> {a.kind.replace(/_/g, ' ')} ({a.count}) <When at={a.at} />
+                      <Badge status="warning" /> <span class="mono">{a.ip}</span> {a.kind.replace(/_/g, ' ')}{' '}
+                      ({a.count}) <When at={a.at} />
                       <div class="small muted">{a.detail}</div>
                     </li>
                   ))}
@@ -162,7 +164,11 @@ function Firewall() {
               {d.backend ?? 'unknown backend'}, {d.active ? 'active' : 'inactive'}
               {d.stale && <span class="error"> (snapshot is stale)</span>} · <When at={d.generated_at} />
             </p>
-            {d.rules.length === 0 ? <p class="muted">No rules.</p> : <pre class="mono rules">{d.rules.join('\n')}</pre>}
+            {d.rules.length === 0 ? (
+              <p class="muted">No rules.</p>
+            ) : (
+              <pre class="mono rules">{d.rules.join('\n')}</pre>
+            )}
           </>
         ) : (
           <Unavailable r={d} />

@@ -5,7 +5,10 @@ import type { User } from '../api';
 import { QrCode } from '../qr';
 import { ErrorNote, useAction } from '../ui';
 
-type Step = { s: 'admin' } | { s: 'totp'; secret: string; url: string; user: User } | { s: 'codes'; codes: string[]; user: User };
+type Step =
+  | { s: 'admin' }
+  | { s: 'totp'; secret: string; url: string; user: User }
+  | { s: 'codes'; codes: string[]; user: User };
 
 /**
  * `svc install` prints the setup link as `<url>#token=<token>`: a fragment never reaches the server
@@ -20,16 +23,26 @@ function tokenFromLink(): string {
 
 export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
   const [step, setStep] = useState<Step>({ s: 'admin' });
-  const [form, setForm] = useState(() => ({ token: tokenFromLink(), username: '', password: '', confirm: '', code: '' }));
+  const [form, setForm] = useState(() => ({
+    token: tokenFromLink(),
+    username: '',
+    password: '',
+    confirm: '',
+    code: '',
+  }));
   const act = useAction();
-  const field = (k: keyof typeof form) => ({ value: form[k], onInput: (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value }) });
+  const field = (k: keyof typeof form) => ({
+    value: form[k],
+    onInput: (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value }),
+  });
 
   if (step.s === 'admin') {
     return (
       <main class="narrow">
         <h1>Set up svc</h1>
         <p>
-          Paste the setup token from <code>setup.token</code> in the data directory (also printed once in the server log), then create the first operator.
+          Paste the setup token from <code>setup.token</code> in the data directory (also printed once in the
+          server log), then create the first operator.
         </p>
         <form
           class="card stack"
@@ -57,11 +70,24 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
           </label>
           <label>
             Password
-            <input name="password" type="password" autoComplete="new-password" required minLength={12} {...field('password')} />
+            <input
+              name="password"
+              type="password"
+              autoComplete="new-password"
+              required
+              minLength={12}
+              {...field('password')}
+            />
           </label>
           <label>
             Repeat password
-            <input name="confirm" type="password" autoComplete="new-password" required {...field('confirm')} />
+            <input
+              name="confirm"
+              type="password"
+              autoComplete="new-password"
+              required
+              {...field('confirm')}
+            />
           </label>
           <ErrorNote error={act.error} />
           <button type="submit" class="primary" disabled={act.busy}>
@@ -75,7 +101,9 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
     return (
       <main class="narrow">
         <h1>Two-factor authentication</h1>
-        <p>Scan this code with an authenticator app, or type the secret, then enter the 6-digit code it shows.</p>
+        <p>
+          Scan this code with an authenticator app, or type the secret, then enter the 6-digit code it shows.
+        </p>
         <div class="card stack">
           <QrCode text={step.url} label="QR code of the TOTP secret" />
           <p>
@@ -102,7 +130,13 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
           >
             <label>
               Code
-              <input name="code" inputMode="numeric" autoComplete="one-time-code" required {...field('code')} />
+              <input
+                name="code"
+                inputMode="numeric"
+                autoComplete="one-time-code"
+                required
+                {...field('code')}
+              />
             </label>
             <ErrorNote error={act.error} />
             <div class="row">
@@ -122,7 +156,10 @@ export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
   return (
     <main class="narrow">
       <h1>Recovery codes</h1>
-      <p>Each code signs you in once if you lose your authenticator. They are shown only now: save them somewhere safe.</p>
+      <p>
+        Each code signs you in once if you lose your authenticator. They are shown only now: save them
+        somewhere safe.
+      </p>
       <div class="card stack">
         <ul class="codes" data-testid="recovery-codes">
           {step.codes.map((c) => (

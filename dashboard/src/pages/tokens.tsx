@@ -20,7 +20,9 @@ export function TokensPage() {
   const [name, setName] = useState('');
   const [days, setDays] = useState('30');
   const [created, setCreated] = useState<NewApiToken | null>(null);
-  const held = useLoad(() => api.me().then((m) => heldPermissions(m as Parameters<typeof heldPermissions>[0])));
+  const held = useLoad(() =>
+    api.me().then((m) => heldPermissions(m as Parameters<typeof heldPermissions>[0])),
+  );
   const apps = useLoad(() => api.listApps().then((r) => r.items));
   const [scopes, setScopes] = useState<Set<Permission>>(new Set());
   const [appIds, setAppIds] = useState<Set<string>>(new Set());
@@ -40,7 +42,14 @@ export function TokensPage() {
               const expires = d === null ? null : new Date(Date.now() + d * 86_400_000).toISOString();
               const picked = held.data?.filter((p) => scopes.has(p)) ?? [];
               const pickedApps = apps.data?.filter((a) => appIds.has(a.id)).map((a) => a.id) ?? [];
-              setCreated(await api.createToken(name.trim(), expires, picked.length ? picked : null, pickedApps.length ? pickedApps : null));
+              setCreated(
+                await api.createToken(
+                  name.trim(),
+                  expires,
+                  picked.length ? picked : null,
+                  pickedApps.length ? pickedApps : null,
+                ),
+              );
               setName('');
               setScopes(new Set());
               setAppIds(new Set());
@@ -50,11 +59,21 @@ export function TokensPage() {
         >
           <label>
             Name
-            <input name="token_name" required maxLength={64} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+            <input
+              name="token_name"
+              required
+              maxLength={64}
+              value={name}
+              onInput={(e) => setName((e.target as HTMLInputElement).value)}
+            />
           </label>
           <label>
             Expires in
-            <select name="token_expiry" value={days} onChange={(e) => setDays((e.target as HTMLSelectElement).value)}>
+            <select
+              name="token_expiry"
+              value={days}
+              onChange={(e) => setDays((e.target as HTMLSelectElement).value)}
+            >
               {EXPIRY.map(([label, d]) => (
                 <option key={label} value={d === null ? 'never' : String(d)}>
                   {label}
@@ -69,7 +88,14 @@ export function TokensPage() {
             </p>
             {held.data?.map((p) => (
               <label class="inline" key={p}>
-                <input type="checkbox" name="token_scope" value={p} checked={scopes.has(p)} onChange={() => setScopes(toggled(scopes, p))} /> {PERMISSION_LABELS[p]} <code>{p}</code>
+                <input
+                  type="checkbox"
+                  name="token_scope"
+                  value={p}
+                  checked={scopes.has(p)}
+                  onChange={() => setScopes(toggled(scopes, p))}
+                />{' '}
+                {PERMISSION_LABELS[p]} <code>{p}</code>
               </label>
             ))}
           </fieldset>
@@ -81,7 +107,14 @@ export function TokensPage() {
             {apps.data?.length === 0 && <p class="muted">No apps yet.</p>}
             {apps.data?.map((a) => (
               <label class="inline" key={a.id}>
-                <input type="checkbox" name="token_app" value={a.id} checked={appIds.has(a.id)} onChange={() => setAppIds(toggled(appIds, a.id))} /> {a.name}
+                <input
+                  type="checkbox"
+                  name="token_app"
+                  value={a.id}
+                  checked={appIds.has(a.id)}
+                  onChange={() => setAppIds(toggled(appIds, a.id))}
+                />{' '}
+                {a.name}
               </label>
             ))}
           </fieldset>
@@ -94,8 +127,9 @@ export function TokensPage() {
         {created && (
           <div class="notice" role="status" data-testid="new-token">
             <p>
-              Token <strong>{created.name}</strong> (expires: {created.expires_at ? <When at={created.expires_at} /> : 'never'}; scopes: {created.scopes?.join(', ') ?? 'all yours'}). Copy it now: it
-              is not shown again.
+              Token <strong>{created.name}</strong> (expires:{' '}
+              {created.expires_at ? <When at={created.expires_at} /> : 'never'}; scopes:{' '}
+              {created.scopes?.join(', ') ?? 'all yours'}). Copy it now: it is not shown again.
             </p>
             <code class="secret" data-testid="token-value">
               {created.token}
@@ -134,13 +168,19 @@ export function TokensPage() {
               {tokens.data.map((t) => (
                 <tr key={t.id} data-testid="token-row">
                   <td>{t.name}</td>
-                  <td data-testid="token-scopes">{t.scopes ? t.scopes.join(', ') : <span class="muted">all yours</span>}</td>
-                  <td data-testid="token-apps">{t.app_ids ? t.app_ids.map(appName).join(', ') : <span class="muted">all yours</span>}</td>
+                  <td data-testid="token-scopes">
+                    {t.scopes ? t.scopes.join(', ') : <span class="muted">all yours</span>}
+                  </td>
+                  <td data-testid="token-apps">
+                    {t.app_ids ? t.app_ids.map(appName).join(', ') : <span class="muted">all yours</span>}
+                  </td>
                   <td>
                     <When at={t.created_at} />
                   </td>
                   <td>{t.expires_at ? <When at={t.expires_at} /> : 'never'}</td>
-                  <td data-testid="token-last-used">{t.last_used_at ? <When at={t.last_used_at} /> : <span class="muted">never</span>}</td>
+                  <td data-testid="token-last-used">
+                    {t.last_used_at ? <When at={t.last_used_at} /> : <span class="muted">never</span>}
+                  </td>
                   <td>
                     <button
                       type="button"

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { importSpec, specSchema } from '../../../lib/appspec/spec.js';
-import { appSchema } from '../../../lib/api/apps.js';
-import { route } from '../../../lib/http/route.js';
+import { importSpec, specSchema } from '#lib/appspec/spec.js';
+import { appSchema } from '#lib/api/apps.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {

@@ -1,20 +1,26 @@
 import { z } from 'zod';
-import { appNameSchema, sourceSchema } from '../../../lib/apps/schemas.js';
-import { listApps } from '../../../lib/apps/store.js';
-import { createApp } from '../../../lib/apps/ops.js';
-import { currentStatuses } from '../../../lib/apps/status.js';
-import { appSchema } from '../../../lib/api/apps.js';
-import { items } from '../../../lib/api/common.js';
-import { route } from '../../../lib/http/route.js';
-import { visible } from '../../../lib/auth/access.js';
+import { appNameSchema, sourceSchema } from '#lib/apps/schemas.js';
+import { listApps } from '#lib/apps/store.js';
+import { createApp } from '#lib/apps/ops.js';
+import { currentStatuses } from '#lib/apps/status.js';
+import { appSchema } from '#lib/api/apps.js';
+import { items } from '#lib/api/common.js';
+import { route } from '#lib/http/route.js';
+import { visible } from '#lib/auth/access.js';
 
-export const GET = route({ permission: 'app.read', summary: 'List apps with their current status', responses: { 200: items(appSchema) } }, async (_req, { env, reply, principal }) =>
-  reply(200, {
-    items: await currentStatuses(
-      env,
-      visible(principal, await listApps(env.db), (a) => a.id),
-    ),
-  }),
+export const GET = route(
+  {
+    permission: 'app.read',
+    summary: 'List apps with their current status',
+    responses: { 200: items(appSchema) },
+  },
+  async (_req, { env, reply, principal }) =>
+    reply(200, {
+      items: await currentStatuses(
+        env,
+        visible(principal, await listApps(env.db), (a) => a.id),
+      ),
+    }),
 );
 
 export const POST = route(

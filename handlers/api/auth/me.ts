@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { userSchema } from '../../../lib/api/auth.js';
-import { route } from '../../../lib/http/route.js';
+import { userSchema } from '#lib/api/auth.js';
+import { route } from '#lib/http/route.js';
 
 export const GET = route(
   {
@@ -10,9 +10,18 @@ export const GET = route(
       200: z.object({
         user: userSchema,
         via: z.enum(['session', 'token']),
-        permissions: z.array(z.string()).describe("What this request may do: the role's permissions, for a token intersected with its scopes"),
+        permissions: z
+          .array(z.string())
+          .describe(
+            "What this request may do: the role's permissions, for a token intersected with its scopes",
+          ),
       }),
     },
   },
-  (_req, { principal, reply }) => reply(200, { user: principal!.user, via: principal!.kind, permissions: [...principal!.permissions].sort() }),
+  (_req, { principal, reply }) =>
+    reply(200, {
+      user: principal!.user,
+      via: principal!.kind,
+      permissions: [...principal!.permissions].sort(),
+    }),
 );

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../../lib/auth/users.js';
-import { changePassword } from '../../../lib/auth/flows.js';
-import { route } from '../../../lib/http/route.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '#lib/auth/users.js';
+import { changePassword } from '#lib/auth/flows.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {
@@ -13,7 +13,10 @@ export const POST = route(
     rateLimit: true,
     body: z.strictObject({
       current_password: z.string().min(1).max(PASSWORD_MAX),
-      new_password: z.string().min(PASSWORD_MIN, `at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),
+      new_password: z
+        .string()
+        .min(PASSWORD_MIN, `at least ${PASSWORD_MIN} characters`)
+        .max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),
     }),
     responses: { 204: null },
     audit: { action: 'auth.password_changed' },

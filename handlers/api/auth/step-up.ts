@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { PASSWORD_MAX } from '../../../lib/auth/users.js';
-import { stepUp } from '../../../lib/auth/flows.js';
-import { route } from '../../../lib/http/route.js';
+import { PASSWORD_MAX } from '#lib/auth/users.js';
+import { stepUp } from '#lib/auth/flows.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {
@@ -16,5 +16,6 @@ export const POST = route(
     responses: { 200: z.object({ verified_until: z.string() }) },
     audit: { action: 'auth.step_up' },
   },
-  async (_req, { env, body, principal, reply }) => reply(200, { verified_until: await stepUp(env, principal!, body) }),
+  async (_req, { env, body, principal, reply }) =>
+    reply(200, { verified_until: await stepUp(env, principal!, body) }),
 );

@@ -1,6 +1,6 @@
 // Not a route (leading underscore): schemas shared by the domain endpoints.
 import { z } from 'zod';
-import { ID_PATTERN } from '../../../lib/crypto/random.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
 
 export const domainParams = z.object({ id: z.string().regex(ID_PATTERN, 'not a domain id') });
 export type DomainParams = z.infer<typeof domainParams>;

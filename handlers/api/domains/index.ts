@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { addDomain, listDomains } from '../../../lib/proxy/domains.js';
-import { route } from '../../../lib/http/route.js';
-import { visible } from '../../../lib/auth/access.js';
-import { domainListItemSchema, domainSchema } from '../../../lib/api/domains.js';
-import { proxySummarySchema } from '../../../lib/api/instance.js';
+import { addDomain, listDomains } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { visible } from '#lib/auth/access.js';
+import { domainListItemSchema, domainSchema } from '#lib/api/domains.js';
+import { proxySummarySchema } from '#lib/api/instance.js';
 import { createBody } from './_lib.js';
 
 /** The hub: every domain, then the automatic hosts (`managed: true`, no id). */
@@ -13,7 +13,11 @@ export const GET = route(
     summary: 'Every domain, then the automatic hosts (`managed: true`, no id)',
     responses: { 200: z.object({ items: z.array(domainListItemSchema), proxy: proxySummarySchema }) },
   },
-  async (_req, { env, reply, principal }) => reply(200, { items: visible(principal, await listDomains(env), (d) => d.app_id), proxy: env.edge.proxy.summary() }),
+  async (_req, { env, reply, principal }) =>
+    reply(200, {
+      items: visible(principal, await listDomains(env), (d) => d.app_id),
+      proxy: env.edge.proxy.summary(),
+    }),
 );
 
 export const POST = route(
@@ -34,7 +38,15 @@ export const POST = route(
     audit({
       target: domain.id,
       appId: domain.app_id,
-      detail: { after: { hostname: domain.hostname, app_id: domain.app_id, service: domain.service, port: domain.port, redirect_to: domain.redirect_to } },
+      detail: {
+        after: {
+          hostname: domain.hostname,
+          app_id: domain.app_id,
+          service: domain.service,
+          port: domain.port,
+          redirect_to: domain.redirect_to,
+        },
+      },
     });
     return reply(201, { domain, proxy });
   },

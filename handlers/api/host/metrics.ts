@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { hostMetrics } from '../../../lib/series/answer.js';
-import { route } from '../../../lib/http/route.js';
-import { hostMetricsSchema } from '../../../lib/api/metrics.js';
+import { hostMetrics } from '#lib/series/answer.js';
+import { route } from '#lib/http/route.js';
+import { hostMetricsSchema } from '#lib/api/metrics.js';
 
 /** Every request through the proxy (known hosts or not) and the host's vitals. */
 export const GET = route(

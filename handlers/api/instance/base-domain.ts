@@ -1,10 +1,16 @@
 import { z } from 'zod';
-import { instanceDomains, putBaseDomain } from '../../../lib/proxy/domains.js';
-import { route } from '../../../lib/http/route.js';
-import { baseDomainSchema } from '../../../lib/api/instance.js';
+import { instanceDomains, putBaseDomain } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { baseDomainSchema } from '#lib/api/instance.js';
 
-export const GET = route({ permission: 'instance.read', summary: 'The base domain, the control domain and the proxy', responses: { 200: baseDomainSchema } }, async (_req, { env, reply }) =>
-  reply(200, { ...(await instanceDomains(env)), proxy: env.edge.proxy.summary() }),
+export const GET = route(
+  {
+    permission: 'instance.read',
+    summary: 'The base domain, the control domain and the proxy',
+    responses: { 200: baseDomainSchema },
+  },
+  async (_req, { env, reply }) =>
+    reply(200, { ...(await instanceDomains(env)), proxy: env.edge.proxy.summary() }),
 );
 
 /** Automatic hosts and the control domain follow at once; `null` clears (SVC_BASE_DOMAIN too). */

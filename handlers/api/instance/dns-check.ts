@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { checkDnsOf } from '../../../lib/proxy/domains.js';
-import { route } from '../../../lib/http/route.js';
-import { dnsCheckSchema } from '../../../lib/api/instance.js';
+import { checkDnsOf } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { dnsCheckSchema } from '#lib/api/instance.js';
 
 /** Does `host` resolve to this host? The same check every domain status uses. */
 export const GET = route(

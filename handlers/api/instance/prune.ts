@@ -1,6 +1,6 @@
-import { liveSet, pruneEngine } from '../../../lib/instance/disk.js';
-import { route } from '../../../lib/http/route.js';
-import { pruneResultSchema } from '../../../lib/api/instance.js';
+import { liveSet, pruneEngine } from '#lib/instance/disk.js';
+import { route } from '#lib/http/route.js';
+import { pruneResultSchema } from '#lib/api/instance.js';
 
 /** Only what this instance made and no longer needs (its own labels or adopted ids), and the build cache. */
 export const POST = route(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { readRecoveryReport } from '../../../lib/instance/recovery.js';
-import { notFound } from '../../../lib/http/errors.js';
-import { route } from '../../../lib/http/route.js';
+import { readRecoveryReport } from '#lib/instance/recovery.js';
+import { notFound } from '#lib/http/errors.js';
+import { route } from '#lib/http/route.js';
 
 const report = z.object({
   started_at: z.string(),
@@ -18,7 +18,12 @@ const report = z.object({
 });
 
 export const GET = route(
-  { permission: 'instance.read', summary: 'What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran)', responses: { 200: report } },
+  {
+    permission: 'instance.read',
+    summary:
+      'What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran)',
+    responses: { 200: report },
+  },
   async (_req, { env, reply }) => {
     const r = await readRecoveryReport(env);
     if (!r) throw notFound('No recovery has run on this instance');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { resetInstance } from '../../../lib/instance/reset.js';
-import { route } from '../../../lib/http/route.js';
-import { resetResultSchema } from '../../../lib/api/instance.js';
+import { resetInstance } from '#lib/instance/reset.js';
+import { route } from '#lib/http/route.js';
+import { resetResultSchema } from '#lib/api/instance.js';
 
 /** Removes every app with everything it owns; operators, tokens, audit and settings stay. */
 export const POST = route(

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { unavailable } from '../../../lib/http/errors.js';
-import { route } from '../../../lib/http/route.js';
+import { unavailable } from '#lib/http/errors.js';
+import { route } from '#lib/http/route.js';
 
 /** 202 at once; the drain and the restart begin once this answer is on its way. */
 export const POST = route(

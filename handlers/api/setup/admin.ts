@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { PASSWORD_MAX, PASSWORD_MIN, USERNAME_PATTERN } from '../../../lib/auth/users.js';
-import { createFirstOperator } from '../../../lib/auth/flows.js';
-import { userSchema } from '../../../lib/api/auth.js';
-import { route } from '../../../lib/http/route.js';
+import { PASSWORD_MAX, PASSWORD_MIN, USERNAME_PATTERN } from '#lib/auth/users.js';
+import { createFirstOperator } from '#lib/auth/flows.js';
+import { userSchema } from '#lib/api/auth.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {
@@ -12,7 +12,10 @@ export const POST = route(
     body: z.strictObject({
       token: z.string().min(1).max(256),
       username: z.string().regex(USERNAME_PATTERN, 'letters, digits, ".", "_", "@", "-"; at most 64'),
-      password: z.string().min(PASSWORD_MIN, `at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),
+      password: z
+        .string()
+        .min(PASSWORD_MIN, `at least ${PASSWORD_MIN} characters`)
+        .max(PASSWORD_MAX, `at most ${PASSWORD_MAX} characters`),
     }),
     responses: { 201: z.object({ user: userSchema }) },
     audit: { action: 'setup.admin_created' },

@@ -49,9 +49,15 @@ export const migration: Migration = {
       .addColumn('finished_at', 'text')
       .addColumn('updated_at', 'text', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('deployments_app').on('deployments').columns(['app_id', 'created_at']).execute();
+    await db.schema
+      .createIndex('deployments_app')
+      .on('deployments')
+      .columns(['app_id', 'created_at'])
+      .execute();
     // At most one non-terminal deployment per app, enforced by the database itself.
-    await sql`create unique index deployments_one_active on deployments (app_id) where ${sql.raw(ACTIVE_DEPLOYMENT)}`.execute(db);
+    await sql`create unique index deployments_one_active on deployments (app_id) where ${sql.raw(ACTIVE_DEPLOYMENT)}`.execute(
+      db,
+    );
     await db.schema
       .createTable('deployment_events')
       .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
@@ -59,7 +65,11 @@ export const migration: Migration = {
       .addColumn('status', 'text', (c) => c.notNull())
       .addColumn('at', 'text', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('deployment_events_dep').on('deployment_events').column('deployment_id').execute();
+    await db.schema
+      .createIndex('deployment_events_dep')
+      .on('deployment_events')
+      .column('deployment_id')
+      .execute();
     await db.schema
       .createTable('deployment_logs')
       .addColumn('deployment_id', 'text', (c) => c.notNull().references('deployments.id').onDelete('cascade'))

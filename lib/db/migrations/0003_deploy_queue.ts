@@ -17,8 +17,16 @@ export const migration: Migration = {
     await db.schema.alterTable('deployments').addColumn('spec', 'text').execute();
     await db.schema.alterTable('deployments').addColumn('commit_wanted', 'text').execute();
     await sql`drop index deployments_one_active`.execute(db);
-    await sql`create unique index deployments_one_active on deployments (app_id) where waiting = 0 and ${sql.raw(ACTIVE_DEPLOYMENT)}`.execute(db);
-    await sql`create unique index deployments_one_waiting on deployments (app_id) where waiting = 1 and status = 'queued'`.execute(db);
-    await db.schema.createIndex('deployments_status').on('deployments').columns(['status', 'created_at']).execute();
+    await sql`create unique index deployments_one_active on deployments (app_id) where waiting = 0 and ${sql.raw(ACTIVE_DEPLOYMENT)}`.execute(
+      db,
+    );
+    await sql`create unique index deployments_one_waiting on deployments (app_id) where waiting = 1 and status = 'queued'`.execute(
+      db,
+    );
+    await db.schema
+      .createIndex('deployments_status')
+      .on('deployments')
+      .columns(['status', 'created_at'])
+      .execute();
   },
 };

@@ -34,6 +34,10 @@ export const migration: Migration = {
       .addColumn('received_at', 'text', (c) => c.notNull())
       .addPrimaryKeyConstraint('webhook_deliveries_pk', ['app_id', 'delivery_id'])
       .execute();
-    await db.schema.createIndex('webhook_deliveries_at').on('webhook_deliveries').column('received_at').execute();
+    await db.schema
+      .createIndex('webhook_deliveries_at')
+      .on('webhook_deliveries')
+      .column('received_at')
+      .execute();
   },
 };

@@ -14,7 +14,15 @@ export const migration: Migration = {
       .addColumn('received_at', 'text', (c) => c.notNull())
       .addPrimaryKeyConstraint('webhook_pushes_pk', ['app_id', 'ref', 'old_sha', 'new_sha'])
       .execute();
-    await db.schema.createIndex('webhook_pushes_app_at').on('webhook_pushes').columns(['app_id', 'received_at']).execute();
-    await db.schema.createIndex('webhook_deliveries_app_at').on('webhook_deliveries').columns(['app_id', 'received_at']).execute();
+    await db.schema
+      .createIndex('webhook_pushes_app_at')
+      .on('webhook_pushes')
+      .columns(['app_id', 'received_at'])
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_app_at')
+      .on('webhook_deliveries')
+      .columns(['app_id', 'received_at'])
+      .execute();
   },
 };

@@ -19,7 +19,9 @@ export const migration: Migration = {
     await db.schema
       .createTable('notification_deliveries')
       .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-      .addColumn('channel_id', 'text', (c) => c.notNull().references('notification_channels.id').onDelete('cascade'))
+      .addColumn('channel_id', 'text', (c) =>
+        c.notNull().references('notification_channels.id').onDelete('cascade'),
+      )
       .addColumn('at', 'text', (c) => c.notNull())
       .addColumn('event', 'text', (c) => c.notNull())
       .addColumn('ok', 'integer', (c) => c.notNull())
@@ -27,6 +29,10 @@ export const migration: Migration = {
       .addColumn('error', 'text')
       .addColumn('attempts', 'integer', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('notification_deliveries_channel').on('notification_deliveries').columns(['channel_id', 'id']).execute();
+    await db.schema
+      .createIndex('notification_deliveries_channel')
+      .on('notification_deliveries')
+      .columns(['channel_id', 'id'])
+      .execute();
   },
 };

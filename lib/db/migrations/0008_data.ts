@@ -22,7 +22,12 @@ export const migration: Migration = {
       .addColumn('created_at', 'text', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('app_databases_app').on('app_databases').column('app_id').execute();
-    await db.schema.createIndex('app_databases_env').on('app_databases').columns(['app_id', 'env_var']).unique().execute();
+    await db.schema
+      .createIndex('app_databases_env')
+      .on('app_databases')
+      .columns(['app_id', 'env_var'])
+      .unique()
+      .execute();
     await db.schema
       .createTable('backup_configs')
       .addColumn('id', 'text', (c) => c.primaryKey())
@@ -56,7 +61,11 @@ export const migration: Migration = {
       .addColumn('started_at', 'text', (c) => c.notNull())
       .addColumn('finished_at', 'text')
       .execute();
-    await db.schema.createIndex('backup_runs_backup').on('backup_runs').columns(['backup_id', 'started_at']).execute();
+    await db.schema
+      .createIndex('backup_runs_backup')
+      .on('backup_runs')
+      .columns(['backup_id', 'started_at'])
+      .execute();
     await db.schema
       .createTable('backup_restores')
       .addColumn('id', 'text', (c) => c.primaryKey())

@@ -18,12 +18,37 @@ export const migration: Migration = {
         .where('res', '=', from)
         .where('t', '>=', now - keep)
         .execute();
-      const merged = new Map<string, { app_id: string; service: string; t: number; requests: number; errors_4xx: number; errors_5xx: number; bytes_out: number; hist: Uint32Array }>();
+      const merged = new Map<
+        string,
+        {
+          app_id: string;
+          service: string;
+          t: number;
+          requests: number;
+          errors_4xx: number;
+          errors_5xx: number;
+          bytes_out: number;
+          hist: Uint32Array;
+        }
+      >();
       for (const r of rows) {
         const t = Math.floor(r.t / res) * res;
         const key = `${r.app_id}\u0000${r.service}\u0000${t}`;
         let m = merged.get(key);
-        if (!m) merged.set(key, (m = { app_id: r.app_id, service: r.service, t, requests: 0, errors_4xx: 0, errors_5xx: 0, bytes_out: 0, hist: newHistogram() }));
+        if (!m)
+          merged.set(
+            key,
+            (m = {
+              app_id: r.app_id,
+              service: r.service,
+              t,
+              requests: 0,
+              errors_4xx: 0,
+              errors_5xx: 0,
+              bytes_out: 0,
+              hist: newHistogram(),
+            }),
+          );
         m.requests += r.requests;
         m.errors_4xx += r.errors_4xx;
         m.errors_5xx += r.errors_5xx;

@@ -16,6 +16,10 @@ export const migration: Migration = {
     ] as const) {
       await db.schema.alterTable('audit').addColumn(name, type).execute();
     }
-    await db.schema.createIndex('audit_target').on('audit').columns(['target_kind', 'target_id', 'id']).execute();
+    await db.schema
+      .createIndex('audit_target')
+      .on('audit')
+      .columns(['target_kind', 'target_id', 'id'])
+      .execute();
   },
 };

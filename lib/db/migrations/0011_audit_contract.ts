@@ -69,8 +69,12 @@ const LEGACY_ROUTES: Record<string, string> = {
 
 export const migration: Migration = {
   async up(db: Kysely<any>) {
-    for (const name of ['route', 'actor_type', 'token_id', 'summary']) await db.schema.alterTable('audit').addColumn(name, 'text').execute();
-    const rows = (await db.selectFrom('audit').select(['id', 'action', 'via', 'actor_id', 'actor', 'detail']).execute()) as Array<{
+    for (const name of ['route', 'actor_type', 'token_id', 'summary'])
+      await db.schema.alterTable('audit').addColumn(name, 'text').execute();
+    const rows = (await db
+      .selectFrom('audit')
+      .select(['id', 'action', 'via', 'actor_id', 'actor', 'detail'])
+      .execute()) as Array<{
       id: number;
       action: string;
       via: string | null;
@@ -83,8 +87,16 @@ export const migration: Migration = {
       let route = asRoute ?? LEGACY_ROUTES[r.action] ?? null;
       const detail = r.detail ?? '';
       if (r.action === 'auth.login' && detail.includes('"second_factor":true')) route = 'POST /api/auth/totp';
-      else if (/^app\.(start|stop|restart)$/.test(r.action) && detail.includes('"service":')) route = `POST /api/apps/{id}/services/{name}/${r.action.slice(4)}`;
-      const actorType = r.via === 'token' ? 'token' : r.via === 'webhook' ? 'system' : r.actor_id !== null || r.actor !== null || r.via === 'password' || r.via === 'totp' ? 'user' : 'system';
+      else if (/^app\.(start|stop|restart)$/.test(r.action) && detail.includes('"service":'))
+        route = `POST /api/apps/{id}/services/{name}/${r.action.slice(4)}`;
+      const actorType =
+        r.via === 'token'
+          ? 'token'
+          : r.via === 'webhook'
+            ? 'system'
+            : r.actor_id !== null || r.actor !== null || r.via === 'password' || r.via === 'totp'
+              ? 'user'
+              : 'system';
       await db.updateTable('audit').set({ route, actor_type: actorType }).where('id', '=', r.id).execute();
     }
     await db.schema.createIndex('audit_route').on('audit').columns(['route', 'id']).execute();

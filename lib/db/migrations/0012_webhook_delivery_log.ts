@@ -19,6 +19,10 @@ export const migration: Migration = {
       .addColumn('reason', 'text')
       .addColumn('deployment_id', 'text')
       .execute();
-    await db.schema.createIndex('webhook_delivery_log_app').on('webhook_delivery_log').columns(['app_id', 'id']).execute();
+    await db.schema
+      .createIndex('webhook_delivery_log_app')
+      .on('webhook_delivery_log')
+      .columns(['app_id', 'id'])
+      .execute();
   },
 };

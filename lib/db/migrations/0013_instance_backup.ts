@@ -32,6 +32,10 @@ export const migration: Migration = {
       .addColumn('started_at', 'text', (c) => c.notNull())
       .addColumn('finished_at', 'text')
       .execute();
-    await db.schema.createIndex('instance_backup_runs_started').on('instance_backup_runs').column('started_at').execute();
+    await db.schema
+      .createIndex('instance_backup_runs_started')
+      .on('instance_backup_runs')
+      .column('started_at')
+      .execute();
   },
 };

@@ -24,7 +24,13 @@ export const migration: Migration = {
     // `<issuer> <subject>` of the identity provider's account, for operators who sign in there.
     await db.schema.alterTable('users').addColumn('sso_subject', 'text').execute();
     await db.schema.alterTable('users').addColumn('last_login_at', 'text').execute();
-    await db.schema.createIndex('users_sso_subject').unique().on('users').column('sso_subject').where(sql.ref('sso_subject'), 'is not', null).execute();
+    await db.schema
+      .createIndex('users_sso_subject')
+      .unique()
+      .on('users')
+      .column('sso_subject')
+      .where(sql.ref('sso_subject'), 'is not', null)
+      .execute();
 
     // JSON arrays; null scopes: every permission of the owner; null app_ids: every app the owner reaches.
     await db.schema.alterTable('api_tokens').addColumn('scopes', 'text').execute();
@@ -36,7 +42,9 @@ export const migration: Migration = {
       .addColumn('token_hash', 'text', (c) => c.notNull().unique())
       // `invite` creates an operator; `reset` sets a new password for `user_id` and clears its TOTP.
       .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('invite','reset')`))
-      .addColumn('role', 'text', (c) => c.check(sql`role is null or role in ('owner','admin','deployer','viewer')`))
+      .addColumn('role', 'text', (c) =>
+        c.check(sql`role is null or role in ('owner','admin','deployer','viewer')`),
+      )
       .addColumn('app_ids', 'text')
       .addColumn('user_id', 'text', (c) => c.references('users.id').onDelete('cascade'))
       .addColumn('created_by', 'text')

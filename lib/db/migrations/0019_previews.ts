@@ -35,7 +35,9 @@ export const migration: Migration = {
       .addColumn('id', 'text', (c) => c.primaryKey())
       .addColumn('app_id', 'text', (c) => c.notNull().references('apps.id').onDelete('cascade'))
       // The child app row the preview deploys as; its deletion takes the preview row with it.
-      .addColumn('target_app_id', 'text', (c) => c.notNull().unique().references('apps.id').onDelete('cascade'))
+      .addColumn('target_app_id', 'text', (c) =>
+        c.notNull().unique().references('apps.id').onDelete('cascade'),
+      )
       .addColumn('number', 'integer', (c) => c.notNull())
       .addColumn('title', 'text')
       .addColumn('branch', 'text', (c) => c.notNull())

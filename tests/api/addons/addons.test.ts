@@ -2,8 +2,8 @@
 // images are pinned (a tag that is not "latest") and listed; the API serves the catalog.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseCompose } from '../../../lib/compose/index.js';
-import { getAddon, listAddons, resolveParams } from '../../../lib/addons/catalog.js';
+import { parseCompose } from '#lib/compose/index.js';
+import { getAddon, listAddons, resolveParams } from '#lib/addons/catalog.js';
 import { adminClient, type Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
 
@@ -13,7 +13,8 @@ test('at least eight add-ons; each template passes the compose policy with pinne
   for (const a of all) {
     const full = getAddon(a.id);
     const { env, generated } = resolveParams(full);
-    for (const p of full.params.filter((x) => x.generated)) assert.match(generated[p.key]!, /^[A-Za-z0-9_-]{32}$/);
+    for (const p of full.params.filter((x) => x.generated))
+      assert.match(generated[p.key]!, /^[A-Za-z0-9_-]{32}$/);
     const r = parseCompose(full.compose, { env });
     assert.equal(r.ok, true, `${a.id}: ${JSON.stringify(r.findings)}`);
     assert.deepEqual(
@@ -24,7 +25,8 @@ test('at least eight add-ons; each template passes the compose policy with pinne
       .map((s: any) => s.image)
       .sort();
     assert.deepEqual(images, [...a.images].sort(), a.id);
-    for (const img of images) (assert.match(img, /:[^:/]+$/, `${a.id}: ${img} has no tag`), assert.doesNotMatch(img, /:latest$/));
+    for (const img of images)
+      (assert.match(img, /:[^:/]+$/, `${a.id}: ${img} has no tag`), assert.doesNotMatch(img, /:latest$/));
     assert.deepEqual(Object.keys(r.model!.services).sort(), [...a.services].sort(), a.id);
     assert.ok(a.footprint_mb > 0);
   }
@@ -56,7 +58,9 @@ test('GET /api/addons lists the catalog without templates; GET /api/addons/{id} 
   const l = await c.req('GET', '/api/addons');
   assert.equal(l.status, 200);
   assert.ok(l.body.items.length >= 8);
-  for (const a of l.body.items) for (const k of ['id', 'name', 'description', 'category', 'services', 'images', 'footprint_mb', 'params']) assert.ok(k in a, k);
+  for (const a of l.body.items)
+    for (const k of ['id', 'name', 'description', 'category', 'services', 'images', 'footprint_mb', 'params'])
+      assert.ok(k in a, k);
   const one = await c.req('GET', '/api/addons/umami');
   assert.equal(one.status, 200);
   assert.match(one.body.addon.compose, /services:/);

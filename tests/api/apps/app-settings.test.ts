@@ -24,13 +24,19 @@ after(async () => {
 });
 
 async function imageApp(): Promise<{ id: string; name: string }> {
-  const r = await c.req('POST', '/api/apps', { name: `set-${++n}`, source: { type: 'image', image: 'nginx:1.27' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: `set-${++n}`,
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
 
 async function gitApp(repo: string): Promise<{ id: string; name: string }> {
-  const r = await c.req('POST', '/api/apps', { name: `plan-${++n}`, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: `plan-${++n}`,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
@@ -44,7 +50,11 @@ test("an app's domains: added, listed with the app, moved to another app; bad in
   assert.deepEqual(empty.body.items, []);
   assert.equal(typeof empty.body.proxy, 'object');
 
-  const added = await c.req('POST', `/api/apps/${shop.id}/domains`, { hostname: 'Shop.Example.test', service, port: 8080 });
+  const added = await c.req('POST', `/api/apps/${shop.id}/domains`, {
+    hostname: 'Shop.Example.test',
+    service,
+    port: 8080,
+  });
   assert.equal(added.status, 201, added.text);
   assert.equal(added.body.domain.hostname, 'shop.example.test');
   assert.equal(added.body.domain.app_id, shop.id);
@@ -57,16 +67,36 @@ test("an app's domains: added, listed with the app, moved to another app; bad in
     [[id, 'shop.example.test']],
   );
 
-  for (const body of [{ hostname: 'bad_name.example', service, port: 80 }, { hostname: 'x.example.test' }, { hostname: 'y.example.test', service, extra: 1 }]) {
+  for (const body of [
+    { hostname: 'bad_name.example', service, port: 80 },
+    { hostname: 'x.example.test' },
+    { hostname: 'y.example.test', service, extra: 1 },
+  ]) {
     const r = await c.req('POST', `/api/apps/${shop.id}/domains`, body);
     assert.equal(r.status, 400, JSON.stringify(body) + r.text);
     assert.equal(r.body.code, 'bad_request');
   }
-  const dup = await c.req('POST', `/api/apps/${blog.id}/domains`, { hostname: 'SHOP.example.test.', service, port: 80 });
+  const dup = await c.req('POST', `/api/apps/${blog.id}/domains`, {
+    hostname: 'SHOP.example.test.',
+    service,
+    port: 80,
+  });
   assert.equal(dup.status, 409, dup.text);
-  assert.equal((await c.req('GET', `/api/apps/${shop.id}/domains`)).body.items.length, 1, 'nothing half-stored');
+  assert.equal(
+    (await c.req('GET', `/api/apps/${shop.id}/domains`)).body.items.length,
+    1,
+    'nothing half-stored',
+  );
   assert.equal((await c.req('GET', `/api/apps/${blog.id}/domains`)).body.items.length, 0);
-  assert.equal((await c.req('POST', '/api/apps/01m7xsp88xare7pbe7126vxpxd/domains', { hostname: 'z.example.test', service })).status, 404);
+  assert.equal(
+    (
+      await c.req('POST', '/api/apps/01m7xsp88xare7pbe7126vxpxd/domains', {
+        hostname: 'z.example.test',
+        service,
+      })
+    ).status,
+    404,
+  );
 
   const moved = await c.req('PATCH', `/api/domains/${id}`, { app_id: blog.id, service, port: 80 });
   assert.equal(moved.status, 200, moved.text);
@@ -78,14 +108,22 @@ test("an app's domains: added, listed with the app, moved to another app; bad in
   assert.equal(badPatch.status, 400, badPatch.text);
   assert.equal((await c.req('PATCH', `/api/domains/${id}`, { colour: 'red' })).status, 400);
   assert.equal((await c.req('PATCH', '/api/domains/01m7xsp88xare7pbe7126vxpxd', { port: 81 })).status, 404);
-  assert.equal((await c.req('GET', `/api/domains/${id}`)).body.domain.hostname, 'shop.example.test', 'unchanged by the refusals');
+  assert.equal(
+    (await c.req('GET', `/api/domains/${id}`)).body.domain.hostname,
+    'shop.example.test',
+    'unchanged by the refusals',
+  );
   const events = (await c.req('GET', '/api/audit?limit=50')).body.items.map((e: any) => e.event);
   assert.ok(events.includes('domain.created') && events.includes('domain.updated'), events.join(' '));
 });
 
 test('one backup configuration: read, a harmless change saved, lowering keep_last needs a step-up, bad input 400', async () => {
   const app = await imageApp();
-  const made = await c.req('POST', `/api/apps/${app.id}/backups`, { source: { type: 'volume', volume: 'data' }, schedule: '0 3 * * *', keep_last: 5 });
+  const made = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'volume', volume: 'data' },
+    schedule: '0 3 * * *',
+    keep_last: 5,
+  });
   assert.equal(made.status, 201, made.text);
   const bid = made.body.backup.id;
   const one = await c.req('GET', `/api/apps/${app.id}/backups/${bid}`);
@@ -95,7 +133,10 @@ test('one backup configuration: read, a harmless change saved, lowering keep_las
   assert.equal(one.body.backup.keep_last, 5);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/backups/01m7xsp88xare7pbe7126vxpxd`)).status, 404);
 
-  const more = await c.req('PATCH', `/api/apps/${app.id}/backups/${bid}`, { schedule: '15 2 * * *', keep_last: 8 });
+  const more = await c.req('PATCH', `/api/apps/${app.id}/backups/${bid}`, {
+    schedule: '15 2 * * *',
+    keep_last: 8,
+  });
   assert.equal(more.status, 200, more.text);
   assert.deepEqual([more.body.backup.schedule, more.body.backup.keep_last], ['15 2 * * *', 8]);
   const fewer = await c.req('PATCH', `/api/apps/${app.id}/backups/${bid}`, { keep_last: 2 });

@@ -19,7 +19,10 @@ after(() => s.stop());
 const uniq = () => randomBytes(3).toString('hex');
 
 async function gitApp(): Promise<{ id: string; name: string }> {
-  const r = await admin.req('POST', '/api/apps', { name: `pv-${uniq()}`, source: { type: 'git', repo_url: 'https://forge.example/team/app.git', branch: 'main' } });
+  const r = await admin.req('POST', '/api/apps', {
+    name: `pv-${uniq()}`,
+    source: { type: 'git', repo_url: 'https://forge.example/team/app.git', branch: 'main' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app;
 }
@@ -27,7 +30,15 @@ async function gitApp(): Promise<{ id: string; name: string }> {
 test('settings: safe defaults, validated, stored; preview env sealed like env (secret values null)', async () => {
   const app = await gitApp();
   const g = await admin.req('GET', `/api/apps/${app.id}/previews/settings`);
-  assert.deepEqual(g.body, { enabled: false, from_forks: false, ttl_hours: 72, max: 5, inherit_env: [], database: 'none', sleep_after_minutes: 30 });
+  assert.deepEqual(g.body, {
+    enabled: false,
+    from_forks: false,
+    ttl_hours: 72,
+    max: 5,
+    inherit_env: [],
+    database: 'none',
+    sleep_after_minutes: 30,
+  });
   const bads = [
     { enabled: 'yes' },
     { enabled: true, max: 0 },
@@ -43,8 +54,22 @@ test('settings: safe defaults, validated, stored; preview env sealed like env (s
     assert.equal(r.status, 400, JSON.stringify(bad));
     assert.equal(r.body.code, 'bad_request');
   }
-  const p = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, max: 2, ttl_hours: 4, inherit_env: ['B', 'A', 'A'], database: 'empty' });
-  assert.deepEqual(p.body, { enabled: true, from_forks: false, ttl_hours: 4, max: 2, inherit_env: ['A', 'B'], database: 'empty', sleep_after_minutes: 30 });
+  const p = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    max: 2,
+    ttl_hours: 4,
+    inherit_env: ['B', 'A', 'A'],
+    database: 'empty',
+  });
+  assert.deepEqual(p.body, {
+    enabled: true,
+    from_forks: false,
+    ttl_hours: 4,
+    max: 2,
+    inherit_env: ['A', 'B'],
+    database: 'empty',
+    sleep_after_minutes: 30,
+  });
   const e = await admin.req('PUT', `/api/apps/${app.id}/previews/env`, {
     items: [
       { key: 'TOKEN', value: 'hidden' },
@@ -56,12 +81,29 @@ test('settings: safe defaults, validated, stored; preview env sealed like env (s
     { key: 'MODE', secret: false, value: 'preview' },
     { key: 'TOKEN', secret: true, value: null },
   ]);
-  const row = await s.env.db.selectFrom('preview_env').select('sealed').where('app_id', '=', app.id).where('key', '=', 'TOKEN').executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('preview_env')
+    .select('sealed')
+    .where('app_id', '=', app.id)
+    .where('key', '=', 'TOKEN')
+    .executeTakeFirstOrThrow();
   assert.ok(!row.sealed.includes('hidden'));
   // value null keeps the stored value; a new key needs one.
-  assert.equal((await admin.req('PUT', `/api/apps/${app.id}/previews/env`, { items: [{ key: 'TOKEN', value: null }] })).status, 200);
-  assert.equal((await admin.req('PUT', `/api/apps/${app.id}/previews/env`, { items: [{ key: 'NEW', value: null }] })).status, 400);
-  assert.equal((await admin.req('GET', `/api/apps/${app.id}/previews/env`)).body.items.length, 1, 'the PUT replaced the set');
+  assert.equal(
+    (await admin.req('PUT', `/api/apps/${app.id}/previews/env`, { items: [{ key: 'TOKEN', value: null }] }))
+      .status,
+    200,
+  );
+  assert.equal(
+    (await admin.req('PUT', `/api/apps/${app.id}/previews/env`, { items: [{ key: 'NEW', value: null }] }))
+      .status,
+    400,
+  );
+  assert.equal(
+    (await admin.req('GET', `/api/apps/${app.id}/previews/env`)).body.items.length,
+    1,
+    'the PUT replaced the set',
+  );
   // Nothing of it lands in the app's own env.
   assert.deepEqual((await admin.req('GET', `/api/apps/${app.id}/env`)).body.items, []);
 });
@@ -71,7 +113,8 @@ test('create: off -> 409; bad branch 400; numbers from 1000; max removes the old
   const off = await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'feature' });
   assert.equal(off.status, 409, off.text);
   await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, max: 2 });
-  for (const branch of ['-x', 'a..b', '$(id)']) assert.equal((await admin.req('POST', `/api/apps/${app.id}/previews`, { branch })).status, 400, branch);
+  for (const branch of ['-x', 'a..b', '$(id)'])
+    assert.equal((await admin.req('POST', `/api/apps/${app.id}/previews`, { branch })).status, 400, branch);
   const a = await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'feature' });
   assert.equal(a.status, 202, a.text);
   const p = a.body.preview;
@@ -84,7 +127,11 @@ test('create: off -> 409; bad branch 400; numbers from 1000; max removes the old
   assert.ok(Date.parse(p.expires_at) - Date.parse(p.created_at) >= 72 * 3600_000 - 1000);
   const b = await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'other', number: 42 });
   assert.equal(b.status, 202, b.text);
-  assert.equal((await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'third' })).body.preview.number, 1000, '1000 is free again after max removed it');
+  assert.equal(
+    (await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'third' })).body.preview.number,
+    1000,
+    '1000 is free again after max removed it',
+  );
   const list = await admin.req('GET', `/api/apps/${app.id}/previews`);
   assert.deepEqual(
     list.body.items.map((i: any) => [i.number, i.branch]),
@@ -94,7 +141,11 @@ test('create: off -> 409; bad branch 400; numbers from 1000; max removes the old
     ],
   );
   // The preview's own app row is reachable through its app only.
-  const child = await s.env.db.selectFrom('previews').select('target_app_id').where('number', '=', 42).executeTakeFirstOrThrow();
+  const child = await s.env.db
+    .selectFrom('previews')
+    .select('target_app_id')
+    .where('number', '=', 42)
+    .executeTakeFirstOrThrow();
   assert.equal((await admin.req('GET', `/api/apps/${child.target_app_id}`)).status, 404);
   assert.ok(!(await admin.req('GET', '/api/apps')).body.items.some((x: any) => x.id === child.target_app_id));
   const one = list.body.items[0];
@@ -102,14 +153,26 @@ test('create: off -> 409; bad branch 400; numbers from 1000; max removes the old
   assert.equal((await admin.req('GET', `/api/apps/${app.id}/previews/${one.id}/logs`)).status, 200);
   assert.equal((await admin.req('DELETE', `/api/apps/${app.id}/previews/${one.id}`)).status, 200);
   assert.equal((await admin.req('GET', `/api/apps/${app.id}/previews/${one.id}`)).status, 404);
-  assert.equal(await s.env.db.selectFrom('apps').select('id').where('id', '=', child.target_app_id).executeTakeFirst(), undefined);
+  assert.equal(
+    await s.env.db.selectFrom('apps').select('id').where('id', '=', child.target_app_id).executeTakeFirst(),
+    undefined,
+  );
 });
 
 test('an image app has no branches to preview; app names that would take a preview host are refused', async () => {
-  const img = await admin.req('POST', '/api/apps', { name: `img-${uniq()}`, source: { type: 'image', image: 'busybox:1' } });
+  const img = await admin.req('POST', '/api/apps', {
+    name: `img-${uniq()}`,
+    source: { type: 'image', image: 'busybox:1' },
+  });
   await admin.req('PUT', `/api/apps/${img.body.app.id}/previews/settings`, { enabled: true });
-  assert.equal((await admin.req('POST', `/api/apps/${img.body.app.id}/previews`, { branch: 'x' })).status, 400);
-  const taken = await admin.req('POST', '/api/apps', { name: 'pr-12-shop', source: { type: 'image', image: 'busybox:1' } });
+  assert.equal(
+    (await admin.req('POST', `/api/apps/${img.body.app.id}/previews`, { branch: 'x' })).status,
+    400,
+  );
+  const taken = await admin.req('POST', '/api/apps', {
+    name: 'pr-12-shop',
+    source: { type: 'image', image: 'busybox:1' },
+  });
   assert.equal(taken.status, 400, taken.text);
 });
 
@@ -128,7 +191,10 @@ test("previews sleep by default: the setting lands on each preview's own app row
         .executeTakeFirstOrThrow()
     ).sleep_after_minutes;
   assert.equal(await child(), 30);
-  const never = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, sleep_after_minutes: null });
+  const never = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    sleep_after_minutes: null,
+  });
   assert.equal(never.body.sleep_after_minutes, null);
   assert.equal(await child(), null, 'an existing preview follows the settings');
   await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, sleep_after_minutes: 5 });

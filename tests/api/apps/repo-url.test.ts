@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { adminClient, type Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
-import { insertApp } from '../../../lib/apps/store.js';
+import { insertApp } from '#lib/apps/store.js';
 import { poll } from '../../_support/wait.js';
 
 let s: TestApp;
@@ -39,23 +39,58 @@ function assertRefused(r: { status: number; body: any; text: string }, url: stri
 }
 
 test('create, update and import refuse credentials and option-like hosts in repo_url with 400 naming source.repo_url', async () => {
-  const ok = await admin.req('POST', '/api/apps', { name: `url-${uniq()}`, source: { type: 'git', repo_url: 'git@forge.example:team/app.git', branch: 'main' } });
+  const ok = await admin.req('POST', '/api/apps', {
+    name: `url-${uniq()}`,
+    source: { type: 'git', repo_url: 'git@forge.example:team/app.git', branch: 'main' },
+  });
   assert.equal(ok.status, 201, ok.text);
-  const ssh = await admin.req('POST', '/api/apps', { name: `url-${uniq()}`, source: { type: 'git', repo_url: 'ssh://git@forge.example:2222/team/app.git', branch: 'main' } });
+  const ssh = await admin.req('POST', '/api/apps', {
+    name: `url-${uniq()}`,
+    source: { type: 'git', repo_url: 'ssh://git@forge.example:2222/team/app.git', branch: 'main' },
+  });
   assert.equal(ssh.status, 201, ssh.text);
   for (const [url, reason] of REFUSED) {
-    assertRefused(await admin.req('POST', '/api/apps', { name: `url-${uniq()}`, source: { type: 'git', repo_url: url, branch: 'main' } }), url, reason);
-    assertRefused(await admin.req('PATCH', `/api/apps/${ok.body.app.id}`, { source: { type: 'git', repo_url: url, branch: 'main' } }), url, reason);
-    assertRefused(await admin.req('POST', '/api/apps/import', { version: 1, name: `url-${uniq()}`, source: { type: 'git', repo_url: url, branch: 'main' } }), url, reason);
+    assertRefused(
+      await admin.req('POST', '/api/apps', {
+        name: `url-${uniq()}`,
+        source: { type: 'git', repo_url: url, branch: 'main' },
+      }),
+      url,
+      reason,
+    );
+    assertRefused(
+      await admin.req('PATCH', `/api/apps/${ok.body.app.id}`, {
+        source: { type: 'git', repo_url: url, branch: 'main' },
+      }),
+      url,
+      reason,
+    );
+    assertRefused(
+      await admin.req('POST', '/api/apps/import', {
+        version: 1,
+        name: `url-${uniq()}`,
+        source: { type: 'git', repo_url: url, branch: 'main' },
+      }),
+      url,
+      reason,
+    );
   }
   const list = await admin.req('GET', '/api/apps');
   assert.ok(!list.text.includes(SECRET) && !list.text.includes('ProxyCommand'), 'nothing refused was stored');
   const got = await admin.req('GET', `/api/apps/${ok.body.app.id}`);
-  assert.equal(got.body.app.source.repo_url, 'git@forge.example:team/app.git', 'a refused PATCH changed nothing');
+  assert.equal(
+    got.body.app.source.repo_url,
+    'git@forge.example:team/app.git',
+    'a refused PATCH changed nothing',
+  );
 });
 
 test('a URL with a token stored before the rule never leaves in clear: views, export, deployment log and error', async () => {
-  const legacy = await insertApp(s.env.db, `legacy-${uniq()}`, { type: 'git', repo_url: `https://x-access:${SECRET}@forge.example/org/repo.git`, branch: 'main' });
+  const legacy = await insertApp(s.env.db, `legacy-${uniq()}`, {
+    type: 'git',
+    repo_url: `https://x-access:${SECRET}@forge.example/org/repo.git`,
+    branch: 'main',
+  });
   const got = await admin.req('GET', `/api/apps/${legacy.id}`);
   assert.equal(got.status, 200);
   assert.equal(got.body.app.source.repo_url, 'https://***@forge.example/org/repo.git');
@@ -78,5 +113,6 @@ test('a URL with a token stored before the rule never leaves in clear: views, ex
   const logs = await admin.req('GET', `/api/apps/${legacy.id}/deployments/${d.id}/logs`);
   assert.match(logs.text, /https:\/\/\*\*\*@forge\.example/);
   const audit = await admin.req('GET', '/api/audit');
-  for (const text of [got.text, list.text, exp.text, JSON.stringify(d), logs.text, audit.text]) assert.ok(!text.includes(SECRET), text);
+  for (const text of [got.text, list.text, exp.text, JSON.stringify(d), logs.text, audit.text])
+    assert.ok(!text.includes(SECRET), text);
 });

@@ -23,7 +23,10 @@ after(async () => {
 
 const uniq = () => `w-${Math.random().toString(36).slice(2, 8)}`;
 
-async function gitApp(repo_url = 'ssh://git@127.0.0.1:1/srv/app.git', branch = 'main'): Promise<{ id: string; name: string }> {
+async function gitApp(
+  repo_url = 'ssh://git@127.0.0.1:1/srv/app.git',
+  branch = 'main',
+): Promise<{ id: string; name: string }> {
   const name = uniq();
   const r = await c.req('POST', '/api/apps', { name, source: { type: 'git', repo_url, branch } });
   assert.equal(r.status, 201, r.text);
@@ -33,20 +36,34 @@ async function gitApp(repo_url = 'ssh://git@127.0.0.1:1/srv/app.git', branch = '
 let deliveries = 0;
 function github(secret: string | null, event: string, payload: unknown, extra: Record<string, string> = {}) {
   const body = Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': `d-${++deliveries}-${Date.now()}` };
-  if (secret !== null) headers['x-hub-signature-256'] = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-github-event': event,
+    'x-github-delivery': `d-${++deliveries}-${Date.now()}`,
+  };
+  if (secret !== null)
+    headers['x-hub-signature-256'] = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
   return { body, headers: { ...headers, ...extra } };
 }
 
 /** GET with a Host header of our choosing (the request helper keeps a Host it is given). */
-async function getWithHost(app: TestApp, client: Client, path: string, host: string): Promise<{ status: number; text: string; body: any }> {
+async function getWithHost(
+  app: TestApp,
+  client: Client,
+  path: string,
+  host: string,
+): Promise<{ status: number; text: string; body: any }> {
   const res = await app.request(path, { headers: { host, cookie: client.cookieHeader() } });
   const text = await res.text();
   return { status: res.status, text, body: text ? JSON.parse(text) : null };
 }
 
 async function deliver(appId: string, d: { body: Buffer; headers: Record<string, string> }) {
-  const res = await s.request(`/webhooks/${appId}`, { method: 'POST', headers: d.headers, body: new Uint8Array(d.body) });
+  const res = await s.request(`/webhooks/${appId}`, {
+    method: 'POST',
+    headers: d.headers,
+    body: new Uint8Array(d.body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -65,7 +82,11 @@ test('webhook config: URL to paste, secret shown once at rotation and sealed at 
   const r2 = await c.req('POST', `/api/apps/${app.id}/webhook/regenerate`);
   assert.notEqual(r1.body.secret, r2.body.secret);
   assert.equal((await c.req('GET', `/api/apps/${app.id}/webhook`)).body.secret_set, true);
-  const row = await s.env.db.selectFrom('app_webhooks').selectAll().where('app_id', '=', app.id).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('app_webhooks')
+    .selectAll()
+    .where('app_id', '=', app.id)
+    .executeTakeFirstOrThrow();
   assert.equal(row.secret_sealed.includes(r2.body.secret), false);
   // The old secret stopped working at rotation.
   assert.equal((await deliver(app.id, github(r1.body.secret, 'ping', githubPing))).status, 401);
@@ -82,12 +103,18 @@ test('the webhook URL comes from SVC_PUBLIC_URL, else from the control domain, w
     [{ SVC_PUBLIC_URL: 'https://paas.example.net/' }, 'https://paas.example.net'],
     [{ SVC_PUBLIC_URL: 'http://10.0.0.5:9393/svc' }, 'http://10.0.0.5:9393/svc'],
     [{ SVC_BASE_DOMAIN: 'apps.example.org' }, 'https://svc.apps.example.org'],
-    [{ SVC_BASE_DOMAIN: 'apps.example.org', SVC_CONTROL_DOMAIN: 'panel.example.org' }, 'https://panel.example.org'],
+    [
+      { SVC_BASE_DOMAIN: 'apps.example.org', SVC_CONTROL_DOMAIN: 'panel.example.org' },
+      'https://panel.example.org',
+    ],
   ] as const) {
     const other = await startTestApp(vars);
     try {
       const oc = await adminClient(other);
-      const created = await oc.req('POST', '/api/apps', { name: uniq(), source: { type: 'git', repo_url: 'https://git.example/r.git', branch: 'main' } });
+      const created = await oc.req('POST', '/api/apps', {
+        name: uniq(),
+        source: { type: 'git', repo_url: 'https://git.example/r.git', branch: 'main' },
+      });
       assert.equal(created.status, 201, created.text);
       const id = created.body.app.id;
       const g = await getWithHost(other, oc, `/api/apps/${id}/webhook`, 'attacker.example');
@@ -112,7 +139,10 @@ test('deliveries: one 401 for every authentication failure, 413 over 1 MiB, comp
     await deliver('01m7xsp88xare7pbe7126vxpxd', github(secret, 'push', push)),
     await deliver('not-an-id', github(secret, 'push', push)),
     await deliver(app.id, github(secret, 'push', push, { 'x-hub-signature-256': 'sha256=abcd' })),
-    await deliver(app.id, github(secret, 'push', push, { 'x-hub-signature-256': 'sha256=' + 'z'.repeat(64) })),
+    await deliver(
+      app.id,
+      github(secret, 'push', push, { 'x-hub-signature-256': 'sha256=' + 'z'.repeat(64) }),
+    ),
   ];
   const tampered = github(secret, 'push', push);
   tampered.body = Buffer.from(tampered.body.toString().replace('feature-x', 'main'));
@@ -145,10 +175,22 @@ test('triggers: push and tag globs, validated, listed and removed', async () => 
   const app = await gitApp();
   const t1 = await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'push', pattern: 'release/*' });
   assert.equal(t1.status, 201);
-  assert.deepEqual({ ...t1.body, id: undefined }, { id: undefined, event: 'push', pattern: 'release/*', enabled: true });
-  assert.equal((await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'tag', pattern: 'v*' })).status, 201);
-  assert.equal((await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'branch', pattern: 'x' })).status, 400);
-  assert.equal((await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'push', pattern: 'a\u0001b' })).status, 400);
+  assert.deepEqual(
+    { ...t1.body, id: undefined },
+    { id: undefined, event: 'push', pattern: 'release/*', enabled: true },
+  );
+  assert.equal(
+    (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'tag', pattern: 'v*' })).status,
+    201,
+  );
+  assert.equal(
+    (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'branch', pattern: 'x' })).status,
+    400,
+  );
+  assert.equal(
+    (await c.req('POST', `/api/apps/${app.id}/triggers`, { event: 'push', pattern: 'a\u0001b' })).status,
+    400,
+  );
   assert.equal((await c.req('GET', `/api/apps/${app.id}/triggers`)).body.items.length, 2);
   assert.equal((await c.req('DELETE', `/api/apps/${app.id}/triggers/${t1.body.id}`)).status, 204);
   assert.equal((await c.req('DELETE', `/api/apps/${app.id}/triggers/${t1.body.id}`)).status, 404);
@@ -164,7 +206,11 @@ test('deploy key: generated on demand, OpenSSH public key with its SHA256 finger
   assert.match(k1.body.public_key, /^ssh-ed25519 AAAA[A-Za-z0-9+/=]+ svc-/);
   assert.match(k1.body.fingerprint, /^SHA256:[A-Za-z0-9+/]{43}$/);
   assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/ssh-key`)).body, k1.body);
-  const row = await s.env.db.selectFrom('app_ssh_keys').selectAll().where('app_id', '=', app.id).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('app_ssh_keys')
+    .selectAll()
+    .where('app_id', '=', app.id)
+    .executeTakeFirstOrThrow();
   assert.ok(row.private_sealed.startsWith('v1.'));
   assert.equal(row.private_sealed.includes('PRIVATE KEY'), false);
   const k2 = await c.req('POST', `/api/apps/${app.id}/ssh-key/regenerate`);

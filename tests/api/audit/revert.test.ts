@@ -12,7 +12,7 @@ import { adminClient, ADMIN, Client, reveal } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
 import { routes } from '../../../runtime/routes.gen.js';
 import { routeModule } from '../../../runtime/route-types.js';
-import { METHODS } from '../../../lib/http/handler.js';
+import { METHODS } from '#lib/http/handler.js';
 import { issue, makeCa } from '../../_support/pki.js';
 
 let s: TestApp;
@@ -29,7 +29,10 @@ const SECRET_A = 'sk_live_Before' + randomBytes(6).toString('hex');
 const SECRET_B = 'sk_live_After' + randomBytes(6).toString('hex');
 
 async function newApp(): Promise<string> {
-  const r = await c.req('POST', '/api/apps', { name: uniq(), source: { type: 'image', image: 'nginx:1.27' } });
+  const r = await c.req('POST', '/api/apps', {
+    name: uniq(),
+    source: { type: 'image', image: 'nginx:1.27' },
+  });
   assert.equal(r.status, 201, r.text);
   return r.body.app?.id ?? r.body.id;
 }
@@ -74,8 +77,18 @@ test('an env change (plain and secret) is diffed with the secret masked, reverte
   assert.equal(diff.status, 200, diff.text);
   assert.equal(diff.body.changed_since, false);
   const rows = Object.fromEntries(diff.body.rows.map((r: any) => [r.field, r]));
-  assert.deepEqual(rows.PLAIN, { field: 'PLAIN', status: 'changed', before: 'one', after: 'two', masked: false });
-  assert.deepEqual(rows.TOKEN, { field: 'TOKEN', status: 'changed', masked: true }, 'a secret shows only that it changed');
+  assert.deepEqual(rows.PLAIN, {
+    field: 'PLAIN',
+    status: 'changed',
+    before: 'one',
+    after: 'two',
+    masked: false,
+  });
+  assert.deepEqual(
+    rows.TOKEN,
+    { field: 'TOKEN', status: 'changed', masked: true },
+    'a secret shows only that it changed',
+  );
   assert.deepEqual(rows.NEW, { field: 'NEW', status: 'added', after: 'hello', masked: false });
   assert.deepEqual(rows.GONE, { field: 'GONE', status: 'removed', before: 'bye', masked: false });
   assert.ok(!diff.text.includes(SECRET_A) && !diff.text.includes(SECRET_B));
@@ -96,7 +109,10 @@ test('an env change (plain and secret) is diffed with the secret masked, reverte
   assert.equal(revertEntry.action, 'POST /api/audit/{id}/revert');
   assert.equal(revertEntry.event, 'audit.reverted');
   assert.deepEqual(revertEntry.target, { type: 'app', id: app });
-  assert.equal(revertEntry.summary, `Reverted audit entry ${entry.id}: ${(await c.req('GET', `/api/apps/${app}`)).body.app.name}`);
+  assert.equal(
+    revertEntry.summary,
+    `Reverted audit entry ${entry.id}: ${(await c.req('GET', `/api/apps/${app}`)).body.app.name}`,
+  );
   assert.equal(revertEntry.revert_of, entry.id);
   assert.equal(revertEntry.state_kind, 'app_env');
   const original = list.find((i: any) => i.id === entry.id);
@@ -125,7 +141,12 @@ test('a revert after a later change is refused (409) unless forced; the diff say
   assert.equal(refused.body.code, 'conflict');
   assert.match(refused.body.error, /force/);
   assert.equal((await envOf(app)).V.value, '3', 'nothing applied');
-  assert.equal((await c.req('GET', `/api/audit?target=${app}&action=app.env_replaced&limit=5`)).body.items.find((i: any) => i.id === entry.id).reverted_at, null);
+  assert.equal(
+    (await c.req('GET', `/api/audit?target=${app}&action=app.env_replaced&limit=5`)).body.items.find(
+      (i: any) => i.id === entry.id,
+    ).reverted_at,
+    null,
+  );
 
   const forced = await c.req('POST', `/api/audit/${entry.id}/revert`, { force: true });
   assert.equal(forced.status, 200, forced.text);
@@ -162,7 +183,9 @@ test('entries without state (a login, a failed request) answer 422 not_diffable 
 
 test('app source, triggers and deploy concurrency revert through their own functions (validation included)', async () => {
   const app = await newApp();
-  const patched = await c.req('PATCH', `/api/apps/${app}`, { source: { type: 'image', image: 'nginx:1.28' } });
+  const patched = await c.req('PATCH', `/api/apps/${app}`, {
+    source: { type: 'image', image: 'nginx:1.28' },
+  });
   assert.equal(patched.status, 200, patched.text);
   const appEntry = await lastEntry('app.updated', app);
   const d = await c.req('GET', `/api/audit/${appEntry.id}/diff`);
@@ -177,12 +200,22 @@ test('app source, triggers and deploy concurrency revert through their own funct
   assert.equal(added.status, 201, added.text);
   const trig = await lastEntry('app.trigger_added', app);
   const td = await c.req('GET', `/api/audit/${trig.id}/diff`);
-  assert.deepEqual(td.body.rows, [{ field: added.body.id, status: 'added', after: { event: 'tag', pattern: 'v*', enabled: true }, masked: false }]);
+  assert.deepEqual(td.body.rows, [
+    {
+      field: added.body.id,
+      status: 'added',
+      after: { event: 'tag', pattern: 'v*', enabled: true },
+      masked: false,
+    },
+  ]);
   assert.equal((await c.req('POST', `/api/audit/${trig.id}/revert`)).status, 200);
   assert.deepEqual((await c.req('GET', `/api/apps/${app}/triggers`)).body.items, []);
 
   const before = (await c.req('GET', '/api/instance/deploy-concurrency')).body.concurrency;
-  assert.equal((await c.req('PUT', '/api/instance/deploy-concurrency', { concurrency: before === 3 ? 4 : 3 })).status, 200);
+  assert.equal(
+    (await c.req('PUT', '/api/instance/deploy-concurrency', { concurrency: before === 3 ? 4 : 3 })).status,
+    200,
+  );
   const conc = await lastEntry('instance.deploy_concurrency');
   assert.equal((await c.req('POST', `/api/audit/${conc.id}/revert`)).status, 200);
   assert.equal((await c.req('GET', '/api/instance/deploy-concurrency')).body.concurrency, before);
@@ -214,7 +247,13 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   assert.equal(squatter.status, 201);
   const clash = await c.req('POST', `/api/audit/${deletion.id}/revert`, { force: true });
   assert.ok(clash.status === 409 || clash.status === 400, clash.text);
-  assert.equal((await c.req('GET', '/api/audit?action=domain.deleted&limit=50')).body.items.find((i: any) => i.id === deletion.id).reverted_at, null, 'a failed revert stays revertible');
+  assert.equal(
+    (await c.req('GET', '/api/audit?action=domain.deleted&limit=50')).body.items.find(
+      (i: any) => i.id === deletion.id,
+    ).reverted_at,
+    null,
+    'a failed revert stays revertible',
+  );
   assert.equal((await c.req('DELETE', `/api/domains/${squatter.body.domain.id}`)).status, 200);
 
   const rev = await c.req('POST', `/api/audit/${deletion.id}/revert`, { force: true });
@@ -223,7 +262,11 @@ test('a revert of a domain deletion re-creates it through the domain functions (
   assert.ok(back, 'the domain is back');
   assert.equal(back.redirect_to, 'example.org');
   const revEntry = (await c.req('GET', `/api/audit?action=audit.reverted&limit=1`)).body.items[0];
-  assert.deepEqual(revEntry.target, { type: 'domain', id: back.id }, 'the revert names the re-created domain');
+  assert.deepEqual(
+    revEntry.target,
+    { type: 'domain', id: back.id },
+    'the revert names the re-created domain',
+  );
 });
 
 test("a domain's uploaded certificate is part of its state: the key masked in the diff, a removal reverted brings the same pair back, an upload reverted removes it", async () => {
@@ -235,12 +278,16 @@ test("a domain's uploaded certificate is part of its state: the key masked in th
   try {
     const pair = await issue(await makeCa(dir), [host]);
     assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-    const up = await c.req('POST', `/api/domains/${id}/certificate`, { cert_pem: pair.certPem, key_pem: pair.keyPem });
+    const up = await c.req('POST', `/api/domains/${id}/certificate`, {
+      cert_pem: pair.certPem,
+      key_pem: pair.keyPem,
+    });
     assert.equal(up.status, 200, up.text);
     const stored = () => {
       const db = new Database(join(s.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
       try {
-        return db.prepare('select fingerprint256 from domain_certificates where domain_id = ?').get(id) as { fingerprint256: string } | undefined;
+        return db.prepare('select fingerprint256 from domain_certificates where domain_id = ?').get(id) as
+          { fingerprint256: string } | undefined;
       } finally {
         db.close();
       }
@@ -254,7 +301,10 @@ test("a domain's uploaded certificate is part of its state: the key masked in th
     const keyRow = diff.body.rows.find((r: any) => r.field === 'certificate_key');
     assert.deepEqual(keyRow, { field: 'certificate_key', status: 'added', masked: true });
     assert.equal(diff.body.rows.find((r: any) => r.field === 'certificate').status, 'added');
-    assert.ok(!diff.text.includes('PRIVATE KEY') && !diff.text.includes('sealed'), 'neither the key nor its envelope is shown');
+    assert.ok(
+      !diff.text.includes('PRIVATE KEY') && !diff.text.includes('sealed'),
+      'neither the key nor its envelope is shown',
+    );
 
     const del = await c.req('DELETE', `/api/domains/${id}/certificate`);
     assert.equal(del.status, 200, del.text);
@@ -293,7 +343,8 @@ test('no secret value is stored in clear in the audit table or anywhere in the d
       rows.some((r) => r.state_before && String(r.state_before).includes('"masked":true')),
       'the state was recorded',
     );
-    for (const secret of [canary, SECRET_A, SECRET_B, ADMIN.password]) assert.equal(dump.includes(secret), false, 'a secret is in the audit table in clear');
+    for (const secret of [canary, SECRET_A, SECRET_B, ADMIN.password])
+      assert.equal(dump.includes(secret), false, 'a secret is in the audit table in clear');
   } finally {
     db.close();
   }
@@ -330,7 +381,10 @@ test('every route that changes a diffable target declares the state the audit st
       // Deleting an app removes the app itself: not a revertible change.
       if (r.pattern === '/api/apps/:id' && m === 'DELETE') continue;
       const state = (h.spec.audit as { state?: { kind?: string } } | undefined)?.state;
-      assert.ok(state && typeof state === 'object' && state.kind === kind, `${m} ${r.pattern} declares no ${kind} state`);
+      assert.ok(
+        state && typeof state === 'object' && state.kind === kind,
+        `${m} ${r.pattern} declares no ${kind} state`,
+      );
       checked++;
     }
   }
@@ -339,7 +393,10 @@ test('every route that changes a diffable target declares the state the audit st
 
 test('a service setting change reverts to the recorded port and health path', async () => {
   const app = await newApp();
-  assert.equal((await c.req('PATCH', `/api/apps/${app}/services/app`, { port: 8080, health_path: '/up' })).status, 200);
+  assert.equal(
+    (await c.req('PATCH', `/api/apps/${app}/services/app`, { port: 8080, health_path: '/up' })).status,
+    200,
+  );
   assert.equal((await c.req('PATCH', `/api/apps/${app}/services/app`, { port: 9090 })).status, 200);
   const entry = await lastEntry('app.service_updated', app);
   const d = await c.req('GET', `/api/audit/${entry.id}/diff`);
@@ -350,7 +407,10 @@ test('a service setting change reverts to the recorded port and health path', as
   assert.equal((await c.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
   // A PATCH that sets only the health path answers the settings now in force.
   const now = await c.req('PATCH', `/api/apps/${app}/services/app`, { health_path: '/up' });
-  assert.deepEqual({ port: now.body.port, health_path: now.body.health_path }, { port: 8080, health_path: '/up' });
+  assert.deepEqual(
+    { port: now.body.port, health_path: now.body.health_path },
+    { port: 8080, health_path: '/up' },
+  );
 });
 
 test('notification channels: a URL change is masked in the diff, and its revert (and the revert of a deletion) delivers to the real old URL again', async () => {
@@ -361,17 +421,38 @@ test('notification channels: a URL change is masked in the diff, and its revert 
     Object.assign(ns.env.notifier.transport, { agent: recv.agent, resolve: receiverResolve });
     const nc = await adminClient(ns);
     const token = 'hooktoken_' + randomBytes(8).toString('hex');
-    const created = await nc.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'ops', url: recv.url(`/old/${token}`) });
+    const created = await nc.req('POST', '/api/settings/notifications', {
+      kind: 'slack',
+      name: 'ops',
+      url: recv.url(`/old/${token}`),
+    });
     assert.equal(created.status, 201, created.text);
     const id = created.body.channel.id;
-    const patched = await nc.req('PATCH', `/api/settings/notifications/${id}`, { name: 'ops-new', url: recv.url('/new/other'), enabled: false });
+    const patched = await nc.req('PATCH', `/api/settings/notifications/${id}`, {
+      name: 'ops-new',
+      url: recv.url('/new/other'),
+      enabled: false,
+    });
     assert.equal(patched.status, 200, patched.text);
-    const entry = (await nc.req('GET', `/api/audit?action=notification.channel_updated&limit=1`)).body.items[0];
+    const entry = (await nc.req('GET', `/api/audit?action=notification.channel_updated&limit=1`)).body
+      .items[0];
     const diff = await nc.req('GET', `/api/audit/${entry.id}/diff`);
     const rows = Object.fromEntries(diff.body.rows.map((r: any) => [r.field, r]));
     assert.deepEqual(rows.url, { field: 'url', status: 'changed', masked: true });
-    assert.deepEqual(rows.name, { field: 'name', status: 'changed', before: 'ops', after: 'ops-new', masked: false });
-    assert.deepEqual(rows.enabled, { field: 'enabled', status: 'changed', before: true, after: false, masked: false });
+    assert.deepEqual(rows.name, {
+      field: 'name',
+      status: 'changed',
+      before: 'ops',
+      after: 'ops-new',
+      masked: false,
+    });
+    assert.deepEqual(rows.enabled, {
+      field: 'enabled',
+      status: 'changed',
+      before: true,
+      after: false,
+      masked: false,
+    });
     assert.ok(!diff.text.includes(token));
 
     assert.equal((await nc.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
@@ -399,7 +480,11 @@ test('notification channels: a URL change is masked in the diff, and its revert 
 
     const db = new Database(join(ns.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
     try {
-      assert.equal(JSON.stringify(db.prepare('select * from audit').all()).includes(token), false, 'the channel URL is not in the audit table in clear');
+      assert.equal(
+        JSON.stringify(db.prepare('select * from audit').all()).includes(token),
+        false,
+        'the channel URL is not in the audit table in clear',
+      );
     } finally {
       db.close();
     }
@@ -424,18 +509,27 @@ function assertContractEntry(e: any, why: string) {
       (v.id === null || typeof v.id === 'string') &&
       (v.name === null || typeof v.name === 'string'),
     action: (v) => typeof v === 'string' && /^(GET|POST|PUT|PATCH|DELETE) \/[^\s:]*$/.test(v as string),
-    target: (v: any) => v !== null && typeof v === 'object' && typeof v.type === 'string' && (v.id === null || typeof v.id === 'string'),
+    target: (v: any) =>
+      v !== null &&
+      typeof v === 'object' &&
+      typeof v.type === 'string' &&
+      (v.id === null || typeof v.id === 'string'),
     ip: (v) => v === null || typeof v === 'string',
     outcome: (v) => v === 'ok' || v === 'error',
     summary: (v) => typeof v === 'string' && (v as string).length > 0,
     revertible: (v) => typeof v === 'boolean',
     reverted_at: (v) => v === null || typeof v === 'string',
   };
-  for (const [field, ok] of Object.entries(types)) assert.ok(field in e && ok(e[field]), `${why}: ${field} is ${JSON.stringify(e[field])}`);
+  for (const [field, ok] of Object.entries(types))
+    assert.ok(field in e && ok(e[field]), `${why}: ${field} is ${JSON.stringify(e[field])}`);
   // The contract's actors: {type: "user", id, name}, {type: "token", id, name, owner_id}, {type: "system", name}.
   const fields = e.actor.type === 'token' ? ['id', 'name', 'owner_id', 'type'] : ['id', 'name', 'type'];
   assert.deepEqual(Object.keys(e.actor).sort(), fields, `${why}: actor has exactly the contract's fields`);
-  assert.deepEqual(Object.keys(e.target).sort(), ['id', 'type'], `${why}: target has exactly the contract's fields`);
+  assert.deepEqual(
+    Object.keys(e.target).sort(),
+    ['id', 'type'],
+    `${why}: target has exactly the contract's fields`,
+  );
 }
 
 test("GET /api/audit answers entries in the contract's shape: a user's, a token's and a failed one; filters use the same meanings", async () => {
@@ -450,7 +544,9 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   assert.equal(made.status, 201, made.text);
   const bot = new Client(s.url);
   bot.bearer = made.body.token;
-  const byToken = await bot.req('PUT', `/api/apps/${app}/env`, { items: [{ key: 'BY_TOKEN', value: '2', secret: false }] });
+  const byToken = await bot.req('PUT', `/api/apps/${app}/env`, {
+    items: [{ key: 'BY_TOKEN', value: '2', secret: false }],
+  });
   assert.equal(byToken.status, 200, byToken.text);
   const bad = await bot.req('PUT', `/api/apps/${app}/env`, {
     items: [
@@ -460,7 +556,10 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   });
   assert.equal(bad.status, 400, bad.text);
 
-  const r = await c.req('GET', `/api/audit?target=${app}&action=${encodeURIComponent('PUT /api/apps/{id}/env')}&limit=10`);
+  const r = await c.req(
+    'GET',
+    `/api/audit?target=${app}&action=${encodeURIComponent('PUT /api/apps/{id}/env')}&limit=10`,
+  );
   assert.equal(r.status, 200, r.text);
   const [failed, token, user] = r.body.items;
   for (const [e, why] of [
@@ -478,7 +577,12 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   assert.equal(user.revertible, true);
   assert.equal(user.reverted_at, null);
   assert.ok(user.summary.endsWith(`: ${appName}`), user.summary);
-  assert.deepEqual(token.actor, { type: 'token', id: token.actor.id, name: tokenName, owner_id: user.user.id });
+  assert.deepEqual(token.actor, {
+    type: 'token',
+    id: token.actor.id,
+    name: tokenName,
+    owner_id: user.user.id,
+  });
   assert.match(token.actor.id, /\S/);
   assert.notEqual(token.actor.id, user.actor.id, "a token's id is its own, not its operator's");
   assert.equal(token.user.username, ADMIN.username, "the token's operator is kept beside it");
@@ -491,7 +595,15 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
 
   // A refused sign-in: the claimed name, no operator id, an error, on the login route.
   const stranger = new Client(s.url);
-  assert.equal((await stranger.req('POST', '/api/auth/login', { username: 'mallory-' + uniq(), password: 'not it at all' })).status, 401);
+  assert.equal(
+    (
+      await stranger.req('POST', '/api/auth/login', {
+        username: 'mallory-' + uniq(),
+        password: 'not it at all',
+      })
+    ).status,
+    401,
+  );
   const refused = (await c.req('GET', '/api/audit?action=auth.login_failed&limit=1')).body.items[0];
   assertContractEntry(refused, 'refused sign-in');
   assert.equal(refused.action, 'POST /api/auth/login');
@@ -511,8 +623,16 @@ test("GET /api/audit answers entries in the contract's shape: a user's, a token'
   assert.deepEqual(await ids(`actor=${tokenName}`), [failed.id, token.id]);
   assert.deepEqual(await ids(`actor=${token.actor.id}`), [failed.id, token.id]);
   const mine = await ids(`actor=${ADMIN.username}&target=${app}`);
-  for (const id of [failed.id, token.id, user.id]) assert.ok(mine.includes(id), `actor=${ADMIN.username} finds ${id}`);
-  assert.deepEqual(await ids(`actor=${tokenName}&action=${encodeURIComponent('/api/apps/{id}/env')}`), [failed.id, token.id]);
-  assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('PUT ')}`), [failed.id, token.id, user.id]);
+  for (const id of [failed.id, token.id, user.id])
+    assert.ok(mine.includes(id), `actor=${ADMIN.username} finds ${id}`);
+  assert.deepEqual(await ids(`actor=${tokenName}&action=${encodeURIComponent('/api/apps/{id}/env')}`), [
+    failed.id,
+    token.id,
+  ]);
+  assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('PUT ')}`), [
+    failed.id,
+    token.id,
+    user.id,
+  ]);
   assert.deepEqual(await ids(`target=${app}&action=${encodeURIComponent('DELETE ')}`), []);
 });

@@ -5,7 +5,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, setupToken, ADMIN } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
-import { totpCode } from '../../../lib/auth/totp.js';
+import { totpCode } from '#lib/auth/totp.js';
 
 let s: TestApp;
 let admin: Client;
@@ -35,7 +35,11 @@ test('setup: token file is private, wrong token is 403, right token creates the 
   assert.equal(ok.body.user.totp_enabled, false);
   assert.equal(JSON.stringify(ok.body).includes('password'), false);
   assert.deepEqual((await c.req('GET', '/api/setup/status')).body, { open: false, oidc: false });
-  const again = await c.req('POST', '/api/setup/admin', { token, username: 'other', password: 'another long password' });
+  const again = await c.req('POST', '/api/setup/admin', {
+    token,
+    username: 'other',
+    password: 'another long password',
+  });
   assert.equal(again.status, 404);
   await assert.rejects(stat(join(s.dataDir, 'setup.token')));
 });
@@ -83,7 +87,11 @@ test('login bad input: 1 MB password, wrong types, malformed JSON, oversized bod
   const bad = await c.req('POST', '/api/auth/login', '{"username": "admin",');
   assert.equal(bad.status, 400);
   assert.equal(bad.body.code, 'bad_request');
-  const huge = await c.req('POST', '/api/auth/login', JSON.stringify({ username: 'a', password: 'b', pad: 'x'.repeat(1_100_000) }));
+  const huge = await c.req(
+    'POST',
+    '/api/auth/login',
+    JSON.stringify({ username: 'a', password: 'b', pad: 'x'.repeat(1_100_000) }),
+  );
   assert.equal(huge.status, 413);
   assert.equal(huge.body.code, 'payload_too_large');
   assert.equal((await c.req('POST', '/api/auth/login', '')).status, 400);
@@ -95,9 +103,19 @@ test('CSRF: cookie-authenticated writes need the header of this very session', a
   assert.equal(r.body.code, 'csrf_mismatch');
   const other = new Client(s.url);
   await other.req('POST', '/api/auth/login', ADMIN);
-  const foreign = await admin.req('POST', '/api/auth/api-tokens', { name: 'x' }, { 'x-csrf-token': other.cookies.get('svc_csrf')! });
+  const foreign = await admin.req(
+    'POST',
+    '/api/auth/api-tokens',
+    { name: 'x' },
+    { 'x-csrf-token': other.cookies.get('svc_csrf')! },
+  );
   assert.equal(foreign.status, 403);
-  const cross = await admin.req('POST', '/api/auth/api-tokens', { name: 'x' }, { 'sec-fetch-site': 'cross-site' });
+  const cross = await admin.req(
+    'POST',
+    '/api/auth/api-tokens',
+    { name: 'x' },
+    { 'sec-fetch-site': 'cross-site' },
+  );
   assert.equal(cross.status, 403);
   assert.equal(cross.body.code, 'csrf_mismatch');
   const ok = await admin.req('POST', '/api/auth/api-tokens', { name: 'with-csrf' });
@@ -132,7 +150,9 @@ test('API tokens: shown once, listed without value, bearer needs no CSRF, bearer
   assert.equal((await bot.req('POST', '/api/auth/api-tokens', { name: 'from-bot' })).status, 201);
   // RFC 9110: the scheme is case-insensitive.
   for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
-    const r = await new Client(s.url).req('GET', '/api/auth/me', undefined, { authorization: `${scheme} ${created.body.token}` });
+    const r = await new Client(s.url).req('GET', '/api/auth/me', undefined, {
+      authorization: `${scheme} ${created.body.token}`,
+    });
     assert.equal(r.status, 200, scheme);
     assert.equal(r.body.via, 'token');
   }
@@ -144,7 +164,10 @@ test('API tokens: shown once, listed without value, bearer needs no CSRF, bearer
   assert.equal((await mixed.req('GET', '/api/auth/me')).status, 401);
   mixed.bearer = 'not-a-token';
   assert.equal((await mixed.req('GET', '/api/auth/me')).status, 401);
-  assert.equal((await admin.req('GET', '/api/auth/me', undefined, { authorization: 'Basic abc' })).status, 401);
+  assert.equal(
+    (await admin.req('GET', '/api/auth/me', undefined, { authorization: 'Basic abc' })).status,
+    401,
+  );
 
   assert.equal((await admin.req('DELETE', `/api/auth/api-tokens/${created.body.id}`)).status, 204);
   assert.equal((await bot.req('GET', '/api/auth/me')).status, 401);
@@ -152,9 +175,15 @@ test('API tokens: shown once, listed without value, bearer needs no CSRF, bearer
 });
 
 test('API tokens: expiry must be in the future and is enforced', async () => {
-  const past = await admin.req('POST', '/api/auth/api-tokens', { name: 'old', expires_at: '2001-01-01T00:00:00Z' });
+  const past = await admin.req('POST', '/api/auth/api-tokens', {
+    name: 'old',
+    expires_at: '2001-01-01T00:00:00Z',
+  });
   assert.equal(past.status, 400);
-  const soon = await admin.req('POST', '/api/auth/api-tokens', { name: 'soon', expires_at: new Date(Date.now() + 60_000).toISOString() });
+  const soon = await admin.req('POST', '/api/auth/api-tokens', {
+    name: 'soon',
+    expires_at: new Date(Date.now() + 60_000).toISOString(),
+  });
   assert.equal(soon.status, 201);
   const bot = new Client(s.url);
   bot.bearer = soon.body.token;
@@ -196,7 +225,10 @@ test('step-up: required for sensitive operations, lasts five minutes, bound to t
   const t = await admin.req('POST', '/api/auth/api-tokens', { name: 'stepper' });
   const bot = new Client(s.url);
   bot.bearer = t.body.token;
-  assert.equal((await bot.req('POST', '/api/auth/api-tokens', { name: 'child' })).body.code, 'step_up_required');
+  assert.equal(
+    (await bot.req('POST', '/api/auth/api-tokens', { name: 'child' })).body.code,
+    'step_up_required',
+  );
   assert.equal((await bot.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   assert.equal((await bot.req('POST', '/api/auth/api-tokens', { name: 'child' })).status, 201);
 });
@@ -210,7 +242,9 @@ test('sessions: listed with the current one marked, revoked at once, logout ends
   assert.equal(JSON.stringify(list.body).includes(c.cookies.get('svc_session')!), false);
   const victim = new Client(s.url);
   await victim.req('POST', '/api/auth/login', ADMIN);
-  const vid = (await victim.req('GET', '/api/auth/sessions')).body.items.find((x: { current: boolean }) => x.current).id;
+  const vid = (await victim.req('GET', '/api/auth/sessions')).body.items.find(
+    (x: { current: boolean }) => x.current,
+  ).id;
   assert.equal((await c.req('DELETE', `/api/auth/sessions/${vid}`)).status, 204);
   assert.equal((await victim.req('GET', '/api/auth/me')).status, 401);
   assert.equal((await c.req('DELETE', '/api/auth/sessions/not-an-id')).status, 400);
@@ -265,7 +299,11 @@ test('TOTP: setup, enable with a code, login needs the code, a used code is refu
   assert.equal(enabled.body.enabled, true);
   assert.equal(enabled.body.recovery_codes.length, 10);
   // The secret is sealed at rest.
-  const row = await s.env.db.selectFrom('users').select(['totp_secret']).where('username', '=', 'admin').executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('users')
+    .select(['totp_secret'])
+    .where('username', '=', 'admin')
+    .executeTakeFirstOrThrow();
   assert.ok(row.totp_secret!.startsWith('v1.'));
   assert.equal(row.totp_secret!.includes(secret), false);
 
@@ -308,7 +346,10 @@ test('TOTP: setup, enable with a code, login needs the code, a used code is refu
   const pw = await l.req('POST', '/api/auth/step-up', { password: ADMIN.password });
   assert.equal(pw.status, 400);
   assert.equal((await l.req('DELETE', '/api/auth/totp')).status, 403);
-  assert.equal((await l.req('POST', '/api/auth/step-up', { code: enabled.body.recovery_codes[1] })).status, 200);
+  assert.equal(
+    (await l.req('POST', '/api/auth/step-up', { code: enabled.body.recovery_codes[1] })).status,
+    200,
+  );
   const off = await l.req('DELETE', '/api/auth/totp');
   assert.equal(off.status, 200);
   assert.equal((await new Client(s.url).req('POST', '/api/auth/login', ADMIN)).body.user.totp_enabled, false);
@@ -340,12 +381,20 @@ test('audit: mutations by a principal are recorded newest first with a cursor, w
   const dump = JSON.stringify(all.body);
   assert.equal(dump.includes(t.body.token), false);
   assert.equal(dump.includes(ADMIN.password), false);
-  assert.ok(all.body.items.some((i: any) => i.action === 'POST /api/auth/login' && i.event === 'auth.login_failed' && i.outcome === 'error'));
+  assert.ok(
+    all.body.items.some(
+      (i: any) =>
+        i.action === 'POST /api/auth/login' && i.event === 'auth.login_failed' && i.outcome === 'error',
+    ),
+  );
   // A wrong second factor inside the TOTP route: that route, the finer event, the operator who tried.
   const totpFailed = all.body.items.find((i: any) => i.event === 'auth.totp_failed');
   assert.ok(totpFailed, 'a refused second factor is audited');
   assert.equal(totpFailed.action, 'POST /api/auth/totp');
-  assert.deepEqual([totpFailed.actor.type, totpFailed.actor.name, totpFailed.outcome], ['user', 'admin', 'error']);
+  assert.deepEqual(
+    [totpFailed.actor.type, totpFailed.actor.name, totpFailed.outcome],
+    ['user', 'admin', 'error'],
+  );
   assert.deepEqual(totpFailed.target, { type: 'user', id: totpFailed.actor.id });
   assert.equal((await admin.req('GET', '/api/audit?limit=0')).status, 400);
   assert.equal((await admin.req('GET', '/api/audit?cursor=abc')).status, 400);
@@ -357,6 +406,8 @@ test('health is public and reports the database', async () => {
 });
 
 test('metrics: 404 without the token configured', async () => {
-  const r = await new Client(s.url).req('GET', '/metrics', undefined, { authorization: 'Bearer anything-at-all-here' });
+  const r = await new Client(s.url).req('GET', '/metrics', undefined, {
+    authorization: 'Bearer anything-at-all-here',
+  });
   assert.equal(r.status, 404);
 });

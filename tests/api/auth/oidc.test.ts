@@ -7,9 +7,15 @@ import assert from 'node:assert/strict';
 import { adminClient, Client, ADMIN } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
 import { testFetch } from '../../_support/transport.js';
-import { startOidcProvider, signInOverHttp, CookieJar, type Hop, type TestProvider } from '../../_support/oidc-provider.js';
-import { loadConfig, ConfigError } from '../../../lib/config.js';
-import { roleFromClaim } from '../../../lib/auth/oidc.js';
+import {
+  startOidcProvider,
+  signInOverHttp,
+  CookieJar,
+  type Hop,
+  type TestProvider,
+} from '../../_support/oidc-provider.js';
+import { loadConfig, ConfigError } from '#lib/config.js';
+import { roleFromClaim } from '#lib/auth/oidc.js';
 
 // The provider registers the callback before the app exists: each app gets a base URL named here.
 let origins = 0;
@@ -45,9 +51,16 @@ after(async () => {
 
 const last = (hops: Hop[]) => hops[hops.length - 1]!;
 const userRows = () => s.env.db.selectFrom('users').selectAll().execute();
-const bySubject = (account: string) => s.env.db.selectFrom('users').selectAll().where('sso_subject', '=', `${idp.issuer} ${account}`).executeTakeFirst();
+const bySubject = (account: string) =>
+  s.env.db
+    .selectFrom('users')
+    .selectAll()
+    .where('sso_subject', '=', `${idp.issuer} ${account}`)
+    .executeTakeFirst();
 const auditOf = async (event: string) =>
-  (await s.env.db.selectFrom('audit').selectAll().where('action', '=', event).orderBy('id', 'desc').execute()).map((r) => ({ ...r, detail: r.detail ? JSON.parse(r.detail) : null }));
+  (
+    await s.env.db.selectFrom('audit').selectAll().where('action', '=', event).orderBy('id', 'desc').execute()
+  ).map((r) => ({ ...r, detail: r.detail ? JSON.parse(r.detail) : null }));
 
 /** A client of the control plane holding the browser's cookies for it. */
 function apiClient(jar: CookieJar): Client {
@@ -77,11 +90,18 @@ test('start: a redirect to the provider with PKCE (S256), state and nonce, and a
   // Nothing of the flow is readable in it (encrypted): not the verifier, not the state.
   assert.ok(!decodeURIComponent(cookie).includes(to.searchParams.get('state')!));
   // A return path to another site is refused.
-  assert.equal((await testFetch(`${base}/api/auth/oidc/start?return_to=//evil.example/`, { redirect: 'manual' })).status, 400);
+  assert.equal(
+    (await testFetch(`${base}/api/auth/oidc/start?return_to=//evil.example/`, { redirect: 'manual' })).status,
+    400,
+  );
 });
 
 test('a mapped person signs in: a new operator with the highest mapped role, no password, session cookies and 302 /', async () => {
-  idp.accounts.set('alice', { preferred_username: 'alice', email: 'alice@example.org', groups: ['ops-view', 'ops-deploy', 'unrelated'] });
+  idp.accounts.set('alice', {
+    preferred_username: 'alice',
+    email: 'alice@example.org',
+    groups: ['ops-view', 'ops-deploy', 'unrelated'],
+  });
   const jar = new CookieJar();
   const hops = await signInOverHttp(jar, `${base}/api/auth/oidc/start`, 'alice');
   const end = last(hops);
@@ -109,7 +129,10 @@ test('a mapped person signs in: a new operator with the highest mapped role, no 
   const up = await apiClient(jar).req('POST', '/api/auth/step-up', { password: 'anything at all' });
   assert.equal(up.status, 403);
   assert.match(up.body.error, /oidc\/start\?step_up=1/);
-  const change = await apiClient(jar).req('POST', '/api/auth/password', { current_password: '!sso', new_password: 'a new long passphrase' });
+  const change = await apiClient(jar).req('POST', '/api/auth/password', {
+    current_password: '!sso',
+    new_password: 'a new long passphrase',
+  });
   assert.equal(change.status, 403);
 });
 
@@ -155,7 +178,10 @@ test('the role follows the claims at every sign-in; an app list set by an operat
   assert.deepEqual(entry!.detail, { role: 'admin', previous_role: 'deployer' });
   // Back down to viewer at the next sign-in.
   idp.accounts.set('alice', { preferred_username: 'alice', groups: ['ops-view'] });
-  assert.equal(last(await signInOverHttp(new CookieJar(), `${base}/api/auth/oidc/start`, 'alice')).status, 302);
+  assert.equal(
+    last(await signInOverHttp(new CookieJar(), `${base}/api/auth/oidc/start`, 'alice')).status,
+    302,
+  );
   assert.equal((await bySubject('alice'))!.role, 'viewer');
   await s.env.db.updateTable('users').set({ app_ids: null }).where('id', '=', id).execute();
 });
@@ -194,7 +220,10 @@ test('a tampered state, a callback without this browser flow, and a replayed cal
     }),
   );
   assert.equal(ok.status, 302, ok.body);
-  const replay = await testFetch(String(good!), { redirect: 'manual', headers: { cookie: `svc_oidc=${flow}` } });
+  const replay = await testFetch(String(good!), {
+    redirect: 'manual',
+    headers: { cookie: `svc_oidc=${flow}` },
+  });
   assert.equal(replay.status, 403);
   assert.equal((await userRows()).length, count);
 });
@@ -203,10 +232,19 @@ test('step-up: a fresh sign-in at the provider (max_age=0) marks the session, th
   const jar = new CookieJar();
   assert.equal(last(await signInOverHttp(jar, `${base}/api/auth/oidc/start`, 'alice')).status, 302);
   const c = apiClient(jar);
-  assert.equal((await c.req('POST', '/api/auth/api-tokens', { name: 'before' })).body.code, 'step_up_required');
+  assert.equal(
+    (await c.req('POST', '/api/auth/api-tokens', { name: 'before' })).body.code,
+    'step_up_required',
+  );
   // Without a session there is nothing to step up; a password operator steps up with a password.
-  assert.equal((await testFetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual' })).status, 401);
-  const pwOp = await testFetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual', headers: { cookie: admin.cookieHeader() } });
+  assert.equal(
+    (await testFetch(`${base}/api/auth/oidc/start?step_up=1`, { redirect: 'manual' })).status,
+    401,
+  );
+  const pwOp = await testFetch(`${base}/api/auth/oidc/start?step_up=1`, {
+    redirect: 'manual',
+    headers: { cookie: admin.cookieHeader() },
+  });
   assert.equal(pwOp.status, 403);
   const asked = idp.maxAges.length;
   const hops = await signInOverHttp(jar, `${base}/api/auth/oidc/start?step_up=1&return_to=/tokens`, 'alice');
@@ -219,7 +257,11 @@ test('step-up: a fresh sign-in at the provider (max_age=0) marks the session, th
     'the provider asked for the sign-in again although its session was live',
   );
   const c2 = apiClient(jar);
-  assert.equal(c2.cookies.get('svc_session'), c.cookies.get('svc_session'), 'the same session, not a new sign-in');
+  assert.equal(
+    c2.cookies.get('svc_session'),
+    c.cookies.get('svc_session'),
+    'the same session, not a new sign-in',
+  );
   const t = await c2.req('POST', '/api/auth/api-tokens', { name: 'after' });
   assert.equal(t.status, 201, t.text);
   const [entry] = await auditOf('auth.step_up');
@@ -233,13 +275,17 @@ test('step-up as another person at the provider is refused and marks nothing', a
   assert.equal(last(await signInOverHttp(jar, `${base}/api/auth/oidc/start`, 'alice')).status, 302);
   const end = last(await signInOverHttp(jar, `${base}/api/auth/oidc/start?step_up=1`, 'bob'));
   assert.equal(end.status, 403, end.body);
-  assert.equal((await apiClient(jar).req('POST', '/api/auth/api-tokens', { name: 'no' })).body.code, 'step_up_required');
+  assert.equal(
+    (await apiClient(jar).req('POST', '/api/auth/api-tokens', { name: 'no' })).body.code,
+    'step_up_required',
+  );
 });
 
 test('a disabled operator is refused, and claims that map to a higher role change nothing', async () => {
   const { id, role } = (await bySubject('alice'))!;
   const groups = idp.accounts.get('alice')!.groups;
-  const sessions = async () => (await s.env.db.selectFrom('sessions').select('id').where('user_id', '=', id).execute()).length;
+  const sessions = async () =>
+    (await s.env.db.selectFrom('sessions').select('id').where('user_id', '=', id).execute()).length;
   const before = await sessions();
   await s.env.db.updateTable('users').set({ disabled: 1, role: 'viewer' }).where('id', '=', id).execute();
   idp.accounts.set('alice', { ...idp.accounts.get('alice')!, groups: ['ops-admins'] });
@@ -248,7 +294,11 @@ test('a disabled operator is refused, and claims that map to a higher role chang
     assert.equal(end.status, 403, end.body);
     assert.match(JSON.parse(end.body).error, /disabled/);
     const row = (await bySubject('alice'))!;
-    assert.deepEqual([row.role, row.disabled], ['viewer', 1], 'the refused sign-in neither promoted nor enabled them');
+    assert.deepEqual(
+      [row.role, row.disabled],
+      ['viewer', 1],
+      'the refused sign-in neither promoted nor enabled them',
+    );
     assert.equal(await sessions(), before, 'no session made');
   } finally {
     idp.accounts.set('alice', { ...idp.accounts.get('alice')!, groups });
@@ -274,7 +324,11 @@ test('claims only in the ID token are read there too', async () => {
     p.accounts.set('carol', { email: 'carol+ops@example.org', groups: 'owners' });
     const end = last(await signInOverHttp(new CookieJar(), `${url}/api/auth/oidc/start`, 'carol'));
     assert.equal(end.status, 302, end.body);
-    const row = await s2.env.db.selectFrom('users').selectAll().where('sso_subject', '=', `${p.issuer} carol`).executeTakeFirst();
+    const row = await s2.env.db
+      .selectFrom('users')
+      .selectAll()
+      .where('sso_subject', '=', `${p.issuer} carol`)
+      .executeTakeFirst();
     assert.equal(row!.username, 'carol-ops@example.org');
     assert.equal(row!.role, 'owner');
   } finally {
@@ -287,15 +341,26 @@ test('without a provider the routes answer 404 and setup status says so', async 
   const plain = await startTestApp();
   try {
     assert.equal((await testFetch(`${plain.url}/api/auth/oidc/start`, { redirect: 'manual' })).status, 404);
-    assert.equal((await testFetch(`${plain.url}/api/auth/oidc/callback?code=x&state=y`, { redirect: 'manual' })).status, 404);
-    assert.deepEqual((await new Client(plain.url).req('GET', '/api/setup/status')).body, { open: true, oidc: false });
+    assert.equal(
+      (await testFetch(`${plain.url}/api/auth/oidc/callback?code=x&state=y`, { redirect: 'manual' })).status,
+      404,
+    );
+    assert.deepEqual((await new Client(plain.url).req('GET', '/api/setup/status')).body, {
+      open: true,
+      oidc: false,
+    });
   } finally {
     await plain.stop();
   }
 });
 
 test('SVC_OIDC_*: all or nothing, the role map checked at boot with the variable named', () => {
-  const good = { SVC_OIDC_ISSUER: 'https://id.example.org/realms/ops', SVC_OIDC_CLIENT_ID: 'svc', SVC_OIDC_CLIENT_SECRET: 's3cret', SVC_OIDC_ROLE_MAP: '{"ops":"admin"}' };
+  const good = {
+    SVC_OIDC_ISSUER: 'https://id.example.org/realms/ops',
+    SVC_OIDC_CLIENT_ID: 'svc',
+    SVC_OIDC_CLIENT_SECRET: 's3cret',
+    SVC_OIDC_ROLE_MAP: '{"ops":"admin"}',
+  };
   const c = loadConfig(good).oidc!;
   assert.equal(c.issuer, good.SVC_OIDC_ISSUER);
   assert.equal(c.roleClaim, 'groups');

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminClient, apiToken, ADMIN, Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
-import { totpCode } from '../../../lib/auth/totp.js';
+import { totpCode } from '#lib/auth/totp.js';
 
 let s: TestApp;
 let token: string;
@@ -41,9 +41,19 @@ test('a bearer token cannot enrol TOTP (with or without its own step-up), disabl
   forbidden(await bearer.req('POST', '/api/auth/totp/enable', { code: '123456' }), 'enable with step-up');
   forbidden(await bearer.req('DELETE', '/api/auth/totp'), 'disable');
   forbidden(await bearer.req('POST', '/api/auth/recovery-codes'), 'recovery codes');
-  forbidden(await bearer.req('POST', '/api/auth/password', { current_password: ADMIN.password, new_password: 'the attacker chose this one' }), 'password');
+  forbidden(
+    await bearer.req('POST', '/api/auth/password', {
+      current_password: ADMIN.password,
+      new_password: 'the attacker chose this one',
+    }),
+    'password',
+  );
   // Nothing was half-done: no pending secret, the password and the plain login are the operator's.
-  const row = await s.env.db.selectFrom('users').select(['totp_pending', 'totp_enabled']).where('username', '=', ADMIN.username).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('users')
+    .select(['totp_pending', 'totp_enabled'])
+    .where('username', '=', ADMIN.username)
+    .executeTakeFirstOrThrow();
   assert.deepEqual(row, { totp_pending: null, totp_enabled: 0 });
   const login = await new Client(s.url).req('POST', '/api/auth/login', ADMIN);
   assert.equal(login.status, 200);
@@ -56,7 +66,16 @@ test('a session without a step-up gets step_up_required for TOTP setup and enabl
   // A login is not a step-up.
   stepUpRequired(await c.req('POST', '/api/auth/totp/setup'), 'setup');
   stepUpRequired(await c.req('POST', '/api/auth/totp/enable', { code: '123456' }), 'enable');
-  assert.equal((await s.env.db.selectFrom('users').select('totp_pending').where('username', '=', ADMIN.username).executeTakeFirstOrThrow()).totp_pending, null);
+  assert.equal(
+    (
+      await s.env.db
+        .selectFrom('users')
+        .select('totp_pending')
+        .where('username', '=', ADMIN.username)
+        .executeTakeFirstOrThrow()
+    ).totp_pending,
+    null,
+  );
   // Without TOTP there is nothing recovery codes recover: 409, not a silent success.
   assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   const none = await c.req('POST', '/api/auth/recovery-codes');
@@ -90,7 +109,13 @@ test('recovery codes are replaced on request (session, step-up): the old ones st
   assert.equal(refused.status, 401);
   assert.equal(refused.body.code, 'invalid_credentials');
   assert.equal((await old.req('POST', '/api/auth/totp', { code: fresh[0] })).status, 200);
-  const entry = await s.env.db.selectFrom('audit').selectAll().where('action', '=', 'auth.recovery_codes_replaced').where('outcome', '=', 200).executeTakeFirstOrThrow();
+  const entry = await s.env.db
+    .selectFrom('audit')
+    .selectAll()
+    .where('action', '=', 'auth.recovery_codes_replaced')
+    .where('outcome', '=', 200)
+    .executeTakeFirstOrThrow();
   assert.equal(entry.actor, ADMIN.username);
-  for (const code of fresh) assert.equal(JSON.stringify(entry).includes(code), false, 'no code in the audit entry');
+  for (const code of fresh)
+    assert.equal(JSON.stringify(entry).includes(code), false, 'no code in the audit entry');
 });

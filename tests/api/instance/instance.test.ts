@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { adminClient, ADMIN, type Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
-import { RECOVERY_SETTING } from '../../../lib/instance/recovery.js';
+import { RECOVERY_SETTING } from '#lib/instance/recovery.js';
 
 let s: TestApp;
 let c: Client;
@@ -19,7 +19,8 @@ before(async () => {
 });
 after(() => s?.stop());
 
-const stepUp = async () => assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+const stepUp = async () =>
+  assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
 
 test('base domain: unset at first; a PUT sets it with the control domain, a bad name is a 400 that changes nothing, null clears', async () => {
   const first = await c.req('GET', '/api/instance/base-domain');
@@ -33,15 +34,28 @@ test('base domain: unset at first; a PUT sets it with the control domain, a bad 
   assert.equal(set.body.base_domain, 'apps.example.org');
   assert.equal(set.body.control_domain, 'svc.apps.example.org');
   const got = await c.req('GET', '/api/instance/base-domain');
-  assert.deepEqual([got.body.base_domain, got.body.control_domain], ['apps.example.org', 'svc.apps.example.org']);
+  assert.deepEqual(
+    [got.body.base_domain, got.body.control_domain],
+    ['apps.example.org', 'svc.apps.example.org'],
+  );
 
   const bad = await c.req('PUT', '/api/instance/base-domain', { base_domain: 'no_underscores.example' });
   assert.equal(bad.status, 400, bad.text);
   assert.equal(bad.body.code, 'bad_request');
-  assert.equal((await c.req('PUT', '/api/instance/base-domain', { domain: 'x.example' })).status, 400, 'unknown field');
-  assert.equal((await c.req('GET', '/api/instance/base-domain')).body.base_domain, 'apps.example.org', 'unchanged');
+  assert.equal(
+    (await c.req('PUT', '/api/instance/base-domain', { domain: 'x.example' })).status,
+    400,
+    'unknown field',
+  );
+  assert.equal(
+    (await c.req('GET', '/api/instance/base-domain')).body.base_domain,
+    'apps.example.org',
+    'unchanged',
+  );
 
-  const events = (await c.req('GET', '/api/audit?limit=20')).body.items.filter((e: any) => e.event === 'instance.base_domain');
+  const events = (await c.req('GET', '/api/audit?limit=20')).body.items.filter(
+    (e: any) => e.event === 'instance.base_domain',
+  );
   assert.ok(events.length >= 1, 'audited');
 
   const cleared = await c.req('PUT', '/api/instance/base-domain', { base_domain: null });
@@ -53,7 +67,17 @@ test('base domain: unset at first; a PUT sets it with the control domain, a bad 
 test('instance backup: defaults until saved, a harmless change saved, lowering keep_last needs a step-up, bad input 400, no runs yet', async () => {
   const cfg = await c.req('GET', '/api/instance/backup');
   assert.equal(cfg.status, 200, cfg.text);
-  assert.deepEqual({ ...cfg.body.backup, updated_at: 'x' }, { schedule: '0 3 * * *', keep_last: 7, destination: { type: 'local' }, enabled: false, last_run: null, updated_at: 'x' });
+  assert.deepEqual(
+    { ...cfg.body.backup, updated_at: 'x' },
+    {
+      schedule: '0 3 * * *',
+      keep_last: 7,
+      destination: { type: 'local' },
+      enabled: false,
+      last_run: null,
+      updated_at: 'x',
+    },
+  );
   const saved = await c.req('PUT', '/api/instance/backup', { schedule: '30 4 * * *', keep_last: 9 });
   assert.equal(saved.status, 200, saved.text);
   assert.deepEqual([saved.body.backup.schedule, saved.body.backup.keep_last], ['30 4 * * *', 9]);
@@ -67,7 +91,11 @@ test('instance backup: defaults until saved, a harmless change saved, lowering k
   await stepUp();
   assert.equal((await c.req('PUT', '/api/instance/backup', { keep_last: 400 })).status, 400);
   const after = await c.req('GET', '/api/instance/backup');
-  assert.deepEqual([after.body.backup.schedule, after.body.backup.keep_last], ['30 4 * * *', 9], 'the refusals changed nothing');
+  assert.deepEqual(
+    [after.body.backup.schedule, after.body.backup.keep_last],
+    ['30 4 * * *', 9],
+    'the refusals changed nothing',
+  );
 
   const runs = await c.req('GET', '/api/instance/backup/runs');
   assert.equal(runs.status, 200, runs.text);

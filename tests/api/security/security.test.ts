@@ -19,7 +19,10 @@ after(async () => {
 });
 
 /** `background`: the tailer and the monitor run (runtime/background.ts), for the tests that read the log. */
-async function boot(vars: Record<string, string> = {}, background = false): Promise<{ s: TestApp; c: Client }> {
+async function boot(
+  vars: Record<string, string> = {},
+  background = false,
+): Promise<{ s: TestApp; c: Client }> {
   const s = await startTestApp(vars, { background });
   servers.push(s);
   return { s, c: await adminClient(s) };
@@ -32,7 +35,15 @@ function line(ip: string, status: number, uri = '/'): string {
       ts: Date.now() / 1000,
       logger: 'http.log.access',
       msg: 'handled request',
-      request: { remote_ip: ip, client_ip: ip, proto: 'HTTP/1.1', method: 'GET', host: 'app.example', uri, headers: {} },
+      request: {
+        remote_ip: ip,
+        client_ip: ip,
+        proto: 'HTTP/1.1',
+        method: 'GET',
+        host: 'app.example',
+        uri,
+        headers: {},
+      },
       status,
       size: 10,
       duration: 0.001,
@@ -40,10 +51,14 @@ function line(ip: string, status: number, uri = '/'): string {
   );
 }
 
-const row = (items: Array<{ code: string }>, code: string) => items.find((i) => i.code === code) as { status: string; reason: string; fix: string } | undefined;
+const row = (items: Array<{ code: string }>, code: string) =>
+  items.find((i) => i.code === code) as { status: string; reason: string; fix: string } | undefined;
 
 test('the access log is tailed and a burst from one address trips the monitor, on the bus and in the snapshot', async () => {
-  const { s, c } = await boot({ SVC_SECURITY_REQUEST_THRESHOLD: '50', SVC_SECURITY_ERROR_THRESHOLD: '20' }, true);
+  const { s, c } = await boot(
+    { SVC_SECURITY_REQUEST_THRESHOLD: '50', SVC_SECURITY_ERROR_THRESHOLD: '20' },
+    true,
+  );
   const log = s.env.config.accessLog;
   await writeFile(log, line('198.51.100.1', 200));
   const events: any[] = [];
@@ -64,7 +79,9 @@ test('the access log is tailed and a burst from one address trips the monitor, o
   assert.equal(snap.top_talkers[0].ip, '203.0.113.9');
   // The file appeared after start-up, so it is read from its first line: 1 + 60 + 25.
   assert.equal(snap.recent_requests.length, 86);
-  assert.ok(events.some((e) => e.type === 'traffic_anomaly' && e.ip === '203.0.113.9' && e.kind === 'request_spike'));
+  assert.ok(
+    events.some((e) => e.type === 'traffic_anomaly' && e.ip === '203.0.113.9' && e.kind === 'request_spike'),
+  );
   const posture = await c.req('GET', '/api/security/posture');
   assert.equal(row(posture.body.items, 'request_monitoring')!.status, 'ok');
 });
@@ -74,7 +91,16 @@ test('posture rows follow the configuration, in the contract order', async () =>
   const p1 = (await bare.c.req('GET', '/api/security/posture')).body.items;
   assert.deepEqual(
     p1.map((i: { code: string }) => i.code).filter((c: string, i: number, a: string[]) => a.indexOf(c) === i),
-    ['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports'],
+    [
+      'firewall',
+      'fail2ban',
+      'master_key',
+      'metrics_token',
+      'exposure_mode',
+      'base_domain',
+      'request_monitoring',
+      'host_ports',
+    ],
   );
   // Without SVC_MASTER_KEY the first boot generated a key beside the data: usable, but flagged.
   assert.equal(row(p1, 'master_key')!.status, 'warning');
@@ -85,11 +111,18 @@ test('posture rows follow the configuration, in the contract order', async () =>
   assert.equal(row(p1, 'request_monitoring')!.status, 'warning');
   assert.equal(row(p1, 'firewall')!.status, 'warning');
   assert.match(row(p1, 'firewall')!.fix, /svc security-agent on/);
-  for (const i of p1) for (const k of ['status', 'title', 'reason', 'fix']) assert.equal(typeof i[k], 'string');
+  for (const i of p1)
+    for (const k of ['status', 'title', 'reason', 'fix']) assert.equal(typeof i[k], 'string');
 
-  const good = await boot({ SVC_METRICS_TOKEN: 'a-long-metrics-token-123', SVC_EXPOSURE: 'public', SVC_BASE_DOMAIN: 'apps.example.com', SVC_SECURITY_EXPECT_FIREWALL: 'false' });
+  const good = await boot({
+    SVC_METRICS_TOKEN: 'a-long-metrics-token-123',
+    SVC_EXPOSURE: 'public',
+    SVC_BASE_DOMAIN: 'apps.example.com',
+    SVC_SECURITY_EXPECT_FIREWALL: 'false',
+  });
   const p2 = (await good.c.req('GET', '/api/security/posture')).body.items;
-  for (const code of ['master_key', 'metrics_token', 'exposure_mode']) assert.equal(row(p2, code)!.status, 'ok', code);
+  for (const code of ['master_key', 'metrics_token', 'exposure_mode'])
+    assert.equal(row(p2, code)!.status, 'ok', code);
   // A base domain alone is not HTTPS: with no proxy running, the row says so.
   assert.equal(row(p2, 'base_domain')!.status, 'warning');
   assert.match(row(p2, 'base_domain')!.reason, /proxy is turned off/);
@@ -108,8 +141,17 @@ test('with the agent on, its snapshot drives the firewall and fail2ban rows and 
   const snapshot = {
     version: 1,
     generated_at: new Date().toISOString(),
-    firewall: { backend: 'nftables', installed: true, active: true, rules: ['table inet filter', 'chain input { policy drop; }'] },
-    fail2ban: { installed: true, active: true, jails: [{ name: 'sshd', currently_banned: 1, total_banned: 3, banned_ips: ['192.0.2.7'] }] },
+    firewall: {
+      backend: 'nftables',
+      installed: true,
+      active: true,
+      rules: ['table inet filter', 'chain input { policy drop; }'],
+    },
+    fail2ban: {
+      installed: true,
+      active: true,
+      jails: [{ name: 'sshd', currently_banned: 1, total_banned: 3, banned_ips: ['192.0.2.7'] }],
+    },
   };
   await writeFile(join(dir, 'host-snapshot.json'), JSON.stringify(snapshot));
   const fw = await c.req('GET', '/api/security/firewall');
@@ -118,11 +160,16 @@ test('with the agent on, its snapshot drives the firewall and fail2ban rows and 
   assert.equal(fw.body.active, true);
   assert.equal(fw.body.stale, false);
   const f2b = await c.req('GET', '/api/security/fail2ban');
-  assert.deepEqual(f2b.body.jails, [{ name: 'sshd', currently_banned: 1, total_banned: 3, banned_ips: ['192.0.2.7'] }]);
+  assert.deepEqual(f2b.body.jails, [
+    { name: 'sshd', currently_banned: 1, total_banned: 3, banned_ips: ['192.0.2.7'] },
+  ]);
   let items = (await c.req('GET', '/api/security/posture')).body.items;
   assert.equal(row(items, 'firewall')!.status, 'ok');
   assert.equal(row(items, 'fail2ban')!.status, 'ok');
-  await writeFile(join(dir, 'host-snapshot.json'), JSON.stringify({ ...snapshot, generated_at: new Date(Date.now() - 10 * 60_000).toISOString() }));
+  await writeFile(
+    join(dir, 'host-snapshot.json'),
+    JSON.stringify({ ...snapshot, generated_at: new Date(Date.now() - 10 * 60_000).toISOString() }),
+  );
   items = (await c.req('GET', '/api/security/posture')).body.items;
   assert.equal(row(items, 'firewall')!.status, 'warning');
   assert.equal((await c.req('GET', '/api/security/firewall')).body.stale, true);
@@ -134,7 +181,10 @@ test('with the agent on, its snapshot drives the firewall and fail2ban rows and 
   // An unreadable snapshot proves nothing either way: flagged, with the reason, never a 500.
   assert.equal(row(items, 'firewall')!.status, 'warning');
   assert.match(row(items, 'firewall')!.reason, /snapshot/i);
-  await writeFile(join(dir, 'host-snapshot.json'), JSON.stringify({ ...snapshot, firewall: { backend: null, installed: false, active: false, rules: [] } }));
+  await writeFile(
+    join(dir, 'host-snapshot.json'),
+    JSON.stringify({ ...snapshot, firewall: { backend: null, installed: false, active: false, rules: [] } }),
+  );
   items = (await c.req('GET', '/api/security/posture')).body.items;
   assert.equal(row(items, 'firewall')!.status, 'error');
 });

@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../../_support/request.js';
 import { startReceiver, RECEIVER_HOST, type Receiver } from '../../_support/receiver.js';
 import { needDocker } from '../../_support/docker.js';
 import { poll } from '../../_support/wait.js';
-import type { ResolvedAddress } from '../../../lib/net/outbound.js';
+import type { ResolvedAddress } from '#lib/net/outbound.js';
 
 let s: TestApp;
 let c: Client;
@@ -26,7 +26,10 @@ const resolve = async (host: string): Promise<ResolvedAddress[]> => {
 
 before(async () => {
   recv = await startReceiver();
-  s = await startTestApp({ SVC_NOTIFY_ALLOW: '127.0.0.1', SVC_SECURITY_COOLDOWN: '600', SVC_BASE_DOMAIN: 'paas.example.com' }, { background: true });
+  s = await startTestApp(
+    { SVC_NOTIFY_ALLOW: '127.0.0.1', SVC_SECURITY_COOLDOWN: '600', SVC_BASE_DOMAIN: 'paas.example.com' },
+    { background: true },
+  );
   Object.assign(s.env.notifier.transport, { agent: recv.agent, resolve });
   s.env.notifier.backoffMs = [50, 100];
   c = await adminClient(s);
@@ -52,7 +55,11 @@ test('bad URLs are a 400 naming the reason at save time; nothing is stored', asy
     assert.equal(r.body.code, 'bad_request');
     assert.match(r.body.error, why, url);
   }
-  const bad = await c.req('POST', '/api/settings/notifications', { kind: 'teams', name: 'x', url: recv.url() });
+  const bad = await c.req('POST', '/api/settings/notifications', {
+    kind: 'teams',
+    name: 'x',
+    url: recv.url(),
+  });
   assert.equal(bad.status, 400);
   const list = await c.req('GET', '/api/settings/notifications');
   assert.deepEqual(list.body.items, []);
@@ -63,7 +70,11 @@ let discord: any;
 let slack: any;
 
 test('CRUD: the URL is sealed and never returned, only a hint; test sends a real Discord payload', async () => {
-  const d = await c.req('POST', '/api/settings/notifications', { kind: 'discord', name: 'ops', url: recv.url('/discord/secret-token-abcd') });
+  const d = await c.req('POST', '/api/settings/notifications', {
+    kind: 'discord',
+    name: 'ops',
+    url: recv.url('/discord/secret-token-abcd'),
+  });
   assert.equal(d.status, 201, d.text);
   // Wrapped like every other creation ({"app": ...}, {"domain": ...}).
   assert.deepEqual(Object.keys(d.body), ['channel']);
@@ -72,13 +83,22 @@ test('CRUD: the URL is sealed and never returned, only a hint; test sends a real
   assert.equal(discord.enabled, true);
   assert.equal(discord.last_delivery, null);
   assert.ok(!d.text.includes('secret-token'));
-  const sl = await c.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'team', url: recv.url('/slack/secret-token-wxyz'), events: ['deploy_failed', 'app_crashed'] });
+  const sl = await c.req('POST', '/api/settings/notifications', {
+    kind: 'slack',
+    name: 'team',
+    url: recv.url('/slack/secret-token-wxyz'),
+    events: ['deploy_failed', 'app_crashed'],
+  });
   assert.equal(sl.status, 201);
   slack = sl.body.channel;
   const list = await c.req('GET', '/api/settings/notifications');
   assert.equal(list.body.items.length, 2);
   assert.ok(!list.text.includes('secret-token'));
-  const row = await s.env.db.selectFrom('notification_channels').select('url_sealed').where('id', '=', discord.id).executeTakeFirstOrThrow();
+  const row = await s.env.db
+    .selectFrom('notification_channels')
+    .select('url_sealed')
+    .where('id', '=', discord.id)
+    .executeTakeFirstOrThrow();
   assert.ok(!row.url_sealed.includes('secret-token') && !row.url_sealed.includes(RECEIVER_HOST));
 
   recv.script = [204];
@@ -93,7 +113,10 @@ test('CRUD: the URL is sealed and never returned, only a hint; test sends a real
   assert.equal(after.body.last_delivery.ok, true);
   assert.equal(after.body.last_delivery.status, 204);
 
-  const p = await c.req('PATCH', `/api/settings/notifications/${slack.id}`, { name: 'team-alerts', url: 'https://10.1.1.1/x' });
+  const p = await c.req('PATCH', `/api/settings/notifications/${slack.id}`, {
+    name: 'team-alerts',
+    url: 'https://10.1.1.1/x',
+  });
   assert.equal(p.status, 400, 'a refused URL leaves the channel as it was');
   assert.equal((await c.req('GET', `/api/settings/notifications/${slack.id}`)).body.name, 'team');
 });
@@ -101,7 +124,15 @@ test('CRUD: the URL is sealed and never returned, only a hint; test sends a real
 test('events reach subscribed channels in each format; failures retry 3 times with the log kept', async () => {
   recv.script = [204];
   const before = recv.received.length;
-  s.env.bus.publish('deployments', { type: 'deploy_failed', deployment_id: 'd1', app_id: 'a1', app: 'shop', trigger: 'push', ref: 'main', error: 'build failed: <oops> & more' });
+  s.env.bus.publish('deployments', {
+    type: 'deploy_failed',
+    deployment_id: 'd1',
+    app_id: 'a1',
+    app: 'shop',
+    trigger: 'push',
+    ref: 'main',
+    error: 'build failed: <oops> & more',
+  });
   await poll('two deliveries', () => recv.received.length >= before + 2, 15_000, 20);
   await s.env.notifier.idle();
   const dj = byPath('/discord/secret-token-abcd').at(-1)!.json;
@@ -117,8 +148,18 @@ test('events reach subscribed channels in each format; failures retry 3 times wi
 
   // The Slack channel is not subscribed to deploy_succeeded.
   const n = byPath('/slack/secret-token-wxyz').length;
-  s.env.bus.publish('deployments', { type: 'deploy_succeeded', deployment_id: 'd2', app_id: 'a1', app: 'shop' });
-  await poll('the discord delivery', () => byPath('/discord/secret-token-abcd').some((r) => r.json?.embeds?.[0]?.title === 'Deployed shop'), 15_000, 20);
+  s.env.bus.publish('deployments', {
+    type: 'deploy_succeeded',
+    deployment_id: 'd2',
+    app_id: 'a1',
+    app: 'shop',
+  });
+  await poll(
+    'the discord delivery',
+    () => byPath('/discord/secret-token-abcd').some((r) => r.json?.embeds?.[0]?.title === 'Deployed shop'),
+    15_000,
+    20,
+  );
   await s.env.notifier.idle();
   assert.equal(byPath('/slack/secret-token-wxyz').length, n);
 
@@ -153,9 +194,19 @@ test('events reach subscribed channels in each format; failures retry 3 times wi
 
 test('traffic_anomaly is debounced per (IP, kind); allow-listed anomalies are never sent', async () => {
   recv.script = [204];
-  const anomalies = () => byPath('/discord/secret-token-abcd').filter((r) => r.json?.embeds?.[0]?.footer?.text === 'traffic_anomaly');
+  const anomalies = () =>
+    byPath('/discord/secret-token-abcd').filter(
+      (r) => r.json?.embeds?.[0]?.footer?.text === 'traffic_anomaly',
+    );
   const start = anomalies().length;
-  const spike = { type: 'traffic_anomaly', ip: '203.0.113.50', kind: 'request_spike', count: 999, detail: 'spike', notified: true };
+  const spike = {
+    type: 'traffic_anomaly',
+    ip: '203.0.113.50',
+    kind: 'request_spike',
+    count: 999,
+    detail: 'spike',
+    notified: true,
+  };
   s.env.bus.publish('security', spike);
   s.env.bus.publish('security', spike);
   s.env.bus.publish('security', { ...spike, kind: 'error_surge' });
@@ -172,7 +223,12 @@ test('traffic_anomaly is debounced per (IP, kind); allow-listed anomalies are ne
 
 test('a URL that passed at save but resolves to loopback at send is refused: 400 at test, failed delivery otherwise', async () => {
   names.set('flip.test', '8.8.8.8');
-  const r = await c.req('POST', '/api/settings/notifications', { kind: 'slack', name: 'flip', url: 'https://flip.test/hook', events: ['deploy_failed'] });
+  const r = await c.req('POST', '/api/settings/notifications', {
+    kind: 'slack',
+    name: 'flip',
+    url: 'https://flip.test/hook',
+    events: ['deploy_failed'],
+  });
   assert.equal(r.status, 201);
   names.set('flip.test', '127.0.0.2');
   const t = await c.req('POST', `/api/settings/notifications/${r.body.channel.id}/test`);
@@ -188,7 +244,10 @@ test('a URL that passed at save but resolves to loopback at send is refused: 400
 test('deploy_failed from a real failing deployment reaches the channel', async (t) => {
   if (!(await needDocker(t))) return;
   recv.script = [204];
-  const app = await c.req('POST', '/api/apps', { name: `w14-notify-${process.pid}`, source: { type: 'image', image: 'svc-test/w14-no-such-image:missing' } });
+  const app = await c.req('POST', '/api/apps', {
+    name: `w14-notify-${process.pid}`,
+    source: { type: 'image', image: 'svc-test/w14-no-such-image:missing' },
+  });
   assert.equal(app.status, 201, app.text);
   const created = app.body.app;
   try {
@@ -196,7 +255,12 @@ test('deploy_failed from a real failing deployment reaches the channel', async (
     assert.equal(d.status, 202, d.text);
     const hit = await poll(
       'deploy_failed at the receiver',
-      () => byPath('/discord/secret-token-abcd').find((r) => r.json?.embeds?.[0]?.footer?.text === 'deploy_failed' && r.json.embeds[0].title.includes(created.name)),
+      () =>
+        byPath('/discord/secret-token-abcd').find(
+          (r) =>
+            r.json?.embeds?.[0]?.footer?.text === 'deploy_failed' &&
+            r.json.embeds[0].title.includes(created.name),
+        ),
       120_000,
       100,
     );

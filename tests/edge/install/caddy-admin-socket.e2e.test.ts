@@ -11,9 +11,9 @@ import { execFile, spawn } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { parseEnvFile, loadConfig } from '../../../lib/config.js';
-import { createCaddyClient } from '../../../lib/proxy/caddy.js';
-import { checks, runChecks, type DoctorContext } from '../../../lib/doctor/checks.js';
+import { parseEnvFile, loadConfig } from '#lib/config.js';
+import { createCaddyClient } from '#lib/proxy/caddy.js';
+import { checks, runChecks, type DoctorContext } from '#lib/doctor/checks.js';
 import { request as httpRequest } from 'node:http';
 import { runCli } from '../../_support/cli.js';
 import { missing } from '../../_support/ci.js';
@@ -29,7 +29,8 @@ after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-const DEBIAN_12 = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n';
+const DEBIAN_12 =
+  'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n';
 
 /** `Key=value` lines of a unit file's [Service] section, in order (repeated keys kept). */
 function serviceLines(text: string): Array<[string, string]> {
@@ -37,7 +38,8 @@ function serviceLines(text: string): Array<[string, string]> {
   let section = '';
   for (const line of text.split('\n')) {
     if (/^\[.*\]$/.test(line)) section = line;
-    else if (section === '[Service]' && /^[A-Za-z]+=/.test(line)) out.push([line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]);
+    else if (section === '[Service]' && /^[A-Za-z]+=/.test(line))
+      out.push([line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]);
   }
   return out;
 }
@@ -68,7 +70,11 @@ function tcpPortsOf(pid: number): Promise<number[]> {
 /** What happens when another (unprivileged) user opens the socket: "connected" or the error code. */
 function connectAs(uid: number, gid: number, socket: string): Promise<string> {
   const script = `require('net').connect(${JSON.stringify(socket)}).on('connect',function(){console.log('connected');this.destroy()}).on('error',e=>console.log(e.code))`;
-  return new Promise((done, fail) => execFile(process.execPath, ['-e', script], { uid, gid, cwd: '/' }, (err, stdout) => (err ? fail(err) : done(String(stdout).trim()))));
+  return new Promise((done, fail) =>
+    execFile(process.execPath, ['-e', script], { uid, gid, cwd: '/' }, (err, stdout) =>
+      err ? fail(err) : done(String(stdout).trim()),
+    ),
+  );
 }
 
 test('the installed caddy-api drop-in keeps the admin endpoint off TCP and closed to other users; the control plane syncs through it', async (t) => {
@@ -84,7 +90,10 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
   await writeFile(join(root, 'etc/os-release'), DEBIAN_12);
   const r = await runCli(['install', '--root', root], {});
   assert.equal(r.code, 0, r.stderr + r.stdout);
-  const dropIn = await readFile(join(root, 'etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf'), 'utf8');
+  const dropIn = await readFile(
+    join(root, 'etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf'),
+    'utf8',
+  );
   const env = parseEnvFile(await readFile(join(root, 'etc/svc/svc.env'), 'utf8'));
   const lines = serviceLines(dropIn);
   const value = (k: string) => lines.filter(([key]) => key === k).map(([, v]) => v);
@@ -97,7 +106,10 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
   assert.deepEqual(value('StandardInput'), ['data']);
   const listen = (JSON.parse(stdinText) as { admin: { listen: string } }).admin.listen;
   assert.equal(listen, env.SVC_CADDY_ADMIN, 'Caddy and the control plane name the same socket');
-  assert.ok(listen.startsWith(`unix//run/${runtimeDir}/`), 'the socket is in the runtime directory systemd creates');
+  assert.ok(
+    listen.startsWith(`unix//run/${runtimeDir}/`),
+    'the socket is in the runtime directory systemd creates',
+  );
 
   // What systemd would do, under the temp root: the runtime directory with its mode, owned by User=caddy.
   const rerooted = (p: string) => join(root, p);
@@ -130,7 +142,12 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
       uid: ids.uid,
       gid: ids.gid,
       cwd: home,
-      env: { PATH: '/usr/bin:/bin', HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data') },
+      env: {
+        PATH: '/usr/bin:/bin',
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, 'config'),
+        XDG_DATA_HOME: join(home, 'data'),
+      },
       stdio: [stdin.fd, 'pipe', 'pipe'],
     });
     await stdin.close();
@@ -144,7 +161,11 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
   let caddy = await startCaddy();
   const client = createCaddyClient(address);
   assert.deepEqual(await client.getConfig(), { admin: { listen: address } });
-  assert.deepEqual(await tcpPortsOf(caddy.pid!), [], 'no TCP listener at all: the admin endpoint is on the socket only');
+  assert.deepEqual(
+    await tcpPortsOf(caddy.pid!),
+    [],
+    'no TCP listener at all: the admin endpoint is on the socket only',
+  );
   // Another user cannot open the socket (its directory is Caddy's user's alone); root, as the control plane runs, can.
   assert.equal(await connectAs(65534, 65534, socket), 'EACCES');
 
@@ -161,9 +182,15 @@ test('the installed caddy-api drop-in keeps the admin endpoint off TCP and close
     const c = (await client.getConfig().catch(() => null)) as Cfg | null;
     return c?.apps?.http?.servers && Object.keys(c.apps.http.servers).length ? c : null;
   };
-  assert.equal((await poll("the control plane's config in Caddy", synced, 30_000, 100)).admin?.listen, address);
+  assert.equal(
+    (await poll("the control plane's config in Caddy", synced, 30_000, 100)).admin?.listen,
+    address,
+  );
   const ports = await tcpPortsOf(caddy.pid!);
-  assert.ok(ports.length > 0 && ports.every((p) => p === httpPort || p === httpsPort), `after the load Caddy listens on ${ports.join(', ')}: the proxy's ports only`);
+  assert.ok(
+    ports.length > 0 && ports.every((p) => p === httpPort || p === httpsPort),
+    `after the load Caddy listens on ${ports.join(', ')}: the proxy's ports only`,
+  );
   assert.equal(await connectAs(65534, 65534, socket), 'EACCES');
 
   // A restart resumes the autosaved config (the control plane's), with the endpoint still on the socket.
@@ -190,7 +217,12 @@ test("svc doctor's fix for an admin endpoint on TCP moves a running Caddy's endp
   const bootstrap = join(dir, 'caddy.json');
   await writeFile(bootstrap, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));
   const child = spawn('/usr/bin/caddy', ['run', '--config', bootstrap], {
-    env: { PATH: '/usr/bin:/bin', HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), XDG_DATA_HOME: join(dir, 'data') },
+    env: {
+      PATH: '/usr/bin:/bin',
+      HOME: dir,
+      XDG_CONFIG_HOME: join(dir, 'config'),
+      XDG_DATA_HOME: join(dir, 'data'),
+    },
     stdio: 'ignore',
   });
   procs.push(child);
@@ -201,18 +233,30 @@ test("svc doctor's fix for an admin endpoint on TCP moves a running Caddy's endp
   const socket = join(dir, 'run', 'admin.sock');
   await mkdir(join(dir, 'run'), { mode: 0o700 });
   const [line] = await runChecks(
-    { config: loadConfig({ SVC_DATA_DIR: dir, SVC_CADDY_ADMIN: tcpAdmin }), envFile: '/etc/svc/svc.env' } as DoctorContext,
+    {
+      config: loadConfig({ SVC_DATA_DIR: dir, SVC_CADDY_ADMIN: tcpAdmin }),
+      envFile: '/etc/svc/svc.env',
+    } as DoctorContext,
     checks.filter((c) => c.name === 'caddy admin'),
   );
   assert.equal(line!.status, 'warning');
-  const m = /curl -X PATCH -H 'content-type: application\/json' -d '"([^"]+)"' (http:\/\/\S+)\/config\/admin\/listen;/.exec(line!.fix ?? '');
+  const m =
+    /curl -X PATCH -H 'content-type: application\/json' -d '"([^"]+)"' (http:\/\/\S+)\/config\/admin\/listen;/.exec(
+      line!.fix ?? '',
+    );
   assert.ok(m, line!.fix);
   assert.equal(m[2], tcpAdmin);
   const target = m[1]!.replace('unix//run/caddy/admin.sock', `unix/${socket}`);
   const status = await new Promise<number>((done, fail) => {
     const body = JSON.stringify(target);
     const req = httpRequest(
-      { host: '127.0.0.1', port: adminPort, method: 'PATCH', path: '/config/admin/listen', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: '127.0.0.1',
+        port: adminPort,
+        method: 'PATCH',
+        path: '/config/admin/listen',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => done(res.statusCode ?? 0));

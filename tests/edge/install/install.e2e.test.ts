@@ -13,7 +13,17 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFile, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  readlink,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, runCli } from '../../_support/cli.js';
@@ -24,7 +34,8 @@ after(async () => {
   for (const r of roots) await rm(r, { recursive: true, force: true });
 });
 
-const DEBIAN_12 = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n';
+const DEBIAN_12 =
+  'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n';
 
 async function freshRoot(os = DEBIAN_12): Promise<string> {
   const r = await mkdtemp(join(tmpdir(), 'svc-install-'));
@@ -51,14 +62,25 @@ async function snapshot(root: string, rel = ''): Promise<Record<string, Entry>> 
     const p = rel ? `${rel}/${name}` : name;
     const st = await lstat(join(root, p));
     const type = st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'dir' : 'file';
-    const content = type === 'symlink' ? await readlink(join(root, p)) : type === 'file' ? await readFile(join(root, p), 'utf8') : '';
+    const content =
+      type === 'symlink'
+        ? await readlink(join(root, p))
+        : type === 'file'
+          ? await readFile(join(root, p), 'utf8')
+          : '';
     out[p] = { type, mode: (st.mode & 0o7777).toString(8), uid: st.uid, mtimeMs: st.mtimeMs, content };
     if (type === 'dir') Object.assign(out, await snapshot(root, p));
   }
   return out;
 }
 
-const shape = (s: Record<string, Entry>) => Object.fromEntries(Object.entries(s).map(([p, e]) => [p, `${e.type} ${e.mode}${e.type === 'symlink' ? ` -> ${e.content}` : ''}`]));
+const shape = (s: Record<string, Entry>) =>
+  Object.fromEntries(
+    Object.entries(s).map(([p, e]) => [
+      p,
+      `${e.type} ${e.mode}${e.type === 'symlink' ? ` -> ${e.content}` : ''}`,
+    ]),
+  );
 
 const EXPECTED_DROPIN_LINES = [
   '[Service]',
@@ -132,14 +154,24 @@ const EXPECTED_UNIT_LINES = [
  * ("..., ignoring") with status 0, and would weaken the sandbox silently. So any line about the
  * unit counts as a problem.
  */
-function verifyUnit(path: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; problems: string[] }> {
+function verifyUnit(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; problems: string[] }> {
   return new Promise((done) => {
-    execFile('systemd-analyze', ['verify', '--man=no', path], { timeout: 60_000, env }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      const name = path.split('/').pop()!;
-      const problems = `${stdout}\n${stderr}`.split('\n').filter((l) => l.includes(name) || (code !== 0 && l.trim() !== ''));
-      done({ code, problems });
-    });
+    execFile(
+      'systemd-analyze',
+      ['verify', '--man=no', path],
+      { timeout: 60_000, env },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        const name = path.split('/').pop()!;
+        const problems = `${stdout}\n${stderr}`
+          .split('\n')
+          .filter((l) => l.includes(name) || (code !== 0 && l.trim() !== ''));
+        done({ code, problems });
+      },
+    );
   });
 }
 
@@ -149,7 +181,15 @@ async function haveSystemdAnalyze(): Promise<boolean> {
 
 test('install --root writes every file with its mode, a unit systemd accepts, and the setup pointer', async (t) => {
   const root = await freshRoot();
-  const r = await svc(['install', '--root', root, '--base-domain', 'example.com', '--acme-email', 'ops@example.com']);
+  const r = await svc([
+    'install',
+    '--root',
+    root,
+    '--base-domain',
+    'example.com',
+    '--acme-email',
+    'ops@example.com',
+  ]);
   assert.equal(r.code, 0, r.stderr + r.stdout);
   const snap = await snapshot(root);
   assert.deepEqual(shape(snap), {
@@ -165,14 +205,17 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
     'etc/systemd/system/caddy-api.service.d': 'dir 755',
     [DROPIN]: 'file 644',
     'etc/systemd/system/multi-user.target.wants': 'dir 755',
-    'etc/systemd/system/multi-user.target.wants/caddy-api.service': 'symlink 777 -> /lib/systemd/system/caddy-api.service',
-    'etc/systemd/system/multi-user.target.wants/svc.service': 'symlink 777 -> /etc/systemd/system/svc.service',
+    'etc/systemd/system/multi-user.target.wants/caddy-api.service':
+      'symlink 777 -> /lib/systemd/system/caddy-api.service',
+    'etc/systemd/system/multi-user.target.wants/svc.service':
+      'symlink 777 -> /etc/systemd/system/svc.service',
     'etc/systemd/system/svc.service': 'file 644',
     var: 'dir 755',
     'var/lib': 'dir 755',
     'var/lib/svc': 'dir 700',
   });
-  if ((process.getuid?.() ?? 1) === 0) for (const [p, e] of Object.entries(snap)) assert.equal(e.uid, 0, `${p} belongs to root`);
+  if ((process.getuid?.() ?? 1) === 0)
+    for (const [p, e] of Object.entries(snap)) assert.equal(e.uid, 0, `${p} belongs to root`);
 
   const env = snap['etc/svc/svc.env']!.content;
   const values = Object.fromEntries(
@@ -181,15 +224,29 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
       .filter((l) => /^[A-Z_]+=/.test(l))
       .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
   );
-  assert.deepEqual(Object.keys(values), ['SVC_DATA_DIR', 'SVC_MASTER_KEY', 'SVC_METRICS_TOKEN', 'SVC_CADDY_ADMIN', 'SVC_BASE_DOMAIN', 'SVC_HOST', 'SVC_EXPOSURE', 'SVC_ACME_EMAIL']);
+  assert.deepEqual(Object.keys(values), [
+    'SVC_DATA_DIR',
+    'SVC_MASTER_KEY',
+    'SVC_METRICS_TOKEN',
+    'SVC_CADDY_ADMIN',
+    'SVC_BASE_DOMAIN',
+    'SVC_HOST',
+    'SVC_EXPOSURE',
+    'SVC_ACME_EMAIL',
+  ]);
   assert.match(values.SVC_MASTER_KEY!, /^[0-9a-f]{64}$/);
   assert.match(values.SVC_METRICS_TOKEN!, /^[0-9a-f]{48}$/);
   assert.equal(values.SVC_DATA_DIR, '/var/lib/svc');
   assert.equal(values.SVC_BASE_DOMAIN, 'example.com');
   assert.equal(values.SVC_ACME_EMAIL, 'ops@example.com');
   assert.equal(values.SVC_HOST, '127.0.0.1');
-  assert.equal(values.SVC_CADDY_ADMIN, 'unix//run/caddy/admin.sock', "Caddy's admin endpoint on the drop-in's socket");
-  for (const secret of [values.SVC_MASTER_KEY!, values.SVC_METRICS_TOKEN!]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), 'no secret is printed');
+  assert.equal(
+    values.SVC_CADDY_ADMIN,
+    'unix//run/caddy/admin.sock',
+    "Caddy's admin endpoint on the drop-in's socket",
+  );
+  for (const secret of [values.SVC_MASTER_KEY!, values.SVC_METRICS_TOKEN!])
+    assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), 'no secret is printed');
 
   const unit = snap['etc/systemd/system/svc.service']!.content;
   assert.deepEqual(
@@ -208,7 +265,10 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
     dropIn.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')),
     EXPECTED_DROPIN_LINES,
   );
-  assert.deepEqual(JSON.parse(snap['etc/svc/install.json']!.content), { enabled: ['caddy-api.service', 'svc.service'], disabled: [] });
+  assert.deepEqual(JSON.parse(snap['etc/svc/install.json']!.content), {
+    enabled: ['caddy-api.service', 'svc.service'],
+    disabled: [],
+  });
   assert.match(r.stdout, /\/var\/lib\/svc\/setup\.token/);
   assert.match(r.stdout, /https:\/\/svc\.example\.com\/#token=<that token>/);
 
@@ -245,7 +305,10 @@ test('install --root writes every file with its mode, a unit systemd accepts, an
     ['ExecStart=\n', ''],
   ] as const) {
     const v = await verifyCaddyApi(dropIn.replace(from, to));
-    assert.ok(v.problems.length > 0, `the drop-in with ${JSON.stringify(to)} for ${JSON.stringify(from)} passed systemd-analyze verify`);
+    assert.ok(
+      v.problems.length > 0,
+      `the drop-in with ${JSON.stringify(to)} for ${JSON.stringify(from)} passed systemd-analyze verify`,
+    );
   }
 });
 
@@ -311,12 +374,17 @@ test("an environment file with Caddy's admin endpoint on TCP keeps it, and gets 
   await writeFile(join(root, 'etc/svc/svc.env'), 'SVC_CADDY_ADMIN=http://127.0.0.1:2019\n', { mode: 0o600 });
   const r = await svc(['install', '--root', root]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(await readFile(join(root, 'etc/svc/svc.env'), 'utf8'), /^SVC_CADDY_ADMIN=http:\/\/127\.0\.0\.1:2019$/m);
+  assert.match(
+    await readFile(join(root, 'etc/svc/svc.env'), 'utf8'),
+    /^SVC_CADDY_ADMIN=http:\/\/127\.0\.0\.1:2019$/m,
+  );
   await assert.rejects(lstat(join(root, 'etc/systemd/system/caddy-api.service.d')), { code: 'ENOENT' });
   assert.match(r.stdout, /SVC_CADDY_ADMIN is http:\/\/127\.0\.0\.1:2019, not a unix socket.*svc doctor/);
 
   // Moved to the socket by hand, the next install adds the drop-in for it.
-  await writeFile(join(root, 'etc/svc/svc.env'), 'SVC_CADDY_ADMIN=unix//run/caddy/admin.sock\n', { mode: 0o600 });
+  await writeFile(join(root, 'etc/svc/svc.env'), 'SVC_CADDY_ADMIN=unix//run/caddy/admin.sock\n', {
+    mode: 0o600,
+  });
   assert.equal((await svc(['install', '--root', root])).code, 0);
   assert.match(await readFile(join(root, DROPIN), 'utf8'), /^RuntimeDirectory=caddy$/m);
 });
@@ -335,7 +403,10 @@ test('the Caddyfile service is turned off by install and back on by uninstall; d
 
   const dry = await svc(['uninstall', '--dry-run', '--root', root]);
   assert.match(dry.stdout, /remove \/etc\/systemd\/system\/svc\.service/);
-  assert.ok((await lstat(join(root, 'etc/systemd/system/svc.service'))).isFile(), 'the dry run removed nothing');
+  assert.ok(
+    (await lstat(join(root, 'etc/systemd/system/svc.service'))).isFile(),
+    'the dry run removed nothing',
+  );
 
   const u = await svc(['uninstall', '--root', root]);
   assert.equal(u.code, 0, u.stderr);

@@ -17,13 +17,21 @@ import { promisify } from 'node:util';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../../lib/config.js';
+import { loadConfig } from '#lib/config.js';
 import { createEnv } from '../../../runtime/boot.js';
 import { startServer } from '../../../runtime/server.js';
 import { startBackground } from '../../../runtime/background.js';
-import { createLogger } from '../../../lib/log.js';
-import type { EdgeOptions } from '../../../lib/proxy/edge.js';
-import { adminClient, apiToken, startTestServer, ADMIN, TEST_MASTER_KEY, Client, type TestServer } from '../../_support/server.js';
+import { createLogger } from '#lib/log.js';
+import type { EdgeOptions } from '#lib/proxy/edge.js';
+import {
+  adminClient,
+  apiToken,
+  startTestServer,
+  ADMIN,
+  TEST_MASTER_KEY,
+  Client,
+  type TestServer,
+} from '../../_support/server.js';
 import { startS3, S3_KEY } from '../../_support/s3.js';
 import { ensureBaseImage, BASE_IMAGE } from '../../_support/docker.js';
 import { needDbImages } from '../../_support/dbimages.js';
@@ -32,9 +40,9 @@ import { needEdge, startEdgeLab, type EdgeLab, type FetchResult } from '../../_s
 import { dbImageMap, newApp, provisionDb, psql, runBackup } from '../_data.js';
 import { execIn, until } from '../_helpers.js';
 import { waitStatus } from '../_deploy.js';
-import { listAppContainers } from '../../../lib/docker/index.js';
-import { deleteApp } from '../../../lib/apps/ops.js';
-import { settleJobs } from '../../../lib/backups/jobs.js';
+import { listAppContainers } from '#lib/docker/index.js';
+import { deleteApp } from '#lib/apps/ops.js';
+import { settleJobs } from '#lib/backups/jobs.js';
 
 const sh = promisify(execFile);
 const WEB_IMAGE = 'svc-test/web:dr';
@@ -68,8 +76,10 @@ async function wipeInstance(a: TestServer): Promise<void> {
   const id = a.env.engine.owner.instanceId;
   const d = a.env.engine.docker;
   const filters = { label: [`svc.instance=${id}`] };
-  for (const c of await d.listContainers({ all: true, filters })) await d.getContainer(c.Id).remove({ force: true, v: true });
-  for (const v of (await d.listVolumes({ filters })).Volumes ?? []) await d.getVolume(v.Name).remove({ force: true });
+  for (const c of await d.listContainers({ all: true, filters }))
+    await d.getContainer(c.Id).remove({ force: true, v: true });
+  for (const v of (await d.listVolumes({ filters })).Volumes ?? [])
+    await d.getVolume(v.Name).remove({ force: true });
   for (const n of await d.listNetworks({ filters })) await d.getNetwork(n.Id).remove();
 }
 
@@ -104,7 +114,11 @@ test('disaster recovery: instance A lost with its Caddy, restored on B from its 
     throw e;
   });
   // A and B both name the storage the lab's Caddy uses: the control plane and Caddy agree on it.
-  const vars = { ...lab.vars, SVC_CADDY_STORAGE: lab.caddyStorage, SVC_IMAGE_MAP: JSON.stringify(dbImageMap(images, ['postgres'])) };
+  const vars = {
+    ...lab.vars,
+    SVC_CADDY_STORAGE: lab.caddyStorage,
+    SVC_IMAGE_MAP: JSON.stringify(dbImageMap(images, ['postgres'])),
+  };
   let a: TestServer | null = null;
   let b: TestServer | null = null;
   const bDir = await mkdtemp(join(tmpdir(), 'svc-dr-b-'));
@@ -113,12 +127,32 @@ test('disaster recovery: instance A lost with its Caddy, restored on B from its 
     a = await startTestServer(vars, { edge: EDGE });
     const c = await adminClient(a);
     const token = await apiToken(c, 'dr');
-    const s3Dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, access_key_id: S3_KEY.id, secret_access_key: 'dr-secret', path_style: true };
+    const s3Dest = {
+      type: 's3',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: s3.bucket,
+      access_key_id: S3_KEY.id,
+      secret_access_key: 'dr-secret',
+      path_style: true,
+    };
 
-    const web = (await c.req('POST', '/api/apps', { name: `drweb-${Math.random().toString(36).slice(2, 7)}`, source: { type: 'image', image: WEB_IMAGE } })).body.app;
+    const web = (
+      await c.req('POST', '/api/apps', {
+        name: `drweb-${Math.random().toString(36).slice(2, 7)}`,
+        source: { type: 'image', image: WEB_IMAGE },
+      })
+    ).body.app;
     appIds.push(web.id);
     assert.equal((await c.req('PATCH', `/api/apps/${web.id}/services/app`, { port: 8080 })).status, 200);
-    assert.equal((await c.req('PUT', `/api/apps/${web.id}/env`, { items: [{ key: 'SECRET_WORD', value: 'swordfish', secret: true }] })).status, 200);
+    assert.equal(
+      (
+        await c.req('PUT', `/api/apps/${web.id}/env`, {
+          items: [{ key: 'SECRET_WORD', value: 'swordfish', secret: true }],
+        })
+      ).status,
+      200,
+    );
     const dep = await c.req('POST', `/api/apps/${web.id}/deployments`, {});
     assert.equal(dep.status, 202, dep.text);
     await waitStatus(c, web.id, dep.body.deployment.id, ['succeeded']);
@@ -131,7 +165,13 @@ test('disaster recovery: instance A lost with its Caddy, restored on B from its 
 
     const dbApp = await newApp(c, appIds, 'drdb');
     const db = await provisionDb(c, dbApp.id, 'postgres', '15');
-    await psql(a, c, dbApp, images.postgres, "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 25) g;");
+    await psql(
+      a,
+      c,
+      dbApp,
+      images.postgres,
+      "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes SELECT g, 'note ' || g FROM generate_series(1, 25) g;",
+    );
     const cfg = await c.req('POST', `/api/apps/${dbApp.id}/backups`, {
       source: { type: 'database', database_id: db.id },
       schedule: '0 3 * * *',
@@ -142,7 +182,10 @@ test('disaster recovery: instance A lost with its Caddy, restored on B from its 
     assert.equal((await runBackup(c, dbApp.id, cfg.body.backup.id)).status, 'succeeded');
 
     assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
-    assert.equal((await c.req('PUT', '/api/instance/backup', { destination: { ...s3Dest, prefix: 'instance' } })).status, 200);
+    assert.equal(
+      (await c.req('PUT', '/api/instance/backup', { destination: { ...s3Dest, prefix: 'instance' } })).status,
+      200,
+    );
     const run = await c.req('POST', '/api/instance/backup/run');
     const done = await until('instance backup', async () => {
       const x = (await c.req('GET', `/api/instance/backup/runs/${run.body.run.id}`)).body.run;
@@ -207,7 +250,10 @@ test('disaster recovery: instance A lost with its Caddy, restored on B from its 
     assert.match(page, /dr-hello/);
     const secret = await execIn(b.env.engine, ct.id, ['sh', '-c', 'echo "$SECRET_WORD"']);
     assert.equal(secret.stdout.toString().trim(), 'swordfish');
-    assert.equal(await psql(b, bc, dbApp, images.postgres, "SELECT count(*) || ':' || max(body) FROM notes"), '25:note 9');
+    assert.equal(
+      await psql(b, bc, dbApp, images.postgres, "SELECT count(*) || ':' || max(body) FROM notes"),
+      '25:note 9',
+    );
 
     // Through the new Caddy, over HTTPS: the app, with the certificate A had (a new order would show another).
     const after = await servedPage(lab);

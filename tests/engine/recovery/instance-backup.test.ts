@@ -9,13 +9,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import BetterSqlite3 from 'better-sqlite3';
-import { adminClient, startTestServer, ADMIN, TEST_MASTER_KEY, type Client, type TestServer } from '../../_support/server.js';
+import {
+  adminClient,
+  startTestServer,
+  ADMIN,
+  TEST_MASTER_KEY,
+  type Client,
+  type TestServer,
+} from '../../_support/server.js';
 import { startS3, S3_KEY, type S3Server } from '../../_support/s3.js';
 import { until } from '../_helpers.js';
-import { unpackVerified } from '../../../lib/backups/instance-verify.js';
-import { localStore } from '../../../lib/backups/destinations.js';
-import { settleJobs } from '../../../lib/backups/jobs.js';
-import type { BusEvent } from '../../../lib/events/bus.js';
+import { unpackVerified } from '#lib/backups/instance-verify.js';
+import { localStore } from '#lib/backups/destinations.js';
+import { settleJobs } from '#lib/backups/jobs.js';
+import type { BusEvent } from '#lib/events/bus.js';
 
 let s: TestServer;
 let c: Client;
@@ -69,7 +76,9 @@ async function runOnce(): Promise<any> {
     'instance backup run',
     async () => {
       const x = (await c.req('GET', `/api/instance/backup/runs/${r.body.run.id}`)).body.run;
-      return x.status !== 'running' && (x.status !== 'succeeded' || x.verified_at || x.verify_error) ? x : null;
+      return x.status !== 'running' && (x.status !== 'succeeded' || x.verified_at || x.verify_error)
+        ? x
+        : null;
     },
     120_000,
     200,
@@ -81,16 +90,33 @@ const master = Buffer.from(TEST_MASTER_KEY, 'hex');
 test('instance backup: config, step-up rules, local runs verify, hold the database and Caddy storage, retention, tamper', async () => {
   const cfg = await c.req('GET', '/api/instance/backup');
   assert.equal(cfg.status, 200, cfg.text);
-  assert.deepEqual({ ...cfg.body.backup, updated_at: 'x' }, { schedule: '0 3 * * *', keep_last: 7, destination: { type: 'local' }, enabled: false, last_run: null, updated_at: 'x' });
+  assert.deepEqual(
+    { ...cfg.body.backup, updated_at: 'x' },
+    {
+      schedule: '0 3 * * *',
+      keep_last: 7,
+      destination: { type: 'local' },
+      enabled: false,
+      last_run: null,
+      updated_at: 'x',
+    },
+  );
 
   // Lowering keep_last needs a recent step-up; a harmless change does not; bad input is a 400.
   const low = await c.req('PUT', '/api/instance/backup', { keep_last: 2 });
   assert.equal(low.status, 403, low.text);
   assert.equal(low.body.code, 'step_up_required');
-  assert.equal((await c.req('PUT', '/api/instance/backup', { schedule: '30 4 * * *', keep_last: 9 })).status, 200);
+  assert.equal(
+    (await c.req('PUT', '/api/instance/backup', { schedule: '30 4 * * *', keep_last: 9 })).status,
+    200,
+  );
   const bad = await c.req('PUT', '/api/instance/backup', { schedule: '* * * * * *' });
   assert.equal(bad.status, 400, bad.text);
-  assert.equal((await c.req('PUT', '/api/instance/backup', { keep_last: 0 })).status, 403, 'a lower keep_last is refused before it is validated');
+  assert.equal(
+    (await c.req('PUT', '/api/instance/backup', { keep_last: 0 })).status,
+    403,
+    'a lower keep_last is refused before it is validated',
+  );
   await stepUp(c);
   assert.equal((await c.req('PUT', '/api/instance/backup', { keep_last: 400 })).status, 400);
   const saved = await c.req('PUT', '/api/instance/backup', { keep_last: 2 });
@@ -109,26 +135,61 @@ test('instance backup: config, step-up rules, local runs verify, hold the databa
   // What it holds: the database (settings included), Caddy's files without its locks, never the key.
   const out = await mkdtemp(join(tmpdir(), 'svc-unpacked-'));
   try {
-    const instanceId = (await s.env.db.selectFrom('settings').select('value').where('key', '=', 'instance_id').executeTakeFirstOrThrow()).value;
-    const got = await unpackVerified(localStore(s.dataDir), `instance/${first.id}.svcbak`, first.sha256, { instance_id: instanceId, run_id: first.id }, master, s.dataDir, out);
+    const instanceId = (
+      await s.env.db
+        .selectFrom('settings')
+        .select('value')
+        .where('key', '=', 'instance_id')
+        .executeTakeFirstOrThrow()
+    ).value;
+    const got = await unpackVerified(
+      localStore(s.dataDir),
+      `instance/${first.id}.svcbak`,
+      first.sha256,
+      { instance_id: instanceId, run_id: first.id },
+      master,
+      s.dataDir,
+      out,
+    );
     assert.equal(got.sha256, first.sha256);
     assert.equal(got.manifest.instance_id, instanceId);
     assert.equal(got.caddy, true);
     const copy = new BetterSqlite3(join(out, 'svc.db'), { readonly: true });
     try {
-      assert.equal((copy.prepare("SELECT value FROM settings WHERE key = 'instance_id'").get() as any).value, instanceId);
+      assert.equal(
+        (copy.prepare("SELECT value FROM settings WHERE key = 'instance_id'").get() as any).value,
+        instanceId,
+      );
       assert.equal((copy.prepare('SELECT count(*) AS n FROM users').get() as any).n, 1);
     } finally {
       copy.close();
     }
-    assert.equal(await readFile(join(out, 'caddy', 'certificates', 'acme-v02.api.letsencrypt.org-directory', 'app.example.com', 'app.example.com.crt'), 'utf8'), CERT);
+    assert.equal(
+      await readFile(
+        join(
+          out,
+          'caddy',
+          'certificates',
+          'acme-v02.api.letsencrypt.org-directory',
+          'app.example.com',
+          'app.example.com.crt',
+        ),
+        'utf8',
+      ),
+      CERT,
+    );
     await assert.rejects(stat(join(out, 'caddy', 'locks')), /ENOENT/);
     const db = await readFile(join(out, 'svc.db'));
-    assert.ok(!db.includes(Buffer.from(TEST_MASTER_KEY)) && !db.includes(master), 'the master key is not in the backup');
+    assert.ok(
+      !db.includes(Buffer.from(TEST_MASTER_KEY)) && !db.includes(master),
+      'the master key is not in the backup',
+    );
   } finally {
     await rm(out, { recursive: true, force: true });
   }
-  const ok = events.find((e) => (e.data as any).type === 'backup_succeeded' && (e.data as any).run_id === first.id);
+  const ok = events.find(
+    (e) => (e.data as any).type === 'backup_succeeded' && (e.data as any).run_id === first.id,
+  );
   assert.ok(ok && typeof (ok.data as any).instance_id === 'string', 'backup_succeeded names the instance');
 
   // Retention: with keep_last 2, the third run removes the first artifact.
@@ -182,14 +243,29 @@ test('instance backup: config, step-up rules, local runs verify, hold the databa
 
 test('instance backup to S3: destination change needs a step-up, the secret is never returned, the object verifies; a tampered object fails', async () => {
   const PREFIX = 'svc/instance';
-  const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: SECRET, path_style: true };
+  const dest = {
+    type: 's3',
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: s3.bucket,
+    prefix: PREFIX,
+    access_key_id: S3_KEY.id,
+    secret_access_key: SECRET,
+    path_style: true,
+  };
   const fresh = await adminClient(s);
   const refused = await fresh.req('PUT', '/api/instance/backup', { destination: dest });
   assert.equal(refused.status, 403, refused.text);
   assert.equal(refused.body.code, 'step_up_required');
-  assert.equal((await fresh.req('GET', '/api/instance/backup')).body.backup.destination.type, 'local', 'nothing was saved');
+  assert.equal(
+    (await fresh.req('GET', '/api/instance/backup')).body.backup.destination.type,
+    'local',
+    'nothing was saved',
+  );
   await stepUp(fresh);
-  const badBucket = await fresh.req('PUT', '/api/instance/backup', { destination: { ...dest, bucket: 'no-such-bucket' } });
+  const badBucket = await fresh.req('PUT', '/api/instance/backup', {
+    destination: { ...dest, bucket: 'no-such-bucket' },
+  });
   assert.equal(badBucket.status, 400, badBucket.text);
   const put = await fresh.req('PUT', '/api/instance/backup', { destination: dest, enabled: true });
   assert.equal(put.status, 200, put.text);
@@ -199,7 +275,10 @@ test('instance backup to S3: destination change needs a step-up, the secret is n
   assert.ok(!(await fresh.req('GET', '/api/instance/backup')).text.includes(SECRET));
   // The same destination given again is no change, so no step-up is needed for it.
   const again = await adminClient(s);
-  assert.equal((await again.req('PUT', '/api/instance/backup', { destination: sameDest, enabled: true })).status, 200);
+  assert.equal(
+    (await again.req('PUT', '/api/instance/backup', { destination: sameDest, enabled: true })).status,
+    200,
+  );
 
   const run = await runOnce();
   assert.equal(run.status, 'succeeded', run.error);
@@ -211,7 +290,11 @@ test('instance backup to S3: destination change needs a step-up, the secret is n
     [[key, run.size_bytes]],
   );
 
-  const obj = Buffer.from(await (await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).Body!.transformToByteArray());
+  const obj = Buffer.from(
+    await (
+      await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
+    ).Body!.transformToByteArray(),
+  );
   obj[200] ^= 1;
   await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: obj }));
   assert.equal((await c.req('POST', `/api/instance/backup/runs/${run.id}/verify`)).status, 202);
@@ -222,6 +305,11 @@ test('instance backup to S3: destination change needs a step-up, the secret is n
   assert.match(checked.verify_error, /authentication|sha256/);
   const audit = await c.req('GET', '/api/audit?limit=200');
   const actions = new Set((audit.body.items ?? []).map((a: any) => a.event ?? a.action));
-  for (const a of ['instance.backup_updated', 'instance.backup_run_started', 'instance.backup_verify_started', 'instance.backup_run_removed'])
+  for (const a of [
+    'instance.backup_updated',
+    'instance.backup_run_started',
+    'instance.backup_verify_started',
+    'instance.backup_run_removed',
+  ])
     assert.ok(actions.has(a), `audited: ${a} (${[...actions].join(',')})`);
 });

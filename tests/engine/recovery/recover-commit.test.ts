@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { needDocker, ensureBaseImage } from '../../_support/docker.js';
 import { startTestServer, adminClient, type TestServer } from '../../_support/server.js';
 import { startGitServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from '../_deploy.js';
-import { runRecovery } from '../../../lib/instance/recovery.js';
+import { runRecovery } from '#lib/instance/recovery.js';
 
 let s: TestServer | undefined;
 let git: GitServer | undefined;
@@ -30,10 +30,16 @@ test('recovery rebuilds a git app at the commit of its last successful deploymen
   const repo = `dr-${randomBytes(3).toString('hex')}`;
   const ran = await git.commit(repo, webRepo('the version that ran'), 'ran');
   appName = `drpin-${randomBytes(3).toString('hex')}`;
-  const created = await c.req('POST', '/api/apps', { name: appName, source: { type: 'git', repo_url: git.url(repo), branch: 'main' } });
+  const created = await c.req('POST', '/api/apps', {
+    name: appName,
+    source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
+  });
   assert.equal(created.status, 201, created.text);
   const app = created.body.app;
-  assert.equal((await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status, 200);
+  assert.equal(
+    (await c.req('PATCH', `/api/apps/${app.id}/services/app`, { port: 8080, health_path: '/' })).status,
+    200,
+  );
   const dep = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(dep.status, 202, dep.text);
   assert.equal((await waitStatus(c, app.id, dep.body.deployment.id, ['succeeded'])).commit, ran);
@@ -49,6 +55,9 @@ test('recovery rebuilds a git app at the commit of its last successful deploymen
   assert.equal(list[0].status, 'succeeded');
   assert.notEqual(list[0].id, dep.body.deployment.id);
   assert.equal(list[0].commit, ran, 'the recorded commit was deployed again');
-  assert.match(item.detail, new RegExp(`at commit ${ran.slice(0, 12)} of main, the commit of deployment ${dep.body.deployment.id}`));
+  assert.match(
+    item.detail,
+    new RegExp(`at commit ${ran.slice(0, 12)} of main, the commit of deployment ${dep.body.deployment.id}`),
+  );
   assert.equal(await callInApp(s.env.engine, appName, 'http://app:8080/'), 'the version that ran\n');
 });

@@ -9,11 +9,19 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminClient, apiToken, startTestServer, ADMIN, TEST_MASTER_KEY, Client, type TestServer } from '../../_support/server.js';
+import {
+  adminClient,
+  apiToken,
+  startTestServer,
+  ADMIN,
+  TEST_MASTER_KEY,
+  Client,
+  type TestServer,
+} from '../../_support/server.js';
 import { startS3, S3_KEY, type S3Server } from '../../_support/s3.js';
 import { runCli, serve } from '../../_support/cli.js';
 import { until } from '../_helpers.js';
-import { settleJobs } from '../../../lib/backups/jobs.js';
+import { settleJobs } from '#lib/backups/jobs.js';
 
 let a: TestServer;
 let c: Client;
@@ -57,7 +65,16 @@ test('restore-instance: refusals write nothing; a restore from S3 comes back on 
   const local = await runBackup();
   const file = join(a.dataDir, 'backups', 'instance', `${local.id}.svcbak`);
   await c.req('POST', '/api/auth/step-up', { password: ADMIN.password });
-  const dest = { type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: PREFIX, access_key_id: S3_KEY.id, secret_access_key: 'x-secret', path_style: true };
+  const dest = {
+    type: 's3',
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: s3.bucket,
+    prefix: PREFIX,
+    access_key_id: S3_KEY.id,
+    secret_access_key: 'x-secret',
+    path_style: true,
+  };
   assert.equal((await c.req('PUT', '/api/instance/backup', { destination: dest })).status, 200);
   const remote = await runBackup();
 
@@ -84,7 +101,15 @@ test('restore-instance: refusals write nothing; a restore from S3 comes back on 
   const usage = await runCli(['restore-instance', file], vars);
   assert.equal(usage.code, 2);
 
-  const s3Args = ['--s3-endpoint', s3.endpoint, '--s3-access-key-id', S3_KEY.id, '--s3-secret-access-key-env', 'S3_SECRET', '--path-style'];
+  const s3Args = [
+    '--s3-endpoint',
+    s3.endpoint,
+    '--s3-access-key-id',
+    S3_KEY.id,
+    '--s3-secret-access-key-env',
+    'S3_SECRET',
+    '--path-style',
+  ];
   const url = `s3://${s3.bucket}/${PREFIX}/instance/${remote.id}.svcbak`;
   const ok = await runCli(['restore-instance', url, '--key', TEST_MASTER_KEY, ...s3Args], vars);
   assert.equal(ok.code, 0, ok.stderr);
@@ -92,7 +117,10 @@ test('restore-instance: refusals write nothing; a restore from S3 comes back on 
   assert.match(ok.stdout, /sealed secrets open with this key/);
   assert.ok(!ok.stdout.includes(TEST_MASTER_KEY) && !ok.stdout.includes('x-secret'));
   assert.equal((await stat(join(b, 'svc.db'))).mode & 0o777, 0o600);
-  assert.equal(await readFile(join(bCaddy, 'certificates', 'ca', 'site.example', 'site.example.crt'), 'utf8'), CERT);
+  assert.equal(
+    await readFile(join(bCaddy, 'certificates', 'ca', 'site.example', 'site.example.crt'), 'utf8'),
+    CERT,
+  );
   assert.ok(existsSync(join(b, 'recovery-pending.json')));
   assert.deepEqual((await readdir(b)).sort(), ['recovery-pending.json', 'spool', 'svc.db'].sort());
 
@@ -111,7 +139,10 @@ test('restore-instance: refusals write nothing; a restore from S3 comes back on 
   });
   try {
     const port = new URL(served.url).port;
-    const running = await runCli(['restore-instance', file, '--key', TEST_MASTER_KEY, '--force'], { ...vars, SVC_PORT: port });
+    const running = await runCli(['restore-instance', file, '--key', TEST_MASTER_KEY, '--force'], {
+      ...vars,
+      SVC_PORT: port,
+    });
     assert.equal(running.code, 1);
     assert.match(running.stderr, /a service answers on port/);
 

@@ -10,24 +10,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, serveFails, runCli } from '../../_support/cli.js';
 import { Client, ADMIN } from '../../_support/server.js';
-import { totpCode } from '../../../lib/auth/totp.js';
-import { openDb, type Db } from '../../../lib/db/index.js';
-import { createSealer, type Sealer } from '../../../lib/crypto/seal.js';
-import { rotateWebhookSecret, webhookSecret } from '../../../lib/webhooks/store.js';
-import { regenerateKey, privateKey } from '../../../lib/keys/store.js';
-import { channelBinding } from '../../../lib/notify/store.js';
-import { s3Binding } from '../../../lib/backups/config.js';
-import { getApp } from '../../../lib/apps/store.js';
-import { envBinding } from '../../../lib/apps/env.js';
-import { unopenableEverywhere } from '../../../lib/instance/rekey.js';
-import { isMasked } from '../../../lib/audit/kinds.js';
+import { totpCode } from '#lib/auth/totp.js';
+import { openDb, type Db } from '#lib/db/index.js';
+import { createSealer, type Sealer } from '#lib/crypto/seal.js';
+import { rotateWebhookSecret, webhookSecret } from '#lib/webhooks/store.js';
+import { regenerateKey, privateKey } from '#lib/keys/store.js';
+import { channelBinding } from '#lib/notify/store.js';
+import { s3Binding } from '#lib/backups/config.js';
+import { getApp } from '#lib/apps/store.js';
+import { envBinding } from '#lib/apps/env.js';
+import { unopenableEverywhere } from '#lib/instance/rekey.js';
+import { isMasked } from '#lib/audit/kinds.js';
 
 const dirs: string[] = [];
 after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-const keyOf = async (dataDir: string) => Buffer.from((await readFile(join(dataDir, 'master.key'), 'utf8')).trim(), 'hex');
+const keyOf = async (dataDir: string) =>
+  Buffer.from((await readFile(join(dataDir, 'master.key'), 'utf8')).trim(), 'hex');
 
 async function withDb<T>(dataDir: string, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = openDb(dataDir);
@@ -71,7 +72,12 @@ interface Seeded {
 async function seeded(): Promise<Seeded> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-rotate-'));
   dirs.push(dataDir);
-  const vars = { SVC_DATA_DIR: dataDir, SVC_PASSWORD_COST: '14', SVC_PROXY: 'off', SVC_AUTH_RATE_LIMIT: '1000' };
+  const vars = {
+    SVC_DATA_DIR: dataDir,
+    SVC_PASSWORD_COST: '14',
+    SVC_PROXY: 'off',
+    SVC_AUTH_RATE_LIMIT: '1000',
+  };
   const svc = await serve(vars);
   let appId: string;
   let totpSecret: string;
@@ -82,8 +88,14 @@ async function seeded(): Promise<Seeded> {
     assert.equal((await c.req('POST', '/api/auth/login', ADMIN)).status, 200);
     assert.equal((await c.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
     totpSecret = (await c.req('POST', '/api/auth/totp/setup')).body.secret;
-    assert.equal((await c.req('POST', '/api/auth/totp/enable', { code: await totpCode(totpSecret) })).status, 200);
-    const app = await c.req('POST', '/api/apps', { name: 'rotated', source: { type: 'image', image: 'nginx:1.27' } });
+    assert.equal(
+      (await c.req('POST', '/api/auth/totp/enable', { code: await totpCode(totpSecret) })).status,
+      200,
+    );
+    const app = await c.req('POST', '/api/apps', {
+      name: 'rotated',
+      source: { type: 'image', image: 'nginx:1.27' },
+    });
     assert.equal(app.status, 201, app.text);
     appId = app.body.app.id;
     for (const value of ['first-secret', 'second-secret']) {
@@ -157,7 +169,10 @@ test('a value that does not open: refused, naming where it is; the database and 
   });
   const r = await runCli(['rotate-master-key'], s.vars);
   assert.equal(r.code, 1, r.stdout);
-  assert.match(r.stderr, /the instance backup destination secret: instance_backup row instance does not open with the current master key; nothing was changed/);
+  assert.match(
+    r.stderr,
+    /the instance backup destination secret: instance_backup row instance does not open with the current master key; nothing was changed/,
+  );
   assert.doesNotMatch(r.stderr + r.stdout, /s3-secret-key/);
   assert.deepEqual(await keyOf(s.dataDir), oldKey);
   assert.deepEqual(
@@ -186,14 +201,24 @@ test('after a rotation the service starts with the new key and reads every seale
   assert.equal(backups.length, 1);
   assert.match(r.stdout, new RegExp(backups[0]!.replace(/\./g, '\\.')));
   assert.equal((await stat(join(main.dataDir, backups[0]!))).mode & 0o777, 0o600);
-  assert.deepEqual(Buffer.from((await readFile(join(main.dataDir, backups[0]!), 'utf8')).trim(), 'hex'), oldKey);
+  assert.deepEqual(
+    Buffer.from((await readFile(join(main.dataDir, backups[0]!), 'utf8')).trim(), 'hex'),
+    oldKey,
+  );
   assert.equal(existsSync(join(main.dataDir, 'master.key.next')), false);
 
   const to: Sealer = createSealer(newKey);
   await withDb(main.dataDir, async (db) => {
     assert.deepEqual(unopenableEverywhere(db, to), []);
-    assert.ok(unopenableEverywhere(db, createSealer(oldKey)).length > 0, 'the old key opens nothing any more');
-    const apiKey = await db.selectFrom('app_env').select('sealed').where('key', '=', 'API_KEY').executeTakeFirstOrThrow();
+    assert.ok(
+      unopenableEverywhere(db, createSealer(oldKey)).length > 0,
+      'the old key opens nothing any more',
+    );
+    const apiKey = await db
+      .selectFrom('app_env')
+      .select('sealed')
+      .where('key', '=', 'API_KEY')
+      .executeTakeFirstOrThrow();
     assert.equal(to.open(apiKey.sealed, envBinding(main.appId, 'API_KEY')), 'second-secret');
     assert.equal(await webhookSecret(db, to, main.appId), main.webhook);
     assert.equal(await privateKey(db, to, main.appId), main.deployKey);
@@ -202,7 +227,11 @@ test('after a rotation the service starts with the new key and reads every seale
     const ib = await db.selectFrom('instance_backup').select('secret_sealed').executeTakeFirstOrThrow();
     assert.equal(to.open(ib.secret_sealed!, s3Binding('instance')), 's3-secret-key');
     // Audit states: the masked secret opens with the new key and its fingerprint is the new key's.
-    const entries = await db.selectFrom('audit').select(['state_before', 'state_after']).where('has_state', '=', 1).execute();
+    const entries = await db
+      .selectFrom('audit')
+      .select(['state_before', 'state_after'])
+      .where('has_state', '=', 1)
+      .execute();
     const masked = entries
       .flatMap((e) => [e.state_before, e.state_after])
       .flatMap((s) => (s ? Object.values(JSON.parse(s)) : []))
@@ -218,7 +247,9 @@ test('after a rotation the service starts with the new key and reads every seale
     assert.deepEqual((await c.req('POST', '/api/auth/login', ADMIN)).body, { totp_required: true });
     // The TOTP secret opens: a code from the same authenticator signs in (the next step's: the
     // current one may be the code that enabled it, and a code is accepted once).
-    const signedIn = await c.req('POST', '/api/auth/totp', { code: await totpCode(main.totpSecret, { epoch: Math.floor(Date.now() / 1000) + 30 }) });
+    const signedIn = await c.req('POST', '/api/auth/totp', {
+      code: await totpCode(main.totpSecret, { epoch: Math.floor(Date.now() / 1000) + 30 }),
+    });
     assert.equal(signedIn.status, 200, signedIn.text);
     const env = await c.req('GET', `/api/apps/${main.appId}/env`);
     assert.equal(env.status, 200, env.text);
@@ -240,7 +271,10 @@ test('a crash between the commit and the key file: boot names the side file, a s
   await writeFile(join(s.dataDir, 'master.key'), oldKey.toString('hex') + '\n', { mode: 0o600 });
   const refused = await serveFails(s.vars);
   assert.notEqual(refused.code, 0);
-  assert.match(refused.stderr + refused.stdout, /master\.key\.next does: a master key rotation re-sealed them and stopped before putting the new key in place/);
+  assert.match(
+    refused.stderr + refused.stdout,
+    /master\.key\.next does: a master key rotation re-sealed them and stopped before putting the new key in place/,
+  );
   const again = await runCli(['rotate-master-key'], s.vars);
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /finished an interrupted rotation/);
@@ -272,7 +306,11 @@ test('SVC_MASTER_KEY in the environment file: the file gets the new key, its oth
   const s = await seeded();
   const key = await keyOf(s.dataDir);
   const envFile = join(s.dataDir, 'svc.env');
-  await writeFile(envFile, `# svc\nSVC_PROXY=off\nSVC_MASTER_KEY=${key.toString('hex')}\nSVC_PASSWORD_COST=14\n`, { mode: 0o600 });
+  await writeFile(
+    envFile,
+    `# svc\nSVC_PROXY=off\nSVC_MASTER_KEY=${key.toString('hex')}\nSVC_PASSWORD_COST=14\n`,
+    { mode: 0o600 },
+  );
   await rm(join(s.dataDir, 'master.key'));
   const vars = { SVC_DATA_DIR: s.dataDir, SVC_ENV_FILE: envFile };
   const r = await runCli(['rotate-master-key'], vars);

@@ -3,7 +3,7 @@
 // the request principal, step-up, operators, first-boot setup, the signing key and pre-auth
 // tokens, the login cookies, and TOTP enrolment with recovery codes. The HTTP behaviour is in
 // auth.e2e.test.ts; this file is fast on purpose: `npm run mutation` runs it once per mutant.
-import { accessOf } from '../../../lib/auth/access.js';
+import { accessOf } from '#lib/auth/access.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
@@ -11,23 +11,72 @@ import { mkdtempSync, rmSync, statSync, writeFileSync, readFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { memoryEnv } from '../../_support/env.js';
-import { HttpError } from '../../../lib/http/errors.js';
-import { createSealer } from '../../../lib/crypto/seal.js';
-import { sha256Hex } from '../../../lib/crypto/random.js';
-import { HashGate, hashPassword, verifyPassword, dummyHash } from '../../../lib/auth/passwords.js';
-import { RateLimiter } from '../../../lib/auth/ratelimit.js';
-import { credentialCache, invalidateCredentials, onCredentialsChanged } from '../../../lib/auth/cache.js';
-import { LoginGuard, issueDevice, readDevice, DEVICE_COOKIE, DEVICE_MAX_AGE } from '../../../lib/auth/guard.js';
-import { createSession, resolveSession, csrfFor, deleteSessionByRaw, listSessions, revokeSession } from '../../../lib/auth/sessions.js';
-import { createApiToken, resolveApiToken, listApiTokens, revokeApiToken, TOKEN_PATTERN } from '../../../lib/auth/tokens.js';
-import { authenticate, BEARER, SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from '../../../lib/auth/principal.js';
-import { hasRecentStepUp, markStepUp, STEP_UP_SECONDS } from '../../../lib/auth/stepup.js';
-import { insertUser, findUser, findUserByName, countUsers, deleteUser, setPassword, publicUser, USERNAME_PATTERN, PASSWORD_MAX, PASSWORD_MIN } from '../../../lib/auth/users.js';
-import { prepareSetup, readSetupToken, checkSetupToken, closeSetup, setupTokenPath } from '../../../lib/auth/setup.js';
-import { loadSigningKey, signPreAuth, verifyPreAuth, isSealed, SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, PRE_AUTH_SECONDS } from '../../../lib/auth/signing.js';
-import { startSession, endSessionCookies } from '../../../lib/auth/login.js';
-import { totpCode, totpBinding, otpauthUrl, enableTotp, consumeSecondFactor, disableTotp, rehashRecoveryCodes, newTotpSecret, checkTotp, ISSUER } from '../../../lib/auth/totp.js';
-import type { Principal } from '../../../lib/http/handler.js';
+import { HttpError } from '#lib/http/errors.js';
+import { createSealer } from '#lib/crypto/seal.js';
+import { sha256Hex } from '#lib/crypto/random.js';
+import { HashGate, hashPassword, verifyPassword, dummyHash } from '#lib/auth/passwords.js';
+import { RateLimiter } from '#lib/auth/ratelimit.js';
+import { credentialCache, invalidateCredentials, onCredentialsChanged } from '#lib/auth/cache.js';
+import { LoginGuard, issueDevice, readDevice, DEVICE_COOKIE, DEVICE_MAX_AGE } from '#lib/auth/guard.js';
+import {
+  createSession,
+  resolveSession,
+  csrfFor,
+  deleteSessionByRaw,
+  listSessions,
+  revokeSession,
+} from '#lib/auth/sessions.js';
+import {
+  createApiToken,
+  resolveApiToken,
+  listApiTokens,
+  revokeApiToken,
+  TOKEN_PATTERN,
+} from '#lib/auth/tokens.js';
+import { authenticate, BEARER, SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from '#lib/auth/principal.js';
+import { hasRecentStepUp, markStepUp, STEP_UP_SECONDS } from '#lib/auth/stepup.js';
+import {
+  insertUser,
+  findUser,
+  findUserByName,
+  countUsers,
+  deleteUser,
+  setPassword,
+  publicUser,
+  USERNAME_PATTERN,
+  PASSWORD_MAX,
+  PASSWORD_MIN,
+} from '#lib/auth/users.js';
+import {
+  prepareSetup,
+  readSetupToken,
+  checkSetupToken,
+  closeSetup,
+  setupTokenPath,
+} from '#lib/auth/setup.js';
+import {
+  loadSigningKey,
+  signPreAuth,
+  verifyPreAuth,
+  isSealed,
+  SIGNING_KEY_SETTING,
+  SIGNING_KEY_BINDING,
+  PRE_AUTH_SECONDS,
+} from '#lib/auth/signing.js';
+import { startSession, endSessionCookies } from '#lib/auth/login.js';
+import {
+  totpCode,
+  totpBinding,
+  otpauthUrl,
+  enableTotp,
+  consumeSecondFactor,
+  disableTotp,
+  rehashRecoveryCodes,
+  newTotpSecret,
+  checkTotp,
+  ISSUER,
+} from '#lib/auth/totp.js';
+import type { Principal } from '#lib/http/handler.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const LIMITS = { idleSeconds: 3600, maxSeconds: 86400 };
@@ -77,12 +126,35 @@ test('passwords: scrypt hashes carry their parameters and verify only the same p
   ])
     assert.equal(await verifyPassword('correct horse battery', bad), false, bad);
   // Other parameters in range still verify (raising the cost later keeps old hashes valid).
-  assert.equal(await verifyPassword('pw', `scrypt$20$8$1$${salt}$${key}`.replace(/\$20\$/, '$10$').replace(key!, await rawScrypt('pw', salt!, 10, 8, 1))), true);
-  assert.equal(await verifyPassword('pw', `scrypt$11$2$2$${salt}$${await rawScrypt('pw', salt!, 11, 2, 2)}`), true);
-  assert.equal(await verifyPassword('pw', `scrypt$10$32$1$${salt}$${await rawScrypt('pw', salt!, 10, 32, 1)}`), true);
-  assert.equal(await verifyPassword('pw', `scrypt$10$1$16$${salt}$${await rawScrypt('pw', salt!, 10, 1, 16)}`), true);
+  assert.equal(
+    await verifyPassword(
+      'pw',
+      `scrypt$20$8$1$${salt}$${key}`
+        .replace(/\$20\$/, '$10$')
+        .replace(key!, await rawScrypt('pw', salt!, 10, 8, 1)),
+    ),
+    true,
+  );
+  assert.equal(
+    await verifyPassword('pw', `scrypt$11$2$2$${salt}$${await rawScrypt('pw', salt!, 11, 2, 2)}`),
+    true,
+  );
+  assert.equal(
+    await verifyPassword('pw', `scrypt$10$32$1$${salt}$${await rawScrypt('pw', salt!, 10, 32, 1)}`),
+    true,
+  );
+  assert.equal(
+    await verifyPassword('pw', `scrypt$10$1$16$${salt}$${await rawScrypt('pw', salt!, 10, 1, 16)}`),
+    true,
+  );
   // A truncated key never matches.
-  assert.equal(await verifyPassword('pw', `scrypt$10$8$1$${salt}$${(await rawScrypt('pw', salt!, 10, 8, 1)).slice(0, 20)}`), false);
+  assert.equal(
+    await verifyPassword(
+      'pw',
+      `scrypt$10$8$1$${salt}$${(await rawScrypt('pw', salt!, 10, 8, 1)).slice(0, 20)}`,
+    ),
+    false,
+  );
   const d = dummyHash(10).split('$');
   assert.deepEqual(d.slice(0, 4), ['scrypt', '10', '8', '1']);
   assert.equal(Buffer.from(d[4]!, 'base64url').length, 16);
@@ -94,7 +166,13 @@ test('passwords: scrypt hashes carry their parameters and verify only the same p
 async function rawScrypt(pw: string, salt: string, logN: number, r: number, p: number): Promise<string> {
   const { scrypt } = await import('node:crypto');
   return new Promise((res, rej) =>
-    scrypt(pw.normalize('NFC'), Buffer.from(salt, 'base64url'), 32, { N: 2 ** logN, r, p, maxmem: 256 * 2 ** logN * r + 1024 * 1024 }, (e, k) => (e ? rej(e) : res(k.toString('base64url')))),
+    scrypt(
+      pw.normalize('NFC'),
+      Buffer.from(salt, 'base64url'),
+      32,
+      { N: 2 ** logN, r, p, maxmem: 256 * 2 ** logN * r + 1024 * 1024 },
+      (e, k) => (e ? rej(e) : res(k.toString('base64url'))),
+    ),
   );
 }
 
@@ -117,7 +195,11 @@ test('hash gate: slots, a slot reserved for the priority lane, bounded queues an
   // A third is refused at once with a Retry-After of at least a second.
   await assert.rejects(
     gate.run('normal', async () => 'n3'),
-    (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && Number(e.headers?.['retry-after']) >= 1,
+    (e: unknown) =>
+      e instanceof HttpError &&
+      e.status === 429 &&
+      e.code === 'rate_limited' &&
+      Number(e.headers?.['retry-after']) >= 1,
   );
   // The operator's lane takes the reserved slot at once.
   const p1 = deferred();
@@ -276,7 +358,11 @@ test('login guard: device cookies are signed per user; a stranger is locked out 
   assert.equal(g.failed('ALICE', null, T0), false, 'already locked: not "just locked"');
   assert.throws(
     () => g.admit('alice', false, T0),
-    (e: unknown) => e instanceof HttpError && e.status === 429 && e.code === 'rate_limited' && e.headers?.['retry-after'] === '300',
+    (e: unknown) =>
+      e instanceof HttpError &&
+      e.status === 429 &&
+      e.code === 'rate_limited' &&
+      e.headers?.['retry-after'] === '300',
   );
   assert.throws(() => g.admit('Al\u0069ce', false, T0 + 299_000), HttpError);
   g.admit('alice', true, T0);
@@ -318,7 +404,11 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
     },
   );
   const s2 = await createSession(db, user.id, { ip: null, userAgent: null }, LIMITS, T0 + 1);
-  assert.equal((await db.selectFrom('sessions').select('user_agent').where('id', '=', s2.id).executeTakeFirstOrThrow()).user_agent, null);
+  assert.equal(
+    (await db.selectFrom('sessions').select('user_agent').where('id', '=', s2.id).executeTakeFirstOrThrow())
+      .user_agent,
+    null,
+  );
   assert.deepEqual(resolveSession(db, s.raw, LIMITS, T0), {
     id: s.id,
     stepUpUntil: null,
@@ -328,7 +418,9 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   assert.equal(resolveSession(db, s.raw.slice(1), LIMITS, T0), null, 'wrong length');
   assert.equal(resolveSession(db, s.raw + 'a', LIMITS, T0), null);
   assert.equal(resolveSession(db, 'a'.repeat(43), LIMITS, T0), null, 'unknown');
-  const seen = async (id: string) => (await db.selectFrom('sessions').select('last_seen_at').where('id', '=', id).executeTakeFirstOrThrow()).last_seen_at;
+  const seen = async (id: string) =>
+    (await db.selectFrom('sessions').select('last_seen_at').where('id', '=', id).executeTakeFirstOrThrow())
+      .last_seen_at;
   invalidateCredentials();
   resolveSession(db, s.raw, LIMITS, T0 + 60_000);
   assert.equal(await seen(s.id), iso(T0), 'not touched within the minute');
@@ -344,9 +436,19 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
   assert.equal(await seen(s.id), iso(T0 + 60_001 + 3_599_999));
   invalidateCredentials();
   assert.equal(resolveSession(db, s.raw, LIMITS, T0 + 60_001 + 3_599_999 + 3_600_000), null);
-  assert.equal(await db.selectFrom('sessions').select('id').where('id', '=', s.id).executeTakeFirst(), undefined, 'deleted');
+  assert.equal(
+    await db.selectFrom('sessions').select('id').where('id', '=', s.id).executeTakeFirst(),
+    undefined,
+    'deleted',
+  );
   // Absolute: expires_at ends it even while active, and the cached entry goes with it.
-  const s3 = await createSession(db, user.id, { ip: null, userAgent: null }, { idleSeconds: 10_000_000, maxSeconds: 100 }, T0);
+  const s3 = await createSession(
+    db,
+    user.id,
+    { ip: null, userAgent: null },
+    { idleSeconds: 10_000_000, maxSeconds: 100 },
+    T0,
+  );
   assert.notEqual(resolveSession(db, s3.raw, LIMITS, T0 + 99_999), null);
   assert.equal(resolveSession(db, s3.raw, LIMITS, T0 + 100_000), null);
   assert.equal(resolveSession(db, s3.raw, LIMITS, T0 + 1), null, 'gone from the cache and the table');
@@ -358,7 +460,10 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
     .execute();
   invalidateCredentials();
   assert.equal(resolveSession(db, s2.raw, LIMITS, T0 + 2)!.stepUpUntil, iso(T0 + 5000));
-  assert.equal(csrfFor(new Uint8Array(32).fill(1), 'abc'), createHmac('sha256', new Uint8Array(32).fill(1)).update('csrf:abc').digest('base64url'));
+  assert.equal(
+    csrfFor(new Uint8Array(32).fill(1), 'abc'),
+    createHmac('sha256', new Uint8Array(32).fill(1)).update('csrf:abc').digest('base64url'),
+  );
   assert.notEqual(csrfFor(new Uint8Array(32).fill(1), 'abc'), csrfFor(new Uint8Array(32).fill(2), 'abc'));
   await db.destroy();
 });
@@ -368,7 +473,13 @@ test('sessions: list (current marked, expired left out, newest first), revoke ow
   const other = await insertUser(db, 'bob', 'x');
   const a = await createSession(db, user.id, { ip: 'a', userAgent: 'A' }, LIMITS, T0);
   const b = await createSession(db, user.id, { ip: 'b', userAgent: 'B' }, LIMITS, T0 + 1000);
-  const old = await createSession(db, user.id, { ip: 'c', userAgent: 'C' }, { idleSeconds: 60, maxSeconds: 300 }, T0 - 1000);
+  const old = await createSession(
+    db,
+    user.id,
+    { ip: 'c', userAgent: 'C' },
+    { idleSeconds: 60, maxSeconds: 300 },
+    T0 - 1000,
+  );
   const theirs = await createSession(db, other.id, { ip: 'o', userAgent: 'O' }, LIMITS, T0);
   const list = await listSessions(db, user.id, a.id, T0 + 299_000 + 2000);
   assert.deepEqual(
@@ -378,7 +489,15 @@ test('sessions: list (current marked, expired left out, newest first), revoke ow
       [a.id, true, 'a', 'A'],
     ],
   );
-  assert.deepEqual(Object.keys(list[0]!).sort(), ['created_at', 'current', 'expires_at', 'id', 'ip', 'last_seen_at', 'user_agent']);
+  assert.deepEqual(Object.keys(list[0]!).sort(), [
+    'created_at',
+    'current',
+    'expires_at',
+    'id',
+    'ip',
+    'last_seen_at',
+    'user_agent',
+  ]);
   assert.equal((await listSessions(db, user.id, null, T0 + 298_000)).length, 3, 'not yet expired');
   assert.equal(await revokeSession(db, user.id, theirs.id), false, "another operator's session");
   assert.notEqual(resolveSession(db, theirs.raw, LIMITS, T0), null);
@@ -389,7 +508,10 @@ test('sessions: list (current marked, expired left out, newest first), revoke ow
   assert.notEqual(resolveSession(db, a.raw, LIMITS, T0), null);
   await deleteSessionByRaw(db, a.raw);
   assert.equal(resolveSession(db, a.raw, LIMITS, T0), null);
-  assert.equal(await db.selectFrom('sessions').select('id').where('id', '=', a.id).executeTakeFirst(), undefined);
+  assert.equal(
+    await db.selectFrom('sessions').select('id').where('id', '=', a.id).executeTakeFirst(),
+    undefined,
+  );
   assert.ok(old.id);
   await db.destroy();
 });
@@ -400,7 +522,18 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   const t = await createApiToken(db, user.id, 'ci', iso(T0 + 100_000), T0);
   assert.match(t.token, TOKEN_PATTERN);
   assert.match(t.token, /^svc_[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual({ ...t, token: undefined, id: undefined }, { id: undefined, token: undefined, name: 'ci', created_at: iso(T0), expires_at: iso(T0 + 100_000), scopes: null, app_ids: null });
+  assert.deepEqual(
+    { ...t, token: undefined, id: undefined },
+    {
+      id: undefined,
+      token: undefined,
+      name: 'ci',
+      created_at: iso(T0),
+      expires_at: iso(T0 + 100_000),
+      scopes: null,
+      app_ids: null,
+    },
+  );
   const row = await db.selectFrom('api_tokens').selectAll().where('id', '=', t.id).executeTakeFirstOrThrow();
   assert.deepEqual(
     { ...row },
@@ -424,7 +557,14 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false },
     access: accessOf('owner', null, { scopes: null, app_ids: null }),
   });
-  const used = async () => (await db.selectFrom('api_tokens').select('last_used_at').where('id', '=', t.id).executeTakeFirstOrThrow()).last_used_at;
+  const used = async () =>
+    (
+      await db
+        .selectFrom('api_tokens')
+        .select('last_used_at')
+        .where('id', '=', t.id)
+        .executeTakeFirstOrThrow()
+    ).last_used_at;
   assert.equal(await used(), iso(T0), 'first use is recorded');
   invalidateCredentials();
   resolveApiToken(db, t.token, T0 + 60_000);
@@ -447,13 +587,30 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     ['forever', 'ci'],
     'own tokens, newest first',
   );
-  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), ['app_ids', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
+  assert.deepEqual(Object.keys((await listApiTokens(db, user.id))[0]!).sort(), [
+    'app_ids',
+    'created_at',
+    'expires_at',
+    'id',
+    'last_used_at',
+    'name',
+    'scopes',
+  ]);
   assert.equal(await revokeApiToken(db, user.id, theirs.id, T0), false);
   assert.notEqual(resolveApiToken(db, theirs.token, T0), null);
   assert.notEqual(resolveApiToken(db, forever.token, T0), null, 'cached');
   assert.equal(await revokeApiToken(db, user.id, forever.id, T0 + 7), true);
   assert.equal(resolveApiToken(db, forever.token, T0), null, 'revoked at once, cache included');
-  assert.equal((await db.selectFrom('api_tokens').select('revoked_at').where('id', '=', forever.id).executeTakeFirstOrThrow()).revoked_at, iso(T0 + 7));
+  assert.equal(
+    (
+      await db
+        .selectFrom('api_tokens')
+        .select('revoked_at')
+        .where('id', '=', forever.id)
+        .executeTakeFirstOrThrow()
+    ).revoked_at,
+    iso(T0 + 7),
+  );
   assert.equal(await revokeApiToken(db, user.id, forever.id, T0 + 8), false, 'already revoked');
   assert.deepEqual(
     (await listApiTokens(db, user.id)).map((x) => x.name),
@@ -473,16 +630,42 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
   const { env, db, user } = await setup();
   invalidateCredentials();
   const t = await createApiToken(db, user.id, 'ci', null, env.now());
-  const s = await createSession(db, user.id, { ip: null, userAgent: null }, { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds }, env.now());
+  const s = await createSession(
+    db,
+    user.id,
+    { ip: null, userAgent: null },
+    { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds },
+    env.now(),
+  );
   assert.equal(authenticate(env, headers({})), null);
   for (const h of [`Bearer ${t.token}`, `bearer ${t.token}`, `BEARER\t${t.token}`, `Bearer  ${t.token} `]) {
     assert.deepEqual(
       authenticate(env, headers({ authorization: h })),
-      { kind: 'token', user: { id: user.id, username: 'alice', totp_enabled: false, role: 'owner', app_ids: null, sso: false }, credentialId: t.id, stepUpUntil: null, ...accessOf('owner', null) },
+      {
+        kind: 'token',
+        user: {
+          id: user.id,
+          username: 'alice',
+          totp_enabled: false,
+          role: 'owner',
+          app_ids: null,
+          sso: false,
+        },
+        credentialId: t.id,
+        stepUpUntil: null,
+        ...accessOf('owner', null),
+      },
       h,
     );
   }
-  for (const h of ['', 'Basic abc', `Bearer`, `Bearer ${t.token} x`, `Token ${t.token}`, `xBearer ${t.token}`]) {
+  for (const h of [
+    '',
+    'Basic abc',
+    `Bearer`,
+    `Bearer ${t.token} x`,
+    `Token ${t.token}`,
+    `xBearer ${t.token}`,
+  ]) {
     assert.throws(
       () => authenticate(env, headers({ authorization: h, cookie: `${SESSION_COOKIE}=${s.raw}` })),
       (e: unknown) => e instanceof HttpError && e.status === 401 && /Bearer <token>/.test(e.message),
@@ -490,8 +673,13 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
     );
   }
   assert.throws(
-    () => authenticate(env, headers({ authorization: 'Bearer svc_' + 'a'.repeat(43), cookie: `${SESSION_COOKIE}=${s.raw}` })),
-    (e: unknown) => e instanceof HttpError && e.code === 'unauthorized' && /invalid, expired or revoked/.test(e.message),
+    () =>
+      authenticate(
+        env,
+        headers({ authorization: 'Bearer svc_' + 'a'.repeat(43), cookie: `${SESSION_COOKIE}=${s.raw}` }),
+      ),
+    (e: unknown) =>
+      e instanceof HttpError && e.code === 'unauthorized' && /invalid, expired or revoked/.test(e.message),
   );
   assert.deepEqual(authenticate(env, headers({ cookie: `a=b; ${SESSION_COOKIE}=${s.raw}` })), {
     kind: 'session',
@@ -510,7 +698,14 @@ test('principal: a bearer header alone decides (any case of the scheme); else th
 
 test('step-up: recent only while its deadline is ahead, bound to the credential that did it', async () => {
   const { db, user } = await setup();
-  const p = (stepUpUntil: string | null): Principal => ({ kind: 'session', user, credentialId: 'x', stepUpUntil, permissions: new Set(), appIds: null });
+  const p = (stepUpUntil: string | null): Principal => ({
+    kind: 'session',
+    user,
+    credentialId: 'x',
+    stepUpUntil,
+    permissions: new Set(),
+    appIds: null,
+  });
   assert.equal(hasRecentStepUp(p(null), T0), false);
   assert.equal(hasRecentStepUp(p(iso(T0 + 1)), T0), true);
   assert.equal(hasRecentStepUp(p(iso(T0)), T0), false);
@@ -521,11 +716,29 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
   const t2 = await createApiToken(db, user.id, 'ci2', null, T0);
   assert.equal(resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil, null);
   assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
-  assert.equal(await markStepUp(db, { kind: 'session', user, credentialId: s.id, stepUpUntil: null, permissions: new Set(), appIds: null }, T0), iso(T0 + 300_000));
-  assert.equal(resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil, iso(T0 + 300_000), 'the cache was cleared');
+  assert.equal(
+    await markStepUp(
+      db,
+      { kind: 'session', user, credentialId: s.id, stepUpUntil: null, permissions: new Set(), appIds: null },
+      T0,
+    ),
+    iso(T0 + 300_000),
+  );
+  assert.equal(
+    resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil,
+    iso(T0 + 300_000),
+    'the cache was cleared',
+  );
   assert.equal(resolveSession(db, s2.raw, LIMITS, T0)!.stepUpUntil, null);
   assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
-  assert.equal(await markStepUp(db, { kind: 'token', user, credentialId: t.id, stepUpUntil: null, permissions: new Set(), appIds: null }, T0 + 1), iso(T0 + 300_001));
+  assert.equal(
+    await markStepUp(
+      db,
+      { kind: 'token', user, credentialId: t.id, stepUpUntil: null, permissions: new Set(), appIds: null },
+      T0 + 1,
+    ),
+    iso(T0 + 300_001),
+  );
   assert.equal(resolveApiToken(db, t.token, T0 + 1)!.stepUpUntil, iso(T0 + 300_001));
   assert.equal(resolveApiToken(db, t2.token, T0 + 1)!.stepUpUntil, null);
   await db.destroy();
@@ -535,11 +748,30 @@ test('users: public view, lookups, count, delete with everything, a new password
   const { db, user } = await setup();
   const one = { role: 'owner', app_ids: null };
   const sso = { sso_subject: null };
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, ...one, ...sso }), { id: 'i', username: 'u', totp_enabled: true, ...one, sso: false });
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, ...one, ...sso }), { id: 'i', username: 'u', totp_enabled: false, ...one, sso: false });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 1, ...one, ...sso }), {
+    id: 'i',
+    username: 'u',
+    totp_enabled: true,
+    ...one,
+    sso: false,
+  });
+  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, ...one, ...sso }), {
+    id: 'i',
+    username: 'u',
+    totp_enabled: false,
+    ...one,
+    sso: false,
+  });
   // A list on an admin is ignored (admins reach every app); a deployer's is kept.
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'admin', app_ids: '["a"]', ...sso }).app_ids, null);
-  assert.deepEqual(publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'deployer', app_ids: '["a"]', ...sso }).app_ids, ['a']);
+  assert.deepEqual(
+    publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'admin', app_ids: '["a"]', ...sso }).app_ids,
+    null,
+  );
+  assert.deepEqual(
+    publicUser({ id: 'i', username: 'u', totp_enabled: 0, role: 'deployer', app_ids: '["a"]', ...sso })
+      .app_ids,
+    ['a'],
+  );
   assert.deepEqual(user, { id: user.id, username: 'alice', totp_enabled: false, ...one, sso: false });
   const row = await findUserByName(db, 'alice');
   assert.equal(row!.password_hash, 'scrypt$10$8$1$x$y');
@@ -627,7 +859,14 @@ test('signing key: created once and sealed; a key in clear is sealed in place; w
   const { db } = await setup();
   const sealer = createSealer(Buffer.alloc(32, 0xbb));
   const none = createSealer(null);
-  const stored = async () => (await db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirstOrThrow()).value;
+  const stored = async () =>
+    (
+      await db
+        .selectFrom('settings')
+        .select('value')
+        .where('key', '=', SIGNING_KEY_SETTING)
+        .executeTakeFirstOrThrow()
+    ).value;
   const booted = await stored();
   assert.ok(isSealed(booted));
   const k = await loadSigningKey(db, sealer);
@@ -680,21 +919,68 @@ test('pre-auth tokens: HS256 of purpose totp for a user, valid 5 minutes, refuse
   const [hh, pp, ss] = tok.split('.');
   const forge = async (header: object, payload: object) => {
     const { SignJWT } = await import('jose');
-    return new SignJWT(payload as Record<string, unknown>).setProtectedHeader(header as { alg: string }).sign(key);
+    return new SignJWT(payload as Record<string, unknown>)
+      .setProtectedHeader(header as { alg: string })
+      .sign(key);
   };
-  assert.equal(await verifyPreAuth(key, await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'login', sub: 'u1', exp: T0 / 1000 + 60 }), T0), null, 'another purpose');
-  assert.equal(await verifyPreAuth(key, await forge({ alg: 'HS256', typ: 'JWT' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60 }), T0), null, 'another type');
-  assert.equal(await verifyPreAuth(key, await forge({ alg: 'HS512', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60 }), T0), null, 'another algorithm');
-  assert.equal(await verifyPreAuth(key, await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', exp: T0 / 1000 + 60 }), T0), null, 'no subject');
-  assert.equal(await verifyPreAuth(key, await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u2', exp: T0 / 1000 + 60 }), T0), 'u2');
+  assert.equal(
+    await verifyPreAuth(
+      key,
+      await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'login', sub: 'u1', exp: T0 / 1000 + 60 }),
+      T0,
+    ),
+    null,
+    'another purpose',
+  );
+  assert.equal(
+    await verifyPreAuth(
+      key,
+      await forge({ alg: 'HS256', typ: 'JWT' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60 }),
+      T0,
+    ),
+    null,
+    'another type',
+  );
+  assert.equal(
+    await verifyPreAuth(
+      key,
+      await forge({ alg: 'HS512', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60 }),
+      T0,
+    ),
+    null,
+    'another algorithm',
+  );
+  assert.equal(
+    await verifyPreAuth(
+      key,
+      await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', exp: T0 / 1000 + 60 }),
+      T0,
+    ),
+    null,
+    'no subject',
+  );
+  assert.equal(
+    await verifyPreAuth(
+      key,
+      await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u2', exp: T0 / 1000 + 60 }),
+      T0,
+    ),
+    'u2',
+  );
   const otherPayload = Buffer.from(JSON.stringify({ ...p, sub: 'admin' })).toString('base64url');
   assert.equal(await verifyPreAuth(key, [hh, otherPayload, ss].join('.'), T0), null, 'altered');
   assert.equal(await verifyPreAuth(key, `${hh}.${pp}.`, T0), null);
   assert.equal(await verifyPreAuth(key, 'garbage', T0), null);
-  const padded = await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60, pad: 'x'.repeat(2000) });
+  const padded = await forge(
+    { alg: 'HS256', typ: 'svc-pre' },
+    { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60, pad: 'x'.repeat(2000) },
+  );
   assert.ok(padded.length > 2048);
   assert.equal(await verifyPreAuth(key, padded, T0), null, 'oversized');
-  const justFits = await forge({ alg: 'HS256', typ: 'svc-pre' }, { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60, pad: 'x'.repeat(1400) });
+  const justFits = await forge(
+    { alg: 'HS256', typ: 'svc-pre' },
+    { purpose: 'totp', sub: 'u1', exp: T0 / 1000 + 60, pad: 'x'.repeat(1400) },
+  );
   assert.ok(justFits.length <= 2048);
   assert.equal(await verifyPreAuth(key, justFits, T0), 'u1');
 });
@@ -702,16 +988,25 @@ test('pre-auth tokens: HS256 of purpose totp for a user, valid 5 minutes, refuse
 test('login cookies: a new session rotates the old one out; session, CSRF, cleared pre-auth and device cookies; logout clears', async () => {
   const { env, db, user } = await setup();
   const client = { ip: '10.1.1.1', secure: true, userAgent: 'UA' };
-  const req = (cookie?: string) => new Request('http://x/api/auth/login', { headers: cookie ? { cookie } : {} });
+  const req = (cookie?: string) =>
+    new Request('http://x/api/auth/login', { headers: cookie ? { cookie } : {} });
   const h = await startSession(env, req(), client, user.id);
   const cookies = h.getSetCookie();
   assert.equal(cookies.length, 4);
-  const raw = /^svc_session=([^;]+); Path=\/; SameSite=Lax; Max-Age=(\d+); HttpOnly; Secure$/.exec(cookies[0]!);
+  const raw = /^svc_session=([^;]+); Path=\/; SameSite=Lax; Max-Age=(\d+); HttpOnly; Secure$/.exec(
+    cookies[0]!,
+  );
   assert.ok(raw, cookies[0]);
   assert.equal(Number(raw[2]), env.config.sessionMaxSeconds);
-  assert.equal(cookies[1], `svc_csrf=${csrfFor(env.signingKey, raw[1]!)}; Path=/; SameSite=Lax; Max-Age=${env.config.sessionMaxSeconds}; Secure`);
+  assert.equal(
+    cookies[1],
+    `svc_csrf=${csrfFor(env.signingKey, raw[1]!)}; Path=/; SameSite=Lax; Max-Age=${env.config.sessionMaxSeconds}; Secure`,
+  );
   assert.equal(cookies[2], 'svc_pre=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly; Secure');
-  const dev = /^svc_device=([^;]+); Path=\/api\/auth; SameSite=Strict; Max-Age=15552000; HttpOnly; Secure$/.exec(cookies[3]!);
+  const dev =
+    /^svc_device=([^;]+); Path=\/api\/auth; SameSite=Strict; Max-Age=15552000; HttpOnly; Secure$/.exec(
+      cookies[3]!,
+    );
   assert.ok(dev, cookies[3]);
   assert.equal(readDevice(env.signingKey, decodeURIComponent(dev[1]!))!.userId, user.id);
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
@@ -720,7 +1015,12 @@ test('login cookies: a new session rotates the old one out; session, CSRF, clear
   const row = await db.selectFrom('sessions').selectAll().where('id', '=', s!.id).executeTakeFirstOrThrow();
   assert.deepEqual([row.ip, row.user_agent], ['10.1.1.1', 'UA']);
   // A login from a browser that carries a session replaces it.
-  const h2 = await startSession(env, req(`${SESSION_COOKIE}=${raw[1]}`), { ...client, secure: false }, user.id);
+  const h2 = await startSession(
+    env,
+    req(`${SESSION_COOKIE}=${raw[1]}`),
+    { ...client, secure: false },
+    user.id,
+  );
   assert.equal(resolveSession(db, raw[1]!, limits, env.now()), null, 'the old session is gone');
   assert.ok(h2.getSetCookie().every((c) => !c.includes('Secure')));
   assert.equal((await db.selectFrom('sessions').select('id').execute()).length, 1);
@@ -728,7 +1028,10 @@ test('login cookies: a new session rotates the old one out; session, CSRF, clear
     'svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly; Secure',
     'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0; Secure',
   ]);
-  assert.deepEqual(endSessionCookies({ ...client, secure: false }).getSetCookie(), ['svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly', 'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0']);
+  assert.deepEqual(endSessionCookies({ ...client, secure: false }).getSetCookie(), [
+    'svc_session=; Path=/; SameSite=Lax; Max-Age=0; HttpOnly',
+    'svc_csrf=; Path=/; SameSite=Lax; Max-Age=0',
+  ]);
   await db.destroy();
 });
 
@@ -743,7 +1046,18 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.ok(url.includes(`secret=${secret}`) && url.includes('issuer=svc') && url.includes('alice'), url);
   const pending = sealer.seal(secret, totpBinding(user.id) + ':pending');
   const now = T0;
-  assert.equal(await enableTotp(db, sealer, user.id, pending, '000000' === (await totpCode(secret, { epoch: now / 1000 })) ? '111111' : '000000', now), null, 'a wrong code enrols nothing');
+  assert.equal(
+    await enableTotp(
+      db,
+      sealer,
+      user.id,
+      pending,
+      '000000' === (await totpCode(secret, { epoch: now / 1000 })) ? '111111' : '000000',
+      now,
+    ),
+    null,
+    'a wrong code enrols nothing',
+  );
   assert.equal((await findUser(db, user.id))!.totp_enabled, 0);
   assert.throws(() => sealer.open(pending, totpBinding(user.id)), 'the pending secret is bound to :pending');
   const code = await totpCode(secret, { epoch: now / 1000 });
@@ -755,7 +1069,11 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.equal(sealer.open(row.totp_secret!, totpBinding(user.id)), secret);
   assert.equal(row.totp_last_step, Math.floor(now / 30_000));
   assert.equal(row.updated_at, iso(now));
-  const stored = await db.selectFrom('recovery_codes').select(['code_hash', 'used_at']).where('user_id', '=', user.id).execute();
+  const stored = await db
+    .selectFrom('recovery_codes')
+    .select(['code_hash', 'used_at'])
+    .where('user_id', '=', user.id)
+    .execute();
   assert.equal(stored.length, 10);
   const bare = (c: string) =>
     createHash('sha256')
@@ -774,7 +1092,11 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   const rc = codes![1]!;
   assert.equal(await consumeSecondFactor(db, sealer, user.id, rc.toUpperCase().replace('-', ''), now), true);
   assert.equal(await consumeSecondFactor(db, sealer, user.id, rc, now), false, 'used');
-  const used = await db.selectFrom('recovery_codes').select('used_at').where('used_at', 'is not', null).execute();
+  const used = await db
+    .selectFrom('recovery_codes')
+    .select('used_at')
+    .where('used_at', 'is not', null)
+    .execute();
   assert.deepEqual(
     used.map((u) => u.used_at),
     [iso(now)],
@@ -785,7 +1107,11 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.equal(await consumeSecondFactor(db, sealer, bob.id, codes![2]!, now), false);
   assert.equal(await consumeSecondFactor(db, sealer, 'nobody', codes![2]!, now), false);
   await db.updateTable('users').set({ totp_enabled: 1 }).where('id', '=', bob.id).execute();
-  assert.equal(await consumeSecondFactor(db, sealer, bob.id, codes![2]!, now), false, 'enabled without a secret');
+  assert.equal(
+    await consumeSecondFactor(db, sealer, bob.id, codes![2]!, now),
+    false,
+    'enabled without a secret',
+  );
   // A fresh step on an account whose last step is null is taken once.
   await db.updateTable('users').set({ totp_last_step: null }).where('id', '=', user.id).execute();
   const later = now + 600_000;
@@ -793,14 +1119,30 @@ test('TOTP: enrolment needs a code from the pending secret; codes and recovery c
   assert.equal(await consumeSecondFactor(db, sealer, user.id, c3, later), true);
   assert.equal(await consumeSecondFactor(db, sealer, user.id, c3, later), false);
   // Re-enrolment replaces the recovery codes.
-  const again = await enableTotp(db, sealer, user.id, pending, await totpCode(secret, { epoch: later / 1000 + 60 }), later + 60_000);
-  assert.equal((await db.selectFrom('recovery_codes').select('id').where('user_id', '=', user.id).execute()).length, 10);
+  const again = await enableTotp(
+    db,
+    sealer,
+    user.id,
+    pending,
+    await totpCode(secret, { epoch: later / 1000 + 60 }),
+    later + 60_000,
+  );
+  assert.equal(
+    (await db.selectFrom('recovery_codes').select('id').where('user_id', '=', user.id).execute()).length,
+    10,
+  );
   assert.equal(await consumeSecondFactor(db, sealer, user.id, codes![3]!, now), false, 'old codes are gone');
   assert.equal(await consumeSecondFactor(db, sealer, user.id, again![0]!, now), true);
   await disableTotp(db, user.id, later + 1);
   const off = (await findUser(db, user.id))!;
-  assert.deepEqual([off.totp_enabled, off.totp_secret, off.totp_pending, off.totp_last_step, off.updated_at], [0, null, null, null, iso(later + 1)]);
-  assert.equal((await db.selectFrom('recovery_codes').select('id').where('user_id', '=', user.id).execute()).length, 0);
+  assert.deepEqual(
+    [off.totp_enabled, off.totp_secret, off.totp_pending, off.totp_last_step, off.updated_at],
+    [0, null, null, null, iso(later + 1)],
+  );
+  assert.equal(
+    (await db.selectFrom('recovery_codes').select('id').where('user_id', '=', user.id).execute()).length,
+    0,
+  );
   assert.equal(await consumeSecondFactor(db, sealer, user.id, again![1]!, now), false);
   assert.equal(await checkTotp(secret, '12345', null, now), null);
   await db.destroy();
@@ -825,7 +1167,9 @@ test('TOTP: recovery codes stored bare by older builds are re-keyed at boot, onc
     .execute();
   assert.equal(await rehashRecoveryCodes(db, createSealer(null)), 0, 'nothing without a master key');
   assert.equal(await rehashRecoveryCodes(db, sealer), 1);
-  const hashes = (await db.selectFrom('recovery_codes').select('code_hash').orderBy('code_hash').execute()).map((r) => r.code_hash);
+  const hashes = (
+    await db.selectFrom('recovery_codes').select('code_hash').orderBy('code_hash').execute()
+  ).map((r) => r.code_hash);
   assert.deepEqual(hashes.sort(), ['hmac1:' + sealer.digest('recovery-code', bare), 'hmac1:already'].sort());
   assert.equal(await rehashRecoveryCodes(db, sealer), 0, 'idempotent');
   assert.equal(await consumeSecondFactor(db, sealer, user.id, 'abcde-fghjk', T0), true);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { totpCode, checkTotp, newTotpSecret, newRecoveryCodes, RECOVERY_PATTERN } from '../../../lib/auth/totp.js';
+import { totpCode, checkTotp, newTotpSecret, newRecoveryCodes, RECOVERY_PATTERN } from '#lib/auth/totp.js';
 
 // RFC 6238 Appendix B: ASCII seeds, 8 digits, T0 = 0, X = 30.
 const seeds = {
@@ -49,7 +49,8 @@ test('a used time step (and any older one) is refused afterwards', async () => {
 
 test('codes of the wrong shape are refused without work', async () => {
   const secret = await newTotpSecret();
-  for (const c of ['', '12345', '1234567', 'abcdef', '12 345']) assert.equal(await checkTotp(secret, c, null), null);
+  for (const c of ['', '12345', '1234567', 'abcdef', '12 345'])
+    assert.equal(await checkTotp(secret, c, null), null);
 });
 
 test('ten distinct recovery codes', () => {

@@ -11,10 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { encryptStream, decryptStream, ArtifactAuthError, ArtifactBindingError, type ArtifactBinding } from '../../../lib/backups/crypto.js';
-import { fetchVerified, spoolRoot, sweepSpool, type RunArtifact } from '../../../lib/backups/verified.js';
-import { localStore } from '../../../lib/backups/destinations.js';
-import type { ArtifactStore } from '../../../lib/backups/artifact.js';
+import {
+  encryptStream,
+  decryptStream,
+  ArtifactAuthError,
+  ArtifactBindingError,
+  type ArtifactBinding,
+} from '#lib/backups/crypto.js';
+import { fetchVerified, spoolRoot, sweepSpool, type RunArtifact } from '#lib/backups/verified.js';
+import { localStore } from '#lib/backups/destinations.js';
+import type { ArtifactStore } from '#lib/backups/artifact.js';
 
 const MASTER = Buffer.alloc(32, 9);
 const id = (c: string) => c.repeat(26);
@@ -26,8 +32,10 @@ async function collect(src: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-const encrypt = (plain: Buffer, b: ArtifactBinding) => collect(Readable.from([plain]).pipe(encryptStream(MASTER, b)));
-const decrypt = (bytes: Buffer, b: ArtifactBinding) => collect(Readable.from([bytes]).pipe(decryptStream(MASTER, b)));
+const encrypt = (plain: Buffer, b: ArtifactBinding) =>
+  collect(Readable.from([plain]).pipe(encryptStream(MASTER, b)));
+const decrypt = (bytes: Buffer, b: ArtifactBinding) =>
+  collect(Readable.from([bytes]).pipe(decryptStream(MASTER, b)));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** An artifact as the format before binding wrote it: "SVCBAK01" | salt, one final record. */
@@ -61,7 +69,13 @@ function remote(answers: Buffer[]): ArtifactStore & { gets: number } {
   return store;
 }
 
-const runOf = (b: ArtifactBinding, bytes: Buffer): RunArtifact => ({ id: b.run_id, app_id: b.app_id, backup_id: b.backup_id, artifact: `${b.app_id}/${b.run_id}.svcbak`, sha256: sha(bytes) });
+const runOf = (b: ArtifactBinding, bytes: Buffer): RunArtifact => ({
+  id: b.run_id,
+  app_id: b.app_id,
+  backup_id: b.backup_id,
+  artifact: `${b.app_id}/${b.run_id}.svcbak`,
+  sha256: sha(bytes),
+});
 
 function dataDir(): string {
   return mkdtempSync(join(tmpdir(), 'svc-artifact-'));
@@ -77,14 +91,21 @@ test('an artifact decrypts only for the app, config and run it was written for',
     [{ ...A, run_id: id('x') }, /another run/],
   ];
   for (const [other, why] of cases) {
-    await assert.rejects(decrypt(bytes, other), (e: Error) => e instanceof ArtifactBindingError && why.test(e.message));
+    await assert.rejects(
+      decrypt(bytes, other),
+      (e: Error) => e instanceof ArtifactBindingError && why.test(e.message),
+    );
   }
   // The binding is in the clear header but authenticated: rewriting it to the expected one
   // (same length) fails the records' tags.
   const forged = Buffer.from(bytes);
   const at = forged.indexOf(Buffer.from(`app=${A.app_id}`));
   forged.write(`app=${id('x')}`, at);
-  await assert.rejects(decrypt(forged, { ...A, app_id: id('x') }), (e: Error) => e instanceof ArtifactAuthError && !(e instanceof ArtifactBindingError) && /tag/.test(e.message));
+  await assert.rejects(
+    decrypt(forged, { ...A, app_id: id('x') }),
+    (e: Error) =>
+      e instanceof ArtifactAuthError && !(e instanceof ArtifactBindingError) && /tag/.test(e.message),
+  );
 });
 
 test('a v1 artifact (before binding) is still read, pinned by the sha256 its run recorded', async () => {
@@ -98,7 +119,10 @@ test('a v1 artifact (before binding) is still read, pinned by the sha256 its run
     await copy.close();
     // Another v1 artifact (another app's, same master key) does not match this run's sha256.
     const foreign = legacyArtifact(Buffer.from('another app'));
-    await assert.rejects(fetchVerified(remote([foreign]), runOf(A, old), MASTER, dir), /sha256 does not match/);
+    await assert.rejects(
+      fetchVerified(remote([foreign]), runOf(A, old), MASTER, dir),
+      /sha256 does not match/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -146,7 +170,10 @@ test("another app's or run's artifact is refused by its binding even where the s
       const theirs = await encrypt(Buffer.from('not mine'), other);
       // The record of run A names the foreign bytes' sha256: only the binding can tell.
       const run = { ...runOf(A, theirs) };
-      await assert.rejects(fetchVerified(remote([theirs]), run, MASTER, dir), (e: Error) => e instanceof ArtifactBindingError && why.test(e.message));
+      await assert.rejects(
+        fetchVerified(remote([theirs]), run, MASTER, dir),
+        (e: Error) => e instanceof ArtifactBindingError && why.test(e.message),
+      );
       assert.deepEqual(await readdir(spoolRoot(dir)), []);
     }
   } finally {
@@ -160,7 +187,10 @@ test('the spool is removed when the check fails or the destination breaks off, a
     const bytes = await encrypt(randomBytes(300_000), A);
     const flipped = Buffer.from(bytes);
     flipped[flipped.length - 100]! ^= 1;
-    await assert.rejects(fetchVerified(remote([flipped]), runOf(A, bytes), MASTER, dir), /failed authentication/);
+    await assert.rejects(
+      fetchVerified(remote([flipped]), runOf(A, bytes), MASTER, dir),
+      /failed authentication/,
+    );
     assert.deepEqual(await readdir(spoolRoot(dir)), []);
     const broken: ArtifactStore = {
       async put() {},

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, writeFile, symlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { detect, diskFiles, memoryFiles, PlanError, type RepoFiles } from '../../../lib/buildplan/index.js';
-import { MAX_ENTRIES, MAX_READ } from '../../../lib/buildplan/files.js';
+import { detect, diskFiles, memoryFiles, PlanError, type RepoFiles } from '#lib/buildplan/index.js';
+import { MAX_ENTRIES, MAX_READ } from '#lib/buildplan/files.js';
 
 let root = '';
 let outside = '';

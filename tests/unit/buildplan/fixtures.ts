@@ -1,7 +1,16 @@
 // Shared by the build-plan tests: detection over an in-memory tree, and the lines of a Dockerfile's
 // final stage, which the contract holds to a non-root user, PORT, EXPOSE and an exec-form CMD.
 import assert from 'node:assert/strict';
-import { detect, isPlan, memoryFiles, PlanError, type MemoryTree, type NotDetectable, type Plan, type StackOverride } from '../../../lib/buildplan/index.js';
+import {
+  detect,
+  isPlan,
+  memoryFiles,
+  PlanError,
+  type MemoryTree,
+  type NotDetectable,
+  type Plan,
+  type StackOverride,
+} from '#lib/buildplan/index.js';
 
 export async function plan(tree: MemoryTree, override?: StackOverride): Promise<Plan> {
   const r = await detect(memoryFiles(tree), override);
@@ -16,7 +25,11 @@ export async function notDetectable(tree: MemoryTree, override?: StackOverride):
 }
 
 /** Detection must refuse with a PlanError naming file and field; returns it for more checks. */
-export async function refused(tree: MemoryTree, expect: { file: string; field: string; reason?: RegExp }, override?: StackOverride): Promise<PlanError> {
+export async function refused(
+  tree: MemoryTree,
+  expect: { file: string; field: string; reason?: RegExp },
+  override?: StackOverride,
+): Promise<PlanError> {
   let caught: unknown = null;
   try {
     const r = await detect(memoryFiles(tree), override);
@@ -55,7 +68,10 @@ export function assertContract(p: Plan): void {
   const cmd = final.filter((l) => l.startsWith('CMD '));
   assert.equal(cmd.length, 1);
   const argv = JSON.parse(cmd[0]!.slice(4)) as unknown;
-  assert.ok(Array.isArray(argv) && argv.length > 0 && argv.every((a) => typeof a === 'string'), 'CMD is in exec form');
+  assert.ok(
+    Array.isArray(argv) && argv.length > 0 && argv.every((a) => typeof a === 'string'),
+    'CMD is in exec form',
+  );
   for (const l of all) assert.doesNotMatch(l, /\\$/, 'no line continues');
   // Every image named is listed, and nothing else.
   const named = new Set<string>();

@@ -8,12 +8,19 @@ const pkg = (o: object) => JSON.stringify(o);
 const server = pkg({ scripts: { start: 'node server.js' } });
 
 test('npm with package-lock.json: npm ci in its own layer, dev dependencies pruned, node as the user', async () => {
-  const p = await plan({ 'package.json': pkg({ scripts: { start: 'node server.js', build: 'tsc' } }), 'package-lock.json': '{}', 'server.js': '' });
+  const p = await plan({
+    'package.json': pkg({ scripts: { start: 'node server.js', build: 'tsc' } }),
+    'package-lock.json': '{}',
+    'server.js': '',
+  });
   assertContract(p);
   assert.equal(p.stack, 'node');
   assert.deepEqual(p.detected_from, ['package.json', 'package-lock.json']);
   assert.deepEqual(p.runtime, { name: 'node', version: '22', image: 'node:22-bookworm-slim' });
-  assert.deepEqual([p.install, p.build, p.start, p.port], ['npm ci', 'npm run build', 'node server.js', 3000]);
+  assert.deepEqual(
+    [p.install, p.build, p.start, p.port],
+    ['npm ci', 'npm run build', 'node server.js', 3000],
+  );
   assert.deepEqual(p.warnings, []);
   assert.ok(lines(p.dockerfile).includes('RUN npm prune --omit=dev'));
   assert.deepEqual(finalStage(p.dockerfile), [
@@ -31,7 +38,11 @@ test('pnpm and yarn (classic and berry) from their lock files, through corepack'
   const cases: [Record<string, string>, string, string][] = [
     [{ 'pnpm-lock.yaml': '' }, 'pnpm install --frozen-lockfile', 'COPY package.json pnpm-lock.yaml ./'],
     [{ 'yarn.lock': '' }, 'yarn install --frozen-lockfile', 'COPY package.json yarn.lock ./'],
-    [{ 'yarn.lock': '', '.yarnrc.yml': 'nodeLinker: node-modules' }, 'yarn install --immutable', 'COPY package.json yarn.lock .yarnrc.yml ./'],
+    [
+      { 'yarn.lock': '', '.yarnrc.yml': 'nodeLinker: node-modules' },
+      'yarn install --immutable',
+      'COPY package.json yarn.lock .yarnrc.yml ./',
+    ],
   ];
   for (const [extra, install, copy] of cases) {
     const p = await plan({ 'package.json': server, 'server.js': '', ...extra });
@@ -39,9 +50,15 @@ test('pnpm and yarn (classic and berry) from their lock files, through corepack'
     assert.equal(p.install, install);
     assert.ok(lines(p.dockerfile).includes(copy), p.dockerfile);
     assert.ok(lines(p.dockerfile).includes('RUN corepack enable'));
-    assert.ok(indexOf(p.dockerfile, /^RUN corepack enable/) < indexOf(p.dockerfile, /^COPY package\.json/), 'corepack is set up before the manifests, so it stays cached');
+    assert.ok(
+      indexOf(p.dockerfile, /^RUN corepack enable/) < indexOf(p.dockerfile, /^COPY package\.json/),
+      'corepack is set up before the manifests, so it stays cached',
+    );
   }
-  const berry = await plan({ 'package.json': pkg({ scripts: { start: 'node s.js' }, packageManager: 'yarn@4.1.0' }), 'yarn.lock': '' });
+  const berry = await plan({
+    'package.json': pkg({ scripts: { start: 'node s.js' }, packageManager: 'yarn@4.1.0' }),
+    'yarn.lock': '',
+  });
   assert.equal(berry.install, 'yarn install --immutable');
   assert.ok(berry.warnings.some((w) => /dev dependencies are not pruned/.test(w)));
 });
@@ -67,11 +84,19 @@ test('version: .nvmrc, then .node-version, then engines.node', async () => {
 });
 
 test('start: plain words run directly (node_modules/.bin on PATH), shell syntax through npm', async () => {
-  const next = await plan({ 'package.json': pkg({ scripts: { build: 'next build', start: 'next start' } }), 'package-lock.json': '' });
+  const next = await plan({
+    'package.json': pkg({ scripts: { build: 'next build', start: 'next start' } }),
+    'package-lock.json': '',
+  });
   assert.equal(next.stack, 'node');
   assert.ok(lines(next.dockerfile).includes('CMD ["next","start"]'));
-  assert.ok(lines(next.dockerfile).includes('ENV NODE_ENV=production PORT=3000 PATH=/app/node_modules/.bin:$PATH'));
-  const shell = await plan({ 'package.json': pkg({ scripts: { start: 'NODE_ENV=production node "dist/main.js"' } }), 'package-lock.json': '' });
+  assert.ok(
+    lines(next.dockerfile).includes('ENV NODE_ENV=production PORT=3000 PATH=/app/node_modules/.bin:$PATH'),
+  );
+  const shell = await plan({
+    'package.json': pkg({ scripts: { start: 'NODE_ENV=production node "dist/main.js"' } }),
+    'package-lock.json': '',
+  });
   assert.ok(lines(shell.dockerfile).includes('CMD ["npm","run","start"]'));
   assert.equal(shell.start, 'npm run start');
   assert.ok(shell.warnings.some((w) => /needs a shell/.test(w)));
@@ -89,9 +114,24 @@ test('start: the main file, or a conventional entry file, when there is no start
 test('front-end builds become static sites served by Caddy, from the tool output folder', async () => {
   const cases: [object, string][] = [
     [{ scripts: { dev: 'vite', build: 'vite build' }, devDependencies: { vite: '5' } }, 'dist'],
-    [{ scripts: { start: 'react-scripts start', build: 'react-scripts build' }, dependencies: { 'react-scripts': '5' } }, 'build'],
-    [{ scripts: { dev: 'astro dev', start: 'astro dev', build: 'astro build' }, dependencies: { astro: '4' } }, 'dist'],
-    [{ scripts: { build: 'vite build' }, devDependencies: { vite: '5', '@sveltejs/adapter-static': '3' } }, 'build'],
+    [
+      {
+        scripts: { start: 'react-scripts start', build: 'react-scripts build' },
+        dependencies: { 'react-scripts': '5' },
+      },
+      'build',
+    ],
+    [
+      {
+        scripts: { dev: 'astro dev', start: 'astro dev', build: 'astro build' },
+        dependencies: { astro: '4' },
+      },
+      'dist',
+    ],
+    [
+      { scripts: { build: 'vite build' }, devDependencies: { vite: '5', '@sveltejs/adapter-static': '3' } },
+      'build',
+    ],
     [{ scripts: { build: 'gatsby build' }, dependencies: { gatsby: '5' } }, 'public'],
   ];
   for (const [json, dir] of cases) {
@@ -112,25 +152,37 @@ test('front-end builds become static sites served by Caddy, from the tool output
 
 test('an Astro server (node adapter) stays a node app; an unknown build tool is served from dist with a warning', async () => {
   const astro = await plan({
-    'package.json': pkg({ scripts: { build: 'astro build', start: 'node ./dist/server/entry.mjs' }, dependencies: { astro: '4', '@astrojs/node': '8' } }),
+    'package.json': pkg({
+      scripts: { build: 'astro build', start: 'node ./dist/server/entry.mjs' },
+      dependencies: { astro: '4', '@astrojs/node': '8' },
+    }),
     'package-lock.json': '',
   });
   assert.equal(astro.stack, 'node');
   assert.equal(astro.start, 'node ./dist/server/entry.mjs');
-  const unknown = await plan({ 'package.json': pkg({ scripts: { build: 'make-site' } }), 'package-lock.json': '' });
+  const unknown = await plan({
+    'package.json': pkg({ scripts: { build: 'make-site' } }),
+    'package-lock.json': '',
+  });
   assert.equal(unknown.stack, 'static');
   assert.ok(unknown.warnings.some((w) => /not a known front-end tool/.test(w)));
 });
 
 test('workspaces: the install needs every package.json, so it runs after the whole copy', async () => {
-  const p = await plan({ 'package.json': pkg({ workspaces: ['packages/*'], scripts: { start: 'node s.js' } }), 'package-lock.json': '' });
+  const p = await plan({
+    'package.json': pkg({ workspaces: ['packages/*'], scripts: { start: 'node s.js' } }),
+    'package-lock.json': '',
+  });
   assertContract(p);
   assert.ok(p.warnings.some((w) => /workspaces/.test(w)));
   assert.ok(indexOf(p.dockerfile, /^COPY \. \.$/) < indexOf(p.dockerfile, /^RUN npm ci$/));
 });
 
 test('a package.json with nothing to run falls through to the static files beside it', async () => {
-  const p = await plan({ 'package.json': pkg({ devDependencies: { prettier: '3' } }), 'index.html': '<p>hi</p>' });
+  const p = await plan({
+    'package.json': pkg({ devDependencies: { prettier: '3' } }),
+    'index.html': '<p>hi</p>',
+  });
   assert.equal(p.stack, 'static');
   assert.deepEqual(p.detected_from, ['index.html']);
 });

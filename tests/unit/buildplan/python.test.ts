@@ -15,14 +15,27 @@ test('requirements.txt + gunicorn + a Flask app: gunicorn serves app:app from th
   assert.deepEqual(p.images, ['python:3.12-bookworm', 'python:3.12-slim-bookworm']);
   assert.equal(p.install, 'pip install -r requirements.txt');
   assert.equal(p.start, 'gunicorn --bind 0.0.0.0:8000 app:app');
-  assert.deepEqual(finalStage(p.dockerfile).slice(-3), ['USER app', 'EXPOSE 8000', 'CMD ["gunicorn","--bind","0.0.0.0:8000","app:app"]']);
-  assert.ok(indexOf(p.dockerfile, /^COPY requirements\.txt \.\/$/) < indexOf(p.dockerfile, /^RUN pip install -r requirements\.txt$/));
+  assert.deepEqual(finalStage(p.dockerfile).slice(-3), [
+    'USER app',
+    'EXPOSE 8000',
+    'CMD ["gunicorn","--bind","0.0.0.0:8000","app:app"]',
+  ]);
+  assert.ok(
+    indexOf(p.dockerfile, /^COPY requirements\.txt \.\/$/) <
+      indexOf(p.dockerfile, /^RUN pip install -r requirements\.txt$/),
+  );
   assert.ok(indexOf(p.dockerfile, /^RUN pip install/) < indexOf(p.dockerfile, /^COPY \. \.$/));
-  assert.ok(!finalStage(p.dockerfile).some((l) => /pip install/.test(l)), 'nothing is compiled in the final stage');
+  assert.ok(
+    !finalStage(p.dockerfile).some((l) => /pip install/.test(l)),
+    'nothing is compiled in the final stage',
+  );
 });
 
 test('FastAPI under uvicorn, the app variable read from main.py', async () => {
-  const p = await plan({ 'requirements.txt': 'fastapi\nuvicorn[standard]\n', 'main.py': 'import fastapi\napi: fastapi.FastAPI = fastapi.FastAPI()\n' });
+  const p = await plan({
+    'requirements.txt': 'fastapi\nuvicorn[standard]\n',
+    'main.py': 'import fastapi\napi: fastapi.FastAPI = fastapi.FastAPI()\n',
+  });
   assert.equal(p.start, 'uvicorn main:api --host 0.0.0.0 --port 8000');
   assert.deepEqual(p.warnings, []);
 });
@@ -48,7 +61,8 @@ test('Django: manage.py names the project, gunicorn serves its wsgi module', asy
 });
 
 test('poetry: pyproject.toml + poetry.lock copied first, poetry from its own virtualenv, python from the poetry table', async () => {
-  const pyproject = '[tool.poetry]\nname = "x"\n\n[tool.poetry.dependencies]\npython = "^3.11"\nflask = "^3"\ngunicorn = "^22"\n';
+  const pyproject =
+    '[tool.poetry]\nname = "x"\n\n[tool.poetry.dependencies]\npython = "^3.11"\nflask = "^3"\ngunicorn = "^22"\n';
   const p = await plan({ 'pyproject.toml': pyproject, 'poetry.lock': '', 'app.py': flask });
   assertContract(p);
   assert.equal(p.runtime.version, '3.12');
@@ -61,7 +75,8 @@ test('poetry: pyproject.toml + poetry.lock copied first, poetry from its own vir
 });
 
 test('uv: uv.lock keys the install; requires-python picks the line', async () => {
-  const pyproject = '[project]\nname = "x"\nrequires-python = ">=3.10,<3.12"\ndependencies = ["uvicorn", "starlette"]\n';
+  const pyproject =
+    '[project]\nname = "x"\nrequires-python = ">=3.10,<3.12"\ndependencies = ["uvicorn", "starlette"]\n';
   const p = await plan({ 'pyproject.toml': pyproject, 'uv.lock': '', 'asgi.py': 'app = Starlette()\n' });
   assertContract(p);
   assert.equal(p.runtime.version, '3.11');
@@ -71,15 +86,26 @@ test('uv: uv.lock keys the install; requires-python picks the line', async () =>
 });
 
 test('Pipfile: pipenv exports the lock for pip', async () => {
-  const p = await plan({ Pipfile: '[packages]\ngunicorn = "*"\n', 'Pipfile.lock': '{}', 'wsgi.py': 'application = make()\n' });
+  const p = await plan({
+    Pipfile: '[packages]\ngunicorn = "*"\n',
+    'Pipfile.lock': '{}',
+    'wsgi.py': 'application = make()\n',
+  });
   assertContract(p);
   assert.ok(lines(p.dockerfile).includes('COPY Pipfile Pipfile.lock ./'));
-  assert.match(p.install!, /pipenv requirements > \/tmp\/requirements\.txt && pip install -r \/tmp\/requirements\.txt$/);
+  assert.match(
+    p.install!,
+    /pipenv requirements > \/tmp\/requirements\.txt && pip install -r \/tmp\/requirements\.txt$/,
+  );
   assert.equal(p.start, 'gunicorn --bind 0.0.0.0:8000 wsgi:application');
 });
 
 test('no WSGI/ASGI server among the dependencies: the entry script runs directly; .python-version picks the line', async () => {
-  const p = await plan({ 'requirements.txt': 'requests\n', 'main.py': 'print(1)\n', '.python-version': '3.13\n' });
+  const p = await plan({
+    'requirements.txt': 'requests\n',
+    'main.py': 'print(1)\n',
+    '.python-version': '3.13\n',
+  });
   assert.equal(p.start, 'python main.py');
   assert.equal(p.runtime.image, 'python:3.13-slim-bookworm');
   assert.ok(p.warnings.some((w) => /running main\.py directly/.test(w)));

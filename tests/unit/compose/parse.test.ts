@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseCompose, interpolateString, parseDotenv, splitWords, MAX_COMPOSE_BYTES, type Finding, type InterpolationIssue } from '../../../lib/compose/index.js';
+import {
+  parseCompose,
+  interpolateString,
+  parseDotenv,
+  splitWords,
+  MAX_COMPOSE_BYTES,
+  type Finding,
+  type InterpolationIssue,
+} from '#lib/compose/index.js';
 
 const errors = (f: Finding[]) => f.filter((x) => x.level === 'error');
 const warnings = (f: Finding[]) => f.filter((x) => x.level === 'warning');
@@ -79,7 +87,12 @@ networks:
   assert.deepEqual(errors(r.findings), []);
   assert.equal(r.ok, true);
   const web = r.model!.services.web;
-  assert.deepEqual(web.build, { context: 'web', dockerfile: 'Dockerfile.prod', args: { VERSION: '1.2' }, target: 'runtime' });
+  assert.deepEqual(web.build, {
+    context: 'web',
+    dockerfile: 'Dockerfile.prod',
+    args: { VERSION: '1.2' },
+    target: 'runtime',
+  });
   assert.deepEqual(web.command, ['httpd', '-f', '-p', '8080']);
   assert.deepEqual(web.entrypoint, ['/bin/sh', '-c']);
   assert.deepEqual(web.environment, { A: '1', PASS: null, URL: 'postgres://u:p@db/x?a=$b' });
@@ -100,7 +113,13 @@ networks:
     { type: 'tmpfs', target: '/run/t', sizeBytes: 1024 * 1024 },
   ]);
   assert.deepEqual(web.dependsOn, { db: { condition: 'service_healthy', required: true } });
-  assert.deepEqual(web.healthcheck, { test: ['CMD', 'wget', '-q', '-O-', 'http://localhost:8080/'], intervalMs: 1000, timeoutMs: 90_000, retries: 5, startPeriodMs: 500 });
+  assert.deepEqual(web.healthcheck, {
+    test: ['CMD', 'wget', '-q', '-O-', 'http://localhost:8080/'],
+    intervalMs: 1000,
+    timeoutMs: 90_000,
+    retries: 5,
+    startPeriodMs: 500,
+  });
   assert.deepEqual(web.restart, { name: 'on-failure', maxRetries: 3 });
   assert.deepEqual(web.labels, { team: 'core', tier: 'web' });
   assert.deepEqual(web.networks, { default: { aliases: [] }, back: { aliases: ['www'] } });
@@ -117,8 +136,15 @@ networks:
 test('interpolation: defaults, escapes, unset variables, required ones', () => {
   const env = { A: 'x', EMPTY: '', DOLLAR: '$HOME ${X}' };
   const iss: InterpolationIssue[] = [];
-  assert.equal(interpolateString('${A}-$A-${A:-d}-${EMPTY:-d}-${EMPTY-d}-${NOPE-d}-$$A-$$-${NOPE:-${A}}', env, iss), 'x-x-x-d--d-$A-$-x');
-  assert.equal(interpolateString('${DOLLAR}', env, iss), '$HOME ${X}', 'substituted values are not interpolated again');
+  assert.equal(
+    interpolateString('${A}-$A-${A:-d}-${EMPTY:-d}-${EMPTY-d}-${NOPE-d}-$$A-$$-${NOPE:-${A}}', env, iss),
+    'x-x-x-d--d-$A-$-x',
+  );
+  assert.equal(
+    interpolateString('${DOLLAR}', env, iss),
+    '$HOME ${X}',
+    'substituted values are not interpolated again',
+  );
   assert.equal(interpolateString('cost: 5$ or $ 3', env, iss), 'cost: 5$ or $ 3');
   assert.equal(iss.length, 0);
   assert.equal(interpolateString('${A:+set}${NOPE:+set}', env, iss), 'set');
@@ -129,14 +155,23 @@ test('interpolation: defaults, escapes, unset variables, required ones', () => {
   assert.equal(req[0].level, 'error');
   assert.match(req[0].message, /must be set/);
 
-  const r = parseCompose('services:\n  web:\n    image: "${IMG:?image required}"\n    environment:\n      K: $$literal\n', { env: {} });
+  const r = parseCompose(
+    'services:\n  web:\n    image: "${IMG:?image required}"\n    environment:\n      K: $$literal\n',
+    { env: {} },
+  );
   assert.equal(r.ok, false);
-  assert.ok(errors(r.findings).some((f) => f.service === 'web' && f.key === 'image' && /image required/.test(f.message)));
+  assert.ok(
+    errors(r.findings).some(
+      (f) => f.service === 'web' && f.key === 'image' && /image required/.test(f.message),
+    ),
+  );
   assert.equal(r.model!.services.web.environment.K, '$literal');
 });
 
 test('unknown keys are reported as warnings, not dropped silently', () => {
-  const r = parseCompose('version: "3"\nfoo: 1\nservices:\n  web:\n    image: a/b:1\n    frobnicate: true\n    container_name: x\n    x-mine: 1\n');
+  const r = parseCompose(
+    'version: "3"\nfoo: 1\nservices:\n  web:\n    image: a/b:1\n    frobnicate: true\n    container_name: x\n    x-mine: 1\n',
+  );
   assert.equal(r.ok, true);
   const w = warnings(r.findings).map((f) => `${f.service ?? ''}:${f.key}`);
   assert.deepEqual(w.sort(), [':foo', ':version', 'web:container_name', 'web:frobnicate']);
@@ -185,7 +220,11 @@ const ESCAPES: [string, string, string][] = [
   ['volumes: ["./a/../../b:/x"]', 'volumes[0]', 'escapes'],
   ['volumes: ["~/.ssh:/x"]', 'volumes[0]', 'home'],
   ['volumes: ["/srv/data/../../etc:/x"]', 'volumes[0]', 'outside'],
-  ['volumes: [{type: bind, source: ./x, target: /x, bind: {propagation: rshared}}]', 'volumes[0].bind.propagation', 'propagation'],
+  [
+    'volumes: [{type: bind, source: ./x, target: /x, bind: {propagation: rshared}}]',
+    'volumes[0].bind.propagation',
+    'propagation',
+  ],
   ['volumes_from: [other]', 'volumes_from', 'volumes_from'],
   ['external_links: [foo]', 'external_links', 'external_links'],
   ['runtime: runc-host', 'runtime', 'runtime'],
@@ -195,7 +234,11 @@ const ESCAPES: [string, string, string][] = [
   ['build: ../outside', 'build.context', 'inside'],
   ['env_file: /etc/shadow', 'env_file', 'inside'],
   ['labels: { "svc.app": other }', 'labels.svc.app', 'reserved'],
-  ['deploy: { resources: { reservations: { devices: [{capabilities: [gpu]}] } } }', 'deploy.resources.reservations.devices', 'device'],
+  [
+    'deploy: { resources: { reservations: { devices: [{capabilities: [gpu]}] } } }',
+    'deploy.resources.reservations.devices',
+    'device',
+  ],
   // YAML's other spellings of true: the compose CLI reads them as true, so does the policy.
   ['privileged: "yes"', 'privileged', 'privileged'],
   ['privileged: "true"', 'privileged', 'privileged'],
@@ -231,11 +274,15 @@ const ESCAPES: [string, string, string][] = [
 
 for (const [yaml, key, words] of ESCAPES) {
   test(`refused: ${yaml}`, () => {
-    const r = parseCompose(`services:\n  web:\n    image: svc-test/busybox:latest\n    ${yaml}\n`, { allowedBindRoots: ['/srv/data'] });
+    const r = parseCompose(`services:\n  web:\n    image: svc-test/busybox:latest\n    ${yaml}\n`, {
+      allowedBindRoots: ['/srv/data'],
+    });
     assert.equal(r.ok, false);
     const e = errors(r.findings);
     assert.ok(
-      e.some((f) => f.service === 'web' && f.key === key && f.message.toLowerCase().includes(words.toLowerCase())),
+      e.some(
+        (f) => f.service === 'web' && f.key === key && f.message.toLowerCase().includes(words.toLowerCase()),
+      ),
       JSON.stringify(e),
     );
   });
@@ -249,7 +296,13 @@ test('top-level volumes and networks that reach outside the app are refused', ()
     errors(r.findings)
       .map((f) => f.key)
       .sort(),
-    ['networks.hostnet.driver', 'networks.other.external', 'volumes.ext.external', 'volumes.hostdir.driver_opts', 'volumes.nfs.driver'],
+    [
+      'networks.hostnet.driver',
+      'networks.other.external',
+      'volumes.ext.external',
+      'volumes.hostdir.driver_opts',
+      'volumes.nfs.driver',
+    ],
   );
 });
 
@@ -272,7 +325,13 @@ test('allowed: binds under an allowed root, relative binds, harmless capabilitie
   );
   assert.deepEqual(errors(r.findings), []);
   assert.ok(warnings(r.findings).some((f) => f.key === 'cap_add' && /NET_ADMIN/.test(f.message)));
-  assert.deepEqual(r.model!.services.web.volumes[0], { type: 'bind', source: '/srv/data/web', target: '/data', readOnly: false, relative: false });
+  assert.deepEqual(r.model!.services.web.volumes[0], {
+    type: 'bind',
+    source: '/srv/data/web',
+    target: '/data',
+    readOnly: false,
+    relative: false,
+  });
 });
 
 test("allowed: Docker's default capabilities and the few harmless ones; warned where powerful", () => {
@@ -310,7 +369,15 @@ test("allowed: Docker's default capabilities and the few harmless ones; warned w
   );
   assert.equal(r.model!.services.web.capAdd.length, caps.length);
   for (const off of ['false', '"false"', '"no"', '"off"', '0', '"0"', 'null']) {
-    assert.deepEqual(errors(parseCompose(`services:\n  web:\n    image: a\n    privileged: ${off}\n    build: { context: ., privileged: ${off} }\n`).findings), [], off);
+    assert.deepEqual(
+      errors(
+        parseCompose(
+          `services:\n  web:\n    image: a\n    privileged: ${off}\n    build: { context: ., privileged: ${off} }\n`,
+        ).findings,
+      ),
+      [],
+      off,
+    );
   }
 });
 
@@ -320,13 +387,24 @@ test("the harmless switches read YAML's spellings of true too", () => {
   );
   assert.deepEqual(errors(r.findings), []);
   const web = r.model!.services.web;
-  assert.deepEqual([web.readOnly, web.init, web.tty, web.stdinOpen, (web.volumes[0] as { readOnly: boolean }).readOnly], [true, true, true, true, true]);
-  const off = parseCompose('services:\n  web:\n    image: a\n    read_only: "no"\n    init: false\n').model!.services.web;
+  assert.deepEqual(
+    [web.readOnly, web.init, web.tty, web.stdinOpen, (web.volumes[0] as { readOnly: boolean }).readOnly],
+    [true, true, true, true, true],
+  );
+  const off = parseCompose('services:\n  web:\n    image: a\n    read_only: "no"\n    init: false\n').model!
+    .services.web;
   assert.deepEqual([off.readOnly, off.init], [false, false]);
 });
 
 test('bad input: not YAML, not a mapping, duplicate keys, multiple documents', () => {
-  for (const text of ['services: [unclosed', 'just a string', '- a\n- b', 'services:\n  a: {image: x}\n  a: {image: y}\n', 'a: 1\n---\nb: 2\n', '\t- bad: indent']) {
+  for (const text of [
+    'services: [unclosed',
+    'just a string',
+    '- a\n- b',
+    'services:\n  a: {image: x}\n  a: {image: y}\n',
+    'a: 1\n---\nb: 2\n',
+    '\t- bad: indent',
+  ]) {
     const r = parseCompose(text);
     assert.equal(r.ok, false, text);
     assert.equal(r.model, null, text);
@@ -356,7 +434,9 @@ test('bad input: billion laughs is refused', () => {
 });
 
 test('merge keys within the alias budget still work', () => {
-  const r = parseCompose('x-base: &base\n  image: a\n  restart: always\nservices:\n  a: { <<: *base }\n  b: { <<: *base, image: b }\n');
+  const r = parseCompose(
+    'x-base: &base\n  image: a\n  restart: always\nservices:\n  a: { <<: *base }\n  b: { <<: *base, image: b }\n',
+  );
   assert.deepEqual(errors(r.findings), []);
   assert.equal(r.model!.services.b.image, 'b');
   assert.deepEqual(r.model!.services.a.restart, { name: 'always' });
@@ -369,7 +449,9 @@ test('bad input: undefined depends_on and cycles name the services', () => {
     [['web', 'depends_on']],
   );
   assert.match(errors(r.findings)[0].message, /undefined service "db"/);
-  r = parseCompose('services:\n  a: {image: x, depends_on: [b]}\n  b: {image: x, depends_on: {c: {condition: service_healthy}}}\n  c: {image: x, depends_on: [a]}\n');
+  r = parseCompose(
+    'services:\n  a: {image: x, depends_on: [b]}\n  b: {image: x, depends_on: {c: {condition: service_healthy}}}\n  c: {image: x, depends_on: [a]}\n',
+  );
   const cyc = errors(r.findings).find((f) => /cycle/.test(f.message));
   assert.ok(cyc);
   assert.match(cyc.message, /a -> b -> c -> a/);
@@ -434,6 +516,12 @@ test('dotenv parsing: comments, quotes, export, multi-line', () => {
 });
 
 test('command strings split like a shell, without running one', () => {
-  assert.deepEqual(splitWords(`sh -c 'echo $HOME; ls' "a b" c\\ d`), ['sh', '-c', 'echo $HOME; ls', 'a b', 'c d']);
+  assert.deepEqual(splitWords(`sh -c 'echo $HOME; ls' "a b" c\\ d`), [
+    'sh',
+    '-c',
+    'echo $HOME; ls',
+    'a b',
+    'c d',
+  ]);
   assert.equal(splitWords('"open'), null);
 });

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, writeFile, symlink, rm, readFile, realpath, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseCompose, singleServiceModel } from '../../../lib/compose/index.js';
-import { planStack, imageTag, containerName, networkName, volumeName } from '../../../lib/docker/index.js';
-import { prepareBinds } from '../../../lib/deploy/mounts.js';
+import { parseCompose, singleServiceModel } from '#lib/compose/index.js';
+import { planStack, imageTag, containerName, networkName, volumeName } from '#lib/docker/index.js';
+import { prepareBinds } from '#lib/deploy/mounts.js';
 
 let dir = '';
 before(async () => {
@@ -33,16 +33,36 @@ test('env layering: app env < env_file < environment; `- KEY` takes the app valu
       - MISSING
       - LITERAL=$$NOT
 `).model!;
-  const r = await planStack(m, { app: 'demo', env: { APP: 'a\nb', OVERRIDE: 'app', FROM_APP: 'x=y' }, workdir: dir });
+  const r = await planStack(m, {
+    app: 'demo',
+    env: { APP: 'a\nb', OVERRIDE: 'app', FROM_APP: 'x=y' },
+    workdir: dir,
+  });
   assert.ok(r.ok, JSON.stringify(r.findings));
   const web = r.plan.services[0];
-  assert.deepEqual(web.env, ['APP=a\nb', 'OVERRIDE=compose', 'FROM_APP=x=y', 'FROM_FILE=file', 'LITERAL=$NOT']);
+  assert.deepEqual(web.env, [
+    'APP=a\nb',
+    'OVERRIDE=compose',
+    'FROM_APP=x=y',
+    'FROM_FILE=file',
+    'LITERAL=$NOT',
+  ]);
   assert.equal(web.image, null);
   assert.equal(web.build?.contextDir, join(dir, 'web'));
   assert.equal(web.build?.dockerfile, 'Dockerfile');
-  const noInject = await planStack(m, { app: 'demo', env: { APP: '1', FROM_APP: '2' }, workdir: dir, injectAppEnv: false });
+  const noInject = await planStack(m, {
+    app: 'demo',
+    env: { APP: '1', FROM_APP: '2' },
+    workdir: dir,
+    injectAppEnv: false,
+  });
   assert.ok(noInject.ok);
-  assert.deepEqual(noInject.plan.services[0].env, ['FROM_FILE=file', 'OVERRIDE=compose', 'FROM_APP=2', 'LITERAL=$NOT']);
+  assert.deepEqual(noInject.plan.services[0].env, [
+    'FROM_FILE=file',
+    'OVERRIDE=compose',
+    'FROM_APP=2',
+    'LITERAL=$NOT',
+  ]);
 });
 
 test('relative binds never mount the working copy: read-only from a copy without .git, writable ones get their own copy or a volume', async () => {
@@ -57,12 +77,22 @@ test('relative binds never mount the working copy: read-only from a copy without
     volumes: ["./:/src:ro", "./new/dir/:/n2"]
 `).model!;
     const lines: string[] = [];
-    const binds = await prepareBinds({ workRoot: work, appId: 'a1', deploymentId: 'd1', checkout: dir, model, log: (l) => lines.push(l) });
+    const binds = await prepareBinds({
+      workRoot: work,
+      appId: 'a1',
+      deploymentId: 'd1',
+      checkout: dir,
+      model,
+      log: (l) => lines.push(l),
+    });
     const r = await planStack(model, { app: 'demo', workdir: dir, binds });
     assert.ok(r.ok, JSON.stringify(r.findings));
     const depDir = await realpath(join(work, 'a1', 'deployments', 'd1'));
     const src = join(depDir, 'src');
-    const mounts = (name: string) => r.plan.services.find((x) => x.name === name)!.config.HostConfig!.Mounts!.map((m) => [m.Type, m.Source, m.Target, !!m.ReadOnly]);
+    const mounts = (name: string) =>
+      r.plan.services
+        .find((x) => x.name === name)!
+        .config.HostConfig!.Mounts!.map((m) => [m.Type, m.Source, m.Target, !!m.ReadOnly]);
     const web = mounts('web');
     assert.deepEqual(web[0], ['bind', join(src, 'static'), '/s', true]);
     assert.deepEqual(web[1].slice(0, 1).concat(web[1].slice(2)), ['volume', '/n', false]);
@@ -100,13 +130,34 @@ test('relative binds never mount the working copy: read-only from a copy without
     );
 
     const bad = parseCompose('services:\n  web:\n    image: a\n    volumes: ["./evil/passwd:/p"]\n').model!;
-    const badPlan = await planStack(bad, { app: 'demo', workdir: dir, binds: await prepareBinds({ workRoot: work, appId: 'a1', deploymentId: 'd2', checkout: dir, model: bad, log: () => {} }) });
+    const badPlan = await planStack(bad, {
+      app: 'demo',
+      workdir: dir,
+      binds: await prepareBinds({
+        workRoot: work,
+        appId: 'a1',
+        deploymentId: 'd2',
+        checkout: dir,
+        model: bad,
+        log: () => {},
+      }),
+    });
     assert.equal(badPlan.ok, false);
     assert.match(badPlan.ok ? '' : badPlan.findings[0].message, /outside the repository/);
-    const badCtx = await planStack(parseCompose('services:\n  web:\n    build: ./evil\n').model!, { app: 'demo', workdir: dir });
+    const badCtx = await planStack(parseCompose('services:\n  web:\n    build: ./evil\n').model!, {
+      app: 'demo',
+      workdir: dir,
+    });
     assert.equal(badCtx.ok, false);
-    const noBinds = await planStack(parseCompose('services:\n  web:\n    image: a\n    volumes: ["./static:/s"]\n').model!, { app: 'demo', workdir: dir });
-    assert.equal(noBinds.ok, false, 'a relative bind without a prepared copy is refused, never taken from the working copy');
+    const noBinds = await planStack(
+      parseCompose('services:\n  web:\n    image: a\n    volumes: ["./static:/s"]\n').model!,
+      { app: 'demo', workdir: dir },
+    );
+    assert.equal(
+      noBinds.ok,
+      false,
+      'a relative bind without a prepared copy is refused, never taken from the working copy',
+    );
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -118,14 +169,24 @@ test('absolute binds: the real path goes to the engine, re-checked against the r
     await mkdir(join(root, 'a', 'b'), { recursive: true });
     await symlink('/', join(root, 'toroot'));
     await symlink(join(root, 'a'), join(root, 'alias'));
-    const plan = (yaml: string) => planStack(parseCompose(yaml, { allowedBindRoots: [root] }).model!, { app: 'demo', allowedBindRoots: [root] });
+    const plan = (yaml: string) =>
+      planStack(parseCompose(yaml, { allowedBindRoots: [root] }).model!, {
+        app: 'demo',
+        allowedBindRoots: [root],
+      });
     const ok = await plan(`services:\n  web:\n    image: a\n    volumes: ["${root}/alias/b:/b:ro"]\n`);
     assert.ok(ok.ok, JSON.stringify(ok.findings));
-    assert.equal(ok.plan.services[0].config.HostConfig!.Mounts![0].Source, join(root, 'a', 'b'), 'the resolved path, not the symlink');
+    assert.equal(
+      ok.plan.services[0].config.HostConfig!.Mounts![0].Source,
+      join(root, 'a', 'b'),
+      'the resolved path, not the symlink',
+    );
     const escape = await plan(`services:\n  web:\n    image: a\n    volumes: ["${root}/toroot:/host:ro"]\n`);
     assert.equal(escape.ok, false);
     assert.match(escape.ok ? '' : escape.findings[0].message, /outside the allowed roots/);
-    const above = await plan(`services:\n  w:\n    image: a\n    volumes: ["${root}/a:/w"]\n  v:\n    image: a\n    volumes: ["${root}/a/b:/target:ro"]\n`);
+    const above = await plan(
+      `services:\n  w:\n    image: a\n    volumes: ["${root}/a:/w"]\n  v:\n    image: a\n    volumes: ["${root}/a/b:/target:ro"]\n`,
+    );
     assert.equal(above.ok, false);
     assert.match(above.ok ? '' : above.findings[0].message, /inside .* which w mounts writable/);
   } finally {
@@ -158,10 +219,19 @@ networks: { back: {} }
     ['svc-demo_data'],
   );
   const [db, web] = r.plan.services;
-  assert.deepEqual(db.config.Healthcheck, { Test: ['CMD-SHELL', 'true'], Interval: 2e9, Timeout: 1e9, StartPeriod: 1.5e9, Retries: 3 });
+  assert.deepEqual(db.config.Healthcheck, {
+    Test: ['CMD-SHELL', 'true'],
+    Interval: 2e9,
+    Timeout: 1e9,
+    StartPeriod: 1.5e9,
+    Retries: 3,
+  });
   assert.equal(db.config.HostConfig?.Mounts?.[0].Source, 'svc-demo_data');
   assert.deepEqual(db.networks, [{ name: 'svc-demo_back', aliases: ['database'] }]);
-  assert.deepEqual(web.config.HostConfig?.PortBindings, { '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }], '80/udp': [{ HostIp: '127.0.0.1', HostPort: '9000' }] });
+  assert.deepEqual(web.config.HostConfig?.PortBindings, {
+    '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }],
+    '80/udp': [{ HostIp: '127.0.0.1', HostPort: '9000' }],
+  });
   assert.equal(web.publishesFixedHostPort, true);
   assert.equal(db.publishesFixedHostPort, false);
   assert.equal(web.config.HostConfig?.NanoCpus, 1.5e9);
@@ -171,7 +241,12 @@ networks: { back: {} }
 });
 
 test('service_healthy on a service without healthcheck is an error', async () => {
-  const r = await planStack(parseCompose('services:\n  a: {image: x, depends_on: {b: {condition: service_healthy}}}\n  b: {image: x}\n').model!, { app: 'demo' });
+  const r = await planStack(
+    parseCompose(
+      'services:\n  a: {image: x, depends_on: {b: {condition: service_healthy}}}\n  b: {image: x}\n',
+    ).model!,
+    { app: 'demo' },
+  );
   assert.equal(r.ok, false);
   assert.equal(r.findings[0].key, 'depends_on.b');
 });
@@ -189,5 +264,8 @@ test('single-service stacks and names', async () => {
   assert.equal(containerName('shop', 'app', 2), 'svc-shop-app-2');
   assert.equal(networkName('shop'), 'svc-shop');
   assert.equal(volumeName('shop', 'data'), 'svc-shop_data');
-  await assert.rejects(planStack(singleServiceModel({ image: 'a' }), { app: 'Bad;Name' }), /invalid app name/);
+  await assert.rejects(
+    planStack(singleServiceModel({ image: 'a' }), { app: 'Bad;Name' }),
+    /invalid app name/,
+  );
 });

@@ -7,17 +7,23 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync, 
 import { createDecipheriv, createHash, createHmac, hkdfSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chooseMasterKey, readMasterKeyFile, masterKeyPath, MasterKeyError, MASTER_KEY_FILE } from '../../../lib/crypto/master-key.js';
-import { createSealer, requireSealer, SealError } from '../../../lib/crypto/seal.js';
-import { newId, randomToken, sha256Hex, safeEqual, ID_PATTERN } from '../../../lib/crypto/random.js';
-import { hasSealedData, unopenableSealedData } from '../../../lib/instance/sealed-rows.js';
-import { HttpError } from '../../../lib/http/errors.js';
+import {
+  chooseMasterKey,
+  readMasterKeyFile,
+  masterKeyPath,
+  MasterKeyError,
+  MASTER_KEY_FILE,
+} from '#lib/crypto/master-key.js';
+import { createSealer, requireSealer, SealError } from '#lib/crypto/seal.js';
+import { newId, randomToken, sha256Hex, safeEqual, ID_PATTERN } from '#lib/crypto/random.js';
+import { hasSealedData, unopenableSealedData } from '#lib/instance/sealed-rows.js';
+import { HttpError } from '#lib/http/errors.js';
 import { memoryEnv } from '../../_support/env.js';
-import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING } from '../../../lib/auth/signing.js';
-import { totpBinding } from '../../../lib/auth/totp.js';
-import { envBinding } from '../../../lib/apps/env.js';
-import { webhookBinding } from '../../../lib/webhooks/store.js';
-import { keyBinding } from '../../../lib/keys/store.js';
+import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING } from '#lib/auth/signing.js';
+import { totpBinding } from '#lib/auth/totp.js';
+import { envBinding } from '#lib/apps/env.js';
+import { webhookBinding } from '#lib/webhooks/store.js';
+import { keyBinding } from '#lib/keys/store.js';
 
 const KEY = Buffer.alloc(32, 7);
 
@@ -40,7 +46,12 @@ test('master key: an explicit key wins over the file, the file is read and tight
     assert.equal(statSync(masterKeyPath(dir)).mode & 0o777, 0o600);
     chmodSync(masterKeyPath(dir), 0o644);
     const b = chooseMasterKey(dir, null, { generate: true, hasSealedData: true });
-    assert.deepEqual(b, { key: Buffer.alloc(32, 0xab), source: 'file', generated: false, fileKey: Buffer.alloc(32, 0xab) });
+    assert.deepEqual(b, {
+      key: Buffer.alloc(32, 0xab),
+      source: 'file',
+      generated: false,
+      fileKey: Buffer.alloc(32, 0xab),
+    });
     assert.equal(statSync(masterKeyPath(dir)).mode & 0o777, 0o600);
     // An explicit key without a file: nothing is written.
     rmSync(masterKeyPath(dir));
@@ -55,20 +66,36 @@ test('master key: an explicit key wins over the file, the file is read and tight
 test('master key: a file holding anything but 64 hex characters, or unreadable, stops the boot naming the file', () => {
   const dir = scratch();
   try {
-    for (const bad of ['', 'ab'.repeat(31), 'ab'.repeat(33), 'zz'.repeat(32), `${'ab'.repeat(32)}x`, `x${'ab'.repeat(32)}`]) {
+    for (const bad of [
+      '',
+      'ab'.repeat(31),
+      'ab'.repeat(33),
+      'zz'.repeat(32),
+      `${'ab'.repeat(32)}x`,
+      `x${'ab'.repeat(32)}`,
+    ]) {
       writeFileSync(masterKeyPath(dir), bad);
       assert.throws(
         () => readMasterKeyFile(dir),
-        (e: unknown) => e instanceof MasterKeyError && e.message.includes(masterKeyPath(dir)) && /64 hexadecimal/.test(e.message),
+        (e: unknown) =>
+          e instanceof MasterKeyError &&
+          e.message.includes(masterKeyPath(dir)) &&
+          /64 hexadecimal/.test(e.message),
         JSON.stringify(bad),
       );
-      assert.throws(() => chooseMasterKey(dir, Buffer.alloc(32, 1), { generate: true, hasSealedData: false }), MasterKeyError);
+      assert.throws(
+        () => chooseMasterKey(dir, Buffer.alloc(32, 1), { generate: true, hasSealedData: false }),
+        MasterKeyError,
+      );
     }
     rmSync(masterKeyPath(dir));
     mkdirSync(masterKeyPath(dir));
     assert.throws(
       () => readMasterKeyFile(dir),
-      (e: unknown) => e instanceof MasterKeyError && /cannot read the master key file/.test(e.message) && e.message.includes(masterKeyPath(dir)),
+      (e: unknown) =>
+        e instanceof MasterKeyError &&
+        /cannot read the master key file/.test(e.message) &&
+        e.message.includes(masterKeyPath(dir)),
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -78,11 +105,19 @@ test('master key: a file holding anything but 64 hex characters, or unreadable, 
 test('master key: generated once on first boot (0600, 64 hex), never over sealed data, never without generate', () => {
   const dir = scratch();
   try {
-    assert.deepEqual(chooseMasterKey(dir, null, { generate: false, hasSealedData: false }), { key: null, source: null, generated: false, fileKey: null });
+    assert.deepEqual(chooseMasterKey(dir, null, { generate: false, hasSealedData: false }), {
+      key: null,
+      source: null,
+      generated: false,
+      fileKey: null,
+    });
     assert.equal(readMasterKeyFile(dir), null);
     assert.throws(
       () => chooseMasterKey(dir, null, { generate: true, hasSealedData: true }),
-      (e: unknown) => e instanceof MasterKeyError && e.message.includes('SVC_MASTER_KEY is not set') && e.message.includes(masterKeyPath(dir)),
+      (e: unknown) =>
+        e instanceof MasterKeyError &&
+        e.message.includes('SVC_MASTER_KEY is not set') &&
+        e.message.includes(masterKeyPath(dir)),
     );
     assert.throws(() => chooseMasterKey(dir, null, { generate: false, hasSealedData: true }), MasterKeyError);
     assert.equal(readMasterKeyFile(dir), null, 'nothing written on a refusal');
@@ -102,7 +137,8 @@ test('master key: generated once on first boot (0600, 64 hex), never over sealed
 });
 
 test('sealer: a master key of another length is refused; requireSealer throws the 503 only without a key', () => {
-  for (const n of [0, 16, 31, 33, 64]) assert.throws(() => createSealer(Buffer.alloc(n, 1)), /32 bytes/, `${n} bytes`);
+  for (const n of [0, 16, 31, 33, 64])
+    assert.throws(() => createSealer(Buffer.alloc(n, 1)), /32 bytes/, `${n} bytes`);
   assert.doesNotThrow(() => requireSealer(createSealer(KEY)));
   assert.throws(
     () => requireSealer(createSealer(null)),
@@ -159,8 +195,12 @@ test('sealer: the envelope is v1 with a 12-byte iv and 16-byte tag, the key is d
 
 test('sealer: the keyed digest is an HMAC under a per-purpose derived key', () => {
   const s = createSealer(KEY);
-  const k = (purpose: string) => Buffer.from(hkdfSync('sha256', KEY, Buffer.alloc(0), `svc keyed digest v1:${purpose}`, 32));
-  assert.equal(s.digest('recovery', 'abc'), createHmac('sha256', k('recovery')).update('abc', 'utf8').digest('hex'));
+  const k = (purpose: string) =>
+    Buffer.from(hkdfSync('sha256', KEY, Buffer.alloc(0), `svc keyed digest v1:${purpose}`, 32));
+  assert.equal(
+    s.digest('recovery', 'abc'),
+    createHmac('sha256', k('recovery')).update('abc', 'utf8').digest('hex'),
+  );
   assert.equal(s.digest('recovery', 'abc'), s.digest('recovery', 'abc'));
   assert.notEqual(s.digest('recovery', 'abc'), s.digest('other', 'abc'));
   assert.notEqual(s.digest('recovery', 'abc'), s.digest('recovery', 'abd'));
@@ -176,7 +216,8 @@ test('random: ids encode the time in Crockford base32, tokens and hashes have th
   assert.equal(newId(2 ** 48 - 1).slice(0, 10), '7zzzzzzzzz');
   for (let i = 0; i < 50; i++) assert.match(newId(), ID_PATTERN);
   const id = newId();
-  for (const bad of [`x${id}`, `${id}x`, id.slice(1), id.toUpperCase()]) assert.equal(ID_PATTERN.test(bad), false, bad);
+  for (const bad of [`x${id}`, `${id}x`, id.slice(1), id.toUpperCase()])
+    assert.equal(ID_PATTERN.test(bad), false, bad);
   assert.equal(newId().length, 26);
   const tails = new Set(Array.from({ length: 200 }, () => newId(5).slice(10)));
   assert.equal(tails.size, 200, 'the 80 random bits differ');
@@ -188,7 +229,10 @@ test('random: ids encode the time in Crockford base32, tokens and hashes have th
   assert.match(randomToken(), /^[A-Za-z0-9_-]+$/);
   assert.notEqual(randomToken(), randomToken());
   assert.equal(sha256Hex('abc'), createHash('sha256').update('abc').digest('hex'));
-  assert.equal(sha256Hex(Buffer.from('abc')), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  assert.equal(
+    sha256Hex(Buffer.from('abc')),
+    'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+  );
   assert.equal(safeEqual('', ''), true);
   assert.equal(safeEqual('a', ''), false);
   assert.equal(safeEqual('', 'a'), false);
@@ -201,13 +245,21 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
   const good = createSealer(Buffer.alloc(32, 0xbb)); // memoryEnv's SVC_MASTER_KEY: 'b' * 64 in hex
   const wrong = createSealer(Buffer.alloc(32, 9));
   // memoryEnv seals its signing key at boot.
-  const sk = await db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirstOrThrow();
+  const sk = await db
+    .selectFrom('settings')
+    .select('value')
+    .where('key', '=', SIGNING_KEY_SETTING)
+    .executeTakeFirstOrThrow();
   assert.ok(sk.value.startsWith('v1.'));
   assert.equal(await hasSealedData(db), true);
   assert.deepEqual(await unopenableSealedData(db, good), []);
   assert.deepEqual(await unopenableSealedData(db, wrong), ['the signing key']);
   // A signing key stored in clear is not sealed data.
-  await db.updateTable('settings').set({ value: 'clear-key' }).where('key', '=', SIGNING_KEY_SETTING).execute();
+  await db
+    .updateTable('settings')
+    .set({ value: 'clear-key' })
+    .where('key', '=', SIGNING_KEY_SETTING)
+    .execute();
   assert.equal(await hasSealedData(db), false);
   assert.deepEqual(await unopenableSealedData(db, wrong), []);
 
@@ -226,9 +278,26 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
   await db.insertInto('users').values(user).execute();
   await db
     .insertInto('users')
-    .values({ ...user, id: 'u2', username: 'op2', totp_secret: null, totp_pending: good.seal('p', totpBinding('u2') + ':pending') })
+    .values({
+      ...user,
+      id: 'u2',
+      username: 'op2',
+      totp_secret: null,
+      totp_pending: good.seal('p', totpBinding('u2') + ':pending'),
+    })
     .execute();
-  await db.insertInto('apps').values({ id: 'a1', name: 'a1', source: '{}', status: 'stopped', created_at: now, updated_at: now, deleting_at: null }).execute();
+  await db
+    .insertInto('apps')
+    .values({
+      id: 'a1',
+      name: 'a1',
+      source: '{}',
+      status: 'stopped',
+      created_at: now,
+      updated_at: now,
+      deleting_at: null,
+    })
+    .execute();
   await db
     .insertInto('app_env')
     .values({ app_id: 'a1', key: 'K', secret: 1, sealed: good.seal('v', envBinding('a1', 'K')) })
@@ -239,11 +308,23 @@ test('sealed rows: found in each place that holds them; a key that cannot open t
     .execute();
   await db
     .insertInto('app_ssh_keys')
-    .values({ app_id: 'a1', public_key: 'k', fingerprint: 'f', private_sealed: good.seal('pk', keyBinding('a1')), created_at: now })
+    .values({
+      app_id: 'a1',
+      public_key: 'k',
+      fingerprint: 'f',
+      private_sealed: good.seal('pk', keyBinding('a1')),
+      created_at: now,
+    })
     .execute();
   assert.equal(await hasSealedData(db), true);
   assert.deepEqual(await unopenableSealedData(db, good), []);
-  assert.deepEqual(await unopenableSealedData(db, wrong), ['TOTP secrets', 'pending TOTP secrets', 'environment variables', 'webhook secrets', 'deploy keys']);
+  assert.deepEqual(await unopenableSealedData(db, wrong), [
+    'TOTP secrets',
+    'pending TOTP secrets',
+    'environment variables',
+    'webhook secrets',
+    'deploy keys',
+  ]);
   // Each place is opened under its own binding: a value moved to another place does not open.
   await db
     .updateTable('app_webhooks')

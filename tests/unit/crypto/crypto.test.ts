@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSealer, SealError } from '../../../lib/crypto/seal.js';
-import { HttpError } from '../../../lib/http/errors.js';
-import { newId, ID_PATTERN, safeEqual } from '../../../lib/crypto/random.js';
+import { createSealer, SealError } from '#lib/crypto/seal.js';
+import { HttpError } from '#lib/http/errors.js';
+import { newId, ID_PATTERN, safeEqual } from '#lib/crypto/random.js';
 
 const key = Buffer.alloc(32, 7);
 
@@ -26,7 +26,11 @@ test('a truncated or altered tag, a flipped byte or an unknown version fails to 
   const [v, iv, ct, tag] = env.split('.');
   const tagBytes = Buffer.from(tag!, 'base64url');
   for (const n of [4, 8, 12, 15]) {
-    assert.throws(() => s.open([v, iv, ct, tagBytes.subarray(0, n).toString('base64url')].join('.'), 'row'), SealError, `tag of ${n} bytes`);
+    assert.throws(
+      () => s.open([v, iv, ct, tagBytes.subarray(0, n).toString('base64url')].join('.'), 'row'),
+      SealError,
+      `tag of ${n} bytes`,
+    );
   }
   const flipped = Buffer.from(ct!, 'base64url');
   flipped[0] = flipped[0]! ^ 1;

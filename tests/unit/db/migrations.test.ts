@@ -12,17 +12,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import type { MigrationProvider } from 'kysely';
-import { openDb } from '../../../lib/db/index.js';
-import { Migrator } from '../../../lib/db/kysely.js';
-import { migrations } from '../../../lib/db/migrations/index.js';
-import { loadConfig } from '../../../lib/config.js';
+import { openDb } from '#lib/db/index.js';
+import { Migrator } from '#lib/db/kysely.js';
+import { migrations } from '#lib/db/migrations/index.js';
+import { loadConfig } from '#lib/config.js';
 import { createEnv } from '../../../runtime/boot.js';
 import { startServer } from '../../../runtime/server.js';
-import { createLogger } from '../../../lib/log.js';
-import { hashPassword } from '../../../lib/auth/passwords.js';
-import { createSealer } from '../../../lib/crypto/seal.js';
-import { newId } from '../../../lib/crypto/random.js';
-import { envBinding } from '../../../lib/apps/env.js';
+import { createLogger } from '#lib/log.js';
+import { hashPassword } from '#lib/auth/passwords.js';
+import { createSealer } from '#lib/crypto/seal.js';
+import { newId } from '#lib/crypto/random.js';
+import { envBinding } from '#lib/apps/env.js';
 import { Client, ADMIN, TEST_MASTER_KEY } from '../../_support/server.js';
 
 const CLI = fileURLToPath(new URL('../../../runtime/cli.js', import.meta.url));
@@ -51,29 +51,60 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
   const depId = newId(Date.parse(at) + 1);
   try {
     raw
-      .prepare('insert into users (id, username, password_hash, totp_enabled, created_at, updated_at) values (?, ?, ?, 0, ?, ?)')
+      .prepare(
+        'insert into users (id, username, password_hash, totp_enabled, created_at, updated_at) values (?, ?, ?, 0, ?, ?)',
+      )
       .run(newId(), ADMIN.username, await hashPassword(ADMIN.password, 14), at, at);
     raw.prepare("insert into settings (key, value) values ('deploy_concurrency', '3')").run();
-    raw.prepare("insert into audit (at, actor, via, action, target, outcome) values (?, 'admin', 'session', 'legacy.action', 'x', 1)").run(at);
-    // As versions before the contract's entry shape wrote them: an event name, a route with `:id`.
-    raw.prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'token', 'auth.api_token_revoked', 'tok1', 204)").run(at);
     raw
-      .prepare("insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'session', 'POST /api/apps/:id/deploy-now', ?, 500)")
+      .prepare(
+        "insert into audit (at, actor, via, action, target, outcome) values (?, 'admin', 'session', 'legacy.action', 'x', 1)",
+      )
+      .run(at);
+    // As versions before the contract's entry shape wrote them: an event name, a route with `:id`.
+    raw
+      .prepare(
+        "insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'token', 'auth.api_token_revoked', 'tok1', 204)",
+      )
+      .run(at);
+    raw
+      .prepare(
+        "insert into audit (at, actor_id, actor, via, action, target, outcome) values (?, 'u1', 'admin', 'session', 'POST /api/apps/:id/deploy-now', ?, 500)",
+      )
       .run(at, JSON.stringify({ id: 'app1' }));
     if (level >= 2) {
       raw
-        .prepare("insert into apps (id, name, source, status, created_at, updated_at) values (?, 'legacy-app', ?, 'running', ?, ?)")
+        .prepare(
+          "insert into apps (id, name, source, status, created_at, updated_at) values (?, 'legacy-app', ?, 'running', ?, ?)",
+        )
         .run(appId, JSON.stringify({ type: 'image', image: 'svc-test/busybox:latest' }), at, at);
       const sealer = createSealer(Buffer.from(TEST_MASTER_KEY, 'hex'));
-      raw.prepare('insert into app_env (app_id, key, secret, sealed) values (?, ?, 0, ?)').run(appId, 'MODE', sealer.seal('legacy value', envBinding(appId, 'MODE')));
-      raw.prepare("insert into app_services (app_id, name, port, health_path) values (?, 'app', 8080, '/health')").run(appId);
       raw
-        .prepare("insert into deployments (id, app_id, status, trigger, ref, images, created_at, started_at, finished_at, updated_at) values (?, ?, 'succeeded', 'manual', null, ?, ?, ?, ?, ?)")
+        .prepare('insert into app_env (app_id, key, secret, sealed) values (?, ?, 0, ?)')
+        .run(appId, 'MODE', sealer.seal('legacy value', envBinding(appId, 'MODE')));
+      raw
+        .prepare(
+          "insert into app_services (app_id, name, port, health_path) values (?, 'app', 8080, '/health')",
+        )
+        .run(appId);
+      raw
+        .prepare(
+          "insert into deployments (id, app_id, status, trigger, ref, images, created_at, started_at, finished_at, updated_at) values (?, ?, 'succeeded', 'manual', null, ?, ?, ?, ?, ?)",
+        )
         .run(depId, appId, JSON.stringify({ app: 'svc-test/busybox:latest' }), at, at, at, at);
-      raw.prepare("insert into deployment_events (deployment_id, status, at) values (?, 'succeeded', ?)").run(depId, at);
-      raw.prepare("insert into deployment_logs (deployment_id, seq, at, stream, line) values (?, 1, ?, 'deploy', 'legacy line')").run(depId, at);
+      raw
+        .prepare("insert into deployment_events (deployment_id, status, at) values (?, 'succeeded', ?)")
+        .run(depId, at);
+      raw
+        .prepare(
+          "insert into deployment_logs (deployment_id, seq, at, stream, line) values (?, 1, ?, 'deploy', 'legacy line')",
+        )
+        .run(depId, at);
     }
-    if (level >= 3) raw.prepare('update deployments set spec = ? where id = ?').run(JSON.stringify({ kind: 'image', image: 'svc-test/busybox:latest' }), depId);
+    if (level >= 3)
+      raw
+        .prepare('update deployments set spec = ? where id = ?')
+        .run(JSON.stringify({ kind: 'image', image: 'svc-test/busybox:latest' }), depId);
     // From 0011 on, a version wrote the route and the actor's kind beside the event.
     if (level >= 11) {
       const set = raw.prepare('update audit set route = ?, actor_type = ? where action = ?');
@@ -91,8 +122,13 @@ async function seed(dir: string, level: number): Promise<{ appId: string; depId:
 function dump(dir: string): string {
   const raw = new BetterSqlite3(join(dir, 'svc.db'), { readonly: true });
   try {
-    const tables = raw.prepare('select name, sql from sqlite_master order by type, name').all() as { name: string; sql: string | null }[];
-    const rows = tables.filter((x) => x.sql?.startsWith('CREATE TABLE')).map((x) => [x.name, raw.prepare(`select * from "${x.name}"`).all()]);
+    const tables = raw.prepare('select name, sql from sqlite_master order by type, name').all() as {
+      name: string;
+      sql: string | null;
+    }[];
+    const rows = tables
+      .filter((x) => x.sql?.startsWith('CREATE TABLE'))
+      .map((x) => [x.name, raw.prepare(`select * from "${x.name}"`).all()]);
     return JSON.stringify({ tables, rows });
   } finally {
     raw.close();
@@ -112,11 +148,20 @@ function refusedBoot(dir: string): Promise<string> {
       [CLI, 'serve'],
       {
         timeout: 60_000,
-        env: { PATH: process.env.PATH, SVC_DATA_DIR: dir, SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_LOG_LEVEL: 'warn', SVC_ACCESS_LOG: join(dir, 'access.log') },
+        env: {
+          PATH: process.env.PATH,
+          SVC_DATA_DIR: dir,
+          SVC_HOST: '127.0.0.1',
+          SVC_PORT: '0',
+          SVC_MASTER_KEY: TEST_MASTER_KEY,
+          SVC_LOG_LEVEL: 'warn',
+          SVC_ACCESS_LOG: join(dir, 'access.log'),
+        },
       },
       (err, _stdout, stderr) => {
         if (!err) return reject(new Error(`the server started on a database it should refuse: ${stderr}`));
-        if ((err as { killed?: boolean }).killed) return reject(new Error(`the server neither refused nor stopped: ${stderr}`));
+        if ((err as { killed?: boolean }).killed)
+          return reject(new Error(`the server neither refused nor stopped: ${stderr}`));
         assert.equal((err as { code?: unknown }).code, 1, stderr);
         resolve(stderr);
       },
@@ -129,7 +174,14 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
     const dir = await dataDir(t);
     await atLevel(dir, level);
     const { appId, depId } = await seed(dir, i + 1);
-    const config = loadConfig({ SVC_DATA_DIR: dir, SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_LOG_LEVEL: 'silent', SVC_ACCESS_LOG: join(dir, 'access.log') });
+    const config = loadConfig({
+      SVC_DATA_DIR: dir,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: '0',
+      SVC_MASTER_KEY: TEST_MASTER_KEY,
+      SVC_LOG_LEVEL: 'silent',
+      SVC_ACCESS_LOG: join(dir, 'access.log'),
+    });
     const env = await createEnv(config, { log: createLogger('silent') });
     const running = await startServer(env);
     try {
@@ -149,25 +201,44 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
       if (i + 1 >= 2) {
         // The row keeps what that version stored; the API's answer is then derived from the engine,
         // where no container of this app runs.
-        const stored = await env.db.selectFrom('apps').select('status').where('id', '=', appId).executeTakeFirstOrThrow();
+        const stored = await env.db
+          .selectFrom('apps')
+          .select('status')
+          .where('id', '=', appId)
+          .executeTakeFirstOrThrow();
         assert.equal(stored.status, 'running');
-        const apps = (await c.req('GET', '/api/apps')).body.items as { id: string; name: string; status: string }[];
+        const apps = (await c.req('GET', '/api/apps')).body.items as {
+          id: string;
+          name: string;
+          status: string;
+        }[];
         assert.deepEqual(
           apps.map((a) => [a.id, a.name]),
           [[appId, 'legacy-app']],
         );
-        assert.deepEqual((await c.req('GET', `/api/apps/${appId}/env`)).body.items, [{ key: 'MODE', secret: false, value: 'legacy value' }]);
-        const deps = (await c.req('GET', `/api/apps/${appId}/deployments`)).body.items as { id: string; status: string }[];
+        assert.deepEqual((await c.req('GET', `/api/apps/${appId}/env`)).body.items, [
+          { key: 'MODE', secret: false, value: 'legacy value' },
+        ]);
+        const deps = (await c.req('GET', `/api/apps/${appId}/deployments`)).body.items as {
+          id: string;
+          status: string;
+        }[];
         assert.deepEqual(
           deps.map((d) => [d.id, d.status]),
           [[depId, 'succeeded']],
         );
         assert.deepEqual(
-          (await c.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items.map((l: { line: string }) => l.line),
+          (await c.req('GET', `/api/apps/${appId}/deployments/${depId}/logs`)).body.items.map(
+            (l: { line: string }) => l.line,
+          ),
           ['legacy line'],
         );
         // Columns added later take their defaults: the old deployment is not "waiting".
-        const row = await env.db.selectFrom('deployments').select(['waiting', 'spec']).where('id', '=', depId).executeTakeFirstOrThrow();
+        const row = await env.db
+          .selectFrom('deployments')
+          .select(['waiting', 'spec'])
+          .where('id', '=', depId)
+          .executeTakeFirstOrThrow();
         assert.equal(row.waiting, 0);
         assert.equal(row.spec === null, i + 1 < 3);
       }
@@ -183,7 +254,10 @@ for (const [i, level] of NAMES.slice(0, -1).entries()) {
       assert.deepEqual(revoked.target, { type: 'api_token', id: 'tok1' });
       assert.equal(revoked.outcome, 'ok');
       const deploy = audit.find((a) => a.action === 'POST /api/apps/{id}/deploy-now');
-      assert.deepEqual([deploy.actor, deploy.target, deploy.outcome, deploy.event], [{ type: 'user', id: 'u1', name: 'admin' }, { type: 'app', id: 'app1' }, 'error', null]);
+      assert.deepEqual(
+        [deploy.actor, deploy.target, deploy.outcome, deploy.event],
+        [{ type: 'user', id: 'u1', name: 'admin' }, { type: 'app', id: 'app1' }, 'error', null],
+      );
     } finally {
       await running.close();
     }
@@ -229,13 +303,29 @@ test('a corrupt, a damaged and a newer database are refused at boot with a clear
   await seed(newer, NAMES.length);
   {
     const raw = new BetterSqlite3(join(newer, 'svc.db'));
-    raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', '2030-01-01T00:00:00.000Z')").run();
+    raw
+      .prepare(
+        "insert into kysely_migration (name, timestamp) values ('9999_from_the_future', '2030-01-01T00:00:00.000Z')",
+      )
+      .run();
     raw.close();
   }
   const cases: [string, string, RegExp][] = [
-    ['garbage', garbage, /^svc: the database \S+svc\.db cannot be opened \(file is not a database\); it was left as it is/],
-    ['damaged', damaged, /^svc: the database \S+svc\.db cannot be opened \(database disk image is malformed\); it was left as it is/],
-    ['newer', newer, /^svc: \S+svc\.db was written by a newer version of svc \(its migration 9999_from_the_future is unknown to this one\); it was left as it is/],
+    [
+      'garbage',
+      garbage,
+      /^svc: the database \S+svc\.db cannot be opened \(file is not a database\); it was left as it is/,
+    ],
+    [
+      'damaged',
+      damaged,
+      /^svc: the database \S+svc\.db cannot be opened \(database disk image is malformed\); it was left as it is/,
+    ],
+    [
+      'newer',
+      newer,
+      /^svc: \S+svc\.db was written by a newer version of svc \(its migration 9999_from_the_future is unknown to this one\); it was left as it is/,
+    ],
   ];
   for (const [what, dir, expected] of cases) {
     const file = join(dir, 'svc.db');

@@ -3,12 +3,12 @@
 // migration (or a migration that writes a list of its own) fails here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { migrate, openDb, rawConnection } from '../../../lib/db/index.js';
-import { oneOf } from '../../../lib/db/check.js';
-import { sql } from '../../../lib/db/kysely.js';
-import { INVITATION_KINDS } from '../../../lib/db/schema.js';
-import { ROLES } from '../../../lib/util/role-names.js';
-import { ACTIVE } from '../../../lib/apps/deployment.js';
+import { migrate, openDb, rawConnection } from '#lib/db/index.js';
+import { oneOf } from '#lib/db/check.js';
+import { sql } from '#lib/db/kysely.js';
+import { INVITATION_KINDS } from '#lib/db/schema.js';
+import { ROLES } from '#lib/util/role-names.js';
+import { ACTIVE } from '#lib/apps/deployment.js';
 
 /** `<table or index> <column>` -> the vocabulary its condition must list, in order. */
 const VOCABULARY: Record<string, readonly string[]> = {
@@ -23,7 +23,9 @@ async function conditions(): Promise<Map<string, string[]>> {
   const db = openDb(':memory:');
   try {
     await migrate(db);
-    const rows = rawConnection(db).prepare('select name, sql from sqlite_master where sql is not null').all() as { name: string; sql: string }[];
+    const rows = rawConnection(db)
+      .prepare('select name, sql from sqlite_master where sql is not null')
+      .all() as { name: string; sql: string }[];
     const out = new Map<string, string[]>();
     for (const { name, sql: text } of rows) {
       for (const m of text.matchAll(/(\w+)\s+in\s*\(([^)]*)\)/gi)) {
@@ -41,8 +43,13 @@ async function conditions(): Promise<Map<string, string[]>> {
 
 test("each CHECK and partial index of the live schema lists its vocabulary's values", async () => {
   const live = await conditions();
-  for (const [where, values] of Object.entries(VOCABULARY)) assert.deepEqual(live.get(where), [...values], `${where} drifted from its list`);
-  assert.deepEqual([...live.keys()].sort(), Object.keys(VOCABULARY).sort(), 'a condition on a list that no vocabulary entry names');
+  for (const [where, values] of Object.entries(VOCABULARY))
+    assert.deepEqual(live.get(where), [...values], `${where} drifted from its list`);
+  assert.deepEqual(
+    [...live.keys()].sort(),
+    Object.keys(VOCABULARY).sort(),
+    'a condition on a list that no vocabulary entry names',
+  );
 });
 
 test('oneOf writes the condition from the list, and refuses a value that would need quoting', async () => {

@@ -7,15 +7,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { checkHostname } from '../../../lib/util/hostname.js';
-import { createDomain, updateDomain, putCertificate, deleteCertificate, getDomainRow, setBaseDomain, getBaseDomain, keyBinding } from '../../../lib/domains/store.js';
-import { validateCertificate } from '../../../lib/domains/certificate.js';
-import { computeStatus, domainView, ISSUE_TIMEOUT_MS } from '../../../lib/domains/status.js';
-import { DomainChecker, CERTIFICATE_TOPIC, type CertificateEvent, type CheckTarget } from '../../../lib/domains/checker.js';
-import type { HostCheckRow } from '../../../lib/domains/store.js';
-import { insertApp, patchServiceSettings } from '../../../lib/apps/store.js';
-import { HttpError } from '../../../lib/http/errors.js';
-import { createLogger } from '../../../lib/log.js';
+import { checkHostname } from '#lib/util/hostname.js';
+import {
+  createDomain,
+  updateDomain,
+  putCertificate,
+  deleteCertificate,
+  getDomainRow,
+  setBaseDomain,
+  getBaseDomain,
+  keyBinding,
+} from '#lib/domains/store.js';
+import { validateCertificate } from '#lib/domains/certificate.js';
+import { computeStatus, domainView, ISSUE_TIMEOUT_MS } from '#lib/domains/status.js';
+import {
+  DomainChecker,
+  CERTIFICATE_TOPIC,
+  type CertificateEvent,
+  type CheckTarget,
+} from '#lib/domains/checker.js';
+import type { HostCheckRow } from '#lib/domains/store.js';
+import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
+import { HttpError } from '#lib/http/errors.js';
+import { createLogger } from '#lib/log.js';
 import { memoryEnv } from '../../_support/env.js';
 import { needEdge } from '../../_support/edge.js';
 import { makeCa, issue } from '../../_support/pki.js';
@@ -72,24 +86,69 @@ test('domain rows: duplicates and the control domain are 409; bad targets are 40
   await patchServiceSettings(env.db, app.id, 'web', { port: 3000 });
   await patchServiceSettings(env.db, app.id, 'worker', { health_path: '/h' });
   const rules = { reserved: ['svc.example.com'] };
-  const d = await createDomain(env.db, { hostname: 'Shop.Example.com.', app_id: app.id, service: 'web' }, rules);
+  const d = await createDomain(
+    env.db,
+    { hostname: 'Shop.Example.com.', app_id: app.id, service: 'web' },
+    rules,
+  );
   assert.equal(d.hostname, 'shop.example.com');
-  const count = async () => (await env.db.selectFrom('domains').select(env.db.fn.countAll().as('n')).executeTakeFirstOrThrow()).n;
+  const count = async () =>
+    (await env.db.selectFrom('domains').select(env.db.fn.countAll().as('n')).executeTakeFirstOrThrow()).n;
 
-  await assert.rejects(createDomain(env.db, { hostname: 'shop.example.com', redirect_to: 'x.example.com' }, rules), (e) => refusal(e, 'conflict', 409));
-  await assert.rejects(createDomain(env.db, { hostname: 'SHOP.example.com' }, rules), (e) => refusal(e, 'conflict', 409));
-  await assert.rejects(createDomain(env.db, { hostname: 'svc.example.com' }, rules), (e) => refusal(e, 'conflict', 409));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'worker' }, rules), (e: any) => refusal(e, 'bad_request', 400) && /no port/.test(e.message));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'nope' }, rules), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', app_id: 'missing', service: 'web' }, rules), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'web', redirect_to: 'x.example.com' }, rules), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', redirect_to: 'W.example.com' }, rules), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', redirect_to: 'not a host' }, rules), (e: any) => refusal(e, 'bad_request', 400) && e.details[0].rule === 'spaces');
-  await assert.rejects(createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'web', port: 70000 }, rules), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(createDomain(env.db, { hostname: 'a b.example.com' }, rules), (e: any) => refusal(e, 'bad_request', 400) && e.details[0].field === 'hostname' && e.details[0].rule === 'spaces');
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'shop.example.com', redirect_to: 'x.example.com' }, rules),
+    (e) => refusal(e, 'conflict', 409),
+  );
+  await assert.rejects(createDomain(env.db, { hostname: 'SHOP.example.com' }, rules), (e) =>
+    refusal(e, 'conflict', 409),
+  );
+  await assert.rejects(createDomain(env.db, { hostname: 'svc.example.com' }, rules), (e) =>
+    refusal(e, 'conflict', 409),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'worker' }, rules),
+    (e: any) => refusal(e, 'bad_request', 400) && /no port/.test(e.message),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'nope' }, rules),
+    (e) => refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', app_id: 'missing', service: 'web' }, rules),
+    (e) => refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(
+    createDomain(
+      env.db,
+      { hostname: 'w.example.com', app_id: app.id, service: 'web', redirect_to: 'x.example.com' },
+      rules,
+    ),
+    (e) => refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', redirect_to: 'W.example.com' }, rules),
+    (e) => refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', redirect_to: 'not a host' }, rules),
+    (e: any) => refusal(e, 'bad_request', 400) && e.details[0].rule === 'spaces',
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'web', port: 70000 }, rules),
+    (e) => refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(
+    createDomain(env.db, { hostname: 'a b.example.com' }, rules),
+    (e: any) =>
+      refusal(e, 'bad_request', 400) && e.details[0].field === 'hostname' && e.details[0].rule === 'spaces',
+  );
   assert.equal(Number(await count()), 1, 'nothing half-done');
   // A port on the domain makes a portless service routable.
-  const w = await createDomain(env.db, { hostname: 'w.example.com', app_id: app.id, service: 'worker', port: 8080 }, rules);
+  const w = await createDomain(
+    env.db,
+    { hostname: 'w.example.com', app_id: app.id, service: 'worker', port: 8080 },
+    rules,
+  );
   assert.equal(w.port, 8080);
 });
 
@@ -99,15 +158,23 @@ test('reassigning: to another service, to a redirect and back; the hostname cann
   const b = await insertApp(env.db, 'b', { type: 'image', image: 'x' });
   await patchServiceSettings(env.db, a.id, 'web', { port: 1 });
   await patchServiceSettings(env.db, b.id, 'api', { port: 2 });
-  const d = await createDomain(env.db, { hostname: 'x.example.com', app_id: a.id, service: 'web' }, { reserved: [] });
+  const d = await createDomain(
+    env.db,
+    { hostname: 'x.example.com', app_id: a.id, service: 'web' },
+    { reserved: [] },
+  );
   let r = await updateDomain(env.db, d.id, { app_id: b.id, service: 'api' });
   assert.deepEqual([r.before.app_id, r.after.app_id, r.after.service], [a.id, b.id, 'api']);
   r = await updateDomain(env.db, d.id, { redirect_to: 'y.example.com' });
   assert.deepEqual([r.after.app_id, r.after.service, r.after.redirect_to], [null, null, 'y.example.com']);
   r = await updateDomain(env.db, d.id, { app_id: a.id, service: 'web' });
   assert.deepEqual([r.after.app_id, r.after.redirect_to], [a.id, null]);
-  await assert.rejects(updateDomain(env.db, d.id, { hostname: 'z.example.com' }), (e) => refusal(e, 'bad_request', 400));
-  await assert.rejects(updateDomain(env.db, d.id, { app_id: b.id, service: 'web' }), (e) => refusal(e, 'bad_request', 400));
+  await assert.rejects(updateDomain(env.db, d.id, { hostname: 'z.example.com' }), (e) =>
+    refusal(e, 'bad_request', 400),
+  );
+  await assert.rejects(updateDomain(env.db, d.id, { app_id: b.id, service: 'web' }), (e) =>
+    refusal(e, 'bad_request', 400),
+  );
   assert.equal((await getDomainRow(env.db, d.id)).app_id, a.id, 'a refused patch changes nothing');
   await assert.rejects(updateDomain(env.db, 'nope', {}), (e) => refusal(e, 'not_found', 404));
 });
@@ -119,7 +186,10 @@ test('the base domain: the instance setting wins over SVC_BASE_DOMAIN, null clea
   assert.equal(await getBaseDomain(env.db, 'env.example.com'), 'apps.example.com');
   assert.equal(await setBaseDomain(env.db, null), null);
   assert.equal(await getBaseDomain(env.db, 'env.example.com'), null);
-  await assert.rejects(setBaseDomain(env.db, '*.example.com'), (e: any) => refusal(e, 'bad_request', 400) && e.details[0].rule === 'wildcard');
+  await assert.rejects(
+    setBaseDomain(env.db, '*.example.com'),
+    (e: any) => refusal(e, 'bad_request', 400) && e.details[0].rule === 'wildcard',
+  );
 });
 
 test('uploaded certificates: the pair must match, cover the host and be valid now; the key is sealed; a refusal stores nothing', async (t) => {
@@ -133,29 +203,71 @@ test('uploaded certificates: the pair must match, cover the host and be valid no
   const env = await memoryEnv();
   const app = await insertApp(env.db, 'shop', { type: 'image', image: 'x' });
   await patchServiceSettings(env.db, app.id, 'web', { port: 3000 });
-  const d = await createDomain(env.db, { hostname: 'shop.example.com', app_id: app.id, service: 'web' }, { reserved: [] });
+  const d = await createDomain(
+    env.db,
+    { hostname: 'shop.example.com', app_id: app.id, service: 'web' },
+    { reserved: [] },
+  );
   const stored = async () => env.db.selectFrom('domain_certificates').selectAll().execute();
 
   const bad: Array<[string, { cert_pem?: unknown; key_pem?: unknown }, RegExp, number?]> = [
     ['key of another certificate', { cert_pem: good.certPem, key_pem: other.keyPem }, /does not match/],
-    ['certificate for another host', { cert_pem: other.certPem, key_pem: other.keyPem }, /does not cover shop\.example\.com \(it covers other\.example\.com\)/],
+    [
+      'certificate for another host',
+      { cert_pem: other.certPem, key_pem: other.keyPem },
+      /does not cover shop\.example\.com \(it covers other\.example\.com\)/,
+    ],
     ['expired', { cert_pem: good.certPem, key_pem: good.keyPem }, /expired on/, Date.now() + 10 * 86_400_000],
-    ['not valid yet', { cert_pem: good.certPem, key_pem: good.keyPem }, /not valid before/, Date.now() - 10 * 86_400_000],
+    [
+      'not valid yet',
+      { cert_pem: good.certPem, key_pem: good.keyPem },
+      /not valid before/,
+      Date.now() - 10 * 86_400_000,
+    ],
     ['a CA certificate first', { cert_pem: ca.certPem, key_pem: good.keyPem }, /CA certificate/],
     ['no PEM at all', { cert_pem: 'hello', key_pem: good.keyPem }, /no PEM certificate/],
-    ['garbage key', { cert_pem: good.certPem, key_pem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' }, /not a PEM private key/],
+    [
+      'garbage key',
+      { cert_pem: good.certPem, key_pem: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' },
+      /not a PEM private key/,
+    ],
     ['missing key', { cert_pem: good.certPem }, /key_pem must be/],
-    ['chain out of order', { cert_pem: ca.certPem + good.certPem, key_pem: good.keyPem }, /CA certificate|did not issue/],
-    ['unrelated second certificate', { cert_pem: good.certPem + other.certPem, key_pem: good.keyPem }, /did not issue/],
+    [
+      'chain out of order',
+      { cert_pem: ca.certPem + good.certPem, key_pem: good.keyPem },
+      /CA certificate|did not issue/,
+    ],
+    [
+      'unrelated second certificate',
+      { cert_pem: good.certPem + other.certPem, key_pem: good.keyPem },
+      /did not issue/,
+    ],
   ];
   for (const [what, input, message, now] of bad) {
-    await assert.rejects(putCertificate(env.db, env.sealer, d.id, input, now), (e: any) => refusal(e, 'bad_request', 400) && message.test(e.message), what);
+    await assert.rejects(
+      putCertificate(env.db, env.sealer, d.id, input, now),
+      (e: any) => refusal(e, 'bad_request', 400) && message.test(e.message),
+      what,
+    );
   }
-  const { stdout: encrypted } = await run('openssl', ['pkey', '-in', good.keyPath, '-aes256', '-passout', 'pass:secret']);
-  await assert.rejects(putCertificate(env.db, env.sealer, d.id, { cert_pem: good.certPem, key_pem: encrypted }), (e: any) => refusal(e, 'bad_request', 400) && /encrypted/.test(e.message));
+  const { stdout: encrypted } = await run('openssl', [
+    'pkey',
+    '-in',
+    good.keyPath,
+    '-aes256',
+    '-passout',
+    'pass:secret',
+  ]);
+  await assert.rejects(
+    putCertificate(env.db, env.sealer, d.id, { cert_pem: good.certPem, key_pem: encrypted }),
+    (e: any) => refusal(e, 'bad_request', 400) && /encrypted/.test(e.message),
+  );
   assert.deepEqual(await stored(), [], 'nothing stored after a refusal');
 
-  const row = await putCertificate(env.db, env.sealer, d.id, { cert_pem: good.certPem + ca.certPem, key_pem: good.keyPem });
+  const row = await putCertificate(env.db, env.sealer, d.id, {
+    cert_pem: good.certPem + ca.certPem,
+    key_pem: good.keyPem,
+  });
   assert.equal(row.issuer, 'svc test upload CA');
   assert.ok(!row.key_sealed.includes('PRIVATE KEY'));
   assert.match(env.sealer.open(row.key_sealed, keyBinding(d.id)), /BEGIN PRIVATE KEY/);
@@ -170,8 +282,15 @@ test('uploaded certificates: the pair must match, cover the host and be valid no
   const keyless = await memoryEnv({ SVC_MASTER_KEY: '' });
   const app2 = await insertApp(keyless.db, 'shop', { type: 'image', image: 'x' });
   await patchServiceSettings(keyless.db, app2.id, 'web', { port: 3000 });
-  const d2 = await createDomain(keyless.db, { hostname: 'shop.example.com', app_id: app2.id, service: 'web' }, { reserved: [] });
-  await assert.rejects(putCertificate(keyless.db, keyless.sealer, d2.id, { cert_pem: good.certPem, key_pem: good.keyPem }), (e) => refusal(e, 'service_unavailable', 503));
+  const d2 = await createDomain(
+    keyless.db,
+    { hostname: 'shop.example.com', app_id: app2.id, service: 'web' },
+    { reserved: [] },
+  );
+  await assert.rejects(
+    putCertificate(keyless.db, keyless.sealer, d2.id, { cert_pem: good.certPem, key_pem: good.keyPem }),
+    (e) => refusal(e, 'service_unavailable', 503),
+  );
   assert.equal(validateCertificate(good.certPem, good.keyPem, 'www.shop.example.com').info.names.length, 2);
 });
 
@@ -197,27 +316,76 @@ function check(over: Partial<HostCheckRow> = {}): HostCheckRow {
 
 test('statuses: unassigned, awaiting_dns, issuing, active, error', () => {
   const now = Date.parse('2030-01-01T00:05:00.000Z');
-  const s = (i: Partial<Parameters<typeof computeStatus>[0]>) => computeStatus({ assigned: true, uploaded: null, check: check(), now, ...i });
+  const s = (i: Partial<Parameters<typeof computeStatus>[0]>) =>
+    computeStatus({ assigned: true, uploaded: null, check: check(), now, ...i });
   assert.equal(s({ assigned: false }).status, 'unassigned');
   assert.equal(s({ check: null }).status, 'awaiting_dns');
   const away = s({ check: check({ dns_points_here: 0, dns_resolved: '["203.0.113.7"]' }) });
   assert.equal(away.status, 'awaiting_dns');
   assert.match(away.detail, /203\.0\.113\.7.*not to this host \(127\.0\.0\.1\)/);
-  assert.match(s({ check: check({ dns_points_here: 0, dns_resolved: '[]', dns_error: 'the name does not exist in DNS' }) }).detail, /does not exist/);
+  assert.match(
+    s({
+      check: check({ dns_points_here: 0, dns_resolved: '[]', dns_error: 'the name does not exist in DNS' }),
+    }).detail,
+    /does not exist/,
+  );
   assert.equal(s({}).status, 'issuing');
   assert.equal(s({ now: Date.parse('2030-01-01T00:00:00.000Z') + ISSUE_TIMEOUT_MS }).status, 'error');
-  const served = check({ cert_issuer: 'Pebble Intermediate CA', cert_not_after: '2030-03-01T00:00:00.000Z', cert_fingerprint256: 'AA' });
+  const served = check({
+    cert_issuer: 'Pebble Intermediate CA',
+    cert_not_after: '2030-03-01T00:00:00.000Z',
+    cert_fingerprint256: 'AA',
+  });
   assert.equal(s({ check: served }).status, 'active');
   assert.equal(s({ check: served, now: Date.parse('2030-03-02T00:00:00.000Z') }).status, 'error');
   const uploaded = { issuer: 'Mine', not_after: '2030-02-01T00:00:00.000Z', fingerprint256: 'BB' };
   assert.equal(s({ uploaded, check: served }).status, 'issuing', 'the proxy still serves the old one');
   assert.equal(s({ uploaded, check: check({ cert_fingerprint256: 'BB' }) }).status, 'active');
-  assert.equal(s({ uploaded, check: check({ cert_fingerprint256: 'BB' }), now: Date.parse('2030-02-02T00:00:00.000Z') }).status, 'error');
+  assert.equal(
+    s({ uploaded, check: check({ cert_fingerprint256: 'BB' }), now: Date.parse('2030-02-02T00:00:00.000Z') })
+      .status,
+    'error',
+  );
   // The wire shape of a domain.
-  const v = domainView({ id: 'D', hostname: 'h.example.com', app_id: 'A', service: 'web', port: null, redirect_to: null, created_at: 'c', updated_at: 'u' }, null, served, now);
-  assert.deepEqual(Object.keys(v).sort(), ['app_id', 'certificate', 'created_at', 'dns', 'hostname', 'id', 'port', 'redirect_to', 'service', 'status', 'status_detail', 'updated_at']);
-  assert.deepEqual(v.certificate, { source: 'acme', issuer: 'Pebble Intermediate CA', not_after: '2030-03-01T00:00:00.000Z' });
-  assert.deepEqual(v.dns, { addresses: ['127.0.0.1'], points_here: true, checked_at: '2030-01-01T00:00:00.000Z' });
+  const v = domainView(
+    {
+      id: 'D',
+      hostname: 'h.example.com',
+      app_id: 'A',
+      service: 'web',
+      port: null,
+      redirect_to: null,
+      created_at: 'c',
+      updated_at: 'u',
+    },
+    null,
+    served,
+    now,
+  );
+  assert.deepEqual(Object.keys(v).sort(), [
+    'app_id',
+    'certificate',
+    'created_at',
+    'dns',
+    'hostname',
+    'id',
+    'port',
+    'redirect_to',
+    'service',
+    'status',
+    'status_detail',
+    'updated_at',
+  ]);
+  assert.deepEqual(v.certificate, {
+    source: 'acme',
+    issuer: 'Pebble Intermediate CA',
+    not_after: '2030-03-01T00:00:00.000Z',
+  });
+  assert.deepEqual(v.dns, {
+    addresses: ['127.0.0.1'],
+    points_here: true,
+    checked_at: '2030-01-01T00:00:00.000Z',
+  });
 });
 
 test('certificate events: certificate_error once per episode, certificate_expiring once per certificate (14 days ahead)', async () => {
@@ -228,15 +396,37 @@ test('certificate events: certificate_error once per episode, certificate_expiri
   const events: CertificateEvent[] = [];
   await env.bus.subscribe(CERTIFICATE_TOPIC, (e) => events.push(e.data as CertificateEvent));
   const changes: string[] = [];
-  const target: CheckTarget = { hostname: 'h.example.com', domainId: 'D1', appId: 'A1', service: 'web', tls: 'acme', uploaded: null };
+  const target: CheckTarget = {
+    hostname: 'h.example.com',
+    domainId: 'D1',
+    appId: 'A1',
+    service: 'web',
+    tls: 'acme',
+    uploaded: null,
+  };
   const checker = new DomainChecker({
     db: env.db,
     bus: env.bus,
     log: createLogger('silent'),
     now: () => now,
-    dns: async (host) => ({ host, expected: ['127.0.0.1'], resolved: [pointsHere ? '127.0.0.1' : '203.0.113.9'], points_here: pointsHere, checked_at: new Date(now).toISOString() }),
+    dns: async (host) => ({
+      host,
+      expected: ['127.0.0.1'],
+      resolved: [pointsHere ? '127.0.0.1' : '203.0.113.9'],
+      points_here: pointsHere,
+      checked_at: new Date(now).toISOString(),
+    }),
     probe: async () =>
-      served ? { cert: { ...served, subject: 'h', not_before: '2029-01-01T00:00:00.000Z', names: ['h.example.com'] } } : { cert: null, error: 'no certificate is served for this name yet' },
+      served
+        ? {
+            cert: {
+              ...served,
+              subject: 'h',
+              not_before: '2029-01-01T00:00:00.000Z',
+              names: ['h.example.com'],
+            },
+          }
+        : { cert: null, error: 'no certificate is served for this name yet' },
     targets: async () => [target],
     onChange: (h) => changes.push(h),
   });
@@ -254,7 +444,11 @@ test('certificate events: certificate_error once per episode, certificate_expiri
   assert.equal(events[0]!.domain_id, 'D1');
   assert.match(events[0]!.detail, /No certificate after/);
 
-  served = { issuer: 'Pebble', not_after: new Date(now + 30 * 86_400_000).toISOString(), fingerprint256: 'F1' };
+  served = {
+    issuer: 'Pebble',
+    not_after: new Date(now + 30 * 86_400_000).toISOString(),
+    fingerprint256: 'F1',
+  };
   await checker.refresh('h.example.com');
   assert.equal(changes.length, 2, 'a served certificate turns HTTP redirects on');
   assert.equal(events.length, 1);
@@ -266,7 +460,11 @@ test('certificate events: certificate_error once per episode, certificate_expiri
     ['certificate_error', 'certificate_expiring'],
   );
   assert.match(events[1]!.detail, /expires in 10 days/);
-  served = { issuer: 'Pebble', not_after: new Date(now + 5 * 86_400_000).toISOString(), fingerprint256: 'F2' };
+  served = {
+    issuer: 'Pebble',
+    not_after: new Date(now + 5 * 86_400_000).toISOString(),
+    fingerprint256: 'F2',
+  };
   await checker.refresh('h.example.com');
   assert.deepEqual(
     events.map((e) => e.type),

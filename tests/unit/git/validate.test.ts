@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkRepoUrl, checkRef, redactUrl, redactUrls } from '../../../lib/git/index.js';
-import { repoUrlSchema, refSchema } from '../../../lib/git/schemas.js';
+import { checkRepoUrl, checkRef, redactUrl, redactUrls } from '#lib/git/index.js';
+import { repoUrlSchema, refSchema } from '#lib/git/schemas.js';
 
 test('repository URLs: the allowed transports', () => {
   for (const url of [
@@ -57,8 +57,27 @@ test('repository URLs: everything else is refused with a reason', () => {
 });
 
 test('refs per the contract', () => {
-  for (const ref of ['main', 'release/1.2', 'v1.0.0', 'feature_x-y', 'a'.repeat(255)]) assert.deepEqual(checkRef(ref), { ok: true }, ref);
-  for (const ref of ['', '--upload-pack=x', '-x', 'main;id', 'a..b', 'main\n', 'ma in', '/main', 'a'.repeat(256), 'x$(id)', 'main~1', 'a^', 'a:b', 'a/', 'a.lock', '.hidden', 'a//b']) {
+  for (const ref of ['main', 'release/1.2', 'v1.0.0', 'feature_x-y', 'a'.repeat(255)])
+    assert.deepEqual(checkRef(ref), { ok: true }, ref);
+  for (const ref of [
+    '',
+    '--upload-pack=x',
+    '-x',
+    'main;id',
+    'a..b',
+    'main\n',
+    'ma in',
+    '/main',
+    'a'.repeat(256),
+    'x$(id)',
+    'main~1',
+    'a^',
+    'a:b',
+    'a/',
+    'a.lock',
+    '.hidden',
+    'a//b',
+  ]) {
     assert.equal(checkRef(ref).ok, false, JSON.stringify(ref));
   }
 });
@@ -86,12 +105,19 @@ test('credentials in a repository URL are refused; an ssh user (no secret) is no
     assert.equal(r.ok, false, url);
     if (!r.ok) {
       assert.match(r.reason, /credentials/, url);
-      assert.ok(!r.reason.includes('pass') && !r.reason.includes('ghp_') && !r.reason.includes('hunter2'), 'the reason never repeats the secret');
+      assert.ok(
+        !r.reason.includes('pass') && !r.reason.includes('ghp_') && !r.reason.includes('hunter2'),
+        'the reason never repeats the secret',
+      );
     }
   }
   // scp-like URLs have no place for a password: "name:secret@host:path" would read as host "name".
   assert.equal(checkRepoUrl('name:secret@host.example:org/repo.git').ok, false);
-  for (const url of ['git@github.example:org/repo.git', 'ssh://git@git.example/org/repo.git', 'ssh://git@git.example:2222/org/repo.git']) {
+  for (const url of [
+    'git@github.example:org/repo.git',
+    'ssh://git@git.example/org/repo.git',
+    'ssh://git@git.example:2222/org/repo.git',
+  ]) {
     assert.deepEqual(checkRepoUrl(url), { ok: true }, url);
   }
 });
@@ -114,9 +140,16 @@ test('URLs stored before credentials were refused are redacted in messages', () 
   assert.equal(redactUrl('https://host.example/r.git'), 'https://host.example/r.git');
   assert.equal(redactUrl('git@host.example:r.git'), 'git@host.example:r.git');
   assert.equal(redactUrl('https://ghp_token@host.example/r.git'), 'https://***@host.example/r.git');
-  assert.equal(redactUrl('ssh://git@host.example/r.git'), 'ssh://git@host.example/r.git', 'an ssh user is no secret');
+  assert.equal(
+    redactUrl('ssh://git@host.example/r.git'),
+    'ssh://git@host.example/r.git',
+    'an ssh user is no secret',
+  );
   assert.equal(redactUrl('ssh://git:pw@host.example/r.git'), 'ssh://git:***@host.example/r.git');
-  assert.equal(redactUrls("fatal: unable to access 'https://ghp_abc@github.example/o/r.git/': 403"), "fatal: unable to access 'https://***@github.example/o/r.git/': 403");
+  assert.equal(
+    redactUrls("fatal: unable to access 'https://ghp_abc@github.example/o/r.git/': 403"),
+    "fatal: unable to access 'https://***@github.example/o/r.git/': 403",
+  );
 });
 
 // Each layer of the URL and ref checks answers for itself: the exact reason shows which check
@@ -132,15 +165,30 @@ test('repository URLs: each refusal names its own reason', () => {
     ['https://h.example/a b', 'repository URL contains whitespace'],
     ['https://h.example/a\u00a0b', 'repository URL contains whitespace'],
     ['-https://h.example/r', 'repository URL starts with "-"'],
-    ['https://***@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
-    ['HTTPS://tok@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
-    ['SSH://git:pw@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
-    ['git+ssh://u@h.example/r', "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key"],
+    [
+      'https://***@h.example/r',
+      "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key",
+    ],
+    [
+      'HTTPS://tok@h.example/r',
+      "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key",
+    ],
+    [
+      'SSH://git:pw@h.example/r',
+      "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key",
+    ],
+    [
+      'git+ssh://u@h.example/r',
+      "credentials in the URL are refused (they would be stored and shown in clear); use ssh with the app's deploy key",
+    ],
     ['https://h.example/a$b', 'repository URL contains shell metacharacters'],
     ['https://h.example/a!b', 'repository URL contains shell metacharacters'],
     ['https://h.example/a{b', 'repository URL contains shell metacharacters'],
     ['ext::x', 'transport helpers ("<helper>::") are refused'],
-    ['a/b::c', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    [
+      'a/b::c',
+      'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)',
+    ],
     ['ftp://h.example/r', 'transport "ftp" is refused (use https, http, ssh or git)'],
     ['File://h/r', 'transport "file" is refused (use https, http, ssh or git)'],
     ['http://[zz]/r', 'repository URL is not a valid URL'],
@@ -164,13 +212,30 @@ test('repository URLs: each refusal names its own reason', () => {
     ['h.example:path', 'scp-like URLs need a user (user@host:path)'],
     ['u@[::1]:srv/r', 'transport helpers ("<helper>::") are refused'],
     ['u@[1.2.3.4]:srv/r', ''],
-    ['u@[g]:srv/r', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
-    ['u@h:', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    [
+      'u@[g]:srv/r',
+      'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)',
+    ],
+    [
+      'u@h:',
+      'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)',
+    ],
     ['x u@h:p', 'repository URL contains whitespace'],
-    ['ab@cd@h:p', 'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)'],
+    [
+      'ab@cd@h:p',
+      'repository URL must be https://, http://, ssh://, git:// or user@host:path (local paths and file:// are refused)',
+    ],
   ];
-  for (const [url, reason] of cases) assert.deepEqual(checkRepoUrl(url), reason ? { ok: false, reason } : { ok: true }, JSON.stringify(url).slice(0, 80));
-  assert.deepEqual(checkRepoUrl(undefined as unknown as string), { ok: false, reason: 'repository URL is empty' });
+  for (const [url, reason] of cases)
+    assert.deepEqual(
+      checkRepoUrl(url),
+      reason ? { ok: false, reason } : { ok: true },
+      JSON.stringify(url).slice(0, 80),
+    );
+  assert.deepEqual(checkRepoUrl(undefined as unknown as string), {
+    ok: false,
+    reason: 'repository URL is empty',
+  });
   assert.deepEqual(checkRepoUrl(42 as unknown as string), { ok: false, reason: 'repository URL is empty' });
 });
 
@@ -194,7 +259,8 @@ test('refs: each refusal names its own reason', () => {
     ['a/-b', ''],
     ['a.locks', ''],
   ];
-  for (const [ref, reason] of cases) assert.deepEqual(checkRef(ref), reason ? { ok: false, reason } : { ok: true }, ref);
+  for (const [ref, reason] of cases)
+    assert.deepEqual(checkRef(ref), reason ? { ok: false, reason } : { ok: true }, ref);
   assert.deepEqual(checkRef(undefined as unknown as string), { ok: false, reason: 'ref is empty' });
 });
 
@@ -207,7 +273,10 @@ test('redaction: the userinfo of any scheme URL, the password only for ssh, noth
   assert.equal(redactUrl('https://h/a@b'), 'https://h/a@b');
   assert.equal(redactUrl('x https://tok@h/r'), 'x https://tok@h/r', 'only at the start');
   assert.equal(redactUrl('1x://tok@h/r'), '1x://tok@h/r', 'not a scheme');
-  assert.equal(redactUrls('a https://t@h/r and ssh://g:p@h/r and ssh://g@h/r'), 'a https://***@h/r and ssh://g:***@h/r and ssh://g@h/r');
+  assert.equal(
+    redactUrls('a https://t@h/r and ssh://g:p@h/r and ssh://g@h/r'),
+    'a https://***@h/r and ssh://g:***@h/r and ssh://g@h/r',
+  );
   assert.equal(redactUrls("'https://t@h/r'"), "'https://***@h/r'");
   assert.equal(redactUrls('see https://h/a@b'), 'see https://h/a@b');
   assert.equal(redactUrls('xhttps://t@h/r'), 'xhttps://***@h/r');

@@ -7,10 +7,10 @@ import { createServer as createNetServer } from 'node:net';
 import { mkdtemp, rm, writeFile, mkdir, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checks, runChecks, formatLine, type DoctorContext, type CheckLine } from '../../../lib/doctor/checks.js';
-import { loadConfig } from '../../../lib/config.js';
-import { parseOsRelease, type PathState } from '../../../lib/install/plan.js';
-import { pathState } from '../../../lib/install/state.js';
+import { checks, runChecks, formatLine, type DoctorContext, type CheckLine } from '#lib/doctor/checks.js';
+import { loadConfig } from '#lib/config.js';
+import { parseOsRelease, type PathState } from '#lib/install/plan.js';
+import { pathState } from '#lib/install/state.js';
 import { pingEngine, tlsPeer } from '../../../runtime/install-cli.js';
 import { DOCKER_SOCKET, needDocker } from '../../_support/docker.js';
 import { makeCa, issue } from '../../_support/pki.js';
@@ -45,7 +45,11 @@ function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
         '/etc/systemd/system/multi-user.target.wants/svc.service': link,
         '/etc/systemd/system/multi-user.target.wants/caddy-api.service': link,
         '/etc/sysctl.d/60-svc.conf': { type: 'file', mode: 0o644, uid: 0 },
-        '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': { type: 'file', mode: 0o644, uid: 0 },
+        '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': {
+          type: 'file',
+          mode: 0o644,
+          uid: 0,
+        },
       },
       packages: new Set(['docker.io', 'caddy']),
       systemd: true,
@@ -60,8 +64,21 @@ function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
       { port: 80, address: '*', process: 'caddy' },
       { port: 443, address: '*', process: 'caddy' },
     ],
-    dns: async (host) => ({ host, expected: ['203.0.113.5'], resolved: ['203.0.113.5'], points_here: true, checked_at: '' }),
-    tls: async () => ({ cert: { checkHost: () => 'svc.example.com', validTo: 'Mar  1 00:00:00 2030 GMT', subject: 'CN=svc.example.com' } as never, authorized: true }),
+    dns: async (host) => ({
+      host,
+      expected: ['203.0.113.5'],
+      resolved: ['203.0.113.5'],
+      points_here: true,
+      checked_at: '',
+    }),
+    tls: async () => ({
+      cert: {
+        checkHost: () => 'svc.example.com',
+        validTo: 'Mar  1 00:00:00 2030 GMT',
+        subject: 'CN=svc.example.com',
+      } as never,
+      authorized: true,
+    }),
     diskSpace: async () => ({ free: 50 * GiB, total: 100 * GiB }),
     stat: async (p) => STAT[p] ?? null,
     ...over,
@@ -88,23 +105,74 @@ test('a healthy host: every check ok, one line each in the documented shape', as
 
 test('each broken thing is the error or warning of its own check, with a fix', async () => {
   const cases: Array<[string, Partial<DoctorContext>, 'error' | 'warning', RegExp]> = [
-    ['engine', { pingEngine: async () => Promise.reject(new Error('ECONNREFUSED')) }, 'error', /does not answer.*ECONNREFUSED/],
-    ['proxy', { caddyConfig: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:2019')) }, 'error', /admin API does not answer/],
+    [
+      'engine',
+      { pingEngine: async () => Promise.reject(new Error('ECONNREFUSED')) },
+      'error',
+      /does not answer.*ECONNREFUSED/,
+    ],
+    [
+      'proxy',
+      { caddyConfig: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:2019')) },
+      'error',
+      /admin API does not answer/,
+    ],
     ['proxy', { caddyConfig: async () => null }, 'error', /not in sync/],
-    ['proxy', { caddyConfig: async () => ({ routes: [{ '@id': 'svc-auto-x-web' }] }) }, 'error', /no route for the control domain/],
-    ['service', { health: async () => ({ status: 503, body: '{"status":"error"}' }) }, 'error', /answers 503/],
+    [
+      'proxy',
+      { caddyConfig: async () => ({ routes: [{ '@id': 'svc-auto-x-web' }] }) },
+      'error',
+      /no route for the control domain/,
+    ],
+    [
+      'service',
+      { health: async () => ({ status: 503, body: '{"status":"error"}' }) },
+      'error',
+      /answers 503/,
+    ],
     [
       'dns',
-      { dns: async (host) => ({ host, expected: ['203.0.113.5'], resolved: ['198.51.100.1'], points_here: false, checked_at: '' }) },
+      {
+        dns: async (host) => ({
+          host,
+          expected: ['203.0.113.5'],
+          resolved: ['198.51.100.1'],
+          points_here: false,
+          checked_at: '',
+        }),
+      },
       'error',
       /198\.51\.100\.1, not this host \(203\.0\.113\.5\)/,
     ],
     ['certificate', { now: Date.parse('2030-02-20T00:00:00Z') }, 'warning', /\(9 days\)/],
     ['certificate', { now: Date.parse('2030-03-02T00:00:00Z') }, 'error', /expired/],
-    ['certificate', { tls: async () => ({ cert: null, authorized: false, error: 'nothing listens on 443' }) }, 'error', /no certificate served.*nothing listens/],
-    ['ports', { listeners: async () => [{ port: 80, address: '*', process: 'nginx' }] }, 'error', /80 is held by nginx.*nothing listens on 443/],
-    ['environment file', { envFileState: { type: 'file', mode: 0o100644, uid: 0 } }, 'error', /0644: others can read the master key/],
-    ['data directory', { stat: async (p) => (p === '/var/lib/svc' ? { type: 'dir', mode: 0o40755, uid: 0 } : (STAT[p] ?? null)) }, 'error', /is 0755/],
+    [
+      'certificate',
+      { tls: async () => ({ cert: null, authorized: false, error: 'nothing listens on 443' }) },
+      'error',
+      /no certificate served.*nothing listens/,
+    ],
+    [
+      'ports',
+      { listeners: async () => [{ port: 80, address: '*', process: 'nginx' }] },
+      'error',
+      /80 is held by nginx.*nothing listens on 443/,
+    ],
+    [
+      'environment file',
+      { envFileState: { type: 'file', mode: 0o100644, uid: 0 } },
+      'error',
+      /0644: others can read the master key/,
+    ],
+    [
+      'data directory',
+      {
+        stat: async (p) =>
+          p === '/var/lib/svc' ? { type: 'dir', mode: 0o40755, uid: 0 } : (STAT[p] ?? null),
+      },
+      'error',
+      /is 0755/,
+    ],
     ['disk', { diskSpace: async () => ({ free: 0.5 * GiB, total: 100 * GiB }) }, 'error', /0\.5 GiB free/],
     ['disk', { diskSpace: async () => ({ free: 8 * GiB, total: 100 * GiB }) }, 'warning', /8\.0 GiB free/],
   ];
@@ -119,7 +187,9 @@ test('each broken thing is the error or warning of its own check, with a fix', a
   assert.equal(lines['master key']!.status, 'error');
   assert.equal(lines.dns!.status, 'warning', 'no control domain: DNS has nothing to check');
   const host = healthy().host;
-  const caddyOn = byName(await runChecks(healthy({ host: { ...host, active: { ...host.active, 'caddy.service': true } } })));
+  const caddyOn = byName(
+    await runChecks(healthy({ host: { ...host, active: { ...host.active, 'caddy.service': true } } })),
+  );
   assert.equal(caddyOn['caddy-api']!.status, 'error');
   assert.match(caddyOn['caddy-api']!.fix!, /systemctl disable --now caddy\.service/);
   const throwing = byName(await runChecks(healthy({ listeners: () => Promise.reject(new Error('boom')) })));
@@ -130,9 +200,15 @@ test('the engine check against the real engine socket, and a socket that is not 
   if (!(await needDocker(t))) return;
   const v = await pingEngine(DOCKER_SOCKET);
   assert.match(v.version, /^\d+\.\d+/);
-  const line = byName(await runChecks(healthy({ pingEngine, config: { ...healthy().config, dockerSocket: DOCKER_SOCKET } })));
+  const line = byName(
+    await runChecks(healthy({ pingEngine, config: { ...healthy().config, dockerSocket: DOCKER_SOCKET } })),
+  );
   assert.equal(line.engine!.status, 'ok', line.engine!.detail);
-  const gone = byName(await runChecks(healthy({ pingEngine, config: { ...healthy().config, dockerSocket: '/nonexistent/docker.sock' } })));
+  const gone = byName(
+    await runChecks(
+      healthy({ pingEngine, config: { ...healthy().config, dockerSocket: '/nonexistent/docker.sock' } }),
+    ),
+  );
   assert.equal(gone.engine!.status, 'error');
   assert.match(gone.engine!.detail, /ENOENT/);
 });
@@ -146,7 +222,11 @@ test('the certificate check over a real TLS handshake: trusted and near expiry, 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   after(() => server.close());
   const port = (server.address() as { port: number }).port;
-  const config = loadConfig({ SVC_DATA_DIR: '/var/lib/svc', SVC_BASE_DOMAIN: 'example.com', SVC_PROXY_HTTPS_PORT: String(port) });
+  const config = loadConfig({
+    SVC_DATA_DIR: '/var/lib/svc',
+    SVC_BASE_DOMAIN: 'example.com',
+    SVC_PROXY_HTTPS_PORT: String(port),
+  });
   const cert = (tls: DoctorContext['tls']) =>
     runChecks(
       healthy({ config, tls, now: Date.now() }),
@@ -158,7 +238,11 @@ test('the certificate check over a real TLS handshake: trusted and near expiry, 
   const [untrusted] = await cert(tlsPeer(null));
   assert.equal(untrusted!.status, 'error');
   assert.match(untrusted!.detail, /not trusted/);
-  const other = loadConfig({ SVC_DATA_DIR: '/var/lib/svc', SVC_BASE_DOMAIN: 'other.example', SVC_PROXY_HTTPS_PORT: String(port) });
+  const other = loadConfig({
+    SVC_DATA_DIR: '/var/lib/svc',
+    SVC_BASE_DOMAIN: 'other.example',
+    SVC_PROXY_HTTPS_PORT: String(port),
+  });
   const [wrong] = await runChecks(
     healthy({ config: other, tls: tlsPeer(ca.certPath), now: Date.now() }),
     checks.filter((c) => c.name === 'certificate'),
@@ -174,15 +258,25 @@ test('svc doctor as a command: one line per check, exit status 1 on an error', a
   await mkdir(data, { mode: 0o755 });
   await chmod(data, 0o755);
   const envFile = join(dir, 'svc.env');
-  await writeFile(envFile, `SVC_DATA_DIR=${data}\nSVC_MASTER_KEY=${'cd'.repeat(32)}\nSVC_PORT=1\nSVC_CADDY_ADMIN=http://127.0.0.1:1\n`, { mode: 0o644 });
+  await writeFile(
+    envFile,
+    `SVC_DATA_DIR=${data}\nSVC_MASTER_KEY=${'cd'.repeat(32)}\nSVC_PORT=1\nSVC_CADDY_ADMIN=http://127.0.0.1:1\n`,
+    { mode: 0o644 },
+  );
   const r = await runCli(['doctor'], { SVC_ENV_FILE: envFile });
   assert.equal(r.code, 1, r.stdout + r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, checks.length + 1, r.stdout);
   for (const l of lines.slice(0, -1)) assert.match(l, /^(ok|warning|error) +\S.*  \S/);
-  assert.match(r.stdout, /^error +environment file +\S+svc\.env is 0644: others can read the master key \[fix: chmod 600 /m);
+  assert.match(
+    r.stdout,
+    /^error +environment file +\S+svc\.env is 0644: others can read the master key \[fix: chmod 600 /m,
+  );
   assert.match(r.stdout, /^error +data directory +\S+ is 0755/m);
-  assert.match(r.stdout, /^error +service +http:\/\/0\.0\.0\.0:1|^error +service +http:\/\/127\.0\.0\.1:1\/api\/health does not answer/m);
+  assert.match(
+    r.stdout,
+    /^error +service +http:\/\/0\.0\.0\.0:1|^error +service +http:\/\/127\.0\.0\.1:1\/api\/health does not answer/m,
+  );
   assert.match(r.stdout, /^ok +master key +SVC_MASTER_KEY is set$/m);
   assert.doesNotMatch(r.stdout, /cdcdcdcd/, 'the key is never printed');
   assert.match(lines.at(-1)!, /^\d+ errors, \d+ warnings\.$/);
@@ -201,8 +295,14 @@ test('caddy admin: an endpoint on TCP, a TCP listener, a missing drop-in or sock
   const tcp = await check({ config: tcpConfig });
   assert.equal(tcp.status, 'warning', formatLine(tcp));
   assert.match(tcp.detail, /SVC_CADDY_ADMIN is http:\/\/127\.0\.0\.1:2019: Caddy's admin endpoint is on TCP/);
-  assert.match(tcp.fix!, /SVC_CADDY_ADMIN=unix\/\/run\/caddy\/admin\.sock in \/etc\/svc\/svc\.env; svc install \(it adds the caddy-api drop-in\); /);
-  assert.match(tcp.fix!, /-d '"unix\/\/run\/caddy\/admin\.sock"' http:\/\/127\.0\.0\.1:2019\/config\/admin\/listen; systemctl restart svc\.service$/);
+  assert.match(
+    tcp.fix!,
+    /SVC_CADDY_ADMIN=unix\/\/run\/caddy\/admin\.sock in \/etc\/svc\/svc\.env; svc install \(it adds the caddy-api drop-in\); /,
+  );
+  assert.match(
+    tcp.fix!,
+    /-d '"unix\/\/run\/caddy\/admin\.sock"' http:\/\/127\.0\.0\.1:2019\/config\/admin\/listen; systemctl restart svc\.service$/,
+  );
 
   const listening = await check({
     listeners: async () => [
@@ -216,7 +316,12 @@ test('caddy admin: an endpoint on TCP, a TCP listener, a missing drop-in or sock
   assert.match(listening.fix!, /http:\/\/127\.0\.0\.1:2019\/config\/admin\/listen$/);
 
   const host = healthy().host;
-  const noDropIn = await check({ host: { ...host, paths: { ...host.paths, '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': null } } });
+  const noDropIn = await check({
+    host: {
+      ...host,
+      paths: { ...host.paths, '/etc/systemd/system/caddy-api.service.d/svc-admin-socket.conf': null },
+    },
+  });
   assert.equal(noDropIn.status, 'warning');
   assert.match(noDropIn.detail, /no \/etc\/systemd\/system\/caddy-api\.service\.d\/svc-admin-socket\.conf/);
   assert.equal(noDropIn.fix, 'svc install');

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { RequestMetrics } from '../../../lib/metrics/requests.js';
-import { registerScraped } from '../../../lib/metrics/custom.js';
-import { createMetrics } from '../../../lib/metrics/index.js';
+import { RequestMetrics } from '#lib/metrics/requests.js';
+import { registerScraped } from '#lib/metrics/custom.js';
+import { createMetrics } from '#lib/metrics/index.js';
 
 test('request metrics: counts by status, cumulative buckets, sum and count in Prometheus text', async () => {
   const registry = new Registry();
@@ -29,7 +29,9 @@ test('request metrics: counts by status, cumulative buckets, sum and count in Pr
   line('svc_http_request_duration_seconds_count{method="GET",route="/api/apps/:id"} 4');
   // A bucket bound is inclusive (le): 0.001 lands in the first bucket.
   line('svc_http_request_duration_seconds_bucket{le="0.001",method="POST",route="/api/apps"} 1');
-  const sum = /svc_http_request_duration_seconds_sum\{method="GET",route="\/api\/apps\/:id"\} ([\d.]+)/.exec(text);
+  const sum = /svc_http_request_duration_seconds_sum\{method="GET",route="\/api\/apps\/:id"\} ([\d.]+)/.exec(
+    text,
+  );
   assert.ok(sum && Math.abs(Number(sum[1]) - 30.2034) < 1e-9);
   // Label values are escaped by the registry's formatter.
   m.observe('GET', 'a"b\\c', 200, 0.1);
@@ -50,11 +52,18 @@ test('process metrics are totals since start, read at scrape time', async () => 
   const cpu = process.cpuUsage();
   assert.ok(value(first, 'svc_process_cpu_seconds_total') >= (cpu.user + cpu.system) / 1e6 - 0.5);
   assert.ok(value(first, 'svc_process_resident_memory_bytes') > 10 * 1024 * 1024);
-  assert.ok(Math.abs(value(first, 'svc_process_start_time_seconds') - (Date.now() / 1000 - process.uptime())) < 2);
+  assert.ok(
+    Math.abs(value(first, 'svc_process_start_time_seconds') - (Date.now() / 1000 - process.uptime())) < 2,
+  );
   assert.ok(value(first, 'svc_process_open_fds') > 0);
   assert.ok(value(first, 'svc_process_max_fds') >= value(first, 'svc_process_open_fds'));
   assert.ok(value(first, 'svc_nodejs_eventloop_lag_seconds') >= 0);
-  assert.match(first, new RegExp(`svc_nodejs_version_info\\{version="${process.version}",major="\\d+",minor="\\d+",patch="\\d+"\\} 1`));
+  assert.match(
+    first,
+    new RegExp(
+      `svc_nodejs_version_info\\{version="${process.version}",major="\\d+",minor="\\d+",patch="\\d+"\\} 1`,
+    ),
+  );
   // A metric added after the first scrape shows in the next one.
   m.add({ name: 'svc_test_gauge', help: 'test', type: 'gauge', values: () => [{ value: 7 }] });
   assert.equal(value((await m.render()).text, 'svc_test_gauge'), 7);

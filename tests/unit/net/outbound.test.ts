@@ -2,7 +2,15 @@
 // a server that never answers and one that streams 10 MB, against a real local HTTPS receiver.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkOutboundUrl, postJson, refusalOf, OutboundRefused, OUTBOUND_MAX_BYTES, OUTBOUND_TIMEOUT_MS, type ResolvedAddress } from '../../../lib/net/outbound.js';
+import {
+  checkOutboundUrl,
+  postJson,
+  refusalOf,
+  OutboundRefused,
+  OUTBOUND_MAX_BYTES,
+  OUTBOUND_TIMEOUT_MS,
+  type ResolvedAddress,
+} from '#lib/net/outbound.js';
 import { startReceiver, receiverResolve, RECEIVER_HOST, type Receiver } from '../../_support/receiver.js';
 
 let recv: Receiver;
@@ -57,7 +65,15 @@ const REFUSED = [
   '64:ff9b:1::a00:1',
   '::127.0.0.1',
 ];
-const ACCEPTED = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+const ACCEPTED = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '93.184.215.14',
+  '2606:4700:4700::1111',
+  '2a00:1450:4001::200e',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+];
 
 test('every special-purpose address is refused, global unicast is not', () => {
   for (const a of REFUSED) assert.ok(refusalOf(a), `${a} must be refused`);
@@ -66,7 +82,11 @@ test('every special-purpose address is refused, global unicast is not', () => {
 
 test('URLs: https only, IP literals in any spelling, names resolving anywhere private', async () => {
   const refuse = async (url: string, resolve?: (h: string) => Promise<ResolvedAddress[]>, match?: RegExp) => {
-    await assert.rejects(checkOutboundUrl(url, { resolve }), (e: unknown) => e instanceof OutboundRefused && (!match || match.test(e.reason)), url);
+    await assert.rejects(
+      checkOutboundUrl(url, { resolve }),
+      (e: unknown) => e instanceof OutboundRefused && (!match || match.test(e.reason)),
+      url,
+    );
   };
   const pub = async () => [{ address: '8.8.8.8', family: 4 as const }];
   await refuse('http://hooks.example.com/x', pub, /https/);
@@ -84,7 +104,11 @@ test('URLs: https only, IP literals in any spelling, names resolving anywhere pr
   ]) {
     await refuse(literal, undefined);
   }
-  await refuse('https://evil.example/', async () => [{ address: '127.0.0.1', family: 4 }], /resolves to 127\.0\.0\.1 is a loopback/);
+  await refuse(
+    'https://evil.example/',
+    async () => [{ address: '127.0.0.1', family: 4 }],
+    /resolves to 127\.0\.0\.1 is a loopback/,
+  );
   // One bad address among good ones is enough: the connection could pick either.
   await refuse(
     'https://evil.example/',
@@ -109,14 +133,27 @@ test('SVC_NOTIFY_ALLOW exempts listed addresses and CIDRs only', async () => {
   const loop = async () => [{ address: '127.0.0.1', family: 4 as const }];
   await checkOutboundUrl('https://chat.lan/', { resolve: loop, allow: ['127.0.0.0/8'] });
   await checkOutboundUrl('http://chat.lan/', { resolve: loop, allow: ['127.0.0.1'] });
-  await assert.rejects(checkOutboundUrl('https://chat.lan/', { resolve: loop, allow: ['10.0.0.0/8'] }), OutboundRefused);
-  await assert.rejects(checkOutboundUrl('http://chat.example/', { resolve: async () => [{ address: '8.8.8.8', family: 4 }], allow: ['127.0.0.1'] }), /https/);
+  await assert.rejects(
+    checkOutboundUrl('https://chat.lan/', { resolve: loop, allow: ['10.0.0.0/8'] }),
+    OutboundRefused,
+  );
+  await assert.rejects(
+    checkOutboundUrl('http://chat.example/', {
+      resolve: async () => [{ address: '8.8.8.8', family: 4 }],
+      allow: ['127.0.0.1'],
+    }),
+    /https/,
+  );
 });
 
 test('a request reaches the checked address with the name as SNI and Host', async () => {
   recv.script = [204];
   const before = recv.received.length;
-  const r = await postJson(recv.url('/hook?x=1'), { hello: 'world' }, { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent });
+  const r = await postJson(
+    recv.url('/hook?x=1'),
+    { hello: 'world' },
+    { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent },
+  );
   assert.equal(r.status, 204);
   const got = recv.received[before]!;
   assert.deepEqual(got.json, { hello: 'world' });
@@ -130,8 +167,13 @@ test('DNS rebinding: the name is resolved once; a later loopback answer is never
   // Public first, loopback afterwards: a client that looks up again when connecting would land on the receiver.
   let calls = 0;
   // 8.8.8.8 may be unreachable from here: either way the request fails, and must not land on loopback.
-  const publicThenLoop = async (): Promise<ResolvedAddress[]> => (++calls === 1 ? [{ address: '8.8.8.8', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
-  const r = await postJson(recv.url(), { x: 1 }, { resolve: publicThenLoop, agent: recv.agent, timeoutMs: 1500 }).then(
+  const publicThenLoop = async (): Promise<ResolvedAddress[]> =>
+    ++calls === 1 ? [{ address: '8.8.8.8', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
+  const r = await postJson(
+    recv.url(),
+    { x: 1 },
+    { resolve: publicThenLoop, agent: recv.agent, timeoutMs: 1500 },
+  ).then(
     (v) => ({ ok: true as const, v }),
     (e: Error) => ({ ok: false as const, e }),
   );
@@ -141,8 +183,13 @@ test('DNS rebinding: the name is resolved once; a later loopback answer is never
 
   // Same with an exempted first answer: the connection goes where the check looked.
   calls = 0;
-  const allowedThenOther = async (): Promise<ResolvedAddress[]> => (++calls === 1 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '127.0.0.2', family: 4 }]);
-  const ok = await postJson(recv.url(), { x: 2 }, { resolve: allowedThenOther, allow: ['127.0.0.1'], agent: recv.agent });
+  const allowedThenOther = async (): Promise<ResolvedAddress[]> =>
+    ++calls === 1 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '127.0.0.2', family: 4 }];
+  const ok = await postJson(
+    recv.url(),
+    { x: 2 },
+    { resolve: allowedThenOther, allow: ['127.0.0.1'], agent: recv.agent },
+  );
   assert.equal(ok.status, 204);
   assert.equal(calls, 1);
 });
@@ -150,7 +197,11 @@ test('DNS rebinding: the name is resolved once; a later loopback answer is never
 test('a redirect is answered as a status, never followed', async () => {
   recv.script = ['redirect'];
   const before = recv.received.length;
-  const r = await postJson(recv.url(), { x: 1 }, { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent });
+  const r = await postJson(
+    recv.url(),
+    { x: 1 },
+    { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent },
+  );
   assert.equal(r.status, 302);
   assert.equal(recv.received.length, before + 1, 'one request, no second one to the Location');
 });
@@ -158,13 +209,20 @@ test('a redirect is answered as a status, never followed', async () => {
 test('a server that never answers fails after the 5 s limit', async () => {
   assert.equal(OUTBOUND_TIMEOUT_MS, 5000);
   recv.script = ['slow'];
-  await assert.rejects(postJson(recv.url(), { x: 1 }, { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent }), /within 5 s/);
+  await assert.rejects(
+    postJson(recv.url(), { x: 1 }, { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent }),
+    /within 5 s/,
+  );
 });
 
 test('a server streaming 10 MB is cut at 64 KiB', async () => {
   recv.script = ['stream'];
   recv.streamed = 0;
-  const r = await postJson(recv.url(), { x: 1 }, { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent });
+  const r = await postJson(
+    recv.url(),
+    { x: 1 },
+    { resolve: receiverResolve, allow: ['127.0.0.1'], agent: recv.agent },
+  );
   assert.equal(r.truncated, true);
   assert.equal(Buffer.byteLength(r.body), OUTBOUND_MAX_BYTES);
   // The connection was closed: the server could not push the whole 10 MB.

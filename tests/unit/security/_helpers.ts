@@ -28,7 +28,9 @@ export async function haveCommand(cmd: string, args: string[] = ['--version']): 
     await run(cmd, args, { timeout: 15_000 });
     return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== 'ENOENT' && typeof (e as { code?: unknown }).code === 'number';
+    return (
+      (e as NodeJS.ErrnoException).code !== 'ENOENT' && typeof (e as { code?: unknown }).code === 'number'
+    );
   }
 }
 
@@ -39,7 +41,16 @@ export async function need(t: TestContext, cmd: string, args?: string[]): Promis
 }
 
 /** One Caddy-shaped JSON access-log line. */
-export function caddyLine(o: { ts?: number; ip?: string; clientIp?: string; host?: string; method?: string; uri?: string; status?: number; pad?: string }): string {
+export function caddyLine(o: {
+  ts?: number;
+  ip?: string;
+  clientIp?: string;
+  host?: string;
+  method?: string;
+  uri?: string;
+  status?: number;
+  pad?: string;
+}): string {
   const request: Record<string, unknown> = {
     remote_ip: o.ip ?? '192.0.2.1',
     remote_port: '51234',

@@ -9,8 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { access, appendFile, cp, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail2banState, firewallState, readHostSnapshot, parseHostSnapshot } from '../../../lib/security/snapshot.js';
-import { evaluatePosture } from '../../../lib/security/posture.js';
+import { fail2banState, firewallState, readHostSnapshot, parseHostSnapshot } from '#lib/security/snapshot.js';
+import { evaluatePosture } from '#lib/security/posture.js';
 import { need, needRoot, run, tempDir, waitFor } from './_helpers.js';
 
 const AGENT = fileURLToPath(new URL('../../../runtime/security-agent.js', import.meta.url));
@@ -29,7 +29,9 @@ before(async () => {
 after(async () => {
   for (const ns of namespaces) await run('ip', ['netns', 'del', ns]).catch(() => {});
   if (f2b && f2b.exitCode === null) {
-    await run('fail2ban-client', ['-s', join(dir, 'f2b', 'f2b.sock'), 'stop'], { timeout: 30_000 }).catch(() => {});
+    await run('fail2ban-client', ['-s', join(dir, 'f2b', 'f2b.sock'), 'stop'], { timeout: 30_000 }).catch(
+      () => {},
+    );
     const exited = new Promise((r) => f2b?.once('exit', r));
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
     if (f2b.exitCode === null) f2b.kill('SIGKILL');
@@ -57,7 +59,10 @@ async function ufwCopy(name: string, off: boolean): Promise<string> {
   if (off) {
     const conf = join(etc, 'ufw.conf');
     const text = await readFile(conf, 'utf8').catch(() => '');
-    await writeFile(conf, /^ENABLED=/m.test(text) ? text.replace(/^ENABLED=.*$/m, 'ENABLED=no') : `ENABLED=no\n${text}`);
+    await writeFile(
+      conf,
+      /^ENABLED=/m.test(text) ? text.replace(/^ENABLED=.*$/m, 'ENABLED=no') : `ENABLED=no\n${text}`,
+    );
   }
   return etc;
 }
@@ -68,13 +73,37 @@ async function ufwCopy(name: string, off: boolean): Promise<string> {
  */
 async function agentIn(t: TestContext, ns: string, out: string): Promise<boolean> {
   if (!(await hostHasUfw())) {
-    await run('ip', ['netns', 'exec', ns, process.execPath, AGENT, '--out', out, '--fail2ban-socket', NO_F2B()], { timeout: 60_000 });
+    await run(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, AGENT, '--out', out, '--fail2ban-socket', NO_F2B()],
+      { timeout: 60_000 },
+    );
     return true;
   }
   if (!(await need(t, 'unshare', ['--version']))) return false;
   const etc = await ufwCopy(ns, true);
   await mkdir(out, { recursive: true });
-  await run('ip', ['netns', 'exec', ns, 'unshare', '--mount', '--propagation', 'private', '--', process.execPath, UFW_HELPER, etc, AGENT, out, NO_F2B(), 'as-is'], { timeout: 60_000 });
+  await run(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      process.execPath,
+      UFW_HELPER,
+      etc,
+      AGENT,
+      out,
+      NO_F2B(),
+      'as-is',
+    ],
+    { timeout: 60_000 },
+  );
   return true;
 }
 
@@ -128,7 +157,20 @@ test('iptables: an INPUT DROP policy is reported active under the iptables backe
   if (!needRoot(t) || !(await need(t, 'iptables', ['--version'])) || !(await need(t, 'ip', ['-V']))) return;
   const ns = await netns('ipt');
   await run('ip', ['netns', 'exec', ns, 'iptables', '-P', 'INPUT', 'DROP']);
-  await run('ip', ['netns', 'exec', ns, 'iptables', '-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
+  await run('ip', [
+    'netns',
+    'exec',
+    ns,
+    'iptables',
+    '-A',
+    'INPUT',
+    '-p',
+    'tcp',
+    '--dport',
+    '22',
+    '-j',
+    'ACCEPT',
+  ]);
   const out = join(dir, 'ipt-out');
   if (!(await agentIn(t, ns, out))) return;
   const fw = firewallState(await readHostSnapshot(out), { agentEnabled: true });
@@ -155,13 +197,39 @@ test('no filtering at all: reported installed but inactive, and the posture row 
 });
 
 test('ufw: enabled inside a private namespace, reported active with its rules', async (t) => {
-  if (!needRoot(t) || !(await need(t, 'ufw', ['version'])) || !(await need(t, 'ip', ['-V'])) || !(await need(t, 'unshare', ['--version']))) return;
+  if (
+    !needRoot(t) ||
+    !(await need(t, 'ufw', ['version'])) ||
+    !(await need(t, 'ip', ['-V'])) ||
+    !(await need(t, 'unshare', ['--version']))
+  )
+    return;
   const ns = await netns('ufw');
   const hostUfw = await snapshotDir('/etc/ufw');
   const etc = await ufwCopy('ufw', true);
   const out = join(dir, 'ufw-out');
   await mkdir(out, { recursive: true });
-  await run('ip', ['netns', 'exec', ns, 'unshare', '--mount', '--propagation', 'private', '--', process.execPath, UFW_HELPER, etc, AGENT, out, NO_F2B(), 'enable'], { timeout: 120_000 });
+  await run(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      process.execPath,
+      UFW_HELPER,
+      etc,
+      AGENT,
+      out,
+      NO_F2B(),
+      'enable',
+    ],
+    { timeout: 120_000 },
+  );
   const fw = firewallState(await readHostSnapshot(out), { agentEnabled: true });
   assert.ok(fw.available);
   assert.equal(fw.backend, 'ufw');
@@ -190,21 +258,74 @@ test('fail2ban: a private server bans a test address itself; the agent reports t
   await writeFile(log, '');
   await writeFile(
     join(f, 'conf', 'fail2ban.conf'),
-    ['[Definition]', 'loglevel = INFO', `logtarget = ${join(f, 'fail2ban.log')}`, `socket = ${sock}`, `pidfile = ${join(f, 'f2b.pid')}`, 'dbfile = :memory:', ''].join('\n'),
+    [
+      '[Definition]',
+      'loglevel = INFO',
+      `logtarget = ${join(f, 'fail2ban.log')}`,
+      `socket = ${sock}`,
+      `pidfile = ${join(f, 'f2b.pid')}`,
+      'dbfile = :memory:',
+      '',
+    ].join('\n'),
   );
   await writeFile(
     join(f, 'conf', 'jail.conf'),
-    ['[DEFAULT]', 'backend = polling', '', '[svc-test]', 'enabled = true', 'filter = svc-test', `logpath = ${log}`, 'maxretry = 2', 'findtime = 600', 'bantime = 3600', 'action = svc-noop', ''].join(
+    [
+      '[DEFAULT]',
+      'backend = polling',
+      '',
+      '[svc-test]',
+      'enabled = true',
+      'filter = svc-test',
+      `logpath = ${log}`,
+      'maxretry = 2',
+      'findtime = 600',
+      'bantime = 3600',
+      'action = svc-noop',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(
+    join(f, 'conf', 'filter.d', 'svc-test.conf'),
+    ['[Definition]', 'failregex = ^svc-test auth failure from <HOST>$', 'datepattern = {NONE}', ''].join(
       '\n',
     ),
   );
-  await writeFile(join(f, 'conf', 'filter.d', 'svc-test.conf'), ['[Definition]', 'failregex = ^svc-test auth failure from <HOST>$', 'datepattern = {NONE}', ''].join('\n'));
   // Bans are recorded by fail2ban but the action does nothing: no host rule is ever changed.
-  await writeFile(join(f, 'conf', 'action.d', 'svc-noop.conf'), ['[Definition]', 'actionstart =', 'actionstop =', 'actioncheck =', 'actionban =', 'actionunban =', ''].join('\n'));
-  f2b = spawn('fail2ban-client', ['-c', join(f, 'conf'), '-s', sock, '-p', join(f, 'f2b.pid'), '-x', '-f', 'start'], { stdio: 'ignore' });
-  await waitFor(async () => (await run('fail2ban-client', ['-s', sock, 'ping'])).stdout.includes('pong'), 'fail2ban server', 60_000);
-  await appendFile(log, 'svc-test auth failure from 192.0.2.7\n'.repeat(3) + 'svc-test auth failure from 198.51.100.9\n');
-  await waitFor(async () => /Banned IP list:\s*192\.0\.2\.7/.test((await run('fail2ban-client', ['-s', sock, 'status', 'svc-test'])).stdout), 'fail2ban ban', 60_000);
+  await writeFile(
+    join(f, 'conf', 'action.d', 'svc-noop.conf'),
+    [
+      '[Definition]',
+      'actionstart =',
+      'actionstop =',
+      'actioncheck =',
+      'actionban =',
+      'actionunban =',
+      '',
+    ].join('\n'),
+  );
+  f2b = spawn(
+    'fail2ban-client',
+    ['-c', join(f, 'conf'), '-s', sock, '-p', join(f, 'f2b.pid'), '-x', '-f', 'start'],
+    { stdio: 'ignore' },
+  );
+  await waitFor(
+    async () => (await run('fail2ban-client', ['-s', sock, 'ping'])).stdout.includes('pong'),
+    'fail2ban server',
+    60_000,
+  );
+  await appendFile(
+    log,
+    'svc-test auth failure from 192.0.2.7\n'.repeat(3) + 'svc-test auth failure from 198.51.100.9\n',
+  );
+  await waitFor(
+    async () =>
+      /Banned IP list:\s*192\.0\.2\.7/.test(
+        (await run('fail2ban-client', ['-s', sock, 'status', 'svc-test'])).stdout,
+      ),
+    'fail2ban ban',
+    60_000,
+  );
 
   const out = join(dir, 'f2b-out');
   await run(process.execPath, [AGENT, '--out', out, '--fail2ban-socket', sock], { timeout: 60_000 });
@@ -212,7 +333,9 @@ test('fail2ban: a private server bans a test address itself; the agent reports t
   const state = fail2banState(snap, { agentEnabled: true });
   assert.ok(state.available);
   assert.equal(state.stale, false);
-  assert.deepEqual(state.jails, [{ name: 'svc-test', currently_banned: 1, total_banned: 1, banned_ips: ['192.0.2.7'] }]);
+  assert.deepEqual(state.jails, [
+    { name: 'svc-test', currently_banned: 1, total_banned: 1, banned_ips: ['192.0.2.7'] },
+  ]);
   const row = evaluatePosture(baseInput({ snapshot: snap })).items[1];
   assert.equal(row.status, 'ok');
   assert.match(row.reason, /1 jail \(1 address banned now\)/);
@@ -235,7 +358,9 @@ async function snapshotDir(root: string): Promise<Record<string, string>> {
   return out;
 }
 
-function baseInput(over: Partial<Parameters<typeof evaluatePosture>[0]> = {}): Parameters<typeof evaluatePosture>[0] {
+function baseInput(
+  over: Partial<Parameters<typeof evaluatePosture>[0]> = {},
+): Parameters<typeof evaluatePosture>[0] {
   return {
     masterKeySet: true,
     metricsTokenSet: true,

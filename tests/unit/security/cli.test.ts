@@ -5,8 +5,8 @@ import { mkdir, readFile, stat, writeFile, chmod } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { securityAgent, securityCheck, type CmdRunner, type CliIo } from '../../../runtime/security-cli.js';
-import { evaluatePosture } from '../../../lib/security/posture.js';
-import { readOptOut } from '../../../lib/security/opt-out.js';
+import { evaluatePosture } from '#lib/security/posture.js';
+import { readOptOut } from '#lib/security/opt-out.js';
 import { tempDir } from './_helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -26,7 +26,15 @@ async function root(name: string): Promise<string> {
   return dir;
 }
 
-const ENV_BEFORE = ['# svc service environment', 'SVC_MASTER_KEY="abc def"', "SVC_WEIRD='x=$y # not a comment'", 'export SVC_SECURITY_AGENT=false', '', 'SVC_PORT=9393', ''].join('\n');
+const ENV_BEFORE = [
+  '# svc service environment',
+  'SVC_MASTER_KEY="abc def"',
+  "SVC_WEIRD='x=$y # not a comment'",
+  'export SVC_SECURITY_AGENT=false',
+  '',
+  'SVC_PORT=9393',
+  '',
+].join('\n');
 
 test('security-agent on/status/off without systemd: cron entry, env line, first real snapshot', async () => {
   const r = await root('cli-cron');
@@ -36,14 +44,24 @@ test('security-agent on/status/off without systemd: cron entry, env line, first 
   await chmod(envFile, 0o640);
 
   const a = io();
-  assert.equal(await securityAgent(['on'], a, { root: r, fail2banSocket: join(r, 'no-f2b.sock') }), 0, a.errLines.join('\n'));
+  assert.equal(
+    await securityAgent(['on'], a, { root: r, fail2banSocket: join(r, 'no-f2b.sock') }),
+    0,
+    a.errLines.join('\n'),
+  );
   const cron = await readFile(join(r, 'etc/cron.d/svc-security-agent'), 'utf8');
-  assert.match(cron, /^\* \* \* \* \* root \/\S+ \/\S+\/runtime\/security-agent\.js --out \S+\/var\/lib\/svc\/security --fail2ban-socket \S+no-f2b\.sock >\/dev\/null 2>&1$/m);
+  assert.match(
+    cron,
+    /^\* \* \* \* \* root \/\S+ \/\S+\/runtime\/security-agent\.js --out \S+\/var\/lib\/svc\/security --fail2ban-socket \S+no-f2b\.sock >\/dev\/null 2>&1$/m,
+  );
   assert.equal((await stat(join(r, 'etc/cron.d/svc-security-agent'))).mode & 0o777, 0o644);
   const env = await readFile(envFile, 'utf8');
   assert.equal(env, ENV_BEFORE.replace('export SVC_SECURITY_AGENT=false', 'SVC_SECURITY_AGENT=true'));
   assert.equal((await stat(envFile)).mode & 0o777, 0o640, 'mode kept');
-  assert.ok(existsSync(join(r, 'var/lib/svc/security/host-snapshot.json')), a.outLines.join('\n') + a.errLines.join('\n'));
+  assert.ok(
+    existsSync(join(r, 'var/lib/svc/security/host-snapshot.json')),
+    a.outLines.join('\n') + a.errLines.join('\n'),
+  );
 
   const s = io();
   assert.equal(await securityAgent(['status'], s, { root: r }), 0);
@@ -58,7 +76,10 @@ test('security-agent on/status/off without systemd: cron entry, env line, first 
   assert.equal(await securityAgent(['off'], o, { root: r }), 0);
   assert.equal(existsSync(join(r, 'etc/cron.d/svc-security-agent')), false);
   assert.equal(existsSync(join(r, 'var/lib/svc/security/host-snapshot.json')), false);
-  assert.equal(await readFile(envFile, 'utf8'), ENV_BEFORE.replace('export SVC_SECURITY_AGENT=false', 'SVC_SECURITY_AGENT=false'));
+  assert.equal(
+    await readFile(envFile, 'utf8'),
+    ENV_BEFORE.replace('export SVC_SECURITY_AGENT=false', 'SVC_SECURITY_AGENT=false'),
+  );
 
   const s2 = io();
   await securityAgent(['status'], s2, { root: r });
@@ -76,7 +97,11 @@ test('security-agent on/off with systemd: units written, timer enabled and disab
   };
   const a = io();
   assert.equal(await securityAgent(['on'], a, { root: r, run }), 0, a.errLines.join('\n'));
-  assert.deepEqual(calls, ['systemctl daemon-reload', 'systemctl enable --now svc-security-agent.timer', 'systemctl start svc-security-agent.service']);
+  assert.deepEqual(calls, [
+    'systemctl daemon-reload',
+    'systemctl enable --now svc-security-agent.timer',
+    'systemctl start svc-security-agent.service',
+  ]);
   const service = await readFile(join(r, 'etc/systemd/system/svc-security-agent.service'), 'utf8');
   assert.match(service, /^Type=oneshot$/m);
   assert.match(service, /^ExecStart=\/\S+ \/\S+security-agent\.js --out \S+\/var\/lib\/svc\/security$/m);
@@ -84,7 +109,11 @@ test('security-agent on/off with systemd: units written, timer enabled and disab
   assert.match(timer, /^OnCalendar=\*:\*:00$/m);
   assert.match(timer, /^WantedBy=timers\.target$/m);
   assert.equal(existsSync(join(r, 'etc/cron.d/svc-security-agent')), false);
-  assert.equal(await readFile(join(r, 'etc/svc/svc.env'), 'utf8'), 'SVC_SECURITY_AGENT=true\n', 'env file created');
+  assert.equal(
+    await readFile(join(r, 'etc/svc/svc.env'), 'utf8'),
+    'SVC_SECURITY_AGENT=true\n',
+    'env file created',
+  );
   assert.equal((await stat(join(r, 'etc/svc/svc.env'))).mode & 0o777, 0o600);
 
   const s = io();

@@ -2,11 +2,24 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AGENT_OFF_REASON, fail2banState, firewallState, parseHostSnapshot, readHostSnapshot, type HostSnapshot } from '../../../lib/security/snapshot.js';
-import { evaluatePosture, type PostureInput } from '../../../lib/security/posture.js';
-import { readOptOut, writeOptOut, optOutPath } from '../../../lib/security/opt-out.js';
-import { parseFail2banJail, parseFail2banStatus, parseIptablesSave, parseNftRuleset, parseUfwStatus } from '../../../lib/security/collect.js';
-import { formatPostureTable, postureSummary } from '../../../lib/security/format.js';
+import {
+  AGENT_OFF_REASON,
+  fail2banState,
+  firewallState,
+  parseHostSnapshot,
+  readHostSnapshot,
+  type HostSnapshot,
+} from '#lib/security/snapshot.js';
+import { evaluatePosture, type PostureInput } from '#lib/security/posture.js';
+import { readOptOut, writeOptOut, optOutPath } from '#lib/security/opt-out.js';
+import {
+  parseFail2banJail,
+  parseFail2banStatus,
+  parseIptablesSave,
+  parseNftRuleset,
+  parseUfwStatus,
+} from '#lib/security/collect.js';
+import { formatPostureTable, postureSummary } from '#lib/security/format.js';
 import { tempDir } from './_helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -20,8 +33,19 @@ function snapshot(over: Partial<HostSnapshot> = {}): HostSnapshot {
   return {
     version: 1,
     generated_at: new Date(NOW - 30_000).toISOString(),
-    firewall: { backend: 'ufw', installed: true, active: true, rules: ['Default: deny (incoming)', '22/tcp  ALLOW IN  Anywhere'] },
-    fail2ban: { installed: true, active: true, jails: [{ name: 'sshd', currently_banned: 2, total_banned: 9, banned_ips: ['192.0.2.7', '198.51.100.9'] }] },
+    firewall: {
+      backend: 'ufw',
+      installed: true,
+      active: true,
+      rules: ['Default: deny (incoming)', '22/tcp  ALLOW IN  Anywhere'],
+    },
+    fail2ban: {
+      installed: true,
+      active: true,
+      jails: [
+        { name: 'sshd', currently_banned: 2, total_banned: 9, banned_ips: ['192.0.2.7', '198.51.100.9'] },
+      ],
+    },
     ...over,
   };
 }
@@ -32,11 +56,21 @@ function input(over: Partial<PostureInput> = {}): PostureInput {
     metricsTokenSet: true,
     exposure: 'public',
     baseDomain: 'example.test',
-    edge: { enabled: true, synced: true, controlDomain: 'svc.example.test', controlCertNotAfter: '2099-01-01T00:00:00.000Z' },
+    edge: {
+      enabled: true,
+      synced: true,
+      controlDomain: 'svc.example.test',
+      controlCertNotAfter: '2099-01-01T00:00:00.000Z',
+    },
     agentEnabled: true,
     optedOut: false,
     snapshot: parseHostSnapshot(JSON.stringify(snapshot())),
-    tailer: { reading: true, path: '/var/log/caddy/access.log', lines: 10, lastLineAt: new Date(NOW).toISOString() },
+    tailer: {
+      reading: true,
+      path: '/var/log/caddy/access.log',
+      lines: 10,
+      lastLineAt: new Date(NOW).toISOString(),
+    },
     monitorEnabled: true,
     hostPorts: [],
     now: NOW,
@@ -64,12 +98,18 @@ test('snapshot parser: good input gives the contract shapes', () => {
     available: true,
     stale: false,
     generated_at: new Date(NOW - 30_000).toISOString(),
-    jails: [{ name: 'sshd', currently_banned: 2, total_banned: 9, banned_ips: ['192.0.2.7', '198.51.100.9'] }],
+    jails: [
+      { name: 'sshd', currently_banned: 2, total_banned: 9, banned_ips: ['192.0.2.7', '198.51.100.9'] },
+    ],
   });
-  const old = parseHostSnapshot(JSON.stringify(snapshot({ generated_at: new Date(NOW - 5 * 60_000 - 1).toISOString() })));
+  const old = parseHostSnapshot(
+    JSON.stringify(snapshot({ generated_at: new Date(NOW - 5 * 60_000 - 1).toISOString() })),
+  );
   assert.equal((firewallState(old, { agentEnabled: true, now: NOW }) as { stale: boolean }).stale, true);
   assert.equal((fail2banState(old, { agentEnabled: true, now: NOW }) as { stale: boolean }).stale, true);
-  const edge = parseHostSnapshot(JSON.stringify(snapshot({ generated_at: new Date(NOW - 5 * 60_000).toISOString() })));
+  const edge = parseHostSnapshot(
+    JSON.stringify(snapshot({ generated_at: new Date(NOW - 5 * 60_000).toISOString() })),
+  );
   assert.equal((firewallState(edge, { agentEnabled: true, now: NOW }) as { stale: boolean }).stale, false);
 });
 
@@ -98,24 +138,79 @@ test('snapshot parser: garbage, truncation, binary and wrong types are unavailab
     assert.equal(fail2banState(p, { agentEnabled: true }).available, false);
   }
   // A damaged section only takes itself down.
-  const sections: Array<[Partial<HostSnapshot> | Record<string, unknown>, 'firewall' | 'fail2ban', RegExp]> = [
-    [{ firewall: undefined }, 'firewall', /firewall section is missing/],
-    [{ firewall: { backend: 'pf', installed: true, active: true, rules: [] } }, 'firewall', /backend/],
-    [{ firewall: { backend: 'ufw', installed: 'yes', active: true, rules: [] } }, 'firewall', /installed/],
-    [{ firewall: { backend: 'ufw', installed: true, active: true, rules: [1, 2] } }, 'firewall', /rules\[0\]/],
-    [{ firewall: { backend: 'ufw', installed: true, active: true, rules: 'all' } }, 'firewall', /rules is not a list/],
-    [{ fail2ban: { installed: true, active: true, jails: [{ name: 'sshd', currently_banned: -1, total_banned: 0, banned_ips: [] }] } }, 'fail2ban', /currently_banned/],
-    [{ fail2ban: { installed: true, active: true, jails: [{ name: 'sshd', currently_banned: 1.5, total_banned: 0, banned_ips: [] }] } }, 'fail2ban', /currently_banned/],
-    [{ fail2ban: { installed: true, active: true, jails: [{ name: '', currently_banned: 0, total_banned: 0, banned_ips: [] }] } }, 'fail2ban', /name/],
-    [{ fail2ban: { installed: true, active: true, jails: {} } }, 'fail2ban', /jails is not a list/],
-    [{ fail2ban: { installed: true, active: true, jails: [null] } }, 'fail2ban', /jails\[0\]/],
-    [{ fail2ban: { installed: true, active: true, jails: [{ name: 'x', currently_banned: 0, total_banned: 0, banned_ips: [{}] }] } }, 'fail2ban', /banned_ips\[0\]/],
-  ];
+  const sections: Array<[Partial<HostSnapshot> | Record<string, unknown>, 'firewall' | 'fail2ban', RegExp]> =
+    [
+      [{ firewall: undefined }, 'firewall', /firewall section is missing/],
+      [{ firewall: { backend: 'pf', installed: true, active: true, rules: [] } }, 'firewall', /backend/],
+      [{ firewall: { backend: 'ufw', installed: 'yes', active: true, rules: [] } }, 'firewall', /installed/],
+      [
+        { firewall: { backend: 'ufw', installed: true, active: true, rules: [1, 2] } },
+        'firewall',
+        /rules\[0\]/,
+      ],
+      [
+        { firewall: { backend: 'ufw', installed: true, active: true, rules: 'all' } },
+        'firewall',
+        /rules is not a list/,
+      ],
+      [
+        {
+          fail2ban: {
+            installed: true,
+            active: true,
+            jails: [{ name: 'sshd', currently_banned: -1, total_banned: 0, banned_ips: [] }],
+          },
+        },
+        'fail2ban',
+        /currently_banned/,
+      ],
+      [
+        {
+          fail2ban: {
+            installed: true,
+            active: true,
+            jails: [{ name: 'sshd', currently_banned: 1.5, total_banned: 0, banned_ips: [] }],
+          },
+        },
+        'fail2ban',
+        /currently_banned/,
+      ],
+      [
+        {
+          fail2ban: {
+            installed: true,
+            active: true,
+            jails: [{ name: '', currently_banned: 0, total_banned: 0, banned_ips: [] }],
+          },
+        },
+        'fail2ban',
+        /name/,
+      ],
+      [{ fail2ban: { installed: true, active: true, jails: {} } }, 'fail2ban', /jails is not a list/],
+      [{ fail2ban: { installed: true, active: true, jails: [null] } }, 'fail2ban', /jails\[0\]/],
+      [
+        {
+          fail2ban: {
+            installed: true,
+            active: true,
+            jails: [{ name: 'x', currently_banned: 0, total_banned: 0, banned_ips: [{}] }],
+          },
+        },
+        'fail2ban',
+        /banned_ips\[0\]/,
+      ],
+    ];
   for (const [over, which, why] of sections) {
     const p = parseHostSnapshot(JSON.stringify({ ...snapshot(), ...over }));
     assert.equal(p.ok, true);
-    const broken = which === 'firewall' ? firewallState(p, { agentEnabled: true }) : fail2banState(p, { agentEnabled: true });
-    const other = which === 'firewall' ? fail2banState(p, { agentEnabled: true }) : firewallState(p, { agentEnabled: true });
+    const broken =
+      which === 'firewall'
+        ? firewallState(p, { agentEnabled: true })
+        : fail2banState(p, { agentEnabled: true });
+    const other =
+      which === 'firewall'
+        ? fail2banState(p, { agentEnabled: true })
+        : firewallState(p, { agentEnabled: true });
     assert.equal(broken.available, false);
     assert.match(!broken.available ? broken.reason : '', why);
     assert.equal(other.available, true);
@@ -125,8 +220,14 @@ test('snapshot parser: garbage, truncation, binary and wrong types are unavailab
 
 test('snapshot state without the agent says how to turn it on', async () => {
   const parsed = parseHostSnapshot(JSON.stringify(snapshot()));
-  assert.deepEqual(firewallState(parsed, { agentEnabled: false }), { available: false, reason: AGENT_OFF_REASON });
-  assert.deepEqual(fail2banState(null, { agentEnabled: false }), { available: false, reason: AGENT_OFF_REASON });
+  assert.deepEqual(firewallState(parsed, { agentEnabled: false }), {
+    available: false,
+    reason: AGENT_OFF_REASON,
+  });
+  assert.deepEqual(fail2banState(null, { agentEnabled: false }), {
+    available: false,
+    reason: AGENT_OFF_REASON,
+  });
   assert.match(AGENT_OFF_REASON, /svc security-agent on/);
 
   const { dir, cleanup } = await tempDir('snapfile');
@@ -138,14 +239,27 @@ test('snapshot state without the agent says how to turn it on', async () => {
   const corrupt = await readHostSnapshot(dir);
   assert.equal(corrupt.ok, false);
   assert.match(!corrupt.ok ? corrupt.reason : '', /not valid JSON/);
-  assert.equal((await readHostSnapshot(join(dir, 'host-snapshot.json'))).ok, false, 'a file where the dir should be');
+  assert.equal(
+    (await readHostSnapshot(join(dir, 'host-snapshot.json'))).ok,
+    false,
+    'a file where the dir should be',
+  );
 });
 
 test('posture: all good, in the contract order', () => {
   const items = rows(input());
   assert.deepEqual(
     items.map((r) => r.code),
-    ['firewall', 'fail2ban', 'master_key', 'metrics_token', 'exposure_mode', 'base_domain', 'request_monitoring', 'host_ports'],
+    [
+      'firewall',
+      'fail2ban',
+      'master_key',
+      'metrics_token',
+      'exposure_mode',
+      'base_domain',
+      'request_monitoring',
+      'host_ports',
+    ],
   );
   assert.deepEqual(
     items.map((r) => r.status),
@@ -164,18 +278,41 @@ test('posture rows change as the environment changes', () => {
   assert.deepEqual(status(input({ baseDomain: '' }), 'base_domain'), ['warning']);
   assert.deepEqual(status(input({ baseDomain: null }), 'base_domain'), ['warning']);
   // A base domain says HTTPS only when Caddy runs our config and serves a valid certificate for the control domain.
-  const edge = { enabled: true, synced: true, controlDomain: 'svc.example.test', controlCertNotAfter: '2099-01-01T00:00:00.000Z' };
+  const edge = {
+    enabled: true,
+    synced: true,
+    controlDomain: 'svc.example.test',
+    controlCertNotAfter: '2099-01-01T00:00:00.000Z',
+  };
   assert.deepEqual(status(input({ edge }), 'base_domain'), ['ok']);
-  assert.deepEqual(status(input({ edge: { ...edge, controlCertNotAfter: null } }), 'base_domain'), ['warning']);
+  assert.deepEqual(status(input({ edge: { ...edge, controlCertNotAfter: null } }), 'base_domain'), [
+    'warning',
+  ]);
   const off = rows(input({ edge: { ...edge, enabled: false } })).find((r) => r.code === 'base_domain')!;
   assert.equal(off.status, 'warning');
   assert.match(off.reason, /proxy is turned off/);
-  const unsynced = rows(input({ edge: { ...edge, synced: false, error: "Caddy's admin API at http://127.0.0.1:2019 is unreachable (ECONNREFUSED)" } })).find((r) => r.code === 'base_domain')!;
+  const unsynced = rows(
+    input({
+      edge: {
+        ...edge,
+        synced: false,
+        error: "Caddy's admin API at http://127.0.0.1:2019 is unreachable (ECONNREFUSED)",
+      },
+    }),
+  ).find((r) => r.code === 'base_domain')!;
   assert.equal(unsynced.status, 'error');
   assert.match(unsynced.reason, /not in sync: Caddy's admin API .* unreachable/);
-  assert.notEqual(status(input({ edge: undefined }), 'base_domain')[0], 'ok', 'without knowledge of the proxy, no claim of HTTPS');
+  assert.notEqual(
+    status(input({ edge: undefined }), 'base_domain')[0],
+    'ok',
+    'without knowledge of the proxy, no claim of HTTPS',
+  );
   assert.deepEqual(status(input({ monitorEnabled: false }), 'request_monitoring'), ['warning']);
-  const notReading = rows(input({ tailer: { reading: false, path: '/x/access.log', error: 'file not found', lines: 0, lastLineAt: null } }));
+  const notReading = rows(
+    input({
+      tailer: { reading: false, path: '/x/access.log', error: 'file not found', lines: 0, lastLineAt: null },
+    }),
+  );
   assert.equal(notReading[6].status, 'warning');
   assert.match(notReading[6].reason, /not being read \(file not found\)/);
   assert.deepEqual(status(input({ tailer: null }), 'request_monitoring'), ['warning']);
@@ -183,7 +320,11 @@ test('posture rows change as the environment changes', () => {
   const ports = rows(
     input({
       hostPorts: [
-        { app: 'shop', service: 'db', ports: [{ host_ip: '0.0.0.0', host_port: 5432, container_port: 5432 }] },
+        {
+          app: 'shop',
+          service: 'db',
+          ports: [{ host_ip: '0.0.0.0', host_port: 5432, container_port: 5432 }],
+        },
         { app: 'shop', service: 'cache', ports: [{ host_ip: '127.0.0.1', host_port: 6379 }] },
         { app: 'blog', service: 'web', ports: [8080, '8443'] },
       ],
@@ -205,8 +346,14 @@ test('posture: firewall and fail2ban follow the snapshot, agent and opt-out', ()
   const fw = (i: PostureInput) => rows(i)[0];
   const f2 = (i: PostureInput) => rows(i)[1];
 
-  assert.equal(fw(input({ snapshot: snap({ firewall: { backend: null, installed: false, active: false, rules: [] } }) })).status, 'error');
-  const inactive = fw(input({ snapshot: snap({ firewall: { backend: 'ufw', installed: true, active: false, rules: [] } }) }));
+  assert.equal(
+    fw(input({ snapshot: snap({ firewall: { backend: null, installed: false, active: false, rules: [] } }) }))
+      .status,
+    'error',
+  );
+  const inactive = fw(
+    input({ snapshot: snap({ firewall: { backend: 'ufw', installed: true, active: false, rules: [] } }) }),
+  );
   assert.equal(inactive.status, 'error');
   assert.match(inactive.reason, /ufw is installed but inactive/);
   assert.match(inactive.fix, /ufw enable/);
@@ -215,20 +362,35 @@ test('posture: firewall and fail2ban follow the snapshot, agent and opt-out', ()
   assert.match(fw(stale).reason, /stale.*10 minutes/);
   assert.equal(f2(stale).status, 'warning');
 
-  assert.equal(f2(input({ snapshot: snap({ fail2ban: { installed: false, active: false, jails: [] } }) })).status, 'warning');
-  assert.equal(f2(input({ snapshot: snap({ fail2ban: { installed: true, active: false, jails: [] } }) })).status, 'warning');
-  assert.equal(f2(input({ snapshot: snap({ fail2ban: { installed: true, active: true, jails: [] } }) })).status, 'warning');
+  assert.equal(
+    f2(input({ snapshot: snap({ fail2ban: { installed: false, active: false, jails: [] } }) })).status,
+    'warning',
+  );
+  assert.equal(
+    f2(input({ snapshot: snap({ fail2ban: { installed: true, active: false, jails: [] } }) })).status,
+    'warning',
+  );
+  assert.equal(
+    f2(input({ snapshot: snap({ fail2ban: { installed: true, active: true, jails: [] } }) })).status,
+    'warning',
+  );
 
   const off = rows(input({ agentEnabled: false }));
   for (const r of off.slice(0, 2)) {
     assert.equal(r.status, 'warning');
     assert.match(r.fix, /svc security-agent on/);
   }
-  const noSnap = rows(input({ snapshot: { ok: false, reason: 'snapshot is not valid JSON (truncated or corrupt)' } }));
+  const noSnap = rows(
+    input({ snapshot: { ok: false, reason: 'snapshot is not valid JSON (truncated or corrupt)' } }),
+  );
   assert.equal(noSnap[0].status, 'warning');
   assert.match(noSnap[0].reason, /not valid JSON/);
 
-  for (const i of [input({ optedOut: true }), input({ optedOut: true, agentEnabled: false }), input({ optedOut: true, snapshot: null })]) {
+  for (const i of [
+    input({ optedOut: true }),
+    input({ optedOut: true, agentEnabled: false }),
+    input({ optedOut: true, snapshot: null }),
+  ]) {
     const r = rows(i);
     assert.deepEqual(
       r.slice(0, 2).map((x) => [x.code, x.status, x.reason]),
@@ -270,7 +432,14 @@ test('host tool output parsers', () => {
       '',
     ].join('\n'),
   );
-  assert.deepEqual(ufw, { active: true, rules: ['Default: deny (incoming), allow (outgoing), disabled (routed)', '22/tcp  ALLOW IN  Anywhere', '22/tcp (v6)  ALLOW IN  Anywhere (v6)'] });
+  assert.deepEqual(ufw, {
+    active: true,
+    rules: [
+      'Default: deny (incoming), allow (outgoing), disabled (routed)',
+      '22/tcp  ALLOW IN  Anywhere',
+      '22/tcp (v6)  ALLOW IN  Anywhere (v6)',
+    ],
+  });
 
   const nft = parseNftRuleset(
     [
@@ -306,16 +475,27 @@ test('host tool output parsers', () => {
   );
   assert.equal(nft.nativeInputFiltering, true);
   assert.equal(nft.nativeTables, 1);
-  assert.deepEqual(nft.rules, ['inet fw input: policy drop', 'inet fw input: ct state established,related accept', 'inet fw input: tcp dport { 22, 80, 443 } accept']);
-  const onlyIpt = parseNftRuleset('table ip filter {\n\tchain INPUT {\n\t\ttype filter hook input priority filter; policy drop;\n\t}\n}\n');
+  assert.deepEqual(nft.rules, [
+    'inet fw input: policy drop',
+    'inet fw input: ct state established,related accept',
+    'inet fw input: tcp dport { 22, 80, 443 } accept',
+  ]);
+  const onlyIpt = parseNftRuleset(
+    'table ip filter {\n\tchain INPUT {\n\t\ttype filter hook input priority filter; policy drop;\n\t}\n}\n',
+  );
   assert.equal(onlyIpt.nativeInputFiltering, false);
   assert.equal(onlyIpt.anyInputFiltering, true);
   assert.equal(parseNftRuleset('}}} garbage {{{').nativeInputFiltering, false);
 
-  const ipt = parseIptablesSave('*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j DOCKER\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n-A FORWARD -j DOCKER-USER\nCOMMIT\n');
+  const ipt = parseIptablesSave(
+    '*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j DOCKER\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n-A FORWARD -j DOCKER-USER\nCOMMIT\n',
+  );
   assert.deepEqual(ipt, { inputFiltering: false, rules: ['-A FORWARD -j DOCKER-USER'] });
 
-  assert.deepEqual(parseFail2banStatus('Status\n|- Number of jail:\t2\n`- Jail list:\tsshd, recidive\n'), ['sshd', 'recidive']);
+  assert.deepEqual(parseFail2banStatus('Status\n|- Number of jail:\t2\n`- Jail list:\tsshd, recidive\n'), [
+    'sshd',
+    'recidive',
+  ]);
   assert.deepEqual(parseFail2banStatus('Status\n|- Number of jail:\t0\n`- Jail list:\t\n'), []);
   assert.equal(parseFail2banStatus('Failed to access socket path'), null);
   assert.deepEqual(
@@ -340,7 +520,13 @@ test('host tool output parsers', () => {
 });
 
 test('terminal table lists every row and the fixes of the flagged ones', () => {
-  const items = rows(input({ masterKeySet: false, optedOut: true, hostPorts: [{ app: 'shop', service: 'db', ports: [5432] }] }));
+  const items = rows(
+    input({
+      masterKeySet: false,
+      optedOut: true,
+      hostPorts: [{ app: 'shop', service: 'db', ports: [5432] }],
+    }),
+  );
   const lines = formatPostureTable(items);
   const text = lines.join('\n');
   assert.match(lines[0], /^STATUS\s+CHECK\s+DETAIL$/);

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TrafficMonitor, disabledTrafficSnapshot, parseAllowlist, type Anomaly } from '../../../lib/traffic/monitor.js';
-import type { AccessEntry } from '../../../lib/traffic/parse.js';
+import {
+  TrafficMonitor,
+  disabledTrafficSnapshot,
+  parseAllowlist,
+  type Anomaly,
+} from '#lib/traffic/monitor.js';
+import type { AccessEntry } from '#lib/traffic/parse.js';
 
 const T0 = Date.UTC(2024, 0, 1, 12, 0, 0);
 
@@ -129,7 +134,16 @@ test('snapshot: shape, ordering, rings newest first and bounded', () => {
   for (let i = 0; i < 200; i++) m.observe(req('192.0.2.5', T0 + 300 + i, 200, `/q/${i}`));
   setNow(T0 + 1000);
   const s = m.snapshot();
-  assert.deepEqual(Object.keys(s), ['enabled', 'window_seconds', 'request_threshold', 'error_threshold', 'tracked_ips', 'top_talkers', 'recent_requests', 'recent_anomalies']);
+  assert.deepEqual(Object.keys(s), [
+    'enabled',
+    'window_seconds',
+    'request_threshold',
+    'error_threshold',
+    'tracked_ips',
+    'top_talkers',
+    'recent_requests',
+    'recent_anomalies',
+  ]);
   assert.equal(s.enabled, true);
   assert.equal(s.tracked_ips, 30);
   assert.equal(s.top_talkers.length, 20);
@@ -143,7 +157,14 @@ test('snapshot: shape, ordering, rings newest first and bounded', () => {
   );
   assert.equal(s.top_talkers[0].last_seen, new Date(T0 + 499).toISOString());
   assert.equal(s.recent_requests.length, 100);
-  assert.deepEqual(s.recent_requests[0], { at: new Date(T0 + 499).toISOString(), ip: '192.0.2.5', host: 'example.test', method: 'GET', path: '/q/199', status: 200 });
+  assert.deepEqual(s.recent_requests[0], {
+    at: new Date(T0 + 499).toISOString(),
+    ip: '192.0.2.5',
+    host: 'example.test',
+    method: 'GET',
+    path: '/q/199',
+    status: 200,
+  });
   assert.equal(s.recent_requests[99].path, '/q/100');
 
   const many = monitor({ requestThreshold: 1, cooldownSeconds: 1 }).m;

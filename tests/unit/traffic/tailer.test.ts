@@ -2,8 +2,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFile, rename, truncate, writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AccessLogTailer, type AccessEntry } from '../../../lib/traffic/tailer.js';
-import { parseAccessLine, LineSplitter, normalizeIp } from '../../../lib/traffic/parse.js';
+import { AccessLogTailer, type AccessEntry } from '#lib/traffic/tailer.js';
+import { parseAccessLine, LineSplitter, normalizeIp } from '#lib/traffic/parse.js';
 import { caddyLine, tempDir, waitFor } from '../security/_helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -25,8 +25,19 @@ async function setup(name: string, opts: ConstructorParameters<typeof AccessLogT
 }
 
 test('parses client_ip before remote_ip, strips zones and queries, refuses non-IPs', () => {
-  const e = parseAccessLine(caddyLine({ ts: 1700000000.25, ip: '10.0.0.1', clientIp: '203.0.113.9', uri: '/a?token=x', status: 404 }));
-  assert.deepEqual(e, { at: 1700000000250, ip: '203.0.113.9', host: 'example.test', method: 'GET', path: '/a', status: 404, bytes: 2, durationMs: 0.1 });
+  const e = parseAccessLine(
+    caddyLine({ ts: 1700000000.25, ip: '10.0.0.1', clientIp: '203.0.113.9', uri: '/a?token=x', status: 404 }),
+  );
+  assert.deepEqual(e, {
+    at: 1700000000250,
+    ip: '203.0.113.9',
+    host: 'example.test',
+    method: 'GET',
+    path: '/a',
+    status: 404,
+    bytes: 2,
+    durationMs: 0.1,
+  });
   assert.equal(parseAccessLine(caddyLine({ ip: 'fe80::1%eth0' }))?.ip, 'fe80::1');
   assert.equal(parseAccessLine(caddyLine({ ip: '::ffff:198.51.100.4' }))?.ip, '198.51.100.4');
   assert.equal(parseAccessLine(caddyLine({ ip: '10.0.0.1', clientIp: '' }))?.ip, '10.0.0.1');
@@ -38,8 +49,16 @@ test('parses client_ip before remote_ip, strips zones and queries, refuses non-I
   assert.equal(parseAccessLine('null'), null);
   assert.equal(parseAccessLine('{"ts":1,"status":200}'), null, 'no request');
   assert.equal(parseAccessLine('{"ts":1,"request":{"remote_ip":"192.0.2.1"}}'), null, 'no status');
-  assert.equal(parseAccessLine('{"ts":1,"status":"200","request":{"remote_ip":"192.0.2.1"}}'), null, 'string status');
-  assert.equal(parseAccessLine('{"request":{"remote_ip":"192.0.2.1"},"status":200}', 42)?.at, 42, 'missing ts uses fallback');
+  assert.equal(
+    parseAccessLine('{"ts":1,"status":"200","request":{"remote_ip":"192.0.2.1"}}'),
+    null,
+    'string status',
+  );
+  assert.equal(
+    parseAccessLine('{"request":{"remote_ip":"192.0.2.1"},"status":200}', 42)?.at,
+    42,
+    'missing ts uses fallback',
+  );
   assert.equal(normalizeIp(12), null);
   assert.equal(normalizeIp('2001:DB8::1'), '2001:db8::1');
 });
@@ -85,7 +104,12 @@ test('starts at the end, follows appends, handles partial lines and bad input', 
   await waitFor(() => seen.length === 1, 'the completed line');
   assert.equal(seen[0].path, '/half');
 
-  const big = JSON.stringify({ ts: 1, status: 200, request: { remote_ip: '192.0.2.11' }, pad: 'x'.repeat(1024 * 1024 + 10) });
+  const big = JSON.stringify({
+    ts: 1,
+    status: 200,
+    request: { remote_ip: '192.0.2.11' },
+    pad: 'x'.repeat(1024 * 1024 + 10),
+  });
   await appendFile(
     path,
     'garbage {{{\n' +
@@ -127,7 +151,12 @@ test('reports a missing file as not reading, then picks it up from its start', a
 });
 
 /** Writes `total` numbered lines of varying length, rotating at the given line numbers. */
-async function flow(path: string, total: number, rotateAt: Set<number>, rotate: (n: number) => Promise<void>) {
+async function flow(
+  path: string,
+  total: number,
+  rotateAt: Set<number>,
+  rotate: (n: number) => Promise<void>,
+) {
   for (let i = 0; i < total; i++) {
     if (rotateAt.has(i)) await rotate(i);
     await appendFile(path, caddyLine({ ip: '198.51.100.1', uri: `/n/${i}`, pad: 'p'.repeat(i % 37) }) + '\n');
@@ -179,12 +208,22 @@ test('rotation by truncation while lines flow loses none', async () => {
 });
 
 test('truncation refilled past the old offset before the tailer looks is still noticed', async () => {
-  const { path, tailer, seen } = await setup('refill', { fromStart: true, watch: false, pollIntervalMs: 3_600_000 });
+  const { path, tailer, seen } = await setup('refill', {
+    fromStart: true,
+    watch: false,
+    pollIntervalMs: 3_600_000,
+  });
   await writeFile(path, caddyLine({ ts: 1700000000.000001, uri: '/n/0' }) + '\n');
   tailer.start();
   await waitFor(() => seen.length === 1, 'first line');
   await truncate(path, 0);
-  await writeFile(path, caddyLine({ ts: 1700000000.000002, uri: '/n/1' }) + '\n' + caddyLine({ ts: 1700000000.000003, uri: '/n/2' }) + '\n');
+  await writeFile(
+    path,
+    caddyLine({ ts: 1700000000.000002, uri: '/n/1' }) +
+      '\n' +
+      caddyLine({ ts: 1700000000.000003, uri: '/n/2' }) +
+      '\n',
+  );
   await tailer.catchUp();
   assertAllSeen(seen, 3);
 });

@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request, Agent } from 'node:http';
 import { writeFile, truncate, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AccessLogTailer } from '../../../lib/traffic/tailer.js';
-import { TrafficMonitor, type Anomaly } from '../../../lib/traffic/monitor.js';
+import { AccessLogTailer } from '#lib/traffic/tailer.js';
+import { TrafficMonitor, type Anomaly } from '#lib/traffic/monitor.js';
 import { freePort, need, tempDir, waitFor } from '../security/_helpers.js';
 
 interface Caddy {
@@ -71,7 +71,10 @@ async function startCaddy(t: TestContext): Promise<Caddy | null> {
             automatic_https: { disable: true },
             logs: { default_logger_name: 'access' },
             routes: [
-              { match: [{ path: ['/ok'] }], handle: [{ handler: 'static_response', status_code: 200, body: 'ok' }] },
+              {
+                match: [{ path: ['/ok'] }],
+                handle: [{ handler: 'static_response', status_code: 200, body: 'ok' }],
+              },
               { handle: [{ handler: 'static_response', status_code: 404, body: 'not here' }] },
             ],
           },
@@ -83,7 +86,12 @@ async function startCaddy(t: TestContext): Promise<Caddy | null> {
   let out = '';
   caddy = spawn('caddy', ['run', '--config', join(dir, 'caddy.json')], {
     cwd: dir,
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') },
+    env: {
+      ...process.env,
+      HOME: dir,
+      XDG_DATA_HOME: join(dir, 'data'),
+      XDG_CONFIG_HOME: join(dir, 'config'),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   caddy.stdout?.on('data', (d) => (out = (out + d).slice(-8000)));
@@ -126,7 +134,10 @@ test('real Caddy traffic: a burst and a 404 storm trip the monitor; allowlisted 
   await burst(30, '/missing?session=secret', '127.0.0.3');
   await waitFor(() => notified.some((a) => a.ip === '127.0.0.3'), 'error surge from 127.0.0.3');
   await burst(60, '/ok', '127.0.0.4');
-  await waitFor(() => monitor.snapshot().recent_anomalies.some((a) => a.ip === '127.0.0.4'), 'allowlisted breach recorded');
+  await waitFor(
+    () => monitor.snapshot().recent_anomalies.some((a) => a.ip === '127.0.0.4'),
+    'allowlisted breach recorded',
+  );
   await tailer.catchUp();
 
   assert.deepEqual(

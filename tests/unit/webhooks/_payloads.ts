@@ -11,14 +11,26 @@ const ghRepo = {
   name: 'Hello-World',
   full_name: 'Codertocat/Hello-World',
   private: true,
-  owner: { name: 'Codertocat', email: '21031067+Codertocat@users.noreply.github.com', login: 'Codertocat', id: 21031067, type: 'User' },
+  owner: {
+    name: 'Codertocat',
+    email: '21031067+Codertocat@users.noreply.github.com',
+    login: 'Codertocat',
+    id: 21031067,
+    type: 'User',
+  },
   html_url: 'https://github.com/Codertocat/Hello-World',
   ssh_url: 'git@github.com:Codertocat/Hello-World.git',
   clone_url: 'https://github.com/Codertocat/Hello-World.git',
   default_branch: 'main',
   master_branch: 'main',
 };
-const ghUser = { login: 'Codertocat', id: 21031067, node_id: 'MDQ6VXNlcjIxMDMxMDY3', type: 'User', site_admin: false };
+const ghUser = {
+  login: 'Codertocat',
+  id: 21031067,
+  node_id: 'MDQ6VXNlcjIxMDMxMDY3',
+  type: 'User',
+  site_admin: false,
+};
 const ghCommit = (id: string, message: string) => ({
   id,
   tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
@@ -26,7 +38,11 @@ const ghCommit = (id: string, message: string) => ({
   message,
   timestamp: '2019-05-15T15:20:30-05:00',
   url: `https://github.com/Codertocat/Hello-World/commit/${id}`,
-  author: { name: 'Codertocat', email: '21031067+Codertocat@users.noreply.github.com', username: 'Codertocat' },
+  author: {
+    name: 'Codertocat',
+    email: '21031067+Codertocat@users.noreply.github.com',
+    username: 'Codertocat',
+  },
   committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
   added: [],
   removed: [],
@@ -79,7 +95,14 @@ export const githubHeaders = (event: string) => ({
   'Content-Type': 'application/json',
 });
 
-const giteaUser = { id: 1, login: 'gitea', full_name: 'Gitea', email: 'someone@gitea.io', avatar_url: 'https://gitea.example/avatars/1', username: 'gitea' };
+const giteaUser = {
+  id: 1,
+  login: 'gitea',
+  full_name: 'Gitea',
+  email: 'someone@gitea.io',
+  avatar_url: 'https://gitea.example/avatars/1',
+  username: 'gitea',
+};
 const giteaCommit = (id: string, message: string) => ({
   id,
   message,
@@ -93,7 +116,11 @@ const giteaCommit = (id: string, message: string) => ({
   modified: ['README.md'],
 });
 
-export function giteaPush(ref: string, after = 'bffeb74224043ba2feb48d137756c8a9331c449a', message = 'Webhooks Yay!\n') {
+export function giteaPush(
+  ref: string,
+  after = 'bffeb74224043ba2feb48d137756c8a9331c449a',
+  message = 'Webhooks Yay!\n',
+) {
   const deleted = /^0+$/.test(after);
   return {
     ref,
@@ -121,11 +148,21 @@ export function giteaPush(ref: string, after = 'bffeb74224043ba2feb48d137756c8a9
 }
 
 export function giteaDelete(ref: string, refType: 'branch' | 'tag') {
-  return { ref, ref_type: refType, pusher_type: 'user', repository: giteaPush('refs/heads/x').repository, sender: giteaUser };
+  return {
+    ref,
+    ref_type: refType,
+    pusher_type: 'user',
+    repository: giteaPush('refs/heads/x').repository,
+    sender: giteaUser,
+  };
 }
 
 /** Gitea sends its own headers plus Gogs' and GitHub's, with a SHA-1 X-Hub-Signature. */
-export const giteaHeaders = (event: string, sig: string, sha1 = 'sha1=0000000000000000000000000000000000000000') => ({
+export const giteaHeaders = (
+  event: string,
+  sig: string,
+  sha1 = 'sha1=0000000000000000000000000000000000000000',
+) => ({
   'X-GitHub-Delivery': 'f6266f16-1bf3-46a5-9ea4-602e06ead473',
   'X-GitHub-Event': event,
   'X-GitHub-Event-Type': event,
@@ -193,7 +230,8 @@ export function gitlabPush(ref: string, after = 'da1560886d4f094c3e6c9ef40349f7d
     user_name: 'John Smith',
     user_username: 'jsmith',
     user_email: 'john@example.com',
-    user_avatar: 'https://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=8://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=80',
+    user_avatar:
+      'https://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=8://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=80',
     project_id: 15,
     project: glProject,
     commits: deleted
@@ -201,7 +239,8 @@ export function gitlabPush(ref: string, after = 'da1560886d4f094c3e6c9ef40349f7d
       : [
           {
             id: 'b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
-            message: 'Update Catalan translation to e38cb41.\n\nSee https://gitlab.com/gitlab-org/gitlab for more information',
+            message:
+              'Update Catalan translation to e38cb41.\n\nSee https://gitlab.com/gitlab-org/gitlab for more information',
             title: 'Update Catalan translation to e38cb41.',
             timestamp: '2011-12-12T14:27:31+02:00',
             url: 'http://example.com/mike/diaspora/commit/b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327',
@@ -227,7 +266,11 @@ export function gitlabPush(ref: string, after = 'da1560886d4f094c3e6c9ef40349f7d
   };
 }
 
-export function gitlabTagPush(ref: string, after = '82b3d5ae55f7080f1e6022629cdb57bfae7cccc7', checkout: string | null = after) {
+export function gitlabTagPush(
+  ref: string,
+  after = '82b3d5ae55f7080f1e6022629cdb57bfae7cccc7',
+  checkout: string | null = after,
+) {
   return {
     object_kind: 'tag_push',
     event_name: 'tag_push',
@@ -240,7 +283,8 @@ export function gitlabTagPush(ref: string, after = '82b3d5ae55f7080f1e6022629cdb
     user_id: 1,
     user_name: 'John Smith',
     user_username: 'jsmith',
-    user_avatar: 'https://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=8://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=80',
+    user_avatar:
+      'https://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=8://s.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?s=80',
     project_id: 1,
     project: glProject,
     commits: [],
@@ -260,7 +304,13 @@ export const gitlabHeaders = (event: string, token: string) => ({
   'Content-Type': 'application/json',
 });
 
-const bbActor = { type: 'user', display_name: 'Emma', uuid: '{a54f16da-24e9-4d7f-a3a7-b1ba2cd98aa3}', account_id: '557058:c0b72ad0-1cb5-4018-9cdc-0cde8492c443', nickname: 'emma' };
+const bbActor = {
+  type: 'user',
+  display_name: 'Emma',
+  uuid: '{a54f16da-24e9-4d7f-a3a7-b1ba2cd98aa3}',
+  account_id: '557058:c0b72ad0-1cb5-4018-9cdc-0cde8492c443',
+  nickname: 'emma',
+};
 const bbTarget = (hash: string, message: string) => ({
   type: 'commit',
   hash,
@@ -273,7 +323,13 @@ const bbTarget = (hash: string, message: string) => ({
 type BbRef = { type: 'branch' | 'tag'; name: string; hash: string; message?: string } | null;
 
 export function bitbucketPush(changes: { next: BbRef; prev: BbRef }[]) {
-  const side = (r: BbRef) => r && { type: r.type, name: r.name, target: bbTarget(r.hash, r.message ?? 'new stuff\n'), links: { html: { href: `https://bitbucket.org/team/repo/branch/${r.name}` } } };
+  const side = (r: BbRef) =>
+    r && {
+      type: r.type,
+      name: r.name,
+      target: bbTarget(r.hash, r.message ?? 'new stuff\n'),
+      links: { html: { href: `https://bitbucket.org/team/repo/branch/${r.name}` } },
+    };
   return {
     actor: bbActor,
     repository: {
@@ -313,9 +369,18 @@ export const bitbucketHeaders = (event: string, sig: string) => ({
 export const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
 
 // Pull/merge request events, trimmed from each forge's documented payload.
-const ghFork = { ...ghRepo, id: 1, name: 'Hello-World', full_name: 'Mallory/Hello-World', clone_url: 'https://github.com/Mallory/Hello-World.git' };
+const ghFork = {
+  ...ghRepo,
+  id: 1,
+  name: 'Hello-World',
+  full_name: 'Mallory/Hello-World',
+  clone_url: 'https://github.com/Mallory/Hello-World.git',
+};
 
-export function githubPullRequest(action: string, opts: { number?: number; head?: string; sha?: string; base?: string; fork?: boolean } = {}) {
+export function githubPullRequest(
+  action: string,
+  opts: { number?: number; head?: string; sha?: string; base?: string; fork?: boolean } = {},
+) {
   const number = opts.number ?? 2;
   return {
     action,
@@ -328,7 +393,13 @@ export function githubPullRequest(action: string, opts: { number?: number; head?
       title: 'Update the README with new information.',
       user: ghUser,
       merged: false,
-      head: { label: 'Codertocat:changes', ref: opts.head ?? 'changes', sha: opts.sha ?? SHA_A, user: ghUser, repo: opts.fork ? ghFork : ghRepo },
+      head: {
+        label: 'Codertocat:changes',
+        ref: opts.head ?? 'changes',
+        sha: opts.sha ?? SHA_A,
+        user: ghUser,
+        repo: opts.fork ? ghFork : ghRepo,
+      },
       base: { label: 'Codertocat:main', ref: opts.base ?? 'main', sha: SHA_B, user: ghUser, repo: ghRepo },
     },
     repository: ghRepo,
@@ -345,10 +416,19 @@ const giteaRepo = {
   default_branch: 'main',
 };
 
-export function giteaPullRequest(action: string, opts: { number?: number; head?: string; fork?: boolean } = {}) {
+export function giteaPullRequest(
+  action: string,
+  opts: { number?: number; head?: string; fork?: boolean } = {},
+) {
   const number = opts.number ?? 1;
   const headRepo = opts.fork
-    ? { ...giteaRepo, id: 2, owner: { id: 2, login: 'mallory', username: 'mallory' }, full_name: 'mallory/webhooks', clone_url: 'http://localhost:3000/mallory/webhooks.git' }
+    ? {
+        ...giteaRepo,
+        id: 2,
+        owner: { id: 2, login: 'mallory', username: 'mallory' },
+        full_name: 'mallory/webhooks',
+        clone_url: 'http://localhost:3000/mallory/webhooks.git',
+      }
     : giteaRepo;
   return {
     action,
@@ -359,7 +439,13 @@ export function giteaPullRequest(action: string, opts: { number?: number; head?:
       title: 'Add a feature',
       state: action === 'closed' ? 'closed' : 'open',
       merged: false,
-      head: { label: opts.head ?? 'feature', ref: opts.head ?? 'feature', sha: SHA_A, repo_id: headRepo.id, repo: headRepo },
+      head: {
+        label: opts.head ?? 'feature',
+        ref: opts.head ?? 'feature',
+        sha: SHA_A,
+        repo_id: headRepo.id,
+        repo: headRepo,
+      },
       base: { label: 'main', ref: 'main', sha: SHA_B, repo_id: 1, repo: giteaRepo },
     },
     repository: giteaRepo,
@@ -367,12 +453,20 @@ export function giteaPullRequest(action: string, opts: { number?: number; head?:
   };
 }
 
-export function gitlabMergeRequest(action: string, opts: { iid?: number; source?: string; target?: string; fork?: boolean; oldrev?: boolean } = {}) {
+export function gitlabMergeRequest(
+  action: string,
+  opts: { iid?: number; source?: string; target?: string; fork?: boolean; oldrev?: boolean } = {},
+) {
   return {
     object_kind: 'merge_request',
     event_type: 'merge_request',
     user: { id: 1, name: 'Administrator', username: 'root' },
-    project: { id: 1, name: 'Gitlab Test', path_with_namespace: 'gitlabhq/gitlab-test', git_http_url: 'http://example.com/gitlabhq/gitlab-test.git' },
+    project: {
+      id: 1,
+      name: 'Gitlab Test',
+      path_with_namespace: 'gitlabhq/gitlab-test',
+      git_http_url: 'http://example.com/gitlabhq/gitlab-test.git',
+    },
     object_attributes: {
       id: 99,
       iid: opts.iid ?? 1,
@@ -384,21 +478,39 @@ export function gitlabMergeRequest(action: string, opts: { iid?: number; source?
       state: action === 'merge' ? 'merged' : action === 'close' ? 'closed' : 'opened',
       action,
       ...(opts.oldrev ? { oldrev: SHA_B } : {}),
-      source: { name: 'Awesome Project', git_http_url: opts.fork ? 'http://example.com/awesome_space/awesome_project.git' : 'http://example.com/gitlabhq/gitlab-test.git' },
+      source: {
+        name: 'Awesome Project',
+        git_http_url: opts.fork
+          ? 'http://example.com/awesome_space/awesome_project.git'
+          : 'http://example.com/gitlabhq/gitlab-test.git',
+      },
       last_commit: { id: SHA_A, message: 'fixed readme', title: 'Update file README.md' },
     },
   };
 }
 
 export function bitbucketPullRequest(opts: { id?: number; source?: string; fork?: boolean } = {}) {
-  const repo = { type: 'repository', full_name: 'team/project', name: 'project', links: { html: { href: 'https://bitbucket.org/team/project' } } };
-  const forkRepo = { ...repo, full_name: 'mallory/project', links: { html: { href: 'https://bitbucket.org/mallory/project' } } };
+  const repo = {
+    type: 'repository',
+    full_name: 'team/project',
+    name: 'project',
+    links: { html: { href: 'https://bitbucket.org/team/project' } },
+  };
+  const forkRepo = {
+    ...repo,
+    full_name: 'mallory/project',
+    links: { html: { href: 'https://bitbucket.org/mallory/project' } },
+  };
   return {
     pullrequest: {
       id: opts.id ?? 3,
       title: 'Add the feature',
       state: 'OPEN',
-      source: { branch: { name: opts.source ?? 'feature/x' }, commit: { hash: SHA_A.slice(0, 12) }, repository: opts.fork ? forkRepo : repo },
+      source: {
+        branch: { name: opts.source ?? 'feature/x' },
+        commit: { hash: SHA_A.slice(0, 12) },
+        repository: opts.fork ? forkRepo : repo,
+      },
       destination: { branch: { name: 'main' }, commit: { hash: SHA_B.slice(0, 12) }, repository: repo },
     },
     repository: repo,

@@ -31,15 +31,26 @@ export function BackupsTab({ id }: { id: string }) {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            const source = kind === 'database' ? { type: 'database' as const, database_id: chosenDb } : { type: 'volume' as const, volume: volume.trim() };
-            await api.createBackup(id, { source, schedule: schedule.trim(), keep_last: Number(keepLast), destination: { type: 'local' } });
+            const source =
+              kind === 'database'
+                ? { type: 'database' as const, database_id: chosenDb }
+                : { type: 'volume' as const, volume: volume.trim() };
+            await api.createBackup(id, {
+              source,
+              schedule: schedule.trim(),
+              keep_last: Number(keepLast),
+              destination: { type: 'local' },
+            });
             await configs.reload();
           });
         }}
       >
         <label>
           Source
-          <select value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'database' | 'volume')}>
+          <select
+            value={kind}
+            onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'database' | 'volume')}
+          >
             <option value="database">Database</option>
             <option value="volume">Volume</option>
           </select>
@@ -47,7 +58,11 @@ export function BackupsTab({ id }: { id: string }) {
         {kind === 'database' ? (
           <label>
             Database
-            <select value={chosenDb} onChange={(e) => setDbId((e.target as HTMLSelectElement).value)} required>
+            <select
+              value={chosenDb}
+              onChange={(e) => setDbId((e.target as HTMLSelectElement).value)}
+              required
+            >
               {dbs.data?.map((d) => (
                 <option key={d.id} value={d.id}>
                   {d.engine} {d.version} ({d.env_var})
@@ -58,16 +73,35 @@ export function BackupsTab({ id }: { id: string }) {
         ) : (
           <label>
             Volume
-            <input name="volume" required placeholder="as the compose file names it" value={volume} onInput={(e) => setVolume((e.target as HTMLInputElement).value)} />
+            <input
+              name="volume"
+              required
+              placeholder="as the compose file names it"
+              value={volume}
+              onInput={(e) => setVolume((e.target as HTMLInputElement).value)}
+            />
           </label>
         )}
         <label>
           Schedule (cron, UTC)
-          <input name="schedule" class="mono" required value={schedule} onInput={(e) => setSchedule((e.target as HTMLInputElement).value)} />
+          <input
+            name="schedule"
+            class="mono"
+            required
+            value={schedule}
+            onInput={(e) => setSchedule((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Keep last
-          <input name="keep_last" class="short" inputMode="numeric" required value={keepLast} onInput={(e) => setKeepLast((e.target as HTMLInputElement).value)} />
+          <input
+            name="keep_last"
+            class="short"
+            inputMode="numeric"
+            required
+            value={keepLast}
+            onInput={(e) => setKeepLast((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={act.busy || (kind === 'database' && !chosenDb)}>
           Add backup
@@ -77,7 +111,17 @@ export function BackupsTab({ id }: { id: string }) {
   );
 }
 
-function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; dbs: api.Database[]; onChanged: () => Promise<void> }) {
+function BackupCard({
+  id,
+  c,
+  dbs,
+  onChanged,
+}: {
+  id: string;
+  c: BackupConfig;
+  dbs: api.Database[];
+  onChanged: () => Promise<void>;
+}) {
   const runs = useLoad(() => api.backupRuns(id, c.id).then((r) => r.items), [id, c.id]);
   const [restore, setRestore] = useState<Restore | null>(null);
   const act = useAction();
@@ -99,8 +143,14 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
     );
     return () => clearInterval(t);
   }, [restore?.id, restore?.status]);
-  const db = c.source.type === 'database' ? dbs.find((d) => d.id === (c.source as { database_id: string }).database_id) : null;
-  const what = c.source.type === 'database' ? `database ${db ? `${db.engine} (${db.env_var})` : c.source.database_id}` : `volume ${c.source.volume}`;
+  const db =
+    c.source.type === 'database'
+      ? dbs.find((d) => d.id === (c.source as { database_id: string }).database_id)
+      : null;
+  const what =
+    c.source.type === 'database'
+      ? `database ${db ? `${db.engine} (${db.env_var})` : c.source.database_id}`
+      : `volume ${c.source.volume}`;
   return (
     <div class="subcard" data-testid="backup-config">
       <div class="row spread">
@@ -129,7 +179,10 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
             class="danger"
             aria-label={`Delete the backup of ${what}`}
             onClick={() => {
-              if (!confirm(`Delete the backup configuration of ${what}? Stored artifacts are removed with it.`)) return;
+              if (
+                !confirm(`Delete the backup configuration of ${what}? Stored artifacts are removed with it.`)
+              )
+                return;
               void act.run(async () => {
                 await api.deleteBackup(id, c.id);
                 await onChanged();
@@ -143,7 +196,8 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
       <ErrorNote error={runs.error ?? act.error} />
       {restore && (
         <p role="status" data-testid="restore-status">
-          Restore <Badge status={restore.status} /> {restore.error && <span class="error">{restore.error}</span>}
+          Restore <Badge status={restore.status} />{' '}
+          {restore.error && <span class="error">{restore.error}</span>}
         </p>
       )}
       {runs.data && runs.data.length > 0 && (
@@ -166,7 +220,12 @@ function BackupCard({ id, c, dbs, onChanged }: { id: string; c: BackupConfig; db
                 id={id}
                 r={r}
                 onRestore={() => {
-                  if (!confirm(`Restore the backup of ${new Date(r.started_at).toLocaleString()} over the current data of ${what}?`)) return;
+                  if (
+                    !confirm(
+                      `Restore the backup of ${new Date(r.started_at).toLocaleString()} over the current data of ${what}?`,
+                    )
+                  )
+                    return;
                   void act.run(async () => setRestore((await api.restoreRun(id, r.id)).restore));
                 }}
               />
@@ -190,7 +249,15 @@ function RunRow({ id, r, onRestore }: { id: string; r: BackupRun; onRestore: () 
         {r.error && <div class="error small">{r.error}</div>}
       </td>
       <td>{bytes(r.size_bytes)}</td>
-      <td>{r.verified_at ? <When at={r.verified_at} /> : r.verify_error ? <span class="error small">{r.verify_error}</span> : <span class="muted">—</span>}</td>
+      <td>
+        {r.verified_at ? (
+          <When at={r.verified_at} />
+        ) : r.verify_error ? (
+          <span class="error small">{r.verify_error}</span>
+        ) : (
+          <span class="muted">—</span>
+        )}
+      </td>
       <td class="row">
         {done && (
           <a class="button" href={api.backupDownloadUrl(id, r.id)} download>

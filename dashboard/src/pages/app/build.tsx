@@ -11,13 +11,27 @@ type GitSource = Extract<AppSource, { type: 'git' }>;
 type Kind = '' | BuildSetting['type'];
 
 const OVERRIDES = ['version', 'install', 'build', 'start', 'port', 'publish_dir'] as const;
-type Form = { kind: Kind; path: string; stack: BuildPlan['stack'] } & Record<(typeof OVERRIDES)[number], string>;
+type Form = { kind: Kind; path: string; stack: BuildPlan['stack'] } & Record<
+  (typeof OVERRIDES)[number],
+  string
+>;
 
 function formOf(src: GitSource): Form {
   const b = src.build;
-  const f: Form = { kind: b?.type ?? (src.compose_path ? 'compose' : ''), path: '', stack: 'node', version: '', install: '', build: '', start: '', port: '', publish_dir: '' };
+  const f: Form = {
+    kind: b?.type ?? (src.compose_path ? 'compose' : ''),
+    path: '',
+    stack: 'node',
+    version: '',
+    install: '',
+    build: '',
+    start: '',
+    port: '',
+    publish_dir: '',
+  };
   if (b?.type === 'dockerfile') f.path = b.path ?? '';
-  if (b?.type === 'compose' || (!b && src.compose_path)) f.path = (b?.type === 'compose' ? b.path : undefined) ?? src.compose_path ?? '';
+  if (b?.type === 'compose' || (!b && src.compose_path))
+    f.path = (b?.type === 'compose' ? b.path : undefined) ?? src.compose_path ?? '';
   if (b?.type === 'stack') {
     f.stack = b.stack;
     for (const k of OVERRIDES) f[k] = b[k] === undefined ? '' : String(b[k]);
@@ -42,7 +56,8 @@ function sourceOf(src: GitSource, f: Form): GitSource {
   const path = f.path.trim() || undefined;
   let build: BuildSetting;
   if (f.kind === 'auto') build = { type: 'auto' };
-  else if (f.kind === 'dockerfile' || f.kind === 'compose') build = { type: f.kind, ...(path ? { path } : {}) };
+  else if (f.kind === 'dockerfile' || f.kind === 'compose')
+    build = { type: f.kind, ...(path ? { path } : {}) };
   else {
     const o: Record<string, string | number> = {};
     for (const k of OVERRIDES) {
@@ -60,7 +75,10 @@ export function BuildTab({ app, onSaved }: { app: App; onSaved: (a: App) => void
     return (
       <section class="card" aria-labelledby="build-h">
         <h2 id="build-h">Build settings</h2>
-        <p class="muted">This app runs {app.source.type === 'image' ? 'an image' : 'an inline compose file'}: nothing is built from source.</p>
+        <p class="muted">
+          This app runs {app.source.type === 'image' ? 'an image' : 'an inline compose file'}: nothing is
+          built from source.
+        </p>
       </section>
     );
   const src = app.source;
@@ -73,13 +91,24 @@ export function BuildTab({ app, onSaved }: { app: App; onSaved: (a: App) => void
   );
 }
 
-function BuildSettings({ app, src, onSaved, onDirty }: { app: App; src: GitSource; onSaved: (a: App) => void; onDirty: (d: boolean) => void }) {
+function BuildSettings({
+  app,
+  src,
+  onSaved,
+  onDirty,
+}: {
+  app: App;
+  src: GitSource;
+  onSaved: (a: App) => void;
+  onDirty: (d: boolean) => void;
+}) {
   const [form, setForm] = useState<Form>(() => formOf(src));
   const [saved, setSaved] = useState(false);
   const act = useAction();
   const errs = fieldErrors(act.error, 'source.build.');
   // The conflict between a compose path and another build type is named on compose_path.
-  const pathErr = [errs.path, fieldErrors(act.error, 'source.').compose_path].filter(Boolean).join('; ') || undefined;
+  const pathErr =
+    [errs.path, fieldErrors(act.error, 'source.').compose_path].filter(Boolean).join('; ') || undefined;
   const set = (patch: Partial<Form>) => {
     const next = { ...form, ...patch };
     setForm(next);
@@ -108,7 +137,12 @@ function BuildSettings({ app, src, onSaved, onDirty }: { app: App; src: GitSourc
       >
         <div class="field">
           <label for="build-kind">Build type</label>
-          <select id="build-kind" value={form.kind} aria-describedby="build-kind-hint" onChange={(e) => set({ kind: (e.target as HTMLSelectElement).value as Kind })}>
+          <select
+            id="build-kind"
+            value={form.kind}
+            aria-describedby="build-kind-hint"
+            onChange={(e) => set({ kind: (e.target as HTMLSelectElement).value as Kind })}
+          >
             <option value="">Default: compose file, else Dockerfile, else detected</option>
             <option value="auto">auto: detect the stack and generate a Dockerfile</option>
             <option value="dockerfile">dockerfile: the repository's Dockerfile</option>
@@ -135,7 +169,11 @@ function BuildSettings({ app, src, onSaved, onDirty }: { app: App; src: GitSourc
           <>
             <div class="field">
               <label for="build-stack">Stack</label>
-              <select id="build-stack" value={form.stack} onChange={(e) => set({ stack: (e.target as HTMLSelectElement).value as BuildPlan['stack'] })}>
+              <select
+                id="build-stack"
+                value={form.stack}
+                onChange={(e) => set({ stack: (e.target as HTMLSelectElement).value as BuildPlan['stack'] })}
+              >
                 {STACKS.map((s) => (
                   <option key={s} value={s}>
                     {s}
@@ -150,11 +188,52 @@ function BuildSettings({ app, src, onSaved, onDirty }: { app: App; src: GitSourc
             </div>
             <p class="muted small">Each field left empty is what detection would choose.</p>
             <div class="fields">
-              <Field id="build-version" label="Version" mono value={form.version} placeholder="e.g. 22" error={errs.version} onInput={(version) => set({ version })} />
-              <Field id="build-port" label="Port" value={form.port} inputMode="numeric" placeholder="e.g. 8080" hint="1..65535" error={errs.port} onInput={(port) => set({ port })} />
-              <Field id="build-install" label="Install command" mono value={form.install} placeholder="e.g. npm ci" error={errs.install} onInput={(install) => set({ install })} />
-              <Field id="build-build" label="Build command" mono value={form.build} placeholder="e.g. npm run build" error={errs.build} onInput={(build) => set({ build })} />
-              <Field id="build-start" label="Start command" mono value={form.start} placeholder="e.g. node server.js" error={errs.start} onInput={(start) => set({ start })} />
+              <Field
+                id="build-version"
+                label="Version"
+                mono
+                value={form.version}
+                placeholder="e.g. 22"
+                error={errs.version}
+                onInput={(version) => set({ version })}
+              />
+              <Field
+                id="build-port"
+                label="Port"
+                value={form.port}
+                inputMode="numeric"
+                placeholder="e.g. 8080"
+                hint="1..65535"
+                error={errs.port}
+                onInput={(port) => set({ port })}
+              />
+              <Field
+                id="build-install"
+                label="Install command"
+                mono
+                value={form.install}
+                placeholder="e.g. npm ci"
+                error={errs.install}
+                onInput={(install) => set({ install })}
+              />
+              <Field
+                id="build-build"
+                label="Build command"
+                mono
+                value={form.build}
+                placeholder="e.g. npm run build"
+                error={errs.build}
+                onInput={(build) => set({ build })}
+              />
+              <Field
+                id="build-start"
+                label="Start command"
+                mono
+                value={form.start}
+                placeholder="e.g. node server.js"
+                error={errs.start}
+                onInput={(start) => set({ start })}
+              />
               <Field
                 id="build-publish_dir"
                 label="Publish directory"
@@ -210,7 +289,10 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   return (
     <section class="card" aria-labelledby="limits-h">
       <h2 id="limits-h">Build limits</h2>
-      <p class="muted small">Bounds of every image build of this app; an empty field is unbounded. A build over a limit fails the deployment, and the running version keeps serving.</p>
+      <p class="muted small">
+        Bounds of every image build of this app; an empty field is unbounded. A build over a limit fails the
+        deployment, and the running version keeps serving.
+      </p>
       <form
         class="stack"
         noValidate
@@ -223,7 +305,9 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
               const v = num(form[key]);
               if (v !== undefined) limits[key] = v;
             }
-            const r = await api.patchApp(app.id, { build_limits: Object.keys(limits).length ? (limits as BuildLimits) : null });
+            const r = await api.patchApp(app.id, {
+              build_limits: Object.keys(limits).length ? (limits as BuildLimits) : null,
+            });
             setForm(limitsForm(r.app.build_limits));
             onSaved(r.app);
             setSaved(true);
@@ -276,7 +360,9 @@ function Preview({ id, branch, dirty }: { id: string; branch: string; dirty: boo
   return (
     <section class="card" aria-labelledby="preview-h">
       <h2 id="preview-h">Build plan</h2>
-      <p class="muted small">What a deploy would build from source, read from a fresh clone of the ref with the saved settings.</p>
+      <p class="muted small">
+        What a deploy would build from source, read from a fresh clone of the ref with the saved settings.
+      </p>
       <form
         class="row wrap"
         onSubmit={(e) => {
@@ -290,7 +376,13 @@ function Preview({ id, branch, dirty }: { id: string; branch: string; dirty: boo
       >
         <label>
           Branch or tag
-          <input name="ref" class="mono" value={ref} placeholder={branch} onInput={(e) => setRef((e.target as HTMLInputElement).value)} />
+          <input
+            name="ref"
+            class="mono"
+            value={ref}
+            placeholder={branch}
+            onInput={(e) => setRef((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={busy}>
           Preview plan

@@ -10,7 +10,17 @@ export interface ChartSeries {
   color: string;
 }
 
-export function Chart({ title, x, series, unit }: { title: string; x: number[]; series: ChartSeries[]; unit: string }) {
+export function Chart({
+  title,
+  x,
+  series,
+  unit,
+}: {
+  title: string;
+  x: number[];
+  series: ChartSeries[];
+  unit: string;
+}) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
@@ -24,10 +34,22 @@ export function Chart({ title, x, series, unit }: { title: string; x: number[]; 
         legend: { show: false },
         cursor: { drag: { x: false, y: false } },
         axes: [
-          { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, ticks: { stroke: 'rgba(128,128,128,0.4)' } },
-          { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, ticks: { stroke: 'rgba(128,128,128,0.4)' }, values: (_u, vals) => vals.map((v) => `${v}${unit}`) },
+          {
+            stroke: 'currentColor',
+            grid: { stroke: 'rgba(128,128,128,0.2)' },
+            ticks: { stroke: 'rgba(128,128,128,0.4)' },
+          },
+          {
+            stroke: 'currentColor',
+            grid: { stroke: 'rgba(128,128,128,0.2)' },
+            ticks: { stroke: 'rgba(128,128,128,0.4)' },
+            values: (_u, vals) => vals.map((v) => `${v}${unit}`),
+          },
         ],
-        series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, points: { show: false } }))],
+        series: [
+          {},
+          ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, points: { show: false } })),
+        ],
       },
       [x, ...series.map((s) => s.values)],
       el,
@@ -49,7 +71,13 @@ export function Chart({ title, x, series, unit }: { title: string; x: number[]; 
           </span>
         ))}
       </figcaption>
-      <div ref={box} class="chart-plot" role="img" aria-label={`${title} chart`} data-testid="metrics-chart" />
+      <div
+        ref={box}
+        class="chart-plot"
+        role="img"
+        aria-label={`${title} chart`}
+        data-testid="metrics-chart"
+      />
     </figure>
   );
 }

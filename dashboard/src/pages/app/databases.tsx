@@ -20,7 +20,8 @@ export function DatabasesTab({ id }: { id: string }) {
     return () => clearInterval(t);
   }, [provisioning, dbs.reload]);
   const chosen = engines.data?.find((e) => e.engine === engine) ?? engines.data?.[0];
-  const chosenVersion = chosen && chosen.versions.includes(version) ? version : (chosen?.default_version ?? '');
+  const chosenVersion =
+    chosen && chosen.versions.includes(version) ? version : (chosen?.default_version ?? '');
   return (
     <section class="card" aria-labelledby="db-h">
       <h2 id="db-h">Databases</h2>
@@ -63,7 +64,11 @@ export function DatabasesTab({ id }: { id: string }) {
           onSubmit={(e) => {
             e.preventDefault();
             void act.run(async () => {
-              await api.createDatabase(id, { engine: chosen.engine, version: chosenVersion || undefined, ...(envVar.trim() ? { env_var: envVar.trim() } : {}) });
+              await api.createDatabase(id, {
+                engine: chosen.engine,
+                version: chosenVersion || undefined,
+                ...(envVar.trim() ? { env_var: envVar.trim() } : {}),
+              });
               setEnvVar('');
               await dbs.reload();
             });
@@ -98,14 +103,21 @@ export function DatabasesTab({ id }: { id: string }) {
           </label>
           <label>
             Variable name
-            <input name="env_var" placeholder={chosen.engine === 'redis' ? 'REDIS_URL' : 'DATABASE_URL'} value={envVar} onInput={(e) => setEnvVar((e.target as HTMLInputElement).value)} />
+            <input
+              name="env_var"
+              placeholder={chosen.engine === 'redis' ? 'REDIS_URL' : 'DATABASE_URL'}
+              value={envVar}
+              onInput={(e) => setEnvVar((e.target as HTMLInputElement).value)}
+            />
           </label>
           <button type="submit" disabled={act.busy}>
             Create database
           </button>
         </form>
       )}
-      <p class="muted small">The connection URL is stored as a secret variable of the app and takes effect on the next deployment.</p>
+      <p class="muted small">
+        The connection URL is stored as a secret variable of the app and takes effect on the next deployment.
+      </p>
     </section>
   );
 }
@@ -131,14 +143,24 @@ function DbRow({ d, onDelete }: { d: Database; onDelete: (keepData: boolean) => 
       </td>
       <td class="row">
         <label class="inline small">
-          <input type="checkbox" checked={keep} onChange={(e) => setKeep((e.target as HTMLInputElement).checked)} /> keep data
+          <input
+            type="checkbox"
+            checked={keep}
+            onChange={(e) => setKeep((e.target as HTMLInputElement).checked)}
+          />{' '}
+          keep data
         </label>
         <button
           type="button"
           class="danger"
           aria-label={`Delete the ${d.engine} database ${d.name ?? d.id}`}
           onClick={() => {
-            if (!confirm(`Delete the ${d.engine} database${keep ? ' (its data volume is kept)' : ' and its data'}?`)) return;
+            if (
+              !confirm(
+                `Delete the ${d.engine} database${keep ? ' (its data volume is kept)' : ' and its data'}?`,
+              )
+            )
+              return;
             onDelete(keep);
           }}
         >

@@ -49,7 +49,8 @@ export function Deployments({
                 </td>
                 <td>{d.trigger}</td>
                 <td class="mono">
-                  {d.commit ? d.commit.slice(0, 10) : '—'} {d.commit_subject && <span class="muted">{d.commit_subject}</span>}
+                  {d.commit ? d.commit.slice(0, 10) : '—'}{' '}
+                  {d.commit_subject && <span class="muted">{d.commit_subject}</span>}
                 </td>
                 <td class="row">
                   <button type="button" onClick={() => onSelect(d.id)} aria-pressed={d.id === shown}>

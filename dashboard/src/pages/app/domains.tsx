@@ -28,7 +28,8 @@ export function DomainsTab({ id }: { id: string }) {
       <ErrorNote error={domains.error ?? act.error} />
       {proxy && proxy.synced === false && (
         <p class="warning" role="status">
-          The proxy is not in sync{typeof proxy.error === 'string' ? `: ${proxy.error}` : ''}. Changes are saved and applied once it answers.
+          The proxy is not in sync{typeof proxy.error === 'string' ? `: ${proxy.error}` : ''}. Changes are
+          saved and applied once it answers.
         </p>
       )}
       {domains.data && items.length === 0 && <p class="muted">No domains yet.</p>}
@@ -75,7 +76,11 @@ export function DomainsTab({ id }: { id: string }) {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            await api.addAppDomain(id, { hostname: hostname.trim(), service: chosen, ...(port.trim() ? { port: Number(port) } : {}) });
+            await api.addAppDomain(id, {
+              hostname: hostname.trim(),
+              service: chosen,
+              ...(port.trim() ? { port: Number(port) } : {}),
+            });
             setHostname('');
             await domains.reload();
           });
@@ -83,7 +88,13 @@ export function DomainsTab({ id }: { id: string }) {
       >
         <label>
           Hostname
-          <input name="hostname" required placeholder="shop.example.com" value={hostname} onInput={(e) => setHostname((e.target as HTMLInputElement).value)} />
+          <input
+            name="hostname"
+            required
+            placeholder="shop.example.com"
+            value={hostname}
+            onInput={(e) => setHostname((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Service
@@ -97,7 +108,14 @@ export function DomainsTab({ id }: { id: string }) {
         </label>
         <label>
           Port
-          <input name="port" class="short" inputMode="numeric" placeholder="the service's" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} />
+          <input
+            name="port"
+            class="short"
+            inputMode="numeric"
+            placeholder="the service's"
+            value={port}
+            onInput={(e) => setPort((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={act.busy || !chosen}>
           Add domain
@@ -107,7 +125,17 @@ export function DomainsTab({ id }: { id: string }) {
   );
 }
 
-function DomainRow({ d, busy, onRefresh, onDelete }: { d: Domain; busy: boolean; onRefresh: () => void; onDelete: () => void }) {
+function DomainRow({
+  d,
+  busy,
+  onRefresh,
+  onDelete,
+}: {
+  d: Domain;
+  busy: boolean;
+  onRefresh: () => void;
+  onDelete: () => void;
+}) {
   return (
     <tr data-testid="domain-row">
       <td class="mono">
@@ -140,7 +168,9 @@ function DomainRow({ d, busy, onRefresh, onDelete }: { d: Domain; busy: boolean;
       <td>
         {d.dns ? (
           <>
-            <span class={d.dns.points_here ? 'ok' : 'warning'}>{d.dns.points_here ? 'points here' : 'does not point here'}</span>
+            <span class={d.dns.points_here ? 'ok' : 'warning'}>
+              {d.dns.points_here ? 'points here' : 'does not point here'}
+            </span>
             <div class="muted small mono">{d.dns.addresses.join(', ') || 'no address'}</div>
           </>
         ) : (
@@ -149,12 +179,23 @@ function DomainRow({ d, busy, onRefresh, onDelete }: { d: Domain; busy: boolean;
       </td>
       <td class="row">
         {d.id && (
-          <button type="button" disabled={busy} aria-label={`Check DNS and certificate of ${d.hostname}`} onClick={onRefresh}>
+          <button
+            type="button"
+            disabled={busy}
+            aria-label={`Check DNS and certificate of ${d.hostname}`}
+            onClick={onRefresh}
+          >
             Check
           </button>
         )}
         {d.id && (
-          <button type="button" class="danger" disabled={busy} aria-label={`Delete ${d.hostname}`} onClick={onDelete}>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy}
+            aria-label={`Delete ${d.hostname}`}
+            onClick={onDelete}
+          >
             Delete
           </button>
         )}

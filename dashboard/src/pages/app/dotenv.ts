@@ -25,7 +25,10 @@ export function parseDotenv(text: string): DotenvResult {
     }
     const key = line.slice(0, eq).trim();
     if (!KEY.test(key)) {
-      errors.push({ line: lineNo, message: `"${key}" is not a valid key (letters, digits and _, not starting with a digit)` });
+      errors.push({
+        line: lineNo,
+        message: `"${key}" is not a valid key (letters, digits and _, not starting with a digit)`,
+      });
       continue;
     }
     let rest = line.slice(eq + 1).trimStart();

@@ -9,12 +9,22 @@ import type { EnvVar } from '../../api';
 import { ErrorNote, useAction, useLoad } from '../../ui';
 import { parseDotenv } from './dotenv';
 
-type Change = { key: string; kind: 'added' | 'changed' | 'unchanged' | 'removed'; value: string | null; secret: boolean };
+type Change = {
+  key: string;
+  kind: 'added' | 'changed' | 'unchanged' | 'removed';
+  value: string | null;
+  secret: boolean;
+};
 
 // The whole set is replaced; `value: null` keeps a stored secret as it is.
-const keep = (items: EnvVar[]) => items.map((v) => ({ key: v.key, value: v.secret ? null : v.value, secret: v.secret }));
+const keep = (items: EnvVar[]) =>
+  items.map((v) => ({ key: v.key, value: v.secret ? null : v.value, secret: v.secret }));
 
-export function planBulk(current: EnvVar[], pasted: Array<{ key: string; value: string }>, opts: { replace: boolean; secret: boolean }): Change[] {
+export function planBulk(
+  current: EnvVar[],
+  pasted: Array<{ key: string; value: string }>,
+  opts: { replace: boolean; secret: boolean },
+): Change[] {
   const byKey = new Map(current.map((v) => [v.key, v]));
   const seen = new Set<string>();
   const out: Change[] = [];
@@ -23,10 +33,13 @@ export function planBulk(current: EnvVar[], pasted: Array<{ key: string; value: 
     const old = byKey.get(p.key);
     if (!old) out.push({ key: p.key, kind: 'added', value: p.value, secret: opts.secret });
     // A stored secret cannot be compared without revealing it: a pasted value replaces it.
-    else if (old.secret || old.value !== p.value) out.push({ key: p.key, kind: 'changed', value: p.value, secret: old.secret });
+    else if (old.secret || old.value !== p.value)
+      out.push({ key: p.key, kind: 'changed', value: p.value, secret: old.secret });
     else out.push({ key: p.key, kind: 'unchanged', value: p.value, secret: old.secret });
   }
-  if (opts.replace) for (const v of current) if (!seen.has(v.key)) out.push({ key: v.key, kind: 'removed', value: null, secret: v.secret });
+  if (opts.replace)
+    for (const v of current)
+      if (!seen.has(v.key)) out.push({ key: v.key, kind: 'removed', value: null, secret: v.secret });
   return out;
 }
 
@@ -41,7 +54,10 @@ const byKey = (a: EnvVar, b: EnvVar) => (a.key < b.key ? -1 : a.key > b.key ? 1 
 const isStale = (e: unknown) => e instanceof api.ApiError && e.code === 'precondition_failed';
 
 export function Env({ id }: { id: string }) {
-  const env = useLoad<EnvState>(() => api.getEnv(id).then((r) => ({ items: r.data.items, etag: r.etag })), [id]);
+  const env = useLoad<EnvState>(
+    () => api.getEnv(id).then((r) => ({ items: r.data.items, etag: r.etag })),
+    [id],
+  );
   const [revealed, setRevealed] = useState<Record<string, string>>({});
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
@@ -54,13 +70,21 @@ export function Env({ id }: { id: string }) {
     <section class="card" aria-labelledby="env-h">
       <div class="row spread">
         <h2 id="env-h">Environment</h2>
-        <button type="button" aria-expanded={bulkOpen} aria-controls="env-bulk" onClick={() => setBulkOpen(!bulkOpen)}>
+        <button
+          type="button"
+          aria-expanded={bulkOpen}
+          aria-controls="env-bulk"
+          onClick={() => setBulkOpen(!bulkOpen)}
+        >
           Paste .env
         </button>
       </div>
       {isStale(act.error) ? (
         <div class="error" role="alert" data-testid="env-stale">
-          <p>These variables were changed elsewhere since this page loaded them, so nothing was saved. Reload them to see the other change, then make yours again.</p>
+          <p>
+            These variables were changed elsewhere since this page loaded them, so nothing was saved. Reload
+            them to see the other change, then make yours again.
+          </p>
           <button
             type="button"
             onClick={async () => {
@@ -80,7 +104,10 @@ export function Env({ id }: { id: string }) {
           onApply={async (changes) => {
             const removed = new Set(changes.filter((c) => c.kind === 'removed').map((c) => c.key));
             const pasted = new Map(changes.filter((c) => c.kind !== 'removed').map((c) => [c.key, c]));
-            const next = [...keep(items.filter((v) => !removed.has(v.key) && !pasted.has(v.key))), ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret }))];
+            const next = [
+              ...keep(items.filter((v) => !removed.has(v.key) && !pasted.has(v.key))),
+              ...[...pasted.values()].map((c) => ({ key: c.key, value: c.value, secret: c.secret })),
+            ];
             const ok = await act.run(async () => {
               const r = await api.putEnv(id, next, etag);
               env.set({ items: r.data.items, etag: r.etag });
@@ -119,7 +146,15 @@ export function Env({ id }: { id: string }) {
                 </td>
                 <td class="row">
                   {v.secret && revealed[v.key] === undefined && (
-                    <button type="button" aria-label={`Reveal ${v.key}`} onClick={() => void act.run(async () => setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }))}>
+                    <button
+                      type="button"
+                      aria-label={`Reveal ${v.key}`}
+                      onClick={() =>
+                        void act.run(async () =>
+                          setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }),
+                        )
+                      }
+                    >
                       Reveal
                     </button>
                   )}
@@ -160,7 +195,10 @@ export function Env({ id }: { id: string }) {
           void act.run(async () => {
             const k = key.trim();
             const r = await api.setEnvVar(id, k, value, secret, etag);
-            env.set({ items: [...(items ?? []).filter((x) => x.key !== k), r.data].sort(byKey), etag: r.etag });
+            env.set({
+              items: [...(items ?? []).filter((x) => x.key !== k), r.data].sort(byKey),
+              etag: r.etag,
+            });
             const { [k]: _, ...rest } = revealed;
             setRevealed(rest);
             setKey('');
@@ -170,14 +208,29 @@ export function Env({ id }: { id: string }) {
       >
         <label>
           Key
-          <input name="env_key" required value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
+          <input
+            name="env_key"
+            required
+            value={key}
+            onInput={(e) => setKey((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Value
-          <input name="env_value" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+          <input
+            name="env_value"
+            value={value}
+            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label class="inline">
-          <input type="checkbox" name="env_secret" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Secret
+          <input
+            type="checkbox"
+            name="env_secret"
+            checked={secret}
+            onChange={(e) => setSecret((e.target as HTMLInputElement).checked)}
+          />{' '}
+          Secret
         </label>
         <button type="submit" disabled={act.busy}>
           Set
@@ -187,13 +240,24 @@ export function Env({ id }: { id: string }) {
   );
 }
 
-function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: (c: Change[]) => Promise<boolean>; onCancel: () => void }) {
+function BulkEdit({
+  current,
+  onApply,
+  onCancel,
+}: {
+  current: EnvVar[];
+  onApply: (c: Change[]) => Promise<boolean>;
+  onCancel: () => void;
+}) {
   const [text, setText] = useState('');
   const [replace, setReplace] = useState(false);
   const [secret, setSecret] = useState(true);
   const [busy, setBusy] = useState(false);
   const parsed = useMemo(() => parseDotenv(text), [text]);
-  const changes = useMemo(() => planBulk(current, parsed.entries, { replace, secret }), [current, parsed, replace, secret]);
+  const changes = useMemo(
+    () => planBulk(current, parsed.entries, { replace, secret }),
+    [current, parsed, replace, secret],
+  );
   const effective = changes.filter((c) => c.kind !== 'unchanged');
   return (
     <div id="env-bulk" class="bulk" data-testid="env-bulk">
@@ -211,10 +275,20 @@ function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: 
       </label>
       <div class="row wrap">
         <label class="inline">
-          <input type="checkbox" checked={secret} onChange={(e) => setSecret((e.target as HTMLInputElement).checked)} /> Store new keys as secrets
+          <input
+            type="checkbox"
+            checked={secret}
+            onChange={(e) => setSecret((e.target as HTMLInputElement).checked)}
+          />{' '}
+          Store new keys as secrets
         </label>
         <label class="inline">
-          <input type="checkbox" checked={replace} onChange={(e) => setReplace((e.target as HTMLInputElement).checked)} /> Remove keys missing from the paste
+          <input
+            type="checkbox"
+            checked={replace}
+            onChange={(e) => setReplace((e.target as HTMLInputElement).checked)}
+          />{' '}
+          Remove keys missing from the paste
         </label>
       </div>
       {parsed.errors.length > 0 && (
@@ -241,7 +315,15 @@ function BulkEdit({ current, onApply, onCancel }: { current: EnvVar[]; onApply: 
               <tr key={c.key} data-testid="env-change" class={`change-${c.kind}`}>
                 <td class="mono">{c.key}</td>
                 <td>{c.kind}</td>
-                <td class="mono ellipsis narrow">{c.kind === 'removed' ? '—' : c.secret ? <span class="muted">secret ({c.value!.length} characters)</span> : c.value}</td>
+                <td class="mono ellipsis narrow">
+                  {c.kind === 'removed' ? (
+                    '—'
+                  ) : c.secret ? (
+                    <span class="muted">secret ({c.value!.length} characters)</span>
+                  ) : (
+                    c.value
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

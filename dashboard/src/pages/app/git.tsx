@@ -48,7 +48,10 @@ function Webhook({ id }: { id: string }) {
             <Copy text={hook.data.url} label="Copy the webhook URL" />
           </p>
           <p class="muted small">
-            {hook.data.secret_set ? 'A secret is set.' : 'No secret yet: generate one and paste it into the forge.'} Accepted from {hook.data.providers.join(', ')}.
+            {hook.data.secret_set
+              ? 'A secret is set.'
+              : 'No secret yet: generate one and paste it into the forge.'}{' '}
+            Accepted from {hook.data.providers.join(', ')}.
           </p>
         </>
       )}
@@ -68,7 +71,11 @@ function Webhook({ id }: { id: string }) {
         type="button"
         disabled={act.busy}
         onClick={() => {
-          if (hook.data?.secret_set && !confirm('Replace the webhook secret? The forge must be given the new one.')) return;
+          if (
+            hook.data?.secret_set &&
+            !confirm('Replace the webhook secret? The forge must be given the new one.')
+          )
+            return;
           void act.run(async () => {
             setSecret((await api.regenerateWebhook(id)).secret);
             await hook.reload();
@@ -141,14 +148,24 @@ function Triggers({ id }: { id: string }) {
       >
         <label>
           Event
-          <select value={event} onChange={(e) => setEvent((e.target as HTMLSelectElement).value as api.Trigger['event'])}>
+          <select
+            value={event}
+            onChange={(e) => setEvent((e.target as HTMLSelectElement).value as api.Trigger['event'])}
+          >
             <option value="push">push</option>
             <option value="tag">tag</option>
           </select>
         </label>
         <label>
           Branch or tag pattern
-          <input name="pattern" class="mono" required placeholder="main" value={pattern} onInput={(e) => setPattern((e.target as HTMLInputElement).value)} />
+          <input
+            name="pattern"
+            class="mono"
+            required
+            placeholder="main"
+            value={pattern}
+            onInput={(e) => setPattern((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={act.busy}>
           Add trigger
@@ -160,14 +177,24 @@ function Triggers({ id }: { id: string }) {
 
 function DeployKey({ id }: { id: string }) {
   // No key yet is a 404: shown as "none", not as an error.
-  const key = useLoad(() => api.getDeployKey(id).catch((e) => (e instanceof api.ApiError && e.status === 404 ? null : Promise.reject(e))), [id]);
+  const key = useLoad(
+    () =>
+      api
+        .getDeployKey(id)
+        .catch((e) => (e instanceof api.ApiError && e.status === 404 ? null : Promise.reject(e))),
+    [id],
+  );
   const [test, setTest] = useState<{ ok: boolean; message: string } | null>(null);
   const act = useAction();
   return (
     <section class="card" aria-labelledby="key-h">
       <h2 id="key-h">Deploy key</h2>
       <ErrorNote error={key.error ?? act.error} />
-      {key.data === null && !key.error && <p class="muted">No deploy key: generate one and add its public half to the repository as a read-only deploy key.</p>}
+      {key.data === null && !key.error && (
+        <p class="muted">
+          No deploy key: generate one and add its public half to the repository as a read-only deploy key.
+        </p>
+      )}
       {key.data && (
         <>
           <pre class="mono wrap-any" data-testid="deploy-key">
@@ -187,7 +214,11 @@ function DeployKey({ id }: { id: string }) {
       <div class="row">
         {key.data && <Copy text={key.data.public_key} label="Copy the public key" />}
         {key.data && (
-          <button type="button" disabled={act.busy} onClick={() => void act.run(async () => setTest(await api.testDeployKey(id)))}>
+          <button
+            type="button"
+            disabled={act.busy}
+            onClick={() => void act.run(async () => setTest(await api.testDeployKey(id)))}
+          >
             Test connection
           </button>
         )}
@@ -195,7 +226,11 @@ function DeployKey({ id }: { id: string }) {
           type="button"
           disabled={act.busy}
           onClick={() => {
-            if (key.data && !confirm('Replace the deploy key? The repository must be given the new public key.')) return;
+            if (
+              key.data &&
+              !confirm('Replace the deploy key? The repository must be given the new public key.')
+            )
+              return;
             void act.run(async () => {
               await api.regenerateDeployKey(id);
               setTest(null);

@@ -67,10 +67,15 @@ export function AppPage({ id }: { id: string }) {
     const dep = d as Deployment;
     if (api.TERMINAL.includes(dep.status)) setSettled((n) => n + 1);
     const list = deployments.data ?? [];
-    deployments.set(list.some((x) => x.id === dep.id) ? list.map((x) => (x.id === dep.id ? { ...x, ...dep } : x)) : [dep, ...list]);
+    deployments.set(
+      list.some((x) => x.id === dep.id)
+        ? list.map((x) => (x.id === dep.id ? { ...x, ...dep } : x))
+        : [dep, ...list],
+    );
   });
   useTopic('apps', (d: any) => {
-    if (d?.app_id === id && typeof d.status === 'string' && app.data) app.set({ ...app.data, status: d.status });
+    if (d?.app_id === id && typeof d.status === 'string' && app.data)
+      app.set({ ...app.data, status: d.status });
   });
 
   if (app.error)
@@ -135,7 +140,13 @@ export function AppPage({ id }: { id: string }) {
           </button>
         </div>
       </div>
-      <p class="muted mono">{a.source.type === 'git' ? `${a.source.repo_url} @ ${a.source.branch}` : a.source.type === 'image' ? a.source.image : 'inline Compose'}</p>
+      <p class="muted mono">
+        {a.source.type === 'git'
+          ? `${a.source.repo_url} @ ${a.source.branch}`
+          : a.source.type === 'image'
+            ? a.source.image
+            : 'inline Compose'}
+      </p>
       <ErrorNote error={act.error} />
       <div class="tabs" role="tablist" aria-label="App sections" onKeyDown={onKey}>
         {tabs.map((t) => (
@@ -159,7 +170,17 @@ export function AppPage({ id }: { id: string }) {
         ))}
       </div>
       <div id="app-tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`} class="tabpanel">
-        {tab === 'overview' && <OverviewTab app={a} onSaved={app.set} onDeploy={startDeploy} settled={settled} deployments={deployments} selected={selected} onSelect={setSelected} />}
+        {tab === 'overview' && (
+          <OverviewTab
+            app={a}
+            onSaved={app.set}
+            onDeploy={startDeploy}
+            settled={settled}
+            deployments={deployments}
+            selected={selected}
+            onSelect={setSelected}
+          />
+        )}
         {tab === 'logs' && <LogsTab id={id} />}
         {tab === 'metrics' && <MetricsTab id={id} />}
         {tab === 'domains' && <DomainsTab id={id} />}

@@ -37,10 +37,19 @@ export function LogsTab({ id }: { id: string }) {
         </label>
         <label>
           Search
-          <input type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+          <input
+            type="search"
+            value={search}
+            onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+          />
         </label>
       </div>
-      <LogView topic={`logs:${id}`} label="Runtime logs" filter={filter} prefix={(l) => <span class="muted log-service">{(l as RuntimeLogLine).service} </span>} />
+      <LogView
+        topic={`logs:${id}`}
+        label="Runtime logs"
+        filter={filter}
+        prefix={(l) => <span class="muted log-service">{(l as RuntimeLogLine).service} </span>}
+      />
     </section>
   );
 }

@@ -32,7 +32,8 @@ export function MetricsTab({ id }: { id: string }) {
   const series = useMemo(() => {
     if (!data) return null;
     const x = data.points.map((p) => (typeof p.t === 'number' ? p.t : Date.parse(p.t) / 1000));
-    const col = (k: 'requests' | 'errors_4xx' | 'errors_5xx' | 'p50_ms' | 'p95_ms' | 'p99_ms') => data.points.map((p) => Number(p[k] ?? 0));
+    const col = (k: 'requests' | 'errors_4xx' | 'errors_5xx' | 'p50_ms' | 'p95_ms' | 'p99_ms') =>
+      data.points.map((p) => Number(p[k] ?? 0));
     return {
       x,
       requests: [
@@ -45,12 +46,20 @@ export function MetricsTab({ id }: { id: string }) {
         { label: 'p95', values: col('p95_ms'), color: '#d97706' },
         { label: 'p99', values: col('p99_ms'), color: '#dc2626' },
       ],
-      totals: data.points.reduce((a, p) => ({ requests: a.requests + p.requests, e4: a.e4 + p.errors_4xx, e5: a.e5 + p.errors_5xx, bytes: a.bytes + p.bytes_out }), {
-        requests: 0,
-        e4: 0,
-        e5: 0,
-        bytes: 0,
-      }),
+      totals: data.points.reduce(
+        (a, p) => ({
+          requests: a.requests + p.requests,
+          e4: a.e4 + p.errors_4xx,
+          e5: a.e5 + p.errors_5xx,
+          bytes: a.bytes + p.bytes_out,
+        }),
+        {
+          requests: 0,
+          e4: 0,
+          e5: 0,
+          bytes: 0,
+        },
+      ),
     };
   }, [data]);
 
@@ -83,7 +92,8 @@ export function MetricsTab({ id }: { id: string }) {
       <ErrorNote error={metrics.error ?? modError} />
       {series && (
         <p data-testid="metrics-totals">
-          {series.totals.requests} request{series.totals.requests === 1 ? '' : 's'}, {series.totals.e4} 4xx, {series.totals.e5} 5xx, {bytes(series.totals.bytes)} sent
+          {series.totals.requests} request{series.totals.requests === 1 ? '' : 's'}, {series.totals.e4} 4xx,{' '}
+          {series.totals.e5} 5xx, {bytes(series.totals.bytes)} sent
           <span class="muted">
             {' '}
             over {range}, step {data!.step_seconds} s

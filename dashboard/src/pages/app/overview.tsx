@@ -25,7 +25,12 @@ export function OverviewTab(props: {
         <Services id={id} version={props.settled} />
         <Env id={id} />
       </div>
-      <Deployments id={id} deployments={props.deployments} selected={props.selected} onSelect={props.onSelect} />
+      <Deployments
+        id={id}
+        deployments={props.deployments}
+        selected={props.selected}
+        onSelect={props.onSelect}
+      />
       <SleepSetting app={props.app} onSaved={props.onSaved} />
     </>
   );

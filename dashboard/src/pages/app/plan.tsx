@@ -21,17 +21,27 @@ export function loadPlan(id: string, ref?: string): Promise<PlanResult> {
 
 const orNone = (v: string | null) => (v ? <code>{v}</code> : <span class="muted">none</span>);
 
-export function PlanView({ result, onStack }: { result: PlanResult; onStack?: (stack: BuildPlan['stack']) => Promise<unknown> }) {
+export function PlanView({
+  result,
+  onStack,
+}: {
+  result: PlanResult;
+  onStack?: (stack: BuildPlan['stack']) => Promise<unknown>;
+}) {
   if ('error' in result) {
     const e = result.error;
-    if (e instanceof api.ApiError && e.code === 'not_detectable') return <NotDetectable error={e} onStack={onStack} />;
+    if (e instanceof api.ApiError && e.code === 'not_detectable')
+      return <NotDetectable error={e} onStack={onStack} />;
     if (e instanceof api.ApiError && e.status === 409)
       return (
         <div class="notice" data-testid="plan-own-build">
           <p>
             <strong>The repository brings its own build.</strong> {e.message}.
           </p>
-          <p class="muted small">It is built as it is: no plan is generated. To have one generated anyway, set the build type to auto or stack under Build.</p>
+          <p class="muted small">
+            It is built as it is: no plan is generated. To have one generated anyway, set the build type to
+            auto or stack under Build.
+          </p>
         </div>
       );
     return <ErrorNote error={e} />;
@@ -48,7 +58,11 @@ export function PlanView({ result, onStack }: { result: PlanResult; onStack?: (s
         </dd>
         <dt>Detected from</dt>
         <dd class="mono" data-testid="plan-detected-from">
-          {p.detected_from.length ? p.detected_from.join(', ') : <span class="muted">the stack set on the app</span>}
+          {p.detected_from.length ? (
+            p.detected_from.join(', ')
+          ) : (
+            <span class="muted">the stack set on the app</span>
+          )}
         </dd>
         <dt>Images</dt>
         <dd class="mono">{p.images.join(', ')}</dd>
@@ -79,14 +93,21 @@ export function PlanView({ result, onStack }: { result: PlanResult; onStack?: (s
   );
 }
 
-function NotDetectable({ error, onStack }: { error: api.ApiError; onStack?: (stack: BuildPlan['stack']) => Promise<unknown> }) {
+function NotDetectable({
+  error,
+  onStack,
+}: {
+  error: api.ApiError;
+  onStack?: (stack: BuildPlan['stack']) => Promise<unknown>;
+}) {
   const looked = error.details?.flatMap((d) => d.looked_for ?? []) ?? [];
   const [stack, setStack] = useState<BuildPlan['stack']>('static');
   const act = useAction();
   return (
     <div class="notice notice-warn" data-testid="plan-not-detectable">
       <p>
-        <strong>Nothing recognisable</strong> in the repository: no stack could be detected, so nothing would be built.
+        <strong>Nothing recognisable</strong> in the repository: no stack could be detected, so nothing would
+        be built.
       </p>
       {looked.length > 0 && (
         <p>
@@ -105,7 +126,10 @@ function NotDetectable({ error, onStack }: { error: api.ApiError; onStack?: (sta
           >
             <label>
               Build it as
-              <select value={stack} onChange={(e) => setStack((e.target as HTMLSelectElement).value as BuildPlan['stack'])}>
+              <select
+                value={stack}
+                onChange={(e) => setStack((e.target as HTMLSelectElement).value as BuildPlan['stack'])}
+              >
                 {STACKS.map((s) => (
                   <option key={s} value={s}>
                     {s}
@@ -117,7 +141,9 @@ function NotDetectable({ error, onStack }: { error: api.ApiError; onStack?: (sta
               Set this stack
             </button>
           </form>
-          <p class="muted small">The other settings of a stack (version, commands, port, publish directory) are under Build.</p>
+          <p class="muted small">
+            The other settings of a stack (version, commands, port, publish directory) are under Build.
+          </p>
         </>
       ) : (
         <p class="muted small">A stack can be set under Build settings (build type: stack).</p>
@@ -131,7 +157,15 @@ function NotDetectable({ error, onStack }: { error: api.ApiError; onStack?: (sta
  * Before the first deploy of a git app: the plan of its branch, then Deploy. Re-read whenever the
  * app's source changes (a stack set here or under Build).
  */
-export function FirstDeploy({ app, onSaved, onDeploy }: { app: App; onSaved: (a: App) => void; onDeploy: () => Promise<unknown> }) {
+export function FirstDeploy({
+  app,
+  onSaved,
+  onDeploy,
+}: {
+  app: App;
+  onSaved: (a: App) => void;
+  onDeploy: () => Promise<unknown>;
+}) {
   const src = app.source;
   const key = JSON.stringify(src);
   const [result, setResult] = useState<PlanResult | null>(null);
@@ -143,7 +177,8 @@ export function FirstDeploy({ app, onSaved, onDeploy }: { app: App; onSaved: (a:
     return () => void (live = false);
   }, [app.id, key]);
   if (src.type !== 'git') return null;
-  const deployable = result && ('plan' in result || (result.error instanceof api.ApiError && result.error.status === 409));
+  const deployable =
+    result && ('plan' in result || (result.error instanceof api.ApiError && result.error.status === 409));
   return (
     <section class="card" aria-labelledby="first-h" data-testid="first-deploy">
       <h2 id="first-h">Before the first deploy</h2>

@@ -47,7 +47,12 @@ export function PreviewsTab({ app }: { app: App }) {
                   p={p}
                   busy={act.busy}
                   onRemove={() => {
-                    if (!confirm(`Remove preview ${p.number} (${p.branch}) with its containers, network and volumes?`)) return;
+                    if (
+                      !confirm(
+                        `Remove preview ${p.number} (${p.branch}) with its containers, network and volumes?`,
+                      )
+                    )
+                      return;
                     void act.run(async () => {
                       await api.deletePreview(app.id, p.id);
                       await previews.reload();
@@ -76,7 +81,11 @@ export function PreviewsTab({ app }: { app: App }) {
             mono
             value={branch}
             placeholder="feature/x"
-            hint={off ? 'Previews are off: enable them in the settings below first.' : 'Builds and deploys this branch as a new preview.'}
+            hint={
+              off
+                ? 'Previews are off: enable them in the settings below first.'
+                : 'Builds and deploys this branch as a new preview.'
+            }
             error={errs.branch}
             onInput={setBranch}
           />
@@ -119,7 +128,13 @@ function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove
         <When at={p.expires_at} />
       </td>
       <td>
-        <button type="button" class="danger" disabled={busy} aria-label={`Remove preview ${p.number}`} onClick={onRemove}>
+        <button
+          type="button"
+          class="danger"
+          disabled={busy}
+          aria-label={`Remove preview ${p.number}`}
+          onClick={onRemove}
+        >
           Remove
         </button>
       </td>
@@ -136,14 +151,24 @@ const DATABASES: Array<[PreviewSettings['database'], string]> = [
 /** Numbers typed in the form; anything not a whole number goes to the API as is, which names the problem. */
 const num = (v: string): number => (/^\d+$/.test(v.trim()) ? Number(v.trim()) : (v as unknown as number));
 
-function SettingsForm({ id, initial, onSaved }: { id: string; initial: PreviewSettings; onSaved: (s: PreviewSettings) => void }) {
+function SettingsForm({
+  id,
+  initial,
+  onSaved,
+}: {
+  id: string;
+  initial: PreviewSettings;
+  onSaved: (s: PreviewSettings) => void;
+}) {
   const [enabled, setEnabled] = useState(initial.enabled);
   const [forks, setForks] = useState(initial.from_forks);
   const [ttl, setTtl] = useState(String(initial.ttl_hours));
   const [max, setMax] = useState(String(initial.max));
   const [inherit, setInherit] = useState(initial.inherit_env.join(', '));
   const [database, setDatabase] = useState(initial.database);
-  const [sleep, setSleep] = useState(initial.sleep_after_minutes === null ? '' : String(initial.sleep_after_minutes));
+  const [sleep, setSleep] = useState(
+    initial.sleep_after_minutes === null ? '' : String(initial.sleep_after_minutes),
+  );
   const [saved, setSaved] = useState(false);
   const act = useAction();
   const errs = fieldErrors(act.error, '');
@@ -181,12 +206,22 @@ function SettingsForm({ id, initial, onSaved }: { id: string; initial: PreviewSe
         }}
       >
         <label class="inline">
-          <input type="checkbox" name="preview_enabled" checked={enabled} onChange={(e) => (changed(), setEnabled((e.target as HTMLInputElement).checked))} /> Previews on (pull request deliveries and
-          “Create preview” make previews)
+          <input
+            type="checkbox"
+            name="preview_enabled"
+            checked={enabled}
+            onChange={(e) => (changed(), setEnabled((e.target as HTMLInputElement).checked))}
+          />{' '}
+          Previews on (pull request deliveries and “Create preview” make previews)
         </label>
         <label class="inline">
-          <input type="checkbox" name="preview_from_forks" checked={forks} onChange={(e) => (changed(), setForks((e.target as HTMLInputElement).checked))} /> Pull requests from forks (their code runs
-          on this server)
+          <input
+            type="checkbox"
+            name="preview_from_forks"
+            checked={forks}
+            onChange={(e) => (changed(), setForks((e.target as HTMLInputElement).checked))}
+          />{' '}
+          Pull requests from forks (their code runs on this server)
         </label>
         <Field
           id="preview-ttl"
@@ -197,7 +232,15 @@ function SettingsForm({ id, initial, onSaved }: { id: string; initial: PreviewSe
           error={errs.ttl_hours}
           onInput={(v) => (changed(), setTtl(v))}
         />
-        <Field id="preview-max" label="Maximum previews" inputMode="numeric" value={max} hint="One more removes the oldest first" error={errs.max} onInput={(v) => (changed(), setMax(v))} />
+        <Field
+          id="preview-max"
+          label="Maximum previews"
+          inputMode="numeric"
+          value={max}
+          hint="One more removes the oldest first"
+          error={errs.max}
+          onInput={(v) => (changed(), setMax(v))}
+        />
         <Field
           id="preview-inherit"
           label="Inherited variables"
@@ -209,7 +252,14 @@ function SettingsForm({ id, initial, onSaved }: { id: string; initial: PreviewSe
         />
         <div class="field">
           <label for="preview-database">Database</label>
-          <select id="preview-database" value={database} onChange={(e) => (changed(), setDatabase((e.target as HTMLSelectElement).value as PreviewSettings['database']))}>
+          <select
+            id="preview-database"
+            value={database}
+            onChange={(e) => (
+              changed(),
+              setDatabase((e.target as HTMLSelectElement).value as PreviewSettings['database'])
+            )}
+          >
             {DATABASES.map(([v, label]) => (
               <option key={v} value={v}>
                 {label}

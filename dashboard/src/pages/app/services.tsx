@@ -30,7 +30,9 @@ export function Services({ id, version }: { id: string; version: number }) {
     <section class="card" aria-labelledby="svc-h">
       <h2 id="svc-h">Services</h2>
       <ErrorNote error={services.error ?? act.error} />
-      {services.data?.length === 0 && <p class="muted">No services known yet: they appear after the first deployment.</p>}
+      {services.data?.length === 0 && (
+        <p class="muted">No services known yet: they appear after the first deployment.</p>
+      )}
       {services.data && services.data.length > 0 && (
         <table>
           <thead>
@@ -101,13 +103,29 @@ function ServiceRow({
         {usage?.limit ? <span class="muted small"> / {bytes(usage.limit)}</span> : null}
       </td>
       <td>
-        <input aria-label={`Port of ${s.name}`} class="short" inputMode="numeric" value={port} onInput={(e) => setPort((e.target as HTMLInputElement).value)} />
+        <input
+          aria-label={`Port of ${s.name}`}
+          class="short"
+          inputMode="numeric"
+          value={port}
+          onInput={(e) => setPort((e.target as HTMLInputElement).value)}
+        />
       </td>
       <td>
-        <input aria-label={`Health path of ${s.name}`} class="short" value={health} onInput={(e) => setHealth((e.target as HTMLInputElement).value)} />
+        <input
+          aria-label={`Health path of ${s.name}`}
+          class="short"
+          value={health}
+          onInput={(e) => setHealth((e.target as HTMLInputElement).value)}
+        />
       </td>
       <td class="row">
-        <button type="button" onClick={() => void onSave({ port: port.trim() ? Number(port) : null, health_path: health.trim() || null })}>
+        <button
+          type="button"
+          onClick={() =>
+            void onSave({ port: port.trim() ? Number(port) : null, health_path: health.trim() || null })
+          }
+        >
           Save
         </button>
         <button type="button" onClick={onRestart}>

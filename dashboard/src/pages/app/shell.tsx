@@ -73,7 +73,9 @@ export function ShellTab({ id }: { id: string }) {
             // Refused before the upgrade: most often the step-up; ask once, then try again.
             if (session.attempt === 0 && (await api.confirmIdentity())) return void connect(1);
             setSession(null);
-            setError(new Error('The shell could not be opened: the service must be running and the step-up recent.'));
+            setError(
+              new Error('The shell could not be opened: the service must be running and the step-up recent.'),
+            );
           }}
         />
       )}

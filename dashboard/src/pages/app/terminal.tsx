@@ -33,13 +33,22 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, rows: 24, cols: 100, screenReaderMode: true });
+    const term = new Terminal({
+      convertEol: false,
+      cursorBlink: true,
+      fontSize: 13,
+      rows: 24,
+      cols: 100,
+      screenReaderMode: true,
+    });
     const unmirror = mirrorStyles(el);
     term.open(el);
     const ws = openShellSocket(url);
     let opened = false;
     const enc = new TextEncoder();
-    const sendSize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
+    const sendSize = () =>
+      ws.readyState === WebSocket.OPEN &&
+      ws.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
     ws.onopen = () => {
       opened = true;
       setState('open');
@@ -47,7 +56,8 @@ export function TerminalView({ url, onClosed }: { url: string; onClosed: (opened
       term.focus();
     };
     // Container output is written to the terminal emulator, which draws it; it is never HTML.
-    ws.onmessage = (ev) => term.write(typeof ev.data === 'string' ? ev.data : new Uint8Array(ev.data as ArrayBuffer));
+    ws.onmessage = (ev) =>
+      term.write(typeof ev.data === 'string' ? ev.data : new Uint8Array(ev.data as ArrayBuffer));
     ws.onclose = () => {
       setState('closed');
       onClosed(opened);

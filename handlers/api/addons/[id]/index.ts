@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { getAddon } from '../../../../lib/addons/catalog.js';
-import { route } from '../../../../lib/http/route.js';
-import { addonWithComposeSchema } from '../../../../lib/api/addons.js';
+import { getAddon } from '#lib/addons/catalog.js';
+import { route } from '#lib/http/route.js';
+import { addonWithComposeSchema } from '#lib/api/addons.js';
 
 export const GET = route(
   {

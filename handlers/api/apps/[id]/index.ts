@@ -1,26 +1,35 @@
 import { z } from 'zod';
-import { badRequest } from '../../../../lib/http/errors.js';
-import { buildLimitsSchema, sleepAfterSchema, sourceSchema } from '../../../../lib/apps/schemas.js';
-import { getApp, updateApp } from '../../../../lib/apps/store.js';
-import { deleteApp } from '../../../../lib/apps/ops.js';
-import { removeAppPreviews } from '../../../../lib/previews/ops.js';
-import { currentStatuses } from '../../../../lib/apps/status.js';
-import { appSchema } from '../../../../lib/api/apps.js';
-import { route } from '../../../../lib/http/route.js';
+import { badRequest } from '#lib/http/errors.js';
+import { buildLimitsSchema, sleepAfterSchema, sourceSchema } from '#lib/apps/schemas.js';
+import { getApp, updateApp } from '#lib/apps/store.js';
+import { deleteApp } from '#lib/apps/ops.js';
+import { removeAppPreviews } from '#lib/previews/ops.js';
+import { currentStatuses } from '#lib/apps/status.js';
+import { appSchema } from '#lib/api/apps.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../_lib.js';
 
 const appBody = z.object({ app: appSchema });
 
-export const GET = route({ permission: 'app.read', summary: 'One app with its current status', params: appParams, responses: { 200: appBody } }, async (_req, { env, params, reply }) => {
-  const { deleting: _d, ...stored } = await getApp(env.db, params.id);
-  const [app] = await currentStatuses(env, [stored]);
-  return reply(200, { app: app! });
-});
+export const GET = route(
+  {
+    permission: 'app.read',
+    summary: 'One app with its current status',
+    params: appParams,
+    responses: { 200: appBody },
+  },
+  async (_req, { env, params, reply }) => {
+    const { deleting: _d, ...stored } = await getApp(env.db, params.id);
+    const [app] = await currentStatuses(env, [stored]);
+    return reply(200, { app: app! });
+  },
+);
 
 export const PATCH = route(
   {
     permission: 'app.admin',
-    summary: "Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps)",
+    summary:
+      "Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps)",
     params: appParams,
     body: z.strictObject({
       name: z.string().optional(),
@@ -29,13 +38,25 @@ export const PATCH = route(
       sleep_after_minutes: sleepAfterSchema.nullable().optional(),
     }),
     responses: { 200: appBody },
-    audit: { action: 'app.updated', target: (c) => c.params.id, state: { kind: 'app', id: (c) => c.params.id } },
+    audit: {
+      action: 'app.updated',
+      target: (c) => c.params.id,
+      state: { kind: 'app', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, body, reply }) => {
     const current = await getApp(env.db, params.id);
     // The name is in every container, network and volume name: renaming would orphan them.
-    if (body.name !== undefined && body.name !== current.name) throw badRequest('An app cannot be renamed; export it and import it under the new name', [{ field: 'name', message: 'immutable' }]);
-    const updated = await updateApp(env.db, params.id, { source: body.source, build_limits: body.build_limits, sleep_after_minutes: body.sleep_after_minutes }, env.now());
+    if (body.name !== undefined && body.name !== current.name)
+      throw badRequest('An app cannot be renamed; export it and import it under the new name', [
+        { field: 'name', message: 'immutable' },
+      ]);
+    const updated = await updateApp(
+      env.db,
+      params.id,
+      { source: body.source, build_limits: body.build_limits, sleep_after_minutes: body.sleep_after_minutes },
+      env.now(),
+    );
     // Turned off while it sleeps: it wakes now, since nothing would put it back to sleep later.
     if (body.sleep_after_minutes === null) await env.sleeper.wake(params.id).catch(() => {});
     const [app] = await currentStatuses(env, [updated]);
@@ -46,7 +67,8 @@ export const PATCH = route(
 export const DELETE = route(
   {
     permission: 'app.admin',
-    summary: 'Delete an app: its containers, networks, images, secrets and rows (volumes only with ?volumes=true)',
+    summary:
+      'Delete an app: its containers, networks, images, secrets and rows (volumes only with ?volumes=true)',
     stepUp: true,
     params: appParams,
     query: z.object({ volumes: z.enum(['true', 'false']).default('false') }),

@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import { entryApp, entryRoute, entryTarget, revertEntry } from '../../../../lib/revert/revert.js';
-import { route } from '../../../../lib/http/route.js';
-import { HttpError } from '../../../../lib/http/errors.js';
+import { entryApp, entryRoute, entryTarget, revertEntry } from '#lib/revert/revert.js';
+import { route } from '#lib/http/route.js';
+import { HttpError } from '#lib/http/errors.js';
 import { auditParams } from './_lib.js';
 
 export const POST = route(
   {
-    summary: "Apply an audited change's recorded before-state, through the same operations as the original route",
+    summary:
+      "Apply an audited change's recorded before-state, through the same operations as the original route",
     description:
       'Not diffable -> 422 not_diffable; already reverted, or the target changed since (without force) -> 409 conflict. ' +
       "The revert replays the original route's policy: an entry whose route needs a step-up (always or for some effects) needs one here too.",
@@ -31,9 +32,18 @@ export const POST = route(
     const appId = await entryApp(env, params.id);
     // An entry of a route without a permission (a public one: none is revertible) is an instance administrator's.
     permit(spec?.permission ?? 'instance.admin', appId);
-    if (spec?.sessionOnly && principal?.kind !== 'session') throw new HttpError('forbidden', 'An API token cannot change how its owner signs in: use a signed-in session');
+    if (spec?.sessionOnly && principal?.kind !== 'session')
+      throw new HttpError(
+        'forbidden',
+        'An API token cannot change how its owner signs in: use a signed-in session',
+      );
     if (spec?.stepUp || spec?.stepUpWhen) requireStepUp();
-    audit({ target: String(params.id), revertOf: params.id, appId: appId ?? null, detail: { revert_of: String(params.id), force } });
+    audit({
+      target: String(params.id),
+      revertOf: params.id,
+      appId: appId ?? null,
+      detail: { revert_of: String(params.id), force },
+    });
     const r = await revertEntry(env, params.id, { force });
     audit({ target: r.targetId, stateId: r.targetId, answer: (id) => reply(200, { audit_id: id }) });
     return reply(200, { audit_id: '' });

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { notFound } from '../../../../lib/http/errors.js';
-import { revokeApiToken } from '../../../../lib/auth/tokens.js';
-import { ID_PATTERN } from '../../../../lib/crypto/random.js';
-import { route } from '../../../../lib/http/route.js';
+import { notFound } from '#lib/http/errors.js';
+import { revokeApiToken } from '#lib/auth/tokens.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { route } from '#lib/http/route.js';
 
 export const DELETE = route(
   {
@@ -13,7 +13,8 @@ export const DELETE = route(
     audit: { action: 'auth.api_token_revoked', target: (c) => c.params.id },
   },
   async (_req, { env, principal, params, reply }) => {
-    if (!(await revokeApiToken(env.db, principal!.user.id, params.id, env.now()))) throw notFound('No such API token');
+    if (!(await revokeApiToken(env.db, principal!.user.id, params.id, env.now())))
+      throw notFound('No such API token');
     return reply(204);
   },
 );

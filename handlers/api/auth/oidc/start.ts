@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { RETURN_TO, beginOidc } from '../../../../lib/auth/oidc.js';
-import { route } from '../../../../lib/http/route.js';
+import { RETURN_TO, beginOidc } from '#lib/auth/oidc.js';
+import { route } from '#lib/http/route.js';
 
 export const GET = route(
   {
@@ -18,7 +18,10 @@ export const GET = route(
     responses: { 302: null },
   },
   async (request, { env, query, client, reply }) => {
-    const { headers } = await beginOidc(env, request, client, { stepUp: query.step_up === '1', returnTo: query.return_to ?? '/' });
+    const { headers } = await beginOidc(env, request, client, {
+      stepUp: query.step_up === '1',
+      returnTo: query.return_to ?? '/',
+    });
     return reply(302, null, headers);
   },
 );

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { notFound } from '../../../../lib/http/errors.js';
-import { revokeSession } from '../../../../lib/auth/sessions.js';
-import { ID_PATTERN } from '../../../../lib/crypto/random.js';
-import { route } from '../../../../lib/http/route.js';
+import { notFound } from '#lib/http/errors.js';
+import { revokeSession } from '#lib/auth/sessions.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { route } from '#lib/http/route.js';
 
 export const DELETE = route(
   {

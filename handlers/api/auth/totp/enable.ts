@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { confirmTotp } from '../../../../lib/auth/flows.js';
-import { route } from '../../../../lib/http/route.js';
+import { confirmTotp } from '#lib/auth/flows.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {
@@ -13,5 +13,6 @@ export const POST = route(
     responses: { 200: z.object({ enabled: z.literal(true), recovery_codes: z.array(z.string()) }) },
     audit: { action: 'auth.totp_enabled' },
   },
-  async (_req, { env, body, principal, reply }) => reply(200, { enabled: true, recovery_codes: await confirmTotp(env, principal!.user.id, body.code) }),
+  async (_req, { env, body, principal, reply }) =>
+    reply(200, { enabled: true, recovery_codes: await confirmTotp(env, principal!.user.id, body.code) }),
 );

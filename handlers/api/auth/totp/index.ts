@@ -1,14 +1,15 @@
 import { z } from 'zod';
-import { HttpError } from '../../../../lib/http/errors.js';
-import { disableTotp } from '../../../../lib/auth/totp.js';
-import { secondFactorLogin } from '../../../../lib/auth/flows.js';
-import { userSchema } from '../../../../lib/api/auth.js';
-import { route } from '../../../../lib/http/route.js';
+import { HttpError } from '#lib/http/errors.js';
+import { disableTotp } from '#lib/auth/totp.js';
+import { secondFactorLogin } from '#lib/auth/flows.js';
+import { userSchema } from '#lib/api/auth.js';
+import { route } from '#lib/http/route.js';
 
 // POST completes a login that is pending TOTP (no session yet); DELETE turns 2FA off.
 export const POST = route(
   {
-    summary: 'Finish a login with a TOTP or recovery code (needs the svc_pre cookie from POST /api/auth/login)',
+    summary:
+      'Finish a login with a TOTP or recovery code (needs the svc_pre cookie from POST /api/auth/login)',
     auth: 'public',
     rateLimit: true,
     body: z.strictObject({ code: z.string().min(1).max(32) }),

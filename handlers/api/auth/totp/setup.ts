@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { beginTotpSetup } from '../../../../lib/auth/flows.js';
-import { route } from '../../../../lib/http/route.js';
+import { beginTotpSetup } from '#lib/auth/flows.js';
+import { route } from '#lib/http/route.js';
 
 export const POST = route(
   {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { domainAppId, removeCertificate, uploadCertificate } from '../../../../lib/proxy/domains.js';
-import { route } from '../../../../lib/http/route.js';
-import { domainSchema } from '../../../../lib/api/domains.js';
-import { proxySummarySchema } from '../../../../lib/api/instance.js';
+import { domainAppId, removeCertificate, uploadCertificate } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { domainSchema } from '#lib/api/domains.js';
+import { proxySummarySchema } from '#lib/api/instance.js';
 import { domainParams } from '../_lib.js';
 
 // PEM text, bounded: a chain of a few certificates and one key fit well below this.
@@ -24,7 +24,11 @@ export const POST = route(
     params: domainParams,
     body: z.strictObject({ cert_pem: pem, key_pem: pem }),
     responses: { 200: answer },
-    audit: { action: 'domain.certificate_uploaded', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
+    audit: {
+      action: 'domain.certificate_uploaded',
+      target: (c) => c.params.id,
+      state: { kind: 'domain', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, body, reply, audit }) => {
     const r = await uploadCertificate(env, params.id, body);
@@ -42,7 +46,11 @@ export const DELETE = route(
     stepUp: true,
     params: domainParams,
     responses: { 200: answer },
-    audit: { action: 'domain.certificate_removed', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
+    audit: {
+      action: 'domain.certificate_removed',
+      target: (c) => c.params.id,
+      state: { kind: 'domain', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, reply }) => reply(200, await removeCertificate(env, params.id)),
 );

@@ -1,11 +1,17 @@
 import { z } from 'zod';
-import { domainAppId, changeDomain, getDomain, removeDomain } from '../../../../lib/proxy/domains.js';
-import { route } from '../../../../lib/http/route.js';
-import { domainSchema } from '../../../../lib/api/domains.js';
-import { proxySummarySchema } from '../../../../lib/api/instance.js';
+import { domainAppId, changeDomain, getDomain, removeDomain } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { domainSchema } from '#lib/api/domains.js';
+import { proxySummarySchema } from '#lib/api/instance.js';
 import { domainParams, patchBody } from '../_lib.js';
 
-const state = (d: { hostname: string; app_id: string | null; service: string | null; port: number | null; redirect_to: string | null }) => ({
+const state = (d: {
+  hostname: string;
+  app_id: string | null;
+  service: string | null;
+  port: number | null;
+  redirect_to: string | null;
+}) => ({
   hostname: d.hostname,
   app_id: d.app_id,
   service: d.service,
@@ -15,8 +21,15 @@ const state = (d: { hostname: string; app_id: string | null; service: string | n
 const one = z.object({ domain: domainSchema, proxy: proxySummarySchema });
 
 export const GET = route(
-  { permission: 'app.read', app: (env, p) => domainAppId(env.db, p.id!), summary: 'One domain', params: domainParams, responses: { 200: one } },
-  async (_req, { env, params, reply }) => reply(200, { domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() }),
+  {
+    permission: 'app.read',
+    app: (env, p) => domainAppId(env.db, p.id!),
+    summary: 'One domain',
+    params: domainParams,
+    responses: { 200: one },
+  },
+  async (_req, { env, params, reply }) =>
+    reply(200, { domain: await getDomain(env, params.id), proxy: env.edge.proxy.summary() }),
 );
 
 /** Reassign to another app service, turn into a redirect (`redirect_to`), or back. */
@@ -28,12 +41,17 @@ export const PATCH = route(
     params: domainParams,
     body: patchBody,
     responses: { 200: one },
-    audit: { action: 'domain.updated', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
+    audit: {
+      action: 'domain.updated',
+      target: (c) => c.params.id,
+      state: { kind: 'domain', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, body, reply, audit, permit }) => {
     // Moving a domain to another app acts on that app too; turning it into a redirect moves it out of every app.
     if (body.app_id) permit('app.admin', body.app_id);
-    else if (body.app_id === null || (body.redirect_to != null && body.app_id === undefined)) permit('app.admin', null);
+    else if (body.app_id === null || (body.redirect_to != null && body.app_id === undefined))
+      permit('app.admin', null);
     const { domain, before, proxy } = await changeDomain(env, params.id, body);
     audit({ detail: { before: state(before), after: state(domain) } });
     return reply(200, { domain, proxy });
@@ -47,7 +65,11 @@ export const DELETE = route(
     summary: 'Delete a domain',
     params: domainParams,
     responses: { 200: z.object({ id: z.string(), deleted: z.literal(true), proxy: proxySummarySchema }) },
-    audit: { action: 'domain.deleted', target: (c) => c.params.id, state: { kind: 'domain', id: (c) => c.params.id } },
+    audit: {
+      action: 'domain.deleted',
+      target: (c) => c.params.id,
+      state: { kind: 'domain', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, reply, audit }) => {
     const { before, proxy } = await removeDomain(env, params.id);

@@ -1,7 +1,7 @@
-import { domainAppId, refreshDomain } from '../../../../lib/proxy/domains.js';
-import { route } from '../../../../lib/http/route.js';
-import { domainSchema } from '../../../../lib/api/domains.js';
-import { proxySummarySchema } from '../../../../lib/api/instance.js';
+import { domainAppId, refreshDomain } from '#lib/proxy/domains.js';
+import { route } from '#lib/http/route.js';
+import { domainSchema } from '#lib/api/domains.js';
+import { proxySummarySchema } from '#lib/api/instance.js';
 import { z } from 'zod';
 import { domainParams } from '../_lib.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { instanceRunView } from '../../../../lib/backups/instance.js';
-import { startInstanceRun } from '../../../../lib/backups/instance-run.js';
-import { route } from '../../../../lib/http/route.js';
-import { instanceBackupRunSchema } from '../../../../lib/api/backups.js';
+import { instanceRunView } from '#lib/backups/instance.js';
+import { startInstanceRun } from '#lib/backups/instance-run.js';
+import { route } from '#lib/http/route.js';
+import { instanceBackupRunSchema } from '#lib/api/backups.js';
 
 export const POST = route(
   {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { openInvitation } from '../../../../lib/auth/invitations.js';
-import { route } from '../../../../lib/http/route.js';
+import { openInvitation } from '#lib/auth/invitations.js';
+import { route } from '#lib/http/route.js';
 import { tokenParams } from './_lib.js';
 
 export const GET = route(
@@ -20,6 +20,11 @@ export const GET = route(
   },
   async (_req, { env, params, reply }) => {
     const inv = await openInvitation(env.db, params.token, env.now());
-    return reply(200, { role: inv.role, expires_at: inv.expires_at, kind: inv.kind, ...(inv.kind === 'reset' && inv.username ? { username: inv.username } : {}) });
+    return reply(200, {
+      role: inv.role,
+      expires_at: inv.expires_at,
+      kind: inv.kind,
+      ...(inv.kind === 'reset' && inv.username ? { username: inv.username } : {}),
+    });
   },
 );

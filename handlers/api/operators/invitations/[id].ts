@@ -1,6 +1,6 @@
-import { actingOperator } from '../../../../lib/auth/operators.js';
-import { revokeInvitation } from '../../../../lib/auth/invitations.js';
-import { route } from '../../../../lib/http/route.js';
+import { actingOperator } from '#lib/auth/operators.js';
+import { revokeInvitation } from '#lib/auth/invitations.js';
+import { route } from '#lib/http/route.js';
 import { invitationParams } from '../_lib.js';
 
 export const DELETE = route(

@@ -1,12 +1,23 @@
 import { z } from 'zod';
-import { NOTIFY_EVENTS } from '../../../../lib/notify/message.js';
+import { NOTIFY_EVENTS } from '#lib/notify/message.js';
 
 // The URL's own checks (scheme, addresses) are the outbound guard's, at save time.
 const url = z.string().min(8).max(2048);
 const events = z.array(z.enum(NOTIFY_EVENTS)).max(NOTIFY_EVENTS.length * 2);
 const name = z.string().trim().min(1).max(100);
 
-export const createBody = z.strictObject({ kind: z.enum(['discord', 'slack']), name, url, events: events.optional(), enabled: z.boolean().optional() });
-export const patchBody = z.strictObject({ name: name.optional(), url: url.optional(), events: events.optional(), enabled: z.boolean().optional() });
+export const createBody = z.strictObject({
+  kind: z.enum(['discord', 'slack']),
+  name,
+  url,
+  events: events.optional(),
+  enabled: z.boolean().optional(),
+});
+export const patchBody = z.strictObject({
+  name: name.optional(),
+  url: url.optional(),
+  events: events.optional(),
+  enabled: z.boolean().optional(),
+});
 export const channelParams = z.object({ id: z.string().min(1).max(64) });
 export type ChannelParams = z.infer<typeof channelParams>;

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { createChannel, listChannels } from '../../../../lib/notify/store.js';
-import { NOTIFY_EVENTS } from '../../../../lib/notify/message.js';
-import { route } from '../../../../lib/http/route.js';
-import { notificationChannelSchema } from '../../../../lib/api/notifications.js';
+import { createChannel, listChannels } from '#lib/notify/store.js';
+import { NOTIFY_EVENTS } from '#lib/notify/message.js';
+import { route } from '#lib/http/route.js';
+import { notificationChannelSchema } from '#lib/api/notifications.js';
 import { createBody } from './_lib.js';
 
 export const GET = route(
@@ -11,7 +11,8 @@ export const GET = route(
     summary: 'The notification channels and the events they can subscribe to',
     responses: { 200: z.object({ items: z.array(notificationChannelSchema), events: z.array(z.string()) }) },
   },
-  async (_req, { env, reply }) => reply(200, { items: await listChannels(env.db), events: [...NOTIFY_EVENTS] }),
+  async (_req, { env, reply }) =>
+    reply(200, { items: await listChannels(env.db), events: [...NOTIFY_EVENTS] }),
 );
 
 export const POST = route(
@@ -24,7 +25,10 @@ export const POST = route(
   },
   async (_req, { env, body, reply, audit }) => {
     const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
-    audit({ target: channel.id, detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint } });
+    audit({
+      target: channel.id,
+      detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint },
+    });
     return reply(201, { channel });
   },
 );

@@ -1,6 +1,6 @@
 // Not a route: the backups endpoints' parameter and body schemas.
 import { z } from 'zod';
-import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
 import { appId } from '../../_lib.js';
 
 const id = (what: string) => z.string().regex(ID_PATTERN, `not a ${what} id`);
@@ -10,7 +10,10 @@ export const restoreParams = z.object({ id: appId, xid: id('restore') });
 export type ConfigParams = z.infer<typeof configParams>;
 export type RunParams = z.infer<typeof runParams>;
 
-const source = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('database'), database_id: id('database') }), z.strictObject({ type: z.literal('volume'), volume: z.string().max(64) })]);
+const source = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('database'), database_id: id('database') }),
+  z.strictObject({ type: z.literal('volume'), volume: z.string().max(64) }),
+]);
 export const destinationBody = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('local') }),
   z.strictObject({
@@ -33,4 +36,9 @@ const fields = {
   verify_after_run: z.boolean().optional(),
 };
 export const createBody = z.strictObject(fields);
-export const patchBody = z.strictObject({ ...fields, source: source.optional(), schedule: fields.schedule.optional(), keep_last: fields.keep_last.optional() });
+export const patchBody = z.strictObject({
+  ...fields,
+  source: source.optional(),
+  schedule: fields.schedule.optional(),
+  keep_last: fields.keep_last.optional(),
+});

@@ -1,16 +1,21 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { listConfigs } from '../../../../../lib/backups/index.js';
-import { createConfig } from '../../../../../lib/backups/config.js';
-import { configView } from '../../../../../lib/backups/views.js';
-import { route } from '../../../../../lib/http/route.js';
-import { backupConfigSchema } from '../../../../../lib/api/backups.js';
-import { items } from '../../../../../lib/api/common.js';
+import { getApp } from '#lib/apps/store.js';
+import { listConfigs } from '#lib/backups/index.js';
+import { createConfig } from '#lib/backups/config.js';
+import { configView } from '#lib/backups/views.js';
+import { route } from '#lib/http/route.js';
+import { backupConfigSchema } from '#lib/api/backups.js';
+import { items } from '#lib/api/common.js';
 import { appParams } from '../../_lib.js';
 import { createBody } from './_lib.js';
 
 export const GET = route(
-  { permission: 'app.read', summary: "An app's backup configurations", params: appParams, responses: { 200: items(backupConfigSchema) } },
+  {
+    permission: 'app.read',
+    summary: "An app's backup configurations",
+    params: appParams,
+    responses: { 200: items(backupConfigSchema) },
+  },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
     return reply(200, { items: await listConfigs(env, params.id) });
@@ -29,7 +34,14 @@ export const POST = route(
   async (_req, { env, params, body, reply, audit }) => {
     await getApp(env.db, params.id);
     const row = await createConfig(env, params.id, body);
-    audit({ detail: { backup: row.id, source: body.source, schedule: row.schedule, destination: body.destination?.type ?? 'local' } });
+    audit({
+      detail: {
+        backup: row.id,
+        source: body.source,
+        schedule: row.schedule,
+        destination: body.destination?.type ?? 'local',
+      },
+    });
     return reply(201, { backup: await configView(env, row) });
   },
 );

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { listDeployments } from '../../../../../lib/deploy/store.js';
-import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
-import { page } from '../../../../../lib/api/common.js';
-import { deploymentBody, deploymentSchema } from '../../../../../lib/api/deployments.js';
-import { route } from '../../../../../lib/http/route.js';
-import { COMMIT_HASH } from '../../../../../lib/git/validate.js';
+import { getApp } from '#lib/apps/store.js';
+import { listDeployments } from '#lib/deploy/store.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { page } from '#lib/api/common.js';
+import { deploymentBody, deploymentSchema } from '#lib/api/deployments.js';
+import { route } from '#lib/http/route.js';
+import { COMMIT_HASH } from '#lib/git/validate.js';
 import { appParams } from '../../_lib.js';
 
 export const GET = route(
@@ -28,7 +28,8 @@ export const GET = route(
 export const POST = route(
   {
     permission: 'app.deploy',
-    summary: "Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active",
+    summary:
+      "Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active",
     params: appParams,
     // The ref is checked again by the queue (same rules as every ref: no shell characters, no leading "-").
     body: z
@@ -38,15 +39,27 @@ export const POST = route(
           .string()
           .regex(COMMIT_HASH, 'a commit is 4 to 40 hexadecimal digits of its hash')
           .optional()
-          .describe("Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history"),
+          .describe(
+            "Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history",
+          ),
       })
       .strict(),
     responses: { 202: deploymentBody },
     audit: { action: 'deployment.created', target: (c) => c.params.id },
   },
   async (_req, { env, params, body, reply, audit }) => {
-    const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), { trigger: 'manual', ref: body.ref ?? null, pin: body.commit ?? null });
-    audit({ detail: { deployment: deployment.id, ref: deployment.ref, ...(body.commit ? { commit: body.commit } : {}) } });
+    const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), {
+      trigger: 'manual',
+      ref: body.ref ?? null,
+      pin: body.commit ?? null,
+    });
+    audit({
+      detail: {
+        deployment: deployment.id,
+        ref: deployment.ref,
+        ...(body.commit ? { commit: body.commit } : {}),
+      },
+    });
     return reply(202, { deployment });
   },
 );

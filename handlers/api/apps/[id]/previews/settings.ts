@@ -1,16 +1,24 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { envKeySchema, sleepAfterSchema } from '../../../../../lib/apps/schemas.js';
-import { getSettings, putSettings } from '../../../../../lib/previews/store.js';
-import { DEFAULT_PREVIEW_SLEEP_MINUTES, PREVIEW_DATABASES } from '../../../../../lib/previews/model.js';
-import { previewSettingsSchema } from '../../../../../lib/api/previews.js';
-import { route } from '../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { envKeySchema, sleepAfterSchema } from '#lib/apps/schemas.js';
+import { getSettings, putSettings } from '#lib/previews/store.js';
+import { DEFAULT_PREVIEW_SLEEP_MINUTES, PREVIEW_DATABASES } from '#lib/previews/model.js';
+import { previewSettingsSchema } from '#lib/api/previews.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
-export const GET = route({ permission: 'app.read', summary: "An app's preview settings", params: appParams, responses: { 200: previewSettingsSchema } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, await getSettings(env.db, params.id));
-});
+export const GET = route(
+  {
+    permission: 'app.read',
+    summary: "An app's preview settings",
+    params: appParams,
+    responses: { 200: previewSettingsSchema },
+  },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, await getSettings(env.db, params.id));
+  },
+);
 
 export const PUT = route(
   {
@@ -41,7 +49,12 @@ export const PUT = route(
     const settings = await putSettings(env.db, params.id, body, env.now());
     // Turned off while previews sleep: they wake now, as an app does (nothing would put them back to sleep).
     if (settings.sleep_after_minutes === null) {
-      const children = await env.db.selectFrom('apps').select('id').where('parent_app_id', '=', params.id).where('sleeping_at', 'is not', null).execute();
+      const children = await env.db
+        .selectFrom('apps')
+        .select('id')
+        .where('parent_app_id', '=', params.id)
+        .where('sleeping_at', 'is not', null)
+        .execute();
       await Promise.all(children.map((ch) => env.sleeper.wake(ch.id).catch(() => {})));
     }
     audit({ detail: { ...settings } });

@@ -1,7 +1,7 @@
-import { getApp } from '../../../../../lib/apps/store.js';
-import { regenerateKey } from '../../../../../lib/keys/store.js';
-import { publicKeySchema } from '../../../../../lib/api/webhooks.js';
-import { route } from '../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { regenerateKey } from '#lib/keys/store.js';
+import { publicKeySchema } from '#lib/api/webhooks.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
 export const POST = route(

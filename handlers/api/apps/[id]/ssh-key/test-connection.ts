@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { testDeployKey } from '../../../../../lib/keys/store.js';
-import { route } from '../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { testDeployKey } from '#lib/keys/store.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
 // Runs `git ls-remote` with the app's key against its repository; the forge's words come back cleaned.

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { notFound } from '../../../../../lib/http/errors.js';
-import { ID_PATTERN } from '../../../../../lib/crypto/random.js';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { removeTrigger, updateTrigger } from '../../../../../lib/webhooks/store.js';
-import { triggerSchema } from '../../../../../lib/api/webhooks.js';
-import { route } from '../../../../../lib/http/route.js';
+import { notFound } from '#lib/http/errors.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { getApp } from '#lib/apps/store.js';
+import { removeTrigger, updateTrigger } from '#lib/webhooks/store.js';
+import { triggerSchema } from '#lib/api/webhooks.js';
+import { route } from '#lib/http/route.js';
 import { appId } from '../../_lib.js';
 
 const triggerParams = z.object({ id: appId, tid: z.string().regex(ID_PATTERN, 'not a trigger id') });
@@ -12,13 +12,25 @@ const triggerParams = z.object({ id: appId, tid: z.string().regex(ID_PATTERN, 'n
 export const PATCH = route(
   {
     permission: 'app.triggers',
-    summary: 'Change a deploy trigger: its pattern, its event, or pause it (enabled: false) without deleting it',
+    summary:
+      'Change a deploy trigger: its pattern, its event, or pause it (enabled: false) without deleting it',
     params: triggerParams,
     body: z
-      .strictObject({ event: z.enum(['push', 'tag', 'pull_request']).optional(), pattern: z.string().min(1).max(255).optional(), enabled: z.boolean().optional() })
-      .refine((b) => b.event !== undefined || b.pattern !== undefined || b.enabled !== undefined, 'give at least one of event, pattern, enabled'),
+      .strictObject({
+        event: z.enum(['push', 'tag', 'pull_request']).optional(),
+        pattern: z.string().min(1).max(255).optional(),
+        enabled: z.boolean().optional(),
+      })
+      .refine(
+        (b) => b.event !== undefined || b.pattern !== undefined || b.enabled !== undefined,
+        'give at least one of event, pattern, enabled',
+      ),
     responses: { 200: triggerSchema },
-    audit: { action: 'app.trigger_updated', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },
+    audit: {
+      action: 'app.trigger_updated',
+      target: (c) => c.params.id,
+      state: { kind: 'triggers', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, body, reply, audit }) => {
     audit({ detail: { trigger: params.tid, ...body } });
@@ -35,7 +47,11 @@ export const DELETE = route(
     summary: 'Remove a deploy trigger',
     params: triggerParams,
     responses: { 204: null },
-    audit: { action: 'app.trigger_removed', target: (c) => c.params.id, state: { kind: 'triggers', id: (c) => c.params.id } },
+    audit: {
+      action: 'app.trigger_removed',
+      target: (c) => c.params.id,
+      state: { kind: 'triggers', id: (c) => c.params.id },
+    },
   },
   async (_req, { env, params, reply, audit }) => {
     audit({ detail: { trigger: params.tid } });

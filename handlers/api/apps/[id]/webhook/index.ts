@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { notFound } from '../../../../../lib/http/errors.js';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { removeWebhookSecret, webhookInfo, PROVIDERS } from '../../../../../lib/webhooks/store.js';
-import { route } from '../../../../../lib/http/route.js';
+import { notFound } from '#lib/http/errors.js';
+import { getApp } from '#lib/apps/store.js';
+import { removeWebhookSecret, webhookInfo, PROVIDERS } from '#lib/webhooks/store.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
 export const GET = route(
@@ -10,7 +10,14 @@ export const GET = route(
     permission: 'app.read',
     summary: "Where an app's forge sends its pushes, and whether a secret is set",
     params: appParams,
-    responses: { 200: z.object({ url: z.string(), url_hint: z.string().optional(), secret_set: z.boolean(), providers: z.array(z.enum(PROVIDERS)) }) },
+    responses: {
+      200: z.object({
+        url: z.string(),
+        url_hint: z.string().optional(),
+        secret_set: z.boolean(),
+        providers: z.array(z.enum(PROVIDERS)),
+      }),
+    },
   },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);

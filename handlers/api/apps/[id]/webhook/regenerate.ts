@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../lib/apps/store.js';
-import { rotateWebhookSecret } from '../../../../../lib/webhooks/store.js';
-import { route } from '../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { rotateWebhookSecret } from '#lib/webhooks/store.js';
+import { route } from '#lib/http/route.js';
 import { appParams } from '../../_lib.js';
 
 // The only time the secret is shown: it is sealed at rest and never listed.

@@ -1,19 +1,27 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { deleteConfig } from '../../../../../../lib/backups/index.js';
-import { getConfig } from '../../../../../../lib/backups/store.js';
-import { patchNeedsStepUp, updateConfig } from '../../../../../../lib/backups/config.js';
-import { configView } from '../../../../../../lib/backups/views.js';
-import { route } from '../../../../../../lib/http/route.js';
-import { backupConfigSchema } from '../../../../../../lib/api/backups.js';
+import { getApp } from '#lib/apps/store.js';
+import { deleteConfig } from '#lib/backups/index.js';
+import { getConfig } from '#lib/backups/store.js';
+import { patchNeedsStepUp, updateConfig } from '#lib/backups/config.js';
+import { configView } from '#lib/backups/views.js';
+import { route } from '#lib/http/route.js';
+import { backupConfigSchema } from '#lib/api/backups.js';
 import { configParams, patchBody } from '../_lib.js';
 
 const one = z.object({ backup: backupConfigSchema });
 
-export const GET = route({ permission: 'app.read', summary: 'One backup configuration of an app', params: configParams, responses: { 200: one } }, async (_req, { env, params, reply }) => {
-  await getApp(env.db, params.id);
-  return reply(200, { backup: await configView(env, await getConfig(env.db, params.id, params.bid)) });
-});
+export const GET = route(
+  {
+    permission: 'app.read',
+    summary: 'One backup configuration of an app',
+    params: configParams,
+    responses: { 200: one },
+  },
+  async (_req, { env, params, reply }) => {
+    await getApp(env.db, params.id);
+    return reply(200, { backup: await configView(env, await getConfig(env.db, params.id, params.bid)) });
+  },
+);
 
 export const PATCH = route(
   {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { getConfig } from '../../../../../../lib/backups/store.js';
-import { runView } from '../../../../../../lib/backups/views.js';
-import { startRun } from '../../../../../../lib/backups/run.js';
-import { route } from '../../../../../../lib/http/route.js';
-import { backupRunSchema } from '../../../../../../lib/api/backups.js';
+import { getApp } from '#lib/apps/store.js';
+import { getConfig } from '#lib/backups/store.js';
+import { runView } from '#lib/backups/views.js';
+import { startRun } from '#lib/backups/run.js';
+import { route } from '#lib/http/route.js';
+import { backupRunSchema } from '#lib/api/backups.js';
 import { configParams } from '../_lib.js';
 
 export const POST = route(

@@ -1,6 +1,6 @@
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { deploymentBody } from '../../../../../../lib/api/deployments.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { deploymentBody } from '#lib/api/deployments.js';
+import { route } from '#lib/http/route.js';
 import { deploymentParams } from '../_lib.js';
 
 /** Stops the in-flight step and cleans up; answers once the deployment is canceled (or 409 if it had finished). */
@@ -14,6 +14,8 @@ export const POST = route(
   },
   async (_req, { env, params, reply, audit }) => {
     audit({ detail: { deployment: params.did } });
-    return reply(200, { deployment: await env.deployments.cancel(await getApp(env.db, params.id), params.did) });
+    return reply(200, {
+      deployment: await env.deployments.cancel(await getApp(env.db, params.id), params.did),
+    });
   },
 );

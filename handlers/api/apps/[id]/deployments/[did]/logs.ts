@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { getDeployment, readLogPage } from '../../../../../../lib/deploy/store.js';
-import { logLineSchema } from '../../../../../../lib/api/deployments.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { getDeployment, readLogPage } from '#lib/deploy/store.js';
+import { logLineSchema } from '#lib/api/deployments.js';
+import { route } from '#lib/http/route.js';
 import { deploymentParams } from '../_lib.js';
 
 export const GET = route(

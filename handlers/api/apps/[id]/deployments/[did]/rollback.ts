@@ -1,6 +1,6 @@
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { deploymentBody } from '../../../../../../lib/api/deployments.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { deploymentBody } from '#lib/api/deployments.js';
+import { route } from '#lib/http/route.js';
 import { deploymentParams } from '../_lib.js';
 
 /** Redeploys the kept images of {did}: no clone, no build, the same blue/green path. */

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { removeEnvVar, setEnvVar } from '../../../../../../lib/apps/env.js';
-import { envItemSchema } from '../../../../../../lib/api/apps.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { getApp } from '#lib/apps/store.js';
+import { removeEnvVar, setEnvVar } from '#lib/apps/env.js';
+import { envItemSchema } from '#lib/api/apps.js';
+import { route } from '#lib/http/route.js';
 import { envKeyParams } from '../../../_lib.js';
 
-const IF_MATCH = 'With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.';
+const IF_MATCH =
+  'With `If-Match`, refused with 412 `precondition_failed` (and nothing changed) when the set changed since that `ETag`.';
 
 export const PUT = route(
   {
@@ -15,12 +16,22 @@ export const PUT = route(
     params: envKeyParams,
     body: z.strictObject({ value: z.string(), secret: z.boolean().optional() }),
     responses: { 200: envItemSchema, 201: envItemSchema },
-    audit: { action: 'app.env_set', target: (c) => c.params.id, state: { kind: 'app_env', id: (c) => c.params.id } },
+    audit: {
+      action: 'app.env_set',
+      target: (c) => c.params.id,
+      state: { kind: 'app_env', id: (c) => c.params.id },
+    },
   },
   async (request, { env, params, body, reply, audit }) => {
     audit({ detail: { key: params.key } });
     await getApp(env.db, params.id);
-    const r = await setEnvVar(env.db, env.sealer, params.id, { key: params.key, ...body }, request.headers.get('if-match'));
+    const r = await setEnvVar(
+      env.db,
+      env.sealer,
+      params.id,
+      { key: params.key, ...body },
+      request.headers.get('if-match'),
+    );
     return r.created ? reply(201, r.item, { etag: r.etag }) : reply(200, r.item, { etag: r.etag });
   },
 );
@@ -32,12 +43,22 @@ export const DELETE = route(
     description: IF_MATCH,
     params: envKeyParams,
     responses: { 204: null },
-    audit: { action: 'app.env_removed', target: (c) => c.params.id, state: { kind: 'app_env', id: (c) => c.params.id } },
+    audit: {
+      action: 'app.env_removed',
+      target: (c) => c.params.id,
+      state: { kind: 'app_env', id: (c) => c.params.id },
+    },
   },
   async (request, { env, params, reply, audit }) => {
     audit({ detail: { key: params.key } });
     await getApp(env.db, params.id);
-    const etag = await removeEnvVar(env.db, env.sealer, params.id, params.key, request.headers.get('if-match'));
+    const etag = await removeEnvVar(
+      env.db,
+      env.sealer,
+      params.id,
+      params.key,
+      request.headers.get('if-match'),
+    );
     return reply(204, null, { etag });
   },
 );

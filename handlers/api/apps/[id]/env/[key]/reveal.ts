@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { notFound } from '../../../../../../lib/http/errors.js';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { revealEnv } from '../../../../../../lib/apps/env.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { notFound } from '#lib/http/errors.js';
+import { getApp } from '#lib/apps/store.js';
+import { revealEnv } from '#lib/apps/env.js';
+import { route } from '#lib/http/route.js';
 import { envKeyParams } from '../../../_lib.js';
 
 // A read, but an audited one: who saw which secret, and when. A stolen session or token must not

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
-import { getApp } from '../../../../../../lib/apps/store.js';
-import { readLogPage } from '../../../../../../lib/deploy/store.js';
-import { getPreviewRow } from '../../../../../../lib/previews/store.js';
-import { logLineSchema } from '../../../../../../lib/api/deployments.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { getApp } from '#lib/apps/store.js';
+import { readLogPage } from '#lib/deploy/store.js';
+import { getPreviewRow } from '#lib/previews/store.js';
+import { logLineSchema } from '#lib/api/deployments.js';
+import { route } from '#lib/http/route.js';
 import { appId } from '../../../_lib.js';
 
 export const GET = route(

@@ -1,8 +1,8 @@
-import { servicePatchSchema } from '../../../../../../lib/apps/schemas.js';
-import { getApp, patchServiceSettings } from '../../../../../../lib/apps/store.js';
-import { ensureKnownService } from '../../../../../../lib/apps/ops.js';
-import { serviceSettingsSchema } from '../../../../../../lib/api/apps.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { servicePatchSchema } from '#lib/apps/schemas.js';
+import { getApp, patchServiceSettings } from '#lib/apps/store.js';
+import { ensureKnownService } from '#lib/apps/ops.js';
+import { serviceSettingsSchema } from '#lib/api/apps.js';
+import { route } from '#lib/http/route.js';
 import { serviceParams } from '../../../_lib.js';
 
 // Settings are kept even for a service that has no container now (stopped, or removed by a failed
@@ -14,7 +14,11 @@ export const PATCH = route(
     params: serviceParams,
     body: servicePatchSchema,
     responses: { 200: serviceSettingsSchema },
-    audit: { action: 'app.service_updated', target: (c) => c.params.id, state: { kind: 'service', id: (c) => `${c.params.id}/${c.params.name}` } },
+    audit: {
+      action: 'app.service_updated',
+      target: (c) => c.params.id,
+      state: { kind: 'service', id: (c) => `${c.params.id}/${c.params.name}` },
+    },
   },
   async (_req, { env, params, body, reply, audit }) => {
     const app = await getApp(env.db, params.id);

@@ -1,5 +1,5 @@
-import { HttpError, notFound } from '../../../../../../lib/http/errors.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { HttpError, notFound } from '#lib/http/errors.js';
+import { route } from '#lib/http/route.js';
 import { serviceParams } from '../../../_lib.js';
 
 // The upgrade is handled by the runtime (runtime/ws.ts) before any handler runs; this file
@@ -24,6 +24,8 @@ export const GET = route(
   },
   (_req, { env }) => {
     if (!env.config.enableShell) throw notFound('No such route');
-    throw new HttpError('bad_request', 'The shell must be a WebSocket upgrade', undefined, { upgrade: 'websocket' });
+    throw new HttpError('bad_request', 'The shell must be a WebSocket upgrade', undefined, {
+      upgrade: 'websocket',
+    });
   },
 );

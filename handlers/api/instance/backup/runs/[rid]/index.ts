@@ -1,15 +1,17 @@
 import { z } from 'zod';
-import { getInstanceRun, instanceRunView } from '../../../../../../lib/backups/instance.js';
-import { removeInstanceRunArtifact } from '../../../../../../lib/backups/retention.js';
-import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
-import { route } from '../../../../../../lib/http/route.js';
-import { instanceBackupRunSchema } from '../../../../../../lib/api/backups.js';
+import { getInstanceRun, instanceRunView } from '#lib/backups/instance.js';
+import { removeInstanceRunArtifact } from '#lib/backups/retention.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { route } from '#lib/http/route.js';
+import { instanceBackupRunSchema } from '#lib/api/backups.js';
 
 const params = z.object({ rid: z.string().regex(ID_PATTERN, 'not a run id') });
 const one = z.object({ run: instanceBackupRunSchema });
 
-export const GET = route({ permission: 'instance.read', summary: 'One run of the instance backup', params, responses: { 200: one } }, async (_req, { env, params, reply }) =>
-  reply(200, { run: instanceRunView(await getInstanceRun(env, params.rid)) }),
+export const GET = route(
+  { permission: 'instance.read', summary: 'One run of the instance backup', params, responses: { 200: one } },
+  async (_req, { env, params, reply }) =>
+    reply(200, { run: instanceRunView(await getInstanceRun(env, params.rid)) }),
 );
 
 export const DELETE = route(

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { getInstanceRun, instanceRunView } from '../../../../../../lib/backups/instance.js';
-import { startInstanceVerify } from '../../../../../../lib/backups/instance-verify.js';
-import { instanceBackupRunSchema } from '../../../../../../lib/api/backups.js';
-import { ID_PATTERN } from '../../../../../../lib/crypto/random.js';
-import { route } from '../../../../../../lib/http/route.js';
+import { getInstanceRun, instanceRunView } from '#lib/backups/instance.js';
+import { startInstanceVerify } from '#lib/backups/instance-verify.js';
+import { instanceBackupRunSchema } from '#lib/api/backups.js';
+import { ID_PATTERN } from '#lib/crypto/random.js';
+import { route } from '#lib/http/route.js';
 
 const params = z.object({ rid: z.string().regex(ID_PATTERN, 'not a run id') });
 

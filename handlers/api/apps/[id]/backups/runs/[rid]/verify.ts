@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { getApp } from '../../../../../../../lib/apps/store.js';
-import { getRun } from '../../../../../../../lib/backups/store.js';
-import { runView } from '../../../../../../../lib/backups/views.js';
-import { startVerify } from '../../../../../../../lib/backups/verify.js';
-import { route } from '../../../../../../../lib/http/route.js';
-import { backupRunSchema } from '../../../../../../../lib/api/backups.js';
+import { getApp } from '#lib/apps/store.js';
+import { getRun } from '#lib/backups/store.js';
+import { runView } from '#lib/backups/views.js';
+import { startVerify } from '#lib/backups/verify.js';
+import { route } from '#lib/http/route.js';
+import { backupRunSchema } from '#lib/api/backups.js';
 import { runParams } from '../../_lib.js';
 
 export const POST = route(
