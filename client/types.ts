@@ -631,7 +631,7 @@ export interface paths {
         get: operations["getApiAppsByIdPreviewsSettings"];
         /**
          * Set an app's preview settings
-         * @description A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env).
+         * @description A preview receives none of the app's variables except the keys in `inherit_env`, plus the preview-only ones (PUT .../previews/env). `sleep_after_minutes` (default 30, null: never) applies to every preview of the app, existing ones too.
          */
         put: operations["putApiAppsByIdPreviewsSettings"];
         post?: never;
@@ -2876,6 +2876,8 @@ export interface components {
             inherit_env: string[];
             /** @enum {string} */
             database: "none" | "empty" | "latest_backup";
+            /** @description Idle minutes after which a preview sleeps (default 30); null: never */
+            sleep_after_minutes: number | null;
         };
         ProxySummary: {
             synced: boolean;
@@ -3679,6 +3681,8 @@ export interface components {
              * @enum {string}
              */
             database: "none" | "empty" | "latest_backup";
+            /** @default 30 */
+            sleep_after_minutes: number | null;
         };
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;

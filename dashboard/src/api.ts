@@ -25,6 +25,8 @@ export type NewApiToken = S['NewApiToken'];
 export type AuditEntry = S['AuditEntry'];
 export type PostureItem = S['PostureItem'];
 export type Domain = S['Domain'];
+export type Preview = S['Preview'];
+export type PreviewSettings = S['PreviewSettings'];
 export type AutomaticHost = S['AutomaticHost'];
 export type NotificationChannel = S['NotificationChannel'];
 export type NotificationDelivery = S['NotificationDelivery'];
@@ -249,6 +251,17 @@ export const patchApp = (
 export const buildPlan = (id: string, ref?: string) =>
   run(() => client.GET('/api/apps/{id}/build-plan', { params: { path: { id }, query: ref ? { ref } : {} } }));
 export const deleteApp = (id: string) => run(() => client.DELETE('/api/apps/{id}', app(id)));
+// Previews (docs/previews.md): reached through their app, never by their own app row.
+const pv = (id: string, pid: string) => ({ params: { path: { id, pid } } });
+export const listPreviews = (id: string) => run(() => client.GET('/api/apps/{id}/previews', app(id)));
+export const createPreview = (id: string, body: { branch: string; number?: number }) =>
+  run(() => client.POST('/api/apps/{id}/previews', { ...app(id), body }));
+export const deletePreview = (id: string, pid: string) =>
+  run(() => client.DELETE('/api/apps/{id}/previews/{pid}', pv(id, pid)));
+export const previewSettings = (id: string) =>
+  run(() => client.GET('/api/apps/{id}/previews/settings', app(id)));
+export const putPreviewSettings = (id: string, body: PreviewSettings) =>
+  run(() => client.PUT('/api/apps/{id}/previews/settings', { ...app(id), body }));
 export const listServices = (id: string) => run(() => client.GET('/api/apps/{id}/services', app(id)));
 export const patchService = (
   id: string,

@@ -36,5 +36,10 @@ export const previewSettingsSchema = named(
     max: z.number().int(),
     inherit_env: z.array(z.string()),
     database: z.enum(PREVIEW_DATABASES),
+    sleep_after_minutes: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Idle minutes after which a preview sleeps (default 30); null: never'),
   }),
 );

@@ -459,6 +459,8 @@ export interface PreviewSettingsTable {
   /** JSON array of the app's variable names a preview receives. */
   inherit_env: string;
   database: string;
+  /** Idle minutes after which a preview sleeps (null: never); applied to each preview's app row. */
+  sleep_after_minutes?: number | null;
   updated_at: string;
 }
 

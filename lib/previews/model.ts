@@ -12,9 +12,14 @@ export interface PreviewSettings {
   max: number;
   inherit_env: string[];
   database: PreviewDatabase;
+  /** Applied to each preview's own app row: the Sleeper stops idle previews, a request wakes them. */
+  sleep_after_minutes: number | null;
 }
 
-/** Safe by default: off, forks refused, no variable of the app handed over. */
+/** Minutes without a request after which a preview sleeps unless its settings say otherwise. */
+export const DEFAULT_PREVIEW_SLEEP_MINUTES = 30;
+
+/** Safe by default: off, forks refused, no variable of the app handed over; idle previews sleep. */
 export const DEFAULT_SETTINGS: PreviewSettings = {
   enabled: false,
   from_forks: false,
@@ -22,6 +27,7 @@ export const DEFAULT_SETTINGS: PreviewSettings = {
   max: 5,
   inherit_env: [],
   database: 'none',
+  sleep_after_minutes: DEFAULT_PREVIEW_SLEEP_MINUTES,
 };
 
 /** Numbers the API hands out when none is given: above any plausible pull request number of a small forge. */

@@ -4,7 +4,7 @@
 // app's production stack, and removing it is deleting that child app. What differs from a plain
 // deployment is set on the child before each deploy: its source (the pull request's branch, or a
 // fork's repository), its variables (only `inherit_env` of the app's, plus the preview-only ones)
-// and its service settings (the app's ports and health paths).
+// its service settings (the app's ports and health paths) and its idle time before it sleeps.
 import type { Services as Env } from '../http/handler.js';
 import type { App, AppSource } from '../apps/model.js';
 import { APP_NAME } from '../apps/model.js';
@@ -125,6 +125,12 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
     // A number handed out by default is the lowest free one once room was made.
     if (req.number == null) number = await nextFreeNumber(env.db, parent.id);
     const child = await insertApp(env.db, checkName(number), source, now, parent.id);
+    // Previews sleep by default (settings): the Sleeper treats the child like any app with the setting.
+    await env.db
+      .updateTable('apps')
+      .set({ sleep_after_minutes: settings.sleep_after_minutes })
+      .where('id', '=', child.id)
+      .execute();
     row = {
       id: newId(now),
       app_id: parent.id,
@@ -150,7 +156,11 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
   } else {
     await env.db
       .updateTable('apps')
-      .set({ source: JSON.stringify(source), updated_at: nowIso(now) })
+      .set({
+        source: JSON.stringify(source),
+        sleep_after_minutes: settings.sleep_after_minutes,
+        updated_at: nowIso(now),
+      })
       .where('id', '=', row.target_app_id)
       .execute();
   }

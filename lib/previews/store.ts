@@ -29,6 +29,8 @@ export async function getSettings(db: Db, appId: string): Promise<PreviewSetting
     max: row.max,
     inherit_env: JSON.parse(row.inherit_env) as string[],
     database: row.database as PreviewDatabase,
+    sleep_after_minutes:
+      row.sleep_after_minutes === undefined ? DEFAULT_SETTINGS.sleep_after_minutes : row.sleep_after_minutes,
   };
 }
 
@@ -45,13 +47,30 @@ export async function putSettings(
     max: s.max,
     inherit_env: JSON.stringify([...new Set(s.inherit_env)].sort()),
     database: s.database,
+    sleep_after_minutes: s.sleep_after_minutes,
     updated_at: nowIso(now),
   };
-  await db
-    .insertInto('preview_settings')
-    .values({ app_id: appId, ...values })
-    .onConflict((c) => c.column('app_id').doUpdateSet(values))
-    .execute();
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto('preview_settings')
+      .values({ app_id: appId, ...values })
+      .onConflict((c) => c.column('app_id').doUpdateSet(values))
+      .execute();
+    // Existing previews follow at once; only the rows whose setting changes (a change counts as activity).
+    await tx
+      .updateTable('apps')
+      .set({ sleep_after_minutes: s.sleep_after_minutes, updated_at: nowIso(now) })
+      .where('parent_app_id', '=', appId)
+      .where((eb) =>
+        s.sleep_after_minutes === null
+          ? eb('sleep_after_minutes', 'is not', null)
+          : eb.or([
+              eb('sleep_after_minutes', 'is', null),
+              eb('sleep_after_minutes', '!=', s.sleep_after_minutes),
+            ]),
+      )
+      .execute();
+  });
   return getSettings(db, appId);
 }
 

@@ -164,7 +164,8 @@ export class Sleeper {
 
   private async putToSleep(appId: string, at: number, idleMs: number): Promise<boolean> {
     const env = this.env;
-    const app = await getApp(env.db, appId).catch(() => null);
+    // A preview's own row too: previews sleep like apps (lib/previews), reached here by id only.
+    const app = await getApp(env.db, appId, { includePreview: true }).catch(() => null);
     if (!app || app.sleep_after_minutes === null || this.waking.has(appId)) return false;
     // Looked at again under the lock: a request or a deploy may have come meanwhile.
     const row = await env.db
@@ -227,7 +228,7 @@ export class Sleeper {
 
   private async runWake(appId: string): Promise<void> {
     const env = this.env;
-    const app = await getApp(env.db, appId);
+    const app = await getApp(env.db, appId, { includePreview: true });
     if (!(await isSleeping(env.db, appId))) return;
     const t0 = Date.now();
     this.counts.wakes++;

@@ -46,9 +46,10 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
   lab ??= await startEdgeLab();
   await ensureBaseImage();
   git = await startGitServer();
+  // The periodic idle check never fires by itself here: the sleep test calls it with its own clock.
   server = await startTestServer(
     { ...lab.vars, SVC_BASE_DOMAIN: BASE },
-    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 } },
+    { edge: { checkIntervalMs: 1000, checkerTickMs: 250 }, sleep: { intervalMs: 3_600_000 } },
   );
   server.env.deployments.opts.healthTimeoutMs = 60_000;
   server.env.deployments.opts.settleMs = 1_500;
@@ -212,6 +213,7 @@ test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<
     max: 5,
     inherit_env: ['SHARED_TOKEN'],
     database: 'none',
+    sleep_after_minutes: 30,
   });
   const pe = await c.req('PUT', `/api/apps/${app.id}/previews/env`, {
     items: [{ key: 'PREVIEW_ONLY', value: 'yes', secret: false }],
@@ -321,6 +323,53 @@ test('a Gitea synchronize delivery redeploys the preview from the new head of it
   await previewRunning(r.body.preview.id, r.body.preview.deployment_id);
   await answers(previewHost(7), 'preview v2');
   await answers(prodHost(), 'production v1');
+});
+
+test('previews sleep by default: an idle preview stops, shows sleeping, and the first request to pr-<n>-<app> wakes it', async (t) => {
+  if (!(await ready(t)) || !app) return;
+  const db = server!.env.db;
+  const childId = (
+    await db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('app_id', '=', app.id)
+      .where('number', '=', 7)
+      .executeTakeFirstOrThrow()
+  ).target_app_id;
+  const later = (minutes: number) => Date.now() + minutes * 60_000;
+  const sleeper = server!.env.sleeper;
+  assert.deepEqual(await sleeper.check(later(29)), [], 'not idle for 30 minutes yet');
+  const slept = await sleeper.check(later(31));
+  assert.ok(slept.includes(childId), `preview 7 sleeps: ${JSON.stringify(slept)}`);
+  assert.ok(!slept.includes(app.id), 'production has no sleep setting and runs on');
+  const running = async (name: string) =>
+    (await listAppContainers(server!.env.engine, name)).filter((x) => x.state === 'running').length;
+  assert.equal(await running(`${app.name}-pr-7`), 0, 'its containers are stopped');
+  assert.ok((await running(app.name)) > 0);
+  const list = (await c.req('GET', `/api/apps/${app.id}/previews`)).body.items;
+  const seven = list.find((p: any) => p.number === 7);
+  assert.deepEqual([seven.status, seven.sleeping], ['sleeping', true]);
+  await answers(prodHost(), 'production v1');
+  // The first request through Caddy is held while the preview wakes and answered by the preview.
+  const r = await lab!.https(previewHost(7), '/');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'preview v2\n');
+  const woke = (await c.req('GET', `/api/apps/${app.id}/previews/${seven.id}`)).body.preview;
+  assert.deepEqual([woke.status, woke.sleeping], ['running', false]);
+  assert.equal(await running(`${app.name}-pr-7`), 1);
+
+  // Preview 1000 slept too; turning preview sleep off wakes it, as for an app.
+  const other = list.find((p: any) => p.number === 1000);
+  assert.equal(other.sleeping, true);
+  const off = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    inherit_env: ['SHARED_TOKEN'],
+    sleep_after_minutes: null,
+  });
+  assert.equal(off.status, 200, off.text);
+  const again = (await c.req('GET', `/api/apps/${app.id}/previews/${other.id}`)).body.preview;
+  assert.deepEqual([again.status, again.sleeping], ['running', false]);
+  assert.equal(await running(`${app.name}-pr-1000`), 1);
 });
 
 test('a closed pull request leaves nothing on the engine and no rows; DELETE and the expiry sweep remove the others', async (t) => {

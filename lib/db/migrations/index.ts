@@ -20,6 +20,7 @@ import { migration as m0016 } from './0016_build_limits.js';
 import { migration as m0017 } from './0017_audit_app.js';
 import { migration as m0018 } from './0018_sleep.js';
 import { migration as m0019 } from './0019_previews.js';
+import { migration as m0020 } from './0020_preview_sleep.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0017_audit_app': m0017,
   '0018_sleep': m0018,
   '0019_previews': m0019,
+  '0020_preview_sleep': m0020,
 };

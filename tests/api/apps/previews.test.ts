@@ -37,14 +37,19 @@ test('settings: safe defaults, validated, stored; preview env sealed like env (s
     max: 5,
     inherit_env: [],
     database: 'none',
+    sleep_after_minutes: 30,
   });
-  for (const bad of [
+  const bads = [
     { enabled: 'yes' },
     { enabled: true, max: 0 },
     { enabled: true, database: 'copy' },
     { enabled: true, inherit_env: ['1X'] },
     { enabled: true, extra: 1 },
-  ]) {
+    { enabled: true, sleep_after_minutes: 0 },
+    { enabled: true, sleep_after_minutes: 10_081 },
+    { enabled: true, sleep_after_minutes: 2.5 },
+  ];
+  for (const bad of bads) {
     const r = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, bad);
     assert.equal(r.status, 400, JSON.stringify(bad));
     assert.equal(r.body.code, 'bad_request');
@@ -63,6 +68,7 @@ test('settings: safe defaults, validated, stored; preview env sealed like env (s
     max: 2,
     inherit_env: ['A', 'B'],
     database: 'empty',
+    sleep_after_minutes: 30,
   });
   const e = await admin.req('PUT', `/api/apps/${app.id}/previews/env`, {
     items: [
@@ -168,4 +174,31 @@ test('an image app has no branches to preview; app names that would take a previ
     source: { type: 'image', image: 'busybox:1' },
   });
   assert.equal(taken.status, 400, taken.text);
+});
+
+test("previews sleep by default: the setting lands on each preview's own app row and follows a change", async () => {
+  const app = await gitApp();
+  await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true });
+  const made = await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'feature' });
+  assert.equal(made.status, 202, made.text);
+  const child = async () =>
+    (
+      await s.env.db
+        .selectFrom('previews')
+        .innerJoin('apps', 'apps.id', 'previews.target_app_id')
+        .select('apps.sleep_after_minutes')
+        .where('previews.id', '=', made.body.preview.id)
+        .executeTakeFirstOrThrow()
+    ).sleep_after_minutes;
+  assert.equal(await child(), 30);
+  const never = await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    sleep_after_minutes: null,
+  });
+  assert.equal(never.body.sleep_after_minutes, null);
+  assert.equal(await child(), null, 'an existing preview follows the settings');
+  await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, sleep_after_minutes: 5 });
+  assert.equal(await child(), 5);
+  // The app itself is untouched.
+  assert.equal((await admin.req('GET', `/api/apps/${app.id}`)).body.app.sleep_after_minutes, null);
 });

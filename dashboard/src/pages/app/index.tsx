@@ -16,6 +16,7 @@ import { BackupsTab } from './backups';
 import { GitTab } from './git';
 import { BuildTab } from './build';
 import { ShellTab } from './shell';
+import { PreviewsTab } from './previews';
 
 export const TABS = [
   { id: 'overview', label: 'Overview' },
@@ -26,6 +27,7 @@ export const TABS = [
   { id: 'backups', label: 'Backups' },
   { id: 'git', label: 'Webhook & key' },
   { id: 'build', label: 'Build' },
+  { id: 'previews', label: 'Previews' },
   { id: 'shell', label: 'Shell' },
 ] as const;
 export type TabId = (typeof TABS)[number]['id'];
@@ -90,8 +92,8 @@ export function AppPage({ id }: { id: string }) {
       </main>
     );
   const a = app.data;
-  // Only a git app is built from source: the others have no Build tab.
-  const tabs = TABS.filter((t) => t.id !== 'build' || a.source.type === 'git');
+  // Only a git app is built from source: the others have no Build tab, nor previews (built from branches).
+  const tabs = TABS.filter((t) => (t.id !== 'build' && t.id !== 'previews') || a.source.type === 'git');
   const startDeploy = async () => {
     const r = await api.deploy(id);
     setSelected(r.deployment.id);
@@ -186,6 +188,7 @@ export function AppPage({ id }: { id: string }) {
         {tab === 'backups' && <BackupsTab id={id} />}
         {tab === 'git' && <GitTab id={id} source={a.source} />}
         {tab === 'build' && <BuildTab app={a} onSaved={app.set} />}
+        {tab === 'previews' && <PreviewsTab app={a} />}
         {tab === 'shell' && <ShellTab id={id} />}
       </div>
     </main>
