@@ -38,7 +38,8 @@ export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 const ZERO = /^0+$/;
 const SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
-class Invalid extends Error {}
+/** A delivery whose body cannot be read as its event: the reason is shown in the delivery log. */
+export class Invalid extends Error {}
 
 export function parsePushEvent(provider: Provider, event: string, body: Uint8Array): ParsedDelivery {
   try {
@@ -236,7 +237,8 @@ function subjectOf(message: unknown): string | undefined {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
-function json(body: Uint8Array): Record<string, unknown> {
+/** The delivery's JSON object (also from a form-encoded `payload` field), or Invalid. */
+export function json(body: Uint8Array): Record<string, unknown> {
   if (body.byteLength > MAX_PAYLOAD_BYTES) throw new Invalid('payload is larger than 1 MiB');
   let text: string;
   try {
@@ -262,7 +264,7 @@ function json(body: Uint8Array): Record<string, unknown> {
   return o;
 }
 
-function obj(v: unknown): Record<string, unknown> | null {
+export function obj(v: unknown): Record<string, unknown> | null {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 

@@ -12,7 +12,7 @@
 //   source: {branch: {name}, commit: {hash}, repository: {full_name}}, destination: {...}}}.
 import { checkRef, checkRepoUrl } from '../git/validate.js';
 import type { Provider } from './verify.js';
-import { MAX_PAYLOAD_BYTES } from './payload.js';
+import { Invalid, json, obj } from './payload.js';
 
 export interface PullRequest {
   kind: 'pull_request';
@@ -49,8 +49,6 @@ export function isPullRequestEvent(provider: Provider, event: string): boolean {
       return false;
   }
 }
-
-class Invalid extends Error {}
 
 export function parsePullRequest(provider: Provider, event: string, body: Uint8Array): ParsedPullRequest {
   try {
@@ -218,32 +216,4 @@ function cleanTitle(v: unknown): string | null {
     .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
     .trim();
   return line ? line.slice(0, 200) : null;
-}
-
-function json(body: Uint8Array): Record<string, unknown> {
-  if (body.byteLength > MAX_PAYLOAD_BYTES) throw new Invalid('payload is larger than 1 MiB');
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
-  } catch {
-    throw new Invalid('payload is not UTF-8');
-  }
-  if (text.startsWith('payload=')) {
-    const field = new URLSearchParams(text).get('payload');
-    if (field === null) throw new Invalid('payload field is missing');
-    text = field;
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new Invalid('payload is not JSON');
-  }
-  const o = obj(value);
-  if (!o) throw new Invalid('payload is not a JSON object');
-  return o;
-}
-
-function obj(v: unknown): Record<string, unknown> | null {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
