@@ -23,18 +23,22 @@ export function caddyfile(port: number, site: string[]): string[] {
   return ['{', '  admin off', '  auto_https off', '}', `:${port} {`, ...site.map((l) => `  ${l}`), '}'];
 }
 
-/** A shell line that writes `lines` as the Caddyfile (none holds a quote: they are ours). */
-export const writeCaddyfile = (lines: string[]) =>
-  `mkdir -p /etc/caddy && printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > /etc/caddy/Caddyfile`;
+/** A shell line that writes `lines` as dir/Caddyfile (none holds a quote: they are ours). */
+export const writeCaddyfile = (lines: string[], dir = '/etc/caddy') =>
+  `mkdir -p ${dir} && printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > ${dir}/Caddyfile`;
 
 /**
  * The image's binary carries a file capability (to bind low ports), and exec of such a binary fails
- * when the container's capabilities are dropped; a plain `cp` carries none, and 8080 needs none.
+ * when the container's capabilities are dropped (a COPY keeps the capability; a plain `cp` does not),
+ * and 8080 needs none. Copied into a stage of its own, so the final image carries Caddy once.
  */
-export const COPY_CADDY = 'cp /usr/bin/caddy /usr/local/bin/caddy';
+export const copyCaddy = (to: string) => `cp /usr/bin/caddy ${to}`;
 
 /** Caddy keeps its state under XDG folders; the non-root user may write only /tmp. */
 export const CADDY_ENV = { XDG_CONFIG_HOME: '/tmp/caddy', XDG_DATA_HOME: '/tmp/caddy' };
+
+/** The static binary's final stage: no shell, no package manager, the nonroot user 65532. */
+export const DISTROLESS = 'gcr.io/distroless/static-debian12';
 
 interface Served {
   /** Copied to /srv: from stage `from`, or from the build context. */
@@ -42,24 +46,37 @@ interface Served {
   from?: string;
   /** Site lines before the file_server. */
   site?: string[];
-  /** A constant shell line run on the copy. */
-  tidy?: string;
+  /** Leave dotfiles (.git, .env) out of what is served; .well-known is meant to be served. */
+  tidy?: boolean;
 }
 
-/** The final stage in which Caddy serves the files; answers what the plan says of the server. */
+/**
+ * Caddy serving the files: a `site` stage assembles the final tree under /out (the binary without
+ * its capability, the Caddyfile, the files), and the final stage is distroless with that tree alone,
+ * so Caddy is carried once and nothing else of the caddy image (its shell, its package database) is.
+ * Without files to tidy, the binary is copied first, so a change to the files reuses that layer.
+ */
 export function caddyStage(
   df: Dockerfile,
   port: number,
   files: Served,
 ): Pick<Plan, 'runtime' | 'start' | 'port'> {
   const site = ['root * /srv', 'encode gzip', ...(files.site ?? []), 'file_server'];
-  df.from(CADDY_IMAGE);
-  df.run(`${COPY_CADDY} && ${writeCaddyfile(caddyfile(port, site))}`);
-  df.copy([files.src], '/srv', { from: files.from });
-  if (files.tidy !== undefined) df.run(files.tidy);
+  df.from(CADDY_IMAGE, 'site');
+  const setUp = `mkdir -p /out/usr/local/bin && ${copyCaddy('/out/usr/local/bin/caddy')} && ${writeCaddyfile(caddyfile(port, site), '/out/etc/caddy')}`;
+  // Files to tidy need a shell after their copy anyway: one step then, rather than two.
+  if (files.tidy) {
+    df.copy([files.src], '/out/srv', { from: files.from });
+    df.run(`${setUp} && find /out/srv -mindepth 1 -name '.*' ! -name .well-known -prune -exec rm -rf {} +`);
+  } else {
+    df.run(setUp);
+    df.copy([files.src], '/out/srv', { from: files.from });
+  }
+  df.from(DISTROLESS);
   df.env({ PORT: port, ...CADDY_ENV })
     .user('65532:65532')
     .expose(port)
     .cmd(CADDY_ARGV);
+  df.copy(['/out/'], '/', { from: 'site' });
   return { runtime: { name: 'caddy', version: '2', image: CADDY_IMAGE }, start: showArgv(CADDY_ARGV), port };
 }

@@ -1,6 +1,7 @@
 // Go: modules downloaded in their own layer keyed by go.mod and go.sum, a static binary built from the
 // main package (the root or one under cmd/), run from distroless as its non-root user.
 import { showArgv, startArgv } from './command.js';
+import { DISTROLESS } from './caddy.js';
 import { Dockerfile, addAppUser, APP_USER, planOf, shq } from './dockerfile.js';
 import type { RepoFiles } from './files.js';
 import { PlanError, type Plan, type StackOverride } from './types.js';
@@ -10,7 +11,6 @@ import { reduceVersion } from './versions.js';
 export const GO_VERSIONS = ['1.21', '1.22', '1.23', '1.24', '1.25'] as const;
 export const GO_DEFAULT = '1.24';
 const PORT = 8080;
-const DISTROLESS = 'gcr.io/distroless/static-debian12';
 /** Modules that need cgo, so the binary links libc and runs on Debian instead of distroless. */
 const CGO = ['github.com/mattn/go-sqlite3'];
 

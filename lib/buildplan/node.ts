@@ -153,6 +153,15 @@ const PRUNE: Record<Manager, string | null> = {
   yarn: 'yarn install --production --frozen-lockfile --ignore-scripts --prefer-offline',
   'yarn-berry': null,
 };
+/** The production-only install, for an app with nothing to build; yarn berry has none built in. */
+const PROD_INSTALL: Record<Manager, [frozen: string, loose: string] | null> = {
+  npm: ['npm ci --omit=dev', 'npm install --omit=dev'],
+  pnpm: ['pnpm install --frozen-lockfile --prod', 'pnpm install --prod'],
+  yarn: ['yarn install --frozen-lockfile --production', 'yarn install --production'],
+  'yarn-berry': null,
+};
+/** The package's own install scripts run on a local install and often need dev dependencies (husky). */
+const OWN_INSTALL_SCRIPTS = ['preinstall', 'install', 'postinstall', 'prepare'];
 const runScript = (pm: Manager, name: string) =>
   `${pm === 'npm' ? 'npm' : pm === 'pnpm' ? 'pnpm' : 'yarn'} run ${name}`;
 
@@ -179,14 +188,8 @@ function staticBuilder(pkg: Pkg, build: string | null): { tool: string; dir: str
 const isDevServer = (start: string) =>
   /^(vite|react-scripts|astro|parcel|gatsby|ng|vue-cli-service)( |$)/.test(start);
 
-/** The dependency stages every node plan starts with: install keyed by the manifests, then the build. */
-function depsAndBuild(
-  df: Dockerfile,
-  f: Facts,
-  install: string,
-  build: string | null,
-  o: StackOverride | undefined,
-): void {
+/** The install stage, keyed by the manifests alone (unless workspaces need every package.json). */
+function depsStage(df: Dockerfile, f: Facts, install: string, o: StackOverride | undefined): void {
   df.from(nodeImage(f.version), 'deps').workdir('/app');
   if (f.pm !== 'npm') df.env({ COREPACK_ENABLE_DOWNLOAD_PROMPT: 0 }).run('corepack enable');
   if (f.pkg.workspaces) {
@@ -196,6 +199,10 @@ function depsAndBuild(
     df.copy(['.'], '.');
   } else df.copy(f.manifests, './');
   df.runStep(install, o?.install !== undefined);
+}
+
+/** The build stage: the source over the installed dependencies, then the build. */
+function buildStage(df: Dockerfile, f: Facts, build: string | null, o: StackOverride | undefined): void {
   df.from('deps', 'build');
   if (!f.pkg.workspaces) df.copy(['.'], '.');
   if (build !== null) df.runStep(build, o?.build !== undefined);
@@ -213,8 +220,8 @@ export async function planNode(
   const startScript = script('start');
   const buildScript = script('build');
   const f = await facts(files, pkg, o);
-  const install =
-    o?.install !== undefined ? command('(override)', 'install', o.install) : INSTALL[f.pm][f.lock ? 0 : 1];
+  const ownInstall = o?.install !== undefined ? command('(override)', 'install', o.install) : null;
+  const install = ownInstall ?? INSTALL[f.pm][f.lock ? 0 : 1];
   const build =
     o?.build !== undefined
       ? command('(override)', 'build', o.build)
@@ -262,7 +269,8 @@ export async function planNode(
     if (builder?.tool === 'ng' && !publishOverride)
       f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
     const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
-    depsAndBuild(df, f, install, build, o);
+    depsStage(df, f, install, o);
+    buildStage(df, f, build, o);
     const served = caddyStage(df, p, {
       src: `/app/${dir}`,
       from: 'build',
@@ -279,20 +287,53 @@ export async function planNode(
   }
 
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : NODE_PORT;
-  depsAndBuild(df, f, install, build, o);
-  const prune = PRUNE[f.pm];
-  if (prune && o?.install === undefined) df.run(prune);
-  else if (!prune) f.warnings.push('yarn berry: dev dependencies are not pruned from the image');
-  df.from(nodeImage(f.version)).workdir('/app');
-  df.env({ NODE_ENV: 'production', PORT: p, ...(nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}) });
-  df.copy(['/app'], '/app', { from: 'build', chown: 'node:node' });
-  df.user('node').expose(p).cmd(argv);
+  const env = {
+    NODE_ENV: 'production',
+    PORT: p,
+    ...(nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}),
+  };
+  const prune = ownInstall === null ? PRUNE[f.pm] : null;
+  if (ownInstall === null && !PRUNE[f.pm])
+    f.warnings.push('yarn berry: dev dependencies are not pruned from the image');
+  const own = OWN_INSTALL_SCRIPTS.some((k) => pkg.scripts[k] !== undefined);
+  const prodInstall = PROD_INSTALL[f.pm]?.[f.lock ? 0 : 1];
+  let shown = install;
+  // The final stage's settings come before its copies: a source change then rebuilds only the
+  // last copy (each instruction after a changed one is a new layer for the builder).
+  if (f.pkg.workspaces) {
+    // Every package keeps its node_modules beside it: pruned in place, the whole tree copied.
+    depsStage(df, f, install, o);
+    buildStage(df, f, build, o);
+    if (prune) df.run(prune);
+    df.from(nodeImage(f.version)).workdir('/app').env(env).user('node').expose(p).cmd(argv);
+    df.copy(['/app'], '/app', { from: 'build', chown: 'node:node' });
+  } else if (build === null) {
+    // Nothing to build: only the production dependencies are installed, and the source is copied
+    // after them, so a change to the source reuses the install and its copy. The package's own
+    // install scripts may need dev dependencies: then everything is installed and pruned.
+    if (ownInstall === null && prodInstall && !own) shown = prodInstall;
+    depsStage(df, f, shown, o);
+    if (shown === install && prune) df.run(prune);
+    df.from(nodeImage(f.version)).workdir('/app').env(env).user('node').expose(p).cmd(argv);
+    df.copy(['/app'], './', { from: 'deps', chown: 'node:node' });
+    df.copy(['.'], '.', { chown: 'node:node' });
+  } else {
+    // The build needs every dependency; the image gets the pruned ones from a stage keyed by the
+    // manifests alone, and the built tree without the build's node_modules.
+    depsStage(df, f, install, o);
+    if (prune) df.from('deps', 'prod').run(prune);
+    buildStage(df, f, build, o);
+    df.run('rm -rf node_modules');
+    df.from(nodeImage(f.version)).workdir('/app').env(env).user('node').expose(p).cmd(argv);
+    df.copy(['/app'], './', { from: prune ? 'prod' : 'deps', chown: 'node:node' });
+    df.copy(['/app'], './', { from: 'build', chown: 'node:node' });
+  }
   const runtime = { name: 'node', version: f.version, image: nodeImage(f.version) };
   return planOf(df, {
     stack: 'node',
     detected_from: f.from,
     runtime,
-    install,
+    install: shown,
     build,
     start: showArgv(argv),
     port: p,

@@ -232,10 +232,13 @@ export async function planPython(
     `python -m venv /opt/venv${tool && o?.install === undefined ? ` && python -m venv /opt/tools && ${TOOLS}/pip install ${tool}` : ''}`,
   );
   df.workdir('/app');
+  // With the manifests alone enough to install and nothing to build, the source goes straight
+  // from the context into the final stage.
+  const direct = f.manifests.length > 0 && build === null;
   if (f.manifests.length) {
     df.copy(f.manifests, './');
     df.runStep(install, o?.install !== undefined);
-    df.copy(['.'], '.');
+    if (!direct) df.copy(['.'], '.');
   } else {
     df.copy(['.'], '.');
     df.runStep(install, o?.install !== undefined);
@@ -253,9 +256,11 @@ export async function planPython(
     PORT: p,
   });
   df.workdir('/app');
-  df.copy(['/opt/venv'], '/opt/venv', { from: 'build' });
-  df.copy(['/app'], '/app', { from: 'build', chown: `${APP_USER}:${APP_USER}` });
+  // Settings before the copies, so a source change rebuilds only the last layers.
   df.user(APP_USER).expose(p).cmd(argv);
+  df.copy(['/opt/venv'], '/opt/venv', { from: 'build' });
+  if (direct) df.copy(['.'], '/app', { chown: `${APP_USER}:${APP_USER}` });
+  else df.copy(['/app'], '/app', { from: 'build', chown: `${APP_USER}:${APP_USER}` });
   const runtime = { name: 'python', version, image };
   return planOf(df, {
     stack: 'python',

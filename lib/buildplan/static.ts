@@ -25,9 +25,8 @@ export async function planStatic(
     if (o?.[k] !== undefined) warnings.push(`${k} is ignored for plain files without a package.json`);
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : PORT;
   const df = new Dockerfile();
-  // .git, .env and their kind are repository plumbing, not pages; .well-known is meant to be served.
-  const tidy = "find /srv -mindepth 1 -name '.*' ! -name .well-known -prune -exec rm -rf {} +";
-  const served = caddyStage(df, p, { src: dir === '.' ? '.' : dir, tidy });
+  // .git, .env and their kind are repository plumbing, not pages.
+  const served = caddyStage(df, p, { src: dir === '.' ? '.' : dir, tidy: true });
   const detected_from = dir === '.' ? ['index.html'] : [`${dir}/index.html`];
   return planOf(df, { stack: 'static', detected_from, ...served, install: null, build: null, warnings });
 }

@@ -7,7 +7,7 @@ import { assertContract, finalStage, indexOf, lines, plan } from './fixtures.js'
 const pkg = (o: object) => JSON.stringify(o);
 const server = pkg({ scripts: { start: 'node server.js' } });
 
-test('npm with package-lock.json: npm ci in its own layer, dev dependencies pruned, node as the user', async () => {
+test('npm with package-lock.json and a build: npm ci keyed by the manifests, pruned apart, node as the user', async () => {
   const p = await plan({
     'package.json': pkg({ scripts: { start: 'node server.js', build: 'tsc' } }),
     'package-lock.json': '{}',
@@ -22,22 +22,64 @@ test('npm with package-lock.json: npm ci in its own layer, dev dependencies prun
     ['npm ci', 'npm run build', 'node server.js', 3000],
   );
   assert.deepEqual(p.warnings, []);
-  assert.ok(lines(p.dockerfile).includes('RUN npm prune --omit=dev'));
+  // The pruned dependencies come from a stage that sees the manifests only, so a source change
+  // rebuilds neither the install nor the prune; the build's own node_modules stays behind.
+  const all = lines(p.dockerfile);
+  assert.ok(all.indexOf('COPY package.json package-lock.json ./') < all.indexOf('RUN npm ci'));
+  assert.ok(all.indexOf('RUN npm ci') < all.indexOf('COPY . .'));
+  assert.deepEqual(all.slice(all.indexOf('FROM deps AS prod'), all.indexOf('FROM deps AS prod') + 2), [
+    'FROM deps AS prod',
+    'RUN npm prune --omit=dev',
+  ]);
+  assert.ok(all.indexOf('RUN npm run build') < all.indexOf('RUN rm -rf node_modules'));
   assert.deepEqual(finalStage(p.dockerfile), [
     'FROM node:22-bookworm-slim',
     'WORKDIR /app',
     'ENV NODE_ENV=production PORT=3000',
-    'COPY --from=build --chown=node:node /app /app',
     'USER node',
     'EXPOSE 3000',
     'CMD ["node","server.js"]',
+    'COPY --from=prod --chown=node:node /app ./',
+    'COPY --from=build --chown=node:node /app ./',
   ]);
+});
+
+test('npm with nothing to build: production dependencies only, installed once, the source copied after them', async () => {
+  const p = await plan({ 'package.json': server, 'package-lock.json': '{}', 'server.js': '' });
+  assertContract(p);
+  assert.equal(p.install, 'npm ci --omit=dev');
+  assert.ok(!lines(p.dockerfile).some((l) => /prune|AS build|AS prod/.test(l)), p.dockerfile);
+  assert.deepEqual(finalStage(p.dockerfile), [
+    'FROM node:22-bookworm-slim',
+    'WORKDIR /app',
+    'ENV NODE_ENV=production PORT=3000',
+    'USER node',
+    'EXPOSE 3000',
+    'CMD ["node","server.js"]',
+    // Settings first: a source change rebuilds this last copy only.
+    'COPY --from=deps --chown=node:node /app ./',
+    'COPY --chown=node:node . .',
+  ]);
+  // The package's own install scripts (husky in prepare) may need dev dependencies: all, then pruned.
+  const husky = await plan({
+    'package.json': pkg({ scripts: { start: 'node s.js', prepare: 'husky' } }),
+    'package-lock.json': '{}',
+  });
+  assert.equal(husky.install, 'npm ci');
+  assert.ok(
+    lines(husky.dockerfile).indexOf('RUN npm ci') <
+      lines(husky.dockerfile).indexOf('RUN npm prune --omit=dev'),
+  );
 });
 
 test('pnpm and yarn (classic and berry) from their lock files, through corepack', async () => {
   const cases: [Record<string, string>, string, string][] = [
-    [{ 'pnpm-lock.yaml': '' }, 'pnpm install --frozen-lockfile', 'COPY package.json pnpm-lock.yaml ./'],
-    [{ 'yarn.lock': '' }, 'yarn install --frozen-lockfile', 'COPY package.json yarn.lock ./'],
+    [
+      { 'pnpm-lock.yaml': '' },
+      'pnpm install --frozen-lockfile --prod',
+      'COPY package.json pnpm-lock.yaml ./',
+    ],
+    [{ 'yarn.lock': '' }, 'yarn install --frozen-lockfile --production', 'COPY package.json yarn.lock ./'],
     [
       { 'yarn.lock': '', '.yarnrc.yml': 'nodeLinker: node-modules' },
       'yarn install --immutable',
@@ -65,7 +107,7 @@ test('pnpm and yarn (classic and berry) from their lock files, through corepack'
 
 test('no lock file: npm install, with a warning', async () => {
   const p = await plan({ 'package.json': server, 'server.js': '' });
-  assert.equal(p.install, 'npm install');
+  assert.equal(p.install, 'npm install --omit=dev');
   assert.deepEqual(p.warnings, ['no lock file: dependencies are resolved afresh on every build']);
 });
 
@@ -139,11 +181,16 @@ test('front-end builds become static sites served by Caddy, from the tool output
     assertContract(p);
     assert.equal(p.stack, 'static', JSON.stringify(json));
     assert.deepEqual(p.runtime, { name: 'caddy', version: '2', image: 'caddy:2-alpine' });
-    assert.deepEqual(p.images, ['node:22-bookworm-slim', 'caddy:2-alpine']);
+    assert.deepEqual(p.images, [
+      'node:22-bookworm-slim',
+      'caddy:2-alpine',
+      'gcr.io/distroless/static-debian12',
+    ]);
     assert.equal(p.port, 8080);
+    assert.ok(lines(p.dockerfile).includes(`COPY --from=build /app/${dir} /out/srv`), p.dockerfile);
     const final = finalStage(p.dockerfile);
-    assert.equal(final[0], 'FROM caddy:2-alpine');
-    assert.ok(final.includes(`COPY --from=build /app/${dir} /srv`), p.dockerfile);
+    assert.equal(final[0], 'FROM gcr.io/distroless/static-debian12');
+    assert.equal(final[final.length - 1], 'COPY --from=site /out/ /');
     assert.ok(final.includes('USER 65532:65532'));
     assert.ok(!final.some((l) => /npm|node/.test(l)), 'no node tooling in the final stage');
     assert.match(p.dockerfile, /try_files \{path\} \{path\}\/ \/index\.html/);

@@ -32,10 +32,8 @@ test('install, build, start and port replace what detection chose, each as a JSO
     !lines(p.dockerfile).some((l) => /prune/.test(l)),
     'an own install is not pruned behind its back',
   );
-  assert.deepEqual(finalStage(p.dockerfile).slice(-2), [
-    'EXPOSE 9000',
-    'CMD ["node","dist/main.js","--port","9000"]',
-  ]);
+  assert.ok(finalStage(p.dockerfile).includes('EXPOSE 9000'));
+  assert.ok(finalStage(p.dockerfile).includes('CMD ["node","dist/main.js","--port","9000"]'));
   const shell = await plan(
     { 'requirements.txt': 'x' },
     { type: 'stack', stack: 'python', start: 'gunicorn "app:create()" --bind 0.0.0.0:$PORT' },
@@ -82,7 +80,7 @@ test('stack node over a front-end project runs its server; stack static over it 
     { type: 'stack', stack: 'static', publish_dir: 'site/out' },
   );
   assertContract(asStatic);
-  assert.ok(lines(asStatic.dockerfile).includes('COPY --from=build /app/site/out /srv'));
+  assert.ok(lines(asStatic.dockerfile).includes('COPY --from=build /app/site/out /out/srv'));
   await refused(
     { 'package.json': vite },
     { file: 'package.json', field: 'scripts.start', reason: /is missing/ },
@@ -95,7 +93,7 @@ test('stack static over plain files: publish_dir must be a folder of the reposit
     { 'docs/index.html': '', 'README.md': '' },
     { type: 'stack', stack: 'static', publish_dir: 'docs' },
   );
-  assert.ok(lines(p.dockerfile).includes('COPY docs /srv'));
+  assert.ok(lines(p.dockerfile).includes('COPY docs /out/srv'));
   await refused(
     { 'README.md': '' },
     { file: '(override)', field: 'publish_dir', reason: /not a folder of the repository/ },

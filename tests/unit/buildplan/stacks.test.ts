@@ -59,15 +59,23 @@ test('static: index.html at the root or in public/, dotfiles pruned, Caddy as a 
   assertContract(root);
   assert.equal(root.stack, 'static');
   assert.deepEqual([root.install, root.build, root.port], [null, null, 8080]);
-  assert.ok(lines(root.dockerfile).includes('COPY . /srv'));
-  assert.ok(
-    indexOf(root.dockerfile, /^COPY \. \/srv$/) <
-      indexOf(root.dockerfile, /^RUN find \/srv .*-name '\.\*' ! -name \.well-known -prune -exec rm -rf/),
+  assert.ok(lines(root.dockerfile).includes('COPY . /out/srv'));
+  // Caddy once: a plain copy (without the file capability) in the step that tidies the files, and
+  // a distroless final stage holding only the assembled tree.
+  const setUp = indexOf(
+    root.dockerfile,
+    /^RUN .*cp \/usr\/bin\/caddy \/out\/usr\/local\/bin\/caddy .*find \/out\/srv .*-name '\.\*' ! -name \.well-known -prune -exec rm -rf/,
   );
-  assert.match(root.dockerfile, /cp \/usr\/bin\/caddy \/usr\/local\/bin\/caddy/);
+  assert.ok(indexOf(root.dockerfile, /^COPY \. \/out\/srv$/) < setUp && setUp > 0, root.dockerfile);
+  assert.deepEqual(root.images, ['caddy:2-alpine', 'gcr.io/distroless/static-debian12']);
+  const final = finalStage(root.dockerfile);
+  assert.deepEqual(
+    [final[0], final[final.length - 1]],
+    ['FROM gcr.io/distroless/static-debian12', 'COPY --from=site /out/ /'],
+  );
   const pub = await plan({ 'public/index.html': '', 'README.md': '' });
   assert.deepEqual(pub.detected_from, ['public/index.html']);
-  assert.ok(lines(pub.dockerfile).includes('COPY public /srv'));
+  assert.ok(lines(pub.dockerfile).includes('COPY public /out/srv'));
 });
 
 test('php: composer in its own stage keyed by composer.lock, php-fpm on loopback behind Caddy, www-data', async () => {
