@@ -8,7 +8,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
-import { serviceSettings } from '../apps/store.js';
+import { patchServiceSettings, serviceSettings } from '../apps/store.js';
 import { parseCompose, singleServiceModel, type ComposeModel } from '../compose/index.js';
 import {
   StackError,
@@ -182,6 +182,12 @@ export async function runPipeline(
       spec = { kind: 'dockerfile', path: GENERATED_DOCKERFILE };
       generated = { text: mapDockerfileImages(bp.dockerfile, env.config.imageMap), port: bp.port };
       say(`building the generated Dockerfile as service "app"`);
+      // The plan's port becomes the service's unless the operator set one: the health gate probes
+      // it, and the proxy routes the app's automatic host to it.
+      if (!(await serviceSettings(env.db, app.id)).get('app')?.port) {
+        await patchServiceSettings(env.db, app.id, 'app', { port: bp.port });
+        say(`service "app" listens on port ${bp.port}, the plan's (set a port on the service to change it)`);
+      }
     } else {
       spec = resolved.spec;
       say(

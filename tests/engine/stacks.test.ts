@@ -67,16 +67,16 @@ async function deploySample(name: SampleName): Promise<Deployed> {
   const app = { id: r.body.app.id as string, name: appName };
   const plan = await admin.req('GET', `/api/apps/${app.id}/build-plan`);
   assert.equal(plan.status, 200, plan.text);
-  // The port the plan shows, as the operator sets it: the proxy routes an automatic host only to a
-  // service with a port. The health gate waits for the sample's page, not just a running container.
-  const h = await admin.req('PATCH', `/api/apps/${app.id}/services/app`, {
-    port: plan.body.port,
-    health_path: smp.path,
-  });
+  // No port is set: the deploy takes the plan's, so the app gets its automatic host. The health
+  // gate waits for the sample's page, not just a running container.
+  const h = await admin.req('PATCH', `/api/apps/${app.id}/services/app`, { health_path: smp.path });
   assert.equal(h.status, 200, h.text);
   const d = await admin.req('POST', `/api/apps/${app.id}/deployments`, {});
   assert.equal(d.status, 202, d.text);
   const deployment = await waitStatus(admin, app.id, d.body.deployment.id, ['succeeded'], 900_000);
+  const services = await admin.req('GET', `/api/apps/${app.id}/services`);
+  const svc = services.body.items.find((x: { name: string }) => x.name === 'app');
+  assert.equal(svc?.port, plan.body.port, services.text);
   return { app, deployment, plan: plan.body };
 }
 
