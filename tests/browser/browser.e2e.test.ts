@@ -172,13 +172,13 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
     await page.getByLabel('Key', { exact: true }).fill('GREETING');
     await page.getByLabel('Value', { exact: true }).fill(MARKUP(3));
     await page.getByLabel('Secret', { exact: true }).uncheck();
-    await page.getByRole('button', { name: 'Set' }).click();
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
     await page.getByTestId('env-row').filter({ hasText: 'GREETING' }).waitFor(WAIT);
     // A secret one is listed without its value.
     await page.getByLabel('Key', { exact: true }).fill('API_SECRET');
     await page.getByLabel('Value', { exact: true }).fill('s3cr3t-value-never-listed');
     await page.getByLabel('Secret', { exact: true }).check();
-    await page.getByRole('button', { name: 'Set' }).click();
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
     await page.getByTestId('env-row').filter({ hasText: 'API_SECRET' }).waitFor(WAIT);
     assert.equal(await page.getByText('s3cr3t-value-never-listed').count(), 0, 'secret values are redacted');
 
