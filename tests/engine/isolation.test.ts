@@ -27,6 +27,7 @@ import {
 } from '#lib/docker/index.js';
 import { appName, cleanup, execIn, until } from './_helpers.js';
 import { cleanupApp, waitStatus } from './_deploy.js';
+import { SERVE_NODE_OPTIONS } from '#lib/install/texts.js';
 
 const run = promisify(execFile);
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
@@ -87,7 +88,11 @@ test('the real control plane in its container: an app it deployed cannot reach i
   made.push(ctl.id);
   await ctl.start();
   const ctlInfo = await ctl.inspect();
-  assert.deepEqual(ctlInfo.Config.Entrypoint, ['/usr/local/bin/node', '/opt/svc/dist/runtime/cli.js']);
+  assert.deepEqual(ctlInfo.Config.Entrypoint, [
+    '/usr/local/bin/node',
+    ...SERVE_NODE_OPTIONS,
+    '/opt/svc/dist/runtime/cli.js',
+  ]);
   assert.deepEqual(ctlInfo.Config.Cmd, ['serve']);
   assert.deepEqual(Object.keys(ctlInfo.NetworkSettings.Networks), [CONTROL_NETWORK]);
   const ctlIp = ctlInfo.NetworkSettings.Networks[CONTROL_NETWORK]!.IPAddress;

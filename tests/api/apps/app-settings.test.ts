@@ -160,9 +160,11 @@ test('the build plan of a repository without a Dockerfile: stack, commands, the 
   assert.equal(plan.status, 200, plan.text);
   assert.equal(plan.body.stack, 'static');
   assert.deepEqual(plan.body.detected_from, ['index.html']);
-  assert.deepEqual(plan.body.images, ['caddy:2-alpine']);
+  // Caddy assembles the site; the final image is distroless with Caddy's binary alone.
+  assert.deepEqual(plan.body.images, ['caddy:2-alpine', 'gcr.io/distroless/static-debian12']);
   assert.equal(plan.body.port, 8080);
-  assert.match(plan.body.dockerfile, /^FROM caddy:2-alpine$/m);
+  assert.match(plan.body.dockerfile, /^FROM caddy:2-alpine AS site$/m);
+  assert.match(plan.body.dockerfile, /^FROM gcr.io\/distroless\/static-debian12$/m);
   assert.ok(Array.isArray(plan.body.warnings));
   assert.equal((await c.req('GET', `/api/apps/${app.id}/build-plan?ref=main`)).status, 200);
   const bad = await c.req('GET', `/api/apps/${app.id}/build-plan?ref=nope`);
