@@ -144,7 +144,7 @@ function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove
 
 const DATABASES: Array<[PreviewSettings['database'], string]> = [
   ['none', 'none: no database of its own'],
-  ['empty', 'empty: a fresh database (not applied yet)'],
+  ['empty', "empty: a fresh database of each of the app's"],
   ['latest_backup', "latest_backup: the app's latest backup (not applied yet)"],
 ];
 
