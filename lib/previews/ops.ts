@@ -13,7 +13,8 @@ import { getApp, insertApp } from '../apps/store.js';
 import { deleteApp } from '../apps/ops.js';
 import { publishAppEvent } from '../apps/events.js';
 import { getBaseDomain } from '../domains/store.js';
-import { createDatabase } from '../databases/index.js';
+import { createDatabase, getDatabaseRow } from '../databases/index.js';
+import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { checkRef, checkRepoUrl } from '../git/validate.js';
 import { ACTIVE } from '../apps/deployment.js';
 import { newId } from '../crypto/random.js';
@@ -167,10 +168,9 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
   }
   await prepareChild(env, parent, row.target_app_id, settings.inherit_env);
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
-  // `latest_backup` is not applied yet (docs/previews.md).
-  if (settings.database === 'empty') {
+  if (settings.database !== 'none') {
     try {
-      await ensurePreviewDatabases(env, parent, child);
+      await ensurePreviewDatabases(env, parent, child, settings.database === 'latest_backup');
     } catch (e) {
       if (made) await removePreview(env, row).catch(() => {});
       throw e;
@@ -210,9 +210,16 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
  * databases route uses, so it lives on the preview's network and goes when the child app is
  * deleted. The first deployment waits until they are ready: an app that connects at start would
  * otherwise fail its health check and the deploy with it. One that failed to provision is left to
- * show its error on the row; the deployment goes ahead without it.
+ * show its error on the row; the deployment goes ahead without it. `latest_backup` then restores,
+ * into each new one, the latest successful backup run of the app's database it copies (none: it
+ * stays empty); a restore that fails leaves it empty too, said in the log.
  */
-async function ensurePreviewDatabases(env: PreviewEnv, parent: App, child: App): Promise<void> {
+async function ensurePreviewDatabases(
+  env: PreviewEnv,
+  parent: App,
+  child: App,
+  restore: boolean,
+): Promise<void> {
   const [theirs, mine] = await Promise.all([
     env.db
       .selectFrom('app_databases')
@@ -224,13 +231,58 @@ async function ensurePreviewDatabases(env: PreviewEnv, parent: App, child: App):
   ]);
   const have = new Set(mine.map((r) => r.env_var));
   const pending: Promise<unknown>[] = [];
+  const made: Array<{ from: string; to: string }> = [];
   for (const db of theirs) {
     if (have.has(db.env_var)) continue;
-    await createDatabase(env, child, { engine: db.engine, version: db.version, env_var: db.env_var }, (p) =>
-      pending.push(p),
+    const view = await createDatabase(
+      env,
+      child,
+      { engine: db.engine, version: db.version, env_var: db.env_var },
+      (p) => pending.push(p),
     );
+    made.push({ from: db.id, to: view.id });
   }
   await Promise.all(pending);
+  if (!restore) return;
+  for (const { from, to } of made) {
+    const row = await getDatabaseRow(env, child.id, to);
+    if (row.status !== 'ready') continue;
+    const run = await latestRunOf(env, parent.id, from);
+    if (!run) continue;
+    try {
+      await restoreDatabaseFromRun(env, row, run);
+    } catch (e) {
+      env.log.warn(
+        { app: child.name, database: to, run: run.id, err: e instanceof Error ? e.message : String(e) },
+        "preview database left empty: the restore of the app's latest backup failed",
+      );
+    }
+  }
+}
+
+/** The latest successful run, artifact still stored, of any backup of the app's database `dbId`. */
+async function latestRunOf(env: PreviewEnv, appId: string, dbId: string) {
+  const configs = (
+    await env.db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', appId).execute()
+  ).filter((c) => {
+    const src = JSON.parse(c.source) as { type: string; database_id?: string };
+    return src.type === 'database' && src.database_id === dbId;
+  });
+  if (!configs.length) return null;
+  return (
+    (await env.db
+      .selectFrom('backup_runs')
+      .selectAll()
+      .where(
+        'backup_id',
+        'in',
+        configs.map((c) => c.id),
+      )
+      .where('status', '=', 'succeeded')
+      .where('artifact_removed', '=', 0)
+      .orderBy('started_at', 'desc')
+      .executeTakeFirst()) ?? null
+  );
 }
 
 /**

@@ -10,7 +10,14 @@ import { adminClient, reveal, type Client, type TestServer } from '../_support/s
 import { needDbImages } from '../_support/dbimages.js';
 import { ensureBaseImage } from '../_support/docker.js';
 import { poll } from '../_support/wait.js';
-import { startDataServer, stopDataServer, addDatabase, dbReady } from './_data.js';
+import {
+  startDataServer,
+  stopDataServer,
+  addDatabase,
+  dbReady,
+  runBackup,
+  runInAppNetwork,
+} from './_data.js';
 import { startGitServer, webRepo, cleanupApp, type GitServer } from './_deploy.js';
 import { execIn } from './_helpers.js';
 import { listAppContainers, LABEL_DATABASE_APP } from '#lib/docker/index.js';
@@ -19,6 +26,11 @@ let s: TestServer | null = null;
 let git: GitServer | null = null;
 const apps: string[] = [];
 const names: string[] = [];
+// Shared by the tests, in order: the server, the app with its Redis, production's REDIS_URL.
+let c: Client;
+let app: { id: string; name: string } | null = null;
+let parentUrl = '';
+let redisImage = '';
 
 after(async () => {
   if (s) {
@@ -45,20 +57,42 @@ async function previewRunning(c: Client, appId: string, pid: string, deploymentI
   );
 }
 
-// Talks to the Redis its REDIS_URL names, from inside the preview's container, as the app would.
-const REDIS_SCRIPT = [
-  'u=${REDIS_URL#redis://default:}; pw=${u%%@*}; hp=${u#*@}; hp=${hp%%/*}',
-  `printf 'AUTH %s\\r\\nSET k preview\\r\\nGET k\\r\\n' "$pw" | nc -w 3 "\${hp%%:*}" "\${hp##*:}"`,
-].join('\n');
+// Talks to the Redis its REDIS_URL names, from inside the preview's container, as the app would:
+// AUTH, then `commands` (constant words), one a line.
+const redisScript = (commands: string[]) =>
+  [
+    'u=${REDIS_URL#redis://default:}; pw=${u%%@*}; hp=${u#*@}; hp=${hp%%/*}',
+    `printf 'AUTH %s\\r\\n${commands.join('\\r\\n')}\\r\\n' "$pw" | nc -w 3 "\${hp%%:*}" "\${hp##*:}"`,
+  ].join('\n');
+
+const dbContainers = async (child: string) =>
+  (
+    await s!.env.engine.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_DATABASE_APP}=${child}`] },
+    })
+  ).map((x) => x.Names[0]);
+
+/** REDIS_URL inside the preview's running container, and Redis's answer to `commands` through it. */
+async function inPreview(child: string, commands: string[]): Promise<{ url: string; talk: string }> {
+  const engine = s!.env.engine;
+  const [ctr] = (await listAppContainers(engine, child)).filter((x) => x.state === 'running');
+  assert.ok(ctr, 'a running preview container');
+  const url = (await execIn(engine, ctr.id, ['sh', '-c', 'printf %s "$REDIS_URL"'])).stdout.toString();
+  const talk = (await execIn(engine, ctr.id, ['sh', '-c', redisScript(commands)])).stdout.toString();
+  return { url, talk: talk.replace(/\r/g, '') };
+}
 
 test('database "empty": the preview gets its own Redis under REDIS_URL, kept on redeploy, gone with the preview', async (t) => {
-  if (!(await needDbImages(t))) return;
+  const images = await needDbImages(t);
+  if (!images) return;
+  redisImage = images.redis;
   await ensureBaseImage();
   git = await startGitServer();
   s = await startDataServer(['redis']);
   s.env.deployments.opts.healthTimeoutMs = 60_000;
   s.env.deployments.opts.settleMs = 1_500;
-  const c = await adminClient(s);
+  c = await adminClient(s);
   const engine = s.env.engine;
 
   const repo = `pvdb-${randomBytes(3).toString('hex')}`;
@@ -69,7 +103,7 @@ test('database "empty": the preview gets its own Redis under REDIS_URL, kept on 
     source: { type: 'git', repo_url: git.url(repo), branch: 'main' },
   });
   assert.equal(r.status, 201, r.text);
-  const app = r.body.app;
+  app = r.body.app as { id: string; name: string };
   apps.push(app.id);
   const child = `${name}-pr-5`;
   names.push(child, name);
@@ -79,7 +113,7 @@ test('database "empty": the preview gets its own Redis under REDIS_URL, kept on 
   );
   const db = await addDatabase(c, app.id, 'redis', '7');
   await dbReady(c, app.id, 'redis', db.id);
-  const parentUrl = (await reveal(c, app.id, 'REDIS_URL')).body.value as string;
+  parentUrl = (await reveal(c, app.id, 'REDIS_URL')).body.value as string;
   assert.match(parentUrl, /^redis:\/\//);
 
   // Production's URL is asked for twice (inherited and preview-only): the preview's own wins.
@@ -100,40 +134,25 @@ test('database "empty": the preview gets its own Redis under REDIS_URL, kept on 
   const pid = made.body.preview.id;
   await previewRunning(c, app.id, pid, made.body.preview.deployment_id);
 
-  const dbContainers = async () =>
-    (
-      await engine.docker.listContainers({
-        all: true,
-        filters: { label: [`${LABEL_DATABASE_APP}=${child}`] },
-      })
-    ).map((x) => x.Names[0]);
-  const inPreview = async () => {
-    const [ctr] = (await listAppContainers(engine, child)).filter((x) => x.state === 'running');
-    assert.ok(ctr, 'a running preview container');
-    const url = (await execIn(engine, ctr.id, ['sh', '-c', 'printf %s "$REDIS_URL"'])).stdout.toString();
-    const talk = (await execIn(engine, ctr.id, ['sh', '-c', REDIS_SCRIPT])).stdout.toString();
-    return { url, talk };
-  };
-
-  const first = await inPreview();
+  const first = await inPreview(child, ['SET k preview', 'GET k']);
   assert.match(first.url, /^redis:\/\/default:[^@]+@redis-[a-z0-9]+:6379\/0$/);
   assert.notEqual(first.url, parentUrl);
-  assert.equal(first.talk.replace(/\r/g, ''), '+OK\n+OK\n$7\npreview\n');
-  assert.equal((await dbContainers()).length, 1);
+  assert.equal(first.talk, '+OK\n+OK\n$7\npreview\n');
+  assert.equal((await dbContainers(child)).length, 1);
 
   // A redeploy keeps the same database and its URL.
   const again = await c.req('POST', `/api/apps/${app.id}/previews`, { branch: 'main', number: 5 });
   assert.equal(again.status, 202, again.text);
   await previewRunning(c, app.id, pid, again.body.preview.deployment_id);
-  assert.equal((await inPreview()).url, first.url);
-  assert.equal((await dbContainers()).length, 1);
+  assert.equal((await inPreview(child, ['SET k preview', 'GET k'])).url, first.url);
+  assert.equal((await dbContainers(child)).length, 1);
 
   // Two database rows: production's and the preview's.
   assert.equal((await s.env.db.selectFrom('app_databases').select('id').execute()).length, 2);
 
   const del = await c.req('DELETE', `/api/apps/${app.id}/previews/${pid}`);
   assert.ok(del.status === 200 || del.status === 204, del.text);
-  assert.deepEqual(await dbContainers(), []);
+  assert.deepEqual(await dbContainers(child), []);
   const vols = await engine.docker.listVolumes({ filters: { label: [`svc.app=${child}`] } });
   assert.deepEqual(vols.Volumes ?? [], []);
   const rows = await s.env.db.selectFrom('app_databases').select('app_id').execute();
@@ -141,4 +160,42 @@ test('database "empty": the preview gets its own Redis under REDIS_URL, kept on 
     rows.map((x) => x.app_id),
     [app.id],
   );
+});
+
+test('database "latest_backup": the preview\'s own Redis starts with the app\'s latest backup', async (t) => {
+  if (!(await needDbImages(t)) || !app) return;
+  const db = (await c.req('GET', `/api/apps/${app.id}/databases`)).body.items[0];
+  await runInAppNetwork(
+    s!,
+    app,
+    redisImage,
+    ['sh', '-c', 'redis-cli -u "$URL" SET origin production'],
+    [`URL=${parentUrl}`],
+  );
+  const b = await c.req('POST', `/api/apps/${app.id}/backups`, {
+    source: { type: 'database', database_id: db.id },
+    schedule: '0 3 * * *',
+    keep_last: 3,
+  });
+  assert.equal(b.status, 201, b.text);
+  const run = await runBackup(c, app.id, b.body.backup.id);
+  assert.equal(run.status, 'succeeded', JSON.stringify(run));
+  const set = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    database: 'latest_backup',
+    inherit_env: [],
+    sleep_after_minutes: null,
+  });
+  assert.equal(set.status, 200, set.text);
+  const child = `${app.name}-pr-6`;
+  names.push(child);
+  const made = await c.req('POST', `/api/apps/${app.id}/previews`, { branch: 'main', number: 6 });
+  assert.equal(made.status, 202, made.text);
+  await previewRunning(c, app.id, made.body.preview.id, made.body.preview.deployment_id);
+  const seen = await inPreview(child, ['GET origin']);
+  assert.notEqual(seen.url, parentUrl);
+  assert.equal(seen.talk, '+OK\n$10\nproduction\n');
+  const del = await c.req('DELETE', `/api/apps/${app.id}/previews/${made.body.preview.id}`);
+  assert.ok(del.status === 200 || del.status === 204, del.text);
+  assert.deepEqual(await dbContainers(child), []);
 });
