@@ -144,8 +144,8 @@ function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove
 
 const DATABASES: Array<[PreviewSettings['database'], string]> = [
   ['none', 'none: no database of its own'],
-  ['empty', 'empty: a fresh database (not applied yet)'],
-  ['latest_backup', "latest_backup: the app's latest backup (not applied yet)"],
+  ['empty', "empty: a fresh database of each of the app's"],
+  ['latest_backup', "latest_backup: a fresh database loaded with the app's latest backup"],
 ];
 
 /** Numbers typed in the form; anything not a whole number goes to the API as is, which names the problem. */
