@@ -16,7 +16,12 @@ import { startGitServer, webRepo, waitStatus, cleanupApp, type GitServer } from 
 import { execIn } from '../engine/_helpers.js';
 import { listAppContainers } from '#lib/docker/index.js';
 import { sweepExpired } from '#lib/previews/ops.js';
-import { githubPullRequest, giteaPullRequest } from '../unit/webhooks/_payloads.js';
+import {
+  bitbucketPullRequest,
+  githubPullRequest,
+  giteaPullRequest,
+  gitlabMergeRequest,
+} from '../unit/webhooks/_payloads.js';
 
 const run = promisify(execFile);
 const BASE = 'pv.test';
@@ -103,6 +108,31 @@ function signedGitea(payload: unknown) {
       'x-gitea-event': 'pull_request',
       'x-gitea-delivery': `pvg-${++n}-${Date.now()}`,
       'x-gitea-signature': createHmac('sha256', secret).update(body).digest('hex'),
+    },
+  };
+}
+// GitLab sends the secret itself (no signature); Bitbucket Cloud signs in the sha256= form.
+function signedGitlab(payload: unknown) {
+  const body = Buffer.from(JSON.stringify(payload));
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-gitlab-event': 'Merge Request Hook',
+      'x-gitlab-token': secret,
+      'x-gitlab-event-uuid': `pvl-${++n}-${Date.now()}`,
+    },
+  };
+}
+function signedBitbucket(event: string, payload: unknown) {
+  const body = Buffer.from(JSON.stringify(payload));
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-event-key': event,
+      'x-request-uuid': `pvb-${++n}-${Date.now()}`,
+      'x-hub-signature': 'sha256=' + createHmac('sha256', secret).update(body).digest('hex'),
     },
   };
 }
@@ -322,6 +352,31 @@ test('a Gitea synchronize delivery redeploys the preview from the new head of it
   assert.equal(r.status, 202, JSON.stringify(r.body));
   await previewRunning(r.body.preview.id, r.body.preview.deployment_id);
   await answers(previewHost(7), 'preview v2');
+  await answers(prodHost(), 'production v1');
+});
+
+test('GitLab and Bitbucket deliveries make the preview of their branch on its host; merged or declined remove it', async (t) => {
+  if (!(await ready(t)) || !app) return;
+  for (const forge of ['gitlab', 'bitbucket'] as const) {
+    const number = forge === 'gitlab' ? 21 : 22;
+    const open =
+      forge === 'gitlab'
+        ? signedGitlab(gitlabMergeRequest('open', { iid: number, source: 'feature', target: 'main' }))
+        : signedBitbucket('pullrequest:created', bitbucketPullRequest({ id: number, source: 'feature' }));
+    const r = await deliver(open);
+    assert.equal(r.status, 202, `${forge}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.preview.number, number);
+    await previewRunning(r.body.preview.id, r.body.preview.deployment_id);
+    await answers(previewHost(number), 'preview v2');
+    const end =
+      forge === 'gitlab'
+        ? signedGitlab(gitlabMergeRequest('merge', { iid: number, source: 'feature', target: 'main' }))
+        : signedBitbucket('pullrequest:rejected', bitbucketPullRequest({ id: number, source: 'feature' }));
+    const gone = await deliver(end);
+    assert.equal(gone.status, 202, `${forge}: ${JSON.stringify(gone.body)}`);
+    assert.equal(gone.body.preview.status, 'removed');
+    assert.deepEqual(await engineObjects(`${app.name}-pr-${number}`), []);
+  }
   await answers(prodHost(), 'production v1');
 });
 
