@@ -234,10 +234,9 @@ writeFileSync('dist/index.html', marked.parse(readFileSync('page.md', 'utf8')));
         name,
         stack: 'ruby',
         files: {
-          // No gem: rubygems is not reachable from the test machine, so the lock names none.
-          Gemfile: 'source "https://rubygems.org"\n',
-          'Gemfile.lock':
-            'GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n\nBUNDLED WITH\n   2.3.15\n',
+          // No gem and no gem source: no gem server is reachable from the test machine.
+          Gemfile: '# no gems\n',
+          'Gemfile.lock': 'PLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n\nBUNDLED WITH\n   2.3.15\n',
           'app.rb': RUBY_APP,
         },
         path: '/',
