@@ -16,6 +16,8 @@ const KILL_MEMORY_MS = 60_000;
 const LOG_LINES = 20;
 const LOG_LINE_MAX = 300;
 const MAX_TRACKED = 2048;
+const OOM_CHECKS = 6;
+const OOM_CHECK_GAP_MS = 250;
 
 export type CrashState = 'crash_loop' | 'oom';
 
@@ -104,7 +106,7 @@ export class CrashWatcher {
     const oomEvent = this.ooms.delete(e.container_id);
     // Only an OOM kill counts after a kill: everything else after one was asked for.
     let oom = oomEvent;
-    if (!oom && e.exit_code === 137) oom = await this.inspectOom(e.container_id);
+    if (!oom && e.exit_code === 137) oom = await this.lateOom(e.container_id);
     if (killedAt !== undefined && now - killedAt < KILL_MEMORY_MS && !oom) return;
     let ep = this.episodes.get(key);
     if (!ep) {
@@ -173,6 +175,18 @@ export class CrashWatcher {
 
   private trim(m: Map<string, number>): void {
     if (m.size > MAX_TRACKED) m.delete(m.keys().next().value!);
+  }
+
+  /**
+   * The engine can report the exit before it has handled the kernel's OOM notice: the `oom` event
+   * and the OOMKilled flag may come a moment after `die`. A SIGKILL exit waits a little for either.
+   */
+  private async lateOom(id: string): Promise<boolean> {
+    for (let i = 0; i < OOM_CHECKS; i++) {
+      if (this.ooms.delete(id) || (await this.inspectOom(id))) return true;
+      if (i < OOM_CHECKS - 1) await new Promise((r) => setTimeout(r, OOM_CHECK_GAP_MS));
+    }
+    return false;
   }
 
   private async inspectOom(id: string): Promise<boolean> {
