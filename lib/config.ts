@@ -84,6 +84,13 @@ export interface Config {
      */
     caddyStorage: string;
   };
+  /** Beyond one host (docs/cluster.md). */
+  cluster: {
+    /** SVC_CLUSTER: `off` runs apps as containers on one engine; `swarm` as Swarm services. */
+    mode: 'off' | 'swarm';
+    /** SVC_REGISTRY: an operator's registry (`host[:port]`); null: the control plane runs its own. */
+    registry: string | null;
+  };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
     keepImages: number;
@@ -383,6 +390,10 @@ export function loadConfig(env: Env = process.env): Config {
       controlDomain: explicitControl,
       caddyStorage: str(env, 'SVC_CADDY_STORAGE') ?? '/var/lib/caddy/.local/share/caddy',
     },
+    cluster: {
+      mode: clusterMode(env),
+      registry: registryHost(env, 'SVC_REGISTRY'),
+    },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),
       timeoutSeconds: int(env, 'SVC_DEPLOY_TIMEOUT', 3600, 60, 7 * 86400),
@@ -401,6 +412,23 @@ export function loadConfig(env: Env = process.env): Config {
       dir: resolve(str(env, 'SVC_SECURITY_DIR') ?? '/var/lib/svc/security'),
     },
   };
+}
+
+function clusterMode(env: Env): 'off' | 'swarm' {
+  const v = str(env, 'SVC_CLUSTER') ?? 'off';
+  if (v !== 'off' && v !== 'swarm')
+    throw new ConfigError('SVC_CLUSTER', `must be "off" or "swarm", got "${v}"`);
+  return v;
+}
+
+/** `host[:port]` of a registry, the form engines use in image references (no scheme, no path). */
+function registryHost(env: Env, name: string): string | null {
+  const v = str(env, name);
+  if (v === undefined) return null;
+  const m = /^([a-z0-9]([a-z0-9.-]{0,252}[a-z0-9])?|\[[0-9a-f:.]+\])(:(\d{1,5}))?$/i.exec(v);
+  if (!m || (m[4] !== undefined && (Number(m[4]) < 1 || Number(m[4]) > 65535)))
+    throw new ConfigError(name, `must be a registry's host[:port] (no scheme, no path), got "${v}"`);
+  return v.toLowerCase();
 }
 
 function port(env: Env, name: string, def: number): number {

@@ -32,6 +32,14 @@ export function containerName(app: string, service: string, index: number): stri
   return `svc-${app}-${service}-${index}`;
 }
 
+/**
+ * The Swarm service of an app's service (cluster mode). Its tasks resolve as `tasks.<name>` on the
+ * app's overlay network: the proxy's upstreams and the health probes use that name.
+ */
+export function swarmServiceName(app: string, service: string): string {
+  return `svc-${app}-${service}`;
+}
+
 /** Tag for images the control plane builds: one per deployment, kept for rollback. */
 export function imageTag(app: string, service: string, deploymentId: string): string {
   return `svc/${app}-${service}:${deploymentId
