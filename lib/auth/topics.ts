@@ -42,9 +42,14 @@ export async function authoriseTopic(
 export const grantHolds = (principal: Pick<Principal, 'permissions' | 'appIds'>, g: TopicGrant): boolean =>
   allows(principal, g.permission, g.appId);
 
-/** A fleet topic's event is sent only when the app it names (if any) is within reach. */
-export function eventVisible(principal: Pick<Principal, 'appIds'>, data: unknown): boolean {
-  if (principal.appIds === null || data === null || typeof data !== 'object') return true;
+/**
+ * A fleet topic's event is sent only when the app it names (if any) is within reach. An event about
+ * the instance itself (an instance backup on `backups`) needs `instance.read`, as its routes do.
+ */
+export function eventVisible(principal: Pick<Principal, 'appIds' | 'permissions'>, data: unknown): boolean {
+  if (data === null || typeof data !== 'object') return true;
+  if ('instance_id' in data && !allows(principal, 'instance.read', null)) return false;
+  if (principal.appIds === null) return true;
   const app = (data as { app_id?: unknown }).app_id;
   return typeof app !== 'string' || reachesApp(principal, app);
 }

@@ -213,3 +213,31 @@ test('a disabled operator: their token opens no socket; enabling restores it', a
   const back = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
   back.close();
 });
+
+test('an instance backup event on the backups topic needs instance.read; app events still reach app.read', async () => {
+  const o = await operator('backup-watcher', 'admin');
+  const narrow = await createApiToken(s.env.db, o.id, 'app-read-only', null, Date.now(), {
+    scopes: ['app.read', 'self.read'],
+    appIds: null,
+  });
+  const frames = async (authorization: string) => {
+    const ws = await openSocket(wsUrl(s.url), { authorization });
+    const got: any[] = [];
+    ws.on('message', (m) => got.push(JSON.parse(String(m))));
+    ws.send(JSON.stringify({ type: 'subscribe', topic: 'backups' }));
+    while (!got.some((f) => f.topic === 'backups')) await new Promise((r) => setTimeout(r, 10));
+    return { ws, got };
+  };
+  const wide = await frames(`Bearer ${o.token}`);
+  const only = await frames(`Bearer ${narrow.token}`);
+  assert.equal(only.got[0].type, 'subscribed');
+  s.env.bus.publish('backups', { type: 'backup_failed', instance_id: 'i1', run_id: 'r1', error: 'x' });
+  s.env.bus.publish('backups', { type: 'backup_succeeded', app_id: appA, run_id: 'r2' });
+  const events = (f: { got: any[] }) => f.got.filter((x) => x.type === 'event').map((x) => x.data.run_id);
+  while (events(wide).length < 2 || events(only).length < 1) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(events(wide), ['r1', 'r2']);
+  assert.deepEqual(events(only), ['r2'], 'the instance backup is not shown to a token without instance.read');
+  wide.ws.close();
+  only.ws.close();
+});
