@@ -3,7 +3,17 @@ import { ensurePrivateDir } from '../util/private-dir.js';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
-import { Kysely, Migrator, TransactionalSqliteDialect } from './kysely.js';
+import pg from 'pg';
+import {
+  Kysely,
+  Migrator,
+  PortablePostgresDialect,
+  dialectOf,
+  TransactionalSqliteDialect,
+  CompiledQuery,
+  sql,
+} from './kysely.js';
+import type { Maybe } from '../util/maybe.js';
 import type { Database } from './schema.js';
 import { migrations } from './migrations/index.js';
 
@@ -29,6 +39,42 @@ export class DatabaseError extends Error {
 
 const LEFT_AS_IS =
   'it was left as it is: restore it from a backup, or move it away to start with an empty one';
+
+export { dialectOf, type Dialect } from './kysely.js';
+
+/** True for a postgres:// (or postgresql://) SVC_DATABASE_URL. */
+export const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//i.test(url);
+
+/**
+ * The control plane's database: PostgreSQL when `databaseUrl` is set, else the SQLite file in
+ * `dataDir`. The same migrations and repositories serve both.
+ */
+export function openDatabase(config: { dataDir: string; databaseUrl?: string | null }): Db {
+  return config.databaseUrl ? openPostgres(config.databaseUrl) : openDb(config.dataDir);
+}
+
+// int8 (count(*), bigint columns) and numeric (sum, avg) come back as strings by default, since
+// they can exceed 2^53; the values kept here are counts, byte sizes and times, far below that,
+// and SQLite answers them as numbers. Per pool, so nothing else in the process changes.
+const PG_NUMBER_TYPES = new Set([20, 1700]);
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    PG_NUMBER_TYPES.has(oid) && format !== 'binary'
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** A pool on `url`; nothing is asked of the server until the first query (migrate, at boot). */
+export function openPostgres(url: string): Db {
+  const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
+  // An idle client losing its server is reported here; the next query gets a new connection.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PortablePostgresDialect({ pool }) });
+  pgPools.set(db, pool);
+  return db;
+}
+
+const pgPools = new WeakMap<object, pg.Pool>();
 
 /** Opens `<dataDir>/svc.db` (or `:memory:`), with WAL, a busy timeout and foreign keys on. */
 export function openDb(dataDir: string | ':memory:'): Db {
@@ -74,7 +120,7 @@ const rawHandles = new WeakMap<
  */
 export function hotStatement(db: Db, sqlText: string): BetterSqlite3.Statement {
   const handle = rawHandles.get(db);
-  if (!handle) throw new Error('hotStatement needs a database opened with openDb');
+  if (!handle) throw new Error('hotStatement needs a SQLite database opened with openDb');
   // A handful of fixed SQL texts: kept for the life of the connection, no eviction bookkeeping.
   let stmt = handle.hot.get(sqlText);
   if (!stmt) handle.hot.set(sqlText, (stmt = handle.raw.prepare(sqlText)));
@@ -87,8 +133,36 @@ export function hotStatement(db: Db, sqlText: string): BetterSqlite3.Statement {
  */
 export function rawConnection(db: Db): BetterSqlite3.Database {
   const handle = rawHandles.get(db);
-  if (!handle) throw new Error('rawConnection needs a database opened with openDb');
+  if (!handle) throw new Error('rawConnection needs a SQLite database opened with openDb');
   return handle.raw;
+}
+
+const pgTexts = new Map<string, string>();
+/** `?` placeholders as PostgreSQL's `$1, $2...` (the hot texts are constants with no `?` in literals). */
+function pgText(sqlText: string): string {
+  let t = pgTexts.get(sqlText);
+  if (t === undefined) {
+    let n = 0;
+    pgTexts.set(sqlText, (t = sqlText.replace(/\?/g, () => `$${++n}`)));
+  }
+  return t;
+}
+
+/**
+ * One row of a hot statement: in place on SQLite (a cached prepared statement), a promise on
+ * PostgreSQL, whose driver is asynchronous anyway. `sqlText` is a constant with `?` parameters.
+ */
+export function hotGet<T>(db: Db, sqlText: string, ...params: unknown[]): Maybe<T | undefined> {
+  if (dialectOf(db) === 'postgres')
+    return db.executeQuery<T>(CompiledQuery.raw(pgText(sqlText), params)).then((r) => r.rows[0]);
+  return hotStatement(db, sqlText).get(...params) as T | undefined;
+}
+
+/** A hot write (see hotGet). */
+export function hotRun(db: Db, sqlText: string, ...params: unknown[]): Maybe<void> {
+  if (dialectOf(db) === 'postgres')
+    return db.executeQuery(CompiledQuery.raw(pgText(sqlText), params)).then(() => undefined);
+  hotStatement(db, sqlText).run(...params);
 }
 
 const STATEMENT_CACHE = 256;
@@ -123,7 +197,10 @@ function withStatementCache(raw: BetterSqlite3.Database) {
 export async function migrate(db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider: staticProvider }).migrateToLatest();
   if (!error) return;
-  const where = rawHandles.get(db)?.raw.name ?? 'the database';
+  const where =
+    dialectOf(db) === 'postgres'
+      ? 'the PostgreSQL database'
+      : (rawHandles.get(db)?.raw.name ?? 'the database');
   const reason = error instanceof Error ? error.message : String(error);
   const failed = results?.find((r) => r.status === 'Error')?.migrationName;
   const newer = /previously executed migration (\S+) is missing/.exec(reason);
@@ -140,9 +217,31 @@ export async function migrate(db: Db): Promise<void> {
   throw new DatabaseError(`${where} cannot be migrated (${reason}); ${LEFT_AS_IS}`, { cause: error });
 }
 
-/** A database round trip (synchronous: better-sqlite3 answers in place). */
-export function ping(db: Db): void {
+/** A database round trip (synchronous on SQLite: better-sqlite3 answers in place). */
+export function ping(db: Db): void | Promise<void> {
+  if (dialectOf(db) === 'postgres') return sql`select 1 as ok`.execute(db).then(() => undefined);
   hotStatement(db, 'select 1 as ok').get();
+}
+
+/**
+ * For `.$call(lockedOn(tx))` on a select inside a transaction that reads, decides, then writes:
+ * PostgreSQL runs writers side by side, so the rows read are locked until the transaction ends.
+ * SQLite has one writer at a time already (and has no FOR UPDATE).
+ */
+export function lockedOn(db: { getExecutor(): { adapter: unknown } }) {
+  return <QB extends { forUpdate(): QB }>(qb: QB): QB => (dialectOf(db) === 'postgres' ? qb.forUpdate() : qb);
+}
+
+/** A unique or primary key refused the row, on either database (PostgreSQL: SQLSTATE 23505). */
+export function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+/** Any integrity constraint (unique, foreign key, check, not null) refused the row. */
+export function isConstraintViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || /^23\d{3}$/.test(code));
 }
 
 export const nowIso = (now = Date.now()) => new Date(now).toISOString();
