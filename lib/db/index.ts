@@ -50,7 +50,58 @@ export const isPostgresUrl = (url: string) => /^postgres(ql)?:\/\//i.test(url);
  * `dataDir`. The same migrations and repositories serve both.
  */
 export function openDatabase(config: { dataDir: string; databaseUrl?: string | null }): Db {
-  return config.databaseUrl ? openPostgres(config.databaseUrl) : openDb(config.dataDir);
+  if (!config.databaseUrl) return openDb(config.dataDir);
+  const db = openPostgres(config.databaseUrl);
+  seriesDirs.set(db, config.dataDir);
+  return db;
+}
+
+const seriesDirs = new WeakMap<object, string>();
+const seriesHandles = new WeakMap<object, BetterSqlite3.Database>();
+
+// The request and host time series as migrations 0006 and 0009 leave them.
+const SERIES_SCHEMA = `
+create table if not exists request_series (res integer not null, app_id text not null, service text not null,
+  t integer not null, requests integer not null, errors_4xx integer not null, errors_5xx integer not null,
+  bytes_out integer not null, hist blob not null,
+  constraint request_series_pk primary key (res, app_id, service, t)) without rowid;
+create index if not exists request_series_age on request_series (res, t);
+create table if not exists host_vitals (res integer not null, t integer not null, samples integer not null,
+  cpu_sum real not null, load1_sum real not null, mem_used_sum integer not null, mem_total_sum integer not null,
+  disk_used_sum integer not null, disk_total_sum integer not null,
+  constraint host_vitals_pk primary key (res, t)) without rowid;`;
+
+/**
+ * The connection of the request and host time series (lib/series). On SQLite, the database's own.
+ * With PostgreSQL, a SQLite file beside the host's other state, `<dataDir>/series.db`: the series
+ * are this host's own measurements, written thousands of rows per synchronous batch, and read
+ * back per chart; a network round trip per row would cost more than the rest of the work.
+ */
+export function seriesConnection(db: Db): BetterSqlite3.Database {
+  const own = rawHandles.get(db);
+  if (own) return own.raw;
+  let raw = seriesHandles.get(db);
+  if (!raw) {
+    const dir = seriesDirs.get(db);
+    if (dir === undefined) throw new Error('seriesConnection needs a database opened with openDatabase');
+    let file = ':memory:';
+    if (dir !== ':memory:') {
+      ensurePrivateDir(dir);
+      file = join(dir, 'series.db');
+      closeSync(openSync(file, 'a', 0o600));
+    }
+    raw = new BetterSqlite3(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = NORMAL');
+    raw.exec(SERIES_SCHEMA);
+    seriesHandles.set(db, raw);
+    const destroy = db.destroy.bind(db);
+    db.destroy = async () => {
+      raw!.close();
+      await destroy();
+    };
+  }
+  return raw;
 }
 
 // int8 (count(*), bigint columns) and numeric (sum, avg) come back as strings by default, since
