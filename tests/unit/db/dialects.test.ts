@@ -4,7 +4,16 @@
 // concurrent writers need where SQLite had one writer at a time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialectOf, isUniqueViolation, migrate, openDatabase, openDb, ping, type Db } from '#lib/db/index.js';
+import {
+  DatabaseError,
+  dialectOf,
+  isUniqueViolation,
+  migrate,
+  openDatabase,
+  openDb,
+  ping,
+  type Db,
+} from '#lib/db/index.js';
 import { sql } from '#lib/db/kysely.js';
 import { countUsers, insertUser, findUserByName } from '#lib/auth/users.js';
 import { acceptInvitation, createInvitation } from '#lib/auth/invitations.js';
@@ -16,6 +25,7 @@ import { claimSlot, insertConfig, listConfigRows } from '#lib/backups/store.js';
 import type { BackupConfigTable } from '#lib/db/schema.js';
 import { HttpError } from '#lib/http/errors.js';
 import { freshDatabase, needPostgres } from '../../_support/postgres.js';
+import { freePort } from '../../_support/net.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 
@@ -229,6 +239,24 @@ test('on PostgreSQL, one invitation redeemed by many at once creates one operato
     for (const r of tries)
       if (r.status === 'rejected') assert.ok(r.reason instanceof HttpError, String(r.reason));
     assert.equal(await countUsers(db), 2);
+  } finally {
+    await db.destroy();
+  }
+});
+
+test('an unreachable PostgreSQL stops the boot with a DatabaseError that shows no password', async () => {
+  const port = await freePort();
+  const db = openDatabase({
+    dataDir: ':memory:',
+    databaseUrl: `postgres://svc:s3cret-pass@127.0.0.1:${port}/svc`,
+  });
+  try {
+    await assert.rejects(migrate(db), (e: unknown) => {
+      assert.ok(e instanceof DatabaseError, String(e));
+      assert.match(e.message, /PostgreSQL database cannot be migrated/);
+      assert.equal(e.message.includes('s3cret-pass'), false);
+      return true;
+    });
   } finally {
     await db.destroy();
   }
