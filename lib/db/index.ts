@@ -204,16 +204,24 @@ function pgText(sqlText: string): string {
  * PostgreSQL, whose driver is asynchronous anyway. `sqlText` is a constant with `?` parameters.
  */
 export function hotGet<T>(db: Db, sqlText: string, ...params: unknown[]): Maybe<T | undefined> {
-  if (dialectOf(db) === 'postgres')
-    return db.executeQuery<T>(CompiledQuery.raw(pgText(sqlText), params)).then((r) => r.rows[0]);
-  return hotStatement(db, sqlText).get(...params) as T | undefined;
+  // The SQLite handle first: the per-request path pays one map lookup, as hotStatement does.
+  if (rawHandles.has(db)) return hotStatement(db, sqlText).get(...params) as T | undefined;
+  return pgQuery<T>(db, sqlText, params).then((r) => r.rows[0]);
 }
 
 /** A hot write (see hotGet). */
 export function hotRun(db: Db, sqlText: string, ...params: unknown[]): Maybe<void> {
-  if (dialectOf(db) === 'postgres')
-    return db.executeQuery(CompiledQuery.raw(pgText(sqlText), params)).then(() => undefined);
-  hotStatement(db, sqlText).run(...params);
+  if (rawHandles.has(db)) {
+    hotStatement(db, sqlText).run(...params);
+    return;
+  }
+  return pgQuery(db, sqlText, params).then(() => undefined);
+}
+
+function pgQuery<T>(db: Db, sqlText: string, params: unknown[]) {
+  if (dialectOf(db) !== 'postgres')
+    throw new Error('hotGet and hotRun need a database opened with openDatabase');
+  return db.executeQuery<T>(CompiledQuery.raw(pgText(sqlText), params));
 }
 
 const STATEMENT_CACHE = 256;
