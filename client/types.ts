@@ -2721,8 +2721,8 @@ export interface components {
                 version: string | null;
             };
             database: {
-                /** @constant */
-                dialect: "sqlite";
+                /** @enum {string} */
+                dialect: "sqlite" | "postgres";
                 size_bytes: number;
             };
             base_domain: string | null;

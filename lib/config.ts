@@ -20,6 +20,8 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** SVC_DATABASE_URL: the control database on PostgreSQL instead of `<dataDir>/svc.db` (null: SQLite). */
+  databaseUrl: string | null;
   masterKey: Buffer | null;
   /** Where the master key came from: SVC_MASTER_KEY, or `<dataDir>/master.key` (set at boot). */
   masterKeySource: 'env' | 'file' | null;
@@ -334,6 +336,9 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_LOG_LEVEL', `unknown level "${logLevel}"`);
   }
   const dataDir = resolve(str(env, 'SVC_DATA_DIR') ?? './data');
+  const databaseUrl = str(env, 'SVC_DATABASE_URL') ?? null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(databaseUrl))
+    throw new ConfigError('SVC_DATABASE_URL', 'must be a postgres:// (or postgresql://) URL');
   const httpPort = port(env, 'SVC_PROXY_HTTP_PORT', 80);
   const httpsPort = port(env, 'SVC_PROXY_HTTPS_PORT', 443);
   if (httpPort === httpsPort)
@@ -352,6 +357,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, 'SVC_PORT', 9393, 0, 65535),
     host,
     dataDir,
+    databaseUrl,
     masterKey: masterRaw ? Buffer.from(masterRaw, 'hex') : null,
     masterKeySource: masterRaw ? 'env' : null,
     metricsToken,

@@ -1,7 +1,7 @@
 // Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
 import type { Config } from '#lib/config.js';
 import type { Services as Env } from '#lib/http/handler.js';
-import { openDb, migrate, type Db } from '#lib/db/index.js';
+import { dialectOf, openDatabase, migrate, type Db } from '#lib/db/index.js';
 import { snapshotBeforeUpgrade, recordVersion } from '#lib/db/upgrade.js';
 import { productVersion } from '#lib/version.js';
 import { Bus } from '#lib/events/bus.js';
@@ -92,13 +92,15 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) =>
     opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg);
   const dataDir = opts.dataDir ?? config.dataDir;
-  const db = openDb(dataDir);
+  const db = openDatabase({ dataDir, databaseUrl: config.databaseUrl });
   let key: MasterKeyChoice;
   let sealer: Sealer;
   let signingKey: Uint8Array;
   let owner: LoadedOwner;
   try {
-    if (dataDir !== ':memory:') {
+    // On PostgreSQL the pre-upgrade copy is the operator's own dump (docs/operating.md): the
+    // migrations still run in one transaction, so a failed one leaves the schema as it was.
+    if (dataDir !== ':memory:' && dialectOf(db) === 'sqlite') {
       const kept = await snapshotBeforeUpgrade(db, dataDir);
       if (kept) {
         notice(

@@ -116,7 +116,8 @@ async function securityAgentCmd(): Promise<void> {
 async function securityCheckCmd(): Promise<void> {
   const host = hostConfig();
   const cfg = host.config;
-  const database = join(cfg.dataDir, 'svc.db');
+  // With PostgreSQL the service's data directory still holds its keys and working copies.
+  const database = cfg.databaseUrl ? cfg.dataDir : join(cfg.dataDir, 'svc.db');
   if (!existsSync(database)) {
     process.stderr.write(
       `svc security-check: no service database at ${database}; nothing was changed.\n` +
@@ -153,6 +154,13 @@ async function serviceAnswers(cfg: Config): Promise<boolean> {
 
 async function rollbackUpgradeCmd(): Promise<void> {
   const cfg = config();
+  if (cfg.databaseUrl) {
+    stdio.err(
+      'svc rollback-upgrade: the database is on PostgreSQL (SVC_DATABASE_URL), where no pre-upgrade copy is kept: restore the dump taken before the upgrade (docs/operating.md); nothing was changed',
+    );
+    process.exitCode = 1;
+    return;
+  }
   if (await serviceAnswers(cfg)) {
     stdio.err(
       `svc rollback-upgrade: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`,
@@ -181,6 +189,13 @@ async function restoreInstanceCmd(): Promise<void> {
     return;
   }
   const cfg = config();
+  if (cfg.databaseUrl) {
+    stdio.err(
+      'svc restore-instance: the database is on PostgreSQL (SVC_DATABASE_URL), and an instance backup holds a SQLite database: restore the PostgreSQL dump instead (docs/operating.md); nothing was changed',
+    );
+    process.exitCode = 1;
+    return;
+  }
   if (await serviceAnswers(cfg)) {
     stdio.err(
       `svc restore-instance: a service answers on port ${cfg.port}: stop it first (systemctl stop svc); nothing was changed`,

@@ -158,33 +158,34 @@ export function createDispatcher(
     if (policy === 'metrics' && !metricsAllowed(x.headers.get('authorization')))
       return text('Not Found\n', 404);
     const client = clientOf(x, trusted);
-    const principal = authenticateStage(env, x.headers, policy);
-    checkCsrf(env, x, principal, policy);
-    // The permission first; then another app outside the caller's list is absent (404) before a step-up is asked for.
-    if (principal) permit(principal, spec.permission);
-    return then(
-      reach(env, spec, x.route.pattern, x.rawParams, principal, UNSAFE.has(x.effective)),
-      (appId) => {
-        authorise(env, spec, principal);
-        limitRate(env, spec, x.route, client);
-        return then(parse(spec, x), (input) => {
-          const note: { value?: AuditNote } = {};
-          const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
-          x.appId = appId;
-          const call = (before: StateBefore | null) => {
-            const response = attempt(
-              () => handler(x.request, ctx),
-              (e) => toErrorResponse(env, e, x.requestId),
-            );
-            return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
-          };
-          // Only routes that declare a state pay for reading it.
-          return spec.audit?.state
-            ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call)
-            : call(null);
-        });
-      },
-    );
+    return then(authenticateStage(env, x.headers, policy), (principal) => {
+      checkCsrf(env, x, principal, policy);
+      // The permission first; then another app outside the caller's list is absent (404) before a step-up is asked for.
+      if (principal) permit(principal, spec.permission);
+      return then(
+        reach(env, spec, x.route.pattern, x.rawParams, principal, UNSAFE.has(x.effective)),
+        (appId) => {
+          authorise(env, spec, principal);
+          limitRate(env, spec, x.route, client);
+          return then(parse(spec, x), (input) => {
+            const note: { value?: AuditNote } = {};
+            const ctx = contextFor(env, x, input, principal, client, note, routeSpec, handler.reply);
+            x.appId = appId;
+            const call = (before: StateBefore | null) => {
+              const response = attempt(
+                () => handler(x.request, ctx),
+                (e) => toErrorResponse(env, e, x.requestId),
+              );
+              return then(response, (r) => audit(env, spec, x, ctx, note.value, r, before));
+            };
+            // Only routes that declare a state pay for reading it.
+            return spec.audit?.state
+              ? readBefore(env, spec.audit.state, ctx, x.requestId).then(call)
+              : call(null);
+          });
+        },
+      );
+    });
   }
 
   return { fetch, routes };
@@ -255,11 +256,16 @@ function isMetricsModule(mod: HandlerModule): boolean {
 }
 
 /** Stage `authenticate`: the operator behind the request, or 401 on a route that needs one. */
-export function authenticateStage(env: Env, headers: HeaderGetter, policy: AuthPolicy): Principal | null {
+export function authenticateStage(
+  env: Env,
+  headers: HeaderGetter,
+  policy: AuthPolicy,
+): Maybe<Principal | null> {
   if (policy !== 'operator') return null;
-  const principal = authenticate(env, headers);
-  if (!principal) throw new HttpError('unauthorized', 'Authentication required');
-  return principal;
+  return then(authenticate(env, headers), (principal) => {
+    if (!principal) throw new HttpError('unauthorized', 'Authentication required');
+    return principal;
+  });
 }
 
 /** Stage `CSRF`: cookie-backed writes echo the session's CSRF token and never come from another site. */

@@ -142,14 +142,14 @@ export async function operatorsCommand(argv: string[], config: Config, io: Stdio
   const sub = name === undefined ? undefined : SUBCOMMANDS[name];
   if (!sub) return usageError(io, name === undefined ? 'which subcommand?' : `unknown subcommand ${name}`);
   const file = join(config.dataDir, 'svc.db');
-  if (!existsSync(file)) {
+  if (!config.databaseUrl && !existsSync(file)) {
     io.err(
       `svc operators: no service database at ${file}; run it with the SVC_DATA_DIR (or SVC_ENV_FILE) the service uses`,
     );
     return 1;
   }
-  const { openDb } = await import('#lib/db/index.js');
-  const db = openDb(config.dataDir);
+  const { openDatabase } = await import('#lib/db/index.js');
+  const db = openDatabase(config);
   try {
     return await sub.run({ db, config, io, args });
   } finally {

@@ -91,6 +91,11 @@ export async function rotateMasterKey(host: HostConfig, io: Stdio): Promise<numb
     io.err(`svc rotate-master-key: ${message}`);
     return 1;
   };
+  // The re-sealing runs in one synchronous SQLite transaction next to a file copy of the database.
+  if (cfg.databaseUrl)
+    return fail(
+      'the database is on PostgreSQL (SVC_DATABASE_URL), which this command does not re-seal yet; nothing was changed',
+    );
   const dbFile = join(cfg.dataDir, 'svc.db');
   if (!existsSync(dbFile))
     return fail(

@@ -7,6 +7,7 @@ import type { Services as Env } from '#lib/http/handler.js';
 import { isIP } from 'node:net';
 import { authenticate } from '#lib/auth/principal.js';
 import { onCredentialsChanged } from '#lib/auth/cache.js';
+import { isPromise, type Maybe } from '#lib/util/maybe.js';
 import { missingTopicResource } from '#lib/events/topics.js';
 import { HttpError } from '#lib/http/errors.js';
 import { isValidTopic, type BusEvent } from '#lib/events/bus.js';
@@ -134,7 +135,18 @@ export function createWsHub(env: Env): WsHub {
   const recheck = () => {
     recheckQueued = false;
     for (const [ws, o] of owners) {
-      let still: Principal | null = null;
+      const verdict = (still: Principal | null) => {
+        if (!still || still.user.id !== o.userId) {
+          owners.delete(ws);
+          o.end('credentials revoked');
+          // A peer that ignores the close handshake is cut off anyway.
+          setTimeout(() => ws.terminate(), 1000).unref();
+          return;
+        }
+        o.narrowed?.(still);
+      };
+      // In place on SQLite; a promise per socket on PostgreSQL.
+      let still: Maybe<Principal | null>;
       try {
         still = authenticate(env, {
           get: (name: string) =>
@@ -147,14 +159,8 @@ export function createWsHub(env: Env): WsHub {
       } catch {
         still = null;
       }
-      if (!still || still.user.id !== o.userId) {
-        owners.delete(ws);
-        o.end('credentials revoked');
-        // A peer that ignores the close handshake is cut off anyway.
-        setTimeout(() => ws.terminate(), 1000).unref();
-        continue;
-      }
-      o.narrowed?.(still);
+      if (isPromise(still)) still.then(verdict, () => verdict(null));
+      else verdict(still);
     }
   };
   const offCredentials = onCredentialsChanged(() => {

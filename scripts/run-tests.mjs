@@ -5,6 +5,10 @@
 // Under CI (tests/_support/ci.ts says what counts) a skipped or todo test fails the run: the
 // gates already throw there, and this catches any skip that bypasses them. A second reporter
 // writes TAP to a temporary file for that count; the first keeps the usual output.
+//
+// The whole suite (no filter) then runs its core again on PostgreSQL (SVC_TEST_DATABASE=postgres:
+// every test app gets a database of its own on a throwaway server, tests/_support/postgres.ts).
+// `--postgres [filter...]` runs only that pass, over the core files matching the filter.
 import { readdirSync, statSync, mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -21,10 +25,38 @@ function find(d) {
   }
   return out;
 }
-const filter = process.argv.slice(2);
+const args = process.argv.slice(2);
+const postgresOnly = args.includes('--postgres');
+const filter = args.filter((a) => a !== '--postgres');
 const all = find(dir);
-let files = all;
+let files = postgresOnly ? [] : all;
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
+// The control database's core on PostgreSQL: auth, operators, apps and their settings (backup
+// configurations included), webhooks and the deploy queue, audit and revert, the instance (its
+// backup's metadata), optimistic concurrency, WebSocket authentication, and the dialect checks.
+const POSTGRES_CORE = [
+  'unit/db/dialects.test.js',
+  // Sign-in through an identity provider (api/auth/oidc) adds an OIDC server and no query of its own.
+  'api/auth/auth.test.js',
+  'api/auth/password.test.js',
+  'api/auth/signin-change.test.js',
+  'api/auth/token-scopes.test.js',
+  'api/operators/operators.test.js',
+  'api/apps/app-settings.test.js',
+  'api/apps/webhooks.test.js',
+  'api/audit/revert.test.js',
+  'api/instance/instance.test.js',
+  'api/api-gaps.test.js',
+  'runtime/ws-auth.e2e.test.js',
+];
+const pgFiles =
+  postgresOnly || !filter.length
+    ? all.filter(
+        (f) =>
+          POSTGRES_CORE.some((c) => f.startsWith(join(dir, c))) &&
+          (!postgresOnly || !filter.length || filter.some((x) => f.includes(x))),
+      )
+    : [];
 // The route coverage check reads what the in-process API tests reached (tests/_support/request.ts
 // records it under SVC_TEST_HITS): it runs after them, and selecting it selects them.
 const coverage = join(dir, 'api', 'coverage.test.js');
@@ -33,7 +65,7 @@ if (checksCoverage)
   files = [...new Set([...files, ...all.filter((f) => f.startsWith(join(dir, 'api') + '/'))])].filter(
     (f) => f !== coverage,
   );
-if (!files.length) {
+if (!files.length && !pgFiles.length) {
   console.error(`no test file matches ${filter.join(' ')}`);
   process.exit(1);
 }
@@ -44,8 +76,7 @@ mkdirSync(hits);
 const taps = [];
 const started = Date.now();
 let status = 0;
-for (const batch of checksCoverage ? [files, [coverage]] : [files]) {
-  if (!batch.length) continue;
+function runBatch(batch, env) {
   const tap = join(scratch, `report-${taps.length}.tap`);
   taps.push(tap);
   const reporters = ci
@@ -56,12 +87,37 @@ for (const batch of checksCoverage ? [files, [coverage]] : [files]) {
         `--test-reporter-destination=${tap}`,
       ]
     : [];
-  const env = { ...process.env, SVC_TEST_HITS: hits };
   const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...batch], {
     stdio: 'inherit',
     env,
   });
   status = status || (r.status ?? 1);
+}
+for (const batch of checksCoverage ? [files, [coverage]] : [files]) {
+  if (!batch.length) continue;
+  runBatch(batch, { ...process.env, SVC_TEST_HITS: hits });
+}
+let pgSummary = '';
+if (pgFiles.length) {
+  const { postgresMissing } = await import(
+    new URL('../dist/tests/_support/postgres.js', import.meta.url).href
+  );
+  const { componentRequired } = await import(new URL('../dist/tests/_support/ci.js', import.meta.url).href);
+  const problem = postgresMissing();
+  if (problem && componentRequired('SVC_REQUIRE_POSTGRES')) {
+    console.error(`\nthe PostgreSQL pass cannot run: ${problem}, and CI requires it`);
+    status = status || 1;
+  } else if (problem) {
+    console.error(`\n*** SKIPPING the PostgreSQL pass (${pgFiles.length} files): ${problem} ***\n`);
+    pgSummary = `, PostgreSQL pass skipped`;
+  } else {
+    const t0 = Date.now();
+    console.error(`\nPostgreSQL pass: ${pgFiles.length} file(s) again on PostgreSQL`);
+    // No route hits recorded: the coverage check is the first pass's.
+    const { SVC_TEST_HITS: _unused, ...env } = process.env;
+    runBatch(pgFiles, { ...env, SVC_TEST_DATABASE: 'postgres' });
+    pgSummary = `; PostgreSQL pass: ${pgFiles.length} file(s), ${((Date.now() - t0) / 1000).toFixed(1)} s`;
+  }
 }
 if (checksCoverage) files.push(coverage);
 if (ci) {
@@ -88,6 +144,6 @@ if (ci) {
 }
 rmSync(scratch, { recursive: true, force: true });
 console.error(
-  `test run: ${files.length} file(s), ${((Date.now() - started) / 1000).toFixed(1)} s${ci ? ', CI' : ''}`,
+  `test run: ${files.length} file(s), ${((Date.now() - started) / 1000).toFixed(1)} s${pgSummary}${ci ? ', CI' : ''}`,
 );
 process.exit(status);

@@ -2,6 +2,7 @@
 // and proxy state.
 import { z } from 'zod';
 import { EXPOSURES } from '../config.js';
+import { DIALECTS } from '../db/kysely.js';
 import { named, ts } from './common.js';
 
 export const proxySummarySchema = named(
@@ -22,7 +23,7 @@ export const instanceInfoSchema = named(
     node_version: z.string(),
     engine: z.object({ reachable: z.boolean(), version: z.string().nullable() }),
     proxy: z.object({ reachable: z.boolean(), version: z.string().nullable() }),
-    database: z.object({ dialect: z.literal('sqlite'), size_bytes: z.number() }),
+    database: z.object({ dialect: z.enum(DIALECTS), size_bytes: z.number() }),
     base_domain: z.string().nullable(),
     control_domain: z.string().nullable(),
     exposure: z.enum(EXPOSURES),

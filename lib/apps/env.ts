@@ -2,6 +2,7 @@
 // also redacted when listed. Values are kept byte for byte (quotes, $, #, =, newlines, unicode).
 import type { Selectable, Transaction } from 'kysely';
 import type { Db } from '../db/index.js';
+import { lockedOn } from '../db/index.js';
 import type { AppEnvTable, Database } from '../db/schema.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { badRequest, notFound, preconditionFailed } from '../http/errors.js';
@@ -77,6 +78,9 @@ async function writeEnv<T>(
   change: (tx: Transaction<Database>, existing: EnvRow[]) => Promise<T>,
 ): Promise<{ result: T; set: EnvSet }> {
   return db.transaction().execute(async (tx) => {
+    // The set is the app's rows, some of them yet to exist: the app's own row is what is locked
+    // (PostgreSQL), so two changes of one app's variables run one after the other.
+    await tx.selectFrom('apps').select('id').where('id', '=', appId).$call(lockedOn(tx)).execute();
     const existing = await readRows(tx, appId);
     if (ifMatch !== null && !ifMatchHolds(ifMatch, envTag(sealer, appId, existing))) {
       throw preconditionFailed(

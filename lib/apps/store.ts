@@ -1,15 +1,8 @@
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { isUniqueViolation, nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { toApp, type App, type AppSource, type AppStatus, type BuildLimits } from './model.js';
-
-function isUniqueViolation(e: unknown): boolean {
-  return (
-    (e as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ||
-    (e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
-  );
-}
 
 export async function insertApp(
   db: Db,

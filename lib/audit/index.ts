@@ -1,4 +1,4 @@
-import { sql } from '../db/kysely.js';
+import { dialectOf, sql } from '../db/kysely.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { State } from './kinds.js';
@@ -347,11 +347,13 @@ export async function listAudit(
   }
   if (opts.action) {
     const prefix = escapeLike(opts.action) + '%';
+    // SQLite's like ignores ASCII case; PostgreSQL's ilike is the same match there.
+    const like = dialectOf(db) === 'postgres' ? 'ilike' : 'like';
     q = q.where((eb) =>
       eb.or([
-        eb(sql<string>`audit.route`, 'like', sql<string>`${prefix} escape '\\'`),
-        eb(sql<string>`audit.action`, 'like', sql<string>`${prefix} escape '\\'`),
-        eb(sql<string>`audit.route`, 'like', sql<string>`${'% ' + prefix} escape '\\'`),
+        eb(sql<string>`audit.route`, like, sql<string>`${prefix} escape '\\'`),
+        eb(sql<string>`audit.action`, like, sql<string>`${prefix} escape '\\'`),
+        eb(sql<string>`audit.route`, like, sql<string>`${'% ' + prefix} escape '\\'`),
       ]),
     );
   }

@@ -60,7 +60,9 @@ export async function passwordLogin(
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
   const raw = cookies[SESSION_COOKIE];
   const liveSession =
-    user !== undefined && raw !== undefined && resolveSession(env.db, raw, limits, now)?.user.id === user.id;
+    user !== undefined &&
+    raw !== undefined &&
+    (await resolveSession(env.db, raw, limits, now))?.user.id === user.id;
   const known = knownDevice || liveSession;
   env.loginGuard.admit(input.username, known, now);
   // An operator of the identity provider has no password: the same full verification, the same refusal.

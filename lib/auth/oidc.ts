@@ -195,7 +195,7 @@ export async function beginOidc(
   const now = env.now();
   let stepUpSession: string | undefined;
   if (opts.stepUp) {
-    const principal = authenticate(env, request.headers);
+    const principal = await authenticate(env, request.headers);
     if (!principal)
       throw new HttpError('unauthorized', 'A step-up is for a signed-in session: sign in first');
     if (principal.kind !== 'session')
@@ -334,7 +334,7 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
     .executeTakeFirst();
 
   if (flow.stepUpSession) {
-    const principal = authenticate(env, request.headers);
+    const principal = await authenticate(env, request.headers);
     if (!principal || principal.kind !== 'session' || principal.credentialId !== flow.stepUpSession) {
       throw fail('The session that asked for this step-up has ended: sign in again');
     }

@@ -3,7 +3,7 @@
 // in one transaction, so two concurrent requests cannot both remove the last owners.
 import type { Db } from '../db/index.js';
 import type { UserTable } from '../db/schema.js';
-import { nowIso } from '../db/index.js';
+import { lockedOn, nowIso } from '../db/index.js';
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../http/errors.js';
 import { invalidateCredentials } from './cache.js';
 import { APP_LIMITED_ROLES, ROLE_PERMISSIONS, isRole, type Permission, type Role } from './roles.js';
@@ -146,14 +146,16 @@ export async function checkAppIds(
   return unique;
 }
 
+/** Locks the enabled owners' rows (PostgreSQL): two removals at once cannot both see a second owner. */
 async function enabledOwners(db: Db): Promise<number> {
-  const r = await db
+  const rows = await db
     .selectFrom('users')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .select('id')
     .where('role', '=', 'owner')
     .where('disabled', '=', 0)
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
+    .$call(lockedOn(db))
+    .execute();
+  return rows.length;
 }
 
 const lastOwner = () => conflict('This is the last enabled owner: make another operator an owner first');

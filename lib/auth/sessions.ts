@@ -2,7 +2,8 @@
 // hands out no usable cookie. The CSRF token is an HMAC of the session id: bound to it, never stored.
 import { createHmac } from 'node:crypto';
 import type { Db } from '../db/index.js';
-import { hotStatement, nowIso } from '../db/index.js';
+import { hotGet, hotRun, nowIso } from '../db/index.js';
+import { then, type Maybe } from '../util/maybe.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
@@ -76,44 +77,57 @@ interface SessionRow {
 }
 const cache = credentialCache<SessionRow>();
 
-/** Synchronous on purpose: every cookie request runs it, and better-sqlite3 answers in place. */
+const SESSION_LOOKUP = `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled,
+         u.role, u.app_ids, u.disabled, u.sso_subject
+       from sessions s join users u on u.id = s.user_id where s.token_hash = ?`;
+
+/**
+ * Synchronous on SQLite on purpose: every cookie request runs it, and better-sqlite3 answers in
+ * place. On PostgreSQL a lookup that misses the cache is a promise.
+ */
 export function resolveSession(
   db: Db,
   raw: string,
   limits: SessionLimits,
   now = Date.now(),
-): ResolvedSession | null {
+): Maybe<ResolvedSession | null> {
   if (raw.length !== 43) return null;
   // Every cookie request runs this: a short-lived cache, else a cached statement.
   const cached = cache.get(raw, now);
-  const row =
-    cached ??
-    (hotStatement(
-      db,
-      `select s.id as sid, s.last_seen_at, s.expires_at, s.step_up_until, u.id, u.username, u.totp_enabled,
-         u.role, u.app_ids, u.disabled, u.sso_subject
-       from sessions s join users u on u.id = s.user_id where s.token_hash = ?`,
-    ).get(sha256Hex(raw)) as SessionRow | undefined);
+  if (cached) return sessionOf(db, raw, cached, true, limits, now);
+  return then(hotGet<SessionRow>(db, SESSION_LOOKUP, sha256Hex(raw)), (row) =>
+    sessionOf(db, raw, row, false, limits, now),
+  );
+}
+
+function sessionOf(
+  db: Db,
+  raw: string,
+  row: SessionRow | undefined,
+  cached: boolean,
+  limits: SessionLimits,
+  now: number,
+): Maybe<ResolvedSession | null> {
   // A disabled operator's sessions stay in the table (enabling them again restores them) but act as nothing.
   if (!row || row.disabled !== 0) return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (Date.parse(row.expires_at) <= now || lastSeen + limits.idleSeconds * 1000 <= now) {
     cache.delete(raw);
-    hotStatement(db, 'delete from sessions where id = ?').run(row.sid);
-    return null;
+    return then(hotRun(db, 'delete from sessions where id = ?', row.sid), () => null);
   }
+  let touched: Maybe<void> = undefined;
   if (now - lastSeen > TOUCH_MS) {
     row.last_seen_at = nowIso(now);
-    hotStatement(db, 'update sessions set last_seen_at = ? where id = ?').run(row.last_seen_at, row.sid);
+    touched = hotRun(db, 'update sessions set last_seen_at = ? where id = ?', row.last_seen_at, row.sid);
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(raw, row, now);
-  return {
+  return then(touched, () => ({
     id: row.sid,
     stepUpUntil: row.step_up_until,
     user: publicUser(row),
     access: accessOf(row.role, row.app_ids),
-  };
+  }));
 }
 
 export async function deleteSessionByRaw(db: Db, raw: string): Promise<void> {

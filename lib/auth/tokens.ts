@@ -1,6 +1,7 @@
 // API tokens: `svc_` + 32 random bytes (base64url), shown once, stored as SHA-256 only.
 import type { Db } from '../db/index.js';
-import { hotStatement, nowIso } from '../db/index.js';
+import { hotGet, hotRun, nowIso } from '../db/index.js';
+import { then, type Maybe } from '../util/maybe.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
 import { credentialCache, invalidateCredentials } from './cache.js';
@@ -170,30 +171,48 @@ interface TokenRow {
 }
 const cache = credentialCache<TokenRow>();
 
-/** Synchronous on purpose: every bearer request runs it, and better-sqlite3 answers in place. */
-export function resolveApiToken(db: Db, token: string, now = Date.now()): ResolvedToken | null {
+const TOKEN_LOOKUP = `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled,
+         u.role, u.app_ids, u.disabled, u.sso_subject, t.scopes, t.app_ids as token_app_ids
+       from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`;
+
+/**
+ * Synchronous on SQLite on purpose: every bearer request runs it, and better-sqlite3 answers in
+ * place. On PostgreSQL a lookup that misses the cache is a promise.
+ */
+export function resolveApiToken(db: Db, token: string, now = Date.now()): Maybe<ResolvedToken | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   // Every bearer request runs this: a short-lived cache, else a cached statement.
   const cached = cache.get(token, now);
-  const row =
-    cached ??
-    (hotStatement(
-      db,
-      `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled,
-         u.role, u.app_ids, u.disabled, u.sso_subject, t.scopes, t.app_ids as token_app_ids
-       from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`,
-    ).get(sha256Hex(token)) as TokenRow | undefined);
+  if (cached) return tokenOf(db, token, cached, true, now);
+  return then(hotGet<TokenRow>(db, TOKEN_LOOKUP, sha256Hex(token)), (row) =>
+    tokenOf(db, token, row, false, now),
+  );
+}
+
+function tokenOf(
+  db: Db,
+  token: string,
+  row: TokenRow | undefined,
+  cached: boolean,
+  now: number,
+): Maybe<ResolvedToken | null> {
   if (!row || row.revoked_at !== null || row.disabled !== 0) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
+  let touched: Maybe<void> = undefined;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
     row.last_used_at = nowIso(now);
-    hotStatement(db, 'update api_tokens set last_used_at = ? where id = ?').run(row.last_used_at, row.tid);
+    touched = hotRun(db, 'update api_tokens set last_used_at = ? where id = ?', row.last_used_at, row.tid);
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(token, row, now);
   // Scopes meet the owner's role as it is now: a demoted owner's tokens lose what the role lost.
   const access = accessOf(row.role, row.app_ids, { scopes: row.scopes, app_ids: row.token_app_ids });
-  return { id: row.tid, stepUpUntil: row.step_up_until, user: publicUser(row), access };
+  return then(touched, () => ({
+    id: row.tid,
+    stepUpUntil: row.step_up_until,
+    user: publicUser(row),
+    access,
+  }));
 }
 
 export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenView[]> {

@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Services as Env } from '../http/handler.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
-import { rawConnection } from '../db/index.js';
+import { dialectOf, rawConnection } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { conflict } from '../http/errors.js';
 import { productVersion } from '../version.js';
@@ -34,6 +34,12 @@ export async function startInstanceRun(
   trigger: 'manual' | 'schedule',
 ): Promise<InstanceBackupRunTable> {
   masterKey(env);
+  // The archive's database is a file copy made by SQLite's online backup, and a restore puts a
+  // file back: neither exists for a PostgreSQL server, whose own tools back it up.
+  if (dialectOf(env.db) === 'postgres')
+    throw conflict(
+      'The control database is on PostgreSQL (SVC_DATABASE_URL): back it up with pg_dump (docs/operating.md); the instance backup holds the SQLite file only',
+    );
   const running = await hasRunningRun(env.db);
   if (active || running) throw conflict('A run of the instance backup is already in progress');
   const cfg = await currentConfig(env);

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
+import { lockedOn } from '../db/index.js';
 import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
@@ -146,6 +147,8 @@ export async function createDatabase(
     created_at: new Date(env.now()).toISOString(),
   };
   await env.db.transaction().execute(async (tx) => {
+    // The same lock as a change of the app's variables: the name checked stays free until written.
+    await tx.selectFrom('apps').select('id').where('id', '=', app.id).$call(lockedOn(tx)).execute();
     const taken = await tx
       .selectFrom('app_env')
       .select('key')

@@ -2,7 +2,7 @@
 // deployments_one_active refuses a second non-terminal deployment of an app, so two racing
 // requests cannot both pass a check and insert.
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { isUniqueViolation, lockedOn, nowIso } from '../db/index.js';
 import type { DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
@@ -16,10 +16,7 @@ import {
   type Trigger,
 } from '../apps/deployment.js';
 
-export function isUniqueViolation(e: unknown): boolean {
-  const code = (e as { code?: string } | null)?.code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
+export { isUniqueViolation };
 
 export interface NewDeployment {
   appId: string;
@@ -104,6 +101,7 @@ export async function insertCoalesced(
       .selectAll()
       .where('app_id', '=', input.appId)
       .where('status', 'in', [...ACTIVE])
+      .$call(lockedOn(tx))
       .execute();
     const superseded: DeploymentTable[] = [];
     const current = active.find((d) => d.waiting === 0);

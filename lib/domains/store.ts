@@ -1,7 +1,7 @@
 // Domain rows, their uploaded certificates (key sealed) and the instance's base domain.
 // Every write validates first and writes once, so a refused input leaves nothing behind.
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { isUniqueViolation, nowIso } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { DomainCertificateTable, DomainTable, HostCheckTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
@@ -17,11 +17,6 @@ export type HostCheckRow = HostCheckTable;
 const BASE_DOMAIN_KEY = 'base_domain';
 
 export { certificateKeyBinding as keyBinding } from '../crypto/bindings.js';
-
-function isUniqueViolation(e: unknown): boolean {
-  const code = (e as { code?: string }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
 
 function hostnameField(field: string, value: unknown): string {
   const r = checkHostname(value);

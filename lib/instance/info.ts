@@ -1,6 +1,6 @@
 // GET /api/instance/info: what runs, since when, and whether its dependencies answer. Each probe
 // has a short budget: an unreachable engine or proxy is reported, never waited on.
-import { sql } from '../db/kysely.js';
+import { dialectOf, sql } from '../db/kysely.js';
 import type { Services as Env } from '../http/handler.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
@@ -37,7 +37,12 @@ export async function instanceInfo(env: Env) {
       null as string | null,
     ),
     withBudget(proxyProbe(env), { reachable: false, version: null as string | null }),
-    sql<{ size: number }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`
+    (dialectOf(env.db) === 'postgres'
+      ? sql<{ size: number }>`select pg_database_size(current_database()) as size`
+      : sql<{
+          size: number;
+        }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`
+    )
       .execute(env.db)
       .then((r) => Number(r.rows[0]?.size ?? 0)),
     getBaseDomain(env.db, env.config.baseDomain),
@@ -49,7 +54,7 @@ export async function instanceInfo(env: Env) {
     node_version: process.version,
     engine: { reachable: engineVersion !== null, version: engineVersion },
     proxy,
-    database: { dialect: 'sqlite' as const, size_bytes: size },
+    database: { dialect: dialectOf(env.db), size_bytes: size },
     base_domain: baseDomain,
     control_domain: env.config.controlDomain ?? (baseDomain ? `svc.${baseDomain}` : null),
     exposure: env.config.exposure,

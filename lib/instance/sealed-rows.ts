@@ -4,7 +4,8 @@
 // re-seals every value of every column. A new column that holds sealed values belongs here, or a
 // rotation leaves it unreadable (tests/core/sealed-inventory.test.ts checks the schema against it).
 import type { Db } from '../db/index.js';
-import { rawConnection } from '../db/index.js';
+import { dialectOf, rawConnection } from '../db/index.js';
+import { sql } from '../db/kysely.js';
 import type { Sealer } from '../crypto/seal.js';
 import { totpBinding } from '../auth/totp.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
@@ -120,8 +121,8 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
 ];
 
 /** The statement that reads a column's sealed values (with `limit`: a sample). */
-export function sealedSelect(c: SealedColumn, limit?: number): string {
-  const cols = ['rowid as _rowid', c.column, ...c.keys].join(', ');
+export function sealedSelect(c: SealedColumn, limit?: number, rowid = true): string {
+  const cols = [...(rowid ? ['rowid as _rowid'] : []), c.column, ...c.keys].join(', ');
   return `select ${cols} from ${c.table} where ${c.column} is not null${c.where ? ` and ${c.where}` : ''}${limit ? ` limit ${limit}` : ''}`;
 }
 
@@ -133,10 +134,13 @@ interface Sample {
 
 /** One sealed value from each column that holds any. */
 async function samples(db: Db): Promise<Sample[]> {
-  const raw = rawConnection(db);
+  const pg = dialectOf(db) === 'postgres';
+  const raw = pg ? null : rawConnection(db);
   const out: Sample[] = [];
   for (const c of SEALED_COLUMNS) {
-    const r = raw.prepare(sealedSelect(c, 1)).get() as SealedRow | undefined;
+    const r = raw
+      ? (raw.prepare(sealedSelect(c, 1)).get() as SealedRow | undefined)
+      : (await sql.raw<SealedRow>(sealedSelect(c, 1, false)).execute(db)).rows[0];
     const value = r?.[c.column];
     if (!r || value == null || (c.sealedOnly && !c.sealedOnly(value))) continue;
     out.push({ what: c.what, sealed: value, binding: c.binding(r) });

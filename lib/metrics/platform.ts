@@ -113,11 +113,15 @@ export async function readDeployFigures(db: Db): Promise<DeployFigures> {
   }
   const durations = await db
     .selectFrom('deployments')
-    .select(sql<number>`(julianday(finished_at) - julianday(started_at)) * 86400`.as('seconds'))
+    .select(['started_at', 'finished_at'])
     .where('status', 'in', [...TERMINAL])
     .where('started_at', 'is not', null)
     .where('finished_at', 'is not', null)
-    .execute();
+    .execute()
+    // Computed here rather than with a date function: SQLite's and PostgreSQL's differ.
+    .then((rows) =>
+      rows.map((r) => ({ seconds: (Date.parse(r.finished_at!) - Date.parse(r.started_at!)) / 1000 })),
+    );
   const buckets = new Array(DEPLOY_BUCKETS.length + 1).fill(0);
   let sum = 0;
   for (const d of durations) {

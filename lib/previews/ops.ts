@@ -18,7 +18,7 @@ import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { checkRef, checkRepoUrl } from '../git/validate.js';
 import { ACTIVE } from '../apps/deployment.js';
 import { newId } from '../crypto/random.js';
-import { nowIso } from '../db/index.js';
+import { isConstraintViolation, nowIso } from '../db/index.js';
 import type { PreviewTable } from '../db/schema.js';
 import { HttpError, badRequest, conflict } from '../http/errors.js';
 import { MAX_NUMBER, previewAppName, previewLabel, toPreview, type Preview } from './model.js';
@@ -150,7 +150,7 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
       await env.db.insertInto('previews').values(row).execute();
     } catch (e) {
       await env.db.deleteFrom('apps').where('id', '=', child.id).execute();
-      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT'))
+      if (isConstraintViolation(e))
         throw conflict(`Preview ${number} of app "${parent.name}" is being made already`);
       throw e;
     }

@@ -1,7 +1,7 @@
 // Rows of previews: the app's preview settings, its preview-only variables (sealed like env) and
 // one row per preview, tied to the child app row it deploys as.
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { lockedOn, nowIso } from '../db/index.js';
 import type { PreviewTable } from '../db/schema.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
@@ -109,6 +109,8 @@ export async function replacePreviewEnv(
   }
   requireSealer(sealer);
   await db.transaction().execute(async (tx) => {
+    // Read, decided on, then written: the app's row is locked so two changes run one after the other.
+    await tx.selectFrom('apps').select('id').where('id', '=', appId).$call(lockedOn(tx)).execute();
     const existing = new Map(
       (await tx.selectFrom('preview_env').selectAll().where('app_id', '=', appId).execute()).map((r) => [
         r.key,

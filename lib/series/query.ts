@@ -2,7 +2,7 @@
 // with zeros (host vitals: only the steps that have a sample), at most 500 points; each range
 // reads rows of its own step (one row per point and series; see the design note in store.ts).
 import type BetterSqlite3 from 'better-sqlite3';
-import { rawConnection, type Db } from '../db/index.js';
+import { seriesConnection, type Db } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
 import { quantile } from '../util/histogram.js';
 import { addStoredRow, newAcc, readRequestRows, type RequestAcc, type Resolution } from './store.js';
@@ -80,7 +80,7 @@ const vitalsQueries = new WeakMap<object, BetterSqlite3.Statement>();
 function vitalsQuery(db: Db): BetterSqlite3.Statement {
   let q = vitalsQueries.get(db);
   if (!q) {
-    q = rawConnection(db).prepare(
+    q = seriesConnection(db).prepare(
       'select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?',
     );
     vitalsQueries.set(db, q);

@@ -12,7 +12,7 @@
 // more upserts per series per flush. A cache of closed buckets was not needed for the goal and
 // would have to be invalidated by late log lines, which write into past buckets.
 import type BetterSqlite3 from 'better-sqlite3';
-import { rawConnection, type Db } from '../db/index.js';
+import { seriesConnection, type Db } from '../db/index.js';
 import { addEncoded, encode, newHistogram } from '../util/histogram.js';
 
 export const RESOLUTIONS = [10, 60, 300, 3600, 7200] as const;
@@ -94,7 +94,7 @@ const prepared = new WeakMap<object, Statements>();
 function statements(db: Db): Statements {
   let s = prepared.get(db);
   if (!s) {
-    const raw = rawConnection(db);
+    const raw = seriesConnection(db);
     s = {
       raw,
       getReq: raw

@@ -2,7 +2,7 @@
 // ids for a retention window, and the ref updates themselves (see recordPush).
 import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../db/index.js';
-import { nowIso } from '../db/index.js';
+import { dialectOf, nowIso } from '../db/index.js';
 import { sql } from '../db/kysely.js';
 import type { Database } from '../db/schema.js';
 import { ACTIVE } from '../apps/deployment.js';
@@ -58,6 +58,23 @@ export async function removeWebhookSecret(db: Db, appId: string): Promise<boolea
   return Number(r.numDeletedRows) > 0;
 }
 
+/**
+ * Deletes the app's rows past the newest `keep`, insertion order breaking ties: SQLite's rowid,
+ * PostgreSQL's ctid (the row's place, which follows insertion in these append-only tables).
+ */
+async function keepNewest(
+  db: Db,
+  table: 'webhook_deliveries' | 'webhook_pushes',
+  appId: string,
+  keep: number,
+): Promise<void> {
+  const t = sql.table(table);
+  const id = sql.raw(dialectOf(db) === 'postgres' ? 'ctid' : 'rowid');
+  const limit = sql.raw(dialectOf(db) === 'postgres' ? '' : 'LIMIT -1');
+  await sql`DELETE FROM ${t} WHERE ${id} IN (SELECT ${id} FROM ${t} WHERE app_id = ${appId}
+    ORDER BY received_at DESC, ${id} DESC ${limit} OFFSET ${keep})`.execute(db);
+}
+
 /** True when this delivery id was already seen for the app within the window (and records it). */
 export async function deliverySeen(
   db: Db,
@@ -74,8 +91,7 @@ export async function deliverySeen(
     .executeTakeFirst();
   const repeat = Number(r.numInsertedOrUpdatedRows ?? 0n) === 0;
   if (!repeat) {
-    await sql`DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE app_id = ${appId}
-      ORDER BY received_at DESC, rowid DESC LIMIT -1 OFFSET ${MAX_DELIVERIES_PER_APP})`.execute(db);
+    await keepNewest(db, 'webhook_deliveries', appId, MAX_DELIVERIES_PER_APP);
   }
   return repeat;
 }
@@ -108,8 +124,7 @@ export async function recordPush(db: Db, appId: string, key: PushKey, now = Date
     .onConflict((c) => c.columns(['app_id', 'ref', 'old_sha', 'new_sha']).doNothing())
     .executeTakeFirst();
   if (Number(r.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
-  await sql`DELETE FROM webhook_pushes WHERE rowid IN (SELECT rowid FROM webhook_pushes WHERE app_id = ${appId}
-    ORDER BY received_at DESC, rowid DESC LIMIT -1 OFFSET ${MAX_PUSHES_PER_APP})`.execute(db);
+  await keepNewest(db, 'webhook_pushes', appId, MAX_PUSHES_PER_APP);
   return true;
 }
 

@@ -26,6 +26,7 @@ import { engineSubnetGuard } from '#lib/net/engine-subnets.js';
 import { isPromise } from '#lib/util/maybe.js';
 import { TEST_MASTER_KEY, Client, adminClient, apiToken } from './server.js';
 import { registerTransport } from './transport.js';
+import { testDatabaseVars } from './postgres.js';
 
 /** What the node adapter would have read from the socket. */
 export interface SocketFacts {
@@ -97,6 +98,7 @@ export async function startTestApp(
     SVC_ACCESS_LOG: join(dataDir, 'access.log'),
     SVC_SECURITY_DIR: join(dataDir, 'security'),
     SVC_PROXY: 'off',
+    ...(await testDatabaseVars()),
     ...vars,
   });
   const env = await createEnv(config, { log: opts.log ?? createLogger(config.logLevel) });

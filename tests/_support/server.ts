@@ -15,6 +15,7 @@ import { DeployService, type DeployServiceOptions } from '#lib/deploy/service.js
 import type { EdgeOptions } from '#lib/proxy/edge.js';
 import type { SleeperOptions } from '#lib/sleep/index.js';
 import { testFetch } from './transport.js';
+import { testDatabaseVars } from './postgres.js';
 
 export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
@@ -50,6 +51,7 @@ export async function startTestServer(
     SVC_SECURITY_DIR: join(dataDir, 'security'),
     // No test server talks to a Caddy unless it brings its own (tests/_support/edge.ts).
     SVC_PROXY: 'off',
+    ...(await testDatabaseVars()),
     ...vars,
   });
   const env = await createEnv(config, {

@@ -178,3 +178,15 @@ test('SVC_IMAGE_MAP: a JSON object of image references; anything else stops the 
     );
   }
 });
+
+test('SVC_DATABASE_URL: a postgres:// URL puts the database on PostgreSQL; anything else stops the boot naming it', () => {
+  assert.equal(loadConfig({}).databaseUrl, null);
+  for (const url of ['postgres://svc:pw@127.0.0.1:5432/svc', 'postgresql://db.internal/svc?sslmode=require'])
+    assert.equal(loadConfig({ SVC_DATABASE_URL: url }).databaseUrl, url);
+  for (const bad of ['mysql://h/db', '/var/lib/svc/svc.db', 'postgres://has space/db'])
+    assert.throws(
+      () => loadConfig({ SVC_DATABASE_URL: bad }),
+      (e: unknown) =>
+        e instanceof ConfigError && /SVC_DATABASE_URL/.test(String(e)) && !String(e).includes(bad),
+    );
+});

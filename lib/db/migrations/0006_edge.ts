@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { sql } from '../kysely.js';
+import { dialectOf, sql } from '../kysely.js';
 
 // The edge: domains and their uploaded certificates, what the checker last saw of each host (DNS,
 // served certificate), the upstream addresses the proxy routes to, and the request and host
@@ -67,7 +67,7 @@ export const migration: Migration = {
       .addColumn('bytes_out', 'integer', (c) => c.notNull())
       .addColumn('hist', 'blob', (c) => c.notNull())
       .addPrimaryKeyConstraint('request_series_pk', ['res', 'app_id', 'service', 't'])
-      .modifyEnd(sql`without rowid`)
+      .$call((b) => (dialectOf(db) === 'sqlite' ? b.modifyEnd(sql`without rowid`) : b))
       .execute();
     await db.schema.createIndex('request_series_age').on('request_series').columns(['res', 't']).execute();
     await db.schema
@@ -82,7 +82,7 @@ export const migration: Migration = {
       .addColumn('disk_used_sum', 'integer', (c) => c.notNull())
       .addColumn('disk_total_sum', 'integer', (c) => c.notNull())
       .addPrimaryKeyConstraint('host_vitals_pk', ['res', 't'])
-      .modifyEnd(sql`without rowid`)
+      .$call((b) => (dialectOf(db) === 'sqlite' ? b.modifyEnd(sql`without rowid`) : b))
       .execute();
   },
 };

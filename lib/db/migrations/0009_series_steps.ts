@@ -62,9 +62,13 @@ export const migration: Migration = {
           .values(values.slice(i, i + 500))
           .onConflict((c) => c.doNothing())
           .execute();
-      await sql`insert or ignore into host_vitals (res, t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum)
-        select ${res}, (t / ${res}) * ${res}, sum(samples), sum(cpu_sum), sum(load1_sum), sum(mem_used_sum), sum(mem_total_sum), sum(disk_used_sum), sum(disk_total_sum)
-        from host_vitals where res = ${from} and t >= ${now - keep} group by (t / ${res})`.execute(db);
+      // Literals, not parameters: PostgreSQL types a select list's parameters as text, and matches
+      // the grouped expression only when it is written the same way.
+      const [r, f] = [sql.lit(res), sql.lit(from)];
+      await sql`insert into host_vitals (res, t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum)
+        select ${r}, (t / ${r}) * ${r}, sum(samples), sum(cpu_sum), sum(load1_sum), sum(mem_used_sum), sum(mem_total_sum), sum(disk_used_sum), sum(disk_total_sum)
+        from host_vitals where res = ${f} and t >= ${now - keep} group by (t / ${r})
+        on conflict do nothing`.execute(db);
     }
   },
 };

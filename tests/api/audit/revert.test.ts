@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { adminClient, ADMIN, Client, reveal } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
 import { routes } from '../../../runtime/routes.gen.js';
@@ -283,16 +282,14 @@ test("a domain's uploaded certificate is part of its state: the key masked in th
       key_pem: pair.keyPem,
     });
     assert.equal(up.status, 200, up.text);
-    const stored = () => {
-      const db = new Database(join(s.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
-      try {
-        return db.prepare('select fingerprint256 from domain_certificates where domain_id = ?').get(id) as
-          { fingerprint256: string } | undefined;
-      } finally {
-        db.close();
-      }
-    };
-    const fingerprint = stored()?.fingerprint256;
+    // Through the service's own handle: the same rows on SQLite and PostgreSQL.
+    const stored = () =>
+      s.env.db
+        .selectFrom('domain_certificates')
+        .select('fingerprint256')
+        .where('domain_id', '=', id)
+        .executeTakeFirst();
+    const fingerprint = (await stored())?.fingerprint256;
     assert.ok(fingerprint);
     const upload = await lastEntry('domain.certificate_uploaded', id);
     assert.equal(upload.revertible, true);
@@ -314,13 +311,13 @@ test("a domain's uploaded certificate is part of its state: the key masked in th
     assert.equal(rev.status, 200, rev.text);
     const back = (await c.req('GET', `/api/domains/${id}`)).body.domain;
     assert.equal(back.certificate?.source, 'uploaded', JSON.stringify(back.certificate));
-    assert.equal(stored()?.fingerprint256, fingerprint, 'the same certificate is stored again');
+    assert.equal((await stored())?.fingerprint256, fingerprint, 'the same certificate is stored again');
 
     // The upload's own entry: the target is as it left it, so its revert removes the certificate.
     const undo = await c.req('POST', `/api/audit/${upload.id}/revert`);
     assert.equal(undo.status, 200, undo.text);
     assert.notEqual((await c.req('GET', `/api/domains/${id}`)).body.domain.certificate?.source, 'uploaded');
-    assert.equal(stored(), undefined);
+    assert.equal(await stored(), undefined);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -335,19 +332,15 @@ test('no secret value is stored in clear in the audit table or anywhere in the d
   assert.equal((await c.req('POST', `/api/audit/${entry.id}/revert`)).status, 200);
   assert.equal((await reveal(c, app, 'C')).body.value, canary);
 
-  const db = new Database(join(s.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
-  try {
-    const rows = db.prepare('select * from audit').all() as Array<Record<string, unknown>>;
-    const dump = JSON.stringify(rows);
-    assert.ok(
-      rows.some((r) => r.state_before && String(r.state_before).includes('"masked":true')),
-      'the state was recorded',
-    );
-    for (const secret of [canary, SECRET_A, SECRET_B, ADMIN.password])
-      assert.equal(dump.includes(secret), false, 'a secret is in the audit table in clear');
-  } finally {
-    db.close();
-  }
+  const rows = (await s.env.db.selectFrom('audit').selectAll().execute()) as Array<Record<string, unknown>>;
+  const dump = JSON.stringify(rows);
+  assert.ok(
+    rows.some((r) => r.state_before && String(r.state_before).includes('"masked":true')),
+    'the state was recorded',
+  );
+  for (const secret of [canary, SECRET_A, SECRET_B, ADMIN.password])
+    assert.equal(dump.includes(secret), false, 'a secret is in the audit table in clear');
+  // The files themselves (SQLite: the database, its WAL and shared memory; none on PostgreSQL).
   for (const f of await readdir(s.dataDir)) {
     if (!f.startsWith('svc.db')) continue;
     const bytes = await readFile(join(s.dataDir, f));
@@ -478,16 +471,11 @@ test('notification channels: a URL change is masked in the diff, and its revert 
     assert.equal((await nc.req('POST', `/api/settings/notifications/${again[0].id}/test`)).status, 200);
     assert.ok(recv.received.slice(before).some((r) => r.path === `/old/${token}`));
 
-    const db = new Database(join(ns.dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
-    try {
-      assert.equal(
-        JSON.stringify(db.prepare('select * from audit').all()).includes(token),
-        false,
-        'the channel URL is not in the audit table in clear',
-      );
-    } finally {
-      db.close();
-    }
+    assert.equal(
+      JSON.stringify(await ns.env.db.selectFrom('audit').selectAll().execute()).includes(token),
+      false,
+      'the channel URL is not in the audit table in clear',
+    );
   } finally {
     await ns.stop();
     await recv.close();

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { adminClient, ADMIN, type Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
 import { RECOVERY_SETTING } from '#lib/instance/recovery.js';
+import { onPostgres } from '../../_support/postgres.js';
 
 let s: TestApp;
 let c: Client;
@@ -100,6 +101,19 @@ test('instance backup: defaults until saved, a harmless change saved, lowering k
   const runs = await c.req('GET', '/api/instance/backup/runs');
   assert.equal(runs.status, 200, runs.text);
   assert.deepEqual(runs.body.items, []);
+});
+
+test('GET /api/instance/info names the database it runs on; on PostgreSQL an instance backup run is refused with the reason', async () => {
+  const info = await c.req('GET', '/api/instance/info');
+  assert.equal(info.status, 200, info.text);
+  assert.equal(info.body.database.dialect, onPostgres() ? 'postgres' : 'sqlite');
+  assert.ok(info.body.database.size_bytes > 0, info.text);
+  if (!onPostgres()) return;
+  await stepUp();
+  const run = await c.req('POST', '/api/instance/backup/run');
+  assert.equal(run.status, 409, run.text);
+  assert.match(run.body.error, /PostgreSQL \(SVC_DATABASE_URL\): back it up with pg_dump/);
+  assert.deepEqual((await c.req('GET', '/api/instance/backup/runs')).body.items, [], 'no run recorded');
 });
 
 test('recovery: 404 until a recovery ran, then its report', async () => {

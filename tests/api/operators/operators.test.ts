@@ -490,6 +490,8 @@ test('svc operators reset <username> prints a working reset link and audits it a
   const v = await operator('viewer');
   const vars = {
     SVC_DATA_DIR: s.dataDir,
+    // The service's database, whichever it is (the PostgreSQL pass gives each app its own).
+    ...(s.env.config.databaseUrl ? { SVC_DATABASE_URL: s.env.config.databaseUrl } : {}),
     SVC_MASTER_KEY: 'a'.repeat(64),
     SVC_PUBLIC_URL: 'https://panel.example.test',
   };

@@ -25,6 +25,7 @@ import {
   deleteSessionByRaw,
   listSessions,
   revokeSession,
+  type ResolvedSession,
 } from '#lib/auth/sessions.js';
 import {
   createApiToken,
@@ -32,6 +33,7 @@ import {
   listApiTokens,
   revokeApiToken,
   TOKEN_PATTERN,
+  type ResolvedToken,
 } from '#lib/auth/tokens.js';
 import { authenticate, BEARER, SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from '#lib/auth/principal.js';
 import { hasRecentStepUp, markStepUp, STEP_UP_SECONDS } from '#lib/auth/stepup.js';
@@ -459,7 +461,7 @@ test('sessions: only the hash is stored; idle and absolute expiry delete them; l
     .where('id', '=', s2.id)
     .execute();
   invalidateCredentials();
-  assert.equal(resolveSession(db, s2.raw, LIMITS, T0 + 2)!.stepUpUntil, iso(T0 + 5000));
+  assert.equal((resolveSession(db, s2.raw, LIMITS, T0 + 2) as ResolvedSession)!.stepUpUntil, iso(T0 + 5000));
   assert.equal(
     csrfFor(new Uint8Array(32).fill(1), 'abc'),
     createHmac('sha256', new Uint8Array(32).fill(1)).update('csrf:abc').digest('base64url'),
@@ -572,7 +574,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
   invalidateCredentials();
   resolveApiToken(db, t.token, T0 + 60_001);
   assert.equal(await used(), iso(T0 + 60_001));
-  assert.equal(resolveApiToken(db, t.token, T0 + 99_999)!.id, t.id);
+  assert.equal((resolveApiToken(db, t.token, T0 + 99_999) as ResolvedToken)!.id, t.id);
   assert.equal(resolveApiToken(db, t.token, T0 + 100_000), null, 'expired');
   assert.equal(resolveApiToken(db, 'svc_' + 'a'.repeat(43), T0), null, 'unknown');
   assert.equal(resolveApiToken(db, t.token.slice(0, -1), T0), null, 'malformed');
@@ -622,7 +624,7 @@ test('API tokens: svc_ + 43 characters, stored hashed; revoked, expired or unkno
     .where('id', '=', theirs.id)
     .execute();
   invalidateCredentials();
-  assert.equal(resolveApiToken(db, theirs.token, T0)!.stepUpUntil, iso(T0 + 9));
+  assert.equal((resolveApiToken(db, theirs.token, T0) as ResolvedToken)!.stepUpUntil, iso(T0 + 9));
   await db.destroy();
 });
 
@@ -714,8 +716,8 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
   const s2 = await createSession(db, user.id, { ip: null, userAgent: null }, LIMITS, T0);
   const t = await createApiToken(db, user.id, 'ci', null, T0);
   const t2 = await createApiToken(db, user.id, 'ci2', null, T0);
-  assert.equal(resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil, null);
-  assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
+  assert.equal((resolveSession(db, s.raw, LIMITS, T0) as ResolvedSession)!.stepUpUntil, null);
+  assert.equal((resolveApiToken(db, t.token, T0) as ResolvedToken)!.stepUpUntil, null);
   assert.equal(
     await markStepUp(
       db,
@@ -725,12 +727,12 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
     iso(T0 + 300_000),
   );
   assert.equal(
-    resolveSession(db, s.raw, LIMITS, T0)!.stepUpUntil,
+    (resolveSession(db, s.raw, LIMITS, T0) as ResolvedSession)!.stepUpUntil,
     iso(T0 + 300_000),
     'the cache was cleared',
   );
-  assert.equal(resolveSession(db, s2.raw, LIMITS, T0)!.stepUpUntil, null);
-  assert.equal(resolveApiToken(db, t.token, T0)!.stepUpUntil, null);
+  assert.equal((resolveSession(db, s2.raw, LIMITS, T0) as ResolvedSession)!.stepUpUntil, null);
+  assert.equal((resolveApiToken(db, t.token, T0) as ResolvedToken)!.stepUpUntil, null);
   assert.equal(
     await markStepUp(
       db,
@@ -739,8 +741,8 @@ test('step-up: recent only while its deadline is ahead, bound to the credential 
     ),
     iso(T0 + 300_001),
   );
-  assert.equal(resolveApiToken(db, t.token, T0 + 1)!.stepUpUntil, iso(T0 + 300_001));
-  assert.equal(resolveApiToken(db, t2.token, T0 + 1)!.stepUpUntil, null);
+  assert.equal((resolveApiToken(db, t.token, T0 + 1) as ResolvedToken)!.stepUpUntil, iso(T0 + 300_001));
+  assert.equal((resolveApiToken(db, t2.token, T0 + 1) as ResolvedToken)!.stepUpUntil, null);
   await db.destroy();
 });
 
@@ -1010,7 +1012,7 @@ test('login cookies: a new session rotates the old one out; session, CSRF, clear
   assert.ok(dev, cookies[3]);
   assert.equal(readDevice(env.signingKey, decodeURIComponent(dev[1]!))!.userId, user.id);
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };
-  const s = resolveSession(db, raw[1]!, limits, env.now());
+  const s = resolveSession(db, raw[1]!, limits, env.now()) as ResolvedSession | null;
   assert.equal(s!.user.id, user.id);
   const row = await db.selectFrom('sessions').selectAll().where('id', '=', s!.id).executeTakeFirstOrThrow();
   assert.deepEqual([row.ip, row.user_agent], ['10.1.1.1', 'UA']);
