@@ -8,6 +8,7 @@ import {
   NODE_AVAILABILITIES,
   NODE_ROLES,
   NODE_STATUSES,
+  RESERVED_LABEL_PREFIX,
 } from '../cluster/nodes.js';
 
 export const nodeSchema = named(
@@ -35,7 +36,11 @@ export const nodeLabelsSchema = z
     z.string().regex(LABEL_KEY, 'a label key: letters, digits, ".", "_" and "-", at most 64'),
     z.string().regex(LABEL_VALUE, 'a label value: letters, digits and ._:/@+-, at most 128'),
   )
-  .refine((l) => Object.keys(l).length <= MAX_LABELS, `at most ${MAX_LABELS} labels`);
+  .refine((l) => Object.keys(l).length <= MAX_LABELS, `at most ${MAX_LABELS} labels`)
+  .refine(
+    (l) => !Object.keys(l).some((k) => k.startsWith(RESERVED_LABEL_PREFIX)),
+    `labels starting with "${RESERVED_LABEL_PREFIX}" are reserved for the control plane`,
+  );
 
 export const nodePatchSchema = z
   .strictObject({
