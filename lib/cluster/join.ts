@@ -41,7 +41,8 @@ export function joinCommand(parts: {
     steps.push(`printf %s ${q(b64, BASE64, 'certificate')} | base64 -d > ${path(`${dir}/ca.crt`)}`);
   }
   steps.push(
-    `docker swarm join --token ${q(parts.token, TOKEN, 'token')} ${q(parts.manager, HOST_PORT, 'manager address')}`,
+    `docker swarm join --token ${q(parts.token, TOKEN, 'token')} ` +
+      q(parts.manager, HOST_PORT, 'manager address'),
   );
   return steps.join(' && ');
 }

@@ -52,7 +52,8 @@ export interface SwarmNode {
 export function requireClusterMode(env: Env): void {
   if (env.config.cluster.mode !== 'swarm')
     throw conflict(
-      'cluster mode is off (SVC_CLUSTER is not "swarm"): this instance runs on one Docker host and has no nodes',
+      'cluster mode is off (SVC_CLUSTER is not "swarm"): ' +
+        'this instance runs on one Docker host and has no nodes',
     );
 }
 
@@ -192,7 +193,8 @@ export async function removeNode(env: Env, id: string): Promise<ClusterNodeView>
     );
   if (node.status !== 'down' && node.availability !== 'drain')
     throw conflict(
-      `the node is ${node.status} and ${node.availability}: drain it first (PATCH availability "drain"), or remove it once it is down`,
+      `the node is ${node.status} and ${node.availability}: ` +
+        'drain it first (PATCH availability "drain"), or remove it once it is down',
     );
   await guard(env.engine, async () => {
     try {
