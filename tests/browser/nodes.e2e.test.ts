@@ -4,6 +4,7 @@
 // after a step-up. axe on the page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { needChromium, launchChromium, withFailureShot, axe } from '../_support/browser.js';
 import { needCluster, startTestCluster, type ClusterNode } from '../_support/cluster.js';
 import { ensureRegistryImage } from '../_support/registryimage.js';
@@ -24,6 +25,8 @@ test('the Nodes page lists three nodes, drains one and shows the join command af
     SVC_IMAGE_MAP: JSON.stringify({ 'registry:2': registryImage }),
   });
   t.after(() => s.stop());
+  // The trust file the control plane wrote on this host for its registry (the nodes share /etc).
+  t.after(() => rmSync(`/etc/docker/certs.d/${node1.addr}:5000`, { recursive: true, force: true }));
   await adminClient(s);
   const browser = await launchChromium();
   t.after(() => browser.close());

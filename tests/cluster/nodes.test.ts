@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { needCluster, startTestCluster, unpullable, type ClusterNode } from '../_support/cluster.js';
@@ -54,6 +54,8 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
     SVC_CLUSTER_JOIN_TTL: '20',
   });
   t.after(() => server.stop());
+  // The trust file the control plane wrote on this host for its registry (the nodes share /etc).
+  t.after(() => rmSync(`/etc/docker/certs.d/${node1.addr}:5000`, { recursive: true, force: true }));
   const c = await adminClient(server);
   const byName = async () => {
     const r = await c.req('GET', '/api/nodes');
