@@ -1811,6 +1811,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The swarm's nodes: role, status, availability, resources and running tasks (409 when cluster mode is off) */
+        get: operations["getApiNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/nodes/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A shell line that makes a new Debian host trust the cluster registry and join the swarm as a worker, until expires_at
+         * @description The command embeds the current worker join token; when it expires the token is rotated and the command no longer joins. Provisions the control plane's own registry on first use (unless SVC_REGISTRY is set).
+         *
+         *     Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiNodesJoin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/nodes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a worker node that is down or drained from the swarm (409 otherwise, and for a manager)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        delete: operations["deleteApiNodesById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a node's availability (active, pause, drain) or its labels
+         * @description Draining moves its tasks to other nodes. `labels` replaces the operator labels; keys starting with `svc.` are reserved (400) and those the control plane set are kept.
+         */
+        patch: operations["patchApiNodesById"];
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -2734,6 +2797,16 @@ export interface components {
                 security_agent: boolean;
                 traffic_monitor: boolean;
             };
+            /** @description Cluster mode (docs/cluster.md) */
+            cluster: {
+                /** @enum {string} */
+                mode: "off" | "swarm";
+                /** @description Absent when the manager does not answer */
+                nodes?: number;
+                managers?: number;
+                /** @description host:port of the cluster registry; null until the own one is first provisioned */
+                registry?: string | null;
+            };
         };
         Invitation: {
             id: string;
@@ -2752,6 +2825,12 @@ export interface components {
             used_at: string | null;
             /** @enum {string} */
             status: "pending" | "used" | "expired";
+        };
+        NodeJoinCommand: {
+            /** @description One shell line a new Debian host with docker.io runs as root */
+            command: string;
+            /** @description ISO-8601 UTC timestamp */
+            expires_at: string;
         };
         LogLine: {
             seq: number;
@@ -2785,6 +2864,26 @@ export interface components {
             expires_at: string | null;
             scopes: components["schemas"]["Permission"][] | null;
             app_ids: string[] | null;
+        };
+        Node: {
+            id: string;
+            hostname: string;
+            /** @enum {string} */
+            role: "manager" | "worker";
+            /** @enum {string} */
+            status: "ready" | "down" | "unknown";
+            /** @enum {string} */
+            availability: "active" | "pause" | "drain";
+            /** @description The address the node is reached at in the swarm */
+            addr: string | null;
+            labels: {
+                [key: string]: string;
+            };
+            engine_version: string | null;
+            cpus: number;
+            memory_bytes: number;
+            /** @description How many tasks run on the node now */
+            tasks: number;
         };
         NotificationChannel: {
             id: string;
@@ -2835,7 +2934,7 @@ export interface components {
         Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
         PostureItem: {
             /** @enum {string} */
-            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell";
+            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "cluster_managers" | "cluster_nodes";
             /** @enum {string} */
             status: "ok" | "warning" | "error" | "info";
             title: string;
@@ -3316,6 +3415,12 @@ export interface components {
         PostApiInvitationsByTokenAccept201: {
             user: components["schemas"]["User"];
         };
+        GetApiNodes200: {
+            items: components["schemas"]["Node"][];
+        };
+        PatchApiNodesById200: {
+            node: components["schemas"]["Node"];
+        };
         GetApiOperators200: {
             items: components["schemas"]["Operator"][];
         };
@@ -3781,6 +3886,14 @@ export interface components {
         PostApiInvitationsByTokenAcceptBody: {
             username?: string;
             password: string;
+        };
+        PatchApiNodesByIdBody: {
+            /** @enum {string} */
+            availability?: "active" | "pause" | "drain";
+            /** @description Replaces the operator labels; labels starting with "svc." are reserved and kept */
+            labels?: {
+                [key: string]: string;
+            };
         };
         PostApiOperatorsInvitationsBody: {
             /** @enum {string} */
@@ -7371,6 +7484,108 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiNodes200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiNodesJoin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeJoinCommand"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiNodesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiNodesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiNodesByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatchApiNodesById200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

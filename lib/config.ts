@@ -92,6 +92,8 @@ export interface Config {
     mode: 'off' | 'swarm';
     /** SVC_REGISTRY: an operator's registry (`host[:port]`); null: the control plane runs its own. */
     registry: string | null;
+    /** A join command's lifetime; the swarm's worker token is rotated when it passes (SVC_CLUSTER_JOIN_TTL). */
+    joinTtlSeconds: number;
   };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
@@ -399,6 +401,7 @@ export function loadConfig(env: Env = process.env): Config {
     cluster: {
       mode: clusterMode(env),
       registry: registryHost(env, 'SVC_REGISTRY'),
+      joinTtlSeconds: int(env, 'SVC_CLUSTER_JOIN_TTL', 3600, 10, 7 * 86400),
     },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),

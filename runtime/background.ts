@@ -16,6 +16,7 @@ import { CrashWatcher } from '#lib/apps/crash.js';
 import { adoptLegacyObjects } from '#lib/instance/owner.js';
 import { readRecoveryMarker, runRecovery } from '#lib/instance/recovery.js';
 import { PreviewSweeper } from '#lib/previews/sweeper.js';
+import { startJoinTokenSweep } from '#lib/cluster/join.js';
 
 export function startBackground(env: Env, running: Running): void {
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
@@ -130,6 +131,9 @@ export function startBackground(env: Env, running: Running): void {
   const sweeper = new PreviewSweeper(env);
   sweeper.start();
   running.onClose(() => sweeper.stop());
+
+  // Cluster mode: a join command's worker token is rotated once the command has expired.
+  if (env.config.cluster.mode === 'swarm') running.onClose(startJoinTokenSweep(env));
 }
 
 // Container state changes become bus events and refresh the app's status; bursts (a stack

@@ -36,6 +36,8 @@ export type Operator = S['Operator'];
 export type Role = Operator['role'];
 export type Invitation = S['Invitation'];
 export type CreatedInvitation = S['CreatedInvitation'];
+export type ClusterNode = S['Node'];
+export type NodeJoinCommand = S['NodeJoinCommand'];
 
 /** A build log line as the `build:<id>` topic and `GET .../logs` carry it. */
 export type LogLine = S['LogLine'];
@@ -358,6 +360,12 @@ export const getConcurrency = () => run(() => client.GET('/api/instance/deploy-c
 export const putConcurrency = (concurrency: number) =>
   run(() => client.PUT('/api/instance/deploy-concurrency', { body: { concurrency } }));
 export const diskUsage = () => call<DiskUsage>('GET', '/api/instance/disk');
+
+// Nodes (cluster mode)
+export const listNodes = () => run(() => client.GET('/api/nodes'));
+export const patchNode = (id: string, body: { availability?: ClusterNode['availability'] }) =>
+  run(() => client.PATCH('/api/nodes/{id}', { params: { path: { id } }, body }));
+export const joinCommand = () => run(() => client.POST('/api/nodes/join'));
 export const prune = () =>
   call<{ reclaimed_bytes: number } & Record<string, number>>('POST', '/api/instance/prune');
 export const restartInstance = () => call<{ restarting: true }>('POST', '/api/instance/restart');

@@ -51,6 +51,7 @@ const NotificationsPage = lazyPage<object>(() =>
 const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) => m.InstancePage));
 const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
+const NodesPage = lazyPage<object>(() => import('./pages/nodes').then((m) => m.NodesPage));
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
   import('./pages/invite').then((m) => m.InvitePage),
 );
@@ -182,6 +183,8 @@ function Page({ path, user }: { path: string; user: User }) {
       return <ProfilePage user={user} />;
     case '/operators':
       return <OperatorsPage />;
+    case '/nodes':
+      return <NodesPage />;
     default:
       return (
         <main>
@@ -214,6 +217,14 @@ function Shell({
     permissions,
   );
   const may = (p: string) => held.data?.includes(p) === true;
+  // The Nodes link only in cluster mode (instance info says which, once per sign-in).
+  const cluster = useLoad(
+    () =>
+      may('instance.read')
+        ? api.instanceInfo().then((i) => i.cluster.mode === 'swarm')
+        : Promise.resolve(false),
+    [user.id, held.data],
+  );
   return (
     <>
       <a class="skip" href="#main">
@@ -232,6 +243,7 @@ function Shell({
           {may('app.read') && <Link href="/domains">Domains</Link>}
           {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
           {may('instance.read') && <Link href="/instance">Instance</Link>}
+          {cluster.data && <Link href="/nodes">Nodes</Link>}
           <Link href="/profile">Profile</Link>
         </nav>
         <span class={`ws ws-${ws}`} role="status" aria-live="polite">

@@ -15,3 +15,4 @@ export * from './notifications.js';
 export * from './security.js';
 export * from './webhooks.js';
 export * from './previews.js';
+export * from './nodes.js';

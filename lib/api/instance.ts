@@ -28,6 +28,18 @@ export const instanceInfoSchema = named(
     control_domain: z.string().nullable(),
     exposure: z.enum(EXPOSURES),
     features: z.object({ shell: z.boolean(), security_agent: z.boolean(), traffic_monitor: z.boolean() }),
+    cluster: z
+      .object({
+        mode: z.enum(['off', 'swarm']),
+        nodes: z.number().int().optional().describe('Absent when the manager does not answer'),
+        managers: z.number().int().optional(),
+        registry: z
+          .string()
+          .nullable()
+          .optional()
+          .describe('host:port of the cluster registry; null until the own one is first provisioned'),
+      })
+      .describe('Cluster mode (docs/cluster.md)'),
   }),
   'Versions, uptime and the engine of this instance',
 );

@@ -5,6 +5,8 @@ import type { Services as Env } from '../http/handler.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
 import { createCaddyClient, unixAdminPath } from '../proxy/caddy.js';
+import { clusterCounts } from '../cluster/nodes.js';
+import { ownRegistryAddress } from '../cluster/registry.js';
 
 const PROBE_MS = 2_000;
 
@@ -31,7 +33,7 @@ async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: stri
 export async function instanceInfo(env: Env) {
   const now = env.now();
   const uptime = process.uptime();
-  const [engineVersion, proxy, size, baseDomain] = await Promise.all([
+  const [engineVersion, proxy, size, baseDomain, cluster] = await Promise.all([
     withBudget(
       env.engine.docker.version().then((v) => v.Version ?? 'unknown'),
       null as string | null,
@@ -46,6 +48,7 @@ export async function instanceInfo(env: Env) {
       .execute(env.db)
       .then((r) => Number(r.rows[0]?.size ?? 0)),
     getBaseDomain(env.db, env.config.baseDomain),
+    clusterInfo(env),
   ]);
   return {
     version: productVersion(),
@@ -63,5 +66,22 @@ export async function instanceInfo(env: Env) {
       security_agent: env.config.security.agent,
       traffic_monitor: env.monitor !== null,
     },
+    cluster,
+  };
+}
+
+/** Cluster mode's shape: node counts when the manager answers, the registry once there is one. */
+async function clusterInfo(
+  env: Env,
+): Promise<{ mode: 'off' | 'swarm'; nodes?: number; managers?: number; registry?: string | null }> {
+  if (env.config.cluster.mode !== 'swarm') return { mode: 'off' };
+  const [counts, registry] = await Promise.all([
+    withBudget(clusterCounts(env), null),
+    env.config.cluster.registry ?? ownRegistryAddress(env).catch(() => null),
+  ]);
+  return {
+    mode: 'swarm',
+    ...(counts ? { nodes: counts.nodes, managers: counts.managers } : {}),
+    registry,
   };
 }

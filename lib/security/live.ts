@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
 import { masterKeyPath } from '../crypto/master-key.js';
 import { LABEL_APP, LABEL_SERVICE, guard } from '../docker/index.js';
+import { clusterCounts } from '../cluster/nodes.js';
 import { evaluatePosture, type PostureInput, type PostureItem } from './posture.js';
 import { readOptOut } from './opt-out.js';
 import { readHostSnapshot } from './snapshot.js';
@@ -86,7 +87,7 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
 }
 
 export async function postureInput(env: Env): Promise<PostureInput> {
-  const [input, edge] = await Promise.all([
+  const [input, edge, cluster] = await Promise.all([
     postureInputFrom({
       config: env.config,
       engine: env.engine,
@@ -95,8 +96,11 @@ export async function postureInput(env: Env): Promise<PostureInput> {
       now: env.now(),
     }),
     edgePosture(env),
+    env.config.cluster.mode === 'swarm'
+      ? withBudget(clusterCounts(env), ENGINE_BUDGET_MS, null)
+      : Promise.resolve(null),
   ]);
-  return { ...input, baseDomain: edge.baseDomain, edge: edge.edge };
+  return { ...input, baseDomain: edge.baseDomain, edge: edge.edge, cluster };
 }
 
 /** The base domain in force (the instance setting wins over SVC_BASE_DOMAIN) and what the proxy serves. */

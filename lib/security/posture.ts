@@ -15,6 +15,8 @@ export const POSTURE_CODES = [
   'host_ports',
   'notify_allow',
   'container_shell',
+  'cluster_managers',
+  'cluster_nodes',
 ] as const;
 export type PostureCode = (typeof POSTURE_CODES)[number];
 export const POSTURE_STATUSES = ['ok', 'warning', 'error', 'info'] as const;
@@ -79,6 +81,8 @@ export interface PostureInput {
   notifyAllow?: readonly string[];
   /** SVC_ENABLE_SHELL=true. */
   shellEnabled?: boolean;
+  /** Cluster mode: the swarm's managers and the hostnames of nodes that are down (absent: single host). */
+  cluster?: { managers: number; managersReady: number; down: readonly string[] } | null;
   now?: number;
 }
 
@@ -346,7 +350,60 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
       fix: 'Unset SVC_ENABLE_SHELL when nobody needs it.',
     });
   }
+  if (input.cluster) items.push(...clusterRows(input.cluster));
   return { items };
+}
+
+/**
+ * Raft needs a majority of managers: one manager is a single point of failure, and an even count
+ * tolerates no more losses than the odd count below it.
+ */
+function clusterRows(c: NonNullable<PostureInput['cluster']>): PostureItem[] {
+  const title = 'Swarm managers';
+  const managers =
+    c.managers <= 1
+      ? {
+          status: 'warning' as const,
+          reason:
+            'The swarm has one manager: if its host is lost, nothing can be scheduled or changed until the swarm is rebuilt from a backup.',
+          fix: 'Promote two workers on other hosts (`docker node promote <node>` on the manager) for three managers: the swarm then keeps working when one is lost.',
+        }
+      : c.managers % 2 === 0
+        ? {
+            status: 'warning' as const,
+            reason: `The swarm has ${c.managers} managers: an even count keeps a majority through no more losses than ${c.managers - 1} would.`,
+            fix: 'Promote or demote one manager for an odd count (3 or 5).',
+          }
+        : c.managersReady <= c.managers / 2
+          ? {
+              status: 'error' as const,
+              reason: `Only ${c.managersReady} of ${c.managers} managers are ready: the swarm has lost its majority.`,
+              fix: 'Bring the lost managers back, or recover with `docker swarm init --force-new-cluster` on a remaining manager.',
+            }
+          : {
+              status: 'ok' as const,
+              reason: `${c.managers} managers (${c.managersReady} ready): the swarm keeps a majority when ${Math.floor((c.managers - 1) / 2)} of them ${c.managers > 3 ? 'are' : 'is'} lost.`,
+              fix: 'Nothing to do.',
+            };
+  const rows: PostureItem[] = [{ code: 'cluster_managers', title, ...managers }];
+  rows.push(
+    c.down.length
+      ? {
+          code: 'cluster_nodes',
+          status: 'warning',
+          title: 'Swarm nodes',
+          reason: `Down: ${c.down.join(', ')}. Their tasks were moved to other nodes where they could be.`,
+          fix: 'Bring the hosts back, or remove them (DELETE /api/nodes/{id}, or the Nodes page) if they are gone for good.',
+        }
+      : {
+          code: 'cluster_nodes',
+          status: 'ok',
+          title: 'Swarm nodes',
+          reason: 'Every node is up.',
+          fix: 'Nothing to do.',
+        },
+  );
+  return rows;
 }
 
 /** Says "served over HTTPS" only when Caddy runs our config and serves a valid certificate for the control domain. */

@@ -36,6 +36,8 @@ const ALWAYS = [
   'POST /api/instance/prune',
   'POST /api/instance/reset',
   'POST /api/instance/restart',
+  'POST /api/nodes/join',
+  'DELETE /api/nodes/{id}',
   'PATCH /api/operators/{id}',
   'DELETE /api/operators/{id}',
   'POST /api/operators/{id}/reset',

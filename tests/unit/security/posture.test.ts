@@ -541,3 +541,19 @@ test('terminal table lists every row and the fixes of the flagged ones', () => {
   assert.equal(postureSummary(items), '1 error, 1 warning.');
   assert.equal(postureSummary(rows(input())), 'All checks pass.');
 });
+
+test('posture in cluster mode: managers that cannot keep a quorum, and nodes that are down', () => {
+  const c = (managers: number, managersReady: number, down: string[] = []) =>
+    rows(input({ cluster: { managers, managersReady, down } }));
+  const one = c(1, 1).find((r) => r.code === 'cluster_managers')!;
+  assert.equal(one.status, 'warning');
+  assert.match(one.fix, /docker node promote/);
+  assert.equal(c(2, 2).find((r) => r.code === 'cluster_managers')!.status, 'warning');
+  assert.equal(c(3, 3).find((r) => r.code === 'cluster_managers')!.status, 'ok');
+  assert.equal(c(3, 1).find((r) => r.code === 'cluster_managers')!.status, 'error');
+  const down = c(3, 3, ['node5']).find((r) => r.code === 'cluster_nodes')!;
+  assert.equal(down.status, 'warning');
+  assert.match(down.reason, /node5/);
+  assert.equal(c(3, 3).find((r) => r.code === 'cluster_nodes')!.status, 'ok');
+  assert.ok(!rows(input()).some((r) => r.code.startsWith('cluster_')), 'single host: no cluster rows');
+});
