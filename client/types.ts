@@ -723,7 +723,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set a service's port and/or health path */
+        /** Set a service's port, health path, and (cluster mode) replicas and placement */
         patch: operations["patchApiAppsByIdServicesByName"];
         trace?: never;
     };
@@ -2930,6 +2930,11 @@ export interface components {
                 container_port: number;
                 protocol: string;
             }[];
+            tasks?: {
+                node: string;
+                state: string;
+                container_id?: string;
+            }[];
         };
         Session: {
             id: string;
@@ -3158,6 +3163,10 @@ export interface components {
             name: string;
             port: number | null;
             health_path: string | null;
+            replicas: number | null;
+            placement: {
+                constraints: string[];
+            } | null;
         };
         PostApiAppsByIdSshKeyTestConnection200: {
             ok: boolean;
@@ -3687,6 +3696,10 @@ export interface components {
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
+            replicas?: number | null;
+            placement?: {
+                constraints: string[];
+            } | null;
         };
         PostApiAppsByIdTriggersBody: {
             /** @enum {string} */
