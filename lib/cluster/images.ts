@@ -21,11 +21,16 @@ export function splitLocalRef(ref: string): { path: string; tag: string } {
   return { path: path.includes('/') ? path : `library/${path}`, tag };
 }
 
-/** Whether the nodes must get the image from us: it is here and came from no registry. */
+/**
+ * Whether the nodes must get the image from us: it is here, and no registry digest of its own
+ * repository is recorded (a digest from our own earlier push, under the registry's name, does not
+ * count: the nodes cannot pull the plain name).
+ */
 export async function onlyLocal(engine: Engine, ref: string): Promise<boolean> {
   try {
     const info = await guard(engine, () => engine.docker.getImage(ref).inspect());
-    return !(info.RepoDigests ?? []).length;
+    const repo = ref.split('@')[0]!.replace(/:[^/:]*$/, '');
+    return !(info.RepoDigests ?? []).some((d) => d.split('@')[0] === repo);
   } catch (e) {
     if (isNotFound(e)) return false;
     throw e;

@@ -76,8 +76,8 @@ export async function waitForRollout(engine: Engine, opts: WaitOptions): Promise
       const seen = [
         ...new Set(
           [...failures, ...mine]
-            .map(taskProblem)
-            .filter((p) => !/^(running|starting|new|assigned|accepted|preparing|ready)$/.test(p)),
+            .filter((t) => t.Status?.Err || FAILED.has(t.Status?.State ?? ''))
+            .map(taskProblem),
         ),
       ];
       return seen.slice(0, 3).join('; ') || 'no task error reported';
