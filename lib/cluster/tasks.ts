@@ -33,6 +33,28 @@ export async function nodeNames(engine: Engine): Promise<Map<string, string>> {
 
 const FAILED = new Set(['failed', 'rejected', 'orphaned']);
 
+/**
+ * Why the swarm gave up on the new version: the failed task's own error (it is recorded a moment
+ * after the rollback starts, so it is waited for briefly), else what the tasks went through.
+ */
+async function failureReason(engine: Engine, opts: WaitOptions, message?: string): Promise<string> {
+  const until = Date.now() + 15_000;
+  let mine: SwarmTask[] = [];
+  for (;;) {
+    mine = (await serviceTasks(engine, opts.serviceName)).filter(
+      (t) => t.Spec?.ContainerSpec?.Labels?.[LABEL_DEPLOYMENT] === opts.deploymentId,
+    );
+    const errs = [...new Set(mine.filter((t) => t.Status?.Err).map(taskProblem))];
+    if (errs.length) return errs.slice(0, 3).join('; ');
+    if (Date.now() > until) break;
+    await sleep(500);
+  }
+  const neverHealthy = mine.length && !mine.some((t) => t.Status?.State === 'running');
+  return [neverHealthy ? 'no new task passed its health check' : null, message ?? 'no task error reported']
+    .filter(Boolean)
+    .join('; ');
+}
+
 function taskProblem(t: SwarmTask): string {
   const s = t.Status ?? {};
   return [s.State, s.Err || s.Message].filter(Boolean).join(': ');
@@ -87,10 +109,12 @@ export async function waitForRollout(engine: Engine, opts: WaitOptions): Promise
       opts.log(`swarm update: ${state}${update?.Message ? ` (${update.Message})` : ''}`);
       lastState = state;
     }
-    if (['rollback_started', 'rollback_completed', 'rollback_paused', 'paused'].includes(state))
+    if (['rollback_started', 'rollback_completed', 'rollback_paused', 'paused'].includes(state)) {
+      const what = state === 'paused' ? 'paused the update' : 'rolled back to the previous one';
       throw new StackError(
-        `the new version failed and the swarm ${state === 'paused' ? 'paused the update' : 'rolled back to the previous one'}: ${reasons()}`,
+        `the new version failed and the swarm ${what}: ${await failureReason(engine, opts, update?.Message)}`,
       );
+    }
     const running = mine.filter((t) => t.DesiredState === 'running' && t.Status?.State === 'running');
     const report = `${running.length} of ${opts.replicas} new replicas running`;
     if (report !== lastReport) {
