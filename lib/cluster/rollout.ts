@@ -15,7 +15,6 @@ import {
 } from '../docker/index.js';
 import { LABEL_ROLE, swarmServiceName } from '../docker/names.js';
 import { ownerLabels } from '../docker/owner.js';
-import type { RolloutResult } from '../deploy/bluegreen.js';
 import { sleep } from '../util/sleep.js';
 import type { ClusterSettings } from './settings.js';
 import {
@@ -44,6 +43,13 @@ export interface ClusterRolloutOptions {
   onHealthChecking: () => Promise<void>;
 }
 
+/** The shape of lib/deploy/bluegreen.ts RolloutResult: on a swarm nothing old is left to retire. */
+export interface ClusterRolloutResult {
+  replaced: string[];
+  /** Removes the app's Swarm services that are no longer in its stack. */
+  retire(): Promise<string[]>;
+}
+
 interface Touched {
   service: string;
   name: string;
@@ -65,7 +71,7 @@ export async function clusterRollout(
   engine: Engine,
   plan: StackPlan,
   opts: ClusterRolloutOptions,
-): Promise<RolloutResult> {
+): Promise<ClusterRolloutResult> {
   const { log, signal } = opts;
   signal?.throwIfAborted();
   await ensureOverlayNetworks(engine, plan);

@@ -2,8 +2,9 @@
 // tasks, stop/start/restart, removal. Only Swarm services carrying every ownership label are
 // read or touched (lib/cluster/spec.ts isOurService).
 import { guard, isNotFound, statusOf, type Engine } from '../docker/engine.js';
-import { LABEL_SERVICE } from '../docker/names.js';
+import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';
 import { appSwarmServices, updateService } from './rollout.js';
+import { isOurService } from './spec.js';
 import { nodeNames, serviceTasks } from './tasks.js';
 
 export interface SwarmServiceView {
@@ -52,6 +53,37 @@ export async function swarmServices(engine: Engine, app: string): Promise<SwarmS
     });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Per app, each Swarm service as the status derivation (lib/apps/status.ts) reads a service: running
+ * and healthy ("none") when every wanted replica's task runs (a task with a health check only
+ * counts as running once healthy); running but "starting" when some do; exited when none do.
+ */
+export async function swarmServiceStates(
+  engine: Engine,
+  app: string | null,
+): Promise<Map<string, Array<{ name: string; status: string; health: string }>>> {
+  const list = (await guard(engine, () =>
+    engine.docker.listServices({ filters: { label: [app ? `${LABEL_APP}=${app}` : LABEL_APP] } }),
+  )) as Array<{ ID: string; Spec: { Name?: string; Labels?: Record<string, string>; Mode?: unknown } }>;
+  const ours = list.filter((s) => isOurService(engine, s, s.Spec.Labels?.[LABEL_APP] ?? ''));
+  const out = new Map<string, Array<{ name: string; status: string; health: string }>>();
+  if (!ours.length) return out;
+  const tasks = (await guard(engine, () =>
+    engine.docker.listTasks({ filters: { 'desired-state': ['running'] } }),
+  )) as Array<{ ServiceID?: string; Status?: { State?: string } }>;
+  for (const s of ours) {
+    const wanted = (s.Spec.Mode as { Replicated?: { Replicas?: number } })?.Replicated?.Replicas ?? 0;
+    const running = tasks.filter((t) => t.ServiceID === s.ID && t.Status?.State === 'running').length;
+    const a = s.Spec.Labels![LABEL_APP]!;
+    (out.get(a) ?? out.set(a, []).get(a)!).push({
+      name: s.Spec.Labels![LABEL_SERVICE]!,
+      status: running ? 'running' : 'exited',
+      health: wanted > 0 && running >= wanted ? 'none' : 'starting',
+    });
+  }
+  return out;
 }
 
 /**

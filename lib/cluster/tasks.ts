@@ -38,7 +38,7 @@ const FAILED = new Set(['failed', 'rejected', 'orphaned']);
  * after the rollback starts, so it is waited for briefly), else what the tasks went through.
  */
 async function failureReason(engine: Engine, opts: WaitOptions, message?: string): Promise<string> {
-  const until = Date.now() + 15_000;
+  const until = Date.now() + 8_000;
   let mine: SwarmTask[] = [];
   for (;;) {
     mine = (await serviceTasks(engine, opts.serviceName)).filter(

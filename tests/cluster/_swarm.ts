@@ -70,8 +70,8 @@ export const WEB_CMD =
   'if [ -d /data ]; then echo x >> /data/starts; wc -l < /data/starts > /www/starts; fi; ' +
   "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait";
 
-export function webDockerfile(): string {
-  return `FROM ${BASE_IMAGE}\nEXPOSE 8080\nCMD ["sh", "-c", ${JSON.stringify(WEB_CMD)}]\n`;
+export function webDockerfile(msg = 'v1'): string {
+  return `FROM ${BASE_IMAGE}\nENV MSG=${msg}\nEXPOSE 8080\nCMD ["sh", "-c", ${JSON.stringify(WEB_CMD)}]\n`;
 }
 
 /** Builds the web image on the host's engine (then loaded into the cluster's nodes). */

@@ -137,6 +137,7 @@ test('an image app only the manager has deploys as 2 replicas on two nodes, push
   assert.equal(nodes.size, 2, 'on two nodes');
   assert.ok(!nodes.has(cluster!.manager.id), 'workers only');
   assert.equal((await answers(name, 2)).length, 2);
+  assert.equal((await admin.req('GET', `/api/apps/${app.id}`)).body.app.status, 'running');
   const svc = (await admin.req('GET', `/api/apps/${app.id}/services`)).body.items[0];
   assert.equal(svc.name, 'app');
   const taskNodes = svc.tasks.filter((x: any) => x.state === 'running').map((x: any) => x.node);
@@ -229,6 +230,49 @@ test('a Dockerfile app built on the manager runs 2 replicas spread over two node
   const tasks = await runningTasks(name);
   assert.equal(new Set(tasks.map((x) => x.NodeID)).size, 2);
   assert.equal((await answers(name, 2)).length, 2);
+
+  // v2, then a rollback to v1: the recorded registry reference runs again, nothing is built.
+  await git!.commit(name, { Dockerfile: webDockerfile('v2') }, 'v2');
+  const d2 = await succeeds(app.id);
+  assert.notEqual(d2.images.app, d.images.app);
+  assert.equal((await answers(name, 2, /^v2 /)).length, 2);
+  const rb = await admin.req('POST', `/api/apps/${app.id}/deployments/${d.id}/rollback`);
+  assert.equal(rb.status, 202, rb.text);
+  const done = await finished(app.id, rb.body.deployment.id);
+  assert.equal(done.status, 'succeeded', `${done.error}\n${await logOf(app.id, done.id)}`);
+  assert.equal(done.images.app, d.images.app);
+  assert.doesNotMatch(await logOf(app.id, done.id), /building|pushing/);
+  assert.equal((await answers(name, 2, /^v1 /)).length, 2);
+  const spec = (await cluster!.manager.docker.getService(`svc-${name}-app`).inspect()) as any;
+  assert.equal(spec.Spec.TaskTemplate.ContainerSpec.Image, d.images.app);
+
+  // A cancel during the update rolls the service back to the version that served.
+  await patchService(app.id, 'app', { health_path: '/never' });
+  await git!.commit(name, { Dockerfile: webDockerfile('v3') }, 'v3');
+  const c = await deploy(app.id);
+  await poll(
+    'the update under way',
+    async () =>
+      (await admin.req('GET', `/api/apps/${app.id}/deployments/${c}`)).body.deployment.status ===
+      'health_checking',
+    240_000,
+    200,
+  );
+  const cancel = await admin.req('POST', `/api/apps/${app.id}/deployments/${c}/cancel`);
+  assert.equal(cancel.status, 200, cancel.text);
+  const canceled = await finished(app.id, c);
+  assert.equal(canceled.status, 'canceled', await logOf(app.id, c));
+  assert.match(await logOf(app.id, c), /rolling the swarm service back|previous version runs again/);
+  await poll(
+    'the previous spec back',
+    async () => {
+      const now = (await cluster!.manager.docker.getService(`svc-${name}-app`).inspect()) as any;
+      return now.Spec.TaskTemplate.ContainerSpec.Image === d.images.app;
+    },
+    60_000,
+    500,
+  );
+  assert.ok((await answers(name, 1, /^v1 /)).length >= 1);
 });
 
 test('a service with a named volume is pinned to its node and keeps its data across redeploys', async (t) => {
