@@ -723,7 +723,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set a service's port and/or health path */
+        /** Set a service's port, health path, and (cluster mode) replicas and placement */
         patch: operations["patchApiAppsByIdServicesByName"];
         trace?: never;
     };
@@ -3029,6 +3029,11 @@ export interface components {
                 container_port: number;
                 protocol: string;
             }[];
+            tasks?: {
+                node: string;
+                state: string;
+                container_id?: string;
+            }[];
         };
         Session: {
             id: string;
@@ -3257,6 +3262,10 @@ export interface components {
             name: string;
             port: number | null;
             health_path: string | null;
+            replicas: number | null;
+            placement: {
+                constraints: string[];
+            } | null;
         };
         PostApiAppsByIdSshKeyTestConnection200: {
             ok: boolean;
@@ -3792,6 +3801,10 @@ export interface components {
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
+            replicas?: number | null;
+            placement?: {
+                constraints: string[];
+            } | null;
         };
         PostApiAppsByIdTriggersBody: {
             /** @enum {string} */

@@ -110,6 +110,10 @@ export const serviceSchema = named(
         protocol: z.string(),
       }),
     ),
+    /** Cluster mode only: the service's tasks, by node hostname. */
+    tasks: z
+      .array(z.object({ node: z.string(), state: z.string(), container_id: z.string().optional() }))
+      .optional(),
   }),
 );
 
@@ -117,6 +121,9 @@ export const serviceSettingsSchema = z.object({
   name: z.string(),
   port: z.number().int().nullable(),
   health_path: z.string().nullable(),
+  /** Cluster mode (docs/cluster.md): null is one replica, and no constraint. */
+  replicas: z.number().int().nullable(),
+  placement: z.object({ constraints: z.array(z.string()) }).nullable(),
 });
 
 export const appSpecSchema = named(

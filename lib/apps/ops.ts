@@ -30,6 +30,8 @@ import { publishAppEvent } from './events.js';
 import type { AppSource } from './model.js';
 import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
+import { removeSwarmServices, swarmLifecycle, swarmServices } from '../cluster/services.js';
+import { clusterSettings } from '../cluster/settings.js';
 
 export interface ServiceView {
   name: string;
@@ -39,13 +41,19 @@ export interface ServiceView {
   port: number | null;
   health_path: string | null;
   published_ports: { host_ip: string; host_port: number; container_port: number; protocol: string }[];
+  /** Cluster mode: where each task of the service runs. */
+  tasks?: { node: string; state: string; container_id?: string }[];
+}
+
+const swarm = (env: Env) => env.config.cluster.mode === 'swarm';
+
+/** The app's live services: containers on one host, Swarm services (with their tasks) on a swarm. */
+async function liveServices(env: Env, app: App): Promise<Array<Omit<ServiceView, 'port' | 'health_path'>>> {
+  return swarm(env) ? swarmServices(env.engine, app.name) : listServices(env.engine, app.name);
 }
 
 export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
-  const [live, settings] = await Promise.all([
-    listServices(env.engine, app.name),
-    serviceSettings(env.db, app.id),
-  ]);
+  const [live, settings] = await Promise.all([liveServices(env, app), serviceSettings(env.db, app.id)]);
   return live.map((s) => ({
     name: s.name,
     image: s.image,
@@ -54,6 +62,7 @@ export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
     port: settings.get(s.name)?.port ?? null,
     health_path: settings.get(s.name)?.health_path ?? null,
     published_ports: s.published_ports,
+    ...(s.tasks ? { tasks: s.tasks } : {}),
   }));
 }
 
@@ -79,7 +88,7 @@ export async function ensureKnownService(env: Env, app: App, service: string): P
   const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
   if (images && Object.hasOwn(images, service)) return;
   if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
-  const live = await listServices(env.engine, app.name);
+  const live = await liveServices(env, app);
   if (live.some((s) => s.name === service)) return;
   const known = [...new Set([...Object.keys(images ?? {}), ...live.map((s) => s.name)])].sort();
   throw new HttpError(
@@ -89,7 +98,7 @@ export async function ensureKnownService(env: Env, app: App, service: string): P
 }
 
 export async function ensureService(env: Env, app: App, service: string): Promise<void> {
-  const live = await listServices(env.engine, app.name);
+  const live = await liveServices(env, app);
   if (!live.some((s) => s.name === service))
     throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
 }
@@ -97,6 +106,22 @@ export async function ensureService(env: Env, app: App, service: string): Promis
 export type Lifecycle = 'start' | 'stop' | 'restart';
 
 export async function lifecycle(env: Env, app: App, action: Lifecycle, service?: string): Promise<string[]> {
+  if (swarm(env)) {
+    if (!(await liveServices(env, app)).length)
+      throw new HttpError('conflict', `App "${app.name}" has no swarm services: deploy it first`);
+    if (service) await ensureService(env, app, service);
+    const cs = await clusterSettings(env.db, app.id);
+    const touched = await swarmLifecycle(
+      env.engine,
+      app.name,
+      action,
+      (svc) => cs.get(svc)?.replicas ?? 1,
+      service,
+    );
+    if (action === 'stop' && !service) await setSleeping(env.db, app.id, null);
+    await refreshAppStatus(env, app);
+    return touched;
+  }
   const existing = await listAppContainers(env.engine, app.name);
   if (!existing.length) {
     if (action !== 'start')
@@ -161,6 +186,7 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   await markDeleting(env.db, id, env.now());
   // Managed databases are not compose services (a deploy must not take them for orphans): they go first.
   await removeAppDatabaseContainers(env, app.name);
+  const services = swarm(env) ? await removeSwarmServices(env.engine, app.name) : [];
   const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
   await removeAppImages(env, app.name);
   // The working copy and the per-app known_hosts live under the data directory.
@@ -179,7 +205,7 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
         ),
       );
   publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
-  return removed;
+  return { ...removed, containers: [...services, ...removed.containers] };
 }
 
 /** Its managed databases' containers (lib/databases/); the volumes go with the app's own. */

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
+import { MAX_REPLICAS, constraintProblem } from '../cluster/settings.js';
 import { APP_NAME, ENV_KEY, RESERVED_NAMES, SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from './model.js';
 import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../compose/inline.js';
 import { PlanError, STACKS } from '../buildplan/types.js';
@@ -148,9 +149,29 @@ export const healthPathSchema = z
   .max(512)
   .regex(/^\/[\x21-\x7e]*$/, 'an absolute path like /healthz, printable characters only');
 
+/** Cluster mode: one of the three constraint forms, checked here so no unchecked text reaches the engine. */
+export const placementSchema = z.strictObject({
+  constraints: z
+    .array(
+      z
+        .string()
+        .max(200)
+        .superRefine((c, ctx) => {
+          const problem = constraintProblem(c);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
+    )
+    .max(20),
+});
+
 export const servicePatchSchema = z
   .strictObject({
     port: servicePortSchema.nullable().optional(),
     health_path: healthPathSchema.nullable().optional(),
+    replicas: z.number().int().min(0).max(MAX_REPLICAS).nullable().optional(),
+    placement: placementSchema.nullable().optional(),
   })
-  .refine((v) => v.port !== undefined || v.health_path !== undefined, 'give port and/or health_path');
+  .refine(
+    (v) => Object.values(v).some((x) => x !== undefined),
+    'give port, health_path, replicas and/or placement',
+  );

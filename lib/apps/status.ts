@@ -8,6 +8,16 @@ import { EngineUnavailableError, listAllServices, listServices, type ServiceStat
 import type { App, AppStatus } from './model.js';
 import { setAppStatus } from './store.js';
 import { publishAppEvent } from './events.js';
+import { swarmServiceStates } from '../cluster/services.js';
+
+type Live = Pick<ServiceState, 'status' | 'health'>[];
+
+/** One app's live services (null: every app's), from containers or, on a swarm, Swarm services. */
+async function live(env: Env, app: string | null): Promise<Map<string, Live>> {
+  if (env.config.cluster.mode === 'swarm')
+    return swarmServiceStates(env.engine, app) as Promise<Map<string, Live>>;
+  return app ? new Map([[app, await listServices(env.engine, app)]]) : listAllServices(env.engine);
+}
 
 export interface StatusFacts {
   /** What the database holds now (the answer when the engine has nothing to say). */
@@ -104,7 +114,7 @@ async function settle(
   env: Env,
   app: Pick<App, 'id' | 'name'>,
   facts: DbFacts,
-  services: ServiceState[],
+  services: Live,
 ): Promise<AppStatus> {
   const status = deriveStatus({ ...facts, services, crash: env.crashes?.state(app.name) ?? null });
   if (status !== facts.stored) {
@@ -116,10 +126,8 @@ async function settle(
 
 /** Derives the app's status from the engine now, stores it when it changed, and returns it. */
 export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>): Promise<AppStatus> {
-  const [services, facts] = await Promise.all([
-    listServices(env.engine, app.name),
-    dbFacts(env.db, [app.id]),
-  ]);
+  const [byApp, facts] = await Promise.all([live(env, app.name), dbFacts(env.db, [app.id])]);
+  const services = byApp.get(app.name) ?? [];
   const f = facts.get(app.id);
   if (!f) return 'stopped'; // deleted meanwhile
   return settle(env, app, f, services);
@@ -134,12 +142,9 @@ export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'statu
   apps: T[],
 ): Promise<T[]> {
   if (!apps.length) return apps;
-  let all: Map<string, ServiceState[]>;
+  let all: Map<string, Live>;
   try {
-    all =
-      apps.length === 1
-        ? new Map([[apps[0]!.name, await listServices(env.engine, apps[0]!.name)]])
-        : await listAllServices(env.engine);
+    all = await live(env, apps.length === 1 ? apps[0]!.name : null);
   } catch (e) {
     if (e instanceof EngineUnavailableError) return apps;
     throw e;

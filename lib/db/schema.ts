@@ -142,6 +142,10 @@ export interface AppServiceTable {
   name: string;
   port: number | null;
   health_path: string | null;
+  /** Cluster mode: replicas (null: 1), placement JSON, the node a volume-backed service is pinned to. */
+  replicas?: number | null;
+  placement?: string | null;
+  pinned_node?: string | null;
 }
 
 export interface DeploymentTable {

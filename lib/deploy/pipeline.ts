@@ -36,6 +36,10 @@ import { GENERATED_DOCKERFILE, generatePlan, planLines, resolveBuild } from './g
 import { mapDockerfileImages } from '../buildplan/images.js';
 import type { BuildSlot, BuildSlots } from './buildslots.js';
 import type { BuildLimits } from '../apps/model.js';
+import { clusterRollout } from '../cluster/rollout.js';
+import { clusterRegistry } from '../cluster/registry.js';
+import { publishImages } from '../cluster/images.js';
+import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
 
 export type { PipelineOptions };
 
@@ -104,6 +108,14 @@ export async function runPipeline(
   let images: Record<string, string> = {};
   let workdir: string | undefined;
   let plan: StackPlan;
+  const swarm = env.config.cluster.mode === 'swarm';
+  // On a swarm every node pulls: images only this engine has go to the registry first.
+  let local: Record<string, string> = {};
+  const publish = async (refs: Record<string, string>) => {
+    local = { ...refs };
+    if (!swarm) return refs;
+    return publishImages(env.engine, refs, await clusterRegistry(env), say, signal);
+  };
 
   const prune = () =>
     pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => {
@@ -118,7 +130,8 @@ export async function runPipeline(
     say(
       `rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`,
     );
-    const missing = await imagesPresent(env.engine, images);
+    // On a swarm the recorded references are the registry's: the nodes pull them from there.
+    const missing = swarm ? [] : await imagesPresent(env.engine, images);
     if (missing.length)
       throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
     // That deployment's own copy of the repository, when it made one, has the right files.
@@ -131,20 +144,22 @@ export async function runPipeline(
       log: say,
     });
     await prune();
-    await run.setStatus('deploying');
+    images = await publish(images);
+    await run.setStatus('deploying', swarm ? { images } : undefined);
   } else if (app.source.type === 'image') {
     spec = { kind: 'image', image: app.source.image };
     say(
       `image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`,
     );
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
-    images = { [plan.services[0]!.name]: app.source.image };
+    images = await publish({ [plan.services[0]!.name]: app.source.image });
     await run.setStatus('deploying', { images, spec });
   } else if (app.source.type === 'compose') {
     spec = inlineSpec(app.source);
     say('inline compose file: no clone, no build; its images must be present on the engine');
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
     for (const svc of plan.services) images[svc.name] = svc.image!;
+    images = await publish(images);
     await run.setStatus('deploying', { images, spec });
   } else {
     const src = app.source;
@@ -255,10 +270,31 @@ export async function runPipeline(
         say('build finished: its build slot is free');
       }
     }
+    images = await publish(images);
     await run.setStatus('deploying', { images });
   }
 
   const settings = await serviceSettings(env.db, app.id);
+  if (swarm) {
+    const result = await clusterRollout(env.engine, plan, {
+      deploymentId: dep.id,
+      images,
+      localImages: local,
+      settings,
+      cluster: await clusterSettings(env.db, app.id),
+      pin: (service, node) => patchClusterSettings(env.db, app.id, service, { pinned_node: node }),
+      signal,
+      log: say,
+      timeoutMs: opts.healthTimeoutMs,
+      onHealthChecking: () => run.setStatus('health_checking'),
+    });
+    // The proxy follows the service's tasks by name: one sync picks up new hosts or upstreams.
+    if (env.edge.proxy.enabled)
+      await env.edge.proxy.sync(`deploy ${app.name}`).catch((e) => {
+        say(`proxy: could not sync: ${(e as Error).message}`);
+      });
+    return { images, replaced: result.replaced, retire: result.retire };
+  }
   const result = await rollout(env.engine, plan, {
     deploymentId: dep.id,
     images,

@@ -80,7 +80,13 @@ function subnetFree(octet: number): boolean {
  * node (the base busybox image always is).
  */
 export async function startTestCluster(
-  opts: { size?: number; managers?: number; images?: string[] } = {},
+  opts: {
+    size?: number;
+    managers?: number;
+    images?: string[];
+    /** `host:port` of plain-HTTP registries the engines may pull from (daemon.json). */
+    insecureRegistries?: string[];
+  } = {},
 ): Promise<TestCluster> {
   const size = opts.size ?? 3;
   const id = `${(process.pid % 46656).toString(36)}${(seq++).toString(36)}`;
@@ -142,7 +148,12 @@ export async function startTestCluster(
       await ip(['-n', netns, 'route', 'add', 'default', 'via', hostAddr]);
       const dir = join(root, name);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'daemon.json'), '{}');
+      writeFileSync(
+        join(dir, 'daemon.json'),
+        JSON.stringify(
+          opts.insecureRegistries?.length ? { 'insecure-registries': opts.insecureRegistries } : {},
+        ),
+      );
       const socketPath = join(dir, 'docker.sock');
       const cgroup = `svc-${id}-${name}`;
       const child = spawn(

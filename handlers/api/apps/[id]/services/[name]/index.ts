@@ -2,6 +2,7 @@ import { servicePatchSchema } from '#lib/apps/schemas.js';
 import { getApp, patchServiceSettings } from '#lib/apps/store.js';
 import { ensureKnownService } from '#lib/apps/ops.js';
 import { serviceSettingsSchema } from '#lib/api/apps.js';
+import { clusterSettings, patchClusterSettings } from '#lib/cluster/settings.js';
 import { route } from '#lib/http/route.js';
 import { serviceParams } from '../../../_lib.js';
 
@@ -10,7 +11,7 @@ import { serviceParams } from '../../../_lib.js';
 export const PATCH = route(
   {
     permission: 'app.admin',
-    summary: "Set a service's port and/or health path",
+    summary: "Set a service's port, health path, and (cluster mode) replicas and placement",
     params: serviceParams,
     body: servicePatchSchema,
     responses: { 200: serviceSettingsSchema },
@@ -23,8 +24,12 @@ export const PATCH = route(
   async (_req, { env, params, body, reply, audit }) => {
     const app = await getApp(env.db, params.id);
     await ensureKnownService(env, app, params.name);
-    const settings = await patchServiceSettings(env.db, params.id, params.name, body);
-    audit({ detail: { service: params.name, ...settings } });
-    return reply(200, { name: params.name, ...settings });
+    const { replicas, placement, ...rest } = body;
+    const settings = await patchServiceSettings(env.db, params.id, params.name, rest);
+    await patchClusterSettings(env.db, params.id, params.name, { replicas, placement });
+    const cs = (await clusterSettings(env.db, params.id)).get(params.name);
+    const out = { ...settings, replicas: cs?.replicas ?? null, placement: cs?.placement ?? null };
+    audit({ detail: { service: params.name, ...out } });
+    return reply(200, { name: params.name, ...out });
   },
 );
