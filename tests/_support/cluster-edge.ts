@@ -125,6 +125,9 @@ export async function updateService(
   const spec = structuredClone(current.Spec);
   change(spec);
   const templateChanged = JSON.stringify(spec.TaskTemplate) !== JSON.stringify(current.Spec.TaskTemplate);
+  // A placement change that every task already satisfies starts no update at all: forced, every
+  // change of the template replaces the tasks, which the wait below can then see finish.
+  if (templateChanged) spec.TaskTemplate.ForceUpdate = (spec.TaskTemplate.ForceUpdate ?? 0) + 1;
   const startedBefore = current.UpdateStatus?.StartedAt;
   await svc.update({ ...spec, version: current.Version.Index });
   await poll(
