@@ -180,7 +180,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   }
   env.deployments = new DeployService(env);
   env.edge = createEdge(
-    { db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now() },
+    { db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now(), engine: env.engine },
     opts.edge,
   );
   env.series = new RequestSeries({

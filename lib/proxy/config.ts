@@ -34,6 +34,13 @@
 // Upstreams are container addresses on the app's bridge network, which Caddy on the host can
 // reach without any port published; switching them is one load of this whole config.
 //
+// Cluster mode (SVC_CLUSTER=swarm). Caddy runs in a container on a manager, attached to the apps'
+// overlay networks (lib/proxy/cluster.ts), and a service's route names its Swarm service instead of
+// addresses: Caddy resolves `tasks.<service>` in the engine's own DNS (`dynamic_upstreams`, source
+// `a`), so deploys and rescheduled tasks change no config and need no reload; only app and domain
+// changes load one. The lookup failing (no task at all) is what 2.6.2 handles badly (above), and
+// that DNS lives in the engine, not in the control plane, so a control-plane restart cannot cause it.
+//
 // Zero downtime and Caddy's reloads (why a deploy still reloads, and what that costs). Caddy 2.6
 // restarts every app on any admin-API change. Each HTTP server then opens its own listening socket
 // on the port (SO_REUSEPORT) and the old server closes its socket and its idle kept-alive
@@ -69,6 +76,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isLabel, MAX_HOSTNAME } from '../util/hostname.js';
+import { swarmServiceName } from '../docker/names.js';
 
 export const ACCESS_LOGGER = 'svc';
 /** Caddy names a server's access logger `http.log.access.<default_logger_name>`. */
@@ -90,6 +98,12 @@ export interface EdgeSettings {
    * control plane knows them from anyone else's; without it sleeping apps are served like stopped ones.
    */
   wakeToken?: string;
+  /**
+   * `swarm` (SVC_CLUSTER): apps run as Swarm services and Caddy runs in a container on their
+   * overlay networks, so a service's route resolves its tasks itself (see "Cluster mode" above);
+   * the upstream rows are not read.
+   */
+  cluster?: 'swarm';
 }
 
 /** The header the wake route sets (replacing whatever a client sent): `<token> <appId> <service> <port>`. */
@@ -160,6 +174,8 @@ export type RouteTarget =
       port: number;
       dial: string[];
       wake?: { dial: string; header: string };
+      /** Cluster mode: the Swarm service whose tasks (`tasks.<name>` in DNS) serve the route. */
+      tasks?: string;
     }
   /** `refuse`: client addresses (CIDRs) answered 403 instead: app containers, see `engineSubnets`. */
   | { kind: 'control'; dial: string[]; refuse: string[] }
@@ -288,6 +304,15 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
         dial: [],
         wake: { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` },
       };
+    if (rows.settings.cluster === 'swarm')
+      return {
+        kind: 'service',
+        appId: app.id,
+        service,
+        port: p,
+        dial: [],
+        tasks: swarmServiceName(app.name, service),
+      };
     const addrs = upstreams.get(`${appId}\u0000${service}`) ?? [];
     return { kind: 'service', appId: app.id, service, port: p, dial: addrs.map((a) => dialAddress(a, p)) };
   };
@@ -345,6 +370,7 @@ function contentHandlers(target: RouteTarget): Json[] {
     case 'service':
     case 'control':
       if (target.kind === 'service' && target.wake) return wakeHandlers(target.wake);
+      if (target.kind === 'service' && target.tasks) return taskHandlers(target.tasks, target.port);
       if (target.dial.length === 0) return unavailable('This service has no running container right now.');
       return [
         {
@@ -362,6 +388,28 @@ function contentHandlers(target: RouteTarget): Json[] {
     case 'unavailable':
       return unavailable('This domain has no service to serve it.');
   }
+}
+
+/**
+ * Cluster mode: Caddy looks the service's tasks up in the engine's DNS on the overlay network (every
+ * second at most, cached in between), so a deploy or a rescheduled task needs no load of the config.
+ * That DNS can name a task that has just gone (or sits on a node that died): a short dial timeout
+ * and retries over the other addresses keep such a request from failing. A GET is retried on any
+ * error before the first byte of the answer, other methods only when the dial failed.
+ */
+function taskHandlers(tasks: string, port: number): Json[] {
+  return [
+    {
+      handler: 'reverse_proxy',
+      dynamic_upstreams: { source: 'a', name: `tasks.${tasks}`, port: String(port), refresh: '1s' },
+      transport: { protocol: 'http', dial_timeout: '1s' },
+      load_balancing: {
+        selection_policy: { policy: 'round_robin' },
+        try_duration: '10s',
+        try_interval: '100ms',
+      },
+    },
+  ];
 }
 
 /**

@@ -6,10 +6,12 @@ import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { Bus } from '../events/bus.js';
 import type { Logger } from '../log.js';
+import type { Engine } from '../docker/engine.js';
 import { createCaddyClient, unixAdminPath } from './caddy.js';
 import { planRoutes, type EdgeRows, type PlannedRoute } from './config.js';
 import { defaultControlUpstream, loadEdgeRows } from './rows.js';
 import { ProxySync } from './sync.js';
+import { clusterEdgePreparer } from './cluster.js';
 import { createDnsChecker, type DnsChecker } from '../domains/dns.js';
 import { createCertificateProber } from '../domains/certificate.js';
 import { DomainChecker, type CheckTarget } from '../domains/checker.js';
@@ -22,6 +24,8 @@ export interface EdgeDeps {
   bus: Bus;
   log: Logger;
   now: () => number;
+  /** Cluster mode: the manager's engine, where Caddy runs as a container (lib/proxy/cluster.ts). */
+  engine?: Engine;
 }
 
 export interface EdgeOptions {
@@ -106,8 +110,16 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
       engineSubnets: () => engineSubnets(),
       wakeToken,
     });
+  const client = createCaddyClient(config.proxy.adminUrl);
+  // Cluster mode: every run first makes sure Caddy's container runs on the manager, on the
+  // networks of the apps in the rows; the first run (at start) creates it.
+  const prepareCluster =
+    config.cluster.mode === 'swarm' && deps.engine
+      ? clusterEdgePreparer({ engine: deps.engine, config, log: deps.log, ready: () => client.reachable() })
+      : null;
   const proxy = new ProxySync({
-    client: createCaddyClient(config.proxy.adminUrl),
+    client,
+    prepare: prepareCluster ? (r) => prepareCluster(new Set(r.apps.map((a) => a.name))) : undefined,
     rows,
     log: deps.log,
     now: deps.now,

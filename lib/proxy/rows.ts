@@ -36,6 +36,7 @@ export function edgeSettings(config: Config, controlUpstream: string, wakeToken?
     accessLog: config.accessLog,
     acme: { ca: p.acmeCa, caRoot: p.acmeCaRoot, email: p.acmeEmail },
     controlUpstream,
+    ...(config.cluster.mode === 'swarm' ? { cluster: 'swarm' as const } : {}),
   };
 }
 

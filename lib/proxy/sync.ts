@@ -37,6 +37,12 @@ export interface ProxySyncOptions {
   checkIntervalMs?: number;
   /** Every plan computed, for whoever needs the same view (request attribution, the checker). */
   onPlan?: (routes: PlannedRoute[], rows: EdgeRows) => void;
+  /**
+   * Run before Caddy is read, with the rows of the run: in cluster mode, makes sure Caddy's
+   * container runs and sits on the apps' networks (lib/proxy/cluster.ts). A CaddyError from it
+   * fails the run like an unreachable Caddy.
+   */
+  prepare?: (rows: EdgeRows) => Promise<void>;
   /** false: SVC_PROXY=off; every run answers not synced and Caddy is never contacted. */
   enabled?: boolean;
 }
@@ -130,6 +136,7 @@ export class ProxySync {
       const routes = planRoutes(rows);
       this.opts.onPlan?.(routes, rows);
       for (const fn of this.planListeners) fn(routes);
+      await this.opts.prepare?.(rows);
       const current = await client.getConfig();
       const wantedWith = (onDemand: boolean) =>
         withOwned(

@@ -547,3 +547,55 @@ test('sync: a refusal for any other reason is reported as not synced, and on-dem
   assert.equal((await sync.sync()).synced, true);
   assert.equal(onDemandPolicies(caddy.current()), 1);
 });
+
+test('cluster mode: a service route resolves its Swarm service tasks in DNS, retrying other tasks, and ignores upstream rows', () => {
+  const swarm = { ...settings, cluster: 'swarm' as const };
+  const r = rows({ settings: swarm });
+  const cfg = buildCaddyConfig(planRoutes(r), swarm, r.certificates);
+  const { https, http } = servers(cfg);
+  const proxyOf = (routes: Route[], host: string) => byHost(routes, host)[0]!.handle[0]!;
+  const shop = proxyOf(https.routes, 'shop.com');
+  assert.deepEqual(shop, {
+    handler: 'reverse_proxy',
+    dynamic_upstreams: { source: 'a', name: 'tasks.svc-shop-web', port: '3000', refresh: '1s' },
+    transport: { protocol: 'http', dial_timeout: '1s' },
+    load_balancing: {
+      selection_policy: { policy: 'round_robin' },
+      try_duration: '10s',
+      try_interval: '100ms',
+    },
+  });
+  // The domain's port wins over the service's, as on one host; no static upstreams at all.
+  const api = proxyOf(http.routes, 'new.shop.com');
+  assert.equal(api.dynamic_upstreams.name, 'tasks.svc-shop-api');
+  assert.equal(api.dynamic_upstreams.port, '9000');
+  assert.equal(api.upstreams, undefined);
+  // A service with no upstream row still routes to its tasks (the rows are for one host only).
+  assert.equal(proxyOf(https.routes, 'blog.apps.example.com').dynamic_upstreams.name, 'tasks.svc-blog-web');
+  // A preview's hosts carry its label, its tasks its own app name.
+  const preview = rows({
+    settings: swarm,
+    apps: [{ id: 'P', name: 'shop-pr-3', label: 'pr-3-shop', services: [{ name: 'app', port: 80 }] }],
+    domains: [],
+  });
+  const p = servers(buildCaddyConfig(planRoutes(preview), swarm, []));
+  assert.equal(
+    proxyOf(p.http.routes, 'pr-3-shop.apps.example.com').dynamic_upstreams.name,
+    'tasks.svc-shop-pr-3-app',
+  );
+  // Redirects, the control domain and the 503 of a port-less service are as on one host.
+  const single = servers(buildCaddyConfig(planRoutes(rows()), settings, rows().certificates));
+  for (const host of ['www.shop.com', 'svc.apps.example.com'])
+    assert.deepEqual(byHost(https.routes, host), byHost(single.https.routes, host));
+});
+
+test('cluster mode: a sleeping app still goes to the wake route, and the rest of the config is unchanged', () => {
+  const swarm = { ...settings, cluster: 'swarm' as const, wakeToken: 'tok' };
+  const r = rows({ settings: swarm, apps: rows().apps.map((a) => ({ ...a, sleeping: a.id === 'A2' })) });
+  const cfg = buildCaddyConfig(planRoutes(r), swarm, r.certificates);
+  const blog = byHost(servers(cfg).https.routes, 'blog.apps.example.com')[0]!.handle[0]!;
+  assert.deepEqual(blog.upstreams, [{ dial: '127.0.0.1:9393' }]);
+  const one = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
+  assert.equal(canonicalJson(cfg.tls), canonicalJson(one.tls));
+  assert.equal(canonicalJson(cfg.accessLogger), canonicalJson(one.accessLogger));
+});
