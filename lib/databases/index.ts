@@ -30,6 +30,7 @@ import {
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 import { engineDf } from '../docker/df.js';
 import { dbBinding } from '../crypto/bindings.js';
+import { ensureOverlayNetworks } from '../cluster/spec.js';
 
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
@@ -227,15 +228,19 @@ function containerSpec(
   };
 }
 
-export async function ensureAppNetwork(engine: Engine, appName: string): Promise<string> {
+export async function ensureAppNetwork(env: Env, appName: string): Promise<string> {
   const name = networkName(appName);
-  // The same network the app's default compose network becomes: a deploy reuses it.
-  await ensureNetworks(engine, {
+  // The same network the app's default compose network becomes: a deploy reuses it. In cluster
+  // mode that is an attachable overlay: the database container stays on this node (its volume is
+  // here, and so its backups run here) while the app's tasks on any node reach it by name.
+  const plan = {
     app: appName,
     networks: [{ key: 'default', name, internal: false, labels: {} }],
     volumes: [],
     services: [],
-  } as unknown as StackPlan);
+  } as unknown as StackPlan;
+  if (env.config.cluster.mode === 'swarm') await ensureOverlayNetworks(env.engine, plan);
+  else await ensureNetworks(env.engine, plan);
   return name;
 }
 
@@ -249,7 +254,7 @@ export async function createDbContainer(
   const spec = CATALOG[row.engine as DbEngine];
   const image = mappedImage(env.config, spec.images[row.version]!);
   await ensureImage(env.engine, image);
-  const network = await ensureAppNetwork(env.engine, appName);
+  const network = await ensureAppNetwork(env, appName);
   return guard(env.engine, async () => {
     try {
       const v = await env.engine.docker.getVolume(row.volume).inspect();

@@ -206,9 +206,16 @@ export async function stackRemove(
       }
     });
   }
+  // A Swarm overlay network leaves the manager's list a moment after its removal was accepted.
+  const removedIds = new Set(networks.map((n) => n.id));
+  let nets = await listAppNetworks(engine, app);
+  for (const until = Date.now() + 15_000; nets.some((n) => removedIds.has(n.id)) && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 250));
+    nets = await listAppNetworks(engine, app);
+  }
   const left = [
     ...(await listAppContainers(engine, app)).map((c) => `container ${c.name}`),
-    ...(await listAppNetworks(engine, app)).map((n) => `network ${n.name}`),
+    ...nets.map((n) => `network ${n.name}`),
     ...(opts.volumes ? (await listAppVolumes(engine, app)).map((v) => `volume ${v}`) : []),
   ];
   if (left.length)
