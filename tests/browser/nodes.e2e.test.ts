@@ -1,14 +1,17 @@
 // The Nodes page in Debian's chromium against a control plane in cluster mode over a real
 // three-node swarm: the navigation offers it, the table shows the three nodes, draining one (after
 // the confirmation) shows it drained and the swarm agrees, and "Join a node" shows the command
-// after a step-up. axe on the page.
+// after a step-up. axe on the page. The app page then lists a service's tasks by node.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { needChromium, launchChromium, withFailureShot, axe } from '../_support/browser.js';
-import { needCluster, startTestCluster, type ClusterNode } from '../_support/cluster.js';
+import { needCluster, startTestCluster, unpullable, type ClusterNode } from '../_support/cluster.js';
 import { ensureRegistryImage } from '../_support/registryimage.js';
 import { startTestServer, adminClient, ADMIN } from '../_support/server.js';
+import { BASE_IMAGE } from '../_support/docker.js';
+import { LABEL_APP, LABEL_NETWORK, networkName, ownerLabels, swarmServiceName } from '#lib/docker/index.js';
+import { serviceLabels } from '#lib/cluster/spec.js';
 
 const WAIT = { timeout: 60_000 };
 
@@ -58,5 +61,46 @@ test('the Nodes page lists three nodes, drains one and shows the join command af
     await dialog.getByRole('button', { name: 'Verify' }).click();
     const line = await page.getByTestId('join-command-line').textContent(WAIT);
     assert.match(line ?? '', /docker swarm join --token 'SWMTKN-1-/);
+
+    // The app page lists a service's tasks and the node of each (two, kept off the drained node).
+    const c = await adminClient(s);
+    const made = await c.req('POST', '/api/apps', {
+      name: 'tasks',
+      source: { type: 'image', image: BASE_IMAGE },
+    });
+    assert.equal(made.status, 201, made.text);
+    const engine = s.env.engine;
+    await node1.docker.createNetwork({
+      Name: networkName('tasks'),
+      Driver: 'overlay',
+      Attachable: true,
+      Labels: { ...ownerLabels(engine), [LABEL_APP]: 'tasks', [LABEL_NETWORK]: 'default' },
+    });
+    await node1.docker.createService({}, {
+      Name: swarmServiceName('tasks', 'app'),
+      Labels: serviceLabels(engine, 'tasks', 'app', 'dep1'),
+      TaskTemplate: {
+        ContainerSpec: { Image: unpullable(BASE_IMAGE), Command: ['sleep', '3600'] },
+        Networks: [{ Target: networkName('tasks') }],
+      },
+      Mode: { Replicated: { Replicas: 2 } },
+      EndpointSpec: { Mode: 'dnsrr' },
+    } as any);
+    for (const until = Date.now() + 60_000; Date.now() < until;) {
+      const running = (await node1.docker.listTasks({
+        filters: { service: [swarmServiceName('tasks', 'app')], 'desired-state': ['running'] },
+      })) as Array<{ Status?: { State?: string } }>;
+      if (running.filter((x) => x.Status?.State === 'running').length === 2) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await page.goto(`${s.url}/apps/${encodeURIComponent(made.body.app.id)}`);
+    const tasks = page.getByTestId('service-row').filter({ hasText: 'app' }).getByTestId('service-tasks');
+    await tasks.getByText('running').nth(1).waitFor(WAIT);
+    const shown = (await tasks.locator('li .mono').allTextContents()).sort();
+    assert.equal(shown.length, 2);
+    assert.ok(
+      shown.every((n) => n === 'node1' || n === 'node2'),
+      shown.join(', '),
+    );
   });
 });

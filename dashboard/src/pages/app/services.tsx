@@ -26,6 +26,8 @@ export function Services({ id, version }: { id: string; version: number }) {
     }
     setUsage(next);
   });
+  // Cluster mode lists each service's tasks and the node each runs on.
+  const clustered = services.data?.some((s) => s.tasks !== undefined) ?? false;
   return (
     <section class="card" aria-labelledby="svc-h">
       <h2 id="svc-h">Services</h2>
@@ -41,6 +43,7 @@ export function Services({ id, version }: { id: string; version: number }) {
               <th>Status</th>
               <th>CPU</th>
               <th>Memory</th>
+              {clustered && <th>Tasks</th>}
               <th>Port</th>
               <th>Health path</th>
               <th>
@@ -54,6 +57,7 @@ export function Services({ id, version }: { id: string; version: number }) {
                 key={s.name}
                 s={s}
                 usage={usage[s.name]}
+                clustered={clustered}
                 onSave={(p) =>
                   act.run(async () => {
                     await api.patchService(id, s.name, p);
@@ -78,11 +82,13 @@ export function Services({ id, version }: { id: string; version: number }) {
 function ServiceRow({
   s,
   usage,
+  clustered,
   onSave,
   onRestart,
 }: {
   s: Service;
   usage: Usage | undefined;
+  clustered: boolean;
   onSave: (p: { port: number | null; health_path: string | null }) => Promise<boolean>;
   onRestart: () => void;
 }) {
@@ -102,6 +108,21 @@ function ServiceRow({
         {usage ? bytes(usage.mem) : '—'}
         {usage?.limit ? <span class="muted small"> / {bytes(usage.limit)}</span> : null}
       </td>
+      {clustered && (
+        <td data-testid="service-tasks">
+          {(s.tasks ?? []).length === 0 ? (
+            <span class="muted">none</span>
+          ) : (
+            <ul class="plain">
+              {(s.tasks ?? []).map((t, i) => (
+                <li key={t.container_id ?? `${t.node}-${i}`}>
+                  <span class="mono">{t.node}</span> <Badge status={t.state} />
+                </li>
+              ))}
+            </ul>
+          )}
+        </td>
+      )}
       <td>
         <input
           aria-label={`Port of ${s.name}`}
