@@ -6,6 +6,7 @@ import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';
 import { appSwarmServices, updateService } from './rollout.js';
 import { isOurService } from './spec.js';
 import { nodeNames, serviceTasks } from './tasks.js';
+import type { ClusterSettings } from './settings.js';
 
 export interface SwarmServiceView {
   name: string;
@@ -111,6 +112,32 @@ export async function swarmLifecycle(
     touched.push(s.Spec.Name!);
   }
   return touched;
+}
+
+/**
+ * Applies a service's replicas and placement to its running Swarm service at once (a stopped one,
+ * at 0 replicas, stays stopped: a start scales it to the setting). A volume-backed service keeps
+ * its node. False when the app has no such Swarm service yet: the next deploy applies them.
+ */
+export async function applyClusterSettings(
+  engine: Engine,
+  app: string,
+  service: string,
+  settings: ClusterSettings,
+): Promise<boolean> {
+  const s = (await appSwarmServices(engine, app)).find((x) => x.Spec.Labels?.[LABEL_SERVICE] === service);
+  if (!s) return false;
+  const spec = structuredClone(s.Spec) as typeof s.Spec & {
+    Mode?: { Replicated?: { Replicas?: number } };
+    TaskTemplate: { Placement?: { Constraints?: string[] } };
+  };
+  if ((spec.Mode?.Replicated?.Replicas ?? 1) > 0)
+    spec.Mode = { Replicated: { Replicas: settings.replicas ?? 1 } };
+  const constraints = [...(settings.placement?.constraints ?? [])];
+  if (settings.pinned_node) constraints.push(`node.id==${settings.pinned_node}`);
+  spec.TaskTemplate.Placement = { ...spec.TaskTemplate.Placement, Constraints: constraints };
+  await guard(engine, () => updateService(engine, s.ID, { version: s.Version.Index }, spec));
+  return true;
 }
 
 /** Removes the app's Swarm services; their tasks' containers go with them, on every node. */

@@ -11,6 +11,8 @@ import { needCluster, startTestCluster, unpullable, type ClusterNode } from '../
 import { ADMIN, adminClient, startTestServer, type Client } from '../_support/server.js';
 import { ensureRegistryImage } from '../_support/registryimage.js';
 import { poll } from '../_support/wait.js';
+import { swarmServiceName } from '#lib/docker/index.js';
+import { serviceLabels } from '#lib/cluster/spec.js';
 
 const run = promisify(execFile);
 
@@ -124,6 +126,49 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
     assert.equal(nodes.get('node3').tasks, 0);
     await node1.docker.getService('drainprobe').remove();
   });
+
+  await t.test(
+    'a running app service takes new replicas and placement at once, through the API',
+    async () => {
+      const made = await c.req('POST', '/api/apps', {
+        name: 'scale',
+        source: { type: 'image', image: BASE_IMAGE },
+      });
+      assert.equal(made.status, 201, made.text);
+      const engine = server.env.engine;
+      const name = swarmServiceName('scale', 'app');
+      await node1.docker.createService({}, {
+        Name: name,
+        Labels: serviceLabels(engine, 'scale', 'app', 'dep1'),
+        TaskTemplate: { ContainerSpec: { Image: unpullable(BASE_IMAGE), Command: ['sleep', '3600'] } },
+        Mode: { Replicated: { Replicas: 1 } },
+        EndpointSpec: { Mode: 'dnsrr' },
+      } as any);
+      const on = async (node: ClusterNode) => runningOn(node, node1, name);
+      const total = async () => (await on(node1)) + (await on(node2)) + (await on(node3));
+      await poll('one task', async () => (await total()) === 1, 120_000, 500);
+      const id = made.body.app.id;
+      const r = await c.req('PATCH', `/api/apps/${id}/services/app`, { replicas: 3 });
+      assert.equal(r.status, 200, r.text);
+      await poll('three tasks', async () => (await total()) === 3, 120_000, 500);
+      const p = await c.req('PATCH', `/api/apps/${id}/services/app`, {
+        placement: { constraints: ['node.hostname==node2'] },
+      });
+      assert.equal(p.status, 200, p.text);
+      await poll(
+        'every task on node2',
+        async () => (await on(node2)) === 3 && (await total()) === 3,
+        120_000,
+        500,
+      );
+      const listed = await c.req('GET', `/api/apps/${id}/services`);
+      assert.deepEqual(
+        listed.body.items[0].tasks.filter((x: any) => x.state === 'running').map((x: any) => x.node),
+        ['node2', 'node2', 'node2'],
+      );
+      await node1.docker.getService(name).remove();
+    },
+  );
 
   let command = '';
   await t.test('the join command joins a fourth engine as a worker and trusts the registry', async () => {

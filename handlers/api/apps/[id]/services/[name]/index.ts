@@ -3,11 +3,13 @@ import { getApp, patchServiceSettings } from '#lib/apps/store.js';
 import { ensureKnownService } from '#lib/apps/ops.js';
 import { serviceSettingsSchema } from '#lib/api/apps.js';
 import { clusterSettings, patchClusterSettings } from '#lib/cluster/settings.js';
+import { applyClusterSettings } from '#lib/cluster/services.js';
 import { route } from '#lib/http/route.js';
 import { serviceParams } from '../../../_lib.js';
 
 // Settings are kept even for a service that has no container now (stopped, or removed by a failed
-// deployment): the next deployment uses them. A name the app never had is a 404.
+// deployment): the next deployment uses them. A name the app never had is a 404. In cluster mode a
+// running Swarm service takes new replicas and placement at once.
 export const PATCH = route(
   {
     permission: 'app.admin',
@@ -28,6 +30,9 @@ export const PATCH = route(
     const settings = await patchServiceSettings(env.db, params.id, params.name, rest);
     await patchClusterSettings(env.db, params.id, params.name, { replicas, placement });
     const cs = (await clusterSettings(env.db, params.id)).get(params.name);
+    // On a swarm, a running service scales and moves now; the next deploy would apply them anyway.
+    if (cs && env.config.cluster.mode === 'swarm' && (replicas !== undefined || placement !== undefined))
+      await applyClusterSettings(env.engine, app.name, params.name, cs);
     const out = { ...settings, replicas: cs?.replicas ?? null, placement: cs?.placement ?? null };
     audit({ detail: { service: params.name, ...out } });
     return reply(200, { name: params.name, ...out });
