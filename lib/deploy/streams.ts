@@ -9,6 +9,8 @@ import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
 import { listAppContainers } from '../docker/containers.js';
 import { readLogs } from './store.js';
+import { appSwarmServices } from '../cluster/rollout.js';
+import { LABEL_SERVICE } from '../docker/names.js';
 
 const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
@@ -104,6 +106,10 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
     try {
       const app = await getApp(env.db, appId).catch(() => null);
       if (!app) return;
+      if (env.config.cluster.mode === 'swarm') {
+        await followSwarmServices(app.name);
+        return;
+      }
       for (const c of await listAppContainers(env.engine, app.name)) {
         if (c.state !== 'running' || followed.has(c.id) || stopped) continue;
         const container = env.engine.docker.getContainer(c.id);
@@ -147,6 +153,50 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
       scanning = false;
     }
   };
+  // Cluster mode: the manager gathers a Swarm service's logs from its tasks on every node. With
+  // `details` each line starts with the task's attributes, which name the task it came from.
+  const started = new Set<string>();
+  const followSwarmServices = async (appName: string) => {
+    for (const svc of await appSwarmServices(env.engine, appName)) {
+      const key = `service:${svc.ID}`;
+      if (followed.has(key) || stopped) continue;
+      const service = svc.Spec.Labels?.[LABEL_SERVICE] ?? '';
+      const again = started.has(key);
+      started.add(key);
+      const raw = (await env.engine.docker.getService(svc.ID).logs({
+        follow: true,
+        stdout: true,
+        stderr: true,
+        details: true,
+        // A stream that ended (the service was replaced) resumes from now, without repeating.
+        ...(again ? { since: Math.floor(Date.now() / 1000) } : { tail: LOG_REPLAY }),
+      } as never)) as unknown as Readable;
+      if (stopped) {
+        raw.destroy();
+        return;
+      }
+      followed.set(key, raw);
+      const lines = (stream: 'stdout' | 'stderr') => {
+        let partial = '';
+        const pt = new PassThrough();
+        pt.on('data', (chunk: Buffer) => {
+          partial += chunk.toString('utf8');
+          const parts = partial.split(/\r?\n/);
+          partial = parts.pop() ?? '';
+          for (const l of parts) {
+            const { task, line } = swarmLogLine(l);
+            emit(service, task, stream, line);
+          }
+        });
+        return pt;
+      };
+      env.engine.docker.modem.demuxStream(raw, lines('stdout'), lines('stderr'));
+      const forget = () => followed.delete(key);
+      raw.on('end', forget);
+      raw.on('close', forget);
+      raw.on('error', forget);
+    }
+  };
   void scan();
   const timer = setInterval(() => void scan(), RESCAN_MS);
   timer.unref();
@@ -156,6 +206,18 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
     for (const s of followed.values()) s.destroy();
     followed.clear();
   };
+}
+
+/**
+ * A service log line with details: `com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,
+ * com.docker.swarm.task.id=… message`. The task (short id) stands where a container name would.
+ */
+export function swarmLogLine(raw: string): { task: string; line: string } {
+  const m = /^((?:[a-z0-9_.-]+=[^,\s]*,)*[a-z0-9_.-]+=[^,\s]*) (.*)$/s.exec(raw);
+  if (!m) return { task: '', line: raw };
+  const attrs = new Map(m[1]!.split(',').map((kv) => kv.split('=', 2) as [string, string]));
+  const task = attrs.get('com.docker.swarm.task.id') ?? '';
+  return { task: task ? `task ${task.slice(0, 12)}` : '', line: m[2]! };
 }
 
 interface DockerStats {
