@@ -44,6 +44,8 @@ const SERVICE = swarmServiceName(name, 'app');
 let appId = '';
 /** The deployment that serves now (v2 after the redeploy). */
 let serving = '';
+/** The node the kill test killed. */
+let killed: ClusterNode | null = null;
 
 after(async () => {
   await lab?.server.stop().catch(() => {});
@@ -115,23 +117,29 @@ async function taskHosts(): Promise<Map<string, string>> {
   return out;
 }
 
-/** The nodes whose tasks answer `version` through the proxy: polled until `count` of them did. */
-async function answeringNodes(version: string, count: number): Promise<Set<string>> {
-  const seen = new Set<string>();
-  return poll(
-    `${count} nodes answering ${version} through the proxy`,
+/**
+ * The nodes of the tasks answering `version` through the proxy: polled until `count` distinct
+ * tasks did.
+ */
+async function answeringNodes(version: string, count: number): Promise<string[]> {
+  const seen = new Map<string, string>();
+  const r = await poll(
+    `${count} tasks answering ${version} through the proxy`,
     async () => {
       const hosts = await taskHosts();
       for (let i = 0; i < 8; i++) {
         const r = await get(cluster!.manager.addr, host);
         const [v, h] = r.ok ? r.body.split(' ') : [];
-        if (v === version && h && hosts.has(h)) seen.add(hosts.get(h)!);
+        if (v === version && h && hosts.has(h)) seen.set(h, hosts.get(h)!);
       }
-      return seen.size >= count ? seen : null;
+      return seen.size >= count ? [...seen.values()] : null;
     },
     120_000,
     500,
-  );
+  ).catch((e) => {
+    throw new Error(`${e.message}: seen ${JSON.stringify([...seen])}`);
+  });
+  return r;
 }
 
 /** Node hostnames of the app's running tasks, as the API's service listing shows them. */
@@ -172,7 +180,7 @@ test('a Dockerfile app deployed through the API runs 2 replicas on two workers, 
   assert.equal(registry, `${cluster!.manager.addr}:5000`);
   assert.match(d.images.app, new RegExp(`^${registry.replace(/\./g, '\\.')}/.+@sha256:[0-9a-f]{64}$`));
   const nodes = await answeringNodes('v1', 2);
-  assert.deepEqual([...nodes].sort(), ['node2', 'node3']);
+  assert.deepEqual(nodes.sort(), ['node2', 'node3']);
   assert.deepEqual((await apiTaskNodes()).sort(), ['node2', 'node3']);
 });
 
@@ -181,12 +189,14 @@ test('a redeploy with new content under a request loop through the proxy: no fai
   await commit('v2');
   const traffic = load(cluster!.manager.addr, host, 4);
   const d = await deploy();
+  assert.equal(d.status, 'succeeded', `${d.error}\n${await logOf(d.id)}`);
   // Answers for a while after the deployment ended: the old tasks have stopped by then.
-  await answeringNodes('v2', 2);
+  console.error(
+    `[cluster e2e] v2 answering from ${await answeringNodes('v2', 2)}; tasks on ${await apiTaskNodes()}`,
+  );
   await new Promise((r) => setTimeout(r, 2000));
   const answers = await traffic.stop();
   console.error(`[cluster e2e] redeploy: ${failures(answers)}`);
-  assert.equal(d.status, 'succeeded', `${d.error}\n${await logOf(d.id)}`);
   serving = d.id;
   assert.equal(answers.filter((a) => !a.ok).length, 0, failures(answers));
   const bodies = answers.map((a) => (a.ok ? a.body.split(' ')[0] : ''));
@@ -219,27 +229,34 @@ test('a version failing its health check is rolled back; the proxy answers the p
 test('draining the node of a task through the API moves it with no failed request', async (t) => {
   if (!(await ready(t)) || !serving) return;
   const nodes = await apiTaskNodes();
-  const victim = cluster!.nodes.find((n) => n.name === nodes[0])!;
+  // A node with one of the tasks: the other task serves while the swarm moves it (a drain stops a
+  // node's tasks before their replacements run).
+  const one = nodes.find((n) => nodes.filter((x) => x === n).length === 1) ?? nodes[0];
+  const victim = cluster!.nodes.find((n) => n.name === one)!;
   assert.ok(victim && victim !== cluster!.manager, nodes.join(','));
   const traffic = load(cluster!.manager.addr, host, 4);
-  await new Promise((r) => setTimeout(r, 1000));
-  const r = await admin.req('PATCH', `/api/nodes/${victim.id}`, { availability: 'drain' });
-  assert.equal(r.status, 200, r.text);
-  await poll(
-    'the tasks off the drained node',
-    async () => !(await apiTaskNodes()).includes(victim.name) && (await tasksSettled(W(), SERVICE, 2)),
-    120_000,
-    500,
-  );
-  await answeringNodes('v2', 1);
-  await new Promise((r) => setTimeout(r, 2000));
-  const answers = await traffic.stop();
-  console.error(`[cluster e2e] drain ${victim.name}: ${failures(answers)}`);
+  let answers: Answer[] = [];
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    const r = await admin.req('PATCH', `/api/nodes/${victim.id}`, { availability: 'drain' });
+    assert.equal(r.status, 200, r.text);
+    await poll(
+      'the tasks off the drained node',
+      async () => !(await apiTaskNodes()).includes(victim.name) && (await tasksSettled(W(), SERVICE, 2)),
+      120_000,
+      500,
+    );
+    await answeringNodes('v2', 1);
+    await new Promise((r) => setTimeout(r, 2000));
+  } finally {
+    answers = await traffic.stop();
+    const back = await admin.req('PATCH', `/api/nodes/${victim.id}`, { availability: 'active' });
+    assert.equal(back.status, 200, back.text);
+    assert.equal(back.body.node.availability, 'active');
+  }
+  console.error(`[cluster e2e] drain ${victim.name} (tasks were on ${nodes}): ${failures(answers)}`);
   assert.equal(answers.filter((a) => !a.ok).length, 0, failures(answers));
   assert.ok(!(await apiTaskNodes()).includes(victim.name));
-  const back = await admin.req('PATCH', `/api/nodes/${victim.id}`, { availability: 'active' });
-  assert.equal(back.status, 200, back.text);
-  assert.equal(back.body.node.availability, 'active');
 });
 
 test('a killed node with tasks on it: the app answers again through the proxy, its tasks rescheduled elsewhere', async (t) => {
@@ -251,6 +268,7 @@ test('a killed node with tasks on it: the app answers again through the proxy, i
   await new Promise((r) => setTimeout(r, 1000));
   const killedAt = Date.now();
   await cluster!.killNode(victim);
+  killed = victim;
   const killDone = Date.now();
   const first = await poll(
     'an answer after the kill',
@@ -258,15 +276,19 @@ test('a killed node with tasks on it: the app answers again through the proxy, i
     180_000,
     100,
   );
+  let listed: unknown = null;
   const moved = await poll(
     'the tasks running on other nodes',
     async () => {
+      listed = (await admin.req('GET', `/api/apps/${appId}/services`)).body.items[0]?.tasks;
       const n = await apiTaskNodes();
       return n.length === 2 && !n.includes(victim.name) ? n : null;
     },
     180_000,
     500,
-  );
+  ).catch((e) => {
+    throw new Error(`${e.message}; the listing: ${JSON.stringify(listed)}`);
+  });
   const onNew = await answeringNodes('v2', 1);
   const answers = (await traffic.stop()).filter((a) => a.at >= killedAt);
   const recovered = first.at + first.ms - killDone;
@@ -302,7 +324,7 @@ test('a Redis on the manager: reached by name from a task on another node, backe
   })) as any[];
   assert.ok(container, 'the database container on the manager');
   assert.ok(Object.keys(container.NetworkSettings.Networks).includes(networkName(name)));
-  for (const worker of cluster!.nodes.filter((n) => n !== cluster!.manager)) {
+  for (const worker of cluster!.nodes.filter((n) => n !== cluster!.manager && n !== killed)) {
     const there = await worker.docker.listContainers({ filters: { label: [`${LABEL_DATABASE}=${dbId}`] } });
     assert.equal(there.length, 0, `no database container on ${worker.name}`);
   }
