@@ -22,11 +22,13 @@ const LIVE = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing', 're
 export async function swarmServices(engine: Engine, app: string): Promise<SwarmServiceView[]> {
   const services = await appSwarmServices(engine, app);
   if (!services.length) return [];
-  const names = await nodeNames(engine);
+  const { names, down } = await nodeNames(engine);
   const out: SwarmServiceView[] = [];
   for (const s of services) {
+    // A task being replaced is shown until it stops; one on a node that is down never reports
+    // its end (its last state stays `running`), so it is shown only while still wanted.
     const tasks = (await serviceTasks(engine, s.Spec.Name!)).filter(
-      (t) => t.DesiredState === 'running' || LIVE.has(t.Status?.State ?? ''),
+      (t) => t.DesiredState === 'running' || (LIVE.has(t.Status?.State ?? '') && !down.has(t.NodeID ?? '')),
     );
     const running = tasks.filter((t) => t.Status?.State === 'running').length;
     const wanted = (s.Spec.Mode as { Replicated?: { Replicas?: number } })?.Replicated?.Replicas ?? 0;

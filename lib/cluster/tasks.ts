@@ -22,13 +22,17 @@ export async function serviceTasks(engine: Engine, serviceName: string): Promise
   );
 }
 
-/** Swarm node id -> hostname. */
-export async function nodeNames(engine: Engine): Promise<Map<string, string>> {
+/** Swarm node id -> hostname, and the ids of the nodes that are down. */
+export async function nodeNames(engine: Engine): Promise<{ names: Map<string, string>; down: Set<string> }> {
   const nodes = (await guard(engine, () => engine.docker.listNodes())) as Array<{
     ID: string;
     Description?: { Hostname?: string };
+    Status?: { State?: string };
   }>;
-  return new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID.slice(0, 12)]));
+  return {
+    names: new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID.slice(0, 12)])),
+    down: new Set(nodes.filter((n) => n.Status?.State === 'down').map((n) => n.ID)),
+  };
 }
 
 const FAILED = new Set(['failed', 'rejected', 'orphaned']);

@@ -20,7 +20,11 @@ export interface EdgeLab {
   adminUrl: string;
 }
 
-export async function startEdgeLab(cluster: TestCluster): Promise<EdgeLab> {
+/** `vars` adds to (and `imageMap` to SVC_IMAGE_MAP of) the control plane's environment. */
+export async function startEdgeLab(
+  cluster: TestCluster,
+  { vars = {}, imageMap = {} }: { vars?: Record<string, string>; imageMap?: Record<string, string> } = {},
+): Promise<EdgeLab> {
   await cluster.loadImages([CADDY_STANDIN], [cluster.manager]);
   const adminUrl = `http://${cluster.manager.addr}:${ADMIN_PORT}`;
   const server = await startTestServer(
@@ -29,10 +33,11 @@ export async function startEdgeLab(cluster: TestCluster): Promise<EdgeLab> {
       SVC_DOCKER_SOCKET: cluster.manager.socketPath,
       SVC_PROXY: 'on',
       SVC_CADDY_ADMIN: adminUrl,
-      SVC_IMAGE_MAP: JSON.stringify({ 'caddy:2': CADDY_STANDIN }),
+      SVC_IMAGE_MAP: JSON.stringify({ 'caddy:2': CADDY_STANDIN, ...imageMap }),
       SVC_BASE_DOMAIN: BASE,
       // No host of the test domain points anywhere: nothing goes to a CA, and lookups fail fast.
       SVC_DNS_RESOLVER: '127.0.0.1:1',
+      ...vars,
     },
     { edge: { checkIntervalMs: 1000, checkerTickMs: 1000 } },
   );
