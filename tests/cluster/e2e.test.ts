@@ -228,9 +228,29 @@ test('a version failing its health check is rolled back; the proxy answers the p
 
 test('draining the node of a task through the API moves it with no failed request', async (t) => {
   if (!(await ready(t)) || !serving) return;
-  const nodes = await apiTaskNodes();
-  // A node with one of the tasks: the other task serves while the swarm moves it (a drain stops a
-  // node's tasks before their replacements run).
+  let nodes = await apiTaskNodes();
+  // A drain stops a node's tasks before their replacements run: the claim is that the task on the
+  // other node serves meanwhile. A start-first redeploy may have left both tasks on one worker; a
+  // scale to 1 and back (applied at once through the API) puts the second on the emptier node.
+  if (new Set(nodes).size < 2) {
+    const scale = async (replicas: number) => {
+      const r = await admin.req('PATCH', `/api/apps/${appId}/services/app`, { replicas });
+      assert.equal(r.status, 200, r.text);
+      await poll(`${replicas} task(s)`, () => tasksSettled(W(), SERVICE, replicas), 120_000, 500);
+    };
+    await scale(1);
+    await scale(2);
+    nodes = await poll(
+      'the tasks on two nodes',
+      async () => {
+        const n = await apiTaskNodes();
+        return n.length === 2 && new Set(n).size === 2 ? n : null;
+      },
+      60_000,
+      500,
+    );
+    await answeringNodes('v2', 2);
+  }
   const one = nodes.find((n) => nodes.filter((x) => x === n).length === 1) ?? nodes[0];
   const victim = cluster!.nodes.find((n) => n.name === one)!;
   assert.ok(victim && victim !== cluster!.manager, nodes.join(','));

@@ -32,7 +32,10 @@ export const PATCH = route(
     const cs = (await clusterSettings(env.db, params.id)).get(params.name);
     // On a swarm, a running service scales and moves now; the next deploy would apply them anyway.
     if (cs && env.config.cluster.mode === 'swarm' && (replicas !== undefined || placement !== undefined))
-      await applyClusterSettings(env.engine, app.name, params.name, cs);
+      await applyClusterSettings(env.engine, app.name, params.name, cs).catch((err) =>
+        // Stored either way: the next deploy (or start) applies them.
+        env.log.warn({ app: app.name, service: params.name, err: String(err) }, 'could not apply now'),
+      );
     const out = { ...settings, replicas: cs?.replicas ?? null, placement: cs?.placement ?? null };
     audit({ detail: { service: params.name, ...out } });
     return reply(200, { name: params.name, ...out });
