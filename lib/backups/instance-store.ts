@@ -2,6 +2,7 @@
 import type { Db } from '../db/index.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import { notFound } from '../http/errors.js';
+import { runRowUpdates } from './run-rows.js';
 
 export const INSTANCE_BACKUP_ID = 'instance';
 
@@ -71,46 +72,9 @@ export async function setNotes(db: Db, id: string, notes: string): Promise<void>
   await db.updateTable('instance_backup_runs').set({ notes }).where('id', '=', id).execute();
 }
 
-export async function markRunSucceeded(
-  db: Db,
-  id: string,
-  done: { size_bytes: number; sha256: string; finished_at: string },
-): Promise<void> {
-  await db
-    .updateTable('instance_backup_runs')
-    .set({ status: 'succeeded', ...done })
-    .where('id', '=', id)
-    .execute();
-}
+export const { markRunSucceeded, markRunEnded, markArtifactRemoved, setVerdict } =
+  runRowUpdates('instance_backup_runs');
 
-/** A failed or interrupted run: its artifact is gone (removed, or never complete). */
-export async function markRunEnded(
-  db: Db,
-  id: string,
-  status: 'failed' | 'interrupted',
-  error: string,
-  finishedAt: string,
-): Promise<void> {
-  await db
-    .updateTable('instance_backup_runs')
-    .set({ status, error, finished_at: finishedAt, artifact_removed: 1 })
-    .where('id', '=', id)
-    .execute();
-}
-
-export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
-  await db.updateTable('instance_backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
-}
-
-export async function setVerdict(
-  db: Db,
-  id: string,
-  verdict: { verified_at: string | null; verify_error: string | null },
-): Promise<void> {
-  await db.updateTable('instance_backup_runs').set(verdict).where('id', '=', id).execute();
-}
-
-/** The successful runs whose artifact is still stored, newest first. */
 export function keptRuns(db: Db): Promise<InstanceBackupRunTable[]> {
   return db
     .selectFrom('instance_backup_runs')

@@ -9,6 +9,7 @@ import type {
   BackupRunTable,
 } from '../db/schema.js';
 import { notFound } from '../http/errors.js';
+import { runRowUpdates } from './run-rows.js';
 
 // Configs.
 
@@ -117,45 +118,8 @@ export function runningRuns(db: Db): Promise<BackupRunTable[]> {
   return db.selectFrom('backup_runs').selectAll().where('status', '=', 'running').execute();
 }
 
-export async function markRunSucceeded(
-  db: Db,
-  id: string,
-  done: { size_bytes: number; sha256: string; finished_at: string },
-): Promise<void> {
-  await db
-    .updateTable('backup_runs')
-    .set({ status: 'succeeded', ...done })
-    .where('id', '=', id)
-    .execute();
-}
-
-/** A failed or interrupted run: its artifact is gone (removed, or never complete). */
-export async function markRunEnded(
-  db: Db,
-  id: string,
-  status: 'failed' | 'interrupted',
-  error: string,
-  finishedAt: string,
-): Promise<void> {
-  await db
-    .updateTable('backup_runs')
-    .set({ status, error, finished_at: finishedAt, artifact_removed: 1 })
-    .where('id', '=', id)
-    .execute();
-}
-
-export async function markArtifactRemoved(db: Db, id: string): Promise<void> {
-  await db.updateTable('backup_runs').set({ artifact_removed: 1 }).where('id', '=', id).execute();
-}
-
-/** A verification's verdict: verified_at when it restored, verify_error when not; both null while one runs. */
-export async function setVerdict(
-  db: Db,
-  id: string,
-  verdict: { verified_at: string | null; verify_error: string | null },
-): Promise<void> {
-  await db.updateTable('backup_runs').set(verdict).where('id', '=', id).execute();
-}
+export const { markRunSucceeded, markRunEnded, markArtifactRemoved, setVerdict } =
+  runRowUpdates('backup_runs');
 
 /** The successful runs of a config whose artifact is still stored, newest first. */
 export function keptRuns(db: Db, backupId: string): Promise<BackupRunTable[]> {
