@@ -82,6 +82,12 @@ export const ACCESS_LOGGER = 'svc';
 /** Caddy names a server's access logger `http.log.access.<default_logger_name>`. */
 export const ACCESS_LOGGER_NAMESPACE = `http.log.access.${ACCESS_LOGGER}`;
 export const ACCESS_LOG_KEY = 'svc_access';
+/**
+ * Invitation and reset links carry their single-use token in the path (the dashboard's
+ * `/invite/<token>` and the API's `/api/invitations/<token>`): the access log keeps the path with
+ * the token cut out, so a reader of the log cannot redeem a link that is still open.
+ */
+export const LINK_TOKEN_IN_PATH = '(/(?:api/invitations|invite)/)[^/?#]+';
 export const HTTP_SERVER = 'svc_http';
 export const HTTPS_SERVER = 'svc_https';
 export const CONTROL_ROUTE_ID = 'svc-control';
@@ -669,6 +675,7 @@ export function buildCaddyConfig(
       fields: {
         'request>headers': { filter: 'delete' },
         'request>tls': { filter: 'delete' },
+        'request>uri': { filter: 'regexp', regexp: LINK_TOKEN_IN_PATH, value: '${1}[redacted]' },
         resp_headers: { filter: 'delete' },
       },
     },

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Agent } from 'node:https';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { needEdge, startEdgeLab, type EdgeLab, type FetchResult } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
@@ -239,6 +241,41 @@ test('the control domain serves the API over HTTPS, and only then does the postu
     250,
   );
   assert.match(row.reason, new RegExp(`${control.replace(/\./g, '\\.')} is served over HTTPS`));
+});
+
+test('invitation and reset links reach the access log with their token cut out', async (t) => {
+  if (!(await ready(t))) return;
+  const control = `svc.${BASE}`;
+  const token = `tok${randomBytes(30).toString('base64url')}`;
+  const paths = [`/invite/${token}`, `/api/invitations/${token}`, `/api/invitations/${token}/accept`];
+  for (const path of paths) await lab!.https(control, path);
+  // A marker sent after them is logged after them: once it is in the file, so are they.
+  const marker = `/api/health?marker=${token.slice(0, 8)}`;
+  const log = await until(
+    control,
+    (r) => r.status === 200,
+    'the marker through the control domain',
+    marker,
+  ).then(() =>
+    poll(
+      'the marker in the access log',
+      async () => {
+        const text = await readFile(lab!.accessLog, 'utf8');
+        return text.includes(`marker=${token.slice(0, 8)}`) ? text : null;
+      },
+      30_000,
+      100,
+    ),
+  );
+  const uris = log
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => String(JSON.parse(l).request?.uri ?? ''));
+  assert.ok(!log.includes(token), 'no line carries the token');
+  for (const path of paths) {
+    const kept = path.replace(token, '[redacted]');
+    assert.ok(uris.includes(kept), `${kept} is logged`);
+  }
 });
 
 test('a redirect domain answers 308 to https://<redirect_to><uri>', async (t) => {
