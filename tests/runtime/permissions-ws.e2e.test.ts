@@ -1,12 +1,12 @@
 // People and permissions on a WebSocket, over the real server: another app's topics and shell for
-// a deployer limited to one app, an open socket losing what a demoted operator's role or list lost,
-// a disabled operator's upgrade refused. The same people over plain HTTP, and the permission matrix,
-// are in-process: tests/api/permissions.test.ts.
+// a deployer limited to one app, an open socket losing what a demoted operator's role or list lost
+// (a build: topic too), a disabled operator's upgrade refused. The same people over plain HTTP,
+// and the permission matrix, are in-process: tests/api/permissions.test.ts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
 import { insertUser } from '#lib/auth/users.js';
 import { createSession, csrfFor } from '#lib/auth/sessions.js';
@@ -202,6 +202,31 @@ test('a demoted operator: their token and their open socket lose what the role o
   // Disabled: the socket closes.
   await setRow(d.id, { disabled: 1 });
   assert.equal(await closed, 1008);
+});
+
+test('a narrowed socket: its build: subscription of a withdrawn app ends and sends nothing more', async () => {
+  const d = await operator('narrowed', 'deployer');
+  assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  await insertFinishedDeployment(s.env.db, appA, 'revdep1');
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  for (const topic of ['build:revdep1', `logs:${appB}`])
+    ws.send(JSON.stringify({ type: 'subscribe', topic }));
+  while (frames.filter((f) => f.type === 'subscribed').length < 2)
+    await new Promise((r) => setTimeout(r, 10));
+  assert.equal((await owner.req('PATCH', `/api/operators/${d.id}`, { app_ids: [appB] })).status, 200);
+  while (!frames.some((f) => f.type === 'error' && f.topic === 'build:revdep1'))
+    await new Promise((r) => setTimeout(r, 10));
+  s.env.bus.publish('build:revdep1', { line: 'not for them' });
+  s.env.bus.publish(`logs:${appB}`, { line: 'for them' });
+  while (!frames.some((f) => f.type === 'event' && f.topic === `logs:${appB}`))
+    await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    frames.filter((f) => f.type === 'event').map((f) => f.topic),
+    [`logs:${appB}`],
+  );
+  ws.close();
 });
 
 test('a disabled operator: their token opens no socket; enabling restores it', async () => {

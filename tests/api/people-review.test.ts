@@ -1,13 +1,13 @@
-// The security review of people and permissions, over the real server: each attack a reviewer
-// (or a peer's CVE) tries, replayed. A credential limited to apps acting outside them, links
-// outliving what their creator may grant, the audit and the traffic snapshot naming other apps,
-// a link built from the Host header, session fixation and CSRF on the accept, a token minting a
-// wider one, a narrowed socket on build: topics, an admin reaching for the owner role.
+// The security review of people and permissions, in-process: each attack a reviewer (or a peer's
+// CVE) tries, replayed. A credential limited to apps acting outside them, links outliving what
+// their creator may grant, the audit and the traffic snapshot naming other apps, session fixation
+// and CSRF on the accept, a token minting a wider one, an admin reaching for the owner role.
+// What needs the node adapter or a socket is in tests/runtime: the invitation link and the Host
+// header (proxy-headers.e2e.test.ts), a narrowed socket on build: topics (permissions-ws.e2e.test.ts).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
-import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
-import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
+import { adminClient, ADMIN, Client } from '../_support/server.js';
+import { startTestApp, type TestApp } from '../_support/request.js';
 import { insertUser } from '#lib/auth/users.js';
 import { createSession, csrfFor } from '#lib/auth/sessions.js';
 import { createApiToken } from '#lib/auth/tokens.js';
@@ -15,7 +15,7 @@ import { invalidateCredentials } from '#lib/auth/cache.js';
 import { recordAudit } from '#lib/audit/index.js';
 import type { Role } from '#lib/auth/roles.js';
 
-let s: TestServer;
+let s: TestApp;
 let owner: Client;
 let appA: string;
 let appB: string;
@@ -74,7 +74,7 @@ const opens = async (token: string) =>
   (await new Client(s.url).req('GET', `/api/invitations/${token}`)).status;
 
 before(async () => {
-  s = await startTestServer();
+  s = await startTestApp();
   owner = await adminClient(s);
   assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
   for (const name of ['rev-a', 'rev-b'])
@@ -228,50 +228,6 @@ test('an admin never reaches the owner role: not for themself, not by invitation
   assert.equal(row.role, 'admin');
 });
 
-/** A request with a Host header of our choosing (fetch sets its own). */
-function rawPost(
-  path: string,
-  body: unknown,
-  headers: Record<string, string>,
-): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const text = JSON.stringify(body);
-    const req = request(s.url + path, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(text)),
-        ...headers,
-      },
-    });
-    req.on('response', (res) => {
-      let out = '';
-      res.on('data', (c) => (out += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(out) }));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
-
-test('the invitation link never takes its origin from the Host header', async () => {
-  const csrf = owner.cookies.get('svc_csrf')!;
-  const r = await rawPost(
-    '/api/operators/invitations',
-    { role: 'viewer' },
-    {
-      host: 'evil.example',
-      'x-forwarded-host': 'evil.example',
-      cookie: owner.cookieHeader(),
-      'x-csrf-token': csrf,
-    },
-  );
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  assert.ok(!r.body.invitation.url.includes('evil.example'), r.body.invitation.url);
-  // No public address configured: a path, which the dashboard opens under its own origin.
-  assert.match(r.body.invitation.url, /^\/invite\/[A-Za-z0-9_-]{43}$/);
-});
-
 test('accepting with a planted session cookie starts a new session and ends the planted one', async () => {
   const attacker = await person('viewer');
   const planted = attacker.c.cookies.get('svc_session')!;
@@ -411,29 +367,4 @@ test('the traffic snapshot shows a limited reader only the requests to their app
     (r: any) => r.host,
   );
   assert.ok(everyone.includes('secret-b.example.com'));
-});
-
-test('a narrowed socket: its build: subscription of a withdrawn app ends and sends nothing more', async () => {
-  const d = await person('deployer');
-  const t = await tokenOf(d.id, { scopes: null, appIds: null });
-  await insertFinishedDeployment(s.env.db, appA, 'revdep1');
-  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${t.bearer}` });
-  const frames: any[] = [];
-  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
-  for (const topic of ['build:revdep1', `logs:${appB}`])
-    ws.send(JSON.stringify({ type: 'subscribe', topic }));
-  while (frames.filter((f) => f.type === 'subscribed').length < 2)
-    await new Promise((r) => setTimeout(r, 10));
-  assert.equal((await owner.req('PATCH', `/api/operators/${d.id}`, { app_ids: [appB] })).status, 200);
-  while (!frames.some((f) => f.type === 'error' && f.topic === 'build:revdep1'))
-    await new Promise((r) => setTimeout(r, 10));
-  s.env.bus.publish('build:revdep1', { line: 'not for them' });
-  s.env.bus.publish(`logs:${appB}`, { line: 'for them' });
-  while (!frames.some((f) => f.type === 'event' && f.topic === `logs:${appB}`))
-    await new Promise((r) => setTimeout(r, 10));
-  assert.deepEqual(
-    frames.filter((f) => f.type === 'event').map((f) => f.topic),
-    [`logs:${appB}`],
-  );
-  ws.close();
 });
