@@ -5,9 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminClient, Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
-import { insertUser } from '#lib/auth/users.js';
-import { createSession, csrfFor } from '#lib/auth/sessions.js';
-import type { Role } from '#lib/auth/roles.js';
+import { people, postDomain, twoApps } from '../../_support/people.js';
 
 let s: TestApp;
 let owner: Client;
@@ -15,40 +13,15 @@ let appA: string;
 let appB: string;
 const NAME_B = 'moved-to-bravo';
 
-async function limitedTo(name: string, role: Role, appIds: string[]): Promise<Client> {
-  const user = await insertUser(s.env.db, name, 'scrypt$10$8$1$x$y', { role, appIds });
-  const session = await createSession(
-    s.env.db,
-    user.id,
-    { ip: null, userAgent: null },
-    { idleSeconds: 3600, maxSeconds: 3600 },
-  );
-  const c = new Client(s.url);
-  c.cookies.set('svc_session', session.raw);
-  c.cookies.set('svc_csrf', csrfFor(s.env.signingKey, session.raw));
-  return c;
-}
-
 before(async () => {
   s = await startTestApp();
   owner = await adminClient(s);
-  const made: string[] = [];
-  for (const name of ['moved-from-alpha', NAME_B]) {
-    const r = await owner.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1.27' } });
-    assert.equal(r.status, 201, r.text);
-    made.push(r.body.app.id);
-  }
-  [appA, appB] = made as [string, string];
+  [appA, appB] = await twoApps(owner, ['moved-from-alpha', NAME_B]);
 });
 after(() => s.stop());
 
 test('a domain moved from A to B: a deployer or viewer limited to A reads its entry and diff without B; an owner sees B', async () => {
-  const dom = await owner.req('POST', '/api/domains', {
-    hostname: 'moved.example.com',
-    app_id: appA,
-    service: 'web',
-    port: 80,
-  });
+  const dom = await postDomain(owner, 'moved.example.com', appA);
   assert.equal(dom.status, 201, dom.text);
   const id = dom.body.domain.id;
   const moved = await owner.req('PATCH', `/api/domains/${id}`, { app_id: appB, service: 'api', port: 8080 });
@@ -66,7 +39,7 @@ test('a domain moved from A to B: a deployer or viewer limited to A reads its en
   assert.deepEqual([ownerRow.before, ownerRow.after], [appA, appB]);
 
   for (const role of ['deployer', 'viewer'] as const) {
-    const reader = await limitedTo(`only-a-${role}`, role, [appA]);
+    const reader = (await people(s).operator(`only-a-${role}`, role, [appA])).client;
     const list = await reader.req('GET', '/api/audit?limit=200');
     assert.equal(list.status, 200, list.text);
     const seen = list.body.items.find((e: any) => e.id === entry.id);
