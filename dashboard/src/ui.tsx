@@ -1,4 +1,6 @@
-// Small shared pieces: error display, status badges, dates, a loader hook.
+// Small shared pieces: error display, status badges, dates, a loader hook, form fields and the
+// save button of a settings form.
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
@@ -103,6 +105,28 @@ export function fieldErrors(e: unknown, prefix: string): Record<string, string> 
   return out;
 }
 
+/** The described-by ids of a field's hint and error (Notes writes them under those ids). */
+const describedBy = (id: string, hint?: string, error?: string) =>
+  [hint && `${id}-hint`, error && `${id}-err`].filter(Boolean).join(' ') || undefined;
+
+/** A field's hint and the API's error for it. */
+function Notes({ id, hint, error }: { id: string; hint?: string | undefined; error?: string | undefined }) {
+  return (
+    <>
+      {hint && (
+        <span id={`${id}-hint`} class="muted small">
+          {hint}
+        </span>
+      )}
+      {error && (
+        <span id={`${id}-err`} class="error small" data-testid="field-error">
+          {error}
+        </span>
+      )}
+    </>
+  );
+}
+
 /**
  * A labelled text input with an optional hint and the API's error for it, both tied to the input
  * through aria-describedby so a screen reader reads them with the field.
@@ -118,9 +142,6 @@ export function Field(props: {
   placeholder?: string;
   inputMode?: 'numeric' | 'decimal';
 }) {
-  const described = [props.hint && `${props.id}-hint`, props.error && `${props.id}-err`]
-    .filter(Boolean)
-    .join(' ');
   return (
     <div class="field">
       <label for={props.id}>{props.label}</label>
@@ -132,19 +153,104 @@ export function Field(props: {
         placeholder={props.placeholder}
         inputMode={props.inputMode}
         aria-invalid={props.error ? true : undefined}
-        aria-describedby={described || undefined}
+        aria-describedby={describedBy(props.id, props.hint, props.error)}
         onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
       />
-      {props.hint && (
-        <span id={`${props.id}-hint`} class="muted small">
-          {props.hint}
-        </span>
-      )}
-      {props.error && (
-        <span id={`${props.id}-err`} class="error small" data-testid="field-error">
-          {props.error}
-        </span>
-      )}
+      <Notes id={props.id} hint={props.hint} error={props.error} />
     </div>
+  );
+}
+
+/** A labelled select, with its hint and the API's error tied to it the way Field ties them. */
+export function SelectField<T extends string>(props: {
+  id: string;
+  label: string;
+  value: T;
+  options: ReadonlyArray<readonly [T, string]>;
+  onChange: (v: T) => void;
+  error?: string;
+  hint?: string;
+}) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select
+        id={props.id}
+        value={props.value}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={describedBy(props.id, props.hint, props.error)}
+        onChange={(e) => props.onChange((e.target as HTMLSelectElement).value as T)}
+      >
+        {props.options.map(([v, label]) => (
+          <option key={v} value={v}>
+            {label}
+          </option>
+        ))}
+      </select>
+      <Notes id={props.id} hint={props.hint} error={props.error} />
+    </div>
+  );
+}
+
+export interface Saving {
+  busy: boolean;
+  error: unknown;
+  /** The last save succeeded and nothing was changed since. */
+  saved: boolean;
+  /** A field changed: the "Saved." goes. */
+  changed: () => void;
+  run: (save: () => Promise<unknown>) => void;
+}
+
+/** The state of a settings form's save: its action, and "Saved." from a success to the next change. */
+export function useSaving(): Saving {
+  const act = useAction();
+  const [saved, setSaved] = useState(false);
+  return {
+    busy: act.busy,
+    error: act.error,
+    saved,
+    changed: () => setSaved(false),
+    run: (save) => {
+      setSaved(false);
+      void act.run(async () => {
+        await save();
+        setSaved(true);
+      });
+    },
+  };
+}
+
+/**
+ * A settings form: its fields (and error note), then its save button and a "Saved." status once
+ * `onSave` succeeded. Validation is the API's: each refusal is shown next to its field.
+ */
+export function SaveForm(props: {
+  saving: Saving;
+  label: string;
+  onSave: () => Promise<unknown>;
+  children: ComponentChildren;
+}) {
+  return (
+    <form
+      class="stack"
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.saving.run(props.onSave);
+      }}
+    >
+      {props.children}
+      <div class="row">
+        <button type="submit" class="primary" disabled={props.saving.busy}>
+          {props.label}
+        </button>
+        {props.saving.saved && (
+          <span role="status" class="ok">
+            Saved.
+          </span>
+        )}
+      </div>
+    </form>
   );
 }

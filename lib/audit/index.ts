@@ -389,18 +389,24 @@ export async function listAudit(
   return out;
 }
 
+/** Fields that point inside the app an object's `app_id` names (a domain's service and port). */
+const WITHIN_APP: ReadonlySet<string> = new Set(['app_id', 'service', 'port']);
+
 /**
- * An entry's detail as a reader limited to `apps` may see it: app ids outside the list are left
- * out of `app_ids` lists and `app_id` fields (an operator invited to, or a domain moved to,
- * another app), so the entry does not reveal that app.
+ * What a reader limited to `apps` may see of an entry's detail or recorded state: app ids outside
+ * the list are left out of `app_ids` lists, and an object whose `app_id` is another app (an
+ * operator invited to it, a domain moved to it) loses that id and where it pointed inside that
+ * app, so neither the listing nor the diff reveals that app.
  */
-function withoutOtherApps(v: unknown, apps: ReadonlySet<string>): unknown {
+export function withoutOtherApps(v: unknown, apps: ReadonlySet<string>): unknown {
   if (Array.isArray(v)) return v.map((x) => withoutOtherApps(x, apps));
   if (v === null || typeof v !== 'object') return v;
+  const app = (v as { app_id?: unknown }).app_id;
+  const other = typeof app === 'string' && !apps.has(app);
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) {
     if (k === 'app_ids' && Array.isArray(x)) out[k] = x.filter((a) => typeof a !== 'string' || apps.has(a));
-    else if (k === 'app_id' && typeof x === 'string' && !apps.has(x)) continue;
+    else if (other && WITHIN_APP.has(k)) continue;
     else out[k] = withoutOtherApps(x, apps);
   }
   return out;

@@ -4,7 +4,7 @@
 import type { Services as Env } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
-import { getAuditRow, isOk } from '../audit/index.js';
+import { getAuditRow, isOk, withoutOtherApps } from '../audit/index.js';
 import { STATE_KINDS, notDiffable, sameState, sameValue } from './state.js';
 import { isMasked, isStateKind, type FieldValue, type State, type StateKindName } from '../audit/kinds.js';
 
@@ -106,10 +106,16 @@ export function diffRows(before: State | null, after: State | null): DiffRow[] {
   });
 }
 
-export async function diffEntry(env: Env, id: number): Promise<{ rows: DiffRow[]; changed_since: boolean }> {
+/** `apps`: the reader's apps (null: all); the states are shown as the listing shows an entry's detail. */
+export async function diffEntry(
+  env: Env,
+  id: number,
+  apps: ReadonlySet<string> | null = null,
+): Promise<{ rows: DiffRow[]; changed_since: boolean }> {
   const r = await recorded(env, id);
   const current = await STATE_KINDS[r.kind].read(env, r.targetId);
-  return { rows: diffRows(r.before, r.after), changed_since: !sameState(current, r.after) };
+  const seen = (s: State | null) => (apps ? (withoutOtherApps(s, apps) as State | null) : s);
+  return { rows: diffRows(seen(r.before), seen(r.after)), changed_since: !sameState(current, r.after) };
 }
 
 /**

@@ -11,10 +11,16 @@ import { routes } from '../../runtime/routes.gen.js';
 import { routeModule } from '../../runtime/route-types.js';
 import { METHODS, type Method } from '#lib/http/handler.js';
 import type { RouteSpec } from '#lib/http/route.js';
-import { insertUser } from '#lib/auth/users.js';
-import { createSession, csrfFor } from '#lib/auth/sessions.js';
 import { createApiToken } from '#lib/auth/tokens.js';
 import { invalidateCredentials } from '#lib/auth/cache.js';
+import {
+  people,
+  twoApps,
+  insertDomainRow,
+  FAKE_ID as FAKE,
+  type Operator,
+  type People,
+} from '../_support/people.js';
 import {
   INSTANCE_WRITES,
   ROLE_PERMISSIONS,
@@ -30,72 +36,16 @@ let appB: string;
 let domainB: string;
 let entryB: string;
 
-const LIMITS = { idleSeconds: 3600, maxSeconds: 3600 };
-const FAKE = '01aaaaaaaaaaaaaaaaaaaaaaaa';
-
-interface Operator {
-  id: string;
-  client: Client;
-  token: string;
-  cookie: string;
-}
-
-async function operator(name: string, role: Role, appIds: string[] | null = null): Promise<Operator> {
-  const user = await insertUser(s.env.db, name, 'scrypt$10$8$1$x$y', { role, appIds });
-  const client = await sessionOf(user.id);
-  const token = (await createApiToken(s.env.db, user.id, `${name}-token`, null)).token;
-  return { id: user.id, client, token, cookie: client.cookieHeader() };
-}
-
-async function sessionOf(userId: string): Promise<Client> {
-  const session = await createSession(s.env.db, userId, { ip: null, userAgent: null }, LIMITS);
-  const client = new Client(s.url);
-  client.cookies.set('svc_session', session.raw);
-  client.cookies.set('svc_csrf', csrfFor(s.env.signingKey, session.raw));
-  return client;
-}
-
-const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
-
-async function setRow(
-  id: string,
-  fields: { role?: string; app_ids?: string | null; disabled?: number },
-): Promise<void> {
-  await s.env.db.updateTable('users').set(fields).where('id', '=', id).execute();
-  // What operator management does after changing a row: nothing else is needed.
-  invalidateCredentials();
-}
+let team: People;
 
 before(async () => {
   // Not recorded for the route coverage: the matrix reaches every route without testing it.
   s = await startTestApp({ SVC_ENABLE_SHELL: 'true' }, { record: false });
   owner = await adminClient(s);
-  const a = await owner.req('POST', '/api/apps', {
-    name: 'alpha',
-    source: { type: 'image', image: 'nginx:alpine' },
-  });
-  const b = await owner.req('POST', '/api/apps', {
-    name: 'bravo',
-    source: { type: 'image', image: 'nginx:alpine' },
-  });
-  assert.equal(a.status, 201, a.text);
-  assert.equal(b.status, 201, b.text);
-  appA = a.body.app.id;
-  appB = b.body.app.id;
+  team = people(s);
+  [appA, appB] = await twoApps(owner);
   domainB = 'd' + FAKE.slice(1);
-  await s.env.db
-    .insertInto('domains')
-    .values({
-      id: domainB,
-      hostname: 'bravo.example.com',
-      app_id: appB,
-      service: 'web',
-      port: 80,
-      redirect_to: null,
-      created_at: new Date().toISOString(),
-      updated_at: new Date().toISOString(),
-    })
-    .execute();
+  await insertDomainRow(s.env, domainB, 'bravo.example.com', appB);
   const put = await owner.req('PUT', `/api/apps/${appB}/env`, {
     items: [{ key: 'TOKEN', value: 'b-secret', secret: true }],
   });
@@ -151,7 +101,6 @@ function pathOf(pattern: string): string {
 const namesApp = (pattern: string) => /^\/api\/(apps\/:id|domains\/:id|audit\/:id)(\/|$)/.test(pattern);
 
 type Outcome = 'forbidden' | 'hidden' | 'allowed';
-const tallyOf = (t: Record<Outcome, number>) => t.forbidden + t.hidden + t.allowed;
 
 /**
  * What a credential limited to apps holds: its role's permissions but those over the instance and
@@ -174,24 +123,19 @@ test('permission matrix: every operation for every role, a deployer limited to a
     label: 'deployer limited to A',
     role: 'deployer',
     limited: true,
-    op: await operator('lim', 'deployer', [appA]),
+    op: await team.operator('lim', 'deployer', [appA]),
   });
-  const limitedAdmin = await operator('lim-admin', 'admin');
-  const limitedToken = (
-    await createApiToken(s.env.db, limitedAdmin.id, 'lim-admin-a', null, Date.now(), {
-      scopes: null,
-      appIds: [appA],
-    })
-  ).token;
+  const limitedAdmin = await team.operator('lim-admin', 'admin');
+  const limitedToken = (await team.tokenOf(limitedAdmin.id, { scopes: null, appIds: [appA] })).bearer!;
   people.push({
     label: 'admin token limited to A',
     role: 'admin',
     limited: true,
-    op: { ...limitedAdmin, client: bearer(limitedToken), token: limitedToken },
+    op: { ...limitedAdmin, client: team.bearer(limitedToken), token: limitedToken },
     token: true,
   });
   for (const role of ['viewer', 'deployer', 'admin', 'owner'] as const)
-    people.push({ label: role, role, limited: false, op: await operator(`m-${role}`, role) });
+    people.push({ label: role, role, limited: false, op: await team.operator(`m-${role}`, role) });
   const wrong: string[] = [];
   const tally: Record<Outcome, number> = { forbidden: 0, hidden: 0, allowed: 0 };
   for (const o of ops) {
@@ -206,15 +150,8 @@ test('permission matrix: every operation for every role, a deployer limited to a
       const client =
         o.pattern === '/api/auth/logout'
           ? p.token
-            ? bearer(
-                (
-                  await createApiToken(s.env.db, p.op.id, `out-${tallyOf(tally)}`, null, Date.now(), {
-                    scopes: null,
-                    appIds: [appA],
-                  })
-                ).token,
-              )
-            : await sessionOf(p.op.id)
+            ? await team.tokenOf(p.op.id, { scopes: null, appIds: [appA] })
+            : await team.sessionOf(p.op.id)
           : p.op.client;
       const r = await client.req(o.method, pathOf(o.pattern), body);
       const got: Outcome =
@@ -238,7 +175,7 @@ test('permission matrix: every operation for every role, a deployer limited to a
 });
 
 test('a deployer limited to app A: app B is absent by id and in listings', async () => {
-  const d = await operator('only-a', 'deployer', [appA]);
+  const d = await team.operator('only-a', 'deployer', [appA]);
   assert.equal((await d.client.req('GET', `/api/apps/${appB}`)).status, 404);
   assert.equal((await d.client.req('GET', `/api/apps/${appA}`)).status, 200);
   // The same answer as an app that does not exist.
@@ -259,17 +196,11 @@ test('a deployer limited to app A: app B is absent by id and in listings', async
     'the owner sees it',
   );
   // A token of the same person reaches what they do, and only that.
-  assert.equal((await bearer(d.token).req('GET', `/api/apps/${appB}/deployments`)).status, 404);
+  assert.equal((await team.bearer(d.token).req('GET', `/api/apps/${appB}/deployments`)).status, 404);
 });
 
 test('a viewer cannot reveal a secret, even stepped up', async () => {
-  const v = await operator('peek', 'viewer');
-  await s.env.db
-    .updateTable('sessions')
-    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
-    .where('user_id', '=', v.id)
-    .execute();
-  invalidateCredentials();
+  const v = await team.operator('peek', 'viewer', null, { stepUp: true });
   const r = await v.client.req('GET', `/api/apps/${appB}/env/TOKEN/reveal`);
   assert.equal(r.status, 403);
   assert.equal(r.body.code, 'forbidden');
@@ -280,7 +211,7 @@ test('a viewer cannot reveal a secret, even stepped up', async () => {
 });
 
 test('a token acts with its scopes within its owner current role, and its apps within the owner list', async () => {
-  const o = await operator('scoped', 'admin');
+  const o = await team.operator('scoped', 'admin');
   const other = await createApiToken(s.env.db, o.id, 'narrow', null);
   await s.env.db
     .updateTable('api_tokens')
@@ -291,7 +222,7 @@ test('a token acts with its scopes within its owner current role, and its apps w
     .where('id', '=', other.id)
     .execute();
   invalidateCredentials();
-  const t = bearer(other.token);
+  const t = team.bearer(other.token);
   const me = (await t.req('GET', '/api/auth/me')).body;
   assert.deepEqual(
     me.permissions,
@@ -306,7 +237,7 @@ test('a token acts with its scopes within its owner current role, and its apps w
     [appA],
   );
   // The owner's role shrinks to viewer: the token's deploy scope goes with it.
-  await setRow(o.id, { role: 'viewer' });
+  await team.setRow(o.id, { role: 'viewer' });
   assert.deepEqual((await t.req('GET', '/api/auth/me')).body.permissions, ['app.read', 'self.read']);
 });
 
@@ -318,13 +249,13 @@ test('a revert needs the permission and the app of the route whose entry it reve
   const items = (await owner.req('GET', `/api/audit?target=${appA}`)).body.items;
   const entry = items.find((e: any) => e.action === 'PUT /api/apps/{id}/env' && e.revertible);
   assert.ok(entry, 'a revertible env entry');
-  const viewer = await operator('rv-viewer', 'viewer');
+  const viewer = await team.operator('rv-viewer', 'viewer');
   const v = await viewer.client.req('POST', `/api/audit/${entry.id}/revert`, {});
   assert.equal(v.status, 403);
   assert.equal(v.body.code, 'forbidden');
-  const limited = await operator('rv-limited', 'deployer', [appB]);
+  const limited = await team.operator('rv-limited', 'deployer', [appB]);
   assert.equal((await limited.client.req('POST', `/api/audit/${entry.id}/revert`, {})).status, 404);
-  const deployer = await operator('rv-deployer', 'deployer');
+  const deployer = await team.operator('rv-deployer', 'deployer');
   const ok = await deployer.client.req('POST', `/api/audit/${entry.id}/revert`, {});
   assert.equal(ok.status, 200, ok.text);
   const after = await owner.req('GET', `/api/audit/${ok.body.audit_id}/diff`);
@@ -332,18 +263,18 @@ test('a revert needs the permission and the app of the route whose entry it reve
 });
 
 test('a disabled operator: their session and token authenticate as nothing; enabling restores them', async () => {
-  const d = await operator('gone', 'admin');
+  const d = await team.operator('gone', 'admin');
   assert.equal((await d.client.req('GET', '/api/auth/me')).status, 200);
-  await setRow(d.id, { disabled: 1 });
+  await team.setRow(d.id, { disabled: 1 });
   assert.equal((await d.client.req('GET', '/api/auth/me')).status, 401);
-  assert.equal((await bearer(d.token).req('GET', '/api/auth/me')).status, 401);
-  await setRow(d.id, { disabled: 0 });
-  assert.equal((await bearer(d.token).req('GET', '/api/auth/me')).status, 200);
+  assert.equal((await team.bearer(d.token).req('GET', '/api/auth/me')).status, 401);
+  await team.setRow(d.id, { disabled: 0 });
+  assert.equal((await team.bearer(d.token).req('GET', '/api/auth/me')).status, 200);
 });
 
 test('audit actors: a token entry names the token and its owner', async () => {
-  const o = await operator('actor', 'admin');
-  const t = bearer(o.token);
+  const o = await team.operator('actor', 'admin');
+  const t = team.bearer(o.token);
   assert.ok((await t.req('PUT', `/api/apps/${appA}/env/ACTOR`, { value: 'x' })).status < 300);
   const e = (
     await owner.req(

@@ -1,40 +1,20 @@
 // People and permissions on a WebSocket, over the real server: another app's topics and shell for
-// a deployer limited to one app, an open socket losing what a demoted operator's role or list lost,
-// a disabled operator's upgrade refused. The same people over plain HTTP, and the permission matrix,
-// are in-process: tests/api/permissions.test.ts.
+// a deployer limited to one app, an open socket losing what a demoted operator's role or list lost
+// (a build: topic too), a disabled operator's upgrade refused. The same people over plain HTTP,
+// and the permission matrix, are in-process: tests/api/permissions.test.ts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { startTestServer, adminClient, Client, type TestServer } from '../_support/server.js';
+import { startTestServer, adminClient, ADMIN, Client, type TestServer } from '../_support/server.js';
 import { openSocket, wsUrl, insertFinishedDeployment } from '../_support/ws.js';
-import { insertUser } from '#lib/auth/users.js';
-import { createSession, csrfFor } from '#lib/auth/sessions.js';
-import { createApiToken } from '#lib/auth/tokens.js';
-import { invalidateCredentials } from '#lib/auth/cache.js';
-import type { Role } from '#lib/auth/roles.js';
+import { people, twoApps, FAKE_ID as FAKE, type People } from '../_support/people.js';
 
 let s: TestServer;
 let owner: Client;
 let appA: string;
 let appB: string;
-
-const LIMITS = { idleSeconds: 3600, maxSeconds: 3600 };
-const FAKE = '01aaaaaaaaaaaaaaaaaaaaaaaa';
-
-interface Operator {
-  id: string;
-  client: Client;
-  token: string;
-  cookie: string;
-}
-
-async function operator(name: string, role: Role, appIds: string[] | null = null): Promise<Operator> {
-  const user = await insertUser(s.env.db, name, 'scrypt$10$8$1$x$y', { role, appIds });
-  const client = await sessionOf(user.id);
-  const token = (await createApiToken(s.env.db, user.id, `${name}-token`, null)).token;
-  return { id: user.id, client, token, cookie: client.cookieHeader() };
-}
+let team: People;
 
 /** The HTTP answer to a WebSocket upgrade (status and error body), or 101 when it is accepted. */
 function upgrade(path: string, authorization: string): Promise<{ status: number; body: any }> {
@@ -62,40 +42,11 @@ function upgrade(path: string, authorization: string): Promise<{ status: number;
   });
 }
 
-async function sessionOf(userId: string): Promise<Client> {
-  const session = await createSession(s.env.db, userId, { ip: null, userAgent: null }, LIMITS);
-  const client = new Client(s.url);
-  client.cookies.set('svc_session', session.raw);
-  client.cookies.set('svc_csrf', csrfFor(s.env.signingKey, session.raw));
-  return client;
-}
-
-const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
-
-async function setRow(
-  id: string,
-  fields: { role?: string; app_ids?: string | null; disabled?: number },
-): Promise<void> {
-  await s.env.db.updateTable('users').set(fields).where('id', '=', id).execute();
-  // What operator management does after changing a row: nothing else is needed.
-  invalidateCredentials();
-}
-
 before(async () => {
   s = await startTestServer({ SVC_ENABLE_SHELL: 'true' });
   owner = await adminClient(s);
-  const a = await owner.req('POST', '/api/apps', {
-    name: 'alpha',
-    source: { type: 'image', image: 'nginx:alpine' },
-  });
-  const b = await owner.req('POST', '/api/apps', {
-    name: 'bravo',
-    source: { type: 'image', image: 'nginx:alpine' },
-  });
-  assert.equal(a.status, 201, a.text);
-  assert.equal(b.status, 201, b.text);
-  appA = a.body.app.id;
-  appB = b.body.app.id;
+  team = people(s);
+  [appA, appB] = await twoApps(owner);
 });
 
 after(async () => {
@@ -103,7 +54,7 @@ after(async () => {
 });
 
 test('a deployer limited to app A: app B is absent on WebSocket topics and in the shell', async () => {
-  const d = await operator('only-a', 'deployer', [appA]);
+  const d = await team.operator('only-a', 'deployer', [appA]);
   const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
   const frames: any[] = [];
   ws.on('message', (m) => frames.push(JSON.parse(String(m))));
@@ -137,12 +88,7 @@ test('a deployer limited to app A: app B is absent on WebSocket topics and in th
   ws.close();
 
   // The shell: with a fresh step-up, app B still answers 404 before anything is looked up.
-  await s.env.db
-    .updateTable('api_tokens')
-    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
-    .where('user_id', '=', d.id)
-    .execute();
-  invalidateCredentials();
+  await team.stepUp(d.id);
   const shellB = await upgrade(`/api/apps/${appB}/services/web/shell`, `Bearer ${d.token}`);
   const shellGhost = await upgrade(`/api/apps/${FAKE}/services/web/shell`, `Bearer ${d.token}`);
   assert.deepEqual(shellB, { status: 404, body: { error: 'No such app', code: 'not_found' } });
@@ -150,21 +96,15 @@ test('a deployer limited to app A: app B is absent on WebSocket topics and in th
   const shellA = await upgrade(`/api/apps/${appA}/services/web/shell`, `Bearer ${d.token}`);
   assert.notEqual(shellA.body?.error, 'No such app', 'app A goes on to the service lookup');
   assert.notEqual(shellA.status, 403);
-  const viewer = await operator('shell-viewer', 'viewer');
-  await s.env.db
-    .updateTable('api_tokens')
-    .set({ step_up_until: new Date(Date.now() + 60_000).toISOString() })
-    .where('user_id', '=', viewer.id)
-    .execute();
-  invalidateCredentials();
+  const viewer = await team.operator('shell-viewer', 'viewer', null, { stepUp: true });
   const shellV = await upgrade(`/api/apps/${appA}/services/web/shell`, `Bearer ${viewer.token}`);
   assert.equal(shellV.body.code, 'forbidden');
   assert.equal(shellV.status, 403, 'a viewer never opens a shell');
 });
 
 test('a demoted operator: their token and their open socket lose what the role or list lost, at once', async () => {
-  const d = await operator('demoted', 'deployer');
-  const t = bearer(d.token);
+  const d = await team.operator('demoted', 'deployer');
+  const t = team.bearer(d.token);
   assert.ok((await t.req('GET', '/api/auth/me')).body.permissions.includes('app.deploy'));
   const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
   const frames: any[] = [];
@@ -175,7 +115,7 @@ test('a demoted operator: their token and their open socket lose what the role o
     await new Promise((r) => setTimeout(r, 10));
 
   // Role: deployer -> viewer. The row and invalidateCredentials() are all it takes.
-  await setRow(d.id, { role: 'viewer' });
+  await team.setRow(d.id, { role: 'viewer' });
   const me = (await t.req('GET', '/api/auth/me')).body;
   assert.equal(me.user.role, 'viewer');
   assert.ok(!me.permissions.includes('app.deploy'));
@@ -185,7 +125,7 @@ test('a demoted operator: their token and their open socket lose what the role o
   assert.equal((await t.req('GET', `/api/apps/${appA}`)).status, 200, 'reading stays');
 
   // List: every app -> only B. The socket's subscription to A is withdrawn; B's stays.
-  await setRow(d.id, { app_ids: JSON.stringify([appB]) });
+  await team.setRow(d.id, { app_ids: JSON.stringify([appB]) });
   while (!frames.some((f) => f.type === 'error' && f.topic === `logs:${appA}`))
     await new Promise((r) => setTimeout(r, 10));
   assert.equal(frames.find((f) => f.type === 'error' && f.topic === `logs:${appA}`).code, 'forbidden');
@@ -200,26 +140,48 @@ test('a demoted operator: their token and their open socket lose what the role o
   );
 
   // Disabled: the socket closes.
-  await setRow(d.id, { disabled: 1 });
+  await team.setRow(d.id, { disabled: 1 });
   assert.equal(await closed, 1008);
 });
 
+test('a narrowed socket: its build: subscription of a withdrawn app ends and sends nothing more', async () => {
+  const d = await team.operator('narrowed', 'deployer');
+  assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  await insertFinishedDeployment(s.env.db, appA, 'revdep1');
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  for (const topic of ['build:revdep1', `logs:${appB}`])
+    ws.send(JSON.stringify({ type: 'subscribe', topic }));
+  while (frames.filter((f) => f.type === 'subscribed').length < 2)
+    await new Promise((r) => setTimeout(r, 10));
+  assert.equal((await owner.req('PATCH', `/api/operators/${d.id}`, { app_ids: [appB] })).status, 200);
+  while (!frames.some((f) => f.type === 'error' && f.topic === 'build:revdep1'))
+    await new Promise((r) => setTimeout(r, 10));
+  s.env.bus.publish('build:revdep1', { line: 'not for them' });
+  s.env.bus.publish(`logs:${appB}`, { line: 'for them' });
+  while (!frames.some((f) => f.type === 'event' && f.topic === `logs:${appB}`))
+    await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    frames.filter((f) => f.type === 'event').map((f) => f.topic),
+    [`logs:${appB}`],
+  );
+  ws.close();
+});
+
 test('a disabled operator: their token opens no socket; enabling restores it', async () => {
-  const d = await operator('gone', 'admin');
-  await setRow(d.id, { disabled: 1 });
+  const d = await team.operator('gone', 'admin');
+  await team.setRow(d.id, { disabled: 1 });
   const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` }).catch((e) => e);
   assert.equal(ws.status, 401);
-  await setRow(d.id, { disabled: 0 });
+  await team.setRow(d.id, { disabled: 0 });
   const back = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
   back.close();
 });
 
 test('an instance backup event on the backups topic needs instance.read; app events still reach app.read', async () => {
-  const o = await operator('backup-watcher', 'admin');
-  const narrow = await createApiToken(s.env.db, o.id, 'app-read-only', null, Date.now(), {
-    scopes: ['app.read', 'self.read'],
-    appIds: null,
-  });
+  const o = await team.operator('backup-watcher', 'admin');
+  const narrow = await team.tokenOf(o.id, { scopes: ['app.read', 'self.read'], appIds: null });
   const frames = async (authorization: string) => {
     const ws = await openSocket(wsUrl(s.url), { authorization });
     const got: any[] = [];
@@ -229,7 +191,7 @@ test('an instance backup event on the backups topic needs instance.read; app eve
     return { ws, got };
   };
   const wide = await frames(`Bearer ${o.token}`);
-  const only = await frames(`Bearer ${narrow.token}`);
+  const only = await frames(`Bearer ${narrow.bearer}`);
   assert.equal(only.got[0].type, 'subscribed');
   s.env.bus.publish('backups', { type: 'backup_failed', instance_id: 'i1', run_id: 'r1', error: 'x' });
   s.env.bus.publish('backups', { type: 'backup_succeeded', app_id: appA, run_id: 'r2' });

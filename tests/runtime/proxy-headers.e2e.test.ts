@@ -1,5 +1,6 @@
 // Transport-level rules over the real server: rate limits and forwarded addresses, Secure
-// cookies over TLS and behind a trusted proxy, /metrics, and graceful shutdown.
+// cookies over TLS and behind a trusted proxy, links never built from the Host header, /metrics,
+// and graceful shutdown.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -28,7 +29,7 @@ function rawPost(
   body: unknown,
   headers: Record<string, string>,
   localAddress: string,
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -41,8 +42,9 @@ function rawPost(
         headers: { 'content-type': 'application/json', ...headers },
       },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }));
       },
     );
     req.on('error', reject);
@@ -114,6 +116,31 @@ test('cookies carry Secure only with X-Forwarded-Proto: https from a trusted pro
       .includes('Secure'),
   );
   assert.equal((await c.req('GET', '/api/auth/me')).status, 200);
+});
+
+// The node adapter builds the request's URL from the Host header: only a socket shows whether
+// a link is ever built from it.
+test('the invitation link never takes its origin from the Host header', async () => {
+  const s = await server();
+  const owner = await adminClient(s);
+  assert.equal((await owner.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const r = await rawPost(
+    s.url,
+    '/api/operators/invitations',
+    { role: 'viewer' },
+    {
+      host: 'evil.example',
+      'x-forwarded-host': 'evil.example',
+      cookie: owner.cookieHeader(),
+      'x-csrf-token': owner.cookies.get('svc_csrf')!,
+    },
+    '127.0.0.1',
+  );
+  assert.equal(r.status, 201, r.text);
+  const url = JSON.parse(r.text).invitation.url as string;
+  assert.ok(!url.includes('evil.example'), url);
+  // No public address configured: a path, which the dashboard opens under its own origin.
+  assert.match(url, /^\/invite\/[A-Za-z0-9_-]{43}$/);
 });
 
 test('TLS served directly: cookies are Secure', async () => {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { adminClient, ADMIN, Client } from '../../_support/server.js';
 import { startTestApp, MIN_PASSWORD_COST, type TestApp } from '../../_support/request.js';
 import { runCli } from '../../_support/cli.js';
+import { INVITE_LINK, invite, linkToken } from '../../_support/people.js';
 import { totpCode } from '#lib/auth/totp.js';
 import { acceptInvitation } from '#lib/auth/invitations.js';
 import { hashPassword as hashPasswordWith } from '#lib/auth/passwords.js';
@@ -18,7 +19,6 @@ let owner: Client;
 let n = 0;
 const uniq = (p: string) => `${p}${++n}`;
 const PASSWORD = 'a long enough passphrase';
-const LINK = /\/invite\/([A-Za-z0-9_-]{43})$/;
 
 before(async () => {
   s = await startTestApp();
@@ -29,17 +29,6 @@ before(async () => {
 after(async () => {
   await s?.stop();
 });
-
-const tokenOf = (url: string) => LINK.exec(url)![1]!;
-
-async function invite(
-  by: Client,
-  body: Record<string, unknown>,
-): Promise<{ id: string; token: string; url: string }> {
-  const r = await by.req('POST', '/api/operators/invitations', body);
-  assert.equal(r.status, 201, r.text);
-  return { id: r.body.invitation.id, token: tokenOf(r.body.invitation.url), url: r.body.invitation.url };
-}
 
 /** A new operator of `role` through an invitation: a signed-in client (stepped up) and their id. */
 async function operator(
@@ -97,10 +86,10 @@ test('an invitation needs a step-up; its link is shown once, opens publicly and 
   assert.deepEqual(Object.keys(inv).sort(), ['app_ids', 'expires_at', 'id', 'kind', 'role', 'url']);
   // No SVC_PUBLIC_URL, no control domain: a path (never the request's Host), opened under the dashboard's origin.
   assert.ok(inv.url.startsWith('/invite/'), inv.url);
-  assert.match(inv.url, LINK);
+  assert.match(inv.url, INVITE_LINK);
   const hours = (Date.parse(inv.expires_at) - Date.now()) / 3_600_000;
   assert.ok(hours > 1.9 && hours <= 2, `expires in 2 hours (${hours})`);
-  const token = tokenOf(inv.url);
+  const token = linkToken(inv.url);
 
   const list = await owner.req('GET', '/api/operators/invitations');
   assert.equal(list.status, 200);
@@ -434,7 +423,7 @@ test('a reset link sets a new password, refuses the old one, clears TOTP and end
   const r = await owner.req('POST', `/api/operators/${a.id}/reset`);
   assert.equal(r.status, 201, r.text);
   assert.equal(r.body.invitation.kind, 'reset');
-  const token = tokenOf(r.body.invitation.url);
+  const token = linkToken(r.body.invitation.url);
   const pub = new Client(s.url);
   const peek = await pub.req('GET', `/api/invitations/${token}`);
   assert.equal(peek.status, 200);
@@ -501,7 +490,7 @@ test('svc operators reset <username> prints a working reset link and audits it a
   assert.equal(r.code, 0, r.stderr);
   const url = r.stdout.trim();
   assert.match(url, /^https:\/\/panel\.example\.test\/invite\/[A-Za-z0-9_-]{43}$/);
-  const done = await new Client(s.url).req('POST', `/api/invitations/${tokenOf(url)}/accept`, {
+  const done = await new Client(s.url).req('POST', `/api/invitations/${linkToken(url)}/accept`, {
     password: 'reset from the host',
   });
   assert.equal(done.status, 201, done.text);
@@ -511,5 +500,5 @@ test('svc operators reset <username> prints a working reset link and audits it a
   );
   assert.ok(entry, 'audited');
   assert.deepEqual(entry.actor, { type: 'system', id: null, name: 'cli' });
-  assert.ok(!JSON.stringify(entry).includes(tokenOf(url)));
+  assert.ok(!JSON.stringify(entry).includes(linkToken(url)));
 });

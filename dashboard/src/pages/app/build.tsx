@@ -4,11 +4,19 @@
 import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App, AppSource, BuildLimits, BuildPlan, BuildSetting } from '../../api';
-import { ErrorNote, Field, fieldErrors, useAction } from '../../ui';
+import { ErrorNote, Field, SaveForm, SelectField, fieldErrors, useSaving } from '../../ui';
 import { PlanView, STACKS, loadPlan, type PlanResult } from './plan';
 
 type GitSource = Extract<AppSource, { type: 'git' }>;
 type Kind = '' | BuildSetting['type'];
+
+const KINDS: ReadonlyArray<readonly [Kind, string]> = [
+  ['', 'Default: compose file, else Dockerfile, else detected'],
+  ['auto', 'auto: detect the stack and generate a Dockerfile'],
+  ['dockerfile', "dockerfile: the repository's Dockerfile"],
+  ['compose', "compose: the repository's compose file"],
+  ['stack', 'stack: a generated Dockerfile for a stack I choose'],
+];
 
 const OVERRIDES = ['version', 'install', 'build', 'start', 'port', 'publish_dir'] as const;
 type Form = { kind: Kind; path: string; stack: BuildPlan['stack'] } & Record<
@@ -103,56 +111,40 @@ function BuildSettings({
   onDirty: (d: boolean) => void;
 }) {
   const [form, setForm] = useState<Form>(() => formOf(src));
-  const [saved, setSaved] = useState(false);
-  const act = useAction();
-  const errs = fieldErrors(act.error, 'source.build.');
+  const saving = useSaving();
+  const errs = fieldErrors(saving.error, 'source.build.');
   // The conflict between a compose path and another build type is named on compose_path.
   const pathErr =
-    [errs.path, fieldErrors(act.error, 'source.').compose_path].filter(Boolean).join('; ') || undefined;
+    [errs.path, fieldErrors(saving.error, 'source.').compose_path].filter(Boolean).join('; ') || undefined;
   const set = (patch: Partial<Form>) => {
     const next = { ...form, ...patch };
     setForm(next);
-    setSaved(false);
+    saving.changed();
     onDirty(JSON.stringify(sourceOf(src, next)) !== JSON.stringify(sourceOf(src, formOf(src))));
   };
   const fieldsMarked = Object.keys(errs).length > 0 || !!pathErr;
   return (
     <section class="card" aria-labelledby="build-h">
       <h2 id="build-h">Build settings</h2>
-      <form
-        class="stack"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void act.run(async () => {
-            const r = await api.patchApp(app.id, { source: sourceOf(src, form) });
-            // The form shows what was stored, as a reload would.
-            if (r.app.source.type === 'git') setForm(formOf(r.app.source));
-            onDirty(false);
-            onSaved(r.app);
-            setSaved(true);
-          });
+      <SaveForm
+        saving={saving}
+        label="Save build settings"
+        onSave={async () => {
+          const r = await api.patchApp(app.id, { source: sourceOf(src, form) });
+          // The form shows what was stored, as a reload would.
+          if (r.app.source.type === 'git') setForm(formOf(r.app.source));
+          onDirty(false);
+          onSaved(r.app);
         }}
       >
-        <div class="field">
-          <label for="build-kind">Build type</label>
-          <select
-            id="build-kind"
-            value={form.kind}
-            aria-describedby="build-kind-hint"
-            onChange={(e) => set({ kind: (e.target as HTMLSelectElement).value as Kind })}
-          >
-            <option value="">Default: compose file, else Dockerfile, else detected</option>
-            <option value="auto">auto: detect the stack and generate a Dockerfile</option>
-            <option value="dockerfile">dockerfile: the repository's Dockerfile</option>
-            <option value="compose">compose: the repository's compose file</option>
-            <option value="stack">stack: a generated Dockerfile for a stack I choose</option>
-          </select>
-          <span id="build-kind-hint" class="muted small">
-            The next deploy builds this way.
-          </span>
-        </div>
+        <SelectField
+          id="build-kind"
+          label="Build type"
+          value={form.kind}
+          options={KINDS}
+          hint="The next deploy builds this way."
+          onChange={(kind) => set({ kind })}
+        />
         {(form.kind === 'dockerfile' || form.kind === 'compose') && (
           <Field
             id="build-path"
@@ -167,25 +159,14 @@ function BuildSettings({
         )}
         {form.kind === 'stack' && (
           <>
-            <div class="field">
-              <label for="build-stack">Stack</label>
-              <select
-                id="build-stack"
-                value={form.stack}
-                onChange={(e) => set({ stack: (e.target as HTMLSelectElement).value as BuildPlan['stack'] })}
-              >
-                {STACKS.map((s) => (
-                  <option key={s} value={s}>
-                    {s}
-                  </option>
-                ))}
-              </select>
-              {errs.stack && (
-                <span class="error small" data-testid="field-error">
-                  {errs.stack}
-                </span>
-              )}
-            </div>
+            <SelectField
+              id="build-stack"
+              label="Stack"
+              value={form.stack}
+              options={STACKS.map((s) => [s, s] as const)}
+              error={errs.stack}
+              onChange={(stack) => set({ stack })}
+            />
             <p class="muted small">Each field left empty is what detection would choose.</p>
             <div class="fields">
               <Field
@@ -249,22 +230,12 @@ function BuildSettings({
         )}
         {fieldsMarked ? (
           <p class="error" role="alert">
-            Not saved: {act.error instanceof api.ApiError ? act.error.message : 'a value is refused'}
+            Not saved: {saving.error instanceof api.ApiError ? saving.error.message : 'a value is refused'}
           </p>
         ) : (
-          <ErrorNote error={act.error} />
+          <ErrorNote error={saving.error} />
         )}
-        <div class="row">
-          <button type="submit" class="primary" disabled={act.busy}>
-            Save build settings
-          </button>
-          {saved && (
-            <span role="status" class="ok">
-              Saved.
-            </span>
-          )}
-        </div>
-      </form>
+      </SaveForm>
     </section>
   );
 }
@@ -283,9 +254,8 @@ function limitsForm(l: BuildLimits | null): Record<LimitKey, string> {
 
 function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   const [form, setForm] = useState(() => limitsForm(app.build_limits));
-  const act = useAction();
-  const [saved, setSaved] = useState(false);
-  const errs = fieldErrors(act.error, 'build_limits.');
+  const saving = useSaving();
+  const errs = fieldErrors(saving.error, 'build_limits.');
   return (
     <section class="card" aria-labelledby="limits-h">
       <h2 id="limits-h">Build limits</h2>
@@ -293,25 +263,20 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
         Bounds of every image build of this app; an empty field is unbounded. A build over a limit fails the
         deployment, and the running version keeps serving.
       </p>
-      <form
-        class="stack"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void act.run(async () => {
-            const limits: Record<string, number> = {};
-            for (const { key } of LIMITS) {
-              const v = num(form[key]);
-              if (v !== undefined) limits[key] = v;
-            }
-            const r = await api.patchApp(app.id, {
-              build_limits: Object.keys(limits).length ? (limits as BuildLimits) : null,
-            });
-            setForm(limitsForm(r.app.build_limits));
-            onSaved(r.app);
-            setSaved(true);
+      <SaveForm
+        saving={saving}
+        label="Save build limits"
+        onSave={async () => {
+          const limits: Record<string, number> = {};
+          for (const { key } of LIMITS) {
+            const v = num(form[key]);
+            if (v !== undefined) limits[key] = v;
+          }
+          const r = await api.patchApp(app.id, {
+            build_limits: Object.keys(limits).length ? (limits as BuildLimits) : null,
           });
+          setForm(limitsForm(r.app.build_limits));
+          onSaved(r.app);
         }}
       >
         <div class="fields">
@@ -325,7 +290,7 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
               hint={l.hint}
               error={errs[l.key]}
               onInput={(v) => {
-                setSaved(false);
+                saving.changed();
                 setForm({ ...form, [l.key]: v });
               }}
             />
@@ -333,22 +298,12 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
         </div>
         {Object.keys(errs).length > 0 ? (
           <p class="error" role="alert">
-            Not saved: {(act.error as api.ApiError).message}
+            Not saved: {(saving.error as api.ApiError).message}
           </p>
         ) : (
-          <ErrorNote error={act.error} />
+          <ErrorNote error={saving.error} />
         )}
-        <div class="row">
-          <button type="submit" class="primary" disabled={act.busy}>
-            Save build limits
-          </button>
-          {saved && (
-            <span role="status" class="ok">
-              Saved.
-            </span>
-          )}
-        </div>
-      </form>
+      </SaveForm>
     </section>
   );
 }

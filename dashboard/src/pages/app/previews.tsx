@@ -7,7 +7,18 @@ import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App, Preview, PreviewSettings } from '../../api';
 import { useTopic } from '../../ws';
-import { Badge, ErrorNote, Field, When, fieldErrors, useAction, useLoad } from '../../ui';
+import {
+  Badge,
+  ErrorNote,
+  Field,
+  SaveForm,
+  SelectField,
+  When,
+  fieldErrors,
+  useAction,
+  useLoad,
+  useSaving,
+} from '../../ui';
 
 export function PreviewsTab({ app }: { app: App }) {
   const previews = useLoad(() => api.listPreviews(app.id).then((r) => r.items), [app.id]);
@@ -169,40 +180,34 @@ function SettingsForm({
   const [sleep, setSleep] = useState(
     initial.sleep_after_minutes === null ? '' : String(initial.sleep_after_minutes),
   );
-  const [saved, setSaved] = useState(false);
-  const act = useAction();
-  const errs = fieldErrors(act.error, '');
+  const saving = useSaving();
+  const errs = fieldErrors(saving.error, '');
   const inheritErr = Object.entries(errs)
     .filter(([k]) => k.startsWith('inherit_env'))
     .map(([, v]) => v)
     .join('; ');
-  const changed = () => setSaved(false);
+  const changed = saving.changed;
   return (
     <section class="card" aria-labelledby="preview-settings-h">
       <h2 id="preview-settings-h">Preview settings</h2>
-      <form
-        class="stack"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void act.run(async () => {
-            const r = await api.putPreviewSettings(id, {
-              enabled,
-              from_forks: forks,
-              ttl_hours: num(ttl),
-              max: num(max),
-              inherit_env: inherit
-                .split(/[\s,]+/)
-                .map((k) => k.trim())
-                .filter(Boolean),
-              database,
-              sleep_after_minutes: sleep.trim() === '' ? null : num(sleep),
-            });
-            setInherit(r.inherit_env.join(', '));
-            onSaved(r);
-            setSaved(true);
+      <SaveForm
+        saving={saving}
+        label="Save preview settings"
+        onSave={async () => {
+          const r = await api.putPreviewSettings(id, {
+            enabled,
+            from_forks: forks,
+            ttl_hours: num(ttl),
+            max: num(max),
+            inherit_env: inherit
+              .split(/[\s,]+/)
+              .map((k) => k.trim())
+              .filter(Boolean),
+            database,
+            sleep_after_minutes: sleep.trim() === '' ? null : num(sleep),
           });
+          setInherit(r.inherit_env.join(', '));
+          onSaved(r);
         }}
       >
         <label class="inline">
@@ -250,23 +255,13 @@ function SettingsForm({
           error={inheritErr || undefined}
           onInput={(v) => (changed(), setInherit(v))}
         />
-        <div class="field">
-          <label for="preview-database">Database</label>
-          <select
-            id="preview-database"
-            value={database}
-            onChange={(e) => (
-              changed(),
-              setDatabase((e.target as HTMLSelectElement).value as PreviewSettings['database'])
-            )}
-          >
-            {DATABASES.map(([v, label]) => (
-              <option key={v} value={v}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SelectField
+          id="preview-database"
+          label="Database"
+          value={database}
+          options={DATABASES}
+          onChange={(v) => (changed(), setDatabase(v))}
+        />
         <Field
           id="preview-sleep"
           label="Previews sleep after (minutes)"
@@ -276,18 +271,8 @@ function SettingsForm({
           error={errs.sleep_after_minutes}
           onInput={(v) => (changed(), setSleep(v))}
         />
-        <ErrorNote error={Object.keys(errs).length ? null : act.error} />
-        <div class="row">
-          <button type="submit" class="primary" disabled={act.busy}>
-            Save preview settings
-          </button>
-          {saved && (
-            <span role="status" class="ok">
-              Saved.
-            </span>
-          )}
-        </div>
-      </form>
+        <ErrorNote error={Object.keys(errs).length ? null : saving.error} />
+      </SaveForm>
     </section>
   );
 }

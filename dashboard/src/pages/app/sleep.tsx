@@ -4,15 +4,14 @@
 import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App } from '../../api';
-import { ErrorNote, Field, fieldErrors, useAction } from '../../ui';
+import { ErrorNote, Field, SaveForm, fieldErrors, useSaving } from '../../ui';
 
 const text = (v: number | null) => (v === null ? '' : String(v));
 
 export function SleepSetting({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   const [value, setValue] = useState(() => text(app.sleep_after_minutes));
-  const [saved, setSaved] = useState(false);
-  const act = useAction();
-  const errs = fieldErrors(act.error, '');
+  const saving = useSaving();
+  const errs = fieldErrors(saving.error, '');
   return (
     <section class="card" aria-labelledby="sleep-h">
       <h2 id="sleep-h">Sleep when idle</h2>
@@ -21,21 +20,16 @@ export function SleepSetting({ app, onSaved }: { app: App; onSaved: (a: App) => 
           ? 'Off: the app runs until it is stopped.'
           : `After ${app.sleep_after_minutes} minute${app.sleep_after_minutes === 1 ? '' : 's'} without a request its containers stop; the next request wakes it and is answered by the app.`}
       </p>
-      <form
-        class="stack"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void act.run(async () => {
-            const v = value.trim();
-            // Anything that is not a whole number goes to the API as is, which names the problem.
-            const minutes = v === '' ? null : /^\d+$/.test(v) ? Number(v) : (v as unknown as number);
-            const r = await api.patchApp(app.id, { sleep_after_minutes: minutes });
-            setValue(text(r.app.sleep_after_minutes));
-            onSaved(r.app);
-            setSaved(true);
-          });
+      <SaveForm
+        saving={saving}
+        label="Save sleep setting"
+        onSave={async () => {
+          const v = value.trim();
+          // Anything that is not a whole number goes to the API as is, which names the problem.
+          const minutes = v === '' ? null : /^\d+$/.test(v) ? Number(v) : (v as unknown as number);
+          const r = await api.patchApp(app.id, { sleep_after_minutes: minutes });
+          setValue(text(r.app.sleep_after_minutes));
+          onSaved(r.app);
         }}
       >
         <Field
@@ -46,22 +40,12 @@ export function SleepSetting({ app, onSaved }: { app: App; onSaved: (a: App) => 
           hint="1 to 10080 (a week); empty: never sleeps"
           error={errs.sleep_after_minutes}
           onInput={(v) => {
-            setSaved(false);
+            saving.changed();
             setValue(v);
           }}
         />
-        <ErrorNote error={Object.keys(errs).length ? null : act.error} />
-        <div class="row">
-          <button type="submit" class="primary" disabled={act.busy}>
-            Save sleep setting
-          </button>
-          {saved && (
-            <span role="status" class="ok">
-              Saved.
-            </span>
-          )}
-        </div>
-      </form>
+        <ErrorNote error={Object.keys(errs).length ? null : saving.error} />
+      </SaveForm>
     </section>
   );
 }

@@ -15,5 +15,6 @@ export const GET = route(
     params: auditParams,
     responses: { 200: auditDiffSchema },
   },
-  async (_req, { env, params, reply }) => reply(200, await diffEntry(env, params.id)),
+  async (_req, { env, params, reply, principal }) =>
+    reply(200, await diffEntry(env, params.id, principal?.appIds ?? null)),
 );
