@@ -123,7 +123,7 @@ export async function startServer(
   const ws = lazyWsHub(env);
   registerWsMetrics(env.metrics, ws);
   server.on('upgrade', (req, socket, head) =>
-    wake.claims(req) ? wake.handleUpgrade(req, socket) : ws.handleUpgrade(req, socket, head, tls),
+    wake.claims(req) ? wake.handleUpgrade(req, socket, head) : ws.handleUpgrade(req, socket, head, tls),
   );
   const closers: Array<() => Promise<void> | void> = [];
 
@@ -167,6 +167,7 @@ export async function startServer(
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
       following.abort();
+      wake.close();
       await ws.close();
       await drained;
       clearTimeout(timer);

@@ -9,7 +9,12 @@
 // is refused 403, and never reaches the API either way. The app named is the one whose host Caddy
 // matched; the request goes only to that app's own containers (their addresses as the deployment
 // recorded them), on the port of its route.
+//
+// A WebSocket (or other upgrade) request is held the same way, with the same checks, then
+// connected to the same container: the app's own handshake answer goes back to the client and the
+// two sockets are piped until either closes, which closes the other.
 import {
+  STATUS_CODES,
   request as httpRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -50,8 +55,10 @@ export interface WakePath {
   /** Whether the request came through the wake route (it carries the header at all). */
   claims(req: IncomingMessage): boolean;
   handle(req: IncomingMessage, res: ServerResponse): void;
-  /** A WebSocket (or other upgrade) to a sleeping app: the app is woken, the client told to retry. */
-  handleUpgrade(req: IncomingMessage, socket: Duplex): void;
+  /** A WebSocket (or other upgrade) to a sleeping app: held like a request, then piped to the app. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Ends the upgrades held or piped (the HTTP server does not close those sockets itself). */
+  close(): void;
 }
 
 function same(a: string, b: string): boolean {
@@ -61,6 +68,8 @@ function same(a: string, b: string): boolean {
 }
 
 export function createWakePath(env: Env): WakePath {
+  /** Upgrade sockets held for a wake or piped to an app, both ends: closed at shutdown. */
+  const held = new Set<Duplex>();
   const trusted = buildBlockList(env.config.trustedProxies);
   const peerOf = (req: IncomingMessage) => {
     const p = req.socket.remoteAddress ?? '';
@@ -114,20 +123,24 @@ export function createWakePath(env: Env): WakePath {
     }
   };
 
-  const forward = async (req: IncomingMessage, res: ServerResponse, t: WakeTarget) => {
+  /** Where the woken app's service listens: its first container as the deployment recorded it. */
+  const dialOf = async (t: WakeTarget): Promise<[string, number] | null> => {
     const up = (await listUpstreams(env.db)).find((u) => u.app_id === t.appId && u.service === t.service);
     const address = up?.addresses[0];
-    if (!address)
-      return plain(
-        res,
-        503,
-        'service_unavailable',
-        'The app woke but this service has no running container.',
-        { 'retry-after': '5' },
-      );
+    return address ? splitDial(dialAddress(address, t.port)) : null;
+  };
+  const NO_CONTAINER = 'The app woke but this service has no running container.';
+  const waitAnswer = (state: 'timeout' | 'failed') =>
+    state === 'timeout'
+      ? 'The app is still waking up; try again in a moment.'
+      : 'The app could not be woken; try again in a moment.';
+
+  const forward = async (req: IncomingMessage, res: ServerResponse, t: WakeTarget) => {
+    const dial = await dialOf(t);
+    if (!dial) return plain(res, 503, 'service_unavailable', NO_CONTAINER, { 'retry-after': '5' });
     const headers: IncomingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
-    const [host, port] = splitDial(dialAddress(address, t.port));
+    const [host, port] = dial;
     const out = httpRequest(
       { host, port, method: req.method, path: req.url, headers, agent: false },
       (answer) => {
@@ -145,7 +158,7 @@ export function createWakePath(env: Env): WakePath {
     req.pipe(out);
   };
 
-  return {
+  const path: WakePath = {
     claims: (req) => req.headers[HEADER] !== undefined,
     handle(req, res) {
       const t = verify(req);
@@ -153,24 +166,122 @@ export function createWakePath(env: Env): WakePath {
       void woken(t)
         .then((state) => {
           if (state === 'up') return forward(req, res, t);
-          const why =
-            state === 'timeout'
-              ? 'The app is still waking up; try again in a moment.'
-              : 'The app could not be woken; try again in a moment.';
-          return plain(res, 503, 'service_unavailable', why, { 'retry-after': '5' });
+          return plain(res, 503, 'service_unavailable', waitAnswer(state), { 'retry-after': '5' });
         })
         .catch((err) => {
           env.log.error({ err }, 'wake path failed');
           plain(res, 500, 'internal_error', 'Internal error');
         });
     },
-    handleUpgrade(req, socket) {
+    handleUpgrade(req, socket, head) {
+      // node:http leaves an upgraded socket without an error listener: one is needed at once.
+      socket.on('error', () => socket.destroy());
       const t = verify(req);
-      if (t) void woken(t).catch(() => {});
-      const status = t ? '503 Service Unavailable\r\nRetry-After: 1' : '403 Forbidden';
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      if (!t) return answerRaw(socket, 403, 'forbidden', 'This request did not come through the proxy.');
+      held.add(socket);
+      socket.once('close', () => held.delete(socket));
+      void woken(t)
+        .then((state) => {
+          if (socket.destroyed) return;
+          if (state === 'up') return connect(req, socket, head, t);
+          answerRaw(socket, 503, 'service_unavailable', waitAnswer(state), { 'Retry-After': '5' });
+        })
+        .catch((err) => {
+          env.log.error({ err }, 'wake path failed');
+          answerRaw(socket, 500, 'internal_error', 'Internal error');
+        });
+    },
+    close() {
+      for (const s of held) s.destroy();
     },
   };
+
+  /**
+   * The held upgrade, sent to the container as the plain path sends a request (same address, same
+   * headers but the wake header), with the hop's Connection/Upgrade kept: that is what asks for it.
+   * A 101 is relayed as the app wrote it and the sockets are piped; any other answer is relayed and
+   * the socket closed, as a refused handshake would be.
+   */
+  const connect = async (req: IncomingMessage, socket: Duplex, head: Buffer, t: WakeTarget) => {
+    const dial = await dialOf(t);
+    if (socket.destroyed) return;
+    if (!dial) return answerRaw(socket, 503, 'service_unavailable', NO_CONTAINER, { 'Retry-After': '5' });
+    const headers: IncomingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
+    headers.connection = 'Upgrade';
+    headers.upgrade = req.headers.upgrade;
+    const [host, port] = dial;
+    const out = httpRequest({ host, port, method: req.method, path: req.url, headers, agent: false });
+    const dropped = () => out.destroy();
+    socket.once('close', dropped);
+    let answered = false;
+    out.on('upgrade', (answer, app, appHead) => {
+      answered = true;
+      socket.off('close', dropped);
+      app.on('error', () => app.destroy());
+      // Either side ending ends both: no half of a tunnel is left open.
+      app.once('close', () => socket.destroy());
+      socket.once('close', () => app.destroy());
+      if (socket.destroyed) return void app.destroy();
+      held.add(app);
+      app.once('close', () => held.delete(app));
+      socket.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders, () => true) + '\r\n');
+      if (appHead.length) socket.write(appHead);
+      if (head.length) app.write(head);
+      app.pipe(socket);
+      socket.pipe(app);
+    });
+    out.on('response', (answer) => {
+      answered = true;
+      socket.write(
+        statusLine(answer) +
+          rawHeaderLines(answer.rawHeaders, (k) => !HOP.has(k)) +
+          'Connection: close\r\n\r\n',
+      );
+      answer.pipe(socket);
+      answer.on('error', () => socket.destroy());
+    });
+    out.on('error', () =>
+      answered
+        ? socket.destroy()
+        : answerRaw(socket, 502, 'internal_error', 'The app did not answer after waking.'),
+    );
+    out.end();
+  };
+
+  return path;
+}
+
+/** An HTTP answer written on a socket that node:http no longer manages, then the socket closed. */
+function answerRaw(
+  socket: Duplex,
+  status: number,
+  code: string,
+  error: string,
+  headers: Record<string, string> = {},
+): void {
+  if (socket.destroyed || !socket.writable) return void socket.destroy();
+  const body = `${JSON.stringify({ error, code })}\n`;
+  const lines = Object.entries({
+    'Content-Type': 'application/json',
+    'Cache-Control': 'no-store',
+    ...headers,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+  }).map(([k, v]) => `${k}: ${v}\r\n`);
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}\r\n${body}`);
+}
+
+function statusLine(answer: IncomingMessage): string {
+  const code = answer.statusCode ?? 502;
+  return `HTTP/1.1 ${code} ${answer.statusMessage || STATUS_CODES[code] || ''}\r\n`;
+}
+
+function rawHeaderLines(raw: string[], keep: (lowerName: string) => boolean): string {
+  let out = '';
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (keep(raw[i]!.toLowerCase())) out += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  return out;
 }
 
 function splitDial(dial: string): [string, number] {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request as httpRequest } from 'node:http';
-import type WebSocket from 'ws';
+import WebSocket from 'ws';
+import type { IncomingMessage } from 'node:http';
 import { needEdge, startEdgeLab, type EdgeLab, type FetchResult } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startTestServer, adminClient, apiToken, type TestServer, type Client } from '../_support/server.js';
@@ -15,9 +16,11 @@ import { poll } from '../_support/wait.js';
 import { waitStatus, cleanupApp } from '../engine/_deploy.js';
 import { appName } from '../engine/_helpers.js';
 import { listAppContainers } from '#lib/docker/index.js';
+import { needStackImages } from '../_support/stackimages.js';
 
 const run = promisify(execFile);
 const IMAGE = `svc-sleep/web:${process.pid}`;
+const WS_IMAGE = `svc-sleep/ws:${process.pid}`;
 const BASE = 'sleep.test';
 
 let lab: EdgeLab | null = null;
@@ -34,7 +37,7 @@ after(async () => {
     await server.stop();
   }
   await lab?.stop();
-  await run('docker', ['image', 'rm', '-f', IMAGE]).catch(() => {});
+  await run('docker', ['image', 'rm', '-f', IMAGE, WS_IMAGE]).catch(() => {});
 });
 
 /** Serves its container's hostname (the first 12 hex digits of its id) at /. */
@@ -77,9 +80,9 @@ async function ready(t: import('node:test').TestContext): Promise<boolean> {
   return true;
 }
 
-async function deployedApp(prefix: string): Promise<{ id: string; name: string }> {
+async function deployedApp(prefix: string, image = IMAGE): Promise<{ id: string; name: string }> {
   const name = appName(prefix);
-  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: IMAGE } });
+  const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image } });
   assert.equal(r.status, 201, r.text);
   const app = { id: r.body.app.id, name };
   apps.push(app);
@@ -248,4 +251,229 @@ test('requests for hosts that are not sleeping never reach the wake path; a forg
   assert.equal(off.status, 200, off.text);
   assert.equal(off.body.app.status, 'running');
   assert.deepEqual(await sleeper.check(later(60 * 24 * 30)), []);
+});
+
+// WebSockets to a sleeping app: an app whose container speaks WebSocket itself (no library: the
+// handshake and frames by hand), on the node stand-in image the stack tests already build.
+/**
+ * Answers `<hostname> <text>` to each text frame; "bye" makes it close with 4001; a close frame is
+ * answered with the same code. GET /conns: how many upgraded sockets it holds open. While
+ * /tmp/hold exists it does not listen (a wake that cannot pass its gate); the file survives the
+ * stop and start of a sleep.
+ */
+const ECHO_SERVER = `
+const http = require('http'), crypto = require('crypto'), fs = require('fs'), os = require('os');
+process.on('SIGTERM', () => process.exit(0));
+let open = 0;
+const frame = (op, data) => Buffer.concat([Buffer.from([0x80 | op, data.length]), data]);
+const srv = http.createServer((q, s) => s.end(q.url === '/conns' ? String(open) : os.hostname()));
+srv.on('upgrade', (q, sock) => {
+  const accept = crypto.createHash('sha1')
+    .update(q.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  sock.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n' +
+    'Sec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
+  open++;
+  sock.on('close', () => open--);
+  sock.on('error', () => sock.destroy());
+  let buf = Buffer.alloc(0);
+  sock.on('data', (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 6) {
+      const op = buf[0] & 15, n = buf[1] & 127;
+      if (buf.length < 6 + n) return;
+      const data = Buffer.from(buf.subarray(6, 6 + n));
+      for (let i = 0; i < n; i++) data[i] ^= buf[2 + (i % 4)];
+      buf = buf.subarray(6 + n);
+      if (op === 8) return void sock.end(frame(8, data.subarray(0, 2)));
+      if (op !== 1) continue;
+      if (data.toString() === 'bye') return void sock.end(frame(8, Buffer.from([0x0f, 0xa1])));
+      sock.write(frame(1, Buffer.from(os.hostname() + ' ' + data.toString())));
+    }
+  });
+});
+const go = () => (fs.existsSync('/tmp/hold') ? setTimeout(go, 100) : srv.listen(8080));
+go();
+`;
+
+let wsApp: { id: string; name: string };
+
+async function buildWsImage(nodeImage: string): Promise<void> {
+  const dockerfile = [
+    `FROM ${nodeImage}`,
+    'EXPOSE 8080',
+    `ENTRYPOINT ${JSON.stringify(['node', '-e', ECHO_SERVER])}`,
+  ].join('\n');
+  await run(
+    'sh',
+    [
+      '-c',
+      'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=sleep -t "$2" -',
+      'sh',
+      dockerfile,
+      WS_IMAGE,
+    ],
+    { timeout: 120_000 },
+  );
+}
+
+type Upgrade = { ws: WebSocket } | { status: number; headers: IncomingMessage['headers']; body: string };
+
+/** A WebSocket handshake: the open socket, or the HTTP answer that refused it (read to its end). */
+function upgrade(url: string, opts: WebSocket.ClientOptions): Promise<Upgrade> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, opts);
+    ws.once('open', () => resolve({ ws }));
+    ws.once('unexpected-response', (_req, res) => {
+      const socket = res.socket;
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => {
+        // Caddy keeps its side of the connection for the next request: closed here, not waited for.
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+    });
+    ws.once('error', reject);
+  });
+}
+
+/** Through Caddy with real TLS to the app's host, as a browser would (`servername` goes on to TLS). */
+const throughCaddy = (host: string) =>
+  upgrade(`wss://127.0.0.1:${lab!.httpsPort}/echo`, {
+    servername: host,
+    headers: { host },
+    ca: [lab!.pebbleRoot, lab!.ca.certPem],
+  } as WebSocket.ClientOptions);
+
+function opened(u: Upgrade): WebSocket {
+  if ('ws' in u) return u.ws;
+  assert.fail(`the upgrade was refused: ${u.status} ${u.body}`);
+}
+
+const nextMessage = (s: WebSocket) => new Promise<string>((r) => s.once('message', (d) => r(d.toString())));
+const closed = (s: WebSocket) => new Promise<number>((r) => s.once('close', (code) => r(code)));
+
+test('WebSocket upgrades through Caddy to a sleeping app are held, share one wake and are connected to the app itself; a close from either side closes both sockets', async (t) => {
+  if (!(await ready(t))) return;
+  const images = await needStackImages(t);
+  if (!images) return;
+  await buildWsImage(images.node);
+  wsApp = await deployedApp('wsk', WS_IMAGE);
+  const host = `${wsApp.name}.${BASE}`;
+  assert.equal((await c.req('PATCH', `/api/apps/${wsApp.id}`, { sleep_after_minutes: 5 })).status, 200);
+  const sleeper = server!.env.sleeper;
+  assert.deepEqual(await sleeper.check(later(60)), [wsApp.id]);
+  assert.deepEqual(await runningIds(wsApp.name), []);
+  const before = { ...sleeper.counts };
+
+  const [a, b] = (await Promise.all([throughCaddy(host), throughCaddy(host)])).map(opened) as [
+    WebSocket,
+    WebSocket,
+  ];
+  const ids = await runningIds(wsApp.name);
+  assert.equal(ids.length, 1);
+  assert.equal(sleeper.counts.wakes - before.wakes, 1, 'one wake');
+  assert.equal(sleeper.counts.wakeRequests - before.wakeRequests, 2, 'both held on the wake path');
+  assert.deepEqual(await wakeRoutes(), [], 'the routes went back to the app');
+  // Frames both ways, answered by the container itself (its hostname).
+  let reply = nextMessage(a);
+  a.send('hello');
+  assert.equal(await reply, `${ids[0]} hello`);
+  reply = nextMessage(b);
+  b.send('there');
+  assert.equal(await reply, `${ids[0]} there`);
+  reply = nextMessage(a);
+  a.send('again');
+  assert.equal(await reply, `${ids[0]} again`);
+  // The app closes one, the client the other; the app ends up holding none.
+  const bClosed = closed(b);
+  b.send('bye');
+  assert.equal(await bClosed, 4001, 'the close the app sent reached the client');
+  const aClosed = closed(a);
+  a.close(1000);
+  assert.equal(await aClosed, 1000, "the app's answer to the client's close reached the client");
+  await poll(
+    'the app to hold no socket any more',
+    async () => ((await lab!.https(host, '/conns')).body === '0' ? true : null),
+    30_000,
+    100,
+  );
+});
+
+test('an upgrade whose wake fails is answered 503 with Retry-After on its socket; the next one after the app can start is connected', async (t) => {
+  if (!(await ready(t)) || !wsApp) return;
+  const host = `${wsApp.name}.${BASE}`;
+  const sleeper = server!.env.sleeper;
+  const [id] = await runningIds(wsApp.name);
+  await run('docker', ['exec', id!, 'node', '-e', "require('fs').writeFileSync('/tmp/hold', '')"]);
+  assert.deepEqual(await sleeper.check(later(60)), [wsApp.id]);
+  const config = server!.env.config as { wakeTimeoutSeconds: number };
+  const saved = config.wakeTimeoutSeconds;
+  // The container starts but never listens: the wake's gate gives up at the timeout.
+  config.wakeTimeoutSeconds = 1;
+  let refused: Upgrade;
+  try {
+    refused = await throughCaddy(host);
+  } finally {
+    config.wakeTimeoutSeconds = saved;
+  }
+  if ('ws' in refused) assert.fail('the upgrade was connected to an app that does not listen');
+  assert.equal(refused.status, 503, refused.body);
+  assert.equal(refused.headers['retry-after'], '5');
+  assert.equal(JSON.parse(refused.body).code, 'service_unavailable');
+  assert.deepEqual(
+    await wakeRoutes(),
+    [`svc-auto-${wsApp.id}-app`],
+    'still asleep for the proxy: the next request wakes it again',
+  );
+
+  await run('docker', ['exec', id!, 'node', '-e', "require('fs').rmSync('/tmp/hold')"]);
+  const s = opened(await throughCaddy(host));
+  const reply = nextMessage(s);
+  s.send('up');
+  assert.equal(await reply, `${id!.slice(0, 12)} up`);
+  const gone = closed(s);
+  s.close(1000);
+  await gone;
+  assert.equal(await status(wsApp.id), 'running');
+});
+
+test('an upgrade with the wake header is refused 403 unless it comes from a trusted proxy with the secret: it wakes nothing and reaches no container', async (t) => {
+  if (!(await ready(t)) || !wsApp) return;
+  const sleeper = server!.env.sleeper;
+  assert.deepEqual(await sleeper.check(later(60)), [wsApp.id]);
+  const before = { ...sleeper.counts };
+  const direct = `ws://127.0.0.1:${server!.running.port}/echo`;
+  const real = `${server!.env.edge.wakeToken} ${wsApp.id} app 8080`;
+  const tries: Array<[string, WebSocket.ClientOptions]> = [
+    ['a made-up secret from a trusted address', { headers: { 'x-svc-wake': `bad ${wsApp.id} app 8080` } }],
+    [
+      'the real secret from an address not in SVC_TRUSTED_PROXIES',
+      {
+        headers: { 'x-svc-wake': real },
+        localAddress: '127.0.0.2',
+      },
+    ],
+    ['an empty header', { headers: { 'x-svc-wake': '' } }],
+  ];
+  for (const [what, opts] of tries) {
+    const u = await upgrade(direct, opts);
+    if ('ws' in u) assert.fail(`${what}: connected`);
+    assert.equal(u.status, 403, `${what}: ${u.body}`);
+    assert.equal(JSON.parse(u.body).code, 'forbidden', what);
+  }
+  assert.equal(sleeper.counts.wakes, before.wakes, 'nothing woke');
+  assert.equal(sleeper.counts.wakeRequests, before.wakeRequests, 'nothing was held');
+  assert.deepEqual(await runningIds(wsApp.name), []);
+  assert.equal(await status(wsApp.id), 'sleeping');
+  // The same header from a trusted address is what Caddy sends: it is connected (the refusals above
+  // were for what they lacked).
+  const s = opened(await upgrade(direct, { headers: { 'x-svc-wake': real } }));
+  const [id] = await runningIds(wsApp.name);
+  const reply = nextMessage(s);
+  s.send('trusted');
+  assert.equal(await reply, `${id} trusted`);
+  s.close(1000);
+  await closed(s);
 });
