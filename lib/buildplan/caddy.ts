@@ -29,8 +29,9 @@ export const writeCaddyfile = (lines: string[], dir = '/etc/caddy') =>
 
 /**
  * The image's binary carries a file capability (to bind low ports), and exec of such a binary fails
- * when the container's capabilities are dropped (a COPY keeps the capability; a plain `cp` does not),
- * and 8080 needs none. Copied into a stage of its own, so the final image carries Caddy once.
+ * when the container's capabilities are dropped; 8080 needs none. Whether a COPY keeps the capability
+ * depends on the builder (the legacy builder's chown happens to clear it); a plain `cp` never copies
+ * it. Copied into a stage of its own, so the final image carries Caddy once.
  */
 export const copyCaddy = (to: string) => `cp /usr/bin/caddy ${to}`;
 

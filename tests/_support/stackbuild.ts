@@ -65,7 +65,13 @@ export async function runImage(engine: Engine, tag: string, port: number, label:
   await c.start();
   const info = await c.inspect();
   const host = info.NetworkSettings.Ports[key]?.[0]?.HostPort;
-  if (!host) throw new Error(`no host port for ${key}`);
+  if (!host) {
+    // The container is gone already: say why (an exec refused under the dropped capabilities, say).
+    const why = info.State.Running
+      ? 'it runs'
+      : `it exited (${info.State.ExitCode}): ${await logsOf(engine, c.id)}`;
+    throw new Error(`${tag}: no host port for ${key}; ${why}`);
+  }
   return { id: c.id, url: `http://127.0.0.1:${host}` };
 }
 
