@@ -274,18 +274,36 @@ test("a preview's events name its app and its number and reach whoever reaches i
   assert.equal(pa.status, 202, pa.text);
   assert.equal(pb.status, 202, pb.text);
   const childA = `${a.name}-pr-4`;
-  const failed = await until(
-    (f) => f.topic === 'deployments' && f.data?.type === 'status' && f.data?.status === 'failed',
+  // Both deployments end (the clone fails); then a last event of A's closes the window.
+  for (const id of [pa.body.preview.deployment_id, pb.body.preview.deployment_id])
+    for (;;) {
+      const row = await s.env.db
+        .selectFrom('deployments')
+        .select('status')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      if (row.status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  s.env.bus.publish('apps', { type: 'status', app_id: a.id, app: a.name, status: 'sentinel' });
+  await until((f) => f.topic === 'apps' && f.data?.status === 'sentinel');
+  const events = frames.filter((f) => f.type === 'event').map((f) => ({ topic: f.topic, ...f.data }));
+  const failed = events.find(
+    (e) => e.topic === 'deployments' && e.type === 'status' && e.status === 'failed',
   );
-  assert.equal(failed.data.id, pa.body.preview.deployment_id);
-  assert.equal(failed.data.app, childA);
-  assert.equal(failed.data.parent_app_id, a.id);
-  assert.equal(failed.data.preview_number, 4);
-  const status = await until(
-    (f) => f.topic === 'apps' && f.data?.type === 'status' && f.data?.app === childA,
+  assert.ok(failed, JSON.stringify(events));
+  assert.equal(failed.id, pa.body.preview.deployment_id);
+  assert.equal(failed.app, childA);
+  assert.equal(failed.parent_app_id, a.id);
+  assert.equal(failed.preview_number, 4);
+  const status = events.find((e) => e.topic === 'apps' && e.type === 'status' && e.app === childA);
+  assert.equal(status?.parent_app_id, a.id);
+  assert.equal(status?.preview_number, 4);
+  assert.ok(events.some((e) => e.app === childA && e.type === 'deploy_failed'));
+  assert.ok(
+    events.every((e) => e.app_id !== b.id && e.parent_app_id !== b.id && !String(e.app).startsWith(b.name)),
+    JSON.stringify(events.filter((e) => String(e.app).startsWith(b.name))),
   );
-  assert.equal(status.data.parent_app_id, a.id);
-  assert.equal(status.data.preview_number, 4);
   // The build log of A's preview is theirs to read; B's preview's is as absent as B.
   ws.send(JSON.stringify({ type: 'subscribe', topic: `build:${pa.body.preview.deployment_id}` }));
   ws.send(JSON.stringify({ type: 'subscribe', topic: `build:${pb.body.preview.deployment_id}` }));
@@ -295,25 +313,6 @@ test("a preview's events name its app and its number and reach whoever reaches i
   const buildB = await until((f) => f.topic === `build:${pb.body.preview.deployment_id}`);
   assert.equal(buildA.type, 'subscribed');
   assert.equal(buildB.code, 'not_found');
-
-  // Once B's preview deployment has ended too, a last event of A's closes the window: nothing of B's came.
-  for (;;) {
-    const row = await s.env.db
-      .selectFrom('deployments')
-      .select('status')
-      .where('id', '=', pb.body.preview.deployment_id)
-      .executeTakeFirstOrThrow();
-    if (row.status === 'failed') break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  s.env.bus.publish('apps', { type: 'status', app_id: a.id, app: a.name, status: 'sentinel' });
-  await until((f) => f.topic === 'apps' && f.data?.status === 'sentinel');
-  const events = frames.filter((f) => f.type === 'event').map((f) => f.data);
-  assert.ok(events.some((e) => e.app === childA && e.type === 'deploy_failed'));
-  assert.ok(
-    events.every((e) => e.app_id !== b.id && e.parent_app_id !== b.id && !String(e.app).startsWith(b.name)),
-    JSON.stringify(events.filter((e) => String(e.app).startsWith(b.name))),
-  );
   ws.close();
   for (const app of made) await owner.req('DELETE', `/api/apps/${app.id}`);
 });
