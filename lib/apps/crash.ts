@@ -8,6 +8,7 @@ import type { Db } from '../db/index.js';
 import type { Engine } from '../docker/index.js';
 import type { Logger } from '../log.js';
 import type { ContainerEvent } from '../docker/events.js';
+import { previewScope } from './events.js';
 
 export const CRASH_LOOP_RESTARTS = 3;
 export const CRASH_LOOP_WINDOW_MS = 5 * 60_000;
@@ -148,6 +149,7 @@ export class CrashWatcher {
         ? `${app.name}/${e.service} was killed for running out of memory (exit code ${exit ?? 'unknown'}).`
         : `${app.name}/${e.service} stopped unexpectedly with exit code ${exit ?? 'unknown'}.`,
       at: e.at,
+      ...(await previewScope(this.deps.db, app.id).catch(() => ({}))),
     });
   }
 

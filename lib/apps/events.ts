@@ -2,9 +2,19 @@
 // `deleted`), an engine event about one of the app's containers, or the app going to sleep and
 // waking (lib/apps/sleep.ts). Documented in docs/api.md "Real-time".
 import type { Bus } from '../events/bus.js';
+import type { Db } from '../db/index.js';
 import type { AppStatus } from './model.js';
 
-export type AppEvent =
+/**
+ * Set on the events of a preview's own app row (`<app>-pr-<n>`): the app it previews and its
+ * number, so a listener can attribute them and an operator limited to that app receives them.
+ */
+export interface PreviewScope {
+  parent_app_id: string;
+  preview_number: number;
+}
+
+export type AppEvent = (
   | { type: 'status'; app_id: string; app: string; status: AppStatus | 'deleted' }
   | {
       type: 'sleeping';
@@ -26,7 +36,19 @@ export type AppEvent =
       action: string;
       status: string;
       at: string;
-    };
+    }
+) &
+  Partial<PreviewScope>;
+
+/** The preview fields of app `appId`'s events: none for an app that is not a preview. */
+export async function previewScope(db: Db, appId: string): Promise<PreviewScope | Record<never, never>> {
+  const row = await db
+    .selectFrom('previews')
+    .select(['app_id', 'number'])
+    .where('target_app_id', '=', appId)
+    .executeTakeFirst();
+  return row ? { parent_app_id: row.app_id, preview_number: row.number } : {};
+}
 
 export function publishAppEvent(bus: Pick<Bus, 'publish'>, event: AppEvent): void {
   bus.publish('apps', event);

@@ -26,7 +26,7 @@ import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import type { App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
 import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings, setSleeping } from './store.js';
-import { publishAppEvent } from './events.js';
+import { previewScope, publishAppEvent } from './events.js';
 import type { AppSource } from './model.js';
 import { refreshAppStatus } from './status.js';
 import { resolveEnv } from './env.js';
@@ -183,6 +183,8 @@ export async function createApp(env: Env, name: string, source: AppSource): Prom
 
 export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
   const app = await getApp(env.db, id, { includeDeleting: true, includePreview: true });
+  // Read before the rows go: the deleted event of a preview still names its app.
+  const scope = await previewScope(env.db, id);
   await markDeleting(env.db, id, env.now());
   // Managed databases are not compose services (a deploy must not take them for orphans): they go first.
   await removeAppDatabaseContainers(env, app.name);
@@ -204,7 +206,7 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
           'proxy not updated after the delete; the next check applies it',
         ),
       );
-  publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted' });
+  publishAppEvent(env.bus, { type: 'status', app_id: id, app: app.name, status: 'deleted', ...scope });
   return { ...removed, containers: [...services, ...removed.containers] };
 }
 

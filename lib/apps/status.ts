@@ -7,7 +7,7 @@ import { ACTIVE } from './deployment.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
 import type { App, AppStatus } from './model.js';
 import { setAppStatus } from './store.js';
-import { publishAppEvent } from './events.js';
+import { previewScope, publishAppEvent } from './events.js';
 import { swarmServiceStates } from '../cluster/services.js';
 
 type Live = Pick<ServiceState, 'status' | 'health'>[];
@@ -119,7 +119,13 @@ async function settle(
   const status = deriveStatus({ ...facts, services, crash: env.crashes?.state(app.name) ?? null });
   if (status !== facts.stored) {
     await setAppStatus(env.db, app.id, status, env.now());
-    publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status });
+    publishAppEvent(env.bus, {
+      type: 'status',
+      app_id: app.id,
+      app: app.name,
+      status,
+      ...(await previewScope(env.db, app.id)),
+    });
   }
   return status;
 }

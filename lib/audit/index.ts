@@ -369,8 +369,9 @@ export async function listAudit(
         : eb('audit.app_id', 'is', null),
     );
     // An entry whose target is another app (one that did not learn its app when written) is as absent.
+    // A preview's own app row is not another app: its entries belong to its app.
     const others = apps.length
-      ? sql`select id from apps where id not in (${sql.join(apps)})`
+      ? sql`select id from apps where id not in (${sql.join(apps)}) and (parent_app_id is null or parent_app_id not in (${sql.join(apps)}))`
       : sql`select id from apps`;
     q = q.where(
       sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`,

@@ -30,8 +30,14 @@ export async function authoriseTopic(
   let grant: TopicGrant;
   if (kind === 'logs' || kind === 'stats') grant = { permission: 'app.read', appId: id };
   else if (kind === 'build') {
-    const d = await db.selectFrom('deployments').select('app_id').where('id', '=', id).executeTakeFirst();
-    grant = { permission: 'app.read', appId: d?.app_id ?? null };
+    // A preview's deployment is read with its app's access (the preview's own row is no app of a list).
+    const d = await db
+      .selectFrom('deployments')
+      .leftJoin('previews', 'previews.target_app_id', 'deployments.app_id')
+      .select(['deployments.app_id', 'previews.app_id as parent_app_id'])
+      .where('deployments.id', '=', id)
+      .executeTakeFirst();
+    grant = { permission: 'app.read', appId: d ? (d.parent_app_id ?? d.app_id) : null };
   } else if (FLEET.has(kind)) grant = { permission: 'app.read', appId: null };
   else grant = { permission: 'instance.read', appId: null };
   permit(principal, grant.permission, grant.appId);
@@ -43,13 +49,16 @@ export const grantHolds = (principal: Pick<Principal, 'permissions' | 'appIds'>,
   allows(principal, g.permission, g.appId);
 
 /**
- * A fleet topic's event is sent only when the app it names (if any) is within reach. An event about
+ * A fleet topic's event is sent only when the app it names (if any) is within reach; a preview's,
+ * when its app is. An event about
  * the instance itself (an instance backup on `backups`) needs `instance.read`, as its routes do.
  */
 export function eventVisible(principal: Pick<Principal, 'appIds' | 'permissions'>, data: unknown): boolean {
   if (data === null || typeof data !== 'object') return true;
   if ('instance_id' in data && !allows(principal, 'instance.read', null)) return false;
   if (principal.appIds === null) return true;
-  const app = (data as { app_id?: unknown }).app_id;
+  // A preview's event is its app's: reached with that app's access (lib/apps/events.ts PreviewScope).
+  const { app_id: app, parent_app_id: parent } = data as { app_id?: unknown; parent_app_id?: unknown };
+  if (typeof parent === 'string') return reachesApp(principal, parent);
   return typeof app !== 'string' || reachesApp(principal, app);
 }

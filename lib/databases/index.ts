@@ -6,6 +6,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import { lockedOn } from '../db/index.js';
 import type { App } from '../apps/model.js';
+import { previewScope } from '../apps/events.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { envBinding } from '../apps/env.js';
@@ -319,7 +320,13 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
       .set({ status: 'ready', error: null })
       .where('id', '=', row.id)
       .execute();
-    env.bus.publish('apps', { type: 'database', app_id: app.id, database_id: row.id, status: 'ready' });
+    env.bus.publish('apps', {
+      type: 'database',
+      app_id: app.id,
+      database_id: row.id,
+      status: 'ready',
+      ...(await previewScope(env.db, app.id).catch(() => ({}))),
+    });
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     env.log.warn({ database: row.id, err: message }, 'database provisioning failed');
@@ -329,7 +336,13 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
       .where('id', '=', row.id)
       .execute()
       .catch(() => {});
-    env.bus.publish('apps', { type: 'database', app_id: app.id, database_id: row.id, status: 'error' });
+    env.bus.publish('apps', {
+      type: 'database',
+      app_id: app.id,
+      database_id: row.id,
+      status: 'error',
+      ...(await previewScope(env.db, app.id).catch(() => ({}))),
+    });
   }
 }
 

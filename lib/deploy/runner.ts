@@ -25,6 +25,7 @@ import { pruneImages, removeDeploymentImages } from './images.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
 import { BuildSlots } from './buildslots.js';
 import { getBaseDomain } from '../domains/store.js';
+import { previewScope, type PreviewScope } from '../apps/events.js';
 
 /** Why a running deployment's signal was aborted. */
 export class StopReason extends Error {
@@ -58,6 +59,8 @@ export abstract class DeployRunner {
   private readonly unsettled = new Map<string, App>();
   /** Image builds at once across apps (SVC_BUILD_CONCURRENCY), within the deploy concurrency. */
   protected readonly buildSlots: BuildSlots;
+  /** The preview fields of the apps whose deployments run now (none for an app that is not one). */
+  private readonly scopes = new Map<string, PreviewScope | Record<never, never>>();
 
   constructor(
     protected readonly env: Env,
@@ -110,21 +113,35 @@ export abstract class DeployRunner {
     const log = await this.openLog(id);
     const signal = slot.controller.signal;
     const url = await this.previewUrl(app.id).catch(() => null);
+    const scope = await previewScope(this.env.db, app.id);
+    this.scopes.set(app.id, scope);
     let deployment = await getDeployment(this.env.db, app.id, id);
     const setStatus = async (status: DeployStatus, patch: TransitionPatch = {}) => {
       signal.throwIfAborted();
       const r = await transition(this.env.db, id, status, patch, { now: this.env.now() });
       if (!r) throw new StopReason('cancel', 'the deployment was finished elsewhere');
       deployment = r.deployment;
-      this.publishStatus(r.deployment, app);
+      this.publishStatus(r.deployment, app, scope);
     };
     try {
       log.mask = masker(await this.secretValues(app.id));
       await setAppStatus(this.env.db, app.id, 'deploying', this.env.now());
-      this.env.bus.publish('apps', { type: 'status', app_id: app.id, app: app.name, status: 'deploying' });
+      this.env.bus.publish('apps', {
+        type: 'status',
+        app_id: app.id,
+        app: app.name,
+        status: 'deploying',
+        ...scope,
+      });
       log.write(
         `deployment ${id} (${deployment.trigger}${deployment.delivery_id ? `, delivery ${deployment.delivery_id}` : ''}) of app ${app.name} started`,
       );
+      // A preview's own databases are made here, not on the request that queued it (a forge
+      // gives its delivery 10 s): before anything reads the env that names them.
+      if ('parent_app_id' in scope) {
+        const { preparePreviewDatabases } = await import('../previews/databases.js');
+        await preparePreviewDatabases(this.env, app, (line) => log.write(line, 'deploy'), signal);
+      }
       const spec = deployment.trigger === 'rollback' ? await readSpec(this.env.db, id) : null;
       // The pipeline (compose, build, blue/green) loads with the first deployment, not at boot.
       const { runPipeline } = await import('./pipeline.js');
@@ -180,6 +197,8 @@ export abstract class DeployRunner {
       const done = await this.finish(id, app.id, status, { error: message }, app);
       await this.settleAppStatus(app);
       if (done && status === 'failed') this.notify('deploy_failed', done, app, url);
+    } finally {
+      this.scopes.delete(app.id);
     }
   }
 
@@ -194,9 +213,10 @@ export abstract class DeployRunner {
   ): Promise<Deployment | null> {
     const r = await transition(this.env.db, id, status, patch, { from, now: this.env.now() });
     if (!r) return null;
-    this.publishStatus(r.deployment, app ?? ({ id: appId, name: '' } as App));
+    const scope = this.scopes.get(appId) ?? (await previewScope(this.env.db, appId).catch(() => ({})));
+    this.publishStatus(r.deployment, app ?? ({ id: appId, name: '' } as App), scope);
     if (r.promoted) {
-      this.publishStatus(r.promoted, app ?? ({ id: appId, name: '' } as App));
+      this.publishStatus(r.promoted, app ?? ({ id: appId, name: '' } as App), scope);
       if (!this.stopping) this.admit(r.promoted.id, appId);
     }
     return r.deployment;
@@ -241,8 +261,12 @@ export abstract class DeployRunner {
     }
   }
 
-  protected publishStatus(d: Deployment, app: Pick<App, 'id' | 'name'>): void {
-    this.env.bus.publish('deployments', { type: 'status', ...d, app: app.name || undefined });
+  protected publishStatus(
+    d: Deployment,
+    app: Pick<App, 'id' | 'name'>,
+    scope: PreviewScope | Record<never, never> = {},
+  ): void {
+    this.env.bus.publish('deployments', { type: 'status', ...d, app: app.name || undefined, ...scope });
   }
 
   /**
@@ -258,6 +282,7 @@ export abstract class DeployRunner {
     this.env.bus.publish('deployments', {
       type,
       ...(previewUrl ? { preview_url: previewUrl } : {}),
+      ...this.scopes.get(app.id),
       deployment_id: d.id,
       app_id: app.id,
       app: app.name,

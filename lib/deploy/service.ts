@@ -7,6 +7,7 @@ import { HttpError, badRequest, conflict } from '../http/errors.js';
 import { checkCommit, checkRef } from '../git/validate.js';
 import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
+import { previewScope } from '../apps/events.js';
 import { nowIso } from '../db/index.js';
 import { isTerminal, type Deployment } from '../apps/deployment.js';
 import {
@@ -154,6 +155,7 @@ export class DeployService extends DeployRunner implements Deployments {
       commitWanted: input.commit ?? null,
       commitPin: pin,
     };
+    const scope = await previewScope(this.env.db, app.id);
     let result: EnqueueResult;
     if (input.trigger === 'push' || input.trigger === 'tag') {
       result = await insertCoalesced(this.env.db, base, this.env.now());
@@ -164,7 +166,7 @@ export class DeployService extends DeployRunner implements Deployments {
         );
         await log.flush();
         this.dropFromQueue(s.id);
-        this.publishStatus(s, app);
+        this.publishStatus(s, app, scope);
       }
       if (result.superseded.length || result.deployment.waiting) {
         const log = await this.openLog(result.deployment.id);
@@ -179,7 +181,7 @@ export class DeployService extends DeployRunner implements Deployments {
     } else {
       result = { deployment: await insertDeployment(this.env.db, base, this.env.now()), superseded: [] };
     }
-    this.publishStatus(result.deployment, app);
+    this.publishStatus(result.deployment, app, scope);
     if (!result.deployment.waiting) this.admit(result.deployment.id, app.id);
     return result;
   }
@@ -214,7 +216,7 @@ export class DeployService extends DeployRunner implements Deployments {
       },
       this.env.now(),
     );
-    this.publishStatus(d, app);
+    this.publishStatus(d, app, await previewScope(this.env.db, app.id));
     this.admit(d.id, app.id);
     return d;
   }

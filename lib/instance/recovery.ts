@@ -3,20 +3,22 @@
 // there), databases whose volume is missing are provisioned again and restored from their latest
 // successful backup, then every app without containers is brought back from its last successful
 // deployment: its kept images when the engine has them (a rollback-style redeploy), else rebuilt
-// from its source through the ordinary pipeline, at the commit that deployment recorded. The report is logged and kept (GET
+// from its source through the ordinary pipeline, at the commit that deployment recorded. A preview
+// comes back through lib/previews (recoverPreview). The report is logged and kept (GET
 // /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
-import type { AppDatabaseTable } from '../db/schema.js';
+import type { AppDatabaseTable, PreviewTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
-import { createDbContainer, dbSecrets, waitHealthy } from '../databases/index.js';
+import { createDbContainer, dbSecrets, deleteDatabase, waitHealthy } from '../databases/index.js';
 import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { keptRunsOfDatabase } from '../backups/store.js';
 import { getDeploymentRow } from '../deploy/store.js';
 import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
+import { deployPreview } from '../previews/ops.js';
 
 export const RECOVERY_MARKER = 'recovery-pending.json';
 export const RECOVERY_SETTING = 'recovery_report';
@@ -195,6 +197,86 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
   }
 }
 
+/**
+ * A preview comes back as a preview, through lib/previews: rebuilt from its branch's head with its
+ * app's variables and preview settings as they are now, its own databases made again by that
+ * deployment (loaded with the app's latest backup under `latest_backup`). An expired one is left
+ * to the sweep that removes it.
+ */
+async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promise<RecoveryItem>> {
+  const child = await getApp(env.db, row.target_app_id, { includePreview: true });
+  const item = (outcome: Outcome, detail: string): RecoveryItem => ({
+    kind: 'app',
+    id: child.id,
+    name: child.name,
+    outcome,
+    detail,
+  });
+  const done = (i: RecoveryItem) => async () => i;
+  try {
+    if (Date.parse(row.expires_at) <= env.now())
+      return done(item('skipped', `preview ${row.number} has expired: the next sweep removes it`));
+    if ((await listAppContainers(env.engine, child.name)).length)
+      return done(item('skipped', 'its containers are there'));
+    const ran = await env.db
+      .selectFrom('deployments')
+      .select('id')
+      .where('app_id', '=', child.id)
+      .where('status', '=', 'succeeded')
+      .executeTakeFirst();
+    if (!ran) return done(item('skipped', 'it has no successful deployment to bring back'));
+    const parent = await getApp(env.db, row.app_id);
+    const source = child.source.type === 'git' ? child.source : null;
+    const fork =
+      source && parent.source.type === 'git' && source.repo_url !== parent.source.repo_url
+        ? source.repo_url
+        : null;
+    const preview = await deployPreview(env, parent, {
+      number: row.number,
+      branch: row.branch,
+      title: row.title,
+      commit: row.commit_sha,
+      repoUrl: fork,
+      trigger: 'manual',
+    });
+    const depId = preview.deployment_id!;
+    const how = `as preview ${row.number} of app ${parent.name}, from the head of ${row.branch}`;
+    return async () => {
+      const r = await waitDeployment(env, depId);
+      return r.status === 'succeeded'
+        ? item('redeployed', `${how}: deployment ${depId}`)
+        : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
+    };
+  } catch (e) {
+    return done(item('failed', `preview ${row.number}: ${reason(e)}`));
+  }
+}
+
+/**
+ * A preview's own database whose volume was lost is removed rather than made again empty here: the
+ * preview's deployment makes it again as the preview settings say (recoverPreview).
+ */
+async function recoverPreviewDatabase(
+  env: Env,
+  row: AppDatabaseTable,
+  appName: string,
+): Promise<RecoveryItem> {
+  if (await exists(env, 'volume', row.volume).catch(() => true)) return recoverDatabase(env, row, appName);
+  const name = `${appName}/${row.engine}:${row.host}`;
+  try {
+    await deleteDatabase(env, row.app_id, row.id, false);
+    return {
+      kind: 'database',
+      id: row.id,
+      name,
+      outcome: 'skipped',
+      detail: "a preview's database whose volume was lost: removed; the preview's redeploy makes it again",
+    };
+  } catch (e) {
+    return { kind: 'database', id: row.id, name, outcome: 'failed', detail: reason(e) };
+  }
+}
+
 /** Runs the recovery the marker asks for, keeps its report, then removes the marker. */
 export async function runRecovery(env: Env): Promise<RecoveryReport> {
   const report: RecoveryReport = {
@@ -206,21 +288,33 @@ export async function runRecovery(env: Env): Promise<RecoveryReport> {
   env.log.info({}, 'recovering the restored instance: databases, then apps');
   const apps = await env.db
     .selectFrom('apps')
-    .select(['id', 'name'])
+    .select(['id', 'name', 'parent_app_id'])
     .where('deleting_at', 'is', null)
     .orderBy('created_at')
     .execute();
   const names = new Map(apps.map((a) => [a.id, a.name]));
+  const previews = new Map(
+    (await env.db.selectFrom('previews').selectAll().execute()).map((p) => [p.target_app_id, p]),
+  );
   const dbs = await env.db.selectFrom('app_databases').selectAll().orderBy('created_at').execute();
   // Databases first: the apps connect to them as they start.
   for (const row of dbs) {
     const name = names.get(row.app_id);
     if (!name) continue;
-    report.items.push(await recoverDatabase(env, row, name));
+    report.items.push(
+      previews.has(row.app_id)
+        ? await recoverPreviewDatabase(env, row, name)
+        : await recoverDatabase(env, row, name),
+    );
     await saveReport(env, report);
   }
   const pending = [];
-  for (const a of apps) pending.push(await recoverApp(env, a.id));
+  for (const a of apps) {
+    const preview = a.parent_app_id ? previews.get(a.id) : undefined;
+    // A preview's row without its preview (a removal cut short) is no app to bring back.
+    if (a.parent_app_id && !preview) continue;
+    pending.push(preview ? await recoverPreview(env, preview) : await recoverApp(env, a.id));
+  }
   for (const wait of pending) {
     report.items.push(await wait());
     await saveReport(env, report);

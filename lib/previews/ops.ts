@@ -13,8 +13,6 @@ import { getApp, insertApp } from '../apps/store.js';
 import { deleteApp } from '../apps/ops.js';
 import { publishAppEvent } from '../apps/events.js';
 import { getBaseDomain } from '../domains/store.js';
-import { createDatabase, getDatabaseRow } from '../databases/index.js';
-import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { checkRef, checkRepoUrl } from '../git/validate.js';
 import { ACTIVE } from '../apps/deployment.js';
 import { newId } from '../crypto/random.js';
@@ -167,15 +165,9 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
       .execute();
   }
   await prepareChild(env, parent, row.target_app_id, settings.inherit_env);
+  // Its own databases (settings.database) are made by the deployment itself, before anything
+  // reads its env (previews/databases.ts): this answer does not wait for them.
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
-  if (settings.database !== 'none') {
-    try {
-      await ensurePreviewDatabases(env, parent, child, settings.database === 'latest_backup');
-    } catch (e) {
-      if (made) await removePreview(env, row).catch(() => {});
-      throw e;
-    }
-  }
   let deploymentId: string;
   try {
     const { deployment } = await env.deployments.enqueue(child, {
@@ -200,89 +192,15 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
   };
   await env.db.updateTable('previews').set(patch).where('id', '=', row.id).execute();
   if (made)
-    publishAppEvent(env.bus, { type: 'status', app_id: child.id, app: child.name, status: child.status });
+    publishAppEvent(env.bus, {
+      type: 'status',
+      app_id: child.id,
+      app: child.name,
+      status: child.status,
+      parent_app_id: parent.id,
+      preview_number: row.number,
+    });
   return view(env, parent, { ...row, ...patch });
-}
-
-/**
- * `database: "empty"`: one new database on the preview's own app row for each managed database of
- * the app that the preview lacks (same engine, version and variable), made by the provisioning the
- * databases route uses, so it lives on the preview's network and goes when the child app is
- * deleted. The first deployment waits until they are ready: an app that connects at start would
- * otherwise fail its health check and the deploy with it. One that failed to provision is left to
- * show its error on the row; the deployment goes ahead without it. `latest_backup` then restores,
- * into each new one, the latest successful backup run of the app's database it copies (none: it
- * stays empty); a restore that fails leaves it empty too, said in the log.
- */
-async function ensurePreviewDatabases(
-  env: PreviewEnv,
-  parent: App,
-  child: App,
-  restore: boolean,
-): Promise<void> {
-  const [theirs, mine] = await Promise.all([
-    env.db
-      .selectFrom('app_databases')
-      .selectAll()
-      .where('app_id', '=', parent.id)
-      .orderBy('created_at')
-      .execute(),
-    env.db.selectFrom('app_databases').select('env_var').where('app_id', '=', child.id).execute(),
-  ]);
-  const have = new Set(mine.map((r) => r.env_var));
-  const pending: Promise<unknown>[] = [];
-  const made: Array<{ from: string; to: string }> = [];
-  for (const db of theirs) {
-    if (have.has(db.env_var)) continue;
-    const view = await createDatabase(
-      env,
-      child,
-      { engine: db.engine, version: db.version, env_var: db.env_var },
-      (p) => pending.push(p),
-    );
-    made.push({ from: db.id, to: view.id });
-  }
-  await Promise.all(pending);
-  if (!restore) return;
-  for (const { from, to } of made) {
-    const row = await getDatabaseRow(env, child.id, to);
-    if (row.status !== 'ready') continue;
-    const run = await latestRunOf(env, parent.id, from);
-    if (!run) continue;
-    try {
-      await restoreDatabaseFromRun(env, row, run);
-    } catch (e) {
-      env.log.warn(
-        { app: child.name, database: to, run: run.id, err: e instanceof Error ? e.message : String(e) },
-        "preview database left empty: the restore of the app's latest backup failed",
-      );
-    }
-  }
-}
-
-/** The latest successful run, artifact still stored, of any backup of the app's database `dbId`. */
-async function latestRunOf(env: PreviewEnv, appId: string, dbId: string) {
-  const configs = (
-    await env.db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', appId).execute()
-  ).filter((c) => {
-    const src = JSON.parse(c.source) as { type: string; database_id?: string };
-    return src.type === 'database' && src.database_id === dbId;
-  });
-  if (!configs.length) return null;
-  return (
-    (await env.db
-      .selectFrom('backup_runs')
-      .selectAll()
-      .where(
-        'backup_id',
-        'in',
-        configs.map((c) => c.id),
-      )
-      .where('status', '=', 'succeeded')
-      .where('artifact_removed', '=', 0)
-      .orderBy('started_at', 'desc')
-      .executeTakeFirst()) ?? null
-  );
 }
 
 /**

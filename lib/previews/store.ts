@@ -7,6 +7,7 @@ import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { previewEnvBinding, type EnvItem } from '../apps/env.js';
 import { ENV_MAX_VALUE, ENV_MAX_VARS } from '../apps/model.js';
+import { ACTIVE } from '../apps/deployment.js';
 import {
   DEFAULT_SETTINGS,
   FIRST_API_NUMBER,
@@ -184,4 +185,33 @@ export async function expiredPreviews(db: Db, now: number): Promise<PreviewTable
     .where('expires_at', '<=', nowIso(now))
     .orderBy('expires_at')
     .execute();
+}
+
+/**
+ * Why a delivery for preview `row` at `commit` of `branch` would redo what is there: its latest
+ * deployment is of that commit and is queued, running or succeeded (what the preview serves, awake
+ * or asleep). Null when it would not (a new commit, a failed deployment, no deployment yet). A
+ * short commit (Bitbucket's) matches as a prefix.
+ */
+export async function alreadyAt(
+  db: Db,
+  row: PreviewTable,
+  branch: string,
+  commit: string,
+): Promise<string | null> {
+  if (!row.deployment_id || row.branch !== branch) return null;
+  const d = await db
+    .selectFrom('deployments')
+    .select(['id', 'status', 'commit_sha', 'commit_wanted'])
+    .where('id', '=', row.deployment_id)
+    .executeTakeFirst();
+  if (!d) return null;
+  const same = (c: string | null) => !!c && (c === commit || (commit.length < 40 && c.startsWith(commit)));
+  if (!same(d.commit_wanted) && !same(d.commit_sha) && !same(row.commit_sha)) return null;
+  const at = `preview ${row.number} is already`;
+  const what = `commit ${commit.slice(0, 12)} of ${branch} (deployment ${d.id})`;
+  if (d.status === 'succeeded') return `${at} live at ${what}`;
+  if ((ACTIVE as readonly string[]).includes(d.status))
+    return `${at} ${d.status === 'queued' ? 'queued' : 'being deployed'} at ${what}`;
+  return null;
 }

@@ -31,7 +31,7 @@ import { statsFrom } from '../deploy/streams.js';
 import { followRunning } from '../proxy/deploy.js';
 import { removeUpstreams } from '../proxy/upstreams.js';
 import { sleep as pause } from '../util/sleep.js';
-import { publishAppEvent } from '../apps/events.js';
+import { previewScope, publishAppEvent } from '../apps/events.js';
 import { refreshAppStatus } from '../apps/status.js';
 import { getApp, isSleeping, serviceSettings, setSleeping } from '../apps/store.js';
 import type { App } from '../apps/model.js';
@@ -198,6 +198,7 @@ export class Sleeper {
     await refreshAppStatus(env, app);
     this.counts.sleeps++;
     const idleMinutes = app.sleep_after_minutes;
+    const scope = await previewScope(env.db, appId);
     publishAppEvent(env.bus, {
       type: 'sleeping',
       app_id: appId,
@@ -205,8 +206,9 @@ export class Sleeper {
       idle_minutes: idleMinutes,
       memory_bytes: memory,
       at: new Date(this.now()).toISOString(),
+      ...scope,
     });
-    await this.audit('app.sleeping', app, 200, { idle_minutes: idleMinutes, memory_bytes: memory });
+    await this.audit('app.sleeping', app, 200, { idle_minutes: idleMinutes, memory_bytes: memory, ...scope });
     env.log.info(
       { app: app.name, idle_minutes: idleMinutes, memory_bytes: memory },
       'app asleep after its idle time',
@@ -232,11 +234,13 @@ export class Sleeper {
     if (!(await isSleeping(env.db, appId))) return;
     const t0 = Date.now();
     this.counts.wakes++;
+    const scope = await previewScope(env.db, appId);
     publishAppEvent(env.bus, {
       type: 'waking',
       app_id: appId,
       app: app.name,
       at: new Date(this.now()).toISOString(),
+      ...scope,
     });
     try {
       await stackStart(env.engine, app.name);
@@ -267,8 +271,9 @@ export class Sleeper {
         app: app.name,
         error,
         at: new Date(this.now()).toISOString(),
+        ...scope,
       });
-      await this.audit('app.wake_failed', app, 503, { error });
+      await this.audit('app.wake_failed', app, 503, { error, ...scope });
       throw e instanceof WakeError ? e : new WakeError(error);
     }
     await refreshAppStatus(env, app);
@@ -279,8 +284,9 @@ export class Sleeper {
       app: app.name,
       duration_ms: ms,
       at: new Date(this.now()).toISOString(),
+      ...scope,
     });
-    await this.audit('app.woken', app, 200, { duration_ms: ms });
+    await this.audit('app.woken', app, 200, { duration_ms: ms, ...scope });
     env.log.info({ app: app.name, duration_ms: ms }, 'app woken by a request');
   }
 
@@ -296,7 +302,8 @@ export class Sleeper {
       actor: 'sleep',
       event,
       target: app.id,
-      appId: app.id,
+      // A preview's line belongs to its app: an operator limited to that app reads it.
+      appId: typeof detail.parent_app_id === 'string' ? detail.parent_app_id : app.id,
       outcome,
       detail,
     }).catch((err) => this.env.log.warn({ err: String(err) }, 'audit entry not written'));

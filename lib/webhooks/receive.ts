@@ -171,7 +171,7 @@ export async function receiveDelivery(
   let out: DeliveryOutcome;
   try {
     out = isPullRequestEvent(v.provider, v.event)
-      ? await handlePullRequest(env, app, v, body, facts, opts)
+      ? await handlePullRequest(env, app, v, body, ip, facts, opts)
       : await handleVerified(env, app, v, body, ip, facts);
   } catch (e) {
     const reason = e instanceof HttpError ? e.message : 'internal error';
@@ -191,6 +191,7 @@ async function handlePullRequest(
   app: App,
   v: Verified,
   body: Uint8Array,
+  ip: string,
   facts: Facts,
   opts: ReceiveOptions,
 ): Promise<DeliveryOutcome> {
@@ -216,13 +217,35 @@ async function handlePullRequest(
     const target = matchPreviewTarget(rules, pr.target);
     if (!target.ok) return { status: 200, body: { ignored: target.reason } };
   }
+  let out: DeliveryOutcome;
   try {
-    return await opts.pullRequest(app, pr, { provider: v.provider, deliveryId: v.deliveryId });
+    out = await opts.pullRequest(app, pr, { provider: v.provider, deliveryId: v.deliveryId });
   } catch (e) {
     // Nothing was done for this delivery: the forge's retry (same id) must be able to do it.
     if (v.deliveryId) await forgetDelivery(env.db, app.id, v.deliveryId).catch(() => {});
     throw e;
   }
+  // As for pushes: a repeat under a new delivery id is a forge's redelivery or a replay.
+  if (out.status === 200 && 'duplicate' in out.body)
+    await recordAudit(env.db, {
+      route: 'POST /webhooks/{appID}',
+      actorType: 'system',
+      actor: `webhook:${v.provider}`,
+      via: 'webhook',
+      event: 'webhook.duplicate',
+      target: app.id,
+      ip,
+      outcome: 200,
+      detail: {
+        delivery_id: v.deliveryId,
+        event: v.event,
+        pull_request: pr.number,
+        ref: pr.branch,
+        commit: pr.commit,
+        reason: out.body.reason,
+      },
+    });
+  return out;
 }
 
 /** A verified delivery; `facts` learns the ref and commit as the payload tells them. */

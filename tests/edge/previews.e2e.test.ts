@@ -269,7 +269,24 @@ test('a pull request delivery (GitHub) deploys the preview of its branch on pr-<
   await answers(previewHost(7), 'preview v1');
   await answers(prodHost(), 'production v1');
 
+  // The same signed delivery again under a new delivery id (a replay): the preview is live at
+  // that commit, so nothing is redeployed.
+  const replay = await deliver(
+    signedGithub(githubPullRequest('opened', { number: 7, head: 'feature', sha: headSha })),
+  );
+  assert.equal(replay.status, 200, JSON.stringify(replay.body));
+  assert.equal(replay.body.duplicate, true);
+  assert.match(
+    replay.body.reason,
+    new RegExp(`^preview 7 is already live at commit ${headSha.slice(0, 12)}`),
+  );
+  assert.equal(
+    (await c.req('GET', `/api/apps/${app.id}/previews/${p.id}`)).body.preview.deployment_id,
+    p.deployment_id,
+  );
+
   const log = await c.req('GET', `/api/apps/${app.id}/webhook/deliveries`);
+  assert.equal(log.body.items[0].outcome, 'duplicate');
   const mine = log.body.items.find((i: any) => i.outcome === 'preview');
   assert.ok(mine, JSON.stringify(log.body.items));
   assert.equal(mine.deployment_id, p.deployment_id);

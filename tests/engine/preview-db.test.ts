@@ -2,7 +2,8 @@
 // local Redis image mapped over the catalog's reference: the preview gets a new database of the
 // app's engine on its own network under the app's variable name, never production's URL (even when
 // the variable is inherited or set preview-only), keeps it across a redeploy, and loses it with
-// the preview.
+// the preview. Its deployment makes it (not the request); a restore that fails fails that
+// deployment and leaves nothing; an instance recovery brings a preview back as a preview.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +22,9 @@ import {
 import { startGitServer, webRepo, cleanupApp, type GitServer } from './_deploy.js';
 import { execIn } from './_helpers.js';
 import { listAppContainers, LABEL_DATABASE_APP } from '#lib/docker/index.js';
+import { runRecovery } from '#lib/instance/recovery.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 let s: TestServer | null = null;
 let git: GitServer | null = null;
@@ -31,6 +35,7 @@ let c: Client;
 let app: { id: string; name: string } | null = null;
 let parentUrl = '';
 let redisImage = '';
+let backupRun: { id: string; artifact: string } | null = null;
 
 after(async () => {
   if (s) {
@@ -180,6 +185,11 @@ test('database "latest_backup": the preview\'s own Redis starts with the app\'s 
   assert.equal(b.status, 201, b.text);
   const run = await runBackup(c, app.id, b.body.backup.id);
   assert.equal(run.status, 'succeeded', JSON.stringify(run));
+  backupRun = (await s!.env.db
+    .selectFrom('backup_runs')
+    .select(['id', 'artifact'])
+    .where('id', '=', run.id)
+    .executeTakeFirstOrThrow()) as { id: string; artifact: string };
   const set = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
     enabled: true,
     database: 'latest_backup',
@@ -198,4 +208,108 @@ test('database "latest_backup": the preview\'s own Redis starts with the app\'s 
   const del = await c.req('DELETE', `/api/apps/${app.id}/previews/${made.body.preview.id}`);
   assert.ok(del.status === 200 || del.status === 204, del.text);
   assert.deepEqual(await dbContainers(child), []);
+});
+
+test('recovery after an instance restore brings a preview back as a preview, its lost database made again', async (t) => {
+  if (!(await needDbImages(t)) || !app) return;
+  const set = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    database: 'empty',
+    inherit_env: [],
+    sleep_after_minutes: null,
+  });
+  assert.equal(set.status, 200, set.text);
+  const child = `${app.name}-pr-9`;
+  names.push(child);
+  const made = await c.req('POST', `/api/apps/${app.id}/previews`, { branch: 'main', number: 9 });
+  assert.equal(made.status, 202, made.text);
+  await previewRunning(c, app.id, made.body.preview.id, made.body.preview.deployment_id);
+  const before = await inPreview(child, ['PING']);
+
+  // The new host has none of the preview's engine objects: its database container and volume neither.
+  for (const ctr of await s!.env.engine.docker.listContainers({
+    all: true,
+    filters: { label: [`${LABEL_DATABASE_APP}=${child}`] },
+  }))
+    await s!.env.engine.docker.getContainer(ctr.Id).remove({ force: true, v: true });
+  await cleanupApp(s!.env.engine, child);
+
+  const report = await runRecovery(s!.env);
+  const { target_app_id: childId } = await s!.env.db
+    .selectFrom('previews')
+    .select('target_app_id')
+    .where('id', '=', made.body.preview.id)
+    .executeTakeFirstOrThrow();
+  const item = report.items.find((i) => i.kind === 'app' && i.id === childId);
+  assert.equal(item?.outcome, 'redeployed', JSON.stringify(report.items));
+  assert.match(item!.detail, new RegExp(`^as preview 9 of app ${app.name}, from the head of main`));
+  const dbItem = report.items.find((i) => i.kind === 'database' && i.name.startsWith(`${child}/`));
+  assert.equal(dbItem?.outcome, 'skipped', JSON.stringify(report.items));
+  const after = await inPreview(child, ['SET k back', 'GET k']);
+  assert.equal(after.talk, '+OK\n+OK\n$4\nback\n');
+  assert.notEqual(after.url, before.url, "a new database, made by the preview's deployment");
+  assert.equal((await dbContainers(child)).length, 1);
+  const del = await c.req('DELETE', `/api/apps/${app.id}/previews/${made.body.preview.id}`);
+  assert.ok(del.status === 200 || del.status === 204, del.text);
+});
+
+test('database "latest_backup" whose restore fails: the preview\'s deployment fails saying why and leaves no database', async (t) => {
+  if (!(await needDbImages(t)) || !app || !backupRun) return;
+  const set = await c.req('PUT', `/api/apps/${app.id}/previews/settings`, {
+    enabled: true,
+    database: 'latest_backup',
+    inherit_env: [],
+    sleep_after_minutes: null,
+  });
+  assert.equal(set.status, 200, set.text);
+  // The latest backup's artifact is damaged on its destination: it can no longer be opened.
+  await writeFile(join(s!.dataDir, 'backups', backupRun.artifact), 'not an artifact');
+  const child = `${app.name}-pr-8`;
+  names.push(child);
+  const made = await c.req('POST', `/api/apps/${app.id}/previews`, { branch: 'main', number: 8 });
+  assert.equal(made.status, 202, made.text);
+  const pid = made.body.preview.id;
+  const failed = await poll(
+    'preview deployment failed',
+    async () => {
+      const p = (await c.req('GET', `/api/apps/${app!.id}/previews/${pid}`)).body.preview;
+      if (p.status === 'running') throw new Error('the preview deployed');
+      return p.status === 'failed' ? p : null;
+    },
+    240_000,
+    500,
+  );
+  assert.equal(failed.deployment_id, made.body.preview.deployment_id);
+  const lines = (await c.req('GET', `/api/apps/${app.id}/previews/${pid}/logs`)).body.items.map(
+    (l: any) => l.line,
+  );
+  const reason = `preview database REDIS_URL (redis 7) could not be made: the restore of the app's backup run ${backupRun.id} failed`;
+  assert.ok(
+    lines.some((l: string) => l.startsWith(`failed: ${reason}`)),
+    lines.join('\n'),
+  );
+  const dep = await s!.env.db
+    .selectFrom('deployments')
+    .select('error')
+    .where('id', '=', failed.deployment_id)
+    .executeTakeFirstOrThrow();
+  assert.ok(dep.error?.startsWith(reason), dep.error ?? '');
+  // Nothing of the attempt is left: no database container, volume or row, no app container.
+  assert.deepEqual(await dbContainers(child), []);
+  assert.deepEqual(await listAppContainers(s!.env.engine, child), []);
+  const vols = await s!.env.engine.docker.listVolumes({ filters: { label: [`svc.app=${child}`] } });
+  assert.deepEqual(vols.Volumes ?? [], []);
+  const childId = (
+    await s!.env.db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('id', '=', pid)
+      .executeTakeFirstOrThrow()
+  ).target_app_id;
+  assert.deepEqual(
+    await s!.env.db.selectFrom('app_databases').select('id').where('app_id', '=', childId).execute(),
+    [],
+  );
+  const del = await c.req('DELETE', `/api/apps/${app.id}/previews/${pid}`);
+  assert.ok(del.status === 200 || del.status === 204, del.text);
 });

@@ -203,3 +203,78 @@ test('an instance backup event on the backups topic needs instance.read; app eve
   wide.ws.close();
   only.ws.close();
 });
+
+test("a preview's events name its app and its number and reach whoever reaches its app: A's previews for a deployer limited to A, never B's", async () => {
+  // Git apps whose previews are real rows and real deployments; the clone fails at once (nothing
+  // listens there), which still runs each deployment through the queue, its events and its end.
+  const made: Array<{ id: string; name: string }> = [];
+  for (const name of ['pv-alpha', 'pv-bravo']) {
+    const r = await owner.req('POST', '/api/apps', {
+      name,
+      source: { type: 'git', repo_url: 'http://127.0.0.1:1/app.git', branch: 'main' },
+    });
+    assert.equal(r.status, 201, r.text);
+    made.push(r.body.app);
+    const set = await owner.req('PUT', `/api/apps/${r.body.app.id}/previews/settings`, { enabled: true });
+    assert.equal(set.status, 200, set.text);
+  }
+  const [a, b] = made as [{ id: string; name: string }, { id: string; name: string }];
+  const d = await operator('only-pv-a', 'deployer', [a.id]);
+  const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  const until = async (what: (f: any) => boolean) => {
+    while (!frames.some(what)) await new Promise((r) => setTimeout(r, 10));
+    return frames.find(what);
+  };
+  for (const topic of ['apps', 'deployments']) {
+    ws.send(JSON.stringify({ type: 'subscribe', topic }));
+    await until((f) => f.type === 'subscribed' && f.topic === topic);
+  }
+  const pa = await owner.req('POST', `/api/apps/${a.id}/previews`, { branch: 'feature', number: 4 });
+  const pb = await owner.req('POST', `/api/apps/${b.id}/previews`, { branch: 'feature', number: 4 });
+  assert.equal(pa.status, 202, pa.text);
+  assert.equal(pb.status, 202, pb.text);
+  const childA = `${a.name}-pr-4`;
+  // Both deployments end (the clone fails); then a last event of A's closes the window.
+  for (const id of [pa.body.preview.deployment_id, pb.body.preview.deployment_id])
+    for (;;) {
+      const row = await s.env.db
+        .selectFrom('deployments')
+        .select('status')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      if (row.status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  s.env.bus.publish('apps', { type: 'status', app_id: a.id, app: a.name, status: 'sentinel' });
+  await until((f) => f.topic === 'apps' && f.data?.status === 'sentinel');
+  const events = frames.filter((f) => f.type === 'event').map((f) => ({ topic: f.topic, ...f.data }));
+  const failed = events.find(
+    (e) => e.topic === 'deployments' && e.type === 'status' && e.status === 'failed',
+  );
+  assert.ok(failed, JSON.stringify(events));
+  assert.equal(failed.id, pa.body.preview.deployment_id);
+  assert.equal(failed.app, childA);
+  assert.equal(failed.parent_app_id, a.id);
+  assert.equal(failed.preview_number, 4);
+  const status = events.find((e) => e.topic === 'apps' && e.type === 'status' && e.app === childA);
+  assert.equal(status?.parent_app_id, a.id);
+  assert.equal(status?.preview_number, 4);
+  assert.ok(events.some((e) => e.app === childA && e.type === 'deploy_failed'));
+  assert.ok(
+    events.every((e) => e.app_id !== b.id && e.parent_app_id !== b.id && !String(e.app).startsWith(b.name)),
+    JSON.stringify(events.filter((e) => String(e.app).startsWith(b.name))),
+  );
+  // The build log of A's preview is theirs to read; B's preview's is as absent as B.
+  ws.send(JSON.stringify({ type: 'subscribe', topic: `build:${pa.body.preview.deployment_id}` }));
+  ws.send(JSON.stringify({ type: 'subscribe', topic: `build:${pb.body.preview.deployment_id}` }));
+  const buildA = await until(
+    (f) => f.topic === `build:${pa.body.preview.deployment_id}` && f.type !== 'event',
+  );
+  const buildB = await until((f) => f.topic === `build:${pb.body.preview.deployment_id}`);
+  assert.equal(buildA.type, 'subscribed');
+  assert.equal(buildB.code, 'not_found');
+  ws.close();
+  for (const app of made) await owner.req('DELETE', `/api/apps/${app.id}`);
+});

@@ -3,9 +3,10 @@
 // the engine is tests/edge/previews.e2e.test.ts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { adminClient, type Client } from '../../_support/server.js';
 import { startTestApp, type TestApp } from '../../_support/request.js';
+import { SHA_A, SHA_B, githubPullRequest } from '../../unit/webhooks/_payloads.js';
 
 let s: TestApp;
 let admin: Client;
@@ -17,6 +18,36 @@ before(async () => {
 after(() => s.stop());
 
 const uniq = () => randomBytes(3).toString('hex');
+
+let deliveries = 0;
+/** A pull request delivery signed like GitHub's; each call carries a new delivery id. */
+async function deliver(appId: string, secret: string, payload: unknown) {
+  const body = Buffer.from(JSON.stringify(payload));
+  const res = await s.request(`/webhooks/${appId}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': `pv-${++deliveries}-${uniq()}`,
+      'x-hub-signature-256': 'sha256=' + createHmac('sha256', secret).update(body).digest('hex'),
+    },
+    body: new Uint8Array(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** The deployments of preview `number`'s own app row, oldest first. */
+async function previewDeployments(appId: string, number: number) {
+  return s.env.db
+    .selectFrom('deployments')
+    .innerJoin('previews', 'previews.target_app_id', 'deployments.app_id')
+    .select(['deployments.id', 'deployments.status'])
+    .where('previews.app_id', '=', appId)
+    .where('previews.number', '=', number)
+    .orderBy('deployments.id')
+    .execute();
+}
 
 async function gitApp(): Promise<{ id: string; name: string }> {
   const r = await admin.req('POST', '/api/apps', {
@@ -201,4 +232,127 @@ test("previews sleep by default: the setting lands on each preview's own app row
   assert.equal(await child(), 5);
   // The app itself is untouched.
   assert.equal((await admin.req('GET', `/api/apps/${app.id}`)).body.app.sleep_after_minutes, null);
+});
+
+test('a pull request delivery sent again under a new delivery id redeploys nothing; a new head commit does; a closed one for no preview is harmless', async () => {
+  const app = await gitApp();
+  await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true });
+  const secret = (await admin.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
+  const opened = githubPullRequest('opened', { number: 7, head: 'feature', sha: SHA_A });
+  const first = await deliver(app.id, secret, opened);
+  assert.equal(first.status, 202, JSON.stringify(first.body));
+  const depId = first.body.preview.deployment_id;
+  const other = await deliver(app.id, secret, githubPullRequest('opened', { number: 8, head: 'other' }));
+  assert.equal(other.status, 202, JSON.stringify(other.body));
+
+  // The same signed body under a new id while its deployment waits in the queue.
+  const replay = await deliver(app.id, secret, opened);
+  assert.equal(replay.status, 200, JSON.stringify(replay.body));
+  assert.equal(replay.body.duplicate, true);
+  assert.equal(
+    replay.body.reason,
+    `preview 7 is already queued at commit ${SHA_A.slice(0, 12)} of feature (deployment ${depId})`,
+  );
+  // That deployment ran (the queue is not started here: its row says it succeeded): a reopened
+  // delivery at the same head is a repeat too.
+  await s.env.db
+    .updateTable('deployments')
+    .set({ status: 'succeeded', commit_sha: SHA_A, finished_at: new Date().toISOString() })
+    .where('id', '=', depId)
+    .execute();
+  const reopened = await deliver(
+    app.id,
+    secret,
+    githubPullRequest('reopened', { number: 7, head: 'feature', sha: SHA_A }),
+  );
+  assert.equal(reopened.status, 200, JSON.stringify(reopened.body));
+  assert.match(reopened.body.reason, /^preview 7 is already live at commit /);
+  assert.deepEqual(
+    (await previewDeployments(app.id, 7)).map((d) => d.id),
+    [depId],
+    'no second deployment',
+  );
+  const log = (await admin.req('GET', `/api/apps/${app.id}/webhook/deliveries`)).body.items;
+  assert.deepEqual(
+    log.slice(0, 2).map((i: any) => [i.outcome, i.ref, i.commit]),
+    [
+      ['duplicate', 'feature', SHA_A],
+      ['duplicate', 'feature', SHA_A],
+    ],
+  );
+  const audit = await admin.req('GET', `/api/audit?action=webhook.duplicate&target=${app.id}&limit=10`);
+  assert.equal(audit.body.items.length, 2, audit.text);
+  assert.equal(audit.body.items[0].detail.pull_request, 7);
+
+  // A new head commit deploys.
+  const sync = await deliver(
+    app.id,
+    secret,
+    githubPullRequest('synchronize', { number: 7, head: 'feature', sha: SHA_B }),
+  );
+  assert.equal(sync.status, 202, JSON.stringify(sync.body));
+  assert.notEqual(sync.body.preview.deployment_id, depId);
+  assert.equal(sync.body.preview.commit, SHA_B);
+  assert.equal((await previewDeployments(app.id, 7)).length, 2);
+
+  // Closed removes; the same closed delivery again finds nothing and touches nothing else.
+  const closed = githubPullRequest('closed', { number: 7, head: 'feature', sha: SHA_B });
+  assert.equal((await deliver(app.id, secret, closed)).status, 202);
+  const again = await deliver(app.id, secret, closed);
+  assert.deepEqual([again.status, again.body], [200, { ignored: 'no preview for pull request 7' }]);
+  const left = (await admin.req('GET', `/api/apps/${app.id}/previews`)).body.items;
+  assert.deepEqual(
+    left.map((p: any) => [p.number, p.deployment_id]),
+    [[8, other.body.preview.deployment_id]],
+  );
+});
+
+test('database "empty": the answer (API and delivery) comes before the preview\'s database exists; its deployment makes it', async () => {
+  const app = await gitApp();
+  // A managed database of the app, as POST .../databases leaves it once provisioned (no engine here).
+  await s.env.db
+    .insertInto('app_databases')
+    .values({
+      id: `db${uniq()}${uniq()}`,
+      app_id: app.id,
+      engine: 'redis',
+      version: '7',
+      name: '0',
+      username: 'default',
+      password_sealed: 'x',
+      host: 'redis-abcdefgh',
+      port: 6379,
+      env_var: 'REDIS_URL',
+      container: `svc-${app.name}-db-abcdefgh`,
+      volume: `svc-${app.name}_db-abcdefgh`,
+      status: 'ready',
+      error: null,
+      created_at: new Date().toISOString(),
+    })
+    .execute();
+  await admin.req('PUT', `/api/apps/${app.id}/previews/settings`, { enabled: true, database: 'empty' });
+  const secret = (await admin.req('POST', `/api/apps/${app.id}/webhook/regenerate`)).body.secret;
+  const viaApi = await admin.req('POST', `/api/apps/${app.id}/previews`, { branch: 'feature', number: 3 });
+  assert.equal(viaApi.status, 202, viaApi.text);
+  const viaHook = await deliver(app.id, secret, githubPullRequest('opened', { number: 4, head: 'other' }));
+  assert.equal(viaHook.status, 202, JSON.stringify(viaHook.body));
+  for (const n of [3, 4]) {
+    const child = await s.env.db
+      .selectFrom('previews')
+      .select('target_app_id')
+      .where('app_id', '=', app.id)
+      .where('number', '=', n)
+      .executeTakeFirstOrThrow();
+    const dbs = await s.env.db
+      .selectFrom('app_databases')
+      .select('id')
+      .where('app_id', '=', child.target_app_id)
+      .execute();
+    assert.deepEqual(dbs, [], `preview ${n} has no database yet`);
+    assert.deepEqual(
+      (await previewDeployments(app.id, n)).map((d) => d.status),
+      ['queued'],
+      'its deployment is accepted',
+    );
+  }
 });
