@@ -219,7 +219,7 @@ test("a preview's events name its app and its number and reach whoever reaches i
     assert.equal(set.status, 200, set.text);
   }
   const [a, b] = made as [{ id: string; name: string }, { id: string; name: string }];
-  const d = await operator('only-pv-a', 'deployer', [a.id]);
+  const d = await team.operator('only-pv-a', 'deployer', [a.id]);
   const ws = await openSocket(wsUrl(s.url), { authorization: `Bearer ${d.token}` });
   const frames: any[] = [];
   ws.on('message', (m) => frames.push(JSON.parse(String(m))));
