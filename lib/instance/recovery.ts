@@ -144,9 +144,8 @@ async function waitDeployment(env: Env, id: string): Promise<{ status: string; e
   }
 }
 
-/** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
-async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
-  const app = await getApp(env.db, appId);
+/** The report item of one app's comeback, and the same already settled. */
+function reporter(app: { id: string; name: string }) {
   const item = (outcome: Outcome, detail: string): RecoveryItem => ({
     kind: 'app',
     id: app.id,
@@ -154,7 +153,13 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
     outcome,
     detail,
   });
-  const done = (i: RecoveryItem) => async () => i;
+  return { item, done: (i: RecoveryItem) => async () => i };
+}
+
+/** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
+async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
+  const app = await getApp(env.db, appId);
+  const { item, done } = reporter(app);
   try {
     if ((await listAppContainers(env.engine, app.name)).length)
       return done(item('skipped', 'its containers are there'));
@@ -205,14 +210,7 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
  */
 async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promise<RecoveryItem>> {
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
-  const item = (outcome: Outcome, detail: string): RecoveryItem => ({
-    kind: 'app',
-    id: child.id,
-    name: child.name,
-    outcome,
-    detail,
-  });
-  const done = (i: RecoveryItem) => async () => i;
+  const { item, done } = reporter(child);
   try {
     if (Date.parse(row.expires_at) <= env.now())
       return done(item('skipped', `preview ${row.number} has expired: the next sweep removes it`));
