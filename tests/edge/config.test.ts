@@ -407,7 +407,7 @@ test('the control route answers 403 to clients on engine networks, on both ports
   );
 });
 
-test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the default log', () => {
+test('access log: JSON to SVC_ACCESS_LOG without headers or link tokens, and kept out of the default log', () => {
   const cfg = buildCaddyConfig(planRoutes(rows()), settings, []);
   assert.deepEqual((cfg.accessLogger as any).writer, {
     output: 'file',
@@ -417,8 +417,17 @@ test('access log: JSON to SVC_ACCESS_LOG without headers, and kept out of the de
   assert.deepEqual(Object.keys((cfg.accessLogger as any).encoder.fields).sort(), [
     'request>headers',
     'request>tls',
+    'request>uri',
     'resp_headers',
   ]);
+  // The uri keeps its path and query; only an invitation or reset token in it is cut out.
+  const uri = (cfg.accessLogger as any).encoder.fields['request>uri'];
+  assert.equal(uri.filter, 'regexp');
+  const cut = (path: string) => path.replace(new RegExp(uri.regexp, 'g'), uri.value.replace('${1}', '$1'));
+  assert.equal(cut('/api/invitations/abc_DEF-123/accept'), '/api/invitations/[redacted]/accept');
+  assert.equal(cut('/invite/abc_DEF-123?x=1'), '/invite/[redacted]?x=1');
+  assert.equal(cut('/api/operators/invitations'), '/api/operators/invitations');
+  assert.equal(cut('/api/apps?invite=1'), '/api/apps?invite=1');
   assert.deepEqual((cfg.accessLogger as any).include, [ACCESS_LOGGER_NAMESPACE]);
   const { http, https } = servers(cfg) as any;
   assert.deepEqual(http.logs, { default_logger_name: 'svc' });
