@@ -16,7 +16,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Services as Env } from '../http/handler.js';
 import { ensurePrivateDir } from '../util/private-dir.js';
 import { lazyRequire } from '../util/lazy.js';
-import { guard, isNotFound } from '../docker/engine.js';
+import { ensureImage, guard, isNotFound } from '../docker/engine.js';
 import { isOwned, ownerLabels } from '../docker/owner.js';
 import { unavailable } from '../http/errors.js';
 import type TarStream from 'tar-stream';
@@ -220,7 +220,7 @@ async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: 
       }
       await docker.getContainer(existing.Id).remove({ force: true });
     }
-    await ensureImage(env, image);
+    await ensureImage(env.engine, image);
     const c = await docker.createContainer({
       name: REGISTRY_CONTAINER,
       Image: image,
@@ -239,20 +239,6 @@ async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: 
     await putTls(env, c.id, certPem, keyPem);
     await c.start();
   });
-}
-
-async function ensureImage(env: Env, image: string): Promise<void> {
-  const docker = env.engine.docker;
-  const present = await docker
-    .getImage(image)
-    .inspect()
-    .then(() => true)
-    .catch((e) => (isNotFound(e) ? false : Promise.reject(e)));
-  if (present) return;
-  const stream = await docker.pull(image);
-  await new Promise<void>((resolve, reject) =>
-    docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())),
-  );
 }
 
 /** The server certificate and key go into the container itself: no host path is shared with it. */

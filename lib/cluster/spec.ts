@@ -2,7 +2,7 @@
 // virtual IPs), host-mode ports only, start-first updates that roll back on failure: the same
 // promises as the blue/green path on one host, kept by the swarm's own updater.
 import type Docker from 'dockerode';
-import { EngineConflictError, StackError, guard, isNotFound, type Engine } from '../docker/engine.js';
+import { EngineConflictError, StackError, guard, type Engine } from '../docker/engine.js';
 import {
   LABEL_APP,
   LABEL_DEPLOYMENT,
@@ -13,6 +13,7 @@ import {
 } from '../docker/names.js';
 import { isOwned, ownerLabels } from '../docker/owner.js';
 import type { PlanService, StackPlan } from '../docker/plan.js';
+import { existingAppNetwork } from '../docker/resources.js';
 
 const SECOND = 1e9;
 /** How long the updater watches a new task before it counts as a success. */
@@ -22,21 +23,8 @@ export const MONITOR_NS = 5 * SECOND;
 export async function ensureOverlayNetworks(engine: Engine, plan: StackPlan): Promise<void> {
   await guard(engine, async () => {
     for (const n of plan.networks) {
-      let existing: { Id: string; Driver?: string; Labels?: Record<string, string> } | undefined;
-      try {
-        existing = await engine.docker.getNetwork(n.name).inspect();
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-      }
+      const existing = await existingAppNetwork(engine, plan.app, n);
       if (existing) {
-        if (
-          !isOwned(engine, 'network', existing.Id, existing.Labels) ||
-          existing.Labels?.[LABEL_APP] !== plan.app ||
-          existing.Labels?.[LABEL_NETWORK] !== n.key
-        )
-          throw new EngineConflictError(
-            `network "${n.name}" exists but does not belong to app "${plan.app}"`,
-          );
         if (existing.Driver !== 'overlay')
           throw new EngineConflictError(
             `network "${n.name}" is a ${existing.Driver} network from single-host mode; delete the app's containers and that network, then deploy again`,

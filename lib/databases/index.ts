@@ -13,6 +13,7 @@ import { envBinding } from '../apps/env.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import {
   guard,
+  ensureImage,
   isNotFound,
   isOwned,
   EngineConflictError,
@@ -171,21 +172,6 @@ export async function createDatabase(
   });
   background(provision(env, app, row, secrets));
   return toView(row);
-}
-
-async function ensureImage(engine: Engine, ref: string): Promise<void> {
-  await guard(engine, async () => {
-    try {
-      await engine.docker.getImage(ref).inspect();
-      return;
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-    const stream = await engine.docker.pull(ref);
-    await new Promise<void>((resolve, reject) =>
-      engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
-    );
-  });
 }
 
 function containerSpec(

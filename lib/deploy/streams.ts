@@ -100,6 +100,14 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
     remember({ topic, ts: data.at, data });
     env.bus.publish(topic, data);
   };
+  /** A followed stream, forgotten when it ends so that the next scan follows its source again. */
+  const follow = (key: string, raw: Readable) => {
+    followed.set(key, raw);
+    const forget = () => followed.delete(key);
+    raw.on('end', forget);
+    raw.on('close', forget);
+    raw.on('error', forget);
+  };
   const scan = async () => {
     if (scanning || stopped) return;
     scanning = true;
@@ -124,28 +132,11 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
           raw.destroy();
           return;
         }
-        followed.set(c.id, raw);
-        const lines = (stream: 'stdout' | 'stderr') => {
-          let partial = '';
-          const pt = new PassThrough();
-          pt.on('data', (chunk: Buffer) => {
-            partial += chunk.toString('utf8');
-            const parts = partial.split(/\r?\n/);
-            partial = parts.pop() ?? '';
-            if (partial.length > MAX_LINE) {
-              parts.push(partial);
-              partial = '';
-            }
-            for (const l of parts) emit(c.service, c.name, stream, l);
-          });
-          return pt;
-        };
+        follow(c.id, raw);
+        const lines = (stream: 'stdout' | 'stderr') =>
+          lineSplitter((l) => emit(c.service, c.name, stream, l));
         if (info.Config.Tty) raw.pipe(lines('stdout'));
         else env.engine.docker.modem.demuxStream(raw, lines('stdout'), lines('stderr'));
-        const forget = () => followed.delete(c.id);
-        raw.on('end', forget);
-        raw.on('close', forget);
-        raw.on('error', forget);
       }
     } catch {
       // Engine hiccup: the next scan retries.
@@ -175,26 +166,13 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
         raw.destroy();
         return;
       }
-      followed.set(key, raw);
-      const lines = (stream: 'stdout' | 'stderr') => {
-        let partial = '';
-        const pt = new PassThrough();
-        pt.on('data', (chunk: Buffer) => {
-          partial += chunk.toString('utf8');
-          const parts = partial.split(/\r?\n/);
-          partial = parts.pop() ?? '';
-          for (const l of parts) {
-            const { task, line } = swarmLogLine(l);
-            emit(service, task, stream, line);
-          }
+      follow(key, raw);
+      const lines = (stream: 'stdout' | 'stderr') =>
+        lineSplitter((l) => {
+          const { task, line } = swarmLogLine(l);
+          emit(service, task, stream, line);
         });
-        return pt;
-      };
       env.engine.docker.modem.demuxStream(raw, lines('stdout'), lines('stderr'));
-      const forget = () => followed.delete(key);
-      raw.on('end', forget);
-      raw.on('close', forget);
-      raw.on('error', forget);
     }
   };
   void scan();
@@ -206,6 +184,26 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
     for (const s of followed.values()) s.destroy();
     followed.clear();
   };
+}
+
+/**
+ * A writable end that calls `onLine` for each complete line; a partial line longer than MAX_LINE
+ * is let out as one, so a stream without newlines cannot grow it without bound.
+ */
+function lineSplitter(onLine: (line: string) => void): PassThrough {
+  let partial = '';
+  const pt = new PassThrough();
+  pt.on('data', (chunk: Buffer) => {
+    partial += chunk.toString('utf8');
+    const parts = partial.split(/\r?\n/);
+    partial = parts.pop() ?? '';
+    if (partial.length > MAX_LINE) {
+      parts.push(partial);
+      partial = '';
+    }
+    for (const l of parts) onLine(l);
+  });
+  return pt;
 }
 
 /**

@@ -117,6 +117,22 @@ export function isNotFound(e: unknown): boolean {
   return statusOf(e) === 404;
 }
 
+/** The image `ref` on the engine: kept when it is there, pulled (to the end of its progress) when not. */
+export async function ensureImage(engine: Engine, ref: string): Promise<void> {
+  await guard(engine, async () => {
+    try {
+      await engine.docker.getImage(ref).inspect();
+      return;
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    const stream = await engine.docker.pull(ref);
+    await new Promise<void>((resolve, reject) =>
+      engine.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())),
+    );
+  });
+}
+
 /** Pings the engine; throws EngineUnavailableError when it cannot be reached. */
 export async function pingEngine(engine: Engine): Promise<void> {
   await guard(engine, () => engine.docker.ping());

@@ -1,6 +1,7 @@
 export {
   createEngine,
   pingEngine,
+  ensureImage,
   guard,
   mapEngineError,
   isConnectError,

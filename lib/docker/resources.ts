@@ -6,27 +6,35 @@ import { isOwned, ownedFilter, ownerLabels } from './owner.js';
 import type { StackPlan } from './plan.js';
 import { seedVolume } from './binds.js';
 
+/**
+ * The app's network `n` as the engine has it, or undefined when there is none. One of that name
+ * that is not ours, or is another app's or another network's, is a conflict: never reused.
+ */
+export async function existingAppNetwork(
+  engine: Engine,
+  app: string,
+  n: { name: string; key: string },
+): Promise<{ Id: string; Driver?: string; Labels?: Record<string, string> } | undefined> {
+  let existing: { Id: string; Driver?: string; Labels?: Record<string, string> } | undefined;
+  try {
+    existing = await engine.docker.getNetwork(n.name).inspect();
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+  if (
+    existing &&
+    (!isOwned(engine, 'network', existing.Id, existing.Labels) ||
+      existing.Labels?.[LABEL_APP] !== app ||
+      existing.Labels?.[LABEL_NETWORK] !== n.key)
+  )
+    throw new EngineConflictError(`network "${n.name}" exists but does not belong to app "${app}"`);
+  return existing;
+}
+
 export async function ensureNetworks(engine: Engine, plan: StackPlan): Promise<void> {
   await guard(engine, async () => {
     for (const n of plan.networks) {
-      let existing: { Id: string; Labels?: Record<string, string> } | undefined;
-      try {
-        existing = await engine.docker.getNetwork(n.name).inspect();
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-      }
-      if (existing) {
-        if (
-          !isOwned(engine, 'network', existing.Id, existing.Labels) ||
-          existing.Labels?.[LABEL_APP] !== plan.app ||
-          existing.Labels?.[LABEL_NETWORK] !== n.key
-        ) {
-          throw new EngineConflictError(
-            `network "${n.name}" exists but does not belong to app "${plan.app}"`,
-          );
-        }
-        continue;
-      }
+      if (await existingAppNetwork(engine, plan.app, n)) continue;
       await createWithSubnet(engine, {
         Name: n.name,
         Driver: 'bridge',

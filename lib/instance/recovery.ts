@@ -144,8 +144,11 @@ async function waitDeployment(env: Env, id: string): Promise<{ status: string; e
   }
 }
 
-/** The report item of one app's comeback, and the same already settled. */
-function reporter(app: { id: string; name: string }) {
+/**
+ * The report item of one app's comeback: `done` for one already settled, `after` for one that
+ * settles when deployment `depId` (brought back `how`) ends.
+ */
+function reporter(env: Env, app: { id: string; name: string }) {
   const item = (outcome: Outcome, detail: string): RecoveryItem => ({
     kind: 'app',
     id: app.id,
@@ -153,13 +156,19 @@ function reporter(app: { id: string; name: string }) {
     outcome,
     detail,
   });
-  return { item, done: (i: RecoveryItem) => async () => i };
+  const after = (depId: string, how: string) => async () => {
+    const r = await waitDeployment(env, depId);
+    return r.status === 'succeeded'
+      ? item('redeployed', `${how}: deployment ${depId}`)
+      : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
+  };
+  return { item, done: (i: RecoveryItem) => async () => i, after };
 }
 
 /** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
 async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
   const app = await getApp(env.db, appId);
-  const { item, done } = reporter(app);
+  const { item, done, after } = reporter(env, app);
   try {
     if ((await listAppContainers(env.engine, app.name)).length)
       return done(item('skipped', 'its containers are there'));
@@ -191,12 +200,7 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
       depId = (await env.deployments.enqueue(app, { trigger: 'manual', ref: null })).deployment.id;
       how = `from its ${app.source.type} source (the images of deployment ${last.id} are not on this engine)`;
     }
-    return async () => {
-      const r = await waitDeployment(env, depId);
-      return r.status === 'succeeded'
-        ? item('redeployed', `${how}: deployment ${depId}`)
-        : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
-    };
+    return after(depId, how);
   } catch (e) {
     return done(item('failed', reason(e)));
   }
@@ -210,7 +214,7 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
  */
 async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promise<RecoveryItem>> {
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
-  const { item, done } = reporter(child);
+  const { item, done, after } = reporter(env, child);
   try {
     if (Date.parse(row.expires_at) <= env.now())
       return done(item('skipped', `preview ${row.number} has expired: the next sweep removes it`));
@@ -239,12 +243,7 @@ async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promis
     });
     const depId = preview.deployment_id!;
     const how = `as preview ${row.number} of app ${parent.name}, from the head of ${row.branch}`;
-    return async () => {
-      const r = await waitDeployment(env, depId);
-      return r.status === 'succeeded'
-        ? item('redeployed', `${how}: deployment ${depId}`)
-        : item('failed', `deployment ${depId} ${r.status}: ${r.error ?? ''}`.trim());
-    };
+    return after(depId, how);
   } catch (e) {
     return done(item('failed', `preview ${row.number}: ${reason(e)}`));
   }

@@ -17,7 +17,7 @@ import { dirname } from 'node:path';
 import type TarStream from 'tar-stream';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { guard, isNotFound, type Engine } from '../docker/engine.js';
+import { ensureImage, guard, isNotFound, type Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_ROLE } from '../docker/names.js';
 import { isOwned, ownedFilter, ownerLabels } from '../docker/owner.js';
 import { lazyRequire } from '../util/lazy.js';
@@ -108,19 +108,6 @@ export function edgeContainerSpec(config: Config, labels: Record<string, string>
     Labels: { ...labels, [LABEL_ROLE]: EDGE_ROLE, [LABEL_EDGE_SPEC]: hash },
   };
   return { image, admin: { host, port }, initialConfig, create, hash };
-}
-
-async function ensureImage(engine: Engine, ref: string): Promise<void> {
-  try {
-    await engine.docker.getImage(ref).inspect();
-    return;
-  } catch (e) {
-    if (!isNotFound(e)) throw e;
-  }
-  const stream = await engine.docker.pull(ref);
-  await new Promise<void>((resolve, reject) =>
-    engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
-  );
 }
 
 async function ensureVolume(engine: Engine): Promise<void> {
