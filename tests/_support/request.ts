@@ -27,6 +27,7 @@ import { isPromise } from '#lib/util/maybe.js';
 import { TEST_MASTER_KEY, Client, adminClient, apiToken } from './server.js';
 import { registerTransport } from './transport.js';
 import { testDatabaseVars } from './postgres.js';
+import { createClient, type SvcClient } from '../../client/index.js';
 
 /** What the node adapter would have read from the socket. */
 export interface SocketFacts {
@@ -176,6 +177,15 @@ export async function bearer(app: TestApp, name = 'test'): Promise<Client> {
   const c = new Client(app.url);
   c.bearer = await apiToken(await signedIn(app), name);
   return c;
+}
+
+/**
+ * The typed client (client/) over the app with an API token (a new one by default): tests written
+ * with it fail the type check when an answer's shape changes, instead of reading `any`.
+ */
+export async function typedClient(app: TestApp, token?: string): Promise<SvcClient> {
+  const raw = token ?? (await bearer(app)).bearer!;
+  return createClient(app.url, { token: raw, fetch: (r) => app.fetch(r) });
 }
 
 // What fetch adds to every request on its own, so a handler sees the same headers either way.
