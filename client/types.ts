@@ -338,6 +338,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/deploy-hook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the app has a deploy hook, and when it was made and last called (never its URL) */
+        get: operations["getApiAppsByIdDeployHook"];
+        put?: never;
+        /**
+         * Make a deploy hook: a secret URL that pulls and redeploys the app (shown only in this answer; the old one stops working)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiAppsByIdDeployHook"];
+        /** Remove the app's deploy hook (its URL answers 404 from now on) */
+        delete: operations["deleteApiAppsByIdDeployHook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/deployments": {
         parameters: {
             query?: never;
@@ -348,7 +370,7 @@ export interface paths {
         /** An app's deployments, newest first */
         get: operations["getApiAppsByIdDeployments"];
         put?: never;
-        /** Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active */
+        /** Deploy an app now (202: queued), its ref's head or one commit of its history, pulling its images again with pull: true; 409 while a manual deployment is active */
         post: operations["postApiAppsByIdDeployments"];
         delete?: never;
         options?: never;
@@ -1996,6 +2018,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/registries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stored registry credentials (never a password) */
+        get: operations["getApiRegistries"];
+        put?: never;
+        /**
+         * Store a registry's credentials (the password is sealed); pulls from that host use them (409: the host has some)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiRegistries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/registries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a registry's credentials (pulls from that host go without them) */
+        delete: operations["deleteApiRegistriesById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a registry's host, username or password
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        patch: operations["patchApiRegistriesById"];
+        trace?: never;
+    };
+    "/api/registries/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Log in to the registry's /v2/ with the stored credentials (200 {ok, error?}) */
+        post: operations["postApiRegistriesByIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/security/fail2ban": {
         parameters: {
             query?: never;
@@ -2195,6 +2276,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/deploy/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An app's deploy hook: pull the app's images again and deploy (202 {deployment_id})
+         * @description Rate-limited per token (429 with Retry-After); an unknown token is 404. Waits behind a running deployment instead of answering 409. Audited as the system, naming the hook.
+         */
+        post: operations["postHooksDeployByToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -2316,10 +2417,14 @@ export interface components {
             /** @constant */
             type: "image";
             image: string;
+            /** @enum {string} */
+            pull?: "if_missing" | "always";
         } | {
             /** @constant */
             type: "compose";
             compose: string;
+            /** @enum {string} */
+            pull?: "if_missing" | "always";
         };
         AppSpec: {
             /** @constant */
@@ -2610,6 +2715,12 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
         };
+        DeployHook: {
+            exists: boolean;
+            id: string | null;
+            created_at: string | null;
+            last_used_at: string | null;
+        };
         DeploymentBody: {
             deployment: components["schemas"]["Deployment"];
         };
@@ -2619,7 +2730,7 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "cloning" | "building" | "deploying" | "health_checking" | "succeeded" | "failed" | "canceled" | "interrupted";
             /** @enum {string} */
-            trigger: "manual" | "push" | "tag" | "rollback";
+            trigger: "manual" | "push" | "tag" | "rollback" | "hook";
             ref: string | null;
             commit: string | null;
             commit_subject: string | null;
@@ -2627,6 +2738,12 @@ export interface components {
             images: {
                 [key: string]: string;
             } | null;
+            /** @description Per service, the exact image it ran (sha256:...): a pulled image's registry digest, else the image id. A rollback runs exactly these */
+            image_digests: {
+                [key: string]: string;
+            } | null;
+            /** @description Every image was pulled again before deploying (pull: true, a deploy hook) */
+            pull: boolean;
             error: string | null;
             rollback_of: string | null;
             delivery_id: string | null;
@@ -2995,6 +3112,22 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
         };
+        Registry: {
+            id: string;
+            /** @description host[:port] as image references name it; Docker Hub is docker.io */
+            host: string;
+            username: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            /** @description When a pull or a test last used these credentials */
+            last_used_at: string | null;
+        };
+        RegistryTest: {
+            ok: boolean;
+            error?: string;
+        };
         ResetResult: {
             removed: {
                 id: string;
@@ -3190,6 +3323,9 @@ export interface components {
             deleted: true;
         } & {
             [key: string]: unknown;
+        };
+        PostApiAppsByIdDeployHook200: {
+            url: string;
         };
         GetApiAppsByIdDeployments200: {
             items: components["schemas"]["Deployment"][];
@@ -3445,6 +3581,15 @@ export interface components {
         PostApiOperatorsByIdReset201: {
             invitation: components["schemas"]["CreatedInvitation"];
         };
+        GetApiRegistries200: {
+            items: components["schemas"]["Registry"][];
+        };
+        PostApiRegistries201: {
+            registry: components["schemas"]["Registry"];
+        };
+        PatchApiRegistriesById200: {
+            registry: components["schemas"]["Registry"];
+        };
         GetApiSecurityFail2ban200: {
             /** @constant */
             available: true;
@@ -3502,6 +3647,9 @@ export interface components {
             oidc: boolean;
             oidc_name?: string;
         };
+        PostHooksDeployByToken202: {
+            deployment_id: string;
+        };
         PostWebhooksByAppID200: {
             ignored: string;
         } | {
@@ -3557,10 +3705,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
         };
         PostApiAppsImportBody: {
@@ -3601,10 +3759,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
             /** @default [] */
             services: {
@@ -3665,10 +3833,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
             build_limits?: {
                 /** @description Memory of the build, in MiB (no swap beyond it) */
@@ -3751,6 +3929,8 @@ export interface components {
             ref?: string;
             /** @description Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history */
             commit?: string;
+            /** @description Pull every image again before deploying ("pull latest and redeploy"); default false */
+            pull?: boolean;
         };
         PostApiAppsByIdDomainsBody: {
             hostname: string;
@@ -3922,6 +4102,16 @@ export interface components {
         };
         PostApiOperatorsByIdResetBody: {
             expires_in_hours?: number;
+        };
+        PostApiRegistriesBody: {
+            host: string;
+            username: string;
+            password: string;
+        };
+        PatchApiRegistriesByIdBody: {
+            host?: string;
+            username?: string;
+            password?: string;
         };
         PostApiSettingsNotificationsBody: {
             /** @enum {string} */
@@ -4761,6 +4951,85 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["DeleteApiAppsByIdDatabasesByDbid200"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployHook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAppsByIdDeployHook200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -7811,6 +8080,140 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    getApiRegistries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiRegistries200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiRegistries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiRegistriesBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiRegistries201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiRegistriesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiRegistriesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiRegistriesByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatchApiRegistriesById200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiRegistriesByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryTest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiSecurityFail2ban: {
         parameters: {
             query?: never;
@@ -8158,6 +8561,31 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postHooksDeployByToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHooksDeployByToken202"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

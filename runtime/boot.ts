@@ -24,6 +24,7 @@ import { hasSealedData, unopenableSealedData } from '#lib/instance/sealed-rows.j
 import { tightenPrivateDir } from '#lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '#lib/auth/setup.js';
 import { createEngine } from '#lib/docker/engine.js';
+import { registryCredentials } from '#lib/registries/index.js';
 import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '#lib/instance/owner.js';
 import { AccessLogTailer } from '#lib/traffic/tailer.js';
 import { DeployService } from '#lib/deploy/service.js';
@@ -154,7 +155,12 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     signingKey,
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
     loginGuard: new LoginGuard(config.authAccountLimit),
-    engine: createEngine({ socketPath: config.dockerSocket, owner: owner.owner }),
+    engine: createEngine({
+      socketPath: config.dockerSocket,
+      owner: owner.owner,
+      // Every pull, build and swarm service finds the stored registry credentials here.
+      credentials: registryCredentials({ db, sealer, config, now: () => env.now() }),
+    }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,
     // Replaced just below: the service needs the finished env.

@@ -60,7 +60,7 @@ const MAX_FILES = 2000;
 
 /** Paths the dashboard never answers, whatever is in its folder: the API's own namespaces. */
 export function isReservedPath(path: string): boolean {
-  return /^\/(api|webhooks|metrics)(\/|$)/i.test(path);
+  return /^\/(api|webhooks|hooks|metrics)(\/|$)/i.test(path);
 }
 
 export function loadDashboard(dir: string = DEFAULT_DASHBOARD_DIR): Dashboard | null {

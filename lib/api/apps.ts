@@ -1,7 +1,7 @@
 // Wire shapes of apps: the app, its source and build settings, build plan, services, environment
 // and the portable spec.
 import { z } from 'zod';
-import { APP_STATUSES } from '../apps/model.js';
+import { APP_STATUSES, PULL_POLICIES } from '../apps/model.js';
 import { STACKS } from '../buildplan/types.js';
 import { FINDING_LEVELS } from '../compose/types.js';
 import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
@@ -65,8 +65,8 @@ export const appSourceSchema = named(
       compose_path: z.string().optional(),
       build: buildSettingSchema.optional(),
     }),
-    z.object({ type: z.literal('image'), image: z.string() }),
-    z.object({ type: z.literal('compose'), compose: z.string() }),
+    z.object({ type: z.literal('image'), image: z.string(), pull: z.enum(PULL_POLICIES).optional() }),
+    z.object({ type: z.literal('compose'), compose: z.string(), pull: z.enum(PULL_POLICIES).optional() }),
   ]),
 );
 

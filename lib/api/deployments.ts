@@ -15,6 +15,13 @@ export const deploymentSchema = named(
     commit_subject: z.string().nullable(),
     image: z.string().nullable(),
     images: z.record(z.string(), z.string()).nullable(),
+    image_digests: z
+      .record(z.string(), z.string())
+      .nullable()
+      .describe(
+        "Per service, the exact image it ran (sha256:...): a pulled image's registry digest, else the image id. A rollback runs exactly these",
+      ),
+    pull: z.boolean().describe('Every image was pulled again before deploying (pull: true, a deploy hook)'),
     error: z.string().nullable(),
     rollback_of: z.string().nullable(),
     delivery_id: z.string().nullable(),

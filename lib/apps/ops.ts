@@ -3,6 +3,8 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
+import { deploymentsWithImages } from '../images/store.js';
+import { releaseDeployment } from '../images/keep.js';
 import { HttpError } from '../http/errors.js';
 import {
   listServices,
@@ -191,6 +193,9 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   const services = swarm(env) ? await removeSwarmServices(env.engine, app.name) : [];
   const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
   await removeAppImages(env, app.name);
+  // The tags that held the images it pulled for rollbacks, and those images if nothing else names them.
+  for (const d of await deploymentsWithImages(env.db, id))
+    await releaseDeployment(env.engine, app.name, d, (line) => env.log.info({ app: app.name }, line));
   // The working copy and the per-app known_hosts live under the data directory.
   await rm(join(env.config.dataDir, 'work', app.id), { recursive: true, force: true });
   await rm(join(env.config.dataDir, 'ssh', app.id), { recursive: true, force: true });

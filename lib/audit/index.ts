@@ -63,6 +63,7 @@ const EVENT_SUMMARIES: Record<string, string> = {
   'app.sleeping': 'App went to sleep after its idle time',
   'app.woken': 'App woken by a request',
   'app.wake_failed': 'App could not be woken',
+  'app.deploy_hook': 'Deploy hook called: pull and redeploy',
 };
 
 /** The first clause of a route's summary: "Cancel a deployment (409 when ...)" -> "Cancel a deployment". */

@@ -14,6 +14,7 @@ import {
   type StackPlan,
 } from '../docker/index.js';
 import { LABEL_ROLE, swarmServiceName } from '../docker/names.js';
+import { serviceAuth } from '../docker/pull.js';
 import { ownerLabels } from '../docker/owner.js';
 import { sleep } from '../util/sleep.js';
 import type { ClusterSettings } from './settings.js';
@@ -119,13 +120,15 @@ export async function clusterRollout(
           `swarm service "${name}" exists but does not belong to app "${plan.app}"; it is left alone`,
         );
       signal?.throwIfAborted();
+      // The nodes pull with the stored login of the image's registry.
+      const auth = await serviceAuth(engine, image);
       if (!existing) {
-        await guard(engine, () => engine.docker.createService({}, spec));
+        await guard(engine, () => engine.docker.createService(auth, spec));
         touched.push({ service: svc.name, name, created: true });
         log(`${svc.name}: created swarm service ${name} (${replicas} replica${replicas === 1 ? '' : 's'})`);
       } else {
         await guard(engine, () =>
-          updateService(engine, existing.ID, { version: existing.Version.Index }, spec),
+          updateService(engine, existing.ID, { version: existing.Version.Index }, spec, auth),
         );
         touched.push({ service: svc.name, name, created: false });
         log(
@@ -178,11 +181,12 @@ export function updateService(
   id: string,
   query: { version: number; rollback?: 'previous' },
   spec: object,
+  auth: object = {},
 ): Promise<unknown> {
   const svc = engine.docker.getService(id) as unknown as {
     update(auth: object, opts: object): Promise<unknown>;
   };
-  return svc.update({}, { _query: query, _body: spec });
+  return svc.update(auth, { _query: query, _body: spec });
 }
 
 /** This app's Swarm services (only those carrying every ownership label). */

@@ -173,6 +173,33 @@ export interface DeploymentTable {
   commit_wanted: string | null;
   /** The commit (hex, maybe abbreviated) this deployment must deploy, on `ref`'s history; null: the ref's head. */
   commit_pin: string | null;
+  /** JSON map service -> `sha256:...`: the exact image each service ran (a rollback runs these). */
+  image_digests: string | null;
+  /** 1: pull every image again before deploying (`pull: true`, deploy hooks). */
+  pull: number;
+  /** JSON list of `<repository>@<digest>` this deployment pulled (the images retention may remove). */
+  pulled: string | null;
+}
+
+/** Credentials of one container registry; the password is sealed, bound to the row's id. */
+export interface RegistryTable {
+  id: string;
+  /** `host[:port]` as pulls name it; Docker Hub is `docker.io`. */
+  host: string;
+  username: string;
+  password_sealed: string;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+/** An app's deploy hook: the URL's token is shown once, only its SHA-256 is kept. */
+export interface DeployHookTable {
+  id: string;
+  app_id: string;
+  token_hash: string;
+  created_at: string;
+  last_used_at: string | null;
 }
 
 export interface DeploymentEventTable {
@@ -520,6 +547,8 @@ export interface Database {
   deployments: DeploymentTable;
   deployment_events: DeploymentEventTable;
   deployment_logs: DeploymentLogTable;
+  registries: RegistryTable;
+  deploy_hooks: DeployHookTable;
   users: UserTable;
   sessions: SessionTable;
   api_tokens: ApiTokenTable;

@@ -10,8 +10,8 @@ export const MAX_LOG_BYTES = 5 * 1024 * 1024;
 const MAX_LINE = 8 * 1024;
 export const MASK = '***';
 
-/** `plan`: a generated build's plan, written before the build starts. */
-export type LogStream = 'deploy' | 'plan' | 'build' | 'error';
+/** `plan`: a generated build's plan, written before the build starts; `pull`: image pull progress. */
+export type LogStream = 'deploy' | 'plan' | 'build' | 'pull' | 'error';
 
 export interface LogLine {
   deployment_id: string;

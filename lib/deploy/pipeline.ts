@@ -28,7 +28,9 @@ import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
 import { inlineSpec } from './source.js';
 import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
-import { imagesPresent } from './images.js';
+import { pullServiceImages } from '../images/pull.js';
+import { exactImages } from '../images/rollback.js';
+import { pullPolicyOf, settleImages } from '../images/deploy.js';
 import { rollout } from './bluegreen.js';
 import { switchToContainers } from '../proxy/deploy.js';
 import type { PipelineOptions } from './types.js';
@@ -117,6 +119,12 @@ export async function runPipeline(
     return publishImages(env.engine, refs, await clusterRegistry(env), say, signal);
   };
 
+  const pull = (line: string) => log.write(line, 'pull');
+  const policy = () => pullPolicyOf(app.source.type === 'git' ? {} : app.source, dep.pull);
+  // The exact image of every service (recorded for rollbacks), held by a keep tag on one host.
+  const settle = (refs: Record<string, string>) =>
+    settleImages(env.engine, { app: app.name, deploymentId: dep.id, images: refs, local, swarm });
+
   const prune = () =>
     pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => {
       say(`could not remove old copies of the repository: ${(e as Error).message}`);
@@ -130,10 +138,9 @@ export async function runPipeline(
     say(
       `rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`,
     );
-    // On a swarm the recorded references are the registry's: the nodes pull them from there.
-    const missing = swarm ? [] : await imagesPresent(env.engine, images);
-    if (missing.length)
-      throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
+    // Exactly the digests that ran then, whatever the tags say now. On a swarm the recorded
+    // references are the registry's, by digest: the nodes pull them from there.
+    if (!swarm) images = await exactImages(env.engine, images, dep.image_digests, { log: pull, signal });
     // That deployment's own copy of the repository, when it made one, has the right files.
     const kept = dep.rollback_of ? sourceCopy(opts.workRoot, app.id, dep.rollback_of) : null;
     workdir = kept && (await isDir(kept)) ? kept : (await isDir(repoDir)) ? repoDir : undefined;
@@ -145,22 +152,23 @@ export async function runPipeline(
     });
     await prune();
     images = await publish(images);
-    await run.setStatus('deploying', swarm ? { images } : undefined);
+    await run.setStatus('deploying', { ...(swarm ? { images } : {}), imageDigests: await settle(images) });
   } else if (app.source.type === 'image') {
     spec = { kind: 'image', image: app.source.image };
-    say(
-      `image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`,
-    );
+    say(`image app: running ${app.source.image} (no clone, no build)`);
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
-    images = await publish({ [plan.services[0]!.name]: app.source.image });
-    await run.setStatus('deploying', { images, spec });
+    images = { [plan.services[0]!.name]: app.source.image };
+    const pulled = await pullServiceImages(env.engine, images, { policy: policy(), log: pull, signal });
+    images = await publish(images);
+    await run.setStatus('deploying', { images, spec, pulled, imageDigests: await settle(images) });
   } else if (app.source.type === 'compose') {
     spec = inlineSpec(app.source);
-    say('inline compose file: no clone, no build; its images must be present on the engine');
+    say('inline compose file: no clone, no build');
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
     for (const svc of plan.services) images[svc.name] = svc.image!;
+    const pulled = await pullServiceImages(env.engine, images, { policy: policy(), log: pull, signal });
     images = await publish(images);
-    await run.setStatus('deploying', { images, spec });
+    await run.setStatus('deploying', { images, spec, pulled, imageDigests: await settle(images) });
   } else {
     const src = app.source;
     const ref = dep.ref ?? src.branch;
@@ -234,8 +242,14 @@ export async function runPipeline(
           args: svc.build.args,
           shown: shown(svc.build),
           text: generated?.text,
+          onPull: pull,
+          pullPolicy: policy(),
+          signal,
         });
     }
+    // The images the stack runs but does not build, before anything stops.
+    const named = Object.fromEntries(plan.services.filter((v) => !v.build).map((v) => [v.name, v.image!]));
+    const pulled = await pullServiceImages(env.engine, named, { policy: policy(), log: pull, signal });
     const limits = app.build_limits ?? undefined;
     if (limits && plan.services.some((svc) => svc.build)) say(`build limits: ${describeLimits(limits)}`);
     let slot: BuildSlot | null = null;
@@ -271,7 +285,7 @@ export async function runPipeline(
       }
     }
     images = await publish(images);
-    await run.setStatus('deploying', { images });
+    await run.setStatus('deploying', { images, pulled, imageDigests: await settle(images) });
   }
 
   const settings = await serviceSettings(env.db, app.id);

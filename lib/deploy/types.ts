@@ -40,6 +40,8 @@ export interface EnqueueInput {
   commit?: string | null;
   /** Deploy exactly this commit (4..40 hex digits), which must be on `ref`'s history; git apps only. */
   pin?: string | null;
+  /** Pull every image again before deploying ("pull latest and redeploy", deploy hooks). */
+  pull?: boolean;
 }
 
 export interface EnqueueResult {

@@ -12,6 +12,7 @@ import { envBinding, previewEnvBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { channelBinding } from '../notify/store.js';
+import { registryBinding } from '../registries/model.js';
 import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
@@ -117,6 +118,13 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     column: 'url_sealed',
     keys: ['id'],
     binding: (r) => channelBinding(r.id!),
+  },
+  {
+    what: 'registry passwords',
+    table: 'registries',
+    column: 'password_sealed',
+    keys: ['id'],
+    binding: (r) => registryBinding(r.id!),
   },
 ];
 
