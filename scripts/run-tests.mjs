@@ -44,6 +44,8 @@ const POSTGRES_CORE = [
   'api/operators/operators.test.js',
   'api/apps/app-settings.test.js',
   'api/apps/webhooks.test.js',
+  'api/apps/images.test.js',
+  'api/registries/registries.test.js',
   'api/audit/revert.test.js',
   'api/instance/instance.test.js',
   'api/api-gaps.test.js',

@@ -52,6 +52,9 @@ const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) 
 const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
 const NodesPage = lazyPage<object>(() => import('./pages/nodes').then((m) => m.NodesPage));
+const RegistriesPage = lazyPage<{ canWrite: boolean }>(() =>
+  import('./pages/registries').then((m) => m.RegistriesPage),
+);
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
   import('./pages/invite').then((m) => m.InvitePage),
 );
@@ -154,12 +157,12 @@ function Root({ initial }: { initial: Boot }) {
       }}
     >
       <StepUpDialog totp={boot.user.totp_enabled} sso={boot.user.sso} />
-      <Page path={path} user={boot.user} />
+      <Page path={path} user={boot.user} permissions={boot.permissions} />
     </Shell>
   );
 }
 
-function Page({ path, user }: { path: string; user: User }) {
+function Page({ path, user, permissions }: { path: string; user: User; permissions?: string[] }) {
   const app = /^\/apps\/([^/]+)$/.exec(path);
   if (app) return <AppPage id={decodeURIComponent(app[1]!)} />;
   switch (path) {
@@ -185,6 +188,8 @@ function Page({ path, user }: { path: string; user: User }) {
       return <OperatorsPage />;
     case '/nodes':
       return <NodesPage />;
+    case '/registries':
+      return <RegistriesPage canWrite={permissions?.includes('instance.admin') ?? true} />;
     default:
       return (
         <main>
@@ -242,6 +247,7 @@ function Shell({
           {may('operators.manage') && <Link href="/operators">Operators</Link>}
           {may('app.read') && <Link href="/domains">Domains</Link>}
           {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
+          {may('instance.read') && <Link href="/registries">Registries</Link>}
           {may('instance.read') && <Link href="/instance">Instance</Link>}
           {cluster.data && <Link href="/nodes">Nodes</Link>}
           <Link href="/profile">Profile</Link>

@@ -17,6 +17,9 @@ import { OutboundRefused, refusalOf, type ResolvedAddress, type Resolver } from 
 
 export { OutboundRefused };
 
+/** The name does not resolve now: nothing was refused, nothing can be reached either. */
+export class HostUnresolved extends OutboundRefused {}
+
 const SELF_HOSTED_RANGES = new Set(['loopback', 'private', 'uniqueLocal', 'carrierGradeNat']);
 
 export interface SelfHostedPolicy {
@@ -74,11 +77,11 @@ export async function checkSelfHosted(
     try {
       addresses = await (policy.resolve ?? systemResolve)(bare);
     } catch (e) {
-      throw new OutboundRefused(
+      throw new HostUnresolved(
         `${bare} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`,
       );
     }
-    if (!addresses.length) throw new OutboundRefused(`${bare} does not resolve`);
+    if (!addresses.length) throw new HostUnresolved(`${bare} does not resolve`);
   }
   for (const a of addresses) {
     const why = selfHostedRefusal(a.address, port, policy);

@@ -5,7 +5,7 @@ import { requireSealer } from '../crypto/seal.js';
 import { newId } from '../crypto/random.js';
 import { nowIso } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
-import { OutboundRefused, type SelfHostedPolicy } from '../net/self-hosted.js';
+import { HostUnresolved, OutboundRefused, type SelfHostedPolicy } from '../net/self-hosted.js';
 import type { RegistryCredentials, RegistryLogin } from '../docker/credentials.js';
 import { canonicalHost, registryOfReference, ruleFor } from './hosts/index.js';
 import { registryBinding, toRegistry, type Registry } from './model.js';
@@ -32,11 +32,15 @@ export interface RegistryInput {
   password: string;
 }
 
-/** The save-time check: a host the guard refuses is a 400 naming the reason. */
+/**
+ * The save-time check: a host the guard refuses is a 400 naming the reason. One that does not
+ * resolve from here is stored (the engine's resolver may know it); every use checks it again.
+ */
 async function admitHost(host: string, policy: SelfHostedPolicy): Promise<void> {
   try {
     await checkRegistryHost(host, policy);
   } catch (e) {
+    if (e instanceof HostUnresolved) return;
     if (!(e instanceof OutboundRefused)) throw e;
     throw badRequest(`Registry host refused: ${e.reason}`, [{ field: 'host', message: e.reason }]);
   }

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, waitListening } from './net.js';
 import { DOCKER_SOCKET } from './docker.js';
+import { missing } from './ci.js';
+import type { TestContext } from 'node:test';
 
 const run = promisify(execFile);
 
@@ -43,6 +45,18 @@ const docker = (args: string[], input?: string) =>
     );
     p.stdin.end(input ?? '');
   });
+
+/** Call first: skips (loudly) without docker-registry and htpasswd (apache2-utils), or fails under CI. */
+export async function needRegistry(t: Pick<TestContext, 'name' | 'skip'>): Promise<boolean> {
+  for (const bin of ['docker-registry', 'htpasswd']) {
+    const found = await run('sh', ['-c', 'command -v "$1"', 'sh', bin]).then(
+      () => true,
+      () => false,
+    );
+    if (!found) return missing(t, `${bin} is not installed (Debian: docker-registry, apache2-utils)`);
+  }
+  return true;
+}
 
 /** Starts the registry; `username`/`password` are the only credentials it accepts. */
 export async function startRegistry(
