@@ -28,6 +28,7 @@ before(async () => {
   c = await adminClient(s);
   s.env.deployments.opts.healthTimeoutMs = 60_000;
   s.env.deployments.opts.settleMs = 1_000;
+  s.env.deployments.opts.keepImages = 3;
 });
 after(async () => {
   for (const name of made) await cleanupApp(s.env.engine, name);
@@ -180,6 +181,16 @@ test('the tag moves: pull: true serves the new bytes, and a rollback runs the ol
   // The tag itself still names version two: the rollback did not re-resolve it.
   const tagged = await s.env.engine.docker.getImage(`${reg.host}/team/web:stable`).inspect();
   assert.ok(tagged.RepoDigests.includes(`${reg.host}/team/web@${moved}`));
+  // Keep tags hold the images of the newest SVC_KEEP_IMAGES (3 here) deployments, no more.
+  const kept = async (d: { id: string }) =>
+    s.env.engine.docker
+      .getImage(`svc/${app.name}-app:${d.id}`)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+  assert.deepEqual(await Promise.all([first, same, fresh, back].map(kept)), [false, true, true, true]);
 });
 
 test('a compose app pulls its services from the private registry', async (t) => {
