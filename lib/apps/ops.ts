@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
 import { deploymentsWithImages } from '../images/store.js';
 import { releaseDeployment } from '../images/keep.js';
+import { ensureImage } from '../docker/pull.js';
 import { HttpError } from '../http/errors.js';
 import {
   listServices,
@@ -162,6 +163,8 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
       'The app cannot be planned',
       planned.findings.map((f) => ({ field: f.key, message: f.message })),
     );
+  // Pulled like a deployment's image (with the registry's stored credentials) when the engine lacks it.
+  await ensureImage(env.engine, app.source.image);
   const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
   await followRunning(env, app).catch((err) =>
     env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'),
