@@ -120,6 +120,8 @@ export function registryCredentials(deps: Deps): RegistryCredentials {
       try {
         await checkRegistryHost(host, registryPolicy(deps.config));
       } catch (e) {
+        // Nothing to judge: the engine's own lookup fails the same way and says so in its error.
+        if (e instanceof HostUnresolved) return;
         if (e instanceof OutboundRefused) throw new RegistryRefused(host, e.reason);
         throw e;
       }
