@@ -1,5 +1,6 @@
-// The edge's parts wired together: the proxy sync (rows -> Caddy), the host checker (DNS and
-// certificates -> rows), the DNS check. Built once per env; started and stopped by the runtime.
+// The edge's parts wired together: the proxy sync (rows -> Caddy), the upstream resolver (rows ->
+// the answers Caddy's lookups get, one host only), the host checker (DNS and certificates -> rows),
+// the DNS check. Built once per env; started and stopped by the runtime.
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Db } from '../db/index.js';
@@ -12,6 +13,8 @@ import { planRoutes, type EdgeRows, type PlannedRoute } from './config.js';
 import { defaultControlUpstream, loadEdgeRows } from './rows.js';
 import { ProxySync } from './sync.js';
 import { clusterEdgePreparer } from './cluster.js';
+import { UpstreamResolver } from './resolver.js';
+import { lookupAnswers } from './upstreams.js';
 import { createDnsChecker, type DnsChecker } from '../domains/dns.js';
 import { createCertificateProber } from '../domains/certificate.js';
 import { DomainChecker, type CheckTarget } from '../domains/checker.js';
@@ -51,15 +54,27 @@ export interface Edge {
   readonly dnsCheck: DnsChecker;
   rows(): Promise<EdgeRows>;
   plan(): Promise<{ rows: EdgeRows; routes: PlannedRoute[] }>;
-  /** The secret the wake route sends (runtime/wake.ts checks it); new at each start of the process. */
+  /**
+   * The secret the wake route sends (runtime/wake.ts checks it): derived from the master key, so
+   * that Caddy's config stays the same across restarts; without one, new at each start.
+   */
   readonly wakeToken: string;
+  /** One host with the proxy on: the DNS server Caddy's lookups ask (null in cluster mode or without the proxy). */
+  readonly resolver: UpstreamResolver | null;
+  /**
+   * After the rows of an app's upstreams or sleep changed: the resolver's answers follow, and this
+   * resolves once Caddy holds no answer from before (new connections go by the rows), with the
+   * time waited for Caddy in ms; null without a resolver.
+   */
+  publish(appId: string): Promise<number | null>;
+  /**
+   * Requests Caddy has in flight to any of these container addresses (any port), WebSockets
+   * included; null when Caddy cannot be asked (then nothing is open through it either, or it
+   * cannot tell).
+   */
+  inFlight(addresses: ReadonlySet<string>): Promise<number | null>;
   /** Where Caddy reaches the control plane, once the server listens (its port may be chosen then). */
   setControlUpstream(hostPort: string): void;
-  /**
-   * Where the engine's app networks are read from (the server's connection guard); the control
-   * route refuses their clients. Call `proxy.sync()` when they change.
-   */
-  setEngineSubnets(source: () => readonly string[]): void;
   start(): void;
   stop(): Promise<void>;
 }
@@ -98,8 +113,19 @@ export function targetsOf(
 export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
   const { config } = deps;
   let controlUpstream = defaultControlUpstream(config);
-  let engineSubnets: () => readonly string[] = () => [];
-  const wakeToken = randomBytes(32).toString('base64url');
+  const wakeToken = deps.sealer.available
+    ? deps.sealer.digest('proxy wake route', 'v1')
+    : randomBytes(32).toString('base64url');
+  const resolver =
+    config.proxy.enabled && config.cluster.mode !== 'swarm'
+      ? new UpstreamResolver({ load: (appId) => lookupAnswers(deps.db, appId), log: deps.log })
+      : null;
+  let resolverReady: Promise<unknown> | null = null;
+  const resolverAddress = async () => {
+    if (!resolver) return null;
+    await resolverReady;
+    return resolver.address ?? `udp/127.0.0.1:${config.proxy.resolverPort}`;
+  };
   const rows = () =>
     loadEdgeRows({
       db: deps.db,
@@ -107,8 +133,8 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
       sealer: deps.sealer,
       now: deps.now,
       controlUpstream: () => controlUpstream,
-      engineSubnets: () => engineSubnets(),
       wakeToken,
+      resolver: resolverAddress,
     });
   const client = createCaddyClient(config.proxy.adminUrl);
   // Cluster mode: every run first makes sure Caddy's container runs on the manager, on the
@@ -125,6 +151,12 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     now: deps.now,
     checkIntervalMs: opts.checkIntervalMs,
     enabled: config.proxy.enabled,
+    // Every sync (start, change, periodic check) re-reads every answer too: a safety net under the
+    // per-app updates.
+    onPlan: () =>
+      void resolver
+        ?.reload(null)
+        .catch((err) => deps.log.warn({ err: String(err) }, 'upstream answers not re-read')),
   });
   const dnsCheck = createDnsChecker({
     resolver: config.proxy.dnsResolver,
@@ -155,22 +187,50 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     checker,
     dnsCheck,
     wakeToken,
+    resolver,
     rows,
     plan,
+    async inFlight(addresses) {
+      if (!config.proxy.enabled) return null;
+      try {
+        let n = 0;
+        for (const [address, count] of await client.upstreams()) {
+          const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+          if (addresses.has(host)) n += count;
+        }
+        return n;
+      } catch {
+        return null;
+      }
+    },
+    async publish(appId) {
+      if (!resolver) return null;
+      await resolverReady;
+      return resolver.update(appId);
+    },
     setControlUpstream(hostPort) {
       controlUpstream = hostPort;
     },
-    setEngineSubnets(source) {
-      engineSubnets = source;
-    },
     start() {
       if (!config.proxy.enabled) return;
+      // Bound before the first sync, whose config names its port.
+      resolverReady ??=
+        resolver
+          ?.listen(config.proxy.resolverPort)
+          .then(() => resolver.reload(null))
+          .catch((err) =>
+            deps.log.error(
+              { err: String(err), port: config.proxy.resolverPort },
+              "the upstream resolver could not start: Caddy's lookups fail and every request for an app goes through the control plane",
+            ),
+          ) ?? null;
       proxy.start();
       checker.start();
     },
     async stop() {
       await checker.stop();
       await proxy.stop();
+      await resolver?.close();
     },
   };
 }
