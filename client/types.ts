@@ -3023,6 +3023,7 @@ export interface components {
             health: string | null;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             published_ports: {
                 host_ip: string;
                 host_port: number;
@@ -3262,6 +3263,7 @@ export interface components {
             name: string;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             replicas: number | null;
             placement: {
                 constraints: string[];
@@ -3801,6 +3803,7 @@ export interface components {
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
+            drain_s?: number | null;
             replicas?: number | null;
             placement?: {
                 constraints: string[];

@@ -4,7 +4,14 @@ import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
 import { MAX_REPLICAS, constraintProblem } from '../cluster/settings.js';
-import { APP_NAME, ENV_KEY, RESERVED_NAMES, SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from './model.js';
+import {
+  APP_NAME,
+  ENV_KEY,
+  MAX_DRAIN_S,
+  RESERVED_NAMES,
+  SLEEP_MAX_MINUTES,
+  SLEEP_MIN_MINUTES,
+} from './model.js';
 import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../compose/inline.js';
 import { PlanError, STACKS } from '../buildplan/types.js';
 import { command, port, relPath, versionInput } from '../buildplan/validate.js';
@@ -164,14 +171,18 @@ export const placementSchema = z.strictObject({
     .max(20),
 });
 
+/** Seconds a previous version may drain after a switch: 0 retires it at once; null is the default. */
+export const drainSchema = z.number().int().min(0).max(MAX_DRAIN_S);
+
 export const servicePatchSchema = z
   .strictObject({
     port: servicePortSchema.nullable().optional(),
     health_path: healthPathSchema.nullable().optional(),
+    drain_s: drainSchema.nullable().optional(),
     replicas: z.number().int().min(0).max(MAX_REPLICAS).nullable().optional(),
     placement: placementSchema.nullable().optional(),
   })
   .refine(
     (v) => Object.values(v).some((x) => x !== undefined),
-    'give port, health_path, replicas and/or placement',
+    'give port, health_path, drain_s, replicas and/or placement',
   );
