@@ -105,6 +105,73 @@ function requestLoops(lab: EdgeLab, hosts: string[]) {
   };
 }
 
+/** Waits until Caddy's log shows no config load for 5 s: the checker has seen every new certificate. */
+async function quiet(lab: EdgeLab): Promise<void> {
+  let last = -1;
+  await poll(
+    'no config load for 5 s',
+    async () => {
+      await new Promise((r) => setTimeout(r, 5000));
+      const now = lab.caddyLoads();
+      const still = now === last;
+      last = now;
+      return still ? true : null;
+    },
+    120_000,
+    0,
+  );
+}
+
+/** WebSockets to `host`, each known to reach the app (it echoed a frame when opened). */
+function socketPool(lab: EdgeLab, host: string) {
+  const socks: Sock[] = [];
+  const open = async () => {
+    const ws = opened(await wsThroughCaddy(lab, host));
+    const s: Sock = { ws, openedAt: Date.now(), closedAt: null };
+    ws.once('close', () => (s.closedAt = Date.now()));
+    const reply = nextMessage(ws);
+    ws.send('hello');
+    await reply;
+    socks.push(s);
+  };
+  const live = () => socks.filter((s) => s.closedAt === null);
+  return {
+    socks,
+    live,
+    async fill(count: number) {
+      while (live().length < count) await open();
+    },
+  };
+}
+
+/** X's redeploys: the sockets open at each switch, closed before drain_s or after it. */
+async function redeploysOfX(
+  c: Client,
+  x: string,
+  pool: ReturnType<typeof socketPool>,
+  o: { deploys: number; drainS: number; count: number },
+): Promise<{ early: number; drained: number }> {
+  let early = 0;
+  let drained = 0;
+  for (let i = 0; i < o.deploys; i++) {
+    const at = await deploy(c, x);
+    const before = pool.live().filter((s) => s.openedAt < at);
+    // The old container goes after drain_s; its sockets close then, and are opened again.
+    await poll(
+      'the old sockets closed',
+      () => (before.every((s) => s.closedAt !== null) ? true : null),
+      120_000,
+      100,
+    );
+    for (const s of before) {
+      if (s.closedAt! - at < o.drainS * 1000) early++;
+      else drained++;
+    }
+    await pool.fill(o.count);
+  }
+  return { early, drained };
+}
+
 async function main(): Promise<void> {
   const count = arg('--sockets', 100);
   const deploysY = arg('--deploys-y', 20);
@@ -135,64 +202,24 @@ async function main(): Promise<void> {
         120_000,
         250,
       );
-    // The checker sees each new certificate once, and each sighting loads a config: wait them out.
-    let last = -1;
-    await poll(
-      'no config load for 5 s',
-      async () => {
-        await new Promise((r) => setTimeout(r, 5000));
-        const now = lab!.caddyLoads();
-        const quiet = now === last;
-        last = now;
-        return quiet ? true : null;
-      },
-      120_000,
-      0,
-    );
+    await quiet(lab);
 
-    const socks: Sock[] = [];
-    const open = async () => {
-      const ws = opened(await wsThroughCaddy(lab!, hx));
-      const s: Sock = { ws, openedAt: Date.now(), closedAt: null };
-      ws.once('close', () => (s.closedAt = Date.now()));
-      const reply = nextMessage(ws);
-      ws.send('hello');
-      await reply;
-      socks.push(s);
-    };
-    for (let i = 0; i < count; i++) await open();
+    const pool = socketPool(lab, hx);
+    await pool.fill(count);
     const loads0 = [server.env.edge.proxy.state().loads, lab.caddyLoads()];
     const load0 = loadavg()[0]!;
     const requests = requestLoops(lab, [hx, hy]);
-
     const t0 = Date.now();
     for (let i = 0; i < deploysY; i++) await deploy(c, y);
-    const duringY = socks.filter((s) => s.closedAt !== null).length;
+    const duringY = pool.socks.filter((s) => s.closedAt !== null).length;
     const yMs = Date.now() - t0;
-
-    let early = 0;
-    let drained = 0;
     const t1 = Date.now();
-    for (let i = 0; i < deploysX; i++) {
-      const at = await deploy(c, x);
-      const before = socks.filter((s) => s.closedAt === null && s.openedAt < at);
-      // The old container goes after drain_s; its sockets close then, and are opened again.
-      await poll(
-        'the old sockets closed',
-        () => (before.every((s) => s.closedAt !== null) ? true : null),
-        120_000,
-        100,
-      );
-      for (const s of before) {
-        if (s.closedAt! - at < drainS * 1000) early++;
-        else drained++;
-      }
-      while (socks.filter((s) => s.closedAt === null).length < count) await open();
-    }
+    const { early, drained } = await redeploysOfX(c, x, pool, { deploys: deploysX, drainS, count });
     const xMs = Date.now() - t1;
     await requests.stop();
     const loads = [server.env.edge.proxy.state().loads - loads0[0]!, lab.caddyLoads() - loads0[1]!];
     const { ok, lost } = requests.stats;
+    const met = duringY === 0 && early === 0 && lost.length === 0 && loads[0] === 0 && loads[1] === 0;
     console.log(`WebSockets through Caddy across deploys (${count} sockets to X, drain_s ${drainS})`);
     console.log(
       `  ${deploysY} redeploys of Y in ${(yMs / 1000).toFixed(1)} s: sockets to X closed ${duringY} (goal 0)`,
@@ -207,13 +234,9 @@ async function main(): Promise<void> {
       `  configs loaded: ${loads[0]} by the control plane's count, ${loads[1]} in Caddy's log (goal 0)`,
     );
     console.log(
-      `  machine load (1-minute average): ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end; ${
-        duringY === 0 && early === 0 && lost.length === 0 && loads[0] === 0 && loads[1] === 0
-          ? 'every goal met'
-          : 'NOT every goal met'
-      }`,
+      `  machine load (1-minute average): ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end; ${met ? 'every goal met' : 'NOT every goal met'}`,
     );
-    for (const s of socks) s.ws.terminate();
+    for (const s of pool.socks) s.ws.terminate();
   } finally {
     if (server) for (const n of names) await cleanupApp(server.env.engine, n);
     await server?.stop();

@@ -111,6 +111,32 @@ export async function buildRedeployImage(tag: string): Promise<void> {
   );
 }
 
+function report(api: Round[], base: number[], load0: number): boolean {
+  const b = median(base);
+  const totals = api.map((r) => r.total);
+  const q = median(totals);
+  const overhead = q - b;
+  const mid = api.find((r) => r.total === q)!;
+  console.log(`image app redeploy with a health path (${api.length} rounds, medians)`);
+  console.log(`  container start + first health answer (engine API): ${b} ms   (rounds: ${base.join(', ')})`);
+  console.log(
+    `  API call to the new version answering through Caddy: ${q} ms   (rounds: ${totals.join(', ')})`,
+  );
+  console.log(
+    `  the product's own overhead: ${overhead} ms; goal < ${GOAL_MS} ms: ${overhead < GOAL_MS ? 'met' : 'NOT met'}`,
+  );
+  console.log(`  profile of the median round (from the deployment log's timestamps, ms):`);
+  STEPS.forEach(([what], i) => console.log(`    ${what.padEnd(36)} ${mid.steps[i]}`));
+  console.log(`    ${'to an answer through Caddy'.padEnd(36)} ${mid.steps[STEPS.length]}`);
+  console.log(
+    `    (of which waiting for Caddy to take the new answer: ${mid.caddyWait} ms; per round: ${api.map((r) => r.caddyWait).join(', ')})`,
+  );
+  console.log(
+    `  machine load (1-minute average): ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end`,
+  );
+  return overhead < GOAL_MS;
+}
+
 /** Runs `rounds` of each, prints the figures; true when the goal is met. */
 export async function redeployOverhead(image: string, rounds: number): Promise<boolean> {
   let lab: EdgeLab | null = null;
@@ -152,31 +178,7 @@ export async function redeployOverhead(image: string, rounds: number): Promise<b
       );
       base.push(await baseline(docker, image, net));
     }
-    const b = median(base);
-    const totals = api.map((r) => r.total);
-    const q = median(totals);
-    const overhead = q - b;
-    const mid = api.find((r) => r.total === q)!;
-    console.log(`image app redeploy with a health path (${rounds} rounds, medians)`);
-    console.log(
-      `  container start + first health answer (engine API): ${b} ms   (rounds: ${base.join(', ')})`,
-    );
-    console.log(
-      `  API call to the new version answering through Caddy: ${q} ms   (rounds: ${totals.join(', ')})`,
-    );
-    console.log(
-      `  the product's own overhead: ${overhead} ms; goal < ${GOAL_MS} ms: ${overhead < GOAL_MS ? 'met' : 'NOT met'}`,
-    );
-    console.log(`  profile of the median round (from the deployment log's timestamps, ms):`);
-    STEPS.forEach(([what], i) => console.log(`    ${what.padEnd(36)} ${mid.steps[i]}`));
-    console.log(`    ${'to an answer through Caddy'.padEnd(36)} ${mid.steps[STEPS.length]}`);
-    console.log(
-      `    (of which waiting for Caddy to take the new answer: ${mid.caddyWait} ms; per round: ${api.map((r) => r.caddyWait).join(', ')})`,
-    );
-    console.log(
-      `  machine load (1-minute average): ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end`,
-    );
-    return overhead < GOAL_MS;
+    return report(api, base, load0);
   } finally {
     if (server) await cleanupApp(server.env.engine, name);
     await docker

@@ -8,7 +8,7 @@ import type { Sealer } from '../crypto/seal.js';
 import type { Bus } from '../events/bus.js';
 import type { Logger } from '../log.js';
 import type { Engine } from '../docker/engine.js';
-import { createCaddyClient, unixAdminPath } from './caddy.js';
+import { createCaddyClient, unixAdminPath, type CaddyClient } from './caddy.js';
 import { planRoutes, type EdgeRows, type PlannedRoute } from './config.js';
 import { defaultControlUpstream, loadEdgeRows } from './rows.js';
 import { ProxySync } from './sync.js';
@@ -110,22 +110,92 @@ export function targetsOf(
   });
 }
 
+/**
+ * One host with the proxy on: the DNS server Caddy's lookups ask, bound at start before the first
+ * sync (its port is in the config). A resolver that cannot bind is logged and its configured
+ * address kept: lookups then fail and Caddy hands every app request to the control plane.
+ */
+function edgeResolver(deps: EdgeDeps) {
+  const { config } = deps;
+  const resolver =
+    config.proxy.enabled && config.cluster.mode !== 'swarm'
+      ? new UpstreamResolver({ load: (appId) => lookupAnswers(deps.db, appId), log: deps.log })
+      : null;
+  let ready: Promise<unknown> | null = null;
+  return {
+    resolver,
+    start() {
+      ready ??=
+        resolver
+          ?.listen(config.proxy.resolverPort)
+          .then(() => resolver.reload(null))
+          .catch((err) =>
+            deps.log.error(
+              { err: String(err), port: config.proxy.resolverPort },
+              "the upstream resolver could not start: Caddy's lookups fail and every request for an app goes through the control plane",
+            ),
+          ) ?? null;
+    },
+    async address(): Promise<string | null> {
+      if (!resolver) return null;
+      await ready;
+      return resolver.address ?? `udp/127.0.0.1:${config.proxy.resolverPort}`;
+    },
+    async publish(appId: string): Promise<number | null> {
+      if (!resolver) return null;
+      await ready;
+      return resolver.update(appId);
+    },
+  };
+}
+
+/** Edge.inFlight: Caddy's upstream counts for these container addresses. */
+async function inFlight(client: CaddyClient, addresses: ReadonlySet<string>): Promise<number | null> {
+  try {
+    let n = 0;
+    for (const [address, count] of await client.upstreams()) {
+      const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+      if (addresses.has(host)) n += count;
+    }
+    return n;
+  } catch {
+    return null;
+  }
+}
+
+/** The host checker (DNS and certificates -> rows) over the routes of the plan. */
+function hostChecker(
+  deps: EdgeDeps,
+  opts: EdgeOptions,
+  dns: DnsChecker,
+  plan: () => Promise<{ routes: PlannedRoute[] }>,
+  onChange: () => void,
+): DomainChecker {
+  return new DomainChecker({
+    db: deps.db,
+    bus: deps.bus,
+    log: deps.log,
+    now: deps.now,
+    dns,
+    probe: createCertificateProber({
+      address: proxyAddress(deps.config.proxy.adminUrl),
+      port: deps.config.proxy.httpsPort,
+    }),
+    targets: async () => targetsOf((await plan()).routes, await certificateRows(deps.db)),
+    onChange,
+    tickMs: opts.checkerTickMs,
+    issueTimeoutMs: opts.issueTimeoutMs,
+  });
+}
+
 export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
   const { config } = deps;
   let controlUpstream = defaultControlUpstream(config);
   const wakeToken = deps.sealer.available
     ? deps.sealer.digest('proxy wake route', 'v1')
     : randomBytes(32).toString('base64url');
-  const resolver =
-    config.proxy.enabled && config.cluster.mode !== 'swarm'
-      ? new UpstreamResolver({ load: (appId) => lookupAnswers(deps.db, appId), log: deps.log })
-      : null;
-  let resolverReady: Promise<unknown> | null = null;
-  const resolverAddress = async () => {
-    if (!resolver) return null;
-    await resolverReady;
-    return resolver.address ?? `udp/127.0.0.1:${config.proxy.resolverPort}`;
-  };
+  const lookups = edgeResolver(deps);
+  const resolver = lookups.resolver;
   const rows = () =>
     loadEdgeRows({
       db: deps.db,
@@ -134,7 +204,7 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
       now: deps.now,
       controlUpstream: () => controlUpstream,
       wakeToken,
-      resolver: resolverAddress,
+      resolver: lookups.address,
     });
   const client = createCaddyClient(config.proxy.adminUrl);
   // Cluster mode: every run first makes sure Caddy's container runs on the manager, on the
@@ -167,21 +237,7 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     const r = await rows();
     return { rows: r, routes: planRoutes(r) };
   };
-  const checker = new DomainChecker({
-    db: deps.db,
-    bus: deps.bus,
-    log: deps.log,
-    now: deps.now,
-    dns: dnsCheck,
-    probe: createCertificateProber({
-      address: proxyAddress(config.proxy.adminUrl),
-      port: config.proxy.httpsPort,
-    }),
-    targets: async () => targetsOf((await plan()).routes, await certificateRows(deps.db)),
-    onChange: () => void proxy.sync('host state'),
-    tickMs: opts.checkerTickMs,
-    issueTimeoutMs: opts.issueTimeoutMs,
-  });
+  const checker = hostChecker(deps, opts, dnsCheck, plan, () => void proxy.sync('host state'));
   return {
     proxy,
     checker,
@@ -190,40 +246,14 @@ export function createEdge(deps: EdgeDeps, opts: EdgeOptions = {}): Edge {
     resolver,
     rows,
     plan,
-    async inFlight(addresses) {
-      if (!config.proxy.enabled) return null;
-      try {
-        let n = 0;
-        for (const [address, count] of await client.upstreams()) {
-          const host = address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
-          if (addresses.has(host)) n += count;
-        }
-        return n;
-      } catch {
-        return null;
-      }
-    },
-    async publish(appId) {
-      if (!resolver) return null;
-      await resolverReady;
-      return resolver.update(appId);
-    },
+    inFlight: (addresses) => (config.proxy.enabled ? inFlight(client, addresses) : Promise.resolve(null)),
+    publish: lookups.publish,
     setControlUpstream(hostPort) {
       controlUpstream = hostPort;
     },
     start() {
       if (!config.proxy.enabled) return;
-      // Bound before the first sync, whose config names its port.
-      resolverReady ??=
-        resolver
-          ?.listen(config.proxy.resolverPort)
-          .then(() => resolver.reload(null))
-          .catch((err) =>
-            deps.log.error(
-              { err: String(err), port: config.proxy.resolverPort },
-              "the upstream resolver could not start: Caddy's lookups fail and every request for an app goes through the control plane",
-            ),
-          ) ?? null;
+      lookups.start();
       proxy.start();
       checker.start();
     },
