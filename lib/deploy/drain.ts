@@ -26,6 +26,13 @@ export interface DrainOptions {
   pollMs?: number;
 }
 
+/**
+ * A client on the app's network that looked the service's name up just before it moved to the new
+ * container connects to the old one a moment later: the old one waits this long (at most its
+ * drain period) even when nothing is open, and such a connection is then counted.
+ */
+const LOOKED_UP_MS = 1000;
+
 /** Waits until `c` has no open connection or its drain period passed (or the signal aborts). */
 export async function drain(engine: Engine, c: AppContainer, opts: DrainOptions): Promise<void> {
   const seconds = opts.seconds(c.service);
@@ -42,21 +49,25 @@ export async function drain(engine: Engine, c: AppContainer, opts: DrainOptions)
     ((await opts.proxied(addresses)) ?? 0) + ((pid ? await peerConnections(pid) : null) ?? 0);
   const t0 = Date.now();
   const end = t0 + seconds * 1000;
+  const floor = t0 + Math.min(seconds * 1000, LOOKED_UP_MS);
   let last = 0;
-  for (let round = 0; ; round++) {
+  let held = false;
+  for (;;) {
     last = await open();
-    if (last === 0) {
-      if (round > 0)
+    if (last === 0 && Date.now() >= floor) {
+      if (held)
         opts.log(`${c.service}: ${c.name} drained (its connections ended after ${secondsSince(t0)} s)`);
       return;
     }
-    if (round === 0)
+    if (last > 0 && !held)
       opts.log(
         `${c.service}: ${c.name} has ${last} open connection${last === 1 ? '' : 's'}: draining (at most ${seconds} s)`,
       );
+    held ||= last > 0;
     if (Date.now() >= end || opts.signal?.aborted) break;
     await pause(Math.min(opts.pollMs ?? 250, end - Date.now()), opts.signal);
   }
+  if (last === 0) return;
   opts.log(
     `${c.service}: ${c.name} still had ${last} open connection${last === 1 ? '' : 's'} after ${secondsSince(t0)} s ${opts.signal?.aborted ? '(shutting down)' : `(drain_s ${seconds})`}: closing them`,
   );
