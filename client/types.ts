@@ -3156,6 +3156,7 @@ export interface components {
             health: string | null;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             published_ports: {
                 host_ip: string;
                 host_port: number;
@@ -3398,6 +3399,7 @@ export interface components {
             name: string;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             replicas: number | null;
             placement: {
                 constraints: string[];
@@ -3981,6 +3983,7 @@ export interface components {
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
+            drain_s?: number | null;
             replicas?: number | null;
             placement?: {
                 constraints: string[];

@@ -68,6 +68,11 @@ export interface Config {
     enabled: boolean;
     /** SVC_CADDY_ADMIN, an http:// origin or a unix socket (`unix//run/caddy/admin.sock`). */
     adminUrl: string;
+    /**
+     * SVC_PROXY_RESOLVER_PORT: the loopback UDP port of the DNS server Caddy asks for services'
+     * addresses (lib/proxy/resolver.ts); 0 takes a free one at each start (tests).
+     */
+    resolverPort: number;
     httpPort: number;
     httpsPort: number;
     acmeCa: string;
@@ -388,6 +393,7 @@ export function loadConfig(env: Env = process.env): Config {
     proxy: {
       enabled: bool(env, 'SVC_PROXY', true),
       adminUrl: adminOrigin(env, 'SVC_CADDY_ADMIN', 'http://127.0.0.1:2019'),
+      resolverPort: int(env, 'SVC_PROXY_RESOLVER_PORT', 2053, 0, 65535),
       httpPort,
       httpsPort,
       acmeCa,

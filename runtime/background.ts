@@ -35,9 +35,6 @@ export function startBackground(env: Env, running: Running): void {
   // The edge (SVC_PROXY): Caddy's config from the rows, its periodic check, the host checker.
   if (env.config.proxy.enabled) {
     env.edge.setControlUpstream(defaultControlUpstream(env.config, running.port));
-    // The control route refuses the same app networks as the server's own guard, and follows it.
-    env.edge.setEngineSubnets(() => running.subnets.subnets());
-    running.onClose(running.subnets.onChange(() => void env.edge.proxy.sync('engine networks')));
     env.edge.start();
     running.onClose(() => env.edge.stop());
   }

@@ -21,7 +21,13 @@ import { loadDashboard } from './dashboard.js';
 import { isPromise } from '#lib/util/maybe.js';
 import { createWakePath } from './wake.js';
 import { registerWsMetrics } from '#lib/metrics/platform.js';
-import { engineSubnetGuard, followNetworks, type SubnetGuard } from '#lib/net/engine-subnets.js';
+import {
+  engineSubnetGuard,
+  followNetworks,
+  refusesForwarded,
+  type SubnetGuard,
+} from '#lib/net/engine-subnets.js';
+import { buildBlockList } from '#lib/http/client-address.js';
 
 export interface Running {
   server: Server;
@@ -37,6 +43,7 @@ export interface Running {
 }
 
 const DRAIN_MS = 10_000;
+const APP_NETWORK_REFUSAL = `${JSON.stringify({ error: 'The control domain does not answer clients on app networks.', code: 'forbidden' })}\n`;
 /** How long boot waits for the engine's network list before listening without it. */
 const SUBNETS_AT_BOOT_MS = 5_000;
 
@@ -57,6 +64,9 @@ export async function startServer(
     );
   const app = createDispatcher(env, routes, { dashboard: loadDashboard(opts.dashboardDir) });
   const wake = createWakePath(env);
+  const trusted = buildBlockList(env.config.trustedProxies);
+  const fromAppNetwork = (req: IncomingMessage) =>
+    refusesForwarded(subnets, trusted, req.socket.remoteAddress, req.headers['x-forwarded-for']);
   const metaOf = (req: IncomingMessage): RequestMeta => ({
     peer: req.socket.remoteAddress,
     target: req.url,
@@ -92,6 +102,11 @@ export async function startServer(
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     // Requests for sleeping apps never reach the API's routes (runtime/wake.ts).
     if (wake.claims(req)) return wake.handle(req, res);
+    // Through the proxy from an app network (the control route): refused like a direct connection.
+    if (fromAppNetwork(req)) {
+      res.writeHead(403, { 'content-type': 'application/json' });
+      return void res.end(APP_NETWORK_REFUSAL);
+    }
     let response: Response | Promise<Response>;
     try {
       const method = req.method;
@@ -122,9 +137,14 @@ export async function startServer(
   server.keepAliveTimeout = 5_000;
   const ws = lazyWsHub(env);
   registerWsMetrics(env.metrics, ws);
-  server.on('upgrade', (req, socket, head) =>
-    wake.claims(req) ? wake.handleUpgrade(req, socket, head) : ws.handleUpgrade(req, socket, head, tls),
-  );
+  server.on('upgrade', (req, socket, head) => {
+    if (wake.claims(req)) return wake.handleUpgrade(req, socket, head);
+    if (!fromAppNetwork(req)) return ws.handleUpgrade(req, socket, head, tls);
+    socket.on('error', () => socket.destroy());
+    socket.end(
+      `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(APP_NETWORK_REFUSAL)}\r\nConnection: close\r\n\r\n${APP_NETWORK_REFUSAL}`,
+    );
+  });
   const closers: Array<() => Promise<void> | void> = [];
 
   // Before any other listener (TLS's included): such a connection is closed with nothing read.

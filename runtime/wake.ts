@@ -1,5 +1,7 @@
-// The wake path: requests Caddy sends for a sleeping app's hosts (lib/proxy/config.ts, the wake
-// route). Each is held while the app wakes (lib/apps/sleep.ts), then answered by the app itself:
+// The wake path: requests Caddy hands to the control plane for an app's hosts (lib/proxy/config.ts:
+// on one host, whenever the lookup of the app's containers finds nothing, which is the case while it
+// sleeps or is stopped, or when the resolver does not answer; in cluster mode, the wake route of a
+// sleeping app). Each is held while the app wakes (lib/sleep), then answered by the app itself:
 // this process forwards it to the app's container and streams the answer back, so the visitor
 // sees the app's own answer, only later. Bounded by SVC_WAKE_TIMEOUT: past it, 503 with Retry-After.
 //
@@ -129,7 +131,7 @@ export function createWakePath(env: Env): WakePath {
     const address = up?.addresses[0];
     return address ? splitDial(dialAddress(address, t.port)) : null;
   };
-  const NO_CONTAINER = 'The app woke but this service has no running container.';
+  const NO_CONTAINER = 'This service has no running container right now.';
   const waitAnswer = (state: 'timeout' | 'failed') =>
     state === 'timeout'
       ? 'The app is still waking up; try again in a moment.'

@@ -102,6 +102,8 @@ export const serviceSchema = named(
     health: z.string().nullable(),
     port: z.number().int().nullable(),
     health_path: z.string().nullable(),
+    /** Seconds the previous version keeps its open connections after a deployment's switch. */
+    drain_s: z.number().int(),
     published_ports: z.array(
       z.object({
         host_ip: z.string(),
@@ -121,6 +123,8 @@ export const serviceSettingsSchema = z.object({
   name: z.string(),
   port: z.number().int().nullable(),
   health_path: z.string().nullable(),
+  /** Seconds the previous version keeps its open connections after a deployment's switch (default 30). */
+  drain_s: z.number().int(),
   /** Cluster mode (docs/cluster.md): null is one replica, and no constraint. */
   replicas: z.number().int().nullable(),
   placement: z.object({ constraints: z.array(z.string()) }).nullable(),

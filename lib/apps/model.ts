@@ -89,6 +89,9 @@ export function toApp(row: AppTable): App {
 /** Bounds of `sleep_after_minutes`: one minute to one week. */
 export const SLEEP_MIN_MINUTES = 1;
 export const SLEEP_MAX_MINUTES = 10_080;
+/** A service's drain period after a switch (seconds; PATCH .../services/{name} `drain_s`). */
+export const DEFAULT_DRAIN_S = 30;
+export const MAX_DRAIN_S = 3600;
 
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const ENV_MAX_VARS = 500;

@@ -26,7 +26,7 @@ import {
   type RemoveResult,
 } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
-import type { App } from './model.js';
+import { DEFAULT_DRAIN_S, type App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
 import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings, setSleeping } from './store.js';
 import { previewScope, publishAppEvent } from './events.js';
@@ -43,6 +43,7 @@ export interface ServiceView {
   health: string | null;
   port: number | null;
   health_path: string | null;
+  drain_s: number;
   published_ports: { host_ip: string; host_port: number; container_port: number; protocol: string }[];
   /** Cluster mode: where each task of the service runs. */
   tasks?: { node: string; state: string; container_id?: string }[];
@@ -51,7 +52,10 @@ export interface ServiceView {
 const swarm = (env: Env) => env.config.cluster.mode === 'swarm';
 
 /** The app's live services: containers on one host, Swarm services (with their tasks) on a swarm. */
-async function liveServices(env: Env, app: App): Promise<Array<Omit<ServiceView, 'port' | 'health_path'>>> {
+async function liveServices(
+  env: Env,
+  app: App,
+): Promise<Array<Omit<ServiceView, 'port' | 'health_path' | 'drain_s'>>> {
   return swarm(env) ? swarmServices(env.engine, app.name) : listServices(env.engine, app.name);
 }
 
@@ -64,6 +68,7 @@ export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
     health: s.health ?? null,
     port: settings.get(s.name)?.port ?? null,
     health_path: settings.get(s.name)?.health_path ?? null,
+    drain_s: settings.get(s.name)?.drain_s ?? DEFAULT_DRAIN_S,
     published_ports: s.published_ports,
     ...(s.tasks ? { tasks: s.tasks } : {}),
   }));

@@ -8,6 +8,7 @@ import {
   APP_NAME,
   ENV_KEY,
   PULL_POLICIES,
+  MAX_DRAIN_S,
   RESERVED_NAMES,
   SLEEP_MAX_MINUTES,
   SLEEP_MIN_MINUTES,
@@ -177,14 +178,18 @@ export const placementSchema = z.strictObject({
     .max(20),
 });
 
+/** Seconds a previous version may drain after a switch: 0 retires it at once; null is the default. */
+export const drainSchema = z.number().int().min(0).max(MAX_DRAIN_S);
+
 export const servicePatchSchema = z
   .strictObject({
     port: servicePortSchema.nullable().optional(),
     health_path: healthPathSchema.nullable().optional(),
+    drain_s: drainSchema.nullable().optional(),
     replicas: z.number().int().min(0).max(MAX_REPLICAS).nullable().optional(),
     placement: placementSchema.nullable().optional(),
   })
   .refine(
     (v) => Object.values(v).some((x) => x !== undefined),
-    'give port, health_path, replicas and/or placement',
+    'give port, health_path, drain_s, replicas and/or placement',
   );

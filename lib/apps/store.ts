@@ -2,7 +2,14 @@ import type { Db } from '../db/index.js';
 import { isUniqueViolation, nowIso } from '../db/index.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { toApp, type App, type AppSource, type AppStatus, type BuildLimits } from './model.js';
+import {
+  DEFAULT_DRAIN_S,
+  toApp,
+  type App,
+  type AppSource,
+  type AppStatus,
+  type BuildLimits,
+} from './model.js';
 
 export async function insertApp(
   db: Db,
@@ -137,29 +144,45 @@ export async function deleteAppRows(db: Db, id: string): Promise<void> {
   await db.deleteFrom('apps').where('id', '=', id).execute();
 }
 
-export async function serviceSettings(
-  db: Db,
-  appId: string,
-): Promise<Map<string, { port: number | null; health_path: string | null }>> {
-  const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
-  return new Map(rows.map((r) => [r.name, { port: r.port, health_path: r.health_path }]));
+export interface ServiceSettings {
+  port: number | null;
+  health_path: string | null;
+  /** Seconds the previous version may keep its connections after a switch (lib/deploy/drain.ts). */
+  drain_s: number;
 }
 
+export async function serviceSettings(db: Db, appId: string): Promise<Map<string, ServiceSettings>> {
+  const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
+  return new Map(
+    rows.map((r) => [
+      r.name,
+      { port: r.port, health_path: r.health_path, drain_s: r.drain_s ?? DEFAULT_DRAIN_S },
+    ]),
+  );
+}
+
+/** `drain_s: null` goes back to the default. */
 export async function patchServiceSettings(
   db: Db,
   appId: string,
   name: string,
-  patch: { port?: number | null; health_path?: string | null },
-): Promise<{ port: number | null; health_path: string | null }> {
-  const current = (await serviceSettings(db, appId)).get(name) ?? { port: null, health_path: null };
+  patch: { port?: number | null; health_path?: string | null; drain_s?: number | null },
+): Promise<ServiceSettings> {
+  const current = (await serviceSettings(db, appId)).get(name) ?? {
+    port: null,
+    health_path: null,
+    drain_s: DEFAULT_DRAIN_S,
+  };
   const next = {
     port: patch.port === undefined ? current.port : patch.port,
     health_path: patch.health_path === undefined ? current.health_path : patch.health_path,
+    drain_s: patch.drain_s === undefined ? current.drain_s : (patch.drain_s ?? DEFAULT_DRAIN_S),
   };
+  const row = { ...next, drain_s: next.drain_s === DEFAULT_DRAIN_S ? null : next.drain_s };
   await db
     .insertInto('app_services')
-    .values({ app_id: appId, name, ...next })
-    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(next))
+    .values({ app_id: appId, name, ...row })
+    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(row))
     .execute();
   return next;
 }

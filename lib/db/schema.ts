@@ -146,6 +146,8 @@ export interface AppServiceTable {
   replicas?: number | null;
   placement?: string | null;
   pinned_node?: string | null;
+  /** Seconds the previous version may drain after a switch (null: the default, 30). */
+  drain_s?: number | null;
 }
 
 export interface DeploymentTable {

@@ -5,7 +5,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
-import type { App } from '../apps/model.js';
+import { DEFAULT_DRAIN_S, type App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
 import { patchServiceSettings, serviceSettings } from '../apps/store.js';
@@ -323,6 +323,11 @@ export async function runPipeline(
     },
     onHealthChecking: () => run.setStatus('health_checking'),
     switchProxy: (created) => switchToContainers(env, app, created, say),
+    // The old containers keep their open connections until these end or drain_s passed.
+    drain: {
+      seconds: (service) => settings.get(service)?.drain_s ?? DEFAULT_DRAIN_S,
+      proxied: (addresses) => env.edge.inFlight(addresses),
+    },
   });
   return { images, replaced: result.replaced, retire: result.retire };
 }

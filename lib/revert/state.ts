@@ -23,7 +23,7 @@ import {
 } from '../audit/kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
-import type { AppSource, BuildLimits } from '../apps/model.js';
+import { DEFAULT_DRAIN_S, type AppSource, type BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
 import {
   addDomain,
@@ -130,8 +130,12 @@ const service: StateKind = {
   async read(env, id) {
     const [appId, name] = splitService(id);
     if (!(await orNull(getApp(env.db, appId)))) return null;
-    const s = (await serviceSettings(env.db, appId)).get(name) ?? { port: null, health_path: null };
-    return { port: s.port, health_path: s.health_path };
+    const s = (await serviceSettings(env.db, appId)).get(name);
+    return {
+      port: s?.port ?? null,
+      health_path: s?.health_path ?? null,
+      drain_s: s?.drain_s ?? DEFAULT_DRAIN_S,
+    };
   },
   async apply(env, id, before) {
     const [appId, name] = splitService(id);
@@ -139,6 +143,8 @@ const service: StateKind = {
     await patchServiceSettings(env.db, appId, name, {
       port: (before?.port as number | null) ?? null,
       health_path: (before?.health_path as string | null) ?? null,
+      // A state recorded before drain periods existed has none: the default.
+      drain_s: (before?.drain_s as number | null | undefined) ?? null,
     });
   },
 };
