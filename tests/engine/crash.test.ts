@@ -148,6 +148,46 @@ test('a container killed on purpose with SIGKILL under a memory limit is neither
   assert.equal(s!.env.crashes!.state(app.name), null);
 });
 
+// The watcher decides a SIGKILL exit after a short wait for a late OOM notice, then reads the
+// database: a control plane stopped meanwhile waits for that before its database closes.
+test("the server's stop waits for a die being decided: its app_crashed comes before the database closes", async (t) => {
+  if (!(await needEngine(t))) return;
+  const own = await startTestServer();
+  let stopped = false;
+  try {
+    const oc = await adminClient(own);
+    const name = `w14-shut-${suffix}`;
+    const r = await oc.req('POST', '/api/apps', { name, source: { type: 'image', image: BASE_IMAGE } });
+    assert.equal(r.status, 201, r.text);
+    const seen: any[] = [];
+    own.env.bus.onAny((e) => seen.push(e.data));
+    const ctr = await own.env.engine.docker.createContainer({
+      Image: BASE_IMAGE,
+      name: `svc-${name}-web-w14`,
+      Cmd: ['sh', '-c', 'echo "about to go"; exit 137'],
+      Labels: {
+        ...ownerLabels(own.env.engine),
+        [LABEL_APP]: name,
+        [LABEL_SERVICE]: 'web',
+        [LABEL_DEPLOYMENT]: 'w14test',
+        'svc.test': 'w14-crash',
+      },
+    });
+    created.push(ctr.id);
+    await ctr.start();
+    // The bus hears of the die after the watcher took it; stop while it waits for an OOM notice.
+    await poll('die seen', () => seen.some((d) => d?.type === 'container' && d.action === 'die'), 60_000, 20);
+    await own.stop();
+    stopped = true;
+    const crash = seen.find((d) => d?.type === 'app_crashed');
+    assert.ok(crash, 'app_crashed published before the stop returned');
+    assert.equal(crash.exit_code, 137);
+    assert.equal(crash.oom, false, 'no memory limit: a plain crash');
+  } finally {
+    if (!stopped) await own.stop();
+  }
+});
+
 test('a container stopped on purpose is not a crash', async (t) => {
   if (!(await needEngine(t))) return;
   const app = await appWith(`w14-stop-${suffix}`);
