@@ -65,6 +65,14 @@ export function startBackground(env: Env, running: Running): void {
   // Notification channels listen to the bus from here on; boot is the first thing they hear.
   env.notifier.start(env.bus);
   running.onClose(() => env.notifier.stop());
+  // Resource history, alert rules (sending what a previous run left pending first) and log
+  // drains; closed before the notifier, so an alert's notification in flight ends first.
+  env.resources.start();
+  running.onClose(() => env.resources.stop());
+  env.alerts.start();
+  running.onClose(() => env.alerts.stop());
+  void env.drains.start().catch((err) => env.log.error({ err }, 'log drains failed to start'));
+  running.onClose(() => env.drains.stop());
   env.bus.publish('instance', {
     type: 'control_plane_started',
     version: productVersion(),
