@@ -1,9 +1,9 @@
 // The notifications of alert events: every event row is written `pending` with its transition
 // (./store.ts) and sent from here, then marked `sent`; at boot the outbox sends what a stopped
 // control plane left pending. So a notification is never lost to a restart, and never sent twice:
-// an event is marked once its deliveries ended, and a stop in the middle of them leaves it pending
-// only when they were cut short (a crash during the exchange itself is the one case that can
-// repeat a message).
+// the runtime stops the outbox before the notifier, so a graceful stop lets the deliveries in
+// flight end and be marked; an event whose deliveries a stopping notifier cut short before any
+// reached its channel stays pending. Only a crash in the middle of an exchange can repeat one.
 import type { Db } from '../db/index.js';
 import type { Logger } from '../log.js';
 import type { Notifier } from '../notify/notifier.js';
@@ -54,7 +54,7 @@ export class AlertOutbox {
         if (this.stopped) return;
         const event = e.kind === 'fired' ? 'alert_fired' : 'alert_resolved';
         const app = e.app_id ? await appName(this.deps.db, e.app_id) : null;
-        await this.deps.notifier.send(
+        const reached = await this.deps.notifier.send(
           event,
           {
             type: event,
@@ -71,8 +71,8 @@ export class AlertOutbox {
           },
           e.channels,
         );
-        // Cut short by a stop: left pending, sent again by the next start.
-        if (this.deps.notifier.isStopped()) return;
+        // Cut short by a stopping notifier before it reached anyone: sent by the next start.
+        if (reached === 0 && this.deps.notifier.isStopped()) return;
         await markNotified(this.deps.db, e.id, new Date(this.deps.now()).toISOString());
       }
     }

@@ -117,9 +117,18 @@ export class SmtpError extends Error {
   }
 }
 
-/** Sends one mail; resolves with the server's final reply code. Throws OutboundRefused, SmtpError or Error. */
-export async function sendMail(server: SmtpServer, mail: Mail, opts: OutboundOptions = {}): Promise<number> {
-  const opened = await connectOutbound(
+/**
+ * Sends one mail; resolves with the server's final reply code. Throws OutboundRefused, SmtpError
+ * or Error. `connect` is the guarded connection (a test hands one that reports the server as not
+ * exempted, to see STARTTLS required).
+ */
+export async function sendMail(
+  server: SmtpServer,
+  mail: Mail,
+  opts: OutboundOptions = {},
+  connect: typeof connectOutbound = connectOutbound,
+): Promise<number> {
+  const opened = await connect(
     { host: server.host, port: server.port, tls: server.secure, upgradable: !server.secure },
     opts,
   );
