@@ -1,6 +1,6 @@
 // Every SVC_ALERT_INTERVAL seconds each enabled rule is measured (./metrics.ts) and its state
-// moved: ok -> firing once the condition held for for_s (windowed metrics: at once), firing -> ok
-// at the first measurement without it. A move and its event are one conditional write
+// moved: ok -> firing once the condition held for for_s, firing -> ok once it was gone for for_s
+// (counted metrics, whose window spans for_s: at once). A move and its event are one conditional write
 // (./store.ts transition), so a rule notifies once per move, never while it stays in a state, and
 // a restart resumes from the stored state without moving it again. The events go out through the
 // outbox (./outbox.ts).
@@ -57,34 +57,26 @@ export class AlertEvaluator {
     if (++this.ticks % PRUNE_EVERY === 0) await pruneEvents(this.deps.db);
   }
 
-  /** Applies one measurement to one rule; true when the rule changed state. */
+  /**
+   * Applies one measurement to one rule; true when the rule changed state. A level must hold for
+   * for_s to fire and be gone for for_s to resolve (no flapping on a noisy value); a counted
+   * metric's window already spans for_s, so it moves at once either way.
+   */
   private async step(rule: AlertRule, m: Measurement | null, now: number): Promise<boolean> {
     const at = new Date(now).toISOString();
     const value = m?.value ?? null;
-    const holds = m !== null && compare(m.value, rule.op, rule.threshold);
+    const note = (pending: string | null) =>
+      noteEvaluation(this.deps.db, rule.id, { value, pending_since: pending, at });
     const pending = await pendingSince(this.deps.db, rule.id);
-    if (rule.state === 'ok') {
-      if (!holds) {
-        await noteEvaluation(this.deps.db, rule.id, {
-          value,
-          pending_since: m === null ? pending : null,
-          at,
-        });
-        return false;
-      }
-      const since = pending ?? at;
-      const due = WINDOWED.has(rule.metric) || now - Date.parse(since) >= rule.for_s * 1000;
-      if (!due) {
-        await noteEvaluation(this.deps.db, rule.id, { value, pending_since: since, at });
-        return false;
-      }
-      return this.move(rule, 'firing', m!, at);
-    }
-    if (m === null || holds) {
-      await noteEvaluation(this.deps.db, rule.id, { value, pending_since: null, at });
-      return false;
-    }
-    return this.move(rule, 'ok', m, at);
+    // Nothing to measure: no move, and the wait (either way) goes on where it was.
+    if (m === null) return note(pending).then(() => false);
+    const holds = compare(m.value, rule.op, rule.threshold);
+    const wants = rule.state === 'ok' ? holds : !holds;
+    if (!wants) return note(null).then(() => false);
+    const since = pending ?? at;
+    if (!WINDOWED.has(rule.metric) && now - Date.parse(since) < rule.for_s * 1000)
+      return note(since).then(() => false);
+    return this.move(rule, rule.state === 'ok' ? 'firing' : 'ok', m, at);
   }
 
   private async move(rule: AlertRule, to: 'ok' | 'firing', m: Measurement, at: string): Promise<boolean> {

@@ -461,7 +461,7 @@ export interface AlertRuleTable {
   state: string;
   /** When the rule entered its state. */
   since: string | null;
-  /** Since when the condition holds while the rule is still ok (it fires after for_s). */
+  /** Since when the rule's state is contradicted (the condition holds while ok, is gone while firing). */
   pending_since: string | null;
   last_value: number | null;
   evaluated_at: string | null;

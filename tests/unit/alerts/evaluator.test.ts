@@ -134,9 +134,16 @@ test('a level fires once after for_s, stays firing quietly, resolves once', asyn
     mine().map((s) => s.event),
     ['alert_fired'],
   );
+  // Resolved once the value stayed low for for_s too (a dip does not resolve it).
   cpu = 20;
   await tick(m);
+  cpu = 95;
   await tick(m);
+  cpu = 20;
+  await tick(m);
+  await tick(m, 30);
+  assert.equal((await getRule(db, rule.id)).state, 'firing', 'low for 30 s of 60');
+  await tick(m, 31);
   assert.deepEqual(
     mine().map((s) => s.event),
     ['alert_fired', 'alert_resolved'],
