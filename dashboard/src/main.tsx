@@ -52,6 +52,7 @@ const InstancePage = lazyPage<object>(() => import('./pages/instance').then((m) 
 const ProfilePage = lazyPage<{ user: User }>(() => import('./pages/profile').then((m) => m.ProfilePage));
 const OperatorsPage = lazyPage<object>(() => import('./pages/operators').then((m) => m.OperatorsPage));
 const NodesPage = lazyPage<object>(() => import('./pages/nodes').then((m) => m.NodesPage));
+const AlertsPage = lazyPage<object>(() => import('./pages/alerts').then((m) => m.AlertsPage));
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
   import('./pages/invite').then((m) => m.InvitePage),
 );
@@ -185,6 +186,8 @@ function Page({ path, user }: { path: string; user: User }) {
       return <OperatorsPage />;
     case '/nodes':
       return <NodesPage />;
+    case '/alerts':
+      return <AlertsPage />;
     default:
       return (
         <main>
@@ -241,6 +244,7 @@ function Shell({
           <Link href="/tokens">Tokens</Link>
           {may('operators.manage') && <Link href="/operators">Operators</Link>}
           {may('app.read') && <Link href="/domains">Domains</Link>}
+          {may('instance.read') && <Link href="/alerts">Alerts</Link>}
           {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
           {may('instance.read') && <Link href="/instance">Instance</Link>}
           {cluster.data && <Link href="/nodes">Nodes</Link>}
