@@ -65,6 +65,7 @@ export function buildMessage(
   base: string | null,
   at = new Date().toISOString(),
 ): Message {
+  if (event === 'alert_fired' || event === 'alert_resolved') return alertMessage(event, d, base, at);
   const app = str(d.app) ?? str(d.app_name);
   const fields: Message['fields'] = [];
   const add = (name: string, v: unknown) => {
@@ -121,20 +122,6 @@ export function buildMessage(
       add('Host', d.hostname);
       add('Expires', d.not_after);
       break;
-    case 'alert_fired':
-    case 'alert_resolved':
-      title = `${event === 'alert_fired' ? 'Alert' : 'Resolved'}: ${str(d.rule) ?? 'a rule'}${app ? ` (${app})` : ''}`;
-      text =
-        event === 'alert_fired'
-          ? `${str(d.metric) ?? 'The metric'} is ${str(d.value) ?? '?'} (${str(d.op) ?? ''} ${str(d.threshold) ?? ''}).`
-          : `${str(d.metric) ?? 'The metric'} is back to ${str(d.value) ?? 'normal'}.`;
-      add('App', app ?? 'the host');
-      add('Metric', d.metric);
-      add('Value', d.value);
-      add('Threshold', `${str(d.op) ?? ''} ${str(d.threshold) ?? ''}`.trim());
-      add('On', d.detail);
-      add('Since', d.since);
-      break;
     case 'control_plane_started':
       title = 'Control plane started';
       text = `svc ${str(d.version) ?? ''} is up.`.replace('  ', ' ');
@@ -150,6 +137,38 @@ export function buildMessage(
     }
   }
   return { event, title, text, fields, tone: TONE[event], link: linkFor(base, d), at: str(d.at) ?? at };
+}
+
+/** An alert rule's move: what fired (or resolved), on which app, the value against the threshold. */
+function alertMessage(
+  event: 'alert_fired' | 'alert_resolved',
+  d: Data,
+  base: string | null,
+  at: string,
+): Message {
+  const app = str(d.app);
+  const metric = str(d.metric) ?? 'The metric';
+  const fields = (
+    [
+      ['App', app ?? 'the host'],
+      ['Metric', d.metric],
+      ['Value', d.value],
+      ['Threshold', `${str(d.op) ?? ''} ${str(d.threshold) ?? ''}`.trim()],
+      ['On', d.detail],
+    ] as Array<[string, unknown]>
+  ).flatMap(([name, v]) => (str(v) ? [{ name, value: str(v)! }] : []));
+  return {
+    event,
+    title: `${event === 'alert_fired' ? 'Alert' : 'Resolved'}: ${str(d.rule) ?? 'a rule'}${app ? ` (${app})` : ''}`,
+    text:
+      event === 'alert_fired'
+        ? `${metric} is ${str(d.value) ?? '?'} (${str(d.op) ?? ''} ${str(d.threshold) ?? ''}).`
+        : `${metric} is back to ${str(d.value) ?? 'normal'}.`,
+    fields,
+    tone: TONE[event],
+    link: linkFor(base, d),
+    at: str(d.at) ?? at,
+  };
 }
 
 /** Cuts `s` to `n` characters, an ellipsis marking the cut. */

@@ -125,8 +125,7 @@ export class ResourceSampler {
   /** Readings -> one sample per (app, service); remembers what the next reading is compared with. */
   private fold(readings: ContainerReading[], ids: Map<string, string>): ResourceSample[] {
     const now = this.deps.now();
-    const host = this.deps.hostMemory();
-    const by = new Map<string, ServiceResources & { restarts: number; measured: boolean }>();
+    const by = new Map<string, Folding>();
     const seen = new Set<string>();
     for (const r of readings) {
       const appId = ids.get(r.app);
@@ -134,38 +133,8 @@ export class ResourceSampler {
       seen.add(r.container);
       const key = `${appId}\u0000${r.service}`;
       let s = by.get(key);
-      if (!s) {
-        s = {
-          appId,
-          service: r.service,
-          at: now,
-          cpuPercent: 0,
-          memoryBytes: 0,
-          memoryLimitBytes: 0,
-          memoryPercent: 0,
-          unhealthy: 0,
-          restarts: 0,
-          measured: false,
-        };
-        by.set(key, s);
-      }
-      const p = this.prev.get(r.container);
-      if (r.cpuNs !== null && p?.cpuNs != null && r.at > p.at && r.cpuNs >= p.cpuNs) {
-        s.cpuPercent += ((r.cpuNs - p.cpuNs) / ((r.at - p.at) * 1e6)) * 100;
-        s.measured = true;
-      }
-      const limit = Math.min(r.memoryLimitBytes ?? host, host || Infinity);
-      if (r.memoryBytes !== null) {
-        s.memoryBytes += r.memoryBytes;
-        s.memoryLimitBytes += limit;
-        if (limit > 0) s.memoryPercent = Math.max(s.memoryPercent, (r.memoryBytes / limit) * 100);
-        s.measured = true;
-      }
-      if (r.health === 'unhealthy' || !r.running) s.unhealthy++;
-      const restarted = p ? Math.max(0, r.restartCount - p.restartCount) : 0;
-      if (restarted) this.noteRestarts(appId, now, restarted);
-      s.restarts += restarted;
-      this.prev.set(r.container, { cpuNs: r.cpuNs, at: r.at, restartCount: r.restartCount });
+      if (!s) by.set(key, (s = { ...emptyService(appId, r.service, now), restarts: 0, measured: false }));
+      this.addReading(s, r, now);
     }
     for (const id of this.prev.keys()) if (!seen.has(id)) this.prev.delete(id);
     this.pruneRestarts(now);
@@ -187,6 +156,28 @@ export class ResourceSampler {
         memoryLimitBytes: s.memoryLimitBytes,
         restarts: s.restarts,
       }));
+  }
+
+  /** One container's reading into its service's sample, against its previous reading. */
+  private addReading(s: Folding, r: ContainerReading, now: number): void {
+    const host = this.deps.hostMemory();
+    const p = this.prev.get(r.container);
+    if (r.cpuNs !== null && p?.cpuNs != null && r.at > p.at && r.cpuNs >= p.cpuNs) {
+      s.cpuPercent += ((r.cpuNs - p.cpuNs) / ((r.at - p.at) * 1e6)) * 100;
+      s.measured = true;
+    }
+    const limit = Math.min(r.memoryLimitBytes ?? host, host || Infinity);
+    if (r.memoryBytes !== null) {
+      s.memoryBytes += r.memoryBytes;
+      s.memoryLimitBytes += limit;
+      if (limit > 0) s.memoryPercent = Math.max(s.memoryPercent, (r.memoryBytes / limit) * 100);
+      s.measured = true;
+    }
+    if (r.health === 'unhealthy' || !r.running) s.unhealthy++;
+    const restarted = p ? Math.max(0, r.restartCount - p.restartCount) : 0;
+    if (restarted) this.noteRestarts(s.appId, now, restarted);
+    s.restarts += restarted;
+    this.prev.set(r.container, { cpuNs: r.cpuNs, at: r.at, restartCount: r.restartCount });
   }
 
   private noteRestarts(appId: string, at: number, n: number): void {
@@ -220,3 +211,17 @@ export class ResourceSampler {
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
+
+/** A service's sample while readings are added into it. */
+type Folding = ServiceResources & { restarts: number; measured: boolean };
+
+const emptyService = (appId: string, service: string, at: number): ServiceResources => ({
+  appId,
+  service,
+  at,
+  cpuPercent: 0,
+  memoryBytes: 0,
+  memoryLimitBytes: 0,
+  memoryPercent: 0,
+  unhealthy: 0,
+});

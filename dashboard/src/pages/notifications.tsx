@@ -215,57 +215,88 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
             onInput={(e) => setName((e.target as HTMLInputElement).value)}
           />
         </label>
-        <label>
-          {KINDS.find(([k]) => k === kind)?.[2] ?? 'URL'}
-          <input
-            name="channel-url"
-            type={kind === 'email' ? 'text' : 'url'}
-            required
-            value={url}
-            onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        {kind === 'email' && (
-          <label>
-            Recipients
-            <input
-              name="channel-to"
-              required
-              placeholder="ops@example.com, oncall@example.com"
-              value={to}
-              onInput={(e) => setTo((e.target as HTMLInputElement).value)}
-            />
-          </label>
-        )}
-        <fieldset>
-          <legend>Events</legend>
-          {events.map((ev) => (
-            <label class="inline" key={ev}>
-              <input
-                type="checkbox"
-                checked={picked.has(ev)}
-                onChange={() => {
-                  const n = new Set(picked);
-                  if (n.has(ev)) n.delete(ev);
-                  else n.add(ev);
-                  setPicked(n);
-                }}
-              />{' '}
-              {ev.replace(/_/g, ' ')}
-            </label>
-          ))}
-        </fieldset>
+        <KindFields kind={kind} url={url} to={to} setUrl={setUrl} setTo={setTo} />
+        <EventsField events={events} picked={picked} onChange={setPicked} />
         <ErrorNote error={act.error} />
-        {secret && (
-          <p role="status" class="notice" data-testid="channel-secret">
-            Signing secret (shown once; deliveries carry <code>X-Svc-Signature: sha256=…</code>, the HMAC of
-            the body): <code class="mono">{secret}</code>
-          </p>
-        )}
+        {secret && <SecretNote secret={secret} />}
         <button type="submit" class="primary" disabled={act.busy}>
           Add channel
         </button>
       </form>
     </section>
+  );
+}
+
+function EventsField(props: {
+  events: EventName[];
+  picked: Set<EventName>;
+  onChange: (picked: Set<EventName>) => void;
+}) {
+  const { events, picked } = props;
+  return (
+    <fieldset>
+      <legend>Events</legend>
+      {events.map((ev) => (
+        <label class="inline" key={ev}>
+          <input
+            type="checkbox"
+            checked={picked.has(ev)}
+            onChange={() => {
+              const n = new Set(picked);
+              if (n.has(ev)) n.delete(ev);
+              else n.add(ev);
+              props.onChange(n);
+            }}
+          />{' '}
+          {ev.replace(/_/g, ' ')}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** A webhook channel's signing secret, answered by its creation only. */
+function SecretNote({ secret }: { secret: string }) {
+  return (
+    <p role="status" class="notice" data-testid="channel-secret">
+      Signing secret (shown once; deliveries carry <code>X-Svc-Signature: sha256=…</code>, the HMAC of the
+      body): <code class="mono">{secret}</code>
+    </p>
+  );
+}
+
+/** The URL as the kind names it, and an email channel's recipients. */
+function KindFields(props: {
+  kind: Kind;
+  url: string;
+  to: string;
+  setUrl: (v: string) => void;
+  setTo: (v: string) => void;
+}) {
+  return (
+    <>
+      <label>
+        {KINDS.find(([k]) => k === props.kind)?.[2] ?? 'URL'}
+        <input
+          name="channel-url"
+          type={props.kind === 'email' ? 'text' : 'url'}
+          required
+          value={props.url}
+          onInput={(e) => props.setUrl((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      {props.kind === 'email' && (
+        <label>
+          Recipients
+          <input
+            name="channel-to"
+            required
+            placeholder="ops@example.com, oncall@example.com"
+            value={props.to}
+            onInput={(e) => props.setTo((e.target as HTMLInputElement).value)}
+          />
+        </label>
+      )}
+    </>
   );
 }
