@@ -39,6 +39,8 @@ import { Sleeper, type SleeperOptions } from '#lib/sleep/index.js';
 import { totalmem } from 'node:os';
 import { ResourceSampler } from '#lib/resources/sampler.js';
 import { readContainers } from '#lib/resources/readings.js';
+import { readSwarm } from '#lib/resources/swarm-readings.js';
+import { AgentReadings, AGENT_IMAGE } from '#lib/resources/agent.js';
 import { Alerts } from '#lib/alerts/service.js';
 import { LogDrains } from '#lib/drains/service.js';
 
@@ -248,7 +250,7 @@ function observe(env: Env): void {
     now: () => env.now(),
     intervalMs: o.resourceIntervalSeconds * 1000,
     hostMemory: totalmem,
-    read: () => readContainers(env.engine, () => env.now()),
+    ...resourceReader(env),
   });
   env.alerts = new Alerts({
     db,
@@ -272,6 +274,20 @@ function observe(env: Env): void {
     bufferLines: o.drainBufferLines,
     transport: { allow: config.notifyAllow },
   });
+}
+
+/** Where the samples come from: the engine's containers, or in cluster mode every task. */
+function resourceReader(env: Env): { read: () => ReturnType<typeof readContainers>; close?: () => void } {
+  const now = () => env.now();
+  if (env.config.cluster.mode !== 'swarm') return { read: () => readContainers(env.engine, now) };
+  const agent = new AgentReadings({
+    engine: env.engine,
+    image: env.config.imageMap[AGENT_IMAGE] ?? AGENT_IMAGE,
+    intervalSeconds: env.config.observe.resourceIntervalSeconds,
+    log: env.log,
+    now,
+  });
+  return { read: () => readSwarm(env.engine, agent, now), close: () => agent.stop() };
 }
 
 /** First boot: writes the one-time setup token and prints it once. */

@@ -26,6 +26,8 @@ export interface ServiceResources {
   memoryPercent: number;
   /** Containers (or missing tasks) that are unhealthy or restarting. */
   unhealthy: number;
+  /** Containers (tasks) whose CPU or memory this sample has. */
+  measured: number;
 }
 
 export interface ResourceSamplerDeps {
@@ -37,6 +39,8 @@ export interface ResourceSamplerDeps {
   hostMemory: () => number;
   /** Reads the engine (single host or the cluster's agent). */
   read: () => Promise<ContainerReading[]>;
+  /** Ends what reading needs (the cluster agent's log stream). */
+  close?: () => void;
 }
 
 interface Previous {
@@ -133,20 +137,20 @@ export class ResourceSampler {
       seen.add(r.container);
       const key = `${appId}\u0000${r.service}`;
       let s = by.get(key);
-      if (!s) by.set(key, (s = { ...emptyService(appId, r.service, now), restarts: 0, measured: false }));
+      if (!s) by.set(key, (s = { ...emptyService(appId, r.service, now), restarts: 0 }));
       this.addReading(s, r, now);
     }
     for (const id of this.prev.keys()) if (!seen.has(id)) this.prev.delete(id);
     this.pruneRestarts(now);
     const all = [...by.values()];
-    this.current = all.map(({ restarts: _r, measured: _m, ...s }) => ({
+    this.current = all.map(({ restarts: _r, ...s }) => ({
       ...s,
       cpuPercent: round(s.cpuPercent),
       memoryPercent: round(s.memoryPercent),
     }));
     this.lastAt = now;
     return all
-      .filter((s) => s.measured || s.restarts > 0)
+      .filter((s) => s.measured > 0 || s.restarts > 0)
       .map((s) => ({
         appId: s.appId,
         service: s.service,
@@ -162,17 +166,15 @@ export class ResourceSampler {
   private addReading(s: Folding, r: ContainerReading, now: number): void {
     const host = this.deps.hostMemory();
     const p = this.prev.get(r.container);
-    if (r.cpuNs !== null && p?.cpuNs != null && r.at > p.at && r.cpuNs >= p.cpuNs) {
+    if (r.cpuNs !== null && p?.cpuNs != null && r.at > p.at && r.cpuNs >= p.cpuNs)
       s.cpuPercent += ((r.cpuNs - p.cpuNs) / ((r.at - p.at) * 1e6)) * 100;
-      s.measured = true;
-    }
     const limit = Math.min(r.memoryLimitBytes ?? host, host || Infinity);
     if (r.memoryBytes !== null) {
       s.memoryBytes += r.memoryBytes;
       s.memoryLimitBytes += limit;
       if (limit > 0) s.memoryPercent = Math.max(s.memoryPercent, (r.memoryBytes / limit) * 100);
-      s.measured = true;
     }
+    if (r.cpuNs !== null || r.memoryBytes !== null) s.measured++;
     if (r.health === 'unhealthy' || !r.running) s.unhealthy++;
     const restarted = p ? Math.max(0, r.restartCount - p.restartCount) : 0;
     if (restarted) this.noteRestarts(s.appId, now, restarted);
@@ -207,13 +209,14 @@ export class ResourceSampler {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.sampling;
+    this.deps.close?.();
   }
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
 
 /** A service's sample while readings are added into it. */
-type Folding = ServiceResources & { restarts: number; measured: boolean };
+type Folding = ServiceResources & { restarts: number };
 
 const emptyService = (appId: string, service: string, at: number): ServiceResources => ({
   appId,
@@ -224,4 +227,5 @@ const emptyService = (appId: string, service: string, at: number): ServiceResour
   memoryLimitBytes: 0,
   memoryPercent: 0,
   unhealthy: 0,
+  measured: 0,
 });

@@ -46,6 +46,7 @@ function machinery() {
       memoryLimitBytes: 10,
       memoryPercent: 10,
       unhealthy: 0,
+      measured: 1,
     },
   ];
   const vitals: VitalsSample = {

@@ -70,6 +70,7 @@ test('the sampler: CPU since the previous reading, memory against the limit, res
   assert.equal(web!.memoryPercent, 50, 'the worst container against its own limit');
   assert.equal(web!.memoryLimitBytes, GiB + 8 * GiB, 'no limit: the host memory');
   assert.equal(web!.unhealthy, 1);
+  assert.equal(web!.measured, 2, 'both containers read (the other app is not ours)');
   assert.equal(s.restartsSince('app1', now - 1000), 2);
   assert.equal(s.restartsSince(null, now + 1), 0);
   assert.deepEqual(s.latest('other'), []);
