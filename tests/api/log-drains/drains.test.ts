@@ -230,7 +230,9 @@ test('syslog over TLS: deployment and run log lines too, as RFC 5424 with the ap
   );
   await poll('two syslog messages', () => syslog.messages.length >= 2, 10_000, 10);
   assert.deepEqual(syslog.errors, []);
-  const [dep, run] = syslog.messages;
+  // The two sources are read apart, so their order is not kept.
+  const dep = syslog.messages.find((m) => m.msgid === 'deployment');
+  const run = syslog.messages.find((m) => m.msgid === 'run');
   assert.deepEqual(
     [dep!.app, dep!.msgid, dep!.msg, dep!.sd['svc@32473']!.container],
     ['bravo', 'deployment', 'Step 1/3 : FROM busybox', `deployment ${deployment}`],
