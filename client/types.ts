@@ -51,6 +51,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The alert rules with their state
+         * @description A caller limited to some apps sees the host's rules and those of its apps.
+         */
+        get: operations["getApiAlerts"];
+        put?: never;
+        /**
+         * Add an alert rule
+         * @description On the host (`app_id` null) or an app. Levels (cpu_percent, memory_percent, disk_percent, unhealthy, certificate_days_left, backup_age_*) must hold for `for_s` before the rule fires; counted metrics (restarts, http_5xx_rate, p95_latency_ms) are measured over the last `for_s` (at least 60 s). One notification when it fires, one when it resolves.
+         */
+        post: operations["postApiAlerts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/alerts/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The history of alert rules: every time one fired or resolved, newest first */
+        get: operations["getApiAlertsEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/alerts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One alert rule with its state */
+        get: operations["getApiAlertsById"];
+        put?: never;
+        post?: never;
+        /** Delete an alert rule (its history stays) */
+        delete: operations["deleteApiAlertsById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an alert rule
+         * @description Disabling a firing rule resolves it (one `alert_resolved`).
+         */
+        patch: operations["patchApiAlertsById"];
+        trace?: never;
+    };
     "/api/apps": {
         parameters: {
             query?: never;
@@ -592,6 +655,26 @@ export interface paths {
         };
         /** Requests through the proxy to this app (or one service) */
         get: operations["getApiAppsByIdMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/metrics/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The app's resource history: CPU, memory and restarts per service
+         * @description Sampled at least every 15 s, kept 30 days in one-minute rows. `from`/`to` are ISO-8601 (default: the last hour, or `range` as for the request metrics); `step` is a multiple of 60 s (default: the smallest giving at most 500 points per service). Steps without a sample are absent.
+         */
+        get: operations["getApiAppsByIdMetricsResources"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1833,6 +1916,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/log-drains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The log drains with their delivery state and counters */
+        get: operations["getApiLogDrains"];
+        put?: never;
+        /**
+         * Add a log drain
+         * @description `syslog` takes syslog+tls://host[:6514] (syslog://host[:514] only to SVC_NOTIFY_ALLOW addresses); `otlp_http` an OTLP/HTTP endpoint (JSON, /v1/logs when the URL has no path); `http_json` any https URL taking a JSON array of lines. The outbound guard applies.
+         */
+        post: operations["postApiLogDrains"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/log-drains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One log drain with its delivery state and counters */
+        get: operations["getApiLogDrainsById"];
+        put?: never;
+        post?: never;
+        /** Delete a log drain */
+        delete: operations["deleteApiLogDrainsById"];
+        options?: never;
+        head?: never;
+        /** Change a log drain */
+        patch: operations["patchApiLogDrainsById"];
+        trace?: never;
+    };
+    "/api/log-drains/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one test line now (one attempt) and answer how it went */
+        post: operations["postApiLogDrainsByIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/nodes": {
         parameters: {
             query?: never;
@@ -2158,7 +2298,10 @@ export interface paths {
         /** The notification channels and the events they can subscribe to */
         get: operations["getApiSettingsNotifications"];
         put?: never;
-        /** Add a notification channel (Discord or Slack) */
+        /**
+         * Add a notification channel
+         * @description A `webhook` channel answers its signing secret here (`secret`), once: deliveries carry `X-Svc-Signature: sha256=<HMAC-SHA256 of the body>`.
+         */
         post: operations["postApiSettingsNotifications"];
         delete?: never;
         options?: never;
@@ -2381,6 +2524,53 @@ export interface components {
                 generated: boolean;
             }[];
             compose: string;
+        };
+        AlertEvent: {
+            id: string;
+            /** @description null once the rule was deleted */
+            rule_id: string | null;
+            rule: string;
+            app_id: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            kind: "fired" | "resolved";
+            value: number | null;
+            threshold: number;
+            /** @description What the value was measured on */
+            detail: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            /** @description Its one notification went out */
+            notified: boolean;
+            notified_at: string | null;
+        };
+        AlertRule: {
+            id: string;
+            name: string;
+            /** @description null: a rule on the host */
+            app_id: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op: ">" | "<";
+            threshold: number;
+            /** @description How long a level must hold before the rule fires; the window of counted metrics */
+            for_s: number;
+            /** @description Notification channel ids; empty: every channel subscribed to the event */
+            channels: string[];
+            enabled: boolean;
+            /** @enum {string} */
+            state: "ok" | "firing";
+            /** @description When the rule entered its state */
+            since: string | null;
+            /** @description The value at the last evaluation (null: nothing to measure) */
+            value: number | null;
+            evaluated_at: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
         };
         ApiToken: {
             id: string;
@@ -2949,6 +3139,42 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             expires_at: string;
         };
+        LogDrain: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            kind: "syslog" | "otlp_http" | "http_json";
+            /** @description The URL is sealed and never returned */
+            url_hint: string;
+            /** @description null: every app */
+            app_ids: string[] | null;
+            /** @description The headers are sealed; only their names are shown */
+            header_names: string[];
+            enabled: boolean;
+            /**
+             * @description How delivery goes now
+             * @enum {string}
+             */
+            state: "idle" | "sending" | "failing" | "disabled";
+            last_delivery: {
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                ok: boolean;
+                status: number | null;
+                error: string | null;
+                lines: number;
+            } | null;
+            /** @description Lines the receiver took */
+            delivered: number;
+            /** @description Lines dropped because the buffer was full */
+            dropped: number;
+            /** @description Lines waiting now */
+            buffered: number;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         LogLine: {
             seq: number;
             /** @description ISO-8601 UTC timestamp */
@@ -3005,11 +3231,11 @@ export interface components {
         NotificationChannel: {
             id: string;
             /** @enum {string} */
-            kind: "discord" | "slack";
+            kind: "discord" | "slack" | "webhook" | "email" | "telegram" | "ntfy" | "gotify";
             name: string;
             /** @description The URL is sealed and never returned */
             url_hint: string;
-            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started")[];
+            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
             enabled: boolean;
             last_delivery: {
                 /** @description ISO-8601 UTC timestamp */
@@ -3018,6 +3244,8 @@ export interface components {
                 status: number | null;
                 error: string | null;
             } | null;
+            /** @description email channels: the recipients */
+            to?: string[];
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -3137,6 +3365,20 @@ export interface components {
                 id: string;
                 name: string;
                 error: string;
+            }[];
+        };
+        ResourceHistory: {
+            /** @description Oldest first (services in name order within a step); a step without a sample is absent */
+            items: {
+                service: string;
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                /** @description Average over the step; 100 = one core busy */
+                cpu_percent: number;
+                memory_bytes: number;
+                memory_limit_bytes: number;
+                /** @description Restarts seen during the step */
+                restarts: number;
             }[];
         };
         Restore: {
@@ -3261,6 +3503,16 @@ export interface components {
             generated_secrets: {
                 [key: string]: string;
             };
+        };
+        GetApiAlerts200: {
+            items: components["schemas"]["AlertRule"][];
+        };
+        PostApiAlerts201: {
+            alert: components["schemas"]["AlertRule"];
+        };
+        GetApiAlertsEvents200: {
+            items: components["schemas"]["AlertEvent"][];
+            next_cursor?: string;
         };
         GetApiApps200: {
             items: components["schemas"]["App"][];
@@ -3562,6 +3814,17 @@ export interface components {
         PostApiInvitationsByTokenAccept201: {
             user: components["schemas"]["User"];
         };
+        GetApiLogDrains200: {
+            items: components["schemas"]["LogDrain"][];
+        };
+        PostApiLogDrains201: {
+            drain: components["schemas"]["LogDrain"];
+        };
+        PostApiLogDrainsByIdTest200: {
+            ok: boolean;
+            status: number | null;
+            error?: string;
+        };
         GetApiNodes200: {
             items: components["schemas"]["Node"][];
         };
@@ -3632,6 +3895,8 @@ export interface components {
         };
         PostApiSettingsNotifications201: {
             channel: components["schemas"]["NotificationChannel"];
+            /** @description webhook only: the signing secret, shown this once */
+            secret?: string;
         };
         GetApiSettingsNotificationsByIdDeliveries200: {
             items: components["schemas"]["NotificationDelivery"][];
@@ -3670,6 +3935,32 @@ export interface components {
             params?: {
                 [key: string]: string;
             };
+        };
+        PostApiAlertsBody: {
+            name: string;
+            app_id?: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op: ">" | "<";
+            threshold: number;
+            /** @description seconds (default 300) */
+            for_s?: number;
+            channels?: string[];
+            enabled?: boolean;
+        };
+        PatchApiAlertsByIdBody: {
+            name?: string;
+            app_id?: string | null;
+            /** @enum {string} */
+            metric?: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op?: ">" | "<";
+            threshold?: number;
+            /** @description seconds (default 300) */
+            for_s?: number;
+            channels?: string[];
+            enabled?: boolean;
         };
         PostApiAppsBody: {
             name: string;
@@ -4083,6 +4374,30 @@ export interface components {
             username?: string;
             password: string;
         };
+        PostApiLogDrainsBody: {
+            name: string;
+            /** @enum {string} */
+            kind: "syslog" | "otlp_http" | "http_json";
+            url: string;
+            /** @description null: every app */
+            app_ids?: string[] | null;
+            /** @description HTTP kinds only; sealed, never returned */
+            headers?: {
+                [key: string]: string;
+            };
+            enabled?: boolean;
+        };
+        PatchApiLogDrainsByIdBody: {
+            name?: string;
+            url?: string;
+            /** @description null: every app */
+            app_ids?: string[] | null;
+            /** @description HTTP kinds only; sealed, never returned */
+            headers?: {
+                [key: string]: string;
+            };
+            enabled?: boolean;
+        };
         PatchApiNodesByIdBody: {
             /** @enum {string} */
             availability?: "active" | "pause" | "drain";
@@ -4118,17 +4433,21 @@ export interface components {
         };
         PostApiSettingsNotificationsBody: {
             /** @enum {string} */
-            kind: "discord" | "slack";
+            kind: "discord" | "slack" | "webhook" | "email" | "telegram" | "ntfy" | "gotify";
             name: string;
             url: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
+            /** @description email: the recipients */
+            to?: string[];
         };
         PatchApiSettingsNotificationsByIdBody: {
             name?: string;
             url?: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
+            /** @description email: the recipients */
+            to?: string[];
         };
         PostApiSetupAdminBody: {
             token: string;
@@ -4272,6 +4591,168 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PostApiAddonsByIdInstall202"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAlerts200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAlertsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAlerts201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAlertsEvents: {
+        parameters: {
+            query?: {
+                rule_id?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAlertsEvents200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiAlertsByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5530,6 +6011,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MetricsSeries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdMetricsResources: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                step?: number;
+                range?: string;
+                service?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceHistory"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7769,6 +8283,167 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiLogDrains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiLogDrains200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiLogDrains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiLogDrainsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiLogDrains201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogDrain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiLogDrainsByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogDrain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiLogDrainsByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiLogDrainsByIdTest200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

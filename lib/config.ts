@@ -100,6 +100,15 @@ export interface Config {
     /** A join command's lifetime; the swarm's worker token is rotated when it passes (SVC_CLUSTER_JOIN_TTL). */
     joinTtlSeconds: number;
   };
+  /** Resource history, alert rules and log drains (docs/alerts.md, docs/log-drains.md). */
+  observe: {
+    /** SVC_RESOURCE_INTERVAL: seconds between two readings of every app container's CPU and memory. */
+    resourceIntervalSeconds: number;
+    /** SVC_ALERT_INTERVAL: seconds between two evaluations of the alert rules. */
+    alertIntervalSeconds: number;
+    /** SVC_DRAIN_BUFFER: lines each log drain holds while its receiver is slow or away. */
+    drainBufferLines: number;
+  };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
     keepImages: number;
@@ -408,6 +417,11 @@ export function loadConfig(env: Env = process.env): Config {
       mode: clusterMode(env),
       registry: registryHost(env, 'SVC_REGISTRY'),
       joinTtlSeconds: int(env, 'SVC_CLUSTER_JOIN_TTL', 3600, 10, 7 * 86400),
+    },
+    observe: {
+      resourceIntervalSeconds: int(env, 'SVC_RESOURCE_INTERVAL', 10, 1, 15),
+      alertIntervalSeconds: int(env, 'SVC_ALERT_INTERVAL', 15, 1, 300),
+      drainBufferLines: int(env, 'SVC_DRAIN_BUFFER', 20_000, 100, 1_000_000),
     },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),

@@ -62,6 +62,7 @@ export function startBackground(env: Env, running: Running): void {
   // Notification channels listen to the bus from here on; boot is the first thing they hear.
   env.notifier.start(env.bus);
   running.onClose(() => env.notifier.stop());
+  startObserving(env, running);
   env.bus.publish('instance', {
     type: 'control_plane_started',
     version: productVersion(),
@@ -131,6 +132,19 @@ export function startBackground(env: Env, running: Running): void {
 
   // Cluster mode: a join command's worker token is rotated once the command has expired.
   if (env.config.cluster.mode === 'swarm') running.onClose(startJoinTokenSweep(env));
+}
+
+/**
+ * Resource history, alert rules (sending what a previous run left pending first) and log drains;
+ * registered after the notifier, so they close before it and an alert's notification in flight ends.
+ */
+function startObserving(env: Env, running: Running): void {
+  env.resources.start();
+  running.onClose(() => env.resources.stop());
+  env.alerts.start();
+  running.onClose(() => env.alerts.stop());
+  void env.drains.start().catch((err) => env.log.error({ err }, 'log drains failed to start'));
+  running.onClose(() => env.drains.stop());
 }
 
 // Container state changes become bus events and refresh the app's status; bursts (a stack

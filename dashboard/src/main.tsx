@@ -55,6 +55,7 @@ const NodesPage = lazyPage<object>(() => import('./pages/nodes').then((m) => m.N
 const RegistriesPage = lazyPage<{ canWrite: boolean }>(() =>
   import('./pages/registries').then((m) => m.RegistriesPage),
 );
+const AlertsPage = lazyPage<object>(() => import('./pages/alerts').then((m) => m.AlertsPage));
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
   import('./pages/invite').then((m) => m.InvitePage),
 );
@@ -190,6 +191,8 @@ function Page({ path, user, permissions }: { path: string; user: User; permissio
       return <NodesPage />;
     case '/registries':
       return <RegistriesPage canWrite={permissions?.includes('instance.admin') ?? true} />;
+    case '/alerts':
+      return <AlertsPage />;
     default:
       return (
         <main>
@@ -246,6 +249,7 @@ function Shell({
           <Link href="/tokens">Tokens</Link>
           {may('operators.manage') && <Link href="/operators">Operators</Link>}
           {may('app.read') && <Link href="/domains">Domains</Link>}
+          {may('instance.read') && <Link href="/alerts">Alerts</Link>}
           {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
           {may('instance.read') && <Link href="/registries">Registries</Link>}
           {may('instance.read') && <Link href="/instance">Instance</Link>}

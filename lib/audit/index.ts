@@ -183,6 +183,8 @@ const TARGET_TYPES: Array<[string, string]> = [
   ['/api/operators', 'user'],
   ['/api/invitations/', 'user'],
   ['/api/settings/notifications', 'notification_channel'],
+  ['/api/alerts', 'alert_rule'],
+  ['/api/log-drains', 'log_drain'],
   ['/api/apps', 'app'],
   ['/webhooks/', 'app'],
   ['/api/domains', 'domain'],
@@ -200,6 +202,8 @@ const STATE_TARGET_TYPES: Record<string, string> = {
   base_domain: 'instance',
   deploy_concurrency: 'instance',
   notification_channel: 'notification_channel',
+  alert_rule: 'alert_rule',
+  log_drain: 'log_drain',
 };
 
 export function targetTypeOf(route: string, stateKind: string | null): string {
@@ -312,6 +316,16 @@ async function targetNames(db: Db, rows: ListedRow[]): Promise<Map<string, strin
         .select(['id', 'name'])
         .where('id', 'in', of('notification_channel'))
         .execute(),
+    );
+  if (of('alert_rule').length)
+    add(
+      'alert_rule',
+      await db.selectFrom('alert_rules').select(['id', 'name']).where('id', 'in', of('alert_rule')).execute(),
+    );
+  if (of('log_drain').length)
+    add(
+      'log_drain',
+      await db.selectFrom('log_drains').select(['id', 'name']).where('id', 'in', of('log_drain')).execute(),
     );
   if (of('api_token').length)
     add(

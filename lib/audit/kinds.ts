@@ -10,6 +10,8 @@ export const STATE_KIND_NAMES = [
   'base_domain',
   'deploy_concurrency',
   'notification_channel',
+  'alert_rule',
+  'log_drain',
 ] as const;
 
 export type StateKindName = (typeof STATE_KIND_NAMES)[number];

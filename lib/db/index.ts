@@ -59,7 +59,7 @@ export function openDatabase(config: { dataDir: string; databaseUrl?: string | n
 const seriesDirs = new WeakMap<object, string>();
 const seriesHandles = new WeakMap<object, BetterSqlite3.Database>();
 
-// The request and host time series as migrations 0006 and 0009 leave them.
+// The request, host and resource time series as migrations 0006, 0009 and 0025 leave them.
 const SERIES_SCHEMA = `
 create table if not exists request_series (res integer not null, app_id text not null, service text not null,
   t integer not null, requests integer not null, errors_4xx integer not null, errors_5xx integer not null,
@@ -69,7 +69,12 @@ create index if not exists request_series_age on request_series (res, t);
 create table if not exists host_vitals (res integer not null, t integer not null, samples integer not null,
   cpu_sum real not null, load1_sum real not null, mem_used_sum integer not null, mem_total_sum integer not null,
   disk_used_sum integer not null, disk_total_sum integer not null,
-  constraint host_vitals_pk primary key (res, t)) without rowid;`;
+  constraint host_vitals_pk primary key (res, t)) without rowid;
+create table if not exists resource_series (res integer not null, app_id text not null, service text not null,
+  t integer not null, samples integer not null, cpu_sum real not null, mem_sum real not null,
+  mem_limit integer not null, restarts integer not null,
+  constraint resource_series_pk primary key (res, app_id, service, t)) without rowid;
+create index if not exists resource_series_age on resource_series (res, t);`;
 
 /**
  * The connection of the request and host time series (lib/series). On SQLite, the database's own.

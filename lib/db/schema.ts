@@ -438,6 +438,10 @@ export interface NotificationChannelTable {
   enabled: number;
   /** JSON {at, ok, status, error} of the newest delivery. */
   last_delivery: string | null;
+  /** JSON of the kind's non-secret options (an email channel's recipients); null for the others. */
+  options: string | null;
+  /** A webhook channel's signing secret, sealed, bound to `notification_channels:<id>:secret`. */
+  secret_sealed: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -451,6 +455,89 @@ export interface NotificationDeliveryTable {
   status: number | null;
   error: string | null;
   attempts: number;
+}
+
+export interface ResourceSeriesTable {
+  /** Bucket width in seconds (60). */
+  res: number;
+  app_id: string;
+  service: string;
+  /** Bucket start, epoch seconds. */
+  t: number;
+  samples: number;
+  /** Sums over the samples, for the average: CPU percent of one core, memory bytes. */
+  cpu_sum: number;
+  mem_sum: number;
+  /** The highest memory limit seen in the bucket (bytes). */
+  mem_limit: number;
+  /** Restarts seen in the bucket. */
+  restarts: number;
+}
+
+export interface AlertRuleTable {
+  id: string;
+  name: string;
+  /** Null: a rule on the host (every app). */
+  app_id: string | null;
+  metric: string;
+  op: string;
+  threshold: number;
+  for_s: number;
+  /** JSON array of notification channel ids ([]: every channel subscribed to the event). */
+  channels: string;
+  enabled: number;
+  /** `ok` or `firing`. */
+  state: string;
+  /** When the rule entered its state. */
+  since: string | null;
+  /** Since when the rule's state is contradicted (the condition holds while ok, is gone while firing). */
+  pending_since: string | null;
+  last_value: number | null;
+  evaluated_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AlertEventTable {
+  id: Generated<number>;
+  /** Null once the rule is deleted (the history stays). */
+  rule_id: string | null;
+  rule_name: string;
+  app_id: string | null;
+  metric: string;
+  /** `fired` or `resolved`. */
+  kind: string;
+  value: number | null;
+  threshold: number;
+  /** What the value was measured on (a service, a host name), for the message. */
+  detail: string | null;
+  at: string;
+  /** `pending` until its notification went out (the outbox), then `sent`. */
+  notify_state: string;
+  notified_at: string | null;
+}
+
+export interface LogDrainTable {
+  id: string;
+  name: string;
+  kind: string;
+  /** Sealed, bound to `log_drains:<id>:url`. */
+  url_sealed: string;
+  url_hint: string;
+  /** JSON array of app ids; null: every app. */
+  app_ids: string | null;
+  /** JSON object of header -> value, sealed, bound to `log_drains:<id>:headers`. */
+  headers_sealed: string | null;
+  /** JSON array of the header names (shown; the values never are). */
+  header_names: string;
+  enabled: number;
+  /** JSON {at, ok, status, error, lines} of the newest delivery attempt. */
+  last_delivery: string | null;
+  /** Lines delivered and lines dropped since the drain was made. */
+  delivered: number;
+  dropped: number;
+  created_at: string;
+  updated_at: string;
 }
 
 /** The instance backup's one configuration row (id `instance`), like an app's backup config without a source. */
@@ -520,6 +607,10 @@ export interface PreviewTable {
 }
 
 export interface Database {
+  resource_series: ResourceSeriesTable;
+  alert_rules: AlertRuleTable;
+  alert_events: AlertEventTable;
+  log_drains: LogDrainTable;
   preview_settings: PreviewSettingsTable;
   preview_env: PreviewEnvTable;
   previews: PreviewTable;

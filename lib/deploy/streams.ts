@@ -3,7 +3,7 @@
 // (stats collected only while someone listens; host from the vitals sampler). Log text travels as JSON strings: data, never markup.
 import { cpus, loadavg } from 'node:os';
 import type { VitalsSample } from '../series/vitals.js';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Services as Env } from '../http/handler.js';
 import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
@@ -11,11 +11,11 @@ import { listAppContainers } from '../docker/containers.js';
 import { readLogs } from './store.js';
 import { appSwarmServices } from '../cluster/rollout.js';
 import { LABEL_SERVICE } from '../docker/names.js';
+import { lineSplitter, MAX_LINE, swarmLogLine } from '../docker/log-lines.js';
 
 const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
 const STATS_MS = 2_000;
-const MAX_LINE = 8 * 1024;
 
 export function registerStreams(env: Env): { stopAll(): void } {
   const stoppers = new Map<string, () => void>();
@@ -186,37 +186,7 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
   };
 }
 
-/**
- * A writable end that calls `onLine` for each complete line; a partial line longer than MAX_LINE
- * is let out as one, so a stream without newlines cannot grow it without bound.
- */
-function lineSplitter(onLine: (line: string) => void): PassThrough {
-  let partial = '';
-  const pt = new PassThrough();
-  pt.on('data', (chunk: Buffer) => {
-    partial += chunk.toString('utf8');
-    const parts = partial.split(/\r?\n/);
-    partial = parts.pop() ?? '';
-    if (partial.length > MAX_LINE) {
-      parts.push(partial);
-      partial = '';
-    }
-    for (const l of parts) onLine(l);
-  });
-  return pt;
-}
-
-/**
- * A service log line with details: `com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,
- * com.docker.swarm.task.id=… message`. The task (short id) stands where a container name would.
- */
-export function swarmLogLine(raw: string): { task: string; line: string } {
-  const m = /^((?:[a-z0-9_.-]+=[^,\s]*,)*[a-z0-9_.-]+=[^,\s]*) (.*)$/s.exec(raw);
-  if (!m) return { task: '', line: raw };
-  const attrs = new Map(m[1]!.split(',').map((kv) => kv.split('=', 2) as [string, string]));
-  const task = attrs.get('com.docker.swarm.task.id') ?? '';
-  return { task: task ? `task ${task.slice(0, 12)}` : '', line: m[2]! };
-}
+export { swarmLogLine };
 
 interface DockerStats {
   cpu_stats?: {

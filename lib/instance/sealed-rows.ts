@@ -11,8 +11,9 @@ import { totpBinding } from '../auth/totp.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding as sshKeyBinding } from '../keys/store.js';
-import { channelBinding } from '../notify/store.js';
+import { channelBinding, channelSecretBinding } from '../notify/store.js';
 import { registryBinding } from '../registries/model.js';
+import { drainHeadersBinding, drainUrlBinding } from '../drains/store.js';
 import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
@@ -125,6 +126,27 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     column: 'password_sealed',
     keys: ['id'],
     binding: (r) => registryBinding(r.id!),
+  },
+  {
+    what: 'notification channel signing secrets',
+    table: 'notification_channels',
+    column: 'secret_sealed',
+    keys: ['id'],
+    binding: (r) => channelSecretBinding(r.id!),
+  },
+  {
+    what: 'log drain URLs',
+    table: 'log_drains',
+    column: 'url_sealed',
+    keys: ['id'],
+    binding: (r) => drainUrlBinding(r.id!),
+  },
+  {
+    what: 'log drain headers',
+    table: 'log_drains',
+    column: 'headers_sealed',
+    keys: ['id'],
+    binding: (r) => drainHeadersBinding(r.id!),
   },
 ];
 

@@ -37,6 +37,8 @@ import {
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
 import {
   channelBinding,
+  channelRow,
+  channelSecretBinding,
   createChannel,
   deleteChannel,
   updateChannel,
@@ -44,6 +46,11 @@ import {
 } from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
+import { createRule, deleteRule, ruleSettings, updateRule, type RuleInput } from '../alerts/index.js';
+import { findRule } from '../alerts/store.js';
+import { createDrain, deleteDrain, updateDrain } from '../drains/index.js';
+import { drainHeadersBinding, drainStoredRow, drainUrlBinding } from '../drains/store.js';
+import type { DrainKind } from '../drains/kinds/index.js';
 
 export interface StateKind {
   read(env: Env, id: string): Promise<State | null>;
@@ -269,19 +276,19 @@ const deployConcurrency: StateKind = {
 
 const channel: StateKind = {
   async read(env, id) {
-    const r = await env.db
-      .selectFrom('notification_channels')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+    const r = await channelRow(env.db, id);
     if (!r) return null;
-    return {
+    const state: State = {
       kind: r.kind,
       name: r.name,
       url: mask(env, r.url_sealed, channelBinding(id), r.url_hint),
       events: JSON.parse(r.events) as string[],
       enabled: r.enabled === 1,
     };
+    // Only the kinds that have them, so entries recorded before they existed still compare equal.
+    if (r.options) state.to = ((JSON.parse(r.options) as { to?: string[] }).to ?? []) as FieldValue;
+    if (r.secret_sealed) state.secret = mask(env, r.secret_sealed, channelSecretBinding(id));
+    return state;
   },
   async apply(env, id, before, current) {
     const guard = env.notifier.transport;
@@ -294,19 +301,89 @@ const channel: StateKind = {
       name: String(before.name),
       events: before.events as NotifyEvent[],
       enabled: before.enabled === true,
+      ...(Array.isArray(before.to) ? { to: before.to as string[] } : {}),
     };
-    if (current === null)
-      return (
-        await createChannel(
-          env.db,
-          env.sealer,
-          guard,
-          { kind: before.kind as ChannelKind, url, ...fields },
-          env.now(),
-        )
-      ).id;
+    if (current === null) {
+      // The same signing secret: the receivers that check it keep working.
+      const secret = isMasked(before.secret) ? unmask(env, before.secret) : undefined;
+      const input = { kind: before.kind as ChannelKind, url, ...fields, ...(secret ? { secret } : {}) };
+      return (await createChannel(env.db, env.sealer, guard, input, env.now())).id;
+    }
     const sameUrl = isMasked(before.url) && isMasked(current.url) && before.url.fp === current.url.fp;
     await updateChannel(env.db, env.sealer, guard, id, sameUrl ? fields : { ...fields, url }, env.now());
+  },
+};
+
+/** A rule's settings; its state (ok, firing) is the evaluator's and never restored. */
+const alertRule: StateKind = {
+  async read(env, id) {
+    const r = await findRule(env.db, id);
+    return r ? (ruleSettings(r) as State) : null;
+  },
+  async apply(env, id, before, current) {
+    if (before === null) {
+      if (current !== null) await deleteRule(env.db, id);
+      return;
+    }
+    const input = before as unknown as RuleInput;
+    if (current === null) {
+      await createRule(env.db, input, env.now(), id);
+      return;
+    }
+    const { resolved } = await updateRule(env.db, id, input, env.now());
+    if (resolved) env.alerts.outbox.kick();
+  },
+};
+
+/** A drain, its URL and headers masked (their sealed envelopes are the row's own). */
+const logDrain: StateKind = {
+  async read(env, id) {
+    const r = await drainStoredRow(env.db, id);
+    if (!r) return null;
+    return {
+      name: r.name,
+      kind: r.kind,
+      url: mask(env, r.url_sealed, drainUrlBinding(id), r.url_hint),
+      app_ids: r.app_ids ? (JSON.parse(r.app_ids) as string[]) : null,
+      headers: r.headers_sealed
+        ? mask(
+            env,
+            r.headers_sealed,
+            drainHeadersBinding(id),
+            (JSON.parse(r.header_names) as string[]).join(', '),
+          )
+        : null,
+      enabled: r.enabled === 1,
+    };
+  },
+  async apply(env, id, before, current) {
+    const deps = { db: env.db, sealer: env.sealer, guard: env.drains.transport };
+    if (before === null) {
+      if (current !== null) await deleteDrain(env.db, id);
+    } else {
+      const url = isMasked(before.url) ? unmask(env, before.url) : String(before.url);
+      const headers = isMasked(before.headers)
+        ? (JSON.parse(unmask(env, before.headers)) as Record<string, string>)
+        : {};
+      const fields = {
+        name: String(before.name),
+        app_ids: before.app_ids as string[] | null,
+        enabled: before.enabled === true,
+      };
+      if (current === null)
+        await createDrain(deps, { ...fields, kind: before.kind as DrainKind, url, headers }, env.now(), id);
+      else {
+        const sameUrl = sameValue(before.url, current.url);
+        const sameHeaders = sameValue(before.headers, current.headers);
+        await updateDrain(
+          deps,
+          id,
+          { ...fields, ...(sameUrl ? {} : { url }), ...(sameHeaders ? {} : { headers }) },
+          env.now(),
+        );
+      }
+    }
+    await env.drains.reload();
   },
 };
 
@@ -320,6 +397,8 @@ export const STATE_KINDS = {
   base_domain: baseDomain,
   deploy_concurrency: deployConcurrency,
   notification_channel: channel,
+  alert_rule: alertRule,
+  log_drain: logDrain,
 } satisfies Record<StateKindName, StateKind>;
 
 export { isStateKind, type StateKindName };

@@ -1,11 +1,13 @@
 // Instance: versions and health, the base domain (with its DNS check), deploy concurrency, engine
-// disk use and prune, restart, and the reset that needs `RESET` typed before it can be sent.
+// disk use and prune, the log drains, restart, and the reset that needs `RESET` typed before it
+// can be sent.
 import { useEffect, useState } from 'preact/hooks';
 import * as api from '../api';
 import type { DnsCheck } from '../api';
 import { bytes } from '../spark';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
 import { DnsResult } from './domains';
+import { DrainsSection } from './drains';
 
 export function InstancePage() {
   const info = useLoad(() => api.instanceInfo());
@@ -50,6 +52,7 @@ export function InstancePage() {
         <BaseDomain onChange={info.reload} />
         <Concurrency />
         <Disk />
+        <DrainsSection />
         <Restart />
         <Reset />
       </div>

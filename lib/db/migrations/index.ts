@@ -24,6 +24,7 @@ import { migration as m0020 } from './0020_preview_sleep.js';
 import { migration as m0021 } from './0021_cluster_services.js';
 import { migration as m0023 } from './0023_images_registries.js';
 import { migration as m0026 } from './0026_service_drain.js';
+import { migration as m0025 } from './0025_observe.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -49,4 +50,5 @@ export const migrations: Record<string, Migration> = {
   '0021_cluster_services': m0021,
   '0023_images_registries': m0023,
   '0026_service_drain': m0026,
+  '0025_observe': m0025,
 };

@@ -6,7 +6,8 @@ import 'uplot/dist/uPlot.min.css';
 
 export interface ChartSeries {
   label: string;
-  values: number[];
+  /** null: no point at that time (a gap in the line). */
+  values: Array<number | null>;
   color: string;
 }
 
@@ -15,11 +16,13 @@ export function Chart({
   x,
   series,
   unit,
+  testId = 'metrics-chart',
 }: {
   title: string;
   x: number[];
   series: ChartSeries[];
   unit: string;
+  testId?: string;
 }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -71,13 +74,7 @@ export function Chart({
           </span>
         ))}
       </figcaption>
-      <div
-        ref={box}
-        class="chart-plot"
-        role="img"
-        aria-label={`${title} chart`}
-        data-testid="metrics-chart"
-      />
+      <div ref={box} class="chart-plot" role="img" aria-label={`${title} chart`} data-testid={testId} />
     </figure>
   );
 }

@@ -1,10 +1,11 @@
-// Request metrics per range (and per service), as charts. uPlot arrives with ./chart, imported on
+// Request metrics per range (and per service), as charts, and the services' CPU and memory. uPlot arrives with ./chart, imported on
 // first render of this tab only; totals are shown as text too (screen readers, quick reading).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { MetricsRange } from '../../api';
 import { ErrorNote, useLoad } from '../../ui';
 import { bytes } from './format';
+import { ResourceCharts } from './resources';
 
 type ChartModule = typeof import('./chart');
 let chartModule: Promise<ChartModule> | null = null;
@@ -107,6 +108,7 @@ export function MetricsTab({ id }: { id: string }) {
         </div>
       )}
       {(!series || !mod) && !metrics.error && !modError && <p class="muted">Loading…</p>}
+      <ResourceCharts id={id} range={range} service={service} mod={mod} />
     </section>
   );
 }
