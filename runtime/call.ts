@@ -1,7 +1,7 @@
 // Stages `state`, `call` and `audit`: the declared target's state before the change, the handler
 // with its ctx (its errors answered here, so that a refused change is audited too), and one audit
 // row for every route that declares an action and every authenticated write.
-import type { AuditNote, Ctx } from '#lib/http/handler.js';
+import type { AuditNote, Client, Ctx, Principal, Services } from '#lib/http/handler.js';
 import type { AuditSpec, AuditStateRef, RouteHandler } from '#lib/http/route.js';
 import { permit } from '#lib/auth/access.js';
 import { recordAudit, routeAction, type AuditEntryInput } from '#lib/audit/index.js';
@@ -60,31 +60,66 @@ export function call(x: Exchange): StageResult {
 }
 
 function contextFor(x: Exchange): Ctx & { reply?: RouteHandler['reply'] } {
-  const { env, routeSpec } = x.site;
-  const { principal, requestId, input } = x;
-  return {
-    params: input.params as Record<string, string>,
-    query: input.query as Record<string, unknown>,
-    body: input.body,
-    env,
-    principal,
-    client: x.client,
-    requestId,
-    waitUntil: (p) => {
+  return new HandlerCtx(x);
+}
+
+/**
+ * A handler's ctx. What few handlers use (the client, the helpers) is made when read; the helpers
+ * stay callable when destructured (`{ audit, requireStepUp }`).
+ */
+class HandlerCtx implements Ctx {
+  readonly params: Record<string, string>;
+  readonly query: Record<string, unknown>;
+  readonly body: unknown;
+  readonly env: Services;
+  readonly principal: Principal | null;
+  readonly routeSpec: Ctx['routeSpec'];
+  readonly reply: RouteHandler['reply'];
+  readonly #x: Exchange;
+
+  constructor(x: Exchange) {
+    const { input, site } = x;
+    this.params = input.params as Record<string, string>;
+    this.query = input.query as Record<string, unknown>;
+    this.body = input.body;
+    this.env = site.env;
+    this.principal = x.principal;
+    this.routeSpec = site.routeSpec;
+    this.reply = x.handler.reply;
+    this.#x = x;
+  }
+
+  get client(): Client {
+    return this.#x.client;
+  }
+  get requestId(): string {
+    return this.#x.requestId;
+  }
+  get waitUntil(): Ctx['waitUntil'] {
+    const env = this.env;
+    const { meta, requestId } = this.#x;
+    return (p) => {
       const guarded = p.catch((err) => env.log.error({ err, requestId }, 'background task failed'));
       // The work runs either way; a host that can wait for it (graceful shutdown) is told.
-      x.meta.waitUntil?.(guarded);
-    },
-    audit: (n) => {
+      meta.waitUntil?.(guarded);
+    };
+  }
+  get audit(): Ctx['audit'] {
+    const x = this.#x;
+    return (n) => {
       x.note = { ...x.note, ...n };
-    },
-    requireStepUp: () => requireStepUp(env, principal),
-    permit: (permission, appId) => {
+    };
+  }
+  get requireStepUp(): Ctx['requireStepUp'] {
+    const { env, principal } = this;
+    return () => requireStepUp(env, principal);
+  }
+  get permit(): Ctx['permit'] {
+    const principal = this.principal;
+    return (permission, appId) => {
       if (principal) permit(principal, permission, appId);
-    },
-    routeSpec,
-    reply: x.handler.reply,
-  };
+    };
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 // The dispatcher: a request runs through REQUEST_STAGES (runtime/pipeline.ts runs the list), each a
-// small function of its own; a thrown error becomes the contract's body, and `answer` strips a
-// HEAD's body and counts the request. Handlers only see a Request and a ctx.
+// small function of its own; a thrown error becomes the contract's body, and the answer (a HEAD's
+// without its body) is counted. Handlers only see a Request and a ctx.
 import { Response } from '@whatwg-node/fetch';
 import type { Services } from '#lib/http/handler.js';
 import { METHODS, type Method, type Client } from '#lib/http/handler.js';
@@ -8,10 +8,18 @@ import type { RouteSpec } from '#lib/http/route.js';
 import { buildBlockList, clientAddress, forwardedSecure } from '#lib/http/client-address.js';
 import { headerGetter } from '#lib/http/headers.js';
 import { routeAction } from '#lib/audit/index.js';
-import { attempt, isPromise, type Maybe } from '#lib/util/maybe.js';
+import { isPromise, type Maybe } from '#lib/util/maybe.js';
 import { routeModule, type RouteDef } from './route-types.js';
 import type { Dashboard } from './dashboard.js';
-import { Exchange, failure, runStages, type RequestMeta, type Site, type Stage } from './pipeline.js';
+import {
+  Exchange,
+  failure,
+  runStages,
+  type RequestMeta,
+  type Site,
+  type Stage,
+  type StageResult,
+} from './pipeline.js';
 import { load, match, matcher } from './match.js';
 import {
   authenticate,
@@ -86,32 +94,32 @@ export function createDispatcher(
   const site = createSite(env, routes, opts.dashboard ?? null);
   const metrics = env.metrics.requests;
 
+  // The counted answer: a HEAD without its body. No closure is made unless a stage waits.
+  const done = (x: Exchange, response: Response): Response => {
+    if (x.method === 'HEAD')
+      response = new Response(null, { status: response.status, headers: response.headers });
+    metrics.observe(x.method, x.label, response.status, (performance.now() - x.started) / 1000);
+    return response;
+  };
+  const failed = (x: Exchange, e: unknown): Response => done(x, failure(env, e, x.requestId));
+
   function fetch(request: Request, meta: RequestMeta = {}): Maybe<Response> {
-    const started = performance.now();
     const headers = meta.rawHeaders ? headerGetter(meta.rawHeaders) : request.headers;
     const x = new Exchange(site, request, meta, headers, request.method.toUpperCase());
-    const out = attempt(
-      () => {
-        const r = runStages(REQUEST_STAGES, x);
-        return isPromise(r) ? r.then((v) => v ?? x.response) : (r ?? x.response);
-      },
-      (e) => failure(env, e, x.requestId),
+    let r: StageResult;
+    try {
+      r = runStages(REQUEST_STAGES, x);
+    } catch (e) {
+      return failed(x, e);
+    }
+    if (!isPromise(r)) return done(x, r ?? x.response);
+    return r.then(
+      (v) => done(x, v ?? x.response),
+      (e) => failed(x, e),
     );
-    const done = (response: Response) => {
-      response = answer(x.method, response);
-      metrics.observe(x.method, x.label, response.status, (performance.now() - started) / 1000);
-      return response;
-    };
-    return isPromise(out) ? out.then(done) : done(out);
   }
 
   return { fetch, routes };
-}
-
-/** `answer`: HEAD loses its body. */
-function answer(method: string, response: Response): Response {
-  if (method !== 'HEAD') return response;
-  return new Response(null, { status: response.status, headers: response.headers });
 }
 
 /** The declaration of the route an audit action names (`<METHOD> <pattern>`), loading its module. */

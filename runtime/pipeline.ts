@@ -76,7 +76,10 @@ let requestCounter = 0;
  * `!` is set by the stage named beside it before any later stage reads it.
  */
 export class Exchange {
-  readonly requestId = ID_PREFIX + (++requestCounter).toString(36);
+  /** When the exchange began (performance.now()), for the request metrics. */
+  readonly started = performance.now();
+  readonly #serial = ++requestCounter;
+  #requestId: string | undefined;
   readonly method: string;
   /** The method whose handler runs (HEAD is served by GET). */
   readonly effective: Method;
@@ -121,6 +124,11 @@ export class Exchange {
         : '/';
     this.target = target;
     this.qAt = target.indexOf('?');
+  }
+
+  /** Unique across restarts, for log correlation (made when first asked for). */
+  get requestId(): string {
+    return (this.#requestId ??= ID_PREFIX + this.#serial.toString(36));
   }
 
   /** The path without the query. */
