@@ -91,6 +91,12 @@ async function procKb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
   return Number(m[1]) * 1024;
 }
 
+/** CPU time (user + system) the process has used, in seconds. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /** Samples the process's RSS every `everyMs` until stopped; `peak` includes the last sample. */
 function sampleRss(pid: number, everyMs: number): { stop(): Promise<{ peak: number; samples: number }> } {
   let peak = 0;
@@ -163,6 +169,8 @@ interface Round {
   baseMs: number;
   runMs: number;
   run: { id: string; size_bytes: number };
+  /** The control plane's CPU time during the run (all its threads: gzip's included). */
+  cpu: number;
   rssBefore: number;
   peak: number;
   samples: number;
@@ -183,6 +191,7 @@ async function timeBackup(
     () => false,
   );
   const sampler = sampleRss(pid, 100);
+  const cpu0 = await cpuSeconds(pid);
   const t0 = performance.now();
   const started = await c.req('POST', `/api/apps/${appId}/backups/${backupId}/run`);
   if (started.status !== 202) throw new Error(started.text);
@@ -196,10 +205,11 @@ async function timeBackup(
     20,
   );
   const runMs = performance.now() - t0;
+  const cpu = (await cpuSeconds(pid)) - cpu0;
   const { peak: sampled, samples } = await sampler.stop();
   const hwm = hwmReset ? await procKb(pid, 'VmHWM') : null;
   if (run.status !== 'succeeded') throw new Error(`backup ${run.status}: ${run.error}`);
-  return { runMs, run, rssBefore, peak: Math.max(sampled, hwm ?? 0), samples, hwm };
+  return { runMs, run, cpu, rssBefore, peak: Math.max(sampled, hwm ?? 0), samples, hwm };
 }
 
 async function timeRestore(c: Client, appId: string, runId: string): Promise<number> {
@@ -231,7 +241,7 @@ function report(size: number, pid: number, rounds: Round[], restoreMs: number): 
   );
   rounds.forEach((r, i) =>
     console.log(
-      `round ${i + 1}: baseline pg_dump | gzip -3 > /dev/null ${s(r.baseMs)} s, pipeline backup run ${s(r.runMs)} s: ${ratios[i]!.toFixed(2)}x`,
+      `round ${i + 1}: baseline pg_dump | gzip -3 > /dev/null ${s(r.baseMs)} s, pipeline backup run ${s(r.runMs)} s: ${ratios[i]!.toFixed(2)}x; control plane CPU ${r.cpu.toFixed(2)} s`,
     ),
   );
   console.log(
