@@ -1,8 +1,8 @@
 // The WebSocket topics, one entry per kind: a topic is `<kind>` or `<kind>:<id>`. Adding one is
 // adding its entry here (and publishing on the bus, with a source there if it replays history):
 //   jobs: fleet,                                   // every app's events, filtered per subscriber
-//   alerts: instance,                              // instance.read
 //   run: ofResource('run', runExists, runApp),     // `run:<runId>`, read with its app's access
+// where runExists and runApp are the run store's lookups (is there such a run; whose app is it).
 import type { Db } from '#lib/db/index.js';
 import type { Principal } from '#lib/http/handler.js';
 import { HttpError } from '#lib/http/errors.js';
@@ -45,6 +45,8 @@ export const TOPICS: Readonly<Record<string, TopicKind>> = {
   backups: fleet,
   host: instance,
   security: instance,
+  // Alert rules firing and resolving (the alerts area publishes them).
+  alerts: instance,
   logs: ofApp,
   stats: ofApp,
   build: ofResource('deployment', deploymentExists, deploymentTopicApp),
