@@ -3,7 +3,8 @@ import { ensurePrivateDir } from '../util/private-dir.js';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import {
   Kysely,
   Migrator,
@@ -109,6 +110,11 @@ export function seriesConnection(db: Db): BetterSqlite3.Database {
   return raw;
 }
 
+// The PostgreSQL driver is loaded only by an instance that uses it (SVC_DATABASE_URL): an instance
+// on SQLite does not hold it in memory.
+let pgModule: typeof pg | undefined;
+const loadPg = (): typeof pg => (pgModule ??= createRequire(import.meta.url)('pg') as typeof pg);
+
 // int8 (count(*), bigint columns) and numeric (sum, avg) come back as strings by default, since
 // they can exceed 2^53; the values kept here are counts, byte sizes and times, far below that,
 // and SQLite answers them as numbers. Per pool, so nothing else in the process changes.
@@ -117,12 +123,12 @@ const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     PG_NUMBER_TYPES.has(oid) && format !== 'binary'
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      : loadPg().types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** A pool on `url`; nothing is asked of the server until the first query (migrate, at boot). */
 export function openPostgres(url: string): Db {
-  const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
+  const pool = new (loadPg().Pool)({ connectionString: url, max: 10, types: pgTypes });
   // An idle client losing its server is reported here; the next query gets a new connection.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PortablePostgresDialect({ pool }) });
