@@ -1724,7 +1724,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran); a caller limited to some apps sees their items only */
         get: operations["getApiInstanceRecovery"];
         put?: never;
         post?: never;
