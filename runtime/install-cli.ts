@@ -7,7 +7,6 @@ import { request } from 'node:http';
 import { connect } from 'node:tls';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline/promises';
 import { ConfigError, loadConfig, parseEnvFile, type Config } from '#lib/config.js';
 import { readSetupToken } from '#lib/auth/setup.js';
@@ -36,6 +35,7 @@ import {
   type TlsPeer,
 } from '#lib/doctor/checks.js';
 import { loadHostConfig } from './host-config.js';
+import { UsageError } from './cli/parser.js';
 
 export interface Io {
   out(line: string): void;
@@ -63,19 +63,6 @@ async function confirm(io: Io, question: string): Promise<boolean> {
 const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');
 const CLI_SCRIPT = fileURLToPath(new URL('./cli.js', import.meta.url));
 const isRoot = () => (process.getuid?.() ?? 0) === 0;
-
-class UsageError extends Error {}
-
-function parse(args: readonly string[], options: Record<string, { type: 'boolean' | 'string' }>) {
-  try {
-    return parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as Record<
-      string,
-      string | boolean | undefined
-    >;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
 
 function printPlan(io: Io, plan: Plan, dryRun: boolean): void {
   for (const c of plan.changes) {
@@ -127,18 +114,15 @@ async function prerequisites(io: Io, state: HostState, run: CmdRunner, dryRun: b
   return fine;
 }
 
-export async function installCmd(
-  args: readonly string[],
-  io: Io,
-  o: InstallCliOptions = {},
-): Promise<number> {
-  const v = parse(args, {
-    'dry-run': { type: 'boolean' },
-    root: { type: 'string' },
-    'base-domain': { type: 'string' },
-    'acme-email': { type: 'string' },
-    yes: { type: 'boolean' },
-  });
+export interface InstallFlags {
+  'dry-run'?: boolean;
+  root?: string;
+  'base-domain'?: string;
+  'acme-email'?: string;
+  yes?: boolean;
+}
+
+export async function installCmd(v: InstallFlags, io: Io, o: InstallCliOptions = {}): Promise<number> {
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const live = root === '/';
@@ -272,16 +256,10 @@ async function printSetup(
 }
 
 export async function uninstallCmd(
-  args: readonly string[],
+  v: { 'dry-run'?: boolean; root?: string; purge?: boolean; yes?: boolean },
   io: Io,
   o: InstallCliOptions = {},
 ): Promise<number> {
-  const v = parse(args, {
-    'dry-run': { type: 'boolean' },
-    root: { type: 'string' },
-    purge: { type: 'boolean' },
-    yes: { type: 'boolean' },
-  });
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const run = o.run ?? execRunner;
@@ -394,8 +372,7 @@ export async function liveDoctorContext(run: CmdRunner = execRunner): Promise<Do
   };
 }
 
-export async function doctorCmd(args: readonly string[], io: Io, ctx?: DoctorContext): Promise<number> {
-  parse(args, {});
+export async function doctorCmd(io: Io, ctx?: DoctorContext): Promise<number> {
   const lines = await runChecks(ctx ?? (await liveDoctorContext()));
   for (const l of lines) io.out(formatLine(l));
   const errors = lines.filter((l) => l.status === 'error').length;
@@ -403,30 +380,3 @@ export async function doctorCmd(args: readonly string[], io: Io, ctx?: DoctorCon
   io.out(`${errors} errors, ${warnings} warnings.`);
   return errors ? 1 : 0;
 }
-
-/** Runs one of the three with usage errors as exit 2 and anything else as exit 1, message only. */
-export async function runInstallCommand(
-  name: 'install' | 'uninstall' | 'doctor',
-  args: readonly string[],
-  io: Io,
-): Promise<number> {
-  try {
-    if (name === 'install') return await installCmd(args, io);
-    if (name === 'uninstall') return await uninstallCmd(args, io);
-    return await doctorCmd(args, io);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(`svc ${name}: ${e.message}`);
-      io.err(USAGE[name]);
-      return 2;
-    }
-    io.err(`svc ${name}: ${(e as Error).message}.${name === 'doctor' ? '' : ' Nothing was changed.'}`);
-    return 1;
-  }
-}
-
-export const USAGE = {
-  install: 'usage: svc install [--dry-run] [--root DIR] [--base-domain DOMAIN] [--acme-email EMAIL] [--yes]',
-  uninstall: 'usage: svc uninstall [--purge] [--root DIR] [--dry-run] [--yes]',
-  doctor: 'usage: svc doctor',
-};
