@@ -27,6 +27,7 @@ import {
 } from '#lib/install/plan.js';
 import { execRunner, pathState, readHostState, type CmdRunner } from '#lib/install/state.js';
 import { applyPlan } from '#lib/install/apply.js';
+import { checkoutOf, codeProblems, describeProblems } from '#lib/install/code-owner.js';
 import {
   formatLine,
   parseListeners,
@@ -47,6 +48,20 @@ export interface InstallCliOptions {
   randomHex?: (bytes: number) => string;
   /** How long a live install waits for the service to write its setup token. */
   tokenWaitMs?: number;
+}
+
+/**
+ * The unit runs this checkout's code as root: refused (one line naming the path) when anyone but
+ * root can change it, whatever the mode (a dry run says what the real one would do).
+ */
+async function refuseForeignCode(io: Io): Promise<boolean> {
+  const checkout = checkoutOf(CLI_SCRIPT);
+  const problems = await codeProblems(checkout);
+  if (problems.length === 0) return false;
+  io.err(
+    `svc install: refusing to make a root service of code others can change: ${describeProblems(problems)}. Make ${checkout} root's (chown -R root:root, chmod -R go-w, folders above too) or install from a copy only root can write. Nothing was changed.`,
+  );
+  return true;
 }
 
 /** A person at a terminal confirms a live change; scripts pass --yes (or have no terminal). */
@@ -145,6 +160,7 @@ export async function installCmd(v: InstallFlags, io: Io, o: InstallCliOptions =
       );
     throw e;
   }
+  if (await refuseForeignCode(io)) return 1;
   if (live && !dryRun && !isRoot()) {
     io.err(
       'svc install must run as root (it writes under /etc and /var/lib and enables services); --dry-run shows what it would do.',
@@ -369,6 +385,10 @@ export async function liveDoctorContext(run: CmdRunner = execRunner): Promise<Do
       return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
     },
     stat: pathState,
+    code: async () => {
+      const checkout = checkoutOf(CLI_SCRIPT);
+      return { checkout, problems: await codeProblems(checkout) };
+    },
   };
 }
 
