@@ -62,6 +62,8 @@ export interface Config {
   accessLog: string;
   /** SVC_WAKE_TIMEOUT: how long a request to a sleeping app waits for it to wake, in seconds. */
   wakeTimeoutSeconds: number;
+  /** SVC_ALLOW_METADATA=true: app containers and builds may reach link-local addresses (cloud metadata). */
+  allowMetadata: boolean;
   /** SVC_WAKE_MAX_HELD: requests and upgrades the wake path holds at once (more: 503 with Retry-After). */
   wakeMaxHeld: number;
   /** SVC_WAKE_IDLE: seconds a piped upgrade may carry no traffic before the wake path closes it. */
@@ -390,6 +392,7 @@ export function loadConfig(env: Env = process.env): Config {
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
     wakeTimeoutSeconds: int(env, 'SVC_WAKE_TIMEOUT', 30, 1, 600),
     wakeMaxHeld: int(env, 'SVC_WAKE_MAX_HELD', 256, 1, 100_000),
+    allowMetadata: bool(env, 'SVC_ALLOW_METADATA', false),
     wakeIdleSeconds: int(env, 'SVC_WAKE_IDLE', 3600, 1, 7 * 86400),
     proxy: {
       enabled: bool(env, 'SVC_PROXY', true),

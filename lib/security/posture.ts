@@ -15,6 +15,7 @@ export const POSTURE_CODES = [
   'host_ports',
   'notify_allow',
   'container_shell',
+  'link_local',
   'cluster_managers',
   'cluster_nodes',
 ] as const;
@@ -81,6 +82,8 @@ export interface PostureInput {
   notifyAllow?: readonly string[];
   /** SVC_ENABLE_SHELL=true. */
   shellEnabled?: boolean;
+  /** Whether app containers and builds can reach link-local addresses (lib/net/metadata-guard.ts). */
+  linkLocal?: { mode: 'blocked' | 'allowed' | 'unenforced'; detail: string; fix: string };
   /** Cluster mode: the swarm's managers and the hostnames of nodes that are down (absent: single host). */
   cluster?: { managers: number; managersReady: number; down: readonly string[] } | null;
   now?: number;
@@ -348,6 +351,21 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
       reason:
         'SVC_ENABLE_SHELL=true: operators (after a step-up) can open a shell inside app containers from the API.',
       fix: 'Unset SVC_ENABLE_SHELL when nobody needs it.',
+    });
+  }
+  if (input.linkLocal) {
+    const l = input.linkLocal;
+    items.push({
+      code: 'link_local',
+      status: l.mode === 'blocked' ? 'ok' : 'warning',
+      title: 'Cloud metadata',
+      reason:
+        l.mode === 'blocked'
+          ? `App containers and builds cannot reach link-local addresses (169.254.0.0/16, fe80::/10): ${l.detail}.`
+          : l.mode === 'allowed'
+            ? `App containers and builds can reach link-local addresses, the cloud metadata service among them (${l.detail}).`
+            : `App containers and builds may reach link-local addresses, the cloud metadata service among them: ${l.detail}.`,
+      fix: l.fix,
     });
   }
   if (input.cluster) items.push(...clusterRows(input.cluster));
