@@ -1,7 +1,8 @@
 // The posture checklist's input, read from live state on every request: configuration, the
-// agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
-import { metadataFix, metadataState } from '../net/metadata-guard.js';
+// agent's snapshot file, the tailer, the engine's published ports, the link-local table (`nft
+// list`). Only reads.
 import { existsSync } from 'node:fs';
+import { metadataFix, metadataState } from '../net/metadata-guard.js';
 import type { Services as Env } from '../http/handler.js';
 import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
