@@ -41,6 +41,8 @@ export interface ClusterRolloutOptions {
   log: (line: string) => void;
   timeoutMs: number;
   onHealthChecking: () => Promise<void>;
+  /** Handed to Swarm with each service (X-Registry-Auth), so that every node pulls with it. */
+  registryAuth?: object;
 }
 
 /** The shape of lib/deploy/bluegreen.ts RolloutResult: on a swarm nothing old is left to retire. */
@@ -120,12 +122,12 @@ export async function clusterRollout(
         );
       signal?.throwIfAborted();
       if (!existing) {
-        await guard(engine, () => engine.docker.createService({}, spec));
+        await guard(engine, () => engine.docker.createService(opts.registryAuth ?? {}, spec));
         touched.push({ service: svc.name, name, created: true });
         log(`${svc.name}: created swarm service ${name} (${replicas} replica${replicas === 1 ? '' : 's'})`);
       } else {
         await guard(engine, () =>
-          updateService(engine, existing.ID, { version: existing.Version.Index }, spec),
+          updateService(engine, existing.ID, { version: existing.Version.Index }, spec, opts.registryAuth),
         );
         touched.push({ service: svc.name, name, created: false });
         log(
@@ -178,11 +180,12 @@ export function updateService(
   id: string,
   query: { version: number; rollback?: 'previous' },
   spec: object,
+  auth: object = {},
 ): Promise<unknown> {
   const svc = engine.docker.getService(id) as unknown as {
     update(auth: object, opts: object): Promise<unknown>;
   };
-  return svc.update({}, { _query: query, _body: spec });
+  return svc.update(auth, { _query: query, _body: spec });
 }
 
 /** This app's Swarm services (only those carrying every ownership label). */

@@ -12,7 +12,13 @@ import { envBinding, previewEnvBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { channelBinding } from '../notify/store.js';
-import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
+import {
+  REGISTRY_PASSWORD_BINDING,
+  REGISTRY_PASSWORD_SETTING,
+  certificateKeyBinding,
+  dbBinding,
+  s3Binding,
+} from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
 export type SealedRow = Record<string, string>;
@@ -40,6 +46,14 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     where: `key = '${SIGNING_KEY_SETTING}'`,
     binding: () => SIGNING_KEY_BINDING,
     sealedOnly: isSealed,
+  },
+  {
+    what: 'the cluster registry password',
+    table: 'settings',
+    column: 'value',
+    keys: [],
+    where: `key = '${REGISTRY_PASSWORD_SETTING}'`,
+    binding: () => REGISTRY_PASSWORD_BINDING,
   },
   {
     what: 'TOTP secrets',
