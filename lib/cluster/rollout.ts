@@ -41,8 +41,17 @@ export interface ClusterRolloutOptions {
   log: (line: string) => void;
   timeoutMs: number;
   onHealthChecking: () => Promise<void>;
-  /** Handed to Swarm with each service (X-Registry-Auth), so that every node pulls with it. */
-  registryAuth?: object;
+  /**
+   * The cluster registry's account, handed to Swarm (X-Registry-Auth) with each service whose image
+   * is in that registry, so that every node pulls with it; never with an image from elsewhere (it
+   * would go to that registry).
+   */
+  registryAuth?: { username: string; password: string; serveraddress: string } | Record<string, never>;
+}
+
+/** The auth a service's image is pulled with: the cluster registry's account for its images only. */
+export function authFor(image: string, auth: ClusterRolloutOptions['registryAuth']): object {
+  return auth && 'serveraddress' in auth && image.startsWith(`${auth.serveraddress}/`) ? auth : {};
 }
 
 /** The shape of lib/deploy/bluegreen.ts RolloutResult: on a swarm nothing old is left to retire. */
@@ -122,12 +131,18 @@ export async function clusterRollout(
         );
       signal?.throwIfAborted();
       if (!existing) {
-        await guard(engine, () => engine.docker.createService(opts.registryAuth ?? {}, spec));
+        await guard(engine, () => engine.docker.createService(authFor(image, opts.registryAuth), spec));
         touched.push({ service: svc.name, name, created: true });
         log(`${svc.name}: created swarm service ${name} (${replicas} replica${replicas === 1 ? '' : 's'})`);
       } else {
         await guard(engine, () =>
-          updateService(engine, existing.ID, { version: existing.Version.Index }, spec, opts.registryAuth),
+          updateService(
+            engine,
+            existing.ID,
+            { version: existing.Version.Index },
+            spec,
+            authFor(image, opts.registryAuth),
+          ),
         );
         touched.push({ service: svc.name, name, created: false });
         log(
