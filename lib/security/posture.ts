@@ -2,6 +2,7 @@
 // them for the API, runtime/security-cli.ts for the CLI; the opt-out file is lib/security/opt-out.ts).
 import { isIP } from 'node:net';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
+import type { MetadataState } from '../net/metadata-guard.js';
 
 export type PostureStatus = (typeof POSTURE_STATUSES)[number];
 export const POSTURE_CODES = [
@@ -83,7 +84,7 @@ export interface PostureInput {
   /** SVC_ENABLE_SHELL=true. */
   shellEnabled?: boolean;
   /** Whether app containers and builds can reach link-local addresses (lib/net/metadata-guard.ts). */
-  linkLocal?: { mode: 'blocked' | 'allowed' | 'unenforced'; detail: string; fix: string };
+  linkLocal?: MetadataState & { fix: string };
   /** Cluster mode: the swarm's managers and the hostnames of nodes that are down (absent: single host). */
   cluster?: { managers: number; managersReady: number; down: readonly string[] } | null;
   now?: number;
