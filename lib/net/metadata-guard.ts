@@ -12,7 +12,7 @@
 // engine's network namespace; elsewhere (in a container, a cluster's other nodes) it is reported as
 // not enforced, with what to do, on the posture's `link_local` row.
 import { execFile } from 'node:child_process';
-import { networkInterfaces } from 'node:os';
+import { readdirSync } from 'node:fs';
 
 export const METADATA_TABLE = 'svc_metadata';
 const BRIDGES = ['docker0', 'br-*', 'docker_gwbridge'] as const;
@@ -58,9 +58,17 @@ export function metadataRuleset(): string {
   ].join('\n');
 }
 
-/** Whether this process sees the engine's bridges (it shares their network namespace). */
-function seesBridges(): boolean {
-  return Object.keys(networkInterfaces()).some((n) => n === 'docker0' || n.startsWith('br-'));
+/**
+ * Whether this process sees the engine's bridges (it shares their network namespace). Read from
+ * /sys/class/net: a bridge without a container has no carrier, and node's own list leaves out
+ * interfaces that are not running.
+ */
+export function seesBridges(list: () => string[] = () => readdirSync('/sys/class/net')): boolean {
+  try {
+    return list().some((n) => n === 'docker0' || n.startsWith('br-'));
+  } catch {
+    return false;
+  }
 }
 
 const HINT = `as root on the engine's host: nft -f - with the table of lib/net/metadata-guard.ts`;
