@@ -1829,7 +1829,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran); a caller limited to some apps sees their items only */
         get: operations["getApiInstanceRecovery"];
         put?: never;
         post?: never;
@@ -3279,7 +3279,7 @@ export interface components {
         Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
         PostureItem: {
             /** @enum {string} */
-            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "cluster_managers" | "cluster_nodes";
+            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "link_local" | "cluster_managers" | "cluster_nodes";
             /** @enum {string} */
             status: "ok" | "warning" | "error" | "info";
             title: string;
