@@ -58,7 +58,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List apps with their current status */
+        /** List apps by name, a page at a time, with their current status, URLs and newest deployment, and the proxy state */
         get: operations["getApiApps"];
         put?: never;
         /** Create an app */
@@ -93,7 +93,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One app with its current status */
+        /** One app with its current status, where it answers and the proxy state */
         get: operations["getApiAppsById"];
         put?: never;
         post?: never;
@@ -2291,6 +2291,22 @@ export interface components {
             scopes: components["schemas"]["Permission"][] | null;
             app_ids: string[] | null;
         };
+        AppListItem: {
+            id: string;
+            name: string;
+            source: components["schemas"]["AppSource"];
+            /** @enum {string} */
+            status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom" | "sleeping";
+            build_limits: components["schemas"]["BuildLimits"] | null;
+            /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
+            sleep_after_minutes: number | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            urls: components["schemas"]["AppUrl"][];
+            last_deployment: components["schemas"]["LastDeployment"] | null;
+        };
         App: {
             id: string;
             name: string;
@@ -2344,6 +2360,17 @@ export interface components {
             }[];
             domains: unknown[];
         };
+        AppUrl: {
+            /** @description https:// once a certificate is served for the name, else http:// */
+            url: string;
+            hostname: string;
+            service: string | null;
+            /** @description A host under the base domain, given to the app without asking */
+            automatic: boolean;
+            https: boolean;
+            /** @enum {string} */
+            status: "unassigned" | "awaiting_dns" | "issuing" | "active" | "error";
+        };
         AuditDiff: {
             rows: {
                 field: string;
@@ -2377,6 +2404,8 @@ export interface components {
                 type: string;
                 id: string | null;
             };
+            /** @description The target's current name (an app's, a domain's hostname...); null when unknown or gone */
+            target_name: string | null;
             ip: string | null;
             /**
              * @description ok: answered 1xx-3xx; error otherwise (`status` has the code)
@@ -2631,6 +2660,8 @@ export interface components {
             rollback_of: string | null;
             delivery_id: string | null;
             waiting: boolean;
+            /** @description The username of the operator who asked for it; null for a forge's push */
+            created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             started_at: string | null;
@@ -2832,6 +2863,19 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             expires_at: string;
         };
+        LastDeployment: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "cloning" | "building" | "deploying" | "health_checking" | "succeeded" | "failed" | "canceled" | "interrupted";
+            /** @enum {string} */
+            trigger: "manual" | "push" | "tag" | "rollback";
+            commit: string | null;
+            commit_subject: string | null;
+            created_by: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            finished_at: string | null;
+        };
         LogLine: {
             seq: number;
             /** @description ISO-8601 UTC timestamp */
@@ -2977,6 +3021,12 @@ export interface components {
             database: "none" | "empty" | "latest_backup";
             /** @description Idle minutes after which a preview sleeps (default 30); null: never */
             sleep_after_minutes: number | null;
+        };
+        ProxyHealth: {
+            /** @enum {string} */
+            state: "ok" | "starting" | "off" | "unreachable" | "out_of_sync";
+            /** @description What is wrong and what to do, in one or two sentences */
+            detail: string;
         };
         ProxySummary: {
             synced: boolean;
@@ -3129,7 +3179,11 @@ export interface components {
             };
         };
         GetApiApps200: {
-            items: components["schemas"]["App"][];
+            items: components["schemas"]["AppListItem"][];
+            next_cursor?: string;
+            /** @description Apps matching `q` in all pages */
+            total: number;
+            proxy: components["schemas"]["ProxyHealth"];
         };
         PostApiApps201: {
             app: components["schemas"]["App"];
@@ -3139,6 +3193,11 @@ export interface components {
             missing_secrets: string[];
         };
         GetApiAppsById200: {
+            app: components["schemas"]["App"];
+            urls: components["schemas"]["AppUrl"][];
+            proxy: components["schemas"]["ProxyHealth"];
+        };
+        PatchApiAppsById200: {
             app: components["schemas"]["App"];
         };
         DeleteApiAppsById200: {
@@ -4090,7 +4149,12 @@ export interface operations {
     };
     getApiApps: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description Only apps whose name contains this (any case) */
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4106,6 +4170,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetApiApps200"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4247,7 +4312,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GetApiAppsById200"];
+                    "application/json": components["schemas"]["PatchApiAppsById200"];
                 };
             };
             400: components["responses"]["BadRequest"];

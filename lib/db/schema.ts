@@ -173,6 +173,8 @@ export interface DeploymentTable {
   commit_wanted: string | null;
   /** The commit (hex, maybe abbreviated) this deployment must deploy, on `ref`'s history; null: the ref's head. */
   commit_pin: string | null;
+  /** The username of the operator who asked for it; null for a forge's push. */
+  created_by: string | null;
 }
 
 export interface DeploymentEventTable {

@@ -154,6 +154,7 @@ export class DeployService extends DeployRunner implements Deployments {
       deliveryId: input.deliveryId ?? null,
       commitWanted: input.commit ?? null,
       commitPin: pin,
+      createdBy: input.createdBy ?? null,
     };
     const scope = await previewScope(this.env.db, app.id);
     let result: EnqueueResult;
@@ -187,7 +188,7 @@ export class DeployService extends DeployRunner implements Deployments {
   }
 
   /** A `rollback` deployment that reuses the kept images of `targetId` (a succeeded deployment). */
-  async rollback(app: App, targetId: string): Promise<Deployment> {
+  async rollback(app: App, targetId: string, createdBy: string | null = null): Promise<Deployment> {
     const target = await getDeployment(this.env.db, app.id, targetId);
     if (target.status !== 'succeeded')
       throw conflict(
@@ -213,6 +214,7 @@ export class DeployService extends DeployRunner implements Deployments {
         spec,
         commit: target.commit,
         commitSubject: target.commit_subject,
+        createdBy,
       },
       this.env.now(),
     );

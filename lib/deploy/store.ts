@@ -32,6 +32,8 @@ export interface NewDeployment {
   commitWanted?: string | null;
   /** Deploy exactly this commit of `ref` (see lib/deploy/workdir.ts). */
   commitPin?: string | null;
+  /** The username of the operator who asked for it. */
+  createdBy?: string | null;
 }
 
 function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTable {
@@ -56,6 +58,7 @@ function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTab
     spec: input.spec ? JSON.stringify(input.spec) : null,
     commit_wanted: input.commitWanted ?? null,
     commit_pin: input.commitPin ?? null,
+    created_by: input.createdBy ?? null,
   };
 }
 
