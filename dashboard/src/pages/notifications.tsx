@@ -4,10 +4,24 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { NotificationChannel, NotificationDelivery } from '../api';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 type EventName = NotificationChannel['events'][number];
+type Kind = NotificationChannel['kind'];
+
+/** Every kind of channel the API takes (a kind it adds fails this type until it is named here). */
+const KINDS: Record<Kind, { label: string; url: string }> = {
+  discord: { label: 'Discord', url: 'https://discord.com/api/webhooks/…' },
+  slack: { label: 'Slack', url: 'https://hooks.slack.com/services/…' },
+};
+
+/** Checked for a new channel: what someone must act on (failures, crashes, expiring certificates). */
+export function defaultEvents(events: readonly string[]): Set<string> {
+  return new Set(events.filter((e) => /fail|crash|error|expir|down|anomal|oom|unhealthy/.test(e)));
+}
 
 export function NotificationsPage() {
+  useTitle('Notifications');
   const channels = useLoad(() => api.listChannels());
   return (
     <main>
@@ -106,7 +120,7 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
         </p>
       )}
       {log && (
-        <table data-testid="deliveries">
+        <table class="stack-sm" data-testid="deliveries">
           <caption class="sr-only">Deliveries of {c.name}</caption>
           <thead>
             <tr>
@@ -146,12 +160,10 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
 }
 
 function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () => Promise<void> }) {
-  const [kind, setKind] = useState<NotificationChannel['kind']>('discord');
+  const [kind, setKind] = useState<Kind>('discord');
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
-  const [picked, setPicked] = useState<Set<EventName>>(
-    new Set(['deploy_failed', 'app_crashed', 'certificate_error']),
-  );
+  const [picked, setPicked] = useState<Set<EventName>>(() => defaultEvents(events) as Set<EventName>);
   const act = useAction();
   return (
     <section class="card" aria-labelledby="new-channel-h">
@@ -180,8 +192,11 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
             value={kind}
             onChange={(e) => setKind((e.target as HTMLSelectElement).value as NotificationChannel['kind'])}
           >
-            <option value="discord">Discord</option>
-            <option value="slack">Slack</option>
+            {(Object.keys(KINDS) as Kind[]).map((k) => (
+              <option key={k} value={k}>
+                {KINDS[k].label}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -199,6 +214,7 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
             name="channel-url"
             type="url"
             required
+            placeholder={KINDS[kind].url}
             value={url}
             onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
           />
