@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
-import type { Client, TestServer } from './server.js';
+import { ADMIN, Client, type TestServer } from './server.js';
 import { BASE_IMAGE, ensureBaseImage } from './docker.js';
 import type { GitServer } from './gitserver.js';
 import { poll } from './wait.js';
@@ -218,5 +218,11 @@ export async function seedFleet(s: TestServer, c: Client, git: GitServer, prefix
     c.req('POST', `/api/apps/${shop.id}/domains`, { hostname: 'shop.example.test', service: 'app' }),
     201,
   );
+  // Another session of the owner, from a browser with a long user agent (the profile lists it).
+  const phone = new Client(s.url, {
+    'user-agent':
+      'Mozilla/5.0 (Linux; Android 14; Pixel 8 Pro Build/AP2A.240905.003; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/128.0.6613.127 Mobile Safari/537.36 EdgA/128.0.2739.79',
+  });
+  await ok(phone.req('POST', '/api/auth/login', ADMIN));
   return { shop, site, broken, idle, baseDomain };
 }

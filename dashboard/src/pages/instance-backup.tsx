@@ -171,7 +171,7 @@ function BackupSettings(props: { c: InstanceBackup; onSaved: () => Promise<void>
         />{' '}
         Back up on a schedule
       </label>
-      <div class="row wrap">
+      <div class="row wrap top">
         <Field
           id="ibackup-schedule"
           label="Schedule (cron, UTC)"

@@ -207,7 +207,7 @@ function Sessions() {
   const sessions = useLoad(() => api.listSessions().then((r) => r.items));
   const act = useAction();
   return (
-    <section class="card" aria-labelledby="sessions-h">
+    <section class="card wide" aria-labelledby="sessions-h">
       <h2 id="sessions-h">Sessions</h2>
       <ErrorNote error={sessions.error} />
       <ErrorNote error={act.error} />

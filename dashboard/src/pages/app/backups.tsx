@@ -91,7 +91,7 @@ function NewBackup({ id, dbs, onAdded }: { id: string; dbs: api.Database[]; onAd
           void act.run(save);
         }}
       >
-        <div class="row wrap">
+        <div class="row wrap top">
           <SelectField
             id="backup-kind"
             label="Source"
