@@ -51,15 +51,24 @@ export function AppUrls({ urls, first = false }: { urls: readonly AppUrl[]; firs
 }
 
 /**
- * Why an app has no URL, and what gives it one: a port for a service that has none (an image's
- * EXPOSE is not read), else a base domain or a domain.
+ * Why an app has no URL, and what gives it one: a first deployment (its services are known then),
+ * a port for a service that has none (an image's EXPOSE is not read), else a base domain or a domain.
  */
-export function NoUrlHint({ portless }: { portless?: string | null }) {
+export function NoUrlHint({
+  services,
+}: {
+  services: ReadonlyArray<{ name: string; port: number | null }> | null;
+}) {
+  const portless = services?.find((s) => s.port === null)?.name;
+  const text =
+    services?.length === 0
+      ? 'No URL yet: deploy it; then its service needs a port (or add a domain).'
+      : portless
+        ? `No URL yet: service "${portless}" has no port. Set the port it listens on under Services (Port and health path), and its URL appears.`
+        : 'No URL yet: set a base domain on the Instance page (every app then gets one), or add a domain under Domains.';
   return (
     <span class="muted small" data-testid="no-url">
-      {portless
-        ? `No URL yet: service "${portless}" has no port. Set the port it listens on under Services (Port and health path), and its URL appears.`
-        : 'No URL yet: set a base domain on the Instance page (every app then gets one), or add a domain under Domains.'}
+      {text}
     </span>
   );
 }

@@ -18,6 +18,7 @@ import { people } from '../_support/people.js';
 import { cleanupApp } from '../engine/_deploy.js';
 import {
   TOUR,
+  WEB_IMAGE,
   ensureWebImage,
   overflowingCards,
   pageOverflow,
@@ -28,6 +29,7 @@ import {
   type TourPage,
 } from '../_support/dashboard-tour.js';
 import { insertApp } from '#lib/apps/store.js';
+import { deleteApp } from '#lib/apps/ops.js';
 import { invalidateCredentials } from '#lib/auth/cache.js';
 
 const WAIT = { timeout: 60_000 };
@@ -267,6 +269,33 @@ test('during a redeploy the badge says only app statuses; Deploy is busy; the UR
       (await admin.req('GET', `/api/apps/${fleet.shop.id}/deployments`)).body.items.length,
       before + 1,
     );
+  });
+});
+
+test("a newcomer's app: never deployed, deployed without a port, then its port saved: the header says each time what gives it a URL", async (t) => {
+  if (!(await ready(t))) return;
+  await withFailureShot(owner, 'everyday-first-url', async () => {
+    const created = await admin.req('POST', '/api/apps', {
+      name: 'ev-first',
+      source: { type: 'image', image: WEB_IMAGE },
+    });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.app.id as string;
+    await owner.goto(`${s!.url}/apps/${id}`);
+    const where = owner.getByTestId('app-where');
+    await where.getByTestId('no-url').filter({ hasText: 'deploy it' }).waitFor(WAIT);
+    await owner.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await owner.getByTestId('deployment-row').first().locator('.badge-succeeded').waitFor(DEPLOY_WAIT);
+    await where.getByTestId('no-url').filter({ hasText: 'service "app" has no port' }).waitFor(WAIT);
+    await owner.getByRole('textbox', { name: 'Port of app' }).fill('8080');
+    await owner.getByRole('button', { name: 'Save app' }).click();
+    await owner.getByTestId('service-saved').waitFor(WAIT);
+    const link = where.getByRole('link', { name: `ev-first.${fleet.baseDomain}` });
+    await link.waitFor(WAIT);
+    assert.equal(await link.getAttribute('href'), `http://ev-first.${fleet.baseDomain}`);
+    // Gone again: the fleet's counts below stay the tour's.
+    await deleteApp(s!.env, id, { volumes: true });
+    await cleanupApp(s!.env.engine, 'ev-first');
   });
 });
 

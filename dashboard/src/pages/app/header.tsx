@@ -43,10 +43,9 @@ export function AppHeader(props: {
   // Without a URL: is a service missing its port? (Asked only then.)
   const noUrl = props.urls !== undefined && props.urls.length === 0;
   const services = useLoad(
-    () => (noUrl ? api.listServices(a.id).then((r) => r.items) : Promise.resolve([])),
-    [a.id, noUrl, a.status],
+    () => (noUrl ? api.listServices(a.id).then((r) => r.items) : Promise.resolve(null)),
+    [a.id, noUrl, a.status, props.deployments?.[0]?.status],
   );
-  const portless = services.data?.find((s) => s.port === null)?.name ?? null;
   const inFlight = props.deployments?.find((d) => !api.TERMINAL.includes(d.status));
   const control = (action: 'start' | 'stop') =>
     void act.run(async () => {
@@ -112,7 +111,7 @@ export function AppHeader(props: {
         {props.urls === undefined ? null : props.urls.length ? (
           <AppUrls urls={props.urls} />
         ) : (
-          <NoUrlHint portless={portless} />
+          <NoUrlHint services={services.data} />
         )}
       </p>
       <ProxyNotice proxy={props.proxy} />
