@@ -463,6 +463,22 @@ test('the step-up dialog says why it asks; the build log has times and its steps
     await dialog.getByLabel('Password').fill(ADMIN.password);
     await dialog.getByRole('button', { name: 'Verify' }).click();
     await owner.getByTestId('env-row').filter({ hasText: 'not shown anywhere' }).waitFor(WAIT);
+    // A plain key, then the Secret box is ticked again for the next one; a value is edited in place.
+    const secretBox = owner.getByRole('checkbox', { name: 'Secret', exact: true });
+    await owner.getByRole('textbox', { name: 'Key', exact: true }).fill('PLAIN_ONE');
+    await owner.getByRole('textbox', { name: 'Value', exact: true }).fill('visible');
+    await secretBox.uncheck();
+    await owner.getByRole('button', { name: 'Set', exact: true }).click();
+    await owner.getByTestId('env-row').filter({ hasText: 'PLAIN_ONE' }).waitFor(WAIT);
+    assert.equal(await secretBox.isChecked(), true, 'the next key is secret unless unticked');
+    await owner.getByRole('button', { name: 'Edit MODE' }).click();
+    await owner.getByRole('textbox', { name: 'New value of MODE' }).fill('staging');
+    await owner
+      .getByTestId('env-row')
+      .filter({ hasText: 'MODE' })
+      .getByRole('button', { name: 'Save' })
+      .click();
+    await owner.getByTestId('env-row').filter({ hasText: 'staging' }).waitFor(WAIT);
 
     await visit(
       owner,
