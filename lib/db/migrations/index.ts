@@ -26,6 +26,7 @@ import { migration as m0022 } from './0022_username_case.js';
 import { migration as m0023 } from './0023_images_registries.js';
 import { migration as m0025 } from './0025_observe.js';
 import { migration as m0026 } from './0026_service_drain.js';
+import { migration as m0027 } from './0027_deployment_actor.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -53,4 +54,5 @@ export const migrations: Record<string, Migration> = {
   '0023_images_registries': m0023,
   '0025_observe': m0025,
   '0026_service_drain': m0026,
+  '0027_deployment_actor': m0027,
 };

@@ -22,6 +22,7 @@ async function serve(): Promise<void> {
   const { createEnv, announceSetup } = await import('../../boot.js');
   const { startServer } = await import('../../server.js');
   const { startBackground } = await import('../../background.js');
+  const { announceStart, logMissing, findMissing } = await import('../../banner.js');
   const notices: BootNotice[] = [];
   if (host.envFileError)
     notices.push({
@@ -32,7 +33,6 @@ async function serve(): Promise<void> {
   const env = await createEnv(cfg, { notices });
   await announceSetup(env, notices);
   const running = await startServer(env);
-  startBackground(env, running);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -66,13 +66,12 @@ async function serve(): Promise<void> {
       },
     );
   };
-  // The first line says how long the start took (process start to listening), then what boot found.
-  const startupMs = Math.round(performance.now());
-  env.log.info(
-    { url: running.url, host: cfg.host, port: running.port, startup_ms: startupMs, pid: process.pid },
-    `listening on ${running.url} (started in ${startupMs} ms)`,
-  );
-  for (const n of notices) env.log[n.level](n.fields, n.msg);
+  // Once a stop is handled: what boot found, as a banner on a terminal, else as JSON lines.
+  const tty = process.stdout.isTTY === true;
+  await announceStart(env, running, notices, tty);
+  if (stopping) return;
+  startBackground(env, running);
+  if (!tty) logMissing(env.log, await findMissing(env));
 }
 
 export const serveCommand = command({
