@@ -548,7 +548,15 @@ test('the rest of the daily work: metrics say why they are empty, backup schedul
       fleet,
     );
     const kinds = await owner.getByLabel('Kind').locator('option').allInnerTexts();
-    assert.deepEqual(kinds, ['Discord', 'Slack']);
+    assert.deepEqual(kinds, [
+      'Discord',
+      'Slack',
+      'Webhook (signed JSON)',
+      'Email (SMTP)',
+      'Telegram',
+      'ntfy',
+      'Gotify',
+    ]);
     assert.equal(await owner.getByRole('checkbox', { name: 'deploy failed' }).isChecked(), true);
   });
 });
