@@ -3,7 +3,7 @@
 // (stats collected only while someone listens; host from the vitals sampler). Log text travels as JSON strings: data, never markup.
 import { cpus, loadavg } from 'node:os';
 import type { VitalsSample } from '../series/vitals.js';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Services as Env } from '../http/handler.js';
 import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
@@ -11,6 +11,7 @@ import { listAppContainers } from '../docker/containers.js';
 import { readLogs } from './store.js';
 import { appSwarmServices } from '../cluster/rollout.js';
 import { LABEL_SERVICE } from '../docker/names.js';
+import { lineSplitter } from '../docker/lines.js';
 
 const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
@@ -184,26 +185,6 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
     for (const s of followed.values()) s.destroy();
     followed.clear();
   };
-}
-
-/**
- * A writable end that calls `onLine` for each complete line; a partial line longer than MAX_LINE
- * is let out as one, so a stream without newlines cannot grow it without bound.
- */
-function lineSplitter(onLine: (line: string) => void): PassThrough {
-  let partial = '';
-  const pt = new PassThrough();
-  pt.on('data', (chunk: Buffer) => {
-    partial += chunk.toString('utf8');
-    const parts = partial.split(/\r?\n/);
-    partial = parts.pop() ?? '';
-    if (partial.length > MAX_LINE) {
-      parts.push(partial);
-      partial = '';
-    }
-    for (const l of parts) onLine(l);
-  });
-  return pt;
 }
 
 /**

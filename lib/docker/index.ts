@@ -37,6 +37,8 @@ export {
   listAppContainers,
   assertOwnedContainer,
   createServiceContainer,
+  createChecked,
+  networkModeFor,
   startContainer,
   stopContainer,
   removeContainer,
@@ -64,6 +66,21 @@ export {
 export { listServices, listAllServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
+export {
+  templateFromPlan,
+  templateFromContainer,
+  createOneOff,
+  runContainerState,
+  listRunContainers,
+  stopRunContainer,
+  removeRunContainer,
+  followRunOutput,
+  HOST_FIELDS,
+  type OneOffTemplate,
+  type RunContainerState,
+  type OutputLine,
+} from './oneoff.js';
+export { lineSplitter, MAX_LINE } from './lines.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
 export { assertBuildAllowed, type BuildFile } from './dockerfile.js';
 export {
