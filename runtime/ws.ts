@@ -104,9 +104,9 @@ const SHELL_PATTERN = '/api/apps/:id/services/:name/shell';
 /** What a missing topic resource is called: an unreachable one is named the same way. */
 function absent(topic: string): string {
   const at = topic.indexOf(':');
-  return topic.startsWith('build:')
-    ? `no deployment with id "${topic.slice(at + 1)}"`
-    : `no app with id "${topic.slice(at + 1)}"`;
+  if (topic.startsWith('build:')) return `no deployment with id "${topic.slice(at + 1)}"`;
+  if (topic.startsWith('run:')) return `no run with id "${topic.slice(at + 1)}"`;
+  return `no app with id "${topic.slice(at + 1)}"`;
 }
 
 export function createWsHub(env: Env): WsHub {

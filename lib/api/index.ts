@@ -16,3 +16,4 @@ export * from './security.js';
 export * from './webhooks.js';
 export * from './previews.js';
 export * from './nodes.js';
+export * from './jobs.js';

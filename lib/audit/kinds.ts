@@ -10,6 +10,7 @@ export const STATE_KIND_NAMES = [
   'base_domain',
   'deploy_concurrency',
   'notification_channel',
+  'job',
 ] as const;
 
 export type StateKindName = (typeof STATE_KIND_NAMES)[number];

@@ -9,11 +9,11 @@ import type { Permission } from './roles.js';
 /** What a subscription was granted on: re-checked when the caller's access narrows. */
 export interface TopicGrant {
   permission: Permission;
-  /** The app the topic is about (logs:, stats:, build:), null for a fleet or instance topic. */
+  /** The app the topic is about (logs:, stats:, build:, run:), null for a fleet or instance topic. */
   appId: string | null;
 }
 
-const FLEET = new Set(['deployments', 'apps', 'backups']);
+const FLEET = new Set(['deployments', 'apps', 'backups', 'jobs']);
 
 /**
  * Throws 403 forbidden or 404 not_found (an app outside the caller's list, as absent as a
@@ -38,6 +38,9 @@ export async function authoriseTopic(
       .where('deployments.id', '=', id)
       .executeTakeFirst();
     grant = { permission: 'app.read', appId: d ? (d.parent_app_id ?? d.app_id) : null };
+  } else if (kind === 'run') {
+    const r = await db.selectFrom('job_runs').select('app_id').where('id', '=', id).executeTakeFirst();
+    grant = { permission: 'app.read', appId: r ? r.app_id : null };
   } else if (FLEET.has(kind)) grant = { permission: 'app.read', appId: null };
   else grant = { permission: 'instance.read', appId: null };
   permit(principal, grant.permission, grant.appId);

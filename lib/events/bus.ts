@@ -23,7 +23,7 @@ export interface TopicSource {
   stop?(topic: string): void;
 }
 
-const TOPIC = /^(deployments|host|security|apps|backups|(build|logs|stats):[0-9a-z]{1,64})$/;
+const TOPIC = /^(deployments|host|security|apps|backups|jobs|(build|logs|stats|run):[0-9a-z]{1,64})$/;
 
 export function isValidTopic(topic: unknown): topic is string {
   return typeof topic === 'string' && TOPIC.test(topic);

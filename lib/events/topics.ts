@@ -1,4 +1,4 @@
-// Per-resource topics name an app (logs:, stats:) or a deployment (build:) that must exist:
+// Per-resource topics name an app (logs:, stats:), a deployment (build:) or a run (run:) that must exist:
 // a typo or a deleted resource gets an answer instead of a subscription that never speaks.
 import type { Db } from '../db/index.js';
 
@@ -20,6 +20,10 @@ export async function missingTopicResource(db: Db, topic: string): Promise<strin
   if (kind === 'build') {
     const d = await db.selectFrom('deployments').select('id').where('id', '=', id).executeTakeFirst();
     return d ? null : `no deployment with id "${id}"`;
+  }
+  if (kind === 'run') {
+    const r = await db.selectFrom('job_runs').select('id').where('id', '=', id).executeTakeFirst();
+    return r ? null : `no run with id "${id}"`;
   }
   return null;
 }

@@ -44,6 +44,7 @@ import {
 } from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
+import { createJob, deleteJob, jobState, updateJob, type JobInput } from '../jobs/jobs.js';
 
 export interface StateKind {
   read(env: Env, id: string): Promise<State | null>;
@@ -96,7 +97,7 @@ const appEnv: StateKind = {
   },
 };
 
-/** The source, flattened to one row per field, the build limits and the sleep setting. */
+/** The source, flattened to one row per field, the build limits, the sleep setting and the release command. */
 const appSettings: StateKind = {
   async read(env, appId) {
     const app = await orNull(getApp(env.db, appId));
@@ -105,6 +106,8 @@ const appSettings: StateKind = {
     for (const [k, v] of Object.entries(app.source)) out[`source.${k}`] = v as FieldValue;
     out.build_limits = (app.build_limits ?? null) as FieldValue;
     out.sleep_after_minutes = app.sleep_after_minutes;
+    out.release_command = app.release_command;
+    out.release_timeout_s = app.release_timeout_s;
     return out;
   },
   async apply(env, appId, before) {
@@ -116,10 +119,23 @@ const appSettings: StateKind = {
     const sleep = Object.hasOwn(before, 'sleep_after_minutes')
       ? ((before.sleep_after_minutes ?? null) as number | null)
       : undefined;
+    // The same for the release command and its time limit.
+    const release = Object.hasOwn(before, 'release_command')
+      ? ((before.release_command ?? null) as string[] | null)
+      : undefined;
+    const releaseTimeout = Object.hasOwn(before, 'release_timeout_s')
+      ? ((before.release_timeout_s ?? null) as number | null)
+      : undefined;
     await updateApp(
       env.db,
       appId,
-      { source: source as AppSource, build_limits: limits, sleep_after_minutes: sleep },
+      {
+        source: source as AppSource,
+        build_limits: limits,
+        sleep_after_minutes: sleep,
+        release_command: release,
+        release_timeout_s: releaseTimeout,
+      },
       env.now(),
     );
   },
@@ -304,6 +320,24 @@ const channel: StateKind = {
   },
 };
 
+/** A job by its id: its settings; a revert puts them back through the job routes' functions. */
+const job: StateKind = {
+  async read(env, id) {
+    const s = await jobState(env, id);
+    return s ? (s as unknown as State) : null;
+  },
+  async apply(env, id, before, current) {
+    const cur = current as (JobInput & { app_id: string }) | null;
+    if (before === null) {
+      if (cur) await deleteJob(env, cur.app_id, id);
+      return;
+    }
+    const { app_id, ...input } = before as unknown as JobInput & { app_id: string };
+    if (cur === null) return (await createJob(env, app_id, input)).id;
+    await updateJob(env, app_id, id, input);
+  },
+};
+
 /** The diffable targets (docs/api.md "Audit diff and revert"), by kind. */
 export const STATE_KINDS = {
   app_env: appEnv,
@@ -314,6 +348,7 @@ export const STATE_KINDS = {
   base_domain: baseDomain,
   deploy_concurrency: deployConcurrency,
   notification_channel: channel,
+  job,
 } satisfies Record<StateKindName, StateKind>;
 
 export { isStateKind, type StateKindName };

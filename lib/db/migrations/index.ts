@@ -22,6 +22,7 @@ import { migration as m0018 } from './0018_sleep.js';
 import { migration as m0019 } from './0019_previews.js';
 import { migration as m0020 } from './0020_preview_sleep.js';
 import { migration as m0021 } from './0021_cluster_services.js';
+import { migration as m0024 } from './0024_jobs.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0019_previews': m0019,
   '0020_preview_sleep': m0020,
   '0021_cluster_services': m0021,
+  '0024_jobs': m0024,
 };
