@@ -30,6 +30,7 @@ import { inlineSpec } from './source.js';
 import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
 import { imagesPresent } from './images.js';
 import { rollout } from './bluegreen.js';
+import { runRelease } from './release.js';
 import { switchToContainers } from '../proxy/deploy.js';
 import type { PipelineOptions } from './types.js';
 import { GENERATED_DOCKERFILE, generatePlan, planLines, resolveBuild } from './generated.js';
@@ -273,6 +274,9 @@ export async function runPipeline(
     images = await publish(images);
     await run.setStatus('deploying', { images });
   }
+
+  // The release command, once, in the new image: before any new container takes traffic.
+  if (dep.trigger !== 'rollback') await runRelease(env, { app, deployment: dep, plan, images, log, signal });
 
   const settings = await serviceSettings(env.db, app.id);
   if (swarm) {
