@@ -185,14 +185,12 @@ export async function followRunServiceOutput(
   const raw = (await guard(
     engine,
     () =>
-      engine.docker
-        .getService(id)
-        .logs({
-          follow: true,
-          stdout: true,
-          stderr: true,
-          timestamps: true,
-        } as never) as unknown as Promise<unknown>,
+      engine.docker.getService(id).logs({
+        follow: true,
+        stdout: true,
+        stderr: true,
+        timestamps: true,
+      } as never) as unknown as Promise<unknown>,
   )) as Readable;
   return readTimestampedLines(
     (r, o, e) => engine.docker.modem.demuxStream(r, o, e),

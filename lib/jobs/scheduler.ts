@@ -153,6 +153,8 @@ export class JobScheduler {
         ? `the control plane was not running at ${nowIso(t)}`
         : `the scheduler reached it ${Math.round((now - t) / 1000)} s late (more than ${Math.round(this.lateMs / 1000)} s)`;
     const j = toJob(job);
+    // Ids sort by time: each record gets its own millisecond, oldest first, so history reads in order.
+    let stamp = now - times.length - 1;
     const base = (at: number | null) =>
       runRow(
         job.app_id,
@@ -165,7 +167,7 @@ export class JobScheduler {
           timeoutS: j.timeout_s,
           scheduledFor: at === null ? null : nowIso(at),
         },
-        now,
+        ++stamp,
       );
     const keep = times.slice(-LIMITS.missedRecorded);
     const folded = times.slice(0, times.length - keep.length);

@@ -279,6 +279,41 @@ test('overlap: with forbid, a due time while a run is in flight is recorded as s
   await quiet();
 });
 
+test('a run is read with its output and canceled once; an unknown one is a 404', async () => {
+  const id = await newApp();
+  const row = runRow(
+    id,
+    {
+      jobId: null,
+      trigger: 'command',
+      command: ['sleep', '9'],
+      service: 'app',
+      deploymentId: null,
+      timeoutS: 60,
+    },
+    Date.now(),
+  );
+  await insertRun(s.env.db, row);
+  const path = { params: { path: { id, rid: row.id } } };
+  const one = await api.GET('/api/apps/{id}/runs/{rid}', path);
+  assert.equal(one.response.status, 200);
+  assert.deepEqual(one.data!.run.command, ['sleep', '9']);
+  assert.equal(one.data!.run.status, 'queued');
+  assert.deepEqual((await api.GET('/api/apps/{id}/runs/{rid}/logs', path)).data!.items, []);
+  const cancel = await api.POST('/api/apps/{id}/runs/{rid}/cancel', path);
+  assert.equal(cancel.response.status, 200);
+  assert.equal(cancel.data!.run.status, 'canceled');
+  assert.equal(cancel.data!.run.reason, 'canceled by an operator');
+  assert.equal((await api.POST('/api/apps/{id}/runs/{rid}/cancel', path)).response.status, 409);
+  const other = await newApp();
+  const hidden = await api.GET('/api/apps/{id}/runs/{rid}', { params: { path: { id: other, rid: row.id } } });
+  assert.equal(hidden.response.status, 404, "another app's run is not found through this one");
+  const missing = await api.GET('/api/apps/{id}/runs/{rid}/logs', {
+    params: { path: { id, rid: '01aaaaaaaaaaaaaaaaaaaaaaaa' } },
+  });
+  assert.equal(missing.response.status, 404);
+});
+
 test('a due time reached too late by a running scheduler is skipped as late, not run', async () => {
   const id = await newApp();
   const t0 = Date.parse('2030-04-01T00:00:10Z');
