@@ -17,6 +17,7 @@ import { GitTab } from './git';
 import { BuildTab } from './build';
 import { ShellTab } from './shell';
 import { PreviewsTab } from './previews';
+import { JobsTab } from './jobs';
 
 export const TABS = [
   { id: 'overview', label: 'Overview' },
@@ -25,6 +26,7 @@ export const TABS = [
   { id: 'domains', label: 'Domains' },
   { id: 'databases', label: 'Databases' },
   { id: 'backups', label: 'Backups' },
+  { id: 'jobs', label: 'Jobs' },
   { id: 'git', label: 'Webhook & key' },
   { id: 'build', label: 'Build' },
   { id: 'previews', label: 'Previews' },
@@ -186,6 +188,7 @@ export function AppPage({ id }: { id: string }) {
         {tab === 'domains' && <DomainsTab id={id} />}
         {tab === 'databases' && <DatabasesTab id={id} />}
         {tab === 'backups' && <BackupsTab id={id} />}
+        {tab === 'jobs' && <JobsTab id={id} />}
         {tab === 'git' && <GitTab id={id} source={a.source} />}
         {tab === 'build' && <BuildTab app={a} onSaved={app.set} />}
         {tab === 'previews' && <PreviewsTab app={a} />}
