@@ -32,8 +32,13 @@ export interface OneOffState {
 
 export interface Place {
   readonly kind: 'host' | 'swarm';
-  /** Creates and starts the run's one-off; answers its engine id. */
-  launch(target: Target, run: { id: string; command: string[] }): Promise<string>;
+  /**
+   * Makes the run's one-off; answers its engine id. On one host it is created, not started (a
+   * scheduled run's is made ahead of its due time); a swarm's job service starts at once.
+   */
+  create(target: Target, run: { id: string; command: string[] }): Promise<string>;
+  /** Starts what create made (a swarm's job service is started already). */
+  start(id: string): Promise<void>;
   state(id: string, runId: string): Promise<OneOffState | null>;
   /** Output from the beginning minus `skip` lines, until it ends (or `signal`); answers lines seen. */
   follow(
@@ -53,21 +58,16 @@ export interface Place {
 export function hostPlace(engine: Engine): Place {
   return {
     kind: 'host',
-    async launch(target, run) {
+    async create(target, run) {
       if (target.kind !== 'host') throw new Error('a swarm target on a single host');
       const c = await createOneOff(engine, target.template, {
         id: run.id,
         name: runContainerName(target.template.app, run.id),
         command: run.command,
       });
-      try {
-        await startContainer(engine, c.id);
-      } catch (e) {
-        await removeRunContainer(engine, c.id).catch(() => {});
-        throw e;
-      }
       return c.id;
     },
+    start: (id) => startContainer(engine, id),
     async state(id, runId) {
       const s = await runContainerState(engine, id, runId);
       return s && { running: s.running, exitCode: s.exitCode, oomKilled: s.oomKilled };
@@ -82,7 +82,8 @@ export function hostPlace(engine: Engine): Place {
 export function swarmPlace(engine: Engine): Place {
   const place: Place = {
     kind: 'swarm',
-    async launch(target, run) {
+    start: async () => {},
+    async create(target, run) {
       if (target.kind !== 'swarm') throw new Error('a host target on a swarm');
       const spec = oneOffServiceSpec(engine, target.spec, {
         id: run.id,

@@ -43,6 +43,8 @@ interface Active {
   timer: NodeJS.Timeout | null;
   /** Set while it waits for a slot: wakes it (to find it canceled). */
   wake: (() => void) | null;
+  /** Why its one-off could not be made or started. */
+  failed: OneOffState | null;
   done: Promise<Run>;
 }
 
@@ -66,13 +68,19 @@ export class RunService {
     return this.active.has(runId);
   }
 
-  /** Runs a queued run to its end (its one-off made from `target`); answers the finished run. */
-  async run(row: JobRunTable, target: Target, ctx: RunContext): Promise<Run> {
+  /**
+   * Runs a queued run to its end (its one-off made from `target`, or `made` ahead of time by the
+   * scheduler); answers the finished run.
+   */
+  async run(row: JobRunTable, target: Target, ctx: RunContext, made?: string): Promise<Run> {
     const env = target.kind === 'host' ? target.template.env : swarmEnv(target.spec);
     const a = await this.track(row, ctx, 0, env);
-    a.done = this.drive(a, target);
+    a.done = this.drive(a, target, made);
     return a.done;
   }
+
+  /** One-offs made ahead of their run (by the scheduler): not orphans while it holds them. */
+  readonly reserved = new Set<string>();
 
   /** Stops a run (its grace period); answers it once it ended, or null when it had ended already. */
   async cancel(runId: string, reason: string): Promise<Run | null> {
@@ -126,35 +134,26 @@ export class RunService {
       stopping: null,
       timer: null,
       wake: null,
+      failed: null,
       done: Promise.resolve(toRun(row)),
     };
     this.active.set(row.id, a);
     return a;
   }
 
-  private async drive(a: Active, target: Target): Promise<Run> {
+  private async drive(a: Active, target: Target, made?: string): Promise<Run> {
     const held = await this.slot(a);
     try {
       // Shutting down while it waited: it stays queued (the next start records it interrupted).
       if (this.stopped && !a.stopping) return await this.detached(a);
+      a.engineId = made ?? null;
       if (a.stopping) return await this.finish(a, null);
       a.log.write(
         `starting: ${JSON.stringify(JSON.parse(a.row.command))} in service ${a.row.service}`,
         'system',
       );
-      let id: string;
-      try {
-        id = await this.place.launch(target, {
-          id: a.row.id,
-          command: JSON.parse(a.row.command) as string[],
-        });
-      } catch (e) {
-        return await this.finish(a, {
-          running: false,
-          exitCode: null,
-          error: `could not start: ${(e as Error).message}`,
-        });
-      }
+      const id = await this.launch(a, target, made);
+      if (!id) return await this.finish(a, a.failed);
       a.engineId = id;
       const image = target.kind === 'host' ? target.template.image : null;
       const moved = await updateRun(this.env.db, a.row.id, ['queued'], {
@@ -175,6 +174,24 @@ export class RunService {
       return await this.follow(a, 0);
     } finally {
       if (held) this.release();
+    }
+  }
+
+  /** Makes (unless `made`) and starts the one-off; null when it could not (a.failed says why). */
+  private async launch(a: Active, target: Target, made?: string): Promise<string | null> {
+    let id = made ?? null;
+    try {
+      id ??= await this.place.create(target, {
+        id: a.row.id,
+        command: JSON.parse(a.row.command) as string[],
+      });
+      await this.place.start(id);
+      return id;
+    } catch (e) {
+      if (id) await this.place.remove(id).catch(() => {});
+      a.engineId = null;
+      a.failed = { running: false, exitCode: null, error: `could not start: ${(e as Error).message}` };
+      return null;
     }
   }
 
@@ -327,7 +344,7 @@ export class RunService {
       );
     }
     for (const o of await this.place.list()) {
-      if (this.active.has(o.runId)) continue;
+      if (this.active.has(o.runId) || this.reserved.has(o.runId)) continue;
       const row = await getRunRow(this.env.db, o.runId);
       if (row && (row.status === 'queued' || row.status === 'running')) continue;
       await this.place.remove(o.id).catch(() => {});

@@ -13,6 +13,7 @@ import { dueTimes, nextDue } from './schedule.js';
 import { liveTarget, TargetError } from './target.js';
 import { runRow } from './jobs.js';
 import type { RunContext } from './runner.js';
+import { Preparer, type Prepared } from './prepare.js';
 
 type Env = Pick<Services, 'db' | 'engine' | 'config' | 'log' | 'now' | 'runs'>;
 
@@ -25,9 +26,14 @@ export interface SchedulerOptions {
 
 /** Due times walked per job and wake; a longer backlog is walked over the next wakes. */
 const WALK = 1500;
+/** How long before a due time its one-offs are made (on one host), so that only the start is left. */
+export const PREPARE_LEAD_MS = 15_000;
 
 export class JobScheduler {
   private timer: NodeJS.Timeout | null = null;
+  private prepTimer: NodeJS.Timeout | null = null;
+  private preparing: Promise<unknown> = Promise.resolve();
+  private readonly preparer: Preparer;
   private ticking: Promise<unknown> | null = null;
   private again = false;
   private stopped = true;
@@ -41,6 +47,7 @@ export class JobScheduler {
   ) {
     this.maxSleepMs = opts.maxSleepMs ?? 60_000;
     this.lateMs = opts.lateMs ?? 60_000;
+    this.preparer = new Preparer(env);
   }
 
   /** Due times up to now that no running process handled were missed while it was down. */
@@ -53,8 +60,11 @@ export class JobScheduler {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    if (this.prepTimer) clearTimeout(this.prepTimer);
+    this.timer = this.prepTimer = null;
     await this.ticking;
+    await this.preparing;
+    await this.preparer.clear();
   }
 
   /** Jobs changed: their next due times are read again now. */
@@ -84,7 +94,25 @@ export class JobScheduler {
         const delay = Math.max(0, Math.min(next - this.env.now(), this.maxSleepMs));
         this.timer = setTimeout(() => this.wake(), delay);
         this.timer.unref();
+        this.armPrepare(next);
       });
+  }
+
+  /** On one host, the one-offs of the next due time are made PREPARE_LEAD_MS before it. */
+  private armPrepare(next: number): void {
+    if (this.env.runs.place.kind !== 'host' || !Number.isFinite(next)) return;
+    if (this.prepTimer) clearTimeout(this.prepTimer);
+    const delay = Math.max(0, Math.min(next - PREPARE_LEAD_MS - this.env.now(), this.maxSleepMs));
+    this.prepTimer = setTimeout(() => {
+      this.prepTimer = null;
+      if (this.stopped) return;
+      this.preparing = this.preparing
+        .then(async () =>
+          this.preparer.prepare(await enabledJobs(this.env.db), this.env.now(), PREPARE_LEAD_MS),
+        )
+        .catch((e) => this.env.log.warn({ err: String(e) }, 'making runs ahead of their due time failed'));
+    }, delay);
+    this.prepTimer.unref();
   }
 
   /** Handles every job's due times up to `now`; answers the earliest next due time. */
@@ -109,17 +137,24 @@ export class JobScheduler {
     const missed = runIt ? times.slice(0, -1) : times;
     const rows = this.missedRows(job, missed, now);
     let due: JobRunTable | null = null;
+    let made: Prepared | null = null;
     if (runIt) {
       due = await this.dueRow(job, latest, now);
+      made = await this.preparer.take(job, latest);
+      if (made && due.status === 'queued') due = { ...due, id: made.runId };
+      else if (made) await this.preparer.drop(made);
       rows.push(due);
     }
-    if (!(await claimDue(this.env.db, job, nowIso(latest), rows))) return now + 1_000;
+    if (!(await claimDue(this.env.db, job, nowIso(latest), rows))) {
+      if (made && due?.status === 'queued') await this.preparer.drop(made);
+      return now + 1_000;
+    }
     const ctx: RunContext = {
       app: { id: job.app_id, name: job.app_name },
       job: { id: job.id, name: job.name },
     };
     for (const r of rows) if (r !== due || r.status !== 'queued') this.env.runs.publish(toRun(r), ctx);
-    if (due?.status === 'queued') void this.startRun(job, due, ctx);
+    if (due?.status === 'queued') void this.startRun(job, due, ctx, made);
     return nextDue(job.schedule, job.timezone, latest) ?? Infinity;
   }
 
@@ -184,22 +219,33 @@ export class JobScheduler {
     return out;
   }
 
-  /** Resolves what the run runs and starts it; a run with nothing to run yet is skipped. */
-  private async startRun(job: ScheduledJob, row: JobRunTable, ctx: RunContext): Promise<void> {
+  /**
+   * Starts a claimed run: with the one-off made ahead for it, or from the live service now. A run
+   * with nothing to run yet (the app never deployed) is skipped, any other failure to start fails it.
+   */
+  private async startRun(
+    job: ScheduledJob,
+    row: JobRunTable,
+    ctx: RunContext,
+    made: Prepared | null,
+  ): Promise<void> {
     const j = toJob(job);
     try {
-      const app = { id: job.app_id, name: job.app_name };
       if (j.concurrency === 'replace')
         for (const r of await activeRuns(this.env.db, job.id))
           if (r.id !== row.id)
             await this.env.runs.cancel(r.id, `replaced by run ${row.id} (concurrency: replace)`);
-      const target = await liveTarget(this.env, app, j.service);
+      const target = made?.target ?? (await liveTarget(this.env, ctx.app, j.service));
       const service = target.kind === 'host' ? target.template.service : target.service;
       const deployment = target.kind === 'host' ? target.template.deploymentId : target.deploymentId;
       const ready = await updateRun(this.env.db, row.id, ['queued'], { service, deployment_id: deployment });
-      if (!ready) return;
-      await this.env.runs.run(ready, target, ctx);
+      if (!ready) {
+        if (made) await this.preparer.drop(made);
+        return;
+      }
+      await this.env.runs.run(ready, target, ctx, made?.engineId);
     } catch (e) {
+      if (made) await this.preparer.drop(made);
       const never = e instanceof TargetError && e.kind === 'never_deployed';
       const done = await updateRun(this.env.db, row.id, ['queued'], {
         status: never ? 'skipped' : 'failed',

@@ -12,6 +12,7 @@ import { startReceiver, RECEIVER_HOST, type Receiver } from '../_support/receive
 import { openSocket, wsUrl } from '../_support/ws.js';
 import { LABEL_INSTANCE, listAppContainers, listRunContainers } from '#lib/docker/index.js';
 import { until } from './_helpers.js';
+import { JobScheduler } from '#lib/jobs/scheduler.js';
 import { cleanupApp, waitStatus } from './_deploy.js';
 import { randomBytes } from 'node:crypto';
 
@@ -129,6 +130,54 @@ test('a job every minute is started by the scheduler at its due time, with the a
     await c.req('PATCH', `/api/apps/${app.id}/jobs/${jid}`, { enabled: false });
   } finally {
     s.env.now = real;
+  }
+});
+
+test('on one host a scheduled run is made ahead of its due time and only started at it; one made for an older deployment is dropped', async (t) => {
+  if (!(await needDocker(t))) return;
+  const app = await deployedApp();
+  const jid = await addJob(app.id, { name: 'ahead', schedule: '0 0 1 1 *', command: ['echo', 'made ahead'] });
+  const due = Date.parse('2031-01-01T00:00:00Z');
+  const at = { now: due - 10_000 };
+  const sch = new JobScheduler({ ...s.env, now: () => at.now }, { maxSleepMs: 3_600_000 });
+  const made = async () =>
+    (await listRunContainers(s.env.engine)).filter((x) => x.app === app.name && x.state === 'created');
+  try {
+    sch.start();
+    const [ahead] = await until('the one-off made ahead of the due time', async () => {
+      const m = await made();
+      return m.length === 1 ? m : null;
+    });
+    at.now = due + 100;
+    await sch.tick(at.now);
+    const run = await until('the run of the due time', async () => {
+      const r = (await c.req('GET', `/api/apps/${app.id}/jobs/${jid}/runs`)).body.items as any[];
+      return r.find((x) => x.scheduled_for === new Date(due).toISOString() && x.status === 'succeeded');
+    });
+    assert.equal(run.id, ahead!.runId, 'the run is the one its container was made for');
+    assert.deepEqual(await lines(app.id, run.id, 'stdout'), ['made ahead']);
+    assert.deepEqual(await made(), [], 'nothing made ahead is left');
+
+    // A deployment between the making and the due time: what was made from the old one is dropped.
+    const next = Date.parse('2032-01-01T00:00:00Z');
+    at.now = next - 10_000;
+    await sch.tick(at.now);
+    await sch.stop();
+    sch.start();
+    await until('the next one-off made ahead', async () => ((await made()).length === 1 ? true : null));
+    const d = await c.req('POST', `/api/apps/${app.id}/deployments`, {});
+    await waitStatus(c, app.id, d.body.deployment.id, ['succeeded']);
+    at.now = next + 100;
+    await sch.tick(at.now);
+    const again = await until('the run of the next due time', async () => {
+      const r = (await c.req('GET', `/api/apps/${app.id}/jobs/${jid}/runs`)).body.items as any[];
+      return r.find((x) => x.scheduled_for === new Date(next).toISOString() && x.status === 'succeeded');
+    });
+    assert.equal(again.deployment_id, d.body.deployment.id, 'it ran the new deployment');
+    assert.deepEqual(await made(), []);
+  } finally {
+    await sch.stop();
+    await c.req('PATCH', `/api/apps/${app.id}/jobs/${jid}`, { enabled: false });
   }
 });
 
