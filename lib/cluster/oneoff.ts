@@ -52,7 +52,8 @@ export function oneOffServiceSpec(
 ): Spec {
   const tt = (base.TaskTemplate ?? {}) as Docker.TaskSpec & { ContainerSpec?: Docker.ContainerSpec };
   const cs = { ...(tt.ContainerSpec ?? {}) } as Docker.ContainerSpec & Record<string, unknown>;
-  delete cs.Args;
+  // The engine reads these keys without regard to case: none of the service's may stay.
+  for (const k of ['Args', 'Healthcheck', 'HealthCheck']) delete cs[k];
   const labels = {
     ...ownerLabels(engine),
     [LABEL_APP]: run.app,
