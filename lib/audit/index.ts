@@ -182,6 +182,7 @@ const TARGET_TYPES: Array<[string, string]> = [
   ['/api/operators', 'user'],
   ['/api/invitations/', 'user'],
   ['/api/settings/notifications', 'notification_channel'],
+  ['/api/apps/{id}/jobs/{jid}', 'job'],
   ['/api/apps', 'app'],
   ['/webhooks/', 'app'],
   ['/api/domains', 'domain'],
@@ -199,6 +200,7 @@ const STATE_TARGET_TYPES: Record<string, string> = {
   base_domain: 'instance',
   deploy_concurrency: 'instance',
   notification_channel: 'notification_channel',
+  job: 'job',
 };
 
 export function targetTypeOf(route: string, stateKind: string | null): string {

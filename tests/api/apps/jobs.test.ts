@@ -82,6 +82,43 @@ test('a job is created with its defaults, listed with its schedule in words and 
   assert.equal((await api.GET('/api/apps/{id}/jobs/{jid}', path)).response.status, 404);
 });
 
+test('a job change is audited with its state: a change and a deletion are reverted', async () => {
+  const id = await newApp();
+  const made = await api.POST('/api/apps/{id}/jobs', {
+    ...job(id),
+    body: { name: 'audited', schedule: '0 4 * * *', command: ['true'] },
+  });
+  const jid = made.data!.job.id;
+  await api.PATCH('/api/apps/{id}/jobs/{jid}', {
+    params: { path: { id, jid } },
+    body: { schedule: '0 5 * * *', command: ['false'] },
+  });
+  const entry = async (action: string) =>
+    (await c.req('GET', `/api/audit?action=${encodeURIComponent(action)}&target=${jid}&limit=1`)).body
+      .items[0];
+  const changed = await entry('PATCH /api/apps/{id}/jobs/{jid}');
+  assert.deepEqual(changed.target, { type: 'job', id: jid });
+  assert.equal(changed.revertible, true);
+  const back = await c.req('POST', `/api/audit/${changed.id}/revert`, {});
+  assert.equal(back.status, 200, back.text);
+  let now = (await api.GET('/api/apps/{id}/jobs/{jid}', { params: { path: { id, jid } } })).data!.job;
+  assert.equal(now.schedule, '0 4 * * *');
+  assert.deepEqual(now.command, ['true']);
+
+  await api.DELETE('/api/apps/{id}/jobs/{jid}', { params: { path: { id, jid } } });
+  const deleted = await entry('DELETE /api/apps/{id}/jobs/{jid}');
+  const restored = await c.req('POST', `/api/audit/${deleted.id}/revert`, {});
+  assert.equal(restored.status, 200, restored.text);
+  const list = (await api.GET('/api/apps/{id}/jobs', job(id))).data!.items;
+  assert.deepEqual(
+    list.map((j) => [j.name, j.schedule, j.command]),
+    [['audited', '0 4 * * *', ['true']]],
+  );
+  now = list[0]!;
+  assert.notEqual(now.id, jid, 'created again under a new id');
+  await quiet();
+});
+
 test('bad job settings are a 400 naming the field, and store nothing', async () => {
   const id = await newApp();
   const bad: Array<[Record<string, unknown>, string]> = [

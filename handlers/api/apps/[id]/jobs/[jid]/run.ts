@@ -11,7 +11,7 @@ export const POST = route(
       'Run a job now (409 when the app has never deployed, or while a run of it is in flight and its concurrency is forbid)',
     params: jobParams,
     responses: { 202: runBody },
-    audit: { action: 'app.job_run', target: (c) => c.params.id },
+    audit: { action: 'app.job_run', target: (c) => c.params.jid },
   },
   async (_req, { env, params, reply, audit }) => {
     const app = await getApp(env.db, params.id);
