@@ -55,6 +55,7 @@ export class Preparer {
   private async make(job: ScheduledJob, due: number): Promise<void> {
     const j = toJob(job);
     const target = await liveTarget(this.env, { id: job.app_id, name: job.app_name }, j.service);
+    await this.env.runs.ensureSwept();
     const runId = newId();
     this.env.runs.reserved.add(runId);
     try {

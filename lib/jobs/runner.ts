@@ -181,6 +181,7 @@ export class RunService {
   private async launch(a: Active, target: Target, made?: string): Promise<string | null> {
     let id = made ?? null;
     try {
+      await this.ensureSwept();
       id ??= await this.place.create(target, {
         id: a.row.id,
         command: JSON.parse(a.row.command) as string[],
@@ -337,12 +338,28 @@ export class RunService {
    * `interrupted` when nothing of them is left), and one-offs of finished runs are removed.
    */
   async recover(contexts: (row: JobRunTable) => Promise<RunContext>): Promise<void> {
-    for (const row of await activeRuns(this.env.db, null)) {
-      if (this.active.has(row.id)) continue;
+    const rows = (await activeRuns(this.env.db, null)).filter((r) => !this.active.has(r.id));
+    for (const row of rows)
       await this.recoverOne(row, await contexts(row)).catch((e) =>
         this.env.log.warn({ run: row.id, err: String(e) }, 'could not recover a run'),
       );
-    }
+    // The engine is asked for leftovers when a run was on it, or once this process used it for runs:
+    // a control plane whose apps run no job never loads the engine's client for this at boot.
+    if (this.sweeping || rows.some((r) => r.container_id ?? r.service_id)) await this.sweep();
+  }
+
+  private sweeping: Promise<void> | null = null;
+
+  /** Sweeps leftovers once, before this process first makes a one-off. */
+  ensureSwept(): Promise<void> {
+    return (this.sweeping ??= this.sweep().catch((e) => {
+      this.sweeping = null;
+      this.env.log.warn({ err: String(e) }, 'could not look for one-offs left behind');
+    }));
+  }
+
+  /** Removes one-offs no run in flight holds: made by a process that died before recording them. */
+  private async sweep(): Promise<void> {
     for (const o of await this.place.list()) {
       if (this.active.has(o.runId) || this.reserved.has(o.runId)) continue;
       const row = await getRunRow(this.env.db, o.runId);

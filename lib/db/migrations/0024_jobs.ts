@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { sql } from 'kysely';
+import { sql } from '../kysely.js';
 
 // Jobs, one-off runs and the release command. A job remembers the last due time it handled
 // (`last_scheduled_at`): claiming the next one is a conditional update, and a run of a due time is
