@@ -32,5 +32,5 @@ ENV NODE_ENV=production \
 VOLUME ["/var/lib/svc/data"]
 EXPOSE 9393
 # The Node.js options of the serving process: SERVE_NODE_OPTIONS in lib/install/texts.ts.
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=1", "/opt/svc/dist/runtime/cli.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=1", "--no-concurrent-recompilation", "/opt/svc/dist/runtime/cli.js"]
 CMD ["serve"]

@@ -1,8 +1,12 @@
-// npm run bench:deploy — for the same small repository, in one run:
-//   plain:  `docker build` + `docker run` straight against the engine, until the app answers;
-//   API:    POST /api/apps/{id}/deployments -> succeeded (clone, build, blue/green, health gate).
-// Then the latency from a build log line being produced (DeployLog.write, the path every
-// builder line takes) to 50 WebSocket subscribers of build:<id> receiving it.
+// npm run bench:deploy  [-- --only-redeploy]
+// 1. The product's own overhead of redeploying an image app with a health path, through Caddy
+//    (bench/redeploy.ts): the API call to the new version answering through the proxy, minus the
+//    container's start and the health probe's first success; goal < 500 ms.
+// 2. For the same small repository, in one run:
+//    plain:  `docker build` + `docker run` straight against the engine, until the app answers;
+//    API:    POST /api/apps/{id}/deployments -> succeeded (clone, build, blue/green, health gate).
+// 3. The latency from a build log line being produced (DeployLog.write, the path every builder
+//    line takes) to 50 WebSocket subscribers of build:<id> receiving it.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtemp, rm, writeFile, cp } from 'node:fs/promises';
@@ -16,6 +20,7 @@ import { startGitServer, webRepo, cleanupApp } from '../tests/engine/_deploy.js'
 import { insertFinishedDeployment, openSocket, wsUrl } from '../tests/_support/ws.js';
 import { DeployLog } from '#lib/deploy/log.js';
 import { newId } from '#lib/crypto/random.js';
+import { buildRedeployImage, redeployOverhead } from './redeploy.js';
 
 const run = promisify(execFile);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -62,6 +67,14 @@ async function plainRun(dir: string, tag: string, net: string): Promise<number> 
 
 async function main(): Promise<void> {
   await ensureBaseImage();
+  const image = `svc-bench/redeploy:${process.pid}`;
+  await buildRedeployImage(image);
+  try {
+    await redeployOverhead(image, Number(process.env.BENCH_REDEPLOY_ROUNDS ?? 7));
+  } finally {
+    await run('docker', ['image', 'rm', '-f', image]).catch(() => {});
+  }
+  if (process.argv.includes('--only-redeploy')) return;
   const git = await startGitServer();
   const s = await startTestServer();
   const admin = await adminClient(s);

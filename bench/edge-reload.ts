@@ -1,11 +1,15 @@
 // npm run bench:edge-reload  [-- --reloads 200 --hosts 30 --clients 4]
 //
-// Does a Caddy config reload fail a visitor's connection? Real components: Caddy (its own
-// process, admin API only) and Pebble issuing a certificate for each of `--hosts` names. Two
-// plain HTTP servers on loopback stand in for an app's old and new containers.
+// Does a Caddy config reload fail a visitor's connection? Deployments no longer load configs (the
+// routes look their containers up, lib/proxy/config.ts), but a new or removed host, certificate or
+// route still does, and each load restarts Caddy's servers and TLS app. Real components: Caddy
+// (its own process, admin API only) and Pebble issuing a certificate for each of `--hosts` names.
+// Two plain HTTP servers on loopback are the upstreams; each load switches between them, which
+// makes every load a real one (a fixed upstream, as the control route has: what changes in a
+// real load is another route or certificate, which costs the same restart).
 // `--clients` loops each open a new TLS connection per request (round robin over the hosts)
-// while the config is reloaded `--reloads` times, each reload switching the upstreams as a
-// deployment does. Run twice in the same process, on the same certificates:
+// while the config is reloaded `--reloads` times. Run twice in the same process, on the same
+// certificates:
 // - baseline: one ACME policy for every host, as Caddy's own automatic HTTPS builds it;
 // - ours: the config the control plane loads (`buildCaddyConfig`).
 // Prints requests, failed TLS handshakes and connection resets of each. A failed handshake is
@@ -71,7 +75,7 @@ async function main(): Promise<void> {
         hostname,
         source: 'domain',
         domainId: `r${i}`,
-        target: { kind: 'service', appId: 'bench', service: 'app', port, dial: [`127.0.0.1:${port}`] },
+        target: { kind: 'control', dial: [`127.0.0.1:${port}`], refuse: [] },
         tls: 'acme',
         certReady: ready,
       }));

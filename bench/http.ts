@@ -16,8 +16,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SETTLE_MS = 12_000;
 // The goals: each route at least this fraction of bare node:http's throughput, and idle memory.
-const RATIO_GOAL = 0.65;
-const RSS_GOAL_MB = 80;
+const RATIO_GOALS = { health: 0.75, me: 0.7 };
+const RSS_GOAL_MB = 70;
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -90,6 +90,114 @@ http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'applicat
   .listen(Number(process.argv[1]), '127.0.0.1');
 `;
 
+/** The real server as `npm start`, the unit and the image start it: with the same Node.js options. */
+async function startSvc(dataDir: string): Promise<{ proc: ChildProcess; base: string; bootMs: number }> {
+  const port = await freePort();
+  const started = process.hrtime.bigint();
+  const proc = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, 'dist/runtime/cli.js'), 'serve'], {
+    env: {
+      ...process.env,
+      SVC_DATA_DIR: dataDir,
+      SVC_PORT: String(port),
+      SVC_HOST: '127.0.0.1',
+      SVC_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  return { proc, base, bootMs: await waitHealthy(base + '/api/health', started) };
+}
+
+/** An operator and an API token of theirs (made after a step-up, as the route asks). */
+async function apiTokenOf(base: string, dataDir: string): Promise<string> {
+  const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
+  const admin = { username: 'bench', password: 'bench password 123456' };
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(base + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+  await post('/api/setup/admin', { token, ...admin });
+  const login = await post('/api/auth/login', admin);
+  const cookies = login.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  const csrf = /svc_csrf=([^;]+)/.exec(cookies)![1]!;
+  const session = { cookie: cookies, 'x-csrf-token': csrf };
+  await post('/api/auth/step-up', { password: admin.password }, session);
+  const made = await post('/api/auth/api-tokens', { name: 'bench' }, session);
+  return ((await made.json()) as { token: string }).token;
+}
+
+type Runs = Record<'bare' | 'health' | 'me', Load[]>;
+
+/**
+ * Warms both up so JIT state is comparable, then interleaves the runs: on a shared machine the
+ * background load drifts, and alternating keeps each ratio's two sides under the same load.
+ */
+async function measure(
+  bare: { url: string; pid: number },
+  svc: { base: string; pid: number },
+  token: string,
+) {
+  await load(bare.url, bare.pid).catch(() => 0);
+  await load(svc.base + '/api/health', svc.pid).catch(() => 0);
+  const runs: Runs = { bare: [], health: [], me: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    runs.bare.push(await load(bare.url, bare.pid));
+    runs.health.push(await load(svc.base + '/api/health', svc.pid));
+    runs.me.push(await load(svc.base + '/api/auth/me', svc.pid, { authorization: `Bearer ${token}` }));
+  }
+  return runs;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function report(runs: Runs, idle: { rss: number; settled: number; bootMs: number }): void {
+  // Each round's ratio against the bare run just before it, then the median of those ratios.
+  const ratios = (side: 'health' | 'me', of: (l: Load) => number) =>
+    runs[side].map((l, i) => of(l) / of(runs.bare[i]!));
+  const rpsRatio = (side: 'health' | 'me') => ratios(side, (l) => l.rps);
+  // Throughput on a core of its own is the inverse of CPU time per request: the steadier estimate on
+  // a shared machine, shown beside the goal's own measure (req/s), which alone decides the verdict.
+  const cpuRatio = (side: 'health' | 'me') => ratios(side, (l) => 1 / l.cpu);
+  const verdict = (r: number, goal: number) => (r >= goal ? 'meets' : 'MISSES');
+  const fmt = (n: number) => n.toFixed(0).padStart(8);
+  const us = (xs: Load[]) =>
+    median(xs.map((l) => l.cpu))
+      .toFixed(1)
+      .padStart(5);
+  console.log(
+    `connections ${CONNECTIONS}, ${DURATION}s per run, ${ROUNDS} interleaved rounds (medians), loaded from a separate autocannon process`,
+  );
+  console.log(`                         req/s      server CPU/request   ratio to bare: req/s  CPU   goal`);
+  console.log(`bare node:http          ${fmt(median(runs.bare.map((l) => l.rps)))}      ${us(runs.bare)} us`);
+  for (const [side, label] of [
+    ['health', 'GET /api/health        '],
+    ['me', 'GET /api/auth/me bearer'],
+  ] as const) {
+    const r = median(rpsRatio(side));
+    const c = median(cpuRatio(side));
+    const goal = RATIO_GOALS[side];
+    console.log(
+      `${label} ${fmt(median(runs[side].map((l) => l.rps)))}      ${us(runs[side])} us           ${r.toFixed(2)}  ${c.toFixed(2)}  >= ${goal}: ${verdict(r, goal)}`,
+    );
+  }
+  const perRound = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+  console.log(
+    `per round, req/s ratio: health ${perRound(rpsRatio('health'))}; auth/me ${perRound(rpsRatio('me'))}`,
+  );
+  console.log(
+    `per round, CPU ratio:   health ${perRound(cpuRatio('health'))}; auth/me ${perRound(cpuRatio('me'))}`,
+  );
+  console.log(
+    `idle RSS after start-up ${idle.rss.toFixed(1)} MB (goal < ${RSS_GOAL_MB}: ${idle.rss < RSS_GOAL_MB ? 'meets' : 'MISSES'}); ${idle.settled.toFixed(1)} MB after ${SETTLE_MS / 1000} s more idle`,
+  );
+  console.log(`start to first health   ${idle.bootMs.toFixed(0)} ms (goal < 500)`);
+}
+
 async function main() {
   const children: ChildProcess[] = [];
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
@@ -99,108 +207,22 @@ async function main() {
     children.push(bareProc);
     const bareUrl = `http://127.0.0.1:${barePort}/`;
     await waitHealthy(bareUrl, process.hrtime.bigint());
-
-    const port = await freePort();
-    const started = process.hrtime.bigint();
-    // Started as `npm start`, the unit and the image start it: with the same Node.js options.
-    const svc = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, 'dist/runtime/cli.js'), 'serve'], {
-      env: {
-        ...process.env,
-        SVC_DATA_DIR: dataDir,
-        SVC_PORT: String(port),
-        SVC_HOST: '127.0.0.1',
-        SVC_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    children.push(svc);
-    const base = `http://127.0.0.1:${port}`;
-    const bootMs = await waitHealthy(base + '/api/health', started);
+    const svc = await startSvc(dataDir);
+    children.push(svc.proc);
     // Default configuration (the traffic monitor on). Measured 1.5 s after the first answer, and
     // again once V8 has had time to give back what start-up allocated (its memory reducer runs
     // a few seconds after activity stops).
     await new Promise((r) => setTimeout(r, 1500));
-    const idleRss = await rssMb(svc.pid!);
+    const rss = await rssMb(svc.proc.pid!);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
-    const settledRss = await rssMb(svc.pid!);
-
-    const token = (await readFile(join(dataDir, 'setup.token'), 'utf8')).trim();
-    const admin = { username: 'bench', password: 'bench password 123456' };
-    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(base + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify(body),
-      });
-    await post('/api/setup/admin', { token, ...admin });
-    const login = await post('/api/auth/login', admin);
-    const cookies = login.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    const csrf = /svc_csrf=([^;]+)/.exec(cookies)![1]!;
-    await post('/api/auth/step-up', { password: admin.password }, { cookie: cookies, 'x-csrf-token': csrf });
-    const apiToken = (
-      (await (
-        await post('/api/auth/api-tokens', { name: 'bench' }, { cookie: cookies, 'x-csrf-token': csrf })
-      ).json()) as { token: string }
-    ).token;
-
-    // Warm both up so JIT state is comparable, then interleave the runs: on a shared machine the
-    // background load drifts, and alternating keeps each ratio's two sides under the same load.
-    await load(bareUrl, bareProc.pid!).catch(() => 0);
-    await load(base + '/api/health', svc.pid!).catch(() => 0);
-    const runs: Record<'bare' | 'health' | 'me', Load[]> = { bare: [], health: [], me: [] };
-    for (let round = 0; round < ROUNDS; round++) {
-      runs.bare.push(await load(bareUrl, bareProc.pid!));
-      runs.health.push(await load(base + '/api/health', svc.pid!));
-      runs.me.push(await load(base + '/api/auth/me', svc.pid!, { authorization: `Bearer ${apiToken}` }));
-    }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    // Each round's ratio against the bare run just before it, then the median of those ratios.
-    const ratios = (side: 'health' | 'me', of: (l: Load) => number) =>
-      runs[side].map((l, i) => of(l) / of(runs.bare[i]!));
-    const rpsRatio = (side: 'health' | 'me') => ratios(side, (l) => l.rps);
-    // Throughput on a core of its own is the inverse of CPU time per request: the steadier estimate on
-    // a shared machine, shown beside the goal's own measure (req/s), which alone decides the verdict.
-    const cpuRatio = (side: 'health' | 'me') => ratios(side, (l) => 1 / l.cpu);
-    const verdict = (r: number, goal: number) => (r >= goal ? 'meets' : 'MISSES');
-
-    const fmt = (n: number) => n.toFixed(0).padStart(8);
-    const us = (xs: Load[]) =>
-      median(xs.map((l) => l.cpu))
-        .toFixed(1)
-        .padStart(5);
-    console.log(
-      `connections ${CONNECTIONS}, ${DURATION}s per run, ${ROUNDS} interleaved rounds (medians), loaded from a separate autocannon process`,
+    const settled = await rssMb(svc.proc.pid!);
+    const token = await apiTokenOf(svc.base, dataDir);
+    const runs = await measure(
+      { url: bareUrl, pid: bareProc.pid! },
+      { base: svc.base, pid: svc.proc.pid! },
+      token,
     );
-    console.log(
-      `                         req/s      server CPU/request   ratio to bare: req/s  CPU   (goal >= ${RATIO_GOAL})`,
-    );
-    console.log(
-      `bare node:http          ${fmt(median(runs.bare.map((l) => l.rps)))}      ${us(runs.bare)} us`,
-    );
-    for (const [side, label] of [
-      ['health', 'GET /api/health        '],
-      ['me', 'GET /api/auth/me bearer'],
-    ] as const) {
-      const r = median(rpsRatio(side));
-      const c = median(cpuRatio(side));
-      console.log(
-        `${label} ${fmt(median(runs[side].map((l) => l.rps)))}      ${us(runs[side])} us           ${r.toFixed(2)}  ${c.toFixed(2)}   ${verdict(r, RATIO_GOAL)}`,
-      );
-    }
-    const perRound = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
-    console.log(
-      `per round, req/s ratio: health ${perRound(rpsRatio('health'))}; auth/me ${perRound(rpsRatio('me'))}`,
-    );
-    console.log(
-      `per round, CPU ratio:   health ${perRound(cpuRatio('health'))}; auth/me ${perRound(cpuRatio('me'))}`,
-    );
-    console.log(
-      `idle RSS after start-up ${idleRss.toFixed(1)} MB (goal < ${RSS_GOAL_MB}: ${idleRss < RSS_GOAL_MB ? 'meets' : 'MISSES'}); ${settledRss.toFixed(1)} MB after ${SETTLE_MS / 1000} s more idle`,
-    );
-    console.log(`start to first health   ${bootMs.toFixed(0)} ms (goal < 500)`);
+    report(runs, { rss, settled, bootMs: svc.bootMs });
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await rm(dataDir, { recursive: true, force: true });

@@ -51,6 +51,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The alert rules with their state
+         * @description A caller limited to some apps sees the host's rules and those of its apps.
+         */
+        get: operations["getApiAlerts"];
+        put?: never;
+        /**
+         * Add an alert rule
+         * @description On the host (`app_id` null) or an app. Levels (cpu_percent, memory_percent, disk_percent, unhealthy, certificate_days_left, backup_age_*) must hold for `for_s` before the rule fires; counted metrics (restarts, http_5xx_rate, p95_latency_ms) are measured over the last `for_s` (at least 60 s). One notification when it fires, one when it resolves.
+         */
+        post: operations["postApiAlerts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/alerts/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The history of alert rules: every time one fired or resolved, newest first */
+        get: operations["getApiAlertsEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/alerts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One alert rule with its state */
+        get: operations["getApiAlertsById"];
+        put?: never;
+        post?: never;
+        /** Delete an alert rule (its history stays) */
+        delete: operations["deleteApiAlertsById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an alert rule
+         * @description Disabling a firing rule resolves it (one `alert_resolved`).
+         */
+        patch: operations["patchApiAlertsById"];
+        trace?: never;
+    };
     "/api/apps": {
         parameters: {
             query?: never;
@@ -58,7 +121,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List apps with their current status */
+        /** List apps by name, a page at a time, with their current status, URLs and newest deployment, and the proxy state */
         get: operations["getApiApps"];
         put?: never;
         /** Create an app */
@@ -93,7 +156,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One app with its current status */
+        /** One app with its current status, where it answers and the proxy state */
         get: operations["getApiAppsById"];
         put?: never;
         post?: never;
@@ -338,6 +401,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/deploy-hook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the app has a deploy hook, and when it was made and last called (never its URL) */
+        get: operations["getApiAppsByIdDeployHook"];
+        put?: never;
+        /**
+         * Make a deploy hook: a secret URL that pulls and redeploys the app (shown only in this answer; the old one stops working)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiAppsByIdDeployHook"];
+        /** Remove the app's deploy hook (its URL answers 404 from now on) */
+        delete: operations["deleteApiAppsByIdDeployHook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/deployments": {
         parameters: {
             query?: never;
@@ -348,7 +433,7 @@ export interface paths {
         /** An app's deployments, newest first */
         get: operations["getApiAppsByIdDeployments"];
         put?: never;
-        /** Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active */
+        /** Deploy an app now (202: queued), its ref's head or one commit of its history, pulling its images again with pull: true; 409 while a manual deployment is active */
         post: operations["postApiAppsByIdDeployments"];
         delete?: never;
         options?: never;
@@ -641,6 +726,26 @@ export interface paths {
         };
         /** Requests through the proxy to this app (or one service) */
         get: operations["getApiAppsByIdMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/metrics/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The app's resource history: CPU, memory and restarts per service
+         * @description Sampled at least every 15 s, kept 30 days in one-minute rows. `from`/`to` are ISO-8601 (default: the last hour, or `range` as for the request metrics); `step` is a multiple of 60 s (default: the smallest giving at most 500 points per service). Steps without a sample are absent.
+         */
+        get: operations["getApiAppsByIdMetricsResources"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1867,7 +1972,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran); a caller limited to some apps sees their items only */
         get: operations["getApiInstanceRecovery"];
         put?: never;
         post?: never;
@@ -1948,6 +2053,63 @@ export interface paths {
          * @description Single use: a second accept answers 404. A username already taken answers 409 and the link stays usable. A reset clears TOTP and recovery codes and ends every other session.
          */
         post: operations["postApiInvitationsByTokenAccept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/log-drains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The log drains with their delivery state and counters */
+        get: operations["getApiLogDrains"];
+        put?: never;
+        /**
+         * Add a log drain
+         * @description `syslog` takes syslog+tls://host[:6514] (syslog://host[:514] only to SVC_NOTIFY_ALLOW addresses); `otlp_http` an OTLP/HTTP endpoint (JSON, /v1/logs when the URL has no path); `http_json` any https URL taking a JSON array of lines. The outbound guard applies.
+         */
+        post: operations["postApiLogDrains"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/log-drains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One log drain with its delivery state and counters */
+        get: operations["getApiLogDrainsById"];
+        put?: never;
+        post?: never;
+        /** Delete a log drain */
+        delete: operations["deleteApiLogDrainsById"];
+        options?: never;
+        head?: never;
+        /** Change a log drain */
+        patch: operations["patchApiLogDrainsById"];
+        trace?: never;
+    };
+    "/api/log-drains/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one test line now (one attempt) and answer how it went */
+        post: operations["postApiLogDrainsByIdTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2139,6 +2301,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/registries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stored registry credentials (never a password) */
+        get: operations["getApiRegistries"];
+        put?: never;
+        /**
+         * Store a registry's credentials (the password is sealed); pulls from that host use them (409: the host has some)
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiRegistries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/registries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a registry's credentials (pulls from that host go without them) */
+        delete: operations["deleteApiRegistriesById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a registry's host, username or password
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        patch: operations["patchApiRegistriesById"];
+        trace?: never;
+    };
+    "/api/registries/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Log in to the registry's /v2/ with the stored credentials (200 {ok, error?}) */
+        post: operations["postApiRegistriesByIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/security/fail2ban": {
         parameters: {
             query?: never;
@@ -2220,7 +2441,10 @@ export interface paths {
         /** The notification channels and the events they can subscribe to */
         get: operations["getApiSettingsNotifications"];
         put?: never;
-        /** Add a notification channel (Discord or Slack) */
+        /**
+         * Add a notification channel
+         * @description A `webhook` channel answers its signing secret here (`secret`), once: deliveries carry `X-Svc-Signature: sha256=<HMAC-SHA256 of the body>`.
+         */
         post: operations["postApiSettingsNotifications"];
         delete?: never;
         options?: never;
@@ -2338,6 +2562,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/deploy/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An app's deploy hook: pull the app's images again and deploy (202 {deployment_id})
+         * @description Rate-limited per token (429 with Retry-After); an unknown token is 404. Waits behind a running deployment instead of answering 409. Audited as the system, naming the hook.
+         */
+        post: operations["postHooksDeployByToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -2424,6 +2668,53 @@ export interface components {
             }[];
             compose: string;
         };
+        AlertEvent: {
+            id: string;
+            /** @description null once the rule was deleted */
+            rule_id: string | null;
+            rule: string;
+            app_id: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            kind: "fired" | "resolved";
+            value: number | null;
+            threshold: number;
+            /** @description What the value was measured on */
+            detail: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            /** @description Its one notification went out */
+            notified: boolean;
+            notified_at: string | null;
+        };
+        AlertRule: {
+            id: string;
+            name: string;
+            /** @description null: a rule on the host */
+            app_id: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op: ">" | "<";
+            threshold: number;
+            /** @description How long a level must hold before the rule fires; the window of counted metrics */
+            for_s: number;
+            /** @description Notification channel ids; empty: every channel subscribed to the event */
+            channels: string[];
+            enabled: boolean;
+            /** @enum {string} */
+            state: "ok" | "firing";
+            /** @description When the rule entered its state */
+            since: string | null;
+            /** @description The value at the last evaluation (null: nothing to measure) */
+            value: number | null;
+            evaluated_at: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         ApiToken: {
             id: string;
             name: string;
@@ -2433,6 +2724,26 @@ export interface components {
             last_used_at: string | null;
             scopes: components["schemas"]["Permission"][] | null;
             app_ids: string[] | null;
+        };
+        AppListItem: {
+            id: string;
+            name: string;
+            source: components["schemas"]["AppSource"];
+            /** @enum {string} */
+            status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom" | "sleeping";
+            build_limits: components["schemas"]["BuildLimits"] | null;
+            /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
+            sleep_after_minutes: number | null;
+            /** @description Run once per deployment (exec form) in the new image with the new environment, before the new version takes traffic; null: none */
+            release_command: string[] | null;
+            /** @description Seconds the release command may run (default 600) */
+            release_timeout_s: number;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            urls: components["schemas"]["AppUrl"][];
+            last_deployment: components["schemas"]["LastDeployment"] | null;
         };
         App: {
             id: string;
@@ -2463,10 +2774,14 @@ export interface components {
             /** @constant */
             type: "image";
             image: string;
+            /** @enum {string} */
+            pull?: "if_missing" | "always";
         } | {
             /** @constant */
             type: "compose";
             compose: string;
+            /** @enum {string} */
+            pull?: "if_missing" | "always";
         };
         AppSpec: {
             /** @constant */
@@ -2490,6 +2805,17 @@ export interface components {
                 enabled: boolean;
             }[];
             domains: unknown[];
+        };
+        AppUrl: {
+            /** @description https:// once a certificate is served for the name, else http:// */
+            url: string;
+            hostname: string;
+            service: string | null;
+            /** @description A host under the base domain, given to the app without asking */
+            automatic: boolean;
+            https: boolean;
+            /** @enum {string} */
+            status: "unassigned" | "awaiting_dns" | "issuing" | "active" | "error";
         };
         AuditDiff: {
             rows: {
@@ -2524,6 +2850,8 @@ export interface components {
                 type: string;
                 id: string | null;
             };
+            /** @description The target's current name (an app's, a domain's hostname...); null when unknown or gone */
+            target_name: string | null;
             ip: string | null;
             /**
              * @description ok: answered 1xx-3xx; error otherwise (`status` has the code)
@@ -2759,6 +3087,12 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
         };
+        DeployHook: {
+            exists: boolean;
+            id: string | null;
+            created_at: string | null;
+            last_used_at: string | null;
+        };
         DeploymentBody: {
             deployment: components["schemas"]["Deployment"];
         };
@@ -2768,7 +3102,7 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "cloning" | "building" | "deploying" | "health_checking" | "succeeded" | "failed" | "canceled" | "interrupted";
             /** @enum {string} */
-            trigger: "manual" | "push" | "tag" | "rollback";
+            trigger: "manual" | "push" | "tag" | "rollback" | "hook";
             ref: string | null;
             commit: string | null;
             commit_subject: string | null;
@@ -2776,10 +3110,18 @@ export interface components {
             images: {
                 [key: string]: string;
             } | null;
+            /** @description Per service, the exact image it ran (sha256:...): a pulled image's registry digest, else the image id. A rollback runs exactly these */
+            image_digests: {
+                [key: string]: string;
+            } | null;
+            /** @description Every image was pulled again before deploying (pull: true, a deploy hook) */
+            pull: boolean;
             error: string | null;
             rollback_of: string | null;
             delivery_id: string | null;
             waiting: boolean;
+            /** @description The username of the operator who asked for it; null for a forge's push */
+            created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             started_at: string | null;
@@ -3008,6 +3350,55 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             expires_at: string;
         };
+        LastDeployment: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "cloning" | "building" | "deploying" | "health_checking" | "succeeded" | "failed" | "canceled" | "interrupted";
+            /** @enum {string} */
+            trigger: "manual" | "push" | "tag" | "rollback" | "hook";
+            commit: string | null;
+            commit_subject: string | null;
+            created_by: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            finished_at: string | null;
+        };
+        LogDrain: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            kind: "syslog" | "otlp_http" | "http_json";
+            /** @description The URL is sealed and never returned */
+            url_hint: string;
+            /** @description null: every app */
+            app_ids: string[] | null;
+            /** @description The headers are sealed; only their names are shown */
+            header_names: string[];
+            enabled: boolean;
+            /**
+             * @description How delivery goes now
+             * @enum {string}
+             */
+            state: "idle" | "sending" | "failing" | "disabled";
+            last_delivery: {
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                ok: boolean;
+                status: number | null;
+                error: string | null;
+                lines: number;
+            } | null;
+            /** @description Lines the receiver took */
+            delivered: number;
+            /** @description Lines dropped because the buffer was full */
+            dropped: number;
+            /** @description Lines waiting now */
+            buffered: number;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         LogLine: {
             seq: number;
             /** @description ISO-8601 UTC timestamp */
@@ -3064,11 +3455,11 @@ export interface components {
         NotificationChannel: {
             id: string;
             /** @enum {string} */
-            kind: "discord" | "slack";
+            kind: "discord" | "slack" | "webhook" | "email" | "telegram" | "ntfy" | "gotify";
             name: string;
             /** @description The URL is sealed and never returned */
             url_hint: string;
-            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed")[];
+            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled: boolean;
             last_delivery: {
                 /** @description ISO-8601 UTC timestamp */
@@ -3077,6 +3468,8 @@ export interface components {
                 status: number | null;
                 error: string | null;
             } | null;
+            /** @description email channels: the recipients */
+            to?: string[];
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -3110,7 +3503,7 @@ export interface components {
         Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
         PostureItem: {
             /** @enum {string} */
-            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "cluster_managers" | "cluster_nodes";
+            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "link_local" | "cluster_managers" | "cluster_nodes";
             /** @enum {string} */
             status: "ok" | "warning" | "error" | "info";
             title: string;
@@ -3154,6 +3547,12 @@ export interface components {
             /** @description Idle minutes after which a preview sleeps (default 30); null: never */
             sleep_after_minutes: number | null;
         };
+        ProxyHealth: {
+            /** @enum {string} */
+            state: "ok" | "starting" | "off" | "unreachable" | "out_of_sync";
+            /** @description What is wrong and what to do, in one or two sentences */
+            detail: string;
+        };
         ProxySummary: {
             synced: boolean;
             /** @description Why the last sync did not apply (the next one retries) */
@@ -3171,6 +3570,22 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
         };
+        Registry: {
+            id: string;
+            /** @description host[:port] as image references name it; Docker Hub is docker.io */
+            host: string;
+            username: string;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            /** @description When a pull or a test last used these credentials */
+            last_used_at: string | null;
+        };
+        RegistryTest: {
+            ok: boolean;
+            error?: string;
+        };
         ResetResult: {
             removed: {
                 id: string;
@@ -3180,6 +3595,20 @@ export interface components {
                 id: string;
                 name: string;
                 error: string;
+            }[];
+        };
+        ResourceHistory: {
+            /** @description Oldest first (services in name order within a step); a step without a sample is absent */
+            items: {
+                service: string;
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+                /** @description Average over the step; 100 = one core busy */
+                cpu_percent: number;
+                memory_bytes: number;
+                memory_limit_bytes: number;
+                /** @description Restarts seen during the step */
+                restarts: number;
             }[];
         };
         Restore: {
@@ -3234,6 +3663,7 @@ export interface components {
             health: string | null;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             published_ports: {
                 host_ip: string;
                 host_port: number;
@@ -3339,8 +3769,22 @@ export interface components {
                 [key: string]: string;
             };
         };
+        GetApiAlerts200: {
+            items: components["schemas"]["AlertRule"][];
+        };
+        PostApiAlerts201: {
+            alert: components["schemas"]["AlertRule"];
+        };
+        GetApiAlertsEvents200: {
+            items: components["schemas"]["AlertEvent"][];
+            next_cursor?: string;
+        };
         GetApiApps200: {
-            items: components["schemas"]["App"][];
+            items: components["schemas"]["AppListItem"][];
+            next_cursor?: string;
+            /** @description Apps matching `q` in all pages */
+            total: number;
+            proxy: components["schemas"]["ProxyHealth"];
         };
         PostApiApps201: {
             app: components["schemas"]["App"];
@@ -3350,6 +3794,11 @@ export interface components {
             missing_secrets: string[];
         };
         GetApiAppsById200: {
+            app: components["schemas"]["App"];
+            urls: components["schemas"]["AppUrl"][];
+            proxy: components["schemas"]["ProxyHealth"];
+        };
+        PatchApiAppsById200: {
             app: components["schemas"]["App"];
         };
         DeleteApiAppsById200: {
@@ -3401,6 +3850,9 @@ export interface components {
             deleted: true;
         } & {
             [key: string]: unknown;
+        };
+        PostApiAppsByIdDeployHook200: {
+            url: string;
         };
         GetApiAppsByIdDeployments200: {
             items: components["schemas"]["Deployment"][];
@@ -3488,6 +3940,7 @@ export interface components {
             name: string;
             port: number | null;
             health_path: string | null;
+            drain_s: number;
             replicas: number | null;
             placement: {
                 constraints: string[];
@@ -3650,6 +4103,17 @@ export interface components {
         PostApiInvitationsByTokenAccept201: {
             user: components["schemas"]["User"];
         };
+        GetApiLogDrains200: {
+            items: components["schemas"]["LogDrain"][];
+        };
+        PostApiLogDrains201: {
+            drain: components["schemas"]["LogDrain"];
+        };
+        PostApiLogDrainsByIdTest200: {
+            ok: boolean;
+            status: number | null;
+            error?: string;
+        };
         GetApiNodes200: {
             items: components["schemas"]["Node"][];
         };
@@ -3670,6 +4134,15 @@ export interface components {
         };
         PostApiOperatorsByIdReset201: {
             invitation: components["schemas"]["CreatedInvitation"];
+        };
+        GetApiRegistries200: {
+            items: components["schemas"]["Registry"][];
+        };
+        PostApiRegistries201: {
+            registry: components["schemas"]["Registry"];
+        };
+        PatchApiRegistriesById200: {
+            registry: components["schemas"]["Registry"];
         };
         GetApiSecurityFail2ban200: {
             /** @constant */
@@ -3711,6 +4184,8 @@ export interface components {
         };
         PostApiSettingsNotifications201: {
             channel: components["schemas"]["NotificationChannel"];
+            /** @description webhook only: the signing secret, shown this once */
+            secret?: string;
         };
         GetApiSettingsNotificationsByIdDeliveries200: {
             items: components["schemas"]["NotificationDelivery"][];
@@ -3727,6 +4202,9 @@ export interface components {
             open: boolean;
             oidc: boolean;
             oidc_name?: string;
+        };
+        PostHooksDeployByToken202: {
+            deployment_id: string;
         };
         PostWebhooksByAppID200: {
             ignored: string;
@@ -3746,6 +4224,32 @@ export interface components {
             params?: {
                 [key: string]: string;
             };
+        };
+        PostApiAlertsBody: {
+            name: string;
+            app_id?: string | null;
+            /** @enum {string} */
+            metric: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op: ">" | "<";
+            threshold: number;
+            /** @description seconds (default 300) */
+            for_s?: number;
+            channels?: string[];
+            enabled?: boolean;
+        };
+        PatchApiAlertsByIdBody: {
+            name?: string;
+            app_id?: string | null;
+            /** @enum {string} */
+            metric?: "cpu_percent" | "memory_percent" | "disk_percent" | "restarts" | "unhealthy" | "http_5xx_rate" | "p95_latency_ms" | "certificate_days_left" | "backup_age_hours" | "backup_age_schedules";
+            /** @enum {string} */
+            op?: ">" | "<";
+            threshold?: number;
+            /** @description seconds (default 300) */
+            for_s?: number;
+            channels?: string[];
+            enabled?: boolean;
         };
         PostApiAppsBody: {
             name: string;
@@ -3783,10 +4287,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
         };
         PostApiAppsImportBody: {
@@ -3827,10 +4341,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
             /** @default [] */
             services: {
@@ -3891,10 +4415,20 @@ export interface components {
                 /** @constant */
                 type: "image";
                 image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             } | {
                 /** @constant */
                 type: "compose";
                 compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
             };
             build_limits?: {
                 /** @description Memory of the build, in MiB (no swap beyond it) */
@@ -3979,6 +4513,8 @@ export interface components {
             ref?: string;
             /** @description Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history */
             commit?: string;
+            /** @description Pull every image again before deploying ("pull latest and redeploy"); default false */
+            pull?: boolean;
         };
         PostApiAppsByIdDomainsBody: {
             hostname: string;
@@ -4059,6 +4595,7 @@ export interface components {
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
             health_path?: string | null;
+            drain_s?: number | null;
             replicas?: number | null;
             placement?: {
                 constraints: string[];
@@ -4158,6 +4695,30 @@ export interface components {
             username?: string;
             password: string;
         };
+        PostApiLogDrainsBody: {
+            name: string;
+            /** @enum {string} */
+            kind: "syslog" | "otlp_http" | "http_json";
+            url: string;
+            /** @description null: every app */
+            app_ids?: string[] | null;
+            /** @description HTTP kinds only; sealed, never returned */
+            headers?: {
+                [key: string]: string;
+            };
+            enabled?: boolean;
+        };
+        PatchApiLogDrainsByIdBody: {
+            name?: string;
+            url?: string;
+            /** @description null: every app */
+            app_ids?: string[] | null;
+            /** @description HTTP kinds only; sealed, never returned */
+            headers?: {
+                [key: string]: string;
+            };
+            enabled?: boolean;
+        };
         PatchApiNodesByIdBody: {
             /** @enum {string} */
             availability?: "active" | "pause" | "drain";
@@ -4181,19 +4742,33 @@ export interface components {
         PostApiOperatorsByIdResetBody: {
             expires_in_hours?: number;
         };
+        PostApiRegistriesBody: {
+            host: string;
+            username: string;
+            password: string;
+        };
+        PatchApiRegistriesByIdBody: {
+            host?: string;
+            username?: string;
+            password?: string;
+        };
         PostApiSettingsNotificationsBody: {
             /** @enum {string} */
-            kind: "discord" | "slack";
+            kind: "discord" | "slack" | "webhook" | "email" | "telegram" | "ntfy" | "gotify";
             name: string;
             url: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
+            /** @description email: the recipients */
+            to?: string[];
         };
         PatchApiSettingsNotificationsByIdBody: {
             name?: string;
             url?: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
+            /** @description email: the recipients */
+            to?: string[];
         };
         PostApiSetupAdminBody: {
             token: string;
@@ -4346,9 +4921,176 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
-    getApiApps: {
+    getApiAlerts: {
         parameters: {
             query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAlerts200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAlertsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAlerts201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAlertsEvents: {
+        parameters: {
+            query?: {
+                rule_id?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAlertsEvents200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiAlertsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiAlertsByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiApps: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description Only apps whose name contains this (any case) */
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4364,6 +5106,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetApiApps200"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4505,7 +5248,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GetApiAppsById200"];
+                    "application/json": components["schemas"]["PatchApiAppsById200"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5019,6 +5762,85 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["DeleteApiAppsByIdDatabasesByDbid200"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployHook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAppsByIdDeployHook200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdDeployHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -5719,6 +6541,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MetricsSeries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdMetricsResources: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                step?: number;
+                range?: string;
+                service?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceHistory"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8109,6 +8964,167 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    getApiLogDrains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiLogDrains200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiLogDrains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiLogDrainsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiLogDrains201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogDrain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiLogDrainsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiLogDrainsByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogDrain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiLogDrainsByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiLogDrainsByIdTest200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiNodes: {
         parameters: {
             query?: never;
@@ -8411,6 +9427,140 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PostApiOperatorsByIdReset201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiRegistries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiRegistries200"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiRegistries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiRegistriesBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiRegistries201"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiRegistriesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiRegistriesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiRegistriesByIdBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatchApiRegistriesById200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiRegistriesByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryTest"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8767,6 +9917,31 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postHooksDeployByToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHooksDeployByToken202"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Failure"];
         };
     };

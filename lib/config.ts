@@ -62,12 +62,23 @@ export interface Config {
   accessLog: string;
   /** SVC_WAKE_TIMEOUT: how long a request to a sleeping app waits for it to wake, in seconds. */
   wakeTimeoutSeconds: number;
+  /** SVC_ALLOW_METADATA=true: app containers and builds may reach link-local addresses (cloud metadata). */
+  allowMetadata: boolean;
+  /** SVC_WAKE_MAX_HELD: requests and upgrades the wake path holds at once (more: 503 with Retry-After). */
+  wakeMaxHeld: number;
+  /** SVC_WAKE_IDLE: seconds a piped upgrade may carry no traffic before the wake path closes it. */
+  wakeIdleSeconds: number;
   /** The edge: Caddy driven through its admin API, ACME, DNS checks. */
   proxy: {
     /** SVC_PROXY: false keeps the control plane away from Caddy entirely (tests without one). */
     enabled: boolean;
     /** SVC_CADDY_ADMIN, an http:// origin or a unix socket (`unix//run/caddy/admin.sock`). */
     adminUrl: string;
+    /**
+     * SVC_PROXY_RESOLVER_PORT: the loopback UDP port of the DNS server Caddy asks for services'
+     * addresses (lib/proxy/resolver.ts); 0 takes a free one at each start (tests).
+     */
+    resolverPort: number;
     httpPort: number;
     httpsPort: number;
     acmeCa: string;
@@ -94,6 +105,15 @@ export interface Config {
     registry: string | null;
     /** A join command's lifetime; the swarm's worker token is rotated when it passes (SVC_CLUSTER_JOIN_TTL). */
     joinTtlSeconds: number;
+  };
+  /** Resource history, alert rules and log drains (docs/alerts.md, docs/log-drains.md). */
+  observe: {
+    /** SVC_RESOURCE_INTERVAL: seconds between two readings of every app container's CPU and memory. */
+    resourceIntervalSeconds: number;
+    /** SVC_ALERT_INTERVAL: seconds between two evaluations of the alert rules. */
+    alertIntervalSeconds: number;
+    /** SVC_DRAIN_BUFFER: lines each log drain holds while its receiver is slow or away. */
+    drainBufferLines: number;
   };
   deploy: {
     /** Per app, the images of this many newest deployments are kept for rollback (SVC_KEEP_IMAGES). */
@@ -387,9 +407,13 @@ export function loadConfig(env: Env = process.env): Config {
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
     wakeTimeoutSeconds: int(env, 'SVC_WAKE_TIMEOUT', 30, 1, 600),
+    wakeMaxHeld: int(env, 'SVC_WAKE_MAX_HELD', 256, 1, 100_000),
+    allowMetadata: bool(env, 'SVC_ALLOW_METADATA', false),
+    wakeIdleSeconds: int(env, 'SVC_WAKE_IDLE', 3600, 1, 7 * 86400),
     proxy: {
       enabled: bool(env, 'SVC_PROXY', true),
       adminUrl: adminOrigin(env, 'SVC_CADDY_ADMIN', 'http://127.0.0.1:2019'),
+      resolverPort: int(env, 'SVC_PROXY_RESOLVER_PORT', 2053, 0, 65535),
       httpPort,
       httpsPort,
       acmeCa,
@@ -404,6 +428,11 @@ export function loadConfig(env: Env = process.env): Config {
       mode: clusterMode(env),
       registry: registryHost(env, 'SVC_REGISTRY'),
       joinTtlSeconds: int(env, 'SVC_CLUSTER_JOIN_TTL', 3600, 10, 7 * 86400),
+    },
+    observe: {
+      resourceIntervalSeconds: int(env, 'SVC_RESOURCE_INTERVAL', 10, 1, 15),
+      alertIntervalSeconds: int(env, 'SVC_ALERT_INTERVAL', 15, 1, 300),
+      drainBufferLines: int(env, 'SVC_DRAIN_BUFFER', 20_000, 100, 1_000_000),
     },
     deploy: {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),

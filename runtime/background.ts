@@ -20,8 +20,16 @@ import { startJoinTokenSweep } from '#lib/cluster/join.js';
 import { JobScheduler } from '#lib/jobs/scheduler.js';
 import { recoverJobRuns } from '#lib/jobs/recovery.js';
 import { registerRunStream } from '#lib/jobs/streams.js';
+import { applyMetadataGuard } from '#lib/net/metadata-guard.js';
 
 export function startBackground(env: Env, running: Running): void {
+  // App containers and builds never reach link-local (cloud metadata) unless SVC_ALLOW_METADATA=true.
+  void applyMetadataGuard({
+    allow: env.config.allowMetadata,
+    cluster: env.config.cluster.mode === 'swarm',
+  }).then((s) =>
+    env.log[s.mode === 'unenforced' ? 'warn' : 'info']({ link_local: s.mode }, `link-local: ${s.detail}`),
+  );
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
   // Request metrics read the same log; host vitals are sampled every 10 s. Close handlers run
   // last-registered first: the tailer stops before the series writes its last buckets.
@@ -38,9 +46,6 @@ export function startBackground(env: Env, running: Running): void {
   // The edge (SVC_PROXY): Caddy's config from the rows, its periodic check, the host checker.
   if (env.config.proxy.enabled) {
     env.edge.setControlUpstream(defaultControlUpstream(env.config, running.port));
-    // The control route refuses the same app networks as the server's own guard, and follows it.
-    env.edge.setEngineSubnets(() => running.subnets.subnets());
-    running.onClose(running.subnets.onChange(() => void env.edge.proxy.sync('engine networks')));
     env.edge.start();
     running.onClose(() => env.edge.stop());
   }
@@ -81,6 +86,7 @@ export function startBackground(env: Env, running: Running): void {
   // Notification channels listen to the bus from here on; boot is the first thing they hear.
   env.notifier.start(env.bus);
   running.onClose(() => env.notifier.stop());
+  startObserving(env, running);
   env.bus.publish('instance', {
     type: 'control_plane_started',
     version: productVersion(),
@@ -154,6 +160,19 @@ export function startBackground(env: Env, running: Running): void {
 
   // Cluster mode: a join command's worker token is rotated once the command has expired.
   if (env.config.cluster.mode === 'swarm') running.onClose(startJoinTokenSweep(env));
+}
+
+/**
+ * Resource history, alert rules (sending what a previous run left pending first) and log drains;
+ * registered after the notifier, so they close before it and an alert's notification in flight ends.
+ */
+function startObserving(env: Env, running: Running): void {
+  env.resources.start();
+  running.onClose(() => env.resources.stop());
+  env.alerts.start();
+  running.onClose(() => env.alerts.stop());
+  void env.drains.start().catch((err) => env.log.error({ err }, 'log drains failed to start'));
+  running.onClose(() => env.drains.stop());
 }
 
 // Container state changes become bus events and refresh the app's status; bursts (a stack

@@ -24,6 +24,7 @@ import { hasSealedData, unopenableSealedData } from '#lib/instance/sealed-rows.j
 import { tightenPrivateDir } from '#lib/util/private-dir.js';
 import { prepareSetup, setupTokenPath } from '#lib/auth/setup.js';
 import { createEngine } from '#lib/docker/engine.js';
+import { registryCredentials } from '#lib/registries/index.js';
 import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '#lib/instance/owner.js';
 import { AccessLogTailer } from '#lib/traffic/tailer.js';
 import { DeployService } from '#lib/deploy/service.js';
@@ -37,6 +38,13 @@ import { RequestSeries } from '#lib/series/requests.js';
 import { VitalsSampler } from '#lib/series/vitals.js';
 import { Notifier } from '#lib/notify/notifier.js';
 import { Sleeper, type SleeperOptions } from '#lib/sleep/index.js';
+import { totalmem } from 'node:os';
+import { ResourceSampler } from '#lib/resources/sampler.js';
+import { readContainers } from '#lib/resources/readings.js';
+import { readSwarm } from '#lib/resources/swarm-readings.js';
+import { AgentReadings, AGENT_IMAGE } from '#lib/resources/agent.js';
+import { Alerts } from '#lib/alerts/service.js';
+import { LogDrains } from '#lib/drains/service.js';
 
 export interface BootNotice {
   level: 'info' | 'warn';
@@ -155,7 +163,12 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     signingKey,
     authLimiter: new RateLimiter(config.authRateLimit, 60_000),
     loginGuard: new LoginGuard(config.authAccountLimit),
-    engine: createEngine({ socketPath: config.dockerSocket, owner: owner.owner }),
+    engine: createEngine({
+      socketPath: config.dockerSocket,
+      owner: owner.owner,
+      // Every pull, build and swarm service finds the stored registry credentials here.
+      credentials: registryCredentials({ db, sealer, config, now: () => env.now() }),
+    }),
     tailer: new AccessLogTailer(config.accessLog),
     monitor: null,
     // Replaced just below: the service needs the finished env.
@@ -166,6 +179,9 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     notifier: undefined as unknown as Env['notifier'],
     sleeper: undefined as unknown as Env['sleeper'],
     runs: undefined as unknown as Env['runs'],
+    resources: undefined as unknown as Env['resources'],
+    alerts: undefined as unknown as Env['alerts'],
+    drains: undefined as unknown as Env['drains'],
     now: opts.now ?? Date.now,
   };
   if (owner.pending) {
@@ -210,6 +226,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     { allow: config.notifyAllow },
   );
   env.vitals = new VitalsSampler({ db, dataDir: config.dataDir, log, now: () => env.now() });
+  observe(env);
   if (config.security.monitor) {
     const s = config.security;
     // Loaded only when enabled.
@@ -230,6 +247,56 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
   registerTrafficMetrics(env.metrics, env.tailer, () => env.monitor);
   registerPlatformMetrics(env.metrics, { db, engine: env.engine, vitals: env.vitals });
   return env;
+}
+
+/** Resource history, alert rules and log drains (docs/alerts.md, docs/log-drains.md). */
+function observe(env: Env): void {
+  const { config, db, log } = env;
+  const o = config.observe;
+  env.resources = new ResourceSampler({
+    db,
+    log,
+    now: () => env.now(),
+    intervalMs: o.resourceIntervalSeconds * 1000,
+    hostMemory: totalmem,
+    ...resourceReader(env),
+  });
+  env.alerts = new Alerts({
+    db,
+    bus: env.bus,
+    log,
+    now: () => env.now(),
+    intervalMs: o.alertIntervalSeconds * 1000,
+    notifier: env.notifier,
+    resources: env.resources,
+    vitals: env.vitals,
+    series: env.series,
+  });
+  env.drains = new LogDrains({
+    db,
+    sealer: env.sealer,
+    bus: env.bus,
+    engine: env.engine,
+    log,
+    now: () => env.now(),
+    swarm: config.cluster.mode === 'swarm',
+    bufferLines: o.drainBufferLines,
+    transport: { allow: config.notifyAllow },
+  });
+}
+
+/** Where the samples come from: the engine's containers, or in cluster mode every task. */
+function resourceReader(env: Env): { read: () => ReturnType<typeof readContainers>; close?: () => void } {
+  const now = () => env.now();
+  if (env.config.cluster.mode !== 'swarm') return { read: () => readContainers(env.engine, now) };
+  const agent = new AgentReadings({
+    engine: env.engine,
+    image: env.config.imageMap[AGENT_IMAGE] ?? AGENT_IMAGE,
+    intervalSeconds: env.config.observe.resourceIntervalSeconds,
+    log: env.log,
+    now,
+  });
+  return { read: () => readSwarm(env.engine, agent, now), close: () => agent.stop() };
 }
 
 /** First boot: writes the one-time setup token and prints it once. */

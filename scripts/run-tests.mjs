@@ -33,7 +33,8 @@ let files = postgresOnly ? [] : all;
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
 // The control database's core on PostgreSQL: auth, operators, apps and their settings (backup
 // configurations included), webhooks and the deploy queue, audit and revert, the instance (its
-// backup's metadata), optimistic concurrency, WebSocket authentication, and the dialect checks.
+// backup's metadata), optimistic concurrency, WebSocket authentication, alert rules and log
+// drains, and the dialect checks.
 const POSTGRES_CORE = [
   'unit/db/dialects.test.js',
   // Sign-in through an identity provider (api/auth/oidc) adds an OIDC server and no query of its own.
@@ -44,9 +45,14 @@ const POSTGRES_CORE = [
   'api/operators/operators.test.js',
   'api/apps/app-settings.test.js',
   'api/apps/webhooks.test.js',
+  'api/apps/images.test.js',
+  'api/registries/registries.test.js',
   'api/audit/revert.test.js',
   'api/instance/instance.test.js',
   'api/api-gaps.test.js',
+  // Alert rules with their outbox, and log drains (their tables, sealed columns and counters).
+  'api/alerts/alerts.test.js',
+  'api/log-drains/drains.test.js',
   'runtime/ws-auth.e2e.test.js',
 ];
 const pgFiles =

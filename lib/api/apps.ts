@@ -1,10 +1,12 @@
 // Wire shapes of apps: the app, its source and build settings, build plan, services, environment
 // and the portable spec.
 import { z } from 'zod';
-import { APP_STATUSES } from '../apps/model.js';
+import { APP_STATUSES, PULL_POLICIES } from '../apps/model.js';
 import { STACKS } from '../buildplan/types.js';
 import { FINDING_LEVELS } from '../compose/types.js';
 import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
+import { DOMAIN_STATUSES } from '../domains/status.js';
+import { DEPLOY_STATUSES, DEPLOY_TRIGGERS } from '../apps/deployment.js';
 import { named, ts } from './common.js';
 
 export const buildSettingSchema = named(
@@ -65,8 +67,8 @@ export const appSourceSchema = named(
       compose_path: z.string().optional(),
       build: buildSettingSchema.optional(),
     }),
-    z.object({ type: z.literal('image'), image: z.string() }),
-    z.object({ type: z.literal('compose'), compose: z.string() }),
+    z.object({ type: z.literal('image'), image: z.string(), pull: z.enum(PULL_POLICIES).optional() }),
+    z.object({ type: z.literal('compose'), compose: z.string(), pull: z.enum(PULL_POLICIES).optional() }),
   ]),
 );
 
@@ -109,6 +111,8 @@ export const serviceSchema = named(
     health: z.string().nullable(),
     port: z.number().int().nullable(),
     health_path: z.string().nullable(),
+    /** Seconds the previous version keeps its open connections after a deployment's switch. */
+    drain_s: z.number().int(),
     published_ports: z.array(
       z.object({
         host_ip: z.string(),
@@ -128,6 +132,8 @@ export const serviceSettingsSchema = z.object({
   name: z.string(),
   port: z.number().int().nullable(),
   health_path: z.string().nullable(),
+  /** Seconds the previous version keeps its open connections after a deployment's switch (default 30). */
+  drain_s: z.number().int(),
   /** Cluster mode (docs/cluster.md): null is one replica, and no constraint. */
   replicas: z.number().int().nullable(),
   placement: z.object({ constraints: z.array(z.string()) }).nullable(),
@@ -162,3 +168,40 @@ export const detectionSchema = z.object({
   services: z.array(z.string()),
   findings: z.array(findingSchema),
 });
+
+export const appUrlSchema = named(
+  'AppUrl',
+  z.object({
+    url: z.string().describe('https:// once a certificate is served for the name, else http://'),
+    hostname: z.string(),
+    service: z.string().nullable(),
+    automatic: z.boolean().describe('A host under the base domain, given to the app without asking'),
+    https: z.boolean(),
+    status: z.enum(DOMAIN_STATUSES),
+  }),
+  'Where an app answers: an automatic host or a domain, as a URL',
+);
+
+export const lastDeploymentSchema = named(
+  'LastDeployment',
+  z.object({
+    id: z.string(),
+    status: z.enum(DEPLOY_STATUSES),
+    trigger: z.enum(DEPLOY_TRIGGERS),
+    commit: z.string().nullable(),
+    commit_subject: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: ts,
+    finished_at: ts.nullable(),
+  }),
+  "An app's newest deployment, as listings show it",
+);
+
+export const appListItemSchema = named(
+  'AppListItem',
+  appSchema.extend({
+    urls: z.array(appUrlSchema),
+    last_deployment: lastDeploymentSchema.nullable(),
+  }),
+  'An app with where it answers and its newest deployment',
+);

@@ -15,10 +15,21 @@ export const deploymentSchema = named(
     commit_subject: z.string().nullable(),
     image: z.string().nullable(),
     images: z.record(z.string(), z.string()).nullable(),
+    image_digests: z
+      .record(z.string(), z.string())
+      .nullable()
+      .describe(
+        "Per service, the exact image it ran (sha256:...): a pulled image's registry digest, else the image id. A rollback runs exactly these",
+      ),
+    pull: z.boolean().describe('Every image was pulled again before deploying (pull: true, a deploy hook)'),
     error: z.string().nullable(),
     rollback_of: z.string().nullable(),
     delivery_id: z.string().nullable(),
     waiting: z.boolean(),
+    created_by: z
+      .string()
+      .nullable()
+      .describe("The username of the operator who asked for it; null for a forge's push"),
     created_at: ts,
     started_at: ts.nullable(),
     finished_at: ts.nullable(),

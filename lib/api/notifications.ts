@@ -16,6 +16,7 @@ export const notificationChannelSchema = named(
     last_delivery: z
       .object({ at: ts, ok: z.boolean(), status: z.number().int().nullable(), error: z.string().nullable() })
       .nullable(),
+    to: z.array(z.string()).optional().describe('email channels: the recipients'),
     created_at: ts,
     updated_at: ts,
   }),

@@ -54,6 +54,9 @@ export class CrashWatcher {
   private readonly killed = new Map<string, number>();
   private readonly ooms = new Set<string>();
   private readonly episodes = new Map<string, Episode>();
+  /** `die` events being decided (an OOM notice may come late; then the database and the logs). */
+  private readonly deciding = new Set<Promise<void>>();
+  private stopped = false;
 
   constructor(private readonly deps: CrashWatcherDeps) {}
 
@@ -85,9 +88,15 @@ export class CrashWatcher {
         this.ooms.add(e.container_id);
         if (this.ooms.size > MAX_TRACKED) this.ooms.delete(this.ooms.values().next().value!);
         return;
-      case 'die':
-        void this.onDie(e, key, now);
+      case 'die': {
+        if (this.stopped) return;
+        const work = this.onDie(e, key, now).catch((err) =>
+          this.deps.log.warn({ err: String(err), container: e.container }, 'crash detection failed'),
+        );
+        this.deciding.add(work);
+        void work.finally(() => this.deciding.delete(work));
         return;
+      }
       case 'destroy':
         this.killed.delete(e.container_id);
         this.ooms.delete(e.container_id);
@@ -104,11 +113,11 @@ export class CrashWatcher {
 
   private async onDie(e: ContainerEvent, key: string, now: number): Promise<void> {
     const killedAt = this.killed.get(e.container_id);
-    const oomEvent = this.ooms.delete(e.container_id);
+    const asked = killedAt !== undefined && now - killedAt < KILL_MEMORY_MS;
     // Only an OOM kill counts after a kill: everything else after one was asked for.
-    let oom = oomEvent;
-    if (!oom && e.exit_code === 137) oom = await this.lateOom(e.container_id);
-    if (killedAt !== undefined && now - killedAt < KILL_MEMORY_MS && !oom) return;
+    let oom = this.ooms.delete(e.container_id);
+    if (!oom && e.exit_code === 137) oom = await this.lateOom(e.container_id, asked);
+    if (asked && !oom) return;
     let ep = this.episodes.get(key);
     if (!ep) {
       ep = { deaths: [], oom: false, notified: false, stableTimer: null };
@@ -170,7 +179,15 @@ export class CrashWatcher {
     this.deps.onChange?.(key.split('\u0000')[0]!);
   }
 
-  stop(): void {
+  /** Resolves once every `die` seen so far is decided (its app_crashed published, or not). */
+  async idle(): Promise<void> {
+    while (this.deciding.size) await Promise.all([...this.deciding]);
+  }
+
+  /** Stops, after the `die` events being decided: their database reads come before it closes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.idle();
     for (const ep of this.episodes.values()) if (ep.stableTimer) clearTimeout(ep.stableTimer);
     this.episodes.clear();
   }
@@ -182,21 +199,31 @@ export class CrashWatcher {
   /**
    * The engine can report the exit before it has handled the kernel's OOM notice: the `oom` event
    * and the OOMKilled flag may come a moment after `die`. A SIGKILL exit waits a little for either.
+   *
+   * On cgroup v1 the engine can also lose the notice altogether (its shim drops it when the
+   * container's cgroup is already gone, as happens on a busy host), so a SIGKILL nobody asked for
+   * (no `kill` event) of a container under a memory limit counts as an OOM kill too: nothing
+   * inside the container can SIGKILL its first process (PID 1 of its namespace), and the kernel's
+   * OOM killer is what sends one to a container at its limit. The rare other cases (a `kill -9`
+   * sent from the host around the engine, a wrapper passing on its child's exit 137) are taken
+   * for one too.
    */
-  private async lateOom(id: string): Promise<boolean> {
+  private async lateOom(id: string, asked: boolean): Promise<boolean> {
     for (let i = 0; i < OOM_CHECKS; i++) {
-      if (this.ooms.delete(id) || (await this.inspectOom(id))) return true;
-      if (i < OOM_CHECKS - 1) await new Promise((r) => setTimeout(r, OOM_CHECK_GAP_MS));
+      const facts = await this.inspectOom(id);
+      if (this.ooms.delete(id) || facts.oomKilled) return true;
+      if (i === OOM_CHECKS - 1) return !asked && facts.memoryLimited;
+      await new Promise((r) => setTimeout(r, OOM_CHECK_GAP_MS));
     }
     return false;
   }
 
-  private async inspectOom(id: string): Promise<boolean> {
+  private async inspectOom(id: string): Promise<{ oomKilled: boolean; memoryLimited: boolean }> {
     try {
       const info = await this.deps.engine.docker.getContainer(id).inspect();
-      return info.State?.OOMKilled === true;
+      return { oomKilled: info.State?.OOMKilled === true, memoryLimited: (info.HostConfig?.Memory ?? 0) > 0 };
     } catch {
-      return false;
+      return { oomKilled: false, memoryLimited: false };
     }
   }
 

@@ -8,8 +8,11 @@ export type ActiveStatus = (typeof ACTIVE)[number];
 export type TerminalStatus = (typeof TERMINAL)[number];
 export const DEPLOY_STATUSES = [...ACTIVE, ...TERMINAL] as const;
 export type DeployStatus = (typeof DEPLOY_STATUSES)[number];
-export const DEPLOY_TRIGGERS = ['manual', 'push', 'tag', 'rollback'] as const;
+/** `hook`: an app's deploy hook (a CI job's call to its secret URL). */
+export const DEPLOY_TRIGGERS = ['manual', 'push', 'tag', 'rollback', 'hook'] as const;
 export type Trigger = (typeof DEPLOY_TRIGGERS)[number];
+/** Triggers that never answer 409 for an active deployment: they wait behind it, the newest one replacing a waiting one. */
+export const COALESCED_TRIGGERS: readonly Trigger[] = ['push', 'tag', 'hook'];
 
 export function isTerminal(s: string): s is TerminalStatus {
   return (TERMINAL as readonly string[]).includes(s);
@@ -33,11 +36,20 @@ export interface Deployment {
   image: string | null;
   /** Every service's image: what a rollback to this deployment reuses. */
   images: Record<string, string> | null;
+  /**
+   * Every service's exact image (`sha256:...`): the registry's manifest digest of a pulled image,
+   * the image id of one only the engine has. A rollback runs exactly these.
+   */
+  image_digests: Record<string, string> | null;
+  /** Asked to pull every image again before deploying (`pull: true`, a deploy hook). */
+  pull: boolean;
   error: string | null;
   rollback_of: string | null;
   delivery_id: string | null;
   /** True for a push coalesced behind the app's running deployment (starts when it ends). */
   waiting: boolean;
+  /** The username of the operator who asked for it; null for a forge's push. */
+  created_by: string | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -62,10 +74,13 @@ export function toDeployment(row: DeploymentTable): Deployment {
     commit_subject: row.commit_subject,
     image: mainImage(images),
     images,
+    image_digests: row.image_digests ? (JSON.parse(row.image_digests) as Record<string, string>) : null,
+    pull: row.pull === 1,
     error: row.error,
     rollback_of: row.rollback_of,
     delivery_id: row.delivery_id,
     waiting: row.waiting === 1,
+    created_by: row.created_by ?? null,
     created_at: row.created_at,
     started_at: row.started_at,
     finished_at: row.finished_at,

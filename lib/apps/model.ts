@@ -2,6 +2,7 @@
 import type { AppTable } from '../db/schema.js';
 import { redactUrl } from '../git/validate.js';
 import type { StackOverride } from '../buildplan/types.js';
+import { PULL_POLICIES, type PullPolicy } from '../docker/pull.js';
 
 export const APP_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 // `control` would collide with the control plane's own network (svc-control).
@@ -20,8 +21,11 @@ export type BuildSetting =
 
 export type AppSource =
   | { type: 'git'; repo_url: string; branch: string; compose_path?: string; build?: BuildSetting }
-  | { type: 'image'; image: string }
-  | { type: 'compose'; compose: string };
+  | { type: 'image'; image: string; pull?: PullPolicy }
+  | { type: 'compose'; compose: string; pull?: PullPolicy };
+
+/** When a deploy pulls an image or compose app's images (lib/docker/pull.ts): absent is `if_missing`. */
+export { PULL_POLICIES, type PullPolicy };
 
 /** Bounds of one image build (PATCH /api/apps/{id} `build_limits`); an absent field is unbounded. */
 export interface BuildLimits {
@@ -95,6 +99,9 @@ export const RELEASE_TIMEOUT_MAX_S = 6 * 3600;
 /** Bounds of `sleep_after_minutes`: one minute to one week. */
 export const SLEEP_MIN_MINUTES = 1;
 export const SLEEP_MAX_MINUTES = 10_080;
+/** A service's drain period after a switch (seconds; PATCH .../services/{name} `drain_s`). */
+export const DEFAULT_DRAIN_S = 30;
+export const MAX_DRAIN_S = 3600;
 
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const ENV_MAX_VARS = 500;

@@ -3,6 +3,9 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
+import { deploymentsWithImages } from '../images/store.js';
+import { releaseDeployment } from '../images/keep.js';
+import { ensureImage } from '../docker/pull.js';
 import { HttpError } from '../http/errors.js';
 import {
   listServices,
@@ -23,8 +26,9 @@ import {
   type RemoveResult,
 } from '../docker/index.js';
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
-import type { App } from './model.js';
+import { DEFAULT_DRAIN_S, type App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
+import { refuseNameTakingDomains } from '../proxy/domains.js';
 import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings, setSleeping } from './store.js';
 import { previewScope, publishAppEvent } from './events.js';
 import type { AppSource } from './model.js';
@@ -40,6 +44,7 @@ export interface ServiceView {
   health: string | null;
   port: number | null;
   health_path: string | null;
+  drain_s: number;
   published_ports: { host_ip: string; host_port: number; container_port: number; protocol: string }[];
   /** Cluster mode: where each task of the service runs. */
   tasks?: { node: string; state: string; container_id?: string }[];
@@ -48,7 +53,10 @@ export interface ServiceView {
 const swarm = (env: Env) => env.config.cluster.mode === 'swarm';
 
 /** The app's live services: containers on one host, Swarm services (with their tasks) on a swarm. */
-async function liveServices(env: Env, app: App): Promise<Array<Omit<ServiceView, 'port' | 'health_path'>>> {
+async function liveServices(
+  env: Env,
+  app: App,
+): Promise<Array<Omit<ServiceView, 'port' | 'health_path' | 'drain_s'>>> {
   return swarm(env) ? swarmServices(env.engine, app.name) : listServices(env.engine, app.name);
 }
 
@@ -61,6 +69,7 @@ export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
     health: s.health ?? null,
     port: settings.get(s.name)?.port ?? null,
     health_path: settings.get(s.name)?.health_path ?? null,
+    drain_s: settings.get(s.name)?.drain_s ?? DEFAULT_DRAIN_S,
     published_ports: s.published_ports,
     ...(s.tasks ? { tasks: s.tasks } : {}),
   }));
@@ -160,6 +169,8 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
       'The app cannot be planned',
       planned.findings.map((f) => ({ field: f.key, message: f.message })),
     );
+  // Pulled like a deployment's image (with the registry's stored credentials) when the engine lacks it.
+  await ensureImage(env.engine, app.source.image);
   const up = await stackUp(env.engine, planned.plan, { deploymentId: 'start' });
   await followRunning(env, app).catch((err) =>
     env.log.warn({ err: String(err), app: app.name }, 'proxy routes not updated'),
@@ -176,6 +187,7 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
  */
 /** A new app row; subscribers of the `apps` topic hear of it. */
 export async function createApp(env: Env, name: string, source: AppSource): Promise<App> {
+  await refuseNameTakingDomains(env, name);
   const app = await insertApp(env.db, name, source, env.now());
   publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status: app.status });
   return app;
@@ -191,6 +203,9 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
   const services = swarm(env) ? await removeSwarmServices(env.engine, app.name) : [];
   const removed = await stackRemove(env.engine, app.name, { volumes: opts.volumes });
   await removeAppImages(env, app.name);
+  // The tags that held the images it pulled for rollbacks, and those images if nothing else names them.
+  for (const d of await deploymentsWithImages(env.db, id))
+    await releaseDeployment(env.engine, app.name, d, (line) => env.log.info({ app: app.name }, line));
   // The working copy and the per-app known_hosts live under the data directory.
   await rm(join(env.config.dataDir, 'work', app.id), { recursive: true, force: true });
   await rm(join(env.config.dataDir, 'ssh', app.id), { recursive: true, force: true });

@@ -4,7 +4,15 @@ import { z } from 'zod';
 import { repoUrlSchema, refSchema } from '../git/schemas.js';
 import { isImageRef } from '../compose/index.js';
 import { MAX_REPLICAS, constraintProblem } from '../cluster/settings.js';
-import { APP_NAME, ENV_KEY, RESERVED_NAMES, SLEEP_MAX_MINUTES, SLEEP_MIN_MINUTES } from './model.js';
+import {
+  APP_NAME,
+  ENV_KEY,
+  PULL_POLICIES,
+  MAX_DRAIN_S,
+  RESERVED_NAMES,
+  SLEEP_MAX_MINUTES,
+  SLEEP_MIN_MINUTES,
+} from './model.js';
 import { inlineComposeProblems, MAX_INLINE_COMPOSE_BYTES } from '../compose/inline.js';
 import { PlanError, STACKS } from '../buildplan/types.js';
 import { command, port, relPath, versionInput } from '../buildplan/validate.js';
@@ -86,6 +94,10 @@ export const buildLimitsSchema = z.strictObject({
     .describe('Seconds after which the build is stopped'),
 });
 
+const pullSchema = z
+  .enum(PULL_POLICIES)
+  .describe('When a deploy pulls the image: if_missing (default: only what the engine lacks) or always');
+
 export const sourceSchema = z.discriminatedUnion('type', [
   z
     .strictObject({
@@ -117,6 +129,7 @@ export const sourceSchema = z.discriminatedUnion('type', [
     image: z
       .string()
       .refine(isImageRef, 'not an image reference like "nginx:1.27" or "registry:5000/team/app@sha256:..."'),
+    pull: pullSchema.optional(),
   }),
   // An inline compose file (add-ons): the compose policy runs on it now and again at deploy.
   z.strictObject({
@@ -128,6 +141,7 @@ export const sourceSchema = z.discriminatedUnion('type', [
       .superRefine((text, ctx) => {
         for (const p of inlineComposeProblems(text)) ctx.addIssue({ code: 'custom', message: p.message });
       }),
+    pull: pullSchema.optional(),
   }),
 ]);
 
@@ -164,14 +178,18 @@ export const placementSchema = z.strictObject({
     .max(20),
 });
 
+/** Seconds a previous version may drain after a switch: 0 retires it at once; null is the default. */
+export const drainSchema = z.number().int().min(0).max(MAX_DRAIN_S);
+
 export const servicePatchSchema = z
   .strictObject({
     port: servicePortSchema.nullable().optional(),
     health_path: healthPathSchema.nullable().optional(),
+    drain_s: drainSchema.nullable().optional(),
     replicas: z.number().int().min(0).max(MAX_REPLICAS).nullable().optional(),
     placement: placementSchema.nullable().optional(),
   })
   .refine(
     (v) => Object.values(v).some((x) => x !== undefined),
-    'give port, health_path, replicas and/or placement',
+    'give port, health_path, drain_s, replicas and/or placement',
   );

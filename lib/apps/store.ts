@@ -1,8 +1,17 @@
 import type { Db } from '../db/index.js';
 import { isUniqueViolation, nowIso } from '../db/index.js';
+import { sql } from '../db/kysely.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { toApp, type App, type AppSource, type AppStatus, type BuildLimits } from './model.js';
+import {
+  DEFAULT_DRAIN_S,
+  toApp,
+  type App,
+  type AppSource,
+  type AppStatus,
+  type BuildLimits,
+} from './model.js';
+import { toDeployment, type Deployment } from './deployment.js';
 
 export async function insertApp(
   db: Db,
@@ -39,6 +48,41 @@ export async function listApps(db: Db): Promise<App[]> {
     .orderBy('name')
     .execute();
   return rows.map(toApp);
+}
+
+export interface AppPageQuery {
+  /** The name of the last app of the previous page (names are unique and sorted). */
+  after?: string;
+  limit: number;
+  /** A part of the name, any case. */
+  search?: string;
+  /** The apps the caller may see; null: every app. */
+  appIds: readonly string[] | null;
+}
+
+/** One page of apps by name (previews and apps being deleted left out), and how many match in all. */
+export async function pageApps(
+  db: Db,
+  q: AppPageQuery,
+): Promise<{ apps: App[]; more: boolean; total: number }> {
+  let base = db.selectFrom('apps').where('deleting_at', 'is', null).where('parent_app_id', 'is', null);
+  if (q.appIds)
+    base = q.appIds.length ? base.where('id', 'in', [...q.appIds]) : base.where(sql<boolean>`1 = 0`);
+  if (q.search) {
+    // Names are lower case: the search is lowered, and its wildcards taken literally.
+    const like = '%' + q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c) + '%';
+    base = base.where(sql<boolean>`name like ${like} escape '\\'`);
+  }
+  let page = base
+    .selectAll()
+    .orderBy('name')
+    .limit(q.limit + 1);
+  if (q.after !== undefined) page = page.where('name', '>', q.after);
+  const [rows, count] = await Promise.all([
+    page.execute(),
+    base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { apps: rows.slice(0, q.limit).map(toApp), more: rows.length > q.limit, total: Number(count.n) };
 }
 
 /**
@@ -142,29 +186,45 @@ export async function deleteAppRows(db: Db, id: string): Promise<void> {
   await db.deleteFrom('apps').where('id', '=', id).execute();
 }
 
-export async function serviceSettings(
-  db: Db,
-  appId: string,
-): Promise<Map<string, { port: number | null; health_path: string | null }>> {
-  const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
-  return new Map(rows.map((r) => [r.name, { port: r.port, health_path: r.health_path }]));
+export interface ServiceSettings {
+  port: number | null;
+  health_path: string | null;
+  /** Seconds the previous version may keep its connections after a switch (lib/deploy/drain.ts). */
+  drain_s: number;
 }
 
+export async function serviceSettings(db: Db, appId: string): Promise<Map<string, ServiceSettings>> {
+  const rows = await db.selectFrom('app_services').selectAll().where('app_id', '=', appId).execute();
+  return new Map(
+    rows.map((r) => [
+      r.name,
+      { port: r.port, health_path: r.health_path, drain_s: r.drain_s ?? DEFAULT_DRAIN_S },
+    ]),
+  );
+}
+
+/** `drain_s: null` goes back to the default. */
 export async function patchServiceSettings(
   db: Db,
   appId: string,
   name: string,
-  patch: { port?: number | null; health_path?: string | null },
-): Promise<{ port: number | null; health_path: string | null }> {
-  const current = (await serviceSettings(db, appId)).get(name) ?? { port: null, health_path: null };
+  patch: { port?: number | null; health_path?: string | null; drain_s?: number | null },
+): Promise<ServiceSettings> {
+  const current = (await serviceSettings(db, appId)).get(name) ?? {
+    port: null,
+    health_path: null,
+    drain_s: DEFAULT_DRAIN_S,
+  };
   const next = {
     port: patch.port === undefined ? current.port : patch.port,
     health_path: patch.health_path === undefined ? current.health_path : patch.health_path,
+    drain_s: patch.drain_s === undefined ? current.drain_s : (patch.drain_s ?? DEFAULT_DRAIN_S),
   };
+  const row = { ...next, drain_s: next.drain_s === DEFAULT_DRAIN_S ? null : next.drain_s };
   await db
     .insertInto('app_services')
-    .values({ app_id: appId, name, ...next })
-    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(next))
+    .values({ app_id: appId, name, ...row })
+    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(row))
     .execute();
   return next;
 }
@@ -177,4 +237,24 @@ export async function getAppByName(db: Db, name: string): Promise<App | null> {
     .where('deleting_at', 'is', null)
     .executeTakeFirst();
   return row ? toApp(row) : null;
+}
+
+/** The newest deployment of each app of `appIds` (ids are time-ordered), for listings. */
+export async function lastDeployments(db: Db, appIds: readonly string[]): Promise<Map<string, Deployment>> {
+  const out = new Map<string, Deployment>();
+  if (!appIds.length) return out;
+  const ids = [...appIds];
+  const rows = await db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('deployments as d2')
+        .select((e) => e.fn.max('d2.id').as('id'))
+        .where('d2.app_id', 'in', ids)
+        .groupBy('d2.app_id'),
+    )
+    .execute();
+  for (const r of rows) out.set(r.app_id, toDeployment(r));
+  return out;
 }

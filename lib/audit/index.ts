@@ -63,6 +63,7 @@ const EVENT_SUMMARIES: Record<string, string> = {
   'app.sleeping': 'App went to sleep after its idle time',
   'app.woken': 'App woken by a request',
   'app.wake_failed': 'App could not be woken',
+  'app.deploy_hook': 'Deploy hook called: pull and redeploy',
 };
 
 /** The first clause of a route's summary: "Cancel a deployment (409 when ...)" -> "Cancel a deployment". */
@@ -130,6 +131,8 @@ export interface AuditEntry {
   /** `<METHOD> <route pattern>`. */
   action: string;
   target: { type: string; id: string | null };
+  /** The target's current name, when it has one and still exists. */
+  target_name: string | null;
   ip: string | null;
   outcome: AuditOutcome;
   summary: string;
@@ -183,6 +186,8 @@ const TARGET_TYPES: Array<[string, string]> = [
   ['/api/invitations/', 'user'],
   ['/api/settings/notifications', 'notification_channel'],
   ['/api/apps/{id}/jobs/{jid}', 'job'],
+  ['/api/alerts', 'alert_rule'],
+  ['/api/log-drains', 'log_drain'],
   ['/api/apps', 'app'],
   ['/webhooks/', 'app'],
   ['/api/domains', 'domain'],
@@ -201,6 +206,8 @@ const STATE_TARGET_TYPES: Record<string, string> = {
   deploy_concurrency: 'instance',
   notification_channel: 'notification_channel',
   job: 'job',
+  alert_rule: 'alert_rule',
+  log_drain: 'log_drain',
 };
 
 export function targetTypeOf(route: string, stateKind: string | null): string {
@@ -265,6 +272,7 @@ function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
     actor,
     action,
     target: { type, id },
+    target_name: name ?? null,
     ip: r.ip,
     outcome: r.outcome >= 100 && r.outcome < 400 ? 'ok' : 'error',
     summary: name ? `${base}: ${name}` : base,
@@ -313,6 +321,16 @@ async function targetNames(db: Db, rows: ListedRow[]): Promise<Map<string, strin
         .select(['id', 'name'])
         .where('id', 'in', of('notification_channel'))
         .execute(),
+    );
+  if (of('alert_rule').length)
+    add(
+      'alert_rule',
+      await db.selectFrom('alert_rules').select(['id', 'name']).where('id', 'in', of('alert_rule')).execute(),
+    );
+  if (of('log_drain').length)
+    add(
+      'log_drain',
+      await db.selectFrom('log_drains').select(['id', 'name']).where('id', 'in', of('log_drain')).execute(),
     );
   if (of('api_token').length)
     add(

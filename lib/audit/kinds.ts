@@ -11,6 +11,8 @@ export const STATE_KIND_NAMES = [
   'deploy_concurrency',
   'notification_channel',
   'job',
+  'alert_rule',
+  'log_drain',
 ] as const;
 
 export type StateKindName = (typeof STATE_KIND_NAMES)[number];

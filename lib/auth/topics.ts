@@ -1,50 +1,31 @@
 // The permission policy of WebSocket topics: the same decision (lib/auth/access.ts) as the REST
 // routes that show the same facts. A per-app topic needs `app.read` on that app; a fleet topic
-// needs the permission and carries only the events of apps the caller reaches.
+// needs the permission and carries only the events of apps the caller reaches. Which topic needs
+// what is the topic table's (runtime/topics.ts).
 import type { Db } from '../db/index.js';
 import type { Principal } from '../http/handler.js';
-import { permit, allows, reachesApp } from './access.js';
+import { allows, reachesApp } from './access.js';
 import type { Permission } from './roles.js';
 
 /** What a subscription was granted on: re-checked when the caller's access narrows. */
 export interface TopicGrant {
   permission: Permission;
-  /** The app the topic is about (logs:, stats:, build:, run:), null for a fleet or instance topic. */
+  /** The app the topic is about (logs:, stats:, build:), null for a fleet or instance topic. */
   appId: string | null;
 }
 
-const FLEET = new Set(['deployments', 'apps', 'backups', 'jobs']);
-
 /**
- * Throws 403 forbidden or 404 not_found (an app outside the caller's list, as absent as a
- * missing one). Resolves what the subscription depends on.
+ * The app a `build:<deploymentId>` topic is about: a preview's deployment is read with its app's
+ * access (the preview's own row is no app of a list); null when there is no such deployment.
  */
-export async function authoriseTopic(
-  db: Db,
-  principal: Pick<Principal, 'permissions' | 'appIds'>,
-  topic: string,
-): Promise<TopicGrant> {
-  const at = topic.indexOf(':');
-  const kind = at < 0 ? topic : topic.slice(0, at);
-  const id = at < 0 ? '' : topic.slice(at + 1);
-  let grant: TopicGrant;
-  if (kind === 'logs' || kind === 'stats') grant = { permission: 'app.read', appId: id };
-  else if (kind === 'build') {
-    // A preview's deployment is read with its app's access (the preview's own row is no app of a list).
-    const d = await db
-      .selectFrom('deployments')
-      .leftJoin('previews', 'previews.target_app_id', 'deployments.app_id')
-      .select(['deployments.app_id', 'previews.app_id as parent_app_id'])
-      .where('deployments.id', '=', id)
-      .executeTakeFirst();
-    grant = { permission: 'app.read', appId: d ? (d.parent_app_id ?? d.app_id) : null };
-  } else if (kind === 'run') {
-    const r = await db.selectFrom('job_runs').select('app_id').where('id', '=', id).executeTakeFirst();
-    grant = { permission: 'app.read', appId: r ? r.app_id : null };
-  } else if (FLEET.has(kind)) grant = { permission: 'app.read', appId: null };
-  else grant = { permission: 'instance.read', appId: null };
-  permit(principal, grant.permission, grant.appId);
-  return grant;
+export async function deploymentTopicApp(db: Db, deploymentId: string): Promise<string | null> {
+  const d = await db
+    .selectFrom('deployments')
+    .leftJoin('previews', 'previews.target_app_id', 'deployments.app_id')
+    .select(['deployments.app_id', 'previews.app_id as parent_app_id'])
+    .where('deployments.id', '=', deploymentId)
+    .executeTakeFirst();
+  return d ? (d.parent_app_id ?? d.app_id) : null;
 }
 
 /** Whether a subscription granted earlier is still allowed to this (possibly narrowed) principal. */

@@ -14,7 +14,7 @@ import {
   swarmServiceName,
 } from '../docker/names.js';
 import { isOwned, ownedFilter, ownerLabels } from '../docker/owner.js';
-import { readTimestampedLines, type OutputLine } from '../docker/lines.js';
+import { readTimestampedLines, type OutputLine } from '../docker/log-lines.js';
 import { isOurService } from './spec.js';
 import { serviceTasks, type SwarmTask } from './tasks.js';
 import type { ClusterSettings } from './settings.js';

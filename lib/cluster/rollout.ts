@@ -14,6 +14,7 @@ import {
   type StackPlan,
 } from '../docker/index.js';
 import { LABEL_ROLE, swarmServiceName } from '../docker/names.js';
+import { serviceAuth } from '../docker/pull.js';
 import { ownerLabels } from '../docker/owner.js';
 import { sleep } from '../util/sleep.js';
 import type { ClusterSettings } from './settings.js';
@@ -41,6 +42,20 @@ export interface ClusterRolloutOptions {
   log: (line: string) => void;
   timeoutMs: number;
   onHealthChecking: () => Promise<void>;
+  /**
+   * The cluster registry's account, handed to Swarm (X-Registry-Auth) with each service whose image
+   * is in that registry, so that every node pulls with it; never with an image from elsewhere (it
+   * would go to that registry).
+   */
+  registryAuth?: { username: string; password: string; serveraddress: string } | Record<string, never>;
+}
+
+/** The auth a service's image is pulled with: the cluster registry's account for its images only. */
+export function authFor(
+  image: string,
+  auth: ClusterRolloutOptions['registryAuth'],
+): NonNullable<ClusterRolloutOptions['registryAuth']> {
+  return auth && 'serveraddress' in auth && image.startsWith(`${auth.serveraddress}/`) ? auth : {};
 }
 
 /** The shape of lib/deploy/bluegreen.ts RolloutResult: on a swarm nothing old is left to retire. */
@@ -119,13 +134,17 @@ export async function clusterRollout(
           `swarm service "${name}" exists but does not belong to app "${plan.app}"; it is left alone`,
         );
       signal?.throwIfAborted();
+      // The nodes pull with the cluster registry's account for its own images, else with the
+      // stored login of the image's registry.
+      const own = authFor(image, opts.registryAuth);
+      const auth = 'serveraddress' in own ? own : await serviceAuth(engine, image);
       if (!existing) {
-        await guard(engine, () => engine.docker.createService({}, spec));
+        await guard(engine, () => engine.docker.createService(auth, spec));
         touched.push({ service: svc.name, name, created: true });
         log(`${svc.name}: created swarm service ${name} (${replicas} replica${replicas === 1 ? '' : 's'})`);
       } else {
         await guard(engine, () =>
-          updateService(engine, existing.ID, { version: existing.Version.Index }, spec),
+          updateService(engine, existing.ID, { version: existing.Version.Index }, spec, auth),
         );
         touched.push({ service: svc.name, name, created: false });
         log(
@@ -178,11 +197,12 @@ export function updateService(
   id: string,
   query: { version: number; rollback?: 'previous' },
   spec: object,
+  auth: object = {},
 ): Promise<unknown> {
   const svc = engine.docker.getService(id) as unknown as {
     update(auth: object, opts: object): Promise<unknown>;
   };
-  return svc.update({}, { _query: query, _body: spec });
+  return svc.update(auth, { _query: query, _body: spec });
 }
 
 /** This app's Swarm services (only those carrying every ownership label). */

@@ -32,6 +32,7 @@ import {
 import { CATALOG, DB_ENGINES, mappedImage, type DbEngine } from './catalog.js';
 import { engineDf } from '../docker/df.js';
 import { dbBinding } from '../crypto/bindings.js';
+import { dropConnectionVar } from './store.js';
 import { ensureOverlayNetworks } from '../cluster/spec.js';
 
 export const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -316,6 +317,14 @@ async function provision(env: Env, app: App, row: AppDatabaseTable, secrets: Sec
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     env.log.warn({ database: row.id, err: message }, 'database provisioning failed');
+    // Nothing to connect to: the app does not keep a URL to it (a retry reserves it again).
+    await dropConnectionVar(
+      env.db,
+      env.sealer,
+      app.id,
+      row.env_var,
+      connectionUrl(row, secrets.password),
+    ).catch(() => false);
     await env.db
       .updateTable('app_databases')
       .set({ status: 'error', error: message.slice(0, 500) })

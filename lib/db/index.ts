@@ -3,7 +3,8 @@ import { ensurePrivateDir } from '../util/private-dir.js';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Kysely as KyselyDb, MigrationProvider } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import {
   Kysely,
   Migrator,
@@ -59,7 +60,7 @@ export function openDatabase(config: { dataDir: string; databaseUrl?: string | n
 const seriesDirs = new WeakMap<object, string>();
 const seriesHandles = new WeakMap<object, BetterSqlite3.Database>();
 
-// The request and host time series as migrations 0006 and 0009 leave them.
+// The request, host and resource time series as migrations 0006, 0009 and 0025 leave them.
 const SERIES_SCHEMA = `
 create table if not exists request_series (res integer not null, app_id text not null, service text not null,
   t integer not null, requests integer not null, errors_4xx integer not null, errors_5xx integer not null,
@@ -69,7 +70,12 @@ create index if not exists request_series_age on request_series (res, t);
 create table if not exists host_vitals (res integer not null, t integer not null, samples integer not null,
   cpu_sum real not null, load1_sum real not null, mem_used_sum integer not null, mem_total_sum integer not null,
   disk_used_sum integer not null, disk_total_sum integer not null,
-  constraint host_vitals_pk primary key (res, t)) without rowid;`;
+  constraint host_vitals_pk primary key (res, t)) without rowid;
+create table if not exists resource_series (res integer not null, app_id text not null, service text not null,
+  t integer not null, samples integer not null, cpu_sum real not null, mem_sum real not null,
+  mem_limit integer not null, restarts integer not null,
+  constraint resource_series_pk primary key (res, app_id, service, t)) without rowid;
+create index if not exists resource_series_age on resource_series (res, t);`;
 
 /**
  * The connection of the request and host time series (lib/series). On SQLite, the database's own.
@@ -104,6 +110,11 @@ export function seriesConnection(db: Db): BetterSqlite3.Database {
   return raw;
 }
 
+// The PostgreSQL driver is loaded only by an instance that uses it (SVC_DATABASE_URL): an instance
+// on SQLite does not hold it in memory.
+let pgModule: typeof pg | undefined;
+const loadPg = (): typeof pg => (pgModule ??= createRequire(import.meta.url)('pg') as typeof pg);
+
 // int8 (count(*), bigint columns) and numeric (sum, avg) come back as strings by default, since
 // they can exceed 2^53; the values kept here are counts, byte sizes and times, far below that,
 // and SQLite answers them as numbers. Per pool, so nothing else in the process changes.
@@ -112,12 +123,12 @@ const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     PG_NUMBER_TYPES.has(oid) && format !== 'binary'
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      : loadPg().types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** A pool on `url`; nothing is asked of the server until the first query (migrate, at boot). */
 export function openPostgres(url: string): Db {
-  const pool = new pg.Pool({ connectionString: url, max: 10, types: pgTypes });
+  const pool = new (loadPg().Pool)({ connectionString: url, max: 10, types: pgTypes });
   // An idle client losing its server is reported here; the next query gets a new connection.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PortablePostgresDialect({ pool }) });

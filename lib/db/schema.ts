@@ -150,6 +150,8 @@ export interface AppServiceTable {
   replicas?: number | null;
   placement?: string | null;
   pinned_node?: string | null;
+  /** Seconds the previous version may drain after a switch (null: the default, 30). */
+  drain_s?: number | null;
 }
 
 export interface DeploymentTable {
@@ -177,6 +179,35 @@ export interface DeploymentTable {
   commit_wanted: string | null;
   /** The commit (hex, maybe abbreviated) this deployment must deploy, on `ref`'s history; null: the ref's head. */
   commit_pin: string | null;
+  /** JSON map service -> `sha256:...`: the exact image each service ran (a rollback runs these). */
+  image_digests: string | null;
+  /** 1: pull every image again before deploying (`pull: true`, deploy hooks). */
+  pull: number;
+  /** JSON list of `<repository>@<digest>` this deployment pulled (the images retention may remove). */
+  pulled: string | null;
+  /** The username of the operator who asked for it; null for a forge's push. */
+  created_by: string | null;
+}
+
+/** Credentials of one container registry; the password is sealed, bound to the row's id. */
+export interface RegistryTable {
+  id: string;
+  /** `host[:port]` as pulls name it; Docker Hub is `docker.io`. */
+  host: string;
+  username: string;
+  password_sealed: string;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+/** An app's deploy hook: the URL's token is shown once, only its SHA-256 is kept. */
+export interface DeployHookTable {
+  id: string;
+  app_id: string;
+  token_hash: string;
+  created_at: string;
+  last_used_at: string | null;
 }
 
 export interface DeploymentEventTable {
@@ -413,6 +444,10 @@ export interface NotificationChannelTable {
   enabled: number;
   /** JSON {at, ok, status, error} of the newest delivery. */
   last_delivery: string | null;
+  /** JSON of the kind's non-secret options (an email channel's recipients); null for the others. */
+  options: string | null;
+  /** A webhook channel's signing secret, sealed, bound to `notification_channels:<id>:secret`. */
+  secret_sealed: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -426,6 +461,89 @@ export interface NotificationDeliveryTable {
   status: number | null;
   error: string | null;
   attempts: number;
+}
+
+export interface ResourceSeriesTable {
+  /** Bucket width in seconds (60). */
+  res: number;
+  app_id: string;
+  service: string;
+  /** Bucket start, epoch seconds. */
+  t: number;
+  samples: number;
+  /** Sums over the samples, for the average: CPU percent of one core, memory bytes. */
+  cpu_sum: number;
+  mem_sum: number;
+  /** The highest memory limit seen in the bucket (bytes). */
+  mem_limit: number;
+  /** Restarts seen in the bucket. */
+  restarts: number;
+}
+
+export interface AlertRuleTable {
+  id: string;
+  name: string;
+  /** Null: a rule on the host (every app). */
+  app_id: string | null;
+  metric: string;
+  op: string;
+  threshold: number;
+  for_s: number;
+  /** JSON array of notification channel ids ([]: every channel subscribed to the event). */
+  channels: string;
+  enabled: number;
+  /** `ok` or `firing`. */
+  state: string;
+  /** When the rule entered its state. */
+  since: string | null;
+  /** Since when the rule's state is contradicted (the condition holds while ok, is gone while firing). */
+  pending_since: string | null;
+  last_value: number | null;
+  evaluated_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AlertEventTable {
+  id: Generated<number>;
+  /** Null once the rule is deleted (the history stays). */
+  rule_id: string | null;
+  rule_name: string;
+  app_id: string | null;
+  metric: string;
+  /** `fired` or `resolved`. */
+  kind: string;
+  value: number | null;
+  threshold: number;
+  /** What the value was measured on (a service, a host name), for the message. */
+  detail: string | null;
+  at: string;
+  /** `pending` until its notification went out (the outbox), then `sent`. */
+  notify_state: string;
+  notified_at: string | null;
+}
+
+export interface LogDrainTable {
+  id: string;
+  name: string;
+  kind: string;
+  /** Sealed, bound to `log_drains:<id>:url`. */
+  url_sealed: string;
+  url_hint: string;
+  /** JSON array of app ids; null: every app. */
+  app_ids: string | null;
+  /** JSON object of header -> value, sealed, bound to `log_drains:<id>:headers`. */
+  headers_sealed: string | null;
+  /** JSON array of the header names (shown; the values never are). */
+  header_names: string;
+  enabled: number;
+  /** JSON {at, ok, status, error, lines} of the newest delivery attempt. */
+  last_delivery: string | null;
+  /** Lines delivered and lines dropped since the drain was made. */
+  delivered: number;
+  dropped: number;
+  created_at: string;
+  updated_at: string;
 }
 
 /** The instance backup's one configuration row (id `instance`), like an app's backup config without a source. */
@@ -553,6 +671,10 @@ export interface Database {
   jobs: JobTable;
   job_runs: JobRunTable;
   run_logs: RunLogTable;
+  resource_series: ResourceSeriesTable;
+  alert_rules: AlertRuleTable;
+  alert_events: AlertEventTable;
+  log_drains: LogDrainTable;
   preview_settings: PreviewSettingsTable;
   preview_env: PreviewEnvTable;
   previews: PreviewTable;
@@ -582,6 +704,8 @@ export interface Database {
   deployments: DeploymentTable;
   deployment_events: DeploymentEventTable;
   deployment_logs: DeploymentLogTable;
+  registries: RegistryTable;
+  deploy_hooks: DeployHookTable;
   users: UserTable;
   sessions: SessionTable;
   api_tokens: ApiTokenTable;

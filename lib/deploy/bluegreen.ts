@@ -1,8 +1,10 @@
 // Blue/green rollout of a planned stack. New containers start next to the old ones without the
-// service's name on the network; once every one has passed its health gate, the name moves to
-// them (the new container gets the alias, then the old one leaves the network, so a lookup
-// always finds a live address), and the old containers are stopped and removed. Until the
-// switch nothing old is touched; any failure removes what this deployment created.
+// service's name on the network; once every one has passed its health gate, the proxy switches
+// to them and the name moves to them (the new container gets the alias, then the old one is
+// reconnected without it, keeping its address, so a lookup always finds a live address and its
+// open connections go on). The old containers drain (lib/deploy/drain.ts), then are stopped and
+// removed. Until the switch nothing old is touched; any failure removes what this deployment
+// created.
 // A service publishing a fixed host port cannot run twice: its old container is stopped first,
 // and started again if the deployment fails.
 import {
@@ -25,6 +27,7 @@ import {
   type StackPlan,
 } from '../docker/index.js';
 import { healthGate, type ProbeMode } from './health.js';
+import { drain, type DrainOptions } from './drain.js';
 
 export interface RolloutOptions {
   deploymentId: string;
@@ -38,8 +41,11 @@ export interface RolloutOptions {
   onHealthChecking: () => Promise<void>;
   /** Pause between giving the new container the name and taking it from the old one. */
   overlapMs?: number;
-  /** How long an old container keeps its address (without the name) before it is stopped. */
-  drainMs?: number;
+  /**
+   * How the old containers drain once the proxy took the switch: until their connections ended
+   * or the service's `drain_s` passed. Without it (or without a switch) they stop at once.
+   */
+  drain?: Omit<DrainOptions, 'log' | 'signal'>;
   /**
    * The proxy's switch, once every new container passed its gate: routes move to them in one
    * change. True when the proxy took it (the old containers then drain before they stop).
@@ -163,11 +169,11 @@ export async function rollout(engine: Engine, plan: StackPlan, opts: RolloutOpti
     }
   }
   const retire = async () => {
-    if (drained) await new Promise((r) => setTimeout(r, opts.drainMs ?? 1000));
     const removed: string[] = [];
     await Promise.all(
       leftovers.map(async (c) => {
         try {
+          if (drained && opts.drain) await drain(engine, c, { ...opts.drain, log, signal });
           await stopContainer(engine, c.id);
           await removeContainer(engine, c.id);
           removed.push(c.name);

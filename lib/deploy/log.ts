@@ -12,10 +12,10 @@ export const MAX_LOG_BYTES = 5 * 1024 * 1024;
 const MAX_LINE = 8 * 1024;
 
 /**
- * `plan`: a generated build's plan, written before the build starts; `release`: the output of the
- * release command (lib/deploy/release.ts).
+ * `plan`: a generated build's plan, written before the build starts; `pull`: image pull progress;
+ * `release`: the output of the release command (lib/deploy/release.ts).
  */
-export type LogStream = 'deploy' | 'plan' | 'build' | 'error' | 'release';
+export type LogStream = 'deploy' | 'plan' | 'build' | 'pull' | 'error' | 'release';
 
 export interface LogLine {
   deployment_id: string;

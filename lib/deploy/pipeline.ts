@@ -5,7 +5,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Services as Env } from '../http/handler.js';
-import type { App } from '../apps/model.js';
+import { DEFAULT_DRAIN_S, type App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
 import { patchServiceSettings, serviceSettings } from '../apps/store.js';
@@ -28,7 +28,9 @@ import type { TransitionPatch } from './store.js';
 import { checkout, appWorkDir } from './workdir.js';
 import { inlineSpec } from './source.js';
 import { prepareBinds, pruneDeploymentCopies, relativeBinds, sourceCopy } from './mounts.js';
-import { imagesPresent } from './images.js';
+import { pullServiceImages } from '../images/pull.js';
+import { exactImages } from '../images/rollback.js';
+import { pullPolicyOf, settleImages } from '../images/deploy.js';
 import { rollout } from './bluegreen.js';
 import { runRelease } from './release.js';
 import { switchToContainers } from '../proxy/deploy.js';
@@ -38,7 +40,7 @@ import { mapDockerfileImages } from '../buildplan/images.js';
 import type { BuildSlot, BuildSlots } from './buildslots.js';
 import type { BuildLimits } from '../apps/model.js';
 import { clusterRollout } from '../cluster/rollout.js';
-import { clusterRegistry } from '../cluster/registry.js';
+import { clusterRegistry, registryAuth } from '../cluster/registry.js';
 import { publishImages } from '../cluster/images.js';
 import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
 
@@ -115,8 +117,14 @@ export async function runPipeline(
   const publish = async (refs: Record<string, string>) => {
     local = { ...refs };
     if (!swarm) return refs;
-    return publishImages(env.engine, refs, await clusterRegistry(env), say, signal);
+    return publishImages(env.engine, refs, await clusterRegistry(env), say, signal, await registryAuth(env));
   };
+
+  const pull = (line: string) => log.write(line, 'pull');
+  const policy = () => pullPolicyOf(app.source.type === 'git' ? {} : app.source, dep.pull);
+  // The exact image of every service (recorded for rollbacks), held by a keep tag on one host.
+  const settle = (refs: Record<string, string>) =>
+    settleImages(env.engine, { app: app.name, deploymentId: dep.id, images: refs, local, swarm });
 
   const prune = () =>
     pruneDeploymentCopies(env.engine, opts.workRoot, app.id, opts.keepImages ?? 5, dep.id).catch((e) => {
@@ -131,10 +139,9 @@ export async function runPipeline(
     say(
       `rollback to deployment ${dep.rollback_of}${dep.commit ? ` (commit ${dep.commit.slice(0, 12)})` : ''}: reusing its images, no clone, no build`,
     );
-    // On a swarm the recorded references are the registry's: the nodes pull them from there.
-    const missing = swarm ? [] : await imagesPresent(env.engine, images);
-    if (missing.length)
-      throw new StackError(`images of that deployment are no longer kept: ${missing.join(', ')}`);
+    // Exactly the digests that ran then, whatever the tags say now. On a swarm the recorded
+    // references are the registry's, by digest: the nodes pull them from there.
+    if (!swarm) images = await exactImages(env.engine, images, dep.image_digests, { log: pull, signal });
     // That deployment's own copy of the repository, when it made one, has the right files.
     const kept = dep.rollback_of ? sourceCopy(opts.workRoot, app.id, dep.rollback_of) : null;
     workdir = kept && (await isDir(kept)) ? kept : (await isDir(repoDir)) ? repoDir : undefined;
@@ -146,22 +153,23 @@ export async function runPipeline(
     });
     await prune();
     images = await publish(images);
-    await run.setStatus('deploying', swarm ? { images } : undefined);
+    await run.setStatus('deploying', { ...(swarm ? { images } : {}), imageDigests: await settle(images) });
   } else if (app.source.type === 'image') {
     spec = { kind: 'image', image: app.source.image };
-    say(
-      `image app: running ${app.source.image} (no clone, no build; the image must be present on the engine)`,
-    );
+    say(`image app: running ${app.source.image} (no clone, no build)`);
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
-    images = await publish({ [plan.services[0]!.name]: app.source.image });
-    await run.setStatus('deploying', { images, spec });
+    images = { [plan.services[0]!.name]: app.source.image };
+    const pulled = await pullServiceImages(env.engine, images, { policy: policy(), log: pull, signal });
+    images = await publish(images);
+    await run.setStatus('deploying', { images, spec, pulled, imageDigests: await settle(images) });
   } else if (app.source.type === 'compose') {
     spec = inlineSpec(app.source);
-    say('inline compose file: no clone, no build; its images must be present on the engine');
+    say('inline compose file: no clone, no build');
     plan = await makePlan(env, app, spec, appEnv, undefined, null);
     for (const svc of plan.services) images[svc.name] = svc.image!;
+    const pulled = await pullServiceImages(env.engine, images, { policy: policy(), log: pull, signal });
     images = await publish(images);
-    await run.setStatus('deploying', { images, spec });
+    await run.setStatus('deploying', { images, spec, pulled, imageDigests: await settle(images) });
   } else {
     const src = app.source;
     const ref = dep.ref ?? src.branch;
@@ -235,8 +243,14 @@ export async function runPipeline(
           args: svc.build.args,
           shown: shown(svc.build),
           text: generated?.text,
+          onPull: pull,
+          pullPolicy: policy(),
+          signal,
         });
     }
+    // The images the stack runs but does not build, before anything stops.
+    const named = Object.fromEntries(plan.services.filter((v) => !v.build).map((v) => [v.name, v.image!]));
+    const pulled = await pullServiceImages(env.engine, named, { policy: policy(), log: pull, signal });
     const limits = app.build_limits ?? undefined;
     if (limits && plan.services.some((svc) => svc.build)) say(`build limits: ${describeLimits(limits)}`);
     let slot: BuildSlot | null = null;
@@ -272,7 +286,7 @@ export async function runPipeline(
       }
     }
     images = await publish(images);
-    await run.setStatus('deploying', { images });
+    await run.setStatus('deploying', { images, pulled, imageDigests: await settle(images) });
   }
 
   // The release command, once, in the new image: before any new container takes traffic.
@@ -291,6 +305,8 @@ export async function runPipeline(
       log: say,
       timeoutMs: opts.healthTimeoutMs,
       onHealthChecking: () => run.setStatus('health_checking'),
+      // The nodes' agents pull the images from the cluster registry with its account.
+      registryAuth: await registryAuth(env),
     });
     // The proxy follows the service's tasks by name: one sync picks up new hosts or upstreams.
     if (env.edge.proxy.enabled)
@@ -313,6 +329,11 @@ export async function runPipeline(
     },
     onHealthChecking: () => run.setStatus('health_checking'),
     switchProxy: (created) => switchToContainers(env, app, created, say),
+    // The old containers keep their open connections until these end or drain_s passed.
+    drain: {
+      seconds: (service) => settings.get(service)?.drain_s ?? DEFAULT_DRAIN_S,
+      proxied: (addresses) => env.edge.inFlight(addresses),
+    },
   });
   return { images, replaced: result.replaced, retire: result.retire };
 }

@@ -22,6 +22,7 @@ import {
 } from './store.js';
 import type { DeployServiceOptions } from './types.js';
 import { pruneImages, removeDeploymentImages } from './images.js';
+import { pruneKeptImages } from '../images/keep.js';
 import { defaultProbeMode, type ProbeMode } from './health.js';
 import { BuildSlots } from './buildslots.js';
 import { getBaseDomain } from '../domains/store.js';
@@ -172,6 +173,9 @@ export abstract class DeployRunner {
       await pruneImages(this.env.engine, app.name, this.opts.keepImages, (l) =>
         this.env.log.info({ app: app.name }, l),
       ).catch((e) => this.env.log.warn({ err: String(e) }, 'image prune failed'));
+      await pruneKeptImages(this.env, app, this.opts.keepImages, (l) =>
+        this.env.log.info({ app: app.name }, l),
+      ).catch((e) => this.env.log.warn({ err: String(e) }, 'kept image prune failed'));
     } catch (e) {
       const reason = signal.aborted ? signal.reason : e instanceof StopReason ? e : null;
       let status: DeployStatus = 'failed';

@@ -9,7 +9,7 @@ import { removeDeploymentContainers } from '../docker/containers.js';
 import { getApp } from '../apps/store.js';
 import { previewScope } from '../apps/events.js';
 import { nowIso } from '../db/index.js';
-import { isTerminal, type Deployment } from '../apps/deployment.js';
+import { COALESCED_TRIGGERS, isTerminal, type Deployment } from '../apps/deployment.js';
 import {
   getDeployment,
   insertCoalesced,
@@ -22,12 +22,16 @@ import {
   MIN_CONCURRENCY,
 } from './store.js';
 import { imagesPresent, removeDeploymentImages } from './images.js';
+import { isBuiltImage } from '../images/rollback.js';
 import { removeStrayClones } from './workdir.js';
 import { DeployRunner, StopReason, type Active } from './runner.js';
 import type { Deployments, EnqueueInput, EnqueueResult } from './types.js';
 
 export { StopReason };
 export type { DeployServiceOptions, EnqueueInput, EnqueueResult } from './types.js';
+
+const builtImages = (images: Record<string, string>) =>
+  Object.fromEntries(Object.entries(images).filter(([, ref]) => isBuiltImage(ref)));
 
 export class DeployService extends DeployRunner implements Deployments {
   private readonly queue: { id: string; appId: string }[] = [];
@@ -154,10 +158,12 @@ export class DeployService extends DeployRunner implements Deployments {
       deliveryId: input.deliveryId ?? null,
       commitWanted: input.commit ?? null,
       commitPin: pin,
+      pull: input.pull ?? false,
+      createdBy: input.createdBy ?? null,
     };
     const scope = await previewScope(this.env.db, app.id);
     let result: EnqueueResult;
-    if (input.trigger === 'push' || input.trigger === 'tag') {
+    if (COALESCED_TRIGGERS.includes(input.trigger)) {
       result = await insertCoalesced(this.env.db, base, this.env.now());
       for (const s of result.superseded) {
         const log = await this.openLog(s.id);
@@ -187,7 +193,7 @@ export class DeployService extends DeployRunner implements Deployments {
   }
 
   /** A `rollback` deployment that reuses the kept images of `targetId` (a succeeded deployment). */
-  async rollback(app: App, targetId: string): Promise<Deployment> {
+  async rollback(app: App, targetId: string, createdBy: string | null = null): Promise<Deployment> {
     const target = await getDeployment(this.env.db, app.id, targetId);
     if (target.status !== 'succeeded')
       throw conflict(
@@ -196,7 +202,8 @@ export class DeployService extends DeployRunner implements Deployments {
     const spec = await readSpec(this.env.db, target.id);
     if (!target.images || !Object.keys(target.images).length || !spec)
       throw conflict(`Deployment ${target.id} has no kept images to roll back to`);
-    const missing = await imagesPresent(this.env.engine, target.images);
+    // Built images exist only here; a pulled one the engine lost is pulled again by its digest.
+    const missing = await imagesPresent(this.env.engine, builtImages(target.images));
     if (missing.length)
       throw conflict(
         `The images of deployment ${target.id} are no longer kept (${missing.join(', ')}); keep more with SVC_KEEP_IMAGES`,
@@ -210,9 +217,11 @@ export class DeployService extends DeployRunner implements Deployments {
         ref: target.ref,
         rollbackOf: target.id,
         images: target.images,
+        imageDigests: target.image_digests,
         spec,
         commit: target.commit,
         commitSubject: target.commit_subject,
+        createdBy,
       },
       this.env.now(),
     );

@@ -8,6 +8,7 @@ import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
 import {
   ACTIVE,
+  COALESCED_TRIGGERS,
   isTerminal,
   toDeployment,
   type DeploySpec,
@@ -32,6 +33,12 @@ export interface NewDeployment {
   commitWanted?: string | null;
   /** Deploy exactly this commit of `ref` (see lib/deploy/workdir.ts). */
   commitPin?: string | null;
+  /** Pull every image again before deploying. */
+  pull?: boolean;
+  /** A rollback runs exactly the digests of the deployment it returns to. */
+  imageDigests?: Record<string, string> | null;
+  /** The username of the operator who asked for it. */
+  createdBy?: string | null;
 }
 
 function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTable {
@@ -56,6 +63,10 @@ function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTab
     spec: input.spec ? JSON.stringify(input.spec) : null,
     commit_wanted: input.commitWanted ?? null,
     commit_pin: input.commitPin ?? null,
+    image_digests: input.imageDigests ? JSON.stringify(input.imageDigests) : null,
+    pull: input.pull ? 1 : 0,
+    pulled: null,
+    created_by: input.createdBy ?? null,
   };
 }
 
@@ -106,7 +117,7 @@ export async function insertCoalesced(
     const superseded: DeploymentTable[] = [];
     const current = active.find((d) => d.waiting === 0);
     const replaceable = (d: DeploymentTable) =>
-      d.status === 'queued' && (d.trigger === 'push' || d.trigger === 'tag');
+      d.status === 'queued' && COALESCED_TRIGGERS.includes(d.trigger as Trigger);
     let waiting = false;
     if (current && replaceable(current)) superseded.push(current);
     else if (current) waiting = true;
@@ -144,6 +155,9 @@ export interface TransitionPatch {
   commitSubject?: string | null;
   images?: Record<string, string> | null;
   spec?: DeploySpec | null;
+  imageDigests?: Record<string, string> | null;
+  /** `<repository>@<digest>` of the images this deployment pulled. */
+  pulled?: string[] | null;
 }
 
 /**
@@ -166,6 +180,9 @@ export async function transition(
     if (patch.commitSubject !== undefined) set.commit_subject = patch.commitSubject;
     if (patch.images !== undefined) set.images = patch.images ? JSON.stringify(patch.images) : null;
     if (patch.spec !== undefined) set.spec = patch.spec ? JSON.stringify(patch.spec) : null;
+    if (patch.imageDigests !== undefined)
+      set.image_digests = patch.imageDigests ? JSON.stringify(patch.imageDigests) : null;
+    if (patch.pulled !== undefined) set.pulled = patch.pulled?.length ? JSON.stringify(patch.pulled) : null;
     if (isTerminal(to)) {
       set.finished_at = at;
       set.waiting = 0;

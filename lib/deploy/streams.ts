@@ -11,12 +11,11 @@ import { listAppContainers } from '../docker/containers.js';
 import { readLogs } from './store.js';
 import { appSwarmServices } from '../cluster/rollout.js';
 import { LABEL_SERVICE } from '../docker/names.js';
-import { lineSplitter } from '../docker/lines.js';
+import { lineSplitter, MAX_LINE, swarmLogLine } from '../docker/log-lines.js';
 
 const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
 const STATS_MS = 2_000;
-const MAX_LINE = 8 * 1024;
 
 export function registerStreams(env: Env): { stopAll(): void } {
   const stoppers = new Map<string, () => void>();
@@ -187,17 +186,7 @@ function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void)
   };
 }
 
-/**
- * A service log line with details: `com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,
- * com.docker.swarm.task.id=… message`. The task (short id) stands where a container name would.
- */
-export function swarmLogLine(raw: string): { task: string; line: string } {
-  const m = /^((?:[a-z0-9_.-]+=[^,\s]*,)*[a-z0-9_.-]+=[^,\s]*) (.*)$/s.exec(raw);
-  if (!m) return { task: '', line: raw };
-  const attrs = new Map(m[1]!.split(',').map((kv) => kv.split('=', 2) as [string, string]));
-  const task = attrs.get('com.docker.swarm.task.id') ?? '';
-  return { task: task ? `task ${task.slice(0, 12)}` : '', line: m[2]! };
-}
+export { swarmLogLine };
 
 interface DockerStats {
   cpu_stats?: {

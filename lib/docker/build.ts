@@ -32,6 +32,25 @@ export interface BuildOptions {
   generated?: string;
   /** The app's build limits: memory (no swap beyond it) and CPUs for every step, and a deadline. */
   limits?: { memory_mb?: number; cpus?: number; timeout_s?: number };
+  /** Progress of the base images' pulls. */
+  onPull?: (line: string) => void;
+}
+
+/**
+ * X-Registry-Config for the build: the stored logins of the registries its FROM lines name (keyed
+ * as the builder looks them up), so a base image the builder pulls itself is pulled with them too.
+ */
+async function registryConfig(
+  engine: Engine,
+  bases: string[],
+): Promise<Record<string, { username: string; password: string }> | null> {
+  if (!engine.credentials) return null;
+  const out: Record<string, { username: string; password: string }> = {};
+  for (const ref of bases) {
+    const login = await engine.credentials.forReference(ref);
+    if (login) out[login.serverAddress] = { username: login.username, password: login.password };
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 /** The engine's build options for the app's limits. */
@@ -45,13 +64,16 @@ function limitOptions(l: BuildOptions['limits']): Record<string, number> {
 /** Builds an image; resolves with its id, rejects with the builder's error message or the build policy's refusal. */
 export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ imageId: string }> {
   const dockerfile = opts.dockerfile ?? 'Dockerfile';
-  await assertBuildAllowed(engine, {
+  const bases = await assertBuildAllowed(engine, {
     contextDir: opts.contextDir,
     dockerfile,
     args: opts.args,
     shown: opts.shown,
     text: opts.generated,
+    onPull: opts.onPull,
+    signal: opts.signal,
   });
+  const registryconfig = await registryConfig(engine, bases);
   const pack = await packContext(
     opts.contextDir,
     dockerfile,
@@ -83,6 +105,7 @@ export async function buildImage(engine: Engine, opts: BuildOptions): Promise<{ 
           labels: { ...opts.labels, ...ownerLabels(engine) },
           rm: true,
           forcerm: true,
+          ...(registryconfig ? { registryconfig } : {}),
           ...limitOptions(limits),
           abortSignal: signal,
         } as Parameters<typeof engine.docker.buildImage>[1],

@@ -4,7 +4,8 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { checkDockerfile, checkTriggers } from '../compose/buildpolicy.js';
 import { resolveInside } from '../util/paths.js';
-import { StackError, guard, isConnectError, isNotFound, type Engine } from './engine.js';
+import { StackError, guard, isNotFound, type Engine } from './engine.js';
+import { pullImage, type PullPolicy } from './pull.js';
 
 const MAX_DOCKERFILE = 1024 * 1024;
 
@@ -16,10 +17,18 @@ export interface BuildFile {
   shown?: string;
   /** A generated Dockerfile's text: checked as given, never read from the context. */
   text?: string;
+  /** Progress of the base images' pulls (one line per layer and state change). */
+  onPull?: (line: string) => void;
+  /** `always`: pull the base images again (a `pull: true` deployment); default only when missing. */
+  pullPolicy?: PullPolicy;
+  signal?: AbortSignal;
 }
 
-/** Throws a StackError naming each refused line (`Dockerfile:7: ADD from a URL is not allowed ...`). */
-export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<void> {
+/**
+ * Throws a StackError naming each refused line (`Dockerfile:7: ADD from a URL is not allowed ...`).
+ * Answers the images the stages start from (pulled by now, with their registries' credentials).
+ */
+export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<string[]> {
   const shown = b.shown ?? b.dockerfile;
   const fail = (reasons: string[]): never => {
     throw new StackError(`the build is refused: ${reasons.join('; ')}`);
@@ -36,10 +45,11 @@ export async function assertBuildAllowed(engine: Engine, b: BuildFile): Promise<
       );
       continue;
     }
-    for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform)))
+    for (const t of checkTriggers(await onBuildTriggers(engine, base.image, base.platform, b)))
       triggers.push(`${shown}:${base.line}: base image ${base.image}: ${t}`);
   }
   if (triggers.length) fail(triggers);
+  return bases.flatMap((base) => (base.image === null ? [] : [base.image]));
 }
 
 async function readFromContext(
@@ -62,32 +72,25 @@ async function readFromContext(
 }
 
 /**
- * The ONBUILD triggers of an image, pulled first when absent (as the build would pull it, without
- * registry credentials), so what is inspected is the image the build then finds on the engine.
+ * The ONBUILD triggers of an image, pulled first when absent as the build would pull it (with the
+ * stored credentials of its registry), so what is inspected is the image the build then finds.
  */
-async function onBuildTriggers(engine: Engine, ref: string, platform: string | null): Promise<string[]> {
+async function onBuildTriggers(
+  engine: Engine,
+  ref: string,
+  platform: string | null,
+  b: Pick<BuildFile, 'onPull' | 'signal' | 'pullPolicy'>,
+): Promise<string[]> {
+  await pullImage(engine, ref, { platform, log: b.onPull, signal: b.signal, policy: b.pullPolicy });
   return guard(engine, async () => {
-    const inspect = async () =>
-      ((await engine.docker.getImage(ref).inspect()) as { Config?: { OnBuild?: string[] | null } }).Config
-        ?.OnBuild ?? [];
-    if (!platform) {
-      try {
-        return await inspect();
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-      }
-    }
     try {
-      const stream = await engine.docker.pull(ref, platform ? { platform } : {});
-      await new Promise<void>((resolve, reject) =>
-        engine.docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve())),
-      );
+      const info = (await engine.docker.getImage(ref).inspect()) as {
+        Config?: { OnBuild?: string[] | null };
+      };
+      return info.Config?.OnBuild ?? [];
     } catch (e) {
-      if (isConnectError(e)) throw e;
-      throw new StackError(
-        `the base image ${ref} cannot be pulled: ${((e as Error).message ?? String(e)).split('\n')[0]}`,
-      );
+      if (isNotFound(e)) return [];
+      throw e;
     }
-    return inspect();
   });
 }

@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { freshOwner, type Owner } from './owner.js';
+import type { RegistryCredentials } from './credentials.js';
 
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
 declare module '../http/handler.js' {
@@ -17,17 +18,22 @@ export interface Engine {
   readonly socketPath: string;
   /** Which objects on the engine are this control plane's (lib/docker/owner.ts). */
   owner: Owner;
+  /** The stored registry credentials every pull, build and swarm service uses (lib/docker/pull.ts). */
+  credentials?: RegistryCredentials;
 }
 
 const requireCjs = createRequire(import.meta.url);
 
 /** `owner`: the instance's (runtime/boot.ts); by default a fresh one owning nothing yet. */
-export function createEngine(opts: { socketPath?: string; timeoutMs?: number; owner?: Owner } = {}): Engine {
+export function createEngine(
+  opts: { socketPath?: string; timeoutMs?: number; owner?: Owner; credentials?: RegistryCredentials } = {},
+): Engine {
   const socketPath = opts.socketPath ?? '/var/run/docker.sock';
   let client: Docker | undefined;
   return {
     socketPath,
     owner: opts.owner ?? freshOwner(),
+    ...(opts.credentials ? { credentials: opts.credentials } : {}),
     // dockerode (with its SSH and gRPC dependencies) is loaded on first use, not at boot: a
     // control plane that is only asked for its health never pays for it.
     get docker(): Docker {
@@ -115,22 +121,6 @@ export function statusOf(e: unknown): number | undefined {
 
 export function isNotFound(e: unknown): boolean {
   return statusOf(e) === 404;
-}
-
-/** The image `ref` on the engine: kept when it is there, pulled (to the end of its progress) when not. */
-export async function ensureImage(engine: Engine, ref: string): Promise<void> {
-  await guard(engine, async () => {
-    try {
-      await engine.docker.getImage(ref).inspect();
-      return;
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-    const stream = await engine.docker.pull(ref);
-    await new Promise<void>((resolve, reject) =>
-      engine.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())),
-    );
-  });
 }
 
 /** Pings the engine; throws EngineUnavailableError when it cannot be reached. */

@@ -1,5 +1,6 @@
 // Docker's event stream, narrowed to containers we manage, with reconnects. Resuming from the
-// last event's time means a reconnect neither loses nor repeats events (Docker replays from `since`).
+// last event's time means a reconnect neither loses nor repeats events (Docker replays from `since`,
+// and what was already delivered is skipped by identity).
 import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from './engine.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_RUN, LABEL_SERVICE } from './names.js';
@@ -106,6 +107,33 @@ function eventStream(engine: Engine, since: number, signal: AbortSignal): Promis
   });
 }
 
+/**
+ * The events delivered since the second `since` names, by identity: a reconnect replays that
+ * second and the skip must not lose anything. Not by time alone: the engine stamps an event
+ * before it publishes it, from several threads at once (a container's `kill` and its execs'
+ * `exec_die`), so one can arrive after a later-stamped one.
+ */
+class Delivered {
+  private readonly seen = new Map<string, number>();
+
+  /** True the first time this event is seen. */
+  first(raw: RawEvent): boolean {
+    const key = `${raw.timeNano ?? raw.time}|${raw.Actor?.ID ?? raw.id}|${raw.Action}`;
+    if (this.seen.has(key)) return false;
+    this.seen.set(key, raw.time ?? 0);
+    if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
+    return true;
+  }
+
+  /** What is older than `since` is never replayed. */
+  forgetBefore(since: number): void {
+    for (const [key, time] of this.seen) {
+      if (time >= since) break;
+      this.seen.delete(key);
+    }
+  }
+}
+
 /** Follows events until signal aborts. Never throws for stream trouble: it backs off and reconnects. */
 export async function followEvents(
   engine: Engine,
@@ -116,7 +144,7 @@ export async function followEvents(
   let since = Math.floor(Date.now() / 1000);
   let backoff = 250;
   const maxBackoff = opts.maxBackoffMs ?? 10_000;
-  let lastNano = 0;
+  const delivered = new Delivered();
   let failed = false;
   while (!signal.aborted) {
     try {
@@ -146,9 +174,8 @@ export async function followEvents(
               continue;
             }
             // `since` has one-second resolution: skip what we already delivered after a reconnect.
-            if (raw.timeNano && raw.timeNano <= lastNano) continue;
-            if (raw.timeNano) lastNano = raw.timeNano;
-            if (raw.time) since = raw.time;
+            if (!delivered.first(raw)) continue;
+            if (raw.time && raw.time > since) delivered.forgetBefore((since = raw.time));
             const ev = toContainerEvent(raw);
             // Events carry the container's labels as attributes: an app's only when this instance made it.
             if (ev && isOwned(engine, 'container', ev.container_id, raw.Actor?.Attributes)) {

@@ -1,7 +1,6 @@
 export {
   createEngine,
   pingEngine,
-  ensureImage,
   guard,
   mapEngineError,
   isConnectError,
@@ -11,6 +10,17 @@ export {
   StackError,
   type Engine,
 } from './engine.js';
+export {
+  ensureImage,
+  hasImage,
+  pullImage,
+  PullError,
+  PULL_POLICIES,
+  type PullPolicy,
+  type PullOptions,
+  type RegistryCredentials,
+  type RegistryLogin,
+} from './pull.js';
 export * from './names.js';
 export {
   LABEL_INSTANCE,
@@ -80,7 +90,6 @@ export {
   type RunContainerState,
   type OutputLine,
 } from './oneoff.js';
-export { lineSplitter, MAX_LINE } from './lines.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
 export { assertBuildAllowed, type BuildFile } from './dockerfile.js';
 export {

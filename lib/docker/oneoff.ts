@@ -20,7 +20,7 @@ import {
 import type { PlanService, StackPlan } from './plan.js';
 import { createChecked, networkModeFor, removeContainer } from './containers.js';
 import { isOwned, ownedFilter, ownerLabels } from './owner.js';
-import { readTimestampedLines, type OutputLine } from './lines.js';
+import { readTimestampedLines, type OutputLine } from './log-lines.js';
 
 export type { OutputLine };
 

@@ -23,12 +23,6 @@ export interface TopicSource {
   stop?(topic: string): void;
 }
 
-const TOPIC = /^(deployments|host|security|apps|backups|jobs|(build|logs|stats|run):[0-9a-z]{1,64})$/;
-
-export function isValidTopic(topic: unknown): topic is string {
-  return typeof topic === 'string' && TOPIC.test(topic);
-}
-
 // ctx.env of every handler carries it (the service registry of lib/http/handler.ts).
 declare module '../http/handler.js' {
   interface Services {

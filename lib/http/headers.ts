@@ -5,13 +5,16 @@ export interface HeaderGetter {
 
 /** node:http's header object as a Fetch-style getter (names arrive lower-cased). */
 export function headerGetter(raw: Record<string, string | string[] | undefined>): HeaderGetter {
-  return {
-    get(name) {
-      const v = raw[name];
-      if (v === undefined) return null;
-      return Array.isArray(v) ? v.join(', ') : v;
-    },
-  };
+  return new RawHeaders(raw);
+}
+
+class RawHeaders implements HeaderGetter {
+  constructor(private readonly raw: Record<string, string | string[] | undefined>) {}
+  get(name: string): string | null {
+    const v = this.raw[name];
+    if (v === undefined) return null;
+    return Array.isArray(v) ? v.join(', ') : v;
+  }
 }
 
 /**

@@ -2,7 +2,7 @@
 // the schemas, the OpenAPI document is generated from them, and the handler's ctx types are
 // inferred from them, so no shape is written twice.
 import type { z } from 'zod';
-import { json, noContent, Response, Headers } from './respond.js';
+import { json, noContent, isHeaders, record, PlainResponse, Response, Headers } from './respond.js';
 import type { AuthPolicy, Ctx, Method, PermissionName, Services } from './handler.js';
 import type { Maybe } from '../util/maybe.js';
 
@@ -141,12 +141,13 @@ export type HandlerModule = Partial<Record<Method, RouteHandler>>;
 
 export function route<const S extends RouteSpec>(spec: S, fn: RouteFn<S>): RouteHandler<S> {
   const reply = replyFor(spec);
+  // A ctx from another host gets this route's reply on top (its own properties and getters kept).
   const handler = (request: Request, ctx: Ctx) =>
     fn(
       request,
       (ctx as Partial<RouteCtx<S>>).reply === reply
         ? (ctx as RouteCtx<S>)
-        : { ...(ctx as RouteCtx<S>), reply },
+        : (Object.create(ctx, { reply: { value: reply } }) as RouteCtx<S>),
     );
   return Object.assign(handler, { spec, reply });
 }
@@ -155,11 +156,16 @@ function replyFor(spec: RouteSpec): Reply {
   return (status, body, headers) => {
     const declared = spec.responses[status];
     if (declared === null) {
-      const h = headers === undefined ? undefined : new Headers(headers);
+      if (headers !== undefined && isHeaders(headers)) return new Response(null, { status, headers });
       // A redirect (302 with its Location) has no body either, but keeps its status.
-      return status === 204 ? noContent(h) : new Response(null, { status, headers: h });
+      return status === 204 ? noContent(headers) : new PlainResponse(null, status, record(headers));
     }
     if (declared !== undefined && 'raw' in declared) {
+      if (headers === undefined || !isHeaders(headers)) {
+        const h = record(headers);
+        h['content-type'] ??= declared.raw;
+        return new PlainResponse((body as string | undefined) ?? null, status, h);
+      }
       const h = new Headers(headers);
       if (!h.has('content-type')) h.set('content-type', declared.raw);
       return new Response(body as string, { status, headers: h });

@@ -10,11 +10,16 @@ export const SAFE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
 /**
  * Node.js options of the serving process, wherever it is started (this unit, the Dockerfile, `npm
  * start`). V8 grows the young generation up to 16 MB while start-up allocates, and the pages stay
- * resident for good: a 1 MB one keeps an idle server about 8 MB smaller, for a scavenge every few
- * hundred requests that costs nothing measurable (docs/performance.md). Kept in step with the
- * Dockerfile and package.json by tests/install/node-options.test.ts.
+ * resident for good: a 1 MB one keeps an idle server about 8 MB smaller, for more frequent
+ * scavenges under load (docs/performance.md). Start-up loads enough modules for V8 to optimise
+ * the module loader's functions on a compiler thread, whose memory the C allocator keeps (about
+ * 5 MB); compiled on the main thread instead, nothing measurable is lost under load. Kept in step
+ * with the Dockerfile and package.json by tests/runtime/idle-footprint.e2e.test.ts.
  */
-export const SERVE_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=1'];
+export const SERVE_NODE_OPTIONS: readonly string[] = [
+  '--max-semi-space-size=1',
+  '--no-concurrent-recompilation',
+];
 
 export interface UnitInput {
   /** The Node.js binary and the CLI script (`dist/runtime/cli.js`) the service runs. */

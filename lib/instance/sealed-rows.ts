@@ -11,8 +11,16 @@ import { totpBinding } from '../auth/totp.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
 import { webhookBinding } from '../webhooks/store.js';
 import { keyBinding as sshKeyBinding } from '../keys/store.js';
-import { channelBinding } from '../notify/store.js';
-import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
+import { channelBinding, channelSecretBinding } from '../notify/store.js';
+import { registryBinding } from '../registries/model.js';
+import { drainHeadersBinding, drainUrlBinding } from '../drains/store.js';
+import {
+  REGISTRY_PASSWORD_BINDING,
+  REGISTRY_PASSWORD_SETTING,
+  certificateKeyBinding,
+  dbBinding,
+  s3Binding,
+} from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
 export type SealedRow = Record<string, string>;
@@ -40,6 +48,14 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     where: `key = '${SIGNING_KEY_SETTING}'`,
     binding: () => SIGNING_KEY_BINDING,
     sealedOnly: isSealed,
+  },
+  {
+    what: 'the cluster registry password',
+    table: 'settings',
+    column: 'value',
+    keys: [],
+    where: `key = '${REGISTRY_PASSWORD_SETTING}'`,
+    binding: () => REGISTRY_PASSWORD_BINDING,
   },
   {
     what: 'TOTP secrets',
@@ -117,6 +133,34 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     column: 'url_sealed',
     keys: ['id'],
     binding: (r) => channelBinding(r.id!),
+  },
+  {
+    what: 'registry passwords',
+    table: 'registries',
+    column: 'password_sealed',
+    keys: ['id'],
+    binding: (r) => registryBinding(r.id!),
+  },
+  {
+    what: 'notification channel signing secrets',
+    table: 'notification_channels',
+    column: 'secret_sealed',
+    keys: ['id'],
+    binding: (r) => channelSecretBinding(r.id!),
+  },
+  {
+    what: 'log drain URLs',
+    table: 'log_drains',
+    column: 'url_sealed',
+    keys: ['id'],
+    binding: (r) => drainUrlBinding(r.id!),
+  },
+  {
+    what: 'log drain headers',
+    table: 'log_drains',
+    column: 'headers_sealed',
+    keys: ['id'],
+    binding: (r) => drainHeadersBinding(r.id!),
   },
 ];
 

@@ -295,3 +295,15 @@ export async function runOwners(
     job: row.job_id ? { id: row.job_id, name: job?.name ?? '' } : null,
   };
 }
+
+/** Whether a run exists (the `run:<id>` topic names one). */
+export async function runExists(db: Db, id: string): Promise<boolean> {
+  const r = await db.selectFrom('job_runs').select('id').where('id', '=', id).executeTakeFirst();
+  return r !== undefined;
+}
+
+/** The app a run belongs to (its topic is read with that app's access); null: no such run. */
+export async function runApp(db: Db, id: string): Promise<string | null> {
+  const r = await db.selectFrom('job_runs').select('app_id').where('id', '=', id).executeTakeFirst();
+  return r ? r.app_id : null;
+}

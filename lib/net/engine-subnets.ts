@@ -8,6 +8,7 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from '../docker/engine.js';
 import { CONTROL_NETWORK, LABEL_ROLE } from '../docker/names.js';
+import { clientAddress } from '../http/client-address.js';
 
 export interface NetworkInfo {
   Name?: string;
@@ -26,8 +27,6 @@ export interface SubnetGuard {
   refused(): number;
   /** Counts one closed connection. */
   count(): void;
-  /** Called after a refresh that changed the list (the proxy refuses the same subnets); returns the unsubscribe. */
-  onChange(fn: (subnets: string[]) => void): () => void;
 }
 
 /** Excludes the control plane's own network (see the header comment). */
@@ -66,7 +65,6 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
   let cidrs = initial;
   let blocks = blockList(cidrs);
   let refusedCount = 0;
-  const listeners = new Set<(subnets: string[]) => void>();
   return {
     refuses(address) {
       if (!address || cidrs.length === 0) return false;
@@ -75,14 +73,8 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
     },
     async refresh() {
       const next = appSubnets(await list());
-      const changed = [...next].sort().join(' ') !== [...cidrs].sort().join(' ');
       cidrs = next;
       blocks = blockList(next);
-      if (changed) for (const fn of listeners) fn([...next]);
-    },
-    onChange(fn) {
-      listeners.add(fn);
-      return () => void listeners.delete(fn);
     },
     subnets: () => [...cidrs],
     refused: () => refusedCount,
@@ -90,6 +82,22 @@ export function createSubnetGuard(list: () => Promise<NetworkInfo[]>, initial: s
       refusedCount++;
     },
   };
+}
+
+/**
+ * A request that a trusted proxy forwarded for a client on an app network: Caddy's control route
+ * sets X-Forwarded-For to its connection's peer, so a container asking the host's proxy port for
+ * the control domain is refused here as its direct connection would be. The check reads the live
+ * list, so Caddy's config never holds the subnets (each change would load a config).
+ */
+export function refusesForwarded(
+  guard: Pick<SubnetGuard, 'refuses'>,
+  trusted: BlockList,
+  peer: string | undefined,
+  xff: string | string[] | undefined,
+): boolean {
+  if (xff === undefined) return false;
+  return guard.refuses(clientAddress(peer, Array.isArray(xff) ? xff.join(',') : xff, trusted));
 }
 
 /**

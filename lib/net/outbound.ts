@@ -5,7 +5,7 @@
 // to exactly the address that was checked (no second lookup a rebinding resolver could answer
 // differently), follow no redirect, and bound time and bytes.
 import { request as httpsRequest, type Agent } from 'node:https';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -29,6 +29,8 @@ export interface OutboundOptions {
   maxBytes?: number;
   /** TLS agent (tests trust their own CA through it); never changes which address is used. */
   agent?: Agent;
+  /** Extra CA certificates (PEM) trusted for TLS without an agent (syslog, SMTP; tests). */
+  ca?: string;
 }
 
 /** A URL or address the guard will not reach; `reason` is safe to show (no secret path). */
@@ -139,6 +141,37 @@ export interface CheckedTarget {
   address: ResolvedAddress;
 }
 
+/**
+ * Resolves `host` once and checks every address: all must be global unicast, or exempted by
+ * SVC_NOTIFY_ALLOW. Answers the first address (the one to connect to) and whether every address
+ * is exempted (what lets a cleartext protocol through).
+ */
+export async function checkHost(
+  host: string,
+  opts: OutboundOptions = {},
+): Promise<{ address: ResolvedAddress; exempt: boolean }> {
+  const allow = parseAllow(opts.allow ?? []);
+  let addresses: ResolvedAddress[];
+  if (isIP(host)) addresses = [{ address: host, family: isIP(host) === 6 ? 6 : 4 }];
+  else {
+    try {
+      addresses = await (opts.resolve ?? systemResolve)(host);
+    } catch (e) {
+      throw new OutboundRefused(
+        `${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`,
+      );
+    }
+    if (!addresses.length) throw new OutboundRefused(`${host} does not resolve`);
+  }
+  const exempt = addresses.every((a) => allowed(ipaddr.parse(a.address), allow));
+  for (const a of addresses) {
+    if (allowed(ipaddr.parse(a.address), allow)) continue;
+    const why = refusalOf(a.address);
+    if (why) throw new OutboundRefused(host === a.address ? why : `${host} resolves to ${why}`);
+  }
+  return { address: addresses[0]!, exempt };
+}
+
 /** Validates the URL and resolves its host once; every address must pass, the first is used. */
 export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}): Promise<CheckedTarget> {
   let url: URL;
@@ -148,7 +181,6 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
     throw new OutboundRefused('not a URL');
   }
   if (url.username || url.password) throw new OutboundRefused('the URL must not carry credentials');
-  const allow = parseAllow(opts.allow ?? []);
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (!host) throw new OutboundRefused('the URL has no host');
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
@@ -156,50 +188,39 @@ export async function checkOutboundUrl(raw: string, opts: OutboundOptions = {}):
   const httpRefused = new OutboundRefused(
     'only https:// URLs are accepted (http only for SVC_NOTIFY_ALLOW addresses)',
   );
-  let addresses: ResolvedAddress[];
-  if (isIP(host)) addresses = [{ address: host, family: isIP(host) === 6 ? 6 : 4 }];
-  else {
-    try {
-      addresses = await (opts.resolve ?? systemResolve)(host);
-    } catch (e) {
-      if (url.protocol === 'http:') throw httpRefused;
-      throw new OutboundRefused(
-        `${host} does not resolve (${(e as { code?: string }).code ?? 'lookup failed'})`,
-      );
-    }
-    if (!addresses.length) throw new OutboundRefused(`${host} does not resolve`);
+  let checked: { address: ResolvedAddress; exempt: boolean };
+  try {
+    checked = await checkHost(host, opts);
+  } catch (e) {
+    // A plain-HTTP URL is refused for its scheme first: only exempted addresses may take one.
+    if (url.protocol === 'http:') throw httpRefused;
+    throw e;
   }
-  const exempt = addresses.every((a) => allowed(ipaddr.parse(a.address), allow));
-  if (url.protocol === 'http:' && !exempt) throw httpRefused;
-  for (const a of addresses) {
-    if (allowed(ipaddr.parse(a.address), allow)) continue;
-    const why = refusalOf(a.address);
-    if (why) throw new OutboundRefused(host === a.address ? why : `${host} resolves to ${why}`);
-  }
-  return { url, address: addresses[0]! };
+  if (url.protocol === 'http:' && !checked.exempt) throw httpRefused;
+  return { url, address: checked.address };
+}
+
+/** What a POST sends besides its body. */
+export interface PostOptions extends OutboundOptions {
+  /** Extra request headers (a signature, a drain's own headers); never logged. */
+  headers?: Record<string, string>;
+  contentType?: string;
 }
 
 /**
  * POSTs a JSON body to a checked URL. Answers any HTTP status (a 3xx is a status, never
  * followed); throws OutboundRefused for a refused URL and a plain Error for network failures.
  */
-export async function postJson(
-  raw: string,
-  payload: unknown,
-  opts: OutboundOptions = {},
-): Promise<OutboundResponse> {
+export function postJson(raw: string, payload: unknown, opts: PostOptions = {}): Promise<OutboundResponse> {
+  return postBody(raw, Buffer.from(JSON.stringify(payload)), opts);
+}
+
+/** POSTs `body` as it is (its content type from opts, JSON by default); the rules of postJson. */
+export async function postBody(raw: string, body: Buffer, opts: PostOptions = {}): Promise<OutboundResponse> {
   const target = await checkOutboundUrl(raw, opts);
-  const body = Buffer.from(JSON.stringify(payload));
   const timeoutMs = opts.timeoutMs ?? OUTBOUND_TIMEOUT_MS;
   const maxBytes = opts.maxBytes ?? OUTBOUND_MAX_BYTES;
   const { url, address } = target;
-  // The connection goes to the checked address whatever the name resolves to now; the name
-  // stays the TLS server name and the Host header.
-  const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all)
-      (cb as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [address]);
-    else cb(null, address.address, address.family);
-  };
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<OutboundResponse>((resolve, reject) => {
     let settled = false;
@@ -223,47 +244,66 @@ export async function postJson(
         port: url.port || undefined,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
-        lookup: pinned,
+        // The connection goes to the checked address whatever the name resolves to now; the name
+        // stays the TLS server name and the Host header.
+        lookup: pinnedLookup(address),
         ...(url.protocol === 'https:' && opts.agent ? { agent: opts.agent } : { agent: false }),
+        ...(url.protocol === 'https:' && !opts.agent && opts.ca ? { ca: opts.ca } : {}),
         headers: {
-          'content-type': 'application/json',
+          ...opts.headers,
+          'content-type': opts.contentType ?? 'application/json',
           'content-length': String(body.length),
           'user-agent': 'svc-notify',
         },
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          const room = maxBytes - size;
-          if (c.length > room) {
-            // Stop reading: a server streaming megabytes gets its connection closed.
-            chunks.push(c.subarray(0, room));
-            done(null, {
-              status: res.statusCode ?? 0,
-              body: Buffer.concat(chunks).toString('utf8'),
-              truncated: true,
-            });
-            return;
-          }
-          chunks.push(c);
-          size += c.length;
-        });
-        res.on('end', () =>
-          done(null, {
-            status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString('utf8'),
-            truncated: false,
-          }),
-        );
-        res.on('error', (e) => done(e));
-      },
+      (res) => readAnswer(res, maxBytes, done),
     );
     req.on('error', (e) => done(new Error(networkReason(e))));
     req.end(body);
   });
 }
 
-function networkReason(e: Error & { code?: string }): string {
+/** A lookup that answers the one checked address, whatever it is asked. */
+export function pinnedLookup(address: ResolvedAddress): LookupFunction {
+  return (_host, options, cb) => {
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [address]);
+    else cb(null, address.address, address.family);
+  };
+}
+
+function readAnswer(
+  res: IncomingMessage,
+  maxBytes: number,
+  done: (err: Error | null, value?: OutboundResponse) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on('data', (c: Buffer) => {
+    const room = maxBytes - size;
+    if (c.length > room) {
+      // Stop reading: a server streaming megabytes gets its connection closed.
+      chunks.push(c.subarray(0, room));
+      done(null, {
+        status: res.statusCode ?? 0,
+        body: Buffer.concat(chunks).toString('utf8'),
+        truncated: true,
+      });
+      return;
+    }
+    chunks.push(c);
+    size += c.length;
+  });
+  res.on('end', () =>
+    done(null, {
+      status: res.statusCode ?? 0,
+      body: Buffer.concat(chunks).toString('utf8'),
+      truncated: false,
+    }),
+  );
+  res.on('error', (e) => done(e));
+}
+
+export function networkReason(e: Error & { code?: string }): string {
   return e.code ? `${e.code}: ${e.message}` : e.message;
 }

@@ -1,5 +1,5 @@
 // A notification is a message before it is a payload: one event becomes {title, text, fields,
-// tone, link}, then Discord's embed or Slack's blocks. No secret ever enters an event's data.
+// tone, link}, then each channel kind's payload (lib/notify/kinds/). No secret ever enters an event's data.
 
 export const NOTIFY_EVENTS = [
   'deploy_succeeded',
@@ -13,6 +13,8 @@ export const NOTIFY_EVENTS = [
   'restore_finished',
   'control_plane_started',
   'job_failed',
+  'alert_fired',
+  'alert_resolved',
 ] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
 
@@ -43,14 +45,9 @@ const TONE: Record<NotifyEvent, Tone> = {
   backup_failed: 'failure',
   restore_finished: 'info',
   control_plane_started: 'info',
+  alert_fired: 'failure',
+  alert_resolved: 'success',
   job_failed: 'failure',
-};
-
-const COLOUR: Record<Tone, number> = {
-  success: 0x2e9d4f,
-  failure: 0xd64541,
-  warning: 0xe8a33d,
-  info: 0x3b7dd8,
 };
 
 type Data = Record<string, unknown>;
@@ -70,6 +67,7 @@ export function buildMessage(
   base: string | null,
   at = new Date().toISOString(),
 ): Message {
+  if (event === 'alert_fired' || event === 'alert_resolved') return alertMessage(event, d, base, at);
   const app = str(d.app) ?? str(d.app_name);
   const fields: Message['fields'] = [];
   const add = (name: string, v: unknown) => {
@@ -114,7 +112,7 @@ export function buildMessage(
       add('Episode', d.kind);
       if (typeof d.oom === 'boolean') add('OOM killed', d.oom ? 'yes' : 'no');
       if (Array.isArray(d.last_logs) && d.last_logs.length)
-        fields.push({ name: 'Last log lines', value: d.last_logs.map(String).join('\n') });
+        fields.push({ name: LOG_FIELD, value: d.last_logs.map(String).join('\n') });
       break;
     case 'certificate_error':
     case 'certificate_expiring':
@@ -154,55 +152,40 @@ export function buildMessage(
   return { event, title, text, fields, tone: TONE[event], link: linkFor(base, d), at: str(d.at) ?? at };
 }
 
-const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-/** Discord webhook: one embed, coloured by outcome. Limits from Discord's embed rules. */
-export function discordPayload(m: Message): unknown {
+/** An alert rule's move: what fired (or resolved), on which app, the value against the threshold. */
+function alertMessage(
+  event: 'alert_fired' | 'alert_resolved',
+  d: Data,
+  base: string | null,
+  at: string,
+): Message {
+  const app = str(d.app);
+  const metric = str(d.metric) ?? 'The metric';
+  const fields = (
+    [
+      ['App', app ?? 'the host'],
+      ['Metric', d.metric],
+      ['Value', d.value],
+      ['Threshold', `${str(d.op) ?? ''} ${str(d.threshold) ?? ''}`.trim()],
+      ['On', d.detail],
+    ] as Array<[string, unknown]>
+  ).flatMap(([name, v]) => (str(v) ? [{ name, value: str(v)! }] : []));
   return {
-    username: 'svc',
-    allowed_mentions: { parse: [] },
-    embeds: [
-      {
-        title: cut(m.title, 256),
-        description: cut(m.text, 4000),
-        color: COLOUR[m.tone],
-        ...(m.link ? { url: m.link } : {}),
-        fields: m.fields.slice(0, 25).map((f) => ({
-          name: cut(f.name, 256),
-          value: cut(f.name === 'Last log lines' ? '```\n' + cut(f.value, 1000) + '\n```' : f.value, 1024),
-          inline: f.name !== 'Last log lines',
-        })),
-        timestamp: m.at,
-        footer: { text: m.event },
-      },
-    ],
+    event,
+    title: `${event === 'alert_fired' ? 'Alert' : 'Resolved'}: ${str(d.rule) ?? 'a rule'}${app ? ` (${app})` : ''}`,
+    text:
+      event === 'alert_fired'
+        ? `${metric} is ${str(d.value) ?? '?'} (${str(d.op) ?? ''} ${str(d.threshold) ?? ''}).`
+        : `${metric} is back to ${str(d.value) ?? 'normal'}.`,
+    fields,
+    tone: TONE[event],
+    link: linkFor(base, d),
+    at: str(d.at) ?? at,
   };
 }
 
-// Slack's mrkdwn treats &, < and > as markup: escaped so an app's text cannot forge links or mentions.
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/** Cuts `s` to `n` characters, an ellipsis marking the cut. */
+export const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
-/** Slack incoming webhook: `text` (the notification fallback) and blocks. */
-export function slackPayload(m: Message): unknown {
-  const blocks: unknown[] = [{ type: 'header', text: { type: 'plain_text', text: cut(m.title, 150) } }];
-  if (m.text) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: cut(esc(m.text), 2900) } });
-  const short = m.fields.filter((f) => f.name !== 'Last log lines').slice(0, 10);
-  if (short.length)
-    blocks.push({
-      type: 'section',
-      fields: short.map((f) => ({ type: 'mrkdwn', text: cut(`*${esc(f.name)}*\n${esc(f.value)}`, 2000) })),
-    });
-  const logs = m.fields.find((f) => f.name === 'Last log lines');
-  if (logs)
-    blocks.push({
-      type: 'section',
-      text: { type: 'mrkdwn', text: cut('```' + esc(logs.value) + '```', 2900) },
-    });
-  const ctx = [
-    `${m.tone === 'success' ? '✅' : m.tone === 'failure' ? '❌' : m.tone === 'warning' ? '⚠️' : 'ℹ️'} ${m.event}`,
-    m.at,
-  ];
-  if (m.link) ctx.push(`<${m.link}|Open in svc>`);
-  blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: ctx.join(' · ') }] });
-  return { text: cut(`${m.title}${m.text ? ` — ${m.text}` : ''}`, 3000), blocks };
-}
+/** The one field that holds log lines (shown as a block, not inline). */
+export const LOG_FIELD = 'Last log lines';

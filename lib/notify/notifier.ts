@@ -1,20 +1,26 @@
 // Turns bus events into deliveries: every event whose data.type is a notification event reaches
-// the channels subscribed to it, off the request path, through the outbound guard, with up to 3
-// attempts and backoff. traffic_anomaly is debounced per (IP, kind) for the monitor's cooldown.
+// the channels subscribed to it (each kind's delivery is its file in ./kinds/), off the request
+// path, through the outbound guard, with up to 3 attempts and backoff. traffic_anomaly is
+// debounced per (IP, kind) for the monitor's cooldown.
 import type { Bus, BusEvent } from '../events/bus.js';
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { Logger } from '../log.js';
-import { postJson, OutboundRefused, type OutboundOptions } from '../net/outbound.js';
+import type { OutboundOptions } from '../net/outbound.js';
+import { buildMessage, isNotifyEvent, type Message, type NotifyEvent } from './message.js';
 import {
-  buildMessage,
-  discordPayload,
-  isNotifyEvent,
-  slackPayload,
-  type Message,
-  type NotifyEvent,
-} from './message.js';
-import { channelsFor, channelUrl, getChannel, recordDelivery, type Channel } from './store.js';
+  channelsFor,
+  channelSecret,
+  channelUrl,
+  getChannel,
+  listChannels,
+  recordDelivery,
+  type Channel,
+} from './store.js';
+import { CHANNEL_KIND_TABLE, type Delivery } from './kinds/index.js';
+
+/** Events whose deliveries their owner makes itself (the alert outbox, lib/alerts/outbox.ts). */
+const OWNED_ELSEWHERE: ReadonlySet<NotifyEvent> = new Set(['alert_fired', 'alert_resolved']);
 
 export const MAX_ATTEMPTS = 3;
 const QUEUE_MAX = 500;
@@ -79,6 +85,11 @@ export class Notifier {
     return this.idle();
   }
 
+  /** Stopping (deliveries in flight end early): what they did not do is not done. */
+  isStopped(): boolean {
+    return this.stopped;
+  }
+
   /** Resolves when nothing is queued or in flight (tests, shutdown). */
   idle(): Promise<void> {
     if (this.running === 0 && this.queue.length === 0) return Promise.resolve();
@@ -88,7 +99,7 @@ export class Notifier {
   private onEvent(e: BusEvent): void {
     const data = e.data as Record<string, unknown> | null;
     const type = data?.type;
-    if (!data || !isNotifyEvent(type)) return;
+    if (!data || !isNotifyEvent(type) || OWNED_ELSEWHERE.has(type)) return;
     if (type === 'traffic_anomaly') {
       // Allow-listed addresses are recorded by the monitor and never notified.
       if (data.notified === false) return;
@@ -115,6 +126,24 @@ export class Notifier {
       const channels = await channelsFor(this.deps.db, event);
       await Promise.all(channels.map((c) => this.deliver(c, message)));
     });
+  }
+
+  /**
+   * Delivers one event to the given channels (none given: every enabled channel subscribed to it)
+   * and resolves once every delivery ended, with how many reached their channel. For an owner
+   * that records what it sent (the alert outbox).
+   */
+  async send(
+    event: NotifyEvent,
+    data: Record<string, unknown>,
+    channelIds: readonly string[],
+  ): Promise<number> {
+    const message = buildMessage(event, data, this.deps.baseUrl, new Date(this.deps.now()).toISOString());
+    const channels = channelIds.length
+      ? (await listChannels(this.deps.db)).filter((c) => c.enabled && channelIds.includes(c.id))
+      : await channelsFor(this.deps.db, event);
+    const results = await Promise.all(channels.map((c) => this.deliver(c, message)));
+    return results.filter((r) => r.ok).length;
   }
 
   /** The `test` route: one message to one channel now, answered to the caller (and logged). */
@@ -162,10 +191,16 @@ export class Notifier {
   private async deliver(channel: Channel, message: Message, maxAttempts = MAX_ATTEMPTS): Promise<SendResult> {
     const url = await channelUrl(this.deps.db, this.deps.sealer, channel.id);
     if (url === null) return { ok: false, status: null, error: 'channel deleted', attempts: 0 };
-    const payload = channel.kind === 'discord' ? discordPayload(message) : slackPayload(message);
+    const kind = CHANNEL_KIND_TABLE[channel.kind];
+    const ctx = {
+      url,
+      secret: kind.signed ? await channelSecret(this.deps.db, this.deps.sealer, channel.id) : null,
+      options: channel.to ? { to: channel.to } : {},
+      transport: this.transport,
+    };
     let result: SendResult = { ok: false, status: null, attempts: 0 };
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      result = { ...(await this.once(url, payload)), attempts: attempt };
+      result = { ...(await kind.send(message, ctx)), attempts: attempt };
       if (result.ok || !retryable(result) || this.stopped) break;
       if (attempt < maxAttempts) await sleep(this.backoffMs[attempt - 1] ?? this.backoffMs.at(-1) ?? 1000);
     }
@@ -184,26 +219,9 @@ export class Notifier {
       );
     return result;
   }
-
-  private async once(url: string, payload: unknown): Promise<Omit<SendResult, 'attempts'>> {
-    try {
-      const r = await postJson(url, payload, this.transport);
-      if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status };
-      const hint = r.body.trim().slice(0, 200);
-      return {
-        ok: false,
-        status: r.status,
-        error: `the server answered ${r.status}${r.status >= 300 && r.status < 400 ? ' (redirects are not followed)' : ''}${hint ? `: ${hint}` : ''}`,
-      };
-    } catch (e) {
-      if (e instanceof OutboundRefused)
-        return { ok: false, status: null, error: `refused: ${e.reason}`, refused: true };
-      return { ok: false, status: null, error: (e as Error).message };
-    }
-  }
 }
 
-function retryable(r: SendResult): boolean {
+function retryable(r: Delivery): boolean {
   if (r.refused) return false;
   return r.status === null || r.status >= 500 || r.status === 429;
 }

@@ -3,13 +3,13 @@
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import { requireSealer } from '../crypto/seal.js';
-import { newId } from '../crypto/random.js';
+import { newId, randomToken } from '../crypto/random.js';
 import { badRequest, notFound } from '../http/errors.js';
-import { checkOutboundUrl, OutboundRefused, type OutboundOptions } from '../net/outbound.js';
+import { OutboundRefused, type OutboundOptions } from '../net/outbound.js';
 import { NOTIFY_EVENTS, type NotifyEvent } from './message.js';
+import { CHANNEL_KINDS, CHANNEL_KIND_TABLE, type ChannelKind, type ChannelOptions } from './kinds/index.js';
 
-export const CHANNEL_KINDS = ['discord', 'slack'] as const;
-export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+export { CHANNEL_KINDS, type ChannelKind, type ChannelOptions };
 
 export interface LastDelivery {
   at: string;
@@ -26,6 +26,8 @@ export interface Channel {
   events: NotifyEvent[];
   enabled: boolean;
   last_delivery: LastDelivery | null;
+  /** An email channel's recipients (absent for the other kinds). */
+  to?: string[];
   created_at: string;
   updated_at: string;
 }
@@ -42,11 +44,7 @@ export interface DeliveryRow {
 export const DELIVERY_LOG_SIZE = 50;
 
 export const channelBinding = (id: string) => `notification_channels:${id}:url`;
-
-export function urlHint(url: string): string {
-  const u = new URL(url);
-  return `${u.host}/…${url.slice(-4)}`;
-}
+export const channelSecretBinding = (id: string) => `notification_channels:${id}:secret`;
 
 type Row = {
   id: string;
@@ -56,11 +54,13 @@ type Row = {
   events: string;
   enabled: number;
   last_delivery: string | null;
+  options: string | null;
   created_at: string;
   updated_at: string;
 };
 
 function view(r: Row): Channel {
+  const options = r.options ? (JSON.parse(r.options) as ChannelOptions) : null;
   return {
     id: r.id,
     kind: r.kind as ChannelKind,
@@ -69,6 +69,7 @@ function view(r: Row): Channel {
     events: JSON.parse(r.events) as NotifyEvent[],
     enabled: r.enabled === 1,
     last_delivery: r.last_delivery ? (JSON.parse(r.last_delivery) as LastDelivery) : null,
+    ...(options?.to ? { to: options.to } : {}),
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
@@ -82,14 +83,20 @@ const COLUMNS = [
   'events',
   'enabled',
   'last_delivery',
+  'options',
   'created_at',
   'updated_at',
 ] as const;
 
-/** The save-time check: the guard's verdict on the URL, as a 400 naming the reason. */
-export async function checkChannelUrl(url: string, guard: OutboundOptions): Promise<void> {
+/** The save-time check: the kind's and the guard's verdict on the URL, as a 400 naming the reason. */
+export async function checkChannelUrl(
+  kind: ChannelKind,
+  url: string,
+  options: ChannelOptions,
+  guard: OutboundOptions,
+): Promise<void> {
   try {
-    await checkOutboundUrl(url, guard);
+    await CHANNEL_KIND_TABLE[kind].check(url, options, guard);
   } catch (e) {
     if (e instanceof OutboundRefused)
       throw badRequest(`The notification URL is refused: ${e.reason}`, [{ field: 'url', message: e.reason }]);
@@ -123,19 +130,30 @@ export interface ChannelInput {
   url: string;
   events?: NotifyEvent[];
   enabled?: boolean;
+  /** An email channel's recipients. */
+  to?: string[];
+  /** A signed kind's secret to keep (a revert re-creating a deleted channel); made when absent. */
+  secret?: string;
 }
 
+const optionsOf = (kind: ChannelKind, to: string[] | undefined): ChannelOptions | null =>
+  kind === 'email' ? { to: dedupe(to ?? []) } : null;
+
+/** Creates the channel; a signed kind's secret is answered here, and never again. */
 export async function createChannel(
   db: Db,
   sealer: Sealer,
   guard: OutboundOptions,
   input: ChannelInput,
   now = Date.now(),
-): Promise<Channel> {
+): Promise<Channel & { secret?: string }> {
   requireSealer(sealer);
-  await checkChannelUrl(input.url, guard);
+  const def = CHANNEL_KIND_TABLE[input.kind];
+  const options = optionsOf(input.kind, input.to);
+  await checkChannelUrl(input.kind, input.url, options ?? {}, guard);
   const id = newId(now);
   const at = new Date(now).toISOString();
+  const secret = def.signed ? (input.secret ?? `whsec_${randomToken(32)}`) : undefined;
   await db
     .insertInto('notification_channels')
     .values({
@@ -143,15 +161,18 @@ export async function createChannel(
       kind: input.kind,
       name: input.name,
       url_sealed: sealer.seal(input.url, channelBinding(id)),
-      url_hint: urlHint(input.url),
+      url_hint: def.hint(input.url),
       events: JSON.stringify(dedupe(input.events ?? [...NOTIFY_EVENTS])),
       enabled: input.enabled === false ? 0 : 1,
       last_delivery: null,
+      options: options ? JSON.stringify(options) : null,
+      secret_sealed: secret ? sealer.seal(secret, channelSecretBinding(id)) : null,
       created_at: at,
       updated_at: at,
     })
     .execute();
-  return getChannel(db, id);
+  const channel = await getChannel(db, id);
+  return secret ? { ...channel, secret } : channel;
 }
 
 export interface ChannelPatch {
@@ -159,6 +180,7 @@ export interface ChannelPatch {
   url?: string;
   events?: NotifyEvent[];
   enabled?: boolean;
+  to?: string[];
 }
 
 export async function updateChannel(
@@ -169,13 +191,22 @@ export async function updateChannel(
   patch: ChannelPatch,
   now = Date.now(),
 ): Promise<Channel> {
-  await getChannel(db, id);
+  const current = await getChannel(db, id);
   const set: Record<string, unknown> = { updated_at: new Date(now).toISOString() };
-  if (patch.url !== undefined) {
+  if (patch.url !== undefined || patch.to !== undefined) {
+    const options = optionsOf(current.kind, patch.to ?? current.to);
+    if (patch.to !== undefined && !options)
+      throw badRequest('Only an email channel has recipients', [
+        { field: 'to', message: 'email channels only' },
+      ]);
+    const url = patch.url ?? (await channelUrl(db, sealer, id))!;
     requireSealer(sealer);
-    await checkChannelUrl(patch.url, guard);
-    set.url_sealed = sealer.seal(patch.url, channelBinding(id));
-    set.url_hint = urlHint(patch.url);
+    await checkChannelUrl(current.kind, url, options ?? {}, guard);
+    if (patch.url !== undefined) {
+      set.url_sealed = sealer.seal(patch.url, channelBinding(id));
+      set.url_hint = CHANNEL_KIND_TABLE[current.kind].hint(patch.url);
+    }
+    if (options) set.options = JSON.stringify(options);
   }
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.events !== undefined) set.events = JSON.stringify(dedupe(patch.events));
@@ -197,6 +228,21 @@ export async function channelUrl(db: Db, sealer: Sealer, id: string): Promise<st
     .where('id', '=', id)
     .executeTakeFirst();
   return r ? sealer.open(r.url_sealed, channelBinding(id)) : null;
+}
+
+/** What a delivery needs besides the URL: a signed kind's secret, the kind's options. */
+export async function channelSecret(db: Db, sealer: Sealer, id: string): Promise<string | null> {
+  const r = await db
+    .selectFrom('notification_channels')
+    .select('secret_sealed')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return r?.secret_sealed ? sealer.open(r.secret_sealed, channelSecretBinding(id)) : null;
+}
+
+/** The audit state's reader: the row as stored (sealed values stay sealed). */
+export function channelRow(db: Db, id: string) {
+  return db.selectFrom('notification_channels').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** Enabled channels subscribed to `event`. */

@@ -27,6 +27,11 @@ export interface CaddyClient {
   load(config: unknown): Promise<void>;
   /** Whether the admin endpoint answers. */
   reachable(): Promise<boolean>;
+  /**
+   * The reverse proxy's upstreams in use: `host:port` -> requests in flight, WebSockets included
+   * (an upgraded connection counts until it closes). An address no request uses is absent.
+   */
+  upstreams(): Promise<Map<string, number>>;
 }
 
 export interface CaddyClientOptions {
@@ -167,6 +172,20 @@ export function createCaddyClient(adminUrl: string, opts: CaddyClientOptions = {
       const r = await send('POST', '/load', JSON.stringify(config), loadTimeoutMs);
       if (r.status !== 200)
         throw new CaddyError(`Caddy refused the configuration (${errorText(r.status, r.body)})`, false);
+    },
+    async upstreams() {
+      const r = await send('GET', '/reverse_proxy/upstreams', undefined, timeoutMs);
+      if (r.status !== 200) throw new CaddyError(`${where} answered ${errorText(r.status, r.body)}`, false);
+      const out = new Map<string, number>();
+      try {
+        const list = JSON.parse(r.body || '[]') as Array<{ address?: unknown; num_requests?: unknown }>;
+        for (const u of Array.isArray(list) ? list : [])
+          if (typeof u.address === 'string' && typeof u.num_requests === 'number')
+            out.set(u.address, (out.get(u.address) ?? 0) + u.num_requests);
+      } catch {
+        throw new CaddyError(`${where} answered something that is not JSON`, false);
+      }
+      return out;
     },
     async reachable() {
       try {

@@ -3,7 +3,7 @@
 // Design note. The control plane owns Caddy's `apps.http`, `apps.tls` and one access logger;
 // everything else in Caddy's config (admin, storage, other loggers, other apps) is kept as found.
 // `planRoutes` turns rows (domains, uploaded certificates, automatic hosts from the base domain,
-// the control domain, upstream addresses, what the checker saw of each host) into one route per
+// the control domain, what the checker saw of each host; never container addresses) into one route per
 // hostname; `buildCaddyConfig` turns routes into Caddy JSON. Nothing here does I/O, so the whole
 // edge can be unit-tested without Caddy, and the same plan feeds request attribution.
 //
@@ -27,56 +27,64 @@
 //   to https://<redirect_to><uri> on both ports.
 // - HTTPS: one server with TLS for every host that has or is getting a certificate; strict SNI
 //   so a connection made for one name cannot be used for another; h1 and h2 only (no UDP).
-// - the control domain's route answers 403 to clients on the engine's app networks (containers
-//   reach the host's proxy port like anyone else), fed from the API's own connection guard.
+// - the control domain's route goes to the control plane, which answers 403 to clients on the
+//   engine's app networks (containers reach the host's proxy port like anyone else) by the
+//   X-Forwarded-For Caddy sets (runtime/server.ts).
 // The route that serves a host's content carries the contract's `@id` (`svc-route-<domainId>`,
 // `svc-auto-<appId>-<service>`, `svc-control`); its plain-HTTP companion adds `-http`.
-// Upstreams are container addresses on the app's bridge network, which Caddy on the host can
-// reach without any port published; switching them is one load of this whole config.
+//
+// Upstreams without reloads (one host). A service's route names its containers, not their
+// addresses: Caddy looks `<port>.<service>.<app id>.svc.internal.` up (`dynamic_upstreams`,
+// source `a`) at the control plane's own DNS server on loopback (lib/proxy/resolver.ts), caches
+// the answer for LOOKUP_REFRESH_MS and dials the addresses on the route's port; the containers sit
+// on the app's bridge network, which Caddy on the host reaches without any port published. A
+// deploy, a rollback, a restart, sleeping and waking change that answer, never this config, so
+// they load nothing: only a host, a certificate or a route (its port included) does. That matters
+// because Caddy 2.6 restarts its servers on every load, which closes every WebSocket open through
+// it (code 1001), whichever app the load was for.
+// When the lookup fails (the app sleeps or has no container: NXDOMAIN; or the control plane is
+// restarting: no answer), Caddy 2.6 falls back to the handler's static upstreams, which is the
+// control plane: its wake path (runtime/wake.ts) wakes a sleeping app and answers with the app's
+// own answer, or answers 503 at once for a stopped one. While the control plane restarts, that
+// dial fails too and is retried like any failed dial (`try_duration`), so a short restart delays
+// requests instead of failing them. The wake header carries the wake secret; it is set on every
+// attempt with the chosen upstream in front, and two replacements keep the secret only when that
+// upstream is the control plane: an app container gets the header empty.
 //
 // Cluster mode (SVC_CLUSTER=swarm). Caddy runs in a container on a manager, attached to the apps'
-// overlay networks (lib/proxy/cluster.ts), and a service's route names its Swarm service instead of
-// addresses: Caddy resolves `tasks.<service>` in the engine's own DNS (`dynamic_upstreams`, source
-// `a`), so deploys and rescheduled tasks change no config and need no reload; only app and domain
-// changes load one. The lookup failing (no task at all) is what 2.6.2 handles badly (above), and
-// that DNS lives in the engine, not in the control plane, so a control-plane restart cannot cause it.
+// overlay networks (lib/proxy/cluster.ts), and a service's route names its Swarm service instead:
+// Caddy resolves `tasks.<service>` in the engine's own DNS (same `a` source), so deploys and
+// rescheduled tasks need no load either; sleeping there still swaps the route for the wake route.
 //
-// Zero downtime and Caddy's reloads (why a deploy still reloads, and what that costs). Caddy 2.6
-// restarts every app on any admin-API change. Each HTTP server then opens its own listening socket
-// on the port (SO_REUSEPORT) and the old server closes its socket and its idle kept-alive
-// connections; requests in flight finish (`grace_period`).
-// - Certificates across a reload: 2.6 gives each loaded TLS app a new, empty certificate cache,
+// Caddy's loads (hosts, certificates, routes), and what they cost. Caddy 2.6 restarts every app on
+// any admin-API change. Each HTTP server then opens its own listening socket on the port
+// (SO_REUSEPORT) and the old server closes its socket and its idle kept-alive connections;
+// requests in flight finish (`grace_period`), WebSockets are closed.
+// - Certificates across a load: 2.6 gives each loaded TLS app a new, empty certificate cache,
 //   filled from storage when that app starts; apps start in no fixed order, so the new HTTPS
 //   server may accept connections before its TLS app has loaded anything, and such a handshake
 //   failed with "no certificate available" (TLS alert 80, seen by clients as an internal error;
 //   no client retries that). With `on_demand` on the ACME hosts' policy, a handshake that finds
 //   the cache empty loads the host's certificate from storage itself, so there is no window.
 //   Obtaining still happens only for the policy's names; the checker's probes load each host
-//   after a reload, so renewals keep running from the cache. Measured with `npm run
-//   bench:edge-reload`: 6-14 failed handshakes per 200 reloads with one plain policy, none now.
+//   after a load, so renewals keep running from the cache. Measured with `npm run
+//   bench:edge-reload`: 6-14 failed handshakes per 200 loads with one plain policy, none now.
 // - Two races remain, both on requests that got no byte of answer and were never processed: a
 //   client sending on an idle kept-alive connection as the old server closes it, and a
 //   connection the kernel had queued on the old socket (reset when it closes; Linux hands those
 //   to the new socket with `net.ipv4.tcp_migrate_req=1`, which CI sets). Clients retry exactly
-//   those for idempotent requests (RFC 9112, 9.3.1: browsers, curl and Go do); the zero-loss
-//   tests count such retries. Measured with the tests and `npm run bench:edge`.
-// Ruled out, by reading Caddy 2.6.2 and trying it:
-// - `shutdown_delay` applies only when a listener closes for good, never on a reload;
-// - dynamic upstreams (`a`/`srv` sources) answered by a DNS server of the control plane would
-//   make a deploy need no reload, but 2.6.2 fails a request whose lookup fails (`srv` refuses a
-//   `grace_period` to keep stale answers), so a control-plane restart would drop traffic; a DNS
-//   answerer of its own would be one more long-lived process for the operator to run;
-// - a fixed per-service address that the engine moves between containers (a static IP on a
-//   second network) cuts the old container's in-flight connections when it is disconnected.
-// What would remove the reload: a Caddy whose dynamic upstreams keep stale answers, or a local
-// DNS answerer run as its own service. Caddy 2.7 keeps its certificate cache across reloads, and
-// 2.7.3 refuses on-demand TLS without an `ask` endpoint: when Caddy refuses the on-demand policy,
-// the sync loads the config without it from then on (lib/proxy/sync.ts).
+//   those for idempotent requests (RFC 9112, 9.3.1: browsers, curl and Go do).
+// - `shutdown_delay` applies only when a listener closes for good, never on a load;
+//   `stream_close_delay` (which only delays the WebSocket close) is 2.7's. Caddy 2.7 keeps its
+//   certificate cache across loads, and 2.7.3 refuses on-demand TLS without an `ask` endpoint:
+//   when Caddy refuses the on-demand policy, the sync loads the config without it from then on
+//   (lib/proxy/sync.ts).
 
 import { createHash, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isLabel, MAX_HOSTNAME } from '../util/hostname.js';
 import { swarmServiceName } from '../docker/names.js';
+import { LOOKUP_REFRESH_MS, lookupName } from './lookup-names.js';
 
 export const ACCESS_LOGGER = 'svc';
 /** Caddy names a server's access logger `http.log.access.<default_logger_name>`. */
@@ -100,10 +108,16 @@ export interface EdgeSettings {
   /** host:port of the control plane, for the control domain's route. */
   controlUpstream: string;
   /**
-   * The secret Caddy sends with requests for sleeping apps (the `X-Svc-Wake` header), so that the
-   * control plane knows them from anyone else's; without it sleeping apps are served like stopped ones.
+   * The secret Caddy sends with the requests it hands to the control plane for an app (the
+   * `X-Svc-Wake` header: the app sleeps, or has no container), so that the control plane knows
+   * them from anyone else's. Without it, such requests are answered 503 by Caddy itself.
    */
   wakeToken?: string;
+  /**
+   * One host: the control plane's DNS server for service lookups, in Caddy's syntax
+   * (`udp/127.0.0.1:<port>`, lib/proxy/resolver.ts).
+   */
+  resolver?: string;
   /**
    * `swarm` (SVC_CLUSTER): apps run as Swarm services and Caddy runs in a container on their
    * overlay networks, so a service's route resolves its tasks itself (see "Cluster mode" above);
@@ -120,7 +134,10 @@ export interface AppRow {
   name: string;
   /** In a stable order: the first one with a port gets `<app>.<base>`. */
   services: Array<{ name: string; port: number | null }>;
-  /** Asleep (lib/apps/sleep.ts): its hosts go to the control plane's wake path. */
+  /**
+   * Asleep (lib/sleep): in cluster mode its hosts go to the wake route. On one host this changes no
+   * route: the resolver stops answering for the app, and the lookup's fallback is the wake path.
+   */
   sleeping?: boolean;
   /** The label of its hosts instead of its name: a preview's `pr-<n>-<app>`. */
   label?: string;
@@ -144,7 +161,7 @@ export interface UploadedCertificate {
 export interface UpstreamRow {
   app_id: string;
   service: string;
-  /** Container addresses (IPs); the route's port is added to each. */
+  /** Container addresses (IPs): what the resolver answers for the service, and where the wake path forwards. */
   addresses: string[];
 }
 
@@ -162,29 +179,33 @@ export interface EdgeRows {
   apps: AppRow[];
   domains: DomainRow[];
   certificates: UploadedCertificate[];
-  upstreams: UpstreamRow[];
   hosts: ReadonlyMap<string, HostState>;
-  /**
-   * The subnets of the engine's app networks (CIDRs), as the API's own connection guard refuses
-   * them (lib/net/engine-subnets.ts): the control route refuses clients from them too.
-   */
-  engineSubnets: readonly string[];
 }
 
 export type RouteTarget =
-  /** `wake`: the app sleeps; requests go to the control plane (`dial`) with the wake header's value. */
   | {
       kind: 'service';
       appId: string;
       service: string;
       port: number;
-      dial: string[];
+      /** One host: the name looked up at `resolver` for the service's containers (lookup-names.ts). */
+      lookup?: { name: string; resolver: string };
+      /**
+       * Where requests go when the lookup finds nothing: the control plane (`dial`) with the wake
+       * header's value (`<token> <appId> <service> <port>`). Cluster mode: the app sleeps, and
+       * every request goes there.
+       */
       wake?: { dial: string; header: string };
       /** Cluster mode: the Swarm service whose tasks (`tasks.<name>` in DNS) serve the route. */
       tasks?: string;
     }
-  /** `refuse`: client addresses (CIDRs) answered 403 instead: app containers, see `engineSubnets`. */
-  | { kind: 'control'; dial: string[]; refuse: string[] }
+  /**
+   * The control plane. Clients on the engine's app networks are refused by the control plane itself
+   * (X-Forwarded-For, which Caddy sets to the connection's peer, against its live subnet list:
+   * runtime/server.ts), not here: networks come and go with apps, previews and databases, and each
+   * change would load a config, closing every WebSocket through Caddy.
+   */
+  | { kind: 'control'; dial: string[] }
   | { kind: 'redirect'; to: string }
   /** Assigned to a service with no port (or no app): answered 503 until that is fixed. */
   | { kind: 'unavailable'; appId: string | null; service: string | null; reason: string };
@@ -240,22 +261,6 @@ export function dialAddress(host: string, port: number): string {
   return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/**
- * CIDRs Caddy will parse, sorted and without duplicates: one it refuses would fail the whole load.
- * A `/0` is dropped, since it would shut every operator out of the control domain.
- */
-export function validCidrs(cidrs: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const c of cidrs) {
-    const m = /^([0-9A-Fa-f.:]+)\/(\d{1,3})$/.exec(c);
-    if (!m) continue;
-    const family = isIP(m[1]!);
-    const bits = Number(m[2]);
-    if (family !== 0 && bits >= 1 && bits <= (family === 4 ? 32 : 128)) out.add(c);
-  }
-  return [...out].sort();
-}
-
 function tlsMode(
   hostname: string,
   uploaded: boolean,
@@ -265,11 +270,13 @@ function tlsMode(
   return hosts.get(hostname)?.pointsHere ? 'acme' : 'none';
 }
 
-/** One route per hostname: the control domain first, then domains, then automatic hosts. */
+/**
+ * One route per hostname, listed control domain, domains, automatic hosts. Where two claim a
+ * hostname the control domain wins, then the automatic host: a custom domain never shadows one.
+ */
 export function planRoutes(rows: EdgeRows): PlannedRoute[] {
   const taken = new Set<string>();
   const routes: PlannedRoute[] = [];
-  const upstreams = new Map(rows.upstreams.map((u) => [`${u.app_id}\u0000${u.service}`, u.addresses]));
   const apps = new Map(rows.apps.map((a) => [a.id, a]));
   const uploaded = new Set(rows.certificates.map((c) => c.domain_id));
   const ready = (h: string, up: boolean) => up || (rows.hosts.get(h)?.certReady ?? false);
@@ -285,7 +292,6 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
       target: {
         kind: 'control',
         dial: [rows.settings.controlUpstream],
-        refuse: validCidrs(rows.engineSubnets),
       },
       tls,
       certReady: tls !== 'none' && ready(h, false),
@@ -301,28 +307,23 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     if (p === null)
       return { kind: 'unavailable', appId, service, reason: `service "${service}" has no port` };
     const token = rows.settings.wakeToken;
-    if (app.sleeping && token)
-      return {
-        kind: 'service',
-        appId: app.id,
-        service,
-        port: p,
-        dial: [],
-        wake: { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` },
-      };
-    if (rows.settings.cluster === 'swarm')
-      return {
-        kind: 'service',
-        appId: app.id,
-        service,
-        port: p,
-        dial: [],
-        tasks: swarmServiceName(app.name, service),
-      };
-    const addrs = upstreams.get(`${appId}\u0000${service}`) ?? [];
-    return { kind: 'service', appId: app.id, service, port: p, dial: addrs.map((a) => dialAddress(a, p)) };
+    const base = { kind: 'service' as const, appId: app.id, service, port: p };
+    const wake = token
+      ? { dial: rows.settings.controlUpstream, header: `${token} ${app.id} ${service} ${p}` }
+      : undefined;
+    if (rows.settings.cluster === 'swarm') {
+      if (app.sleeping && wake) return { ...base, wake };
+      return { ...base, tasks: swarmServiceName(app.name, service) };
+    }
+    const resolver = rows.settings.resolver;
+    if (!resolver)
+      return { kind: 'unavailable', appId, service, reason: 'the upstream resolver is not running' };
+    return { ...base, lookup: { name: lookupName(app.id, service, p), resolver }, ...(wake ? { wake } : {}) };
   };
 
+  // A custom domain never shadows an automatic host (lib/proxy/reserved.ts): the app's own wins.
+  const automatic = automaticHosts(rows.baseDomain, rows.apps);
+  for (const a of automatic) if (a.hostname !== rows.controlDomain) taken.add(a.hostname);
   for (const d of [...rows.domains].sort((a, b) => (a.hostname < b.hostname ? -1 : 1))) {
     if (taken.has(d.hostname)) continue;
     // Unassigned domains are not served at all: nothing to route, no certificate to get.
@@ -345,9 +346,10 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     });
   }
 
-  for (const a of automaticHosts(rows.baseDomain, rows.apps)) {
-    if (taken.has(a.hostname)) continue;
-    taken.add(a.hostname);
+  const routed = new Set<string>();
+  for (const a of automatic) {
+    if (a.hostname === rows.controlDomain || routed.has(a.hostname)) continue;
+    routed.add(a.hostname);
     const tls = tlsMode(a.hostname, false, rows.hosts);
     routes.push({
       id: `svc-auto-${a.appId}-${a.service}`,
@@ -374,16 +376,15 @@ function contentHandlers(target: RouteTarget): Json[] {
         },
       ];
     case 'service':
+      if (target.lookup) return lookupHandlers(target.lookup, target.port, target.wake);
+      if (target.tasks) return taskHandlers(target.tasks, target.port);
+      if (target.wake) return wakeHandlers(target.wake);
+      return unavailable('This service has no running container right now.');
     case 'control':
-      if (target.kind === 'service' && target.wake) return wakeHandlers(target.wake);
-      if (target.kind === 'service' && target.tasks) return taskHandlers(target.tasks, target.port);
-      if (target.dial.length === 0) return unavailable('This service has no running container right now.');
       return [
         {
           handler: 'reverse_proxy',
           upstreams: target.dial.map((dial) => ({ dial })),
-          // A dial failure (a container restarting) is retried on another upstream for a moment
-          // instead of answering 502 at once.
           load_balancing: {
             selection_policy: { policy: 'round_robin' },
             try_duration: '5s',
@@ -394,6 +395,54 @@ function contentHandlers(target: RouteTarget): Json[] {
     case 'unavailable':
       return unavailable('This domain has no service to serve it.');
   }
+}
+
+/**
+ * One host: the service's containers as the control plane's resolver names them now (see
+ * "Upstreams without reloads" above). A dial that fails (a container restarting, the control
+ * plane restarting while the lookup falls back to it) is retried for a moment instead of answering
+ * 502 at once; each try looks up again. Without the wake secret there is no fallback, and a failed
+ * lookup is Caddy's own 503.
+ */
+function lookupHandlers(
+  lookup: { name: string; resolver: string },
+  port: number,
+  wake: { dial: string; header: string } | undefined,
+): Json[] {
+  const handler: Json = {
+    handler: 'reverse_proxy',
+    dynamic_upstreams: {
+      source: 'a',
+      name: lookup.name,
+      port: String(port),
+      refresh: `${LOOKUP_REFRESH_MS}ms`,
+      resolver: { addresses: [lookup.resolver] },
+      dial_timeout: '1s',
+    },
+    load_balancing: {
+      selection_policy: { policy: 'round_robin' },
+      try_duration: '5s',
+      try_interval: '250ms',
+    },
+  };
+  if (wake) {
+    handler.upstreams = [{ dial: wake.dial }];
+    // Set on each try after the upstream is chosen, so `{...upstream.hostport}` is that try's dial.
+    // The first replacement leaves the secret alone when it goes to the control plane; the second
+    // empties every other value (an app container's).
+    handler.headers = {
+      request: {
+        set: { [WAKE_HEADER]: [`{http.reverse_proxy.upstream.hostport}|${wake.header}`] },
+        replace: {
+          [WAKE_HEADER]: [
+            { search: `${wake.dial}|`, replace: '' },
+            { search_regexp: '^.*\\|.*$', replace: '' },
+          ],
+        },
+      },
+    };
+  }
+  return [handler];
 }
 
 /**
@@ -419,7 +468,7 @@ function taskHandlers(tasks: string, port: number): Json[] {
 }
 
 /**
- * A sleeping app's host: the request goes to the control plane, which wakes the app and answers it
+ * Cluster mode, a sleeping app's host: the request goes to the control plane, which wakes the app and answers it
  * with the app's own answer. The header is set here, replacing any value a client sent, and carries
  * the secret that tells the control plane the request came through this route (runtime/wake.ts).
  */
@@ -441,28 +490,6 @@ function unavailable(body: string): Json[] {
       headers: { 'Content-Type': ['text/plain; charset=utf-8'], 'Retry-After': ['10'] },
       body: `${body}\n`,
     },
-  ];
-}
-
-/**
- * App containers reach the host's proxy port like any client: the control route answers those from
- * an engine network 403 before anything else runs, on both ports. `remote_ip` (not `client_ip`,
- * which Caddy 2.6 lacks) is the connection's own peer, whatever X-Forwarded-For says.
- */
-function refusingEngineNetworks(target: RouteTarget, handle: Json[]): Json[] {
-  if (target.kind !== 'control' || target.refuse.length === 0) return handle;
-  const refused: Json = {
-    handler: 'static_response',
-    status_code: 403,
-    headers: { 'Content-Type': ['application/json'] },
-    body: `${JSON.stringify({ error: 'The control domain does not answer clients on app networks.', code: 'forbidden' })}\n`,
-  };
-  return [
-    {
-      handler: 'subroute',
-      routes: [{ match: [{ remote_ip: { ranges: target.refuse } }], handle: [refused] }],
-    },
-    ...handle,
   ];
 }
 
@@ -602,7 +629,7 @@ export function buildCaddyConfig(
   const automate: string[] = [];
   for (const r of routes) {
     const match = [{ host: [r.hostname] }];
-    const content = refusingEngineNetworks(r.target, contentHandlers(r.target));
+    const content = contentHandlers(r.target);
     if (r.tls === 'none') {
       httpRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
       continue;
@@ -610,11 +637,7 @@ export function buildCaddyConfig(
     if (r.tls === 'acme') automate.push(r.hostname);
     httpsRoutes.push({ '@id': r.id, match, handle: content, terminal: true });
     const plain =
-      r.target.kind === 'redirect'
-        ? content
-        : r.certReady
-          ? refusingEngineNetworks(r.target, toHttpsHandlers(settings.httpsPort))
-          : content;
+      r.target.kind === 'redirect' ? content : r.certReady ? toHttpsHandlers(settings.httpsPort) : content;
     httpRoutes.push({ '@id': `${r.id}-http`, match, handle: plain, terminal: true });
   }
   const loaded = new Set(routes.filter((r) => r.tls === 'uploaded').map((r) => r.domainId));

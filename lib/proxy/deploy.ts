@@ -1,6 +1,7 @@
 // The deployment pipeline's and the lifecycle's way into the proxy: the addresses of a service's
-// containers on the app's own bridge network. Caddy runs on the host, which routes to every
-// bridge network itself, so nothing is published on a host interface for the proxy to reach it.
+// containers on the app's own bridge network, which the resolver answers Caddy's lookups with.
+// Caddy runs on the host, which routes to every bridge network itself, so nothing is published on
+// a host interface for the proxy to reach it.
 import type { Services as Env } from '../http/handler.js';
 import { clearSleepMark } from './rows.js';
 import { guard, listAppContainers, networkName, type Engine } from '../docker/index.js';
@@ -37,9 +38,11 @@ async function addressesBy(
 }
 
 /**
- * After the health gate: every route of the app's services points at the new containers, in one
- * load of Caddy's config. Returns whether Caddy took it (then the old containers may drain and
- * stop); when it could not, the rows still hold the new addresses for the next sync.
+ * After the health gate: every route of the app's services points at the new containers. The rows
+ * change, the resolver answers with them and Caddy's config is left alone (a sync runs, which
+ * loads only when the app's hosts or routes changed: a first deploy, a new service). Returns once
+ * Caddy picked the new answer up, true: then new connections go to the new containers, and the old
+ * ones may drain and stop. False when the proxy is off.
  */
 export async function switchToContainers(
   env: EdgeEnv,
@@ -51,15 +54,21 @@ export async function switchToContainers(
   await removeUpstreams(env.db, app.id);
   for (const [service, addrs] of by)
     if (addrs.length) await setUpstreams(env.db, app.id, service, addrs, env.now());
-  // Containers that run (a deploy, a start, a wake) end a sleep: the same load routes to them.
+  // Containers that run (a deploy, a start, a wake) end a sleep: the same answer routes to them.
   if (containers.length) await clearSleepMark(env.db, app.id);
   if (!env.edge.proxy.enabled) return false;
-  const st = await env.edge.proxy.sync(`deploy ${app.name}`);
+  const [waited, st] = await Promise.all([
+    env.edge.publish(app.id),
+    env.edge.proxy.sync(`deploy ${app.name}`),
+  ]);
   const routed = [...by].filter(([, a]) => a.length).map(([s, a]) => `${s} -> ${a.join(', ')}`);
-  if (st.synced)
-    log(`proxy: routes switched to the new containers${routed.length ? ` (${routed.join('; ')})` : ''}`);
-  else log(`proxy: not in sync (${st.error ?? 'unknown'}); the routes follow at its next sync`);
-  return st.synced;
+  if (waited !== null)
+    log(
+      `proxy: routes switched to the new containers${routed.length ? ` (${routed.join('; ')})` : ''}; Caddy took the new answer after ${Math.round(waited)} ms`,
+    );
+  if (!st.synced) log(`proxy: not in sync (${st.error ?? 'unknown'}); new hosts follow at its next sync`);
+  // Cluster mode has no resolver: the sync is the switch (a woken app's wake route goes away).
+  return env.edge.resolver ? waited !== null : st.synced;
 }
 
 /** After a start or restart outside a deployment: routes follow whatever runs now. */

@@ -10,9 +10,7 @@ import {
   type EdgeSettings,
   type HostState,
   type UploadedCertificate,
-  type UpstreamRow,
 } from './config.js';
-import { listUpstreams } from './upstreams.js';
 
 export interface EdgeContext {
   db: Db;
@@ -21,16 +19,22 @@ export interface EdgeContext {
   now: () => number;
   /** host:port where Caddy reaches the control plane (the listening address once known). */
   controlUpstream: () => string;
-  /** The engine's app networks (CIDRs) as the API's connection guard knows them. */
-  engineSubnets: () => readonly string[];
   /** The secret of the wake route (lib/proxy/config.ts `WAKE_HEADER`). */
   wakeToken?: string;
+  /** One host: where Caddy asks for services' addresses (lib/proxy/resolver.ts), once it listens. */
+  resolver?: () => Promise<string | null>;
 }
 
-export function edgeSettings(config: Config, controlUpstream: string, wakeToken?: string): EdgeSettings {
+export function edgeSettings(
+  config: Config,
+  controlUpstream: string,
+  wakeToken?: string,
+  resolver?: string | null,
+): EdgeSettings {
   const p = config.proxy;
   return {
     wakeToken,
+    ...(resolver ? { resolver } : {}),
     httpPort: p.httpPort,
     httpsPort: p.httpsPort,
     accessLog: config.accessLog,
@@ -84,13 +88,13 @@ export async function appRows(db: Db): Promise<AppRow[]> {
 export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
   const { db, config, sealer } = ctx;
   const now = ctx.now();
-  const [baseDomain, apps, domains, certs, upstreams, checks] = await Promise.all([
+  const [baseDomain, apps, domains, certs, checks, resolver] = await Promise.all([
     getBaseDomain(db, config.baseDomain),
     appRows(db),
     listDomainRows(db),
     certificateRows(db),
-    listUpstreams(db),
     hostCheckRows(db),
+    ctx.resolver?.() ?? null,
   ]);
   const certificates: UploadedCertificate[] = [];
   for (const c of certs) {
@@ -105,17 +109,14 @@ export async function loadEdgeRows(ctx: EdgeContext): Promise<EdgeRows> {
         c.cert_fingerprint256 !== null && c.cert_not_after !== null && Date.parse(c.cert_not_after) > now,
     });
   }
-  const ups: UpstreamRow[] = upstreams;
   return {
-    settings: edgeSettings(config, ctx.controlUpstream(), ctx.wakeToken),
+    settings: edgeSettings(config, ctx.controlUpstream(), ctx.wakeToken, resolver),
     baseDomain,
     controlDomain: effectiveControlDomain(config.proxy.controlDomain, baseDomain),
     apps,
     domains,
     certificates,
-    upstreams: ups,
     hosts,
-    engineSubnets: ctx.engineSubnets(),
   };
 }
 

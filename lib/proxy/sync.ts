@@ -23,6 +23,8 @@ export interface ProxyState {
   last_sync_at: string | null;
   /** The last time a config was loaded (a change, or a heal). */
   last_load_at: string | null;
+  /** Why: the reason the sync that loaded it was asked with (`domain change`, `host state`, `check`, ...). */
+  last_load_reason: string | null;
   /** Loads since start (a run that finds Caddy in sync does not load). */
   loads: number;
   routes: number;
@@ -69,6 +71,7 @@ export class ProxySync {
       reachable: false,
       last_sync_at: null,
       last_load_at: null,
+      last_load_reason: null,
       loads: 0,
       routes: 0,
     };
@@ -162,9 +165,11 @@ export class ProxySync {
         }
         this.st.loads++;
         this.st.last_load_at = at;
-        // A load during a periodic check means Caddy had drifted: it restarted or someone edited it.
-        if (reason === 'check' || reason === 'start')
-          log.info({ reason, routes: routes.length }, 'proxy config (re)loaded into Caddy');
+        this.st.last_load_reason = reason;
+        // Loads are rare (hosts, certificates, routes) and close every WebSocket through Caddy:
+        // each is worth a line. One during a periodic check means Caddy had drifted: it
+        // restarted or someone edited it.
+        log.info({ reason, routes: routes.length }, 'proxy config loaded into Caddy');
       }
       this.st = {
         ...this.st,

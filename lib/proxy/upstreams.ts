@@ -1,11 +1,12 @@
 // Where each (app, service) route sends requests: the addresses of its current containers.
-// Kept as rows so the proxy's config stays a function of the database, and a restarted control
-// plane (or Caddy) routes to the same containers as before without asking the engine.
+// Kept as rows so that a restarted control plane answers Caddy's lookups (lib/proxy/resolver.ts)
+// with the same containers as before without asking the engine; Caddy's config never holds them.
 import { isIP } from 'node:net';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { UpstreamRow } from './config.js';
-import type { ProxyState } from './sync.js';
+import type { Answers } from './resolver.js';
+import { serviceLabel } from './lookup-names.js';
 
 export async function listUpstreams(db: Db): Promise<UpstreamRow[]> {
   const rows = await db
@@ -57,17 +58,39 @@ export async function removeUpstreams(db: Db, appId: string, service?: string): 
 }
 
 /**
- * The deployment pipeline's hook: points the service's routes at `addresses` in one load of
- * Caddy's config. Resolves once Caddy runs the new config (then the old containers may drain
- * and stop) or with `synced: false` when Caddy could not take it (then keep the old ones).
+ * What the resolver answers, from the rows: per app (one, or all with null), per service label,
+ * the addresses. An app that sleeps or is being deleted has no answer at all.
+ */
+export async function lookupAnswers(db: Db, appId: string | null): Promise<Answers> {
+  let q = db
+    .selectFrom('proxy_upstreams')
+    .innerJoin('apps', 'apps.id', 'proxy_upstreams.app_id')
+    .select(['proxy_upstreams.app_id', 'proxy_upstreams.service', 'proxy_upstreams.addresses'])
+    .where('apps.sleeping_at', 'is', null)
+    .where('apps.deleting_at', 'is', null);
+  if (appId !== null) q = q.where('proxy_upstreams.app_id', '=', appId);
+  const out = new Map<string, Map<string, string[]>>();
+  for (const r of await q.execute()) {
+    const addresses = parseAddresses(r.addresses);
+    if (!addresses.length) continue;
+    let app = out.get(r.app_id);
+    if (!app) out.set(r.app_id, (app = new Map()));
+    app.set(serviceLabel(r.service), addresses);
+  }
+  return out;
+}
+
+/**
+ * Points the service's routes at `addresses`: the rows, then the resolver's answer. Resolves once
+ * Caddy has picked it up (then the old containers may drain and stop), with the ms waited for it.
  */
 export async function switchUpstreams(
   db: Db,
-  proxy: { sync(reason?: string): Promise<ProxyState> },
+  edge: { publish(appId: string): Promise<number | null> },
   appId: string,
   service: string,
   addresses: readonly string[],
-): Promise<ProxyState> {
+): Promise<number | null> {
   await setUpstreams(db, appId, service, addresses);
-  return proxy.sync(`upstreams ${appId}/${service}`);
+  return edge.publish(appId);
 }

@@ -23,7 +23,7 @@ import {
 } from '../audit/kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
-import type { AppSource, BuildLimits } from '../apps/model.js';
+import { DEFAULT_DRAIN_S, type AppSource, type BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
 import {
   addDomain,
@@ -37,6 +37,8 @@ import {
 import { getCertificateRow, getDomainRow, keyBinding } from '../domains/store.js';
 import {
   channelBinding,
+  channelRow,
+  channelSecretBinding,
   createChannel,
   deleteChannel,
   updateChannel,
@@ -45,9 +47,19 @@ import {
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
 import { createJob, deleteJob, jobState, updateJob, type JobInput } from '../jobs/jobs.js';
+import { createRule, deleteRule, ruleSettings, updateRule, type RuleInput } from '../alerts/index.js';
+import { findRule } from '../alerts/store.js';
+import { createDrain, deleteDrain, updateDrain } from '../drains/index.js';
+import { drainHeadersBinding, drainStoredRow, drainUrlBinding } from '../drains/store.js';
+import type { DrainKind } from '../drains/kinds/index.js';
 
 export interface StateKind {
   read(env: Env, id: string): Promise<State | null>;
+  /**
+   * The apps the target belongs to in a state (null: none, an instance setting or a redirect;
+   * an empty list: no state). A revert is judged where its target is now and where it goes.
+   */
+  apps(id: string, state: State | null): Array<string | null>;
   /** Brings the target back to `before`; answers the target's id when it changes (re-created). */
   apply(env: Env, id: string, before: State | null, current: State | null): Promise<string | void>;
 }
@@ -71,7 +83,13 @@ async function orNull<T>(p: Promise<T>): Promise<T | null> {
   }
 }
 
+/** The target's id is its app's (`<app id>` or `<app id>/<service>`): it never moves. */
+const ownApp = (id: string): Array<string | null> => [id.split('/')[0]!];
+/** Instance settings and channels belong to no app. */
+const noApp = (): Array<string | null> => [null];
+
 const appEnv: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
     const rows = await env.db
@@ -99,6 +117,7 @@ const appEnv: StateKind = {
 
 /** The source, flattened to one row per field, the build limits, the sleep setting and the release command. */
 const appSettings: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     const app = await orNull(getApp(env.db, appId));
     if (!app) return null;
@@ -143,11 +162,16 @@ const appSettings: StateKind = {
 
 /** id: `<app id>/<service name>`. */
 const service: StateKind = {
+  apps: ownApp,
   async read(env, id) {
     const [appId, name] = splitService(id);
     if (!(await orNull(getApp(env.db, appId)))) return null;
-    const s = (await serviceSettings(env.db, appId)).get(name) ?? { port: null, health_path: null };
-    return { port: s.port, health_path: s.health_path };
+    const s = (await serviceSettings(env.db, appId)).get(name);
+    return {
+      port: s?.port ?? null,
+      health_path: s?.health_path ?? null,
+      drain_s: s?.drain_s ?? DEFAULT_DRAIN_S,
+    };
   },
   async apply(env, id, before) {
     const [appId, name] = splitService(id);
@@ -155,6 +179,8 @@ const service: StateKind = {
     await patchServiceSettings(env.db, appId, name, {
       port: (before?.port as number | null) ?? null,
       health_path: (before?.health_path as string | null) ?? null,
+      // A state recorded before drain periods existed has none: the default.
+      drain_s: (before?.drain_s as number | null | undefined) ?? null,
     });
   },
 };
@@ -169,6 +195,7 @@ const splitService = (id: string): [string, string] => {
  * the changed ones (a paused rule) back as they were, under the same id.
  */
 const triggers: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
     const out: State = {};
@@ -201,6 +228,8 @@ const triggers: StateKind = {
  * still compare equal.
  */
 const domain: StateKind = {
+  // A redirect (or an unassigned domain) belongs to no app: outside the list of a limited caller.
+  apps: (_id, state) => (state === null ? [] : [(state.app_id as string | null) ?? null]),
   async read(env, id) {
     const d = await orNull(getDomainRow(env.db, id));
     if (!d) return null;
@@ -260,6 +289,7 @@ const domain: StateKind = {
 };
 
 const baseDomain: StateKind = {
+  apps: noApp,
   async read(env) {
     return { base_domain: (await instanceDomains(env)).base_domain };
   },
@@ -269,6 +299,7 @@ const baseDomain: StateKind = {
 };
 
 const deployConcurrency: StateKind = {
+  apps: noApp,
   async read(env) {
     return { concurrency: await readConcurrency(env.db) };
   },
@@ -278,20 +309,21 @@ const deployConcurrency: StateKind = {
 };
 
 const channel: StateKind = {
+  apps: noApp,
   async read(env, id) {
-    const r = await env.db
-      .selectFrom('notification_channels')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+    const r = await channelRow(env.db, id);
     if (!r) return null;
-    return {
+    const state: State = {
       kind: r.kind,
       name: r.name,
       url: mask(env, r.url_sealed, channelBinding(id), r.url_hint),
       events: JSON.parse(r.events) as string[],
       enabled: r.enabled === 1,
     };
+    // Only the kinds that have them, so entries recorded before they existed still compare equal.
+    if (r.options) state.to = ((JSON.parse(r.options) as { to?: string[] }).to ?? []) as FieldValue;
+    if (r.secret_sealed) state.secret = mask(env, r.secret_sealed, channelSecretBinding(id));
+    return state;
   },
   async apply(env, id, before, current) {
     const guard = env.notifier.transport;
@@ -304,17 +336,14 @@ const channel: StateKind = {
       name: String(before.name),
       events: before.events as NotifyEvent[],
       enabled: before.enabled === true,
+      ...(Array.isArray(before.to) ? { to: before.to as string[] } : {}),
     };
-    if (current === null)
-      return (
-        await createChannel(
-          env.db,
-          env.sealer,
-          guard,
-          { kind: before.kind as ChannelKind, url, ...fields },
-          env.now(),
-        )
-      ).id;
+    if (current === null) {
+      // The same signing secret: the receivers that check it keep working.
+      const secret = isMasked(before.secret) ? unmask(env, before.secret) : undefined;
+      const input = { kind: before.kind as ChannelKind, url, ...fields, ...(secret ? { secret } : {}) };
+      return (await createChannel(env.db, env.sealer, guard, input, env.now())).id;
+    }
     const sameUrl = isMasked(before.url) && isMasked(current.url) && before.url.fp === current.url.fp;
     await updateChannel(env.db, env.sealer, guard, id, sameUrl ? fields : { ...fields, url }, env.now());
   },
@@ -322,6 +351,8 @@ const channel: StateKind = {
 
 /** A job by its id: its settings; a revert puts them back through the job routes' functions. */
 const job: StateKind = {
+  // A job belongs to its app.
+  apps: (_id, state) => (state === null ? [] : [state.app_id as string]),
   async read(env, id) {
     const s = await jobState(env, id);
     return s ? (s as unknown as State) : null;
@@ -338,6 +369,83 @@ const job: StateKind = {
   },
 };
 
+/** A rule's settings; its state (ok, firing) is the evaluator's and never restored. */
+const alertRule: StateKind = {
+  // A rule on an app belongs to it; a host rule to none.
+  apps: (_id, state) => (state === null ? [] : [(state.app_id as string | null) ?? null]),
+  async read(env, id) {
+    const r = await findRule(env.db, id);
+    return r ? (ruleSettings(r) as State) : null;
+  },
+  async apply(env, id, before, current) {
+    if (before === null) {
+      if (current !== null) await deleteRule(env.db, id);
+      return;
+    }
+    const input = before as unknown as RuleInput;
+    if (current === null) {
+      await createRule(env.db, input, env.now(), id);
+      return;
+    }
+    const { resolved } = await updateRule(env.db, id, input, env.now());
+    if (resolved) env.alerts.outbox.kick();
+  },
+};
+
+/** A drain, its URL and headers masked (their sealed envelopes are the row's own). */
+const logDrain: StateKind = {
+  // A drain of some apps belongs to each of them; one of every app to none.
+  apps: (_id, state) => (state === null ? [] : ((state.app_ids as string[] | null) ?? [null])),
+  async read(env, id) {
+    const r = await drainStoredRow(env.db, id);
+    if (!r) return null;
+    return {
+      name: r.name,
+      kind: r.kind,
+      url: mask(env, r.url_sealed, drainUrlBinding(id), r.url_hint),
+      app_ids: r.app_ids ? (JSON.parse(r.app_ids) as string[]) : null,
+      headers: r.headers_sealed
+        ? mask(
+            env,
+            r.headers_sealed,
+            drainHeadersBinding(id),
+            (JSON.parse(r.header_names) as string[]).join(', '),
+          )
+        : null,
+      enabled: r.enabled === 1,
+    };
+  },
+  async apply(env, id, before, current) {
+    const deps = { db: env.db, sealer: env.sealer, guard: env.drains.transport };
+    if (before === null) {
+      if (current !== null) await deleteDrain(env.db, id);
+    } else {
+      const url = isMasked(before.url) ? unmask(env, before.url) : String(before.url);
+      const headers = isMasked(before.headers)
+        ? (JSON.parse(unmask(env, before.headers)) as Record<string, string>)
+        : {};
+      const fields = {
+        name: String(before.name),
+        app_ids: before.app_ids as string[] | null,
+        enabled: before.enabled === true,
+      };
+      if (current === null)
+        await createDrain(deps, { ...fields, kind: before.kind as DrainKind, url, headers }, env.now(), id);
+      else {
+        const sameUrl = sameValue(before.url, current.url);
+        const sameHeaders = sameValue(before.headers, current.headers);
+        await updateDrain(
+          deps,
+          id,
+          { ...fields, ...(sameUrl ? {} : { url }), ...(sameHeaders ? {} : { headers }) },
+          env.now(),
+        );
+      }
+    }
+    await env.drains.reload();
+  },
+};
+
 /** The diffable targets (docs/api.md "Audit diff and revert"), by kind. */
 export const STATE_KINDS = {
   app_env: appEnv,
@@ -349,6 +457,8 @@ export const STATE_KINDS = {
   deploy_concurrency: deployConcurrency,
   notification_channel: channel,
   job,
+  alert_rule: alertRule,
+  log_drain: logDrain,
 } satisfies Record<StateKindName, StateKind>;
 
 export { isStateKind, type StateKindName };

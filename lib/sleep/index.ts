@@ -6,11 +6,13 @@
 //   status change (a deploy, a start, a wake, a setting changed) counts as activity too, and so does
 //   this process's start: the last-request times are kept in memory only, so a restart never puts
 //   an app to sleep before it has been watched for its whole idle time.
-// - Sleep: the row is marked first and Caddy takes the wake route for the app's hosts before any
-//   container stops, so no request ever sees a stopped app; if Caddy cannot take it, nothing stops.
+// - Sleep: the row is marked first and the app's hosts go to the wake path before any container
+//   stops, so no request ever sees a stopped app. On one host the resolver stops answering for the
+//   app, and Caddy's lookups fall back to the wake path once it has picked that up (no config
+//   load); in cluster mode the wake route is loaded, and if Caddy cannot take it, nothing stops.
 // - Wake: the containers start the way POST .../start starts them, each passes the wake gate (its
-//   healthcheck, its health_path, else its port accepting connections), and the routes switch back
-//   to them in one load (lib/proxy/deploy.ts `followRunning`, which also clears the mark).
+//   healthcheck, its health_path, else its port accepting connections), and the routes follow
+//   them (lib/proxy/deploy.ts `followRunning`, which also clears the mark).
 //   Concurrent requests share one wake; sleeping and waking of one app never overlap.
 import { connect } from 'node:net';
 import type { Services as Env } from '../http/handler.js';
@@ -183,14 +185,11 @@ export class Sleeper {
       running.map((c) => c.id),
     );
     if (!(await setSleeping(env.db, appId, this.now()))) return false;
-    // The wake route first: from this load on, a request wakes the app instead of finding it stopped.
-    const st = await env.edge.proxy.sync(`sleep ${app.name}`);
-    if (!st.synced) {
+    // The wake path first: from here on, a request wakes the app instead of finding it stopped.
+    const error = await this.toWakePath(app.name, appId);
+    if (error !== null) {
       await setSleeping(env.db, appId, null);
-      env.log.warn(
-        { app: app.name, error: st.error },
-        'the proxy could not take the wake route; the app stays up',
-      );
+      env.log.warn({ app: app.name, error }, 'the proxy could not take the wake route; the app stays up');
       return false;
     }
     await stackStop(env.engine, app.name);
@@ -214,6 +213,20 @@ export class Sleeper {
       'app asleep after its idle time',
     );
     return true;
+  }
+
+  /**
+   * Sends the (marked) app's hosts to the wake path: on one host the resolver drops its answers and
+   * Caddy has picked that up; in cluster mode the wake route is loaded. Null when done, else why not.
+   */
+  private async toWakePath(name: string, appId: string): Promise<string | null> {
+    const env = this.env;
+    if (env.edge.resolver) {
+      await env.edge.publish(appId);
+      return null;
+    }
+    const st = await env.edge.proxy.sync(`sleep ${name}`);
+    return st.synced ? null : (st.error ?? 'not synced');
   }
 
   /**
@@ -259,7 +272,7 @@ export class Sleeper {
           ),
         ),
       );
-      // One load: routes to the started containers, and the wake route gone (the mark is cleared).
+      // The routes follow the started containers, and the mark is cleared.
       await followRunning(env, app);
       if (await isSleeping(env.db, appId))
         throw new WakeError('the proxy did not take the routes to the started containers');

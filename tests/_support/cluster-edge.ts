@@ -8,7 +8,7 @@ import { BASE_IMAGE } from './docker.js';
 import { startTestServer, adminClient, type TestServer, type Client } from './server.js';
 import { poll } from './wait.js';
 import { LABEL_APP, LABEL_NETWORK, networkName, ownerLabels, swarmServiceName } from '#lib/docker/index.js';
-import { switchUpstreams } from '#lib/proxy/upstreams.js';
+import { setUpstreams } from '#lib/proxy/upstreams.js';
 
 export const CADDY_STANDIN = 'svc-test/stack-caddy:2';
 export const BASE = 'cluster.test';
@@ -76,7 +76,8 @@ export async function createService(
     Labels: { ...ownerLabels(engine), [LABEL_APP]: app.name, [LABEL_NETWORK]: 'default' },
   });
   await docker.createService({}, serviceSpec(app.name, opts) as any);
-  await switchUpstreams(lab.server.env.db, lab.server.env.edge.proxy, app.id, 'app', []);
+  await setUpstreams(lab.server.env.db, app.id, 'app', []);
+  await lab.server.env.edge.proxy.sync('deploy');
 }
 
 export function serviceSpec(

@@ -48,24 +48,39 @@ export async function needEdge(t: TestContext): Promise<boolean> {
 interface Proc {
   child: ChildProcess;
   output(): string;
+  /** Whole lines of its output seen so far that match `counted` (every line, not only the kept tail). */
+  counted(): number;
   exited: Promise<void>;
 }
 
-function launch(cmd: string, args: string[], env: Record<string, string>): Proc {
+function launch(cmd: string, args: string[], env: Record<string, string>, counted?: RegExp): Proc {
   const child = spawn(cmd, args, {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const keep = (c: Buffer) => {
-    out += c.toString();
+  let n = 0;
+  const partial = { stdout: '', stderr: '' };
+  const keep = (stream: 'stdout' | 'stderr') => (c: Buffer) => {
+    const text = c.toString();
+    out += text;
     if (out.length > 256 * 1024) out = out.slice(-128 * 1024);
+    if (!counted) return;
+    const lines = (partial[stream] + text).split('\n');
+    partial[stream] = lines.pop() ?? '';
+    for (const l of lines) if (counted.test(l)) n++;
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  child.stdout!.on('data', keep('stdout'));
+  child.stderr!.on('data', keep('stderr'));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return { child, output: () => out, exited };
+  return { child, output: () => out, counted: () => n, exited };
 }
+
+/**
+ * Caddy 2.6 logs this once per config it loads (an identical config logs "config is unchanged"
+ * instead), and every load closes the WebSockets open through it.
+ */
+const CADDY_LOAD_LINE = /"admin endpoint started"/;
 
 async function stopProc(p: Proc | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
@@ -119,6 +134,8 @@ export interface EdgeLab {
   /** Starts Caddy again with an empty config (the admin endpoint only), on the same storage and ports. */
   startCaddy(): Promise<void>;
   caddyOutput(): string;
+  /** Configs Caddy loaded since the lab started (its log lines, across restarts of Caddy). */
+  caddyLoads(): number;
   pebbleOutput(): string;
   stop(): Promise<void>;
 }
@@ -257,12 +274,19 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
       emptyConfig,
       JSON.stringify({ admin: { listen: adminSocket ? `unix/${adminSocket}` : `127.0.0.1:${adminPort}` } }),
     );
+    let earlierLoads = 0;
     const startCaddy = async () => {
-      caddy = launch('/usr/bin/caddy', ['run', '--config', emptyConfig], {
-        HOME: caddyHome,
-        XDG_DATA_HOME: join(caddyHome, 'data'),
-        XDG_CONFIG_HOME: join(caddyHome, 'config'),
-      });
+      earlierLoads += (caddy as Proc | null)?.counted() ?? 0;
+      caddy = launch(
+        '/usr/bin/caddy',
+        ['run', '--config', emptyConfig],
+        {
+          HOME: caddyHome,
+          XDG_DATA_HOME: join(caddyHome, 'data'),
+          XDG_CONFIG_HOME: join(caddyHome, 'config'),
+        },
+        CADDY_LOAD_LINE,
+      );
       await poll(
         'caddy admin API',
         async () => (await adminGet('/config/').catch(() => ({ status: 0 }))).status === 200,
@@ -332,6 +356,7 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
         SVC_PUBLIC_IP: '127.0.0.1',
         SVC_ACCESS_LOG: accessLog,
         SVC_PROXY: 'on',
+        SVC_PROXY_RESOLVER_PORT: '0',
       },
       https,
       http,
@@ -349,10 +374,12 @@ export async function startEdgeLab(opts: EdgeLabOptions = {}): Promise<EdgeLab> 
       },
       async killCaddy(signal = 'SIGKILL') {
         await stopProc(caddy, signal);
+        earlierLoads += (caddy as Proc | null)?.counted() ?? 0;
         caddy = null;
       },
       startCaddy,
       caddyOutput: () => (caddy as Proc | null)?.output() ?? '',
+      caddyLoads: () => earlierLoads + ((caddy as Proc | null)?.counted() ?? 0),
       pebbleOutput: () => (pebble as Proc | null)?.output() ?? '',
       async stop() {
         await stopProc(caddy);

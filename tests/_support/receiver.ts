@@ -13,6 +13,7 @@ export const RECEIVER_HOST = 'hooks.test';
 export interface Received {
   path: string;
   host: string | undefined;
+  headers: IncomingMessage['headers'];
   servername: string | false | null | undefined;
   body: string;
   json: any;
@@ -68,6 +69,7 @@ export async function startReceiver(): Promise<Receiver> {
         r.received.push({
           path: req.url ?? '',
           host: req.headers.host,
+          headers: req.headers,
           servername: (req.socket as TLSSocket).servername,
           body,
           json,

@@ -51,6 +51,7 @@ export async function startTestServer(
     SVC_SECURITY_DIR: join(dataDir, 'security'),
     // No test server talks to a Caddy unless it brings its own (tests/_support/edge.ts).
     SVC_PROXY: 'off',
+    SVC_PROXY_RESOLVER_PORT: '0',
     ...(await testDatabaseVars()),
     ...vars,
   });

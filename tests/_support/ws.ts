@@ -51,6 +51,7 @@ export async function insertFinishedDeployment(
       finished_at: now,
       updated_at: now,
       waiting: 0,
+      pull: 0,
       spec: null,
       commit_wanted: null,
       commit_pin: null,

@@ -43,6 +43,9 @@ const ALWAYS = [
   'DELETE /api/operators/{id}',
   'POST /api/operators/{id}/reset',
   'POST /api/operators/invitations',
+  'POST /api/registries',
+  'PATCH /api/registries/{id}',
+  'POST /api/apps/{id}/deploy-hook',
 ];
 
 /** Step-up for some effects only: the handler decides, and says when in the document. */

@@ -31,7 +31,17 @@ import { invalidateCredentials } from '#lib/auth/cache.js';
 
 const WAIT = { timeout: 60_000 };
 const LONG = { timeout: 180_000 };
-const TABS = ['Overview', 'Logs', 'Metrics', 'Domains', 'Databases', 'Backups', 'Webhook & key', 'Shell'];
+const TABS = [
+  'Overview',
+  'Logs',
+  'Metrics',
+  'Domains',
+  'Databases',
+  'Backups',
+  'Source',
+  'Webhook & key',
+  'Shell',
+];
 
 let s: TestServer | undefined;
 let lab: EdgeLab | undefined;
@@ -183,6 +193,7 @@ test('every tab of a deployed app opens, passes axe and is photographed; arrow k
         Domains: 'Domains',
         Databases: 'Databases',
         Backups: 'Backups',
+        Source: 'Source',
         'Webhook & key': 'Webhook',
         Shell: 'Shell',
       }[label]!;

@@ -26,6 +26,8 @@ const settings = {
   accessLog: '/var/log/caddy/access.log',
   acme: { ca: 'https://acme.test/dir', caRoot: '/etc/svc/ca.pem', email: 'ops@example.com' },
   controlUpstream: '127.0.0.1:9393',
+  resolver: 'udp/127.0.0.1:2053',
+  wakeToken: 'tok',
 };
 
 function rows(over: Partial<EdgeRows> = {}): EdgeRows {
@@ -61,10 +63,6 @@ function rows(over: Partial<EdgeRows> = {}): EdgeRows {
       { id: 'D5', hostname: 'upload.shop.com', app_id: 'A2', service: 'web', port: null, redirect_to: null },
     ],
     certificates: [{ domain_id: 'D5', cert_pem: 'CERT', key_pem: 'KEY' }],
-    upstreams: [
-      { app_id: 'A1', service: 'web', addresses: ['172.18.0.5', '172.18.0.6'] },
-      { app_id: 'A1', service: 'api', addresses: ['fd00::7'] },
-    ],
     hosts: new Map<string, HostState>([
       ['shop.com', ready],
       ['www.shop.com', ready],
@@ -74,7 +72,6 @@ function rows(over: Partial<EdgeRows> = {}): EdgeRows {
       ['web.shop.apps.example.com', ready],
       ['blog.apps.example.com', ready],
     ]),
-    engineSubnets: [],
     ...over,
   };
 }
@@ -138,7 +135,8 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
       ['svc-auto-A2-web', 'blog.apps.example.com', 'acme'],
     ],
   );
-  // An explicit domain wins over the automatic host of the same name; the control domain over both.
+  // The automatic host wins over a custom domain of the same name (another app's domain must never
+  // take its traffic, lib/proxy/reserved.ts); the control domain wins over both.
   const clash = planRoutes(
     rows({
       domains: [
@@ -163,7 +161,7 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
   );
   assert.deepEqual(
     clash.filter((r) => r.hostname === 'blog.apps.example.com').map((r) => r.id),
-    ['svc-route-D9'],
+    ['svc-auto-A2-web'],
   );
   assert.deepEqual(
     clash.filter((r) => r.hostname === 'svc.apps.example.com').map((r) => r.id),
@@ -171,21 +169,83 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
   );
 });
 
-test('upstreams: container addresses with the domain port, else the service port; IPv6 bracketed', () => {
+test("upstreams: a service's route looks its containers up at the control plane's resolver, on the domain's port, else the service's", () => {
   const cfg = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
   const { https, http } = servers(cfg);
   const shop = byHost(https.routes, 'shop.com')[0]!;
   assert.equal(shop['@id'], 'svc-route-D1');
-  assert.equal(shop.handle[0]!.handler, 'reverse_proxy');
-  assert.deepEqual(shop.handle[0]!.upstreams, [{ dial: '172.18.0.5:3000' }, { dial: '172.18.0.6:3000' }]);
+  assert.deepEqual(shop.handle[0]!.dynamic_upstreams, {
+    source: 'a',
+    name: '3000.web.A1.svc.internal.',
+    port: '3000',
+    refresh: '250ms',
+    resolver: { addresses: ['udp/127.0.0.1:2053'] },
+    dial_timeout: '1s',
+  });
+  // A failed dial (a container restarting, the control plane restarting) is tried again.
+  assert.equal(shop.handle[0]!.load_balancing.try_duration, '5s');
   const api = byHost(http.routes, 'new.shop.com')[0]!;
-  assert.deepEqual(api.handle[0]!.upstreams, [{ dial: '[fd00::7]:9000' }]);
+  assert.equal(api.handle[0]!.dynamic_upstreams.name, '9000.api.A1.svc.internal.');
+  assert.equal(api.handle[0]!.dynamic_upstreams.port, '9000');
   const control = byHost(https.routes, 'svc.apps.example.com')[0]!;
   assert.deepEqual(control.handle[0]!.upstreams, [{ dial: '127.0.0.1:9393' }]);
-  // A service with no running container answers 503, not a hanging proxy.
-  const blog = byHost(https.routes, 'blog.apps.example.com')[0]!;
-  assert.equal(blog.handle[0]!.handler, 'static_response');
-  assert.equal(blog.handle[0]!.status_code, 503);
+  assert.equal(control.handle[0]!.dynamic_upstreams, undefined);
+  // A service whose lookup finds nothing (no container, asleep) goes to the control plane's wake
+  // path, and only that upstream gets the secret: an app container gets the header emptied.
+  const blog = byHost(https.routes, 'blog.apps.example.com')[0]!.handle[0]!;
+  assert.deepEqual(blog.upstreams, [{ dial: '127.0.0.1:9393' }]);
+  assert.deepEqual(blog.headers, {
+    request: {
+      set: { 'X-Svc-Wake': ['{http.reverse_proxy.upstream.hostport}|tok A2 web 80'] },
+      replace: {
+        'X-Svc-Wake': [
+          { search: '127.0.0.1:9393|', replace: '' },
+          { search_regexp: '^.*\\|.*$', replace: '' },
+        ],
+      },
+    },
+  });
+  // What the two replacements leave, as Caddy applies them (literal, then Go's regexp; RE2 and
+  // JavaScript agree on this one): the secret for the control plane, nothing for anyone else.
+  type Op = { search: string; search_regexp: string; replace: string };
+  const ops = (blog as any).headers.request;
+  const [lit, re] = ops.replace['X-Svc-Wake'] as [Op, Op];
+  const apply = (dial: string) =>
+    (ops.set['X-Svc-Wake'][0] as string)
+      .replace('{http.reverse_proxy.upstream.hostport}', dial)
+      .split(lit.search)
+      .join(lit.replace)
+      .replace(new RegExp(re.search_regexp), re.replace);
+  assert.equal(apply('127.0.0.1:9393'), 'tok A2 web 80');
+  assert.equal(apply('172.18.0.5:80'), '');
+  assert.equal(apply('[fd00::7]:80'), '');
+  // Without the secret there is no fallback: a failed lookup is Caddy's own 503.
+  const bare = { ...settings, wakeToken: undefined };
+  const plain = servers(buildCaddyConfig(planRoutes(rows({ settings: bare })), bare, rows().certificates));
+  const b2 = byHost(plain.https.routes, 'blog.apps.example.com')[0]!.handle[0]!;
+  assert.equal(b2.upstreams, undefined);
+  assert.equal(b2.headers, undefined);
+  // No resolver (it could not start): 503 rather than a route that can never answer.
+  const none = { ...settings, resolver: undefined };
+  const off = servers(buildCaddyConfig(planRoutes(rows({ settings: none })), none, rows().certificates));
+  assert.equal(byHost(off.https.routes, 'shop.com')[0]!.handle[0]!.status_code, 503);
+});
+
+test('one host: sleeping and waking change no configuration; the lookup names stay the same', () => {
+  const awake = buildCaddyConfig(planRoutes(rows()), settings, rows().certificates);
+  const asleep = rows({ apps: rows().apps.map((a) => ({ ...a, sleeping: true })) });
+  assert.equal(
+    canonicalJson(buildCaddyConfig(planRoutes(asleep), settings, asleep.certificates)),
+    canonicalJson(awake),
+  );
+  // A service whose name Go's resolver would refuse as a label (a trailing "-") is named by a digest.
+  const odd = rows({
+    apps: [{ id: 'A9', name: 'odd', services: [{ name: 'web-', port: 80 }] }],
+    domains: [],
+  });
+  const oddHttp = servers(buildCaddyConfig(planRoutes(odd), settings, [])).http.routes;
+  const name = byHost(oddHttp, 'odd.apps.example.com')[0]!.handle[0]!.dynamic_upstreams.name as string;
+  assert.match(name, /^80\.h[0-9a-f]{20}\.A9\.svc\.internal\.$/);
 });
 
 test('HTTP: redirects to HTTPS once a certificate is served, serves hosts without one, redirect domains go straight to their target', () => {
@@ -200,9 +260,10 @@ test('HTTP: redirects to HTTPS once a certificate is served, serves hosts withou
     },
   ]);
   // Issuing: DNS points here, the certificate is not served yet: the app answers over HTTP meanwhile.
-  assert.deepEqual(byHost(http.routes, 'shop.apps.example.com')[0]!.handle[0]!.upstreams, [
-    { dial: '[fd00::7]:8000' },
-  ]);
+  assert.equal(
+    byHost(http.routes, 'shop.apps.example.com')[0]!.handle[0]!.dynamic_upstreams.name,
+    '8000.api.A1.svc.internal.',
+  );
   // Awaiting DNS: HTTP only, carrying the route's own id; no HTTPS route, no certificate.
   assert.equal(byHost(http.routes, 'new.shop.com')[0]!['@id'], 'svc-route-D4');
   assert.equal(byHost(https.routes, 'new.shop.com').length, 0);
@@ -346,65 +407,28 @@ test('TLS: an uploaded certificate is selected only for its own domain; hosts it
   );
 });
 
-test('the control route answers 403 to clients on engine networks, on both ports, before the proxy', () => {
-  const r = rows({
-    engineSubnets: [
-      '172.30.2.0/24',
-      'not a subnet',
-      'fd00:1::/64',
-      '0.0.0.0/0',
-      '172.30.2.0/24',
-      '10.1.0.0/99',
-    ],
-  });
-  const { http, https } = servers(buildCaddyConfig(planRoutes(r), settings, r.certificates));
-  const refusal = {
-    handler: 'subroute',
-    routes: [
-      {
-        match: [{ remote_ip: { ranges: ['172.30.2.0/24', 'fd00:1::/64'] } }],
-        handle: [
-          {
-            handler: 'static_response',
-            status_code: 403,
-            headers: { 'Content-Type': ['application/json'] },
-            body: '{"error":"The control domain does not answer clients on app networks.","code":"forbidden"}\n',
-          },
-        ],
-      },
-    ],
-  };
+test('the control route proxies to the control plane on both ports, which refuses app networks itself: no subnet in the config', () => {
+  const { http, https } = servers(buildCaddyConfig(planRoutes(rows()), settings, []));
   const control = byHost(https.routes, 'svc.apps.example.com');
   assert.equal(control.length, 1);
   assert.equal(control[0]!['@id'], 'svc-control');
-  assert.deepEqual(control[0]!.handle[0], refusal);
-  assert.equal(control[0]!.handle[1]!.handler, 'reverse_proxy');
+  assert.deepEqual(control[0]!.handle, [
+    {
+      handler: 'reverse_proxy',
+      upstreams: [{ dial: '127.0.0.1:9393' }],
+      load_balancing: {
+        selection_policy: { policy: 'round_robin' },
+        try_duration: '5s',
+        try_interval: '250ms',
+      },
+    },
+  ]);
   const plain = byHost(http.routes, 'svc.apps.example.com')[0]!;
   assert.equal(plain['@id'], 'svc-control-http');
-  assert.deepEqual(plain.handle[0], refusal);
-  assert.equal(plain.handle[1]!.status_code, 308);
-  // Awaiting DNS, the control domain is proxied over plain HTTP: refused there the same way.
-  const waiting = rows({
-    engineSubnets: ['172.30.2.0/24'],
-    hosts: new Map([['svc.apps.example.com', { pointsHere: false, certReady: false }]]),
-  });
-  const early = byHost(
-    servers(buildCaddyConfig(planRoutes(waiting), settings, [])).http.routes,
-    'svc.apps.example.com',
-  )[0]!;
-  assert.equal(early['@id'], 'svc-control');
-  assert.deepEqual(early.handle[0]!.routes[0].match, [{ remote_ip: { ranges: ['172.30.2.0/24'] } }]);
-  assert.equal(early.handle[1]!.handler, 'reverse_proxy');
-  // App routes are not concerned; no subnet known, no refusal.
-  for (const route of [...https.routes, ...http.routes])
-    if (!route['@id']?.startsWith('svc-control')) assert.notEqual(route.handle[0]!.handler, 'subroute');
-  assert.equal(
-    byHost(
-      servers(buildCaddyConfig(planRoutes(rows()), settings, [])).https.routes,
-      'svc.apps.example.com',
-    )[0]!.handle[0]!.handler,
-    'reverse_proxy',
-  );
+  assert.equal(plain.handle[0]!.status_code, 308);
+  // Networks come and go with apps, previews and databases: none of that is in Caddy's config,
+  // so none of it loads one (runtime/server.ts refuses by X-Forwarded-For against the live list).
+  assert.ok(!JSON.stringify(buildCaddyConfig(planRoutes(rows()), settings, [])).includes('remote_ip'));
 });
 
 test('access log: JSON to SVC_ACCESS_LOG without headers or link tokens, and kept out of the default log', () => {
@@ -497,6 +521,7 @@ function fakeCaddy(refuse: (config: string) => string | null) {
       config = JSON.parse(json);
     },
     reachable: async () => true,
+    upstreams: async () => new Map(),
   };
   return { client, loads, current: () => config as any };
 }
@@ -557,8 +582,8 @@ test('sync: a refusal for any other reason is reported as not synced, and on-dem
   assert.equal(onDemandPolicies(caddy.current()), 1);
 });
 
-test('cluster mode: a service route resolves its Swarm service tasks in DNS, retrying other tasks, and ignores upstream rows', () => {
-  const swarm = { ...settings, cluster: 'swarm' as const };
+test('cluster mode: a service route resolves its Swarm service tasks in DNS, retrying other tasks', () => {
+  const swarm = { ...settings, cluster: 'swarm' as const, wakeToken: undefined };
   const r = rows({ settings: swarm });
   const cfg = buildCaddyConfig(planRoutes(r), swarm, r.certificates);
   const { https, http } = servers(cfg);
@@ -579,7 +604,6 @@ test('cluster mode: a service route resolves its Swarm service tasks in DNS, ret
   assert.equal(api.dynamic_upstreams.name, 'tasks.svc-shop-api');
   assert.equal(api.dynamic_upstreams.port, '9000');
   assert.equal(api.upstreams, undefined);
-  // A service with no upstream row still routes to its tasks (the rows are for one host only).
   assert.equal(proxyOf(https.routes, 'blog.apps.example.com').dynamic_upstreams.name, 'tasks.svc-blog-web');
   // A preview's hosts carry its label, its tasks its own app name.
   const preview = rows({

@@ -7,7 +7,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
-import type { IncomingMessage } from 'node:http';
 import { needEdge, startEdgeLab, type EdgeLab, type FetchResult } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { startTestServer, adminClient, apiToken, type TestServer, type Client } from '../_support/server.js';
@@ -17,6 +16,15 @@ import { waitStatus, cleanupApp } from '../engine/_deploy.js';
 import { appName } from '../engine/_helpers.js';
 import { listAppContainers } from '#lib/docker/index.js';
 import { needStackImages } from '../_support/stackimages.js';
+import {
+  buildEchoImage,
+  closed,
+  nextMessage,
+  opened,
+  upgrade,
+  wsThroughCaddy,
+  type Upgrade,
+} from '../_support/wsapp.js';
 
 const run = promisify(execFile);
 const IMAGE = `svc-sleep/web:${process.pid}`;
@@ -114,18 +122,13 @@ async function runningIds(name: string): Promise<string[]> {
 
 const status = async (id: string) => (await c.req('GET', `/api/apps/${id}`)).body.app.status as string;
 const later = (minutes: number) => Date.now() + minutes * 60_000;
-/** Caddy's running routes that send requests to the wake path. */
-async function wakeRoutes(): Promise<string[]> {
-  const servers = ((await lab!.admin('/config/apps/http/servers')) ?? {}) as Record<
-    string,
-    { routes: unknown[] }
-  >;
-  const out: string[] = [];
-  for (const s of Object.values(servers))
-    for (const r of s.routes)
-      if (JSON.stringify(r).includes('X-Svc-Wake')) out.push(String((r as { '@id'?: string })['@id']));
-  return out;
-}
+/**
+ * Whether the proxy sends the app's requests to the wake path: on one host, the resolver has no
+ * address for it (Caddy's lookup fails and falls back to the control plane).
+ */
+const toWakePath = (appId: string) => server!.env.edge.resolver!.answers(appId) === null;
+/** Config loads so far, as the control plane counts them and as Caddy's log shows them. */
+const loads = () => [server!.env.edge.proxy.state().loads, lab!.caddyLoads()];
 
 let sleepy: { id: string; name: string };
 let awake: { id: string; name: string };
@@ -153,6 +156,7 @@ test('sleep_after_minutes: 1..10080 or null, shown on the app; anything else is 
 test('an idle app sleeps: containers stopped, status sleeping, an apps event and a system audit line; an app without the setting never sleeps', async (t) => {
   if (!(await ready(t))) return;
   const sleeper = server!.env.sleeper;
+  const loaded = loads();
   assert.deepEqual(await sleeper.check(later(4)), [], 'not idle for 5 minutes yet');
   assert.deepEqual(
     await sleeper.check(later(60 * 24 * 8)),
@@ -176,14 +180,17 @@ test('an idle app sleeps: containers stopped, status sleeping, an apps event and
   assert.equal(audit.length, 1, JSON.stringify(audit));
   assert.equal(audit[0].actor.type, 'system');
   assert.equal(audit[0].target.id, sleepy.id);
-  // Caddy routes the sleeping app's host, and only it, to the wake path.
-  assert.deepEqual(await wakeRoutes(), [`svc-auto-${sleepy.id}-app`]);
+  // The sleeping app's host, and only it, goes to the wake path, and no config was loaded for it.
+  assert.equal(toWakePath(sleepy.id), true);
+  assert.equal(toWakePath(awake.id), false);
+  assert.deepEqual(loads(), loaded, 'sleeping loaded no config into Caddy');
 });
 
 test('two concurrent requests through Caddy wake it once and are both answered by the app itself', async (t) => {
   if (!(await ready(t))) return;
   const sleeper = server!.env.sleeper;
   const before = { ...sleeper.counts };
+  const loaded = loads();
   const host = `${sleepy.name}.${BASE}`;
   const [a, b] = await Promise.all([lab!.https(host, '/'), lab!.https(host, '/')]);
   assert.equal(a.status, 200, a.body);
@@ -205,8 +212,9 @@ test('two concurrent requests through Caddy wake it once and are both answered b
   assert.equal(audit.length, 1);
   assert.equal(audit[0].actor.type, 'system');
   assert.equal(audit[0].target.id, sleepy.id);
-  // After the wake nothing differs: Caddy routes straight to the app again.
-  assert.deepEqual(await wakeRoutes(), []);
+  // After the wake nothing differs: Caddy routes straight to the app again, with no config loaded.
+  assert.equal(toWakePath(sleepy.id), false);
+  assert.deepEqual(loads(), loaded, 'waking loaded no config into Caddy');
   const next = await lab!.https(host, '/');
   assert.equal(next.body.trim(), ids[0]);
   assert.equal(
@@ -253,112 +261,17 @@ test('requests for hosts that are not sleeping never reach the wake path; a forg
   assert.deepEqual(await sleeper.check(later(60 * 24 * 30)), []);
 });
 
-// WebSockets to a sleeping app: an app whose container speaks WebSocket itself (no library: the
-// handshake and frames by hand), on the node stand-in image the stack tests already build.
-/**
- * Answers `<hostname> <text>` to each text frame; "bye" makes it close with 4001; a close frame is
- * answered with the same code. GET /conns: how many upgraded sockets it holds open. While
- * /tmp/hold exists it does not listen (a wake that cannot pass its gate); the file survives the
- * stop and start of a sleep.
- */
-const ECHO_SERVER = `
-const http = require('http'), crypto = require('crypto'), fs = require('fs'), os = require('os');
-process.on('SIGTERM', () => process.exit(0));
-let open = 0;
-const frame = (op, data) => Buffer.concat([Buffer.from([0x80 | op, data.length]), data]);
-const srv = http.createServer((q, s) => s.end(q.url === '/conns' ? String(open) : os.hostname()));
-srv.on('upgrade', (q, sock) => {
-  const accept = crypto.createHash('sha1')
-    .update(q.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
-  sock.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n' +
-    'Sec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
-  open++;
-  sock.on('close', () => open--);
-  sock.on('error', () => sock.destroy());
-  let buf = Buffer.alloc(0);
-  sock.on('data', (d) => {
-    buf = Buffer.concat([buf, d]);
-    while (buf.length >= 6) {
-      const op = buf[0] & 15, n = buf[1] & 127;
-      if (buf.length < 6 + n) return;
-      const data = Buffer.from(buf.subarray(6, 6 + n));
-      for (let i = 0; i < n; i++) data[i] ^= buf[2 + (i % 4)];
-      buf = buf.subarray(6 + n);
-      if (op === 8) return void sock.end(frame(8, data.subarray(0, 2)));
-      if (op !== 1) continue;
-      if (data.toString() === 'bye') return void sock.end(frame(8, Buffer.from([0x0f, 0xa1])));
-      sock.write(frame(1, Buffer.from(os.hostname() + ' ' + data.toString())));
-    }
-  });
-});
-const go = () => (fs.existsSync('/tmp/hold') ? setTimeout(go, 100) : srv.listen(8080));
-go();
-`;
-
+// WebSockets to a sleeping app: an app whose container speaks WebSocket itself (tests/_support/wsapp.ts).
 let wsApp: { id: string; name: string };
 
-async function buildWsImage(nodeImage: string): Promise<void> {
-  const dockerfile = [
-    `FROM ${nodeImage}`,
-    'EXPOSE 8080',
-    `ENTRYPOINT ${JSON.stringify(['node', '-e', ECHO_SERVER])}`,
-  ].join('\n');
-  await run(
-    'sh',
-    [
-      '-c',
-      'printf "%s\\n" "$1" | docker build -q --network none --label svc.test=sleep -t "$2" -',
-      'sh',
-      dockerfile,
-      WS_IMAGE,
-    ],
-    { timeout: 120_000 },
-  );
-}
-
-type Upgrade = { ws: WebSocket } | { status: number; headers: IncomingMessage['headers']; body: string };
-
-/** A WebSocket handshake: the open socket, or the HTTP answer that refused it (read to its end). */
-function upgrade(url: string, opts: WebSocket.ClientOptions): Promise<Upgrade> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, opts);
-    ws.once('open', () => resolve({ ws }));
-    ws.once('unexpected-response', (_req, res) => {
-      const socket = res.socket;
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => {
-        // Caddy keeps its side of the connection for the next request: closed here, not waited for.
-        socket.destroy();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
-    });
-    ws.once('error', reject);
-  });
-}
-
-/** Through Caddy with real TLS to the app's host, as a browser would (`servername` goes on to TLS). */
-const throughCaddy = (host: string) =>
-  upgrade(`wss://127.0.0.1:${lab!.httpsPort}/echo`, {
-    servername: host,
-    headers: { host },
-    ca: [lab!.pebbleRoot, lab!.ca.certPem],
-  } as WebSocket.ClientOptions);
-
-function opened(u: Upgrade): WebSocket {
-  if ('ws' in u) return u.ws;
-  assert.fail(`the upgrade was refused: ${u.status} ${u.body}`);
-}
-
-const nextMessage = (s: WebSocket) => new Promise<string>((r) => s.once('message', (d) => r(d.toString())));
-const closed = (s: WebSocket) => new Promise<number>((r) => s.once('close', (code) => r(code)));
+/** Through Caddy with real TLS to the app's host, as a browser would. */
+const throughCaddy = (host: string) => wsThroughCaddy(lab!, host);
 
 test('WebSocket upgrades through Caddy to a sleeping app are held, share one wake and are connected to the app itself; a close from either side closes both sockets', async (t) => {
   if (!(await ready(t))) return;
   const images = await needStackImages(t);
   if (!images) return;
-  await buildWsImage(images.node);
+  await buildEchoImage(WS_IMAGE, images.node, 'sleep');
   wsApp = await deployedApp('wsk', WS_IMAGE);
   const host = `${wsApp.name}.${BASE}`;
   assert.equal((await c.req('PATCH', `/api/apps/${wsApp.id}`, { sleep_after_minutes: 5 })).status, 200);
@@ -375,7 +288,7 @@ test('WebSocket upgrades through Caddy to a sleeping app are held, share one wak
   assert.equal(ids.length, 1);
   assert.equal(sleeper.counts.wakes - before.wakes, 1, 'one wake');
   assert.equal(sleeper.counts.wakeRequests - before.wakeRequests, 2, 'both held on the wake path');
-  assert.deepEqual(await wakeRoutes(), [], 'the routes went back to the app');
+  assert.equal(toWakePath(wsApp.id), false, 'the routes went back to the app');
   // Frames both ways, answered by the container itself (its hostname).
   let reply = nextMessage(a);
   a.send('hello');
@@ -422,11 +335,7 @@ test('an upgrade whose wake fails is answered 503 with Retry-After on its socket
   assert.equal(refused.status, 503, refused.body);
   assert.equal(refused.headers['retry-after'], '5');
   assert.equal(JSON.parse(refused.body).code, 'service_unavailable');
-  assert.deepEqual(
-    await wakeRoutes(),
-    [`svc-auto-${wsApp.id}-app`],
-    'still asleep for the proxy: the next request wakes it again',
-  );
+  assert.equal(toWakePath(wsApp.id), true, 'still asleep for the proxy: the next request wakes it again');
 
   await run('docker', ['exec', id!, 'node', '-e', "require('fs').rmSync('/tmp/hold')"]);
   const s = opened(await throughCaddy(host));

@@ -23,10 +23,17 @@ export async function load(url, context, next) {
   appendFileSync(process.env.SVC_TEST_MODULE_LOG, url + '\\n');
   return next(url, context);
 }`;
-const preload = `import { register } from 'node:module';
-register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));`;
+// CommonJS packages (kysely, pg) are required, which the hook does not see: Module._load does.
+const preload = `import Module, { register } from 'node:module';
+import { appendFileSync } from 'node:fs';
+register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  appendFileSync(process.env.SVC_TEST_MODULE_LOG, 'require:' + request + '\\n');
+  return load.call(this, request, ...rest);
+};`;
 
-test('an idle server answering health checks has not loaded zod; the first route that validates loads it', async () => {
+test('an idle server answering health checks has not loaded zod, the body adapter or the PostgreSQL driver; what needs them loads them', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-idle-'));
   dirs.push(dir);
   const log = join(dir, 'modules.log');
@@ -46,14 +53,27 @@ test('an idle server answering health checks has not loaded zod; the first route
     idle.some((u) => u.includes('/handlers/api/health.js')),
     'the hook sees the modules the server loads',
   );
+  assert.ok(idle.includes('require:kysely'), 'the hook sees what is required');
+  // Nor the adapter for request bodies, nor the PostgreSQL driver of an instance on SQLite.
   assert.deepEqual(
-    idle.filter((u) => u.includes('/node_modules/zod/')),
+    idle.filter(
+      (u) => u.includes('/node_modules/zod/') || u.includes('/@whatwg-node/server/') || u === 'require:pg',
+    ),
     [],
   );
   const me = await fetch(s.url + '/api/auth/me');
   assert.equal(me.status, 401);
   const later = (await readFile(log, 'utf8')).split('\n');
   assert.ok(later.some((u) => u.includes('/node_modules/zod/')));
+  const login = await fetch(s.url + '/api/auth/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'nobody', password: 'not a password at all' }),
+  });
+  assert.equal(login.status, 401, 'a request with a body is answered by the adapter it loads');
+  const last = (await readFile(log, 'utf8')).split('\n');
+  assert.ok(last.some((u) => u.includes('/@whatwg-node/server/')));
+  assert.ok(!last.includes('require:pg'));
 });
 
 test('the serving process gets the same Node.js options from the unit, the image and npm start', async () => {

@@ -8,7 +8,9 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders } from '
 import type { AddressInfo } from 'node:net';
 import { Response } from '@whatwg-node/fetch';
 import { startTestServer, ADMIN, type TestServer } from '../_support/server.js';
-import { BodylessRequest, sendDirect } from '../../runtime/node-http.js';
+import { BodylessRequest, LazyRequest, sendDirect } from '../../runtime/node-http.js';
+import { json, text, type PlainResponse } from '#lib/http/respond.js';
+import { sendNodeResponse } from '@whatwg-node/server';
 import { loadConfig } from '#lib/config.js';
 import { createEnv } from '../../runtime/boot.js';
 import { createLogger } from '#lib/log.js';
@@ -116,7 +118,7 @@ test('a GET answered in full never aborts its signal; a buffer body is left to t
       headers: { 'content-type': 'application/octet-stream' },
     });
     direct = sendDirect(buf, res);
-    sendDirect(new Response('done', { headers: { 'content-type': 'text/plain' } }), res);
+    sendDirect(text('done', 200, 'text/plain'), res);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const res = await raw(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, 'GET');
@@ -125,6 +127,51 @@ test('a GET answered in full never aborts its signal; a buffer body is left to t
   assert.equal(direct, false);
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(signal.aborted, false);
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+test("a GET's lazy Request reads as the one the adapter would build", async () => {
+  let lazy!: LazyRequest;
+  const server = createServer((req, res) => {
+    lazy = new LazyRequest(req, res);
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  await raw(`http://127.0.0.1:${port}/x?y=1`, 'GET', { host: 'example.test:81', 'x-a': 'b' });
+  assert.equal(lazy.method, 'GET');
+  assert.equal(lazy.url, 'http://example.test:81/x?y=1');
+  assert.equal(lazy.headers.get('x-a'), 'b');
+  assert.ok(lazy.real instanceof BodylessRequest);
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+test('a plain answer read or changed as a Fetch Response goes out through the general path, changes included', async () => {
+  const untouched = json({ a: 1 }, 201, { etag: '"x"' });
+  const changed = json({ a: 1 }, 201);
+  changed.headers.append('set-cookie', 'a=1; Path=/');
+  changed.headers.append('set-cookie', 'b=2; Path=/');
+  const results: boolean[] = [];
+  const server = createServer((req, res) => {
+    const response = req.url === '/untouched' ? untouched : changed;
+    const direct = sendDirect(response, res);
+    results.push(direct);
+    if (!direct) void sendNodeResponse((response as PlainResponse).real, res, req, true);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const a = await raw(base + '/untouched', 'GET');
+  assert.deepEqual(
+    [a.status, a.headers.etag, a.headers['content-type'], a.body],
+    [201, '"x"', 'application/json; charset=utf-8', '{"a":1}'],
+  );
+  assert.equal(a.headers['content-length'], '7');
+  const b = await raw(base + '/changed', 'GET');
+  assert.deepEqual(b.headers['set-cookie'], ['a=1; Path=/', 'b=2; Path=/']);
+  assert.equal(b.body, '{"a":1}');
+  assert.deepEqual(results, [true, false]);
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });

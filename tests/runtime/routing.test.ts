@@ -133,6 +133,8 @@ test('every route that is not deliberately public answers 401 without credential
     '/metrics',
     '/api/invitations/:token',
     '/api/invitations/:token/accept',
+    // A deploy hook's secret URL is its credential (docs/api.md, "Deploy hooks").
+    '/hooks/deploy/:token',
   ]);
   let checked = 0;
   for (const r of routes) {

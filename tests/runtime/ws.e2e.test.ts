@@ -1,5 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import type WebSocket from 'ws';
 import { insertApp } from '#lib/apps/store.js';
 import { startTestServer, adminClient, apiToken, Client, type TestServer } from '../_support/server.js';
@@ -59,6 +60,54 @@ test('unauthenticated upgrade gets an HTTP 401 before any socket', async () => {
     open({ authorization: 'Bearer svc_' + 'x'.repeat(43) }),
     (e: { status?: number }) => e.status === 401,
   );
+});
+
+/** An upgrade request's refusal as the raw HTTP answer it gets (status, content type, JSON body). */
+function refusal(path: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; type: string | undefined; body: unknown }>((resolve, reject) => {
+    const req = httpRequest(s.url + path, {
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        ...headers,
+      },
+    });
+    req.on('upgrade', () => reject(new Error(`${path} was upgraded`)));
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (b: Buffer) => (body += b.toString()));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, type: res.headers['content-type'], body: JSON.parse(body) }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('a refused upgrade answers what the same request gets without the upgrade (one error mapping)', async () => {
+  const badBearer = { authorization: 'Bearer svc_' + 'x'.repeat(43) };
+  for (const [path, headers] of [
+    ['/api/ws', {}],
+    ['/api/ws', badBearer],
+    ['/api/no-such-thing', {}],
+  ] as const) {
+    const plain = await fetch(s.url + path, { headers });
+    const refused = await refusal(path, headers);
+    assert.equal(refused.status, plain.status, path);
+    assert.equal(refused.type, plain.headers.get('content-type'), path);
+    assert.deepEqual(refused.body, await plain.json(), path);
+  }
+  assert.deepEqual(await refusal('/api/ws', badBearer), {
+    status: 401,
+    type: 'application/json; charset=utf-8',
+    body: { error: 'API token is invalid, expired or revoked', code: 'unauthorized' },
+  });
+  // A route that is no WebSocket is no upgrade target, whoever asks.
+  assert.deepEqual((await refusal('/api/health')).body, { error: 'No such route', code: 'not_found' });
+  assert.equal((await refusal('/api/health', { authorization: `Bearer ${token}` })).status, 404);
 });
 
 test('a session cookie needs a same-origin Origin', async () => {

@@ -1,13 +1,21 @@
-// Notification channels: add (Discord or Slack webhook URL, events), enable/disable, send a test
-// and see its answer, the delivery log, delete.
+// Notification channels: add (a kind, its URL, events; an email channel's recipients; a webhook's
+// signing secret shown once), enable/disable, send a test and see its answer, the delivery log,
+// delete.
 import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { NotificationChannel, NotificationDelivery } from '../api';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 type EventName = NotificationChannel['events'][number];
 
+/** Checked for a new channel: what someone must act on (failures, crashes, expiring certificates). */
+export function defaultEvents(events: readonly string[]): Set<string> {
+  return new Set(events.filter((e) => /fail|crash|error|expir|down|anomal|oom|unhealthy/.test(e)));
+}
+
 export function NotificationsPage() {
+  useTitle('Notifications');
   const channels = useLoad(() => api.listChannels());
   return (
     <main>
@@ -106,7 +114,7 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
         </p>
       )}
       {log && (
-        <table data-testid="deliveries">
+        <table class="stack-sm" data-testid="deliveries">
           <caption class="sr-only">Deliveries of {c.name}</caption>
           <thead>
             <tr>
@@ -145,13 +153,26 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
   );
 }
 
+type Kind = NotificationChannel['kind'];
+
+/** What each kind's URL is, as the form asks for it. */
+const KINDS: ReadonlyArray<readonly [Kind, string, string]> = [
+  ['discord', 'Discord', 'Webhook URL'],
+  ['slack', 'Slack', 'Webhook URL'],
+  ['webhook', 'Webhook (signed JSON)', 'URL'],
+  ['email', 'Email (SMTP)', 'SMTP URL (smtp://user:password@host:587?from=address, or smtps://)'],
+  ['telegram', 'Telegram', 'https://api.telegram.org/bot<token>/sendMessage?chat_id=<chat>'],
+  ['ntfy', 'ntfy', 'https://<server>/<topic>'],
+  ['gotify', 'Gotify', 'https://<server>/message?token=<application token>'],
+];
+
 function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () => Promise<void> }) {
-  const [kind, setKind] = useState<NotificationChannel['kind']>('discord');
+  const [kind, setKind] = useState<Kind>('discord');
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
-  const [picked, setPicked] = useState<Set<EventName>>(
-    new Set(['deploy_failed', 'app_crashed', 'certificate_error']),
-  );
+  const [to, setTo] = useState('');
+  const [secret, setSecret] = useState<string | null>(null);
+  const [picked, setPicked] = useState<Set<EventName>>(() => defaultEvents(events) as Set<EventName>);
   const act = useAction();
   return (
     <section class="card" aria-labelledby="new-channel-h">
@@ -161,14 +182,17 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            await api.createChannel({
+            const made = await api.createChannel({
               kind,
               name: name.trim(),
               url: url.trim(),
               events: events.filter((x) => picked.has(x)),
+              ...(kind === 'email' ? { to: to.split(/[\s,]+/).filter(Boolean) } : {}),
             });
+            setSecret(made.secret ?? null);
             setName('');
             setUrl('');
+            setTo('');
             await onCreated();
           });
         }}
@@ -178,10 +202,13 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
           <select
             name="kind"
             value={kind}
-            onChange={(e) => setKind((e.target as HTMLSelectElement).value as NotificationChannel['kind'])}
+            onChange={(e) => setKind((e.target as HTMLSelectElement).value as Kind)}
           >
-            <option value="discord">Discord</option>
-            <option value="slack">Slack</option>
+            {KINDS.map(([k, label]) => (
+              <option key={k} value={k}>
+                {label}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -193,39 +220,88 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
             onInput={(e) => setName((e.target as HTMLInputElement).value)}
           />
         </label>
-        <label>
-          Webhook URL
-          <input
-            name="channel-url"
-            type="url"
-            required
-            value={url}
-            onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <fieldset>
-          <legend>Events</legend>
-          {events.map((ev) => (
-            <label class="inline" key={ev}>
-              <input
-                type="checkbox"
-                checked={picked.has(ev)}
-                onChange={() => {
-                  const n = new Set(picked);
-                  if (n.has(ev)) n.delete(ev);
-                  else n.add(ev);
-                  setPicked(n);
-                }}
-              />{' '}
-              {ev.replace(/_/g, ' ')}
-            </label>
-          ))}
-        </fieldset>
+        <KindFields kind={kind} url={url} to={to} setUrl={setUrl} setTo={setTo} />
+        <EventsField events={events} picked={picked} onChange={setPicked} />
         <ErrorNote error={act.error} />
+        {secret && <SecretNote secret={secret} />}
         <button type="submit" class="primary" disabled={act.busy}>
           Add channel
         </button>
       </form>
     </section>
+  );
+}
+
+function EventsField(props: {
+  events: EventName[];
+  picked: Set<EventName>;
+  onChange: (picked: Set<EventName>) => void;
+}) {
+  const { events, picked } = props;
+  return (
+    <fieldset>
+      <legend>Events</legend>
+      {events.map((ev) => (
+        <label class="inline" key={ev}>
+          <input
+            type="checkbox"
+            checked={picked.has(ev)}
+            onChange={() => {
+              const n = new Set(picked);
+              if (n.has(ev)) n.delete(ev);
+              else n.add(ev);
+              props.onChange(n);
+            }}
+          />{' '}
+          {ev.replace(/_/g, ' ')}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** A webhook channel's signing secret, answered by its creation only. */
+function SecretNote({ secret }: { secret: string }) {
+  return (
+    <p role="status" class="notice" data-testid="channel-secret">
+      Signing secret (shown once; deliveries carry <code>X-Svc-Signature: sha256=…</code>, the HMAC of the
+      body): <code class="mono">{secret}</code>
+    </p>
+  );
+}
+
+/** The URL as the kind names it, and an email channel's recipients. */
+function KindFields(props: {
+  kind: Kind;
+  url: string;
+  to: string;
+  setUrl: (v: string) => void;
+  setTo: (v: string) => void;
+}) {
+  return (
+    <>
+      <label>
+        {KINDS.find(([k]) => k === props.kind)?.[2] ?? 'URL'}
+        <input
+          name="channel-url"
+          type={props.kind === 'email' ? 'text' : 'url'}
+          required
+          value={props.url}
+          onInput={(e) => props.setUrl((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      {props.kind === 'email' && (
+        <label>
+          Recipients
+          <input
+            name="channel-to"
+            required
+            placeholder="ops@example.com, oncall@example.com"
+            value={props.to}
+            onInput={(e) => props.setTo((e.target as HTMLInputElement).value)}
+          />
+        </label>
+      )}
+    </>
   );
 }

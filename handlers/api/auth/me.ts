@@ -22,6 +22,15 @@ export const GET = route(
     reply(200, {
       user: principal!.user,
       via: principal!.kind,
-      permissions: [...principal!.permissions].sort(),
+      permissions: sorted(principal!.permissions),
     }),
 );
+
+// Sorted once per set: a credential's permission set is shared by every request it makes
+// (lib/auth/access.ts keeps one per role, scopes and apps), and this route is polled.
+const sortedSets = new WeakMap<ReadonlySet<string>, readonly string[]>();
+function sorted(permissions: ReadonlySet<string>): string[] {
+  let list = sortedSets.get(permissions);
+  if (list === undefined) sortedSets.set(permissions, (list = Object.freeze([...permissions].sort())));
+  return list as string[];
+}

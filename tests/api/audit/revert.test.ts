@@ -394,6 +394,7 @@ test('a service setting change reverts to the recorded port and health path', as
   const entry = await lastEntry('app.service_updated', app);
   const d = await c.req('GET', `/api/audit/${entry.id}/diff`);
   assert.deepEqual(d.body.rows, [
+    { field: 'drain_s', status: 'unchanged', before: 30, after: 30, masked: false },
     { field: 'health_path', status: 'unchanged', before: '/up', after: '/up', masked: false },
     { field: 'port', status: 'changed', before: 8080, after: 9090, masked: false },
   ]);

@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, runCli } from '../../_support/cli.js';
 import { missing } from '../../_support/ci.js';
+import { SERVE_NODE_OPTIONS } from '#lib/install/texts.js';
 
 const roots: string[] = [];
 after(async () => {
@@ -117,7 +118,7 @@ const EXPECTED_UNIT_LINES = [
   '[Service]',
   'Type=simple',
   'EnvironmentFile=/etc/svc/svc.env',
-  `ExecStart=${process.execPath} --max-semi-space-size=1 ${CLI} serve`,
+  `ExecStart=${process.execPath} ${SERVE_NODE_OPTIONS.join(' ')} ${CLI} serve`,
   'Restart=on-failure',
   'RestartSec=2s',
   'RestartPreventExitStatus=2',

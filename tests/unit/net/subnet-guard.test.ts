@@ -1,6 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appSubnets, createSubnetGuard, type NetworkInfo } from '#lib/net/engine-subnets.js';
+import {
+  appSubnets,
+  createSubnetGuard,
+  refusesForwarded,
+  type NetworkInfo,
+} from '#lib/net/engine-subnets.js';
+import { buildBlockList } from '#lib/http/client-address.js';
 
 test('subnet guard: IPv4, IPv4-mapped and IPv6 peers inside engine subnets are refused; the control network and loopback are not', async () => {
   const nets: NetworkInfo[] = [
@@ -43,18 +49,18 @@ test('subnet guard: IPv4, IPv4-mapped and IPv6 peers inside engine subnets are r
   assert.equal(guard.refuses('172.17.0.2'), true);
 });
 
-test('subnet guard: listeners hear of a refresh that changed the list (the proxy follows it), not of one that did not', async () => {
-  let current: NetworkInfo[] = [{ Name: 'app-x', IPAM: { Config: [{ Subnet: '172.30.4.0/24' }] } }];
-  const guard = createSubnetGuard(async () => current);
-  const heard: string[][] = [];
-  const off = guard.onChange((s) => heard.push(s));
+test('subnet guard: a request a trusted proxy forwarded for a client on an app network is refused; the header from anyone else moves nothing', async () => {
+  const guard = createSubnetGuard(async () => [
+    { Name: 'app-x', IPAM: { Config: [{ Subnet: '172.30.4.0/24' }] } },
+  ]);
   await guard.refresh();
-  await guard.refresh();
-  current = [...current, { Name: 'app-y', IPAM: { Config: [{ Subnet: '172.30.5.0/24' }] } }];
-  await guard.refresh();
-  assert.deepEqual(heard, [['172.30.4.0/24'], ['172.30.4.0/24', '172.30.5.0/24']]);
-  off();
-  current = [];
-  await guard.refresh();
-  assert.equal(heard.length, 2);
+  const trusted = buildBlockList(['127.0.0.1', '::1']);
+  // Caddy on loopback, X-Forwarded-For set to its connection's peer.
+  assert.equal(refusesForwarded(guard, trusted, '127.0.0.1', '172.30.4.9'), true);
+  assert.equal(refusesForwarded(guard, trusted, '::ffff:127.0.0.1', '172.30.4.9'), true);
+  assert.equal(refusesForwarded(guard, trusted, '127.0.0.1', ['10.9.9.9', '172.30.4.9']), true);
+  assert.equal(refusesForwarded(guard, trusted, '127.0.0.1', '203.0.113.5'), false);
+  assert.equal(refusesForwarded(guard, trusted, '127.0.0.1', undefined), false);
+  // A client that is not a trusted proxy cannot claim an address (nor would it want to be refused).
+  assert.equal(refusesForwarded(guard, trusted, '203.0.113.5', '172.30.4.9'), false);
 });

@@ -18,17 +18,30 @@ export const GET = route(
 export const POST = route(
   {
     permission: 'instance.admin',
-    summary: 'Add a notification channel (Discord or Slack)',
+    summary: 'Add a notification channel',
+    description:
+      'A `webhook` channel answers its signing secret here (`secret`), once: deliveries carry `X-Svc-Signature: sha256=<HMAC-SHA256 of the body>`.',
     body: createBody,
-    responses: { 201: z.object({ channel: notificationChannelSchema }) },
+    responses: {
+      201: z.object({
+        channel: notificationChannelSchema,
+        secret: z.string().optional().describe('webhook only: the signing secret, shown this once'),
+      }),
+    },
     audit: { action: 'notification.channel_created', state: { kind: 'notification_channel' } },
   },
   async (_req, { env, body, reply, audit }) => {
-    const channel = await createChannel(env.db, env.sealer, env.notifier.transport, body, env.now());
+    const { secret, ...channel } = await createChannel(
+      env.db,
+      env.sealer,
+      env.notifier.transport,
+      body,
+      env.now(),
+    );
     audit({
       target: channel.id,
       detail: { kind: channel.kind, name: channel.name, url_hint: channel.url_hint },
     });
-    return reply(201, { channel });
+    return reply(201, secret ? { channel, secret } : { channel });
   },
 );

@@ -29,7 +29,7 @@ export const POST = route(
   {
     permission: 'app.deploy',
     summary:
-      "Deploy an app now (202: queued), its ref's head or one commit of its history; 409 while a manual deployment is active",
+      "Deploy an app now (202: queued), its ref's head or one commit of its history, pulling its images again with pull: true; 409 while a manual deployment is active",
     params: appParams,
     // The ref is checked again by the queue (same rules as every ref: no shell characters, no leading "-").
     body: z
@@ -42,22 +42,29 @@ export const POST = route(
           .describe(
             "Git apps: deploy exactly this commit (full or abbreviated hash), which must be on the ref's history",
           ),
+        pull: z
+          .boolean()
+          .optional()
+          .describe('Pull every image again before deploying ("pull latest and redeploy"); default false'),
       })
       .strict(),
     responses: { 202: deploymentBody },
     audit: { action: 'deployment.created', target: (c) => c.params.id },
   },
-  async (_req, { env, params, body, reply, audit }) => {
+  async (_req, { env, params, body, reply, audit, principal }) => {
     const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), {
       trigger: 'manual',
       ref: body.ref ?? null,
       pin: body.commit ?? null,
+      pull: body.pull ?? false,
+      createdBy: principal?.user.username ?? null,
     });
     audit({
       detail: {
         deployment: deployment.id,
         ref: deployment.ref,
         ...(body.commit ? { commit: body.commit } : {}),
+        ...(body.pull ? { pull: true } : {}),
       },
     });
     return reply(202, { deployment });

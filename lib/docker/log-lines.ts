@@ -1,7 +1,8 @@
-// Container output as lines: what the log followers of services (lib/deploy/streams.ts) and of
-// one-off runs (oneoff.ts) read from the engine's multiplexed streams.
+// Container and service log streams as lines: the one splitter the live log topic, the log drains
+// and the output of one-off runs share, and the reading of a Swarm service line's task attributes.
 import { PassThrough, type Readable } from 'node:stream';
 
+/** Longest line kept whole; a longer one is cut and marked with an ellipsis by the callers. */
 export const MAX_LINE = 8 * 1024;
 
 /**
@@ -27,6 +28,18 @@ export function lineSplitter(onLine: (line: string) => void, max = MAX_LINE): Pa
     partial = '';
   });
   return pt;
+}
+
+/**
+ * A service log line with details: `com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,
+ * com.docker.swarm.task.id=… message`. The task (short id) stands where a container name would.
+ */
+export function swarmLogLine(raw: string): { task: string; line: string } {
+  const m = /^((?:[a-z0-9_.-]+=[^,\s]*,)*[a-z0-9_.-]+=[^,\s]*) (.*)$/s.exec(raw);
+  if (!m) return { task: '', line: raw };
+  const attrs = new Map(m[1]!.split(',').map((kv) => kv.split('=', 2) as [string, string]));
+  const task = attrs.get('com.docker.swarm.task.id') ?? '';
+  return { task: task ? `task ${task.slice(0, 12)}` : '', line: m[2]! };
 }
 
 /** One line of a run's output, with the engine's timestamp. */
