@@ -1,6 +1,7 @@
 // The output of one run: every line persisted (bounded, like a deployment's log) and published
 // on run:<id> with a sequence number, in that order, so a late subscriber's replay (from the
-// table) and the live lines meet without a gap. Secret values are masked first.
+// table) and the live lines meet without a gap. Secret values are masked first. Each line names
+// its app (and service): the log drains hand run lines on from the bus (lib/drains/collector.ts).
 import type { Db } from '../db/index.js';
 import type { Bus } from '../events/bus.js';
 import { insertRunLogs, type RunLogRow } from './store.js';
@@ -31,6 +32,7 @@ export class RunLog {
     readonly runId: string,
     private readonly now: () => number,
     startSeq = 0,
+    private readonly origin: { app_id: string; service: string | null } | null = null,
   ) {
     this.seq = startSeq;
   }
@@ -75,8 +77,11 @@ export class RunLog {
       // A log write never fails the run; the lines still reach live subscribers.
     }
     const topic = runTopic(this.runId);
+    const who = this.origin
+      ? { app_id: this.origin.app_id, ...(this.origin.service ? { service: this.origin.service } : {}) }
+      : {};
     for (const l of batch)
-      this.bus.publish(topic, { type: 'line', seq: l.seq, at: l.at, stream: l.stream, line: l.line });
+      this.bus.publish(topic, { type: 'line', seq: l.seq, ...who, at: l.at, stream: l.stream, line: l.line });
   }
 
   /** Resolves once every line written so far is persisted and published. */

@@ -115,7 +115,10 @@ export class RunService {
     startSeq: number,
     runEnv: string[] = [],
   ): Promise<Active> {
-    const log = new RunLog(this.env.db, this.env.bus, row.id, this.env.now, startSeq);
+    const log = new RunLog(this.env.db, this.env.bus, row.id, this.env.now, startSeq, {
+      app_id: row.app_id,
+      service: row.service,
+    });
     const secrets = await secretEnv(this.env.db, this.env.sealer, row.app_id).catch(
       () => new Map<string, string>(),
     );

@@ -316,7 +316,7 @@ test('overlap: forbid refuses a second run, replace cancels the running one, all
     assert.equal((await c.req('POST', `/api/apps/${app.id}/runs/${r.id}/cancel`)).status, 200);
 });
 
-test('a one-off command streams its output on run:<id> and ends with its exit code; the next one replays what it missed', async (t) => {
+test('a one-off command streams its output on run:<id> (lines naming app and service) and ends with its exit code; the next one replays what it missed', async (t) => {
   if (!(await needDocker(t))) return;
   const app = await deployedApp();
   const ws = await openSocket(wsUrl(s.url), { cookie: c.cookieHeader(), origin: s.url });
@@ -344,6 +344,14 @@ test('a one-off command streams its output on run:<id> and ends with its exit co
     'in order, without a gap or a repeat',
   );
   assert.equal(new Set(seqs).size, seqs.length);
+  // Each line names its app and service: the shape the log drains take run lines in (lib/drains).
+  const lines = events.filter((e) => e.type === 'event' && e.data.type === 'line');
+  assert.ok(lines.length > 0);
+  for (const e of lines) {
+    assert.equal(e.data.app_id, app.id);
+    assert.equal(e.data.service, 'app');
+    assert.ok(!Number.isNaN(Date.parse(e.data.at)), e.data.at);
+  }
   ws.close();
 
   // A late subscriber gets the whole output, then the final state.
@@ -352,7 +360,9 @@ test('a one-off command streams its output on run:<id> and ends with its exit co
   late.on('message', (m) => replay.push(JSON.parse(String(m))));
   late.send(JSON.stringify({ type: 'subscribe', topic: `run:${rid}` }));
   await until('the replay', async () => replay.find((e) => e.data?.type === 'run'));
-  assert.ok(replay.filter((e) => e.data?.type === 'line').some((e) => e.data.line === 'line 3'));
+  const replayed = replay.filter((e) => e.data?.type === 'line');
+  assert.ok(replayed.some((e) => e.data.line === 'line 3'));
+  assert.ok(replayed.every((e) => e.data.app_id === app.id && e.data.service === 'app'));
   late.close();
   await new Promise((res) => late.once('close', res));
   assert.equal(WebSocket.CLOSED, late.readyState);
