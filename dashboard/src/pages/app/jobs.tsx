@@ -10,12 +10,15 @@ import { ErrorNote, When, useAction, useLoad } from '../../ui';
 import { CommandDialog } from './command';
 import { JobForm } from './jobform';
 import { RunStatus, duration } from './runs';
+import { useCan } from '../../access';
 
 export function JobsTab({ id }: { id: string }) {
   const jobs = useLoad(() => api.listJobs(id).then((r) => r.items), [id]);
   const [editing, setEditing] = useState<Job | 'new' | null>(null);
   const [history, setHistory] = useState<string | null>(null);
   const act = useAction();
+  // Viewers read jobs and their history; changing and running them is the deployer's (app.deploy).
+  const deploy = useCan()('app.deploy', id);
   useTopic('jobs', (d: any) => {
     if (d?.type === 'run' && d.app_id === id && d.job_id) void jobs.reload();
   });
@@ -25,12 +28,14 @@ export function JobsTab({ id }: { id: string }) {
       <section class="card" aria-labelledby="jobs-h">
         <div class="row spread">
           <h2 id="jobs-h">Jobs</h2>
-          <div class="row">
-            <button type="button" class="primary" onClick={() => setEditing('new')}>
-              New job
-            </button>
-            <CommandDialog id={id} />
-          </div>
+          {deploy && (
+            <div class="row">
+              <button type="button" class="primary" onClick={() => setEditing('new')}>
+                New job
+              </button>
+              <CommandDialog id={id} />
+            </div>
+          )}
         </div>
         <ErrorNote error={jobs.error ?? act.error} />
         {jobs.data?.length === 0 && (
@@ -43,6 +48,7 @@ export function JobsTab({ id }: { id: string }) {
             id={id}
             jobs={jobs.data}
             act={act}
+            deploy={deploy}
             onEdit={setEditing}
             onHistory={setHistory}
             onChanged={jobs.reload}
@@ -68,6 +74,8 @@ function JobTable(props: {
   id: string;
   jobs: Job[];
   act: ReturnType<typeof useAction>;
+  /** Offers run now, edit and delete. */
+  deploy: boolean;
   onEdit: (j: Job) => void;
   onHistory: (jid: string) => void;
   onChanged: () => Promise<void>;
@@ -100,37 +108,43 @@ function JobTable(props: {
             <td>{j.enabled ? <When at={j.next_run_at} /> : <span class="muted">paused</span>}</td>
             <td>{j.last_run ? <RunStatus run={j.last_run} /> : <span class="muted">never</span>}</td>
             <td class="row">
-              <button
-                type="button"
-                onClick={() =>
-                  void act.run(async () => {
-                    await api.runJob(id, j.id);
-                    props.onHistory(j.id);
-                    await props.onChanged();
-                  })
-                }
-              >
-                Run now
-              </button>
+              {props.deploy && (
+                <button
+                  type="button"
+                  onClick={() =>
+                    void act.run(async () => {
+                      await api.runJob(id, j.id);
+                      props.onHistory(j.id);
+                      await props.onChanged();
+                    })
+                  }
+                >
+                  Run now
+                </button>
+              )}
               <button type="button" onClick={() => props.onHistory(j.id)}>
                 History
               </button>
-              <button type="button" onClick={() => props.onEdit(j)}>
-                Edit
-              </button>
-              <button
-                type="button"
-                class="danger"
-                onClick={() => {
-                  if (!confirm(`Delete the job ${j.name} and its history?`)) return;
-                  void act.run(async () => {
-                    await api.deleteJob(id, j.id);
-                    await props.onChanged();
-                  });
-                }}
-              >
-                Delete
-              </button>
+              {props.deploy && (
+                <>
+                  <button type="button" onClick={() => props.onEdit(j)}>
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    class="danger"
+                    onClick={() => {
+                      if (!confirm(`Delete the job ${j.name} and its history?`)) return;
+                      void act.run(async () => {
+                        await api.deleteJob(id, j.id);
+                        await props.onChanged();
+                      });
+                    }}
+                  >
+                    Delete
+                  </button>
+                </>
+              )}
             </td>
           </tr>
         ))}
@@ -144,6 +158,7 @@ function RunHistory({ id, job }: { id: string; job: Job }) {
   const runs = useLoad(() => api.jobRuns(id, job.id).then((r) => r.items), [id, job.id]);
   const [open, setOpen] = useState<string | null>(null);
   const act = useAction();
+  const deploy = useCan()('app.deploy', id);
   useTopic('jobs', (d: any) => {
     if (d?.type !== 'run' || d.job_id !== job.id || !runs.data) return;
     const r = d.run as Run;
@@ -185,7 +200,7 @@ function RunHistory({ id, job }: { id: string; job: Job }) {
                       Output
                     </button>
                   )}
-                  {(r.status === 'queued' || r.status === 'running') && (
+                  {deploy && (r.status === 'queued' || r.status === 'running') && (
                     <button type="button" onClick={() => void act.run(() => api.cancelRun(id, r.id))}>
                       Cancel
                     </button>

@@ -6,11 +6,13 @@ import * as api from '../../api';
 import type { App } from '../../api';
 import { ErrorNote, Field, SaveForm, fieldErrors, useSaving } from '../../ui';
 import { ArgsField, toArgs } from './jobform';
+import { useCan } from '../../access';
 
 export function ReleaseSetting({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   const [command, setCommand] = useState(() => (app.release_command ?? []).join('\n'));
   const [limit, setLimit] = useState(() => String(app.release_timeout_s));
   const saving = useSaving();
+  const can = useCan();
   const errs = fieldErrors(saving.error, '');
   return (
     <section class="card" aria-labelledby="release-h">
@@ -22,6 +24,7 @@ export function ReleaseSetting({ app, onSaved }: { app: App; onSaved: (a: App) =
       </p>
       <SaveForm
         saving={saving}
+        allowed={can('app.admin', app.id)}
         label="Save release command"
         onSave={async () => {
           const args = toArgs(command);
