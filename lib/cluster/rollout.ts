@@ -214,11 +214,16 @@ export function updateService(
 }
 
 /** This app's Swarm services (only those carrying every ownership label). */
-export async function appSwarmServices(engine: Engine, app: string): Promise<ServiceInfo[]> {
+/** The app's Swarm services; its one-off runs' job services too with `runs`. */
+export async function appSwarmServices(
+  engine: Engine,
+  app: string,
+  opts: { runs?: boolean } = {},
+): Promise<ServiceInfo[]> {
   const list = (await guard(engine, () =>
     engine.docker.listServices({ filters: { label: [`svc.app=${app}`] } }),
   )) as ServiceInfo[];
-  return list.filter((s) => isOurService(engine, s, app));
+  return list.filter((s) => isOurService(engine, s, app, undefined, opts.runs));
 }
 
 /** A failed or canceled deploy: a created service goes, an updated one returns to its previous spec. */

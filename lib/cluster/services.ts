@@ -144,10 +144,10 @@ export async function applyClusterSettings(
   return true;
 }
 
-/** Removes the app's Swarm services; their tasks' containers go with them, on every node. */
+/** Removes the app's Swarm services (its runs' too); their tasks' containers go with them, on every node. */
 export async function removeSwarmServices(engine: Engine, app: string): Promise<string[]> {
   const removed: string[] = [];
-  for (const s of await appSwarmServices(engine, app)) {
+  for (const s of await appSwarmServices(engine, app, { runs: true })) {
     try {
       await guard(engine, () => engine.docker.getService(s.ID).remove());
     } catch (e) {
