@@ -1,6 +1,6 @@
 // The one event shape of the `apps` WebSocket topic: a status change (including `created` and
 // `deleted`), an engine event about one of the app's containers, or the app going to sleep and
-// waking (lib/apps/sleep.ts). Documented in docs/api.md "Real-time".
+// waking (lib/sleep/index.ts). Documented in docs/api.md "Real-time".
 import type { Bus } from '../events/bus.js';
 import type { Db } from '../db/index.js';
 import type { AppStatus } from './model.js';

@@ -41,7 +41,7 @@ export interface StatusFacts {
  * - running: every service's live container is running and healthy (or has no healthcheck);
  * - stopped: no service has a running container;
  * - degraded: anything between (a service exited, restarting, unhealthy, or not yet healthy);
- * - sleeping: put to sleep when idle (lib/apps/sleep.ts) and no service runs;
+ * - sleeping: put to sleep when idle (lib/sleep/index.ts) and no service runs;
  * - crash_loop / oom: a crash episode (3 unexpected exits in 5 minutes, or an OOM kill) until the
  *   service is healthy again.
  */

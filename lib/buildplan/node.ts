@@ -230,25 +230,11 @@ export async function planNode(
         : null;
   const builder = staticBuilder(pkg, buildScript);
   const main = pkg.main === undefined ? null : relPath('package.json', 'main', pkg.main);
-
-  let argv: string[] | null = null;
-  let nodeBin = false;
   const server = o?.stack === 'node';
   const frontEnd = !server && !!builder && build !== null;
-  if (forceStatic) argv = null;
-  else if (o?.start !== undefined) argv = startArgv('(override)', 'start', o.start);
-  else if (startScript !== null && (server || !isDevServer(startScript))) {
-    const words = plainWords(startScript);
-    argv = words ?? ['npm', 'run', 'start'];
-    nodeBin = !!words && words[0] !== 'node';
-    if (!words) f.warnings.push('the start script needs a shell; it runs through `npm run start`');
-  } else if (!frontEnd) {
-    // An explicit main may be build output (dist/index.js), so it need not exist before the build.
-    if (main !== null && (build !== null || (await files.exists(main)))) argv = ['node', main];
-    else
-      for (const m of ['server.js', 'index.js', 'app.js', 'main.js'])
-        if (!argv && (await files.exists(m))) argv = ['node', m];
-  }
+  const { argv, nodeBin } = forceStatic
+    ? { argv: null, nodeBin: false }
+    : await startCommand(files, f, o, { startScript, main, server, frontEnd, built: build !== null });
   if (server && !argv)
     throw new PlanError(
       'package.json',
@@ -258,44 +244,100 @@ export async function planNode(
   const publishOverride =
     o?.publish_dir !== undefined ? relPath('(override)', 'publish_dir', o.publish_dir) : null;
   if (!argv && !build) return null;
-  const df = new Dockerfile();
+  if (!argv) return frontEndPlan(f, o, { install, build: build!, builder, publishOverride });
+  return serverPlan(f, o, { argv, nodeBin, install, ownInstall, build });
+}
 
-  if (!argv) {
-    // A front-end build: node only builds; Caddy serves what it wrote.
-    const dir = publishOverride ?? builder?.dir ?? 'dist';
-    const guess =
-      'the build script is not a known front-end tool; serving its `dist` folder (set publish_dir if it writes elsewhere)';
-    if (!builder && !publishOverride) f.warnings.push(guess);
-    if (builder?.tool === 'ng' && !publishOverride)
-      f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
-    const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
-    depsStage(df, f, install, o);
-    buildStage(df, f, build, o);
-    const served = caddyStage(df, p, {
-      src: `/app/${dir}`,
-      from: 'build',
-      site: ['try_files {path} {path}/ /index.html'],
-    });
-    return planOf(df, {
-      stack: 'static',
-      detected_from: f.from,
-      ...served,
-      install,
-      build,
-      warnings: f.warnings,
-    });
+/** What the container runs: the override, the start script, or a main file; null for a front end. */
+async function startCommand(
+  files: RepoFiles,
+  f: Facts,
+  o: StackOverride | undefined,
+  how: {
+    startScript: string | null;
+    main: string | null;
+    server: boolean;
+    frontEnd: boolean;
+    built: boolean;
+  },
+): Promise<{ argv: string[] | null; nodeBin: boolean }> {
+  const { startScript, main } = how;
+  if (o?.start !== undefined) return { argv: startArgv('(override)', 'start', o.start), nodeBin: false };
+  if (startScript !== null && (how.server || !isDevServer(startScript))) {
+    const words = plainWords(startScript);
+    if (!words) f.warnings.push('the start script needs a shell; it runs through `npm run start`');
+    return { argv: words ?? ['npm', 'run', 'start'], nodeBin: !!words && words[0] !== 'node' };
   }
+  if (how.frontEnd) return { argv: null, nodeBin: false };
+  // An explicit main may be build output (dist/index.js), so it need not exist before the build.
+  if (main !== null && (how.built || (await files.exists(main))))
+    return { argv: ['node', main], nodeBin: false };
+  for (const m of ['server.js', 'index.js', 'app.js', 'main.js'])
+    if (await files.exists(m)) return { argv: ['node', m], nodeBin: false };
+  return { argv: null, nodeBin: false };
+}
 
+/** A front-end build: node only builds; Caddy serves what it wrote. */
+function frontEndPlan(
+  f: Facts,
+  o: StackOverride | undefined,
+  parts: {
+    install: string;
+    build: string;
+    builder: { tool: string; dir: string } | null;
+    publishOverride: string | null;
+  },
+): Plan {
+  const { builder, publishOverride } = parts;
+  const df = new Dockerfile();
+  const dir = publishOverride ?? builder?.dir ?? 'dist';
+  const guess =
+    'the build script is not a known front-end tool; serving its `dist` folder (set publish_dir if it writes elsewhere)';
+  if (!builder && !publishOverride) f.warnings.push(guess);
+  if (builder?.tool === 'ng' && !publishOverride)
+    f.warnings.push('Angular writes dist/<project>/browser; set publish_dir to that folder');
+  const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : STATIC_PORT;
+  depsStage(df, f, parts.install, o);
+  buildStage(df, f, parts.build, o);
+  const served = caddyStage(df, p, {
+    src: `/app/${dir}`,
+    from: 'build',
+    site: ['try_files {path} {path}/ /index.html'],
+  });
+  return planOf(df, {
+    stack: 'static',
+    detected_from: f.from,
+    ...served,
+    install: parts.install,
+    build: parts.build,
+    warnings: f.warnings,
+  });
+}
+
+/** A node server: dependencies (pruned where the manager can), the build, and the source. */
+function serverPlan(
+  f: Facts,
+  o: StackOverride | undefined,
+  parts: {
+    argv: string[];
+    nodeBin: boolean;
+    install: string;
+    ownInstall: string | null;
+    build: string | null;
+  },
+): Plan {
+  const { argv, install, ownInstall, build } = parts;
+  const df = new Dockerfile();
   const p = o?.port !== undefined ? checkPort('(override)', 'port', o.port) : NODE_PORT;
   const env = {
     NODE_ENV: 'production',
     PORT: p,
-    ...(nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}),
+    ...(parts.nodeBin ? { PATH: '/app/node_modules/.bin:$PATH' } : {}),
   };
   const prune = ownInstall === null ? PRUNE[f.pm] : null;
   if (ownInstall === null && !PRUNE[f.pm])
     f.warnings.push('yarn berry: dev dependencies are not pruned from the image');
-  const own = OWN_INSTALL_SCRIPTS.some((k) => pkg.scripts[k] !== undefined);
+  const own = OWN_INSTALL_SCRIPTS.some((k) => f.pkg.scripts[k] !== undefined);
   const prodInstall = PROD_INSTALL[f.pm]?.[f.lock ? 0 : 1];
   let shown = install;
   // The final stage's settings come before its copies: a source change then rebuilds only the

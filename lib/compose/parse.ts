@@ -35,49 +35,9 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
     findings,
     ok: !findings.some((f) => f.level === 'error'),
   });
-  if (Buffer.byteLength(text, 'utf8') > MAX_COMPOSE_BYTES) {
-    findings.push({
-      level: 'error',
-      key: '(file)',
-      message: `compose file is larger than ${MAX_COMPOSE_BYTES} bytes`,
-    });
-    return done(null);
-  }
-  let raw: unknown;
-  try {
-    const doc = yaml().parseDocument(text, {
-      merge: true,
-      uniqueKeys: true,
-      prettyErrors: false,
-      strict: true,
-      schema: 'core',
-    });
-    if (doc.errors.length) {
-      findings.push({
-        level: 'error',
-        key: '(file)',
-        message: `not valid YAML: ${oneLine(doc.errors[0].message)}`,
-      });
-      return done(null);
-    }
-    raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    findings.push({
-      level: 'error',
-      key: '(file)',
-      message: /alias/i.test(msg)
-        ? 'YAML aliases expand too much (possible "billion laughs" document); refused'
-        : `not valid YAML: ${oneLine(msg)}`,
-    });
-    return done(null);
-  }
-  if (!isMap(raw)) {
-    findings.push({ level: 'error', key: '(file)', message: 'a compose file must be a YAML mapping' });
-    return done(null);
-  }
-
-  raw = interpolateTree(raw, opts.env ?? {}, (path, issue) => {
+  const parsed = readDocument(text, findings);
+  if (!parsed) return done(null);
+  const raw = interpolateTree(parsed, opts.env ?? {}, (path, issue) => {
     const service = path[0] === 'services' ? path[1] : undefined;
     const key = (service ? path.slice(2) : path).join('.').replace(/\.\[/g, '[');
     findings.push({ level: issue.level, service, key: key || '(file)', message: issue.message });
@@ -101,11 +61,69 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
     findings.push({ level: 'error', key: 'services', message: 'no services defined' });
     return done({ services: {}, volumes, networks });
   }
-  const names = Object.keys(doc.services);
-  if (names.length > MAX_SERVICES) {
+  if (Object.keys(doc.services).length > MAX_SERVICES) {
     findings.push({ level: 'error', key: 'services', message: `more than ${MAX_SERVICES} services` });
     return done(null);
   }
+  const services = normaliseServices(doc.services, { volumes, networks }, opts, findings);
+  findings.push(...checkDependencies(services));
+  return done({ services, volumes, networks });
+}
+
+/** The file as a YAML mapping (bounded in size and alias expansion), or null with an error finding. */
+function readDocument(text: string, findings: Finding[]): Record<string, unknown> | null {
+  if (Buffer.byteLength(text, 'utf8') > MAX_COMPOSE_BYTES) {
+    findings.push({
+      level: 'error',
+      key: '(file)',
+      message: `compose file is larger than ${MAX_COMPOSE_BYTES} bytes`,
+    });
+    return null;
+  }
+  let raw: unknown;
+  try {
+    const doc = yaml().parseDocument(text, {
+      merge: true,
+      uniqueKeys: true,
+      prettyErrors: false,
+      strict: true,
+      schema: 'core',
+    });
+    if (doc.errors.length) {
+      findings.push({
+        level: 'error',
+        key: '(file)',
+        message: `not valid YAML: ${oneLine(doc.errors[0].message)}`,
+      });
+      return null;
+    }
+    raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    findings.push({
+      level: 'error',
+      key: '(file)',
+      message: /alias/i.test(msg)
+        ? 'YAML aliases expand too much (possible "billion laughs" document); refused'
+        : `not valid YAML: ${oneLine(msg)}`,
+    });
+    return null;
+  }
+  if (!isMap(raw)) {
+    findings.push({ level: 'error', key: '(file)', message: 'a compose file must be a YAML mapping' });
+    return null;
+  }
+  return raw;
+}
+
+/** Each service by name; an invalid name is an error finding and no service. */
+function normaliseServices(
+  raw: Record<string, unknown>,
+  declared: Pick<ComposeModel, 'volumes' | 'networks'>,
+  opts: ParseOptions,
+  findings: Finding[],
+): ComposeModel['services'] {
+  const names = Object.keys(raw);
   const policy = {
     allowedBindRoots: [...(opts.allowedBindRoots ?? [])],
     dockerSocketPaths: [...(opts.dockerSocketPaths ?? DEFAULT_SOCKET_PATHS)],
@@ -124,17 +142,16 @@ export function parseCompose(text: string, opts: ParseOptions = {}): ComposeResu
     }
     const spec = normaliseService(
       name,
-      doc.services[name],
+      raw[name],
       nameSet,
-      new Set(Object.keys(volumes)),
-      new Set(Object.keys(networks)),
+      new Set(Object.keys(declared.volumes)),
+      new Set(Object.keys(declared.networks)),
       policy,
       findings,
     );
     if (spec) services[name] = spec;
   }
-  findings.push(...checkDependencies(services));
-  return done({ services, volumes, networks });
+  return services;
 }
 
 function topLevel<T extends 'volumes' | 'networks'>(

@@ -102,166 +102,234 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
   const services: PlanService[] = [];
   for (const name of startOrder(model.services)) {
     const spec = model.services[name];
-    const err = (key: string, message: string) =>
-      findings.push({ level: 'error', service: name, key, message });
+    const err: Complain = (key, message) => findings.push({ level: 'error', service: name, key, message });
     const env = await serviceEnv(spec, appEnv, opts.injectAppEnv ?? true, workdir, err);
-    const mounts: Docker.MountSettings[] = [];
-    for (const [i, m] of spec.volumes.entries()) {
-      if (m.type === 'volume')
-        mounts.push({
-          Type: 'volume',
-          Source: volumeName(opts.app, m.source),
-          Target: m.target,
-          ReadOnly: m.readOnly,
-          ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}),
-        });
-      else if (m.type === 'anonymous')
-        mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
-      else if (m.type === 'tmpfs')
-        mounts.push({
-          Type: 'tmpfs',
-          Source: '',
-          Target: m.target,
-          ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}),
-        });
-      else if (m.relative) {
-        const b = opts.binds ? lookupBind(opts.binds, m.source, m.readOnly) : undefined;
-        if (!b) {
-          err(`volumes[${i}]`, "relative bind mounts need the deployment's copy of the repository");
-          continue;
-        }
-        if (b.kind === 'refused') {
-          err(`volumes[${i}]`, b.reason);
-          continue;
-        }
-        if (b.kind === 'bind') {
-          mounts.push({ Type: 'bind', Source: b.source, Target: m.target, ReadOnly: m.readOnly });
-          continue;
-        }
-        const name = volumeName(opts.app, b.key);
-        if (!volumes.some((v) => v.name === name))
-          volumes.push({
-            key: b.key,
-            name,
-            labels: { [LABEL_BIND]: showBind(m.source) },
-            ...(b.seed ? { seed: b.seed } : {}),
-          });
-        mounts.push({ Type: 'volume', Source: name, Target: m.target, ReadOnly: false });
-      } else {
-        const src = await absoluteBind(m.source, opts.allowedBindRoots ?? []);
-        if (typeof src !== 'string') {
-          err(`volumes[${i}]`, src.reason);
-          continue;
-        }
-        mounts.push({ Type: 'bind', Source: src, Target: m.target, ReadOnly: m.readOnly });
-      }
-    }
-    let build: PlanService['build'];
-    if (spec.build) {
-      if (!workdir) err('build', "building needs the app's working copy");
-      else {
-        const contextDir = await resolveInside(workdir, spec.build.context);
-        if (!contextDir) err('build.context', 'build context resolves outside the working copy');
-        else
-          build = {
-            contextDir,
-            dockerfile: spec.build.dockerfile,
-            args: spec.build.args,
-            target: spec.build.target,
-          };
-      }
-    }
-    const exposed: Record<string, object> = {};
-    const bindings: Docker.PortMap = {};
-    for (const e of spec.expose) exposed[e] = {};
-    for (const p of spec.ports) {
-      const key = `${p.target}/${p.protocol}`;
-      exposed[key] = {};
-      (bindings[key] ??= []).push({
-        HostIp: p.hostIp ?? opts.defaultHostIp ?? '',
-        HostPort: p.published === undefined ? '' : String(p.published),
+    const mounts = await planMounts(spec, opts, volumes, err);
+    const build = await planBuild(spec, workdir, err);
+    services.push(planService(name, spec, opts, { env, mounts, build }));
+  }
+  findings.push(...writableAboveOthers(services), ...unhealthyWaits(services));
+  if (findings.some((f) => f.level === 'error')) return { ok: false, findings };
+  return {
+    ok: true,
+    findings,
+    plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services },
+  };
+}
+
+/** Records an error finding about one key of the service being planned. */
+type Complain = (key: string, message: string) => void;
+
+/** A service's mounts; a relative bind that becomes a volume adds it to `volumes`. */
+async function planMounts(
+  spec: ServiceSpec,
+  opts: PlanOptions,
+  volumes: PlanVolume[],
+  err: Complain,
+): Promise<Docker.MountSettings[]> {
+  const mounts: Docker.MountSettings[] = [];
+  for (const [i, m] of spec.volumes.entries()) {
+    if (m.type === 'volume')
+      mounts.push({
+        Type: 'volume',
+        Source: volumeName(opts.app, m.source),
+        Target: m.target,
+        ReadOnly: m.readOnly,
+        ...(m.noCopy ? { VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'] } : {}),
       });
+    else if (m.type === 'anonymous')
+      mounts.push({ Type: 'volume', Source: '', Target: m.target, ReadOnly: m.readOnly });
+    else if (m.type === 'tmpfs')
+      mounts.push({
+        Type: 'tmpfs',
+        Source: '',
+        Target: m.target,
+        ...(m.sizeBytes ? { TmpfsOptions: { SizeBytes: m.sizeBytes, Mode: 0o1777 } } : {}),
+      });
+    else if (m.relative) {
+      const mount = relativeBind(m, opts, volumes, (message) => err(`volumes[${i}]`, message));
+      if (mount) mounts.push(mount);
+    } else {
+      const src = await absoluteBind(m.source, opts.allowedBindRoots ?? []);
+      if (typeof src !== 'string') {
+        err(`volumes[${i}]`, src.reason);
+        continue;
+      }
+      mounts.push({ Type: 'bind', Source: src, Target: m.target, ReadOnly: m.readOnly });
     }
-    const hc = spec.healthcheck;
-    const hostConfig: Docker.HostConfig = {
-      Mounts: mounts,
-      PortBindings: bindings,
-      RestartPolicy: spec.restart
+  }
+  return mounts;
+}
+
+/** A relative bind through the deployment's bind table: a bind, a seeded volume, or refused. */
+function relativeBind(
+  m: { source: string; target: string; readOnly: boolean },
+  opts: PlanOptions,
+  volumes: PlanVolume[],
+  refuse: (message: string) => void,
+): Docker.MountSettings | undefined {
+  const b = opts.binds ? lookupBind(opts.binds, m.source, m.readOnly) : undefined;
+  if (!b) {
+    refuse("relative bind mounts need the deployment's copy of the repository");
+    return undefined;
+  }
+  if (b.kind === 'refused') {
+    refuse(b.reason);
+    return undefined;
+  }
+  if (b.kind === 'bind') return { Type: 'bind', Source: b.source, Target: m.target, ReadOnly: m.readOnly };
+  const name = volumeName(opts.app, b.key);
+  if (!volumes.some((v) => v.name === name))
+    volumes.push({
+      key: b.key,
+      name,
+      labels: { [LABEL_BIND]: showBind(m.source) },
+      ...(b.seed ? { seed: b.seed } : {}),
+    });
+  return { Type: 'volume', Source: name, Target: m.target, ReadOnly: false };
+}
+
+/** Where a built service's context is, inside the working copy. */
+async function planBuild(
+  spec: ServiceSpec,
+  workdir: string | undefined,
+  err: Complain,
+): Promise<PlanService['build']> {
+  if (!spec.build) return undefined;
+  if (!workdir) {
+    err('build', "building needs the app's working copy");
+    return undefined;
+  }
+  const contextDir = await resolveInside(workdir, spec.build.context);
+  if (!contextDir) {
+    err('build.context', 'build context resolves outside the working copy');
+    return undefined;
+  }
+  return {
+    contextDir,
+    dockerfile: spec.build.dockerfile,
+    args: spec.build.args,
+    target: spec.build.target,
+  };
+}
+
+/** One service of the plan, in Docker's terms. */
+function planService(
+  name: string,
+  spec: ServiceSpec,
+  opts: PlanOptions,
+  parts: { env: string[]; mounts: Docker.MountSettings[]; build: PlanService['build'] },
+): PlanService {
+  const { exposed, bindings } = planPorts(spec, opts.defaultHostIp);
+  const hc = spec.healthcheck;
+  return {
+    name,
+    image: spec.image ?? null,
+    build: parts.build,
+    env: parts.env,
+    dependsOn: Object.entries(spec.dependsOn).map(([service, d]) => ({ service, condition: d.condition })),
+    networks: spec.networkMode
+      ? []
+      : Object.entries(Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } }).map(
+          ([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases }),
+        ),
+    networkMode:
+      spec.networkMode === 'none'
+        ? { none: true }
+        : spec.networkMode
+          ? { service: spec.networkMode.slice('service:'.length) }
+          : undefined,
+    hasHealthcheck: !!hc && hc.test[0] !== 'NONE',
+    publishesFixedHostPort: spec.ports.some((p) => p.published !== undefined),
+    labels: spec.labels,
+    config: {
+      ...(spec.command ? { Cmd: spec.command } : {}),
+      ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
+      ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+      ...(spec.user ? { User: spec.user } : {}),
+      ...(spec.hostname ? { Hostname: spec.hostname } : {}),
+      ...(spec.tty ? { Tty: true } : {}),
+      ...(spec.stdinOpen ? { OpenStdin: true } : {}),
+      ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
+      ...(spec.stopGracePeriodMs !== undefined
+        ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) }
+        : {}),
+      ExposedPorts: exposed,
+      ...(hc
         ? {
-            Name: spec.restart.name,
-            MaximumRetryCount: spec.restart.name === 'on-failure' ? spec.restart.maxRetries : 0,
-          }
-        : { Name: 'no' },
-      ...(spec.limits?.nanoCpus ? { NanoCpus: spec.limits.nanoCpus } : {}),
-      ...(spec.limits?.memoryBytes ? { Memory: spec.limits.memoryBytes } : {}),
-      ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
-      ...(spec.capDrop.length ? { CapDrop: spec.capDrop } : {}),
-      ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
-      ...(spec.tmpfs.length
-        ? {
-            Tmpfs: Object.fromEntries(
-              spec.tmpfs.map((t) => {
-                const [p, o] = t.split(/:(.*)/s);
-                return [p, o ?? ''];
-              }),
-            ),
+            Healthcheck: {
+              Test: hc.test.length ? hc.test : undefined,
+              ...(hc.intervalMs !== undefined ? { Interval: hc.intervalMs * 1e6 } : {}),
+              ...(hc.timeoutMs !== undefined ? { Timeout: hc.timeoutMs * 1e6 } : {}),
+              ...(hc.startPeriodMs !== undefined ? { StartPeriod: hc.startPeriodMs * 1e6 } : {}),
+              ...(hc.retries !== undefined ? { Retries: hc.retries } : {}),
+            },
           }
         : {}),
-      ...(spec.init ? { Init: true } : {}),
-      ...(spec.readOnly ? { ReadonlyRootfs: true } : {}),
-      ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
-      ...(Object.keys(spec.sysctls).length ? { Sysctls: spec.sysctls } : {}),
-      ...(spec.securityOpt.length ? { SecurityOpt: spec.securityOpt } : {}),
-    };
-    services.push({
-      name,
-      image: spec.image ?? null,
-      build,
-      env,
-      dependsOn: Object.entries(spec.dependsOn).map(([service, d]) => ({ service, condition: d.condition })),
-      networks: spec.networkMode
-        ? []
-        : Object.entries(
-            Object.keys(spec.networks).length ? spec.networks : { default: { aliases: [] } },
-          ).map(([key, n]) => ({ name: networkName(opts.app, key), aliases: n.aliases })),
-      networkMode:
-        spec.networkMode === 'none'
-          ? { none: true }
-          : spec.networkMode
-            ? { service: spec.networkMode.slice('service:'.length) }
-            : undefined,
-      hasHealthcheck: !!hc && hc.test[0] !== 'NONE',
-      publishesFixedHostPort: spec.ports.some((p) => p.published !== undefined),
-      labels: spec.labels,
-      config: {
-        ...(spec.command ? { Cmd: spec.command } : {}),
-        ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
-        ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
-        ...(spec.user ? { User: spec.user } : {}),
-        ...(spec.hostname ? { Hostname: spec.hostname } : {}),
-        ...(spec.tty ? { Tty: true } : {}),
-        ...(spec.stdinOpen ? { OpenStdin: true } : {}),
-        ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
-        ...(spec.stopGracePeriodMs !== undefined
-          ? { StopTimeout: Math.ceil(spec.stopGracePeriodMs / 1000) }
-          : {}),
-        ExposedPorts: exposed,
-        ...(hc
-          ? {
-              Healthcheck: {
-                Test: hc.test.length ? hc.test : undefined,
-                ...(hc.intervalMs !== undefined ? { Interval: hc.intervalMs * 1e6 } : {}),
-                ...(hc.timeoutMs !== undefined ? { Timeout: hc.timeoutMs * 1e6 } : {}),
-                ...(hc.startPeriodMs !== undefined ? { StartPeriod: hc.startPeriodMs * 1e6 } : {}),
-                ...(hc.retries !== undefined ? { Retries: hc.retries } : {}),
-              },
-            }
-          : {}),
-        HostConfig: hostConfig,
-      },
+      HostConfig: hostConfig(spec, parts.mounts, bindings),
+    },
+  };
+}
+
+/** Exposed ports and host bindings (a port naming no host IP gets the plan's default). */
+function planPorts(
+  spec: ServiceSpec,
+  defaultHostIp: string | undefined,
+): { exposed: Record<string, object>; bindings: Docker.PortMap } {
+  const exposed: Record<string, object> = {};
+  const bindings: Docker.PortMap = {};
+  for (const e of spec.expose) exposed[e] = {};
+  for (const p of spec.ports) {
+    const key = `${p.target}/${p.protocol}`;
+    exposed[key] = {};
+    (bindings[key] ??= []).push({
+      HostIp: p.hostIp ?? defaultHostIp ?? '',
+      HostPort: p.published === undefined ? '' : String(p.published),
     });
   }
-  findings.push(...writableAboveOthers(services));
+  return { exposed, bindings };
+}
+
+function hostConfig(
+  spec: ServiceSpec,
+  mounts: Docker.MountSettings[],
+  bindings: Docker.PortMap,
+): Docker.HostConfig {
+  return {
+    Mounts: mounts,
+    PortBindings: bindings,
+    RestartPolicy: spec.restart
+      ? {
+          Name: spec.restart.name,
+          MaximumRetryCount: spec.restart.name === 'on-failure' ? spec.restart.maxRetries : 0,
+        }
+      : { Name: 'no' },
+    ...(spec.limits?.nanoCpus ? { NanoCpus: spec.limits.nanoCpus } : {}),
+    ...(spec.limits?.memoryBytes ? { Memory: spec.limits.memoryBytes } : {}),
+    ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
+    ...(spec.capDrop.length ? { CapDrop: spec.capDrop } : {}),
+    ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
+    ...(spec.tmpfs.length
+      ? {
+          Tmpfs: Object.fromEntries(
+            spec.tmpfs.map((t) => {
+              const [p, o] = t.split(/:(.*)/s);
+              return [p, o ?? ''];
+            }),
+          ),
+        }
+      : {}),
+    ...(spec.init ? { Init: true } : {}),
+    ...(spec.readOnly ? { ReadonlyRootfs: true } : {}),
+    ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
+    ...(Object.keys(spec.sysctls).length ? { Sysctls: spec.sysctls } : {}),
+    ...(spec.securityOpt.length ? { SecurityOpt: spec.securityOpt } : {}),
+  };
+}
+
+/** A service waiting for another to be healthy when that one has no healthcheck. */
+function unhealthyWaits(services: PlanService[]): Finding[] {
+  const findings: Finding[] = [];
   for (const s of services) {
     for (const d of s.dependsOn) {
       const dep = services.find((x) => x.name === d.service);
@@ -275,12 +343,7 @@ export async function planStack(model: ComposeModel, opts: PlanOptions): Promise
       }
     }
   }
-  if (findings.some((f) => f.level === 'error')) return { ok: false, findings };
-  return {
-    ok: true,
-    findings,
-    plan: { app: opts.app, network: networkName(opts.app), networks, volumes, services },
-  };
+  return findings;
 }
 
 async function serviceEnv(

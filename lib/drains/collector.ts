@@ -270,7 +270,7 @@ export class LogCollector {
   }
 }
 
-/** What a run's log line carries on its `run:<id>` topic (lib/jobs publishes it). */
+/** What a run's log line carries on its `run:<id>` topic (what a one-off run publishes). */
 export interface RunLineData {
   app_id?: string;
   service?: string;

@@ -213,11 +213,43 @@ export function planInstall(
   state: HostState,
   randomHex: (bytes: number) => string,
 ): Plan {
-  const changes: Change[] = [];
-  const notes: string[] = [];
+  const out: Plan = { changes: [], notes: [] };
+  const { changes, notes } = out;
   changes.push(...dir(state, CONFIG_DIR, 0o700));
   changes.push(...dir(state, DATA_DIR, 0o700));
+  const envText = planEnvFile(input, state, randomHex, out);
 
+  const unit = unitText({ node: input.node, cli: input.cli });
+  const unitChanges = file(state, UNIT_FILE, 0o644, unit);
+  changes.push(...unitChanges);
+  const unitWritten = unitChanges.some((c) => c.kind === 'file');
+  changes.push(...file(state, SYSCTL_FILE, 0o644, sysctlText()));
+  const dropInWritten = planCaddyAdmin(state, envText, out);
+  if (state.live) planSysctls(state, out);
+
+  // Units: enabled is the wants symlink (what `systemctl enable` writes), so the same test holds
+  // under --root and on the host; under --root the symlink is written instead of calling systemctl.
+  const manifest = parseManifest(state.paths[MANIFEST_FILE]?.text);
+  const units = planUnits(state, manifest, { unitWritten, dropInWritten });
+  // Written before the units change, so a run interrupted after enabling still knows what it enabled.
+  const m = manifestText(manifest);
+  if (m !== manifestText(parseManifest('{}')) || state.paths[MANIFEST_FILE])
+    changes.push(...file(state, MANIFEST_FILE, 0o600, m));
+  changes.push(...units);
+
+  const missing = missingPackages(state);
+  if (!state.live && missing.length)
+    notes.push(`Not installed under the root (the image must provide them): ${missing.join(', ')}.`);
+  return out;
+}
+
+/** The environment file: wanted values added, existing ones kept. Returns the file's text after. */
+function planEnvFile(
+  input: InstallInput,
+  state: HostState,
+  randomHex: (bytes: number) => string,
+  { changes, notes }: Plan,
+): string {
   const envState = state.paths[DEFAULT_ENV_FILE];
   if (envState && envState.type !== 'file')
     throw new Error(`${DEFAULT_ENV_FILE} exists and is not a regular file`);
@@ -238,49 +270,54 @@ export function planInstall(
       secret: true,
     }),
   );
+  return merged.text;
+}
 
-  const unit = unitText({ node: input.node, cli: input.cli });
-  const unitChanges = file(state, UNIT_FILE, 0o644, unit);
-  changes.push(...unitChanges);
-  const unitWritten = unitChanges.some((c) => c.kind === 'file');
-  changes.push(...file(state, SYSCTL_FILE, 0o644, sysctlText()));
-
-  // Caddy's admin endpoint follows the environment file: install never changes a value there, so an
-  // older file's TCP endpoint stays (svc doctor warns and says how to move it) and gets no drop-in,
-  // which would move Caddy away from where the control plane looks for it.
-  const adminAddress = parseEnvFile(merged.text).SVC_CADDY_ADMIN;
-  let dropInWritten = false;
-  if (adminSocketRuntime(adminAddress)) {
-    const d = state.paths[CADDY_API_DROPIN_DIR];
-    if (d && d.type !== 'dir') throw new Error(`${CADDY_API_DROPIN_DIR} exists and is not a directory`);
-    if (!d) changes.push({ kind: 'dir', path: CADDY_API_DROPIN_DIR, mode: 0o755, create: true });
-    const dropIn = file(state, CADDY_ADMIN_DROPIN, 0o644, caddyAdminDropIn(adminAddress!));
-    changes.push(...dropIn);
-    dropInWritten = dropIn.some((c) => c.kind === 'file');
-  } else {
+/**
+ * Caddy's admin endpoint follows the environment file: install never changes a value there, so an
+ * older file's TCP endpoint stays (svc doctor warns and says how to move it) and gets no drop-in,
+ * which would move Caddy away from where the control plane looks for it. Returns whether the
+ * drop-in is (re)written.
+ */
+function planCaddyAdmin(state: HostState, envText: string, { changes, notes }: Plan): boolean {
+  const adminAddress = parseEnvFile(envText).SVC_CADDY_ADMIN;
+  if (!adminSocketRuntime(adminAddress)) {
     notes.push(
       `SVC_CADDY_ADMIN is ${adminAddress ?? 'unset'}, not a unix socket under /run: Caddy's admin endpoint is left where it is ` +
         '(`svc doctor` says how to move it to a socket).',
     );
+    return false;
   }
-  if (state.live) {
-    for (const s of SYSCTL_SETTINGS) {
-      const now = state.sysctl[s.key];
-      if (now === null || now === undefined)
-        notes.push(
-          `This kernel has no ${s.key} (it needs 5.14 or later): Caddy reloads may reset queued connections.`,
-        );
-      else if (now !== s.value)
-        changes.push({ kind: 'command', argv: ['sysctl', '-w', `${s.key}=${s.value}`] });
-    }
-  }
+  const d = state.paths[CADDY_API_DROPIN_DIR];
+  if (d && d.type !== 'dir') throw new Error(`${CADDY_API_DROPIN_DIR} exists and is not a directory`);
+  if (!d) changes.push({ kind: 'dir', path: CADDY_API_DROPIN_DIR, mode: 0o755, create: true });
+  const dropIn = file(state, CADDY_ADMIN_DROPIN, 0o644, caddyAdminDropIn(adminAddress!));
+  changes.push(...dropIn);
+  return dropIn.some((c) => c.kind === 'file');
+}
 
-  // Units: enabled is the wants symlink (what `systemctl enable` writes), so the same test holds
-  // under --root and on the host; under --root the symlink is written instead of calling systemctl.
-  const manifest = parseManifest(state.paths[MANIFEST_FILE]?.text);
+/** The running kernel's settings brought to the file's values now (on the live host). */
+function planSysctls(state: HostState, { changes, notes }: Plan): void {
+  for (const s of SYSCTL_SETTINGS) {
+    const now = state.sysctl[s.key];
+    if (now === null || now === undefined)
+      notes.push(
+        `This kernel has no ${s.key} (it needs 5.14 or later): Caddy reloads may reset queued connections.`,
+      );
+    else if (now !== s.value)
+      changes.push({ kind: 'command', argv: ['sysctl', '-w', `${s.key}=${s.value}`] });
+  }
+}
+
+/** The units to enable, start or restart (and the Caddyfile service to disable); updates the manifest. */
+function planUnits(
+  state: HostState,
+  manifest: ReturnType<typeof parseManifest>,
+  written: { unitWritten: boolean; dropInWritten: boolean },
+): Change[] {
   const enabled = (u: string) => Boolean(state.paths[wantsLink(u)]);
   const units: Change[] = [];
-  if (state.live && (unitWritten || dropInWritten))
+  if (state.live && (written.unitWritten || written.dropInWritten))
     units.push({ kind: 'command', argv: ['systemctl', 'daemon-reload'] });
   if (enabled(CADDY_UNIT)) {
     // The Caddyfile service holds the same ports and admin endpoint: only one of the two can run.
@@ -305,10 +342,10 @@ export function planInstall(
       );
     } else if (state.live && !state.active[u])
       units.push({ kind: 'command', argv: ['systemctl', 'start', u] });
-    else if (state.live && u === UNIT_NAME && unitWritten)
+    else if (state.live && u === UNIT_NAME && written.unitWritten)
       units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
     // A running Caddy keeps its admin endpoint until it starts again with the drop-in (and its RuntimeDirectory).
-    else if (state.live && u === CADDY_API_UNIT && dropInWritten)
+    else if (state.live && u === CADDY_API_UNIT && written.dropInWritten)
       units.push({ kind: 'command', argv: ['systemctl', 'restart', u] });
   }
   if (state.live && !state.systemd && units.some((c) => c.kind === 'command')) {
@@ -316,16 +353,7 @@ export function planInstall(
       'systemd is not running here (no /run/systemd/system): svc install needs it to run the service; use --root DIR to prepare an image',
     );
   }
-  // Written before the units change, so a run interrupted after enabling still knows what it enabled.
-  const m = manifestText(manifest);
-  if (m !== manifestText(parseManifest('{}')) || state.paths[MANIFEST_FILE])
-    changes.push(...file(state, MANIFEST_FILE, 0o600, m));
-  changes.push(...units);
-
-  const missing = missingPackages(state);
-  if (!state.live && missing.length)
-    notes.push(`Not installed under the root (the image must provide them): ${missing.join(', ')}.`);
-  return { changes, notes };
+  return units;
 }
 
 export interface UninstallInput {

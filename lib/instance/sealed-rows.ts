@@ -2,7 +2,7 @@
 // under. Both uses read it: boot samples one value per column to tell whether sealed data exists
 // and whether the master key in use opens it; `svc rotate-master-key` (lib/instance/rekey.ts)
 // re-seals every value of every column. A new column that holds sealed values belongs here, or a
-// rotation leaves it unreadable (tests/core/sealed-inventory.test.ts checks the schema against it).
+// rotation leaves it unreadable (tests/unit/instance/sealed-inventory.test.ts checks the schema against it).
 import type { Db } from '../db/index.js';
 import { dialectOf, rawConnection } from '../db/index.js';
 import { sql } from '../db/kysely.js';
