@@ -70,8 +70,48 @@ export function startBackground(env: Env, running: Running): void {
     await scheduler.stop();
     await settleJobs();
   });
-  // Jobs: runs a stopped control plane left are followed again (or recorded interrupted), then
-  // the scheduler, whose first wake records the due times missed while it was down.
+  startJobs(env, running);
+  // Notification channels listen to the bus from here on; boot is the first thing they hear.
+  env.notifier.start(env.bus);
+  running.onClose(() => env.notifier.stop());
+  startObserving(env, running);
+  env.bus.publish('instance', {
+    type: 'control_plane_started',
+    version: productVersion(),
+    at: new Date(env.now()).toISOString(),
+  });
+
+  followEngine(env, running);
+
+  // Deployments: boot recovery (interrupted ones cleaned up), then the queue's workers and reaper.
+  const streams = registerStreams(env);
+  running.onClose(() => streams.stopAll());
+  const deploys = env.deployments
+    .start()
+    .catch((err) => env.log.error({ err }, 'deployment service failed to start'));
+  if (marker)
+    recovery = Promise.all([data, deploys])
+      .then(() => runRecovery(env))
+      .catch((err) => env.log.error({ err }, 'recovery of the restored instance failed'));
+  running.onClose(async () => {
+    await deploys;
+    await env.deployments.stop();
+  });
+
+  // Previews past their time to live are removed with everything they made.
+  const sweeper = new PreviewSweeper(env);
+  sweeper.start();
+  running.onClose(() => sweeper.stop());
+
+  // Cluster mode: a join command's worker token is rotated once the command has expired.
+  if (env.config.cluster.mode === 'swarm') running.onClose(startJoinTokenSweep(env));
+}
+
+/**
+ * Jobs: runs a stopped control plane left are followed again (or recorded interrupted), then the
+ * scheduler, whose first wake records the due times missed while it was down.
+ */
+function startJobs(env: Env, running: Running): void {
   registerRunStream(env);
   const jobScheduler = new JobScheduler(env);
   env.jobScheduler = jobScheduler;
@@ -83,16 +123,10 @@ export function startBackground(env: Env, running: Running): void {
     await jobScheduler.stop();
     await env.runs.stop();
   });
-  // Notification channels listen to the bus from here on; boot is the first thing they hear.
-  env.notifier.start(env.bus);
-  running.onClose(() => env.notifier.stop());
-  startObserving(env, running);
-  env.bus.publish('instance', {
-    type: 'control_plane_started',
-    version: productVersion(),
-    at: new Date(env.now()).toISOString(),
-  });
+}
 
+/** Crashes and container events from the engine's event stream; a reconnect finishes what waited. */
+function followEngine(env: Env, running: Running): void {
   const crashes = new CrashWatcher({
     db: env.db,
     engine: env.engine,
@@ -137,29 +171,6 @@ export function startBackground(env: Env, running: Running): void {
     },
   ).catch((err) => env.log.error({ err }, 'docker event follower stopped'));
   running.onClose(() => events.abort());
-
-  // Deployments: boot recovery (interrupted ones cleaned up), then the queue's workers and reaper.
-  const streams = registerStreams(env);
-  running.onClose(() => streams.stopAll());
-  const deploys = env.deployments
-    .start()
-    .catch((err) => env.log.error({ err }, 'deployment service failed to start'));
-  if (marker)
-    recovery = Promise.all([data, deploys])
-      .then(() => runRecovery(env))
-      .catch((err) => env.log.error({ err }, 'recovery of the restored instance failed'));
-  running.onClose(async () => {
-    await deploys;
-    await env.deployments.stop();
-  });
-
-  // Previews past their time to live are removed with everything they made.
-  const sweeper = new PreviewSweeper(env);
-  sweeper.start();
-  running.onClose(() => sweeper.stop());
-
-  // Cluster mode: a join command's worker token is rotated once the command has expired.
-  if (env.config.cluster.mode === 'swarm') running.onClose(startJoinTokenSweep(env));
 }
 
 /**

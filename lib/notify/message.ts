@@ -68,6 +68,7 @@ export function buildMessage(
   at = new Date().toISOString(),
 ): Message {
   if (event === 'alert_fired' || event === 'alert_resolved') return alertMessage(event, d, base, at);
+  if (event === 'job_failed') return jobMessage(d, base, at);
   const app = str(d.app) ?? str(d.app_name);
   const fields: Message['fields'] = [];
   const add = (name: string, v: unknown) => {
@@ -124,17 +125,6 @@ export function buildMessage(
       add('Host', d.hostname);
       add('Expires', d.not_after);
       break;
-    case 'job_failed': {
-      const job = str(d.job) ?? 'A job';
-      title = `${job} of ${app ?? 'an app'} ${str(d.status) === 'timed_out' ? 'timed out' : str(d.status) === 'interrupted' ? 'was interrupted' : 'failed'}`;
-      text = str(d.error) ?? 'The run failed.';
-      add('App', app);
-      add('Job', d.job);
-      add('Run', d.run_id);
-      add('Trigger', d.trigger);
-      add('Exit code', d.exit_code);
-      break;
-    }
     case 'control_plane_started':
       title = 'Control plane started';
       text = `svc ${str(d.version) ?? ''} is up.`.replace('  ', ' ');
@@ -153,6 +143,33 @@ export function buildMessage(
 }
 
 /** An alert rule's move: what fired (or resolved), on which app, the value against the threshold. */
+/** A scheduled or one-off run that failed, timed out or was interrupted. */
+function jobMessage(d: Data, base: string | null, at: string): Message {
+  const app = str(d.app) ?? str(d.app_name);
+  const status = str(d.status);
+  const how = status === 'timed_out' ? 'timed out' : status === 'interrupted' ? 'was interrupted' : 'failed';
+  const fields = (
+    [
+      ['App', app],
+      ['Job', d.job],
+      ['Run', d.run_id],
+      ['Trigger', d.trigger],
+      ['Exit code', d.exit_code],
+    ] as const
+  )
+    .map(([name, v]) => ({ name, value: str(v) ?? '' }))
+    .filter((f) => f.value !== '');
+  return {
+    event: 'job_failed',
+    title: `${str(d.job) ?? 'A job'} of ${app ?? 'an app'} ${how}`,
+    text: str(d.error) ?? 'The run failed.',
+    fields,
+    tone: TONE.job_failed,
+    link: linkFor(base, d),
+    at: str(d.at) ?? at,
+  };
+}
+
 function alertMessage(
   event: 'alert_fired' | 'alert_resolved',
   d: Data,
