@@ -187,6 +187,15 @@ export async function patchServiceSettings(
   return next;
 }
 
+/** The preview whose own row the app is (its parent app and number); undefined for any other app. */
+export function previewOf(db: Db, appId: string): Promise<{ app_id: string; number: number } | undefined> {
+  return db
+    .selectFrom('previews')
+    .select(['app_id', 'number'])
+    .where('target_app_id', '=', appId)
+    .executeTakeFirst();
+}
+
 export async function getAppByName(db: Db, name: string): Promise<App | null> {
   const row = await db
     .selectFrom('apps')

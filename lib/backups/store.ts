@@ -1,5 +1,5 @@
 // Every query of app backups, as plain functions over the typed database: configs, runs,
-// restores, and the rows of other areas a backup reads (an app's name, its databases). The jobs
+// restores, and the app rows a backup reads (an app's name, the live apps). The jobs
 // (run.ts, restore.ts, verify.ts, ...) call these by name and build no query of their own.
 import type { Db } from '../db/index.js';
 import type {
@@ -243,30 +243,7 @@ export async function failRunningRestores(db: Db, error: string, finishedAt: str
     .execute();
 }
 
-// Other areas' rows, as a backup reads them.
-
-export function findDatabase(db: Db, id: string): Promise<AppDatabaseTable | undefined> {
-  return db.selectFrom('app_databases').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export async function isDatabaseOfApp(db: Db, appId: string, id: string): Promise<boolean> {
-  return (
-    (await db
-      .selectFrom('app_databases')
-      .select('id')
-      .where('app_id', '=', appId)
-      .where('id', '=', id)
-      .executeTakeFirst()) !== undefined
-  );
-}
-
-export function allDatabases(db: Db): Promise<AppDatabaseTable[]> {
-  return db.selectFrom('app_databases').selectAll().execute();
-}
-
-export async function databaseIds(db: Db): Promise<Set<string>> {
-  return new Set((await db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
-}
+// Apps, as a backup reads them (a database's rows are lib/databases/store.ts).
 
 export async function appName(db: Db, appId: string): Promise<string> {
   return (await db.selectFrom('apps').select('name').where('id', '=', appId).executeTakeFirstOrThrow()).name;

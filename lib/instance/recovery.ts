@@ -12,7 +12,10 @@ import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable, PreviewTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
-import { createDbContainer, dbSecrets, deleteDatabase, waitHealthy } from '../databases/index.js';
+import { createDbContainer, deleteDatabase } from '../databases/index.js';
+import { dbSecrets } from '../databases/engines/index.js';
+import { waitHealthy } from '../databases/container.js';
+import { setDatabaseStatus } from '../databases/store.js';
 import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { keptRunsOfDatabase } from '../backups/store.js';
 import { getDeploymentRow } from '../deploy/store.js';
@@ -105,11 +108,7 @@ async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string)
       await guard(env.engine, () => env.engine.docker.getContainer(row.container).remove({ force: true }));
     await createDbContainer(env, appName, row, dbSecrets(env, row));
     await waitHealthy(env.engine, row.container);
-    await env.db
-      .updateTable('app_databases')
-      .set({ status: 'ready', error: null })
-      .where('id', '=', row.id)
-      .execute();
+    await setDatabaseStatus(env.db, row.id, 'ready', null);
     if (volume) return item('redeployed', 'its container was created again on its volume');
     const errors: string[] = [];
     // The newest artifact that can be fetched: a local one went with the lost data directory.
