@@ -6,13 +6,18 @@ import { HttpError, notFound } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
 import { getAuditRow, isOk, withoutOtherApps } from '../audit/index.js';
 import { STATE_KINDS, notDiffable, sameState, sameValue } from './state.js';
-import { isMasked, isStateKind, type FieldValue, type State, type StateKindName } from '../audit/kinds.js';
-
-export const DIFF_STATUSES = ['added', 'removed', 'changed', 'unchanged'] as const;
+import {
+  isMasked,
+  isStateKind,
+  type DiffStatus,
+  type FieldValue,
+  type State,
+  type StateKindName,
+} from '../audit/kinds.js';
 
 export interface DiffRow {
   field: string;
-  status: (typeof DIFF_STATUSES)[number];
+  status: DiffStatus;
   before?: unknown;
   after?: unknown;
   masked: boolean;
