@@ -9,7 +9,7 @@ import type {
   BackupRunTable,
 } from '../db/schema.js';
 import { notFound } from '../http/errors.js';
-import { runRowUpdates } from './run-rows.js';
+import { runRowUpdates, slotClaimer } from './rows-store.js';
 
 // Configs.
 
@@ -62,27 +62,8 @@ export async function deleteConfigRow(db: Db, id: string): Promise<void> {
   await db.deleteFrom('backup_configs').where('id', '=', id).execute();
 }
 
-/**
- * Claims a schedule slot: one conditional UPDATE from the slot the caller read, so a slot is
- * claimed once however many ticks (or processes) see it. False when another claimed it first.
- */
-export async function claimSlot(
-  db: Db,
-  cfg: Pick<BackupConfigTable, 'id' | 'last_scheduled_at'>,
-  slot: string,
-): Promise<boolean> {
-  const claimed = await db
-    .updateTable('backup_configs')
-    .set({ last_scheduled_at: slot })
-    .where('id', '=', cfg.id)
-    .where((eb) =>
-      cfg.last_scheduled_at === null
-        ? eb('last_scheduled_at', 'is', null)
-        : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
-    )
-    .executeTakeFirst();
-  return Number(claimed.numUpdatedRows) === 1;
-}
+/** Claims a schedule slot once; false when another tick or process claimed it first. */
+export const claimSlot = slotClaimer('backup_configs');
 
 // Runs.
 
