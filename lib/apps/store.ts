@@ -205,3 +205,56 @@ export async function getAppByName(db: Db, name: string): Promise<App | null> {
     .executeTakeFirst();
   return row ? toApp(row) : null;
 }
+
+/** The images (service -> reference) of the app's latest deployment that recorded any; null: none did. */
+export async function latestDeployedImages(db: Db, appId: string): Promise<Record<string, string> | null> {
+  const deployed = await db
+    .selectFrom('deployments')
+    .select('images')
+    .where('app_id', '=', appId)
+    .where('images', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
+}
+
+/** The stored status and sleep mark of each of these apps. */
+export function appStatusRows(db: Db, appIds: string[]) {
+  return db.selectFrom('apps').select(['id', 'status', 'sleeping_at']).where('id', 'in', appIds).execute();
+}
+
+/** The apps of these that have a deployment in one of the `active` states, not waiting its turn. */
+export async function appsDeploying(db: Db, appIds: string[], active: readonly string[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('app_id')
+    .where('app_id', 'in', appIds)
+    .where('status', 'in', [...active])
+    .where('waiting', '=', 0)
+    .execute();
+  return rows.map((r) => r.app_id);
+}
+
+/** The newest deployment of each of these apps that is in none of the `active` states (ids are time-ordered). */
+export function lastFinishedDeployments(db: Db, appIds: string[], active: readonly string[]) {
+  return db
+    .selectFrom('deployments')
+    .select(['app_id', 'status'])
+    .where('app_id', 'in', appIds)
+    .where('status', 'not in', [...active])
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('deployments as d2')
+        .select((e) => e.fn.max('d2.id').as('id'))
+        .where('d2.app_id', 'in', appIds)
+        .where('d2.status', 'not in', [...active])
+        .groupBy('d2.app_id'),
+    )
+    .execute();
+}
+
+/** Whether an app (a preview's own row included) has this id. */
+export async function isApp(db: Db, id: string): Promise<boolean> {
+  return !!(await db.selectFrom('apps').select('id').where('id', '=', id).executeTakeFirst());
+}
