@@ -6,15 +6,21 @@
 //   log (BENCH_LOG_LINES=N, default 100,000; 0 skips it): a build log of N lines replayed over the WebSocket into the app page: the tab's
 //         JS heap once all are in (goal: under 200 MB) and frames per second while it scrolls
 //         (goal: at least 30).
+//   apps (BENCH_APPS=N, default 1,000; 0 skips it): N more apps; the apps page's time to its first
+//         row (navigation start -> first row drawn), next to the same browser's navigation to GET
+//         /api/health; the first page of GET /api/apps against the whole list (every page), in
+//         bytes and time.
 import { gzipSync } from 'node:zlib';
 import { newId } from '#lib/crypto/random.js';
 import { startTestServer, adminClient, ADMIN } from '../tests/_support/server.js';
 import { launchChromium } from '../tests/_support/browser.js';
 import { insertBuildLog, insertFinishedDeployment } from '../tests/_support/ws.js';
+import { insertApp } from '#lib/apps/store.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 // The issue's case by default (about 15 s more); BENCH_LOG_LINES=0 leaves it out.
 const LOG_LINES = Number(process.env.BENCH_LOG_LINES ?? 100_000);
+const APPS = Number(process.env.BENCH_APPS ?? 1_000);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const s = await startTestServer();
@@ -103,6 +109,70 @@ try {
   );
 
   if (LOG_LINES > 0) await longLog();
+  if (APPS > 0) await manyApps();
+
+  /** The apps page with APPS more apps: the first row, and what the API sends for it. */
+  async function manyApps(): Promise<void> {
+    for (let i = 0; i < APPS; i++)
+      await insertApp(s.env.db, `fleet-${String(i).padStart(5, '0')}`, {
+        type: 'image',
+        image: 'nginx:1.27',
+      });
+    const firstRow: number[] = [];
+    const healthNav: number[] = [];
+    const pageApi: Array<{ ms: number; bytes: number }> = [];
+    const wholeApi: Array<{ ms: number; bytes: number; pages: number }> = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      await page.goto(s.url + '/api/health');
+      healthNav.push(
+        await page.evaluate(
+          () => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).responseEnd,
+        ),
+      );
+      pageApi.push(
+        await page.evaluate(async () => {
+          const t = performance.now();
+          const text = await (await fetch('/api/apps?limit=50')).text();
+          return { ms: performance.now() - t, bytes: text.length };
+        }),
+      );
+      wholeApi.push(
+        await page.evaluate(async () => {
+          const t = performance.now();
+          let bytes = 0;
+          let pages = 0;
+          let cursor: string | undefined;
+          do {
+            const text = await (
+              await fetch(`/api/apps?limit=500${cursor ? `&cursor=${cursor}` : ''}`)
+            ).text();
+            bytes += text.length;
+            pages++;
+            cursor = JSON.parse(text).next_cursor;
+          } while (cursor);
+          return { ms: performance.now() - t, bytes, pages };
+        }),
+      );
+      await page.goto(s.url + '/apps', { waitUntil: 'commit' });
+      const at = await page.waitForFunction(
+        () => (document.querySelector('[data-testid="apps-row"]') ? performance.now() : 0),
+        undefined,
+        { polling: 'raf', timeout: 60_000 },
+      );
+      firstRow.push((await at.jsonValue()) as number);
+    }
+    const total = APPS + 20;
+    const row = median(firstRow);
+    const hn = median(healthNav);
+    const first = median(pageApi.map((x) => x.ms));
+    const whole = median(wholeApi.map((x) => x.ms));
+    console.log(
+      `apps page with ${total} apps: navigation -> first row drawn: median ${row.toFixed(0)} ms over ${ROUNDS} rounds; navigation -> GET /api/health answered: ${hn.toFixed(1)} ms; ratio ${(row / hn).toFixed(1)}x`,
+    );
+    console.log(
+      `GET /api/apps?limit=50 (the page's first request): median ${first.toFixed(1)} ms, ${(pageApi[0]!.bytes / 1024).toFixed(1)} KB; every page (limit=500, ${wholeApi[0]!.pages} requests): median ${whole.toFixed(1)} ms, ${(wholeApi[0]!.bytes / 1024).toFixed(1)} KB; ratio ${(whole / first).toFixed(1)}x`,
+    );
+  }
   async function longLog(): Promise<void> {
     // A finished deployment of the first app with a long log, written as the builder writes rows.
     const app = (await admin.req('GET', '/api/apps')).body.items.find(

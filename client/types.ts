@@ -121,7 +121,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List apps with their current status */
+        /** List apps by name, a page at a time, with their current status, URLs and newest deployment, and the proxy state */
         get: operations["getApiApps"];
         put?: never;
         /** Create an app */
@@ -156,7 +156,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One app with its current status */
+        /** One app with its current status, where it answers and the proxy state */
         get: operations["getApiAppsById"];
         put?: never;
         post?: never;
@@ -1829,7 +1829,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran) */
+        /** What the recovery after `svc restore-instance` brought back, and what it could not (404: none ran); a caller limited to some apps sees their items only */
         get: operations["getApiInstanceRecovery"];
         put?: never;
         post?: never;
@@ -2582,6 +2582,22 @@ export interface components {
             scopes: components["schemas"]["Permission"][] | null;
             app_ids: string[] | null;
         };
+        AppListItem: {
+            id: string;
+            name: string;
+            source: components["schemas"]["AppSource"];
+            /** @enum {string} */
+            status: "created" | "deploying" | "running" | "degraded" | "stopped" | "failed" | "crash_loop" | "oom" | "sleeping";
+            build_limits: components["schemas"]["BuildLimits"] | null;
+            /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
+            sleep_after_minutes: number | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+            urls: components["schemas"]["AppUrl"][];
+            last_deployment: components["schemas"]["LastDeployment"] | null;
+        };
         App: {
             id: string;
             name: string;
@@ -2639,6 +2655,17 @@ export interface components {
             }[];
             domains: unknown[];
         };
+        AppUrl: {
+            /** @description https:// once a certificate is served for the name, else http:// */
+            url: string;
+            hostname: string;
+            service: string | null;
+            /** @description A host under the base domain, given to the app without asking */
+            automatic: boolean;
+            https: boolean;
+            /** @enum {string} */
+            status: "unassigned" | "awaiting_dns" | "issuing" | "active" | "error";
+        };
         AuditDiff: {
             rows: {
                 field: string;
@@ -2672,6 +2699,8 @@ export interface components {
                 type: string;
                 id: string | null;
             };
+            /** @description The target's current name (an app's, a domain's hostname...); null when unknown or gone */
+            target_name: string | null;
             ip: string | null;
             /**
              * @description ok: answered 1xx-3xx; error otherwise (`status` has the code)
@@ -2938,6 +2967,8 @@ export interface components {
             rollback_of: string | null;
             delivery_id: string | null;
             waiting: boolean;
+            /** @description The username of the operator who asked for it; null for a forge's push */
+            created_by: string | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             started_at: string | null;
@@ -3139,6 +3170,19 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             expires_at: string;
         };
+        LastDeployment: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "cloning" | "building" | "deploying" | "health_checking" | "succeeded" | "failed" | "canceled" | "interrupted";
+            /** @enum {string} */
+            trigger: "manual" | "push" | "tag" | "rollback" | "hook";
+            commit: string | null;
+            commit_subject: string | null;
+            created_by: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            finished_at: string | null;
+        };
         LogDrain: {
             id: string;
             name: string;
@@ -3279,7 +3323,7 @@ export interface components {
         Permission: "self.read" | "self.manage" | "app.read" | "app.deploy" | "app.env" | "app.triggers" | "app.backup" | "app.shell" | "app.admin" | "instance.read" | "instance.admin" | "operators.manage" | "owners.manage" | "instance.owner";
         PostureItem: {
             /** @enum {string} */
-            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "cluster_managers" | "cluster_nodes";
+            code: "firewall" | "fail2ban" | "master_key" | "metrics_token" | "exposure_mode" | "base_domain" | "request_monitoring" | "host_ports" | "notify_allow" | "container_shell" | "link_local" | "cluster_managers" | "cluster_nodes";
             /** @enum {string} */
             status: "ok" | "warning" | "error" | "info";
             title: string;
@@ -3322,6 +3366,12 @@ export interface components {
             database: "none" | "empty" | "latest_backup";
             /** @description Idle minutes after which a preview sleeps (default 30); null: never */
             sleep_after_minutes: number | null;
+        };
+        ProxyHealth: {
+            /** @enum {string} */
+            state: "ok" | "starting" | "off" | "unreachable" | "out_of_sync";
+            /** @description What is wrong and what to do, in one or two sentences */
+            detail: string;
         };
         ProxySummary: {
             synced: boolean;
@@ -3515,7 +3565,11 @@ export interface components {
             next_cursor?: string;
         };
         GetApiApps200: {
-            items: components["schemas"]["App"][];
+            items: components["schemas"]["AppListItem"][];
+            next_cursor?: string;
+            /** @description Apps matching `q` in all pages */
+            total: number;
+            proxy: components["schemas"]["ProxyHealth"];
         };
         PostApiApps201: {
             app: components["schemas"]["App"];
@@ -3525,6 +3579,11 @@ export interface components {
             missing_secrets: string[];
         };
         GetApiAppsById200: {
+            app: components["schemas"]["App"];
+            urls: components["schemas"]["AppUrl"][];
+            proxy: components["schemas"]["ProxyHealth"];
+        };
+        PatchApiAppsById200: {
             app: components["schemas"]["App"];
         };
         DeleteApiAppsById200: {
@@ -4764,7 +4823,12 @@ export interface operations {
     };
     getApiApps: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description Only apps whose name contains this (any case) */
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4780,6 +4844,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetApiApps200"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4921,7 +4986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GetApiAppsById200"];
+                    "application/json": components["schemas"]["PatchApiAppsById200"];
                 };
             };
             400: components["responses"]["BadRequest"];

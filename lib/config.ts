@@ -62,6 +62,12 @@ export interface Config {
   accessLog: string;
   /** SVC_WAKE_TIMEOUT: how long a request to a sleeping app waits for it to wake, in seconds. */
   wakeTimeoutSeconds: number;
+  /** SVC_ALLOW_METADATA=true: app containers and builds may reach link-local addresses (cloud metadata). */
+  allowMetadata: boolean;
+  /** SVC_WAKE_MAX_HELD: requests and upgrades the wake path holds at once (more: 503 with Retry-After). */
+  wakeMaxHeld: number;
+  /** SVC_WAKE_IDLE: seconds a piped upgrade may carry no traffic before the wake path closes it. */
+  wakeIdleSeconds: number;
   /** The edge: Caddy driven through its admin API, ACME, DNS checks. */
   proxy: {
     /** SVC_PROXY: false keeps the control plane away from Caddy entirely (tests without one). */
@@ -399,6 +405,9 @@ export function loadConfig(env: Env = process.env): Config {
     sessionMaxSeconds: int(env, 'SVC_SESSION_MAX', 7 * 86400, 300, 365 * 86400),
     accessLog: str(env, 'SVC_ACCESS_LOG') ?? '/var/log/caddy/access.log',
     wakeTimeoutSeconds: int(env, 'SVC_WAKE_TIMEOUT', 30, 1, 600),
+    wakeMaxHeld: int(env, 'SVC_WAKE_MAX_HELD', 256, 1, 100_000),
+    allowMetadata: bool(env, 'SVC_ALLOW_METADATA', false),
+    wakeIdleSeconds: int(env, 'SVC_WAKE_IDLE', 3600, 1, 7 * 86400),
     proxy: {
       enabled: bool(env, 'SVC_PROXY', true),
       adminUrl: adminOrigin(env, 'SVC_CADDY_ADMIN', 'http://127.0.0.1:2019'),

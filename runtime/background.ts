@@ -17,8 +17,16 @@ import { adoptLegacyObjects } from '#lib/instance/owner.js';
 import { readRecoveryMarker, runRecovery } from '#lib/instance/recovery.js';
 import { PreviewSweeper } from '#lib/previews/sweeper.js';
 import { startJoinTokenSweep } from '#lib/cluster/join.js';
+import { applyMetadataGuard } from '#lib/net/metadata-guard.js';
 
 export function startBackground(env: Env, running: Running): void {
+  // App containers and builds never reach link-local (cloud metadata) unless SVC_ALLOW_METADATA=true.
+  void applyMetadataGuard({
+    allow: env.config.allowMetadata,
+    cluster: env.config.cluster.mode === 'swarm',
+  }).then((s) =>
+    env.log[s.mode === 'unenforced' ? 'warn' : 'info']({ link_local: s.mode }, `link-local: ${s.detail}`),
+  );
   if (env.monitor) env.tailer.subscribe(env.monitor.observe);
   // Request metrics read the same log; host vitals are sampled every 10 s. Close handlers run
   // last-registered first: the tailer stops before the series writes its last buckets.

@@ -7,7 +7,6 @@ import { request } from 'node:http';
 import { connect } from 'node:tls';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline/promises';
 import { ConfigError, loadConfig, parseEnvFile, type Config } from '#lib/config.js';
 import { readSetupToken } from '#lib/auth/setup.js';
@@ -28,6 +27,7 @@ import {
 } from '#lib/install/plan.js';
 import { execRunner, pathState, readHostState, type CmdRunner } from '#lib/install/state.js';
 import { applyPlan } from '#lib/install/apply.js';
+import { checkoutOf, codeProblems, describeProblems } from '#lib/install/code-owner.js';
 import {
   formatLine,
   parseListeners,
@@ -36,6 +36,7 @@ import {
   type TlsPeer,
 } from '#lib/doctor/checks.js';
 import { loadHostConfig } from './host-config.js';
+import { UsageError } from './cli/parser.js';
 
 export interface Io {
   out(line: string): void;
@@ -47,6 +48,20 @@ export interface InstallCliOptions {
   randomHex?: (bytes: number) => string;
   /** How long a live install waits for the service to write its setup token. */
   tokenWaitMs?: number;
+}
+
+/**
+ * The unit runs this checkout's code as root: refused (one line naming the path) when anyone but
+ * root can change it, whatever the mode (a dry run says what the real one would do).
+ */
+async function refuseForeignCode(io: Io): Promise<boolean> {
+  const checkout = checkoutOf(CLI_SCRIPT);
+  const problems = await codeProblems(checkout);
+  if (problems.length === 0) return false;
+  io.err(
+    `svc install: refusing to make a root service of code others can change: ${describeProblems(problems)}. Make ${checkout} root's (chown -R root:root, chmod -R go-w, folders above too) or install from a copy only root can write. Nothing was changed.`,
+  );
+  return true;
 }
 
 /** A person at a terminal confirms a live change; scripts pass --yes (or have no terminal). */
@@ -63,19 +78,6 @@ async function confirm(io: Io, question: string): Promise<boolean> {
 const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');
 const CLI_SCRIPT = fileURLToPath(new URL('./cli.js', import.meta.url));
 const isRoot = () => (process.getuid?.() ?? 0) === 0;
-
-class UsageError extends Error {}
-
-function parse(args: readonly string[], options: Record<string, { type: 'boolean' | 'string' }>) {
-  try {
-    return parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as Record<
-      string,
-      string | boolean | undefined
-    >;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
 
 function printPlan(io: Io, plan: Plan, dryRun: boolean): void {
   for (const c of plan.changes) {
@@ -127,18 +129,15 @@ async function prerequisites(io: Io, state: HostState, run: CmdRunner, dryRun: b
   return fine;
 }
 
-export async function installCmd(
-  args: readonly string[],
-  io: Io,
-  o: InstallCliOptions = {},
-): Promise<number> {
-  const v = parse(args, {
-    'dry-run': { type: 'boolean' },
-    root: { type: 'string' },
-    'base-domain': { type: 'string' },
-    'acme-email': { type: 'string' },
-    yes: { type: 'boolean' },
-  });
+export interface InstallFlags {
+  'dry-run'?: boolean;
+  root?: string;
+  'base-domain'?: string;
+  'acme-email'?: string;
+  yes?: boolean;
+}
+
+export async function installCmd(v: InstallFlags, io: Io, o: InstallCliOptions = {}): Promise<number> {
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const live = root === '/';
@@ -161,6 +160,7 @@ export async function installCmd(
       );
     throw e;
   }
+  if (await refuseForeignCode(io)) return 1;
   if (live && !dryRun && !isRoot()) {
     io.err(
       'svc install must run as root (it writes under /etc and /var/lib and enables services); --dry-run shows what it would do.',
@@ -272,16 +272,10 @@ async function printSetup(
 }
 
 export async function uninstallCmd(
-  args: readonly string[],
+  v: { 'dry-run'?: boolean; root?: string; purge?: boolean; yes?: boolean },
   io: Io,
   o: InstallCliOptions = {},
 ): Promise<number> {
-  const v = parse(args, {
-    'dry-run': { type: 'boolean' },
-    root: { type: 'string' },
-    purge: { type: 'boolean' },
-    yes: { type: 'boolean' },
-  });
   const dryRun = v['dry-run'] === true;
   const root = typeof v.root === 'string' ? resolve(v.root) : '/';
   const run = o.run ?? execRunner;
@@ -391,11 +385,14 @@ export async function liveDoctorContext(run: CmdRunner = execRunner): Promise<Do
       return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
     },
     stat: pathState,
+    code: async () => {
+      const checkout = checkoutOf(CLI_SCRIPT);
+      return { checkout, problems: await codeProblems(checkout) };
+    },
   };
 }
 
-export async function doctorCmd(args: readonly string[], io: Io, ctx?: DoctorContext): Promise<number> {
-  parse(args, {});
+export async function doctorCmd(io: Io, ctx?: DoctorContext): Promise<number> {
   const lines = await runChecks(ctx ?? (await liveDoctorContext()));
   for (const l of lines) io.out(formatLine(l));
   const errors = lines.filter((l) => l.status === 'error').length;
@@ -403,30 +400,3 @@ export async function doctorCmd(args: readonly string[], io: Io, ctx?: DoctorCon
   io.out(`${errors} errors, ${warnings} warnings.`);
   return errors ? 1 : 0;
 }
-
-/** Runs one of the three with usage errors as exit 2 and anything else as exit 1, message only. */
-export async function runInstallCommand(
-  name: 'install' | 'uninstall' | 'doctor',
-  args: readonly string[],
-  io: Io,
-): Promise<number> {
-  try {
-    if (name === 'install') return await installCmd(args, io);
-    if (name === 'uninstall') return await uninstallCmd(args, io);
-    return await doctorCmd(args, io);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(`svc ${name}: ${e.message}`);
-      io.err(USAGE[name]);
-      return 2;
-    }
-    io.err(`svc ${name}: ${(e as Error).message}.${name === 'doctor' ? '' : ' Nothing was changed.'}`);
-    return 1;
-  }
-}
-
-export const USAGE = {
-  install: 'usage: svc install [--dry-run] [--root DIR] [--base-domain DOMAIN] [--acme-email EMAIL] [--yes]',
-  uninstall: 'usage: svc uninstall [--purge] [--root DIR] [--dry-run] [--yes]',
-  doctor: 'usage: svc doctor',
-};

@@ -2,35 +2,31 @@
 // command line, so it never shows in the process list or the shell's history.
 import type { RestoreOptions } from '#lib/instance/restore.js';
 
-export function parseRestoreArgs(
-  args: string[],
+export interface RestoreFlags {
+  key?: string;
+  force?: boolean;
+  'path-style'?: boolean;
+  's3-endpoint'?: string;
+  's3-access-key-id'?: string;
+  's3-secret-access-key-env'?: string;
+  's3-region'?: string;
+}
+
+/** The restore's options from the parsed command line (runtime/cli/commands/recovery.ts). */
+export function restoreOptions(
+  source: string | undefined,
+  flags: RestoreFlags,
   env: NodeJS.ProcessEnv,
 ): Omit<RestoreOptions, 'dataDir' | 'caddyStorage'> | { error: string } {
-  let source: string | null = null;
-  let keyHex: string | null = null;
-  let force = false;
-  let pathStyle = false;
-  const s3: Record<string, string> = {};
-  const valued = new Set([
-    '--key',
-    '--s3-endpoint',
-    '--s3-access-key-id',
-    '--s3-secret-access-key-env',
-    '--s3-region',
-  ]);
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--force') force = true;
-    else if (a === '--path-style') pathStyle = true;
-    else if (valued.has(a)) {
-      const v = args[++i];
-      if (v === undefined) return { error: `${a} needs a value` };
-      if (a === '--key') keyHex = v;
-      else s3[a.slice('--s3-'.length)] = v;
-    } else if (a.startsWith('-')) return { error: `unknown option ${a}` };
-    else if (source === null) source = a;
-    else return { error: `one source only (got ${a} too)` };
-  }
+  const keyHex = flags.key ?? null;
+  const force = flags.force === true;
+  const pathStyle = flags['path-style'] === true;
+  const s3: Record<string, string | undefined> = {
+    endpoint: flags['s3-endpoint'],
+    'access-key-id': flags['s3-access-key-id'],
+    'secret-access-key-env': flags['s3-secret-access-key-env'],
+    region: flags['s3-region'],
+  };
   if (!source) return { error: 'the backup to restore (a file or s3://bucket/key) is missing' };
   if (!keyHex || !/^[0-9a-fA-F]{64}$/.test(keyHex))
     return {
@@ -46,7 +42,7 @@ export function parseRestoreArgs(
       return {
         error: 'an s3:// source needs --s3-endpoint, --s3-access-key-id and --s3-secret-access-key-env',
       };
-    const secret = env[s3['secret-access-key-env']];
+    const secret = env[s3['secret-access-key-env']!];
     if (!secret)
       return {
         error: `the environment variable ${s3['secret-access-key-env']} (--s3-secret-access-key-env) is not set`,

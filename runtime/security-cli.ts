@@ -321,26 +321,25 @@ async function agentStatus(io: CliIo, o: SecurityCliOptions, p: Paths, run: CmdR
   return 0;
 }
 
+export const AGENT_ACTIONS = ['on', 'off', 'status'] as const;
+export type AgentAction = (typeof AGENT_ACTIONS)[number];
+
 /** `svc security-agent on|off|status`; resolves to the process exit code. */
 export async function securityAgent(
-  args: readonly string[],
+  sub: AgentAction,
   io: CliIo,
   options: SecurityCliOptions = {},
 ): Promise<number> {
-  const sub = args[0];
   const run = options.run ?? defaultRunner;
-  let p: Paths;
   try {
-    p = paths(options);
+    const p = paths(options);
     if (sub === 'on') return needRoot(io, options) ? await agentOn(io, options, p, run) : 1;
     if (sub === 'off') return needRoot(io, options) ? await agentOff(io, options, p, run) : 1;
-    if (sub === 'status') return await agentStatus(io, options, p, run);
+    return await agentStatus(io, options, p, run);
   } catch (e) {
     io.err(`svc security-agent ${sub}: ${e instanceof Error ? e.message : String(e)}`);
     return 1;
   }
-  io.err('usage: svc security-agent on|off|status');
-  return 2;
 }
 
 export type PostureProvider = () => { items: PostureItem[] } | Promise<{ items: PostureItem[] }>;
@@ -350,28 +349,17 @@ export type PostureProvider = () => { items: PostureItem[] } | Promise<{ items: 
  * (`--undo` removes it, `--show` changes nothing), then prints the posture checklist.
  */
 export async function securityCheck(
-  args: readonly string[],
+  mode: 'record' | 'undo' | 'show',
   io: CliIo,
   postureProvider: PostureProvider,
   options: SecurityCliOptions = {},
 ): Promise<number> {
-  const flags = new Set(args);
-  for (const a of flags) {
-    if (a !== '--undo' && a !== '--show') {
-      io.err('usage: svc security-check [--undo | --show]');
-      return 2;
-    }
-  }
-  if (flags.has('--undo') && flags.has('--show')) {
-    io.err('usage: svc security-check [--undo | --show]');
-    return 2;
-  }
   const p = paths(options);
   try {
-    if (flags.has('--undo')) {
+    if (mode === 'undo') {
       writeOptOut(p.dataDir, false);
       io.out('Firewall and fail2ban are expected again (opt-out removed).');
-    } else if (!flags.has('--show')) {
+    } else if (mode === 'record') {
       writeOptOut(p.dataDir, true);
       io.out(
         `Recorded: firewall and fail2ban checks disabled by operator (${optOutPath(p.dataDir)}). Undo with \`svc security-check --undo\`.`,

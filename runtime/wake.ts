@@ -14,7 +14,11 @@
 //
 // A WebSocket (or other upgrade) request is held the same way, with the same checks, then
 // connected to the same container: the app's own handshake answer goes back to the client and the
-// two sockets are piped until either closes, which closes the other.
+// two sockets are piped until either closes, which closes the other, or until neither carried a
+// byte for SVC_WAKE_IDLE seconds.
+//
+// Bounded: at most SVC_WAKE_MAX_HELD requests and upgrades at once (from arrival until answered,
+// or for an upgrade until closed); one more is answered 503 with Retry-After at once.
 import {
   STATUS_CODES,
   request as httpRequest,
@@ -69,9 +73,22 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+const BUSY = 'Too many requests are waiting for sleeping apps; try again in a moment.';
+
 export function createWakePath(env: Env): WakePath {
   /** Upgrade sockets held for a wake or piped to an app, both ends: closed at shutdown. */
   const held = new Set<Duplex>();
+  /** Requests and upgrades held now (waiting, forwarded or piped), against SVC_WAKE_MAX_HELD. */
+  let holding = 0;
+  /** One more held until `release` (idempotent), or null when the wake path is full. */
+  const admit = (): (() => void) | null => {
+    if (holding >= env.config.wakeMaxHeld) return null;
+    holding++;
+    let done = false;
+    return () => {
+      if (!done) ((done = true), holding--);
+    };
+  };
   const trusted = buildBlockList(env.config.trustedProxies);
   const peerOf = (req: IncomingMessage) => {
     const p = req.socket.remoteAddress ?? '';
@@ -165,6 +182,9 @@ export function createWakePath(env: Env): WakePath {
     handle(req, res) {
       const t = verify(req);
       if (!t) return plain(res, 403, 'forbidden', 'This request did not come through the proxy.');
+      const release = admit();
+      if (!release) return plain(res, 503, 'service_unavailable', BUSY, { 'retry-after': '5' });
+      res.once('close', release);
       void woken(t)
         .then((state) => {
           if (state === 'up') return forward(req, res, t);
@@ -180,8 +200,13 @@ export function createWakePath(env: Env): WakePath {
       socket.on('error', () => socket.destroy());
       const t = verify(req);
       if (!t) return answerRaw(socket, 403, 'forbidden', 'This request did not come through the proxy.');
+      const release = admit();
+      if (!release) return answerRaw(socket, 503, 'service_unavailable', BUSY, { 'Retry-After': '5' });
       held.add(socket);
-      socket.once('close', () => held.delete(socket));
+      socket.once('close', () => {
+        held.delete(socket);
+        release();
+      });
       void woken(t)
         .then((state) => {
           if (socket.destroyed) return;
@@ -227,6 +252,7 @@ export function createWakePath(env: Env): WakePath {
       if (socket.destroyed) return void app.destroy();
       held.add(app);
       app.once('close', () => held.delete(app));
+      closeWhenIdle(socket, app, env.config.wakeIdleSeconds * 1000);
       socket.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders, () => true) + '\r\n');
       if (appHead.length) socket.write(appHead);
       if (head.length) app.write(head);
@@ -252,6 +278,21 @@ export function createWakePath(env: Env): WakePath {
   };
 
   return path;
+}
+
+/** Closes both ends of a tunnel once neither carried a byte for `ms`. */
+function closeWhenIdle(a: Duplex, b: Duplex, ms: number): void {
+  const timer = setTimeout(() => {
+    a.destroy();
+    b.destroy();
+  }, ms);
+  timer.unref();
+  const touch = () => timer.refresh();
+  a.on('data', touch);
+  b.on('data', touch);
+  const stop = () => clearTimeout(timer);
+  a.once('close', stop);
+  b.once('close', stop);
 }
 
 /** An HTTP answer written on a socket that node:http no longer manages, then the socket closed. */

@@ -241,7 +241,9 @@ export const acceptInvitation = (token: string, body: { username?: string; passw
 
 // Apps
 const app = (id: string) => ({ params: { path: { id } } });
-export const listApps = () => run(() => client.GET('/api/apps'));
+/** One page of apps by name (`?cursor=&limit=&q=`), with their URLs, newest deployment and the proxy state. */
+export const listApps = (query: { cursor?: string; limit?: number; q?: string } = {}) =>
+  run(() => client.GET('/api/apps', { params: { query } }));
 export const getApp = (id: string) => run(() => client.GET('/api/apps/{id}', app(id)));
 export const createApp = (name: string, source: AppSource) =>
   run(() => client.POST('/api/apps', { body: { name, source } }));
@@ -513,3 +515,80 @@ export const confirmIdentity = (): Promise<boolean> =>
   stepUpHandler ? stepUpHandler() : Promise.resolve(false);
 export const shellUrl = (id: string, service: string) =>
   `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/api/apps/${seg(id)}/services/${seg(service)}/shell`;
+
+// ---------------------------------------------------------------------------------------------
+// Everyday use: the apps list a page at a time, an app's start and stop, add-on templates, export
+// and import, certificates, webhook deliveries, recovery codes, the instance backup.
+// ---------------------------------------------------------------------------------------------
+
+export type AppListItem = S['AppListItem'];
+export type AppsPage = Awaited<ReturnType<typeof listApps>>;
+export type Addon = S['Addon'];
+export type AppSpec = S['AppSpec'];
+export type WebhookDelivery = S['WebhookDelivery'];
+export type InstanceBackup = S['InstanceBackup'];
+export type InstanceBackupRun = S['InstanceBackupRun'];
+export type BackupDestination = BackupConfig['destination'];
+/** A destination as a form sends it: S3's secret key only when (re)typed. */
+export type DestinationInput =
+  | { type: 'local' }
+  | (Omit<Extract<BackupDestination, { type: 's3' }>, 'secret_set'> & { secret_access_key?: string });
+
+/** Every app the caller may see (for pickers): the pages followed to the end. */
+export async function allApps(): Promise<AppListItem[]> {
+  const out: AppListItem[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await listApps({ limit: 500, ...(cursor ? { cursor } : {}) });
+    out.push(...r.items);
+    cursor = r.next_cursor;
+  } while (cursor);
+  return out;
+}
+
+export const appAction = (id: string, action: 'start' | 'stop' | 'restart') =>
+  run(() => client.POST(`/api/apps/{id}/${action}`, app(id)));
+export const exportApp = (id: string) => run(() => client.GET('/api/apps/{id}/export', app(id)));
+export const importApp = (spec: unknown) => call<{ app: App }>('POST', '/api/apps/import', spec);
+
+export const listAddons = () => run(() => client.GET('/api/addons'));
+export const installAddon = (id: string, name: string, params: Record<string, string>) =>
+  run(() => client.POST('/api/addons/{id}/install', { params: { path: { id } }, body: { name, params } }));
+
+export const uploadCertificate = (id: string, certPem: string, keyPem: string) =>
+  run(() =>
+    client.POST('/api/domains/{id}/certificate', {
+      params: { path: { id } },
+      body: { cert_pem: certPem, key_pem: keyPem },
+    }),
+  );
+export const removeCertificate = (id: string) =>
+  run(() => client.DELETE('/api/domains/{id}/certificate', { params: { path: { id } } }));
+
+export const webhookDeliveries = (id: string) =>
+  run(() => client.GET('/api/apps/{id}/webhook/deliveries', app(id)));
+
+export const regenerateRecoveryCodes = () => run(() => client.POST('/api/auth/recovery-codes'));
+export const disableTotp = () => run(() => client.DELETE('/api/auth/totp'));
+
+export const backupsOverview = () => run(() => client.GET('/api/backups'));
+export const createBackupTo = (
+  id: string,
+  b: { source: BackupSource; schedule: string; keep_last: number; destination: DestinationInput },
+) => call<unknown>('POST', `/api/apps/${seg(id)}/backups`, b).then((r) => one<BackupConfig>(r, 'backup'));
+
+export const instanceBackup = () => run(() => client.GET('/api/instance/backup')).then((r) => r.backup);
+export const putInstanceBackup = (body: {
+  schedule?: string;
+  keep_last?: number;
+  destination?: DestinationInput;
+  enabled?: boolean;
+}) => call<{ backup: InstanceBackup }>('PUT', '/api/instance/backup', body).then((r) => r.backup);
+export const runInstanceBackup = () => run(() => client.POST('/api/instance/backup/run'));
+export const instanceBackupRuns = () => run(() => client.GET('/api/instance/backup/runs'));
+/** What the last `svc restore-instance` brought back; null when none ran (404). */
+export const instanceRecovery = () =>
+  run(() => client.GET('/api/instance/recovery')).catch((e: unknown) => {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  });

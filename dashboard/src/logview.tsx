@@ -8,24 +8,29 @@ import { useTopic } from './ws';
 
 const ROW = 18;
 const HEIGHT = 420;
+const MIN_HEIGHT = 120;
 const OVERSCAN = 20;
 const PLAN_HEAD = { head: 'Build plan' } as const;
 type Row = LogLine | typeof PLAN_HEAD;
 
 /**
  * `filter` shows only the lines it accepts (runtime logs: a service, a search); `prefix` renders
- * something before each line's text (the service name). Both see lines as data, never markup.
+ * something before each line's text (the service name, the time); `format` rewrites a line's text.
+ * All see lines as data, never markup.
  */
 export function LogView({
   topic,
   label,
   filter,
   prefix,
+  format,
 }: {
   topic: string;
   label: string;
   filter?: (l: LogLine) => boolean;
   prefix?: (l: LogLine) => ComponentChildren;
+  /** The text shown for a line (default: the line as it came). */
+  format?: (l: LogLine) => string;
 }) {
   const lines = useRef<LogLine[]>([]);
   const lastSeq = useRef(0);
@@ -95,7 +100,8 @@ export function LogView({
         role="log"
         aria-label={label}
         tabIndex={0}
-        style={{ height: `${HEIGHT}px` }}
+        // As tall as its lines, up to HEIGHT: a short log leaves no empty box.
+        style={{ height: `${Math.max(MIN_HEIGHT, Math.min(HEIGHT, all.length * ROW + 8))}px` }}
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
           setScrollTop(el.scrollTop);
@@ -125,7 +131,7 @@ export function LogView({
                 data-testid="log-line"
               >
                 {prefix?.(l)}
-                {l.line}
+                {format ? format(l) : l.line}
               </div>
             ),
           )}

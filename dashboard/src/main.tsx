@@ -5,6 +5,7 @@ import * as api from './api';
 import type { User } from './api';
 import { Link, navigate, usePath } from './router';
 import { StepUpDialog } from './stepup';
+import { AccessProvider, NO_ACCESS, accessFrom, allowed, type Access } from './access';
 import { startSocket, stopSocket, useSocketState } from './ws';
 import { ErrorNote, useLoad } from './ui';
 import { SetupPage } from './pages/setup';
@@ -56,6 +57,8 @@ const RegistriesPage = lazyPage<{ canWrite: boolean }>(() =>
   import('./pages/registries').then((m) => m.RegistriesPage),
 );
 const AlertsPage = lazyPage<object>(() => import('./pages/alerts').then((m) => m.AlertsPage));
+const AppsPage = lazyPage<object>(() => import('./pages/apps').then((m) => m.AppsPage));
+const AddonsPage = lazyPage<object>(() => import('./pages/addons').then((m) => m.AddonsPage));
 const InvitePage = lazyPage<{ token: string; onDone: () => void }>(() =>
   import('./pages/invite').then((m) => m.InvitePage),
 );
@@ -190,9 +193,13 @@ function Page({ path, user, permissions }: { path: string; user: User; permissio
     case '/nodes':
       return <NodesPage />;
     case '/registries':
-      return <RegistriesPage canWrite={permissions?.includes('instance.admin') ?? true} />;
+      return <RegistriesPage canWrite={permissions?.includes('instance.admin') ?? false} />;
     case '/alerts':
       return <AlertsPage />;
+    case '/apps':
+      return <AppsPage />;
+    case '/addons':
+      return <AddonsPage />;
     default:
       return (
         <main>
@@ -217,14 +224,15 @@ function Shell({
   children: any;
 }) {
   const ws = useSocketState();
-  // What this operator may do (GET /api/auth/me): a link is shown only to those its page serves.
+  // What this operator may do (GET /api/auth/me): every page's controls follow it (access.tsx).
   // Known from the boot check; after a sign-in, asked for once.
-  const held = useLoad(
-    () => api.me().then((r) => (r as { permissions: string[] }).permissions),
+  const held = useLoad<Access>(
+    () => api.me().then(accessFrom),
     [user.id],
-    permissions,
+    permissions ? accessFrom({ user, permissions }) : undefined,
   );
-  const may = (p: string) => held.data?.includes(p) === true;
+  const access = held.data ?? NO_ACCESS;
+  const may = (p: Parameters<typeof allowed>[1]) => allowed(access, p);
   // The Nodes link only in cluster mode (instance info says which, once per sign-in).
   const cluster = useLoad(
     () =>
@@ -234,7 +242,7 @@ function Shell({
     [user.id, held.data],
   );
   return (
-    <>
+    <AccessProvider value={access}>
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -244,16 +252,17 @@ function Shell({
         </Link>
         <nav aria-label="Main">
           <Link href="/">Overview</Link>
-          {may('instance.read') && <Link href="/security">Security</Link>}
-          {may('instance.read') && <Link href="/audit">Audit</Link>}
-          <Link href="/tokens">Tokens</Link>
-          {may('operators.manage') && <Link href="/operators">Operators</Link>}
+          {may('app.read') && <Link href="/apps">Apps</Link>}
           {may('app.read') && <Link href="/domains">Domains</Link>}
           {may('instance.read') && <Link href="/alerts">Alerts</Link>}
+          {may('instance.read') && <Link href="/audit">Audit</Link>}
+          {may('instance.read') && <Link href="/security">Security</Link>}
           {may('instance.admin') && <Link href="/notifications">Notifications</Link>}
           {may('instance.read') && <Link href="/registries">Registries</Link>}
           {may('instance.read') && <Link href="/instance">Instance</Link>}
           {cluster.data && <Link href="/nodes">Nodes</Link>}
+          {may('operators.manage') && <Link href="/operators">Operators</Link>}
+          <Link href="/tokens">Tokens</Link>
           <Link href="/profile">Profile</Link>
         </nav>
         <span class={`ws ws-${ws}`} role="status" aria-live="polite">
@@ -267,7 +276,7 @@ function Shell({
       <div id="main" class="content">
         {children}
       </div>
-    </>
+    </AccessProvider>
   );
 }
 

@@ -10,6 +10,13 @@ interface Pending {
   resolve: (ok: boolean) => void;
 }
 
+/** When the operator last signed in with a TOTP code: that code cannot prove it again. */
+let totpSignInAt = 0;
+const TOTP_STEP_MS = 30_000;
+export function noteTotpSignIn(): void {
+  totpSignInAt = Date.now();
+}
+
 export function StepUpDialog({ totp, sso }: { totp: boolean; sso: boolean }) {
   const [pending, setPending] = useState<Pending | null>(null);
   const [provider, setProvider] = useState('your identity provider');
@@ -69,7 +76,18 @@ export function StepUpDialog({ totp, sso }: { totp: boolean; sso: boolean }) {
         }}
       >
         <h2 id="stepup-title">Confirm it is you</h2>
-        <p>This action needs a recent verification.</p>
+        <p data-testid="stepup-why">
+          What you asked for can delete data, show a secret or change who may do what, so it needs a fresh
+          proof that it is you. It holds for 5 minutes; signing in does not count.
+        </p>
+        {totp && !sso && (
+          <p class="small muted" data-testid="stepup-codes">
+            Type the code your authenticator app shows now, or one of your recovery codes (the one-time codes
+            saved when two-factor authentication was turned on; each works once).
+            {Date.now() - totpSignInAt < 2 * TOTP_STEP_MS &&
+              ' You signed in with a code moments ago: that one is used up, so wait for the next code.'}
+          </p>
+        )}
         {sso ? (
           <div class="stack">
             <a
@@ -95,7 +113,8 @@ export function StepUpDialog({ totp, sso }: { totp: boolean; sso: boolean }) {
               <input
                 name="stepup"
                 type={totp ? 'text' : 'password'}
-                inputMode={totp ? 'numeric' : undefined}
+                autoCapitalize={totp ? 'off' : undefined}
+                spellcheck={false}
                 autoComplete={totp ? 'one-time-code' : 'current-password'}
                 value={value}
                 onInput={(e) => setValue((e.target as HTMLInputElement).value)}

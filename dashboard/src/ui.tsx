@@ -3,13 +3,11 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
+import { sentence, type FormErrors } from './form-errors';
 
+/** The API's sentence (its details belong next to the fields they name: see form-errors.ts). */
 export function errorText(e: unknown): string {
-  if (e instanceof ApiError) {
-    const d = e.details?.map((x) => [x.field, x.message].filter(Boolean).join(': ')).filter(Boolean);
-    return d?.length ? `${e.message} (${d.join('; ')})` : e.message;
-  }
-  return e instanceof Error ? e.message : String(e);
+  return sentence(e instanceof Error ? e.message : String(e));
 }
 
 export function ErrorNote({ error }: { error: unknown }) {
@@ -17,6 +15,16 @@ export function ErrorNote({ error }: { error: unknown }) {
   return (
     <p class="error" role="alert">
       {errorText(error)}
+    </p>
+  );
+}
+
+/** A form's one sentence that belongs to no field (formErrors' `note`). */
+export function FormNote({ errors }: { errors: FormErrors }) {
+  if (!errors.note) return null;
+  return (
+    <p class="error" role="alert" data-testid="form-error">
+      {errors.note}
     </p>
   );
 }
@@ -141,6 +149,9 @@ export function Field(props: {
   mono?: boolean;
   placeholder?: string;
   inputMode?: 'numeric' | 'decimal';
+  type?: 'text' | 'password' | 'url' | 'number';
+  autoComplete?: string;
+  list?: string;
 }) {
   return (
     <div class="field">
@@ -148,6 +159,9 @@ export function Field(props: {
       <input
         id={props.id}
         name={props.id}
+        type={props.type}
+        autoComplete={props.autoComplete}
+        list={props.list}
         class={props.mono ? 'mono' : undefined}
         value={props.value}
         placeholder={props.placeholder}
@@ -230,7 +244,16 @@ export function SaveForm(props: {
   label: string;
   onSave: () => Promise<unknown>;
   children: ComponentChildren;
+  /** False: the settings are shown, not changed (no button; the fields are disabled). */
+  allowed?: boolean;
 }) {
+  if (props.allowed === false)
+    return (
+      <fieldset class="stack" disabled>
+        {props.children}
+        <p class="muted small">Changing this needs an admin.</p>
+      </fieldset>
+    );
   return (
     <form
       class="stack"
@@ -252,5 +275,42 @@ export function SaveForm(props: {
         )}
       </div>
     </form>
+  );
+}
+
+/** A function that runs `fn` at most once per `ms`, the last call of a burst included. */
+export function useThrottled(fn: () => void, ms: number): () => void {
+  const latest = useRef(fn);
+  latest.current = fn;
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
+  return useCallback(() => {
+    if (timer.current) return;
+    timer.current = setTimeout(() => {
+      timer.current = null;
+      latest.current();
+    }, ms);
+  }, [ms]);
+}
+
+/** "5 min ago" (the exact time on hover). */
+export function Ago({ at }: { at: string | null | undefined }) {
+  if (!at) return <span class="muted">—</span>;
+  const d = new Date(at);
+  const s = Math.max(0, (Date.now() - d.getTime()) / 1000);
+  const text =
+    s < 60
+      ? 'just now'
+      : s < 3600
+        ? `${Math.floor(s / 60)} min ago`
+        : s < 86_400
+          ? `${Math.floor(s / 3600)} h ago`
+          : s < 86_400 * 30
+            ? `${Math.floor(s / 86_400)} days ago`
+            : d.toLocaleDateString();
+  return (
+    <time dateTime={at} title={d.toLocaleString()}>
+      {text}
+    </time>
   );
 }

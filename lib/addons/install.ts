@@ -28,6 +28,7 @@ export async function installAddon(
   id: string,
   name: string,
   params: Record<string, string> = {},
+  createdBy: string | null = null,
 ): Promise<{ app: App; deployment: unknown; generated_secrets: Record<string, string> }> {
   const addon = getAddon(id);
   for (const [k, v] of Object.entries(params)) {
@@ -65,7 +66,7 @@ export async function installAddon(
       app.id,
       Object.entries(values).map(([key, value]) => ({ key, value, secret: secret.get(key) ?? true })),
     );
-    const { deployment } = await env.deployments.enqueue(app, { trigger: 'manual', ref: null });
+    const { deployment } = await env.deployments.enqueue(app, { trigger: 'manual', ref: null, createdBy });
     return { app, deployment, generated_secrets: generated };
   } catch (e) {
     // Nothing half-done: the app goes with whatever part of the install failed.

@@ -5,6 +5,8 @@ import { APP_STATUSES, PULL_POLICIES } from '../apps/model.js';
 import { STACKS } from '../buildplan/types.js';
 import { FINDING_LEVELS } from '../compose/types.js';
 import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
+import { DOMAIN_STATUSES } from '../domains/status.js';
+import { DEPLOY_STATUSES, DEPLOY_TRIGGERS } from '../apps/deployment.js';
 import { named, ts } from './common.js';
 
 export const buildSettingSchema = named(
@@ -159,3 +161,40 @@ export const detectionSchema = z.object({
   services: z.array(z.string()),
   findings: z.array(findingSchema),
 });
+
+export const appUrlSchema = named(
+  'AppUrl',
+  z.object({
+    url: z.string().describe('https:// once a certificate is served for the name, else http://'),
+    hostname: z.string(),
+    service: z.string().nullable(),
+    automatic: z.boolean().describe('A host under the base domain, given to the app without asking'),
+    https: z.boolean(),
+    status: z.enum(DOMAIN_STATUSES),
+  }),
+  'Where an app answers: an automatic host or a domain, as a URL',
+);
+
+export const lastDeploymentSchema = named(
+  'LastDeployment',
+  z.object({
+    id: z.string(),
+    status: z.enum(DEPLOY_STATUSES),
+    trigger: z.enum(DEPLOY_TRIGGERS),
+    commit: z.string().nullable(),
+    commit_subject: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: ts,
+    finished_at: ts.nullable(),
+  }),
+  "An app's newest deployment, as listings show it",
+);
+
+export const appListItemSchema = named(
+  'AppListItem',
+  appSchema.extend({
+    urls: z.array(appUrlSchema),
+    last_deployment: lastDeploymentSchema.nullable(),
+  }),
+  'An app with where it answers and its newest deployment',
+);

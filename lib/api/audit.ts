@@ -33,6 +33,10 @@ export const auditEntrySchema = named(
         ),
       id: z.string().nullable(),
     }),
+    target_name: z
+      .string()
+      .nullable()
+      .describe("The target's current name (an app's, a domain's hostname...); null when unknown or gone"),
     ip: z.string().nullable(),
     outcome: z.enum(AUDIT_OUTCOMES).describe('ok: answered 1xx-3xx; error otherwise (`status` has the code)'),
     summary: z

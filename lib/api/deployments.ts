@@ -26,6 +26,10 @@ export const deploymentSchema = named(
     rollback_of: z.string().nullable(),
     delivery_id: z.string().nullable(),
     waiting: z.boolean(),
+    created_by: z
+      .string()
+      .nullable()
+      .describe("The username of the operator who asked for it; null for a forge's push"),
     created_at: ts,
     started_at: ts.nullable(),
     finished_at: ts.nullable(),

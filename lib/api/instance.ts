@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { EXPOSURES } from '../config.js';
 import { DIALECTS } from '../db/kysely.js';
+import { PROXY_HEALTH_STATES } from '../proxy/health.js';
 import { named, ts } from './common.js';
 
 export const proxySummarySchema = named(
@@ -12,6 +13,15 @@ export const proxySummarySchema = named(
     error: z.string().optional().describe('Why the last sync did not apply (the next one retries)'),
   }),
   'Whether the proxy holds the configuration computed from the current rows',
+);
+
+export const proxyHealthSchema = named(
+  'ProxyHealth',
+  z.object({
+    state: z.enum(PROXY_HEALTH_STATES),
+    detail: z.string().describe('What is wrong and what to do, in one or two sentences'),
+  }),
+  'Whether the proxy serves the apps: ok, starting, off (SVC_PROXY=off), unreachable or out_of_sync',
 );
 
 export const instanceInfoSchema = named(

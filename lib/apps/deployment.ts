@@ -48,6 +48,8 @@ export interface Deployment {
   delivery_id: string | null;
   /** True for a push coalesced behind the app's running deployment (starts when it ends). */
   waiting: boolean;
+  /** The username of the operator who asked for it; null for a forge's push. */
+  created_by: string | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -78,6 +80,7 @@ export function toDeployment(row: DeploymentTable): Deployment {
     rollback_of: row.rollback_of,
     delivery_id: row.delivery_id,
     waiting: row.waiting === 1,
+    created_by: row.created_by ?? null,
     created_at: row.created_at,
     started_at: row.started_at,
     finished_at: row.finished_at,

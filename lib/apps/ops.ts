@@ -28,6 +28,7 @@ import {
 import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import { DEFAULT_DRAIN_S, type App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
+import { refuseNameTakingDomains } from '../proxy/domains.js';
 import {
   deleteAppRows,
   getApp,
@@ -186,6 +187,7 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
  */
 /** A new app row; subscribers of the `apps` topic hear of it. */
 export async function createApp(env: Env, name: string, source: AppSource): Promise<App> {
+  await refuseNameTakingDomains(env, name);
   const app = await insertApp(env.db, name, source, env.now());
   publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status: app.status });
   return app;

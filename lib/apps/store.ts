@@ -1,5 +1,6 @@
 import type { Db } from '../db/index.js';
 import { isUniqueViolation, nowIso } from '../db/index.js';
+import { sql } from '../db/kysely.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
 import {
@@ -10,6 +11,7 @@ import {
   type AppStatus,
   type BuildLimits,
 } from './model.js';
+import { toDeployment, type Deployment } from './deployment.js';
 
 export async function insertApp(
   db: Db,
@@ -46,6 +48,41 @@ export async function listApps(db: Db): Promise<App[]> {
     .orderBy('name')
     .execute();
   return rows.map(toApp);
+}
+
+export interface AppPageQuery {
+  /** The name of the last app of the previous page (names are unique and sorted). */
+  after?: string;
+  limit: number;
+  /** A part of the name, any case. */
+  search?: string;
+  /** The apps the caller may see; null: every app. */
+  appIds: readonly string[] | null;
+}
+
+/** One page of apps by name (previews and apps being deleted left out), and how many match in all. */
+export async function pageApps(
+  db: Db,
+  q: AppPageQuery,
+): Promise<{ apps: App[]; more: boolean; total: number }> {
+  let base = db.selectFrom('apps').where('deleting_at', 'is', null).where('parent_app_id', 'is', null);
+  if (q.appIds)
+    base = q.appIds.length ? base.where('id', 'in', [...q.appIds]) : base.where(sql<boolean>`1 = 0`);
+  if (q.search) {
+    // Names are lower case: the search is lowered, and its wildcards taken literally.
+    const like = '%' + q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c) + '%';
+    base = base.where(sql<boolean>`name like ${like} escape '\\'`);
+  }
+  let page = base
+    .selectAll()
+    .orderBy('name')
+    .limit(q.limit + 1);
+  if (q.after !== undefined) page = page.where('name', '>', q.after);
+  const [rows, count] = await Promise.all([
+    page.execute(),
+    base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { apps: rows.slice(0, q.limit).map(toApp), more: rows.length > q.limit, total: Number(count.n) };
 }
 
 /**
@@ -257,4 +294,24 @@ export function lastFinishedDeployments(db: Db, appIds: string[], active: readon
 /** Whether an app (a preview's own row included) has this id. */
 export async function isApp(db: Db, id: string): Promise<boolean> {
   return !!(await db.selectFrom('apps').select('id').where('id', '=', id).executeTakeFirst());
+}
+
+/** The newest deployment of each app of `appIds` (ids are time-ordered), for listings. */
+export async function lastDeployments(db: Db, appIds: readonly string[]): Promise<Map<string, Deployment>> {
+  const out = new Map<string, Deployment>();
+  if (!appIds.length) return out;
+  const ids = [...appIds];
+  const rows = await db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('deployments as d2')
+        .select((e) => e.fn.max('d2.id').as('id'))
+        .where('d2.app_id', 'in', ids)
+        .groupBy('d2.app_id'),
+    )
+    .execute();
+  for (const r of rows) out.set(r.app_id, toDeployment(r));
+  return out;
 }

@@ -9,6 +9,7 @@ import {
   sourceSchema,
 } from '../apps/schemas.js';
 import type { App } from '../apps/model.js';
+import { refuseNameTakingDomains } from '../proxy/domains.js';
 import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from '../apps/store.js';
 import { listEnv, replaceEnv } from '../apps/env.js';
 import { SERVICE_NAME } from '../compose/index.js';
@@ -76,6 +77,7 @@ export async function exportSpec(env: Env, app: App): Promise<AppSpec> {
 export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; missing_secrets: string[] }> {
   const withValues = spec.env.filter((e) => e.value !== null);
   if (withValues.length) requireSealer(env.sealer);
+  await refuseNameTakingDomains(env, spec.name);
   const app = await insertApp(env.db, spec.name, spec.source, env.now());
   try {
     for (const s of spec.services)

@@ -132,6 +132,8 @@ export interface AuditEntry {
   /** `<METHOD> <route pattern>`. */
   action: string;
   target: { type: string; id: string | null };
+  /** The target's current name, when it has one and still exists. */
+  target_name: string | null;
   ip: string | null;
   outcome: AuditOutcome;
   summary: string;
@@ -252,6 +254,7 @@ function entry(r: ListedRow, names: Map<string, string>): AuditEntry {
     actor,
     action,
     target: { type, id },
+    target_name: name ?? null,
     ip: r.ip,
     outcome: r.outcome >= 100 && r.outcome < 400 ? 'ok' : 'error',
     summary: name ? `${base}: ${name}` : base,

@@ -13,6 +13,7 @@ import {
   insertUser,
   publicUser,
   setPassword,
+  usernameKey,
   type PublicUser,
 } from './users.js';
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js';
@@ -64,7 +65,9 @@ export async function passwordLogin(
     raw !== undefined &&
     (await resolveSession(env.db, raw, limits, now))?.user.id === user.id;
   const known = knownDevice || liveSession;
-  env.loginGuard.admit(input.username, known, now);
+  // One account, one limit: `ADA` and `ada` are the same name (and the same counter).
+  const account = usernameKey(input.username);
+  env.loginGuard.admit(account, known, now);
   // An operator of the identity provider has no password: the same full verification, the same refusal.
   const sso = user !== undefined && user.sso_subject !== null;
   const hash = user && !sso ? user.password_hash : dummyHash(env.config.passwordCost);
@@ -75,7 +78,7 @@ export async function passwordLogin(
     !sso &&
     user.disabled === 0;
   if (!ok || !user) {
-    if (env.loginGuard.failed(input.username, knownDevice ? device : null, now)) {
+    if (env.loginGuard.failed(account, knownDevice ? device : null, now)) {
       env.log.warn(
         { username: input.username.slice(0, 64), ip: client.ip },
         'too many failed sign-ins: this account now answers 429 to unknown devices for a while',

@@ -5,6 +5,7 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { recordAudit } from '../audit/index.js';
 import { invalidateCredentials } from './cache.js';
+import { usernameColumn, usernameKey } from './users.js';
 
 export const CLI_ACTOR = { actorType: 'system', actor: 'cli', via: 'cli' } as const;
 
@@ -75,7 +76,7 @@ export async function disableOperatorTotp(
     const user = await tx
       .selectFrom('users')
       .select(['id', 'totp_enabled', 'totp_pending'])
-      .where('username', '=', username)
+      .where(usernameColumn, '=', usernameKey(username))
       .executeTakeFirst();
     if (!user) return null;
     await tx

@@ -6,12 +6,13 @@
 import type { Db } from '../db/index.js';
 import type { Config } from '../config.js';
 import type { InvitationTable } from '../db/schema.js';
-import { nowIso } from '../db/index.js';
+import { isUniqueViolation, nowIso } from '../db/index.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { effectiveControlDomain } from '../proxy/config.js';
 import { getBaseDomain } from '../domains/store.js';
 import { invalidateCredentials } from './cache.js';
+import { usernameColumn, usernameKey } from './users.js';
 import { can, checkAppIds, mayGrantLink, parseAppIds, requireManage, type Actor } from './operators.js';
 import { isRole, type Role } from './roles.js';
 
@@ -350,8 +351,8 @@ export async function acceptInvitation(
     if (row.kind === 'invite') {
       const username = input.username!;
       // Thrown inside the transaction: the link's used_at goes back with it, so it stays usable.
-      if (await tx.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
-        throw conflict('That username is taken');
+      const taken = tx.selectFrom('users').select('id').where(usernameColumn, '=', usernameKey(username));
+      if (await taken.executeTakeFirst()) throw conflict('That username is taken');
       const role = isRole(row.role) ? row.role : 'viewer';
       // Apps deleted since the invitation was made are dropped, not refused.
       const wanted = parseAppIds(row.app_ids);
@@ -361,6 +362,7 @@ export async function acceptInvitation(
           (a) => a.id,
         );
       const id = newId(now);
+      // A name taken concurrently (without regard to case) meets the unique index: the same 409.
       await tx
         .insertInto('users')
         .values({
@@ -377,7 +379,10 @@ export async function acceptInvitation(
           app_ids: apps === null ? null : JSON.stringify(apps),
           sso_subject: null,
         })
-        .execute();
+        .execute()
+        .catch((e: unknown) => {
+          throw isUniqueViolation(e) ? conflict('That username is taken') : e;
+        });
       return { invitationId: row.id, kind: row.kind, userId: id, username };
     }
     const user = await tx

@@ -15,7 +15,15 @@ import { Headers } from '../http/respond.js';
 import { nowIso } from '../db/index.js';
 import { safeEqual } from '../crypto/random.js';
 import { ROLES, type Role } from './roles.js';
-import { USERNAME_PATTERN, findUser, insertUser, publicUser, type PublicUser } from './users.js';
+import {
+  USERNAME_PATTERN,
+  findUser,
+  insertUser,
+  publicUser,
+  usernameColumn,
+  usernameKey,
+  type PublicUser,
+} from './users.js';
 import { authenticate } from './principal.js';
 import { startSession } from './login.js';
 import { markStepUp } from './stepup.js';
@@ -492,18 +500,19 @@ async function createOperator(
       .where('sso_subject', '=', subject)
       .executeTakeFirst();
     if (again) return { id: again.id, created: false };
+    const key = usernameKey(base);
     const taken = new Set(
       (
         await tx
           .selectFrom('users')
           .select('username')
           // `_` in a name matches any character here: a few names too many are treated as taken, which is harmless.
-          .where((eb) => eb.or([eb('username', '=', base), eb('username', 'like', `${base}-%`)]))
+          .where((eb) => eb.or([eb(usernameColumn, '=', key), eb(usernameColumn, 'like', `${key}-%`)]))
           .execute()
-      ).map((r) => r.username),
+      ).map((r) => usernameKey(r.username)),
     );
     let username = base;
-    for (let n = 2; taken.has(username); n++) username = `${base}-${n}`;
+    for (let n = 2; taken.has(usernameKey(username)); n++) username = `${base}-${n}`;
     const user = await insertUser(tx, username, NO_PASSWORD, { role, ssoSubject: subject });
     return { id: user.id, created: true };
   });

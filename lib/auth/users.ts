@@ -1,6 +1,8 @@
 import type { Db } from '../db/index.js';
 import type { UserTable } from '../db/schema.js';
-import { nowIso } from '../db/index.js';
+import { isUniqueViolation, nowIso } from '../db/index.js';
+import { sql } from '../db/kysely.js';
+import { conflict } from '../http/errors.js';
 import { newId } from '../crypto/random.js';
 import { invalidateCredentials } from './cache.js';
 import type { PrincipalUser } from '../http/handler.js';
@@ -28,8 +30,18 @@ export function publicUser(
   };
 }
 
+/** Usernames are one name without regard to case: compared by their lower case (an index holds it). */
+export const usernameKey = (username: string): string => username.toLowerCase();
+
+/** `lower(username)`, the indexed form (migration 0022), for where clauses. */
+export const usernameColumn = sql<string>`lower(username)`;
+
 export function findUserByName(db: Db, username: string) {
-  return db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where(usernameColumn, '=', usernameKey(username))
+    .executeTakeFirst();
 }
 
 export function findUser(db: Db, id: string) {
@@ -73,7 +85,12 @@ export async function insertUser(
     app_ids: opts.appIds == null ? null : JSON.stringify(opts.appIds),
     sso_subject: opts.ssoSubject ?? null,
   };
-  await db.insertInto('users').values(row).execute();
+  try {
+    await db.insertInto('users').values(row).execute();
+  } catch (e) {
+    if (isUniqueViolation(e)) throw conflict('That username is taken');
+    throw e;
+  }
   return publicUser(row);
 }
 

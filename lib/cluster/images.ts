@@ -41,18 +41,23 @@ export async function onlyLocal(engine: Engine, ref: string): Promise<boolean> {
  * Tags `localRef` as `<registry>/<path>:<tag>`, pushes it, and returns `<registry>/<path>@<digest>`.
  * The push's own stream is read to the end: an error in it fails the deploy with the registry's words.
  */
+/** What a push presents to the registry (lib/cluster/registry.ts `registryAuth`; empty: nothing). */
+export type RegistryAuth =
+  { username: string; password: string; serveraddress: string } | Record<string, never>;
+
 export async function publishImage(
   engine: Engine,
   localRef: string,
   registry: string,
   signal?: AbortSignal,
+  auth: RegistryAuth = {},
 ): Promise<string> {
   const { path, tag } = splitLocalRef(localRef);
   const repo = `${registry}/${path}`;
   return guard(engine, async () => {
     await engine.docker.getImage(localRef).tag({ repo, tag });
-    // The explicit (empty) auth header: engines refuse a push without one.
-    const pushOpts = { tag, authconfig: {}, abortSignal: signal };
+    // An auth header always (engines refuse a push without one): the registry's account, or empty.
+    const pushOpts = { tag, authconfig: auth, abortSignal: signal };
     const stream = await engine.docker.getImage(repo).push(pushOpts);
     const events = await new Promise<PushEvent[]>((resolve, reject) =>
       engine.docker.modem.followProgress(stream, (err: Error | null, out: PushEvent[]) =>
@@ -80,6 +85,7 @@ export async function publishImages(
   registry: string,
   log: (line: string) => void,
   signal?: AbortSignal,
+  auth: RegistryAuth = {},
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [service, ref] of Object.entries(images)) {
@@ -94,7 +100,7 @@ export async function publishImages(
       continue;
     }
     log(`${service}: pushing ${ref} to the cluster registry ${registry}`);
-    out[service] = await publishImage(engine, ref, registry, signal);
+    out[service] = await publishImage(engine, ref, registry, signal, auth);
     log(`${service}: pushed as ${out[service]}`);
   }
   return out;

@@ -1,5 +1,5 @@
-// The join command: one shell line a new Debian host runs as root to trust the cluster registry
-// and join the swarm as a worker. It embeds the swarm's worker join token, so it expires: the token
+// The join command: one shell line a new Debian host runs as root to trust the cluster registry,
+// log its engine in to it (the registry refuses anonymous pulls) and join the swarm as a worker. It embeds the swarm's worker join token, so it expires: the token
 // is rotated when its recorded expiry passes (a periodic sweep, and lazily at each join and list),
 // and an old command then no longer joins.
 //
@@ -8,7 +8,7 @@ import type { Services as Env } from '../http/handler.js';
 import { guard } from '../docker/engine.js';
 import { unavailable } from '../http/errors.js';
 import { readSetting, writeSetting } from '../db/settings-store.js';
-import { clusterRegistry, ENGINE_CERTS_DIR, registryCa } from './registry.js';
+import { clusterRegistry, ENGINE_CERTS_DIR, registryCa, registryCredentials } from './registry.js';
 import { swarmNodes } from './nodes.js';
 
 /** settings row: the ISO expiry of the worker token handed out, or FRESH for one nobody has seen. */
@@ -32,6 +32,8 @@ export function joinCommand(parts: {
   manager: string;
   registry: string | null;
   caPem: string | null;
+  /** The own registry's account: the new node's engine logs in with it. */
+  login?: { username: string; password: string } | null;
 }): string {
   const steps: string[] = [];
   if (parts.registry && parts.caPem) {
@@ -40,6 +42,12 @@ export function joinCommand(parts: {
     const path = (p: string) => q(p, /^\/etc\/docker\/certs\.d\/[A-Za-z0-9.:[\]-]+(\/ca\.crt)?$/, 'path');
     steps.push(`mkdir -p ${path(dir)}`);
     steps.push(`printf %s ${q(b64, BASE64, 'certificate')} | base64 -d > ${path(`${dir}/ca.crt`)}`);
+  }
+  if (parts.registry && parts.login) {
+    const secret = Buffer.from(parts.login.password, 'utf8').toString('base64');
+    steps.push(
+      `printf %s ${q(secret, BASE64, 'password')} | base64 -d | docker login --username ${q(parts.login.username, /^[a-z][a-z0-9-]{0,31}$/, 'username')} --password-stdin ${q(parts.registry, HOST_PORT, 'registry')}`,
+    );
   }
   steps.push(
     `docker swarm join --token ${q(parts.token, TOKEN, 'token')} ` +
@@ -100,6 +108,8 @@ export function expireJoinToken(env: Env): Promise<boolean> {
 export async function makeJoinCommand(env: Env): Promise<{ command: string; expires_at: string }> {
   const registry = await clusterRegistry(env);
   const caPem = await registryCa(env);
+  // Only the own registry (its CA is ours): an operator's SVC_REGISTRY is theirs to give access to.
+  const login = caPem ? await registryCredentials(env) : null;
   const managers = (await swarmNodes(env)).filter((n) => n.ManagerStatus?.Addr);
   const leader = managers.find((n) => n.ManagerStatus?.Leader) ?? managers[0];
   if (!leader) throw unavailable('the swarm has no manager address to join');
@@ -122,6 +132,7 @@ export async function makeJoinCommand(env: Env): Promise<{ command: string; expi
       manager: leader.ManagerStatus!.Addr!,
       registry: caPem ? registry : null,
       caPem,
+      login,
     }),
     expires_at: expiresAt,
   };

@@ -6,6 +6,13 @@
 // Engines trust it through /etc/docker/certs.d/<host:port>/ca.crt: the manager's is written here
 // (the control plane runs on that host), every other node's by the join command (./join.ts).
 // Certificates are made with the openssl command (argument arrays): node:crypto cannot issue them.
+//
+// It requires credentials: anonymous pulls and pushes are refused (401). One account, `svc`, with a
+// random password made on first use and sealed in the database (lib/cluster/registry-store.ts); the
+// registry gets its bcrypt hash in an htpasswd file (made by Debian's `htpasswd`, apache2-utils,
+// the password on its standard input), put into the container like the certificate. The control
+// plane pushes with it, hands it to Swarm with every service it creates or updates (the nodes'
+// agents pull with it), and the join command logs a new node's engine in with it.
 import { execFile } from 'node:child_process';
 import { request } from 'node:https';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -20,6 +27,9 @@ import { guard, isNotFound } from '../docker/engine.js';
 import { ensureImage } from '../docker/pull.js';
 import { isOwned, ownerLabels } from '../docker/owner.js';
 import { unavailable } from '../http/errors.js';
+import { randomBytes } from 'node:crypto';
+import { REGISTRY_PASSWORD_BINDING } from '../crypto/bindings.js';
+import { readSealedRegistryPassword, saveSealedRegistryPassword } from './registry-store.js';
 import type TarStream from 'tar-stream';
 
 const run = promisify(execFile);
@@ -33,6 +43,13 @@ export const REGISTRY_VOLUME = 'svc-registry-data';
 /** Where engines look for a registry's certificate authority (read at each pull). */
 export const ENGINE_CERTS_DIR = '/etc/docker/certs.d';
 const TLS_DIR = '/etc/docker/registry/tls';
+const HTPASSWD = '/etc/docker/registry/auth/htpasswd';
+export const REGISTRY_USER = 'svc';
+const AUTH_ENV = [
+  'REGISTRY_AUTH=htpasswd',
+  'REGISTRY_AUTH_HTPASSWD_REALM=svc cluster registry',
+  `REGISTRY_AUTH_HTPASSWD_PATH=${HTPASSWD}`,
+];
 const READY_MS = 30_000;
 
 export function registryDir(env: Env): string {
@@ -69,6 +86,57 @@ export async function ownRegistryAddress(env: Env): Promise<string | null> {
   return existsSync(path) ? (await readFile(path, 'utf8')).trim() : null;
 }
 
+/** The own registry's account: the password made and sealed on first use, the same ever after. */
+export async function registryCredentials(
+  env: Pick<Env, 'db' | 'sealer'>,
+): Promise<{ username: string; password: string }> {
+  let sealed = await readSealedRegistryPassword(env.db);
+  if (sealed === null) {
+    if (!env.sealer.available) env.sealer.seal('', ''); // the 503 that names the missing master key
+    const fresh = env.sealer.seal(randomBytes(24).toString('base64url'), REGISTRY_PASSWORD_BINDING);
+    sealed = await saveSealedRegistryPassword(env.db, fresh);
+  }
+  return { username: REGISTRY_USER, password: env.sealer.open(sealed, REGISTRY_PASSWORD_BINDING) };
+}
+
+/**
+ * What a push, and every Swarm service, presents to the cluster registry: the own registry's
+ * account, or nothing for an operator's SVC_REGISTRY (its access is the operator's to arrange).
+ */
+export async function registryAuth(
+  env: Env,
+): Promise<{ username: string; password: string; serveraddress: string } | Record<string, never>> {
+  if (env.config.cluster.registry) return {};
+  const serveraddress = await clusterRegistry(env);
+  return { ...(await registryCredentials(env)), serveraddress };
+}
+
+/** `svc:<bcrypt>` for the password, by htpasswd with the password on its standard input. */
+function htpasswdLine(password: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'htpasswd',
+      ['-niB', '-C', '10', '--', REGISTRY_USER],
+      { timeout: 30_000 },
+      (err, out) => {
+        if (err)
+          return reject(
+            unavailable(
+              (err as NodeJS.ErrnoException).code === 'ENOENT'
+                ? 'the cluster registry needs the htpasswd command (Debian: apt-get install apache2-utils)'
+                : `htpasswd failed: ${err.message}`,
+            ),
+          );
+        const line = out.split('\n')[0]!.trim();
+        if (!line.startsWith(`${REGISTRY_USER}:$2`))
+          return reject(unavailable('htpasswd answered no bcrypt hash'));
+        resolve(`${line}\n`);
+      },
+    );
+    child.stdin?.end(password);
+  });
+}
+
 async function advertiseAddr(env: Env): Promise<string> {
   const info = (await guard(env.engine, () => env.engine.docker.info())) as {
     Swarm?: { NodeAddr?: string; ControlAvailable?: boolean };
@@ -89,7 +157,8 @@ async function provision(env: Env): Promise<string> {
   const host = hostPort(addr, REGISTRY_PORT);
   const { caPem, certPem, keyPem } = await ensureCertificates(env, addr);
   await trustOnThisHost(host, caPem);
-  await ensureContainer(env, addr, certPem, keyPem);
+  const files = { certPem, keyPem, htpasswd: await htpasswdLine((await registryCredentials(env)).password) };
+  await ensureContainer(env, addr, files);
   await waitReady(host, caPem);
   await writeFile(join(registryDir(env), 'server.addr'), `${host}\n`, { mode: 0o600 });
   return host;
@@ -199,7 +268,13 @@ async function trustOnThisHost(host: string, caPem: string): Promise<void> {
   await writeFile(join(dir, 'ca.crt'), caPem, { mode: 0o644 });
 }
 
-async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: string): Promise<void> {
+interface RegistryFiles {
+  certPem: string;
+  keyPem: string;
+  htpasswd: string;
+}
+
+async function ensureContainer(env: Env, addr: string, files: RegistryFiles): Promise<void> {
   const docker = env.engine.docker;
   const image = env.config.imageMap[REGISTRY_IMAGE] ?? REGISTRY_IMAGE;
   await guard(env.engine, async () => {
@@ -211,10 +286,12 @@ async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: 
       if (!isOwned(env.engine, 'container', existing.Id, existing.Config.Labels ?? {}))
         throw unavailable(`a container named ${REGISTRY_CONTAINER} exists that this instance did not create`);
       const bound = existing.HostConfig.PortBindings?.[`${REGISTRY_PORT}/tcp`]?.[0]?.HostIp;
-      if (bound === addr && existing.Config.Image === image) {
+      // One made before credentials were required has no auth settings: made again (the volume stays).
+      const authed = AUTH_ENV.every((e) => (existing.Config.Env ?? []).includes(e));
+      if (bound === addr && existing.Config.Image === image && authed) {
         // The certificate may have been renewed since: put the current one in before a start.
         if (!existing.State.Running) {
-          await putTls(env, existing.Id, certPem, keyPem);
+          await putFiles(env, existing.Id, files);
           await docker.getContainer(existing.Id).start();
         }
         return;
@@ -229,6 +306,7 @@ async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: 
       Env: [
         `REGISTRY_HTTP_TLS_CERTIFICATE=${TLS_DIR}/server.crt`,
         `REGISTRY_HTTP_TLS_KEY=${TLS_DIR}/server.key`,
+        ...AUTH_ENV,
       ],
       ExposedPorts: { [`${REGISTRY_PORT}/tcp`]: {} },
       HostConfig: {
@@ -237,17 +315,19 @@ async function ensureContainer(env: Env, addr: string, certPem: string, keyPem: 
         RestartPolicy: { Name: 'unless-stopped' },
       },
     });
-    await putTls(env, c.id, certPem, keyPem);
+    await putFiles(env, c.id, files);
     await c.start();
   });
 }
 
-/** The server certificate and key go into the container itself: no host path is shared with it. */
-async function putTls(env: Env, id: string, certPem: string, keyPem: string): Promise<void> {
+/** The server certificate, its key and the htpasswd file go into the container: no host path is shared. */
+async function putFiles(env: Env, id: string, files: RegistryFiles): Promise<void> {
   const pack = tar().pack();
   pack.entry({ name: 'tls', type: 'directory', mode: 0o755 });
-  pack.entry({ name: 'tls/server.crt', mode: 0o644 }, certPem);
-  pack.entry({ name: 'tls/server.key', mode: 0o600 }, keyPem);
+  pack.entry({ name: 'tls/server.crt', mode: 0o644 }, files.certPem);
+  pack.entry({ name: 'tls/server.key', mode: 0o600 }, files.keyPem);
+  pack.entry({ name: 'auth', type: 'directory', mode: 0o755 });
+  pack.entry({ name: 'auth/htpasswd', mode: 0o600 }, files.htpasswd);
   pack.finalize();
   await env.engine.docker
     .getContainer(id)
@@ -260,9 +340,9 @@ async function waitReady(host: string, caPem: string): Promise<void> {
   for (;;) {
     try {
       const status = await probe(host, caPem);
-      // 200, or 401 for a registry with authentication: either way it answers over trusted TLS.
-      if (status === 200 || status === 401) return;
-      last = `status ${status}`;
+      // 401: it answers over trusted TLS and asks for the credentials (200 would be an open registry).
+      if (status === 401) return;
+      last = status === 200 ? 'status 200: it answers without credentials' : `status ${status}`;
     } catch (e) {
       last = (e as Error).message;
     }

@@ -42,6 +42,20 @@ export interface ClusterRolloutOptions {
   log: (line: string) => void;
   timeoutMs: number;
   onHealthChecking: () => Promise<void>;
+  /**
+   * The cluster registry's account, handed to Swarm (X-Registry-Auth) with each service whose image
+   * is in that registry, so that every node pulls with it; never with an image from elsewhere (it
+   * would go to that registry).
+   */
+  registryAuth?: { username: string; password: string; serveraddress: string } | Record<string, never>;
+}
+
+/** The auth a service's image is pulled with: the cluster registry's account for its images only. */
+export function authFor(
+  image: string,
+  auth: ClusterRolloutOptions['registryAuth'],
+): NonNullable<ClusterRolloutOptions['registryAuth']> {
+  return auth && 'serveraddress' in auth && image.startsWith(`${auth.serveraddress}/`) ? auth : {};
 }
 
 /** The shape of lib/deploy/bluegreen.ts RolloutResult: on a swarm nothing old is left to retire. */
@@ -120,8 +134,10 @@ export async function clusterRollout(
           `swarm service "${name}" exists but does not belong to app "${plan.app}"; it is left alone`,
         );
       signal?.throwIfAborted();
-      // The nodes pull with the stored login of the image's registry.
-      const auth = await serviceAuth(engine, image);
+      // The nodes pull with the cluster registry's account for its own images, else with the
+      // stored login of the image's registry.
+      const own = authFor(image, opts.registryAuth);
+      const auth = 'serveraddress' in own ? own : await serviceAuth(engine, image);
       if (!existing) {
         await guard(engine, () => engine.docker.createService(auth, spec));
         touched.push({ service: svc.name, name, created: true });

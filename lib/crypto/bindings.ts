@@ -10,3 +10,7 @@ export const s3Binding = (id: string) => `backup:${id}:s3`;
 
 /** An uploaded certificate's private key in `domain_certificates.key_sealed`. */
 export const certificateKeyBinding = (domainId: string) => `domain:${domainId}:certificate-key`;
+
+/** The password of the cluster registry the control plane runs, in `settings` (lib/cluster/registry.ts). */
+export const REGISTRY_PASSWORD_BINDING = 'cluster-registry:password';
+export const REGISTRY_PASSWORD_SETTING = 'cluster_registry_password';

@@ -37,6 +37,7 @@ import { waitHealthy } from './container.js';
 import {
   databaseRows,
   deleteDatabaseRow,
+  dropConnectionVar,
   failProvisioning,
   getDatabaseRow,
   insertDatabase,
@@ -217,6 +218,14 @@ async function provision(
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     env.log.warn({ database: row.id, err: message }, 'database provisioning failed');
+    // Nothing to connect to: the app does not keep a URL to it (a retry reserves it again).
+    await dropConnectionVar(
+      env.db,
+      env.sealer,
+      app.id,
+      row.env_var,
+      connectionUrl(row, secrets.password),
+    ).catch(() => false);
     await setDatabaseStatus(env.db, row.id, 'error', message.slice(0, 500)).catch(() => {});
     await published('error');
   }

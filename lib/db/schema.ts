@@ -181,6 +181,8 @@ export interface DeploymentTable {
   pull: number;
   /** JSON list of `<repository>@<digest>` this deployment pulled (the images retention may remove). */
   pulled: string | null;
+  /** The username of the operator who asked for it; null for a forge's push. */
+  created_by: string | null;
 }
 
 /** Credentials of one container registry; the password is sealed, bound to the row's id. */

@@ -39,7 +39,7 @@ import { mapDockerfileImages } from '../buildplan/images.js';
 import type { BuildSlot, BuildSlots } from './buildslots.js';
 import type { BuildLimits } from '../apps/model.js';
 import { clusterRollout } from '../cluster/rollout.js';
-import { clusterRegistry } from '../cluster/registry.js';
+import { clusterRegistry, registryAuth } from '../cluster/registry.js';
 import { publishImages } from '../cluster/images.js';
 import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
 
@@ -116,7 +116,7 @@ export async function runPipeline(
   const publish = async (refs: Record<string, string>) => {
     local = { ...refs };
     if (!swarm) return refs;
-    return publishImages(env.engine, refs, await clusterRegistry(env), say, signal);
+    return publishImages(env.engine, refs, await clusterRegistry(env), say, signal, await registryAuth(env));
   };
 
   const pull = (line: string) => log.write(line, 'pull');
@@ -301,6 +301,8 @@ export async function runPipeline(
       log: say,
       timeoutMs: opts.healthTimeoutMs,
       onHealthChecking: () => run.setStatus('health_checking'),
+      // The nodes' agents pull the images from the cluster registry with its account.
+      registryAuth: await registryAuth(env),
     });
     // The proxy follows the service's tasks by name: one sync picks up new hosts or upstreams.
     if (env.edge.proxy.enabled)

@@ -159,6 +159,7 @@ export class DeployService extends DeployRunner implements Deployments {
       commitWanted: input.commit ?? null,
       commitPin: pin,
       pull: input.pull ?? false,
+      createdBy: input.createdBy ?? null,
     };
     const scope = await previewScope(this.env.db, app.id);
     let result: EnqueueResult;
@@ -192,7 +193,7 @@ export class DeployService extends DeployRunner implements Deployments {
   }
 
   /** A `rollback` deployment that reuses the kept images of `targetId` (a succeeded deployment). */
-  async rollback(app: App, targetId: string): Promise<Deployment> {
+  async rollback(app: App, targetId: string, createdBy: string | null = null): Promise<Deployment> {
     const target = await getDeployment(this.env.db, app.id, targetId);
     if (target.status !== 'succeeded')
       throw conflict(
@@ -220,6 +221,7 @@ export class DeployService extends DeployRunner implements Deployments {
         spec,
         commit: target.commit,
         commitSubject: target.commit_subject,
+        createdBy,
       },
       this.env.now(),
     );

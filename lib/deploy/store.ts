@@ -38,6 +38,8 @@ export interface NewDeployment {
   pull?: boolean;
   /** A rollback runs exactly the digests of the deployment it returns to. */
   imageDigests?: Record<string, string> | null;
+  /** The username of the operator who asked for it. */
+  createdBy?: string | null;
 }
 
 function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTable {
@@ -65,6 +67,7 @@ function row(input: NewDeployment, now: number, waiting: boolean): DeploymentTab
     image_digests: input.imageDigests ? JSON.stringify(input.imageDigests) : null,
     pull: input.pull ? 1 : 0,
     pulled: null,
+    created_by: input.createdBy ?? null,
   };
 }
 

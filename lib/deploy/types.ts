@@ -42,6 +42,8 @@ export interface EnqueueInput {
   pin?: string | null;
   /** Pull every image again before deploying ("pull latest and redeploy", deploy hooks). */
   pull?: boolean;
+  /** The username of the operator who asked for it (null: a forge's push, the system). */
+  createdBy?: string | null;
 }
 
 export interface EnqueueResult {
@@ -67,7 +69,7 @@ export interface Deployments {
   setConcurrency(n: number): Promise<number>;
   queued(): string[];
   enqueue(app: App, input: EnqueueInput): Promise<EnqueueResult>;
-  rollback(app: App, targetId: string): Promise<Deployment>;
+  rollback(app: App, targetId: string, createdBy?: string | null): Promise<Deployment>;
   cancel(app: App, id: string): Promise<Deployment>;
   isRunning(id: string): boolean;
   recover(): Promise<void>;

@@ -1,6 +1,7 @@
 // `svc doctor`: every check `svc install` relies on, then the running service's health. Each check
 // is a function of a context of probes (files, sockets, DNS, TLS), so tests hand it fakes for what
 // cannot run here and the real thing (the engine socket) where it exists.
+import { describeProblems, type CodeProblem } from '../install/code-owner.js';
 import type { X509Certificate } from 'node:crypto';
 import type { Config } from '../config.js';
 import { CONTROL_ROUTE_ID } from '../proxy/config.js';
@@ -57,6 +58,8 @@ export interface DoctorContext {
   tls(address: string, port: number, servername: string): Promise<TlsPeer>;
   diskSpace(path: string): Promise<{ free: number; total: number }>;
   stat(path: string): Promise<PathState | null>;
+  /** The checkout the root service runs and what under or above it others could change (lib/install/code-owner.ts). */
+  code(): Promise<{ checkout: string; problems: CodeProblem[] }>;
 }
 
 export interface Check {
@@ -91,6 +94,17 @@ export const checks: Check[] = [
             `apt-get install --no-install-recommends ${missing.join(' ')}`,
           )
         : ok('docker.io and caddy are installed');
+    },
+  },
+  {
+    name: 'code',
+    async run({ code }) {
+      const { checkout, problems } = await code();
+      if (problems.length === 0) return ok(`${checkout}: owned by root, writable by root only`);
+      return error(
+        `root runs code others can change: ${describeProblems(problems)}`,
+        `chown -R root:root ${checkout} and chmod -R go-w it (and the folders above), or install from a copy only root can write`,
+      );
     },
   },
   {

@@ -5,7 +5,7 @@ import { isUniqueViolation, nowIso } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { DomainCertificateTable, DomainTable, HostCheckTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { HttpError, badRequest, conflict, notFound } from '../http/errors.js';
 import { checkHostname } from '../util/hostname.js';
 import { validateCertificate, type ValidatedCertificate } from './certificate.js';
 import { certificateKeyBinding as keyBinding } from '../crypto/bindings.js';
@@ -81,6 +81,16 @@ export interface DomainInput {
 export interface DomainRules {
   /** Hostnames the control plane itself uses (the control domain): refused with 409. */
   reserved: string[];
+  /**
+   * Why a hostname may not serve this app (null: none, a redirect) or null when it may: the
+   * automatic and preview hosts reserved for apps (lib/proxy/reserved.ts). Refused with 409.
+   */
+  claim?: (hostname: string, appId: string | null) => string | null;
+}
+
+function refuseClaimed(rules: DomainRules | undefined, hostname: string, appId: string | null): void {
+  const why = rules?.claim?.(hostname, appId);
+  if (why) throw new HttpError('conflict', why, [{ field: 'hostname', rule: 'reserved', message: why }]);
 }
 
 /**
@@ -160,6 +170,7 @@ export async function createDomain(
     updated_at: nowIso(now),
   };
   if (rules.reserved.includes(hostname)) throw conflict(`${hostname} is the control plane's own domain`);
+  refuseClaimed(rules, hostname, row.app_id);
   await checkTarget(db, hostname, row);
   try {
     await db.insertInto('domains').values(row).execute();
@@ -176,6 +187,7 @@ export async function updateDomain(
   id: string,
   patch: DomainInput,
   now = Date.now(),
+  rules?: DomainRules,
 ): Promise<{ before: DomainRow; after: DomainRow }> {
   const before = await getDomainRow(db, id);
   if (patch.hostname !== undefined && hostnameField('hostname', patch.hostname) !== before.hostname) {
@@ -197,6 +209,7 @@ export async function updateDomain(
   }
   if (patch.service !== undefined) next.service = optionalString('service', patch.service);
   if (patch.port !== undefined) next.port = portField(patch.port);
+  refuseClaimed(rules, next.hostname, next.redirect_to === null ? next.app_id : null);
   await checkTarget(db, next.hostname, next);
   next.updated_at = nowIso(now);
   await db

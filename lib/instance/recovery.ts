@@ -22,6 +22,7 @@ import { getDeploymentRow } from '../deploy/store.js';
 import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
 import { deployPreview } from '../previews/ops.js';
+import { appsOfRecoveryItems } from './recovery-store.js';
 
 export const RECOVERY_MARKER = 'recovery-pending.json';
 export const RECOVERY_SETTING = 'recovery_report';
@@ -60,13 +61,31 @@ export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
   }
 }
 
-export async function readRecoveryReport(env: Env): Promise<RecoveryReport | null> {
+export async function readRecoveryReport(env: Pick<Env, 'db'>): Promise<RecoveryReport | null> {
   const r = await env.db
     .selectFrom('settings')
     .select('value')
     .where('key', '=', RECOVERY_SETTING)
     .executeTakeFirst();
   return r ? (JSON.parse(r.value) as RecoveryReport) : null;
+}
+
+/**
+ * The report as a caller reaching `apps` (null: every app) may read it: only the items of those
+ * apps (an item whose app is gone since is nobody's to read but an unlimited caller's).
+ */
+export async function recoveryReportFor(
+  env: Pick<Env, 'db'>,
+  apps: ReadonlySet<string> | null,
+): Promise<RecoveryReport | null> {
+  const report = await readRecoveryReport(env);
+  if (!report || apps === null) return report;
+  const owners = await appsOfRecoveryItems(env.db, report.items);
+  const items = report.items.filter((i) => {
+    const app = owners.get(`${i.kind}\u0000${i.id}`);
+    return app !== undefined && apps.has(app);
+  });
+  return { ...report, items };
 }
 
 async function saveReport(env: Env, report: RecoveryReport): Promise<void> {

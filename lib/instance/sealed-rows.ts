@@ -14,7 +14,13 @@ import { keyBinding as sshKeyBinding } from '../keys/store.js';
 import { channelBinding, channelSecretBinding } from '../notify/store.js';
 import { registryBinding } from '../registries/model.js';
 import { drainHeadersBinding, drainUrlBinding } from '../drains/store.js';
-import { certificateKeyBinding, dbBinding, s3Binding } from '../crypto/bindings.js';
+import {
+  REGISTRY_PASSWORD_BINDING,
+  REGISTRY_PASSWORD_SETTING,
+  certificateKeyBinding,
+  dbBinding,
+  s3Binding,
+} from '../crypto/bindings.js';
 import { SIGNING_KEY_SETTING, SIGNING_KEY_BINDING, isSealed } from '../auth/signing.js';
 
 export type SealedRow = Record<string, string>;
@@ -42,6 +48,14 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     where: `key = '${SIGNING_KEY_SETTING}'`,
     binding: () => SIGNING_KEY_BINDING,
     sealedOnly: isSealed,
+  },
+  {
+    what: 'the cluster registry password',
+    table: 'settings',
+    column: 'value',
+    keys: [],
+    where: `key = '${REGISTRY_PASSWORD_SETTING}'`,
+    binding: () => REGISTRY_PASSWORD_BINDING,
   },
   {
     what: 'TOTP secrets',

@@ -270,7 +270,10 @@ function tlsMode(
   return hosts.get(hostname)?.pointsHere ? 'acme' : 'none';
 }
 
-/** One route per hostname: the control domain first, then domains, then automatic hosts. */
+/**
+ * One route per hostname, listed control domain, domains, automatic hosts. Where two claim a
+ * hostname the control domain wins, then the automatic host: a custom domain never shadows one.
+ */
 export function planRoutes(rows: EdgeRows): PlannedRoute[] {
   const taken = new Set<string>();
   const routes: PlannedRoute[] = [];
@@ -318,6 +321,9 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     return { ...base, lookup: { name: lookupName(app.id, service, p), resolver }, ...(wake ? { wake } : {}) };
   };
 
+  // A custom domain never shadows an automatic host (lib/proxy/reserved.ts): the app's own wins.
+  const automatic = automaticHosts(rows.baseDomain, rows.apps);
+  for (const a of automatic) if (a.hostname !== rows.controlDomain) taken.add(a.hostname);
   for (const d of [...rows.domains].sort((a, b) => (a.hostname < b.hostname ? -1 : 1))) {
     if (taken.has(d.hostname)) continue;
     // Unassigned domains are not served at all: nothing to route, no certificate to get.
@@ -340,9 +346,10 @@ export function planRoutes(rows: EdgeRows): PlannedRoute[] {
     });
   }
 
-  for (const a of automaticHosts(rows.baseDomain, rows.apps)) {
-    if (taken.has(a.hostname)) continue;
-    taken.add(a.hostname);
+  const routed = new Set<string>();
+  for (const a of automatic) {
+    if (a.hostname === rows.controlDomain || routed.has(a.hostname)) continue;
+    routed.add(a.hostname);
     const tls = tlsMode(a.hostname, false, rows.hosts);
     routes.push({
       id: `svc-auto-${a.appId}-${a.service}`,

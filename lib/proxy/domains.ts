@@ -26,7 +26,8 @@ import {
   type DomainRow,
 } from '../domains/store.js';
 import { checkHostname } from '../util/hostname.js';
-import { badRequest } from '../http/errors.js';
+import { HttpError, badRequest } from '../http/errors.js';
+import { collisionsUnder, domainsInNamespace, reservationOf, type Reservation } from './reserved.js';
 import { automaticHostView, domainView, type AutomaticHostView, type DomainView } from '../domains/status.js';
 
 export interface DomainCtx {
@@ -83,19 +84,70 @@ export async function listDomains(
   ]);
   const now = ctx.now();
   const byDomain = new Map(certs.map((c) => [c.domain_id, c]));
+  const auto = automaticHosts(base, apps);
+  const served = new Set(auto.map((a) => a.hostname));
   const items: Array<DomainView | AutomaticHostView> = rows.map((r) =>
-    domainView(r, byDomain.get(r.id) ?? null, checks.get(r.hostname) ?? null, now),
-  );
-  const explicit = new Set(
-    (appId === undefined ? rows : await listDomainRows(ctx.db)).map((r) => r.hostname),
+    shadowed(domainView(r, byDomain.get(r.id) ?? null, checks.get(r.hostname) ?? null, now), served),
   );
   const control = await controlDomain(ctx);
-  for (const a of automaticHosts(base, apps)) {
+  for (const a of auto) {
     if (appId !== undefined && a.appId !== appId) continue;
-    if (explicit.has(a.hostname) || a.hostname === control) continue;
+    if (a.hostname === control) continue;
     items.push(automaticHostView(a, checks.get(a.hostname) ?? null, now));
   }
   return items;
+}
+
+/**
+ * A custom domain that is an automatic host (one saved before hosts were reserved, see
+ * docs/operating.md) is not served: the automatic host wins. Its status says so.
+ */
+function shadowed(v: DomainView, automatic: ReadonlySet<string>): DomainView {
+  if (!automatic.has(v.hostname)) return v;
+  return {
+    ...v,
+    status: 'error',
+    status_detail: `not served: ${v.hostname} is an app's automatic host, which takes precedence; delete this domain`,
+  };
+}
+
+/** The rules a domain's hostname passes: not the control domain, not an app's reserved host. */
+async function domainRules(ctx: DomainCtx) {
+  const [control, base, apps] = await Promise.all([
+    controlDomain(ctx),
+    getBaseDomain(ctx.db, ctx.config.baseDomain),
+    appRows(ctx.db),
+  ]);
+  return {
+    reserved: control ? [control] : [],
+    claim: (hostname: string, appId: string | null) =>
+      reservationOf(hostname, appId, base, apps)?.message ?? null,
+  };
+}
+
+/**
+ * Refuses an app name whose automatic and preview hosts would take a custom domain of another
+ * app (or a redirect): the new app would silently take its traffic (docs/operating.md, "Reserved hosts").
+ */
+export async function refuseNameTakingDomains(
+  ctx: Pick<DomainCtx, 'db' | 'config'>,
+  name: string,
+): Promise<void> {
+  const [base, rows, apps] = await Promise.all([
+    getBaseDomain(ctx.db, ctx.config.baseDomain),
+    listDomainRows(ctx.db),
+    appRows(ctx.db),
+  ]);
+  // The name is taken already: creating the app answers that conflict.
+  if (apps.some((a) => a.name === name && a.label === undefined)) return;
+  const taken = domainsInNamespace(name, base, rows);
+  if (taken.length === 0) return;
+  const shown = taken.slice(0, 5).join(', ') + (taken.length > 5 ? ` and ${taken.length - 5} more` : '');
+  throw new HttpError(
+    'conflict',
+    `An app named "${name}" would take the domains ${shown}: its automatic and preview hosts (${name}.${base}, <anything>.${name}.${base}, pr-<n>-${name}.${base}) are reserved for it. Delete or rename those domains, or choose another name`,
+    [{ field: 'name', rule: 'reserved', message: `would take ${shown}` }],
+  );
 }
 
 /** The app a domain serves (null: a redirect; undefined: no such domain), for the caller's reach. */
@@ -112,8 +164,7 @@ export async function addDomain(
   ctx: DomainCtx,
   input: DomainInput,
 ): Promise<{ domain: DomainView; proxy: ProxySummary }> {
-  const control = await controlDomain(ctx);
-  const row = await createDomain(ctx.db, input, { reserved: control ? [control] : [] }, ctx.now());
+  const row = await createDomain(ctx.db, input, await domainRules(ctx), ctx.now());
   const proxy = await applied(ctx, row.app_id !== null || row.redirect_to !== null ? row.hostname : null);
   return { domain: await view(ctx, row), proxy };
 }
@@ -123,7 +174,7 @@ export async function changeDomain(
   id: string,
   patch: DomainInput,
 ): Promise<{ domain: DomainView; before: DomainRow; proxy: ProxySummary }> {
-  const { before, after } = await updateDomain(ctx.db, id, patch, ctx.now());
+  const { before, after } = await updateDomain(ctx.db, id, patch, ctx.now(), await domainRules(ctx));
   const proxy = await applied(ctx, after.hostname);
   return { domain: await view(ctx, after), before, proxy };
 }
@@ -178,11 +229,30 @@ export async function instanceDomains(
   return { base_domain: base, control_domain: effectiveControlDomain(ctx.config.proxy.controlDomain, base) };
 }
 
+/**
+ * A base domain under which an existing custom domain would be an app's reserved host is refused
+ * (409 naming each): the automatic host would silently take it over (docs/operating.md, "Reserved hosts").
+ */
+async function refuseCollisions(ctx: DomainCtx, value: unknown): Promise<void> {
+  if (value === null) return;
+  const r = checkHostname(value);
+  if (!r.ok) return; // setBaseDomain answers the 400 naming the rule
+  const [apps, rows] = await Promise.all([appRows(ctx.db), listDomainRows(ctx.db)]);
+  const hits: Reservation[] = collisionsUnder(r.hostname, apps, rows).slice(0, 10);
+  if (hits.length === 0) return;
+  throw new HttpError(
+    'conflict',
+    `Under the base domain ${r.hostname} these custom domains would become reserved hosts of other apps: ${hits.map((h) => h.message).join('; ')}. Delete or move them first`,
+    hits.map((h) => ({ field: 'base_domain', rule: 'reserved', message: h.message })),
+  );
+}
+
 /** `PUT /api/instance/base-domain`: null clears (SVC_BASE_DOMAIN no longer applies either). */
 export async function putBaseDomain(
   ctx: DomainCtx,
   value: unknown,
 ): Promise<{ base_domain: string | null; control_domain: string | null; proxy: ProxySummary }> {
+  await refuseCollisions(ctx, value);
   const base = await setBaseDomain(ctx.db, value);
   const control = effectiveControlDomain(ctx.config.proxy.controlDomain, base);
   // New automatic hosts and control domain: check them all before the sync decides what to issue.

@@ -78,6 +78,23 @@ export async function entryApp(env: Env, id: number | string): Promise<string | 
   return null;
 }
 
+/**
+ * Every app a revert of the entry touches: where its target is now and where the recorded state
+ * puts it back (a domain moved from A to B since: A and B). The caller needs the route's
+ * permission on each (null: no app), besides the entry's own app. Unknown entry: none.
+ */
+export async function revertReach(env: Env, id: number): Promise<Array<string | null>> {
+  let r: Recorded;
+  try {
+    r = await recorded(env, id);
+  } catch {
+    return [];
+  }
+  const kind = STATE_KINDS[r.kind];
+  const current = await kind.read(env, r.targetId);
+  return [...new Set([...kind.apps(r.targetId, current), ...kind.apps(r.targetId, r.before)])];
+}
+
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */
 export async function entryTarget(env: Env, id: number): Promise<{ kind: StateKindName; id: string } | null> {
   try {

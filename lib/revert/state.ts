@@ -55,6 +55,11 @@ import type { DrainKind } from '../drains/kinds/index.js';
 
 export interface StateKind {
   read(env: Env, id: string): Promise<State | null>;
+  /**
+   * The apps the target belongs to in a state (null: none, an instance setting or a redirect;
+   * an empty list: no state). A revert is judged where its target is now and where it goes.
+   */
+  apps(id: string, state: State | null): Array<string | null>;
   /** Brings the target back to `before`; answers the target's id when it changes (re-created). */
   apply(env: Env, id: string, before: State | null, current: State | null): Promise<string | void>;
 }
@@ -78,7 +83,13 @@ async function orNull<T>(p: Promise<T>): Promise<T | null> {
   }
 }
 
+/** The target's id is its app's (`<app id>` or `<app id>/<service>`): it never moves. */
+const ownApp = (id: string): Array<string | null> => [id.split('/')[0]!];
+/** Instance settings and channels belong to no app. */
+const noApp = (): Array<string | null> => [null];
+
 const appEnv: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
     const rows = await envRows(env.db, appId);
@@ -101,6 +112,7 @@ const appEnv: StateKind = {
 
 /** The source, flattened to one row per field, the build limits and the sleep setting. */
 const appSettings: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     const app = await orNull(getApp(env.db, appId));
     if (!app) return null;
@@ -130,6 +142,7 @@ const appSettings: StateKind = {
 
 /** id: `<app id>/<service name>`. */
 const service: StateKind = {
+  apps: ownApp,
   async read(env, id) {
     const [appId, name] = splitService(id);
     if (!(await orNull(getApp(env.db, appId)))) return null;
@@ -162,6 +175,7 @@ const splitService = (id: string): [string, string] => {
  * the changed ones (a paused rule) back as they were, under the same id.
  */
 const triggers: StateKind = {
+  apps: ownApp,
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
     const out: State = {};
@@ -194,6 +208,8 @@ const triggers: StateKind = {
  * still compare equal.
  */
 const domain: StateKind = {
+  // A redirect (or an unassigned domain) belongs to no app: outside the list of a limited caller.
+  apps: (_id, state) => (state === null ? [] : [(state.app_id as string | null) ?? null]),
   async read(env, id) {
     const d = await orNull(getDomainRow(env.db, id));
     if (!d) return null;
@@ -253,6 +269,7 @@ const domain: StateKind = {
 };
 
 const baseDomain: StateKind = {
+  apps: noApp,
   async read(env) {
     return { base_domain: (await instanceDomains(env)).base_domain };
   },
@@ -262,6 +279,7 @@ const baseDomain: StateKind = {
 };
 
 const deployConcurrency: StateKind = {
+  apps: noApp,
   async read(env) {
     return { concurrency: await readConcurrency(env.db) };
   },
@@ -271,6 +289,7 @@ const deployConcurrency: StateKind = {
 };
 
 const channel: StateKind = {
+  apps: noApp,
   async read(env, id) {
     const r = await channelRow(env.db, id);
     if (!r) return null;
@@ -312,6 +331,8 @@ const channel: StateKind = {
 
 /** A rule's settings; its state (ok, firing) is the evaluator's and never restored. */
 const alertRule: StateKind = {
+  // A rule on an app belongs to it; a host rule to none.
+  apps: (_id, state) => (state === null ? [] : [(state.app_id as string | null) ?? null]),
   async read(env, id) {
     const r = await findRule(env.db, id);
     return r ? (ruleSettings(r) as State) : null;
@@ -333,6 +354,8 @@ const alertRule: StateKind = {
 
 /** A drain, its URL and headers masked (their sealed envelopes are the row's own). */
 const logDrain: StateKind = {
+  // A drain of some apps belongs to each of them; one of every app to none.
+  apps: (_id, state) => (state === null ? [] : ((state.app_ids as string[] | null) ?? [null])),
   async read(env, id) {
     const r = await drainStoredRow(env.db, id);
     if (!r) return null;

@@ -1,6 +1,8 @@
 // The posture checklist's input, read from live state on every request: configuration, the
-// agent's snapshot file, the tailer, the engine's published ports. Only reads; never execs.
+// agent's snapshot file, the tailer, the engine's published ports, the link-local table (`nft
+// list`). Only reads.
 import { existsSync } from 'node:fs';
+import { metadataFix, metadataState } from '../net/metadata-guard.js';
 import type { Services as Env } from '../http/handler.js';
 import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
@@ -61,10 +63,12 @@ export interface PostureSources {
 
 export async function postureInputFrom(src: PostureSources): Promise<PostureInput> {
   const c = src.config;
-  const [snapshot, ports] = await Promise.all([
+  const swarm = c.cluster.mode === 'swarm';
+  const [snapshot, ports, metadata] = await Promise.all([
     c.security.agent ? readHostSnapshot(c.security.dir) : Promise.resolve(null),
     // An unreachable engine must not make the checklist hang or fail.
     withBudget(hostPorts(src.engine), ENGINE_BUDGET_MS, []),
+    metadataState({ allow: c.allowMetadata, cluster: swarm }),
   ]);
   return {
     masterKeySet: c.masterKey !== null,
@@ -82,6 +86,7 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
     hostPorts: ports,
     notifyAllow: c.notifyAllow ?? [],
     shellEnabled: c.enableShell,
+    linkLocal: { ...metadata, fix: metadataFix(metadata, swarm) },
     now: src.now,
   };
 }

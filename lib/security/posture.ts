@@ -2,6 +2,7 @@
 // them for the API, runtime/security-cli.ts for the CLI; the opt-out file is lib/security/opt-out.ts).
 import { isIP } from 'node:net';
 import { isStale, type ParsedSnapshot } from './snapshot.js';
+import type { MetadataState } from '../net/metadata-guard.js';
 
 export type PostureStatus = (typeof POSTURE_STATUSES)[number];
 export const POSTURE_CODES = [
@@ -15,6 +16,7 @@ export const POSTURE_CODES = [
   'host_ports',
   'notify_allow',
   'container_shell',
+  'link_local',
   'cluster_managers',
   'cluster_nodes',
 ] as const;
@@ -81,6 +83,8 @@ export interface PostureInput {
   notifyAllow?: readonly string[];
   /** SVC_ENABLE_SHELL=true. */
   shellEnabled?: boolean;
+  /** Whether app containers and builds can reach link-local addresses (lib/net/metadata-guard.ts). */
+  linkLocal?: MetadataState & { fix: string };
   /** Cluster mode: the swarm's managers and the hostnames of nodes that are down (absent: single host). */
   cluster?: { managers: number; managersReady: number; down: readonly string[] } | null;
   now?: number;
@@ -348,6 +352,21 @@ export function evaluatePosture(input: PostureInput): { items: PostureItem[] } {
       reason:
         'SVC_ENABLE_SHELL=true: operators (after a step-up) can open a shell inside app containers from the API.',
       fix: 'Unset SVC_ENABLE_SHELL when nobody needs it.',
+    });
+  }
+  if (input.linkLocal) {
+    const l = input.linkLocal;
+    items.push({
+      code: 'link_local',
+      status: l.mode === 'blocked' ? 'ok' : 'warning',
+      title: 'Cloud metadata',
+      reason:
+        l.mode === 'blocked'
+          ? `App containers and builds cannot reach link-local addresses (169.254.0.0/16, fe80::/10): ${l.detail}.`
+          : l.mode === 'allowed'
+            ? `App containers and builds can reach link-local addresses, the cloud metadata service among them (${l.detail}).`
+            : `App containers and builds may reach link-local addresses, the cloud metadata service among them: ${l.detail}.`,
+      fix: l.fix,
     });
   }
   if (input.cluster) items.push(...clusterRows(input.cluster));

@@ -222,6 +222,8 @@ test('an app from a git URL: created, deployed, the build log streams live, the 
       .filter({ hasText: 'second version' })
       .locator('.badge-succeeded')
       .waitFor(DEPLOY_WAIT);
+    // A rollback asks first.
+    page.once('dialog', (d) => void d.accept());
     await page
       .getByTestId('deployment-row')
       .filter({ hasText: 'first' })

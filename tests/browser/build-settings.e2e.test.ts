@@ -346,13 +346,14 @@ test('a repository with its own Dockerfile: the plan says it is built as it is',
   });
 });
 
-test('an app that runs an image has no Build tab', async (t) => {
+test('an app that runs an image has no Build tab, nor a webhook (pushes deploy git apps only)', async (t) => {
   if (!(await needChromium(t))) return;
   const name = `img-${uniq()}`;
   const r = await c.req('POST', '/api/apps', { name, source: { type: 'image', image: 'nginx:1.27' } });
   assert.equal(r.status, 201, r.text);
   await page.goto(`${s!.url}/apps/${encodeURIComponent(r.body.app.id)}`);
-  await page.getByRole('tab', { name: 'Webhook & key' }).waitFor(WAIT);
+  await page.getByRole('tab', { name: 'Domains' }).waitFor(WAIT);
   assert.equal(await page.getByRole('tab', { name: 'Build', exact: true }).count(), 0);
+  assert.equal(await page.getByRole('tab', { name: 'Webhook & key' }).count(), 0);
   assert.equal(await page.getByTestId('first-deploy').count(), 0);
 });

@@ -93,6 +93,11 @@ test('the invited person opens the link, creates their account and is signed in'
     await guest.getByLabel('Password', { exact: true }).fill(PASSWORD);
     await guest.getByLabel('Repeat the password').fill(PASSWORD);
     await guest.getByRole('button', { name: 'Create my account' }).click();
+    // A new operator is offered a second factor at once (the QR code drawn here); they may skip it.
+    const offer = guest.getByTestId('invite-totp');
+    await offer.getByRole('img', { name: 'QR code of the TOTP secret' }).waitFor(WAIT);
+    await axe(guest, 'invitation: two-factor offer');
+    await offer.getByRole('button', { name: 'Skip for now' }).click();
     await guest.getByRole('heading', { level: 1, name: 'Overview' }).waitFor(WAIT);
     assert.equal(new URL(guest.url()).pathname, '/');
     // The navigation follows the viewer's permissions: what they may read, not the operators or channels.

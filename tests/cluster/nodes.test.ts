@@ -4,7 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { get as httpsGet } from 'node:https';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { needCluster, startTestCluster, unpullable, type ClusterNode } from '../_support/cluster.js';
@@ -16,8 +19,22 @@ import { serviceLabels } from '#lib/cluster/spec.js';
 
 const run = promisify(execFile);
 
-function docker(node: ClusterNode, args: string[]) {
-  return run('docker', ['-H', `unix://${node.socketPath}`, ...args], { timeout: 120_000 });
+/**
+ * The docker CLI against a node. `config`: the CLI's own folder (its logins); by default an empty
+ * one, so no login of this host's user (or of an earlier step) is used by accident.
+ */
+function docker(node: ClusterNode, args: string[], config = emptyConfig()) {
+  return run('docker', ['-H', `unix://${node.socketPath}`, ...args], {
+    timeout: 120_000,
+    env: { ...process.env, DOCKER_CONFIG: config },
+  });
+}
+
+const configs: string[] = [];
+function emptyConfig(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-docker-config-'));
+  configs.push(dir);
+  return dir;
 }
 
 async function stepUp(c: Client): Promise<void> {
@@ -38,6 +55,7 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
   const cluster = await startTestCluster({ size: 4 });
   t.after(() => cluster.close());
   const [node1, node2, node3, node4] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode, ClusterNode];
+  t.after(() => configs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   await cluster.loadImages([registryImage], [node1]);
   // node4 starts outside the swarm: the join command brings it in.
   await node4.docker.swarmLeave({ force: true });
@@ -171,43 +189,52 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
   );
 
   let command = '';
-  await t.test('the join command joins a fourth engine as a worker and trusts the registry', async () => {
-    const denied = await c.req('POST', '/api/nodes/join');
-    assert.equal(denied.status, 403);
-    assert.equal(denied.body.code, 'step_up_required');
-    await stepUp(c);
-    const r = await c.req('POST', '/api/nodes/join');
-    assert.equal(r.status, 200, r.text);
-    command = r.body.command;
-    assert.ok(Date.parse(r.body.expires_at) > Date.now());
-    assert.match(
-      command,
-      /^mkdir -p '\/etc\/docker\/certs\.d\/10\.\d+\.0\.11:5000' && printf %s '[A-Za-z0-9+/=]+' \| base64 -d > /,
-    );
-    assert.match(command, / && docker swarm join --token 'SWMTKN-1-[a-z0-9-]+' '10\.\d+\.0\.11:2377'$/);
-    const token = ((await node1.docker.swarmInspect()) as any).JoinTokens.Worker;
-    assert.ok(command.includes(token), 'the current worker token');
-    await run('sh', ['-c', command], {
-      env: { ...process.env, DOCKER_HOST: `unix://${node4.socketPath}` },
-      timeout: 60_000,
-    });
-    const nodes = await poll(
-      'node4 listed ready',
-      async () => {
-        const n = await byName();
-        return n.get('node4')?.status === 'ready' ? n : null;
-      },
-      60_000,
-      500,
-    );
-    assert.equal(nodes.get('node4').role, 'worker');
-    const audit = await c.req('GET', '/api/audit?action=node.join_command');
-    assert.equal(audit.body.items[0]?.event, 'node.join_command', audit.text);
-    assert.ok(!audit.text.includes(token), 'the token is not in the audit log');
-  });
+  const joined = emptyConfig();
+  await t.test(
+    'the join command logs a fourth engine in to the registry, joins it as a worker, and trusts the registry',
+    async () => {
+      const denied = await c.req('POST', '/api/nodes/join');
+      assert.equal(denied.status, 403);
+      assert.equal(denied.body.code, 'step_up_required');
+      await stepUp(c);
+      const r = await c.req('POST', '/api/nodes/join');
+      assert.equal(r.status, 200, r.text);
+      command = r.body.command;
+      assert.ok(Date.parse(r.body.expires_at) > Date.now());
+      assert.match(
+        command,
+        /^mkdir -p '\/etc\/docker\/certs\.d\/10\.\d+\.0\.11:5000' && printf %s '[A-Za-z0-9+/=]+' \| base64 -d > /,
+      );
+      assert.match(command, / && docker swarm join --token 'SWMTKN-1-[a-z0-9-]+' '10\.\d+\.0\.11:2377'$/);
+      assert.match(
+        command,
+        / && printf %s '[A-Za-z0-9+/=]+' \| base64 -d \| docker login --username 'svc' --password-stdin '10\.\d+\.0\.11:5000' && /,
+      );
+      const token = ((await node1.docker.swarmInspect()) as any).JoinTokens.Worker;
+      assert.ok(command.includes(token), 'the current worker token');
+      // The CLI keeps the login in DOCKER_CONFIG: a folder of the test's, not this host's root's.
+      await run('sh', ['-c', command], {
+        env: { ...process.env, DOCKER_HOST: `unix://${node4.socketPath}`, DOCKER_CONFIG: joined },
+        timeout: 60_000,
+      });
+      const nodes = await poll(
+        'node4 listed ready',
+        async () => {
+          const n = await byName();
+          return n.get('node4')?.status === 'ready' ? n : null;
+        },
+        60_000,
+        500,
+      );
+      assert.equal(nodes.get('node4').role, 'worker');
+      const audit = await c.req('GET', '/api/audit?action=node.join_command');
+      assert.equal(audit.body.items[0]?.event, 'node.join_command', audit.text);
+      assert.ok(!audit.text.includes(token), 'the token is not in the audit log');
+    },
+  );
 
   await t.test(
-    "the own registry: a push from the manager's engine, a pull on a worker over TLS",
+    "the own registry: anonymous pushes and pulls refused; with the join command's login a push from the manager's engine, a pull on a worker over TLS",
     async () => {
       const info = await c.req('GET', '/api/instance/info');
       const registry: string = info.body.cluster.registry;
@@ -216,14 +243,31 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
       assert.ok(existsSync(caFile));
       const ref = `${registry}/probe/busybox:1`;
       await docker(node1, ['tag', BASE_IMAGE, ref]);
-      await docker(node1, ['push', ref]);
-      await docker(node4, ['pull', ref]);
+      // Nobody gets in without the account: neither a push nor a pull, nor a plain HTTPS request.
+      await assert.rejects(
+        docker(node1, ['push', ref]),
+        /no basic auth credentials|unauthorized|authentication required/i,
+      );
+      await assert.rejects(
+        docker(node4, ['pull', ref]),
+        /no basic auth credentials|unauthorized|authentication required/i,
+      );
+      const catalog = await new Promise<number>((resolve, reject) =>
+        httpsGet(`https://${registry}/v2/_catalog`, { ca: readFileSync(caFile, 'utf8') }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', reject),
+      );
+      assert.equal(catalog, 401, 'the catalog asks for credentials');
+      // The account the join command gave node4's CLI: the manager pushes with it, node4 pulls.
+      await docker(node1, ['push', ref], joined);
+      await docker(node4, ['pull', ref], joined);
       // Without the CA file the engine does not trust the registry's certificate.
       const ca = readFileSync(caFile, 'utf8');
       renameSync(caFile, `${caFile}.away`);
       try {
         await docker(node3, ['image', 'rm', ref]).catch(() => undefined);
-        await assert.rejects(docker(node3, ['pull', ref]), /certificate|x509/i);
+        await assert.rejects(docker(node3, ['pull', ref], joined), /certificate|x509/i);
       } finally {
         renameSync(`${caFile}.away`, caFile);
       }

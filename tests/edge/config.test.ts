@@ -135,7 +135,8 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
       ['svc-auto-A2-web', 'blog.apps.example.com', 'acme'],
     ],
   );
-  // An explicit domain wins over the automatic host of the same name; the control domain over both.
+  // The automatic host wins over a custom domain of the same name (another app's domain must never
+  // take its traffic, lib/proxy/reserved.ts); the control domain wins over both.
   const clash = planRoutes(
     rows({
       domains: [
@@ -160,7 +161,7 @@ test('routes: one per hostname, tagged with the contract ids; unassigned domains
   );
   assert.deepEqual(
     clash.filter((r) => r.hostname === 'blog.apps.example.com').map((r) => r.id),
-    ['svc-route-D9'],
+    ['svc-auto-A2-web'],
   );
   assert.deepEqual(
     clash.filter((r) => r.hostname === 'svc.apps.example.com').map((r) => r.id),

@@ -85,6 +85,7 @@ test('the edge: defaults and accepted forms', () => {
     publicIps: null,
     controlDomain: null,
     caddyStorage: '/var/lib/caddy/.local/share/caddy',
+    resolverPort: 2053,
   });
   const d = loadConfig({
     SVC_PROXY: 'off',

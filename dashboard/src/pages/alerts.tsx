@@ -3,6 +3,8 @@
 // fired or resolved and whether its notification went out.
 import { useState } from 'preact/hooks';
 import * as api from '../api';
+import { useCan } from '../access';
+import { useTitle } from '../title';
 import {
   alertEvents,
   createAlert,
@@ -41,9 +43,11 @@ const METRICS: ReadonlyArray<readonly [AlertMetric, string]> = [
 const label = (m: AlertMetric) => METRICS.find(([k]) => k === m)?.[1] ?? m;
 
 export function AlertsPage() {
+  useTitle('Alerts');
   const rules = useLoad(() => listAlerts());
-  const apps = useLoad(() => api.listApps());
-  const names = new Map((apps.data?.items ?? []).map((a) => [a.id, a.name]));
+  const apps = useLoad(() => api.allApps());
+  const can = useCan();
+  const names = new Map((apps.data ?? []).map((a) => [a.id, a.name]));
   const history = useLoad(() => alertEvents());
   const reload = async () => {
     await rules.reload();
@@ -73,19 +77,30 @@ export function AlertsPage() {
                 key={r.id}
                 r={r}
                 app={r.app_id ? (names.get(r.app_id) ?? r.app_id) : null}
+                writable={can('instance.admin')}
                 onChange={reload}
               />
             ))}
           </tbody>
         </table>
       </section>
-      <NewRule apps={apps.data?.items ?? []} onCreated={reload} />
+      {can('instance.admin') && <NewRule apps={apps.data ?? []} onCreated={reload} />}
       <History events={history.data?.items ?? null} error={history.error} />
     </main>
   );
 }
 
-function Rule({ r, app, onChange }: { r: AlertRule; app: string | null; onChange: () => Promise<void> }) {
+function Rule({
+  r,
+  app,
+  writable,
+  onChange,
+}: {
+  r: AlertRule;
+  app: string | null;
+  writable: boolean;
+  onChange: () => Promise<void>;
+}) {
   const act = useAction();
   return (
     <tr data-testid="alert-rule">
@@ -103,32 +118,36 @@ function Rule({ r, app, onChange }: { r: AlertRule; app: string | null; onChange
       </td>
       <td>{r.value ?? <span class="muted">—</span>}</td>
       <td class="row">
-        <button
-          type="button"
-          disabled={act.busy}
-          onClick={() =>
-            act.run(async () => {
-              await patchAlert(r.id, { enabled: !r.enabled });
-              await onChange();
-            })
-          }
-        >
-          {r.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{r.name}</span>
-        </button>
-        <button
-          type="button"
-          class="danger"
-          disabled={act.busy}
-          onClick={() =>
-            confirm(`Delete the rule ${r.name}?`) &&
-            act.run(async () => {
-              await deleteAlert(r.id);
-              await onChange();
-            })
-          }
-        >
-          Delete <span class="sr-only">{r.name}</span>
-        </button>
+        {writable && (
+          <>
+            <button
+              type="button"
+              disabled={act.busy}
+              onClick={() =>
+                act.run(async () => {
+                  await patchAlert(r.id, { enabled: !r.enabled });
+                  await onChange();
+                })
+              }
+            >
+              {r.enabled ? 'Disable' : 'Enable'} <span class="sr-only">{r.name}</span>
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={act.busy}
+              onClick={() =>
+                confirm(`Delete the rule ${r.name}?`) &&
+                act.run(async () => {
+                  await deleteAlert(r.id);
+                  await onChange();
+                })
+              }
+            >
+              Delete <span class="sr-only">{r.name}</span>
+            </button>
+          </>
+        )}
         <ErrorNote error={act.error} />
       </td>
     </tr>

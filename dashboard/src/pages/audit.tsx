@@ -5,7 +5,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import * as api from '../api';
 import type { AuditDiffRow, AuditFilter, AuditRow } from '../api';
 import { ApiError } from '../api';
-import { ErrorNote, When, errorText, useAction } from '../ui';
+import { ErrorNote, When, errorText, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 const ROW_HEIGHT = 44;
 const VIEW_HEIGHT = 440;
@@ -16,6 +17,7 @@ const PAGE = 100;
 const toIso = (v: string) => (v ? new Date(v).toISOString() : undefined);
 
 export function AuditPage() {
+  useTitle('Audit');
   const [draft, setDraft] = useState({ actor: '', action: '', target: '', since: '', until: '' });
   const [filter, setFilter] = useState<AuditFilter>({});
   const [items, setItems] = useState<AuditRow[]>([]);
@@ -25,6 +27,8 @@ export function AuditPage() {
   const [selected, setSelected] = useState<AuditRow | null>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const generation = useRef(0);
+  const apps = useLoad(() => api.allApps());
+  const idOfName = (t: string) => apps.data?.find((a) => a.name === t)?.id ?? t;
 
   const load = async (f: AuditFilter, cursor?: string) => {
     const gen = cursor ? generation.current : ++generation.current;
@@ -71,7 +75,8 @@ export function AuditPage() {
             setFilter({
               actor: draft.actor.trim() || undefined,
               action: draft.action.trim() || undefined,
-              target: draft.target.trim() || undefined,
+              // An app is named; the API filters by id.
+              target: idOfName(draft.target.trim()) || undefined,
               since: toIso(draft.since),
               until: toIso(draft.until),
             });
@@ -96,13 +101,19 @@ export function AuditPage() {
             />
           </label>
           <label>
-            Target
+            App or target
             <input
               name="target"
+              list="audit-apps"
               value={draft.target}
               onInput={(e) => setDraft({ ...draft, target: (e.target as HTMLInputElement).value })}
-              placeholder="an app or domain id"
+              placeholder="an app's name, or an id"
             />
+            <datalist id="audit-apps">
+              {(apps.data ?? []).map((a) => (
+                <option key={a.id} value={a.name} />
+              ))}
+            </datalist>
           </label>
           <label>
             From
@@ -193,8 +204,8 @@ export function AuditPage() {
                 <span class="ellipsis" title={e.action}>
                   {e.summary}
                 </span>
-                <span class="mono ellipsis" title={e.target.type}>
-                  {e.target.id ?? e.target.type}
+                <span class={`ellipsis${e.target_name ? '' : ' mono'}`} title={e.target.id ?? e.target.type}>
+                  {e.target_name ?? (e.target.id ? `${e.target.type} ${e.target.id}` : e.target.type)}
                 </span>
                 <span>
                   {e.outcome}

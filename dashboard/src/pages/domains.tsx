@@ -5,6 +5,8 @@ import * as api from '../api';
 import type { DnsCheck } from '../api';
 import { Link } from '../router';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useCan } from '../access';
+import { useTitle } from '../title';
 
 const DAY = 86_400_000;
 
@@ -15,8 +17,12 @@ export function certDaysLeft(d: { certificate: { not_after: string } | null }): 
 }
 
 export function DomainsPage() {
+  useTitle('Domains');
   const domains = useLoad(() => api.listDomains().then((r) => r.items));
+  // The apps' names: a domain is shown with the app it serves, not its id.
+  const names = useLoad(() => api.allApps().then((all) => new Map(all.map((a) => [a.id, a.name]))));
   const act = useAction();
+  const can = useCan();
   return (
     <main>
       <h1>Domains</h1>
@@ -31,11 +37,11 @@ export function DomainsPage() {
           </p>
         )}
         {domains.data && domains.data.length > 0 && (
-          <table>
+          <table class="stack-sm">
             <thead>
               <tr>
                 <th>Hostname</th>
-                <th>Target</th>
+                <th>Serves</th>
                 <th>Status</th>
                 <th>Certificate</th>
                 <th>DNS</th>
@@ -56,7 +62,12 @@ export function DomainsPage() {
                     </td>
                     <td>
                       {d.app_id ? (
-                        <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>{d.service ?? d.app_id}</Link>
+                        <>
+                          <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>
+                            {names.data?.get(d.app_id) ?? 'an app'}
+                          </Link>
+                          {d.service && <span class="muted small"> {d.service}</span>}
+                        </>
                       ) : 'redirect_to' in d && d.redirect_to ? (
                         `redirect to ${d.redirect_to}`
                       ) : (
@@ -91,7 +102,7 @@ export function DomainsPage() {
                       )}
                     </td>
                     <td>
-                      {id && (
+                      {id && can('app.admin', d.app_id ?? undefined) && (
                         <button
                           type="button"
                           disabled={act.busy}

@@ -132,7 +132,7 @@ function NewDrain({ onCreated }: { onCreated: () => Promise<void> }) {
   const [url, setUrl] = useState('');
   const [app, setApp] = useState('');
   const [header, setHeader] = useState('');
-  const apps = useLoad(() => api.listApps());
+  const apps = useLoad(() => api.allApps());
   const saving = useSaving();
   const errs = fieldErrors(saving.error, '');
   return (
@@ -170,7 +170,7 @@ function NewDrain({ onCreated }: { onCreated: () => Promise<void> }) {
         id="drain-app"
         label="Apps"
         value={app}
-        options={[['', 'Every app'], ...(apps.data?.items ?? []).map((a) => [a.id, a.name] as const)]}
+        options={[['', 'Every app'], ...(apps.data ?? []).map((a) => [a.id, a.name] as const)]}
         onChange={setApp}
       />
       {kind !== 'syslog' && (

@@ -6,11 +6,16 @@ import * as api from '../api';
 import type { DnsCheck } from '../api';
 import { bytes } from '../spark';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 import { DnsResult } from './domains';
 import { DrainsSection } from './drains';
+import { InstanceBackupCard } from './instance-backup';
+import { useCan } from '../access';
 
 export function InstancePage() {
+  useTitle('Instance');
   const info = useLoad(() => api.instanceInfo());
+  const can = useCan();
   return (
     <main>
       <h1>Instance</h1>
@@ -33,10 +38,18 @@ export function InstancePage() {
                 {info.data.engine.reachable ? `reachable, ${info.data.engine.version}` : 'not reachable'}
               </dd>
               <dt>Proxy</dt>
-              <dd>
-                {info.data.proxy.reachable
-                  ? `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}`
-                  : 'not reachable'}
+              <dd data-testid="instance-proxy">
+                {info.data.proxy.reachable ? (
+                  `reachable${info.data.proxy.version ? `, ${info.data.proxy.version}` : ''}`
+                ) : (
+                  <>
+                    <span class="warning">not reachable</span>
+                    <div class="small muted">
+                      Apps run, but no URL reaches them until Caddy runs with its admin API where
+                      SVC_CADDY_ADMIN points (the README's "Caddy" section starts one locally).
+                    </div>
+                  </>
+                )}
               </dd>
               <dt>Database</dt>
               <dd>
@@ -49,18 +62,19 @@ export function InstancePage() {
             </dl>
           )}
         </section>
-        <BaseDomain onChange={info.reload} />
-        <Concurrency />
-        <Disk />
+        <BaseDomain onChange={info.reload} writable={can('instance.owner')} />
+        <Concurrency writable={can('instance.admin')} />
+        <Disk writable={can('instance.admin')} />
+        <InstanceBackupCard writable={can('instance.admin')} />
         <DrainsSection />
-        <Restart />
-        <Reset />
+        {can('instance.admin') && <Restart />}
+        {can('instance.owner') && <Reset />}
       </div>
     </main>
   );
 }
 
-function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
+function BaseDomain({ onChange, writable }: { onChange: () => Promise<void>; writable: boolean }) {
   const [value, setValue] = useState('');
   const [current, setCurrent] = useState<string | null>(null);
   const [dns, setDns] = useState<DnsCheck | null>(null);
@@ -83,9 +97,10 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
         Current: <strong data-testid="base-domain">{current ?? 'none'}</strong>
       </p>
       <form
-        class="row"
+        class="row wrap"
         onSubmit={(e) => {
           e.preventDefault();
+          if (!writable) return;
           setDns(null);
           void act.run(async () => {
             const v = value.trim() || null;
@@ -96,18 +111,22 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
           });
         }}
       >
-        <label>
-          Base domain
-          <input
-            name="base-domain"
-            value={value}
-            placeholder="apps.example.com"
-            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <button type="submit" class="primary" disabled={act.busy}>
-          Save
-        </button>
+        {writable && (
+          <label>
+            Base domain
+            <input
+              name="base-domain"
+              value={value}
+              placeholder="apps.example.com"
+              onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+            />
+          </label>
+        )}
+        {writable && (
+          <button type="submit" class="primary" disabled={act.busy}>
+            Save
+          </button>
+        )}
         {current && (
           <button type="button" disabled={act.busy} onClick={() => act.run(() => check(current))}>
             Check DNS
@@ -120,11 +139,20 @@ function BaseDomain({ onChange }: { onChange: () => Promise<void> }) {
   );
 }
 
-function Concurrency() {
+function Concurrency({ writable }: { writable: boolean }) {
   const [n, setN] = useState<number | null>(null);
   const [saved, setSaved] = useState(false);
   const act = useAction();
   useEffect(() => void act.run(async () => setN((await api.getConcurrency()).concurrency)), []);
+  if (!writable)
+    return (
+      <section class="card" aria-labelledby="conc-h">
+        <h2 id="conc-h">Deploy concurrency</h2>
+        <p>
+          {n ?? '…'} app{n === 1 ? '' : 's'} may deploy at once.
+        </p>
+      </section>
+    );
   return (
     <section class="card" aria-labelledby="conc-h">
       <h2 id="conc-h">Deploy concurrency</h2>
@@ -165,7 +193,7 @@ function Concurrency() {
   );
 }
 
-function Disk() {
+function Disk({ writable }: { writable: boolean }) {
   const disk = useLoad(() => api.diskUsage());
   const [pruned, setPruned] = useState<number | null>(null);
   const act = useAction();
@@ -201,22 +229,26 @@ function Disk() {
           </tbody>
         </table>
       )}
-      <p class="muted small">
-        Prune removes dangling images, stopped containers no app owns and build cache; never an app's images
-        or volumes.
-      </p>
-      <button
-        type="button"
-        disabled={act.busy}
-        onClick={() =>
-          act.run(async () => {
-            setPruned((await api.prune()).reclaimed_bytes);
-            await disk.reload();
-          })
-        }
-      >
-        Prune
-      </button>
+      {writable && (
+        <>
+          <p class="muted small">
+            Prune removes dangling images, stopped containers no app owns and build cache; never an app's
+            images or volumes.
+          </p>
+          <button
+            type="button"
+            disabled={act.busy}
+            onClick={() =>
+              act.run(async () => {
+                setPruned((await api.prune()).reclaimed_bytes);
+                await disk.reload();
+              })
+            }
+          >
+            Prune
+          </button>
+        </>
+      )}
       {pruned !== null && <p role="status">Reclaimed {bytes(pruned)}.</p>}
       <ErrorNote error={act.error} />
     </section>

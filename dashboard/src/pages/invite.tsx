@@ -5,6 +5,8 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { User } from '../api';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
+import { TotpEnrol } from './totp-enrol';
 
 export function InvitePage({ token, onDone }: { token: string; onDone: (u: User) => void }) {
   const info = useLoad(() => api.openInvitation(token), [token]);
@@ -12,7 +14,17 @@ export function InvitePage({ token, onDone }: { token: string; onDone: (u: User)
   const [password, setPassword] = useState('');
   const [again, setAgain] = useState('');
   const act = useAction();
+  const [joined, setJoined] = useState<User | null>(null);
   const reset = info.data?.kind === 'reset';
+  useTitle(reset ? 'New password' : 'Invitation');
+  // A new operator signs in here for the first time: offer a second factor before going on.
+  if (joined && !reset && !joined.totp_enabled && !joined.sso)
+    return (
+      <main class="narrow">
+        <h1>Welcome, {joined.username}</h1>
+        <TotpEnrol password={password} onDone={() => onDone(joined)} />
+      </main>
+    );
   if (info.error) {
     return (
       <main class="narrow">
@@ -59,7 +71,8 @@ export function InvitePage({ token, onDone }: { token: string; onDone: (u: User)
               token,
               reset ? { password } : { username: username.trim(), password },
             );
-            onDone(r.user);
+            if (reset) onDone(r.user);
+            else setJoined(r.user);
           });
         }}
       >

@@ -4,6 +4,8 @@ import { useEffect, useState } from 'preact/hooks';
 import * as api from '../api';
 import type { User } from '../api';
 import { ErrorNote, useAction } from '../ui';
+import { noteTotpSignIn } from '../stepup';
+import { useTitle } from '../title';
 
 export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
   const [stage, setStage] = useState<'password' | 'totp'>('password');
@@ -12,6 +14,7 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
   const [code, setCode] = useState('');
   const act = useAction();
   const [provider, setProvider] = useState<string | null>(null);
+  useTitle('Sign in');
   useEffect(() => {
     api.setupStatus().then(
       (s) => setProvider(s.oidc ? (s.oidc_name ?? 'single sign-on') : null),
@@ -77,15 +80,20 @@ export function LoginPage({ onDone }: { onDone: (u: User) => void }) {
           class="card stack"
           onSubmit={(e) => {
             e.preventDefault();
-            void act.run(async () => onDone((await api.loginTotp(code.trim())).user));
+            void act.run(async () => {
+              const r = await api.loginTotp(code.trim());
+              noteTotpSignIn();
+              onDone(r.user);
+            });
           }}
         >
           <label>
             Authentication code (or a recovery code)
             <input
               name="code"
-              inputMode="numeric"
               autoComplete="one-time-code"
+              autoCapitalize="off"
+              spellcheck={false}
               required
               autoFocus
               value={code}

@@ -4,6 +4,8 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { ClusterNode, NodeJoinCommand } from '../api';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
+import { useCan } from '../access';
 
 function gib(bytes: number): string {
   return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
@@ -32,7 +34,27 @@ function JoinCommand({ join, onDone }: { join: NodeJoinCommand; onDone: () => vo
 }
 
 export function NodesPage() {
+  useTitle('Nodes');
+  const info = useLoad(() => api.instanceInfo());
+  if (info.data && info.data.cluster.mode !== 'swarm')
+    return (
+      <main>
+        <h1>Nodes</h1>
+        <section class="card" data-testid="nodes-single-host">
+          <p>
+            This instance runs its apps on this one host, so there are no nodes to list or join. Growing to
+            several hosts means cluster mode (<code>SVC_CLUSTER=swarm</code>): the manual's "Beyond one host"
+            (docs/cluster.md) says how, and what changes.
+          </p>
+        </section>
+      </main>
+    );
+  return <ClusterNodes />;
+}
+
+function ClusterNodes() {
   const nodes = useLoad(() => api.listNodes().then((r) => r.items));
+  const can = useCan();
   const [join, setJoin] = useState<NodeJoinCommand | null>(null);
   const act = useAction();
   const setAvailability = (n: ClusterNode, availability: ClusterNode['availability']) =>
@@ -44,27 +66,29 @@ export function NodesPage() {
   return (
     <main>
       <h1>Nodes</h1>
-      <section class="card" aria-labelledby="join-h">
-        <h2 id="join-h">Join a node</h2>
-        <p class="muted">A one-line command that makes a new host a worker of this swarm.</p>
-        <button
-          type="button"
-          disabled={act.busy}
-          onClick={() =>
-            void act.run(async () => {
-              setJoin(await api.joinCommand());
-            })
-          }
-        >
-          Join a node
-        </button>
-        {join && <JoinCommand join={join} onDone={() => setJoin(null)} />}
-      </section>
+      {can('instance.admin') && (
+        <section class="card" aria-labelledby="join-h">
+          <h2 id="join-h">Join a node</h2>
+          <p class="muted">A one-line command that makes a new host a worker of this swarm.</p>
+          <button
+            type="button"
+            disabled={act.busy}
+            onClick={() =>
+              void act.run(async () => {
+                setJoin(await api.joinCommand());
+              })
+            }
+          >
+            Join a node
+          </button>
+          {join && <JoinCommand join={join} onDone={() => setJoin(null)} />}
+        </section>
+      )}
       <section class="card" aria-labelledby="nodes-h">
         <h2 id="nodes-h">Nodes</h2>
         <ErrorNote error={nodes.error ?? act.error} />
         {nodes.data && (
-          <table>
+          <table class="stack-sm">
             <thead>
               <tr>
                 <th>Hostname</th>
@@ -94,7 +118,7 @@ export function NodesPage() {
                   </td>
                   <td>{n.tasks}</td>
                   <td>
-                    {n.availability === 'active' ? (
+                    {!can('instance.admin') ? null : n.availability === 'active' ? (
                       <button type="button" disabled={act.busy} onClick={() => setAvailability(n, 'drain')}>
                         Drain
                       </button>

@@ -5,10 +5,17 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { NotificationChannel, NotificationDelivery } from '../api';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 type EventName = NotificationChannel['events'][number];
 
+/** Checked for a new channel: what someone must act on (failures, crashes, expiring certificates). */
+export function defaultEvents(events: readonly string[]): Set<string> {
+  return new Set(events.filter((e) => /fail|crash|error|expir|down|anomal|oom|unhealthy/.test(e)));
+}
+
 export function NotificationsPage() {
+  useTitle('Notifications');
   const channels = useLoad(() => api.listChannels());
   return (
     <main>
@@ -107,7 +114,7 @@ function Channel({ c, onChange }: { c: NotificationChannel; onChange: () => Prom
         </p>
       )}
       {log && (
-        <table data-testid="deliveries">
+        <table class="stack-sm" data-testid="deliveries">
           <caption class="sr-only">Deliveries of {c.name}</caption>
           <thead>
             <tr>
@@ -165,9 +172,7 @@ function NewChannel({ events, onCreated }: { events: EventName[]; onCreated: () 
   const [url, setUrl] = useState('');
   const [to, setTo] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
-  const [picked, setPicked] = useState<Set<EventName>>(
-    new Set(['deploy_failed', 'app_crashed', 'certificate_error']),
-  );
+  const [picked, setPicked] = useState<Set<EventName>>(() => defaultEvents(events) as Set<EventName>);
   const act = useAction();
   return (
     <section class="card" aria-labelledby="new-channel-h">

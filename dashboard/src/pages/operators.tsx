@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { App, CreatedInvitation, Operator, Role } from '../api';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 const ROLES: Role[] = ['owner', 'admin', 'deployer', 'viewer'];
 const LIMITED: ReadonlySet<Role> = new Set(['deployer', 'viewer']);
@@ -106,9 +107,10 @@ function appNames(apps: App[], ids: string[] | null): string {
 }
 
 export function OperatorsPage() {
+  useTitle('Operators');
   const operators = useLoad(() => api.listOperators().then((r) => r.items));
   const invitations = useLoad(() => api.listInvitations().then((r) => r.items));
-  const apps = useLoad(() => api.listApps().then((r) => r.items));
+  const apps = useLoad(() => api.allApps());
   const [role, setRole] = useState<Role>('viewer');
   const [appIds, setAppIds] = useState<string[] | null>(null);
   const [hours, setHours] = useState('48');
@@ -204,7 +206,7 @@ export function OperatorsPage() {
           />
         )}
         {operators.data && (
-          <table>
+          <table class="stack-sm">
             <thead>
               <tr>
                 <th>Username</th>
@@ -276,7 +278,7 @@ export function OperatorsPage() {
         <ErrorNote error={invitations.error} />
         {invitations.data?.length === 0 && <p class="muted">None.</p>}
         {invitations.data && invitations.data.length > 0 && (
-          <table>
+          <table class="stack-sm">
             <thead>
               <tr>
                 <th>Kind</th>

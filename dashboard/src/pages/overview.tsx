@@ -1,24 +1,30 @@
-// Overview: apps with their status, deployments in flight (live), a new-app form, posture summary,
-// host vitals as sparklines (live from the host topic) and certificate warnings.
-import { useState } from 'preact/hooks';
+// Overview, a summary: the first apps with status and URL (the Apps page has them all), the proxy's
+// state when it does not serve them, deployments in flight (live), a new-app form for those who
+// may create one, posture summary, host vitals as sparklines (live) and certificate warnings.
 import * as api from '../api';
-import type { App, Deployment, HostVital } from '../api';
+import type { Deployment, HostVital } from '../api';
 import { Link, navigate } from '../router';
 import { useTopic } from '../ws';
 import { Sparkline, bytes } from '../spark';
-import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { Badge, ErrorNote, When, useLoad, useThrottled } from '../ui';
+import { useCan } from '../access';
+import { AppBadge, ownStatus } from '../status';
+import { AppUrls, ProxyNotice } from '../proxy';
+import { useTitle } from '../title';
+import { NewApp } from './new-app';
 
 // The overview's first data is requested by main.tsx before the first render (while the session
 // is being checked), so the apps arrive one round trip earlier; each prefetched answer is used once.
 let prefetched: {
-  apps: Promise<App[]>;
+  apps: Promise<api.AppsPage>;
   active: Promise<Deployment[]>;
   posture: Promise<api.PostureItem[]>;
 } | null = null;
 export function prefetchOverview(): void {
   const quiet = { quiet401: true };
   prefetched = {
-    apps: api.run(() => api.client.GET('/api/apps'), quiet).then((r) => r.items),
+    // The same request as index.html's preload (`/api/apps`, the default page), so it is reused.
+    apps: api.run(() => api.client.GET('/api/apps'), quiet),
     active: (
       api.run(() => api.client.GET('/api/deployments/active'), quiet) as Promise<api.Items<Deployment>>
     ).then((r) => r.items),
@@ -56,8 +62,13 @@ function take<K extends 'apps' | 'active' | 'posture'>(k: K): NonNullable<typeof
   return p;
 }
 
+/** How many apps the overview lists: it is a summary; the Apps page has them all. */
+const SHOWN = 8;
+
 export function OverviewPage() {
-  const apps = useLoad(() => take('apps') ?? api.listApps().then((r) => r.items), [], ready<App[]>('apps'));
+  useTitle('Overview');
+  const can = useCan();
+  const apps = useLoad(() => take('apps') ?? api.listApps(), [], ready<api.AppsPage>('apps'));
   const active = useLoad(
     () => take('active') ?? api.activeDeployments().then((r) => r.items),
     [],
@@ -75,54 +86,27 @@ export function OverviewPage() {
     const list = (active.data ?? []).filter((x) => x.id !== dep.id);
     active.set(api.TERMINAL.includes(dep.status) ? list : [...list, dep]);
   });
+  // A status is applied in place; anything else (an app created, deleted, a URL) reloads, at most
+  // once a second however many events arrive.
+  const reloadSoon = useThrottled(() => void apps.reload(), 1_000);
   useTopic('apps', (d: any) => {
-    if (!d || (typeof d.app_id !== 'string' && typeof d.id !== 'string')) return;
-    void apps.reload();
+    if (!apps.data) return;
+    const row = apps.data.items.find((a) => a.id === d?.app_id);
+    const status = row ? ownStatus(d, row.id) : null;
+    if (row && status)
+      apps.set({ ...apps.data, items: apps.data.items.map((a) => (a === row ? { ...a, status } : a)) });
+    else if (d?.type === 'status' && !d.parent_app_id) reloadSoon();
   });
 
-  const names = new Map((apps.data ?? []).map((a) => [a.id, a.name]));
-  const counts = { warning: 0, error: 0 };
-  for (const p of posture.data ?? []) if (p.status === 'warning' || p.status === 'error') counts[p.status]++;
+  const items = apps.data?.items ?? [];
+  const names = new Map(items.map((a) => [a.id, a.name]));
 
   return (
     <main>
       <h1>Overview</h1>
+      <ProxyNotice proxy={apps.data?.proxy} />
+      <AppsSummary apps={apps.data} error={apps.error} canCreate={can('app.admin')} />
       <div class="grid">
-        <section class="card" aria-labelledby="apps-h">
-          <h2 id="apps-h">Apps</h2>
-          <ErrorNote error={apps.error} />
-          {apps.data && apps.data.length === 0 && <p class="muted">No apps yet.</p>}
-          {apps.data && apps.data.length > 0 && (
-            <table>
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Status</th>
-                  <th>Source</th>
-                </tr>
-              </thead>
-              <tbody>
-                {apps.data.map((a) => (
-                  <tr key={a.id} data-testid="app-row">
-                    <td>
-                      <Link href={`/apps/${encodeURIComponent(a.id)}`}>{a.name}</Link>
-                    </td>
-                    <td>
-                      <Badge status={a.status} />
-                    </td>
-                    <td class="mono ellipsis">
-                      {a.source.type === 'git'
-                        ? `${a.source.repo_url} @ ${a.source.branch}`
-                        : a.source.type === 'image'
-                          ? a.source.image
-                          : 'inline Compose'}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-        </section>
         <section class="card" aria-labelledby="active-h">
           <h2 id="active-h">Deployments in progress</h2>
           <ErrorNote error={active.error} />
@@ -131,114 +115,103 @@ export function OverviewPage() {
             {(active.data ?? []).map((d) => (
               <li key={d.id}>
                 <Link href={`/apps/${encodeURIComponent(d.app_id)}`}>
-                  {d.app ?? names.get(d.app_id) ?? d.app_id}
+                  {d.app ?? names.get(d.app_id) ?? 'an app'}
                 </Link>{' '}
                 <Badge status={d.status} /> <When at={d.created_at} />
               </li>
             ))}
           </ul>
         </section>
-        <section class="card" aria-labelledby="posture-h">
-          <h2 id="posture-h">Security posture</h2>
-          <ErrorNote error={posture.error} />
-          {posture.data && (
-            <p>
-              {counts.error} error{counts.error === 1 ? '' : 's'}, {counts.warning} warning
-              {counts.warning === 1 ? '' : 's'}. <Link href="/security">Details</Link>
-            </p>
-          )}
-        </section>
-        <HostVitals />
+        {can('instance.read') && (
+          <PostureSummary
+            items={posture.data}
+            error={posture.error}
+            proxyDown={!!apps.data && apps.data.proxy.state !== 'ok' && apps.data.proxy.state !== 'starting'}
+          />
+        )}
+        {can('instance.read') && <HostVitals />}
         <CertWarnings />
-        <NewApp onCreated={(a) => navigate(`/apps/${encodeURIComponent(a.id)}`)} />
+        {can('app.admin') && <NewApp onCreated={(a) => navigate(`/apps/${encodeURIComponent(a.id)}`)} />}
       </div>
     </main>
   );
 }
 
-function NewApp({ onCreated }: { onCreated: (a: App) => void }) {
-  const [name, setName] = useState('');
-  const [kind, setKind] = useState<'git' | 'image'>('git');
-  const [repo, setRepo] = useState('');
-  const [branch, setBranch] = useState('main');
-  const [image, setImage] = useState('');
-  const act = useAction();
+/** The first apps with status and URL, and the way to all of them. */
+function AppsSummary({
+  apps,
+  error,
+  canCreate,
+}: {
+  apps: api.AppsPage | null;
+  error: unknown;
+  canCreate: boolean;
+}) {
+  const items = apps?.items ?? [];
+  const total = apps?.total ?? 0;
   return (
-    <section class="card" aria-labelledby="new-h">
-      <h2 id="new-h">New app</h2>
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act.run(async () => {
-            const source: api.AppSource =
-              kind === 'git'
-                ? { type: 'git', repo_url: repo.trim(), branch: branch.trim() }
-                : { type: 'image', image: image.trim() };
-            onCreated((await api.createApp(name.trim(), source)).app);
-          });
-        }}
-      >
-        <label>
-          Name
-          <input
-            name="name"
-            required
-            pattern="[a-z0-9][a-z0-9\-]{0,62}"
-            title="lower-case letters, digits and dashes"
-            value={name}
-            onInput={(e) => setName((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <fieldset class="row">
-          <legend>Source</legend>
-          <label class="inline">
-            <input type="radio" name="kind" checked={kind === 'git'} onChange={() => setKind('git')} /> Git
-            repository
-          </label>
-          <label class="inline">
-            <input type="radio" name="kind" checked={kind === 'image'} onChange={() => setKind('image')} />{' '}
-            Image
-          </label>
-        </fieldset>
-        {kind === 'git' ? (
-          <>
-            <label>
-              Repository URL
-              <input
-                name="repo_url"
-                required
-                value={repo}
-                onInput={(e) => setRepo((e.target as HTMLInputElement).value)}
-                placeholder="https://git.example.com/me/app.git"
-              />
-            </label>
-            <label>
-              Branch
-              <input
-                name="branch"
-                required
-                value={branch}
-                onInput={(e) => setBranch((e.target as HTMLInputElement).value)}
-              />
-            </label>
-          </>
-        ) : (
-          <label>
-            Image
-            <input
-              name="image"
-              required
-              value={image}
-              onInput={(e) => setImage((e.target as HTMLInputElement).value)}
-            />
-          </label>
+    <>
+      <section class="card" aria-labelledby="apps-h">
+        <h2 id="apps-h">Apps</h2>
+        <ErrorNote error={error} />
+        {apps && total === 0 && (
+          <p class="muted">
+            No apps yet.{canCreate ? ' Create one below, from an image or a repository.' : ''}
+          </p>
         )}
-        <ErrorNote error={act.error} />
-        <button type="submit" class="primary" disabled={act.busy}>
-          Create app
-        </button>
-      </form>
+        {items.length > 0 && (
+          <table>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Status</th>
+                <th>URL</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.slice(0, SHOWN).map((a) => (
+                <tr key={a.id} data-testid="app-row">
+                  <td>
+                    <Link href={`/apps/${encodeURIComponent(a.id)}`}>{a.name}</Link>
+                  </td>
+                  <td>
+                    <AppBadge status={a.status} />
+                  </td>
+                  <td class="ellipsis">
+                    <AppUrls urls={a.urls} first />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {total > 0 && (
+          <p>
+            <Link href="/apps">
+              {total > SHOWN ? `All ${total} apps` : 'Apps, with search and deployments'}
+            </Link>
+          </p>
+        )}
+      </section>
+    </>
+  );
+}
+
+/** Posture findings counted (the proxy's absence is not one of them: it is said apart). */
+function PostureSummary(props: { items: api.PostureItem[] | null; error: unknown; proxyDown: boolean }) {
+  const counts = { warning: 0, error: 0 };
+  for (const p of props.items ?? []) if (p.status === 'warning' || p.status === 'error') counts[p.status]++;
+  return (
+    <section class="card" aria-labelledby="posture-h">
+      <h2 id="posture-h">Security posture</h2>
+      <ErrorNote error={props.error} />
+      {props.items && (
+        <p>
+          {counts.error} error{counts.error === 1 ? '' : 's'}, {counts.warning} warning
+          {counts.warning === 1 ? '' : 's'}. <Link href="/security">Details</Link>
+        </p>
+      )}
+      {props.proxyDown && <p class="warning small">The proxy is not serving the apps (see above).</p>}
     </section>
   );
 }

@@ -5,8 +5,10 @@ import * as api from '../api';
 import type { User } from '../api';
 import { QrCode } from '../qr';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 export function ProfilePage({ user }: { user: User }) {
+  useTitle('Profile');
   return (
     <main>
       <h1>Profile</h1>
@@ -161,7 +163,40 @@ function Totp({ user }: { user: User }) {
         </div>
       )}
       {enabled && !codes && (
-        <p class="muted small">Recovery codes are shown once, when TOTP is enabled. Each code works once.</p>
+        <p class="muted small">
+          Recovery codes sign you in once each when the authenticator is lost. Lost them, or used some? Make
+          new ones (the old ones stop working).
+        </p>
+      )}
+      {enabled && (
+        <div class="row wrap">
+          <button
+            type="button"
+            disabled={act.busy}
+            onClick={() =>
+              confirm('Make new recovery codes? The ones you have stop working at once.') &&
+              void act.run(async () => setCodes((await api.regenerateRecoveryCodes()).recovery_codes))
+            }
+          >
+            New recovery codes
+          </button>
+          <button
+            type="button"
+            class="danger"
+            disabled={act.busy}
+            onClick={() =>
+              confirm('Turn two-factor authentication off? Sign-ins then need only your password.') &&
+              void act.run(async () => {
+                await api.disableTotp();
+                setEnabled(false);
+                setCodes(null);
+                setCode('');
+              })
+            }
+          >
+            Turn two-factor off
+          </button>
+        </div>
       )}
       <ErrorNote error={act.error} />
     </section>
@@ -172,12 +207,12 @@ function Sessions() {
   const sessions = useLoad(() => api.listSessions().then((r) => r.items));
   const act = useAction();
   return (
-    <section class="card" aria-labelledby="sessions-h">
+    <section class="card wide" aria-labelledby="sessions-h">
       <h2 id="sessions-h">Sessions</h2>
       <ErrorNote error={sessions.error} />
       <ErrorNote error={act.error} />
       {sessions.data && (
-        <table>
+        <table class="stack-sm">
           <thead>
             <tr>
               <th>Signed in</th>
@@ -203,9 +238,11 @@ function Sessions() {
                 <td>
                   <When at={x.last_seen_at} />
                 </td>
-                <td>
+                <td class="session-from">
                   <span class="mono">{x.ip ?? '—'}</span>
-                  <div class="muted small ellipsis">{x.user_agent ?? ''}</div>
+                  <div class="muted small clamp" title={x.user_agent ?? ''}>
+                    {x.user_agent ?? ''}
+                  </div>
                 </td>
                 <td>
                   {!x.current && (

@@ -2,10 +2,12 @@
 // step-up is asked for), test one (a login against its /v2/), delete one.
 import { useState } from 'preact/hooks';
 import * as images from '../images-api';
+import { useTitle } from '../title';
 import type { Registry, RegistryTest } from '../images-api';
 import { ErrorNote, Field, SaveForm, When, fieldErrors, useAction, useLoad, useSaving } from '../ui';
 
 export function RegistriesPage({ canWrite }: { canWrite: boolean }) {
+  useTitle('Registries');
   const list = useLoad(() => images.listRegistries());
   return (
     <main>

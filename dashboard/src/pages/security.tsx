@@ -5,10 +5,12 @@ import { useEffect } from 'preact/hooks';
 import * as api from '../api';
 import { useTopic } from '../ws';
 import { Badge, ErrorNote, When, useLoad } from '../ui';
+import { useTitle } from '../title';
 
 const TRAFFIC_REFRESH_MS = 3_000;
 
 export function SecurityPage() {
+  useTitle('Security');
   const posture = useLoad(() => api.posture().then((r) => r.items));
   return (
     <main>
@@ -29,8 +31,14 @@ export function SecurityPage() {
                   </span>
                 )}
               </div>
-              <p>{p.reason}</p>
-              {p.status !== 'ok' && p.fix && <p class="fix">{p.fix}</p>}
+              <p>
+                <Prose text={p.reason} />
+              </p>
+              {p.status !== 'ok' && p.fix && (
+                <p class="fix">
+                  <Prose text={p.fix} />
+                </p>
+              )}
             </li>
           ))}
         </ul>
@@ -42,6 +50,14 @@ export function SecurityPage() {
       </div>
     </main>
   );
+}
+
+/** Text whose `backticked` parts are code: shown as code, never with the backticks. */
+export function Prose({ text }: { text: string }) {
+  const parts = text.split('`');
+  // An odd count of backticks leaves the last one as text.
+  if (parts.length % 2 === 0) return <>{text}</>;
+  return <>{parts.map((p, i) => (i % 2 ? <code key={i}>{p}</code> : p))}</>;
 }
 
 function Traffic() {
@@ -69,7 +85,7 @@ function Traffic() {
               {d.top_talkers.length === 0 ? (
                 <p class="muted">No requests in the window.</p>
               ) : (
-                <table>
+                <table class="stack-sm">
                   <thead>
                     <tr>
                       <th>IP</th>
@@ -114,7 +130,7 @@ function Traffic() {
           {d.recent_requests.length === 0 ? (
             <p class="muted">None yet.</p>
           ) : (
-            <table>
+            <table class="stack-sm">
               <thead>
                 <tr>
                   <th>When</th>
@@ -147,7 +163,19 @@ function Traffic() {
 }
 
 function Unavailable({ r }: { r: { available: false; reason?: string } | { available: boolean } }) {
-  return <p class="muted">Not available{'reason' in r && r.reason ? `: ${r.reason}` : ''}.</p>;
+  return (
+    <p class="muted">
+      Not available
+      {'reason' in r && r.reason ? (
+        <>
+          : <Prose text={r.reason} />
+        </>
+      ) : (
+        ''
+      )}
+      .
+    </p>
+  );
 }
 
 function Firewall() {
@@ -194,7 +222,7 @@ function Fail2ban() {
             {d.jails.length === 0 ? (
               <p class="muted">No jails.</p>
             ) : (
-              <table>
+              <table class="stack-sm">
                 <thead>
                   <tr>
                     <th>Jail</th>

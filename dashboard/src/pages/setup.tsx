@@ -4,6 +4,7 @@ import * as api from '../api';
 import type { User } from '../api';
 import { QrCode } from '../qr';
 import { ErrorNote, useAction } from '../ui';
+import { useTitle } from '../title';
 
 type Step =
   | { s: 'admin' }
@@ -22,6 +23,7 @@ function tokenFromLink(): string {
 }
 
 export function SetupPage({ onDone }: { onDone: (u: User) => void }) {
+  useTitle('Set up');
   const [step, setStep] = useState<Step>({ s: 'admin' });
   const [form, setForm] = useState(() => ({
     token: tokenFromLink(),

@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../api';
 import type { NewApiToken } from '../api';
 import { ErrorNote, When, useAction, useLoad } from '../ui';
+import { useTitle } from '../title';
 import { PERMISSION_LABELS, heldPermissions, type Permission } from '../permissions';
 
 const EXPIRY: Array<[string, number | null]> = [
@@ -16,6 +17,7 @@ const EXPIRY: Array<[string, number | null]> = [
 ];
 
 export function TokensPage() {
+  useTitle('Tokens');
   const tokens = useLoad(() => api.listTokens().then((r) => r.items));
   const [name, setName] = useState('');
   const [days, setDays] = useState('30');
@@ -23,7 +25,7 @@ export function TokensPage() {
   const held = useLoad(() =>
     api.me().then((m) => heldPermissions(m as Parameters<typeof heldPermissions>[0])),
   );
-  const apps = useLoad(() => api.listApps().then((r) => r.items));
+  const apps = useLoad(() => api.allApps());
   const [scopes, setScopes] = useState<Set<Permission>>(new Set());
   const [appIds, setAppIds] = useState<Set<string>>(new Set());
   const appName = (id: string) => apps.data?.find((a) => a.id === id)?.name ?? id;
@@ -150,7 +152,7 @@ export function TokensPage() {
         <ErrorNote error={tokens.error} />
         {tokens.data?.length === 0 && <p class="muted">No tokens.</p>}
         {tokens.data && tokens.data.length > 0 && (
-          <table>
+          <table class="stack-sm">
             <thead>
               <tr>
                 <th>Name</th>

@@ -1,26 +1,33 @@
 import { z } from 'zod';
 import { appNameSchema, sourceSchema } from '#lib/apps/schemas.js';
-import { listApps } from '#lib/apps/store.js';
+import { APP_NAME } from '#lib/apps/model.js';
 import { createApp } from '#lib/apps/ops.js';
-import { currentStatuses } from '#lib/apps/status.js';
-import { appSchema } from '#lib/api/apps.js';
-import { items } from '#lib/api/common.js';
+import { listAppPage } from '#lib/apps/listing.js';
+import { appListItemSchema, appSchema } from '#lib/api/apps.js';
+import { proxyHealthSchema } from '#lib/api/instance.js';
 import { route } from '#lib/http/route.js';
-import { visible } from '#lib/auth/access.js';
 
 export const GET = route(
   {
     permission: 'app.read',
-    summary: 'List apps with their current status',
-    responses: { 200: items(appSchema) },
-  },
-  async (_req, { env, reply, principal }) =>
-    reply(200, {
-      items: await currentStatuses(
-        env,
-        visible(principal, await listApps(env.db), (a) => a.id),
-      ),
+    summary:
+      'List apps by name, a page at a time, with their current status, URLs and newest deployment, and the proxy state',
+    query: z.object({
+      cursor: z.string().regex(APP_NAME, 'a cursor from next_cursor').optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+      q: z.string().max(63).optional().describe('Only apps whose name contains this (any case)'),
     }),
+    responses: {
+      200: z.object({
+        items: z.array(appListItemSchema),
+        next_cursor: z.string().optional(),
+        total: z.number().int().describe('Apps matching `q` in all pages'),
+        proxy: proxyHealthSchema,
+      }),
+    },
+  },
+  async (_req, { env, query, reply, principal }) =>
+    reply(200, await listAppPage(env, query, principal?.appIds ? [...principal.appIds] : null)),
 );
 
 export const POST = route(

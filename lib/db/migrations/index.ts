@@ -22,9 +22,11 @@ import { migration as m0018 } from './0018_sleep.js';
 import { migration as m0019 } from './0019_previews.js';
 import { migration as m0020 } from './0020_preview_sleep.js';
 import { migration as m0021 } from './0021_cluster_services.js';
+import { migration as m0022 } from './0022_username_case.js';
 import { migration as m0023 } from './0023_images_registries.js';
 import { migration as m0025 } from './0025_observe.js';
 import { migration as m0026 } from './0026_service_drain.js';
+import { migration as m0027 } from './0027_deployment_actor.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -48,7 +50,9 @@ export const migrations: Record<string, Migration> = {
   '0019_previews': m0019,
   '0020_preview_sleep': m0020,
   '0021_cluster_services': m0021,
+  '0022_username_case': m0022,
   '0023_images_registries': m0023,
   '0025_observe': m0025,
   '0026_service_drain': m0026,
+  '0027_deployment_actor': m0027,
 };

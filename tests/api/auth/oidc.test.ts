@@ -146,6 +146,17 @@ test('a username already taken gets a suffix; the password operator of that name
   assert.equal((await new Client(base).req('POST', '/api/auth/login', ADMIN)).status, 200);
 });
 
+test('a derived username that differs only in case from one taken gets a suffix too (usernames ignore case)', async () => {
+  idp.accounts.set('upper-admin', { preferred_username: ADMIN.username.toUpperCase(), groups: 'ops-view' });
+  const hops = await signInOverHttp(new CookieJar(), `${base}/api/auth/oidc/start`, 'upper-admin');
+  assert.equal(last(hops).status, 302, last(hops).body);
+  const row = (await bySubject('upper-admin'))!;
+  // admin and admin-2 are taken (the test above): ADMIN-3, never a second "admin".
+  assert.equal(row.username, `${ADMIN.username.toUpperCase()}-3`);
+  const same = (await userRows()).filter((u) => u.username.toLowerCase() === ADMIN.username);
+  assert.equal(same.length, 1, 'one operator answers to the name');
+});
+
 test('an unmapped person is refused (403) and nothing is created', async () => {
   idp.accounts.set('mallory', { preferred_username: 'mallory', groups: ['contractors'] });
   idp.accounts.set('nobody', { preferred_username: 'nobody' });

@@ -72,6 +72,22 @@ test('the join line: quoted parts, the CA as base64, the token and the manager; 
     `mkdir -p '/etc/docker/certs.d/10.0.0.11:5000' && printf %s '${b64}' | base64 -d > ` +
       `'/etc/docker/certs.d/10.0.0.11:5000/ca.crt' && docker swarm join --token '${TOKEN}' '10.0.0.11:2377'`,
   );
+  // With the own registry's account: the node's engine logs in before it joins (anonymous pulls are refused).
+  const withLogin = joinCommand({
+    token: TOKEN,
+    manager: '10.0.0.11:2377',
+    registry: '10.0.0.11:5000',
+    caPem: ca,
+    login: { username: 'svc', password: "p'w; rm -rf /" },
+  });
+  const pw = Buffer.from("p'w; rm -rf /").toString('base64');
+  assert.ok(
+    withLogin.includes(
+      ` && printf %s '${pw}' | base64 -d | docker login --username 'svc' --password-stdin '10.0.0.11:5000' && docker swarm join`,
+    ),
+    withLogin,
+  );
+  assert.ok(!withLogin.includes('rm -rf'), 'the password only as base64');
   assert.equal(
     joinCommand({ token: TOKEN, manager: '10.0.0.11:2377', registry: null, caPem: null }),
     `docker swarm join --token '${TOKEN}' '10.0.0.11:2377'`,

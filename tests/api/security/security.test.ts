@@ -100,6 +100,8 @@ test('posture rows follow the configuration, in the contract order', async () =>
       'base_domain',
       'request_monitoring',
       'host_ports',
+      // Whether app containers and builds reach cloud metadata (lib/net/metadata-guard.ts).
+      'link_local',
     ],
   );
   // Without SVC_MASTER_KEY the first boot generated a key beside the data: usable, but flagged.

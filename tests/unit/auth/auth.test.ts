@@ -781,7 +781,9 @@ test('users: public view, lookups, count, delete with everything, a new password
   assert.equal(row!.totp_secret, null);
   assert.equal(row!.created_at, row!.updated_at);
   assert.equal((await findUser(db, user.id))!.username, 'alice');
-  assert.equal(await findUserByName(db, 'Alice'), undefined);
+  // One name without regard to case (migration 0022): Alice is alice.
+  assert.equal((await findUserByName(db, 'Alice'))?.id, user.id);
+  assert.equal(await findUserByName(db, 'alicia'), undefined);
   assert.equal(await findUser(db, 'nobody'), undefined);
   assert.equal(await countUsers(db), 1);
   const bob = await insertUser(db, 'bob', 'h');

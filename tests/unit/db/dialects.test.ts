@@ -206,11 +206,25 @@ test('a unique violation is recognised on both databases', async (t) => {
   for (const db of [await sqliteDb(), await pgDb()]) {
     try {
       await insertUser(db, 'same', 'hash');
-      const e = await insertUser(db, 'same', 'hash').then(
-        () => null,
-        (e: unknown) => e,
-      );
+      // Written directly: insertUser answers the violation as a 409 (below).
+      const row = {
+        id: 'u-dup',
+        username: 'SAME',
+        password_hash: 'hash',
+        totp_enabled: 0,
+        created_at: '2026-03-01T10:00:00.000Z',
+        updated_at: '2026-03-01T10:00:00.000Z',
+      };
+      const e = await db
+        .insertInto('users')
+        .values(row as never)
+        .execute()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       assert.ok(isUniqueViolation(e), `${dialectOf(db)}: ${String(e)}`);
+      await assert.rejects(insertUser(db, 'Same', 'hash'), (x) => x instanceof HttpError && x.status === 409);
     } finally {
       await db.destroy();
     }

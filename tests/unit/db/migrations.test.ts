@@ -276,7 +276,7 @@ test('a migration that fails is rolled back: the boot refuses, naming it, and th
   const stderr = await refusedBoot(dir);
   assert.match(
     stderr,
-    /^svc: migration 0003_deploy_queue of \S+svc\.db failed, and every migration of this boot was rolled back \(.*deployments_status.*\); it was left as it is: restore it from a backup, or move it away to start with an empty one\n$/,
+    /^svc serve: migration 0003_deploy_queue of \S+svc\.db failed, and every migration of this boot was rolled back \(.*deployments_status.*\); it was left as it is: restore it from a backup, or move it away to start with an empty one\n$/,
   );
   assert.equal(dump(dir), before, 'no column, index or row of the failed migration is left');
 });
@@ -314,17 +314,17 @@ test('a corrupt, a damaged and a newer database are refused at boot with a clear
     [
       'garbage',
       garbage,
-      /^svc: the database \S+svc\.db cannot be opened \(file is not a database\); it was left as it is/,
+      /^svc serve: the database \S+svc\.db cannot be opened \(file is not a database\); it was left as it is/,
     ],
     [
       'damaged',
       damaged,
-      /^svc: the database \S+svc\.db cannot be opened \(database disk image is malformed\); it was left as it is/,
+      /^svc serve: the database \S+svc\.db cannot be opened \(database disk image is malformed\); it was left as it is/,
     ],
     [
       'newer',
       newer,
-      /^svc: \S+svc\.db was written by a newer version of svc \(its migration 9999_from_the_future is unknown to this one\); it was left as it is/,
+      /^svc serve: \S+svc\.db was written by a newer version of svc \(its migration 9999_from_the_future is unknown to this one\); it was left as it is/,
     ],
   ];
   for (const [what, dir, expected] of cases) {

@@ -81,6 +81,7 @@ function healthy(over: Partial<DoctorContext> = {}): DoctorContext {
     }),
     diskSpace: async () => ({ free: 50 * GiB, total: 100 * GiB }),
     stat: async (p) => STAT[p] ?? null,
+    code: async () => ({ checkout: '/opt/svc', problems: [] }),
     ...over,
   };
 }

@@ -4,110 +4,223 @@
 import { useEffect, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { BackupConfig, BackupRun, Restore } from '../../api';
-import { Badge, ErrorNote, When, useAction, useLoad } from '../../ui';
+import { Badge, ErrorNote, Field, FormNote, SelectField, When, useAction, useLoad } from '../../ui';
+import { useCan } from '../../access';
+import { formErrors } from '../../form-errors';
+import { describeCron, nextRun } from '../../cron';
+import { DestinationFields, destinationOf, draftOf, type DestinationDraft } from '../../destination';
 import { bytes } from './format';
 
 export function BackupsTab({ id }: { id: string }) {
   const configs = useLoad(() => api.appBackups(id).then((r) => r.items), [id]);
   const dbs = useLoad(() => api.appDatabases(id).then((r) => r.items), [id]);
+  const can = useCan();
+  return (
+    <section class="card" aria-labelledby="backups-h">
+      <h2 id="backups-h">Backups</h2>
+      <ErrorNote error={configs.error} />
+      {configs.data?.length === 0 && <p class="muted">No backups configured.</p>}
+      {configs.data?.map((c) => (
+        <BackupCard key={c.id} id={id} c={c} dbs={dbs.data ?? []} onChanged={configs.reload} />
+      ))}
+      {can('app.admin', id) && <NewBackup id={id} dbs={dbs.data ?? []} onAdded={configs.reload} />}
+    </section>
+  );
+}
+
+const LABELS = {
+  'source.database_id': 'Database',
+  'source.volume': 'Volume',
+  schedule: 'Schedule',
+  keep_last: 'Keep last',
+  'destination.endpoint': 'Endpoint',
+  'destination.region': 'Region',
+  'destination.bucket': 'Bucket',
+  'destination.prefix': 'Folder in the bucket',
+  'destination.access_key_id': 'Access key ID',
+  'destination.secret_access_key': 'Secret access key',
+} as const;
+
+/** The app's named volumes no backup covers yet (the API's fleet overview knows them). */
+function useFreeVolumes(id: string) {
+  return useLoad(
+    () =>
+      api
+        .backupsOverview()
+        .then((o) => o.uncovered.filter((u) => u.app_id === id && !u.database_id).map((u) => u.volume)),
+    [id],
+  );
+}
+
+function NewBackup({ id, dbs, onAdded }: { id: string; dbs: api.Database[]; onAdded: () => Promise<void> }) {
+  // A database that failed (or is still being made) has nothing to back up.
+  const ready = dbs.filter((d) => d.status === 'ready');
+  const volumes = useFreeVolumes(id);
   const [kind, setKind] = useState<'database' | 'volume'>('database');
   const [dbId, setDbId] = useState('');
   const [volume, setVolume] = useState('');
   const [schedule, setSchedule] = useState('0 3 * * *');
   const [keepLast, setKeepLast] = useState('7');
+  const [dest, setDest] = useState<DestinationDraft>(draftOf());
   const act = useAction();
-  const chosenDb = dbId || dbs.data?.[0]?.id || '';
+  const errors = formErrors(act.error, LABELS);
+  const chosenDb = ready.some((d) => d.id === dbId) ? dbId : (ready[0]?.id ?? '');
+  const chosenVolume = volume || volumes.data?.[0] || '';
+  const possible = kind === 'database' ? !!chosenDb : !!chosenVolume;
+  const save = async () => {
+    const source =
+      kind === 'database'
+        ? { type: 'database' as const, database_id: chosenDb }
+        : { type: 'volume' as const, volume: chosenVolume };
+    await api.createBackupTo(id, {
+      source,
+      schedule: schedule.trim(),
+      keep_last: Number(keepLast),
+      destination: destinationOf(dest),
+    });
+    await Promise.all([onAdded(), volumes.reload()]);
+  };
   return (
-    <section class="card" aria-labelledby="backups-h">
-      <h2 id="backups-h">Backups</h2>
-      <ErrorNote error={configs.error ?? act.error} />
-      {configs.data?.length === 0 && <p class="muted">No backups configured.</p>}
-      {configs.data?.map((c) => (
-        <BackupCard key={c.id} id={id} c={c} dbs={dbs.data ?? []} onChanged={configs.reload} />
-      ))}
+    <>
       <h3>Add a backup</h3>
       <form
-        class="row wrap"
+        class="stack"
+        noValidate
         onSubmit={(e) => {
           e.preventDefault();
-          void act.run(async () => {
-            const source =
-              kind === 'database'
-                ? { type: 'database' as const, database_id: chosenDb }
-                : { type: 'volume' as const, volume: volume.trim() };
-            await api.createBackup(id, {
-              source,
-              schedule: schedule.trim(),
-              keep_last: Number(keepLast),
-              destination: { type: 'local' },
-            });
-            await configs.reload();
-          });
+          void act.run(save);
         }}
       >
-        <label>
-          Source
-          <select
+        <div class="row wrap top">
+          <SelectField
+            id="backup-kind"
+            label="Source"
             value={kind}
-            onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'database' | 'volume')}
-          >
-            <option value="database">Database</option>
-            <option value="volume">Volume</option>
-          </select>
-        </label>
-        {kind === 'database' ? (
-          <label>
-            Database
-            <select
-              value={chosenDb}
-              onChange={(e) => setDbId((e.target as HTMLSelectElement).value)}
-              required
-            >
-              {dbs.data?.map((d) => (
-                <option key={d.id} value={d.id}>
-                  {d.engine} {d.version} ({d.env_var})
-                </option>
-              ))}
-            </select>
-          </label>
-        ) : (
-          <label>
-            Volume
-            <input
-              name="volume"
-              required
-              placeholder="as the compose file names it"
-              value={volume}
-              onInput={(e) => setVolume((e.target as HTMLInputElement).value)}
-            />
-          </label>
-        )}
-        <label>
-          Schedule (cron, UTC)
-          <input
-            name="schedule"
-            class="mono"
-            required
-            value={schedule}
-            onInput={(e) => setSchedule((e.target as HTMLInputElement).value)}
+            options={[
+              ['database', 'Database'],
+              ['volume', 'Volume'],
+            ]}
+            onChange={setKind}
           />
-        </label>
-        <label>
-          Keep last
-          <input
-            name="keep_last"
-            class="short"
-            inputMode="numeric"
-            required
-            value={keepLast}
-            onInput={(e) => setKeepLast((e.target as HTMLInputElement).value)}
+          <BackupSource
+            kind={kind}
+            ready={ready}
+            volumes={volumes.data}
+            db={chosenDb}
+            volume={chosenVolume}
+            onDb={setDbId}
+            onVolume={setVolume}
+            error={errors.field}
           />
-        </label>
-        <button type="submit" disabled={act.busy || (kind === 'database' && !chosenDb)}>
-          Add backup
-        </button>
+          <WhenFields
+            schedule={schedule}
+            keepLast={keepLast}
+            onSchedule={setSchedule}
+            onKeepLast={setKeepLast}
+            error={errors.field}
+          />
+        </div>
+        <DestinationFields idPrefix="backup-dest" value={dest} onChange={setDest} error={errors.field} />
+        <FormNote errors={errors} />
+        <div class="row">
+          <button type="submit" disabled={act.busy || !possible}>
+            Add backup
+          </button>
+        </div>
       </form>
-    </section>
+    </>
+  );
+}
+
+/** When a backup runs (in words under the cron line) and how many it keeps. */
+function WhenFields(p: {
+  schedule: string;
+  keepLast: string;
+  onSchedule: (v: string) => void;
+  onKeepLast: (v: string) => void;
+  error: (field: string) => string | undefined;
+}) {
+  return (
+    <>
+      <Field
+        id="backup-schedule"
+        label="Schedule (cron, UTC)"
+        mono
+        value={p.schedule}
+        onInput={p.onSchedule}
+        hint={describeCron(p.schedule)}
+        error={p.error('schedule')}
+      />
+      <Field
+        id="backup-keep"
+        label="Keep last"
+        inputMode="numeric"
+        value={p.keepLast}
+        onInput={p.onKeepLast}
+        error={p.error('keep_last')}
+      />
+    </>
+  );
+}
+
+/** What a backup copies: a ready database of the app, or one of its named volumes no backup covers. */
+function BackupSource(props: {
+  kind: 'database' | 'volume';
+  ready: api.Database[];
+  volumes: string[] | null;
+  db: string;
+  volume: string;
+  onDb: (id: string) => void;
+  onVolume: (v: string) => void;
+  error: (field: string) => string | undefined;
+}) {
+  const { kind, ready, volumes } = props;
+  if (kind === 'database')
+    return ready.length ? (
+      <SelectField
+        id="backup-db"
+        label="Database"
+        value={props.db}
+        options={ready.map((d) => [d.id, `${d.engine} ${d.version} (${d.env_var})`] as const)}
+        onChange={props.onDb}
+        error={props.error('source.database_id')}
+      />
+    ) : (
+      <p class="muted small">No database ready to back up (a failed one is not offered).</p>
+    );
+  return volumes?.length ? (
+    <SelectField
+      id="backup-volume"
+      label="Volume"
+      value={props.volume}
+      options={volumes.map((v) => [v, v] as const)}
+      onChange={props.onVolume}
+      error={props.error('source.volume')}
+    />
+  ) : (
+    <p class="muted small">
+      {volumes ? 'No named volume of this app lacks a backup.' : 'Reading the app’s volumes…'}
+    </p>
+  );
+}
+
+/** "every day at 03:00 UTC; next <local time>". */
+export function Schedule({ expr }: { expr: string }) {
+  const [next, setNext] = useState<Date | null>(null);
+  useEffect(() => {
+    let live = true;
+    void nextRun(expr).then((d) => live && setNext(d));
+    return () => void (live = false);
+  }, [expr]);
+  return (
+    <span data-testid="backup-schedule">
+      {describeCron(expr)}
+      {next && (
+        <span class="muted">
+          ; next <time dateTime={next.toISOString()}>{next.toLocaleString()}</time>
+        </span>
+      )}
+    </span>
   );
 }
 
@@ -125,6 +238,7 @@ function BackupCard({
   const runs = useLoad(() => api.backupRuns(id, c.id).then((r) => r.items), [id, c.id]);
   const [restore, setRestore] = useState<Restore | null>(null);
   const act = useAction();
+  const can = useCan();
   const running = runs.data?.some((r) => r.status === 'running') ?? false;
   useEffect(() => {
     if (!running) return;
@@ -155,42 +269,48 @@ function BackupCard({
     <div class="subcard" data-testid="backup-config">
       <div class="row spread">
         <p>
-          <strong>{what}</strong> <span class="mono muted">{c.schedule}</span>{' '}
+          <strong>{what}</strong> <Schedule expr={c.schedule} />{' '}
           <span class="muted">
-            keeps {c.keep_last}, {c.destination.type}
-            {c.enabled ? '' : ', disabled'}
+            · keeps {c.keep_last} · {c.destination.type === 's3' ? `S3 ${c.destination.bucket}` : 'this host'}
+            {c.enabled ? '' : ' · disabled'}
           </span>
         </p>
         <div class="row">
-          <button
-            type="button"
-            disabled={act.busy}
-            onClick={() =>
-              void act.run(async () => {
-                await api.runBackup(id, c.id);
-                await runs.reload();
-              })
-            }
-          >
-            Run now
-          </button>
-          <button
-            type="button"
-            class="danger"
-            aria-label={`Delete the backup of ${what}`}
-            onClick={() => {
-              if (
-                !confirm(`Delete the backup configuration of ${what}? Stored artifacts are removed with it.`)
-              )
-                return;
-              void act.run(async () => {
-                await api.deleteBackup(id, c.id);
-                await onChanged();
-              });
-            }}
-          >
-            Delete
-          </button>
+          {can('app.backup', id) && (
+            <button
+              type="button"
+              disabled={act.busy}
+              onClick={() =>
+                void act.run(async () => {
+                  await api.runBackup(id, c.id);
+                  await runs.reload();
+                })
+              }
+            >
+              Run now
+            </button>
+          )}
+          {can('app.admin', id) && (
+            <button
+              type="button"
+              class="danger"
+              aria-label={`Delete the backup of ${what}`}
+              onClick={() => {
+                if (
+                  !confirm(
+                    `Delete the backup configuration of ${what}? Stored artifacts are removed with it.`,
+                  )
+                )
+                  return;
+                void act.run(async () => {
+                  await api.deleteBackup(id, c.id);
+                  await onChanged();
+                });
+              }}
+            >
+              Delete
+            </button>
+          )}
         </div>
       </div>
       <ErrorNote error={runs.error ?? act.error} />
@@ -219,6 +339,7 @@ function BackupCard({
                 key={r.id}
                 id={id}
                 r={r}
+                admin={can('app.admin', id)}
                 onRestore={() => {
                   if (
                     !confirm(
@@ -237,8 +358,18 @@ function BackupCard({
   );
 }
 
-function RunRow({ id, r, onRestore }: { id: string; r: BackupRun; onRestore: () => void }) {
-  const done = r.status === 'succeeded';
+function RunRow({
+  id,
+  r,
+  admin,
+  onRestore,
+}: {
+  id: string;
+  r: BackupRun;
+  admin: boolean;
+  onRestore: () => void;
+}) {
+  const done = r.status === 'succeeded' && admin;
   return (
     <tr data-testid="backup-run">
       <td>

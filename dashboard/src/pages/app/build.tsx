@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App, AppSource, BuildLimits, BuildPlan, BuildSetting } from '../../api';
 import { ErrorNote, Field, SaveForm, SelectField, fieldErrors, useSaving } from '../../ui';
+import { useCan } from '../../access';
 import { PlanView, STACKS, loadPlan, type PlanResult } from './plan';
 
 type GitSource = Extract<AppSource, { type: 'git' }>;
@@ -112,6 +113,7 @@ function BuildSettings({
 }) {
   const [form, setForm] = useState<Form>(() => formOf(src));
   const saving = useSaving();
+  const can = useCan();
   const errs = fieldErrors(saving.error, 'source.build.');
   // The conflict between a compose path and another build type is named on compose_path.
   const pathErr =
@@ -128,6 +130,7 @@ function BuildSettings({
       <h2 id="build-h">Build settings</h2>
       <SaveForm
         saving={saving}
+        allowed={can('app.admin', app.id)}
         label="Save build settings"
         onSave={async () => {
           const r = await api.patchApp(app.id, { source: sourceOf(src, form) });
@@ -255,6 +258,7 @@ function limitsForm(l: BuildLimits | null): Record<LimitKey, string> {
 function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   const [form, setForm] = useState(() => limitsForm(app.build_limits));
   const saving = useSaving();
+  const can = useCan();
   const errs = fieldErrors(saving.error, 'build_limits.');
   return (
     <section class="card" aria-labelledby="limits-h">
@@ -265,6 +269,7 @@ function Limits({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
       </p>
       <SaveForm
         saving={saving}
+        allowed={can('app.admin', app.id)}
         label="Save build limits"
         onSave={async () => {
           const limits: Record<string, number> = {};

@@ -11,18 +11,33 @@ export interface ChartSeries {
   color: string;
 }
 
+/** Room for the longest y label (uPlot's default width clips "1,000 ms"). */
+function labelWidth(values: readonly string[] | null): number {
+  const longest = Math.max(1, ...(values ?? []).map((v) => v.length));
+  return Math.max(36, Math.ceil(longest * 7.5) + 18);
+}
+
+/** A y tick: counts are whole numbers (no "0.5 requests"); the rest keeps one decimal at most. */
+export function tickLabel(v: number, unit: string, integer: boolean): string {
+  const n = integer ? Math.round(v) : Math.round(v * 10) / 10;
+  return `${n.toLocaleString('en-US')}${unit}`;
+}
+
 export function Chart({
   title,
   x,
   series,
   unit,
   testId = 'metrics-chart',
+  integer = false,
 }: {
   title: string;
   x: number[];
   series: ChartSeries[];
   unit: string;
   testId?: string;
+  /** Counts: ticks on whole numbers only. */
+  integer?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -46,9 +61,15 @@ export function Chart({
             stroke: 'currentColor',
             grid: { stroke: 'rgba(128,128,128,0.2)' },
             ticks: { stroke: 'rgba(128,128,128,0.4)' },
-            values: (_u, vals) => vals.map((v) => `${v}${unit}`),
+            values: (_u, vals) => vals.map((v) => tickLabel(v, unit, integer)),
+            size: (_u, values) => labelWidth(values),
+            // Whole steps for counts (uPlot would otherwise split 0..1 into 0.2s).
+            ...(integer
+              ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 100_000] }
+              : {}),
           },
         ],
+        scales: integer ? { y: { range: (_u, min, max) => [0, Math.max(1, Math.ceil(max), min)] } } : {},
         series: [
           {},
           ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, points: { show: false } })),
@@ -63,7 +84,7 @@ export function Chart({
       ro.disconnect();
       plot.destroy();
     };
-  }, [x, series, unit]);
+  }, [x, series, unit, integer]);
   return (
     <figure class="chart">
       <figcaption>

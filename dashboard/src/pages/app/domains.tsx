@@ -5,6 +5,9 @@ import { useEffect, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { Domain } from '../../api';
 import { Badge, ErrorNote, When, useAction, useLoad } from '../../ui';
+import { useCan } from '../../access';
+import { formErrors } from '../../form-errors';
+import { CertificateUpload } from './certificate';
 
 export function DomainsTab({ id }: { id: string }) {
   const domains = useLoad(() => api.appDomains(id), [id]);
@@ -22,10 +25,13 @@ export function DomainsTab({ id }: { id: string }) {
   }, [pending, domains.reload]);
   const proxy = domains.data?.proxy;
   const chosen = service || services.data?.[0]?.name || '';
+  const can = useCan();
+  const admin = can('app.admin', id);
+  const errors = formErrors(act.error, { hostname: 'Hostname', service: 'Service', port: 'Port' });
   return (
     <section class="card" aria-labelledby="domains-h">
       <h2 id="domains-h">Domains</h2>
-      <ErrorNote error={domains.error ?? act.error} />
+      <ErrorNote error={domains.error} />
       {proxy && proxy.synced === false && (
         <p class="warning" role="status">
           The proxy is not in sync{typeof proxy.error === 'string' ? `: ${proxy.error}` : ''}. Changes are
@@ -34,7 +40,7 @@ export function DomainsTab({ id }: { id: string }) {
       )}
       {domains.data && items.length === 0 && <p class="muted">No domains yet.</p>}
       {items.length > 0 && (
-        <table>
+        <table class="stack-sm">
           <thead>
             <tr>
               <th>Hostname</th>
@@ -42,9 +48,11 @@ export function DomainsTab({ id }: { id: string }) {
               <th>Status</th>
               <th>Certificate</th>
               <th>DNS</th>
-              <th>
-                <span class="sr-only">Actions</span>
-              </th>
+              {admin && (
+                <th>
+                  <span class="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -52,6 +60,8 @@ export function DomainsTab({ id }: { id: string }) {
               <DomainRow
                 key={d.id ?? d.hostname}
                 d={d}
+                admin={admin}
+                onCertificate={() => void domains.reload()}
                 busy={act.busy}
                 onRefresh={() =>
                   void act.run(async () => {
@@ -71,67 +81,90 @@ export function DomainsTab({ id }: { id: string }) {
           </tbody>
         </table>
       )}
-      <form
-        class="row wrap"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act.run(async () => {
-            await api.addAppDomain(id, {
-              hostname: hostname.trim(),
-              service: chosen,
-              ...(port.trim() ? { port: Number(port) } : {}),
+      {admin && (
+        <form
+          class="row wrap"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act.run(async () => {
+              await api.addAppDomain(id, {
+                hostname: hostname.trim(),
+                service: chosen,
+                ...(port.trim() ? { port: Number(port) } : {}),
+              });
+              setHostname('');
+              await domains.reload();
             });
-            setHostname('');
-            await domains.reload();
-          });
-        }}
-      >
-        <label>
-          Hostname
-          <input
-            name="hostname"
-            required
-            placeholder="shop.example.com"
-            value={hostname}
-            onInput={(e) => setHostname((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          Service
-          <select value={chosen} onChange={(e) => setService((e.target as HTMLSelectElement).value)} required>
-            {services.data?.map((s) => (
-              <option key={s.name} value={s.name}>
-                {s.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Port
-          <input
-            name="port"
-            class="short"
-            inputMode="numeric"
-            placeholder="the service's"
-            value={port}
-            onInput={(e) => setPort((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <button type="submit" disabled={act.busy || !chosen}>
-          Add domain
-        </button>
-      </form>
+          }}
+        >
+          <div class="field">
+            <label for="domain-hostname">Hostname</label>
+            <input
+              id="domain-hostname"
+              name="hostname"
+              required
+              placeholder="shop.example.com"
+              value={hostname}
+              aria-invalid={errors.field('hostname') ? true : undefined}
+              aria-describedby={errors.field('hostname') ? 'domain-hostname-err' : undefined}
+              onInput={(e) => setHostname((e.target as HTMLInputElement).value)}
+            />
+            {errors.field('hostname') && (
+              <span id="domain-hostname-err" class="error small" data-testid="field-error">
+                {errors.field('hostname')}
+              </span>
+            )}
+          </div>
+          <label>
+            Service
+            <select
+              value={chosen}
+              onChange={(e) => setService((e.target as HTMLSelectElement).value)}
+              required
+            >
+              {services.data?.map((s) => (
+                <option key={s.name} value={s.name}>
+                  {s.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Port
+            <input
+              name="port"
+              class="short"
+              inputMode="numeric"
+              placeholder="the service's"
+              value={port}
+              onInput={(e) => setPort((e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <button type="submit" disabled={act.busy || !chosen}>
+            Add domain
+          </button>
+          {(errors.note ?? errors.field('port') ?? errors.field('service')) && (
+            <p class="error small" role="alert">
+              {errors.note ?? errors.field('port') ?? errors.field('service')}
+            </p>
+          )}
+        </form>
+      )}
     </section>
   );
 }
 
 function DomainRow({
   d,
+  admin,
+  onCertificate,
   busy,
   onRefresh,
   onDelete,
 }: {
   d: Domain;
+  admin: boolean;
+  onCertificate: () => void;
   busy: boolean;
   onRefresh: () => void;
   onDelete: () => void;
@@ -177,29 +210,32 @@ function DomainRow({
           <span class="muted">not checked</span>
         )}
       </td>
-      <td class="row">
-        {d.id && (
-          <button
-            type="button"
-            disabled={busy}
-            aria-label={`Check DNS and certificate of ${d.hostname}`}
-            onClick={onRefresh}
-          >
-            Check
-          </button>
-        )}
-        {d.id && (
-          <button
-            type="button"
-            class="danger"
-            disabled={busy}
-            aria-label={`Delete ${d.hostname}`}
-            onClick={onDelete}
-          >
-            Delete
-          </button>
-        )}
-      </td>
+      {admin && (
+        <td class="row wrap">
+          {d.id && (
+            <button
+              type="button"
+              disabled={busy}
+              aria-label={`Check DNS and certificate of ${d.hostname}`}
+              onClick={onRefresh}
+            >
+              Check
+            </button>
+          )}
+          {d.id && (
+            <button
+              type="button"
+              class="danger"
+              disabled={busy}
+              aria-label={`Delete ${d.hostname}`}
+              onClick={onDelete}
+            >
+              Delete
+            </button>
+          )}
+          {d.id && <CertificateUpload domain={d} onChanged={onCertificate} />}
+        </td>
+      )}
     </tr>
   );
 }

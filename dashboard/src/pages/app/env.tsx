@@ -7,6 +7,7 @@ import { useMemo, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { EnvVar } from '../../api';
 import { ErrorNote, useAction, useLoad } from '../../ui';
+import { useCan } from '../../access';
 import { parseDotenv } from './dotenv';
 
 type Change = {
@@ -59,25 +60,36 @@ export function Env({ id }: { id: string }) {
     [id],
   );
   const [revealed, setRevealed] = useState<Record<string, string>>({});
-  const [key, setKey] = useState('');
-  const [value, setValue] = useState('');
-  const [secret, setSecret] = useState(true);
   const [bulkOpen, setBulkOpen] = useState(false);
   const act = useAction();
+  const can = useCan();
+  const writable = can('app.env', id);
   const items = env.data?.items;
   const etag = env.data?.etag ?? null;
+  const forget = (k: string) => {
+    const { [k]: _, ...rest } = revealed;
+    setRevealed(rest);
+  };
+  /** Sets one variable and keeps the list and its ETag in step with the answer. */
+  const setOne = async (key: string, value: string, secret: boolean) => {
+    const r = await api.setEnvVar(id, key, value, secret, etag);
+    env.set({ items: [...(items ?? []).filter((x) => x.key !== key), r.data].sort(byKey), etag: r.etag });
+    forget(key);
+  };
   return (
     <section class="card" aria-labelledby="env-h">
       <div class="row spread">
         <h2 id="env-h">Environment</h2>
-        <button
-          type="button"
-          aria-expanded={bulkOpen}
-          aria-controls="env-bulk"
-          onClick={() => setBulkOpen(!bulkOpen)}
-        >
-          Paste .env
-        </button>
+        {writable && (
+          <button
+            type="button"
+            aria-expanded={bulkOpen}
+            aria-controls="env-bulk"
+            onClick={() => setBulkOpen(!bulkOpen)}
+          >
+            Paste .env
+          </button>
+        )}
       </div>
       {isStale(act.error) ? (
         <div class="error" role="alert" data-testid="env-stale">
@@ -121,122 +133,172 @@ export function Env({ id }: { id: string }) {
       )}
       {items?.length === 0 && <p class="muted">No variables.</p>}
       {items && items.length > 0 && (
-        <table>
+        <table class="stack-sm">
           <thead>
             <tr>
               <th>Key</th>
               <th>Value</th>
-              <th>
-                <span class="sr-only">Actions</span>
-              </th>
+              {writable && (
+                <th>
+                  <span class="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
             {items.map((v) => (
-              <tr key={v.key} data-testid="env-row">
-                <td class="mono">{v.key}</td>
-                <td class="mono ellipsis narrow" data-testid="env-value">
-                  {v.secret
-                    ? (revealed[v.key] ?? (
-                        <span class="muted" aria-label="hidden value">
-                          ••••••
-                        </span>
-                      ))
-                    : v.value}
-                </td>
-                <td class="row">
-                  {v.secret && revealed[v.key] === undefined && (
-                    <button
-                      type="button"
-                      aria-label={`Reveal ${v.key}`}
-                      onClick={() =>
-                        void act.run(async () =>
-                          setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }),
-                        )
-                      }
-                    >
-                      Reveal
-                    </button>
-                  )}
-                  {v.secret && revealed[v.key] !== undefined && (
-                    <button
-                      type="button"
-                      aria-label={`Hide ${v.key}`}
-                      onClick={() => {
-                        const { [v.key]: _, ...rest } = revealed;
-                        setRevealed(rest);
-                      }}
-                    >
-                      Hide
-                    </button>
-                  )}
-                  <button
-                    type="button"
-                    aria-label={`Remove ${v.key}`}
-                    onClick={() =>
-                      void act.run(async () => {
-                        const r = await api.removeEnvVar(id, v.key, etag);
-                        env.set({ items: items.filter((x) => x.key !== v.key), etag: r.etag });
-                      })
-                    }
-                  >
-                    Remove
-                  </button>
-                </td>
-              </tr>
+              <EnvRow
+                key={v.key}
+                v={v}
+                revealed={revealed[v.key]}
+                writable={writable}
+                busy={act.busy}
+                onReveal={() =>
+                  void act.run(async () =>
+                    setRevealed({ ...revealed, [v.key]: (await api.revealEnv(id, v.key)).value }),
+                  )
+                }
+                onHide={() => forget(v.key)}
+                onSave={(value) => act.run(() => setOne(v.key, value, v.secret))}
+                onRemove={() =>
+                  void act.run(async () => {
+                    const r = await api.removeEnvVar(id, v.key, etag);
+                    env.set({ items: items.filter((x) => x.key !== v.key), etag: r.etag });
+                  })
+                }
+              />
             ))}
           </tbody>
         </table>
       )}
-      <form
-        class="row wrap"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act.run(async () => {
-            const k = key.trim();
-            const r = await api.setEnvVar(id, k, value, secret, etag);
-            env.set({
-              items: [...(items ?? []).filter((x) => x.key !== k), r.data].sort(byKey),
-              etag: r.etag,
-            });
-            const { [k]: _, ...rest } = revealed;
-            setRevealed(rest);
-            setKey('');
-            setValue('');
-          });
-        }}
-      >
-        <label>
-          Key
-          <input
-            name="env_key"
-            required
-            value={key}
-            onInput={(e) => setKey((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          Value
-          <input
-            name="env_value"
-            value={value}
-            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <label class="inline">
-          <input
-            type="checkbox"
-            name="env_secret"
-            checked={secret}
-            onChange={(e) => setSecret((e.target as HTMLInputElement).checked)}
-          />{' '}
-          Secret
-        </label>
-        <button type="submit" disabled={act.busy}>
-          Set
-        </button>
-      </form>
+      {writable && <AddVar onAdd={(k, value, secret) => act.run(() => setOne(k, value, secret))} />}
     </section>
+  );
+}
+
+function EnvRow(props: {
+  v: EnvVar;
+  revealed: string | undefined;
+  writable: boolean;
+  busy: boolean;
+  onReveal: () => void;
+  onHide: () => void;
+  onSave: (value: string) => Promise<boolean>;
+  onRemove: () => void;
+}) {
+  const { v } = props;
+  const [editing, setEditing] = useState<string | null>(null);
+  return (
+    <tr data-testid="env-row">
+      <td class="mono">{v.key}</td>
+      <td class="mono ellipsis narrow" data-testid="env-value">
+        {editing !== null ? (
+          <form
+            class="row"
+            onSubmit={async (e) => {
+              e.preventDefault();
+              if (await props.onSave(editing)) setEditing(null);
+            }}
+          >
+            <input
+              aria-label={`New value of ${v.key}`}
+              class="mono"
+              value={editing}
+              placeholder={v.secret ? 'a new secret value' : ''}
+              autoFocus
+              onInput={(e) => setEditing((e.target as HTMLInputElement).value)}
+            />
+            <button type="submit" disabled={props.busy}>
+              Save
+            </button>
+            <button type="button" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </form>
+        ) : v.secret ? (
+          (props.revealed ?? (
+            <span class="muted" aria-label="hidden value">
+              ••••••
+            </span>
+          ))
+        ) : (
+          v.value
+        )}
+      </td>
+      {props.writable && (
+        <td class="row wrap">
+          {editing === null && (
+            <button
+              type="button"
+              aria-label={`Edit ${v.key}`}
+              onClick={() => setEditing(v.secret ? (props.revealed ?? '') : (v.value ?? ''))}
+            >
+              Edit
+            </button>
+          )}
+          {v.secret && props.revealed === undefined && (
+            <button type="button" aria-label={`Reveal ${v.key}`} onClick={props.onReveal}>
+              Reveal
+            </button>
+          )}
+          {v.secret && props.revealed !== undefined && (
+            <button type="button" aria-label={`Hide ${v.key}`} onClick={props.onHide}>
+              Hide
+            </button>
+          )}
+          <button type="button" aria-label={`Remove ${v.key}`} onClick={props.onRemove}>
+            Remove
+          </button>
+        </td>
+      )}
+    </tr>
+  );
+}
+
+/** A new variable: secret unless unticked, for every new key (the box is ticked again after each). */
+function AddVar({ onAdd }: { onAdd: (key: string, value: string, secret: boolean) => Promise<boolean> }) {
+  const [key, setKey] = useState('');
+  const [value, setValue] = useState('');
+  const [secret, setSecret] = useState(true);
+  return (
+    <form
+      class="row wrap"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        if (!(await onAdd(key.trim(), value, secret))) return;
+        setKey('');
+        setValue('');
+        setSecret(true);
+      }}
+    >
+      <label>
+        Key
+        <input
+          name="env_key"
+          required
+          value={key}
+          onInput={(e) => setKey((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label>
+        Value
+        <input
+          name="env_value"
+          value={value}
+          onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label class="inline">
+        <input
+          type="checkbox"
+          name="env_secret"
+          checked={secret}
+          onChange={(e) => setSecret((e.target as HTMLInputElement).checked)}
+        />{' '}
+        Secret
+      </label>
+      <button type="submit">Set</button>
+    </form>
   );
 }
 

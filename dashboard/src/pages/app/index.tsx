@@ -3,10 +3,13 @@
 // (metrics with uPlot, the shell with xterm) load their libraries only when opened.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import * as api from '../../api';
-import type { Deployment } from '../../api';
-import { navigate } from '../../router';
+import type { App, Deployment } from '../../api';
 import { useTopic } from '../../ws';
-import { Badge, ErrorNote, useAction, useLoad } from '../../ui';
+import { useCan } from '../../access';
+import { ownStatus } from '../../status';
+import { useTitle } from '../../title';
+import { ErrorNote, useLoad, useThrottled } from '../../ui';
+import { AppHeader } from './header';
 import { OverviewTab } from './overview';
 import { LogsTab } from './logs';
 import { MetricsTab } from './metrics';
@@ -55,47 +58,36 @@ function useTab(): [TabId, (t: TabId) => void] {
 }
 
 export function AppPage({ id }: { id: string }) {
-  const app = useLoad(() => api.getApp(id).then((r) => r.app), [id]);
+  const loaded = useLoad(() => api.getApp(id), [id]);
+  const app = {
+    data: loaded.data?.app ?? null,
+    error: loaded.error,
+    set: (a: App) => loaded.data && loaded.set({ ...loaded.data, app: a }),
+  };
+  useTitle(app.data?.name ?? 'App');
   const deployments = useLoad(() => api.listDeployments(id).then((r) => r.items), [id]);
   const [selected, setSelected] = useState<string | null>(null);
   // Bumped when a deployment ends: services and their state come from what it deployed.
   const [settled, setSettled] = useState(0);
   const [tab, setTab] = useTab();
-  const tabRefs = useRef<Record<string, HTMLAnchorElement | null>>({});
-  const act = useAction();
+  const can = useCan();
+  useLiveApp(id, app, deployments, loaded.reload, () => setSettled((n) => n + 1));
 
-  useTopic('deployments', (d: any) => {
-    if (d?.type !== 'status' || d.app_id !== id) return;
-    const dep = d as Deployment;
-    if (api.TERMINAL.includes(dep.status)) setSettled((n) => n + 1);
-    const list = deployments.data ?? [];
-    deployments.set(
-      list.some((x) => x.id === dep.id)
-        ? list.map((x) => (x.id === dep.id ? { ...x, ...dep } : x))
-        : [dep, ...list],
-    );
-  });
-  useTopic('apps', (d: any) => {
-    if (d?.app_id === id && typeof d.status === 'string' && app.data)
-      app.set({ ...app.data, status: d.status });
-  });
-
-  if (app.error)
-    return (
-      <main>
-        <h1>App</h1>
-        <ErrorNote error={app.error} />
-      </main>
-    );
   if (!app.data)
     return (
       <main>
-        <p class="muted">Loading…</p>
+        {app.error ? <h1>App</h1> : null}
+        {app.error ? <ErrorNote error={app.error} /> : <p class="muted">Loading…</p>}
       </main>
     );
   const a = app.data;
-  // Only a git app is built from source: the others have no Build tab, nor previews (built from branches).
-  const tabs = TABS.filter((t) => (t.id !== 'build' && t.id !== 'previews') || a.source.type === 'git');
+  // Only a git app is built from source: the others have no Build tab, nor previews (built from
+  // branches); the shell only for those who may open one.
+  const tabs = TABS.filter(
+    (t) =>
+      ((t.id !== 'build' && t.id !== 'previews' && t.id !== 'git') || a.source.type === 'git') &&
+      (t.id !== 'shell' || can('app.shell', a.id)),
+  );
   const startDeploy = async () => {
     const r = await api.deploy(id);
     setSelected(r.deployment.id);
@@ -103,80 +95,25 @@ export function AppPage({ id }: { id: string }) {
     await deployments.reload();
   };
 
-  // Arrow keys move between tabs (the WAI-ARIA tabs pattern); Tab leaves the tab list.
-  const onKey = (e: KeyboardEvent) => {
-    const i = tabs.findIndex((t) => t.id === tab);
-    let next = -1;
-    if (e.key === 'ArrowRight') next = (i + 1) % tabs.length;
-    else if (e.key === 'ArrowLeft') next = (i - 1 + tabs.length) % tabs.length;
-    else if (e.key === 'Home') next = 0;
-    else if (e.key === 'End') next = tabs.length - 1;
-    if (next < 0) return;
-    e.preventDefault();
-    setTab(tabs[next]!.id);
-    tabRefs.current[tabs[next]!.id]?.focus();
-  };
-
   return (
     <main>
-      <div class="row spread">
-        <h1>
-          {a.name} <Badge status={a.status} />
-        </h1>
-        <div class="row">
-          <button type="button" class="primary" disabled={act.busy} onClick={() => void act.run(startDeploy)}>
-            Deploy
-          </button>
-          <button
-            type="button"
-            class="danger"
-            onClick={() => {
-              if (!confirm(`Delete ${a.name} with its containers, networks and secrets?`)) return;
-              void act.run(async () => {
-                await api.deleteApp(id);
-                navigate('/');
-              });
-            }}
-          >
-            Delete
-          </button>
-        </div>
-      </div>
-      <p class="muted mono">
-        {a.source.type === 'git'
-          ? `${a.source.repo_url} @ ${a.source.branch}`
-          : a.source.type === 'image'
-            ? a.source.image
-            : 'inline Compose'}
-      </p>
-      <ErrorNote error={act.error} />
-      <div class="tabs" role="tablist" aria-label="App sections" onKeyDown={onKey}>
-        {tabs.map((t) => (
-          <a
-            key={t.id}
-            ref={(el) => void (tabRefs.current[t.id] = el)}
-            role="tab"
-            id={`tab-${t.id}`}
-            href={t.id === 'overview' ? location.pathname : `?tab=${t.id}`}
-            aria-selected={tab === t.id}
-            aria-controls="app-tabpanel"
-            tabIndex={tab === t.id ? 0 : -1}
-            onClick={(e) => {
-              if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
-              e.preventDefault();
-              setTab(t.id);
-            }}
-          >
-            {t.label}
-          </a>
-        ))}
-      </div>
+      <AppHeader
+        app={a}
+        urls={loaded.data?.urls}
+        proxy={loaded.data?.proxy}
+        deployments={deployments.data}
+        onDeploy={startDeploy}
+        onChanged={loaded.reload}
+      />
+      <TabList tabs={tabs} tab={tab} onTab={setTab} />
       <div id="app-tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`} class="tabpanel">
         {tab === 'overview' && (
           <OverviewTab
             app={a}
             onSaved={app.set}
             onDeploy={startDeploy}
+            urls={loaded.data?.urls ?? []}
+            onChanged={loaded.reload}
             settled={settled}
             deployments={deployments}
             selected={selected}
@@ -205,5 +142,92 @@ export function AppPage({ id }: { id: string }) {
         {tab === 'shell' && <ShellTab id={id} />}
       </div>
     </main>
+  );
+}
+
+type Loaded<T> = { data: T | null; set: (t: T) => void };
+
+/**
+ * Keeps the page in step with the topics: deployments as they move (`onSettled` when one ends),
+ * and the app's own status on the badge; a container's or a database's event on the `apps` topic
+ * (exited, error...) makes it ask the API for the app (status, URLs) instead, at most once a second.
+ */
+function useLiveApp(
+  id: string,
+  app: { data: App | null; set: (a: App) => unknown },
+  deployments: Loaded<Deployment[]>,
+  reload: () => Promise<void>,
+  onSettled: () => void,
+): void {
+  const reloadSoon = useThrottled(() => void reload(), 1_000);
+  useTopic('deployments', (d: any) => {
+    if (d?.type !== 'status' || d.app_id !== id) return;
+    const dep = d as Deployment;
+    if (api.TERMINAL.includes(dep.status)) {
+      onSettled();
+      // A finished deployment may have given the app its URLs.
+      reloadSoon();
+    }
+    const list = deployments.data ?? [];
+    deployments.set(
+      list.some((x) => x.id === dep.id)
+        ? list.map((x) => (x.id === dep.id ? { ...x, ...dep } : x))
+        : [dep, ...list],
+    );
+  });
+  useTopic('apps', (d: any) => {
+    if (d?.app_id !== id || !app.data) return;
+    const status = ownStatus(d, id);
+    if (status) app.set({ ...app.data, status });
+    else reloadSoon();
+  });
+}
+
+/** The tabs, in the address (`?tab=`); arrow keys move between them (the WAI-ARIA tabs pattern). */
+function TabList({
+  tabs,
+  tab,
+  onTab,
+}: {
+  tabs: ReadonlyArray<(typeof TABS)[number]>;
+  tab: TabId;
+  onTab: (t: TabId) => void;
+}) {
+  const refs = useRef<Record<string, HTMLAnchorElement | null>>({});
+  // Tab leaves the tab list; arrows, Home and End move within it.
+  const onKey = (e: KeyboardEvent) => {
+    const i = tabs.findIndex((t) => t.id === tab);
+    let next = -1;
+    if (e.key === 'ArrowRight') next = (i + 1) % tabs.length;
+    else if (e.key === 'ArrowLeft') next = (i - 1 + tabs.length) % tabs.length;
+    else if (e.key === 'Home') next = 0;
+    else if (e.key === 'End') next = tabs.length - 1;
+    if (next < 0) return;
+    e.preventDefault();
+    onTab(tabs[next]!.id);
+    refs.current[tabs[next]!.id]?.focus();
+  };
+  return (
+    <div class="tabs" role="tablist" aria-label="App sections" onKeyDown={onKey}>
+      {tabs.map((t) => (
+        <a
+          key={t.id}
+          ref={(el) => void (refs.current[t.id] = el)}
+          role="tab"
+          id={`tab-${t.id}`}
+          href={t.id === 'overview' ? location.pathname : `?tab=${t.id}`}
+          aria-selected={tab === t.id}
+          aria-controls="app-tabpanel"
+          tabIndex={tab === t.id ? 0 : -1}
+          onClick={(e) => {
+            if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+            e.preventDefault();
+            onTab(t.id);
+          }}
+        >
+          {t.label}
+        </a>
+      ))}
+    </div>
   );
 }

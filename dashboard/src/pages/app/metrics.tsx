@@ -91,10 +91,18 @@ export function MetricsTab({ id }: { id: string }) {
         </button>
       </div>
       <ErrorNote error={metrics.error ?? modError} />
+      {series && series.totals.requests === 0 && (
+        <p class="notice" data-testid="metrics-empty">
+          No requests in the last {range}. Requests that reach the app through its URLs (the proxy) are
+          counted here, per {data!.step_seconds} s step; an app without a URL, or a proxy that is not running,
+          shows none.
+        </p>
+      )}
       {series && (
         <p data-testid="metrics-totals">
-          {series.totals.requests} request{series.totals.requests === 1 ? '' : 's'}, {series.totals.e4} 4xx,{' '}
-          {series.totals.e5} 5xx, {bytes(series.totals.bytes)} sent
+          {Math.round(series.totals.requests)} request{Math.round(series.totals.requests) === 1 ? '' : 's'},{' '}
+          {Math.round(series.totals.e4)} 4xx, {Math.round(series.totals.e5)} 5xx, {bytes(series.totals.bytes)}{' '}
+          sent
           <span class="muted">
             {' '}
             over {range}, step {data!.step_seconds} s
@@ -103,7 +111,7 @@ export function MetricsTab({ id }: { id: string }) {
       )}
       {series && mod && (
         <div class="charts">
-          <mod.Chart title="Requests per step" x={series.x} series={series.requests} unit="" />
+          <mod.Chart title="Requests per step" x={series.x} series={series.requests} unit="" integer />
           <mod.Chart title="Latency" x={series.x} series={series.latency} unit=" ms" />
         </div>
       )}

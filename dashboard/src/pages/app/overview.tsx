@@ -1,6 +1,7 @@
 // The default tab: services with live CPU and memory, the environment, deployments with the live
 // build log; before a git app's first deploy, the plan of what it will build.
 import type { App, Deployment } from '../../api';
+import type { AppUrl } from '../../proxy';
 import { Services } from './services';
 import { Env } from './env';
 import { Deployments } from './deployments';
@@ -11,6 +12,9 @@ export function OverviewTab(props: {
   app: App;
   onSaved: (a: App) => void;
   onDeploy: () => Promise<unknown>;
+  urls: AppUrl[];
+  /** Something that changes where the app answers was saved (a port). */
+  onChanged: () => Promise<unknown>;
   settled: number;
   deployments: { data: Deployment[] | null; error: unknown; reload: () => Promise<void> };
   selected: string | null;
@@ -21,12 +25,11 @@ export function OverviewTab(props: {
   return (
     <>
       {first && <FirstDeploy app={props.app} onSaved={props.onSaved} onDeploy={props.onDeploy} />}
-      <div class="grid">
-        <Services id={id} version={props.settled} />
-        <Env id={id} />
-      </div>
+      <Services id={id} version={props.settled} onChanged={props.onChanged} />
+      <Env id={id} />
       <Deployments
         id={id}
+        urls={props.urls}
         deployments={props.deployments}
         selected={props.selected}
         onSelect={props.onSelect}

@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App, BuildPlan } from '../../api';
 import { ErrorNote, useAction } from '../../ui';
+import { useCan } from '../../access';
 
 export const STACKS: readonly BuildPlan['stack'][] = ['node', 'python', 'go', 'static', 'php', 'ruby'];
 
@@ -170,6 +171,7 @@ export function FirstDeploy({
   const key = JSON.stringify(src);
   const [result, setResult] = useState<PlanResult | null>(null);
   const act = useAction();
+  const can = useCan();
   useEffect(() => {
     let live = true;
     setResult(null);
@@ -178,7 +180,9 @@ export function FirstDeploy({
   }, [app.id, key]);
   if (src.type !== 'git') return null;
   const deployable =
-    result && ('plan' in result || (result.error instanceof api.ApiError && result.error.status === 409));
+    can('app.deploy', app.id) &&
+    result &&
+    ('plan' in result || (result.error instanceof api.ApiError && result.error.status === 409));
   return (
     <section class="card" aria-labelledby="first-h" data-testid="first-deploy">
       <h2 id="first-h">Before the first deploy</h2>
@@ -193,12 +197,18 @@ export function FirstDeploy({
       {result && (
         <PlanView
           result={result}
-          onStack={async (stack) => {
-            // A compose path and a stack build are two answers to one question: the stack wins here.
-            const { compose_path: _compose, ...rest } = src;
-            const r = await api.patchApp(app.id, { source: { ...rest, build: { type: 'stack', stack } } });
-            onSaved(r.app);
-          }}
+          onStack={
+            !can('app.admin', app.id)
+              ? undefined
+              : async (stack) => {
+                  // A compose path and a stack build are two answers to one question: the stack wins here.
+                  const { compose_path: _compose, ...rest } = src;
+                  const r = await api.patchApp(app.id, {
+                    source: { ...rest, build: { type: 'stack', stack } },
+                  });
+                  onSaved(r.app);
+                }
+          }
         />
       )}
       <ErrorNote error={act.error} />

@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App, Preview, PreviewSettings } from '../../api';
 import { useTopic } from '../../ws';
+import { useCan } from '../../access';
 import {
   Badge,
   ErrorNote,
@@ -31,6 +32,8 @@ export function PreviewsTab({ app }: { app: App }) {
   });
   const items = previews.data ?? [];
   const off = settings.data ? !settings.data.enabled : false;
+  const can = useCan();
+  const deployer = can('app.deploy', app.id);
   return (
     <>
       <section class="card" aria-labelledby="previews-h">
@@ -46,9 +49,11 @@ export function PreviewsTab({ app }: { app: App }) {
                 <th>Address</th>
                 <th>Status</th>
                 <th>Expires</th>
-                <th>
-                  <span class="sr-only">Actions</span>
-                </th>
+                {deployer && (
+                  <th>
+                    <span class="sr-only">Actions</span>
+                  </th>
+                )}
               </tr>
             </thead>
             <tbody>
@@ -57,64 +62,77 @@ export function PreviewsTab({ app }: { app: App }) {
                   key={p.id}
                   p={p}
                   busy={act.busy}
-                  onRemove={() => {
-                    if (
-                      !confirm(
-                        `Remove preview ${p.number} (${p.branch}) with its containers, network and volumes?`,
-                      )
-                    )
-                      return;
-                    void act.run(async () => {
-                      await api.deletePreview(app.id, p.id);
-                      await previews.reload();
-                    });
-                  }}
+                  onRemove={
+                    !deployer
+                      ? null
+                      : () => {
+                          if (
+                            !confirm(
+                              `Remove preview ${p.number} (${p.branch}) with its containers, network and volumes?`,
+                            )
+                          )
+                            return;
+                          void act.run(async () => {
+                            await api.deletePreview(app.id, p.id);
+                            await previews.reload();
+                          });
+                        }
+                  }
                 />
               ))}
             </tbody>
           </table>
         )}
-        <form
-          class="stack"
-          noValidate
-          onSubmit={(e) => {
-            e.preventDefault();
-            void act.run(async () => {
-              await api.createPreview(app.id, { branch: branch.trim() });
-              setBranch('');
-              await previews.reload();
-            });
-          }}
-        >
-          <Field
-            id="preview-branch"
-            label="Branch"
-            mono
-            value={branch}
-            placeholder="feature/x"
-            hint={
-              off
-                ? 'Previews are off: enable them in the settings below first.'
-                : 'Builds and deploys this branch as a new preview.'
-            }
-            error={errs.branch}
-            onInput={setBranch}
-          />
-          <ErrorNote error={errs.branch ? null : act.error} />
-          <div class="row">
-            <button type="submit" class="primary" disabled={act.busy || !branch.trim()}>
-              Create preview
-            </button>
-          </div>
-        </form>
+        {deployer && (
+          <form
+            class="stack"
+            noValidate
+            onSubmit={(e) => {
+              e.preventDefault();
+              void act.run(async () => {
+                await api.createPreview(app.id, { branch: branch.trim() });
+                setBranch('');
+                await previews.reload();
+              });
+            }}
+          >
+            <Field
+              id="preview-branch"
+              label="Branch"
+              mono
+              value={branch}
+              placeholder="feature/x"
+              hint={
+                off
+                  ? 'Previews are off: enable them in the settings below first.'
+                  : 'Builds and deploys this branch as a new preview.'
+              }
+              error={errs.branch}
+              onInput={setBranch}
+            />
+            <ErrorNote error={errs.branch ? null : act.error} />
+            <div class="row">
+              <button type="submit" class="primary" disabled={act.busy || !branch.trim()}>
+                Create preview
+              </button>
+            </div>
+          </form>
+        )}
       </section>
       {settings.error && <ErrorNote error={settings.error} />}
-      {settings.data && <SettingsForm id={app.id} initial={settings.data} onSaved={settings.set} />}
+      {settings.data && (
+        <SettingsForm
+          id={app.id}
+          initial={settings.data}
+          onSaved={settings.set}
+          allowed={can('app.admin', app.id)}
+        />
+      )}
     </>
   );
 }
 
-function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove: () => void }) {
+function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove: (() => void) | null }) {
   return (
     <tr data-testid="preview-row">
       <td>
@@ -138,17 +156,19 @@ function PreviewRow({ p, busy, onRemove }: { p: Preview; busy: boolean; onRemove
       <td>
         <When at={p.expires_at} />
       </td>
-      <td>
-        <button
-          type="button"
-          class="danger"
-          disabled={busy}
-          aria-label={`Remove preview ${p.number}`}
-          onClick={onRemove}
-        >
-          Remove
-        </button>
-      </td>
+      {onRemove && (
+        <td>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy}
+            aria-label={`Remove preview ${p.number}`}
+            onClick={onRemove}
+          >
+            Remove
+          </button>
+        </td>
+      )}
     </tr>
   );
 }
@@ -166,10 +186,12 @@ function SettingsForm({
   id,
   initial,
   onSaved,
+  allowed,
 }: {
   id: string;
   initial: PreviewSettings;
   onSaved: (s: PreviewSettings) => void;
+  allowed: boolean;
 }) {
   const [enabled, setEnabled] = useState(initial.enabled);
   const [forks, setForks] = useState(initial.from_forks);
@@ -192,6 +214,7 @@ function SettingsForm({
       <h2 id="preview-settings-h">Preview settings</h2>
       <SaveForm
         saving={saving}
+        allowed={allowed}
         label="Save preview settings"
         onSave={async () => {
           const r = await api.putPreviewSettings(id, {

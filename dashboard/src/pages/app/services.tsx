@@ -1,18 +1,30 @@
-// Services with status, port, health path, restart, and CPU/memory from the `stats:<appId>` topic
-// (sampled by the control plane only while someone listens).
+// Services with status, CPU and memory from the `stats:<appId>` topic (sampled by the control
+// plane only while someone listens), their port and health path (saved for the next deployment),
+// and restart, stop or start one service, for those who may.
 import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { Service, ServiceStats } from '../../api';
 import { useTopic } from '../../ws';
+import { useCan } from '../../access';
+import { formErrors } from '../../form-errors';
 import { Badge, ErrorNote, useAction, useLoad } from '../../ui';
 import { bytes, percent } from './format';
 
 type Usage = { cpu: number; mem: number; limit: number | null; replicas: number };
 
-export function Services({ id, version }: { id: string; version: number }) {
+export function Services({
+  id,
+  version,
+  onChanged,
+}: {
+  id: string;
+  version: number;
+  onChanged?: () => Promise<unknown>;
+}) {
   const services = useLoad(() => api.listServices(id).then((r) => r.items), [id, version]);
   const [usage, setUsage] = useState<Record<string, Usage>>({});
   const act = useAction();
+  const can = useCan();
   useTopic(`stats:${id}`, (d: any) => {
     if (!Array.isArray(d?.items)) return;
     const next: Record<string, Usage> = {};
@@ -28,6 +40,11 @@ export function Services({ id, version }: { id: string; version: number }) {
   });
   // Cluster mode lists each service's tasks and the node each runs on.
   const clustered = services.data?.some((s) => s.tasks !== undefined) ?? false;
+  const control = (name: string, action: 'start' | 'stop' | 'restart') =>
+    void act.run(async () => {
+      await api.serviceAction(id, name, action);
+      await services.reload();
+    });
   return (
     <section class="card" aria-labelledby="svc-h">
       <h2 id="svc-h">Services</h2>
@@ -36,40 +53,34 @@ export function Services({ id, version }: { id: string; version: number }) {
         <p class="muted">No services known yet: they appear after the first deployment.</p>
       )}
       {services.data && services.data.length > 0 && (
-        <table>
+        <table class="services stack-sm">
           <thead>
             <tr>
-              <th>Name</th>
-              <th>Status</th>
-              <th>CPU</th>
-              <th>Memory</th>
+              <th>Service</th>
+              <th>Usage</th>
               {clustered && <th>Tasks</th>}
-              <th>Port</th>
-              <th>Health path</th>
-              <th>
-                <span class="sr-only">Actions</span>
-              </th>
+              <th>Port and health path</th>
+              {can('app.deploy', id) && (
+                <th>
+                  <span class="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
             {services.data.map((s) => (
               <ServiceRow
                 key={s.name}
+                id={id}
                 s={s}
                 usage={usage[s.name]}
                 clustered={clustered}
-                onSave={(p) =>
-                  act.run(async () => {
-                    await api.patchService(id, s.name, p);
-                    await services.reload();
-                  })
-                }
-                onRestart={() =>
-                  void act.run(async () => {
-                    await api.serviceAction(id, s.name, 'restart');
-                    await services.reload();
-                  })
-                }
+                onSaved={async () => {
+                  await services.reload();
+                  await onChanged?.();
+                }}
+                onControl={can('app.deploy', id) ? (a) => control(s.name, a) : null}
+                busy={act.busy}
               />
             ))}
           </tbody>
@@ -80,33 +91,36 @@ export function Services({ id, version }: { id: string; version: number }) {
 }
 
 function ServiceRow({
+  id,
   s,
   usage,
   clustered,
-  onSave,
-  onRestart,
+  onSaved,
+  onControl,
+  busy,
 }: {
+  id: string;
   s: Service;
   usage: Usage | undefined;
   clustered: boolean;
-  onSave: (p: { port: number | null; health_path: string | null }) => Promise<boolean>;
-  onRestart: () => void;
+  onSaved: () => Promise<void>;
+  onControl: ((a: 'start' | 'stop' | 'restart') => void) | null;
+  busy: boolean;
 }) {
-  const [port, setPort] = useState(s.port === null ? '' : String(s.port));
-  const [health, setHealth] = useState(s.health_path ?? '');
+  const can = useCan();
+  const running = s.status === 'running';
   return (
     <tr data-testid="service-row">
-      <td>{s.name}</td>
       <td>
-        <Badge status={s.status} />
-        {s.health && <span class="muted small"> {s.health}</span>}
+        <strong>{s.name}</strong> <Badge status={s.status} />
+        {s.health && s.health !== 'none' && <div class="muted small">health: {s.health}</div>}
       </td>
-      <td class="mono" data-testid="service-cpu">
-        {usage ? percent(usage.cpu) : '—'}
-      </td>
-      <td class="mono" data-testid="service-memory">
-        {usage ? bytes(usage.mem) : '—'}
-        {usage?.limit ? <span class="muted small"> / {bytes(usage.limit)}</span> : null}
+      <td class="mono small">
+        <span data-testid="service-cpu">{usage ? percent(usage.cpu) : '—'}</span> CPU
+        <div data-testid="service-memory">
+          {usage ? bytes(usage.mem) : '—'}
+          {usage?.limit ? <span class="muted"> / {bytes(usage.limit)}</span> : null}
+        </div>
       </td>
       {clustered && (
         <td data-testid="service-tasks">
@@ -124,35 +138,103 @@ function ServiceRow({
         </td>
       )}
       <td>
+        {can('app.admin', id) ? (
+          <ServiceSettings id={id} s={s} onSaved={onSaved} />
+        ) : (
+          <span class="mono small">
+            {s.port ?? 'no port'} · {s.health_path ?? 'no health path'}
+          </span>
+        )}
+        {s.port === null && <div class="muted small">No port: the app gets no URL until it has one.</div>}
+      </td>
+      {onControl && (
+        <td>
+          <div class="row wrap">
+            <button type="button" disabled={busy} onClick={() => onControl('restart')}>
+              Restart <span class="sr-only">{s.name}</span>
+            </button>
+            {running ? (
+              <button type="button" disabled={busy} onClick={() => onControl('stop')}>
+                Stop <span class="sr-only">{s.name}</span>
+              </button>
+            ) : (
+              <button type="button" disabled={busy} onClick={() => onControl('start')}>
+                Start <span class="sr-only">{s.name}</span>
+              </button>
+            )}
+          </div>
+        </td>
+      )}
+    </tr>
+  );
+}
+
+/** Port and health path: saved now, used from the next deployment on (the answer says so). */
+function ServiceSettings({ id, s, onSaved }: { id: string; s: Service; onSaved: () => Promise<void> }) {
+  const [port, setPort] = useState(s.port === null ? '' : String(s.port));
+  const [health, setHealth] = useState(s.health_path ?? '');
+  const [saved, setSaved] = useState(false);
+  const act = useAction();
+  const errors = formErrors(act.error, { port: 'Port', health_path: 'Health path' });
+  return (
+    <form
+      class="row wrap compact"
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        setSaved(false);
+        void act.run(async () => {
+          await api.patchService(id, s.name, {
+            port: port.trim() ? Number(port) : null,
+            health_path: health.trim() || null,
+          });
+          setSaved(true);
+          await onSaved();
+        });
+      }}
+    >
+      <label class="inline">
+        <span class="sr-only">Port of {s.name}</span>
         <input
           aria-label={`Port of ${s.name}`}
-          class="short"
+          class="tiny"
           inputMode="numeric"
+          placeholder="port"
           value={port}
-          onInput={(e) => setPort((e.target as HTMLInputElement).value)}
+          aria-invalid={errors.field('port') ? true : undefined}
+          onInput={(e) => {
+            setSaved(false);
+            setPort((e.target as HTMLInputElement).value);
+          }}
         />
-      </td>
-      <td>
+      </label>
+      <label class="inline">
+        <span class="sr-only">Health path of {s.name}</span>
         <input
           aria-label={`Health path of ${s.name}`}
           class="short"
+          placeholder="/health"
           value={health}
-          onInput={(e) => setHealth((e.target as HTMLInputElement).value)}
+          aria-invalid={errors.field('health_path') ? true : undefined}
+          onInput={(e) => {
+            setSaved(false);
+            setHealth((e.target as HTMLInputElement).value);
+          }}
         />
-      </td>
-      <td class="row">
-        <button
-          type="button"
-          onClick={() =>
-            void onSave({ port: port.trim() ? Number(port) : null, health_path: health.trim() || null })
-          }
-        >
-          Save
-        </button>
-        <button type="button" onClick={onRestart}>
-          Restart
-        </button>
-      </td>
-    </tr>
+      </label>
+      <button type="submit" disabled={act.busy}>
+        Save <span class="sr-only">{s.name}</span>
+      </button>
+      {saved && (
+        <span role="status" class="ok small" data-testid="service-saved">
+          Saved: the next deployment uses it.
+        </span>
+      )}
+      {(errors.field('port') ?? errors.field('health_path') ?? errors.note) && (
+        <span class="error small" data-testid="field-error">
+          {errors.field('port') ?? errors.field('health_path') ?? errors.note}
+        </span>
+      )}
+    </form>
   );
 }

@@ -5,12 +5,14 @@ import { useState } from 'preact/hooks';
 import * as api from '../../api';
 import type { App } from '../../api';
 import { ErrorNote, Field, SaveForm, fieldErrors, useSaving } from '../../ui';
+import { useCan } from '../../access';
 
 const text = (v: number | null) => (v === null ? '' : String(v));
 
 export function SleepSetting({ app, onSaved }: { app: App; onSaved: (a: App) => void }) {
   const [value, setValue] = useState(() => text(app.sleep_after_minutes));
   const saving = useSaving();
+  const can = useCan();
   const errs = fieldErrors(saving.error, '');
   return (
     <section class="card" aria-labelledby="sleep-h">
@@ -22,6 +24,7 @@ export function SleepSetting({ app, onSaved }: { app: App; onSaved: (a: App) => 
       </p>
       <SaveForm
         saving={saving}
+        allowed={can('app.admin', app.id)}
         label="Save sleep setting"
         onSave={async () => {
           const v = value.trim();

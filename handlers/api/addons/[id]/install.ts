@@ -24,8 +24,14 @@ export const POST = route(
     },
     audit: { action: 'addon.installed' },
   },
-  async (_req, { env, params, body, reply, audit }) => {
-    const r = await installAddon(env, params.id, body.name, body.params ?? {});
+  async (_req, { env, params, body, reply, audit, principal }) => {
+    const r = await installAddon(
+      env,
+      params.id,
+      body.name,
+      body.params ?? {},
+      principal?.user.username ?? null,
+    );
     // The generated values are secrets: the audit names the keys only.
     audit({
       target: r.app.id,

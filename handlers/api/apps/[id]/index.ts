@@ -5,7 +5,10 @@ import { getApp, updateApp } from '#lib/apps/store.js';
 import { deleteApp } from '#lib/apps/ops.js';
 import { removeAppPreviews } from '#lib/previews/ops.js';
 import { currentStatuses } from '#lib/apps/status.js';
-import { appSchema } from '#lib/api/apps.js';
+import { appSchema, appUrlSchema } from '#lib/api/apps.js';
+import { proxyHealthSchema } from '#lib/api/instance.js';
+import { appUrls } from '#lib/proxy/urls.js';
+import { proxyHealth } from '#lib/proxy/health.js';
 import { route } from '#lib/http/route.js';
 import { appParams } from '../_lib.js';
 
@@ -14,14 +17,16 @@ const appBody = z.object({ app: appSchema });
 export const GET = route(
   {
     permission: 'app.read',
-    summary: 'One app with its current status',
+    summary: 'One app with its current status, where it answers and the proxy state',
     params: appParams,
-    responses: { 200: appBody },
+    responses: {
+      200: appBody.extend({ urls: z.array(appUrlSchema), proxy: proxyHealthSchema }),
+    },
   },
   async (_req, { env, params, reply }) => {
     const { deleting: _d, ...stored } = await getApp(env.db, params.id);
-    const [app] = await currentStatuses(env, [stored]);
-    return reply(200, { app: app! });
+    const [[app], urls] = await Promise.all([currentStatuses(env, [stored]), appUrls(env, [stored.id])]);
+    return reply(200, { app: app!, urls: urls.get(stored.id) ?? [], proxy: proxyHealth(env.edge.proxy) });
   },
 );
 

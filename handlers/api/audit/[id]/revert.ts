@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { entryApp, entryRoute, entryTarget, revertEntry } from '#lib/revert/revert.js';
+import { entryApp, entryRoute, entryTarget, revertEntry, revertReach } from '#lib/revert/revert.js';
 import { route } from '#lib/http/route.js';
 import { HttpError } from '#lib/http/errors.js';
 import { auditParams } from './_lib.js';
@@ -31,7 +31,11 @@ export const POST = route(
     const spec = original === null ? null : await routeSpec(original);
     const appId = await entryApp(env, params.id);
     // An entry of a route without a permission (a public one: none is revertible) is an instance administrator's.
-    permit(spec?.permission ?? 'instance.admin', appId);
+    const permission = spec?.permission ?? 'instance.admin';
+    permit(permission, appId);
+    // Judged where the target is now and where the revert puts it, too: a domain moved to B since
+    // needs B (404 when B is out of reach, as for any app), a redirect needs what a redirect needs.
+    for (const app of await revertReach(env, params.id)) if (app !== appId) permit(permission, app);
     if (spec?.sessionOnly && principal?.kind !== 'session')
       throw new HttpError(
         'forbidden',

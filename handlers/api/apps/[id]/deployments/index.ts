@@ -51,12 +51,13 @@ export const POST = route(
     responses: { 202: deploymentBody },
     audit: { action: 'deployment.created', target: (c) => c.params.id },
   },
-  async (_req, { env, params, body, reply, audit }) => {
+  async (_req, { env, params, body, reply, audit, principal }) => {
     const { deployment } = await env.deployments.enqueue(await getApp(env.db, params.id), {
       trigger: 'manual',
       ref: body.ref ?? null,
       pin: body.commit ?? null,
       pull: body.pull ?? false,
+      createdBy: principal?.user.username ?? null,
     });
     audit({
       detail: {

@@ -12,8 +12,12 @@ export const POST = route(
     responses: { 202: deploymentBody },
     audit: { action: 'deployment.rollback', target: (c) => c.params.id },
   },
-  async (_req, { env, params, reply, audit }) => {
-    const deployment = await env.deployments.rollback(await getApp(env.db, params.id), params.did);
+  async (_req, { env, params, reply, audit, principal }) => {
+    const deployment = await env.deployments.rollback(
+      await getApp(env.db, params.id),
+      params.did,
+      principal?.user.username ?? null,
+    );
     audit({ detail: { deployment: deployment.id, rollback_of: params.did } });
     return reply(202, { deployment });
   },

@@ -1,0 +1,36 @@
+// Which app each item of a recovery report concerns, for the reach of a caller limited to some
+// apps: an app item names its app (a preview's own row answers its app), a database item the app
+// that owns the database. Items whose app is gone since answer nothing.
+import type { Db } from '../db/index.js';
+
+export async function appsOfRecoveryItems(
+  db: Db,
+  items: ReadonlyArray<{ kind: string; id: string }>,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const dbIds = items.filter((i) => i.kind === 'database').map((i) => i.id);
+  const owners = new Map<string, string>();
+  if (dbIds.length) {
+    const rows = await db
+      .selectFrom('app_databases')
+      .select(['id', 'app_id'])
+      .where('id', 'in', dbIds)
+      .execute();
+    for (const r of rows) owners.set(r.id, r.app_id);
+  }
+  const appIds = [
+    ...new Set(items.map((i) => (i.kind === 'database' ? owners.get(i.id) : i.id)).filter((x) => !!x)),
+  ] as string[];
+  if (appIds.length === 0) return out;
+  const apps = await db
+    .selectFrom('apps')
+    .select(['id', 'parent_app_id'])
+    .where('id', 'in', appIds)
+    .execute();
+  const top = new Map(apps.map((a) => [a.id, a.parent_app_id ?? a.id]));
+  for (const i of items) {
+    const app = top.get((i.kind === 'database' ? owners.get(i.id) : i.id) ?? '');
+    if (app) out.set(`${i.kind}\u0000${i.id}`, app);
+  }
+  return out;
+}
