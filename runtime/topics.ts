@@ -7,7 +7,8 @@ import type { Db } from '#lib/db/index.js';
 import type { Principal } from '#lib/http/handler.js';
 import { HttpError } from '#lib/http/errors.js';
 import { permit } from '#lib/auth/access.js';
-import { deploymentTopicApp, type TopicGrant } from '#lib/auth/topics.js';
+import { type TopicGrant } from '#lib/auth/topics.js';
+import { deploymentTopicApp } from '#lib/events/topics-store.js';
 import { appExists, deploymentExists } from '#lib/events/topics-store.js';
 
 export interface TopicKind {

@@ -315,3 +315,50 @@ export async function lastDeployments(db: Db, appIds: readonly string[]): Promis
   for (const r of rows) out.set(r.app_id, toDeployment(r));
   return out;
 }
+
+/** The apps that may fall asleep: a sleep setting, awake, not being deleted (previews' own rows too). */
+export function sleepCandidates(db: Db) {
+  return db
+    .selectFrom('apps')
+    .selectAll()
+    .where('sleep_after_minutes', 'is not', null)
+    .where('sleeping_at', 'is', null)
+    .where('deleting_at', 'is', null)
+    .execute();
+}
+
+/** When the app's row last changed (a deploy or a setting counts as activity); undefined: no such app. */
+export function appUpdatedAt(db: Db, appId: string): Promise<{ updated_at: string } | undefined> {
+  return db.selectFrom('apps').select(['updated_at']).where('id', '=', appId).executeTakeFirst();
+}
+
+/** Every app row, previews' own rows and apps being deleted included, by name. */
+export function allAppRows(db: Db) {
+  return db.selectFrom('apps').selectAll().orderBy('name').execute();
+}
+
+/** Those of `ids` that name an app (a preview's own row included). */
+export async function existingAppIds(db: Db, ids: readonly string[]): Promise<string[]> {
+  return (
+    await db
+      .selectFrom('apps')
+      .select('id')
+      .where('id', 'in', [...ids])
+      .execute()
+  ).map((r) => r.id);
+}
+
+/** The ids of the app's deployments in one of the `active` states. */
+export async function activeDeploymentIds(
+  db: Db,
+  appId: string,
+  active: readonly string[],
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('status', 'in', [...active])
+    .execute();
+  return rows.map((r) => r.id);
+}

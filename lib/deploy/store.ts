@@ -4,6 +4,7 @@
 import type { Db } from '../db/index.js';
 import { isUniqueViolation, lockedOn, nowIso } from '../db/index.js';
 import type { Insertable } from 'kysely';
+import { sql } from '../db/kysely.js';
 import type { DeploymentLogTable, DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
@@ -347,4 +348,47 @@ export function previewNaming(db: Db, appId: string): Promise<{ number: number; 
     .select(['previews.number', 'parent.name'])
     .where('previews.target_app_id', '=', appId)
     .executeTakeFirst();
+}
+
+/** How many deployments are in each status. */
+export function deploymentCounts(db: Db): Promise<Array<{ status: string; n: number }>> {
+  return db
+    .selectFrom('deployments')
+    .select(['status', sql<number>`count(*)`.as('n')])
+    .groupBy('status')
+    .execute();
+}
+
+/** When each deployment that ended in one of `terminal` started and finished (both known). */
+export function finishedTimes(db: Db, terminal: readonly string[]) {
+  return db
+    .selectFrom('deployments')
+    .select(['started_at', 'finished_at'])
+    .where('status', 'in', [...terminal])
+    .where('started_at', 'is not', null)
+    .where('finished_at', 'is not', null)
+    .execute();
+}
+
+/** The app's deployment that succeeded last (by when it finished); undefined: none did. */
+export function lastSucceeded(db: Db, appId: string) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('status', '=', 'succeeded')
+    .orderBy('finished_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Whether any deployment of the app succeeded. */
+export async function hasSucceeded(db: Db, appId: string): Promise<boolean> {
+  return !!(await db
+    .selectFrom('deployments')
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('status', '=', 'succeeded')
+    .executeTakeFirst());
 }

@@ -1,7 +1,7 @@
 // Notification channels: rows with the webhook URL sealed (bound to the channel id) and a hint
 // of it (host and last 4 characters) that is all an API answer ever shows.
 import type { Db } from '../db/index.js';
-import { keepLast } from '../db/keep-last.js';
+import { keepLast } from '../db/keep-last-store.js';
 import type { Sealer } from '../crypto/seal.js';
 import { requireSealer } from '../crypto/seal.js';
 import { newId, randomToken } from '../crypto/random.js';

@@ -9,7 +9,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { App, AppSource } from '../apps/model.js';
 import { APP_NAME } from '../apps/model.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
-import { getApp, insertApp } from '../apps/store.js';
+import { activeDeploymentIds, getApp, insertApp } from '../apps/store.js';
 import { deleteApp } from '../apps/ops.js';
 import { publishAppEvent } from '../apps/events.js';
 import { getBaseDomain } from '../domains/store.js';
@@ -21,7 +21,6 @@ import type { PreviewTable } from '../db/schema.js';
 import { HttpError, badRequest, conflict } from '../http/errors.js';
 import { MAX_NUMBER, previewAppName, previewLabel, toPreview, type Preview } from './model.js';
 import {
-  activeDeploymentIds,
   childStatus,
   copyServiceSettings,
   databaseVariables,

@@ -248,21 +248,6 @@ export async function deleteChildRow(db: Db, childId: string): Promise<void> {
   await db.deleteFrom('apps').where('id', '=', childId).execute();
 }
 
-/** The ids of the app's deployments in one of the `active` states. */
-export async function activeDeploymentIds(
-  db: Db,
-  appId: string,
-  active: readonly string[],
-): Promise<string[]> {
-  const rows = await db
-    .selectFrom('deployments')
-    .select('id')
-    .where('app_id', '=', appId)
-    .where('status', 'in', [...active])
-    .execute();
-  return rows.map((r) => r.id);
-}
-
 /** The preview apps (children) of an app that are asleep. */
 export async function sleepingChildren(db: Db, parentId: string): Promise<string[]> {
   const rows = await db

@@ -15,7 +15,7 @@ import {
   type Db,
 } from '#lib/db/index.js';
 import { sql } from '#lib/db/kysely.js';
-import { countUsers, insertUser, findUserByName } from '#lib/auth/users.js';
+import { countUsers, insertUser, findUserByName } from '#lib/auth/users-store.js';
 import { acceptInvitation, createInvitation } from '#lib/auth/invitations.js';
 import { getApp, insertApp, listApps } from '#lib/apps/store.js';
 import { insertCoalesced, insertDeployment, listDeployments, transition } from '#lib/deploy/store.js';

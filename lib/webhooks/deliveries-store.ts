@@ -3,7 +3,7 @@
 // kept: never its payload nor its signature, only the facts that explain the outcome.
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
-import { keepLast } from '../db/keep-last.js';
+import { keepLast } from '../db/keep-last-store.js';
 
 export const DELIVERY_LOG_SIZE = 50;
 export const DELIVERY_OUTCOMES = ['deployed', 'ignored', 'duplicate', 'rejected', 'preview'] as const;
