@@ -25,7 +25,7 @@ import { Client, ADMIN, TEST_MASTER_KEY } from '../tests/_support/server.js';
 import { serve, type Served } from '../tests/_support/cli.js';
 import { ensureDbImages } from '../tests/_support/dbimages.js';
 import { DOCKER_SOCKET } from '../tests/_support/docker.js';
-import { CATALOG } from '#lib/databases/catalog.js';
+import { ENGINES } from '#lib/databases/engines/index.js';
 
 const MB = arg('--mb', 100);
 const ROUNDS = arg('--rounds', 3);
@@ -310,7 +310,7 @@ async function fill(container: string, url: string): Promise<number> {
 async function main(): Promise<void> {
   const images = await ensureDbImages();
   const map: Record<string, string> = {};
-  for (const ref of Object.values(CATALOG.postgres.images)) map[ref] = images.postgres;
+  for (const ref of Object.values(ENGINES.postgres.spec.images)) map[ref] = images.postgres;
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   const name = `bb-${Math.random().toString(36).slice(2, 8)}`;
   let svc: Served | null = null;

@@ -68,7 +68,7 @@ export async function disableTotp({ db, io }: OperatorsCtx, username: string): P
 
 /** `svc operators reset <username>`: prints a single-use link. */
 export async function resetOperator({ db, config, io }: OperatorsCtx, username: string): Promise<number> {
-  const { findUserByName } = await import('#lib/auth/users.js');
+  const { findUserByName } = await import('#lib/auth/users-store.js');
   const { createResetLink, publicBase } = await import('#lib/auth/invitations.js');
   const { recordAudit } = await import('#lib/audit/index.js');
   const user = await findUserByName(db, username);

@@ -7,8 +7,8 @@ import type { Db } from '#lib/db/index.js';
 import type { Principal } from '#lib/http/handler.js';
 import { HttpError } from '#lib/http/errors.js';
 import { permit } from '#lib/auth/access.js';
-import { deploymentTopicApp, type TopicGrant } from '#lib/auth/topics.js';
-import { appExists, deploymentExists } from '#lib/events/topics.js';
+import { type TopicGrant } from '#lib/auth/topics.js';
+import { appExists, deploymentExists, deploymentTopicApp } from '#lib/events/topics-store.js';
 import { runApp, runExists } from '#lib/jobs/store.js';
 
 export interface TopicKind {

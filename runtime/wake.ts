@@ -30,7 +30,7 @@ import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
 import type { Services as Env } from '#lib/http/handler.js';
 import { WAKE_HEADER, dialAddress } from '#lib/proxy/config.js';
-import { listUpstreams } from '#lib/proxy/upstreams.js';
+import { listUpstreams } from '#lib/proxy/upstreams-store.js';
 import { buildBlockList, isTrusted } from '#lib/http/client-address.js';
 import { ID_PATTERN } from '#lib/crypto/random.js';
 

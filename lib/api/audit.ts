@@ -1,7 +1,7 @@
 // Wire shapes of the audit log: an entry and its diff.
 import { z } from 'zod';
 import { ACTOR_TYPES, AUDIT_OUTCOMES } from '../audit/index.js';
-import { DIFF_STATUSES } from '../revert/revert.js';
+import { DIFF_STATUSES } from '../audit/kinds.js';
 import { named, ts } from './common.js';
 
 export const auditEntrySchema = named(

@@ -1,7 +1,6 @@
 // Wire shapes of managed databases and the engines that can be provisioned.
 import { z } from 'zod';
-import { DB_ENGINES } from '../databases/catalog.js';
-import { DATABASE_STATUSES } from '../databases/index.js';
+import { DATABASE_STATUSES, DB_ENGINES } from '../databases/model.js';
 import { named, ts } from './common.js';
 
 export const databaseSchema = named(

@@ -1,6 +1,6 @@
 // Wire shapes of deploy triggers, webhook deliveries and the deploy key.
 import { z } from 'zod';
-import { DELIVERY_OUTCOMES } from '../webhooks/deliveries.js';
+import { DELIVERY_OUTCOMES } from '../webhooks/deliveries-store.js';
 import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
 import { named, ts } from './common.js';
 

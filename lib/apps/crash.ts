@@ -9,6 +9,7 @@ import type { Engine } from '../docker/index.js';
 import type { Logger } from '../log.js';
 import type { ContainerEvent } from '../docker/events.js';
 import { previewScope } from './events.js';
+import { getAppByName } from './store.js';
 
 export const CRASH_LOOP_RESTARTS = 3;
 export const CRASH_LOOP_WINDOW_MS = 5 * 60_000;
@@ -135,12 +136,7 @@ export class CrashWatcher {
     if (this.state(e.app) !== before) this.deps.onChange?.(e.app);
     if (ep.notified) return;
     ep.notified = true;
-    const app = await this.deps.db
-      .selectFrom('apps')
-      .select(['id', 'name'])
-      .where('name', '=', e.app)
-      .where('deleting_at', 'is', null)
-      .executeTakeFirst();
+    const app = await getAppByName(this.deps.db, e.app);
     if (!app) return;
     const lastLogs = await this.lastLogs(e.container_id);
     const exit = e.exit_code ?? null;

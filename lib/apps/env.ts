@@ -1,13 +1,22 @@
 // App environment: every value is sealed at rest and bound to its app and key; secret ones are
 // also redacted when listed. Values are kept byte for byte (quotes, $, #, =, newlines, unicode).
-import type { Selectable, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Db } from '../db/index.js';
-import { lockedOn } from '../db/index.js';
-import type { AppEnvTable, Database } from '../db/schema.js';
+import type { Database } from '../db/schema.js';
 import { requireSealer, type Sealer } from '../crypto/seal.js';
 import { badRequest, notFound, preconditionFailed } from '../http/errors.js';
 import { ifMatchHolds } from '../http/headers.js';
 import { ENV_MAX_VALUE, ENV_MAX_VARS } from './model.js';
+import {
+  deleteEnvRow,
+  envRow,
+  envRows,
+  lockAppVariables,
+  replaceEnvRows,
+  secretEnvRows,
+  upsertEnvRow,
+  type EnvRow,
+} from './env-store.js';
 
 export const envBinding = (appId: string, key: string) => `app:${appId}:env:${key}`;
 /** Preview-only variables of an app (lib/previews): bound apart from its own, never mistaken for them. */
@@ -19,17 +28,13 @@ export interface EnvItem {
   value: string | null;
 }
 
-type EnvRow = Selectable<AppEnvTable>;
-type Reader = Db | Transaction<Database>;
-
 /** The listing and its ETag, read together so the tag is the listing's own. */
 export interface EnvSet {
   items: EnvItem[];
   etag: string;
 }
 
-const readRows = (db: Reader, appId: string): Promise<EnvRow[]> =>
-  db.selectFrom('app_env').selectAll().where('app_id', '=', appId).orderBy('key').execute();
+const readRows = (db: Db, appId: string): Promise<EnvRow[]> => envRows(db, appId);
 
 const toItem = (sealer: Sealer, appId: string, r: EnvRow): EnvItem => ({
   key: r.key,
@@ -78,9 +83,7 @@ async function writeEnv<T>(
   change: (tx: Transaction<Database>, existing: EnvRow[]) => Promise<T>,
 ): Promise<{ result: T; set: EnvSet }> {
   return db.transaction().execute(async (tx) => {
-    // The set is the app's rows, some of them yet to exist: the app's own row is what is locked
-    // (PostgreSQL), so two changes of one app's variables run one after the other.
-    await tx.selectFrom('apps').select('id').where('id', '=', appId).$call(lockedOn(tx)).execute();
+    await lockAppVariables(tx, appId);
     const existing = await readRows(tx, appId);
     if (ifMatch !== null && !ifMatchHolds(ifMatch, envTag(sealer, appId, existing))) {
       throw preconditionFailed(
@@ -98,7 +101,7 @@ async function writeEnv<T>(
 
 /** The plain values, for containers and builds only: never for an API answer or a log. */
 export async function resolveEnv(db: Db, sealer: Sealer, appId: string): Promise<Record<string, string>> {
-  const rows = await db.selectFrom('app_env').selectAll().where('app_id', '=', appId).execute();
+  const rows = await envRows(db, appId, { byKey: false });
   if (rows.length) requireSealer(sealer);
   const out: Record<string, string> = {};
   for (const r of rows) out[r.key] = sealer.open(r.sealed, envBinding(appId, r.key));
@@ -107,12 +110,7 @@ export async function resolveEnv(db: Db, sealer: Sealer, appId: string): Promise
 
 /** The keys marked secret and their values (for masking logs): unreadable ones are left out. */
 export async function secretEnv(db: Db, sealer: Sealer, appId: string): Promise<Map<string, string>> {
-  const rows = await db
-    .selectFrom('app_env')
-    .select(['key', 'sealed'])
-    .where('app_id', '=', appId)
-    .where('secret', '=', 1)
-    .execute();
+  const rows = await secretEnvRows(db, appId);
   const out = new Map<string, string>();
   for (const r of rows) {
     try {
@@ -125,12 +123,7 @@ export async function secretEnv(db: Db, sealer: Sealer, appId: string): Promise<
 }
 
 export async function revealEnv(db: Db, sealer: Sealer, appId: string, key: string): Promise<string | null> {
-  const r = await db
-    .selectFrom('app_env')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .where('key', '=', key)
-    .executeTakeFirst();
+  const r = await envRow(db, appId, key);
   return r ? sealer.open(r.sealed, envBinding(appId, key)) : null;
 }
 
@@ -186,8 +179,7 @@ export async function replaceEnvSet(
       const sealed = it.value === null ? old!.sealed : sealer.seal(it.value, envBinding(appId, it.key));
       return { app_id: appId, key: it.key, secret: secret ? 1 : 0, sealed };
     });
-    await tx.deleteFrom('app_env').where('app_id', '=', appId).execute();
-    if (next.length) await tx.insertInto('app_env').values(next).execute();
+    await replaceEnvRows(tx, appId, next);
   });
   return set;
 }
@@ -211,11 +203,7 @@ export async function setEnvVar(
       throw badRequest(`At most ${ENV_MAX_VARS} variables`, [{ field: 'key', message: 'too many' }]);
     const secret = (input.secret ?? (old ? old.secret === 1 : true)) ? 1 : 0;
     const sealed = sealer.seal(input.value, envBinding(appId, input.key));
-    await tx
-      .insertInto('app_env')
-      .values({ app_id: appId, key: input.key, secret, sealed })
-      .onConflict((c) => c.columns(['app_id', 'key']).doUpdateSet({ secret, sealed }))
-      .execute();
+    await upsertEnvRow(tx, { app_id: appId, key: input.key, secret, sealed });
     return !old;
   });
   return { created, item: set.items.find((i) => i.key === input.key)!, etag: set.etag };
@@ -230,12 +218,7 @@ export async function removeEnvVar(
   ifMatch: string | null,
 ): Promise<string> {
   const { set } = await writeEnv(db, sealer, appId, ifMatch, async (tx) => {
-    const r = await tx
-      .deleteFrom('app_env')
-      .where('app_id', '=', appId)
-      .where('key', '=', key)
-      .executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw notFound(`No variable "${key}"`);
+    if (!(await deleteEnvRow(tx, appId, key))) throw notFound(`No variable "${key}"`);
   });
   return set.etag;
 }

@@ -4,6 +4,7 @@
 import type { Bus } from '../events/bus.js';
 import type { Db } from '../db/index.js';
 import type { AppStatus } from './model.js';
+import { previewOf } from './store.js';
 
 /**
  * Set on the events of a preview's own app row (`<app>-pr-<n>`): the app it previews and its
@@ -42,11 +43,7 @@ export type AppEvent = (
 
 /** The preview fields of app `appId`'s events: none for an app that is not a preview. */
 export async function previewScope(db: Db, appId: string): Promise<PreviewScope | Record<never, never>> {
-  const row = await db
-    .selectFrom('previews')
-    .select(['app_id', 'number'])
-    .where('target_app_id', '=', appId)
-    .executeTakeFirst();
+  const row = await previewOf(db, appId);
   return row ? { parent_app_id: row.app_id, preview_number: row.number } : {};
 }
 

@@ -29,7 +29,15 @@ import { singleServiceModel, SINGLE_SERVICE } from '../compose/index.js';
 import { DEFAULT_DRAIN_S, type App } from './model.js';
 import { followRunning } from '../proxy/deploy.js';
 import { refuseNameTakingDomains } from '../proxy/domains.js';
-import { deleteAppRows, getApp, insertApp, markDeleting, serviceSettings, setSleeping } from './store.js';
+import {
+  deleteAppRows,
+  getApp,
+  insertApp,
+  latestDeployedImages,
+  markDeleting,
+  serviceSettings,
+  setSleeping,
+} from './store.js';
 import { previewScope, publishAppEvent } from './events.js';
 import type { AppSource } from './model.js';
 import { refreshAppStatus } from './status.js';
@@ -86,15 +94,7 @@ export { refreshAppStatus } from './status.js';
  */
 export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
   if ((await serviceSettings(env.db, app.id)).has(service)) return;
-  const deployed = await env.db
-    .selectFrom('deployments')
-    .select('images')
-    .where('app_id', '=', app.id)
-    .where('images', 'is not', null)
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  const images = deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
+  const images = await latestDeployedImages(env.db, app.id);
   if (images && Object.hasOwn(images, service)) return;
   if (service === SINGLE_SERVICE && (app.source.type === 'image' || !images)) return;
   const live = await liveServices(env, app);

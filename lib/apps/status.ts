@@ -6,7 +6,7 @@ import type { Db } from '../db/index.js';
 import { ACTIVE } from './deployment.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
 import type { App, AppStatus } from './model.js';
-import { setAppStatus } from './store.js';
+import { appStatusRows, appsDeploying, lastFinishedDeployments, setAppStatus } from './store.js';
 import { previewScope, publishAppEvent } from './events.js';
 import { swarmServiceStates } from '../cluster/services.js';
 
@@ -71,11 +71,7 @@ interface DbFacts {
 async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> {
   const out = new Map<string, DbFacts>();
   if (!appIds.length) return out;
-  const apps = await db
-    .selectFrom('apps')
-    .select(['id', 'status', 'sleeping_at'])
-    .where('id', 'in', appIds)
-    .execute();
+  const apps = await appStatusRows(db, appIds);
   for (const a of apps)
     out.set(a.id, {
       stored: a.status as AppStatus,
@@ -83,29 +79,8 @@ async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> 
       deploying: false,
       lastFailed: false,
     });
-  const active = await db
-    .selectFrom('deployments')
-    .select('app_id')
-    .where('app_id', 'in', appIds)
-    .where('status', 'in', [...ACTIVE])
-    .where('waiting', '=', 0)
-    .execute();
-  for (const d of active) out.get(d.app_id)!.deploying = true;
-  // Ids are time-ordered: the newest finished deployment of each app.
-  const last = await db
-    .selectFrom('deployments')
-    .select(['app_id', 'status'])
-    .where('app_id', 'in', appIds)
-    .where('status', 'not in', [...ACTIVE])
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('deployments as d2')
-        .select((e) => e.fn.max('d2.id').as('id'))
-        .where('d2.app_id', 'in', appIds)
-        .where('d2.status', 'not in', [...ACTIVE])
-        .groupBy('d2.app_id'),
-    )
-    .execute();
+  for (const id of await appsDeploying(db, appIds, ACTIVE)) out.get(id)!.deploying = true;
+  const last = await lastFinishedDeployments(db, appIds, ACTIVE);
   for (const d of last) out.get(d.app_id)!.lastFailed = d.status === 'failed' || d.status === 'interrupted';
   return out;
 }

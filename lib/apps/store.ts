@@ -229,6 +229,15 @@ export async function patchServiceSettings(
   return next;
 }
 
+/** The preview whose own row the app is (its parent app and number); undefined for any other app. */
+export function previewOf(db: Db, appId: string): Promise<{ app_id: string; number: number } | undefined> {
+  return db
+    .selectFrom('previews')
+    .select(['app_id', 'number'])
+    .where('target_app_id', '=', appId)
+    .executeTakeFirst();
+}
+
 export async function getAppByName(db: Db, name: string): Promise<App | null> {
   const row = await db
     .selectFrom('apps')
@@ -237,6 +246,59 @@ export async function getAppByName(db: Db, name: string): Promise<App | null> {
     .where('deleting_at', 'is', null)
     .executeTakeFirst();
   return row ? toApp(row) : null;
+}
+
+/** The images (service -> reference) of the app's latest deployment that recorded any; null: none did. */
+export async function latestDeployedImages(db: Db, appId: string): Promise<Record<string, string> | null> {
+  const deployed = await db
+    .selectFrom('deployments')
+    .select('images')
+    .where('app_id', '=', appId)
+    .where('images', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return deployed?.images ? (JSON.parse(deployed.images) as Record<string, string>) : null;
+}
+
+/** The stored status and sleep mark of each of these apps. */
+export function appStatusRows(db: Db, appIds: string[]) {
+  return db.selectFrom('apps').select(['id', 'status', 'sleeping_at']).where('id', 'in', appIds).execute();
+}
+
+/** The apps of these that have a deployment in one of the `active` states, not waiting its turn. */
+export async function appsDeploying(db: Db, appIds: string[], active: readonly string[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('app_id')
+    .where('app_id', 'in', appIds)
+    .where('status', 'in', [...active])
+    .where('waiting', '=', 0)
+    .execute();
+  return rows.map((r) => r.app_id);
+}
+
+/** The newest deployment of each of these apps that is in none of the `active` states (ids are time-ordered). */
+export function lastFinishedDeployments(db: Db, appIds: string[], active: readonly string[]) {
+  return db
+    .selectFrom('deployments')
+    .select(['app_id', 'status'])
+    .where('app_id', 'in', appIds)
+    .where('status', 'not in', [...active])
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('deployments as d2')
+        .select((e) => e.fn.max('d2.id').as('id'))
+        .where('d2.app_id', 'in', appIds)
+        .where('d2.status', 'not in', [...active])
+        .groupBy('d2.app_id'),
+    )
+    .execute();
+}
+
+/** Whether an app (a preview's own row included) has this id. */
+export async function isApp(db: Db, id: string): Promise<boolean> {
+  return !!(await db.selectFrom('apps').select('id').where('id', '=', id).executeTakeFirst());
 }
 
 /** The newest deployment of each app of `appIds` (ids are time-ordered), for listings. */
@@ -257,4 +319,51 @@ export async function lastDeployments(db: Db, appIds: readonly string[]): Promis
     .execute();
   for (const r of rows) out.set(r.app_id, toDeployment(r));
   return out;
+}
+
+/** The apps that may fall asleep: a sleep setting, awake, not being deleted (previews' own rows too). */
+export function sleepCandidates(db: Db) {
+  return db
+    .selectFrom('apps')
+    .selectAll()
+    .where('sleep_after_minutes', 'is not', null)
+    .where('sleeping_at', 'is', null)
+    .where('deleting_at', 'is', null)
+    .execute();
+}
+
+/** When the app's row last changed (a deploy or a setting counts as activity); undefined: no such app. */
+export function appUpdatedAt(db: Db, appId: string): Promise<{ updated_at: string } | undefined> {
+  return db.selectFrom('apps').select(['updated_at']).where('id', '=', appId).executeTakeFirst();
+}
+
+/** Every app row, previews' own rows and apps being deleted included, by name. */
+export function allAppRows(db: Db) {
+  return db.selectFrom('apps').selectAll().orderBy('name').execute();
+}
+
+/** Those of `ids` that name an app (a preview's own row included). */
+export async function existingAppIds(db: Db, ids: readonly string[]): Promise<string[]> {
+  return (
+    await db
+      .selectFrom('apps')
+      .select('id')
+      .where('id', 'in', [...ids])
+      .execute()
+  ).map((r) => r.id);
+}
+
+/** The ids of the app's deployments in one of the `active` states. */
+export async function activeDeploymentIds(
+  db: Db,
+  appId: string,
+  active: readonly string[],
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('status', 'in', [...active])
+    .execute();
+  return rows.map((r) => r.id);
 }

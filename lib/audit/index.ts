@@ -1,8 +1,18 @@
-import { dialectOf, sql } from '../db/kysely.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { State } from './kinds.js';
 import { isStateKind } from './kinds.js';
+import {
+  auditRows,
+  insertAuditRow,
+  NAMED_TARGETS,
+  targetNameRows,
+  type AuditFilter,
+  type AuditRow,
+  type ListedRow,
+} from './store.js';
+
+export type { AuditFilter } from './store.js';
 
 export const ACTOR_TYPES = ['user', 'token', 'system'] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
@@ -89,36 +99,27 @@ function sentence(e: AuditEntryInput): string {
 export async function recordAudit(db: Db, e: AuditEntryInput): Promise<number> {
   const actorType: ActorType =
     e.actorType ?? (e.via === 'token' ? 'token' : e.actorId != null || e.actor != null ? 'user' : 'system');
-  return db.transaction().execute(async (tx) => {
-    const r = await tx
-      .insertInto('audit')
-      .values({
-        at: nowIso(),
-        actor_id: e.actorId ?? null,
-        actor: e.actor ?? null,
-        via: e.via ?? null,
-        action: e.event ?? e.route,
-        route: e.route,
-        actor_type: actorType,
-        token_id: actorType === 'token' ? (e.tokenId ?? null) : null,
-        summary: sentence(e),
-        target: e.target ?? null,
-        ip: e.ip ?? null,
-        outcome: e.outcome,
-        detail: e.detail ? JSON.stringify(e.detail) : null,
-        target_kind: e.state?.kind ?? null,
-        target_id: e.state?.id ?? null,
-        state_before: e.state ? JSON.stringify(e.state.before) : null,
-        state_after: e.state ? JSON.stringify(e.state.after) : null,
-        has_state: e.state ? 1 : null,
-        revert_of: e.revertOf ?? null,
-        app_id: e.appId !== undefined ? e.appId : APP_ACTION.test(e.route) ? (e.target ?? null) : null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    if (e.revertOf != null)
-      await tx.updateTable('audit').set({ reverted_by: r.id }).where('id', '=', e.revertOf).execute();
-    return r.id;
+  return insertAuditRow(db, {
+    at: nowIso(),
+    actor_id: e.actorId ?? null,
+    actor: e.actor ?? null,
+    via: e.via ?? null,
+    action: e.event ?? e.route,
+    route: e.route,
+    actor_type: actorType,
+    token_id: actorType === 'token' ? (e.tokenId ?? null) : null,
+    summary: sentence(e),
+    target: e.target ?? null,
+    ip: e.ip ?? null,
+    outcome: e.outcome,
+    detail: e.detail ? JSON.stringify(e.detail) : null,
+    target_kind: e.state?.kind ?? null,
+    target_id: e.state?.id ?? null,
+    state_before: e.state ? JSON.stringify(e.state.before) : null,
+    state_after: e.state ? JSON.stringify(e.state.after) : null,
+    has_state: e.state ? 1 : null,
+    revert_of: e.revertOf ?? null,
+    app_id: e.appId !== undefined ? e.appId : APP_ACTION.test(e.route) ? (e.target ?? null) : null,
   });
 }
 
@@ -154,24 +155,7 @@ export interface AuditEntry {
   app_id: string | null;
 }
 
-export interface AuditFilter {
-  cursor?: number;
-  limit: number;
-  /** The actor's name or id; an operator's username also finds what their tokens did. */
-  actor?: string;
-  /** A prefix of the action (`PUT /api/apps/{id}/env`, `DELETE `), of its path (`/api/apps/`), or of the event (`auth.`). */
-  action?: string;
-  /** The target's id. */
-  target?: string;
-  since?: string;
-  until?: string;
-  /** Only entries about these apps, or about none (a caller limited to some apps); null: all. */
-  apps?: ReadonlySet<string> | null;
-}
-
-type Row = Awaited<ReturnType<typeof selectRows>>[number];
-const selectRows = (db: Db) => db.selectFrom('audit').selectAll().execute();
-type ListedRow = Row & { token_name: string | null };
+type Row = AuditRow;
 
 export const isOk = (outcome: number) => outcome >= 200 && outcome < 300;
 
@@ -301,105 +285,18 @@ async function targetNames(db: Db, rows: ListedRow[]): Promise<Map<string, strin
   const names = new Map<string, string>();
   const add = (type: string, list: Array<{ id: string; name: string }>) =>
     list.forEach((x) => names.set(`${type}:${x.id}`, x.name));
-  const of = (type: string) => [...(ids.get(type) ?? [])];
-  if (of('app').length)
-    add('app', await db.selectFrom('apps').select(['id', 'name']).where('id', 'in', of('app')).execute());
-  if (of('domain').length)
-    add(
-      'domain',
-      await db
-        .selectFrom('domains')
-        .select(['id', 'hostname as name'])
-        .where('id', 'in', of('domain'))
-        .execute(),
-    );
-  if (of('notification_channel').length)
-    add(
-      'notification_channel',
-      await db
-        .selectFrom('notification_channels')
-        .select(['id', 'name'])
-        .where('id', 'in', of('notification_channel'))
-        .execute(),
-    );
-  if (of('alert_rule').length)
-    add(
-      'alert_rule',
-      await db.selectFrom('alert_rules').select(['id', 'name']).where('id', 'in', of('alert_rule')).execute(),
-    );
-  if (of('log_drain').length)
-    add(
-      'log_drain',
-      await db.selectFrom('log_drains').select(['id', 'name']).where('id', 'in', of('log_drain')).execute(),
-    );
-  if (of('api_token').length)
-    add(
-      'api_token',
-      await db.selectFrom('api_tokens').select(['id', 'name']).where('id', 'in', of('api_token')).execute(),
-    );
+  for (const type of NAMED_TARGETS) {
+    const of = [...(ids.get(type) ?? [])];
+    if (of.length) add(type, await targetNameRows(db, type, of));
+  }
   return names;
 }
-
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => '\\' + c);
 
 export async function listAudit(
   db: Db,
   opts: AuditFilter,
 ): Promise<{ items: AuditEntry[]; next_cursor?: string }> {
-  let q = db
-    .selectFrom('audit')
-    .leftJoin('api_tokens', 'api_tokens.id', 'audit.token_id')
-    .selectAll('audit')
-    .select('api_tokens.name as token_name')
-    .orderBy('audit.id', 'desc')
-    .limit(opts.limit + 1);
-  if (opts.cursor !== undefined) q = q.where('audit.id', '<', opts.cursor);
-  if (opts.actor) {
-    const a = opts.actor;
-    q = q.where((eb) =>
-      eb.or([
-        eb('audit.actor', '=', a),
-        eb('audit.actor_id', '=', a),
-        eb('audit.token_id', '=', a),
-        eb.and([eb('audit.token_id', 'is not', null), eb('api_tokens.name', '=', a)]),
-      ]),
-    );
-  }
-  if (opts.action) {
-    const prefix = escapeLike(opts.action) + '%';
-    // SQLite's like ignores ASCII case; PostgreSQL's ilike is the same match there.
-    const like = dialectOf(db) === 'postgres' ? 'ilike' : 'like';
-    q = q.where((eb) =>
-      eb.or([
-        eb(sql<string>`audit.route`, like, sql<string>`${prefix} escape '\\'`),
-        eb(sql<string>`audit.action`, like, sql<string>`${prefix} escape '\\'`),
-        eb(sql<string>`audit.route`, like, sql<string>`${'% ' + prefix} escape '\\'`),
-      ]),
-    );
-  }
-  if (opts.target) {
-    const t = opts.target;
-    q = q.where((eb) => eb.or([eb('audit.target', '=', t), eb('audit.target_id', '=', t)]));
-  }
-  if (opts.apps) {
-    const apps = [...opts.apps];
-    q = q.where((eb) =>
-      apps.length
-        ? eb.or([eb('audit.app_id', 'is', null), eb('audit.app_id', 'in', apps)])
-        : eb('audit.app_id', 'is', null),
-    );
-    // An entry whose target is another app (one that did not learn its app when written) is as absent.
-    // A preview's own app row is not another app: its entries belong to its app.
-    const others = apps.length
-      ? sql`select id from apps where id not in (${sql.join(apps)}) and (parent_app_id is null or parent_app_id not in (${sql.join(apps)}))`
-      : sql`select id from apps`;
-    q = q.where(
-      sql<boolean>`(audit.target is null or audit.target not in (${others})) and (audit.target_id is null or audit.target_id not in (${others}))`,
-    );
-  }
-  if (opts.since) q = q.where('audit.at', '>=', opts.since);
-  if (opts.until) q = q.where('audit.at', '<=', opts.until);
-  const rows = (await q.execute()) as ListedRow[];
+  const rows = await auditRows(db, opts);
   const page = rows.slice(0, opts.limit);
   const names = await targetNames(db, page);
   const items = page.map((r) => entry(r, names));
@@ -431,8 +328,4 @@ export function withoutOtherApps(v: unknown, apps: ReadonlySet<string>): unknown
     else out[k] = withoutOtherApps(x, apps);
   }
   return out;
-}
-
-export async function getAuditRow(db: Db, id: number): Promise<Row | null> {
-  return (await db.selectFrom('audit').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
 }

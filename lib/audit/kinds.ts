@@ -41,3 +41,7 @@ export const FP_PURPOSE = 'audit-state';
 
 export const isMasked = (v: unknown): v is Masked =>
   typeof v === 'object' && v !== null && (v as Masked).masked === true;
+
+/** How a field of a target's state compares between an entry's before and after (its diff). */
+export const DIFF_STATUSES = ['added', 'removed', 'changed', 'unchanged'] as const;
+export type DiffStatus = (typeof DIFF_STATUSES)[number];

@@ -6,16 +6,15 @@ import { HttpError, badRequest } from '../http/errors.js';
 import { parseCookies, serializeCookie } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
 import { nowIso } from '../db/index.js';
+import { publicUser, usernameKey, type PublicUser } from './users.js';
 import {
   countUsers,
   findUser,
   findUserByName,
   insertUser,
-  publicUser,
   setPassword,
-  usernameKey,
-  type PublicUser,
-} from './users.js';
+  setTotpPending,
+} from './users-store.js';
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js';
 import {
   consumeSecondFactor,
@@ -202,11 +201,7 @@ export async function beginTotpSetup(
     throw new HttpError('conflict', 'Two-factor authentication is already enabled; disable it first');
   const secret = await newTotpSecret();
   const sealed = env.sealer.seal(secret, totpBinding(user.id) + ':pending');
-  await env.db
-    .updateTable('users')
-    .set({ totp_pending: sealed, updated_at: nowIso(env.now()) })
-    .where('id', '=', user.id)
-    .execute();
+  await setTotpPending(env.db, user.id, sealed, nowIso(env.now()));
   return { secret, otpauth_url: await otpauthUrl(user.username, secret) };
 }
 

@@ -5,7 +5,8 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import { recordAudit } from '../audit/index.js';
 import { invalidateCredentials } from './cache.js';
-import { usernameColumn, usernameKey } from './users.js';
+import { usernameKey } from './users.js';
+import { appNames, dropSecondFactor, operatorRows } from './operators-store.js';
 
 export const CLI_ACTOR = { actorType: 'system', actor: 'cli', via: 'cli' } as const;
 
@@ -25,24 +26,8 @@ export interface HostOperator {
 }
 
 export async function listHostOperators(db: Db): Promise<HostOperator[]> {
-  const rows = await db
-    .selectFrom('users')
-    .select([
-      'id',
-      'username',
-      'role',
-      'app_ids',
-      'disabled',
-      'totp_enabled',
-      'sso_subject',
-      'created_at',
-      'last_login_at',
-    ])
-    .orderBy('username')
-    .execute();
-  const apps = new Map(
-    (await db.selectFrom('apps').select(['id', 'name']).execute()).map((a) => [a.id, a.name]),
-  );
+  const rows = await operatorRows(db);
+  const apps = new Map((await appNames(db)).map((a) => [a.id, a.name]));
   return rows.map((r) => {
     const ids = r.app_ids === null ? null : (JSON.parse(r.app_ids) as string[]);
     return {
@@ -72,32 +57,7 @@ export async function disableOperatorTotp(
   username: string,
   now = Date.now(),
 ): Promise<{ id: string; sessions: number; hadTotp: boolean }> {
-  const done = await db.transaction().execute(async (tx) => {
-    const user = await tx
-      .selectFrom('users')
-      .select(['id', 'totp_enabled', 'totp_pending'])
-      .where(usernameColumn, '=', usernameKey(username))
-      .executeTakeFirst();
-    if (!user) return null;
-    await tx
-      .updateTable('users')
-      .set({
-        totp_enabled: 0,
-        totp_secret: null,
-        totp_pending: null,
-        totp_last_step: null,
-        updated_at: nowIso(now),
-      })
-      .where('id', '=', user.id)
-      .execute();
-    await tx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
-    const s = await tx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst();
-    return {
-      id: user.id,
-      sessions: Number(s.numDeletedRows),
-      hadTotp: user.totp_enabled === 1 || user.totp_pending !== null,
-    };
-  });
+  const done = await dropSecondFactor(db, usernameKey(username), nowIso(now));
   if (!done) throw new NoSuchOperator(`no operator is named ${username}`);
   invalidateCredentials();
   await recordAudit(db, {

@@ -12,7 +12,21 @@ import { badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { effectiveControlDomain } from '../proxy/config.js';
 import { getBaseDomain } from '../domains/store.js';
 import { invalidateCredentials } from './cache.js';
-import { usernameColumn, usernameKey } from './users.js';
+import { usernameKey } from './users.js';
+import { insertUserRow, resetCredentials, resetTarget, usernameTaken } from './users-store.js';
+import { existingAppIds } from '../apps/store.js';
+import {
+  consumeLink,
+  deleteLinks,
+  dropPendingResets,
+  insertLinkRow,
+  linkByHash,
+  linkGrantRow,
+  linkRow,
+  linkRows,
+  linkWithRole,
+  pruneLinks,
+} from './invitations-store.js';
 import { can, checkAppIds, mayGrantLink, parseAppIds, requireManage, type Actor } from './operators.js';
 import { isRole, type Role } from './roles.js';
 
@@ -83,14 +97,15 @@ async function insertLink(
   const token = randomToken(32);
   const id = newId(now);
   const expires_at = nowIso(now + hours * 3_600_000);
-  await db
-    .deleteFrom('invitations')
-    .where('expires_at', '<', nowIso(now - KEEP_MS))
-    .execute();
-  await db
-    .insertInto('invitations')
-    .values({ ...row, id, token_hash: sha256Hex(token), created_at: nowIso(now), expires_at, used_at: null })
-    .execute();
+  await pruneLinks(db, nowIso(now - KEEP_MS));
+  await insertLinkRow(db, {
+    ...row,
+    id,
+    token_hash: sha256Hex(token),
+    created_at: nowIso(now),
+    expires_at,
+    used_at: null,
+  });
   return {
     id,
     kind: row.kind,
@@ -141,23 +156,14 @@ export async function createResetLink(
   opts: { hours?: number; now?: number } = {},
 ): Promise<CreatedInvitation & { username: string }> {
   const now = opts.now ?? Date.now();
-  const user = await db
-    .selectFrom('users')
-    .select(['id', 'username', 'role', 'disabled'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
+  const user = await resetTarget(db, userId);
   if (!user) throw notFound('No such operator');
   // A reset takes over an account (password and second factor): an owner's tool only.
   if (!can(actor, 'owners.manage')) throw forbidden('Only an owner sends reset links');
   if (user.disabled === 1)
     throw conflict('This operator is disabled: enable them before sending a reset link');
   const created = await db.transaction().execute(async (tx) => {
-    await tx
-      .deleteFrom('invitations')
-      .where('kind', '=', 'reset')
-      .where('user_id', '=', userId)
-      .where('used_at', 'is', null)
-      .execute();
+    await dropPendingResets(tx, userId);
     return insertLink(
       tx,
       { kind: 'reset', role: null, app_ids: null, user_id: userId, created_by: createdBy },
@@ -170,26 +176,7 @@ export async function createResetLink(
 }
 
 export async function listInvitations(db: Db, now = Date.now()): Promise<InvitationView[]> {
-  const rows = await db
-    .selectFrom('invitations')
-    .leftJoin('users', 'users.id', 'invitations.user_id')
-    .select([
-      'invitations.id',
-      'kind',
-      'invitations.role',
-      'invitations.app_ids',
-      'user_id',
-      'users.username',
-      'users.role as user_role',
-      'created_by',
-      'invitations.created_at',
-      'expires_at',
-      'used_at',
-    ])
-    .orderBy('invitations.created_at', 'desc')
-    .orderBy('invitations.id', 'desc')
-    .limit(LIST_MAX)
-    .execute();
+  const rows = await linkRows(db, LIST_MAX);
   const at = nowIso(now);
   return rows.map((r) => {
     const role = r.kind === 'reset' ? r.user_role : r.role;
@@ -215,16 +202,11 @@ export async function revokeInvitation(
   actor: Actor,
   id: string,
 ): Promise<{ kind: InvitationKind; role: Role | null }> {
-  const row = await db
-    .selectFrom('invitations')
-    .leftJoin('users', 'users.id', 'invitations.user_id')
-    .select(['invitations.id', 'kind', 'invitations.role', 'users.role as user_role'])
-    .where('invitations.id', '=', id)
-    .executeTakeFirst();
+  const row = await linkWithRole(db, id);
   if (!row) throw notFound('No such invitation');
   const role = row.kind === 'reset' ? row.user_role : row.role;
   requireManage(actor, isRole(role) ? role : null);
-  await db.deleteFrom('invitations').where('id', '=', id).execute();
+  await deleteLinks(db, [id]);
   return { kind: row.kind, role: isRole(role) ? role : null };
 }
 
@@ -234,20 +216,7 @@ export async function revokeInvitation(
  * never grants more than its creator can grant now, whatever happened to them since.
  */
 async function creatorStillGrants(db: Db, invitationId: string): Promise<boolean> {
-  const r = await db
-    .selectFrom('invitations as i')
-    .leftJoin('users as target', 'target.id', 'i.user_id')
-    .leftJoin('users as creator', 'creator.id', 'i.created_by')
-    .select([
-      'i.kind',
-      'i.role',
-      'i.created_by',
-      'target.role as target_role',
-      'creator.role as creator_role',
-      'creator.disabled as creator_disabled',
-    ])
-    .where('i.id', '=', invitationId)
-    .executeTakeFirst();
+  const r = await linkGrantRow(db, invitationId);
   if (!r) return false;
   if (r.created_by === null) return true;
   if (r.creator_role == null || r.creator_disabled !== 0 || !isRole(r.creator_role)) return false;
@@ -273,22 +242,7 @@ const gone = () => notFound('This link is unknown, used or expired');
 /** The usable invitation a token names, or 404 (unknown, used and expired look the same). */
 export async function openInvitation(db: Db, token: string, now = Date.now()): Promise<OpenInvitation> {
   if (!TOKEN_PATTERN.test(token)) throw gone();
-  const r = await db
-    .selectFrom('invitations')
-    .leftJoin('users', 'users.id', 'invitations.user_id')
-    .select([
-      'invitations.id',
-      'kind',
-      'invitations.role',
-      'user_id',
-      'users.username',
-      'users.role as user_role',
-      'users.disabled',
-      'expires_at',
-      'used_at',
-    ])
-    .where('token_hash', '=', sha256Hex(token))
-    .executeTakeFirst();
+  const r = await linkByHash(db, sha256Hex(token));
   if (!r || r.used_at !== null || r.expires_at <= nowIso(now)) throw gone();
   if (r.kind === 'reset' && (r.username == null || r.disabled === 1)) throw gone();
   const role = r.kind === 'reset' ? r.user_role : r.role;
@@ -333,78 +287,42 @@ export async function acceptInvitation(
   const passwordHash = await input.hashPassword();
   const at = nowIso(now);
   const accepted = await db.transaction().execute(async (tx) => {
-    const consumed = await tx
-      .updateTable('invitations')
-      .set({ used_at: at })
-      .where('id', '=', open.id)
-      .where('used_at', 'is', null)
-      .where('expires_at', '>', at)
-      .executeTakeFirst();
-    if (Number(consumed.numUpdatedRows) !== 1) throw gone();
-    const row = await tx
-      .selectFrom('invitations')
-      .selectAll()
-      .where('id', '=', open.id)
-      .executeTakeFirstOrThrow();
+    if (!(await consumeLink(tx, open.id, at))) throw gone();
+    const row = await linkRow(tx, open.id);
     // Checked again inside the transaction: a creator demoted since the page was opened grants nothing.
     if (!(await creatorStillGrants(tx, row.id))) throw gone();
     if (row.kind === 'invite') {
       const username = input.username!;
       // Thrown inside the transaction: the link's used_at goes back with it, so it stays usable.
-      const taken = tx.selectFrom('users').select('id').where(usernameColumn, '=', usernameKey(username));
-      if (await taken.executeTakeFirst()) throw conflict('That username is taken');
+      if (await usernameTaken(tx, usernameKey(username))) throw conflict('That username is taken');
       const role = isRole(row.role) ? row.role : 'viewer';
       // Apps deleted since the invitation was made are dropped, not refused.
       const wanted = parseAppIds(row.app_ids);
       let apps = wanted;
-      if (wanted !== null && wanted.length > 0)
-        apps = (await tx.selectFrom('apps').select('id').where('id', 'in', wanted).execute()).map(
-          (a) => a.id,
-        );
+      if (wanted !== null && wanted.length > 0) apps = await existingAppIds(tx, wanted);
       const id = newId(now);
       // A name taken concurrently (without regard to case) meets the unique index: the same 409.
-      await tx
-        .insertInto('users')
-        .values({
-          id,
-          username,
-          password_hash: passwordHash,
-          totp_enabled: 0,
-          totp_secret: null,
-          totp_pending: null,
-          totp_last_step: null,
-          created_at: at,
-          updated_at: at,
-          role,
-          app_ids: apps === null ? null : JSON.stringify(apps),
-          sso_subject: null,
-        })
-        .execute()
-        .catch((e: unknown) => {
-          throw isUniqueViolation(e) ? conflict('That username is taken') : e;
-        });
-      return { invitationId: row.id, kind: row.kind, userId: id, username };
-    }
-    const user = await tx
-      .selectFrom('users')
-      .select(['id', 'username', 'disabled'])
-      .where('id', '=', row.user_id!)
-      .executeTakeFirst();
-    if (!user || user.disabled === 1) throw gone();
-    await tx
-      .updateTable('users')
-      .set({
+      await insertUserRow(tx, {
+        id,
+        username,
         password_hash: passwordHash,
         totp_enabled: 0,
         totp_secret: null,
         totp_pending: null,
         totp_last_step: null,
+        created_at: at,
         updated_at: at,
-      })
-      .where('id', '=', user.id)
-      .execute();
-    await tx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
-    await tx.deleteFrom('sessions').where('user_id', '=', user.id).execute();
+        role,
+        app_ids: apps === null ? null : JSON.stringify(apps),
+        sso_subject: null,
+      }).catch((e: unknown) => {
+        throw isUniqueViolation(e) ? conflict('That username is taken') : e;
+      });
+      return { invitationId: row.id, kind: row.kind, userId: id, username };
+    }
+    const user = await resetTarget(tx, row.user_id!);
+    if (!user || user.disabled === 1) throw gone();
+    await resetCredentials(tx, user.id, passwordHash, at);
     return { invitationId: row.id, kind: row.kind, userId: user.id, username: user.username };
   });
   if (accepted.kind === 'reset') invalidateCredentials();

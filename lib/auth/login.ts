@@ -5,7 +5,9 @@ import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
 import { HttpError } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
-import { createSession, csrfFor, deleteSessionByRaw } from './sessions.js';
+import { csrfFor } from './sessions.js';
+import { createSession, deleteSessionByRaw } from './sessions-store.js';
+import { markLogin } from './users-store.js';
 import { SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from './principal.js';
 import { DEVICE_COOKIE, DEVICE_MAX_AGE, issueDevice } from './guard.js';
 
@@ -17,13 +19,8 @@ export async function startSession(
   userId: string,
 ): Promise<Headers> {
   // Every sign-in path ends here: the last login is noted, and a disabled operator gets no session.
-  const marked = await env.db
-    .updateTable('users')
-    .set({ last_login_at: nowIso(env.now()) })
-    .where('id', '=', userId)
-    .where('disabled', '=', 0)
-    .executeTakeFirst();
-  if (Number(marked.numUpdatedRows) !== 1) throw new HttpError('forbidden', 'This operator is disabled');
+  if (!(await markLogin(env.db, userId, nowIso(env.now()))))
+    throw new HttpError('forbidden', 'This operator is disabled');
   const previous = parseCookies(request.headers.get('cookie'))[SESSION_COOKIE];
   if (previous) await deleteSessionByRaw(env.db, previous);
   const limits = { idleSeconds: env.config.sessionIdleSeconds, maxSeconds: env.config.sessionMaxSeconds };

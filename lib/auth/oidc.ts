@@ -15,15 +15,17 @@ import { Headers } from '../http/respond.js';
 import { nowIso } from '../db/index.js';
 import { safeEqual } from '../crypto/random.js';
 import { ROLES, type Role } from './roles.js';
+import { USERNAME_PATTERN, publicUser, usernameKey, type PublicUser } from './users.js';
 import {
-  USERNAME_PATTERN,
   findUser,
+  idOfSubject,
   insertUser,
-  publicUser,
-  usernameColumn,
-  usernameKey,
-  type PublicUser,
-} from './users.js';
+  otherEnabledOwner,
+  setLastLogin,
+  setRole,
+  userBySubject,
+  usernamesLike,
+} from './users-store.js';
 import { authenticate } from './principal.js';
 import { startSession } from './login.js';
 import { markStepUp } from './stepup.js';
@@ -335,11 +337,7 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
   const role = roleFromClaim(claims[c.roleClaim], c.roleMap);
   const headers = new Headers();
   headers.append('set-cookie', clear);
-  const existing = await env.db
-    .selectFrom('users')
-    .selectAll()
-    .where('sso_subject', '=', subject)
-    .executeTakeFirst();
+  const existing = await userBySubject(env.db, subject);
 
   if (flow.stepUpSession) {
     const principal = await authenticate(env, request.headers);
@@ -397,11 +395,7 @@ export async function finishOidc(env: Env, request: Request, client: Client): Pr
       change = await applyRole(env, row.id, row.role as Role, role, now);
     }
   }
-  await env.db
-    .updateTable('users')
-    .set({ last_login_at: nowIso(now) })
-    .where('id', '=', userId)
-    .execute();
+  await setLastLogin(env.db, userId, nowIso(now));
   for (const cookie of (await startSession(env, request, client, userId)).getSetCookie())
     headers.append('set-cookie', cookie);
   headers.set('location', flow.returnTo);
@@ -436,20 +430,9 @@ async function applyRole(
   if (current === wanted) return { role: current, previous: null };
   const changed = await env.db.transaction().execute(async (tx) => {
     if (current === 'owner') {
-      const others = await tx
-        .selectFrom('users')
-        .select('id')
-        .where('role', '=', 'owner')
-        .where('disabled', '=', 0)
-        .where('id', '!=', userId)
-        .executeTakeFirst();
-      if (!others) return false;
+      if (!(await otherEnabledOwner(tx, userId))) return false;
     }
-    await tx
-      .updateTable('users')
-      .set({ role: wanted, updated_at: nowIso(now) })
-      .where('id', '=', userId)
-      .execute();
+    await setRole(tx, userId, wanted, nowIso(now));
     return true;
   });
   if (!changed) {
@@ -494,23 +477,10 @@ async function createOperator(
 ): Promise<{ id: string; created: boolean }> {
   const base = baseUsername(claims);
   return env.db.transaction().execute(async (tx) => {
-    const again = await tx
-      .selectFrom('users')
-      .select('id')
-      .where('sso_subject', '=', subject)
-      .executeTakeFirst();
+    const again = await idOfSubject(tx, subject);
     if (again) return { id: again.id, created: false };
     const key = usernameKey(base);
-    const taken = new Set(
-      (
-        await tx
-          .selectFrom('users')
-          .select('username')
-          // `_` in a name matches any character here: a few names too many are treated as taken, which is harmless.
-          .where((eb) => eb.or([eb(usernameColumn, '=', key), eb(usernameColumn, 'like', `${key}-%`)]))
-          .execute()
-      ).map((r) => usernameKey(r.username)),
-    );
+    const taken = new Set((await usernamesLike(tx, key)).map((r) => usernameKey(r)));
     let username = base;
     for (let n = 2; taken.has(usernameKey(username)); n++) username = `${base}-${n}`;
     const user = await insertUser(tx, username, NO_PASSWORD, { role, ssoSubject: subject });

@@ -3,7 +3,18 @@
 // in one transaction, so two concurrent requests cannot both remove the last owners.
 import type { Db } from '../db/index.js';
 import type { UserTable } from '../db/schema.js';
-import { lockedOn, nowIso } from '../db/index.js';
+import { nowIso } from '../db/index.js';
+import { existingAppIds } from '../apps/store.js';
+import { findUser } from './users-store.js';
+import { deleteLinks, pendingLinksBy } from './invitations-store.js';
+import {
+  actorRow,
+  allUserRows,
+  deleteOperatorRow,
+  enabledOwners,
+  endAccess,
+  writeOperator,
+} from './operators-store.js';
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../http/errors.js';
 import { invalidateCredentials } from './cache.js';
 import { APP_LIMITED_ROLES, ROLE_PERMISSIONS, isRole, type Permission, type Role } from './roles.js';
@@ -46,12 +57,12 @@ export function operatorView(u: UserRow): OperatorView {
 }
 
 export async function listOperators(db: Db): Promise<OperatorView[]> {
-  const rows = await db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
+  const rows = await allUserRows(db);
   return rows.map(operatorView);
 }
 
 export async function getOperator(db: Db, id: string): Promise<OperatorView | null> {
-  const row = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await findUser(db, id);
   return row ? operatorView(row) : null;
 }
 
@@ -62,11 +73,7 @@ export async function getOperator(db: Db, id: string): Promise<OperatorView | nu
 export type Actor = { id: string; role: Role } | null;
 
 export async function actingOperator(db: Db, userId: string): Promise<NonNullable<Actor>> {
-  const row = await db
-    .selectFrom('users')
-    .select(['id', 'role', 'disabled'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
+  const row = await actorRow(db, userId);
   if (!row || row.disabled === 1 || !isRole(row.role)) throw unauthorized();
   return { id: row.id, role: row.role };
 }
@@ -101,20 +108,14 @@ export function mayGrantLink(
  * accept checks again.
  */
 async function withdrawLinksOf(db: Db, creatorId: string, now: Role | null): Promise<void> {
-  const pending = await db
-    .selectFrom('invitations')
-    .leftJoin('users', 'users.id', 'invitations.user_id')
-    .select(['invitations.id', 'kind', 'invitations.role', 'users.role as target_role'])
-    .where('created_by', '=', creatorId)
-    .where('used_at', 'is', null)
-    .execute();
+  const pending = await pendingLinksBy(db, creatorId);
   const actor = now === null ? null : { id: creatorId, role: now };
   const gone = pending
     .filter(
       (p) => actor === null || !mayGrantLink(actor, p.kind, p.kind === 'reset' ? p.target_role : p.role),
     )
     .map((p) => p.id);
-  if (gone.length) await db.deleteFrom('invitations').where('id', 'in', gone).execute();
+  if (gone.length) await deleteLinks(db, gone);
 }
 
 /**
@@ -134,9 +135,7 @@ export async function checkAppIds(
   }
   const unique = [...new Set(appIds)];
   if (unique.length === 0) return [];
-  const found = new Set(
-    (await db.selectFrom('apps').select('id').where('id', 'in', unique).execute()).map((r) => r.id),
-  );
+  const found = new Set(await existingAppIds(db, unique));
   const missing = unique.filter((id) => !found.has(id));
   if (missing.length)
     throw badRequest(
@@ -146,30 +145,7 @@ export async function checkAppIds(
   return unique;
 }
 
-/** Locks the enabled owners' rows (PostgreSQL): two removals at once cannot both see a second owner. */
-async function enabledOwners(db: Db): Promise<number> {
-  const rows = await db
-    .selectFrom('users')
-    .select('id')
-    .where('role', '=', 'owner')
-    .where('disabled', '=', 0)
-    .$call(lockedOn(db))
-    .execute();
-  return rows.length;
-}
-
 const lastOwner = () => conflict('This is the last enabled owner: make another operator an owner first');
-
-/** Every session of the operator ends and every token is revoked (the caller invalidates the caches). */
-async function endAccess(db: Db, userId: string, now: number): Promise<void> {
-  await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
-  await db
-    .updateTable('api_tokens')
-    .set({ revoked_at: nowIso(now) })
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .execute();
-}
 
 export interface OperatorPatch {
   role?: Role;
@@ -185,7 +161,7 @@ export async function updateOperator(
   now = Date.now(),
 ): Promise<{ before: OperatorView; after: OperatorView }> {
   const result = await db.transaction().execute(async (tx) => {
-    const row = await tx.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await findUser(tx, id);
     if (!row) throw notFound('No such operator');
     const before = operatorView(row);
     const role = patch.role ?? before.role;
@@ -197,16 +173,12 @@ export async function updateOperator(
     const disabled = patch.disabled ?? before.disabled;
     const wasOwner = before.role === 'owner' && !before.disabled;
     if (wasOwner && (role !== 'owner' || disabled) && (await enabledOwners(tx)) <= 1) throw lastOwner();
-    await tx
-      .updateTable('users')
-      .set({
-        role,
-        app_ids: appIds === null ? null : JSON.stringify(appIds),
-        disabled: disabled ? 1 : 0,
-        updated_at: nowIso(now),
-      })
-      .where('id', '=', id)
-      .execute();
+    await writeOperator(tx, id, {
+      role,
+      app_ids: appIds === null ? null : JSON.stringify(appIds),
+      disabled: disabled ? 1 : 0,
+      updated_at: nowIso(now),
+    });
     if (disabled && !before.disabled) await endAccess(tx, id, now);
     if (disabled || role !== before.role) await withdrawLinksOf(tx, id, disabled ? null : role);
     return { before, after: { ...before, role, app_ids: appIds, disabled } };
@@ -219,12 +191,12 @@ export async function updateOperator(
 /** Deletes an operator (sessions, tokens and reset links go with them) and answers what they were. */
 export async function removeOperator(db: Db, actor: Actor, id: string): Promise<OperatorView> {
   const removed = await db.transaction().execute(async (tx) => {
-    const row = await tx.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await findUser(tx, id);
     if (!row) throw notFound('No such operator');
     const view = operatorView(row);
     requireManage(actor, view.role);
     if (view.role === 'owner' && !view.disabled && (await enabledOwners(tx)) <= 1) throw lastOwner();
-    await tx.deleteFrom('users').where('id', '=', id).execute();
+    await deleteOperatorRow(tx, id);
     await withdrawLinksOf(tx, id, null);
     return view;
   });

@@ -3,7 +3,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Db } from '../db/index.js';
 import { randomToken, safeEqual } from '../crypto/random.js';
-import { countUsers } from './users.js';
+import { countUsers } from './users-store.js';
 
 export const setupTokenPath = (dataDir: string) => join(dataDir, 'setup.token');
 

@@ -3,6 +3,7 @@ import type * as Jose from 'jose';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
+import { readSetting, replaceSetting, settingOnce } from '../db/settings-store.js';
 
 // The instance key signs `svc_pre` and derives CSRF tokens: whoever reads it from a copy of the
 // database could forge both, so it is sealed under the master key like every other secret.
@@ -17,30 +18,18 @@ export const isSealed = (value: string) => value.startsWith('v1.');
  * a master key) is sealed in place as soon as a master key is available.
  */
 export async function loadSigningKey(db: Db, sealer: Sealer): Promise<Uint8Array> {
-  const read = () =>
-    db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirst();
-  let row = await read();
-  if (!row) {
+  let stored = await readSetting(db, SIGNING_KEY_SETTING);
+  if (stored === null) {
     const fresh = randomBytes(32).toString('base64url');
     const value = sealer.available ? sealer.seal(fresh, SIGNING_KEY_BINDING) : fresh;
-    await db
-      .insertInto('settings')
-      .values({ key: SIGNING_KEY_SETTING, value })
-      .onConflict((c) => c.doNothing())
-      .execute();
-    row = (await read())!;
+    stored = await settingOnce(db, SIGNING_KEY_SETTING, value);
   }
-  if (isSealed(row.value)) return Buffer.from(sealer.open(row.value, SIGNING_KEY_BINDING), 'base64url');
+  if (isSealed(stored)) return Buffer.from(sealer.open(stored, SIGNING_KEY_BINDING), 'base64url');
   if (sealer.available) {
     // Conditional: a concurrent boot that sealed it first wins, and both end with the same key.
-    await db
-      .updateTable('settings')
-      .set({ value: sealer.seal(row.value, SIGNING_KEY_BINDING) })
-      .where('key', '=', SIGNING_KEY_SETTING)
-      .where('value', '=', row.value)
-      .execute();
+    await replaceSetting(db, SIGNING_KEY_SETTING, stored, sealer.seal(stored, SIGNING_KEY_BINDING));
   }
-  return Buffer.from(row.value, 'base64url');
+  return Buffer.from(stored, 'base64url');
 }
 
 export const PRE_AUTH_SECONDS = 300;

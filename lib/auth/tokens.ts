@@ -1,10 +1,20 @@
 // API tokens: `svc_` + 32 random bytes (base64url), shown once, stored as SHA-256 only.
 import type { Db } from '../db/index.js';
-import { hotGet, hotRun, nowIso } from '../db/index.js';
+import { nowIso } from '../db/index.js';
 import { then, type Maybe } from '../util/maybe.js';
 import { newId, randomToken, sha256Hex } from '../crypto/random.js';
 import { publicUser, type PublicUser } from './users.js';
-import { credentialCache, invalidateCredentials } from './cache.js';
+import { credentialCache } from './cache.js';
+import { existingAppIds } from '../apps/store.js';
+import {
+  insertApiToken,
+  liveTokenRows,
+  lookupToken,
+  roleOf,
+  tokenGrantRow,
+  touchToken,
+  type TokenRow,
+} from './tokens-store.js';
 import { accessOf, operatorApps, type Access } from './access.js';
 import { HttpError } from '../http/errors.js';
 import { INSTANCE_WRITES, PERMISSION_NAMES, ROLE_PERMISSIONS, isRole, type Permission } from './roles.js';
@@ -51,7 +61,7 @@ export async function createApiToken(
     scopes: grant.scopes === null ? null : JSON.stringify(grant.scopes),
     app_ids: grant.appIds === null ? null : JSON.stringify(grant.appIds),
   };
-  await db.insertInto('api_tokens').values(row).execute();
+  await insertApiToken(db, row);
   return {
     id: row.id,
     name,
@@ -76,11 +86,7 @@ export async function checkTokenGrant(
   creator: { userId: string; tokenId: string | null },
   asked: { scopes?: readonly string[] | null; app_ids?: readonly string[] | null },
 ): Promise<TokenGrant> {
-  const user = await db
-    .selectFrom('users')
-    .select(['role', 'app_ids'])
-    .where('id', '=', creator.userId)
-    .executeTakeFirstOrThrow();
+  const user = await roleOf(db, creator.userId);
   let held: Permission[] = isRole(user.role)
     ? PERMISSION_NAMES.filter((p) => ROLE_PERMISSIONS[user.role as keyof typeof ROLE_PERMISSIONS].has(p))
     : [];
@@ -88,11 +94,7 @@ export async function checkTokenGrant(
   let apps = operatorApps(user.role, user.app_ids);
   let inherited: TokenGrant = { scopes: null, appIds: null };
   if (creator.tokenId !== null) {
-    const t = await db
-      .selectFrom('api_tokens')
-      .select(['scopes', 'app_ids'])
-      .where('id', '=', creator.tokenId)
-      .executeTakeFirstOrThrow();
+    const t = await tokenGrantRow(db, creator.tokenId);
     const tokenScopes = jsonList(t.scopes);
     const tokenApps = jsonList(t.app_ids);
     if (tokenScopes) held = held.filter((p) => tokenScopes.includes(p));
@@ -115,9 +117,8 @@ export async function checkTokenGrant(
   }
   if (asked.app_ids != null) {
     const unique = [...new Set(asked.app_ids)];
-    const found =
-      unique.length === 0 ? [] : await db.selectFrom('apps').select('id').where('id', 'in', unique).execute();
-    const known = new Set(found.map((r) => r.id));
+    const found = unique.length === 0 ? [] : await existingAppIds(db, unique);
+    const known = new Set(found);
     // One answer for "no such app" and "not yours": an app outside the creator's list stays unseen.
     const refused = unique.filter((a) => !known.has(a) || (apps !== null && !apps.includes(a)));
     if (refused.length > 0) {
@@ -153,27 +154,7 @@ export interface ResolvedToken {
 
 const TOUCH_MS = 60_000;
 
-interface TokenRow {
-  tid: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  last_used_at: string | null;
-  step_up_until: string | null;
-  id: string;
-  username: string;
-  totp_enabled: number;
-  role: string;
-  app_ids: string | null;
-  disabled: number;
-  scopes: string | null;
-  token_app_ids: string | null;
-  sso_subject: string | null;
-}
 const cache = credentialCache<TokenRow>();
-
-const TOKEN_LOOKUP = `select t.id as tid, t.expires_at, t.revoked_at, t.last_used_at, t.step_up_until, u.id, u.username, u.totp_enabled,
-         u.role, u.app_ids, u.disabled, u.sso_subject, t.scopes, t.app_ids as token_app_ids
-       from api_tokens t join users u on u.id = t.user_id where t.token_hash = ?`;
 
 /**
  * Synchronous on SQLite on purpose: every bearer request runs it, and better-sqlite3 answers in
@@ -184,9 +165,7 @@ export function resolveApiToken(db: Db, token: string, now = Date.now()): Maybe<
   // Every bearer request runs this: a short-lived cache, else a cached statement.
   const cached = cache.get(token, now);
   if (cached) return tokenOf(db, token, cached, true, now);
-  return then(hotGet<TokenRow>(db, TOKEN_LOOKUP, sha256Hex(token)), (row) =>
-    tokenOf(db, token, row, false, now),
-  );
+  return then(lookupToken(db, sha256Hex(token)), (row) => tokenOf(db, token, row, false, now));
 }
 
 function tokenOf(
@@ -201,7 +180,7 @@ function tokenOf(
   let touched: Maybe<void> = undefined;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) > TOUCH_MS) {
     row.last_used_at = nowIso(now);
-    touched = hotRun(db, 'update api_tokens set last_used_at = ? where id = ?', row.last_used_at, row.tid);
+    touched = touchToken(db, row.tid, row.last_used_at);
   }
   // Kept from the lookup, not from each use: the TTL bounds how long a change made elsewhere goes unseen.
   if (!cached) cache.set(token, row, now);
@@ -216,28 +195,10 @@ function tokenOf(
 }
 
 export async function listApiTokens(db: Db, userId: string): Promise<ApiTokenView[]> {
-  const rows = await db
-    .selectFrom('api_tokens')
-    .select(['id', 'name', 'created_at', 'expires_at', 'last_used_at', 'scopes', 'app_ids'])
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .orderBy('created_at', 'desc')
-    .execute();
+  const rows = await liveTokenRows(db, userId);
   return rows.map((r) => ({
     ...r,
     scopes: jsonList(r.scopes) as Permission[] | null,
     app_ids: jsonList(r.app_ids),
   }));
-}
-
-export async function revokeApiToken(db: Db, userId: string, id: string, now = Date.now()): Promise<boolean> {
-  const r = await db
-    .updateTable('api_tokens')
-    .set({ revoked_at: nowIso(now) })
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  invalidateCredentials();
-  return Number(r.numUpdatedRows) > 0;
 }

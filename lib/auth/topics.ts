@@ -2,7 +2,6 @@
 // routes that show the same facts. A per-app topic needs `app.read` on that app; a fleet topic
 // needs the permission and carries only the events of apps the caller reaches. Which topic needs
 // what is the topic table's (runtime/topics.ts).
-import type { Db } from '../db/index.js';
 import type { Principal } from '../http/handler.js';
 import { allows, reachesApp } from './access.js';
 import type { Permission } from './roles.js';
@@ -12,20 +11,6 @@ export interface TopicGrant {
   permission: Permission;
   /** The app the topic is about (logs:, stats:, build:), null for a fleet or instance topic. */
   appId: string | null;
-}
-
-/**
- * The app a `build:<deploymentId>` topic is about: a preview's deployment is read with its app's
- * access (the preview's own row is no app of a list); null when there is no such deployment.
- */
-export async function deploymentTopicApp(db: Db, deploymentId: string): Promise<string | null> {
-  const d = await db
-    .selectFrom('deployments')
-    .leftJoin('previews', 'previews.target_app_id', 'deployments.app_id')
-    .select(['deployments.app_id', 'previews.app_id as parent_app_id'])
-    .where('deployments.id', '=', deploymentId)
-    .executeTakeFirst();
-  return d ? (d.parent_app_id ?? d.app_id) : null;
 }
 
 /** Whether a subscription granted earlier is still allowed to this (possibly narrowed) principal. */

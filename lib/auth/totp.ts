@@ -5,6 +5,16 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import { invalidateCredentials } from './cache.js';
+import {
+  advanceTotpStep,
+  burnRecoveryCode,
+  recoveryRowsWithout,
+  rehashRecoveryRow,
+  replaceRecoveryRows,
+  secondFactorRow,
+  turnOffTotp,
+  turnOnTotp,
+} from './totp-store.js';
 
 const PERIOD = 30;
 
@@ -100,19 +110,9 @@ const recoveryHash = (sealer: Sealer, code: string) => keyedRecoveryHash(sealer,
 /** Boot: re-keys codes stored as a bare SHA-256 by older builds. Returns how many were upgraded. */
 export async function rehashRecoveryCodes(db: Db, sealer: Sealer): Promise<number> {
   if (!sealer.available) return 0;
-  const rows = await db
-    .selectFrom('recovery_codes')
-    .select(['id', 'code_hash'])
-    .where('code_hash', 'not like', `${RECOVERY_PREFIX}%`)
-    .execute();
-  for (const r of rows) {
-    await db
-      .updateTable('recovery_codes')
-      .set({ code_hash: keyedRecoveryHash(sealer, r.code_hash) })
-      .where('id', '=', r.id)
-      .where('code_hash', '=', r.code_hash)
-      .execute();
-  }
+  const rows = await recoveryRowsWithout(db, RECOVERY_PREFIX);
+  for (const r of rows)
+    await rehashRecoveryRow(db, r.id, r.code_hash, keyedRecoveryHash(sealer, r.code_hash));
   return rows.length;
 }
 
@@ -129,23 +129,11 @@ export async function enableTotp(
   const step = await checkTotp(secret, code, null, now);
   if (step === null) return null;
   const codes = newRecoveryCodes();
-  await db.transaction().execute(async (tx) => {
-    await tx
-      .updateTable('users')
-      .set({
-        totp_enabled: 1,
-        totp_secret: sealer.seal(secret, totpBinding(userId)),
-        totp_pending: null,
-        totp_last_step: step,
-        updated_at: nowIso(now),
-      })
-      .where('id', '=', userId)
-      .execute();
-    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
-    await tx
-      .insertInto('recovery_codes')
-      .values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null })))
-      .execute();
+  await turnOnTotp(db, userId, {
+    sealedSecret: sealer.seal(secret, totpBinding(userId)),
+    step,
+    at: nowIso(now),
+    codeHashes: codes.map((c) => recoveryHash(sealer, c)),
   });
   invalidateCredentials();
   return codes;
@@ -157,20 +145,11 @@ export async function enableTotp(
  */
 export async function replaceRecoveryCodes(db: Db, sealer: Sealer, userId: string): Promise<string[] | null> {
   const codes = newRecoveryCodes();
-  const done = await db.transaction().execute(async (tx) => {
-    const user = await tx
-      .selectFrom('users')
-      .select('totp_enabled')
-      .where('id', '=', userId)
-      .executeTakeFirst();
-    if (!user || user.totp_enabled !== 1) return false;
-    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
-    await tx
-      .insertInto('recovery_codes')
-      .values(codes.map((c) => ({ user_id: userId, code_hash: recoveryHash(sealer, c), used_at: null })))
-      .execute();
-    return true;
-  });
+  const done = await replaceRecoveryRows(
+    db,
+    userId,
+    codes.map((c) => recoveryHash(sealer, c)),
+  );
   return done ? codes : null;
 }
 
@@ -185,49 +164,19 @@ export async function consumeSecondFactor(
   code: string,
   now = Date.now(),
 ): Promise<boolean> {
-  const user = await db
-    .selectFrom('users')
-    .select(['totp_enabled', 'totp_secret', 'totp_last_step'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
+  const user = await secondFactorRow(db, userId);
   if (!user || user.totp_enabled !== 1 || !user.totp_secret) return false;
   const trimmed = code.trim();
   if (RECOVERY_PATTERN.test(trimmed.toLowerCase())) {
-    const r = await db
-      .updateTable('recovery_codes')
-      .set({ used_at: nowIso(now) })
-      .where('user_id', '=', userId)
-      .where('code_hash', '=', recoveryHash(sealer, trimmed))
-      .where('used_at', 'is', null)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    return burnRecoveryCode(db, userId, recoveryHash(sealer, trimmed), nowIso(now));
   }
   const secret = sealer.open(user.totp_secret, totpBinding(userId));
   const step = await checkTotp(secret, trimmed, user.totp_last_step, now);
   if (step === null) return false;
-  let q = db.updateTable('users').set({ totp_last_step: step }).where('id', '=', userId);
-  q =
-    user.totp_last_step === null
-      ? q.where('totp_last_step', 'is', null)
-      : q.where('totp_last_step', '<', step);
-  const r = await q.executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  return advanceTotpStep(db, userId, user.totp_last_step, step);
 }
 
 export async function disableTotp(db: Db, userId: string, now = Date.now()): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    await tx
-      .updateTable('users')
-      .set({
-        totp_enabled: 0,
-        totp_secret: null,
-        totp_pending: null,
-        totp_last_step: null,
-        updated_at: nowIso(now),
-      })
-      .where('id', '=', userId)
-      .execute();
-    await tx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
-  });
+  await turnOffTotp(db, userId, nowIso(now));
   invalidateCredentials();
 }

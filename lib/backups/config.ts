@@ -7,7 +7,8 @@ import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
 import { badRequest } from '../http/errors.js';
 import { probe, S3Refused } from './s3.js';
-import { getConfig, insertConfig, isDatabaseOfApp, updateConfigRow } from './store.js';
+import { isDatabaseOfApp } from '../databases/store.js';
+import { getConfig, insertConfig, updateConfigRow } from './store.js';
 
 export type Source = { type: 'database'; database_id: string } | { type: 'volume'; volume: string };
 export type Destination =

@@ -4,8 +4,8 @@ import type { Services as Env } from '../http/handler.js';
 import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
 import { LABEL_DATABASE } from '../docker/index.js';
 import type { Source } from './config.js';
+import { allDatabases } from '../databases/store.js';
 import {
-  allDatabases,
   artifactsOf,
   deleteConfigRow,
   failedRunsSince,

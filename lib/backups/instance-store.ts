@@ -2,7 +2,7 @@
 import type { Db } from '../db/index.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import { notFound } from '../http/errors.js';
-import { runRowUpdates } from './run-rows.js';
+import { runRowUpdates, slotClaimer } from './rows-store.js';
 
 export const INSTANCE_BACKUP_ID = 'instance';
 
@@ -21,24 +21,8 @@ export async function saveConfig(db: Db, row: InstanceBackupTable): Promise<void
     .execute();
 }
 
-/** Claims a schedule slot once (see claimSlot in store.ts); false when another claimed it first. */
-export async function claimSlot(
-  db: Db,
-  cfg: Pick<InstanceBackupTable, 'id' | 'last_scheduled_at'>,
-  slot: string,
-): Promise<boolean> {
-  const claimed = await db
-    .updateTable('instance_backup')
-    .set({ last_scheduled_at: slot })
-    .where('id', '=', cfg.id)
-    .where((eb) =>
-      cfg.last_scheduled_at === null
-        ? eb('last_scheduled_at', 'is', null)
-        : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
-    )
-    .executeTakeFirst();
-  return Number(claimed.numUpdatedRows) === 1;
-}
+/** Claims a schedule slot once; false when another tick or process claimed it first. */
+export const claimSlot = slotClaimer('instance_backup');
 
 // Runs.
 

@@ -3,7 +3,7 @@
 // go. Missed schedule slots are the scheduler's first tick (scheduler.ts).
 import type { Services as Env } from '../http/handler.js';
 import { destinationOf } from './destinations.js';
-import { sweepScratchServers } from './engines.js';
+import { sweepScratchServers } from '../databases/engines/index.js';
 import { failRunningRestores, findConfig, markRunEnded, runningRuns } from './store.js';
 import * as instanceStore from './instance-store.js';
 import { currentConfig } from './instance.js';

@@ -7,9 +7,11 @@ import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';
 import { recordAudit } from '../audit/index.js';
 import { guard, listAppContainers, volumeName, startContainer, stopContainer } from '../docker/index.js';
-import { restoreDatabase, restoreVolume, targetOf } from './engines.js';
+import { restoreDatabase } from '../databases/engines/index.js';
+import { findDatabase } from '../databases/store.js';
+import { restoreVolume } from './volumes.js';
 import type { Source } from './config.js';
-import { configOfRun, findDatabase, finishRestore, insertRestore } from './store.js';
+import { configOfRun, finishRestore, insertRestore } from './store.js';
 import { iso, masterKey, reason, track } from './jobs.js';
 import { openRunArtifact, plainDump, usable } from './run-artifact.js';
 import type { VerifiedArtifact } from './verified.js';
@@ -79,7 +81,7 @@ async function executeRestore(
       await stopContainer(env.engine, c.id);
       stopped.push(c.id);
     }
-    if (dbRow) await restoreDatabase(env, targetOf(env, dbRow), async () => plainDump(artifact));
+    if (dbRow) await restoreDatabase(env, dbRow, async () => plainDump(artifact));
     else await restoreVolume(env, vol!, plainDump(artifact));
   } catch (e) {
     status = 'failed';
@@ -123,7 +125,7 @@ export async function restoreDatabaseFromRun(
   usable(run);
   const copy = await openRunArtifact(env, await configOfRun(env.db, run), run);
   try {
-    await restoreDatabase(env, targetOf(env, row), async () => plainDump(copy));
+    await restoreDatabase(env, row, async () => plainDump(copy));
   } finally {
     await copy.close();
   }

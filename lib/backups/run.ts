@@ -11,10 +11,12 @@ import { newId } from '../crypto/random.js';
 import { conflict } from '../http/errors.js';
 import { volumeName } from '../docker/index.js';
 import { CHUNK, encryptStream } from './crypto.js';
-import { dumpDatabase, dumpVolume, targetOf } from './engines.js';
+import { dumpDatabase } from '../databases/engines/index.js';
+import { findDatabase } from '../databases/store.js';
+import { dumpVolume } from './volumes.js';
 import { destinationOf, type ArtifactStore } from './destinations.js';
 import type { Source } from './config.js';
-import { appName, findDatabase, hasRunningRun, insertRun, markRunEnded, markRunSucceeded } from './store.js';
+import { appName, hasRunningRun, insertRun, markRunEnded, markRunSucceeded } from './store.js';
 import { iso, masterKey, reason, track } from './jobs.js';
 import { applyRetention } from './retention.js';
 import { verifyRun } from './verify.js';
@@ -71,17 +73,7 @@ async function sourceStream(
     const row = await findDatabase(env.db, source.database_id);
     if (!row) throw new Error('the database no longer exists');
     if (row.status !== 'ready') throw new Error(`the database is ${row.status}`);
-    const h = await dumpDatabase(env, targetOf(env, row));
-    const what =
-      row.engine === 'postgres' ? 'pg_dump' : row.engine === 'mariadb' ? 'mariadb-dump' : 'redis-cli --rdb';
-    const done = h.done.then((r) => {
-      if (r.code !== 0)
-        throw new Error(
-          `${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 400)}`,
-        );
-    });
-    done.catch(() => {});
-    return { stream: h.stdout, done };
+    return dumpDatabase(env, row);
   }
   const v = await dumpVolume(env, volumeName(await appName(env.db, cfg.app_id), source.volume));
   const done = new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 // Every query of app backups, as plain functions over the typed database: configs, runs,
-// restores, and the rows of other areas a backup reads (an app's name, its databases). The jobs
+// restores, and the app rows a backup reads (an app's name, the live apps). The jobs
 // (run.ts, restore.ts, verify.ts, ...) call these by name and build no query of their own.
 import type { Db } from '../db/index.js';
 import type {
@@ -9,7 +9,7 @@ import type {
   BackupRunTable,
 } from '../db/schema.js';
 import { notFound } from '../http/errors.js';
-import { runRowUpdates } from './run-rows.js';
+import { runRowUpdates, slotClaimer } from './rows-store.js';
 
 // Configs.
 
@@ -62,27 +62,8 @@ export async function deleteConfigRow(db: Db, id: string): Promise<void> {
   await db.deleteFrom('backup_configs').where('id', '=', id).execute();
 }
 
-/**
- * Claims a schedule slot: one conditional UPDATE from the slot the caller read, so a slot is
- * claimed once however many ticks (or processes) see it. False when another claimed it first.
- */
-export async function claimSlot(
-  db: Db,
-  cfg: Pick<BackupConfigTable, 'id' | 'last_scheduled_at'>,
-  slot: string,
-): Promise<boolean> {
-  const claimed = await db
-    .updateTable('backup_configs')
-    .set({ last_scheduled_at: slot })
-    .where('id', '=', cfg.id)
-    .where((eb) =>
-      cfg.last_scheduled_at === null
-        ? eb('last_scheduled_at', 'is', null)
-        : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
-    )
-    .executeTakeFirst();
-  return Number(claimed.numUpdatedRows) === 1;
-}
+/** Claims a schedule slot once; false when another tick or process claimed it first. */
+export const claimSlot = slotClaimer('backup_configs');
 
 // Runs.
 
@@ -243,30 +224,7 @@ export async function failRunningRestores(db: Db, error: string, finishedAt: str
     .execute();
 }
 
-// Other areas' rows, as a backup reads them.
-
-export function findDatabase(db: Db, id: string): Promise<AppDatabaseTable | undefined> {
-  return db.selectFrom('app_databases').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export async function isDatabaseOfApp(db: Db, appId: string, id: string): Promise<boolean> {
-  return (
-    (await db
-      .selectFrom('app_databases')
-      .select('id')
-      .where('app_id', '=', appId)
-      .where('id', '=', id)
-      .executeTakeFirst()) !== undefined
-  );
-}
-
-export function allDatabases(db: Db): Promise<AppDatabaseTable[]> {
-  return db.selectFrom('app_databases').selectAll().execute();
-}
-
-export async function databaseIds(db: Db): Promise<Set<string>> {
-  return new Set((await db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
-}
+// Apps, as a backup reads them (a database's rows are lib/databases/store.ts).
 
 export async function appName(db: Db, appId: string): Promise<string> {
   return (await db.selectFrom('apps').select('name').where('id', '=', appId).executeTakeFirstOrThrow()).name;

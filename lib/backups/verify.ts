@@ -3,9 +3,11 @@
 // a run that does not restore notifies as a failed backup.
 import type { Services as Env } from '../http/handler.js';
 import type { BackupRunTable } from '../db/schema.js';
-import { checkVolumeArchive, verifyDatabase } from './engines.js';
+import { verifyDatabase } from '../databases/engines/index.js';
+import { findDatabase } from '../databases/store.js';
+import { checkVolumeArchive } from './volumes.js';
 import type { Source } from './config.js';
-import { configOfRun, findDatabase, setVerdict } from './store.js';
+import { configOfRun, setVerdict } from './store.js';
 import { iso, masterKey, reason, track } from './jobs.js';
 import { openRunArtifact, plainDump, usable } from './run-artifact.js';
 import type { VerifiedArtifact } from './verified.js';

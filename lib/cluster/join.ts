@@ -7,6 +7,7 @@
 import type { Services as Env } from '../http/handler.js';
 import { guard } from '../docker/engine.js';
 import { unavailable } from '../http/errors.js';
+import { readSetting, writeSetting } from '../db/settings-store.js';
 import { clusterRegistry, ENGINE_CERTS_DIR, registryCa, registryCredentials } from './registry.js';
 import { swarmNodes } from './nodes.js';
 
@@ -63,22 +64,9 @@ function serial<T>(fn: () => Promise<T>): Promise<T> {
   return next;
 }
 
-async function readState(env: Env): Promise<string | null> {
-  const r = await env.db
-    .selectFrom('settings')
-    .select('value')
-    .where('key', '=', JOIN_SETTING)
-    .executeTakeFirst();
-  return r?.value ?? null;
-}
+const readState = (env: Env): Promise<string | null> => readSetting(env.db, JOIN_SETTING);
 
-async function writeState(env: Env, value: string): Promise<void> {
-  await env.db
-    .insertInto('settings')
-    .values({ key: JOIN_SETTING, value })
-    .onConflict((c) => c.column('key').doUpdateSet({ value }))
-    .execute();
-}
+const writeState = (env: Env, value: string): Promise<void> => writeSetting(env.db, JOIN_SETTING, value);
 
 interface SwarmInfo {
   Version: { Index: number };

@@ -2,6 +2,7 @@
 // a volume-backed service is pinned to. Constraints are input: only the three forms documented in
 // docs/cluster.md pass, so nothing unchecked ever reaches the engine.
 import type { Db } from '../db/index.js';
+import { clusterRows, upsertClusterColumns, type ClusterColumns } from './store.js';
 
 export const MAX_REPLICAS = 50;
 
@@ -39,11 +40,7 @@ export function normalizeConstraint(c: string): string {
 }
 
 export async function clusterSettings(db: Db, appId: string): Promise<Map<string, ClusterSettings>> {
-  const rows = await db
-    .selectFrom('app_services')
-    .select(['name', 'replicas', 'placement', 'pinned_node'])
-    .where('app_id', '=', appId)
-    .execute();
+  const rows = await clusterRows(db, appId);
   return new Map(
     rows.map((r) => [
       r.name,
@@ -62,7 +59,7 @@ export async function patchClusterSettings(
   name: string,
   patch: { replicas?: number | null; placement?: Placement | null; pinned_node?: string | null },
 ): Promise<void> {
-  const set: { replicas?: number | null; placement?: string | null; pinned_node?: string | null } = {};
+  const set: ClusterColumns = {};
   if (patch.replicas !== undefined) set.replicas = patch.replicas;
   if (patch.placement !== undefined)
     set.placement = patch.placement
@@ -70,9 +67,5 @@ export async function patchClusterSettings(
       : null;
   if (patch.pinned_node !== undefined) set.pinned_node = patch.pinned_node;
   if (!Object.keys(set).length) return;
-  await db
-    .insertInto('app_services')
-    .values({ app_id: appId, name, port: null, health_path: null, ...set })
-    .onConflict((c) => c.columns(['app_id', 'name']).doUpdateSet(set))
-    .execute();
+  await upsertClusterColumns(db, appId, name, set);
 }

@@ -1,6 +1,7 @@
 // The log of one deployment: every line persisted (bounded) and published on build:<id> with a
 // sequence number, in that order, so a late subscriber's replay (from the table) and the live
 // lines (from the bus) meet without a gap or a duplicate. Secret values are masked first.
+import { insertLogLines } from './store.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Bus } from '../events/bus.js';
@@ -80,11 +81,7 @@ export class DeployLog {
     const batch = this.pending.splice(0);
     if (!batch.length) return;
     try {
-      for (let i = 0; i < batch.length; i += 200)
-        await this.db
-          .insertInto('deployment_logs')
-          .values(batch.slice(i, i + 200))
-          .execute();
+      await insertLogLines(this.db, batch);
     } catch {
       // A log write must never fail the deployment; the lines still go to live subscribers.
     }

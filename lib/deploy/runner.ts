@@ -6,6 +6,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { getApp, setAppStatus } from '../apps/store.js';
 import { envBinding } from '../apps/env.js';
+import { secretEnvRows } from '../apps/env-store.js';
 import { HttpError } from '../http/errors.js';
 import { GitError } from '../git/clone.js';
 import { EngineUnavailableError } from '../docker/engine.js';
@@ -15,7 +16,9 @@ import type { Deployment, DeployStatus } from '../apps/deployment.js';
 import {
   getDeployment,
   getDeploymentRow,
+  lastLogSeq,
   listActive,
+  previewNaming,
   readSpec,
   transition,
   type TransitionPatch,
@@ -93,12 +96,8 @@ export abstract class DeployRunner {
   }
 
   protected async openLog(id: string): Promise<DeployLog> {
-    const r = await this.env.db
-      .selectFrom('deployment_logs')
-      .select((eb) => eb.fn.max('seq').as('m'))
-      .where('deployment_id', '=', id)
-      .executeTakeFirst();
-    return new DeployLog(this.env.db, this.env.bus, id, this.env.now, Number(r?.m ?? 0));
+    const seq = await lastLogSeq(this.env.db, id);
+    return new DeployLog(this.env.db, this.env.bus, id, this.env.now, seq);
   }
 
   protected async execute(id: string, slot: Active): Promise<void> {
@@ -303,24 +302,14 @@ export abstract class DeployRunner {
 
   /** A preview's address (`https://pr-<n>-<app>.<base>`), for its notifications; null for any other app. */
   protected async previewUrl(appId: string): Promise<string | null> {
-    const row = await this.env.db
-      .selectFrom('previews')
-      .innerJoin('apps as parent', 'parent.id', 'previews.app_id')
-      .select(['previews.number', 'parent.name'])
-      .where('previews.target_app_id', '=', appId)
-      .executeTakeFirst();
+    const row = await previewNaming(this.env.db, appId);
     if (!row) return null;
     const base = await getBaseDomain(this.env.db, this.env.config.baseDomain);
     return base ? `https://pr-${row.number}-${row.name}.${base}` : null;
   }
 
   protected async secretValues(appId: string): Promise<string[]> {
-    const rows = await this.env.db
-      .selectFrom('app_env')
-      .select(['key', 'sealed'])
-      .where('app_id', '=', appId)
-      .where('secret', '=', 1)
-      .execute();
+    const rows = await secretEnvRows(this.env.db, appId);
     const out: string[] = [];
     for (const r of rows) {
       try {

@@ -3,7 +3,9 @@
 // requests cannot both pass a check and insert.
 import type { Db } from '../db/index.js';
 import { isUniqueViolation, lockedOn, nowIso } from '../db/index.js';
-import type { DeploymentTable } from '../db/schema.js';
+import type { Insertable } from 'kysely';
+import { sql } from '../db/kysely.js';
+import type { DeploymentLogTable, DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
 import {
@@ -317,4 +319,76 @@ export async function writeConcurrency(db: Db, n: number): Promise<void> {
     .values({ key: CONCURRENCY_KEY, value: String(n) })
     .onConflict((c) => c.column('key').doUpdateSet({ value: String(n) }))
     .execute();
+}
+
+/** Appends log lines, in batches of 200 rows per statement. */
+export async function insertLogLines(db: Db, lines: Insertable<DeploymentLogTable>[]): Promise<void> {
+  for (let i = 0; i < lines.length; i += 200)
+    await db
+      .insertInto('deployment_logs')
+      .values(lines.slice(i, i + 200))
+      .execute();
+}
+
+/** The last sequence number of a deployment's log (0: none yet). */
+export async function lastLogSeq(db: Db, deploymentId: string): Promise<number> {
+  const r = await db
+    .selectFrom('deployment_logs')
+    .select((eb) => eb.fn.max('seq').as('m'))
+    .where('deployment_id', '=', deploymentId)
+    .executeTakeFirst();
+  return Number(r?.m ?? 0);
+}
+
+/** The preview an app is the own row of: its number and its app's name; undefined for any other app. */
+export function previewNaming(db: Db, appId: string): Promise<{ number: number; name: string } | undefined> {
+  return db
+    .selectFrom('previews')
+    .innerJoin('apps as parent', 'parent.id', 'previews.app_id')
+    .select(['previews.number', 'parent.name'])
+    .where('previews.target_app_id', '=', appId)
+    .executeTakeFirst();
+}
+
+/** How many deployments are in each status. */
+export function deploymentCounts(db: Db): Promise<Array<{ status: string; n: number }>> {
+  return db
+    .selectFrom('deployments')
+    .select(['status', sql<number>`count(*)`.as('n')])
+    .groupBy('status')
+    .execute();
+}
+
+/** When each deployment that ended in one of `terminal` started and finished (both known). */
+export function finishedTimes(db: Db, terminal: readonly string[]) {
+  return db
+    .selectFrom('deployments')
+    .select(['started_at', 'finished_at'])
+    .where('status', 'in', [...terminal])
+    .where('started_at', 'is not', null)
+    .where('finished_at', 'is not', null)
+    .execute();
+}
+
+/** The app's deployment that succeeded last (by when it finished); undefined: none did. */
+export function lastSucceeded(db: Db, appId: string) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('status', '=', 'succeeded')
+    .orderBy('finished_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Whether any deployment of the app succeeded. */
+export async function hasSucceeded(db: Db, appId: string): Promise<boolean> {
+  return !!(await db
+    .selectFrom('deployments')
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('status', '=', 'succeeded')
+    .executeTakeFirst());
 }

@@ -12,6 +12,11 @@ export const LABEL_NETWORK = 'svc.network';
 /** A managed database's container (lib/databases/), and the app it belongs to. */
 export const LABEL_DATABASE = 'svc.database';
 export const LABEL_DATABASE_APP = 'svc.database.app';
+/**
+ * A scratch container of a backup: a database server a run is verified in (the database's id), or
+ * the helper that reads or writes a volume (`volume-dump`, `volume-restore`).
+ */
+export const LABEL_SCRATCH = 'svc.backup.scratch';
 /** Marks the control plane's own network and container: never joined by an app. */
 export const LABEL_ROLE = 'svc.role';
 export const CONTROL_NETWORK = 'svc-control';

@@ -333,3 +333,9 @@ export async function pruneHostChecks(db: Db, keep: ReadonlySet<string>): Promis
       .execute();
   return gone.length;
 }
+
+/** The app a domain serves (null: a redirect; undefined: no such domain), for the caller's reach. */
+export async function domainAppId(db: Db, id: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('domains').select('app_id').where('id', '=', id).executeTakeFirst();
+  return row ? row.app_id : undefined;
+}

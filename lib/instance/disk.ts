@@ -1,10 +1,10 @@
 // Engine disk usage by kind, and a prune that reclaims only what this instance made and no
 // longer needs (see pruneEngine), plus the build cache. Volumes are never pruned.
-import type { Db } from '../db/index.js';
 import { guard, isNotFound, statusOf, type Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_ROLE } from '../docker/names.js';
 import { engineDf } from '../docker/df.js';
 import { isOwned, ownedFilter } from '../docker/owner.js';
+import type { LiveSet } from './store.js';
 // lib/databases' label (not imported: that module pulls in the whole data layer).
 const LABEL_DATABASE = 'svc.database';
 
@@ -78,20 +78,6 @@ export interface PruneResult {
   images_deleted: number;
   containers_deleted: number;
   build_cache_bytes: number;
-}
-
-/** What this instance's database still has: the apps (by name) and databases whose objects stay. */
-export interface LiveSet {
-  apps: ReadonlySet<string>;
-  databases: ReadonlySet<string>;
-}
-
-export async function liveSet(db: Db): Promise<LiveSet> {
-  const [apps, databases] = await Promise.all([
-    db.selectFrom('apps').select('name').execute(),
-    db.selectFrom('app_databases').select('id').execute(),
-  ]);
-  return { apps: new Set(apps.map((a) => a.name)), databases: new Set(databases.map((d) => d.id)) };
 }
 
 /**

@@ -1,6 +1,7 @@
 // GET /api/instance/info: what runs, since when, and whether its dependencies answer. Each probe
 // has a short budget: an unreachable engine or proxy is reported, never waited on.
-import { dialectOf, sql } from '../db/kysely.js';
+import { dialectOf } from '../db/kysely.js';
+import { databaseSize } from './store.js';
 import type { Services as Env } from '../http/handler.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
@@ -39,14 +40,7 @@ export async function instanceInfo(env: Env) {
       null as string | null,
     ),
     withBudget(proxyProbe(env), { reachable: false, version: null as string | null }),
-    (dialectOf(env.db) === 'postgres'
-      ? sql<{ size: number }>`select pg_database_size(current_database()) as size`
-      : sql<{
-          size: number;
-        }>`select page_count * page_size as size from pragma_page_count(), pragma_page_size()`
-    )
-      .execute(env.db)
-      .then((r) => Number(r.rows[0]?.size ?? 0)),
+    databaseSize(env.db),
     getBaseDomain(env.db, env.config.baseDomain),
     clusterInfo(env),
   ]);

@@ -13,6 +13,8 @@ import type { Db } from '../db/index.js';
 import { guard, type Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_MANAGED, LABEL_ROLE } from '../docker/names.js';
 import { LABEL_INSTANCE, adoptedKey, type Owner } from '../docker/owner.js';
+import { readSetting, settingOnce } from '../db/settings-store.js';
+import { anyAppOrDatabase, liveSet } from './store.js';
 
 export const INSTANCE_ID_SETTING = 'instance_id';
 /** JSON array of adopted `kind:id` keys; absent while the adoption pass has not run. */
@@ -21,18 +23,6 @@ export const ADOPTED_SETTING = 'engine_adopted';
 const LABEL_DATABASE = 'svc.database';
 const LABEL_DATABASE_APP = 'svc.database.app';
 
-const read = (db: Db, key: string) =>
-  db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
-
-async function insertOnce(db: Db, key: string, value: string): Promise<string> {
-  await db
-    .insertInto('settings')
-    .values({ key, value })
-    .onConflict((c) => c.doNothing())
-    .execute();
-  return (await read(db, key))!.value;
-}
-
 export interface LoadedOwner {
   owner: Owner;
   /** The adoption pass still has to run (adoptLegacyObjects). */
@@ -40,35 +30,30 @@ export interface LoadedOwner {
 }
 
 export async function loadOwner(db: Db): Promise<LoadedOwner> {
-  let id = (await read(db, INSTANCE_ID_SETTING))?.value;
+  let id = await readSetting(db, INSTANCE_ID_SETTING);
   if (!id) {
     // A database with nothing that could own engine objects (a fresh install) has nothing to adopt.
-    const [app, database] = await Promise.all([
-      db.selectFrom('apps').select('id').limit(1).executeTakeFirst(),
-      db.selectFrom('app_databases').select('id').limit(1).executeTakeFirst(),
-    ]);
-    if (!app && !database) await insertOnce(db, ADOPTED_SETTING, '[]');
-    id = await insertOnce(db, INSTANCE_ID_SETTING, randomBytes(16).toString('hex'));
+    if (!(await anyAppOrDatabase(db))) await settingOnce(db, ADOPTED_SETTING, '[]');
+    id = await settingOnce(db, INSTANCE_ID_SETTING, randomBytes(16).toString('hex'));
   }
-  const adopted = (await read(db, ADOPTED_SETTING))?.value;
+  const adopted = await readSetting(db, ADOPTED_SETTING);
   return {
     owner: { instanceId: id, adopted: new Set(adopted ? (JSON.parse(adopted) as string[]) : []) },
-    pending: adopted === undefined,
+    pending: adopted === null,
   };
 }
 
 /** Records the legacy objects of this database's apps and databases; updates engine.owner. Returns how many. */
 export async function adoptLegacyObjects(db: Db, engine: Engine): Promise<number> {
-  const done = await read(db, ADOPTED_SETTING);
-  if (done) {
+  const done = await readSetting(db, ADOPTED_SETTING);
+  if (done !== null) {
     engine.owner = {
       instanceId: engine.owner.instanceId,
-      adopted: new Set(JSON.parse(done.value) as string[]),
+      adopted: new Set(JSON.parse(done) as string[]),
     };
     return engine.owner.adopted.size;
   }
-  const apps = new Set((await db.selectFrom('apps').select('name').execute()).map((r) => r.name));
-  const databases = new Set((await db.selectFrom('app_databases').select('id').execute()).map((r) => r.id));
+  const { apps, databases } = await liveSet(db);
   const legacy = (labels: Record<string, string> | null | undefined) =>
     !!labels && labels[LABEL_MANAGED] === 'true' && labels[LABEL_INSTANCE] === undefined;
   const ours = (l: Record<string, string>) =>
@@ -88,7 +73,7 @@ export async function adoptLegacyObjects(db: Db, engine: Engine): Promise<number
     for (const i of await engine.docker.listImages({ filters }))
       if (legacy(i.Labels) && ours(i.Labels!)) keys.push(adoptedKey('image', i.Id));
   });
-  const stored = await insertOnce(db, ADOPTED_SETTING, JSON.stringify(keys));
+  const stored = await settingOnce(db, ADOPTED_SETTING, JSON.stringify(keys));
   engine.owner = { instanceId: engine.owner.instanceId, adopted: new Set(JSON.parse(stored) as string[]) };
   return engine.owner.adopted.size;
 }

@@ -34,3 +34,22 @@ export async function appsOfRecoveryItems(
   }
   return out;
 }
+
+/** The apps a recovery brings back (previews' own rows included), oldest first. */
+export function recoverableApps(db: Db) {
+  return db
+    .selectFrom('apps')
+    .select(['id', 'name', 'parent_app_id'])
+    .where('deleting_at', 'is', null)
+    .orderBy('created_at')
+    .execute();
+}
+
+export function allPreviewRows(db: Db) {
+  return db.selectFrom('previews').selectAll().execute();
+}
+
+/** Every managed database's row, oldest first. */
+export function allDatabaseRows(db: Db) {
+  return db.selectFrom('app_databases').selectAll().orderBy('created_at').execute();
+}

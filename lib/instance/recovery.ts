@@ -12,14 +12,18 @@ import type { Services as Env } from '../http/handler.js';
 import type { AppDatabaseTable, PreviewTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
-import { createDbContainer, dbSecrets, deleteDatabase, waitHealthy } from '../databases/index.js';
+import { createDbContainer, deleteDatabase } from '../databases/index.js';
+import { dbSecrets } from '../databases/engines/index.js';
+import { waitHealthy } from '../databases/container.js';
+import { setDatabaseStatus } from '../databases/store.js';
 import { restoreDatabaseFromRun } from '../backups/restore.js';
 import { keptRunsOfDatabase } from '../backups/store.js';
-import { getDeploymentRow } from '../deploy/store.js';
+import { getDeploymentRow, hasSucceeded, lastSucceeded } from '../deploy/store.js';
+import { readSetting, writeSetting } from '../db/settings-store.js';
 import { isTerminal } from '../apps/deployment.js';
 import { imagesPresent } from '../deploy/images.js';
 import { deployPreview } from '../previews/ops.js';
-import { appsOfRecoveryItems } from './recovery-store.js';
+import { allDatabaseRows, allPreviewRows, appsOfRecoveryItems, recoverableApps } from './recovery-store.js';
 
 export const RECOVERY_MARKER = 'recovery-pending.json';
 export const RECOVERY_SETTING = 'recovery_report';
@@ -59,12 +63,8 @@ export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
 }
 
 export async function readRecoveryReport(env: Pick<Env, 'db'>): Promise<RecoveryReport | null> {
-  const r = await env.db
-    .selectFrom('settings')
-    .select('value')
-    .where('key', '=', RECOVERY_SETTING)
-    .executeTakeFirst();
-  return r ? (JSON.parse(r.value) as RecoveryReport) : null;
+  const value = await readSetting(env.db, RECOVERY_SETTING);
+  return value !== null ? (JSON.parse(value) as RecoveryReport) : null;
 }
 
 /**
@@ -87,11 +87,7 @@ export async function recoveryReportFor(
 
 async function saveReport(env: Env, report: RecoveryReport): Promise<void> {
   const value = JSON.stringify(report);
-  await env.db
-    .insertInto('settings')
-    .values({ key: RECOVERY_SETTING, value })
-    .onConflict((c) => c.column('key').doUpdateSet({ value }))
-    .execute();
+  await writeSetting(env.db, RECOVERY_SETTING, value);
 }
 
 async function exists(env: Env, kind: 'volume' | 'container', name: string): Promise<boolean> {
@@ -124,11 +120,7 @@ async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string)
       await guard(env.engine, () => env.engine.docker.getContainer(row.container).remove({ force: true }));
     await createDbContainer(env, appName, row, dbSecrets(env, row));
     await waitHealthy(env.engine, row.container);
-    await env.db
-      .updateTable('app_databases')
-      .set({ status: 'ready', error: null })
-      .where('id', '=', row.id)
-      .execute();
+    await setDatabaseStatus(env.db, row.id, 'ready', null);
     if (volume) return item('redeployed', 'its container was created again on its volume');
     const errors: string[] = [];
     // The newest artifact that can be fetched: a local one went with the lost data directory.
@@ -191,15 +183,7 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
   try {
     if ((await listAppContainers(env.engine, app.name)).length)
       return done(item('skipped', 'its containers are there'));
-    const last = await env.db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('app_id', '=', app.id)
-      .where('status', '=', 'succeeded')
-      .orderBy('finished_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(1)
-      .executeTakeFirst();
+    const last = await lastSucceeded(env.db, app.id);
     if (!last) return done(item('skipped', 'it has no successful deployment to bring back'));
     const images = last.images ? (JSON.parse(last.images) as Record<string, string>) : {};
     let how: string;
@@ -239,13 +223,8 @@ async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promis
       return done(item('skipped', `preview ${row.number} has expired: the next sweep removes it`));
     if ((await listAppContainers(env.engine, child.name)).length)
       return done(item('skipped', 'its containers are there'));
-    const ran = await env.db
-      .selectFrom('deployments')
-      .select('id')
-      .where('app_id', '=', child.id)
-      .where('status', '=', 'succeeded')
-      .executeTakeFirst();
-    if (!ran) return done(item('skipped', 'it has no successful deployment to bring back'));
+    if (!(await hasSucceeded(env.db, child.id)))
+      return done(item('skipped', 'it has no successful deployment to bring back'));
     const parent = await getApp(env.db, row.app_id);
     const source = child.source.type === 'git' ? child.source : null;
     const fork =
@@ -302,17 +281,10 @@ export async function runRecovery(env: Env): Promise<RecoveryReport> {
   };
   await saveReport(env, report);
   env.log.info({}, 'recovering the restored instance: databases, then apps');
-  const apps = await env.db
-    .selectFrom('apps')
-    .select(['id', 'name', 'parent_app_id'])
-    .where('deleting_at', 'is', null)
-    .orderBy('created_at')
-    .execute();
+  const apps = await recoverableApps(env.db);
   const names = new Map(apps.map((a) => [a.id, a.name]));
-  const previews = new Map(
-    (await env.db.selectFrom('previews').selectAll().execute()).map((p) => [p.target_app_id, p]),
-  );
-  const dbs = await env.db.selectFrom('app_databases').selectAll().orderBy('created_at').execute();
+  const previews = new Map((await allPreviewRows(env.db)).map((p) => [p.target_app_id, p]));
+  const dbs = await allDatabaseRows(env.db);
   // Databases first: the apps connect to them as they start.
   for (const row of dbs) {
     const name = names.get(row.app_id);

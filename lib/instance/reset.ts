@@ -7,6 +7,7 @@ import type { App } from '../apps/model.js';
 import { toApp } from '../apps/model.js';
 import { deleteApp } from '../apps/ops.js';
 import { ACTIVE } from '../apps/deployment.js';
+import { activeDeploymentIds, allAppRows } from '../apps/store.js';
 
 export interface ResetResult {
   removed: Array<{ id: string; name: string }>;
@@ -14,18 +15,13 @@ export interface ResetResult {
 }
 
 export async function resetInstance(env: Env): Promise<ResetResult> {
-  const rows = await env.db.selectFrom('apps').selectAll().orderBy('name').execute();
+  const rows = await allAppRows(env.db);
   const out: ResetResult = { removed: [], failed: [] };
   for (const row of rows) {
     const app: App = toApp(row);
     try {
-      const active = await env.db
-        .selectFrom('deployments')
-        .select('id')
-        .where('app_id', '=', app.id)
-        .where('status', 'in', [...ACTIVE])
-        .execute();
-      for (const d of active) await env.deployments.cancel(app, d.id).catch(() => {});
+      for (const id of await activeDeploymentIds(env.db, app.id, ACTIVE))
+        await env.deployments.cancel(app, id).catch(() => {});
       await deleteApp(env, app.id, { volumes: true });
       out.removed.push({ id: app.id, name: app.name });
     } catch (e) {

@@ -33,7 +33,7 @@ export class Preparer {
   constructor(private readonly env: Env) {}
 
   /** Makes the one-off of each job due within `leadMs` after `now` that has none yet. */
-  async prepare(jobs: ScheduledJob[], now: number, leadMs: number): Promise<void> {
+  async prepareDue(jobs: ScheduledJob[], now: number, leadMs: number): Promise<void> {
     const live = new Set(jobs.map((j) => j.id));
     for (const p of [...this.ready.values()]) if (!live.has(p.jobId) || p.due < now) await this.discard(p);
     await Promise.all(

@@ -108,7 +108,7 @@ export class JobScheduler {
       if (this.stopped) return;
       this.preparing = this.preparing
         .then(async () =>
-          this.preparer.prepare(await enabledJobs(this.env.db), this.env.now(), PREPARE_LEAD_MS),
+          this.preparer.prepareDue(await enabledJobs(this.env.db), this.env.now(), PREPARE_LEAD_MS),
         )
         .catch((e) => this.env.log.warn({ err: String(e) }, 'making runs ahead of their due time failed'));
     }, delay);

@@ -3,7 +3,7 @@
 // the engine is asked once per scrape for the app containers and their one-shot stats, with a
 // deadline, so a wedged engine leaves those series empty instead of hanging the scrape.
 import { loadavg } from 'node:os';
-import { sql } from '../db/kysely.js';
+import { deploymentCounts, finishedTimes } from '../deploy/store.js';
 import type { Db } from '../db/index.js';
 import type { Engine } from '../docker/engine.js';
 import { LABEL_APP, LABEL_SERVICE } from '../docker/names.js';
@@ -99,11 +99,7 @@ interface DeployFigures {
 
 export async function readDeployFigures(db: Db): Promise<DeployFigures> {
   const byOutcome = new Map<string, number>(TERMINAL.map((s) => [s, 0]));
-  const rows = await db
-    .selectFrom('deployments')
-    .select(['status', sql<number>`count(*)`.as('n')])
-    .groupBy('status')
-    .execute();
+  const rows = await deploymentCounts(db);
   let queued = 0;
   let running = 0;
   for (const r of rows) {
@@ -111,17 +107,10 @@ export async function readDeployFigures(db: Db): Promise<DeployFigures> {
     else if (r.status === 'queued') queued = Number(r.n);
     else if ((ACTIVE as readonly string[]).includes(r.status)) running += Number(r.n);
   }
-  const durations = await db
-    .selectFrom('deployments')
-    .select(['started_at', 'finished_at'])
-    .where('status', 'in', [...TERMINAL])
-    .where('started_at', 'is not', null)
-    .where('finished_at', 'is not', null)
-    .execute()
-    // Computed here rather than with a date function: SQLite's and PostgreSQL's differ.
-    .then((rows) =>
-      rows.map((r) => ({ seconds: (Date.parse(r.finished_at!) - Date.parse(r.started_at!)) / 1000 })),
-    );
+  // Computed here rather than with a date function: SQLite's and PostgreSQL's differ.
+  const durations = (await finishedTimes(db, TERMINAL)).map((r) => ({
+    seconds: (Date.parse(r.finished_at!) - Date.parse(r.started_at!)) / 1000,
+  }));
   const buckets = new Array(DEPLOY_BUCKETS.length + 1).fill(0);
   let sum = 0;
   for (const d of durations) {

@@ -1,6 +1,7 @@
 // Notification channels: rows with the webhook URL sealed (bound to the channel id) and a hint
 // of it (host and last 4 characters) that is all an API answer ever shows.
 import type { Db } from '../db/index.js';
+import { keepLast } from '../db/keep-last-store.js';
 import type { Sealer } from '../crypto/seal.js';
 import { requireSealer } from '../crypto/seal.js';
 import { newId, randomToken } from '../crypto/random.js';
@@ -271,20 +272,7 @@ export async function recordDelivery(db: Db, channelId: string, d: DeliveryRow):
         attempts: d.attempts,
       })
       .execute();
-    const keep = await tx
-      .selectFrom('notification_deliveries')
-      .select('id')
-      .where('channel_id', '=', channelId)
-      .orderBy('id', 'desc')
-      .limit(1)
-      .offset(DELIVERY_LOG_SIZE - 1)
-      .executeTakeFirst();
-    if (keep)
-      await tx
-        .deleteFrom('notification_deliveries')
-        .where('channel_id', '=', channelId)
-        .where('id', '<', keep.id)
-        .execute();
+    await keepLast(tx, 'notification_deliveries', channelId, DELIVERY_LOG_SIZE);
     const last: LastDelivery = { at: d.at, ok: d.ok, status: d.status, error: d.error };
     await tx
       .updateTable('notification_channels')

@@ -7,9 +7,11 @@
 import type { Services as Env } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import type { AppDatabaseTable } from '../db/schema.js';
-import { getApp } from '../apps/store.js';
-import { createDatabase, deleteDatabase, getDatabaseRow } from '../databases/index.js';
+import { getApp, previewOf } from '../apps/store.js';
+import { createDatabase, deleteDatabase } from '../databases/index.js';
+import { databaseRows, getDatabaseRow } from '../databases/store.js';
 import { restoreDatabaseFromRun } from '../backups/restore.js';
+import { keptRunsOfDatabase } from '../backups/store.js';
 import { getSettings } from './store.js';
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -27,24 +29,12 @@ export async function preparePreviewDatabases(
   say: (line: string) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  const preview = await env.db
-    .selectFrom('previews')
-    .select(['app_id', 'number'])
-    .where('target_app_id', '=', child.id)
-    .executeTakeFirst();
+  const preview = await previewOf(env.db, child.id);
   if (!preview) return;
   const settings = await getSettings(env.db, preview.app_id);
   if (settings.database === 'none') return;
   const parent = await getApp(env.db, preview.app_id);
-  const [theirs, mine] = await Promise.all([
-    env.db
-      .selectFrom('app_databases')
-      .selectAll()
-      .where('app_id', '=', parent.id)
-      .orderBy('created_at')
-      .execute(),
-    env.db.selectFrom('app_databases').selectAll().where('app_id', '=', child.id).execute(),
-  ]);
+  const [theirs, mine] = await Promise.all([databaseRows(env.db, parent.id), databaseRows(env.db, child.id)]);
   const have = new Set<string>();
   for (const r of mine) {
     if (r.status === 'ready') {
@@ -80,13 +70,13 @@ export async function preparePreviewDatabases(
     signal.throwIfAborted();
     for (const { from, to } of made) {
       current = from;
-      const row = await getDatabaseRow(env, child.id, to);
+      const row = await getDatabaseRow(env.db, child.id, to);
       if (row.status !== 'ready') throw new Error(row.error ?? `it is ${row.status}`);
       if (settings.database !== 'latest_backup') {
         say(`preview database ${what(from)}: ready`);
         continue;
       }
-      const run = await latestRunOf(env, parent.id, from.id);
+      const [run] = await keptRunsOfDatabase(env.db, { id: from.id, app_id: parent.id }, 1);
       if (!run) {
         say(`preview database ${what(from)}: ready, empty (the app's database has no backup to load)`);
         continue;
@@ -114,29 +104,4 @@ export async function preparePreviewDatabases(
     const which = current ? ` ${what(current)}` : '';
     throw new Error(`preview database${which} could not be made: ${message(e)}`);
   }
-}
-
-/** The latest successful run, artifact still stored, of any backup of the app's database `dbId`. */
-async function latestRunOf(env: Env, appId: string, dbId: string) {
-  const configs = (
-    await env.db.selectFrom('backup_configs').select(['id', 'source']).where('app_id', '=', appId).execute()
-  ).filter((c) => {
-    const src = JSON.parse(c.source) as { type: string; database_id?: string };
-    return src.type === 'database' && src.database_id === dbId;
-  });
-  if (!configs.length) return null;
-  return (
-    (await env.db
-      .selectFrom('backup_runs')
-      .selectAll()
-      .where(
-        'backup_id',
-        'in',
-        configs.map((c) => c.id),
-      )
-      .where('status', '=', 'succeeded')
-      .where('artifact_removed', '=', 0)
-      .orderBy('started_at', 'desc')
-      .executeTakeFirst()) ?? null
-  );
 }

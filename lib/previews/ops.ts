@@ -9,7 +9,7 @@ import type { Services as Env } from '../http/handler.js';
 import type { App, AppSource } from '../apps/model.js';
 import { APP_NAME } from '../apps/model.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
-import { getApp, insertApp } from '../apps/store.js';
+import { activeDeploymentIds, getApp, insertApp } from '../apps/store.js';
 import { deleteApp } from '../apps/ops.js';
 import { publishAppEvent } from '../apps/events.js';
 import { getBaseDomain } from '../domains/store.js';
@@ -20,7 +20,24 @@ import { isConstraintViolation, nowIso } from '../db/index.js';
 import type { PreviewTable } from '../db/schema.js';
 import { HttpError, badRequest, conflict } from '../http/errors.js';
 import { MAX_NUMBER, previewAppName, previewLabel, toPreview, type Preview } from './model.js';
-import { expiredPreviews, getSettings, listPreviewRows, nextFreeNumber, previewByNumber } from './store.js';
+import {
+  childStatus,
+  copyServiceSettings,
+  databaseVariables,
+  deleteChildRow,
+  deletePreviewRow,
+  envRowsOf,
+  expiredPreviews,
+  getSettings,
+  insertPreviewRow,
+  listPreviewRows,
+  nextFreeNumber,
+  previewByNumber,
+  previewEnvRows,
+  replaceChildEnv,
+  updateChild,
+  updatePreviewRow,
+} from './store.js';
 
 export interface PreviewRequest {
   /** The pull request's number; none: the next free one from 1000. */
@@ -44,9 +61,9 @@ async function view(
 ): Promise<Preview> {
   const [base, child] = await Promise.all([
     getBaseDomain(env.db, env.config.baseDomain),
-    env.db.selectFrom('apps').select('status').where('id', '=', row.target_app_id).executeTakeFirst(),
+    childStatus(env.db, row.target_app_id),
   ]);
-  return toPreview(row, child?.status ?? 'created', base, parent.name);
+  return toPreview(row, child ?? 'created', base, parent.name);
 }
 
 export async function listPreviews(env: Pick<Env, 'db' | 'config'>, parent: App): Promise<Preview[]> {
@@ -126,11 +143,7 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
     if (req.number == null) number = await nextFreeNumber(env.db, parent.id);
     const child = await insertApp(env.db, checkName(number), source, now, parent.id);
     // Previews sleep by default (settings): the Sleeper treats the child like any app with the setting.
-    await env.db
-      .updateTable('apps')
-      .set({ sleep_after_minutes: settings.sleep_after_minutes })
-      .where('id', '=', child.id)
-      .execute();
+    await updateChild(env.db, child.id, { sleep_after_minutes: settings.sleep_after_minutes });
     row = {
       id: newId(now),
       app_id: parent.id,
@@ -145,24 +158,20 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
       expires_at: expires,
     };
     try {
-      await env.db.insertInto('previews').values(row).execute();
+      await insertPreviewRow(env.db, row);
     } catch (e) {
-      await env.db.deleteFrom('apps').where('id', '=', child.id).execute();
+      await deleteChildRow(env.db, child.id);
       if (isConstraintViolation(e))
         throw conflict(`Preview ${number} of app "${parent.name}" is being made already`);
       throw e;
     }
     made = true;
   } else {
-    await env.db
-      .updateTable('apps')
-      .set({
-        source: JSON.stringify(source),
-        sleep_after_minutes: settings.sleep_after_minutes,
-        updated_at: nowIso(now),
-      })
-      .where('id', '=', row.target_app_id)
-      .execute();
+    await updateChild(env.db, row.target_app_id, {
+      source: JSON.stringify(source),
+      sleep_after_minutes: settings.sleep_after_minutes,
+      updated_at: nowIso(now),
+    });
   }
   await prepareChild(env, parent, row.target_app_id, settings.inherit_env);
   // Its own databases (settings.database) are made by the deployment itself, before anything
@@ -190,7 +199,7 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
     updated_at: nowIso(now),
     expires_at: expires,
   };
-  await env.db.updateTable('previews').set(patch).where('id', '=', row.id).execute();
+  await updatePreviewRow(env.db, row.id, patch);
   if (made)
     publishAppEvent(env.bus, {
       type: 'status',
@@ -217,58 +226,31 @@ async function prepareChild(
   inherit: readonly string[],
 ): Promise<void> {
   await env.db.transaction().execute(async (tx) => {
-    const dbVars = async (appId: string) =>
-      (await tx.selectFrom('app_databases').select('env_var').where('app_id', '=', appId).execute()).map(
-        (r) => r.env_var,
-      );
-    const kept = await dbVars(childId);
-    const withheld = new Set([...kept, ...(await dbVars(parent.id))]);
+    const kept = await databaseVariables(tx, childId);
+    const withheld = new Set([...kept, ...(await databaseVariables(tx, parent.id))]);
     const values = new Map<string, { secret: number; value: string }>();
     if (inherit.length) {
-      const own = await tx
-        .selectFrom('app_env')
-        .selectAll()
-        .where('app_id', '=', parent.id)
-        .where('key', 'in', [...inherit])
-        .execute();
-      for (const r of own)
+      for (const r of await envRowsOf(tx, parent.id, inherit))
         values.set(r.key, {
           secret: r.secret,
           value: env.sealer.open(r.sealed, envBinding(parent.id, r.key)),
         });
     }
-    for (const r of await tx
-      .selectFrom('preview_env')
-      .selectAll()
-      .where('app_id', '=', parent.id)
-      .execute()) {
+    for (const r of await previewEnvRows(tx, parent.id)) {
       values.set(r.key, {
         secret: r.secret,
         value: env.sealer.open(r.sealed, previewEnvBinding(parent.id, r.key)),
       });
     }
     for (const k of withheld) values.delete(k);
-    let clear = tx.deleteFrom('app_env').where('app_id', '=', childId);
-    if (kept.length) clear = clear.where('key', 'not in', kept);
-    await clear.execute();
     const rows = [...values].map(([key, v]) => ({
       app_id: childId,
       key,
       secret: v.secret,
       sealed: env.sealer.seal(v.value, envBinding(childId, key)),
     }));
-    if (rows.length) await tx.insertInto('app_env').values(rows).execute();
-    const services = await tx
-      .selectFrom('app_services')
-      .selectAll()
-      .where('app_id', '=', parent.id)
-      .execute();
-    await tx.deleteFrom('app_services').where('app_id', '=', childId).execute();
-    if (services.length)
-      await tx
-        .insertInto('app_services')
-        .values(services.map((s) => ({ ...s, app_id: childId })))
-        .execute();
+    await replaceChildEnv(tx, childId, kept, rows);
+    await copyServiceSettings(tx, parent.id, childId);
   });
 }
 
@@ -282,16 +264,11 @@ export async function removePreview(env: PreviewEnv, row: PreviewTable): Promise
     includePreview: true,
   }).catch(() => null);
   if (child) {
-    const active = await env.db
-      .selectFrom('deployments')
-      .select('id')
-      .where('app_id', '=', child.id)
-      .where('status', 'in', [...ACTIVE])
-      .execute();
-    for (const d of active) await env.deployments.cancel(child, d.id).catch(() => {});
+    for (const id of await activeDeploymentIds(env.db, child.id, ACTIVE))
+      await env.deployments.cancel(child, id).catch(() => {});
     await deleteApp(env, child.id, { volumes: true });
   }
-  await env.db.deleteFrom('previews').where('id', '=', row.id).execute();
+  await deletePreviewRow(env.db, row.id);
 }
 
 export async function removePreviewByNumber(

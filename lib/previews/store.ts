@@ -215,3 +215,91 @@ export async function alreadyAt(
     return `${at} ${d.status === 'queued' ? 'queued' : 'being deployed'} at ${what}`;
   return null;
 }
+
+export async function insertPreviewRow(db: Db, row: PreviewTable): Promise<void> {
+  await db.insertInto('previews').values(row).execute();
+}
+
+export async function updatePreviewRow(db: Db, id: string, patch: Partial<PreviewTable>): Promise<void> {
+  await db.updateTable('previews').set(patch).where('id', '=', id).execute();
+}
+
+export async function deletePreviewRow(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('previews').where('id', '=', id).execute();
+}
+
+// The preview's own app row (its child), as the preview sets it up before each deployment.
+
+/** The child's stored status; undefined when its row is gone. */
+export async function childStatus(db: Db, childId: string): Promise<string | undefined> {
+  return (await db.selectFrom('apps').select('status').where('id', '=', childId).executeTakeFirst())?.status;
+}
+
+export async function updateChild(
+  db: Db,
+  childId: string,
+  set: { source?: string; sleep_after_minutes: number | null; updated_at?: string },
+): Promise<void> {
+  await db.updateTable('apps').set(set).where('id', '=', childId).execute();
+}
+
+/** Removes a child row that never got its preview row (nothing else of it exists yet). */
+export async function deleteChildRow(db: Db, childId: string): Promise<void> {
+  await db.deleteFrom('apps').where('id', '=', childId).execute();
+}
+
+/** The preview apps (children) of an app that are asleep. */
+export async function sleepingChildren(db: Db, parentId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('apps')
+    .select('id')
+    .where('parent_app_id', '=', parentId)
+    .where('sleeping_at', 'is not', null)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** The variables that name the app's managed databases. */
+export async function databaseVariables(db: Db, appId: string): Promise<string[]> {
+  return (await db.selectFrom('app_databases').select('env_var').where('app_id', '=', appId).execute()).map(
+    (r) => r.env_var,
+  );
+}
+
+/** The app's own variables of these keys (sealed under the app's binding). */
+export function envRowsOf(db: Db, appId: string, keys: readonly string[]) {
+  return db
+    .selectFrom('app_env')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('key', 'in', [...keys])
+    .execute();
+}
+
+export function previewEnvRows(db: Db, appId: string) {
+  return db.selectFrom('preview_env').selectAll().where('app_id', '=', appId).execute();
+}
+
+/** The child's variables become `rows`, except the ones in `kept` (its own databases' URLs). */
+export async function replaceChildEnv(
+  tx: Db,
+  childId: string,
+  kept: readonly string[],
+  rows: Array<{ app_id: string; key: string; secret: number; sealed: string }>,
+): Promise<void> {
+  let clear = tx.deleteFrom('app_env').where('app_id', '=', childId);
+  if (kept.length) clear = clear.where('key', 'not in', [...kept]);
+  await clear.execute();
+  if (rows.length) await tx.insertInto('app_env').values(rows).execute();
+}
+
+/** The child's service settings become a copy of the app's. */
+export async function copyServiceSettings(tx: Db, parentId: string, childId: string): Promise<void> {
+  const services = await tx.selectFrom('app_services').selectAll().where('app_id', '=', parentId).execute();
+  await tx.deleteFrom('app_services').where('app_id', '=', childId).execute();
+  if (services.length)
+    await tx
+      .insertInto('app_services')
+      .values(services.map((s) => ({ ...s, app_id: childId })))
+      .execute();
+}

@@ -3,9 +3,9 @@
 // Caddy runs on the host, which routes to every bridge network itself, so nothing is published on
 // a host interface for the proxy to reach it.
 import type { Services as Env } from '../http/handler.js';
-import { clearSleepMark } from './rows.js';
+import { clearSleepMark } from './store.js';
 import { guard, listAppContainers, networkName, type Engine } from '../docker/index.js';
-import { removeUpstreams, setUpstreams } from './upstreams.js';
+import { removeUpstreams, setUpstreams } from './upstreams-store.js';
 
 type EdgeEnv = Pick<Env, 'db' | 'engine' | 'edge' | 'now'>;
 

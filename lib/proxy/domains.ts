@@ -7,7 +7,7 @@ import type { Db } from '../db/index.js';
 import type { Sealer } from '../crypto/seal.js';
 import type { Edge } from './edge.js';
 import { automaticHosts, effectiveControlDomain } from './config.js';
-import { appRows } from './rows.js';
+import { appRows } from './store.js';
 import {
   createDomain,
   deleteCertificate,
@@ -148,12 +148,6 @@ export async function refuseNameTakingDomains(
     `An app named "${name}" would take the domains ${shown}: its automatic and preview hosts (${name}.${base}, <anything>.${name}.${base}, pr-<n>-${name}.${base}) are reserved for it. Delete or rename those domains, or choose another name`,
     [{ field: 'name', rule: 'reserved', message: `would take ${shown}` }],
   );
-}
-
-/** The app a domain serves (null: a redirect; undefined: no such domain), for the caller's reach. */
-export async function domainAppId(db: DomainCtx['db'], id: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('domains').select('app_id').where('id', '=', id).executeTakeFirst();
-  return row ? row.app_id : undefined;
 }
 
 export async function getDomain(ctx: DomainCtx, id: string): Promise<DomainView> {

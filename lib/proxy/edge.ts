@@ -14,7 +14,7 @@ import { defaultControlUpstream, loadEdgeRows } from './rows.js';
 import { ProxySync } from './sync.js';
 import { clusterEdgePreparer } from './cluster.js';
 import { UpstreamResolver } from './resolver.js';
-import { lookupAnswers } from './upstreams.js';
+import { lookupAnswers } from './upstreams-store.js';
 import { createDnsChecker, type DnsChecker } from '../domains/dns.js';
 import { createCertificateProber } from '../domains/certificate.js';
 import { DomainChecker, type CheckTarget } from '../domains/checker.js';

@@ -4,15 +4,22 @@
 import type { Services as Env } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
-import { getAuditRow, isOk, withoutOtherApps } from '../audit/index.js';
+import { isOk, withoutOtherApps } from '../audit/index.js';
+import { claimRevert, getAuditRow, releaseRevert } from '../audit/store.js';
+import { isApp } from '../apps/store.js';
 import { STATE_KINDS, notDiffable, sameState, sameValue } from './state.js';
-import { isMasked, isStateKind, type FieldValue, type State, type StateKindName } from '../audit/kinds.js';
-
-export const DIFF_STATUSES = ['added', 'removed', 'changed', 'unchanged'] as const;
+import {
+  isMasked,
+  isStateKind,
+  type DiffStatus,
+  type FieldValue,
+  type State,
+  type StateKindName,
+} from '../audit/kinds.js';
 
 export interface DiffRow {
   field: string;
-  status: (typeof DIFF_STATUSES)[number];
+  status: DiffStatus;
   before?: unknown;
   after?: unknown;
   masked: boolean;
@@ -66,7 +73,7 @@ export async function entryApp(env: Env, id: number | string): Promise<string | 
   if (row.app_id !== null) return row.app_id;
   // An entry that did not learn its app but targets one is about that app (the listing hides it the same way).
   for (const t of [row.target, row.target_id]) {
-    if (t && (await env.db.selectFrom('apps').select('id').where('id', '=', t).executeTakeFirst())) return t;
+    if (t && (await isApp(env.db, t))) return t;
   }
   return null;
 }
@@ -156,19 +163,13 @@ export async function revertEntry(
       'The target changed after this entry (a later change, or it was deleted): revert with {"force": true} to apply the recorded state anyway',
     );
   }
-  const claimed = await env.db
-    .updateTable('audit')
-    .set({ reverted_at: nowIso(env.now()) })
-    .where('id', '=', id)
-    .where('reverted_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) === 0)
+  if (!(await claimRevert(env.db, id, nowIso(env.now()))))
     throw new HttpError('conflict', `Audit entry ${id} was already reverted`);
   try {
     const newId = await kind.apply(env, r.targetId, r.before, current);
     return { kind: r.kind, targetId: newId ?? r.targetId };
   } catch (e) {
-    await env.db.updateTable('audit').set({ reverted_at: null }).where('id', '=', id).execute();
+    await releaseRevert(env.db, id);
     throw e;
   }
 }

@@ -22,6 +22,7 @@ import {
   type StateKindName,
 } from '../audit/kinds.js';
 import { envBinding, replaceEnv } from '../apps/env.js';
+import { envRows } from '../apps/env-store.js';
 import { getApp, patchServiceSettings, serviceSettings, updateApp } from '../apps/store.js';
 import { DEFAULT_DRAIN_S, type AppSource, type BuildLimits } from '../apps/model.js';
 import { addTrigger, listTriggers, removeTrigger, updateTrigger } from '../webhooks/store.js';
@@ -92,12 +93,7 @@ const appEnv: StateKind = {
   apps: ownApp,
   async read(env, appId) {
     if (!(await orNull(getApp(env.db, appId)))) return null;
-    const rows = await env.db
-      .selectFrom('app_env')
-      .selectAll()
-      .where('app_id', '=', appId)
-      .orderBy('key')
-      .execute();
+    const rows = await envRows(env.db, appId);
     const out: State = {};
     for (const r of rows) {
       const binding = envBinding(appId, r.key);

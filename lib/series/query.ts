@@ -1,11 +1,17 @@
 // Metric series in the contract's shape: points oldest first, aligned to the step, gaps filled
 // with zeros (host vitals: only the steps that have a sample), at most 500 points; each range
 // reads rows of its own step (one row per point and series; see the design note in store.ts).
-import type BetterSqlite3 from 'better-sqlite3';
-import { seriesConnection, type Db } from '../db/index.js';
+import type { Db } from '../db/index.js';
 import { badRequest } from '../http/errors.js';
 import { quantile } from '../util/histogram.js';
-import { addStoredRow, newAcc, readRequestRows, type RequestAcc, type Resolution } from './store.js';
+import {
+  addStoredRow,
+  newAcc,
+  readRequestRows,
+  vitalsQuery,
+  type RequestAcc,
+  type Resolution,
+} from './store.js';
 
 export const RANGES = {
   '1h': { seconds: 3_600, step: 10, res: 10 },
@@ -74,19 +80,6 @@ function window(range: RangeName, nowMs: number): Window {
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
-
-const vitalsQueries = new WeakMap<object, BetterSqlite3.Statement>();
-
-function vitalsQuery(db: Db): BetterSqlite3.Statement {
-  let q = vitalsQueries.get(db);
-  if (!q) {
-    q = seriesConnection(db).prepare(
-      'select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?',
-    );
-    vitalsQueries.set(db, q);
-  }
-  return q;
-}
 
 /** An app's requests (all its services, or one), or the host-wide ones (`appId` null). */
 export function queryRequests(

@@ -245,3 +245,17 @@ export function pruneSeries(db: Db, nowMs: number): { requests: number; vitals: 
   })();
   return { requests, vitals };
 }
+
+const vitalsQueries = new WeakMap<object, BetterSqlite3.Statement>();
+
+/** The host vitals of one resolution in a time range (res, start, end), as one cached statement. */
+export function vitalsQuery(db: Db): BetterSqlite3.Statement {
+  let q = vitalsQueries.get(db);
+  if (!q) {
+    q = seriesConnection(db).prepare(
+      'select t, samples, cpu_sum, load1_sum, mem_used_sum, mem_total_sum, disk_used_sum, disk_total_sum from host_vitals where res = ? and t >= ? and t < ?',
+    );
+    vitalsQueries.set(db, q);
+  }
+  return q;
+}

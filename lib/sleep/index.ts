@@ -31,11 +31,18 @@ import {
 import { healthGate, defaultProbeMode } from '../deploy/health.js';
 import { statsFrom } from '../deploy/streams.js';
 import { followRunning } from '../proxy/deploy.js';
-import { removeUpstreams } from '../proxy/upstreams.js';
+import { removeUpstreams } from '../proxy/upstreams-store.js';
 import { sleep as pause } from '../util/sleep.js';
 import { previewScope, publishAppEvent } from '../apps/events.js';
 import { refreshAppStatus } from '../apps/status.js';
-import { getApp, isSleeping, serviceSettings, setSleeping } from '../apps/store.js';
+import {
+  appUpdatedAt,
+  getApp,
+  isSleeping,
+  serviceSettings,
+  setSleeping,
+  sleepCandidates,
+} from '../apps/store.js';
 import type { App } from '../apps/model.js';
 
 export interface SleeperOptions {
@@ -140,13 +147,7 @@ export class Sleeper {
   private async runCheck(at: number): Promise<string[]> {
     // Without the proxy nothing could wake the app again.
     if (!this.env.edge.proxy.enabled) return [];
-    const rows = await this.env.db
-      .selectFrom('apps')
-      .selectAll()
-      .where('sleep_after_minutes', 'is not', null)
-      .where('sleeping_at', 'is', null)
-      .where('deleting_at', 'is', null)
-      .execute();
+    const rows = await sleepCandidates(this.env.db);
     const slept: string[] = [];
     for (const row of rows) {
       const idleMs = row.sleep_after_minutes! * 60_000;
@@ -170,11 +171,7 @@ export class Sleeper {
     const app = await getApp(env.db, appId, { includePreview: true }).catch(() => null);
     if (!app || app.sleep_after_minutes === null || this.waking.has(appId)) return false;
     // Looked at again under the lock: a request or a deploy may have come meanwhile.
-    const row = await env.db
-      .selectFrom('apps')
-      .select(['updated_at'])
-      .where('id', '=', appId)
-      .executeTakeFirst();
+    const row = await appUpdatedAt(env.db, appId);
     if (!row || at - this.lastActivity(appId, row.updated_at) < idleMs) return false;
     const status = await refreshAppStatus(env, app);
     if (!AWAKE_STATUSES.has(status)) return false;

@@ -10,7 +10,7 @@ import { getApp } from '../apps/store.js';
 import type { App } from '../apps/model.js';
 import type { Deployment } from '../apps/deployment.js';
 import { claimedSender, verifyDelivery, type Verified } from './verify.js';
-import { recordDelivery, type DeliveryLogInput } from './deliveries.js';
+import { recordDelivery, type DeliveryLogInput } from './deliveries-store.js';
 import { parsePushEvent } from './payload.js';
 import { matchPreviewTarget, matchTriggers } from './triggers.js';
 import { isPullRequestEvent, parsePullRequest, type PullRequest } from './pullrequest.js';

@@ -8,7 +8,7 @@ import { BASE_IMAGE } from './docker.js';
 import { startTestServer, adminClient, type TestServer, type Client } from './server.js';
 import { poll } from './wait.js';
 import { LABEL_APP, LABEL_NETWORK, networkName, ownerLabels, swarmServiceName } from '#lib/docker/index.js';
-import { setUpstreams } from '#lib/proxy/upstreams.js';
+import { setUpstreams } from '#lib/proxy/upstreams-store.js';
 
 export const CADDY_STANDIN = 'svc-test/stack-caddy:2';
 export const BASE = 'cluster.test';

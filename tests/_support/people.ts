@@ -4,8 +4,9 @@
 // in-process app (tests/_support/request.ts) and a real server (tests/_support/server.ts).
 import assert from 'node:assert/strict';
 import type { Services as Env } from '#lib/http/handler.js';
-import { insertUser } from '#lib/auth/users.js';
-import { createSession, csrfFor } from '#lib/auth/sessions.js';
+import { insertUser } from '#lib/auth/users-store.js';
+import { csrfFor } from '#lib/auth/sessions.js';
+import { createSession } from '#lib/auth/sessions-store.js';
 import { createApiToken, type TokenGrant } from '#lib/auth/tokens.js';
 import { invalidateCredentials } from '#lib/auth/cache.js';
 import type { Role } from '#lib/auth/roles.js';

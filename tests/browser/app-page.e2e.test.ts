@@ -25,7 +25,7 @@ import { needEdge, edgeUsable, startEdgeLab, type EdgeLab } from '../_support/ed
 import { startGitServer, cleanupApp, waitStatus, type GitServer } from '../engine/_deploy.js';
 import { poll } from '../_support/wait.js';
 import { ensureDbImages, needDbImages, type DbImages } from '../_support/dbimages.js';
-import { CATALOG } from '#lib/databases/catalog.js';
+import { ENGINES } from '#lib/databases/engines/index.js';
 import { deleteApp } from '#lib/apps/ops.js';
 import { invalidateCredentials } from '#lib/auth/cache.js';
 
@@ -88,7 +88,7 @@ function repoFiles(): Record<string, string> {
 function imageMap(img: DbImages): Record<string, string> {
   const map: Record<string, string> = {};
   for (const e of ['postgres', 'mariadb', 'redis'] as const)
-    for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
+    for (const ref of Object.values(ENGINES[e].spec.images)) map[ref] = img[e];
   return map;
 }
 

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestServer, adminClient, ADMIN, type TestServer, type Client } from '../_support/server.js';
 import { needChromium, launchChromium, shot, withFailureShot, CHROMIUM, axe } from '../_support/browser.js';
-import { insertUser } from '#lib/auth/users.js';
+import { insertUser } from '#lib/auth/users-store.js';
 import { hashPassword } from '#lib/auth/passwords.js';
 
 const WAIT = { timeout: 60_000 };

@@ -17,7 +17,7 @@ import {
   removeDomain,
   uploadCertificate,
 } from '#lib/proxy/domains.js';
-import { setUpstreams, switchUpstreams } from '#lib/proxy/upstreams.js';
+import { setUpstreams, switchUpstreams } from '#lib/proxy/upstreams-store.js';
 import { queryRequests } from '#lib/series/query.js';
 import { createDnsChecker } from '#lib/domains/dns.js';
 import { HttpError } from '#lib/http/errors.js';

@@ -14,7 +14,7 @@ import { connect } from 'node:tls';
 import type { Services as Env } from '#lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
 import { addDomain, uploadCertificate } from '#lib/proxy/domains.js';
-import { setUpstreams } from '#lib/proxy/upstreams.js';
+import { setUpstreams } from '#lib/proxy/upstreams-store.js';
 import { createEngine } from '#lib/docker/index.js';
 import { labEnv, labPerFile } from '../_support/edge.js';
 import { needEngine, BASE_IMAGE, DOCKER_SOCKET } from '../_support/docker.js';

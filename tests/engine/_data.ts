@@ -7,7 +7,7 @@ import { startTestServer, ADMIN, reveal, type Client, type TestServer } from '..
 import { ensureDbImages, type DbEngine, type DbImages } from '../_support/dbimages.js';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { until } from './_helpers.js';
-import { CATALOG } from '#lib/databases/catalog.js';
+import { ENGINES } from '#lib/databases/engines/index.js';
 import { deleteApp } from '#lib/apps/ops.js';
 import { settleJobs } from '#lib/backups/jobs.js';
 import type { Database } from '#lib/db/schema.js';
@@ -15,7 +15,7 @@ import type { Database } from '#lib/db/schema.js';
 /** SVC_IMAGE_MAP's value: every catalog reference of these engines to its local image. */
 export function dbImageMap(img: DbImages, engines: readonly DbEngine[]): Record<string, string> {
   const map: Record<string, string> = {};
-  for (const e of engines) for (const ref of Object.values(CATALOG[e].images)) map[ref] = img[e];
+  for (const e of engines) for (const ref of Object.values(ENGINES[e].spec.images)) map[ref] = img[e];
   return map;
 }
 

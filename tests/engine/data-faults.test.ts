@@ -19,7 +19,7 @@ import { until } from './_helpers.js';
 import { newApp, provisionDb, psql as psqlIn, runBackup, startDataServer, stopDataServer } from './_data.js';
 import { recoverRuns } from '#lib/backups/recovery.js';
 import { settleJobs } from '#lib/backups/jobs.js';
-import { LABEL_SCRATCH } from '#lib/backups/engines.js';
+import { LABEL_SCRATCH } from '#lib/docker/names.js';
 import { LABEL_MANAGED } from '#lib/docker/index.js';
 import { LABEL_INSTANCE, ownerLabels } from '#lib/docker/owner.js';
 import { BASE_IMAGE, ensureBaseImage } from '../_support/docker.js';

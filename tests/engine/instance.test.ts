@@ -14,7 +14,8 @@ import {
 import { needEngine, BASE_IMAGE } from '../_support/docker.js';
 import { removeTagged } from './_helpers.js';
 import { poll } from '../_support/wait.js';
-import { liveSet, pruneEngine } from '#lib/instance/disk.js';
+import { pruneEngine } from '#lib/instance/disk.js';
+import { liveSet } from '#lib/instance/store.js';
 import { LABEL_APP, LABEL_ROLE, LABEL_SERVICE } from '#lib/docker/names.js';
 import { ownerLabels } from '#lib/docker/owner.js';
 

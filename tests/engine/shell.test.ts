@@ -18,7 +18,7 @@ import { poll } from '../_support/wait.js';
 import { openShells } from '#lib/shell/session.js';
 import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from '#lib/docker/names.js';
 import { ownerLabels } from '#lib/docker/owner.js';
-import { insertUser } from '#lib/auth/users.js';
+import { insertUser } from '#lib/auth/users-store.js';
 import { createApiToken } from '#lib/auth/tokens.js';
 import { invalidateCredentials } from '#lib/auth/cache.js';
 

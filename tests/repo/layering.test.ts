@@ -276,3 +276,62 @@ test('the folder checks catch an infrastructure folder importing a product area,
     [],
   );
 });
+
+// SQL lives in stores: an area's `store.ts` or `<x>-store.ts` holds its queries (Kysely builders,
+// the `sql` tag, hot statements), and everything else calls those by name. lib/db/ is the database
+// itself (connections, the hot statements' cache, the health ping) and its migrations.
+const STORE = /(^|\/)(store|[a-z0-9-]+-store)\.ts$/;
+const DATABASE_ITSELF = /^lib\/db\/(index\.ts$|migrations\/)/;
+const QUERY =
+  /\.(selectFrom|selectNoFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\s*\(|\bsql\s*(<[^`;]*?>)?\s*`|\b(hotGet|hotRun)\s*(<[^>(]*>)?\s*\(|\.prepare\s*\(/;
+
+/**
+ * Files outside stores that still query, each with why. Only shrinks: an entry that no longer
+ * queries fails the test below until it is removed.
+ */
+const QUERIES_OUTSIDE_STORES: Record<string, string> = {
+  // The inventory of every area's sealed columns (boot samples it to check the master key) and
+  // re-sealing them all: statements built from that one list, not any one area's rows.
+  'lib/instance/sealed-rows.ts': 'one list of sealed columns across all areas, read by boot and rekey',
+  'lib/instance/rekey.ts':
+    'every sealed column re-sealed in one synchronous SQLite transaction on the raw connection; split per store it would no longer be one transaction',
+};
+
+/** Files outside stores (and outside lib/db's own) whose text runs a query. */
+export function queriesOutsideStores(files: { file: string; text: string }[]): string[] {
+  return files
+    .map(({ file, text }) => ({ file: file.split(sep).join('/'), text }))
+    .filter(({ file, text }) => !STORE.test(file) && !DATABASE_ITSELF.test(file) && QUERY.test(text))
+    .map(({ file }) => file)
+    .sort();
+}
+
+test('SQL only in stores: no file outside an area store runs a query', () => {
+  const files = ['lib', 'handlers', 'runtime']
+    .flatMap(sources)
+    .map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
+  assert.deepEqual(queriesOutsideStores(files), Object.keys(QUERIES_OUTSIDE_STORES).sort());
+});
+
+test('the store check catches each way of querying, and lets stores and lib/db be', () => {
+  const f = (file: string, text: string) => ({ file, text });
+  const bad = [
+    f('handlers/api/x.ts', "const r = await env.db.selectFrom('apps').selectAll().execute();"),
+    f('lib/apps/ops.ts', "await tx\n  .updateTable('apps')\n  .set({ status })"),
+    f('lib/audit/index.ts', 'const q = sql<boolean>`a = b`;'),
+    f('lib/auth/sessions.ts', "hotRun(db, 'delete from sessions where id = ?', id);"),
+    f('lib/auth/tokens.ts', 'hotGet<TokenRow>(db, TOKEN_LOOKUP, hash);'),
+    f('lib/series/query.ts', "seriesConnection(db).prepare('select 1');"),
+    f('runtime/x.ts', "await db.deleteFrom('sessions').execute();"),
+  ];
+  assert.deepEqual(queriesOutsideStores(bad), bad.map((b) => b.file).sort());
+  const ok = [
+    f('lib/apps/store.ts', "db.selectFrom('apps')"),
+    f('lib/apps/env-store.ts', "db.insertInto('app_env')"),
+    f('lib/db/index.ts', 'sql`select 1`'),
+    f('lib/db/migrations/0001_foundation.ts', "db.schema.createTable('apps')"),
+    f('lib/apps/ops.ts', "import { getApp } from './store.js';\nawait getApp(env.db, id);"),
+    f('lib/deploy/pipeline.ts', 'const selected = items.filter((i) => i.selected);'),
+  ];
+  assert.deepEqual(queriesOutsideStores(ok), []);
+});

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { Hono } from 'hono';
 import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
-import { insertUser } from '#lib/auth/users.js';
+import { insertUser } from '#lib/auth/users-store.js';
 import { hashPassword } from '#lib/auth/passwords.js';
 import { insertApp } from '#lib/apps/store.js';
 import type { Services as Env } from '#lib/http/handler.js';

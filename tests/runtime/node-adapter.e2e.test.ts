@@ -16,7 +16,7 @@ import { createEnv } from '../../runtime/boot.js';
 import { createLogger } from '#lib/log.js';
 import { createDispatcher } from '../../runtime/dispatcher.js';
 import { routes } from '../../runtime/routes.gen.js';
-import { insertUser } from '#lib/auth/users.js';
+import { insertUser } from '#lib/auth/users-store.js';
 import { createApiToken } from '#lib/auth/tokens.js';
 import { hotStatement } from '#lib/db/index.js';
 import { Request } from '@whatwg-node/fetch';

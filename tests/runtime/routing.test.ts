@@ -167,7 +167,7 @@ test('every route that is not deliberately public answers 401 without credential
 
 test('a loaded route answers synchronously when nothing on its path waits (health, a known bearer)', async () => {
   const app = createDispatcher(env, routes);
-  const { insertUser } = await import('#lib/auth/users.js');
+  const { insertUser } = await import('#lib/auth/users-store.js');
   const { createApiToken } = await import('#lib/auth/tokens.js');
   const user = await insertUser(env.db, 'sync-check', 'not-a-real-hash');
   const { token } = await createApiToken(env.db, user.id, 'sync', null);
@@ -192,7 +192,7 @@ test('a loaded route answers synchronously when nothing on its path waits (healt
     'sync-check',
   );
   // A revoked token is refused at once, still without waiting.
-  const { revokeApiToken } = await import('#lib/auth/tokens.js');
+  const { revokeApiToken } = await import('#lib/auth/tokens-store.js');
   const id = (
     (await env.db
       .selectFrom('api_tokens')

@@ -13,7 +13,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { adminClient, startTestServer, type TestServer } from '../_support/server.js';
-import { setUpstreams } from '#lib/proxy/upstreams.js';
+import { setUpstreams } from '#lib/proxy/upstreams-store.js';
 import { poll } from '../_support/wait.js';
 
 let APP = '';

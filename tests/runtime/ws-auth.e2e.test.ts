@@ -13,7 +13,7 @@ import {
   type TestServer,
 } from '../_support/server.js';
 import { hashPassword } from '#lib/auth/passwords.js';
-import { insertUser, deleteUser, setPassword } from '#lib/auth/users.js';
+import { insertUser, deleteUser, setPassword } from '#lib/auth/users-store.js';
 import { newId } from '#lib/crypto/random.js';
 
 let s: TestServer;

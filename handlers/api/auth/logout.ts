@@ -1,4 +1,4 @@
-import { revokeSession } from '#lib/auth/sessions.js';
+import { revokeSession } from '#lib/auth/sessions-store.js';
 import { endSessionCookies } from '#lib/auth/login.js';
 import { route } from '#lib/http/route.js';
 

@@ -1,4 +1,4 @@
-import { listEngines } from '#lib/databases/catalog.js';
+import { listEngines } from '#lib/databases/engines/index.js';
 import { route } from '#lib/http/route.js';
 import { items } from '#lib/api/common.js';
 import { databaseEngineSchema } from '#lib/api/databases.js';

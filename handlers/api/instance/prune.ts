@@ -1,4 +1,5 @@
-import { liveSet, pruneEngine } from '#lib/instance/disk.js';
+import { pruneEngine } from '#lib/instance/disk.js';
+import { liveSet } from '#lib/instance/store.js';
 import { route } from '#lib/http/route.js';
 import { pruneResultSchema } from '#lib/api/instance.js';
 

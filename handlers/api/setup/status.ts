@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { countUsers } from '#lib/auth/users.js';
+import { countUsers } from '#lib/auth/users-store.js';
 import { route } from '#lib/http/route.js';
 
 export const GET = route(

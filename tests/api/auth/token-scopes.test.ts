@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminClient, Client, ADMIN } from '../../_support/server.js';
 import { startTestApp, MIN_PASSWORD_COST, type TestApp } from '../../_support/request.js';
-import { insertUser } from '#lib/auth/users.js';
+import { insertUser } from '#lib/auth/users-store.js';
 import { hashPassword } from '#lib/auth/passwords.js';
 
 let s: TestApp;

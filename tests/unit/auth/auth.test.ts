@@ -18,25 +18,19 @@ import { HashGate, hashPassword, verifyPassword, dummyHash } from '#lib/auth/pas
 import { RateLimiter } from '#lib/auth/ratelimit.js';
 import { credentialCache, invalidateCredentials, onCredentialsChanged } from '#lib/auth/cache.js';
 import { LoginGuard, issueDevice, readDevice, DEVICE_COOKIE, DEVICE_MAX_AGE } from '#lib/auth/guard.js';
-import {
-  createSession,
-  resolveSession,
-  csrfFor,
-  deleteSessionByRaw,
-  listSessions,
-  revokeSession,
-  type ResolvedSession,
-} from '#lib/auth/sessions.js';
+import { resolveSession, csrfFor, type ResolvedSession } from '#lib/auth/sessions.js';
+import { createSession, deleteSessionByRaw, listSessions, revokeSession } from '#lib/auth/sessions-store.js';
 import {
   createApiToken,
   resolveApiToken,
   listApiTokens,
-  revokeApiToken,
   TOKEN_PATTERN,
   type ResolvedToken,
 } from '#lib/auth/tokens.js';
+import { revokeApiToken } from '#lib/auth/tokens-store.js';
 import { authenticate, BEARER, SESSION_COOKIE, CSRF_COOKIE, PRE_COOKIE } from '#lib/auth/principal.js';
 import { hasRecentStepUp, markStepUp, STEP_UP_SECONDS } from '#lib/auth/stepup.js';
+import { publicUser, USERNAME_PATTERN, PASSWORD_MAX, PASSWORD_MIN } from '#lib/auth/users.js';
 import {
   insertUser,
   findUser,
@@ -44,11 +38,7 @@ import {
   countUsers,
   deleteUser,
   setPassword,
-  publicUser,
-  USERNAME_PATTERN,
-  PASSWORD_MAX,
-  PASSWORD_MIN,
-} from '#lib/auth/users.js';
+} from '#lib/auth/users-store.js';
 import {
   prepareSetup,
   readSetupToken,

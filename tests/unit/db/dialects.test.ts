@@ -15,11 +15,12 @@ import {
   type Db,
 } from '#lib/db/index.js';
 import { sql } from '#lib/db/kysely.js';
-import { countUsers, insertUser, findUserByName } from '#lib/auth/users.js';
+import { countUsers, insertUser, findUserByName } from '#lib/auth/users-store.js';
 import { acceptInvitation, createInvitation } from '#lib/auth/invitations.js';
 import { getApp, insertApp, listApps } from '#lib/apps/store.js';
 import { insertCoalesced, insertDeployment, listDeployments, transition } from '#lib/deploy/store.js';
-import { getAuditRow, listAudit, recordAudit } from '#lib/audit/index.js';
+import { listAudit, recordAudit } from '#lib/audit/index.js';
+import { getAuditRow } from '#lib/audit/store.js';
 import { readDeployFigures } from '#lib/metrics/platform.js';
 import { claimSlot, insertConfig, listConfigRows } from '#lib/backups/store.js';
 import type { BackupConfigTable } from '#lib/db/schema.js';

@@ -8,7 +8,7 @@ import type { MigrationProvider } from 'kysely';
 import { isUniqueViolation, openDatabase, openDb, type Db } from '#lib/db/index.js';
 import { Migrator } from '#lib/db/kysely.js';
 import { migrations } from '#lib/db/migrations/index.js';
-import { findUserByName, insertUser } from '#lib/auth/users.js';
+import { findUserByName, insertUser } from '#lib/auth/users-store.js';
 import { HttpError } from '#lib/http/errors.js';
 import { freshDatabase, needPostgres } from '../../_support/postgres.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '#lib/http/errors.js';
-import { revokeApiToken } from '#lib/auth/tokens.js';
+import { revokeApiToken } from '#lib/auth/tokens-store.js';
 import { ID_PATTERN } from '#lib/crypto/random.js';
 import { route } from '#lib/http/route.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '#lib/http/errors.js';
-import { revokeSession } from '#lib/auth/sessions.js';
+import { revokeSession } from '#lib/auth/sessions-store.js';
 import { ID_PATTERN } from '#lib/crypto/random.js';
 import { route } from '#lib/http/route.js';
 

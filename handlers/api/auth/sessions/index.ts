@@ -1,4 +1,4 @@
-import { listSessions } from '#lib/auth/sessions.js';
+import { listSessions } from '#lib/auth/sessions-store.js';
 import { sessionSchema } from '#lib/api/auth.js';
 import { items } from '#lib/api/common.js';
 import { route } from '#lib/http/route.js';

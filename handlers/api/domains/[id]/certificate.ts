@@ -1,5 +1,6 @@
+import { domainAppId } from '#lib/domains/store.js';
 import { z } from 'zod';
-import { domainAppId, removeCertificate, uploadCertificate } from '#lib/proxy/domains.js';
+import { removeCertificate, uploadCertificate } from '#lib/proxy/domains.js';
 import { route } from '#lib/http/route.js';
 import { domainSchema } from '#lib/api/domains.js';
 import { proxySummarySchema } from '#lib/api/instance.js';

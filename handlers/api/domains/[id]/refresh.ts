@@ -1,4 +1,5 @@
-import { domainAppId, refreshDomain } from '#lib/proxy/domains.js';
+import { domainAppId } from '#lib/domains/store.js';
+import { refreshDomain } from '#lib/proxy/domains.js';
 import { route } from '#lib/http/route.js';
 import { domainSchema } from '#lib/api/domains.js';
 import { proxySummarySchema } from '#lib/api/instance.js';

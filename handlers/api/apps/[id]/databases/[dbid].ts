@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { badRequest } from '#lib/http/errors.js';
 import { ID_PATTERN } from '#lib/crypto/random.js';
 import { getApp } from '#lib/apps/store.js';
-import { deleteDatabase, getDatabaseRow, toView } from '#lib/databases/index.js';
+import { deleteDatabase } from '#lib/databases/index.js';
+import { getDatabaseRow } from '#lib/databases/store.js';
+import { toView } from '#lib/databases/model.js';
 import { route } from '#lib/http/route.js';
 import { databaseSchema } from '#lib/api/databases.js';
 import { appId } from '../../_lib.js';
@@ -19,7 +21,7 @@ export const GET = route(
   },
   async (_req, { env, params, reply }) => {
     await getApp(env.db, params.id);
-    return reply(200, { database: toView(await getDatabaseRow(env, params.id, params.dbid)) });
+    return reply(200, { database: toView(await getDatabaseRow(env.db, params.id, params.dbid)) });
   },
 );
 

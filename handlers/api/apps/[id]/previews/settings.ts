@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getApp } from '#lib/apps/store.js';
 import { envKeySchema, sleepAfterSchema } from '#lib/apps/schemas.js';
-import { getSettings, putSettings } from '#lib/previews/store.js';
+import { getSettings, putSettings, sleepingChildren } from '#lib/previews/store.js';
 import { DEFAULT_PREVIEW_SLEEP_MINUTES, PREVIEW_DATABASES } from '#lib/previews/model.js';
 import { previewSettingsSchema } from '#lib/api/previews.js';
 import { route } from '#lib/http/route.js';
@@ -49,13 +49,8 @@ export const PUT = route(
     const settings = await putSettings(env.db, params.id, body, env.now());
     // Turned off while previews sleep: they wake now, as an app does (nothing would put them back to sleep).
     if (settings.sleep_after_minutes === null) {
-      const children = await env.db
-        .selectFrom('apps')
-        .select('id')
-        .where('parent_app_id', '=', params.id)
-        .where('sleeping_at', 'is not', null)
-        .execute();
-      await Promise.all(children.map((ch) => env.sleeper.wake(ch.id).catch(() => {})));
+      const children = await sleepingChildren(env.db, params.id);
+      await Promise.all(children.map((id) => env.sleeper.wake(id).catch(() => {})));
     }
     audit({ detail: { ...settings } });
     return reply(200, settings);

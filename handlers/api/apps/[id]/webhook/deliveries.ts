@@ -1,5 +1,5 @@
 import { getApp } from '#lib/apps/store.js';
-import { listDeliveryLog } from '#lib/webhooks/deliveries.js';
+import { listDeliveryLog } from '#lib/webhooks/deliveries-store.js';
 import { items } from '#lib/api/common.js';
 import { webhookDeliverySchema } from '#lib/api/webhooks.js';
 import { route } from '#lib/http/route.js';

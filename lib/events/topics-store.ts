@@ -18,3 +18,17 @@ export async function deploymentExists(db: Db, id: string): Promise<boolean> {
   const d = await db.selectFrom('deployments').select('id').where('id', '=', id).executeTakeFirst();
   return d !== undefined;
 }
+
+/**
+ * The app a `build:<deploymentId>` topic is about: a preview's deployment is read with its app's
+ * access (the preview's own row is no app of a list); null when there is no such deployment.
+ */
+export async function deploymentTopicApp(db: Db, deploymentId: string): Promise<string | null> {
+  const d = await db
+    .selectFrom('deployments')
+    .leftJoin('previews', 'previews.target_app_id', 'deployments.app_id')
+    .select(['deployments.app_id', 'previews.app_id as parent_app_id'])
+    .where('deployments.id', '=', deploymentId)
+    .executeTakeFirst();
+  return d ? (d.parent_app_id ?? d.app_id) : null;
+}

@@ -3,6 +3,7 @@
 // kept: never its payload nor its signature, only the facts that explain the outcome.
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
+import { keepLast } from '../db/keep-last-store.js';
 
 export const DELIVERY_LOG_SIZE = 50;
 export const DELIVERY_OUTCOMES = ['deployed', 'ignored', 'duplicate', 'rejected', 'preview'] as const;
@@ -55,20 +56,7 @@ export async function recordDelivery(
         deployment_id: d.deploymentId,
       })
       .execute();
-    const keep = await tx
-      .selectFrom('webhook_delivery_log')
-      .select('id')
-      .where('app_id', '=', appId)
-      .orderBy('id', 'desc')
-      .limit(1)
-      .offset(DELIVERY_LOG_SIZE - 1)
-      .executeTakeFirst();
-    if (keep)
-      await tx
-        .deleteFrom('webhook_delivery_log')
-        .where('app_id', '=', appId)
-        .where('id', '<', keep.id)
-        .execute();
+    await keepLast(tx, 'webhook_delivery_log', appId, DELIVERY_LOG_SIZE);
   });
 }
 

@@ -1,8 +1,36 @@
-// How a backup run's row ends, the same for an app's backups (`backup_runs`) and the instance's
-// (`instance_backup_runs`): both tables share these columns and their meaning.
+// The queries written once for an app's backups and the instance's, whose tables share columns
+// and their meaning: how a run's row ends (`backup_runs`, `instance_backup_runs`), and claiming a
+// schedule slot (`backup_configs`, `instance_backup`). store.ts and instance-store.ts bind them.
 import type { Db } from '../db/index.js';
 
 type RunTable = 'backup_runs' | 'instance_backup_runs';
+type ConfigTable = 'backup_configs' | 'instance_backup';
+
+/**
+ * Claims a schedule slot of a config of `table`: one conditional UPDATE from the slot the caller
+ * read, so a slot is claimed once however many ticks (or processes) see it. False when another
+ * claimed it first.
+ */
+export function slotClaimer(table: ConfigTable) {
+  return async (
+    db: Db,
+    cfg: { id: string; last_scheduled_at: string | null },
+    slot: string,
+  ): Promise<boolean> => {
+    // Both tables have these columns alike; Kysely cannot type an update over a union of tables.
+    const claimed = await db
+      .updateTable(table as 'backup_configs')
+      .set({ last_scheduled_at: slot })
+      .where('id', '=', cfg.id)
+      .where((eb) =>
+        cfg.last_scheduled_at === null
+          ? eb('last_scheduled_at', 'is', null)
+          : eb('last_scheduled_at', '=', cfg.last_scheduled_at),
+      )
+      .executeTakeFirst();
+    return Number(claimed.numUpdatedRows) === 1;
+  };
+}
 
 interface RunEnd {
   status?: 'succeeded' | 'failed' | 'interrupted';
