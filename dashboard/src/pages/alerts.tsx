@@ -117,9 +117,9 @@ function Rule({
         </span>
       </td>
       <td>{r.value ?? <span class="muted">—</span>}</td>
-      <td class="row">
+      <td>
         {writable && (
-          <>
+          <div class="row">
             <button
               type="button"
               disabled={act.busy}
@@ -146,7 +146,7 @@ function Rule({
             >
               Delete <span class="sr-only">{r.name}</span>
             </button>
-          </>
+          </div>
         )}
         <ErrorNote error={act.error} />
       </td>
