@@ -42,6 +42,13 @@ import { clusterRollout } from '../cluster/rollout.js';
 import { clusterRegistry, registryAuth } from '../cluster/registry.js';
 import { publishImages } from '../cluster/images.js';
 import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
+import {
+  applyCommands,
+  checkDeclaredSecrets,
+  readSvcFile,
+  storeFileSettings,
+  withEnvDefaults,
+} from '../appspec/deploy.js';
 
 export type { PipelineOptions };
 
@@ -196,7 +203,15 @@ export async function runPipeline(
     say(
       `commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`,
     );
-    const resolved = await resolveBuild(co.dir, src, appEnv);
+    // The repository's svc.yaml, checked before anything changes: the file wins for what it names.
+    const cfg = await readSvcFile(co.dir);
+    let envAdded: string[] = [];
+    if (cfg) {
+      checkDeclaredSecrets(cfg, appEnv);
+      envAdded = withEnvDefaults(cfg, appEnv);
+    }
+    const buildSource = cfg?.file.build ? { ...src, compose_path: undefined, build: cfg.file.build } : src;
+    const resolved = await resolveBuild(co.dir, buildSource, appEnv);
     // A generated build: the plan first (what will be built and why), then the same path as a Dockerfile.
     let generated: { text: string; port: number } | null = null;
     if (resolved.kind === 'generated') {
@@ -226,8 +241,13 @@ export async function runPipeline(
       log: say,
     });
     if (generated) withPort(plan, generated.port, appEnv, say);
+    let config = null;
+    if (cfg) {
+      applyCommands(cfg, plan);
+      config = await storeFileSettings(env, app, cfg, envAdded, say);
+    }
     await prune();
-    await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
+    await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec, config });
     // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
     const root = await realpath(co.dir);
     const shown = (b: NonNullable<PlanService['build']>) =>
