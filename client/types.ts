@@ -2715,6 +2715,14 @@ export interface components {
                  */
                 pull?: "if_missing" | "always";
             };
+            /** @description Which pushes, tags and pull requests deploy the app (not a key of the repository file) */
+            triggers?: {
+                /** @enum {string} */
+                event: "push" | "tag" | "pull_request";
+                pattern: string;
+                /** @description Default true */
+                enabled?: boolean;
+            }[];
         };
         AppListItem: {
             id: string;
@@ -4306,6 +4314,14 @@ export interface components {
                  */
                 pull?: "if_missing" | "always";
             };
+            /** @description Which pushes, tags and pull requests deploy the app (not a key of the repository file) */
+            triggers?: {
+                /** @enum {string} */
+                event: "push" | "tag" | "pull_request";
+                pattern: string;
+                /** @description Default true */
+                enabled?: boolean;
+            }[];
             /** @description Apply only: also remove the settings and variables this file does not name */
             prune?: boolean;
         };

@@ -10,6 +10,7 @@ import { deleteAppRows, getAppByName, patchServiceSettings, updateApp } from '..
 import { removeEnvVar, revealEnv, setEnvVar } from '../apps/env.js';
 import { requireSealer } from '../crypto/seal.js';
 import { patchClusterSettings } from '../cluster/settings.js';
+import { addTrigger, listTriggers, removeTrigger } from '../webhooks/store.js';
 import { exportAppFile, placeholder, type AppFile } from './spec.js';
 
 export interface Change {
@@ -43,6 +44,16 @@ function flatten(f: AppFile | null): Flat {
   if (f.sleep_after_minutes !== undefined) out.set('sleep_after_minutes', f.sleep_after_minutes);
   for (const [k, v] of Object.entries(f.env ?? {}))
     out.set(`env.${k}`, typeof v === 'string' ? v : placeholder(k));
+  // The triggers are one setting: the list as a whole (enabled written only when false).
+  if (f.triggers)
+    out.set(
+      'triggers',
+      f.triggers.map((t) => ({
+        event: t.event,
+        pattern: t.pattern,
+        ...(t.enabled === false ? { enabled: false } : {}),
+      })),
+    );
   return out;
 }
 
@@ -154,9 +165,20 @@ async function applyChanges(
       await patchClusterSettings(deps.db, app.id, m[1]!, { replicas: (c.after as number | null) ?? null });
     else if (m) await patchServiceSettings(deps.db, app.id, m[1]!, { [m[2]!]: c.after ?? null });
   }
+  if (changed('triggers'))
+    await replaceTriggers(deps, app.id, spec.prune ? (spec.triggers ?? []) : spec.triggers!);
   const envChanges = changes.filter((c) => c.path.startsWith('env.'));
   if (envChanges.length) requireSealer(deps.sealer);
   for (const c of envChanges) await applyEnvChange(deps, app.id, c);
+}
+
+async function replaceTriggers(
+  deps: Pick<Services, 'db' | 'now'>,
+  appId: string,
+  next: NonNullable<AppFile['triggers']>,
+): Promise<void> {
+  for (const t of await listTriggers(deps.db, appId)) await removeTrigger(deps.db, appId, t.id);
+  for (const t of next) await addTrigger(deps.db, appId, { ...t, enabled: t.enabled ?? true }, deps.now());
 }
 
 /** Creates or updates the app the spec names. A new app that fails halfway is removed whole. */

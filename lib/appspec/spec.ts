@@ -8,12 +8,32 @@ import { serviceSettings } from '../apps/store.js';
 import { listEnv } from '../apps/env.js';
 import { clusterSettings } from '../cluster/settings.js';
 import { svcFileShape, type SvcFile } from './file.js';
+import { TRIGGER_EVENTS, validatePattern } from '../webhooks/triggers.js';
+import { MAX_TRIGGERS, listTriggers } from '../webhooks/store.js';
 
 export const appFileSchema = z
   .strictObject({
     ...svcFileShape,
     name: appNameSchema,
     source: sourceSchema,
+    triggers: z
+      .array(
+        z.strictObject({
+          event: z.enum(TRIGGER_EVENTS),
+          pattern: z
+            .string()
+            .min(1)
+            .max(255)
+            .superRefine((p, ctx) => {
+              const v = validatePattern(p);
+              if (!v.ok) ctx.addIssue({ code: 'custom', message: v.reason });
+            }),
+          enabled: z.boolean().optional().describe('Default true'),
+        }),
+      )
+      .max(MAX_TRIGGERS)
+      .optional()
+      .describe('Which pushes, tags and pull requests deploy the app (not a key of the repository file)'),
     prune: z
       .boolean()
       .optional()
@@ -57,6 +77,11 @@ export async function exportAppFile(deps: Pick<Services, 'db' | 'sealer'>, app: 
   const env = Object.fromEntries(vars.map((v) => [v.key, v.secret ? placeholder(v.key) : (v.value ?? '')]));
   const services = await fileServices(deps, app.id);
   const { source, build } = fileSource(app.source);
+  const triggers = (await listTriggers(deps.db, app.id)).map((t) => ({
+    event: t.event,
+    pattern: t.pattern,
+    ...(t.enabled ? {} : { enabled: false }),
+  }));
   return {
     name: app.name,
     source,
@@ -64,6 +89,7 @@ export async function exportAppFile(deps: Pick<Services, 'db' | 'sealer'>, app: 
     ...(services ? { services } : {}),
     ...(app.sleep_after_minutes !== null ? { sleep_after_minutes: app.sleep_after_minutes } : {}),
     ...(vars.length ? { env } : {}),
+    ...(triggers.length ? { triggers } : {}),
   };
 }
 

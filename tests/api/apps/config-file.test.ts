@@ -172,13 +172,27 @@ test('apply creates the app a file names, and answers the secrets it still lacks
     (await api.GET('/api/apps')).data!.items.some((a) => a.name === 'cfg-copy'),
     false,
   );
-  const made = await apply(copy);
+  const made = await apply({ ...copy, triggers: [{ event: 'tag', pattern: 'v*' }] });
   assert.equal(made.response.status, 200, JSON.stringify(made.error));
   assert.equal(made.data!.created, true);
   assert.deepEqual(made.data!.missing_secrets, ['API_KEY']);
   const exported = await exportJson(made.data!.app!.id);
   assert.deepEqual(exported.env, { MODE: 'prod' });
   assert.deepEqual(exported.services, file.services);
+  assert.deepEqual(exported.triggers, [{ event: 'tag', pattern: 'v*' }]);
+  const kept = await apply({ ...exported, triggers: undefined });
+  assert.deepEqual(kept.data!.changes, [], 'triggers the file leaves out stay');
+  const swapped = await apply({
+    ...exported,
+    triggers: [{ event: 'push', pattern: 'main', enabled: false }],
+  });
+  assert.deepEqual(
+    swapped.data!.changes.map((c) => c.path),
+    ['triggers'],
+  );
+  assert.deepEqual((await exportJson(made.data!.app!.id)).triggers, [
+    { event: 'push', pattern: 'main', enabled: false },
+  ]);
 });
 
 test('a bad file is a 400 naming the field, and creates nothing', async () => {
