@@ -184,7 +184,7 @@ export interface paths {
         delete: operations["deleteApiAppsById"];
         options?: never;
         head?: never;
-        /** Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps) */
+        /** Change an app's source (with how it is built), its build limits (null: none), its sleep setting (null: never sleeps) or its release command (null: none) */
         patch: operations["patchApiAppsById"];
         trace?: never;
     };
@@ -663,6 +663,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/{id}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An app's scheduled jobs, each with its schedule in words, its next due time and its last run */
+        get: operations["getApiAppsByIdJobs"];
+        put?: never;
+        /** Add a scheduled job: a command run in a one-off container of a service's current deployment at each due time of its schedule */
+        post: operations["postApiAppsByIdJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/jobs/{jid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One job with its next due time and its last run */
+        get: operations["getApiAppsByIdJobsByJid"];
+        put?: never;
+        post?: never;
+        /** Delete a job: its runs in flight are canceled, its history goes with it */
+        delete: operations["deleteApiAppsByIdJobsByJid"];
+        options?: never;
+        head?: never;
+        /** Change a job; a new schedule or time zone, or enabling it again, counts its due times from now */
+        patch: operations["patchApiAppsByIdJobsByJid"];
+        trace?: never;
+    };
+    "/api/apps/{id}/jobs/{jid}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a job now (409 when the app has never deployed, or while a run of it is in flight and its concurrency is forbid) */
+        post: operations["postApiAppsByIdJobsByJidRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/jobs/{jid}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job's runs, newest first (skipped ones too, with the reason); page with ?cursor=<next_cursor> */
+        get: operations["getApiAppsByIdJobsByJidRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/{id}/metrics": {
         parameters: {
             query?: never;
@@ -809,6 +880,78 @@ export interface paths {
         put?: never;
         /** Restart every container of an app */
         post: operations["postApiAppsByIdRestart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every run of an app (jobs, one-off commands, release commands), newest first; page with ?cursor= */
+        get: operations["getApiAppsByIdRuns"];
+        put?: never;
+        /**
+         * Run a one-off command in a new container of a service's current deployment (its image, environment, network and limits); its output streams on run:<id>
+         * @description Needs a recent step-up (POST /api/auth/step-up); without it: 403 `step_up_required`.
+         */
+        post: operations["postApiAppsByIdRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/runs/{rid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run: its status, exit code and why it ended as it did */
+        get: operations["getApiAppsByIdRunsByRid"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/runs/{rid}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a run: its container is stopped (with its grace period) and removed; 409 when it had ended */
+        post: operations["postApiAppsByIdRunsByRidCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/runs/{rid}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's output in order (secret values masked); page with ?after=<next_after> */
+        get: operations["getApiAppsByIdRunsByRidLogs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2733,6 +2876,10 @@ export interface components {
             build_limits: components["schemas"]["BuildLimits"] | null;
             /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
             sleep_after_minutes: number | null;
+            /** @description Run once per deployment (exec form) in the new image with the new environment, before the new version takes traffic; null: none */
+            release_command: string[] | null;
+            /** @description Seconds the release command may run (default 600) */
+            release_timeout_s: number;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2749,6 +2896,10 @@ export interface components {
             build_limits: components["schemas"]["BuildLimits"] | null;
             /** @description Idle minutes (no request through the proxy) after which the app sleeps; null: never */
             sleep_after_minutes: number | null;
+            /** @description Run once per deployment (exec form) in the new image with the new environment, before the new version takes traffic; null: none */
+            release_command: string[] | null;
+            /** @description Seconds the release command may run (default 600) */
+            release_timeout_s: number;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             /** @description ISO-8601 UTC timestamp */
@@ -3014,6 +3165,8 @@ export interface components {
             port?: number;
             publish_dir?: string;
         };
+        /** @description Exec form: the program and its arguments, run as they are (no shell, not through the image entrypoint) */
+        Command: string[];
         ConfigChange: {
             path: string;
             before: unknown;
@@ -3295,6 +3448,33 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "used" | "expired";
         };
+        JobBody: {
+            job: components["schemas"]["Job"];
+        };
+        Job: {
+            id: string;
+            app_id: string;
+            name: string;
+            /** @description 5-field cron expression */
+            schedule: string;
+            /** @description The schedule in words, with its time zone */
+            schedule_description: string;
+            timezone: string;
+            command: string[];
+            /** @description null: the app's main service */
+            service: string | null;
+            timeout_s: number;
+            /** @enum {string} */
+            concurrency: "forbid" | "replace" | "allow";
+            enabled: boolean;
+            /** @description null while disabled */
+            next_run_at: string | null;
+            last_run: components["schemas"]["Run"] | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO-8601 UTC timestamp */
+            updated_at: string;
+        };
         NodeJoinCommand: {
             /** @description One shell line a new Debian host with docker.io runs as root */
             command: string;
@@ -3410,7 +3590,7 @@ export interface components {
             name: string;
             /** @description The URL is sealed and never returned */
             url_hint: string;
-            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
+            events: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled: boolean;
             last_delivery: {
                 /** @description ISO-8601 UTC timestamp */
@@ -3570,6 +3750,41 @@ export interface components {
             error: string | null;
             /** @description ISO-8601 UTC timestamp */
             started_at: string;
+            finished_at: string | null;
+        };
+        RunBody: {
+            run: components["schemas"]["Run"];
+        };
+        RunLogLine: {
+            seq: number;
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            /** @description stdout, stderr, or system (what the control plane says about the run) */
+            stream: string;
+            line: string;
+        };
+        Run: {
+            id: string;
+            app_id: string;
+            /** @description null: a one-off command or a release command */
+            job_id: string | null;
+            command: string[];
+            service: string | null;
+            /** @description The deployment whose image and environment it runs */
+            deployment_id: string | null;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "canceled" | "skipped" | "interrupted";
+            /** @description Why it was skipped, failed, timed out, canceled or interrupted */
+            reason: string | null;
+            exit_code: number | null;
+            /** @enum {string} */
+            trigger: "schedule" | "manual" | "release" | "command";
+            timeout_s: number;
+            /** @description The due time of a scheduled run */
+            scheduled_for: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            created_at: string;
+            started_at: string | null;
             finished_at: string | null;
         };
         Service: {
@@ -3824,6 +4039,13 @@ export interface components {
                 value: string;
             }[];
         };
+        GetApiAppsByIdJobs200: {
+            items: components["schemas"]["Job"][];
+        };
+        GetApiAppsByIdJobsByJidRuns200: {
+            items: components["schemas"]["Run"][];
+            next_cursor?: string;
+        };
         GetApiAppsByIdPreviews200: {
             items: components["schemas"]["Preview"][];
         };
@@ -3843,6 +4065,14 @@ export interface components {
         };
         PostApiAppsByIdRestart200: {
             containers: string[];
+        };
+        GetApiAppsByIdRuns200: {
+            items: components["schemas"]["Run"][];
+            next_cursor?: string;
+        };
+        GetApiAppsByIdRunsByRidLogs200: {
+            items: components["schemas"]["RunLogLine"][];
+            next_after?: number;
         };
         GetApiAppsByIdServices200: {
             items: components["schemas"]["Service"][];
@@ -4385,6 +4615,8 @@ export interface components {
                 timeout_s?: number;
             } | null;
             sleep_after_minutes?: number | null;
+            release_command?: string[] | null;
+            release_timeout_s?: number | null;
         };
         PostApiAppsByIdBackupsBody: {
             source: {
@@ -4476,6 +4708,30 @@ export interface components {
             value: string;
             secret?: boolean;
         };
+        PostApiAppsByIdJobsBody: {
+            name: string;
+            schedule: string;
+            /** @description Exec form: the program and its arguments, run as they are (no shell, not through the image entrypoint) */
+            command: string[];
+            service?: string | null;
+            timezone?: string;
+            timeout_s?: number;
+            /** @enum {string} */
+            concurrency?: "forbid" | "replace" | "allow";
+            enabled?: boolean;
+        };
+        PatchApiAppsByIdJobsByJidBody: {
+            name?: string;
+            schedule?: string;
+            /** @description Exec form: the program and its arguments, run as they are (no shell, not through the image entrypoint) */
+            command?: string[];
+            service?: string | null;
+            timezone?: string;
+            timeout_s?: number;
+            /** @enum {string} */
+            concurrency?: "forbid" | "replace" | "allow";
+            enabled?: boolean;
+        };
         PostApiAppsByIdPreviewsBody: {
             branch: string;
             number?: number;
@@ -4505,6 +4761,12 @@ export interface components {
             database: "none" | "empty" | "latest_backup";
             /** @default 30 */
             sleep_after_minutes: number | null;
+        };
+        PostApiAppsByIdRunsBody: {
+            /** @description Exec form: the program and its arguments, run as they are (no shell, not through the image entrypoint) */
+            command: string[];
+            service?: string | null;
+            timeout_s?: number;
         };
         PatchApiAppsByIdServicesByNameBody: {
             port?: number | null;
@@ -4671,7 +4933,7 @@ export interface components {
             kind: "discord" | "slack" | "webhook" | "email" | "telegram" | "ntfy" | "gotify";
             name: string;
             url: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
             /** @description email: the recipients */
             to?: string[];
@@ -4679,7 +4941,7 @@ export interface components {
         PatchApiSettingsNotificationsByIdBody: {
             name?: string;
             url?: string;
-            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "alert_fired" | "alert_resolved")[];
+            events?: ("deploy_succeeded" | "deploy_failed" | "traffic_anomaly" | "app_crashed" | "certificate_error" | "certificate_expiring" | "backup_succeeded" | "backup_failed" | "restore_finished" | "control_plane_started" | "job_failed" | "alert_fired" | "alert_resolved")[];
             enabled?: boolean;
             /** @description email: the recipients */
             to?: string[];
@@ -6264,6 +6526,209 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    getApiAppsByIdJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdJobs200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAppsByIdJobsBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdJobsByJid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                jid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    deleteApiAppsByIdJobsByJid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                jid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    patchApiAppsByIdJobsByJid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                jid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchApiAppsByIdJobsByJidBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdJobsByJidRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                jid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdJobsByJidRuns: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                jid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdJobsByJidRuns200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     getApiAppsByIdMetrics: {
         parameters: {
             query?: {
@@ -6606,6 +7071,154 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PostApiAppsByIdRestart200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdRuns: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdRuns200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAppsByIdRunsBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdRunsByRid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    postApiAppsByIdRunsByRidCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunBody"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiAppsByIdRunsByRidLogs: {
+        parameters: {
+            query?: {
+                after?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                rid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApiAppsByIdRunsByRidLogs200"];
                 };
             };
             400: components["responses"]["BadRequest"];

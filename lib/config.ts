@@ -122,6 +122,8 @@ export interface Config {
     timeoutSeconds: number;
     /** Image builds that may run at once, across apps (SVC_BUILD_CONCURRENCY). */
     buildConcurrency: number;
+    /** Job runs and one-off commands running at once, across apps; more wait queued (SVC_RUNS_MAX). */
+    runsMax: number;
   };
   security: {
     expectFirewall: boolean;
@@ -436,6 +438,7 @@ export function loadConfig(env: Env = process.env): Config {
       keepImages: int(env, 'SVC_KEEP_IMAGES', 5, 1, 100),
       timeoutSeconds: int(env, 'SVC_DEPLOY_TIMEOUT', 3600, 60, 7 * 86400),
       buildConcurrency: int(env, 'SVC_BUILD_CONCURRENCY', 1, 1, 64),
+      runsMax: int(env, 'SVC_RUNS_MAX', 64, 1, 1000),
     },
     security: {
       expectFirewall: bool(env, 'SVC_SECURITY_EXPECT_FIREWALL', true),

@@ -17,6 +17,9 @@ import { adoptLegacyObjects } from '#lib/instance/owner.js';
 import { readRecoveryMarker, runRecovery } from '#lib/instance/recovery.js';
 import { PreviewSweeper } from '#lib/previews/sweeper.js';
 import { startJoinTokenSweep } from '#lib/cluster/join.js';
+import { JobScheduler } from '#lib/jobs/scheduler.js';
+import { recoverJobRuns } from '#lib/jobs/recovery.js';
+import { registerRunStream } from '#lib/jobs/streams.js';
 import { applyMetadataGuard } from '#lib/net/metadata-guard.js';
 
 export function startBackground(env: Env, running: Running): void {
@@ -67,6 +70,19 @@ export function startBackground(env: Env, running: Running): void {
     await scheduler.stop();
     await settleJobs();
   });
+  // Jobs: runs a stopped control plane left are followed again (or recorded interrupted), then
+  // the scheduler, whose first wake records the due times missed while it was down.
+  registerRunStream(env);
+  const jobScheduler = new JobScheduler(env);
+  env.jobScheduler = jobScheduler;
+  const jobs = recoverJobRuns(env)
+    .catch((err) => env.log.warn({ err: String(err) }, 'recovery of job runs failed'))
+    .then(() => jobScheduler.start());
+  running.onClose(async () => {
+    await jobs;
+    await jobScheduler.stop();
+    await env.runs.stop();
+  });
   // Notification channels listen to the bus from here on; boot is the first thing they hear.
   env.notifier.start(env.bus);
   running.onClose(() => env.notifier.stop());
@@ -109,10 +125,14 @@ export function startBackground(env: Env, running: Running): void {
         void adoptLegacyObjects(env.db, env.engine).catch((err) =>
           env.log.warn({ err: String(err) }, 'adopting older engine objects failed'),
         );
-        if (resumed)
+        if (resumed) {
           void env.deployments
             .recover()
             .catch((err) => env.log.warn({ err: String(err) }, 'recovery after the engine came back failed'));
+          void recoverJobRuns(env).catch((err) =>
+            env.log.warn({ err: String(err) }, 'recovery of job runs after the engine came back failed'),
+          );
+        }
       },
     },
   ).catch((err) => env.log.error({ err }, 'docker event follower stopped'));

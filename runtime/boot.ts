@@ -28,6 +28,7 @@ import { registryCredentials } from '#lib/registries/index.js';
 import { adoptLegacyObjects, loadOwner, type LoadedOwner } from '#lib/instance/owner.js';
 import { AccessLogTailer } from '#lib/traffic/tailer.js';
 import { DeployService } from '#lib/deploy/service.js';
+import { RunService } from '#lib/jobs/runner.js';
 import { registerTrafficMetrics } from '#lib/metrics/traffic.js';
 import { registerPlatformMetrics } from '#lib/metrics/platform.js';
 import { deployKeyGitAuth } from '#lib/keys/store.js';
@@ -177,6 +178,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     vitals: undefined as unknown as Env['vitals'],
     notifier: undefined as unknown as Env['notifier'],
     sleeper: undefined as unknown as Env['sleeper'],
+    runs: undefined as unknown as Env['runs'],
     resources: undefined as unknown as Env['resources'],
     alerts: undefined as unknown as Env['alerts'],
     drains: undefined as unknown as Env['drains'],
@@ -195,6 +197,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     );
   }
   env.deployments = new DeployService(env);
+  env.runs = new RunService(env, config.deploy.runsMax);
   env.edge = createEdge(
     { db, config, sealer: env.sealer, bus: env.bus, log, now: () => env.now(), engine: env.engine },
     opts.edge,

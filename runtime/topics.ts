@@ -9,6 +9,7 @@ import { HttpError } from '#lib/http/errors.js';
 import { permit } from '#lib/auth/access.js';
 import { deploymentTopicApp, type TopicGrant } from '#lib/auth/topics.js';
 import { appExists, deploymentExists } from '#lib/events/topics.js';
+import { runApp, runExists } from '#lib/jobs/store.js';
 
 export interface TopicKind {
   /**
@@ -50,6 +51,10 @@ export const TOPICS: Readonly<Record<string, TopicKind>> = {
   logs: ofApp,
   stats: ofApp,
   build: ofResource('deployment', deploymentExists, deploymentTopicApp),
+  // Jobs' runs starting and ending, and job_failed (lib/jobs/runner.ts).
+  jobs: fleet,
+  // One run's status and output lines (`run:<runId>`), read with its app's access.
+  run: ofResource('run', runExists, runApp),
 };
 
 const ID = /^[0-9a-z]{1,64}$/;

@@ -80,6 +80,12 @@ const scratch = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
 const hits = join(scratch, 'hits');
 mkdirSync(hits);
 const taps = [];
+// A safety net: a test file still running after 15 minutes fails (as "cancelled") instead of
+// holding the run until CI's own limit. On Node 20 the runner applies --test-timeout to each file
+// as a whole (and to each test in it): the longest files take about 5 minutes (the cluster ones,
+// tests/cluster/swarm-deploy and e2e), so the bound leaves them three times their time. A file
+// that finished its tests but left a handle open (a timer, a request loop) ends the same way.
+const TEST_TIMEOUT = `--test-timeout=${15 * 60_000}`;
 const started = Date.now();
 let status = 0;
 function runBatch(batch, env) {
@@ -93,10 +99,14 @@ function runBatch(batch, env) {
         `--test-reporter-destination=${tap}`,
       ]
     : [];
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...batch], {
-    stdio: 'inherit',
-    env,
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--test', '--test-concurrency=2', TEST_TIMEOUT, ...reporters, ...batch],
+    {
+      stdio: 'inherit',
+      env,
+    },
+  );
   status = status || (r.status ?? 1);
 }
 for (const batch of checksCoverage ? [files, [coverage]] : [files]) {

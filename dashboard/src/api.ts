@@ -592,3 +592,34 @@ export const instanceRecovery = () =>
     if (e instanceof ApiError && e.status === 404) return null;
     throw e;
   });
+
+// ---------------------------------------------------------------------------------------------
+// Jobs, runs, one-off commands and the release command (docs/jobs.md).
+// ---------------------------------------------------------------------------------------------
+export type Job = S['Job'];
+export type Run = S['Run'];
+export type RunLogLine = S['RunLogLine'];
+export type JobFields = S['PostApiAppsByIdJobsBody'];
+const jobPath = (id: string, jid: string) => ({ params: { path: { id, jid } } });
+export const listJobs = (id: string) => run(() => client.GET('/api/apps/{id}/jobs', app(id)));
+export const createJob = (id: string, body: JobFields) =>
+  run(() => client.POST('/api/apps/{id}/jobs', { ...app(id), body }));
+export const patchJob = (id: string, jid: string, body: Partial<JobFields>) =>
+  run(() => client.PATCH('/api/apps/{id}/jobs/{jid}', { ...jobPath(id, jid), body }));
+export const deleteJob = (id: string, jid: string) =>
+  run(() => client.DELETE('/api/apps/{id}/jobs/{jid}', jobPath(id, jid)));
+export const runJob = (id: string, jid: string) =>
+  run(() => client.POST('/api/apps/{id}/jobs/{jid}/run', jobPath(id, jid)));
+export const jobRuns = (id: string, jid: string) =>
+  run(() => client.GET('/api/apps/{id}/jobs/{jid}/runs', jobPath(id, jid)));
+export const appRuns = (id: string) => run(() => client.GET('/api/apps/{id}/runs', app(id)));
+export const runCommand = (
+  id: string,
+  body: { command: string[]; service?: string | null; timeout_s?: number },
+) => run(() => client.POST('/api/apps/{id}/runs', { ...app(id), body }));
+export const cancelRun = (id: string, rid: string) =>
+  run(() => client.POST('/api/apps/{id}/runs/{rid}/cancel', { params: { path: { id, rid } } }));
+export const setRelease = (
+  id: string,
+  body: { release_command: string[] | null; release_timeout_s?: number | null },
+) => run(() => client.PATCH('/api/apps/{id}', { ...app(id), body }));

@@ -85,6 +85,13 @@ export const appSchema = named(
       .int()
       .nullable()
       .describe('Idle minutes (no request through the proxy) after which the app sleeps; null: never'),
+    release_command: z
+      .array(z.string())
+      .nullable()
+      .describe(
+        'Run once per deployment (exec form) in the new image with the new environment, before the new version takes traffic; null: none',
+      ),
+    release_timeout_s: z.number().int().describe('Seconds the release command may run (default 600)'),
     created_at: ts,
     updated_at: ts,
   }),

@@ -18,4 +18,5 @@ export * from './security.js';
 export * from './webhooks.js';
 export * from './previews.js';
 export * from './nodes.js';
+export * from './jobs.js';
 export * from './registries.js';

@@ -105,6 +105,25 @@ export async function resolveEnv(db: Db, sealer: Sealer, appId: string): Promise
   return out;
 }
 
+/** The keys marked secret and their values (for masking logs): unreadable ones are left out. */
+export async function secretEnv(db: Db, sealer: Sealer, appId: string): Promise<Map<string, string>> {
+  const rows = await db
+    .selectFrom('app_env')
+    .select(['key', 'sealed'])
+    .where('app_id', '=', appId)
+    .where('secret', '=', 1)
+    .execute();
+  const out = new Map<string, string>();
+  for (const r of rows) {
+    try {
+      out.set(r.key, sealer.open(r.sealed, envBinding(appId, r.key)));
+    } catch {
+      // No master key: whoever needs the value fails with the reason.
+    }
+  }
+  return out;
+}
+
 export async function revealEnv(db: Db, sealer: Sealer, appId: string, key: string): Promise<string | null> {
   const r = await db
     .selectFrom('app_env')

@@ -65,6 +65,10 @@ export interface App {
   build_limits: BuildLimits | null;
   /** Idle minutes after which the app sleeps (its containers stop until a request wakes it); null: never. */
   sleep_after_minutes: number | null;
+  /** Run once per deployment before the new version takes traffic (exec form); null: none. */
+  release_command: string[] | null;
+  /** Seconds the release command may run before it fails the deployment. */
+  release_timeout_s: number;
   created_at: string;
   updated_at: string;
 }
@@ -81,10 +85,16 @@ export function toApp(row: AppTable): App {
     status: row.status as AppStatus,
     build_limits: row.build_limits ? (JSON.parse(row.build_limits) as BuildLimits) : null,
     sleep_after_minutes: row.sleep_after_minutes ?? null,
+    release_command: row.release_command ? (JSON.parse(row.release_command) as string[]) : null,
+    release_timeout_s: row.release_timeout_s ?? RELEASE_TIMEOUT_S,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
 }
+
+/** The release command's default time limit, and its bounds. */
+export const RELEASE_TIMEOUT_S = 600;
+export const RELEASE_TIMEOUT_MAX_S = 6 * 3600;
 
 /** Bounds of `sleep_after_minutes`: one minute to one week. */
 export const SLEEP_MIN_MINUTES = 1;

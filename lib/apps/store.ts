@@ -113,10 +113,15 @@ export async function updateApp(
     source?: AppSource;
     build_limits?: BuildLimits | null;
     sleep_after_minutes?: number | null;
+    release_command?: string[] | null;
+    release_timeout_s?: number | null;
   },
   now = Date.now(),
 ): Promise<App> {
   const set: Record<string, string | number | null> = { updated_at: nowIso(now) };
+  if (patch.release_command !== undefined)
+    set.release_command = patch.release_command?.length ? JSON.stringify(patch.release_command) : null;
+  if (patch.release_timeout_s !== undefined) set.release_timeout_s = patch.release_timeout_s;
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.source !== undefined) set.source = JSON.stringify(patch.source);
   if (patch.sleep_after_minutes !== undefined) set.sleep_after_minutes = patch.sleep_after_minutes;

@@ -185,6 +185,7 @@ const TARGET_TYPES: Array<[string, string]> = [
   ['/api/operators', 'user'],
   ['/api/invitations/', 'user'],
   ['/api/settings/notifications', 'notification_channel'],
+  ['/api/apps/{id}/jobs/{jid}', 'job'],
   ['/api/alerts', 'alert_rule'],
   ['/api/log-drains', 'log_drain'],
   ['/api/apps', 'app'],
@@ -204,6 +205,7 @@ const STATE_TARGET_TYPES: Record<string, string> = {
   base_domain: 'instance',
   deploy_concurrency: 'instance',
   notification_channel: 'notification_channel',
+  job: 'job',
   alert_rule: 'alert_rule',
   log_drain: 'log_drain',
 };

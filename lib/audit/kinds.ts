@@ -10,6 +10,7 @@ export const STATE_KIND_NAMES = [
   'base_domain',
   'deploy_concurrency',
   'notification_channel',
+  'job',
   'alert_rule',
   'log_drain',
 ] as const;

@@ -10,8 +10,9 @@ export const PERMISSIONS = {
   'self.read': "See who one is, one's sessions and tokens, the API description and live events; step up",
   'self.manage': "Change one's own password, second factor, recovery codes, sessions and API tokens",
   'app.read':
-    'Read apps, services, deployments, logs, metrics, domains, databases and backups (no secret value, no download)',
-  'app.deploy': 'Deploy, roll back and cancel; start, stop and restart services',
+    'Read apps, services, deployments, logs, metrics, domains, databases, backups, jobs and runs (no secret value, no download)',
+  'app.deploy':
+    'Deploy, roll back and cancel; start, stop and restart services; manage and run jobs, run one-off commands',
   'app.env': 'Write environment variables and reveal their values',
   'app.triggers': 'Manage deploy triggers and the webhook secret',
   'app.backup': 'Run a backup now',

@@ -18,6 +18,7 @@ import { serviceAuth } from '../docker/pull.js';
 import { ownerLabels } from '../docker/owner.js';
 import { sleep } from '../util/sleep.js';
 import type { ClusterSettings } from './settings.js';
+import type { RegistryAuth } from './images.js';
 import {
   MONITOR_NS,
   ensureOverlayNetworks,
@@ -191,26 +192,38 @@ export async function clusterRollout(
 /**
  * `POST /services/{id}/update` with the spec as the body and only the version (and rollback) in the
  * query: dockerode's own form would also copy the whole spec into the query string.
+ *
+ * `auth` present: it replaces the pull credentials the swarm keeps with the service (an empty one
+ * removes them: what a deploy of an image from elsewhere sends). Absent: no X-Registry-Auth header
+ * at all, and the swarm keeps the stored ones (`registryAuthFrom=spec`, or `previous-spec` for a
+ * rollback). Any header, even `{}`, counts as new credentials: a scale or restart sending one
+ * would leave the service unable to pull from the cluster registry on a node that lacks its image.
  */
 export function updateService(
   engine: Engine,
   id: string,
   query: { version: number; rollback?: 'previous' },
   spec: object,
-  auth: object = {},
+  auth?: RegistryAuth,
 ): Promise<unknown> {
   const svc = engine.docker.getService(id) as unknown as {
-    update(auth: object, opts: object): Promise<unknown>;
+    update(auth: object | undefined, opts: object): Promise<unknown>;
   };
-  return svc.update(auth, { _query: query, _body: spec });
+  const from = query.rollback ? 'previous-spec' : 'spec';
+  return svc.update(auth, { _query: auth ? query : { ...query, registryAuthFrom: from }, _body: spec });
 }
 
 /** This app's Swarm services (only those carrying every ownership label). */
-export async function appSwarmServices(engine: Engine, app: string): Promise<ServiceInfo[]> {
+/** The app's Swarm services; its one-off runs' job services too with `runs`. */
+export async function appSwarmServices(
+  engine: Engine,
+  app: string,
+  opts: { runs?: boolean } = {},
+): Promise<ServiceInfo[]> {
   const list = (await guard(engine, () =>
     engine.docker.listServices({ filters: { label: [`svc.app=${app}`] } }),
   )) as ServiceInfo[];
-  return list.filter((s) => isOurService(engine, s, app));
+  return list.filter((s) => isOurService(engine, s, app, undefined, opts.runs));
 }
 
 /** A failed or canceled deploy: a created service goes, an updated one returns to its previous spec. */

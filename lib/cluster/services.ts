@@ -110,6 +110,7 @@ export async function swarmLifecycle(
     };
     if (action === 'restart') spec.TaskTemplate.ForceUpdate = (spec.TaskTemplate.ForceUpdate ?? 0) + 1;
     else spec.Mode = { Replicated: { Replicas: action === 'stop' ? 0 : replicasOf(svc) } };
+    // No credentials sent: the swarm keeps the ones the deploy gave it (lib/cluster/rollout.ts).
     await guard(engine, () => updateService(engine, s.ID, { version: s.Version.Index }, spec));
     touched.push(s.Spec.Name!);
   }
@@ -138,14 +139,15 @@ export async function applyClusterSettings(
   const constraints = [...(settings.placement?.constraints ?? [])];
   if (settings.pinned_node) constraints.push(`node.id==${settings.pinned_node}`);
   spec.TaskTemplate.Placement = { ...spec.TaskTemplate.Placement, Constraints: constraints };
+  // No credentials sent: a task placed on a node without the image pulls it with the deploy's.
   await guard(engine, () => updateService(engine, s.ID, { version: s.Version.Index }, spec));
   return true;
 }
 
-/** Removes the app's Swarm services; their tasks' containers go with them, on every node. */
+/** Removes the app's Swarm services (its runs' too); their tasks' containers go with them, on every node. */
 export async function removeSwarmServices(engine: Engine, app: string): Promise<string[]> {
   const removed: string[] = [];
-  for (const s of await appSwarmServices(engine, app)) {
+  for (const s of await appSwarmServices(engine, app, { runs: true })) {
     try {
       await guard(engine, () => engine.docker.getService(s.ID).remove());
     } catch (e) {

@@ -7,6 +7,7 @@ import {
   LABEL_APP,
   LABEL_DEPLOYMENT,
   LABEL_NETWORK,
+  LABEL_RUN,
   LABEL_SERVICE,
   LABEL_VOLUME,
   swarmServiceName,
@@ -58,11 +59,16 @@ export function serviceLabels(
   };
 }
 
+/**
+ * An app's Swarm service made by this instance. A one-off run's job service carries the same
+ * labels and the run's id: it is the app's, but no service of its stack (only with `runs`).
+ */
 export function isOurService(
   engine: Engine,
   s: { ID: string; Spec?: { Labels?: Record<string, string> } },
   app: string,
   service?: string,
+  runs = false,
 ): boolean {
   const l = s.Spec?.Labels;
   return (
@@ -71,7 +77,8 @@ export function isOurService(
     l?.[LABEL_APP] === app &&
     !!l[LABEL_SERVICE] &&
     (service === undefined || l[LABEL_SERVICE] === service) &&
-    !!l[LABEL_DEPLOYMENT]
+    !!l[LABEL_DEPLOYMENT] &&
+    (runs || !l[LABEL_RUN])
   );
 }
 

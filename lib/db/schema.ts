@@ -127,6 +127,10 @@ export interface AppTable {
   sleeping_at?: string | null;
   /** Set on a preview's own app row: the app it previews (hidden from app listings). */
   parent_app_id?: string | null;
+  /** JSON array (exec form) run once per deployment before the new version takes traffic; null: none. */
+  release_command?: string | null;
+  /** Seconds the release command may run; null: the default. */
+  release_timeout_s?: number | null;
 }
 
 export interface AppEnvTable {
@@ -610,7 +614,65 @@ export interface PreviewTable {
   expires_at: string;
 }
 
+export interface JobTable {
+  id: string;
+  app_id: string;
+  name: string;
+  /** 5-field cron expression, read in `timezone`. */
+  schedule: string;
+  timezone: string;
+  /** JSON array of strings (exec form). */
+  command: string;
+  /** null: the app's main service. */
+  service: string | null;
+  timeout_s: number;
+  concurrency: string;
+  enabled: number;
+  /** The last due time handled (run or recorded as skipped); null: none since it was created. */
+  last_scheduled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface JobRunTable {
+  id: string;
+  app_id: string;
+  /** null: a one-off command or a release command. */
+  job_id: string | null;
+  trigger: string;
+  status: string;
+  reason: string | null;
+  /** JSON array of strings (exec form). */
+  command: string;
+  service: string | null;
+  /** The deployment whose image and environment it runs. */
+  deployment_id: string | null;
+  /** The image id it runs (or, on a swarm, the reference its service runs). */
+  image: string | null;
+  /** Its container on one host, or its job service on a swarm. */
+  container_id: string | null;
+  service_id: string | null;
+  exit_code: number | null;
+  timeout_s: number;
+  /** The due time of a scheduled run. */
+  scheduled_for: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface RunLogTable {
+  run_id: string;
+  seq: number;
+  at: string;
+  stream: string;
+  line: string;
+}
+
 export interface Database {
+  jobs: JobTable;
+  job_runs: JobRunTable;
+  run_logs: RunLogTable;
   resource_series: ResourceSeriesTable;
   alert_rules: AlertRuleTable;
   alert_events: AlertEventTable;

@@ -29,7 +29,7 @@ export async function pruneImages(
 ): Promise<string[]> {
   return guard(engine, async () => {
     const images = await engine.docker.listImages({ filters: ownedFilter(engine, [`${LABEL_APP}=${app}`]) });
-    const inUse = new Set((await listAppContainers(engine, app)).map((c) => c.image));
+    const inUse = new Set((await listAppContainers(engine, app, { runs: true })).map((c) => c.image));
     const byDeployment = new Map<string, typeof images>();
     for (const img of images) {
       const dep = img.Labels?.[LABEL_DEPLOYMENT];

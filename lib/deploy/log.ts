@@ -5,13 +5,17 @@ import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Bus } from '../events/bus.js';
 
+export { masker, MASK } from '../util/mask.js';
+
 export const MAX_LOG_LINES = 10_000;
 export const MAX_LOG_BYTES = 5 * 1024 * 1024;
 const MAX_LINE = 8 * 1024;
-export const MASK = '***';
 
-/** `plan`: a generated build's plan, written before the build starts; `pull`: image pull progress. */
-export type LogStream = 'deploy' | 'plan' | 'build' | 'pull' | 'error';
+/**
+ * `plan`: a generated build's plan, written before the build starts; `pull`: image pull progress;
+ * `release`: the output of the release command (lib/deploy/release.ts).
+ */
+export type LogStream = 'deploy' | 'plan' | 'build' | 'pull' | 'error' | 'release';
 
 export interface LogLine {
   deployment_id: string;
@@ -19,17 +23,6 @@ export interface LogLine {
   at: string;
   stream: string;
   line: string;
-}
-
-/** Masks every value (longest first, so a value containing another is masked whole). */
-export function masker(secrets: Iterable<string>): (s: string) => string {
-  const values = [...new Set([...secrets].filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
-  if (!values.length) return (s) => s;
-  return (s) => {
-    let out = s;
-    for (const v of values) if (out.includes(v)) out = out.split(v).join(MASK);
-    return out;
-  };
 }
 
 export class DeployLog {

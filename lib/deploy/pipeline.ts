@@ -32,6 +32,7 @@ import { pullServiceImages } from '../images/pull.js';
 import { exactImages } from '../images/rollback.js';
 import { pullPolicyOf, settleImages } from '../images/deploy.js';
 import { rollout } from './bluegreen.js';
+import { runRelease } from './release.js';
 import { switchToContainers } from '../proxy/deploy.js';
 import type { PipelineOptions } from './types.js';
 import { GENERATED_DOCKERFILE, generatePlan, planLines, resolveBuild } from './generated.js';
@@ -307,6 +308,9 @@ export async function runPipeline(
     images = await publish(images);
     await run.setStatus('deploying', { images, pulled, imageDigests: await settle(images) });
   }
+
+  // The release command, once, in the new image: before any new container takes traffic.
+  if (dep.trigger !== 'rollback') await runRelease(env, { app, deployment: dep, plan, images, log, signal });
 
   const settings = await serviceSettings(env.db, app.id);
   if (swarm) {

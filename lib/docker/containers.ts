@@ -4,7 +4,15 @@
 import type Docker from 'dockerode';
 import type { Engine } from './engine.js';
 import { EngineConflictError, StackError, guard, isNotFound, statusOf } from './engine.js';
-import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_INDEX, LABEL_SERVICE, containerName, imageTag } from './names.js';
+import {
+  LABEL_APP,
+  LABEL_DEPLOYMENT,
+  LABEL_INDEX,
+  LABEL_RUN,
+  LABEL_SERVICE,
+  containerName,
+  imageTag,
+} from './names.js';
 import type { PlanService, StackPlan } from './plan.js';
 import type { DependsCondition } from '../compose/index.js';
 import { checkBindsBeforeCreate, verifyCreatedMounts } from './binds.js';
@@ -39,12 +47,13 @@ export function healthFromStatus(status: string): AppContainer['health'] {
 /**
  * Every container of the app (of every app for null) that this instance made: its labels name the
  * app, and its instance label (or adopted id) says it is ours; the same labels on a container
- * made by anyone else do not make it the app's.
+ * made by anyone else do not make it the app's. One-off containers (job runs, commands, release
+ * commands) are the app's too, but no service's: listed only with `runs: true`.
  */
 export async function listAppContainers(
   engine: Engine,
   app: string | null,
-  filter: { service?: string; deployment?: string } = {},
+  filter: { service?: string; deployment?: string; runs?: boolean } = {},
 ): Promise<AppContainer[]> {
   const labels = [app === null ? LABEL_APP : `${LABEL_APP}=${app}`];
   if (filter.service) labels.push(`${LABEL_SERVICE}=${filter.service}`);
@@ -55,7 +64,8 @@ export async function listAppContainers(
       .filter(
         (c) =>
           isOwned(engine, 'container', c.Id, c.Labels) &&
-          (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app),
+          (app === null ? !!c.Labels?.[LABEL_APP] : c.Labels?.[LABEL_APP] === app) &&
+          (filter.runs || !c.Labels?.[LABEL_RUN]),
       )
       .map((c) => ({
         id: c.Id,
@@ -136,21 +146,8 @@ export async function createServiceContainer(
     ) {
       throw new StackError(noCommand(image, service));
     }
-    let networkMode: string;
+    const networkMode = await networkModeFor(engine, plan, svc);
     const first = svc.networks[0];
-    if (svc.networkMode && 'none' in svc.networkMode) networkMode = 'none';
-    else if (svc.networkMode) {
-      const peers = (await listAppContainers(engine, plan.app, { service: svc.networkMode.service })).filter(
-        (c) => c.state === 'running',
-      );
-      const peer = peers.at(-1);
-      if (!peer)
-        throw new StackError(
-          `service "${service}" shares the network of "${svc.networkMode.service}", which is not running`,
-          service,
-        );
-      networkMode = `container:${peer.id}`;
-    } else networkMode = first.name;
     const aliasesFor = (composeAliases: string[]) => opts.aliases ?? [svc.name, ...composeAliases];
     const labels = {
       ...svc.labels,
@@ -160,43 +157,30 @@ export async function createServiceContainer(
       [LABEL_SERVICE]: svc.name,
       [LABEL_DEPLOYMENT]: opts.deploymentId,
     };
-    await checkBindsBeforeCreate(engine, svc.name, svc.config);
     for (let attempt = 0; attempt < 20; attempt++) {
       const index = opts.index ?? (await freeIndex(engine, plan.app, svc.name));
       const name = containerName(plan.app, svc.name, index);
       try {
-        const created = await engine.docker.createContainer({
-          ...svc.config,
-          name,
-          Image: image,
-          Env: svc.env,
-          Labels: { ...labels, [LABEL_INDEX]: String(index) },
-          HostConfig: { ...svc.config.HostConfig, NetworkMode: networkMode },
-          ...(first && !svc.networkMode
-            ? {
-                NetworkingConfig: {
-                  EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } },
-                },
-              }
-            : {}),
+        return await createChecked(engine, svc.name, {
+          body: {
+            ...svc.config,
+            name,
+            Image: image,
+            Env: svc.env,
+            Labels: { ...labels, [LABEL_INDEX]: String(index) },
+            HostConfig: { ...svc.config.HostConfig, NetworkMode: networkMode },
+            ...(first && !svc.networkMode
+              ? {
+                  NetworkingConfig: {
+                    EndpointsConfig: { [first.name]: { Aliases: aliasesFor(first.aliases) } },
+                  },
+                }
+              : {}),
+          },
+          more: svc.networkMode
+            ? []
+            : svc.networks.slice(1).map((n) => ({ name: n.name, aliases: aliasesFor(n.aliases) })),
         });
-        try {
-          // The engine resolves bind sources when the container starts: what it recorded must be
-          // exactly what was planned and checked, or the container never starts.
-          const mismatch = await verifyCreatedMounts(engine, created.id, svc.name, svc.config);
-          if (mismatch)
-            throw new StackError(`${svc.name}: mount check failed, container removed: ${mismatch}`, svc.name);
-          if (!svc.networkMode) {
-            for (const n of svc.networks.slice(1))
-              await engine.docker
-                .getNetwork(n.name)
-                .connect({ Container: created.id, EndpointConfig: { Aliases: aliasesFor(n.aliases) } });
-          }
-        } catch (e) {
-          await created.remove({ force: true, v: true }).catch(() => {});
-          throw e;
-        }
-        return { id: created.id, name };
       } catch (e) {
         if (statusOf(e) === 400 && /no command specified/i.test(String((e as Error).message)))
           throw new StackError(noCommand(image, service));
@@ -208,6 +192,56 @@ export async function createServiceContainer(
     }
     throw new EngineConflictError(`no free container name for service "${service}"`);
   });
+}
+
+/**
+ * The network a service's container starts in: its first network, `none`, or the namespace of the
+ * running container of the service it shares one with (network_mode: service:X).
+ */
+export async function networkModeFor(engine: Engine, plan: StackPlan, svc: PlanService): Promise<string> {
+  if (svc.networkMode && 'none' in svc.networkMode) return 'none';
+  if (svc.networkMode) {
+    const peers = (await listAppContainers(engine, plan.app, { service: svc.networkMode.service })).filter(
+      (c) => c.state === 'running',
+    );
+    const peer = peers.at(-1);
+    if (!peer)
+      throw new StackError(
+        `service "${svc.name}" shares the network of "${svc.networkMode.service}", which is not running`,
+        svc.name,
+      );
+    return `container:${peer.id}`;
+  }
+  return svc.networks[0]!.name;
+}
+
+/**
+ * Every container the control plane makes for an app goes through here, service containers and
+ * one-off ones alike: binds checked before the create and verified after it (the engine resolves
+ * bind sources when the container starts: what it recorded must be exactly what was planned and
+ * checked, or the container never starts), then the other networks joined. Anything that fails
+ * removes the container.
+ */
+export async function createChecked(
+  engine: Engine,
+  service: string,
+  spec: { body: Docker.ContainerCreateOptions; more: { name: string; aliases: string[] }[] },
+): Promise<{ id: string; name: string }> {
+  await checkBindsBeforeCreate(engine, service, spec.body);
+  const created = await engine.docker.createContainer(spec.body);
+  try {
+    const mismatch = await verifyCreatedMounts(engine, created.id, service, spec.body);
+    if (mismatch)
+      throw new StackError(`${service}: mount check failed, container removed: ${mismatch}`, service);
+    for (const n of spec.more)
+      await engine.docker
+        .getNetwork(n.name)
+        .connect({ Container: created.id, EndpointConfig: { Aliases: n.aliases } });
+  } catch (e) {
+    await created.remove({ force: true, v: true }).catch(() => {});
+    throw e;
+  }
+  return { id: created.id, name: spec.body.name! };
 }
 
 function noCommand(image: string, service: string): string {

@@ -3,7 +3,7 @@
 // and what was already delivered is skipped by identity).
 import { request, type IncomingMessage } from 'node:http';
 import type { Engine } from './engine.js';
-import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_SERVICE } from './names.js';
+import { LABEL_APP, LABEL_DEPLOYMENT, LABEL_RUN, LABEL_SERVICE } from './names.js';
 import { isOwned, ownedFilter } from './owner.js';
 import { sleep } from '../util/sleep.js';
 
@@ -50,6 +50,8 @@ export function toContainerEvent(e: RawEvent): ContainerEvent | null {
   const attrs = e.Actor?.Attributes ?? {};
   const app = attrs[LABEL_APP];
   if (e.Type !== 'container' || !app || !e.Action) return null;
+  // A one-off run ends by design: never a crash, never a change of the app's status.
+  if (attrs[LABEL_RUN]) return null;
   let action = e.Action;
   let status: string | undefined;
   if (action.startsWith('health_status')) {

@@ -47,6 +47,8 @@ export {
   listAppContainers,
   assertOwnedContainer,
   createServiceContainer,
+  createChecked,
+  networkModeFor,
   startContainer,
   stopContainer,
   removeContainer,
@@ -74,6 +76,20 @@ export {
 export { listServices, listAllServices, type ServiceState, type PublishedPort } from './services.js';
 export { followEvents, toContainerEvent, type ContainerEvent, type FollowOptions } from './events.js';
 export { ensureControlNetwork } from './control.js';
+export {
+  templateFromPlan,
+  templateFromContainer,
+  createOneOff,
+  runContainerState,
+  listRunContainers,
+  stopRunContainer,
+  removeRunContainer,
+  followRunOutput,
+  HOST_FIELDS,
+  type OneOffTemplate,
+  type RunContainerState,
+  type OutputLine,
+} from './oneoff.js';
 export { buildImage, buildLabels, packTree, type BuildOptions } from './build.js';
 export { assertBuildAllowed, type BuildFile } from './dockerfile.js';
 export {

@@ -5,6 +5,8 @@ export const LABEL_APP = 'svc.app';
 export const LABEL_SERVICE = 'svc.service';
 export const LABEL_DEPLOYMENT = 'svc.deployment';
 export const LABEL_INDEX = 'svc.index';
+/** A one-off container (a job run, a one-off command, a release command): the run's id. */
+export const LABEL_RUN = 'svc.run';
 export const LABEL_VOLUME = 'svc.volume';
 export const LABEL_NETWORK = 'svc.network';
 /** A managed database's container (lib/databases/), and the app it belongs to. */
@@ -30,6 +32,16 @@ export function volumeName(app: string, key: string): string {
 
 export function containerName(app: string, service: string, index: number): string {
   return `svc-${app}-${service}-${index}`;
+}
+
+/** A one-off container of an app: never a service container, never reached by a service's name. */
+export function runContainerName(app: string, runId: string): string {
+  return `svc-${app}-run-${runId}`;
+}
+
+/** A one-off on a swarm (a job service): short, since a Swarm service name has at most 63 characters. */
+export function runServiceName(runId: string): string {
+  return `svc-run-${runId}`;
 }
 
 /**

@@ -155,7 +155,8 @@ export async function stackRemove(
   opts: { volumes: boolean },
 ): Promise<RemoveResult> {
   assertAppName(app);
-  const containers = await listAppContainers(engine, app);
+  // Its one-off containers (job runs, commands) go with it.
+  const containers = await listAppContainers(engine, app, { runs: true });
   for (const c of containers) await removeContainer(engine, c.id);
   const networks = await listAppNetworks(engine, app);
   const detached: string[] = [];
@@ -214,7 +215,7 @@ export async function stackRemove(
     nets = await listAppNetworks(engine, app);
   }
   const left = [
-    ...(await listAppContainers(engine, app)).map((c) => `container ${c.name}`),
+    ...(await listAppContainers(engine, app, { runs: true })).map((c) => `container ${c.name}`),
     ...nets.map((n) => `network ${n.name}`),
     ...(opts.volumes ? (await listAppVolumes(engine, app)).map((v) => `volume ${v}`) : []),
   ];

@@ -209,7 +209,8 @@ export class LogCollector {
   }
 
   private deploymentLine(deploymentId: string, d: { at?: string; stream?: string; line?: string }): void {
-    if (typeof d?.line !== 'string') return;
+    // A release command's lines reach the drains once, as its run's (`run:<id>`, source `run`).
+    if (typeof d?.line !== 'string' || d.stream === 'release') return;
     void this.appOf(`d:${deploymentId}`, () => deploymentApp(this.deps.db, deploymentId)).then((app) => {
       if (!app || !this.isWanted(app.id)) return;
       const at = d.at ? Date.parse(d.at) : Date.now();

@@ -12,6 +12,7 @@ export const NOTIFY_EVENTS = [
   'backup_failed',
   'restore_finished',
   'control_plane_started',
+  'job_failed',
   'alert_fired',
   'alert_resolved',
 ] as const;
@@ -46,6 +47,7 @@ const TONE: Record<NotifyEvent, Tone> = {
   control_plane_started: 'info',
   alert_fired: 'failure',
   alert_resolved: 'success',
+  job_failed: 'failure',
 };
 
 type Data = Record<string, unknown>;
@@ -122,6 +124,17 @@ export function buildMessage(
       add('Host', d.hostname);
       add('Expires', d.not_after);
       break;
+    case 'job_failed': {
+      const job = str(d.job) ?? 'A job';
+      title = `${job} of ${app ?? 'an app'} ${str(d.status) === 'timed_out' ? 'timed out' : str(d.status) === 'interrupted' ? 'was interrupted' : 'failed'}`;
+      text = str(d.error) ?? 'The run failed.';
+      add('App', app);
+      add('Job', d.job);
+      add('Run', d.run_id);
+      add('Trigger', d.trigger);
+      add('Exit code', d.exit_code);
+      break;
+    }
     case 'control_plane_started':
       title = 'Control plane started';
       text = `svc ${str(d.version) ?? ''} is up.`.replace('  ', ' ');

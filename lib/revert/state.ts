@@ -46,6 +46,7 @@ import {
 } from '../notify/store.js';
 import type { NotifyEvent } from '../notify/message.js';
 import { readConcurrency } from '../deploy/store.js';
+import { createJob, deleteJob, jobState, updateJob, type JobInput } from '../jobs/jobs.js';
 import { createRule, deleteRule, ruleSettings, updateRule, type RuleInput } from '../alerts/index.js';
 import { findRule } from '../alerts/store.js';
 import { createDrain, deleteDrain, updateDrain } from '../drains/index.js';
@@ -114,7 +115,7 @@ const appEnv: StateKind = {
   },
 };
 
-/** The source, flattened to one row per field, the build limits and the sleep setting. */
+/** The source, flattened to one row per field, the build limits, the sleep setting and the release command. */
 const appSettings: StateKind = {
   apps: ownApp,
   async read(env, appId) {
@@ -124,6 +125,8 @@ const appSettings: StateKind = {
     for (const [k, v] of Object.entries(app.source)) out[`source.${k}`] = v as FieldValue;
     out.build_limits = (app.build_limits ?? null) as FieldValue;
     out.sleep_after_minutes = app.sleep_after_minutes;
+    out.release_command = app.release_command;
+    out.release_timeout_s = app.release_timeout_s;
     return out;
   },
   async apply(env, appId, before) {
@@ -135,10 +138,23 @@ const appSettings: StateKind = {
     const sleep = Object.hasOwn(before, 'sleep_after_minutes')
       ? ((before.sleep_after_minutes ?? null) as number | null)
       : undefined;
+    // The same for the release command and its time limit.
+    const release = Object.hasOwn(before, 'release_command')
+      ? ((before.release_command ?? null) as string[] | null)
+      : undefined;
+    const releaseTimeout = Object.hasOwn(before, 'release_timeout_s')
+      ? ((before.release_timeout_s ?? null) as number | null)
+      : undefined;
     await updateApp(
       env.db,
       appId,
-      { source: source as AppSource, build_limits: limits, sleep_after_minutes: sleep },
+      {
+        source: source as AppSource,
+        build_limits: limits,
+        sleep_after_minutes: sleep,
+        release_command: release,
+        release_timeout_s: releaseTimeout,
+      },
       env.now(),
     );
   },
@@ -333,6 +349,26 @@ const channel: StateKind = {
   },
 };
 
+/** A job by its id: its settings; a revert puts them back through the job routes' functions. */
+const job: StateKind = {
+  // A job belongs to its app.
+  apps: (_id, state) => (state === null ? [] : [state.app_id as string]),
+  async read(env, id) {
+    const s = await jobState(env, id);
+    return s ? (s as unknown as State) : null;
+  },
+  async apply(env, id, before, current) {
+    const cur = current as (JobInput & { app_id: string }) | null;
+    if (before === null) {
+      if (cur) await deleteJob(env, cur.app_id, id);
+      return;
+    }
+    const { app_id, ...input } = before as unknown as JobInput & { app_id: string };
+    if (cur === null) return (await createJob(env, app_id, input)).id;
+    await updateJob(env, app_id, id, input);
+  },
+};
+
 /** A rule's settings; its state (ok, firing) is the evaluator's and never restored. */
 const alertRule: StateKind = {
   // A rule on an app belongs to it; a host rule to none.
@@ -420,6 +456,7 @@ export const STATE_KINDS = {
   base_domain: baseDomain,
   deploy_concurrency: deployConcurrency,
   notification_channel: channel,
+  job,
   alert_rule: alertRule,
   log_drain: logDrain,
 } satisfies Record<StateKindName, StateKind>;

@@ -204,27 +204,40 @@ export function get(addr: string, host: string, timeoutMs = 20_000): Promise<Ans
   });
 }
 
+/** Every request loop not stopped yet (stopLoads ends them all: a test's teardown). */
+const loads = new Set<{ stop(): Promise<unknown> }>();
+
 /**
  * Requests in `concurrency` loops until `stop()`; every answer is kept with its time. The figures
- * are what the test and the bench report.
+ * are what the test and the bench report. A loop nobody stops (a test that failed before its stop)
+ * ends by itself after `maxMs`, so it can never keep the process alive.
  */
-export function load(addr: string, host: string, concurrency = 4) {
+export function load(addr: string, host: string, concurrency = 4, maxMs = 15 * 60_000) {
   const answers: Array<Answer & { at: number }> = [];
+  const until = Date.now() + maxMs;
   let running = true;
   const loops = Array.from({ length: concurrency }, async () => {
-    while (running) {
+    while (running && Date.now() < until) {
       const at = Date.now();
       answers.push({ ...(await get(addr, host)), at });
     }
   });
-  return {
+  const handle = {
     answers,
     async stop() {
       running = false;
+      loads.delete(handle);
       await Promise.all(loops);
       return answers;
     },
   };
+  loads.add(handle);
+  return handle;
+}
+
+/** Stops every request loop still running (each ends within one request's timeout). */
+export async function stopLoads(): Promise<void> {
+  await Promise.all([...loads].map((l) => l.stop()));
 }
 
 /** Caddy's running config, read from its admin endpoint. */

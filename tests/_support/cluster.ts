@@ -19,6 +19,7 @@ import type { TestContext } from 'node:test';
 import type Docker from 'dockerode';
 import { missing } from './ci.js';
 import { BASE_IMAGE, ensureBaseImage, needDocker } from './docker.js';
+import { bounded } from './wait.js';
 
 const run = promisify(execFile);
 const requireCjs = createRequire(import.meta.url);
@@ -56,6 +57,9 @@ process.once('exit', () => {
 });
 
 let seq = 0;
+
+/** Every teardown command is bounded (close() runs them synchronously, also at process exit). */
+const SYNC = { timeout: 10_000, killSignal: 'SIGKILL' } as const;
 
 /** Gate: skips (loudly) without root, the tools or an engine; fails under CI. */
 export async function needCluster(t: TestContext): Promise<boolean> {
@@ -111,9 +115,9 @@ export async function startTestCluster(
     for (const ns of netnses) killNetnsSync(ns);
     for (const n of nodes) killCgroupSync(n.cgroup);
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    spawnSync('iptables', ['-D', ...forwardRule]);
-    spawnSync('ip', ['link', 'del', bridge]);
-    for (const ns of netnses) spawnSync('ip', ['netns', 'del', ns]);
+    spawnSync('iptables', ['-D', ...forwardRule], SYNC);
+    spawnSync('ip', ['link', 'del', bridge], SYNC);
+    for (const ns of netnses) spawnSync('ip', ['netns', 'del', ns], SYNC);
     try {
       rmSync(root, { recursive: true, force: true });
     } catch {
@@ -132,7 +136,7 @@ export async function startTestCluster(
     await ip(['addr', 'add', `${hostAddr}/24`, 'dev', bridge]);
     await ip(['link', 'set', bridge, 'up']);
     // The host's engine sets FORWARD to drop, and bridged frames pass through it here.
-    await run('iptables', ['-I', ...forwardRule]);
+    await run('iptables', ['-I', ...forwardRule], { timeout: 10_000 });
     for (let i = 1; i <= size; i++) {
       const name = `node${i}`;
       const netns = `svcn${id}${i}`;
@@ -201,23 +205,31 @@ export async function startTestCluster(
     }
     for (const n of nodes) await waitForEngine(n);
     const manager = nodes[0]!;
-    await manager.docker.swarmInit({
-      ListenAddr: `${manager.addr}:2377`,
-      AdvertiseAddr: manager.addr,
-      DefaultAddrPool: [`10.${poolOctet}.0.0/16`],
-      SubnetSize: 24,
-    });
+    await bounded(
+      'swarm init',
+      manager.docker.swarmInit({
+        ListenAddr: `${manager.addr}:2377`,
+        AdvertiseAddr: manager.addr,
+        DefaultAddrPool: [`10.${poolOctet}.0.0/16`],
+        SubnetSize: 24,
+      }),
+      120_000,
+    );
     const swarm = (await manager.docker.swarmInspect()) as {
       JoinTokens: { Worker: string; Manager: string };
     };
     manager.id = (await manager.docker.info()).Swarm.NodeID;
     for (const n of nodes.slice(1)) {
-      await n.docker.swarmJoin({
-        ListenAddr: `${n.addr}:2377`,
-        AdvertiseAddr: n.addr,
-        RemoteAddrs: [`${manager.addr}:2377`],
-        JoinToken: n.role === 'manager' ? swarm.JoinTokens.Manager : swarm.JoinTokens.Worker,
-      });
+      await bounded(
+        `${n.name} joining the swarm`,
+        n.docker.swarmJoin({
+          ListenAddr: `${n.addr}:2377`,
+          AdvertiseAddr: n.addr,
+          RemoteAddrs: [`${manager.addr}:2377`],
+          JoinToken: n.role === 'manager' ? swarm.JoinTokens.Manager : swarm.JoinTokens.Worker,
+        }),
+        120_000,
+      );
       n.id = (await n.docker.info()).Swarm.NodeID;
     }
     const cluster: TestCluster = {
@@ -248,7 +260,7 @@ async function waitForEngine(n: ClusterNode): Promise<void> {
   for (;;) {
     if (existsSync(n.socketPath)) {
       try {
-        await n.docker.ping();
+        await bounded('a ping', n.docker.ping(), 10_000);
         return;
       } catch {
         /* starting */
@@ -262,7 +274,9 @@ async function waitForEngine(n: ClusterNode): Promise<void> {
 async function waitForReady(manager: ClusterNode, count: number): Promise<void> {
   const until = Date.now() + 60_000;
   for (;;) {
-    const list = (await manager.docker.listNodes()) as Array<{ Status?: { State?: string } }>;
+    const list = (await bounded('listing the nodes', manager.docker.listNodes(), 30_000)) as Array<{
+      Status?: { State?: string };
+    }>;
     if (list.filter((n) => n.Status?.State === 'ready').length >= count) return;
     if (Date.now() > until) throw new Error(`the swarm did not reach ${count} ready nodes within 60 s`);
     await new Promise((r) => setTimeout(r, 250));
@@ -282,16 +296,42 @@ export function unpullable(ref: string): string {
 async function loadImages(refs: string[], nodes: ClusterNode[]): Promise<void> {
   for (const n of nodes) {
     const script = 'docker save "$@" | docker -H "unix://$SOCK" load -q >/dev/null';
-    await run('sh', ['-c', script, 'sh', ...refs], {
-      env: { ...process.env, SOCK: n.socketPath },
-      timeout: 300_000,
-      maxBuffer: 1 << 20,
-    });
+    await runGroup('sh', ['-c', script, 'sh', ...refs], { ...process.env, SOCK: n.socketPath }, 300_000);
     for (const ref of refs) {
       const [repo, tag] = splitRef(unpullable(ref));
       await n.docker.getImage(ref).tag({ repo, tag });
     }
   }
+}
+
+/**
+ * A command in a process group of its own, killed whole (the pipeline's docker clients too) when it
+ * runs past `timeoutMs`: a timeout that killed only the shell would leave the pipe open, and the
+ * wait for its end would never return.
+ */
+function runGroup(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-2000)));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+      reject(new Error(`${cmd} ${args.slice(0, 2).join(' ')} ran past ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`${cmd} exited with ${code}: ${stderr.trim()}`));
+    });
+  });
 }
 
 function splitRef(ref: string): [string, string] {
@@ -302,7 +342,7 @@ function splitRef(ref: string): [string, string] {
 
 /** Every process in the namespace (the engine, containerd, shims and containers) gets SIGKILL. */
 function killNetnsSync(netns: string): void {
-  const r = spawnSync('ip', ['netns', 'pids', netns]);
+  const r = spawnSync('ip', ['netns', 'pids', netns], SYNC);
   const pids = r.stdout
     .toString()
     .split('\n')
@@ -330,7 +370,11 @@ function killCgroupSync(parent: string): void {
   for (const base of roots) {
     const dir = join(base, parent);
     if (!existsSync(dir)) continue;
-    const r = spawnSync('sh', ['-c', 'cat "$1"/cgroup.procs "$1"/*/cgroup.procs 2>/dev/null', 'sh', dir]);
+    const r = spawnSync(
+      'sh',
+      ['-c', 'cat "$1"/cgroup.procs "$1"/*/cgroup.procs 2>/dev/null', 'sh', dir],
+      SYNC,
+    );
     for (const pid of r.stdout.toString().split('\n').map(Number)) {
       if (!Number.isInteger(pid) || pid <= 1) continue;
       try {

@@ -71,6 +71,7 @@ export const TOUR: readonly TourPage[] = [
   { name: 'app-domains', ...app('shop', 'domains') },
   { name: 'app-databases', ...app('shop', 'databases') },
   { name: 'app-backups', ...app('shop', 'backups') },
+  { name: 'app-jobs', ...app('shop', 'jobs') },
   { name: 'app-shell', ...app('shop', 'shell') },
   { name: 'app-source', ...app('shop', 'source') },
   { name: 'git-app', ...app('site') },

@@ -20,3 +20,25 @@ export async function poll<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * `promise` (undefined: nothing to wait for), or an error once `timeoutMs` passed: for teardown
+ * steps, which must end even when what they stop no longer answers.
+ */
+export async function bounded<T>(
+  what: string,
+  promise: Promise<T> | undefined,
+  timeoutMs: number,
+): Promise<T | undefined> {
+  if (!promise) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

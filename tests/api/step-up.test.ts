@@ -25,6 +25,7 @@ const ALWAYS = [
   'DELETE /api/apps/{id}/databases/{dbid}',
   'GET /api/apps/{id}/env/{key}/reveal',
   'GET /api/apps/{id}/services/{name}/shell',
+  'POST /api/apps/{id}/runs',
   'POST /api/auth/api-tokens',
   'POST /api/auth/recovery-codes',
   'DELETE /api/auth/totp',

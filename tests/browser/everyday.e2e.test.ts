@@ -132,7 +132,7 @@ test('every page, as an owner and as a deployer, at 1366x768 and 390x844: fits, 
 const OWNER_ONLY: Record<string, RegExp[]> = {
   overview: [/^Create app$/],
   apps: [/^New app$/, /^From a template$/, /^Import$/],
-  app: [/^Delete$/, /^Save app$/, /^Save sleep setting$/],
+  app: [/^Delete$/, /^Save app$/, /^Save sleep setting$/, /^Save release command$/],
   'app-domains': [
     /^Add domain$/,
     /^Delete shop\.example\.test$/,
@@ -155,11 +155,12 @@ const OWNER_ONLY: Record<string, RegExp[]> = {
     /^Change$/,
   ],
 };
-/** What the deployer (deploy, variables, triggers, backups, shell) is offered on their apps. */
+/** What the deployer (deploy, variables, triggers, backups, shell, jobs) is offered on their apps. */
 const DEPLOYER_HAS: Record<string, RegExp[]> = {
   app: [/^Deploy$/, /^Stop$/, /^Restart app$/, /^Edit MODE$/, /^Reveal API_KEY$/, /^Set$/, /^Paste \.env$/],
   'git-app-webhook': [/^(Generate|Regenerate) secret$/, /^Add trigger$/],
   'git-app-previews': [/^Create preview$/],
+  'app-jobs': [/^New job$/, /^Run a command…$/],
 };
 
 test('a deployer is offered no control they cannot use, and the ones they can', async (t) => {
@@ -548,7 +549,15 @@ test('the rest of the daily work: metrics say why they are empty, backup schedul
       fleet,
     );
     const kinds = await owner.getByLabel('Kind').locator('option').allInnerTexts();
-    assert.deepEqual(kinds, ['Discord', 'Slack']);
+    assert.deepEqual(kinds, [
+      'Discord',
+      'Slack',
+      'Webhook (signed JSON)',
+      'Email (SMTP)',
+      'Telegram',
+      'ntfy',
+      'Gotify',
+    ]);
     assert.equal(await owner.getByRole('checkbox', { name: 'deploy failed' }).isChecked(), true);
   });
 });

@@ -46,6 +46,10 @@ export async function startRegistry(host: string): Promise<TestRegistry> {
         r(true);
       });
       c.once('error', () => r(false));
+      c.setTimeout(2000, () => {
+        c.destroy();
+        r(false);
+      });
     });
     if (up) break;
     if (Date.now() > until || child.exitCode !== null)

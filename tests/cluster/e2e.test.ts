@@ -18,12 +18,13 @@ import { needDbImages } from '../_support/dbimages.js';
 import { startGitServer, type GitServer } from '../_support/gitserver.js';
 import { reveal, type Client } from '../_support/server.js';
 import { startS3, S3_KEY, type S3Server } from '../_support/s3.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import {
   BASE,
   get,
   load,
   startEdgeLab,
+  stopLoads,
   tasksSettled,
   type Answer,
   type EdgeLab,
@@ -48,9 +49,18 @@ let serving = '';
 let killed: ClusterNode | null = null;
 
 after(async () => {
-  await lab?.server.stop().catch(() => {});
-  await git?.stop().catch(() => {});
-  await s3?.stop().catch(() => {});
+  // Every step bounded: a failed test must not keep the run from ending (a request loop it left
+  // running, a server stop waiting on a node that is gone).
+  await stopLoads();
+  await bounded('stopping the control plane', lab?.server.stop(), 60_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
+  await bounded('stopping the git server', git?.stop(), 30_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
+  await bounded('stopping S3', s3?.stop(), 30_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
   await cluster?.close();
   // The trust file the control plane wrote on this host for its registry (the nodes share /etc).
   if (caDir) rmSync(caDir, { recursive: true, force: true });
@@ -150,6 +160,36 @@ async function apiTaskNodes(): Promise<string[]> {
   return (svc?.tasks ?? []).filter((x: any) => x.state === 'running').map((x: any) => x.node as string);
 }
 
+/** The app's tasks as `docker service ps --no-trunc` shows them: node, state and error. */
+async function taskReport(): Promise<string> {
+  const nodes = new Map(cluster!.nodes.map((n) => [n.id, n.name]));
+  const tasks = (await W().listTasks({ filters: { service: [SERVICE] } })) as any[];
+  return tasks
+    .map(
+      (x) =>
+        `${nodes.get(x.NodeID) ?? x.NodeID ?? '-'} ${x.DesiredState}/${x.Status?.State}` +
+        `${x.Status?.Err ? ` (${x.Status.Err})` : ''}`,
+    )
+    .join('; ');
+}
+
+/** PATCH of the app's service settings (replicas and placement apply to the running service at once). */
+async function patchService(body: object): Promise<void> {
+  const r = await admin.req('PATCH', `/api/apps/${appId}/services/app`, body);
+  assert.equal(r.status, 200, r.text);
+}
+
+/** Polls `check` for the app's tasks; on a timeout the error lists every task with its error. */
+async function pollTasks<T>(
+  what: string,
+  check: () => Promise<T>,
+  timeoutMs = 120_000,
+): Promise<NonNullable<T>> {
+  return poll(what, check, timeoutMs, 500).catch(async (e) => {
+    throw new Error(`${(e as Error).message}; tasks: ${await taskReport().catch(() => '?')}`);
+  });
+}
+
 function failures(answers: Answer[]): string {
   const failed = answers.filter((a) => !a.ok);
   const errors = [...new Set(failed.map((f) => (f.ok ? '' : f.error)))];
@@ -188,6 +228,7 @@ test('a redeploy with new content under a request loop through the proxy: no fai
   if (!(await ready(t)) || !serving) return;
   await commit('v2');
   const traffic = load(cluster!.manager.addr, host, 4);
+  t.after(() => traffic.stop());
   const d = await deploy();
   assert.equal(d.status, 'succeeded', `${d.error}\n${await logOf(d.id)}`);
   // Answers for a while after the deployment ended: the old tasks have stopped by then.
@@ -213,6 +254,7 @@ test('a version failing its health check is rolled back; the proxy answers the p
   if (!(await ready(t)) || !serving) return;
   await commit('v3', false);
   const traffic = load(cluster!.manager.addr, host, 4);
+  t.after(() => traffic.stop());
   const d = await deploy();
   const answers = await traffic.stop();
   console.error(`[cluster e2e] failing health check: ${failures(answers)}; ${d.error}`);
@@ -224,6 +266,36 @@ test('a version failing its health check is rolled back; the proxy answers the p
   const spec = (await W().getService(SERVICE).inspect()) as any;
   const current = (await admin.req('GET', `/api/apps/${appId}/deployments/${serving}`)).body.deployment;
   assert.equal(spec.Spec.TaskTemplate.ContainerSpec.Image, current.images.app, 'the v2 image runs');
+});
+
+test('replicas and placement changed through the API: a task on a worker that lacks the image pulls it with the registry account', async (t) => {
+  if (!(await ready(t)) || !serving) return;
+  const image: string = (await admin.req('GET', `/api/apps/${appId}/deployments/${serving}`)).body.deployment
+    .images.app;
+  const node3 = cluster!.nodes.find((n) => n.name === 'node3')!;
+  // Both tasks on node2 ...
+  await patchService({ placement: { constraints: ['node.hostname==node2'] } });
+  await pollTasks('both tasks on node2', async () => {
+    const n = await apiTaskNodes();
+    return (await tasksSettled(W(), SERVICE, 2)) && n.length === 2 && n.every((x) => x === 'node2');
+  });
+  // ... and node3 as a node that never ran this version (one joined since the deploy): its copy goes.
+  await node3.docker.getImage(image).remove({ force: true });
+  await assert.rejects(node3.docker.getImage(image).inspect(), /no such image/i);
+  // Scaled to 1 on any worker and back to 2: the second task goes to the emptier node3, whose
+  // engine pulls the image from the control plane's registry with the account the deploy gave the
+  // swarm. A change that sent other credentials (or empty ones) leaves that pull refused.
+  await patchService({ placement: { constraints: ['node.role==worker'] }, replicas: 1 });
+  await pollTasks('1 task', () => tasksSettled(W(), SERVICE, 1));
+  await patchService({ replicas: 2 });
+  const nodes = await pollTasks('a task on node2 and one on node3', async () => {
+    const n = (await apiTaskNodes()).sort();
+    return (await tasksSettled(W(), SERVICE, 2)) && n.join() === 'node2,node3' ? n : null;
+  });
+  assert.deepEqual(nodes, ['node2', 'node3']);
+  const pulled = (await node3.docker.getImage(image).inspect()) as { RepoDigests?: string[] };
+  assert.ok(pulled.RepoDigests?.includes(image), `node3 pulled ${image}`);
+  assert.deepEqual((await answeringNodes('v2', 2)).sort(), ['node2', 'node3']);
 });
 
 test('draining the node of a task through the API moves it with no failed request', async (t) => {
@@ -255,6 +327,7 @@ test('draining the node of a task through the API moves it with no failed reques
   const victim = cluster!.nodes.find((n) => n.name === one)!;
   assert.ok(victim && victim !== cluster!.manager, nodes.join(','));
   const traffic = load(cluster!.manager.addr, host, 4);
+  t.after(() => traffic.stop());
   let answers: Answer[] = [];
   try {
     await new Promise((r) => setTimeout(r, 1000));
@@ -285,6 +358,7 @@ test('a killed node with tasks on it: the app answers again through the proxy, i
   const victim = cluster!.nodes.find((n) => n.name === victimName)!;
   assert.ok(victim && victim !== cluster!.manager);
   const traffic = load(cluster!.manager.addr, host, 4);
+  t.after(() => traffic.stop());
   await new Promise((r) => setTimeout(r, 1000));
   const killedAt = Date.now();
   await cluster!.killNode(victim);
@@ -420,10 +494,13 @@ async function execIn(node: ClusterNode, id: string, cmd: string[]): Promise<str
   const x = await node.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
   const stream = await x.start({});
   const chunks: Buffer[] = [];
-  await new Promise<void>((res) => {
+  const ended = new Promise<void>((res) => {
     stream.on('data', (b: Buffer) => chunks.push(b));
     stream.on('end', () => res());
+    stream.on('close', () => res());
   });
+  // nc gives up after 3 s; a minute means the exec itself is stuck.
+  await bounded('the exec in the task', ended, 60_000).finally(() => stream.destroy());
   // Strip the engine's 8-byte frame headers.
   const buf = Buffer.concat(chunks);
   let out = '';

@@ -8,7 +8,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { needCluster, startTestCluster, type TestCluster } from '../_support/cluster.js';
 import { needStackImages } from '../_support/stackimages.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import {
   caddyConfig,
   createApp,
@@ -16,6 +16,7 @@ import {
   get,
   load,
   startEdgeLab,
+  stopLoads,
   taskNodes,
   tasksSettled,
   updateService,
@@ -37,7 +38,11 @@ let app: { id: string; name: string; host: string };
 const SERVICE = () => swarmServiceName(app.name, 'app');
 
 after(async () => {
-  await lab?.server.stop();
+  // Bounded: a failed test must not keep the run from ending.
+  await stopLoads();
+  await bounded('stopping the control plane', lab?.server.stop(), 60_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
   await cluster?.close();
 });
 
@@ -225,10 +230,12 @@ test('re-creating the edge container keeps its certificate storage, and the prox
     const x = await c.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
     const stream = await x.start({});
     const chunks: Buffer[] = [];
-    await new Promise<void>((res) => {
+    const ended = new Promise<void>((res) => {
       stream.on('data', (b: Buffer) => chunks.push(b));
       stream.on('end', () => res());
+      stream.on('close', () => res());
     });
+    await bounded('the exec in the edge container', ended, 60_000).finally(() => stream.destroy());
     return Buffer.concat(chunks).toString('utf8');
   };
   await exec(before, ['sh', '-c', 'mkdir -p /data/caddy && echo kept > /data/caddy/svc-probe']);

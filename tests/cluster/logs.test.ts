@@ -6,7 +6,7 @@ import { BASE_IMAGE } from '../_support/docker.js';
 import { needCluster, startTestCluster, unpullable } from '../_support/cluster.js';
 import { adminClient, apiToken, startTestServer } from '../_support/server.js';
 import { openSocket, wsUrl } from '../_support/ws.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import { swarmServiceName } from '#lib/docker/index.js';
 import { serviceLabels } from '#lib/cluster/spec.js';
 
@@ -16,7 +16,7 @@ test('logs: every task on every node reaches the app topic, named by its task', 
   t.after(() => cluster.close());
   const manager = cluster.manager;
   const server = await startTestServer({ SVC_CLUSTER: 'swarm', SVC_DOCKER_SOCKET: manager.socketPath });
-  t.after(() => server.stop());
+  t.after(() => bounded('stopping the control plane', server.stop(), 60_000));
   const c = await adminClient(server);
   const made = await c.req('POST', '/api/apps', {
     name: 'chatty',

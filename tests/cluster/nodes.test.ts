@@ -13,7 +13,7 @@ import { BASE_IMAGE } from '../_support/docker.js';
 import { needCluster, startTestCluster, unpullable, type ClusterNode } from '../_support/cluster.js';
 import { ADMIN, adminClient, startTestServer, type Client } from '../_support/server.js';
 import { ensureRegistryImage } from '../_support/registryimage.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import { swarmServiceName } from '#lib/docker/index.js';
 import { serviceLabels } from '#lib/cluster/spec.js';
 
@@ -73,7 +73,7 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
     SVC_IMAGE_MAP: JSON.stringify({ 'registry:2': registryImage }),
     SVC_CLUSTER_JOIN_TTL: '20',
   });
-  t.after(() => server.stop());
+  t.after(() => bounded('stopping the control plane', server.stop(), 60_000));
   // The trust file the control plane wrote on this host for its registry (the nodes share /etc).
   t.after(() => rmSync(`/etc/docker/certs.d/${node1.addr}:5000`, { recursive: true, force: true }));
   const c = await adminClient(server);
@@ -253,10 +253,18 @@ test('nodes: list, labels, drain, join and its expiry, the registry over TLS, re
         /no basic auth credentials|unauthorized|authentication required/i,
       );
       const catalog = await new Promise<number>((resolve, reject) =>
-        httpsGet(`https://${registry}/v2/_catalog`, { ca: readFileSync(caFile, 'utf8') }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        }).on('error', reject),
+        httpsGet(
+          `https://${registry}/v2/_catalog`,
+          { ca: readFileSync(caFile, 'utf8'), timeout: 30_000 },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        )
+          .on('timeout', function (this: { destroy(e: Error): void }) {
+            this.destroy(new Error('the catalog did not answer within 30 s'));
+          })
+          .on('error', reject),
       );
       assert.equal(catalog, 401, 'the catalog asks for credentials');
       // The account the join command gave node4's CLI: the manager pushes with it, node4 pulls.

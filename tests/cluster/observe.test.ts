@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import { BASE_IMAGE } from '../_support/docker.js';
 import { needCluster, startTestCluster, unpullable } from '../_support/cluster.js';
 import { adminClient, startTestServer } from '../_support/server.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import { swarmServiceName } from '#lib/docker/index.js';
 import { serviceLabels } from '#lib/cluster/spec.js';
 import { AGENT_IMAGE } from '#lib/resources/agent.js';
@@ -35,7 +35,7 @@ test('resources and drains in cluster mode: every task on every node', async (t)
     SVC_RESOURCE_INTERVAL: '1',
     SVC_NOTIFY_ALLOW: '127.0.0.1',
   });
-  t.after(() => server.stop());
+  t.after(() => bounded('stopping the control plane', server.stop(), 60_000));
   const c = await adminClient(server);
   const app = (
     await c.req('POST', '/api/apps', { name: 'busy', source: { type: 'image', image: BASE_IMAGE } })

@@ -7,7 +7,7 @@ import { needCluster, startTestCluster, type TestCluster } from '../_support/clu
 import { BASE_IMAGE } from '../_support/docker.js';
 import { ADMIN, adminClient, startTestServer, type Client, type TestServer } from '../_support/server.js';
 import { startGitServer, type GitServer } from '../_support/gitserver.js';
-import { poll } from '../_support/wait.js';
+import { bounded, poll } from '../_support/wait.js';
 import {
   buildWebImage,
   probeTasks,
@@ -47,9 +47,16 @@ before(async () => {
 });
 
 after(async () => {
-  await server?.stop().catch(() => {});
-  await git?.stop().catch(() => {});
-  await registry?.stop().catch(() => {});
+  // Bounded: a failed test must not keep the run from ending.
+  await bounded('stopping the control plane', server?.stop(), 60_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
+  await bounded('stopping the git server', git?.stop(), 30_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
+  await bounded('stopping the registry', registry?.stop(), 30_000).catch((e) =>
+    console.error(`[teardown] ${(e as Error).message}`),
+  );
   await cluster?.close();
 });
 
@@ -156,7 +163,9 @@ test('an image app only the manager has deploys as 2 replicas on two nodes, push
   assert.ok(put.status < 300, put.text);
   const id = await deploy(app.id);
   const rounds: string[][] = [];
+  const until = Date.now() + 400_000;
   for (;;) {
+    if (Date.now() > until) throw new Error(`deployment ${id} did not end within 400 s`);
     const d2 = (await admin.req('GET', `/api/apps/${app.id}/deployments/${id}`)).body.deployment;
     if (['succeeded', 'failed', 'canceled'].includes(d2.status)) {
       assert.equal(d2.status, 'succeeded', `${d2.error}\n${await logOf(app.id, id)}`);

@@ -59,7 +59,7 @@ export function AlertsPage() {
       <section class="card" aria-labelledby="rules-h">
         <h2 id="rules-h">Rules</h2>
         <ErrorNote error={rules.error} />
-        <table data-testid="alert-rules">
+        <table class="stack-sm" data-testid="alert-rules">
           <caption class="sr-only">Alert rules and their state</caption>
           <thead>
             <tr>
@@ -245,7 +245,7 @@ function History({ events, error }: { events: AlertEvent[] | null; error: unknow
       <ErrorNote error={error} />
       {events?.length === 0 && <p class="muted">No rule has fired yet.</p>}
       {!!events?.length && (
-        <table data-testid="alert-history">
+        <table class="stack-sm" data-testid="alert-history">
           <caption class="sr-only">Every time a rule fired or resolved</caption>
           <thead>
             <tr>

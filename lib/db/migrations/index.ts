@@ -24,6 +24,7 @@ import { migration as m0020 } from './0020_preview_sleep.js';
 import { migration as m0021 } from './0021_cluster_services.js';
 import { migration as m0022 } from './0022_username_case.js';
 import { migration as m0023 } from './0023_images_registries.js';
+import { migration as m0024 } from './0024_jobs.js';
 import { migration as m0025 } from './0025_observe.js';
 import { migration as m0026 } from './0026_service_drain.js';
 import { migration as m0027 } from './0027_deployment_actor.js';
@@ -53,6 +54,7 @@ export const migrations: Record<string, Migration> = {
   '0021_cluster_services': m0021,
   '0022_username_case': m0022,
   '0023_images_registries': m0023,
+  '0024_jobs': m0024,
   '0025_observe': m0025,
   '0026_service_drain': m0026,
   '0027_deployment_actor': m0027,

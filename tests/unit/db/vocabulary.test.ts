@@ -9,6 +9,7 @@ import { sql } from '#lib/db/kysely.js';
 import { INVITATION_KINDS } from '#lib/db/schema.js';
 import { ROLES } from '#lib/util/role-names.js';
 import { ACTIVE } from '#lib/apps/deployment.js';
+import { JOB_CONCURRENCY, RUN_STATUSES, RUN_TRIGGERS } from '#lib/jobs/model.js';
 
 /** `<table or index> <column>` -> the vocabulary its condition must list, in order. */
 const VOCABULARY: Record<string, readonly string[]> = {
@@ -17,6 +18,9 @@ const VOCABULARY: Record<string, readonly string[]> = {
   'invitations kind': INVITATION_KINDS,
   // The partial unique index that allows one deployment in flight per app.
   'deployments_one_active status': ACTIVE,
+  'jobs concurrency': JOB_CONCURRENCY,
+  'job_runs trigger': RUN_TRIGGERS,
+  'job_runs status': RUN_STATUSES,
 };
 
 async function conditions(): Promise<Map<string, string[]>> {

@@ -20,6 +20,7 @@ import { GitTab } from './git';
 import { BuildTab } from './build';
 import { ShellTab } from './shell';
 import { PreviewsTab } from './previews';
+import { JobsTab } from './jobs';
 import { SourceTab } from './source';
 
 export const TABS = [
@@ -29,6 +30,7 @@ export const TABS = [
   { id: 'domains', label: 'Domains' },
   { id: 'databases', label: 'Databases' },
   { id: 'backups', label: 'Backups' },
+  { id: 'jobs', label: 'Jobs' },
   { id: 'source', label: 'Source' },
   { id: 'git', label: 'Webhook & key' },
   { id: 'build', label: 'Build' },
@@ -125,6 +127,7 @@ export function AppPage({ id }: { id: string }) {
         {tab === 'domains' && <DomainsTab id={id} />}
         {tab === 'databases' && <DatabasesTab id={id} />}
         {tab === 'backups' && <BackupsTab id={id} />}
+        {tab === 'jobs' && <JobsTab id={id} />}
         {tab === 'source' && (
           <SourceTab
             app={a}

@@ -7,6 +7,7 @@ import { Env } from './env';
 import { Deployments } from './deployments';
 import { FirstDeploy } from './plan';
 import { SleepSetting } from './sleep';
+import { ReleaseSetting } from './release';
 
 export function OverviewTab(props: {
   app: App;
@@ -35,6 +36,7 @@ export function OverviewTab(props: {
         onSelect={props.onSelect}
       />
       <SleepSetting app={props.app} onSaved={props.onSaved} />
+      <ReleaseSetting app={props.app} onSaved={props.onSaved} />
     </>
   );
 }

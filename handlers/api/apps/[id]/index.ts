@@ -9,6 +9,9 @@ import { appSchema, appUrlSchema } from '#lib/api/apps.js';
 import { proxyHealthSchema } from '#lib/api/instance.js';
 import { appUrls } from '#lib/proxy/urls.js';
 import { proxyHealth } from '#lib/proxy/health.js';
+import { commandSchema } from '#lib/api/jobs.js';
+import { checkCommand } from '#lib/jobs/jobs.js';
+import { RELEASE_TIMEOUT_MAX_S } from '#lib/apps/model.js';
 import { route } from '#lib/http/route.js';
 import { appParams } from '../_lib.js';
 
@@ -34,13 +37,15 @@ export const PATCH = route(
   {
     permission: 'app.admin',
     summary:
-      "Change an app's source (with how it is built), its build limits (null: none) or its sleep setting (null: never sleeps)",
+      "Change an app's source (with how it is built), its build limits (null: none), its sleep setting (null: never sleeps) or its release command (null: none)",
     params: appParams,
     body: z.strictObject({
       name: z.string().optional(),
       source: sourceSchema.optional(),
       build_limits: buildLimitsSchema.nullable().optional(),
       sleep_after_minutes: sleepAfterSchema.nullable().optional(),
+      release_command: commandSchema.nullable().optional(),
+      release_timeout_s: z.number().int().min(1).max(RELEASE_TIMEOUT_MAX_S).nullable().optional(),
     }),
     responses: { 200: appBody },
     audit: {
@@ -56,10 +61,17 @@ export const PATCH = route(
       throw badRequest('An app cannot be renamed; export it and import it under the new name', [
         { field: 'name', message: 'immutable' },
       ]);
+    if (body.release_command) checkCommand(body.release_command, 'release_command');
     const updated = await updateApp(
       env.db,
       params.id,
-      { source: body.source, build_limits: body.build_limits, sleep_after_minutes: body.sleep_after_minutes },
+      {
+        source: body.source,
+        build_limits: body.build_limits,
+        sleep_after_minutes: body.sleep_after_minutes,
+        release_command: body.release_command,
+        release_timeout_s: body.release_timeout_s,
+      },
       env.now(),
     );
     // Turned off while it sleeps: it wakes now, since nothing would put it back to sleep later.
