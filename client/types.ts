@@ -2799,6 +2799,22 @@ export interface components {
                     command?: string | string[];
                 };
             };
+            /** @description Run once per deployment in the new image, before any new container takes traffic; a failure fails the deployment */
+            release_command?: string | string[];
+            /** @description Scheduled jobs, created or updated by name at each deploy (a job the file no longer names is kept) */
+            jobs?: {
+                name: string;
+                /** @description cron (five fields) or @hourly, @daily, @weekly, @monthly */
+                schedule: string;
+                /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                command: string | string[];
+                service?: string | null;
+                timezone?: string;
+                timeout_s?: number;
+                /** @enum {string} */
+                concurrency?: "forbid" | "replace" | "allow";
+                enabled?: boolean;
+            }[];
             sleep_after_minutes?: number | null;
             /** @description Variables: non-secret defaults, and the secrets the app must have */
             env?: {
@@ -4485,6 +4501,22 @@ export interface components {
                     command?: string | string[];
                 };
             };
+            /** @description Run once per deployment in the new image, before any new container takes traffic; a failure fails the deployment */
+            release_command?: string | string[];
+            /** @description Scheduled jobs, created or updated by name at each deploy (a job the file no longer names is kept) */
+            jobs?: {
+                name: string;
+                /** @description cron (five fields) or @hourly, @daily, @weekly, @monthly */
+                schedule: string;
+                /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                command: string | string[];
+                service?: string | null;
+                timezone?: string;
+                timeout_s?: number;
+                /** @enum {string} */
+                concurrency?: "forbid" | "replace" | "allow";
+                enabled?: boolean;
+            }[];
             sleep_after_minutes?: number | null;
             /** @description Variables: non-secret defaults, and the secrets the app must have */
             env?: {

@@ -12,6 +12,7 @@ import { requireSealer } from '../crypto/seal.js';
 import { patchClusterSettings } from '../cluster/settings.js';
 import { addTrigger, listTriggers, removeTrigger } from '../webhooks/store.js';
 import { exportAppFile, placeholder, type AppFile } from './spec.js';
+import { commandWords } from './file.js';
 
 export interface Change {
   path: string;
@@ -42,6 +43,7 @@ function flatten(f: AppFile | null): Flat {
   if (f.build) flattenInto(out, 'build', f.build);
   for (const [name, s] of Object.entries(f.services ?? {})) flattenInto(out, `services.${name}`, s);
   if (f.sleep_after_minutes !== undefined) out.set('sleep_after_minutes', f.sleep_after_minutes);
+  if (f.release_command !== undefined) out.set('release_command', commandWords(f.release_command));
   for (const [k, v] of Object.entries(f.env ?? {}))
     out.set(`env.${k}`, typeof v === 'string' ? v : placeholder(k));
   // The triggers are one setting: the list as a whole (enabled written only when false).
@@ -87,6 +89,11 @@ export function diffFiles(current: AppFile | null, spec: AppFile): Change[] {
 }
 
 function refuseUnstored(spec: AppFile): void {
+  if (spec.jobs !== undefined)
+    throw badRequest(
+      "Jobs are read from the repository's svc.yaml at deploy, or managed under /api/apps/{id}/jobs",
+      [{ field: 'jobs', message: 'not applied through this route' }],
+    );
   for (const [name, s] of Object.entries(spec.services ?? {}))
     if (s.command !== undefined)
       throw badRequest(
@@ -157,6 +164,13 @@ async function applyChanges(
         : source;
     await updateApp(deps.db, app.id, { source: next as AppSource }, deps.now());
   }
+  if (changed('release_command'))
+    await updateApp(
+      deps.db,
+      app.id,
+      { release_command: spec.release_command === undefined ? null : commandWords(spec.release_command) },
+      deps.now(),
+    );
   if (changed('sleep_after_minutes'))
     await updateApp(deps.db, app.id, { sleep_after_minutes: spec.sleep_after_minutes ?? null }, deps.now());
   for (const c of changes) {

@@ -11,6 +11,7 @@ import type { DeploymentConfig } from '../apps/deployment.js';
 import { patchServiceSettings, updateApp } from '../apps/store.js';
 import { patchClusterSettings } from '../cluster/settings.js';
 import { StackError } from '../docker/index.js';
+import { appJobs, createJob, updateJob } from '../jobs/jobs.js';
 import type { StackPlan } from '../docker/index.js';
 import {
   MAX_SVC_FILE_BYTES,
@@ -74,7 +75,7 @@ export function withEnvDefaults(cfg: LoadedConfig, appEnv: Record<string, string
  * caller; commands are applied to the plan by `applyCommands`.
  */
 export async function storeFileSettings(
-  deps: Pick<Services, 'db' | 'now'>,
+  deps: Services,
   app: App,
   cfg: LoadedConfig,
   envAdded: string[],
@@ -91,6 +92,8 @@ export async function storeFileSettings(
     for (const key of ['port', 'health_path', 'replicas', 'command'] as const)
       if (s[key] !== undefined) applied[`services.${name}.${key}`] = s[key];
   }
+  if (f.release_command !== undefined) applied.release_command = f.release_command;
+  for (const j of f.jobs ?? []) applied[`jobs.${j.name}`] = await syncJob(deps, app, j);
   if (f.sleep_after_minutes !== undefined && f.sleep_after_minutes !== app.sleep_after_minutes) {
     await updateApp(deps.db, app.id, { sleep_after_minutes: f.sleep_after_minutes }, deps.now());
   }
@@ -100,6 +103,22 @@ export async function storeFileSettings(
   const names = Object.keys(applied);
   say(`${cfg.name}: applied ${names.length ? names.join(', ') : 'nothing (the file names no setting)'}`);
   return { file: cfg.name, applied };
+}
+
+/** Creates the job the file names, or updates the app's job of that name; answers which. */
+async function syncJob(env: Services, app: App, j: NonNullable<SvcFile['jobs']>[number]): Promise<string> {
+  const input = { ...j, command: commandWords(j.command) };
+  const existing = (await appJobs(env, app.id)).find((x) => x.name === j.name);
+  if (existing) await updateJob(env, app.id, existing.id, input);
+  else await createJob(env, app.id, input);
+  return existing ? 'updated' : 'created';
+}
+
+/** The release command a deployment runs: the file's when it names one, else the app's. */
+export function releaseCommandOf(cfg: LoadedConfig | null, app: App): string[] | null {
+  return cfg?.file.release_command !== undefined
+    ? commandWords(cfg.file.release_command)
+    : app.release_command;
 }
 
 /** Every service the file names must be planned; its command replaces the image's. Call before storing. */

@@ -15,6 +15,7 @@ import {
 import { SERVICE_NAME } from '../compose/parse.js';
 import { MAX_REPLICAS } from '../cluster/settings.js';
 import { splitWords } from '../compose/words.js';
+import { jobFields } from '../api/jobs.js';
 
 const yaml = lazyRequire<typeof Yaml>('yaml');
 
@@ -57,8 +58,7 @@ export const svcEnvEntrySchema = z
   .describe("A non-secret default (the app's own value wins), or a secret the app must have: {secret: true}");
 
 /**
- * The file's keys. The release command and jobs (their own issue) slot in here as
- * `release_command` and `jobs`, read and applied by lib/appspec/deploy.ts like the rest.
+ * The file's keys, read and applied at deploy by lib/appspec/deploy.ts.
  */
 export const svcFileShape = {
   $schema: z.string().max(2000).optional().describe('The JSON Schema this file follows (ignored)'),
@@ -70,6 +70,29 @@ export const svcFileShape = {
     )
     .optional()
     .describe('Per service: its port, health path, replicas and command'),
+  release_command: commandSchema
+    .optional()
+    .describe(
+      'Run once per deployment in the new image, before any new container takes traffic; a failure fails the deployment',
+    ),
+  jobs: z
+    .array(
+      z.strictObject({
+        name: jobFields.name,
+        schedule: jobFields.schedule.describe('cron (five fields) or @hourly, @daily, @weekly, @monthly'),
+        command: commandSchema,
+        service: jobFields.service.optional(),
+        timezone: jobFields.timezone.optional(),
+        timeout_s: jobFields.timeout_s.optional(),
+        concurrency: jobFields.concurrency.optional(),
+        enabled: jobFields.enabled.optional(),
+      }),
+    )
+    .max(50)
+    .optional()
+    .describe(
+      'Scheduled jobs, created or updated by name at each deploy (a job the file no longer names is kept)',
+    ),
   sleep_after_minutes: sleepAfterSchema.nullable().optional(),
   env: z
     .record(envKeySchema, svcEnvEntrySchema)

@@ -87,6 +87,7 @@ export async function exportAppFile(deps: Pick<Services, 'db' | 'sealer'>, app: 
     source,
     ...(build ? { build } : {}),
     ...(services ? { services } : {}),
+    ...(app.release_command?.length ? { release_command: app.release_command } : {}),
     ...(app.sleep_after_minutes !== null ? { sleep_after_minutes: app.sleep_after_minutes } : {}),
     ...(vars.length ? { env } : {}),
     ...(triggers.length ? { triggers } : {}),

@@ -47,6 +47,8 @@ import {
   applyCommands,
   checkDeclaredSecrets,
   readSvcFile,
+  releaseCommandOf,
+  type LoadedConfig,
   storeFileSettings,
   withEnvDefaults,
 } from '../appspec/deploy.js';
@@ -118,6 +120,8 @@ export async function runPipeline(
   let images: Record<string, string> = {};
   let workdir: string | undefined;
   let plan: StackPlan;
+  // The repository's svc.yaml of this commit (git apps), read before anything changes.
+  let cfg: LoadedConfig | null = null;
   const swarm = env.config.cluster.mode === 'swarm';
   // On a swarm every node pulls: images only this engine has go to the registry first.
   let local: Record<string, string> = {};
@@ -205,7 +209,7 @@ export async function runPipeline(
       `commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`,
     );
     // The repository's svc.yaml, checked before anything changes: the file wins for what it names.
-    const cfg = await readSvcFile(co.dir);
+    cfg = await readSvcFile(co.dir);
     let envAdded: string[] = [];
     if (cfg) {
       checkDeclaredSecrets(cfg, appEnv);
@@ -310,7 +314,15 @@ export async function runPipeline(
   }
 
   // The release command, once, in the new image: before any new container takes traffic.
-  if (dep.trigger !== 'rollback') await runRelease(env, { app, deployment: dep, plan, images, log, signal });
+  if (dep.trigger !== 'rollback')
+    await runRelease(env, {
+      app: { ...app, release_command: releaseCommandOf(cfg, app) },
+      deployment: dep,
+      plan,
+      images,
+      log,
+      signal,
+    });
 
   const settings = await serviceSettings(env.db, app.id);
   if (swarm) {

@@ -17,6 +17,7 @@ import { deployCommand } from './commands/deploy.js';
 import { logsCommand } from './commands/logs.js';
 import { envCommand } from './commands/env.js';
 import { applyCommand, exportCommand } from './commands/appfile.js';
+import { jobsCommand, runCommandCommand } from './commands/jobs.js';
 
 export const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -39,6 +40,8 @@ export const COMMANDS: readonly Command[] = [
   deployCommand,
   logsCommand,
   envCommand,
+  runCommandCommand,
+  jobsCommand,
   exportCommand,
   applyCommand,
 ];

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { needDocker } from '../_support/docker.js';
-import { apiToken, type Client, type TestServer } from '../_support/server.js';
+import { ADMIN, Client, apiToken, type TestServer } from '../_support/server.js';
 import { runCli } from '../_support/cli.js';
 import { startDeployServer, webRepo, callInApp, waitStatus, cleanupApp, type GitServer } from './_deploy.js';
 
@@ -28,6 +28,11 @@ const svcYaml = (extra = '') =>
     '    health_path: /index.html',
     `    command: ["sh", "-c", ${JSON.stringify(SERVE)}]`,
     'sleep_after_minutes: 45',
+    'release_command: ["sh", "-c", "echo release-ran"]',
+    'jobs:',
+    '  - name: nightly',
+    '    schedule: "0 3 * * *"',
+    '    command: echo nightly',
     'env:',
     '  GREETING: hello-from-file',
     '  API_KEY: {secret: true, description: the key of the upstream API}',
@@ -80,6 +85,8 @@ test('svc.yaml is applied at deploy: port, health path, command, sleep and env d
   assert.deepEqual(Object.keys(last.config.applied).sort(), [
     'env.API_KEY',
     'env.GREETING',
+    'jobs.nightly',
+    'release_command',
     'services.app.command',
     'services.app.health_path',
     'services.app.port',
@@ -91,6 +98,23 @@ test('svc.yaml is applied at deploy: port, health path, command, sleep and env d
     (x: any) => x.name === 'app',
   );
   assert.deepEqual([svc.port, svc.health_path], [8080, '/index.html']);
+  assert.equal(last.config.applied['jobs.nightly'], 'created');
+  const runs = (await admin.req('GET', `/api/apps/${appId}/runs`)).body.items;
+  const release = runs.find((r: any) => r.trigger === 'release');
+  assert.deepEqual([release?.status, release?.command], ['succeeded', ['sh', '-c', 'echo release-ran']]);
+  const jobs = await runCli(['jobs', APP, '--json'], vars);
+  assert.equal(jobs.code, 0, jobs.stderr);
+  assert.deepEqual(
+    (JSON.parse(jobs.stdout) as Array<{ name: string; command: string[] }>).map((j) => [j.name, j.command]),
+    [['nightly', ['echo', 'nightly']]],
+  );
+  // A one-off command: its output streamed, its exit status the CLI's (a token that stepped up).
+  const tc = new Client(s.url);
+  tc.bearer = vars.SVC_TOKEN!;
+  assert.equal((await tc.req('POST', '/api/auth/step-up', { password: ADMIN.password })).status, 200);
+  const run = await runCli(['run', APP, '--', 'sh', '-c', 'echo out-$GREETING; exit 3'], vars, 120_000);
+  assert.equal(run.code, 3, run.stdout + run.stderr);
+  assert.match(run.stdout, /^out-hello-from-file$/m);
   const logs = await runCli(['logs', APP, '--service', 'app'], vars, 60_000);
   assert.equal(logs.code, 0, logs.stderr);
   assert.match(logs.stdout, /^app \| started-hello-from-file$/m);

@@ -180,6 +180,13 @@ test('apply creates the app a file names, and answers the secrets it still lacks
   assert.deepEqual(exported.env, { MODE: 'prod' });
   assert.deepEqual(exported.services, file.services);
   assert.deepEqual(exported.triggers, [{ event: 'tag', pattern: 'v*' }]);
+  const release = await apply({ ...exported, release_command: 'sh -c "echo migrated"' });
+  assert.deepEqual(release.data!.changes, [
+    { path: 'release_command', before: null, after: ['sh', '-c', 'echo migrated'] },
+  ]);
+  const withRelease = await exportJson(made.data!.app!.id);
+  assert.deepEqual(withRelease.release_command, ['sh', '-c', 'echo migrated']);
+  assert.deepEqual((await apply(withRelease, true)).data!.changes, [], 'round trip');
   const kept = await apply({ ...exported, triggers: undefined });
   assert.deepEqual(kept.data!.changes, [], 'triggers the file leaves out stay');
   const swapped = await apply({
@@ -209,6 +216,14 @@ test('a bad file is a 400 naming the field, and creates nothing', async () => {
       'services.app.command',
     ],
     [{ name: 'cfg-bad', source: { type: 'image', image: 'nginx:1' }, build: { type: 'auto' } }, 'build'],
+    [
+      {
+        name: 'cfg-bad',
+        source: { type: 'image', image: 'nginx:1' },
+        jobs: [{ name: 'n', schedule: '@daily', command: ['x'] }],
+      },
+      'jobs',
+    ],
   ] as const) {
     const r = await apply(body as never);
     assert.equal(r.response.status, 400, JSON.stringify(body));

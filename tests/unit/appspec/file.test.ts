@@ -42,3 +42,16 @@ test('svc.json gets positions too', () => {
     /^svc\.json:3:21: services\.web\.port: /,
   );
 });
+
+test('the release command and jobs: words or a string; a bad job names its line', () => {
+  const f = parseSvcFile(
+    'svc.yaml',
+    'release_command: npm run migrate\njobs:\n  - name: nightly\n    schedule: "0 3 * * *"\n    command: [node, cleanup.js]\n',
+  );
+  assert.equal(f.release_command, 'npm run migrate');
+  assert.deepEqual(f.jobs, [{ name: 'nightly', schedule: '0 3 * * *', command: ['node', 'cleanup.js'] }]);
+  assert.match(
+    problem('svc.yaml', 'jobs:\n  - name: Bad_Name\n    schedule: "@daily"\n    command: [x]\n'),
+    /^svc\.yaml:2:11: jobs\.0\.name: /,
+  );
+});
