@@ -15,7 +15,7 @@ import {
 import { SERVICE_NAME } from '../compose/parse.js';
 import { MAX_REPLICAS } from '../cluster/settings.js';
 import { splitWords } from '../compose/words.js';
-import { jobFields } from '../api/jobs.js';
+import { JOB_CONCURRENCY, JOB_NAME, LIMITS } from '../jobs/model.js';
 
 const yaml = lazyRequire<typeof Yaml>('yaml');
 
@@ -78,14 +78,19 @@ export const svcFileShape = {
   jobs: z
     .array(
       z.strictObject({
-        name: jobFields.name,
-        schedule: jobFields.schedule.describe('cron (five fields) or @hourly, @daily, @weekly, @monthly'),
+        // The same bounds as POST /api/apps/{id}/jobs; the schedule and time zone are checked there too.
+        name: z.string().regex(JOB_NAME, 'lower-case letters, digits and dashes'),
+        schedule: z
+          .string()
+          .min(1)
+          .max(200)
+          .describe('cron (five fields) or @hourly, @daily, @weekly, @monthly'),
         command: commandSchema,
-        service: jobFields.service.optional(),
-        timezone: jobFields.timezone.optional(),
-        timeout_s: jobFields.timeout_s.optional(),
-        concurrency: jobFields.concurrency.optional(),
-        enabled: jobFields.enabled.optional(),
+        service: z.string().regex(SERVICE_NAME, 'not a service name').nullable().optional(),
+        timezone: z.string().min(1).max(64).optional(),
+        timeout_s: z.number().int().min(LIMITS.timeoutS.min).max(LIMITS.timeoutS.max).optional(),
+        concurrency: z.enum(JOB_CONCURRENCY).optional(),
+        enabled: z.boolean().optional(),
       }),
     )
     .max(50)

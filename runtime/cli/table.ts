@@ -18,6 +18,7 @@ import { logsCommand } from './commands/logs.js';
 import { envCommand } from './commands/env.js';
 import { applyCommand, exportCommand } from './commands/appfile.js';
 import { jobsCommand, runCommandCommand } from './commands/jobs.js';
+import { completionCommand } from './commands/completion.js';
 
 export const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -44,4 +45,5 @@ export const COMMANDS: readonly Command[] = [
   jobsCommand,
   exportCommand,
   applyCommand,
+  completionCommand,
 ];
