@@ -132,6 +132,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/apps/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create or update the app a file names; ?dry_run=1 answers the changes and changes nothing. Nothing the file does not name is removed unless it says prune: true */
+        post: operations["postApiAppsApply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps/import": {
         parameters: {
             query?: never;
@@ -141,7 +158,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an app from an exported spec */
+        /** Create an app from an exported file (409 when an app of that name exists: POST /api/apps/apply updates one) */
         post: operations["postApiAppsImport"];
         delete?: never;
         options?: never;
@@ -636,7 +653,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The portable spec of an app (no secret values) */
+        /** The app as a file (svc.yaml with name and source): secrets as ${KEY} placeholders, defaults left out; ?format=yaml answers it as YAML (application/yaml) */
         get: operations["getApiAppsByIdExport"];
         put?: never;
         post?: never;
@@ -2360,6 +2377,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/schemas/svc.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The JSON Schema of the repository's svc.yaml (for editors and CI checks) */
+        get: operations["getApiSchemasSvcJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/security/fail2ban": {
         parameters: {
             query?: never;
@@ -2725,6 +2759,130 @@ export interface components {
             scopes: components["schemas"]["Permission"][] | null;
             app_ids: string[] | null;
         };
+        AppFile: {
+            /** @description The JSON Schema this file follows (ignored) */
+            $schema?: string;
+            /** @description How the image is built (the app's build setting, for this commit) */
+            build?: {
+                /** @constant */
+                type: "auto";
+            } | {
+                /** @constant */
+                type: "dockerfile";
+                path?: string;
+            } | {
+                /** @constant */
+                type: "compose";
+                path?: string;
+            } | {
+                /** @constant */
+                type: "stack";
+                /** @enum {string} */
+                stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                version?: string;
+                install?: string;
+                build?: string;
+                start?: string;
+                port?: number;
+                publish_dir?: string;
+            };
+            /** @description Per service: its port, health path, replicas and command */
+            services?: {
+                [key: string]: {
+                    /** @description The port the service listens on (the proxy routes to it) */
+                    port?: number;
+                    /** @description The path the health gate probes (an HTTP 2xx/3xx passes) */
+                    health_path?: string;
+                    /** @description Containers of the service in cluster mode (one host runs one) */
+                    replicas?: number;
+                    /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                    command?: string | string[];
+                };
+            };
+            /** @description Run once per deployment in the new image, before any new container takes traffic; a failure fails the deployment */
+            release_command?: string | string[];
+            /** @description Scheduled jobs, created or updated by name at each deploy (a job the file no longer names is kept) */
+            jobs?: {
+                name: string;
+                /** @description cron (five fields) or @hourly, @daily, @weekly, @monthly */
+                schedule: string;
+                /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                command: string | string[];
+                service?: string | null;
+                timezone?: string;
+                timeout_s?: number;
+                /** @enum {string} */
+                concurrency?: "forbid" | "replace" | "allow";
+                enabled?: boolean;
+            }[];
+            sleep_after_minutes?: number | null;
+            /** @description Variables: non-secret defaults, and the secrets the app must have */
+            env?: {
+                [key: string]: string | {
+                    /** @constant */
+                    secret: true;
+                    description?: string;
+                };
+            };
+            name: string;
+            source: {
+                /** @constant */
+                type: "git";
+                repo_url: string;
+                /** @default main */
+                branch: string;
+                compose_path?: string;
+                build?: {
+                    /** @constant */
+                    type: "auto";
+                } | {
+                    /** @constant */
+                    type: "dockerfile";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "compose";
+                    path?: string;
+                } | {
+                    /** @constant */
+                    type: "stack";
+                    /** @enum {string} */
+                    stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                    version?: string;
+                    install?: string;
+                    build?: string;
+                    start?: string;
+                    port?: number;
+                    publish_dir?: string;
+                };
+            } | {
+                /** @constant */
+                type: "image";
+                image: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
+            } | {
+                /** @constant */
+                type: "compose";
+                compose: string;
+                /**
+                 * @description When a deploy pulls the image: if_missing (default: only what the engine lacks) or always
+                 * @enum {string}
+                 */
+                pull?: "if_missing" | "always";
+            };
+            /** @description Which pushes, tags and pull requests deploy the app (not a key of the repository file) */
+            triggers?: {
+                /** @enum {string} */
+                event: "push" | "tag" | "pull_request";
+                pattern: string;
+                /** @description Default true */
+                enabled?: boolean;
+            }[];
+        };
         AppListItem: {
             id: string;
             name: string;
@@ -2782,29 +2940,6 @@ export interface components {
             compose: string;
             /** @enum {string} */
             pull?: "if_missing" | "always";
-        };
-        AppSpec: {
-            /** @constant */
-            version: 1;
-            name: string;
-            source: components["schemas"]["AppSource"];
-            services: {
-                name: string;
-                port: number | null;
-                health_path: string | null;
-            }[];
-            env: {
-                key: string;
-                secret: boolean;
-                value: string | null;
-            }[];
-            triggers: {
-                /** @enum {string} */
-                event: "push" | "tag" | "pull_request";
-                pattern: string;
-                enabled: boolean;
-            }[];
-            domains: unknown[];
         };
         AppUrl: {
             /** @description https:// once a certificate is served for the name, else http:// */
@@ -3048,6 +3183,11 @@ export interface components {
         };
         /** @description Exec form: the program and its arguments, run as they are (no shell, not through the image entrypoint) */
         Command: string[];
+        ConfigChange: {
+            path: string;
+            before: unknown;
+            after: unknown;
+        };
         CreatedInvitation: {
             id: string;
             /** @enum {string} */
@@ -3122,6 +3262,13 @@ export interface components {
             waiting: boolean;
             /** @description The username of the operator who asked for it; null for a forge's push */
             created_by: string | null;
+            /** @description What this deployment took from the repository's configuration file (svc.yaml): the file, and each applied setting by its path (services.web.port). Null: the commit had no file */
+            config: {
+                file: string;
+                applied: {
+                    [key: string]: unknown;
+                };
+            } | null;
             /** @description ISO-8601 UTC timestamp */
             created_at: string;
             started_at: string | null;
@@ -3789,6 +3936,16 @@ export interface components {
         PostApiApps201: {
             app: components["schemas"]["App"];
         };
+        PostApiAppsApply200: {
+            dry_run: boolean;
+            /** @description The app did not exist and was created */
+            created: boolean;
+            /** @description The app after the apply (a dry run: as it is, null when new) */
+            app: components["schemas"]["App"] | null;
+            changes: components["schemas"]["ConfigChange"][];
+            /** @description Secrets the file declares that the app does not have: its next deploy fails until they are set */
+            missing_secrets: string[];
+        };
         PostApiAppsImport201: {
             app: components["schemas"]["App"];
             missing_secrets: string[];
@@ -4303,9 +4460,72 @@ export interface components {
                 pull?: "if_missing" | "always";
             };
         };
-        PostApiAppsImportBody: {
-            /** @constant */
-            version: 1;
+        /** @description An app as a file: svc.yaml's keys with the app's name and source */
+        PostApiAppsApplyBody: {
+            /** @description The JSON Schema this file follows (ignored) */
+            $schema?: string;
+            /** @description How the image is built (the app's build setting, for this commit) */
+            build?: {
+                /** @constant */
+                type: "auto";
+            } | {
+                /** @constant */
+                type: "dockerfile";
+                path?: string;
+            } | {
+                /** @constant */
+                type: "compose";
+                path?: string;
+            } | {
+                /** @constant */
+                type: "stack";
+                /** @enum {string} */
+                stack: "node" | "python" | "go" | "static" | "php" | "ruby";
+                version?: string;
+                install?: string;
+                build?: string;
+                start?: string;
+                port?: number;
+                publish_dir?: string;
+            };
+            /** @description Per service: its port, health path, replicas and command */
+            services?: {
+                [key: string]: {
+                    /** @description The port the service listens on (the proxy routes to it) */
+                    port?: number;
+                    /** @description The path the health gate probes (an HTTP 2xx/3xx passes) */
+                    health_path?: string;
+                    /** @description Containers of the service in cluster mode (one host runs one) */
+                    replicas?: number;
+                    /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                    command?: string | string[];
+                };
+            };
+            /** @description Run once per deployment in the new image, before any new container takes traffic; a failure fails the deployment */
+            release_command?: string | string[];
+            /** @description Scheduled jobs, created or updated by name at each deploy (a job the file no longer names is kept) */
+            jobs?: {
+                name: string;
+                /** @description cron (five fields) or @hourly, @daily, @weekly, @monthly */
+                schedule: string;
+                /** @description The command the service runs instead of the image's: a string split like a shell would, or a list of words */
+                command: string | string[];
+                service?: string | null;
+                timezone?: string;
+                timeout_s?: number;
+                /** @enum {string} */
+                concurrency?: "forbid" | "replace" | "allow";
+                enabled?: boolean;
+            }[];
+            sleep_after_minutes?: number | null;
+            /** @description Variables: non-secret defaults, and the secrets the app must have */
+            env?: {
+                [key: string]: string | {
+                    /** @constant */
+                    secret: true;
+                    description?: string;
+                };
+            };
             name: string;
             source: {
                 /** @constant */
@@ -4356,28 +4576,16 @@ export interface components {
                  */
                 pull?: "if_missing" | "always";
             };
-            /** @default [] */
-            services: {
-                name: string;
-                port: number | null;
-                health_path: string | null;
-            }[];
-            /** @default [] */
-            env: {
-                key: string;
-                secret: boolean;
-                value: string | null;
-            }[];
-            /** @default [] */
-            triggers: {
+            /** @description Which pushes, tags and pull requests deploy the app (not a key of the repository file) */
+            triggers?: {
                 /** @enum {string} */
                 event: "push" | "tag" | "pull_request";
                 pattern: string;
-                /** @default true */
-                enabled: boolean;
+                /** @description Default true */
+                enabled?: boolean;
             }[];
-            /** @default [] */
-            domains: unknown[];
+            /** @description Apply only: also remove the settings and variables this file does not name */
+            prune?: boolean;
         };
         PatchApiAppsByIdBody: {
             name?: string;
@@ -5142,6 +5350,37 @@ export interface operations {
             default: components["responses"]["Failure"];
         };
     };
+    postApiAppsApply: {
+        parameters: {
+            query?: {
+                dry_run?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApiAppsApplyBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostApiAppsApply200"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
     postApiAppsImport: {
         parameters: {
             query?: never;
@@ -5151,7 +5390,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PostApiAppsImportBody"];
+                "application/json": components["schemas"]["PostApiAppsApplyBody"];
             };
         };
         responses: {
@@ -6292,7 +6531,9 @@ export interface operations {
     };
     getApiAppsByIdExport: {
         parameters: {
-            query?: never;
+            query?: {
+                format?: "json" | "yaml";
+            };
             header?: never;
             path: {
                 id: string;
@@ -6307,7 +6548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AppSpec"];
+                    "application/json": components["schemas"]["AppFile"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9567,6 +9808,27 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Failure"];
+        };
+    };
+    getApiSchemasSvcJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": string;
+                };
+            };
             default: components["responses"]["Failure"];
         };
     };

@@ -524,7 +524,7 @@ export const shellUrl = (id: string, service: string) =>
 export type AppListItem = S['AppListItem'];
 export type AppsPage = Awaited<ReturnType<typeof listApps>>;
 export type Addon = S['Addon'];
-export type AppSpec = S['AppSpec'];
+export type AppSpec = S['AppFile'];
 export type WebhookDelivery = S['WebhookDelivery'];
 export type InstanceBackup = S['InstanceBackup'];
 export type InstanceBackupRun = S['InstanceBackupRun'];

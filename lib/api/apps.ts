@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { APP_STATUSES, PULL_POLICIES } from '../apps/model.js';
 import { STACKS } from '../buildplan/types.js';
 import { FINDING_LEVELS } from '../compose/types.js';
-import { TRIGGER_EVENTS } from '../webhooks/triggers.js';
 import { DOMAIN_STATUSES } from '../domains/status.js';
 import { DEPLOY_STATUSES, DEPLOY_TRIGGERS } from '../apps/deployment.js';
 import { named, ts } from './common.js';
+import { appFileSchema } from '../appspec/spec.js';
 
 export const buildSettingSchema = named(
   'BuildSetting',
@@ -139,20 +139,16 @@ export const serviceSettingsSchema = z.object({
   placement: z.object({ constraints: z.array(z.string()) }).nullable(),
 });
 
-export const appSpecSchema = named(
-  'AppSpec',
-  z.object({
-    version: z.literal(1),
-    name: z.string(),
-    source: appSourceSchema,
-    services: z.array(
-      z.object({ name: z.string(), port: z.number().int().nullable(), health_path: z.string().nullable() }),
-    ),
-    env: z.array(z.object({ key: z.string(), secret: z.boolean(), value: z.string().nullable() })),
-    triggers: z.array(z.object({ event: z.enum(TRIGGER_EVENTS), pattern: z.string(), enabled: z.boolean() })),
-    domains: z.array(z.unknown()),
-  }),
-  'The portable description of an app (never a secret value)',
+export const appFileBody = named(
+  'AppFile',
+  appFileSchema.omit({ prune: true }),
+  "An app as a file (svc.yaml's keys with name and source): secrets as ${KEY} placeholders, defaults left out",
+);
+
+export const configChangeSchema = named(
+  'ConfigChange',
+  z.object({ path: z.string(), before: z.unknown(), after: z.unknown() }),
+  'One setting an apply changes, by path (services.web.port, env.KEY); null: absent',
 );
 
 const findingSchema = z.object({

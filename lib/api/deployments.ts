@@ -30,6 +30,12 @@ export const deploymentSchema = named(
       .string()
       .nullable()
       .describe("The username of the operator who asked for it; null for a forge's push"),
+    config: z
+      .object({ file: z.string(), applied: z.record(z.string(), z.unknown()) })
+      .nullable()
+      .describe(
+        "What this deployment took from the repository's configuration file (svc.yaml): the file, and each applied setting by its path (services.web.port). Null: the commit had no file",
+      ),
     created_at: ts,
     started_at: ts.nullable(),
     finished_at: ts.nullable(),

@@ -24,6 +24,12 @@ export type DeploySpec =
   | { kind: 'dockerfile'; path: string }
   | { kind: 'image'; image: string };
 
+/** The file a deployment read (`svc.yaml`) and, by setting path, the values it applied from it. */
+export interface DeploymentConfig {
+  file: string;
+  applied: Record<string, unknown>;
+}
+
 export interface Deployment {
   id: string;
   app_id: string;
@@ -50,6 +56,8 @@ export interface Deployment {
   waiting: boolean;
   /** The username of the operator who asked for it; null for a forge's push. */
   created_by: string | null;
+  /** What this deployment took from the repository's configuration file; null: the commit had none. */
+  config: DeploymentConfig | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -81,6 +89,7 @@ export function toDeployment(row: DeploymentTable): Deployment {
     delivery_id: row.delivery_id,
     waiting: row.waiting === 1,
     created_by: row.created_by ?? null,
+    config: row.config ? (JSON.parse(row.config) as DeploymentConfig) : null,
     created_at: row.created_at,
     started_at: row.started_at,
     finished_at: row.finished_at,

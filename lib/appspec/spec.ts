@@ -1,98 +1,101 @@
-// The portable description of an app: enough to recreate it elsewhere, never a secret value.
+// An app as a file: the repository file's keys (lib/appspec/file.ts) plus its name and source.
+// Export writes it (secrets as `${KEY}` placeholders, defaults left out); apply reads it back.
 import { z } from 'zod';
-import type { Services as Env } from '../http/handler.js';
-import {
-  appNameSchema,
-  envKeySchema,
-  healthPathSchema,
-  servicePortSchema,
-  sourceSchema,
-} from '../apps/schemas.js';
-import type { App } from '../apps/model.js';
-import { refuseNameTakingDomains } from '../proxy/domains.js';
-import { insertApp, patchServiceSettings, serviceSettings, deleteAppRows } from '../apps/store.js';
-import { listEnv, replaceEnv } from '../apps/env.js';
-import { SERVICE_NAME } from '../compose/index.js';
-import { requireSealer } from '../crypto/seal.js';
-import { addTrigger, listTriggers } from '../webhooks/store.js';
+import type { Services } from '../http/handler.js';
+import { appNameSchema, sourceSchema } from '../apps/schemas.js';
+import type { App, AppSource } from '../apps/model.js';
+import { serviceSettings } from '../apps/store.js';
+import { listEnv } from '../apps/env.js';
+import { clusterSettings } from '../cluster/settings.js';
+import { svcFileShape, type SvcFile } from './file.js';
+import { TRIGGER_EVENTS, validatePattern } from '../webhooks/triggers.js';
+import { MAX_TRIGGERS, listTriggers } from '../webhooks/store.js';
 
-export const SPEC_VERSION = 1;
+export const appFileSchema = z
+  .strictObject({
+    ...svcFileShape,
+    name: appNameSchema,
+    source: sourceSchema,
+    triggers: z
+      .array(
+        z.strictObject({
+          event: z.enum(TRIGGER_EVENTS),
+          pattern: z
+            .string()
+            .min(1)
+            .max(255)
+            .superRefine((p, ctx) => {
+              const v = validatePattern(p);
+              if (!v.ok) ctx.addIssue({ code: 'custom', message: v.reason });
+            }),
+          enabled: z.boolean().optional().describe('Default true'),
+        }),
+      )
+      .max(MAX_TRIGGERS)
+      .optional()
+      .describe('Which pushes, tags and pull requests deploy the app (not a key of the repository file)'),
+    prune: z
+      .boolean()
+      .optional()
+      .describe('Apply only: also remove the settings and variables this file does not name'),
+  })
+  .describe("An app as a file: svc.yaml's keys with the app's name and source");
+export type AppFile = z.infer<typeof appFileSchema>;
+export type AppFileInput = z.input<typeof appFileSchema>;
 
-export const specSchema = z.strictObject({
-  version: z.literal(SPEC_VERSION),
-  name: appNameSchema,
-  source: sourceSchema,
-  services: z
-    // The same rules as PATCH /services/{name}, checked with the rest of the body (400, not later).
-    .array(
-      z.strictObject({
-        name: z.string().regex(SERVICE_NAME),
-        port: servicePortSchema.nullable(),
-        health_path: healthPathSchema.nullable(),
-      }),
-    )
-    .max(100)
-    .default([]),
-  env: z
-    .array(z.strictObject({ key: envKeySchema, secret: z.boolean(), value: z.string().nullable() }))
-    .max(500)
-    .default([]),
-  triggers: z
-    .array(
-      z.strictObject({
-        event: z.enum(['push', 'tag', 'pull_request']),
-        pattern: z.string().min(1).max(255),
-        enabled: z.boolean().default(true),
-      }),
-    )
-    .max(100)
-    .default([]),
-  domains: z.array(z.unknown()).max(0, 'domains are not supported yet').default([]),
-});
-export type AppSpec = z.infer<typeof specSchema>;
+/** `${KEY}`: a secret's placeholder in an exported file (the value never leaves). */
+export const placeholder = (key: string) => '${' + key + '}';
 
-export async function exportSpec(env: Env, app: App): Promise<AppSpec> {
-  const settings = await serviceSettings(env.db, app.id);
-  // Secret values never leave: their keys do (value null), so the importer knows what to set.
-  const vars = env.sealer.available ? await listEnv(env.db, env.sealer, app.id) : [];
+/** The source as the file writes it: the build is its own key, the default branch is left out. */
+function fileSource(source: AppSource): { source: AppFile['source']; build?: SvcFile['build'] } {
+  if (source.type !== 'git') return { source };
+  const { build, branch, ...rest } = source;
   return {
-    version: SPEC_VERSION,
-    name: app.name,
-    source: app.source,
-    services: [...settings].map(([name, s]) => ({ name, port: s.port, health_path: s.health_path })),
-    env: vars.map((v) => ({ key: v.key, secret: v.secret, value: v.secret ? null : v.value })),
-    triggers: (await listTriggers(env.db, app.id)).map((t) => ({
-      event: t.event,
-      pattern: t.pattern,
-      enabled: t.enabled,
-    })),
-    domains: [],
+    source: { ...rest, ...(branch !== 'main' ? { branch } : {}) } as AppFile['source'],
+    ...(build ? { build } : {}),
   };
 }
 
-/**
- * Creates the app and its settings. Secret keys arrive without values; they are reported back as
- * `missing_secrets` to be set. Any failure removes the half-made app, so nothing is left behind.
- */
-export async function importSpec(env: Env, spec: AppSpec): Promise<{ app: App; missing_secrets: string[] }> {
-  const withValues = spec.env.filter((e) => e.value !== null);
-  if (withValues.length) requireSealer(env.sealer);
-  await refuseNameTakingDomains(env, spec.name);
-  const app = await insertApp(env.db, spec.name, spec.source, env.now());
-  try {
-    for (const s of spec.services)
-      await patchServiceSettings(env.db, app.id, s.name, { port: s.port, health_path: s.health_path });
-    if (withValues.length)
-      await replaceEnv(
-        env.db,
-        env.sealer,
-        app.id,
-        withValues.map((e) => ({ key: e.key, value: e.value, secret: e.secret })),
-      );
-    for (const t of spec.triggers) await addTrigger(env.db, app.id, t, env.now());
-  } catch (e) {
-    await deleteAppRows(env.db, app.id);
-    throw e;
+async function fileServices(deps: Pick<Services, 'db'>, appId: string): Promise<SvcFile['services']> {
+  const out: NonNullable<SvcFile['services']> = {};
+  const cluster = await clusterSettings(deps.db, appId);
+  for (const [name, s] of await serviceSettings(deps.db, appId)) {
+    const replicas = cluster.get(name)?.replicas ?? null;
+    const svc = {
+      ...(s.port !== null ? { port: s.port } : {}),
+      ...(s.health_path !== null ? { health_path: s.health_path } : {}),
+      ...(replicas !== null ? { replicas } : {}),
+    };
+    if (Object.keys(svc).length) out[name] = svc;
   }
-  return { app, missing_secrets: spec.env.filter((e) => e.value === null).map((e) => e.key) };
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The app as a file. Secret values never leave: a secret is written as its `${KEY}` placeholder. */
+export async function exportAppFile(deps: Pick<Services, 'db' | 'sealer'>, app: App): Promise<AppFile> {
+  const vars = deps.sealer.available ? await listEnv(deps.db, deps.sealer, app.id) : [];
+  const env = Object.fromEntries(vars.map((v) => [v.key, v.secret ? placeholder(v.key) : (v.value ?? '')]));
+  const services = await fileServices(deps, app.id);
+  const { source, build } = fileSource(app.source);
+  const triggers = (await listTriggers(deps.db, app.id)).map((t) => ({
+    event: t.event,
+    pattern: t.pattern,
+    ...(t.enabled ? {} : { enabled: false }),
+  }));
+  return {
+    name: app.name,
+    source,
+    ...(build ? { build } : {}),
+    ...(services ? { services } : {}),
+    ...(app.release_command?.length ? { release_command: app.release_command } : {}),
+    ...(app.sleep_after_minutes !== null ? { sleep_after_minutes: app.sleep_after_minutes } : {}),
+    ...(vars.length ? { env } : {}),
+    ...(triggers.length ? { triggers } : {}),
+  };
+}
+
+/** The file as YAML, with a line naming its schema for editors. */
+export async function appFileYaml(file: AppFile): Promise<string> {
+  const { stringify } = await import('yaml');
+  return `# yaml-language-server: $schema=/api/schemas/svc.json\n${stringify(file, { lineWidth: 0 })}`;
 }

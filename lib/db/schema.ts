@@ -187,6 +187,8 @@ export interface DeploymentTable {
   pulled: string | null;
   /** The username of the operator who asked for it; null for a forge's push. */
   created_by: string | null;
+  /** JSON `{file, applied}`: what this deployment took from the repository's svc.yaml (null: no file). */
+  config?: string | null;
 }
 
 /** Credentials of one container registry; the password is sealed, bound to the row's id. */

@@ -43,6 +43,15 @@ import { clusterRollout } from '../cluster/rollout.js';
 import { clusterRegistry, registryAuth } from '../cluster/registry.js';
 import { publishImages } from '../cluster/images.js';
 import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
+import {
+  applyCommands,
+  checkDeclaredSecrets,
+  readSvcFile,
+  releaseCommandOf,
+  type LoadedConfig,
+  storeFileSettings,
+  withEnvDefaults,
+} from '../appspec/deploy.js';
 
 export type { PipelineOptions };
 
@@ -111,6 +120,8 @@ export async function runPipeline(
   let images: Record<string, string> = {};
   let workdir: string | undefined;
   let plan: StackPlan;
+  // The repository's svc.yaml of this commit (git apps), read before anything changes.
+  let cfg: LoadedConfig | null = null;
   const swarm = env.config.cluster.mode === 'swarm';
   // On a swarm every node pulls: images only this engine has go to the registry first.
   let local: Record<string, string> = {};
@@ -197,7 +208,15 @@ export async function runPipeline(
     say(
       `commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`,
     );
-    const resolved = await resolveBuild(co.dir, src, appEnv);
+    // The repository's svc.yaml, checked before anything changes: the file wins for what it names.
+    cfg = await readSvcFile(co.dir);
+    let envAdded: string[] = [];
+    if (cfg) {
+      checkDeclaredSecrets(cfg, appEnv);
+      envAdded = withEnvDefaults(cfg, appEnv);
+    }
+    const buildSource = cfg?.file.build ? { ...src, compose_path: undefined, build: cfg.file.build } : src;
+    const resolved = await resolveBuild(co.dir, buildSource, appEnv);
     // A generated build: the plan first (what will be built and why), then the same path as a Dockerfile.
     let generated: { text: string; port: number } | null = null;
     if (resolved.kind === 'generated') {
@@ -227,8 +246,13 @@ export async function runPipeline(
       log: say,
     });
     if (generated) withPort(plan, generated.port, appEnv, say);
+    let config = null;
+    if (cfg) {
+      applyCommands(cfg, plan);
+      config = await storeFileSettings(env, app, cfg, envAdded, say);
+    }
     await prune();
-    await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec });
+    await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec, config });
     // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
     const root = await realpath(co.dir);
     const shown = (b: NonNullable<PlanService['build']>) =>
@@ -290,7 +314,15 @@ export async function runPipeline(
   }
 
   // The release command, once, in the new image: before any new container takes traffic.
-  if (dep.trigger !== 'rollback') await runRelease(env, { app, deployment: dep, plan, images, log, signal });
+  if (dep.trigger !== 'rollback')
+    await runRelease(env, {
+      app: { ...app, release_command: releaseCommandOf(cfg, app) },
+      deployment: dep,
+      plan,
+      images,
+      log,
+      signal,
+    });
 
   const settings = await serviceSettings(env.db, app.id);
   if (swarm) {

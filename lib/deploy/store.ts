@@ -9,6 +9,7 @@ import type { DeploymentLogTable, DeploymentTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { HttpError, notFound } from '../http/errors.js';
 import {
+  type DeploymentConfig,
   ACTIVE,
   COALESCED_TRIGGERS,
   isTerminal,
@@ -160,6 +161,8 @@ export interface TransitionPatch {
   imageDigests?: Record<string, string> | null;
   /** `<repository>@<digest>` of the images this deployment pulled. */
   pulled?: string[] | null;
+  /** What the deployment took from the repository's svc.yaml. */
+  config?: DeploymentConfig | null;
 }
 
 /**
@@ -184,6 +187,7 @@ export async function transition(
     if (patch.spec !== undefined) set.spec = patch.spec ? JSON.stringify(patch.spec) : null;
     if (patch.imageDigests !== undefined)
       set.image_digests = patch.imageDigests ? JSON.stringify(patch.imageDigests) : null;
+    if (patch.config !== undefined) set.config = patch.config ? JSON.stringify(patch.config) : null;
     if (patch.pulled !== undefined) set.pulled = patch.pulled?.length ? JSON.stringify(patch.pulled) : null;
     if (isTerminal(to)) {
       set.finished_at = at;

@@ -11,6 +11,14 @@ import {
   operatorsResetCommand,
 } from './commands/operators.js';
 import { doctorCommand, installCommand, uninstallCommand } from './commands/install.js';
+import { loginCommand } from './commands/login.js';
+import { appsCommand } from './commands/apps.js';
+import { deployCommand } from './commands/deploy.js';
+import { logsCommand } from './commands/logs.js';
+import { envCommand } from './commands/env.js';
+import { applyCommand, exportCommand } from './commands/appfile.js';
+import { jobsCommand, runCommandCommand } from './commands/jobs.js';
+import { completionCommand } from './commands/completion.js';
 
 export const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -27,4 +35,15 @@ export const COMMANDS: readonly Command[] = [
   installCommand,
   uninstallCommand,
   doctorCommand,
+  // The client of a remote instance (runtime/cli/remote.ts): the typed API client, a token.
+  loginCommand,
+  appsCommand,
+  deployCommand,
+  logsCommand,
+  envCommand,
+  runCommandCommand,
+  jobsCommand,
+  exportCommand,
+  applyCommand,
+  completionCommand,
 ];

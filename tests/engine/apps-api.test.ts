@@ -348,30 +348,29 @@ test('PATCH of a service the app does not have is a 404 and stores nothing', asy
       rows.map((r) => r.name),
       ['app'],
     );
-    assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/export`)).body.services, [
-      { name: 'app', port: 8080, health_path: '/' },
-    ]);
+    assert.deepEqual((await c.req('GET', `/api/apps/${app.id}/export`)).body.services, {
+      app: { port: 8080, health_path: '/' },
+    });
   }
 });
 
 test('import with an invalid health_path or port is a 400 naming the field, and creates nothing', async () => {
   const before = (await c.req('GET', '/api/apps')).body.items.length;
   const spec = {
-    version: 1,
     name: uniq(),
     source: { type: 'image', image: WEB_IMAGE },
-    services: [{ name: 'app', port: 8080, health_path: 'no-slash' }],
+    services: { app: { port: 8080, health_path: 'no-slash' } },
   };
   const r = await c.req('POST', '/api/apps/import', spec);
   assert.equal(r.status, 400, r.text);
   assert.equal(r.body.code, 'bad_request');
-  assert.equal(r.body.details[0].field, 'services.0.health_path');
+  assert.equal(r.body.details[0].field, 'services.app.health_path');
   const port = await c.req('POST', '/api/apps/import', {
     ...spec,
-    services: [{ name: 'app', port: 0, health_path: '/' }],
+    services: { app: { port: 0, health_path: '/' } },
   });
   assert.equal(port.status, 400, port.text);
-  assert.equal(port.body.details[0].field, 'services.0.port');
+  assert.equal(port.body.details[0].field, 'services.app.port');
   assert.equal((await c.req('GET', '/api/apps')).body.items.length, before);
 });
 
@@ -535,10 +534,7 @@ test('export then import recreates the app with its settings, without secret val
   assert.equal(patched.status, 200, patched.text);
   const spec = (await c.req('GET', `/api/apps/${app.id}/export`)).body;
   assert.equal(JSON.stringify(spec).includes('hidden-value'), false);
-  assert.deepEqual(spec.env, [
-    { key: 'PUBLIC', secret: false, value: 'shown' },
-    { key: 'TOKEN', secret: true, value: null },
-  ]);
+  assert.deepEqual(spec.env, { PUBLIC: 'shown', TOKEN: '${TOKEN}' });
   const copyName = uniq();
   made.push(copyName);
   const imp = await c.req('POST', '/api/apps/import', { ...spec, name: copyName });
@@ -548,7 +544,7 @@ test('export then import recreates the app with its settings, without secret val
   assert.deepEqual(copy.source, spec.source);
   const exported = (await c.req('GET', `/api/apps/${copy.id}/export`)).body;
   assert.deepEqual(exported.services, spec.services);
-  assert.deepEqual(exported.env, [{ key: 'PUBLIC', secret: false, value: 'shown' }]);
+  assert.deepEqual(exported.env, { PUBLIC: 'shown' });
   assert.equal((await c.req('POST', '/api/apps/import', { ...spec, name: copyName })).status, 409);
   assert.equal((await c.req('POST', '/api/apps/import', { ...spec, version: 9 })).status, 400);
 });

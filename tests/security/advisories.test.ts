@@ -26,7 +26,6 @@ import { httpHealthCheck } from '#lib/cluster/spec.js';
 import { insertConfig } from '#lib/backups/store.js';
 import { s3Binding } from '#lib/crypto/bindings.js';
 import { newId } from '#lib/crypto/random.js';
-import { SPEC_VERSION } from '#lib/appspec/spec.js';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -160,10 +159,9 @@ test('shell injection from user fields (database, volume and network names, heal
     `x;touch\${IFS}${marker}`,
   ];
   const svc = await owner.req('POST', '/api/apps/import', {
-    version: SPEC_VERSION,
     name: 'adv-svc',
     source: { type: 'image', image: 'nginx:1.27' },
-    services: [{ name: 'web', port: 8080, health_path: null }],
+    services: { web: { port: 8080 } },
   });
   assert.equal(svc.status, 201, svc.text);
   let kept = 0;

@@ -28,6 +28,7 @@ import { migration as m0024 } from './0024_jobs.js';
 import { migration as m0025 } from './0025_observe.js';
 import { migration as m0026 } from './0026_service_drain.js';
 import { migration as m0027 } from './0027_deployment_actor.js';
+import { migration as m0028 } from './0028_deployment_config.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -57,4 +58,5 @@ export const migrations: Record<string, Migration> = {
   '0025_observe': m0025,
   '0026_service_drain': m0026,
   '0027_deployment_actor': m0027,
+  '0028_deployment_config': m0028,
 };

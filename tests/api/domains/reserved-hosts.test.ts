@@ -12,7 +12,6 @@ import { startTestApp, typedClient, type TestApp } from '../../_support/request.
 import { adminClient, ADMIN, type Client } from '../../_support/server.js';
 import { people, insertDomainRow, twoApps, type People } from '../../_support/people.js';
 import { planRoutes, type EdgeRows } from '#lib/proxy/config.js';
-import { SPEC_VERSION } from '#lib/appspec/spec.js';
 
 const BASE = 'apps.example.test';
 let s: TestApp;
@@ -31,13 +30,9 @@ before(async () => {
   [appA] = await twoApps(owner, ['ra', 'rz'], 'nginx:1.27');
   // B serves `api` on 8080 (its first service: rb.<base>) and `web` on 80 (web.rb.<base>).
   const b = await owner.req('POST', '/api/apps/import', {
-    version: SPEC_VERSION,
     name: 'rb',
     source: { type: 'image', image: 'nginx:1.27' },
-    services: [
-      { name: 'web', port: 80, health_path: null },
-      { name: 'api', port: 8080, health_path: null },
-    ],
+    services: { web: { port: 80 }, api: { port: 8080 } },
   });
   assert.equal(b.status, 201, b.text);
   appB = b.body.app.id;
@@ -147,13 +142,8 @@ test('an app created or imported later whose hosts would take a custom domain is
   );
   const imported = await ownerApi.POST('/api/apps/import', {
     body: {
-      version: SPEC_VERSION,
       name: 'later',
       source: { type: 'image', image: 'nginx:1.27' },
-      services: [],
-      env: [],
-      triggers: [],
-      domains: [],
     },
   });
   assert.equal(imported.response.status, 409, JSON.stringify(imported.error));
