@@ -132,3 +132,39 @@ export function applyCommands(cfg: LoadedConfig, plan: StackPlan): void {
     if (s.command !== undefined) svc.config = { ...svc.config, Cmd: commandWords(s.command) };
   }
 }
+
+/** What a checkout's svc.yaml means for a deployment: the file (or null), the defaults it added. */
+export interface RepoConfig {
+  cfg: LoadedConfig | null;
+  envAdded: string[];
+}
+
+/**
+ * Reads and checks the checkout's file before anything changes (a declared secret the app lacks
+ * fails here), adds its env defaults to `appEnv`, and answers the build source it names.
+ */
+export async function readRepoConfig<S extends { compose_path?: string; build?: unknown }>(
+  dir: string,
+  src: S,
+  appEnv: Record<string, string>,
+): Promise<RepoConfig & { buildSource: S }> {
+  const cfg = await readSvcFile(dir);
+  if (!cfg) return { cfg, envAdded: [], buildSource: src };
+  checkDeclaredSecrets(cfg, appEnv);
+  const envAdded = withEnvDefaults(cfg, appEnv);
+  const buildSource = cfg.file.build ? { ...src, compose_path: undefined, build: cfg.file.build } : src;
+  return { cfg, envAdded, buildSource };
+}
+
+/** Once the plan is made: the file's commands in it, its settings stored; null without a file. */
+export async function applyRepoConfig(
+  deps: Services,
+  app: App,
+  repo: RepoConfig,
+  plan: StackPlan,
+  say: (line: string) => void,
+): Promise<DeploymentConfig | null> {
+  if (!repo.cfg) return null;
+  applyCommands(repo.cfg, plan);
+  return storeFileSettings(deps, app, repo.cfg, repo.envAdded, say);
+}

@@ -43,15 +43,7 @@ import { clusterRollout } from '../cluster/rollout.js';
 import { clusterRegistry, registryAuth } from '../cluster/registry.js';
 import { publishImages } from '../cluster/images.js';
 import { clusterSettings, patchClusterSettings } from '../cluster/settings.js';
-import {
-  applyCommands,
-  checkDeclaredSecrets,
-  readSvcFile,
-  releaseCommandOf,
-  type LoadedConfig,
-  storeFileSettings,
-  withEnvDefaults,
-} from '../appspec/deploy.js';
+import { applyRepoConfig, readRepoConfig, releaseCommandOf, type LoadedConfig } from '../appspec/deploy.js';
 
 export type { PipelineOptions };
 
@@ -209,14 +201,9 @@ export async function runPipeline(
       `commit ${co.commit.slice(0, 12)} ${co.subject}${co.fresh ? ' (fresh clone)' : ' (fetched into the working copy)'}`,
     );
     // The repository's svc.yaml, checked before anything changes: the file wins for what it names.
-    cfg = await readSvcFile(co.dir);
-    let envAdded: string[] = [];
-    if (cfg) {
-      checkDeclaredSecrets(cfg, appEnv);
-      envAdded = withEnvDefaults(cfg, appEnv);
-    }
-    const buildSource = cfg?.file.build ? { ...src, compose_path: undefined, build: cfg.file.build } : src;
-    const resolved = await resolveBuild(co.dir, buildSource, appEnv);
+    const repo = await readRepoConfig(co.dir, src, appEnv);
+    cfg = repo.cfg;
+    const resolved = await resolveBuild(co.dir, repo.buildSource, appEnv);
     // A generated build: the plan first (what will be built and why), then the same path as a Dockerfile.
     let generated: { text: string; port: number } | null = null;
     if (resolved.kind === 'generated') {
@@ -246,11 +233,7 @@ export async function runPipeline(
       log: say,
     });
     if (generated) withPort(plan, generated.port, appEnv, say);
-    let config = null;
-    if (cfg) {
-      applyCommands(cfg, plan);
-      config = await storeFileSettings(env, app, cfg, envAdded, say);
-    }
+    const config = await applyRepoConfig(env, app, repo, plan, say);
     await prune();
     await run.setStatus('building', { commit: co.commit, commitSubject: co.subject, spec, config });
     // Every Dockerfile passes the policy before the first build starts: a refused one builds nothing.
@@ -314,18 +297,27 @@ export async function runPipeline(
   }
 
   // The release command, once, in the new image: before any new container takes traffic.
+  const releaseApp = { ...app, release_command: releaseCommandOf(cfg, app) };
   if (dep.trigger !== 'rollback')
-    await runRelease(env, {
-      app: { ...app, release_command: releaseCommandOf(cfg, app) },
-      deployment: dep,
-      plan,
-      images,
-      log,
-      signal,
-    });
+    await runRelease(env, { app: releaseApp, deployment: dep, plan, images, log, signal });
 
+  return rollOut(run, plan, images, local, say);
+}
+
+/**
+ * The new version takes over: a swarm service update (the proxy follows its tasks), or on one host
+ * blue/green containers behind the health gate with the old ones draining.
+ */
+async function rollOut(
+  run: PipelineRun,
+  plan: StackPlan,
+  images: Record<string, string>,
+  local: Record<string, string>,
+  say: (line: string) => void,
+): Promise<{ images: Record<string, string>; replaced: string[]; retire: () => Promise<string[]> }> {
+  const { env, app, deployment: dep, signal, opts } = run;
   const settings = await serviceSettings(env.db, app.id);
-  if (swarm) {
+  if (env.config.cluster.mode === 'swarm') {
     const result = await clusterRollout(env.engine, plan, {
       deploymentId: dep.id,
       images,
