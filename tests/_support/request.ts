@@ -243,3 +243,14 @@ function hitRecorder(): (method: string, target: string) => Promise<void> {
   };
 }
 const sharedSeen = new Set<string>();
+
+/**
+ * The typed client over the app with the session a `Client` holds (its cookies and CSRF header as
+ * they are now), for what only a session does (a session's own step-up, an owner's revert).
+ */
+export function typedSession(app: TestApp, session: Client): SvcClient {
+  const headers: Record<string, string> = { cookie: session.cookieHeader() };
+  const csrf = session.cookies.get('svc_csrf');
+  if (csrf) headers['x-csrf-token'] = csrf;
+  return createClient(app.url, { headers, fetch: (r) => app.fetch(r) });
+}
