@@ -179,6 +179,8 @@ async function deployed(c: Client, appId: string, want: readonly string[]): Prom
 function siteFiles(): Record<string, string> {
   return {
     'index.html': 'hello from the site\n',
+    // The repository's own settings: the deployment says which it applied.
+    'svc.yaml': 'services:\n  app:\n    port: 8080\n    health_path: /\n',
     Dockerfile: [
       `FROM ${BASE_IMAGE}`,
       'COPY index.html /www/index.html',

@@ -497,6 +497,12 @@ test('the step-up dialog says why it asks; the build log has times and its steps
     assert.doesNotMatch(text, /LABEL svc\./, 'the internal label steps are not shown');
     assert.doesNotMatch(text, /Step \d+\/[5-9] :/, 'steps are counted without them');
     assert.match(text, /^\d\d:\d\d:\d\d /m, 'each line has its time');
+    // Where the settings came from: the repository's svc.yaml named the port and health path.
+    await owner
+      .getByTestId('deploy-config')
+      .filter({ hasText: 'From svc.yaml: port, health_path' })
+      .first()
+      .waitFor(WAIT);
   });
 });
 

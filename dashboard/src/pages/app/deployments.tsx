@@ -99,6 +99,7 @@ export function Deployments({
                 <td class="mono">
                   {d.commit ? d.commit.slice(0, 10) : '—'}{' '}
                   {d.commit_subject && <span class="muted">{d.commit_subject}</span>}
+                  {d.config && <FromFile config={d.config} />}
                 </td>
                 <td class="row wrap">
                   <button type="button" onClick={() => onSelect(d.id)} aria-pressed={d.id === shown}>
@@ -127,5 +128,17 @@ export function Deployments({
         </>
       )}
     </section>
+  );
+}
+
+/** What the repository's svc.yaml set for this deployment: the file wins for what it names. */
+function FromFile({ config }: { config: NonNullable<Deployment['config']> }) {
+  const names = Object.keys(config.applied);
+  return (
+    <div class="small muted" data-testid="deploy-config">
+      {names.length
+        ? `From ${config.file}: ${names.map((n) => n.replace(/^services\.[^.]+\./, '')).join(', ')}`
+        : `${config.file} names no setting`}
+    </div>
   );
 }
