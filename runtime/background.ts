@@ -1,6 +1,6 @@
 // Long-running work started with the server and stopped before the database closes:
 // the access-log tailer feeding the traffic monitor, and the Docker event follower.
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import type { Running } from './server.js';
 import { followEvents, type ContainerEvent } from '#lib/docker/events.js';
 import { getAppByName } from '#lib/apps/store.js';
@@ -22,7 +22,7 @@ import { recoverJobRuns } from '#lib/jobs/recovery.js';
 import { registerRunStream } from '#lib/jobs/streams.js';
 import { applyMetadataGuard } from '#lib/net/metadata-guard.js';
 
-export function startBackground(env: Env, running: Running): void {
+export function startBackground(env: Services, running: Running): void {
   // App containers and builds never reach link-local (cloud metadata) unless SVC_ALLOW_METADATA=true.
   void applyMetadataGuard({
     allow: env.config.allowMetadata,
@@ -111,7 +111,7 @@ export function startBackground(env: Env, running: Running): void {
  * Jobs: runs a stopped control plane left are followed again (or recorded interrupted), then the
  * scheduler, whose first wake records the due times missed while it was down.
  */
-function startJobs(env: Env, running: Running): void {
+function startJobs(env: Services, running: Running): void {
   registerRunStream(env);
   const jobScheduler = new JobScheduler(env);
   env.jobScheduler = jobScheduler;
@@ -126,7 +126,7 @@ function startJobs(env: Env, running: Running): void {
 }
 
 /** Crashes and container events from the engine's event stream; a reconnect finishes what waited. */
-function followEngine(env: Env, running: Running): void {
+function followEngine(env: Services, running: Running): void {
   const crashes = new CrashWatcher({
     db: env.db,
     engine: env.engine,
@@ -177,7 +177,7 @@ function followEngine(env: Env, running: Running): void {
  * Resource history, alert rules (sending what a previous run left pending first) and log drains;
  * registered after the notifier, so they close before it and an alert's notification in flight ends.
  */
-function startObserving(env: Env, running: Running): void {
+function startObserving(env: Services, running: Running): void {
   env.resources.start();
   running.onClose(() => env.resources.stop());
   env.alerts.start();
@@ -190,7 +190,7 @@ function startObserving(env: Env, running: Running): void {
 // coming up) are folded into one status refresh per app.
 const pending = new Map<string, NodeJS.Timeout>();
 
-function onContainerEvent(env: Env, e: ContainerEvent): void {
+function onContainerEvent(env: Services, e: ContainerEvent): void {
   void getAppByName(env.db, e.app).then(
     (app) => {
       if (!app) return;

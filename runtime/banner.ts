@@ -2,7 +2,7 @@
 // setup link while setup is open, where the data and the key are, what is missing and how to get
 // it); otherwise the same facts as JSON log lines, for journald and log collectors.
 import { join } from 'node:path';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import type { Logger } from '#lib/log.js';
 import { dialectOf } from '#lib/db/index.js';
 import { readSetupToken } from '#lib/auth/setup.js';
@@ -44,7 +44,7 @@ function within<T>(p: Promise<T>, fallback: T): Promise<T> {
 }
 
 /** The Docker engine, Caddy's admin API and the base domain: each missing one with its fix. */
-export async function findMissing(env: Pick<Env, 'engine' | 'config' | 'db'>): Promise<Missing[]> {
+export async function findMissing(env: Pick<Services, 'engine' | 'config' | 'db'>): Promise<Missing[]> {
   const cfg = env.config;
   const [engine, caddy, base] = await Promise.all([
     within(
@@ -76,7 +76,7 @@ export async function findMissing(env: Pick<Env, 'engine' | 'config' | 'db'>): P
 }
 
 export async function gatherStartFacts(
-  env: Env,
+  env: Services,
   url: string,
   startupMs: number,
   notices: readonly BootNotice[],
@@ -144,7 +144,7 @@ export function logMissing(log: Logger, missing: readonly Missing[]): void {
  * reads JSON lines, "listening" first, then what boot found.
  */
 export async function announceStart(
-  env: Env,
+  env: Services,
   running: { url: string; port: number },
   notices: readonly BootNotice[],
   tty: boolean,

@@ -1,6 +1,6 @@
 // Builds the services (`env`) from configuration: database, migrations, keys, bus, metrics.
 import type { Config } from '#lib/config.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { dialectOf, openDatabase, migrate, type Db } from '#lib/db/index.js';
 import { snapshotBeforeUpgrade, recordVersion } from '#lib/db/upgrade.js';
 import { productVersion } from '#lib/version.js';
@@ -96,7 +96,7 @@ async function masterKey(db: Db, dataDir: string, explicit: Buffer | null): Prom
   );
 }
 
-export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Env> {
+export async function createEnv(config: Config, opts: BootOptions = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.logLevel);
   const notice = (level: BootNotice['level'], fields: Record<string, unknown>, msg: string) =>
     opts.notices ? opts.notices.push({ level, fields, msg }) : log[level](fields, msg);
@@ -153,7 +153,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
       {},
       'SVC_MASTER_KEY is not set: secrets cannot be sealed; operations that need it answer 503',
     );
-  const env: Env = {
+  const env: Services = {
     config,
     db,
     bus: new Bus(),
@@ -173,15 +173,15 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
     monitor: null,
     // Replaced just below: the service needs the finished env.
     deployments: undefined as unknown as DeployService,
-    edge: undefined as unknown as Env['edge'],
-    series: undefined as unknown as Env['series'],
-    vitals: undefined as unknown as Env['vitals'],
-    notifier: undefined as unknown as Env['notifier'],
-    sleeper: undefined as unknown as Env['sleeper'],
-    runs: undefined as unknown as Env['runs'],
-    resources: undefined as unknown as Env['resources'],
-    alerts: undefined as unknown as Env['alerts'],
-    drains: undefined as unknown as Env['drains'],
+    edge: undefined as unknown as Services['edge'],
+    series: undefined as unknown as Services['series'],
+    vitals: undefined as unknown as Services['vitals'],
+    notifier: undefined as unknown as Services['notifier'],
+    sleeper: undefined as unknown as Services['sleeper'],
+    runs: undefined as unknown as Services['runs'],
+    resources: undefined as unknown as Services['resources'],
+    alerts: undefined as unknown as Services['alerts'],
+    drains: undefined as unknown as Services['drains'],
     now: opts.now ?? Date.now,
   };
   if (owner.pending) {
@@ -250,7 +250,7 @@ export async function createEnv(config: Config, opts: BootOptions = {}): Promise
 }
 
 /** Resource history, alert rules and log drains (docs/alerts.md, docs/log-drains.md). */
-function observe(env: Env): void {
+function observe(env: Services): void {
   const { config, db, log } = env;
   const o = config.observe;
   env.resources = new ResourceSampler({
@@ -286,7 +286,10 @@ function observe(env: Env): void {
 }
 
 /** Where the samples come from: the engine's containers, or in cluster mode every task. */
-function resourceReader(env: Env): { read: () => ReturnType<typeof readContainers>; close?: () => void } {
+function resourceReader(env: Services): {
+  read: () => ReturnType<typeof readContainers>;
+  close?: () => void;
+} {
   const now = () => env.now();
   if (env.config.cluster.mode !== 'swarm') return { read: () => readContainers(env.engine, now) };
   const agent = new AgentReadings({
@@ -300,7 +303,7 @@ function resourceReader(env: Env): { read: () => ReturnType<typeof readContainer
 }
 
 /** First boot: writes the one-time setup token and prints it once. */
-export async function announceSetup(env: Env, notices?: BootNotice[]): Promise<void> {
+export async function announceSetup(env: Services, notices?: BootNotice[]): Promise<void> {
   const { open, created } = await prepareSetup(env.db, env.config.dataDir);
   const fields = { setup_token_file: setupTokenPath(env.config.dataDir) };
   const say = (msg: string) =>

@@ -10,7 +10,7 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { createDispatcher, type Dispatcher } from './dispatcher.js';
 import { nodeListener } from './node-listener.js';
 import type { WsHub } from './ws.js';
@@ -46,7 +46,7 @@ const APP_NETWORK_REFUSAL = `${JSON.stringify({ error: 'The control domain does 
 
 /** `dashboardDir`: where the built dashboard is (default dist/dashboard); without one, `/` is a 404. */
 export async function startServer(
-  env: Env,
+  env: Services,
   opts: { port?: number; host?: string; dashboardDir?: string } = {},
 ): Promise<Running> {
   // Asked first, so the engine answers while the rest is set up; awaited before listening.
@@ -120,7 +120,7 @@ export async function startServer(
 }
 
 function httpServer(
-  env: Env,
+  env: Services,
   tls: boolean,
   listener: (req: IncomingMessage, res: ServerResponse) => void,
 ): Server {
@@ -137,7 +137,7 @@ function httpServer(
 }
 
 /** Connections from networks the engine manages are closed before anything is read, and counted. */
-function guardConnections(env: Env, server: Server, subnets: SubnetGuard): void {
+function guardConnections(env: Services, server: Server, subnets: SubnetGuard): void {
   // Before any other listener (TLS's included): such a connection is closed with nothing read.
   server.prependListener('connection', (socket) => {
     if (!subnets.refuses(socket.remoteAddress)) return;
@@ -168,7 +168,7 @@ async function listen(server: Server, port: number, host: string): Promise<numbe
   return (server.address() as AddressInfo).port;
 }
 
-async function runClosers(env: Env, closers: Array<() => Promise<void> | void>): Promise<void> {
+async function runClosers(env: Services, closers: Array<() => Promise<void> | void>): Promise<void> {
   for (const fn of closers) {
     try {
       await fn();
@@ -183,7 +183,7 @@ async function runClosers(env: Env, closers: Array<() => Promise<void> | void>):
  * an instance nobody has opened the dashboard of does not hold it in memory. Until then there is
  * no client, subscription or heartbeat to report or stop.
  */
-function lazyWsHub(env: Env): WsHub {
+function lazyWsHub(env: Services): WsHub {
   let hub: Promise<WsHub> | null = null;
   let closed = false;
   let loaded: WsHub | null = null;

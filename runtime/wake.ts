@@ -28,7 +28,7 @@ import {
 } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { WAKE_HEADER, dialAddress } from '#lib/proxy/config.js';
 import { listUpstreams } from '#lib/proxy/upstreams-store.js';
 import { buildBlockList, isTrusted } from '#lib/http/client-address.js';
@@ -75,7 +75,7 @@ function same(a: string, b: string): boolean {
 
 const BUSY = 'Too many requests are waiting for sleeping apps; try again in a moment.';
 
-export function createWakePath(env: Env): WakePath {
+export function createWakePath(env: Services): WakePath {
   /** Upgrade sockets held for a wake or piped to an app, both ends: closed at shutdown. */
   const held = new Set<Duplex>();
   /** Requests and upgrades held now (waiting, forwarded or piped), against SVC_WAKE_MAX_HELD. */

@@ -2,7 +2,7 @@
 // made from the template, its parameters as the app's env, and a first deployment through the
 // same queue and pipeline as any app. Everything is checked before anything is created: a bad
 // parameter or a template the compose policy refuses is a 400 with no app left behind.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { createApp, deleteApp } from '../apps/ops.js';
 import { getAppByName } from '../apps/store.js';
@@ -24,7 +24,7 @@ export function mappedCompose(addon: Addon, imageMap: Readonly<Record<string, st
 }
 
 export async function installAddon(
-  env: Env,
+  env: Services,
   id: string,
   name: string,
   params: Record<string, string> = {},

@@ -2,7 +2,7 @@
 // finds everything by the `svc.app` label, so this survives restarts of the control plane.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { deploymentsWithImages } from '../images/store.js';
 import { releaseDeployment } from '../images/keep.js';
 import { ensureImage } from '../docker/pull.js';
@@ -58,17 +58,17 @@ export interface ServiceView {
   tasks?: { node: string; state: string; container_id?: string }[];
 }
 
-const swarm = (env: Env) => env.config.cluster.mode === 'swarm';
+const swarm = (env: Services) => env.config.cluster.mode === 'swarm';
 
 /** The app's live services: containers on one host, Swarm services (with their tasks) on a swarm. */
 async function liveServices(
-  env: Env,
+  env: Services,
   app: App,
 ): Promise<Array<Omit<ServiceView, 'port' | 'health_path' | 'drain_s'>>> {
   return swarm(env) ? swarmServices(env.engine, app.name) : listServices(env.engine, app.name);
 }
 
-export async function appServices(env: Env, app: App): Promise<ServiceView[]> {
+export async function appServices(env: Services, app: App): Promise<ServiceView[]> {
   const [live, settings] = await Promise.all([liveServices(env, app), serviceSettings(env.db, app.id)]);
   return live.map((s) => ({
     name: s.name,
@@ -92,7 +92,7 @@ export { refreshAppStatus } from './status.js';
  * repository's only service, set up before it first deploys). Any other name is a typo that
  * would otherwise be stored as a phantom.
  */
-export async function ensureKnownService(env: Env, app: App, service: string): Promise<void> {
+export async function ensureKnownService(env: Services, app: App, service: string): Promise<void> {
   if ((await serviceSettings(env.db, app.id)).has(service)) return;
   const images = await latestDeployedImages(env.db, app.id);
   if (images && Object.hasOwn(images, service)) return;
@@ -106,7 +106,7 @@ export async function ensureKnownService(env: Env, app: App, service: string): P
   );
 }
 
-export async function ensureService(env: Env, app: App, service: string): Promise<void> {
+export async function ensureService(env: Services, app: App, service: string): Promise<void> {
   const live = await liveServices(env, app);
   if (!live.some((s) => s.name === service))
     throw new HttpError('not_found', `No service "${service}" in app "${app.name}"`);
@@ -114,7 +114,12 @@ export async function ensureService(env: Env, app: App, service: string): Promis
 
 export type Lifecycle = 'start' | 'stop' | 'restart';
 
-export async function lifecycle(env: Env, app: App, action: Lifecycle, service?: string): Promise<string[]> {
+export async function lifecycle(
+  env: Services,
+  app: App,
+  action: Lifecycle,
+  service?: string,
+): Promise<string[]> {
   if (swarm(env)) {
     if (!(await liveServices(env, app)).length)
       throw new HttpError('conflict', `App "${app.name}" has no swarm services: deploy it first`);
@@ -152,7 +157,7 @@ export async function lifecycle(env: Env, app: App, action: Lifecycle, service?:
 }
 
 /** An image app can be brought up without a build; a git app needs a deployment. */
-async function firstStart(env: Env, app: App): Promise<string[]> {
+async function firstStart(env: Services, app: App): Promise<string[]> {
   if (app.source.type !== 'image')
     throw new HttpError(
       'conflict',
@@ -186,14 +191,18 @@ async function firstStart(env: Env, app: App): Promise<string[]> {
  * with their sealed secrets. Each step is idempotent, so a failure midway is finished by a retry.
  */
 /** A new app row; subscribers of the `apps` topic hear of it. */
-export async function createApp(env: Env, name: string, source: AppSource): Promise<App> {
+export async function createApp(env: Services, name: string, source: AppSource): Promise<App> {
   await refuseNameTakingDomains(env, name);
   const app = await insertApp(env.db, name, source, env.now());
   publishAppEvent(env.bus, { type: 'status', app_id: app.id, app: app.name, status: app.status });
   return app;
 }
 
-export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }): Promise<RemoveResult> {
+export async function deleteApp(
+  env: Services,
+  id: string,
+  opts: { volumes: boolean },
+): Promise<RemoveResult> {
   const app = await getApp(env.db, id, { includeDeleting: true, includePreview: true });
   // Read before the rows go: the deleted event of a preview still names its app.
   const scope = await previewScope(env.db, id);
@@ -226,7 +235,7 @@ export async function deleteApp(env: Env, id: string, opts: { volumes: boolean }
 }
 
 /** Its managed databases' containers (lib/databases/); the volumes go with the app's own. */
-async function removeAppDatabaseContainers(env: Env, appName: string): Promise<void> {
+async function removeAppDatabaseContainers(env: Services, appName: string): Promise<void> {
   const list = await guard(env.engine, () =>
     env.engine.docker.listContainers({
       all: true,
@@ -238,7 +247,7 @@ async function removeAppDatabaseContainers(env: Env, appName: string): Promise<v
       await removeOwnedContainer(env.engine, c.Id);
 }
 
-async function removeAppImages(env: Env, appName: string): Promise<void> {
+async function removeAppImages(env: Services, appName: string): Promise<void> {
   await guard(env.engine, async () => {
     const images = await env.engine.docker.listImages({
       filters: ownedFilter(env.engine, [`${LABEL_APP}=${appName}`]),

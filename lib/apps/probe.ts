@@ -1,6 +1,6 @@
 // detect-compose and env-example: a shallow clone into a temporary directory that is always
 // removed, bounded in time and size.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { withTempClone, detectCompose, envExample, GitError } from '../git/index.js';
 import type { App, GitAuth } from './model.js';
@@ -23,7 +23,7 @@ export function gitErrorToHttp(e: unknown): unknown {
 }
 
 export function probeRepository(
-  env: Env,
+  env: Services,
   app: App,
   what: 'compose',
   gitAuth?: GitAuth,
@@ -34,13 +34,13 @@ export function probeRepository(
   findings: Finding[];
 }>;
 export function probeRepository(
-  env: Env,
+  env: Services,
   app: App,
   what: 'env-example',
   gitAuth?: GitAuth,
 ): Promise<{ items: { key: string; value: string }[] }>;
 export async function probeRepository(
-  env: Env,
+  env: Services,
   app: App,
   what: 'compose' | 'env-example',
   gitAuth: GitAuth = env.gitAuth ?? noGitAuth,

@@ -1,7 +1,7 @@
 // An app's status, derived in this one place from the engine's containers (state and health) and
 // the app's deployments; every writer and every read goes through it, so two reads of an
 // unchanged app give the same answer.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { Db } from '../db/index.js';
 import { ACTIVE } from './deployment.js';
 import { EngineUnavailableError, listAllServices, listServices, type ServiceState } from '../docker/index.js';
@@ -13,7 +13,7 @@ import { swarmServiceStates } from '../cluster/services.js';
 type Live = Pick<ServiceState, 'status' | 'health'>[];
 
 /** One app's live services (null: every app's), from containers or, on a swarm, Swarm services. */
-async function live(env: Env, app: string | null): Promise<Map<string, Live>> {
+async function live(env: Services, app: string | null): Promise<Map<string, Live>> {
   if (env.config.cluster.mode === 'swarm')
     return swarmServiceStates(env.engine, app) as Promise<Map<string, Live>>;
   return app ? new Map([[app, await listServices(env.engine, app)]]) : listAllServices(env.engine);
@@ -86,7 +86,7 @@ async function dbFacts(db: Db, appIds: string[]): Promise<Map<string, DbFacts>> 
 }
 
 async function settle(
-  env: Env,
+  env: Services,
   app: Pick<App, 'id' | 'name'>,
   facts: DbFacts,
   services: Live,
@@ -106,7 +106,7 @@ async function settle(
 }
 
 /** Derives the app's status from the engine now, stores it when it changed, and returns it. */
-export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>): Promise<AppStatus> {
+export async function refreshAppStatus(env: Services, app: Pick<App, 'id' | 'name'>): Promise<AppStatus> {
   const [byApp, facts] = await Promise.all([live(env, app.name), dbFacts(env.db, [app.id])]);
   const services = byApp.get(app.name) ?? [];
   const f = facts.get(app.id);
@@ -119,7 +119,7 @@ export async function refreshAppStatus(env: Env, app: Pick<App, 'id' | 'name'>):
  * for all of them. Without an engine the stored status is the best answer there is.
  */
 export async function currentStatuses<T extends Pick<App, 'id' | 'name' | 'status'>>(
-  env: Env,
+  env: Services,
   apps: T[],
 ): Promise<T[]> {
   if (!apps.length) return apps;

@@ -1,6 +1,6 @@
 // The authentication flows behind the auth and setup routes: each takes the services and the
 // parsed input, does the checks and the writes, and tells the route what to answer.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { Client, Principal } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { parseCookies, serializeCookie } from '../http/cookies.js';
@@ -43,7 +43,7 @@ export type LoginOutcome =
  * session of theirs) is known: it skips the account lock and the strangers' hashing queue.
  */
 export async function passwordLogin(
-  env: Env,
+  env: Services,
   request: Request,
   client: Client,
   input: { username: string; password: string },
@@ -108,7 +108,7 @@ const noPendingLogin = () =>
 
 /** The second step of a login with TOTP: the `svc_pre` cookie plus a TOTP or recovery code. */
 export async function secondFactorLogin(
-  env: Env,
+  env: Services,
   request: Request,
   client: Client,
   code: string,
@@ -131,7 +131,7 @@ const ssoHasNoPassword = () =>
 
 /** Proof of presence for the sensitive operations: the second factor when 2FA is on, else the password. */
 export async function stepUp(
-  env: Env,
+  env: Services,
   principal: Principal,
   input: { password?: string; code?: string },
 ): Promise<string> {
@@ -162,7 +162,7 @@ export async function stepUp(
  * is logged out. API tokens are separate credentials and stay until revoked.
  */
 export async function changePassword(
-  env: Env,
+  env: Services,
   principal: Principal,
   input: { current_password: string; new_password: string },
 ): Promise<void> {
@@ -192,7 +192,7 @@ export async function changePassword(
 
 /** A new TOTP secret, kept sealed as pending until a code from it enables it. */
 export async function beginTotpSetup(
-  env: Env,
+  env: Services,
   userId: string,
 ): Promise<{ secret: string; otpauth_url: string }> {
   const user = await findUser(env.db, userId);
@@ -206,7 +206,7 @@ export async function beginTotpSetup(
 }
 
 /** Turns the pending secret on when the code matches it; answers the one-time recovery codes. */
-export async function confirmTotp(env: Env, userId: string, code: string): Promise<string[]> {
+export async function confirmTotp(env: Services, userId: string, code: string): Promise<string[]> {
   const user = await findUser(env.db, userId);
   if (!user) throw new HttpError('unauthorized', 'Authentication required');
   if (user.totp_enabled === 1)
@@ -218,7 +218,7 @@ export async function confirmTotp(env: Env, userId: string, code: string): Promi
 }
 
 /** New recovery codes in place of the old ones (lost, or some used up); only with TOTP enabled. */
-export async function regenerateRecoveryCodes(env: Env, userId: string): Promise<string[]> {
+export async function regenerateRecoveryCodes(env: Services, userId: string): Promise<string[]> {
   const codes = await replaceRecoveryCodes(env.db, env.sealer, userId);
   if (!codes)
     throw new HttpError('conflict', 'Two-factor authentication is not enabled: recovery codes come with it');
@@ -227,7 +227,7 @@ export async function regenerateRecoveryCodes(env: Env, userId: string): Promise
 
 /** First boot: the setup token creates the first operator, once; then setup closes. */
 export async function createFirstOperator(
-  env: Env,
+  env: Services,
   input: { token: string; username: string; password: string },
 ): Promise<PublicUser> {
   const closed = () => new HttpError('not_found', 'Setup is closed');

@@ -1,5 +1,5 @@
 // Login steps shared by the login, TOTP and setup handlers: issue the session and its cookies.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { Client } from '../http/handler.js';
 import { serializeCookie, clearCookie, parseCookies } from '../http/cookies.js';
 import { Headers } from '../http/respond.js';
@@ -13,7 +13,7 @@ import { DEVICE_COOKIE, DEVICE_MAX_AGE, issueDevice } from './guard.js';
 
 /** Creates a fresh session (rotating away any session the request carried) and its cookies. */
 export async function startSession(
-  env: Env,
+  env: Services,
   request: Request,
   client: Client,
   userId: string,

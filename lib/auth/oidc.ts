@@ -6,7 +6,7 @@
 import type * as OpenId from 'openid-client';
 import type * as Jose from 'jose';
 import { hkdfSync } from 'node:crypto';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { Client } from '../http/handler.js';
 import type { OidcConfig } from '../config.js';
 import { HttpError } from '../http/errors.js';
@@ -109,7 +109,7 @@ const reason = (e: unknown): string => {
  * Where the provider sends the browser back: from configuration only (SVC_PUBLIC_URL, else the
  * control domain), never from the request's Host header, which is whatever the client sent.
  */
-export async function redirectUri(env: Env): Promise<string> {
+export async function redirectUri(env: Services): Promise<string> {
   const control = effectiveControlDomain(
     env.config.proxy.controlDomain,
     await getBaseDomain(env.db, env.config.baseDomain),
@@ -195,7 +195,7 @@ const notConfigured = () =>
  * where to send the browser and the cookie that remembers the flow.
  */
 export async function beginOidc(
-  env: Env,
+  env: Services,
   request: Request,
   client: Client,
   opts: { stepUp: boolean; returnTo: string },
@@ -285,7 +285,7 @@ export type OidcOutcome =
  * check the ID token and its nonce (and, for a step-up, a fresh auth_time), then map the role
  * claim and sign the person in (or mark the session's step-up). A refusal creates nothing.
  */
-export async function finishOidc(env: Env, request: Request, client: Client): Promise<OidcOutcome> {
+export async function finishOidc(env: Services, request: Request, client: Client): Promise<OidcOutcome> {
   const c = env.config.oidc;
   if (!c) throw notConfigured();
   const now = env.now();
@@ -421,7 +421,7 @@ interface RoleChange {
 
 /** The role follows the claims, except that the instance never loses its last enabled owner. */
 async function applyRole(
-  env: Env,
+  env: Services,
   userId: string,
   current: Role,
   wanted: Role,
@@ -470,7 +470,7 @@ function baseUsername(claims: Record<string, unknown>): string {
 
 /** Creates the operator; when the same person was created concurrently, answers that one instead. */
 async function createOperator(
-  env: Env,
+  env: Services,
   claims: Record<string, unknown>,
   subject: string,
   role: Role,

@@ -1,7 +1,7 @@
 import { HttpError } from '../http/errors.js';
 import { parseCookies } from '../http/cookies.js';
 import type { Principal } from '../http/handler.js';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { resolveApiToken } from './tokens.js';
 import { resolveSession } from './sessions.js';
 import { then, type Maybe } from '../util/maybe.js';
@@ -18,7 +18,7 @@ export const BEARER = /^bearer[ \t]+([^\s]+)[ \t]*$/i;
  * Synchronous on SQLite: the hot path answers from the credential cache or one prepared statement.
  */
 export function authenticate(
-  env: Env,
+  env: Services,
   headers: { get(name: string): string | null },
 ): Maybe<Principal | null> {
   const authz = headers.get('authorization');

@@ -1,7 +1,7 @@
 // Saving a backup config: what a source, schedule, keep_last and destination may be, checked
 // before anything is written, and the rows they become (written through store.ts).
 import { Cron } from 'croner';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupConfigTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { requireSealer } from '../crypto/seal.js';
@@ -109,7 +109,7 @@ export async function probeDestination(d: Destination & { type: 's3' }, secret: 
   }
 }
 
-async function checkSource(env: Env, appId: string, s: Source): Promise<void> {
+async function checkSource(env: Services, appId: string, s: Source): Promise<void> {
   if (s.type === 'database') {
     if (!(await isDatabaseOfApp(env.db, appId, s.database_id)))
       throw badRequest('source.database_id is not a database of this app', [
@@ -130,7 +130,7 @@ export function checkKeep(k: number): void {
 }
 
 export async function createConfig(
-  env: Env,
+  env: Services,
   appId: string,
   input: Required<Pick<ConfigInput, 'source' | 'schedule' | 'keep_last'>> & ConfigInput,
 ): Promise<BackupConfigTable> {
@@ -197,7 +197,7 @@ export function canonical(v: unknown): string {
 }
 
 export async function updateConfig(
-  env: Env,
+  env: Services,
   appId: string,
   id: string,
   input: ConfigInput,
@@ -229,7 +229,7 @@ export async function updateConfig(
  * the sealed one, bound to `bindingId`). `secret_sealed` is absent when the secret stays as it is.
  */
 export async function storedDestination(
-  env: Env,
+  env: Services,
   input: Destination & { secret_access_key?: string },
   currentSecret: string | null,
   bindingId: string,

@@ -4,7 +4,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupConfigTable } from '../db/schema.js';
 import { s3Binding, type Destination } from './config.js';
 import { s3Store } from './s3.js';
@@ -47,7 +47,7 @@ export function localStore(dataDir: string): ArtifactStore {
 
 /** The store of a config: an app's backup config, or the instance backup's (id `instance`). */
 export function destinationOf(
-  env: Env,
+  env: Services,
   cfg: Pick<BackupConfigTable, 'id' | 'destination' | 'secret_sealed'> | null,
 ): ArtifactStore {
   const dest = cfg ? (JSON.parse(cfg.destination) as Destination) : null;

@@ -1,7 +1,7 @@
 // Downloading a run: the decrypted, still gzip-compressed dump, streamed only after the whole
 // artifact authenticated (a remote one is spooled first; the spool goes with the stream).
 import type { Readable } from 'node:stream';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupRunTable } from '../db/schema.js';
 import { conflict } from '../http/errors.js';
 import { ArtifactAuthError } from './crypto.js';
@@ -9,7 +9,7 @@ import { configOfRun } from './store.js';
 import { openRunArtifact, usable } from './run-artifact.js';
 import type { VerifiedArtifact } from './verified.js';
 
-export async function openDownload(env: Env, run: BackupRunTable): Promise<Readable> {
+export async function openDownload(env: Services, run: BackupRunTable): Promise<Readable> {
   usable(run);
   const cfg = await configOfRun(env.db, run);
   let copy: VerifiedArtifact;

@@ -1,6 +1,6 @@
 // The backups area's listings the handlers answer with, the overview, and deleting a config. The
 // jobs are their own modules: run.ts, restore.ts, verify.ts, download.ts, retention.ts, recovery.ts.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { guard, isOwned, ownedFilter, LABEL_APP, LABEL_VOLUME } from '../docker/index.js';
 import { LABEL_DATABASE } from '../docker/index.js';
 import type { Source } from './config.js';
@@ -17,17 +17,17 @@ import {
 import { configView, runView, type ConfigView, type RunView } from './views.js';
 import { destinationOf } from './destinations.js';
 
-export async function listConfigs(env: Env, appId: string | null): Promise<ConfigView[]> {
+export async function listConfigs(env: Services, appId: string | null): Promise<ConfigView[]> {
   return Promise.all((await listConfigRows(env.db, appId)).map((r) => configView(env, r)));
 }
 
-export async function listRuns(env: Env, appId: string, backupId: string): Promise<RunView[]> {
+export async function listRuns(env: Services, appId: string, backupId: string): Promise<RunView[]> {
   await getConfig(env.db, appId, backupId);
   return (await listRunRows(env.db, backupId)).map(runView);
 }
 
 /** Removes the config, its stored artifacts and its run rows. */
-export async function deleteConfig(env: Env, appId: string, backupId: string): Promise<void> {
+export async function deleteConfig(env: Services, appId: string, backupId: string): Promise<void> {
   const cfg = await getConfig(env.db, appId, backupId);
   const store = destinationOf(env, cfg);
   for (const r of await artifactsOf(env.db, backupId))
@@ -36,7 +36,7 @@ export async function deleteConfig(env: Env, appId: string, backupId: string): P
 }
 
 /** Configs, failures of the last 7 days, and every database or app volume no config covers. */
-export async function overview(env: Env): Promise<{
+export async function overview(env: Services): Promise<{
   configs: ConfigView[];
   failed_last_7d: Array<RunView & { app_id: string }>;
   uncovered: Array<{ app_id: string; service: string; volume: string; database_id?: string }>;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import { dialectOf, rawConnection } from '../db/index.js';
 import { newId } from '../crypto/random.js';
@@ -30,7 +30,7 @@ let active = false;
 
 /** Starts a run in the background; one at a time. */
 export async function startInstanceRun(
-  env: Env,
+  env: Services,
   trigger: 'manual' | 'schedule',
 ): Promise<InstanceBackupRunTable> {
   masterKey(env);
@@ -67,7 +67,7 @@ export async function startInstanceRun(
 }
 
 /** Caddy's data directory if this process can read it; else why not, for the run's notes. */
-async function caddyStorage(env: Env): Promise<{ dir: string | null; note: string | null }> {
+async function caddyStorage(env: Services): Promise<{ dir: string | null; note: string | null }> {
   const dir = env.config.proxy.caddyStorage;
   try {
     if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
@@ -83,7 +83,7 @@ async function caddyStorage(env: Env): Promise<{ dir: string | null; note: strin
 }
 
 async function executeRun(
-  env: Env,
+  env: Services,
   cfg: InstanceBackupTable,
   inst: string,
   run: InstanceBackupRunTable,

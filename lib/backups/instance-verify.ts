@@ -3,7 +3,7 @@
 // check. The same unpacking serves `svc restore-instance` (lib/instance/restore.ts).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { InstanceBackupRunTable } from '../db/schema.js';
 import { ArtifactBindingError, type InstanceBinding } from './crypto.js';
 import { destinationOf } from './destinations.js';
@@ -51,7 +51,7 @@ export async function unpackVerified(
 }
 
 /** Verifies a stored run: a failure is recorded on the run (verify_error), never thrown. */
-export async function verifyInstanceRun(env: Env, run: InstanceBackupRunTable): Promise<void> {
+export async function verifyInstanceRun(env: Services, run: InstanceBackupRunTable): Promise<void> {
   const scratch = join(spoolRoot(env.config.dataDir), `backup-verify-${run.id}`);
   try {
     const cfg = await currentConfig(env);
@@ -76,7 +76,7 @@ export async function verifyInstanceRun(env: Env, run: InstanceBackupRunTable): 
 }
 
 /** Starts a verification of a run in the background (the run's verified_at or verify_error says how it went). */
-export async function startInstanceVerify(env: Env, runId: string): Promise<void> {
+export async function startInstanceVerify(env: Services, runId: string): Promise<void> {
   const run = await getRun(env.db, runId);
   usable(run);
   masterKey(env);

@@ -1,7 +1,7 @@
 // The instance backup's configuration (like an app backup's, without a source) and the views of
 // it and its runs. A run of it is instance-run.ts; its verification, instance-verify.ts; its
 // retention and recovery share retention.ts and recovery.ts with app backups.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { InstanceBackupRunTable, InstanceBackupTable } from '../db/schema.js';
 import {
   canonical,
@@ -52,12 +52,12 @@ export function instanceRunView(r: InstanceBackupRunTable): InstanceRunView {
 }
 
 /** The id boot loaded (lib/instance/owner.ts) and every engine object of this instance carries. */
-export async function instanceId(env: Env): Promise<string> {
+export async function instanceId(env: Services): Promise<string> {
   return env.engine.owner.instanceId;
 }
 
 /** The configuration as stored, or the defaults (disabled, local) when none was ever saved. */
-export async function currentConfig(env: Env): Promise<InstanceBackupTable> {
+export async function currentConfig(env: Services): Promise<InstanceBackupTable> {
   const row = await readConfig(env.db);
   if (row) return row;
   const now = iso(env);
@@ -73,7 +73,7 @@ export async function currentConfig(env: Env): Promise<InstanceBackupTable> {
   };
 }
 
-export async function instanceConfigView(env: Env) {
+export async function instanceConfigView(env: Services) {
   const r = await currentConfig(env);
   const [last] = await listRuns(env.db, 1);
   const dest = JSON.parse(r.destination) as Destination;
@@ -88,7 +88,7 @@ export async function instanceConfigView(env: Env) {
 }
 
 /** Fewer artifacts kept, or artifacts going elsewhere (or with another secret): what a step-up guards. */
-export async function instancePutNeedsStepUp(env: Env, input: InstanceBackupInput): Promise<boolean> {
+export async function instancePutNeedsStepUp(env: Services, input: InstanceBackupInput): Promise<boolean> {
   const cur = await currentConfig(env);
   if (input.keep_last !== undefined && input.keep_last < cur.keep_last) return true;
   if (input.destination !== undefined) {
@@ -104,7 +104,7 @@ export async function instancePutNeedsStepUp(env: Env, input: InstanceBackupInpu
 }
 
 /** Saves the fields given over the current configuration (or the defaults); validated before anything is written. */
-export async function putInstanceConfig(env: Env, input: InstanceBackupInput): Promise<void> {
+export async function putInstanceConfig(env: Services, input: InstanceBackupInput): Promise<void> {
   const cur = await currentConfig(env);
   const next: InstanceBackupTable = { ...cur, updated_at: iso(env) };
   if (input.schedule !== undefined) {
@@ -124,10 +124,10 @@ export async function putInstanceConfig(env: Env, input: InstanceBackupInput): P
   await saveConfig(env.db, next);
 }
 
-export async function listInstanceRuns(env: Env): Promise<InstanceRunView[]> {
+export async function listInstanceRuns(env: Services): Promise<InstanceRunView[]> {
   return (await listRuns(env.db, 500)).map(instanceRunView);
 }
 
-export function getInstanceRun(env: Env, id: string): Promise<InstanceBackupRunTable> {
+export function getInstanceRun(env: Services, id: string): Promise<InstanceBackupRunTable> {
   return getRun(env.db, id);
 }

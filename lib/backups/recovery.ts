@@ -1,7 +1,7 @@
 // At boot, what the process died during: runs end `interrupted` (their partial artifacts
 // removed), restores end failed, and the spool and the scratch servers of interrupted verifies
 // go. Missed schedule slots are the scheduler's first tick (scheduler.ts).
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { destinationOf } from './destinations.js';
 import { sweepScratchServers } from '../databases/engines/index.js';
 import { failRunningRestores, findConfig, markRunEnded, runningRuns } from './store.js';
@@ -20,7 +20,7 @@ export type RestoredRun = { run_id: string; sha256: string; size_bytes: number }
  * removed. After an instance restore (`restored`), a run the copy caught running may have finished
  * on the lost host: its artifact is left where it is.
  */
-export async function recoverRuns(env: Env, restored?: RestoredRun): Promise<void> {
+export async function recoverRuns(env: Services, restored?: RestoredRun): Promise<void> {
   for (const r of await runningRuns(env.db)) {
     const cfg = await findConfig(env.db, r.backup_id);
     if (cfg && r.artifact && !restored)
@@ -45,7 +45,7 @@ export async function recoverRuns(env: Env, restored?: RestoredRun): Promise<voi
  * (its row still says running): that one succeeded, and its artifact, the one the instance came
  * back from, stays.
  */
-async function recoverInstanceRuns(env: Env, restored?: RestoredRun): Promise<void> {
+async function recoverInstanceRuns(env: Services, restored?: RestoredRun): Promise<void> {
   const stuck = await instanceStore.runningRuns(env.db);
   if (!stuck.length) return;
   const cfg = await currentConfig(env);

@@ -1,7 +1,7 @@
 // Restoring a run into its source: the services that use the database or volume stop, the
 // artifact (fetched once, authenticated) is written back, they start again; the outcome is
 // recorded on the restore row, audited and published.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { AppDatabaseTable, BackupRestoreTable, BackupRunTable } from '../db/schema.js';
 import type { App } from '../apps/model.js';
 import { newId } from '../crypto/random.js';
@@ -19,7 +19,7 @@ import type { VerifiedArtifact } from './verified.js';
 type Actor = { id: string | null; name: string | null };
 
 export async function startRestore(
-  env: Env,
+  env: Services,
   app: App,
   run: BackupRunTable,
   actor: Actor,
@@ -49,7 +49,7 @@ export async function startRestore(
 }
 
 async function executeRestore(
-  env: Env,
+  env: Services,
   app: App,
   run: BackupRunTable,
   id: string,
@@ -118,7 +118,7 @@ async function executeRestore(
  * when no app container runs yet (so none is stopped).
  */
 export async function restoreDatabaseFromRun(
-  env: Env,
+  env: Services,
   row: AppDatabaseTable,
   run: BackupRunTable,
 ): Promise<void> {

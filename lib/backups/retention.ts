@@ -1,7 +1,7 @@
 // What removes artifacts: retention after a successful run (the newest keep_last stay), and an
 // operator removing one run's artifact. The run rows stay, marked removed; download and restore
 // then answer 410.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type {
   BackupConfigTable,
   BackupRunTable,
@@ -20,7 +20,7 @@ import { reason } from './jobs.js';
  * A removal that fails is logged and tried again after the next success.
  */
 async function removeBeyond<R extends { id: string; artifact: string | null }>(
-  env: Env,
+  env: Services,
   newestFirst: R[],
   keepLast: number,
   store: ArtifactStore,
@@ -38,7 +38,11 @@ async function removeBeyond<R extends { id: string; artifact: string | null }>(
 }
 
 /** keep_last newest successful artifacts of cfg stay; older ones go. Called only after a success. */
-export async function applyRetention(env: Env, cfg: BackupConfigTable, store: ArtifactStore): Promise<void> {
+export async function applyRetention(
+  env: Services,
+  cfg: BackupConfigTable,
+  store: ArtifactStore,
+): Promise<void> {
   await removeBeyond(
     env,
     await keptRuns(env.db, cfg.id),
@@ -51,7 +55,7 @@ export async function applyRetention(env: Env, cfg: BackupConfigTable, store: Ar
 
 /** The same for the instance backup. */
 export async function applyInstanceRetention(
-  env: Env,
+  env: Services,
   cfg: InstanceBackupTable,
   store: ArtifactStore,
 ): Promise<void> {
@@ -69,7 +73,11 @@ export async function applyInstanceRetention(
  * Removes one run's artifact from its destination; the run row stays, marked removed, as
  * retention leaves it (download and restore then answer 410). Nothing to remove is not an error.
  */
-export async function removeRunArtifact(env: Env, appId: string, runId: string): Promise<BackupRunTable> {
+export async function removeRunArtifact(
+  env: Services,
+  appId: string,
+  runId: string,
+): Promise<BackupRunTable> {
   const run = await getRun(env.db, appId, runId);
   if (run.status === 'running') throw conflict('The run is still running: its artifact is not complete yet');
   if (!run.artifact || run.artifact_removed === 1) return run;
@@ -86,7 +94,10 @@ export async function removeRunArtifact(env: Env, appId: string, runId: string):
 }
 
 /** Removes one instance backup run's artifact; the run stays, marked removed. */
-export async function removeInstanceRunArtifact(env: Env, runId: string): Promise<InstanceBackupRunTable> {
+export async function removeInstanceRunArtifact(
+  env: Services,
+  runId: string,
+): Promise<InstanceBackupRunTable> {
   const run = await instanceStore.getRun(env.db, runId);
   if (run.status === 'running') throw conflict('The run is still running: its artifact is not complete yet');
   if (!run.artifact || run.artifact_removed === 1) return run;

@@ -3,7 +3,7 @@
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupConfigTable, BackupRunTable } from '../db/schema.js';
 import { conflict, HttpError } from '../http/errors.js';
 import { destinationOf } from './destinations.js';
@@ -21,7 +21,7 @@ export function usable(run: { status: string; artifact_removed: number }): void 
 
 /** The run's artifact from cfg's destination, fetched once and authenticated; every use reads this one copy. */
 export function openRunArtifact(
-  env: Env,
+  env: Services,
   cfg: BackupConfigTable,
   run: BackupRunTable,
 ): Promise<VerifiedArtifact> {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { createGzip } from 'node:zlib';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupConfigTable, BackupRunTable } from '../db/schema.js';
 import { newId } from '../crypto/random.js';
 import { conflict } from '../http/errors.js';
@@ -50,7 +50,7 @@ export function runningRow(
 
 /** Starts a run in the background; one run of a config at a time. */
 export async function startRun(
-  env: Env,
+  env: Services,
   cfg: BackupConfigTable,
   trigger: 'manual' | 'schedule',
 ): Promise<BackupRunTable> {
@@ -65,7 +65,7 @@ export async function startRun(
 }
 
 async function sourceStream(
-  env: Env,
+  env: Services,
   cfg: BackupConfigTable,
 ): Promise<{ stream: Readable; done: Promise<void> }> {
   const source = JSON.parse(cfg.source) as Source;
@@ -88,7 +88,7 @@ async function sourceStream(
 // the main thread (encryption, hashing, writing) mostly waited on each other.
 const STREAM_BUFFER = 1024 * 1024;
 
-async function executeRun(env: Env, cfg: BackupConfigTable, run: BackupRunTable): Promise<void> {
+async function executeRun(env: Services, cfg: BackupConfigTable, run: BackupRunTable): Promise<void> {
   let store: ArtifactStore | null = null;
   try {
     store = destinationOf(env, cfg);

@@ -2,7 +2,7 @@
 // schedule slot it handled (`last_scheduled_at`), and claiming a slot is one conditional
 // UPDATE: after downtime, every missed slot folds into one run at boot, and no slot runs twice,
 // even across restarts.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { parseSchedule } from './config.js';
 import { claimSlot, enabledConfigs } from './store.js';
 import * as instanceStore from './instance-store.js';
@@ -26,7 +26,7 @@ export function latestDueSlot(schedule: string, afterMs: number, nowMs: number):
 }
 
 /** Starts one run for each enabled config with a due slot; returns the config ids started. */
-export async function runDue(env: Env, nowMs: number): Promise<string[]> {
+export async function runDue(env: Services, nowMs: number): Promise<string[]> {
   const started: string[] = [];
   for (const cfg of await enabledConfigs(env.db)) {
     const after = Date.parse(cfg.last_scheduled_at ?? cfg.created_at);
@@ -49,7 +49,7 @@ export async function runDue(env: Env, nowMs: number): Promise<string[]> {
 }
 
 /** The scheduler's tick for the instance backup: one run for the latest due slot, claimed once. */
-export async function runDueInstance(env: Env, nowMs: number): Promise<boolean> {
+export async function runDueInstance(env: Services, nowMs: number): Promise<boolean> {
   const cfg = await instanceStore.readConfig(env.db);
   if (!cfg || cfg.enabled !== 1) return false;
   let slot: Date | null;
@@ -73,7 +73,7 @@ export class BackupScheduler {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<unknown> = Promise.resolve();
   constructor(
-    private readonly env: Env,
+    private readonly env: Services,
     private readonly everyMs = 30_000,
   ) {}
 

@@ -1,7 +1,7 @@
 // Verifying a run: its artifact, fetched once and authenticated, is restored into a scratch
 // server (a database) or read through as a tar (a volume). The verdict is recorded on the run;
 // a run that does not restore notifies as a failed backup.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupRunTable } from '../db/schema.js';
 import { verifyDatabase } from '../databases/engines/index.js';
 import { findDatabase } from '../databases/store.js';
@@ -12,7 +12,7 @@ import { iso, masterKey, reason, track } from './jobs.js';
 import { openRunArtifact, plainDump, usable } from './run-artifact.js';
 import type { VerifiedArtifact } from './verified.js';
 
-export async function startVerify(env: Env, run: BackupRunTable): Promise<void> {
+export async function startVerify(env: Services, run: BackupRunTable): Promise<void> {
   usable(run);
   masterKey(env);
   // A new verdict replaces the old one: until it is in, the run reads as not verified.
@@ -21,7 +21,7 @@ export async function startVerify(env: Env, run: BackupRunTable): Promise<void> 
 }
 
 /** Verifies a stored run; the outcome is recorded on the run, never thrown. */
-export async function verifyRun(env: Env, run: BackupRunTable): Promise<void> {
+export async function verifyRun(env: Services, run: BackupRunTable): Promise<void> {
   let copy: VerifiedArtifact | null = null;
   try {
     const cfg = await configOfRun(env.db, run);

@@ -1,5 +1,5 @@
 // The views the API answers with: a config (its secret never, only whether one is set), a run, a restore.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BackupConfigTable, BackupRestoreTable, BackupRunTable } from '../db/schema.js';
 import type { Destination, Source } from './config.js';
 import { lastRun } from './store.js';
@@ -61,7 +61,7 @@ export function restoreView(r: BackupRestoreTable) {
   };
 }
 
-export async function configView(env: Env, r: BackupConfigTable): Promise<ConfigView> {
+export async function configView(env: Services, r: BackupConfigTable): Promise<ConfigView> {
   const last = await lastRun(env.db, r.id);
   const dest = JSON.parse(r.destination) as Destination;
   return {

@@ -4,7 +4,7 @@
 // and an old command then no longer joins.
 //
 // The line is built from validated parts, each single-quoted; no operator string reaches it.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { guard } from '../docker/engine.js';
 import { unavailable } from '../http/errors.js';
 import { readSetting, writeSetting } from '../db/settings-store.js';
@@ -64,9 +64,9 @@ function serial<T>(fn: () => Promise<T>): Promise<T> {
   return next;
 }
 
-const readState = (env: Env): Promise<string | null> => readSetting(env.db, JOIN_SETTING);
+const readState = (env: Services): Promise<string | null> => readSetting(env.db, JOIN_SETTING);
 
-const writeState = (env: Env, value: string): Promise<void> => writeSetting(env.db, JOIN_SETTING, value);
+const writeState = (env: Services, value: string): Promise<void> => writeSetting(env.db, JOIN_SETTING, value);
 
 interface SwarmInfo {
   Version: { Index: number };
@@ -74,11 +74,11 @@ interface SwarmInfo {
   JoinTokens: { Worker: string; Manager: string };
 }
 
-async function inspectSwarm(env: Env): Promise<SwarmInfo> {
+async function inspectSwarm(env: Services): Promise<SwarmInfo> {
   return (await guard(env.engine, () => env.engine.docker.swarmInspect())) as SwarmInfo;
 }
 
-async function rotateWorkerToken(env: Env): Promise<void> {
+async function rotateWorkerToken(env: Services): Promise<void> {
   const s = await inspectSwarm(env);
   await guard(env.engine, () =>
     env.engine.docker.swarmUpdate({
@@ -90,7 +90,7 @@ async function rotateWorkerToken(env: Env): Promise<void> {
 }
 
 /** Rotates the worker token when the one handed out has expired. Safe to call often. */
-export function expireJoinToken(env: Env): Promise<boolean> {
+export function expireJoinToken(env: Services): Promise<boolean> {
   return serial(async () => {
     const state = await readState(env);
     if (state === null || state === FRESH || Date.parse(state) > env.now()) return false;
@@ -105,7 +105,7 @@ export function expireJoinToken(env: Env): Promise<boolean> {
  * its expiry; with less than a quarter of the lifetime left, the token is rotated (the older
  * commands end early) so that a new command always has most of its lifetime ahead.
  */
-export async function makeJoinCommand(env: Env): Promise<{ command: string; expires_at: string }> {
+export async function makeJoinCommand(env: Services): Promise<{ command: string; expires_at: string }> {
   const registry = await clusterRegistry(env);
   const caPem = await registryCa(env);
   // Only the own registry (its CA is ours): an operator's SVC_REGISTRY is theirs to give access to.
@@ -139,7 +139,7 @@ export async function makeJoinCommand(env: Env): Promise<{ command: string; expi
 }
 
 /** The periodic sweep, started with the other background jobs in cluster mode. */
-export function startJoinTokenSweep(env: Env): () => void {
+export function startJoinTokenSweep(env: Services): () => void {
   const every = Math.min(60_000, Math.max(2_000, (env.config.cluster.joinTtlSeconds * 1000) / 5));
   const timer = setInterval(() => {
     void expireJoinToken(env).catch((err) =>

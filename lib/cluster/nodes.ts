@@ -1,7 +1,7 @@
 // The swarm's nodes as the API shows them, and the two changes an operator makes to one: its
 // availability and its labels (PATCH), and its removal once it is down or drained (DELETE).
 // The engine the control plane talks to is a manager's (SVC_DOCKER_SOCKET on the manager host).
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import { guard, isNotFound, statusOf } from '../docker/engine.js';
 
@@ -49,7 +49,7 @@ export interface SwarmNode {
 }
 
 /** Every nodes route answers this in single-host mode. */
-export function requireClusterMode(env: Env): void {
+export function requireClusterMode(env: Services): void {
   if (env.config.cluster.mode !== 'swarm')
     throw conflict(
       'cluster mode is off (SVC_CLUSTER is not "swarm"): ' +
@@ -81,7 +81,7 @@ export function nodeView(n: SwarmNode, running: ReadonlyMap<string, number>): Cl
   };
 }
 
-export async function swarmNodes(env: Env): Promise<SwarmNode[]> {
+export async function swarmNodes(env: Services): Promise<SwarmNode[]> {
   return guard(env.engine, async () => {
     try {
       return (await env.engine.docker.listNodes()) as unknown as SwarmNode[];
@@ -93,7 +93,7 @@ export async function swarmNodes(env: Env): Promise<SwarmNode[]> {
   });
 }
 
-export async function listNodes(env: Env): Promise<ClusterNodeView[]> {
+export async function listNodes(env: Services): Promise<ClusterNodeView[]> {
   const [nodes, tasks] = await Promise.all([
     swarmNodes(env),
     guard(
@@ -112,7 +112,7 @@ export async function listNodes(env: Env): Promise<ClusterNodeView[]> {
     .sort((a, b) => a.hostname.localeCompare(b.hostname) || a.id.localeCompare(b.id));
 }
 
-async function inspectNode(env: Env, id: string): Promise<SwarmNode> {
+async function inspectNode(env: Services, id: string): Promise<SwarmNode> {
   return guard(env.engine, async () => {
     try {
       return (await env.engine.docker.getNode(id).inspect()) as SwarmNode;
@@ -123,7 +123,7 @@ async function inspectNode(env: Env, id: string): Promise<SwarmNode> {
   });
 }
 
-async function nodeById(env: Env, id: string): Promise<ClusterNodeView> {
+async function nodeById(env: Services, id: string): Promise<ClusterNodeView> {
   const all = await listNodes(env);
   const found = all.find((n) => n.id === id);
   if (!found) throw notFound('No such node');
@@ -144,7 +144,7 @@ export function checkLabels(labels: Record<string, string>): void {
  * `labels` replaces the operator's labels; the reserved ones the control plane set stay.
  */
 export async function updateNode(
-  env: Env,
+  env: Services,
   id: string,
   change: { availability?: NodeAvailability; labels?: Record<string, string> },
 ): Promise<{ before: ClusterNodeView; after: ClusterNodeView }> {
@@ -185,7 +185,7 @@ export async function updateNode(
  * removed with the swarm's own tools on a manager host, never from here: losing one may cost the
  * swarm its quorum.
  */
-export async function removeNode(env: Env, id: string): Promise<ClusterNodeView> {
+export async function removeNode(env: Services, id: string): Promise<ClusterNodeView> {
   const node = await nodeById(env, id);
   if (node.role === 'manager')
     throw conflict(
@@ -210,7 +210,7 @@ export async function removeNode(env: Env, id: string): Promise<ClusterNodeView>
 
 /** Counts for instance info and the posture check. */
 export async function clusterCounts(
-  env: Env,
+  env: Services,
 ): Promise<{ nodes: number; managers: number; managersReady: number; down: string[] }> {
   const nodes = await swarmNodes(env);
   const managers = nodes.filter((n) => n.Spec.Role === 'manager');

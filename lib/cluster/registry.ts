@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { X509Certificate } from 'node:crypto';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { ensurePrivateDir } from '../util/private-dir.js';
 import { lazyRequire } from '../util/lazy.js';
 import { guard, isNotFound } from '../docker/engine.js';
@@ -52,12 +52,12 @@ const AUTH_ENV = [
 ];
 const READY_MS = 30_000;
 
-export function registryDir(env: Env): string {
+export function registryDir(env: Services): string {
   return join(env.config.dataDir, 'cluster-registry');
 }
 
 /** The certificate authority engines must trust for the control plane's own registry (PEM). */
-export async function registryCa(env: Env): Promise<string | null> {
+export async function registryCa(env: Services): Promise<string | null> {
   if (env.config.cluster.registry) return null;
   const path = join(registryDir(env), 'ca.crt');
   return existsSync(path) ? readFile(path, 'utf8') : null;
@@ -69,7 +69,7 @@ const provisioning = new WeakMap<object, Promise<string>>();
  * `host:port` of the cluster registry: SVC_REGISTRY when set, else the control plane's own (made
  * and started the first time, checked and restarted if needed after that).
  */
-export async function clusterRegistry(env: Env): Promise<string> {
+export async function clusterRegistry(env: Services): Promise<string> {
   if (env.config.cluster.registry) return env.config.cluster.registry;
   const key = env.config as object;
   let p = provisioning.get(key);
@@ -81,14 +81,14 @@ export async function clusterRegistry(env: Env): Promise<string> {
 }
 
 /** The own registry's address when it has been provisioned (no engine call, for instance info). */
-export async function ownRegistryAddress(env: Env): Promise<string | null> {
+export async function ownRegistryAddress(env: Services): Promise<string | null> {
   const path = join(registryDir(env), 'server.addr');
   return existsSync(path) ? (await readFile(path, 'utf8')).trim() : null;
 }
 
 /** The own registry's account: the password made and sealed on first use, the same ever after. */
 export async function registryCredentials(
-  env: Pick<Env, 'db' | 'sealer'>,
+  env: Pick<Services, 'db' | 'sealer'>,
 ): Promise<{ username: string; password: string }> {
   let sealed = await readSealedRegistryPassword(env.db);
   if (sealed === null) {
@@ -104,7 +104,7 @@ export async function registryCredentials(
  * account, or nothing for an operator's SVC_REGISTRY (its access is the operator's to arrange).
  */
 export async function registryAuth(
-  env: Env,
+  env: Services,
 ): Promise<{ username: string; password: string; serveraddress: string } | Record<string, never>> {
   if (env.config.cluster.registry) return {};
   const serveraddress = await clusterRegistry(env);
@@ -137,7 +137,7 @@ function htpasswdLine(password: string): Promise<string> {
   });
 }
 
-async function advertiseAddr(env: Env): Promise<string> {
+async function advertiseAddr(env: Services): Promise<string> {
   const info = (await guard(env.engine, () => env.engine.docker.info())) as {
     Swarm?: { NodeAddr?: string; ControlAvailable?: boolean };
   };
@@ -152,7 +152,7 @@ export function hostPort(addr: string, port: number): string {
   return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;
 }
 
-async function provision(env: Env): Promise<string> {
+async function provision(env: Services): Promise<string> {
   const addr = await advertiseAddr(env);
   const host = hostPort(addr, REGISTRY_PORT);
   const { caPem, certPem, keyPem } = await ensureCertificates(env, addr);
@@ -165,7 +165,7 @@ async function provision(env: Env): Promise<string> {
 }
 
 async function ensureCertificates(
-  env: Env,
+  env: Services,
   addr: string,
 ): Promise<{ caPem: string; certPem: string; keyPem: string }> {
   const dir = registryDir(env);
@@ -274,7 +274,7 @@ interface RegistryFiles {
   htpasswd: string;
 }
 
-async function ensureContainer(env: Env, addr: string, files: RegistryFiles): Promise<void> {
+async function ensureContainer(env: Services, addr: string, files: RegistryFiles): Promise<void> {
   const docker = env.engine.docker;
   const image = env.config.imageMap[REGISTRY_IMAGE] ?? REGISTRY_IMAGE;
   await guard(env.engine, async () => {
@@ -321,7 +321,7 @@ async function ensureContainer(env: Env, addr: string, files: RegistryFiles): Pr
 }
 
 /** The server certificate, its key and the htpasswd file go into the container: no host path is shared. */
-async function putFiles(env: Env, id: string, files: RegistryFiles): Promise<void> {
+async function putFiles(env: Services, id: string, files: RegistryFiles): Promise<void> {
   const pack = tar().pack();
   pack.entry({ name: 'tls', type: 'directory', mode: 0o755 });
   pack.entry({ name: 'tls/server.crt', mode: 0o644 }, files.certPem);

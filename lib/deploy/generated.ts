@@ -2,7 +2,7 @@
 // files by lib/buildplan) and, for a generated one, the plan, its log lines and its text as the
 // engine builds it. The generated Dockerfile never lives in the checkout: the build context carries
 // it under GENERATED_DOCKERFILE and leaves out any repository file of that name (lib/docker/build.ts).
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App, AppSource, BuildSetting } from '../apps/model.js';
 import { gitErrorToHttp, noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
@@ -113,7 +113,7 @@ const PREVIEW_MAX_BYTES = 256 * 1024 * 1024;
  * 422 not_detectable when nothing is recognisable; 409 when the ref builds its own Dockerfile or
  * compose file (no plan is generated for those).
  */
-export async function previewBuildPlan(env: Env, app: App, ref: string | undefined): Promise<Plan> {
+export async function previewBuildPlan(env: Services, app: App, ref: string | undefined): Promise<Plan> {
   if (app.source.type !== 'git')
     throw badRequest(`Only a git app is built from source (this app's source is ${app.source.type})`, [
       { field: 'source.type', message: 'not git' },

@@ -4,7 +4,7 @@
 // the caller decides the final status and cleans up what this deployment left.
 import { realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { DEFAULT_DRAIN_S, type App } from '../apps/model.js';
 import { noGitAuth } from '../apps/probe.js';
 import { resolveEnv } from '../apps/env.js';
@@ -48,7 +48,7 @@ import { applyRepoConfig, readRepoConfig, releaseCommandOf, type LoadedConfig } 
 export type { PipelineOptions };
 
 export interface PipelineRun {
-  env: Env;
+  env: Services;
   app: App;
   deployment: Deployment;
   /** The commit to deploy instead of the ref's head (must be on the ref's history); null: the head. */
@@ -379,7 +379,7 @@ interface BindContext {
 }
 
 async function makePlan(
-  env: Env,
+  env: Services,
   app: App,
   spec: DeploySpec,
   appEnv: Record<string, string>,

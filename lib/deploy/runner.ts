@@ -2,7 +2,7 @@
 // cleanup, and the work the engine was not there for (retried by recover()). The queue that
 // decides when a deployment runs is DeployService (service.ts), which extends this.
 import { join } from 'node:path';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { getApp, setAppStatus } from '../apps/store.js';
 import { envBinding } from '../apps/env.js';
@@ -67,7 +67,7 @@ export abstract class DeployRunner {
   private readonly scopes = new Map<string, PreviewScope | Record<never, never>>();
 
   constructor(
-    protected readonly env: Env,
+    protected readonly env: Services,
     opts: Partial<DeployServiceOptions> = {},
   ) {
     this.opts = {

@@ -4,7 +4,7 @@
 import { cpus, loadavg } from 'node:os';
 import type { VitalsSample } from '../series/vitals.js';
 import type { Readable } from 'node:stream';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { BusEvent } from '../events/bus.js';
 import { getApp } from '../apps/store.js';
 import { listAppContainers } from '../docker/containers.js';
@@ -17,7 +17,7 @@ const LOG_REPLAY = 100;
 const RESCAN_MS = 2_000;
 const STATS_MS = 2_000;
 
-export function registerStreams(env: Env): { stopAll(): void } {
+export function registerStreams(env: Services): { stopAll(): void } {
   const stoppers = new Map<string, () => void>();
   const rings = new Map<string, BusEvent[]>();
 
@@ -82,7 +82,7 @@ export function registerStreams(env: Env): { stopAll(): void } {
 }
 
 /** Follows every running container of the app (new ones too, found by a periodic rescan). */
-function followAppLogs(env: Env, topic: string, remember: (e: BusEvent) => void): () => void {
+function followAppLogs(env: Services, topic: string, remember: (e: BusEvent) => void): () => void {
   const appId = topic.slice('logs:'.length);
   const followed = new Map<string, Readable>();
   let stopped = false;
@@ -222,7 +222,7 @@ export function statsFrom(s: DockerStats) {
   };
 }
 
-function collectStats(env: Env, topic: string): () => void {
+function collectStats(env: Services, topic: string): () => void {
   const appId = topic.slice('stats:'.length);
   let busy = false;
   let stopped = false;
@@ -264,7 +264,7 @@ function collectStats(env: Env, topic: string): () => void {
 
 // The host topic shows the vitals sampler's samples (the same ones stored for /api/host/metrics
 // and exposed on /metrics), so the host is read once whoever is looking.
-function collectHost(env: Env, topic: string): () => void {
+function collectHost(env: Services, topic: string): () => void {
   const publish = (v: VitalsSample) => {
     const [, l5, l15] = loadavg();
     env.bus.publish(topic, {

@@ -2,7 +2,7 @@
 // has a short budget: an unreachable engine or proxy is reported, never waited on.
 import { dialectOf } from '../db/kysely.js';
 import { databaseSize } from './store.js';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { productVersion } from '../version.js';
 import { getBaseDomain } from '../domains/store.js';
 import { createCaddyClient, unixAdminPath } from '../proxy/caddy.js';
@@ -18,7 +18,7 @@ function withBudget<T>(p: Promise<T>, fallback: T): Promise<T> {
   ]);
 }
 
-async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: string | null }> {
+async function proxyProbe(env: Services): Promise<{ reachable: boolean; version: string | null }> {
   if (!env.config.proxy.enabled) return { reachable: false, version: null };
   // Caddy's admin API has no version endpoint; its config endpoint answering is what matters.
   if (unixAdminPath(env.config.proxy.adminUrl))
@@ -31,7 +31,7 @@ async function proxyProbe(env: Env): Promise<{ reachable: boolean; version: stri
   return { reachable: res.ok, version: res.headers.get('server') };
 }
 
-export async function instanceInfo(env: Env) {
+export async function instanceInfo(env: Services) {
   const now = env.now();
   const uptime = process.uptime();
   const [engineVersion, proxy, size, baseDomain, cluster] = await Promise.all([
@@ -66,7 +66,7 @@ export async function instanceInfo(env: Env) {
 
 /** Cluster mode's shape: node counts when the manager answers, the registry once there is one. */
 async function clusterInfo(
-  env: Env,
+  env: Services,
 ): Promise<{ mode: 'off' | 'swarm'; nodes?: number; managers?: number; registry?: string | null }> {
   if (env.config.cluster.mode !== 'swarm') return { mode: 'off' };
   const [counts, registry] = await Promise.all([

@@ -8,7 +8,7 @@
 // /api/instance/recovery); the marker goes when recovery has finished, so it runs once.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { AppDatabaseTable, PreviewTable } from '../db/schema.js';
 import { getApp } from '../apps/store.js';
 import { guard, isNotFound, listAppContainers } from '../docker/index.js';
@@ -62,7 +62,7 @@ export function readRecoveryMarker(dataDir: string): RecoveryMarker | null {
   }
 }
 
-export async function readRecoveryReport(env: Pick<Env, 'db'>): Promise<RecoveryReport | null> {
+export async function readRecoveryReport(env: Pick<Services, 'db'>): Promise<RecoveryReport | null> {
   const value = await readSetting(env.db, RECOVERY_SETTING);
   return value !== null ? (JSON.parse(value) as RecoveryReport) : null;
 }
@@ -72,7 +72,7 @@ export async function readRecoveryReport(env: Pick<Env, 'db'>): Promise<Recovery
  * apps (an item whose app is gone since is nobody's to read but an unlimited caller's).
  */
 export async function recoveryReportFor(
-  env: Pick<Env, 'db'>,
+  env: Pick<Services, 'db'>,
   apps: ReadonlySet<string> | null,
 ): Promise<RecoveryReport | null> {
   const report = await readRecoveryReport(env);
@@ -85,12 +85,12 @@ export async function recoveryReportFor(
   return { ...report, items };
 }
 
-async function saveReport(env: Env, report: RecoveryReport): Promise<void> {
+async function saveReport(env: Services, report: RecoveryReport): Promise<void> {
   const value = JSON.stringify(report);
   await writeSetting(env.db, RECOVERY_SETTING, value);
 }
 
-async function exists(env: Env, kind: 'volume' | 'container', name: string): Promise<boolean> {
+async function exists(env: Services, kind: 'volume' | 'container', name: string): Promise<boolean> {
   return guard(env.engine, async () => {
     try {
       await (kind === 'volume'
@@ -104,7 +104,7 @@ async function exists(env: Env, kind: 'volume' | 'container', name: string): Pro
   });
 }
 
-async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string): Promise<RecoveryItem> {
+async function recoverDatabase(env: Services, row: AppDatabaseTable, appName: string): Promise<RecoveryItem> {
   const item = (outcome: Outcome, detail: string): RecoveryItem => ({
     kind: 'database',
     id: row.id,
@@ -144,7 +144,7 @@ async function recoverDatabase(env: Env, row: AppDatabaseTable, appName: string)
   }
 }
 
-async function waitDeployment(env: Env, id: string): Promise<{ status: string; error: string | null }> {
+async function waitDeployment(env: Services, id: string): Promise<{ status: string; error: string | null }> {
   const deadline = Date.now() + (env.config.deploy.timeoutSeconds + 120) * 1000;
   for (;;) {
     const d = await getDeploymentRow(env.db, id);
@@ -159,7 +159,7 @@ async function waitDeployment(env: Env, id: string): Promise<{ status: string; e
  * The report item of one app's comeback: `done` for one already settled, `after` for one that
  * settles when deployment `depId` (brought back `how`) ends.
  */
-function reporter(env: Env, app: { id: string; name: string }) {
+function reporter(env: Services, app: { id: string; name: string }) {
   const item = (outcome: Outcome, detail: string): RecoveryItem => ({
     kind: 'app',
     id: app.id,
@@ -177,7 +177,7 @@ function reporter(env: Env, app: { id: string; name: string }) {
 }
 
 /** Starts the app's comeback; the promise settles with its report item once the deployment ended. */
-async function recoverApp(env: Env, appId: string): Promise<() => Promise<RecoveryItem>> {
+async function recoverApp(env: Services, appId: string): Promise<() => Promise<RecoveryItem>> {
   const app = await getApp(env.db, appId);
   const { item, done, after } = reporter(env, app);
   try {
@@ -215,7 +215,7 @@ async function recoverApp(env: Env, appId: string): Promise<() => Promise<Recove
  * deployment (loaded with the app's latest backup under `latest_backup`). An expired one is left
  * to the sweep that removes it.
  */
-async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promise<RecoveryItem>> {
+async function recoverPreview(env: Services, row: PreviewTable): Promise<() => Promise<RecoveryItem>> {
   const child = await getApp(env.db, row.target_app_id, { includePreview: true });
   const { item, done, after } = reporter(env, child);
   try {
@@ -252,7 +252,7 @@ async function recoverPreview(env: Env, row: PreviewTable): Promise<() => Promis
  * preview's deployment makes it again as the preview settings say (recoverPreview).
  */
 async function recoverPreviewDatabase(
-  env: Env,
+  env: Services,
   row: AppDatabaseTable,
   appName: string,
 ): Promise<RecoveryItem> {
@@ -273,7 +273,7 @@ async function recoverPreviewDatabase(
 }
 
 /** Runs the recovery the marker asks for, keeps its report, then removes the marker. */
-export async function runRecovery(env: Env): Promise<RecoveryReport> {
+export async function runRecovery(env: Services): Promise<RecoveryReport> {
   const report: RecoveryReport = {
     started_at: new Date(env.now()).toISOString(),
     finished_at: null,

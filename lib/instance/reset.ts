@@ -2,7 +2,7 @@
 // domains and secrets (the same path as deleting one app, volumes included); operators, tokens,
 // audit and instance settings stay. One app failing does not stop the others: the answer says
 // which were removed and which failed (a retry finishes them: every step is idempotent).
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import { toApp } from '../apps/model.js';
 import { deleteApp } from '../apps/ops.js';
@@ -14,7 +14,7 @@ export interface ResetResult {
   failed: Array<{ id: string; name: string; error: string }>;
 }
 
-export async function resetInstance(env: Env): Promise<ResetResult> {
+export async function resetInstance(env: Services): Promise<ResetResult> {
   const rows = await allAppRows(env.db);
   const out: ResetResult = { removed: [], failed: [] };
   for (const row of rows) {

@@ -4,7 +4,7 @@
 // deployment starts before they are ready (its env names them). Either every database the preview
 // lacks is made (and loaded), or the deployment fails with the reason and what this step made is
 // removed, so the next deployment starts over.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import type { AppDatabaseTable } from '../db/schema.js';
 import { getApp, previewOf } from '../apps/store.js';
@@ -24,7 +24,7 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * One of the preview's own that failed earlier is removed and made again. Throws a readable reason.
  */
 export async function preparePreviewDatabases(
-  env: Env,
+  env: Services,
   child: App,
   say: (line: string) => void,
   signal: AbortSignal,

@@ -5,7 +5,7 @@
 // deployment is set on the child before each deploy: its source (the pull request's branch, or a
 // fork's repository), its variables (only `inherit_env` of the app's, plus the preview-only ones)
 // its service settings (the app's ports and health paths) and its idle time before it sleeps.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App, AppSource } from '../apps/model.js';
 import { APP_NAME } from '../apps/model.js';
 import { envBinding, previewEnvBinding } from '../apps/env.js';
@@ -52,10 +52,10 @@ export interface PreviewRequest {
   deliveryId?: string | null;
 }
 
-type PreviewEnv = Env;
+type PreviewEnv = Services;
 
 async function view(
-  env: Pick<Env, 'db' | 'config'>,
+  env: Pick<Services, 'db' | 'config'>,
   parent: Pick<App, 'name'>,
   row: PreviewTable,
 ): Promise<Preview> {
@@ -66,12 +66,12 @@ async function view(
   return toPreview(row, child ?? 'created', base, parent.name);
 }
 
-export async function listPreviews(env: Pick<Env, 'db' | 'config'>, parent: App): Promise<Preview[]> {
+export async function listPreviews(env: Pick<Services, 'db' | 'config'>, parent: App): Promise<Preview[]> {
   return Promise.all((await listPreviewRows(env.db, parent.id)).map((r) => view(env, parent, r)));
 }
 
 export async function previewView(
-  env: Pick<Env, 'db' | 'config'>,
+  env: Pick<Services, 'db' | 'config'>,
   parent: App,
   row: PreviewTable,
 ): Promise<Preview> {
@@ -220,7 +220,7 @@ export async function deployPreview(env: PreviewEnv, parent: App, req: PreviewRe
  * the URL variables of the preview's own databases are kept as they are.
  */
 async function prepareChild(
-  env: Pick<Env, 'db' | 'sealer'>,
+  env: Pick<Services, 'db' | 'sealer'>,
   parent: App,
   childId: string,
   inherit: readonly string[],

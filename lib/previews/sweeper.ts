@@ -1,13 +1,13 @@
 // The periodic removal of expired previews, started and stopped by the runtime. The removal code
 // (and the engine client under it) loads with the first tick, not at boot.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 
 export class PreviewSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | null = null;
 
   constructor(
-    private readonly env: Env,
+    private readonly env: Services,
     private readonly everyMs = 5 * 60_000,
   ) {}
 

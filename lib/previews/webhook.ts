@@ -3,19 +3,19 @@
 // removed (closed, merged). A pull
 // request from a fork runs nothing unless the app's settings allow forks: its code would run
 // with whatever the preview receives.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { App } from '../apps/model.js';
 import type { DeliveryOutcome, PullRequestHandler } from '../webhooks/receive.js';
 import type { PullRequest } from '../webhooks/pullrequest.js';
 import { deployPreview, previewView, removePreview } from './ops.js';
 import { alreadyAt, getSettings, previewByNumber } from './store.js';
 
-export function previewDeliveries(env: Env): PullRequestHandler {
+export function previewDeliveries(env: Services): PullRequestHandler {
   return (app, pr, delivery) => onPullRequest(env, app, pr, delivery.deliveryId);
 }
 
 async function onPullRequest(
-  env: Env,
+  env: Services,
   app: App,
   pr: PullRequest,
   deliveryId: string | null,

@@ -2,12 +2,12 @@
 // containers on the app's own bridge network, which the resolver answers Caddy's lookups with.
 // Caddy runs on the host, which routes to every bridge network itself, so nothing is published on
 // a host interface for the proxy to reach it.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { clearSleepMark } from './store.js';
 import { guard, listAppContainers, networkName, type Engine } from '../docker/index.js';
 import { removeUpstreams, setUpstreams } from './upstreams-store.js';
 
-type EdgeEnv = Pick<Env, 'db' | 'engine' | 'edge' | 'now'>;
+type EdgeEnv = Pick<Services, 'db' | 'engine' | 'edge' | 'now'>;
 
 /** The container's IPv4 address on the app's default network, else on any of its networks. */
 export async function containerAddress(

@@ -1,7 +1,7 @@
 // Diff and revert of an audit entry (docs/api.md "Audit diff and revert"). The entry holds the
 // target's state before and after the change (lib/revert/state.ts); a revert hands `before` to the
 // target kind's applier, i.e. to the same lib functions the original route called.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { nowIso } from '../db/index.js';
 import { isOk, withoutOtherApps } from '../audit/index.js';
@@ -34,7 +34,7 @@ interface Recorded {
   revertedAt: string | null;
 }
 
-async function recorded(env: Env, id: number): Promise<Recorded> {
+async function recorded(env: Services, id: number): Promise<Recorded> {
   const row = await getAuditRow(env.db, id);
   if (!row) throw notFound('No such audit entry');
   if (row.has_state !== 1 || !isStateKind(row.target_kind) || row.target_id === null || !isOk(row.outcome)) {
@@ -57,7 +57,7 @@ async function recorded(env: Env, id: number): Promise<Recorded> {
  * entry). A revert's entry records the effect of the route it undid: reverting it again is that
  * route's effect once more, so the chain is followed to the original.
  */
-export async function entryRoute(env: Env, id: number): Promise<string | null> {
+export async function entryRoute(env: Services, id: number): Promise<string | null> {
   let row = await getAuditRow(env.db, id);
   for (let hops = 0; row && row.revert_of !== null && hops < 64; hops++)
     row = await getAuditRow(env.db, row.revert_of);
@@ -65,7 +65,7 @@ export async function entryRoute(env: Env, id: number): Promise<string | null> {
 }
 
 /** The app an entry concerns (null: none; undefined: no such entry), for the reach of diff and revert. */
-export async function entryApp(env: Env, id: number | string): Promise<string | null | undefined> {
+export async function entryApp(env: Services, id: number | string): Promise<string | null | undefined> {
   const n = Number(id);
   if (!Number.isSafeInteger(n)) return undefined;
   const row = await getAuditRow(env.db, n);
@@ -83,7 +83,7 @@ export async function entryApp(env: Env, id: number | string): Promise<string | 
  * puts it back (a domain moved from A to B since: A and B). The caller needs the route's
  * permission on each (null: no app), besides the entry's own app. Unknown entry: none.
  */
-export async function revertReach(env: Env, id: number): Promise<Array<string | null>> {
+export async function revertReach(env: Services, id: number): Promise<Array<string | null>> {
   let r: Recorded;
   try {
     r = await recorded(env, id);
@@ -96,7 +96,10 @@ export async function revertReach(env: Env, id: number): Promise<Array<string | 
 }
 
 /** The kind and id of an entry's target, for the audit stage of the revert itself (null: none). */
-export async function entryTarget(env: Env, id: number): Promise<{ kind: StateKindName; id: string } | null> {
+export async function entryTarget(
+  env: Services,
+  id: number,
+): Promise<{ kind: StateKindName; id: string } | null> {
   try {
     const r = await recorded(env, id);
     return { kind: r.kind, id: r.targetId };
@@ -132,7 +135,7 @@ export function diffRows(before: State | null, after: State | null): DiffRow[] {
 
 /** `apps`: the reader's apps (null: all); the states are shown as the listing shows an entry's detail. */
 export async function diffEntry(
-  env: Env,
+  env: Services,
   id: number,
   apps: ReadonlySet<string> | null = null,
 ): Promise<{ rows: DiffRow[]; changed_since: boolean }> {
@@ -148,7 +151,7 @@ export async function diffEntry(
  * Answers the target's id after the revert (a re-created target has a new one).
  */
 export async function revertEntry(
-  env: Env,
+  env: Services,
   id: number,
   opts: { force: boolean },
 ): Promise<{ kind: StateKindName; targetId: string }> {

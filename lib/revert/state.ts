@@ -10,7 +10,7 @@
 // route's function (replaceEnv, updateChannel), which seals it again. `fp` is a keyed digest
 // (HMAC under a key derived from the master key): it tells "changed" from "unchanged" without
 // opening anything and is worthless to whoever copies the database.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import {
   FP_PURPOSE,
@@ -55,24 +55,24 @@ import { drainHeadersBinding, drainStoredRow, drainUrlBinding } from '../drains/
 import type { DrainKind } from '../drains/kinds/index.js';
 
 export interface StateKind {
-  read(env: Env, id: string): Promise<State | null>;
+  read(env: Services, id: string): Promise<State | null>;
   /**
    * The apps the target belongs to in a state (null: none, an instance setting or a redirect;
    * an empty list: no state). A revert is judged where its target is now and where it goes.
    */
   apps(id: string, state: State | null): Array<string | null>;
   /** Brings the target back to `before`; answers the target's id when it changes (re-created). */
-  apply(env: Env, id: string, before: State | null, current: State | null): Promise<string | void>;
+  apply(env: Services, id: string, before: State | null, current: State | null): Promise<string | void>;
 }
 
-function mask(env: Env, sealed: string, binding: string, hint?: string): Masked {
+function mask(env: Services, sealed: string, binding: string, hint?: string): Masked {
   const fp = env.sealer.digest(FP_PURPOSE, env.sealer.open(sealed, binding));
   return hint === undefined
     ? { masked: true, sealed, binding, fp }
     : { masked: true, sealed, binding, fp, hint };
 }
 
-const unmask = (env: Env, v: Masked): string => env.sealer.open(v.sealed, v.binding);
+const unmask = (env: Services, v: Masked): string => env.sealer.open(v.sealed, v.binding);
 
 /** Not found is a state (absent), every other failure is not. */
 async function orNull<T>(p: Promise<T>): Promise<T | null> {

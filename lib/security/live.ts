@@ -3,7 +3,7 @@
 // list`). Only reads.
 import { existsSync } from 'node:fs';
 import { metadataFix, metadataState } from '../net/metadata-guard.js';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { Config } from '../config.js';
 import type { Engine } from '../docker/index.js';
 import { masterKeyPath } from '../crypto/master-key.js';
@@ -91,7 +91,7 @@ export async function postureInputFrom(src: PostureSources): Promise<PostureInpu
   };
 }
 
-export async function postureInput(env: Env): Promise<PostureInput> {
+export async function postureInput(env: Services): Promise<PostureInput> {
   const [input, edge, cluster] = await Promise.all([
     postureInputFrom({
       config: env.config,
@@ -110,7 +110,7 @@ export async function postureInput(env: Env): Promise<PostureInput> {
 
 /** The base domain in force (the instance setting wins over SVC_BASE_DOMAIN) and what the proxy serves. */
 async function edgePosture(
-  env: Env,
+  env: Services,
 ): Promise<{ baseDomain: string | null; edge: NonNullable<PostureInput['edge']> }> {
   const { base_domain, control_domain } = await instanceDomains(env);
   const st = env.edge.proxy.state();
@@ -131,6 +131,6 @@ async function edgePosture(
   };
 }
 
-export async function posture(env: Env): Promise<{ items: PostureItem[] }> {
+export async function posture(env: Services): Promise<{ items: PostureItem[] }> {
   return evaluatePosture(await postureInput(env));
 }

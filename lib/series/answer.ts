@@ -1,6 +1,6 @@
 // The metrics endpoints' answers: pending buckets written first (rows add up exactly, so an early
 // flush costs nothing), then the range read in the contract's shape.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import {
   parseRange,
   queryHost,
@@ -10,7 +10,7 @@ import {
 } from './query.js';
 
 export function appMetrics(
-  env: Pick<Env, 'db' | 'series' | 'now'>,
+  env: Pick<Services, 'db' | 'series' | 'now'>,
   appId: string,
   q: { range?: unknown; service?: string },
 ): RequestSeriesAnswer {
@@ -20,7 +20,7 @@ export function appMetrics(
 }
 
 export function hostMetrics(
-  env: Pick<Env, 'db' | 'series' | 'now'>,
+  env: Pick<Services, 'db' | 'series' | 'now'>,
   q: { range?: unknown },
 ): HostSeriesAnswer {
   const range = parseRange(q.range);

@@ -6,7 +6,7 @@
 // the handle when its credential is revoked. Opening and closing are audited with the byte counts.
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { HttpError } from '../http/errors.js';
 import { getApp } from '../apps/store.js';
 import { listAppContainers } from '../docker/containers.js';
@@ -47,7 +47,7 @@ export interface ShellTarget {
 
 /** Checks before the upgrade (so refusals are plain HTTP answers): 404 off or unknown, 409 not running. */
 export async function prepareShell(
-  env: Env,
+  env: Services,
   principal: Principal,
   appId: string,
   service: string,
@@ -79,7 +79,7 @@ export function span(seconds: number): string {
 type Finish = (code: number, reason: string) => void;
 
 export function runShell(
-  env: Env,
+  env: Services,
   principal: Principal,
   ip: string,
   target: ShellTarget,
@@ -96,7 +96,7 @@ export function runShell(
 
 /** `expose` hands runShell the way to end this shell as soon as there is one (before the first await). */
 async function startShell(
-  env: Env,
+  env: Services,
   principal: Principal,
   ip: string,
   target: ShellTarget,

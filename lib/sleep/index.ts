@@ -15,7 +15,7 @@
 //   them (lib/proxy/deploy.ts `followRunning`, which also clears the mark).
 //   Concurrent requests share one wake; sleeping and waking of one app never overlap.
 import { connect } from 'node:net';
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import type { AccessEntry } from '../traffic/parse.js';
 import type { AccessLogTailer } from '../traffic/tailer.js';
 import { hostKey } from '../series/requests.js';
@@ -67,7 +67,7 @@ declare module '../http/handler.js' {
 }
 
 export class Sleeper {
-  private readonly env: Env;
+  private readonly env: Services;
   private readonly opts: SleeperOptions;
   private readonly startedAt: number;
   private attribution: ReadonlyMap<string, { appId: string }> = new Map();
@@ -80,7 +80,7 @@ export class Sleeper {
   /** Requests that reached the wake path, and wakes actually run (one per sleeping episode). */
   readonly counts = { wakeRequests: 0, wakes: 0, sleeps: 0 };
 
-  constructor(env: Env, opts: SleeperOptions = {}) {
+  constructor(env: Services, opts: SleeperOptions = {}) {
     this.env = env;
     this.opts = opts;
     this.startedAt = this.now();

@@ -2,7 +2,7 @@
 // (unknown app, no secret, bad signature) gives the same answer, so app ids cannot be probed.
 // Every delivery to an existing app, refused ones included, leaves a line in its delivery log
 // (the answer to "why did my push not deploy?"); the sender's answer does not change for it.
-import type { Services as Env } from '../http/handler.js';
+import type { Services } from '../http/handler.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { recordAudit } from '../audit/index.js';
 import { ID_PATTERN } from '../crypto/random.js';
@@ -68,7 +68,7 @@ export interface ReceiveOptions {
 
 const refused = () => new HttpError('unauthorized', 'Webhook signature verification failed');
 
-async function appFor(env: Env, appId: string): Promise<App | null> {
+async function appFor(env: Services, appId: string): Promise<App | null> {
   if (!ID_PATTERN.test(appId)) return null;
   try {
     return await getApp(env.db, appId);
@@ -80,7 +80,7 @@ async function appFor(env: Env, appId: string): Promise<App | null> {
 type Facts = Pick<DeliveryLogInput, 'provider' | 'event' | 'deliveryId' | 'ref' | 'commit'>;
 
 /** A log line is worth less than the delivery: a failure to write one is logged, not answered. */
-async function logDelivery(env: Env, appId: string, d: DeliveryLogInput): Promise<void> {
+async function logDelivery(env: Services, appId: string, d: DeliveryLogInput): Promise<void> {
   try {
     await recordDelivery(env.db, appId, d, env.now());
   } catch (err) {
@@ -115,7 +115,7 @@ function logged(out: DeliveryOutcome): Pick<DeliveryLogInput, 'outcome' | 'reaso
  * an app that exists, under what its headers claim; the sender's answer stays the refusal.
  */
 export async function logRefusedDelivery(
-  env: Env,
+  env: Services,
   appId: string,
   headers: Headers,
   reason: string,
@@ -134,7 +134,7 @@ export async function logRefusedDelivery(
 }
 
 export async function receiveDelivery(
-  env: Env,
+  env: Services,
   appId: string,
   headers: Headers,
   body: Uint8Array,
@@ -187,7 +187,7 @@ export async function receiveDelivery(
  * app's pull_request rules on its target branch, then handed to previews.
  */
 async function handlePullRequest(
-  env: Env,
+  env: Services,
   app: App,
   v: Verified,
   body: Uint8Array,
@@ -250,7 +250,7 @@ async function handlePullRequest(
 
 /** A verified delivery; `facts` learns the ref and commit as the payload tells them. */
 async function handleVerified(
-  env: Env,
+  env: Services,
   app: App,
   v: Verified,
   body: Uint8Array,

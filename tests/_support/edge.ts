@@ -19,7 +19,7 @@ import { freePort, waitListening } from './net.js';
 import { poll } from './wait.js';
 import { makeCa, issue, type TestCa } from './pki.js';
 import { edgeEnv } from './env.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 
 export const edgeRequired = process.env.CI === 'true' || process.env.SVC_REQUIRE_EDGE === '1';
 const PROGRAMS = ['/usr/bin/caddy', '/usr/bin/pebble', '/usr/bin/pebble-challtestsrv', '/usr/bin/openssl'];
@@ -422,5 +422,5 @@ export function labPerFile(opts: EdgeLabOptions = {}): {
 }
 
 /** A control plane pointed at the lab (see edgeEnv), its data folder in the lab's. */
-export const labEnv = (t: TestContext, l: EdgeLab, vars: Record<string, string> = {}): Promise<Env> =>
+export const labEnv = (t: TestContext, l: EdgeLab, vars: Record<string, string> = {}): Promise<Services> =>
   edgeEnv(t, { SVC_DATA_DIR: `${l.dir}/data`, ...l.vars, ...vars });

@@ -1,11 +1,11 @@
 import type { TestContext } from 'node:test';
 import { loadConfig } from '#lib/config.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { createEnv } from '../../runtime/boot.js';
 import { createLogger } from '#lib/log.js';
 
 /** A full env over an in-memory database: for handler unit tests and routing tests. */
-export async function memoryEnv(vars: Record<string, string> = {}): Promise<Env> {
+export async function memoryEnv(vars: Record<string, string> = {}): Promise<Services> {
   const config = loadConfig({
     SVC_DATA_DIR: '/nonexistent-svc-test',
     SVC_MASTER_KEY: 'b'.repeat(64),
@@ -19,7 +19,7 @@ export async function memoryEnv(vars: Record<string, string> = {}): Promise<Env>
 /**
  * A control plane's services over an in-memory database with the edge running, stopped when test t ends: two control planes syncing one Caddy would undo each other.
  */
-export async function edgeEnv(t: TestContext, vars: Record<string, string>): Promise<Env> {
+export async function edgeEnv(t: TestContext, vars: Record<string, string>): Promise<Services> {
   const config = loadConfig({
     SVC_MASTER_KEY: 'c'.repeat(64),
     SVC_LOG_LEVEL: 'silent',

@@ -3,7 +3,7 @@
 // with a session and an API token, stepped up when a test needs it. They work the same against an
 // in-process app (tests/_support/request.ts) and a real server (tests/_support/server.ts).
 import assert from 'node:assert/strict';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { insertUser } from '#lib/auth/users-store.js';
 import { csrfFor } from '#lib/auth/sessions.js';
 import { createSession } from '#lib/auth/sessions-store.js';
@@ -44,7 +44,7 @@ export interface People {
   setRow(id: string, fields: { role?: string; app_ids?: string | null; disabled?: number }): Promise<void>;
 }
 
-export function people(s: { env: Env; url: string }): People {
+export function people(s: { env: Services; url: string }): People {
   const db = s.env.db;
   let tokens = 0;
   const bearer = (token: string) => Object.assign(new Client(s.url), { bearer: token });
@@ -123,7 +123,12 @@ export const postDomain = (by: Client, hostname: string, appId: string) =>
   by.req('POST', '/api/domains', { hostname, app_id: appId, service: 'web', port: 80 });
 
 /** A domain row of an app, written directly: no proxy, no host check, for what only reads it. */
-export async function insertDomainRow(env: Env, id: string, hostname: string, appId: string): Promise<void> {
+export async function insertDomainRow(
+  env: Services,
+  id: string,
+  hostname: string,
+  appId: string,
+): Promise<void> {
   const now = new Date().toISOString();
   await env.db
     .insertInto('domains')

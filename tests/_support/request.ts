@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Request } from '@whatwg-node/fetch';
 import { loadConfig } from '#lib/config.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { createLogger, type Logger } from '#lib/log.js';
 import { DeployService, type DeployServiceOptions } from '#lib/deploy/service.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';
@@ -40,7 +40,7 @@ export interface SocketFacts {
 export type RequestInitWithSocket = RequestInit & SocketFacts;
 
 export interface TestApp {
-  env: Env;
+  env: Services;
   app: Dispatcher;
   /** A base URL no socket listens on: the Client of tests/_support/server.ts sends it here. */
   url: string;

@@ -8,7 +8,7 @@ import { loadConfig } from '#lib/config.js';
 import { createEnv, announceSetup } from '../../runtime/boot.js';
 import { startServer, type Running } from '../../runtime/server.js';
 import { startBackground } from '../../runtime/background.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { pino } from 'pino';
 import { createLogger, type Logger } from '#lib/log.js';
 import { DeployService, type DeployServiceOptions } from '#lib/deploy/service.js';
@@ -21,7 +21,7 @@ export const TEST_MASTER_KEY = 'a'.repeat(64);
 export const ADMIN = { username: 'admin', password: 'correct horse battery staple' };
 
 export interface TestServer {
-  env: Env;
+  env: Services;
   running: Running;
   url: string;
   dataDir: string;

@@ -6,10 +6,10 @@ import * as health from '../../handlers/api/health.js';
 import * as me from '../../handlers/api/auth/me.js';
 import * as setupStatus from '../../handlers/api/setup/status.js';
 import type { Ctx } from '#lib/http/handler.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { memoryEnv } from '../_support/env.js';
 
-let env: Env;
+let env: Services;
 before(async () => {
   env = await memoryEnv();
 });

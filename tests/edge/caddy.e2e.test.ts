@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
 import {
   addDomain,
@@ -56,7 +56,7 @@ async function upstream(
   return { server, port: (server.address() as AddressInfo).port, hits: () => hits };
 }
 
-async function appWithService(env: Env, name: string, port: number): Promise<string> {
+async function appWithService(env: Services, name: string, port: number): Promise<string> {
   const app = await insertApp(env.db, name, { type: 'image', image: 'svc-test/busybox:latest' });
   await patchServiceSettings(env.db, app.id, 'web', { port });
   await setUpstreams(env.db, app.id, 'web', ['127.0.0.1']);

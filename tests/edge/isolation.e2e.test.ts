@@ -11,7 +11,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { insertApp, patchServiceSettings } from '#lib/apps/store.js';
 import { addDomain, uploadCertificate } from '#lib/proxy/domains.js';
 import { setUpstreams } from '#lib/proxy/upstreams-store.js';
@@ -32,7 +32,7 @@ async function upstreamPort(): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-async function appWithService(env: Env, name: string, port: number): Promise<string> {
+async function appWithService(env: Services, name: string, port: number): Promise<string> {
   const app = await insertApp(env.db, name, { type: 'image', image: BASE_IMAGE });
   await patchServiceSettings(env.db, app.id, 'web', { port });
   await setUpstreams(env.db, app.id, 'web', ['127.0.0.1']);

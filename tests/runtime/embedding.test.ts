@@ -8,11 +8,11 @@ import { routes } from '../../runtime/routes.gen.js';
 import { insertUser } from '#lib/auth/users-store.js';
 import { hashPassword } from '#lib/auth/passwords.js';
 import { insertApp } from '#lib/apps/store.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { memoryEnv } from '../_support/env.js';
 
 const OPERATOR = { username: 'embedded', password: 'a long enough passphrase' };
-let env: Env;
+let env: Services;
 before(async () => {
   // The services a host injects: here an in-memory database and an engine nobody answers on, so
   // the app listing answers the stored status.

@@ -9,10 +9,10 @@ import { routes } from '../../runtime/routes.gen.js';
 import { routeModule, type RouteDef } from '../../runtime/route-types.js';
 import { route } from '#lib/http/route.js';
 import { memoryEnv } from '../_support/env.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-let env: Env;
+let env: Services;
 before(async () => {
   env = await memoryEnv();
 });
@@ -135,6 +135,8 @@ test('every route that is not deliberately public answers 401 without credential
     '/api/invitations/:token/accept',
     // A deploy hook's secret URL is its credential (docs/api.md, "Deploy hooks").
     '/hooks/deploy/:token',
+    // The JSON Schema of svc.yaml: editors and CI fetch it without an account (docs/config-file.md).
+    '/api/schemas/svc.json',
   ]);
   let checked = 0;
   for (const r of routes) {

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { memoryEnv } from '../../_support/env.js';
-import type { Services as Env } from '#lib/http/handler.js';
+import type { Services } from '#lib/http/handler.js';
 import { insertApp } from '#lib/apps/store.js';
 import {
   deliverySeen,
@@ -16,7 +16,7 @@ import {
 } from '#lib/webhooks/store.js';
 import { SHA_A, SHA_B } from './_payloads.js';
 
-let env: Env;
+let env: Services;
 let a: string;
 let b: string;
 const T0 = Date.parse('2030-01-01T00:00:00Z');
