@@ -8,60 +8,25 @@
 // runs, before the next ones are made ahead of their due time). Baselines measured in the same run:
 // the engine alone starting as many containers at once (created beforehand, as the scheduler makes
 // them), and the control plane's idle CPU before any job exists.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { serveOn } from '../tests/_support/cli.js';
 import { ensureBaseImage, BASE_IMAGE, DOCKER_SOCKET } from '../tests/_support/docker.js';
-import {
-  adminClient,
-  ADMIN,
-  TEST_MASTER_KEY,
-  type Client,
-  type TestServer,
-} from '../tests/_support/server.js';
+import { adminClient, ADMIN, type Client, type TestServer } from '../tests/_support/server.js';
 import { freePort } from '../tests/_support/net.js';
-import { poll } from '../tests/_support/wait.js';
 import { cleanupApp, waitStatus } from '../tests/engine/_deploy.js';
 import { arg } from './_args.js';
 
-const CLI = fileURLToPath(new URL('../runtime/cli.js', import.meta.url));
 const MINUTE = 60_000;
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-async function serve(dataDir: string, port: number): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, 'serve'], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      SVC_DATA_DIR: dataDir,
-      SVC_HOST: '127.0.0.1',
-      SVC_PORT: String(port),
-      SVC_MASTER_KEY: TEST_MASTER_KEY,
-      SVC_PASSWORD_COST: '14',
-      SVC_AUTH_RATE_LIMIT: '100000',
-      SVC_LOG_LEVEL: 'warn',
-      SVC_PROXY: 'off',
-      SVC_SECURITY_MONITOR: 'false',
-      SVC_DOCKER_SOCKET: DOCKER_SOCKET,
-      SVC_ACCESS_LOG: join(dataDir, 'access.log'),
-      SVC_SECURITY_DIR: join(dataDir, 'security'),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await poll(
-    'the server to answer',
-    async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok,
-    60_000,
-    200,
-  );
-  return { url, proc };
-}
+const serve = (dataDir: string, port: number) =>
+  serveOn(dataDir, port, { SVC_AUTH_RATE_LIMIT: '100000', SVC_PROXY: 'off', SVC_SECURITY_MONITOR: 'false' });
 
 /** CPU seconds (user + system) the process used so far. */
 async function cpuSeconds(pid: number): Promise<number> {

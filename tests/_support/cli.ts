@@ -3,7 +3,10 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { poll } from './wait.js';
+import { join } from 'node:path';
 import { SERVE_NODE_OPTIONS } from '#lib/install/texts.js';
+import { DOCKER_SOCKET } from './docker.js';
+import { TEST_MASTER_KEY } from './server.js';
 
 export const CLI = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
 
@@ -123,4 +126,42 @@ export function runCli(
       },
     );
   });
+}
+
+/**
+ * `svc serve` on a data folder and a fixed port, as its own process (a test may kill it with
+ * SIGKILL and start it again on the same data), answering once `/api/health` does. `extra` adds
+ * or overrides variables (e.g. `SVC_PROXY: 'off'`).
+ */
+export async function serveOn(
+  dataDir: string,
+  port: number,
+  extra: Record<string, string> = {},
+): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SVC_DATA_DIR: dataDir,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: String(port),
+      SVC_MASTER_KEY: TEST_MASTER_KEY,
+      SVC_PASSWORD_COST: '14',
+      SVC_AUTH_RATE_LIMIT: '1000',
+      SVC_LOG_LEVEL: 'warn',
+      SVC_DOCKER_SOCKET: DOCKER_SOCKET,
+      SVC_ACCESS_LOG: join(dataDir, 'access.log'),
+      SVC_SECURITY_DIR: join(dataDir, 'security'),
+      ...extra,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await poll(
+    'the server to answer',
+    async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok,
+    60_000,
+    200,
+  );
+  return { url, proc };
 }

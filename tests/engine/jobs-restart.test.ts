@@ -6,12 +6,12 @@
 // - a job's due times that passed while the control plane was down are recorded `skipped`, saying so.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { serveOn } from '../_support/cli.js';
 import {
   needDocker,
   ensureBaseImage,
@@ -19,12 +19,11 @@ import {
   DOCKER_SOCKET,
   BASE_IMAGE,
 } from '../_support/docker.js';
-import { adminClient, TEST_MASTER_KEY, type Client, type TestServer } from '../_support/server.js';
+import { adminClient, type Client, type TestServer } from '../_support/server.js';
 import { createEngine, listRunContainers, type Owner } from '#lib/docker/index.js';
 import { until } from './_helpers.js';
 import { waitStatus, cleanupApp, freePort } from './_deploy.js';
 
-const CLI = fileURLToPath(new URL('../../runtime/cli.js', import.meta.url));
 const engine = createEngine({ socketPath: DOCKER_SOCKET });
 let child: ChildProcess | null = null;
 const apps = new Set<string>();
@@ -41,34 +40,7 @@ after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function serve(dataDir: string, port: number): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, 'serve'], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      SVC_DATA_DIR: dataDir,
-      SVC_HOST: '127.0.0.1',
-      SVC_PORT: String(port),
-      SVC_MASTER_KEY: TEST_MASTER_KEY,
-      SVC_PASSWORD_COST: '14',
-      SVC_AUTH_RATE_LIMIT: '1000',
-      SVC_LOG_LEVEL: 'warn',
-      SVC_PROXY: 'off',
-      SVC_DOCKER_SOCKET: DOCKER_SOCKET,
-      SVC_ACCESS_LOG: join(dataDir, 'access.log'),
-      SVC_SECURITY_DIR: join(dataDir, 'security'),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await until(
-    'the server to answer',
-    async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok,
-    60_000,
-    200,
-  );
-  return { url, proc };
-}
+const serve = (dataDir: string, port: number) => serveOn(dataDir, port, { SVC_PROXY: 'off' });
 
 function killed(proc: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
