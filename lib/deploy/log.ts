@@ -5,12 +5,12 @@ import { insertLogLines } from './store.js';
 import type { Db } from '../db/index.js';
 import { nowIso } from '../db/index.js';
 import type { Bus } from '../events/bus.js';
+import { cleanLine, TickBatch } from '../util/log-batch.js';
 
 export { masker, MASK } from '../util/mask.js';
 
 export const MAX_LOG_LINES = 10_000;
 export const MAX_LOG_BYTES = 5 * 1024 * 1024;
-const MAX_LINE = 8 * 1024;
 
 /**
  * `plan`: a generated build's plan, written before the build starts; `pull`: image pull progress;
@@ -30,9 +30,7 @@ export class DeployLog {
   private seq = 0;
   private bytes = 0;
   private truncated = false;
-  private pending: LogLine[] = [];
-  private flushing: Promise<void> = Promise.resolve();
-  private scheduled = false;
+  private readonly batch = new TickBatch<LogLine>((lines) => this.persist(lines));
   mask: (s: string) => string = (s) => s;
 
   constructor(
@@ -49,10 +47,7 @@ export class DeployLog {
   write(line: string, stream: LogStream = 'deploy'): void {
     if (this.truncated) return;
     // Control characters other than tab are dropped: the log is data, shown as text anywhere.
-    let text = this.mask(line)
-      .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
-      .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
-    if (text.length > MAX_LINE) text = `${text.slice(0, MAX_LINE)}…`;
+    let text = cleanLine(this.mask(line));
     const size = Buffer.byteLength(text);
     if (this.seq + 1 >= this.limits.lines || this.bytes + size > this.limits.bytes) {
       this.truncated = true;
@@ -60,26 +55,17 @@ export class DeployLog {
       stream = 'deploy';
     }
     this.bytes += size;
-    this.pending.push({
+    this.batch.push({
       deployment_id: this.deploymentId,
       seq: ++this.seq,
       at: nowIso(this.now()),
       stream,
       line: text,
     });
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // Lines produced in the same tick are written in one insert, then published.
-      queueMicrotask(() => {
-        this.scheduled = false;
-        this.flushing = this.flushing.then(() => this.flushNow());
-      });
-    }
   }
 
-  private async flushNow(): Promise<void> {
-    const batch = this.pending.splice(0);
-    if (!batch.length) return;
+  /** Lines produced in the same tick are written in one insert, then published. */
+  private async persist(batch: LogLine[]): Promise<void> {
     try {
       await insertLogLines(this.db, batch);
     } catch {
@@ -90,12 +76,7 @@ export class DeployLog {
   }
 
   /** Resolves once every line written so far is persisted and published. */
-  async flush(): Promise<void> {
-    await Promise.resolve();
-    await this.flushing;
-    if (this.pending.length) {
-      this.flushing = this.flushing.then(() => this.flushNow());
-      await this.flushing;
-    }
+  flush(): Promise<void> {
+    return this.batch.settle();
   }
 }

@@ -4,11 +4,11 @@
 // its app (and service): the log drains hand run lines on from the bus (lib/drains/collector.ts).
 import type { Db } from '../db/index.js';
 import type { Bus } from '../events/bus.js';
+import { cleanLine, TickBatch } from '../util/log-batch.js';
 import { insertRunLogs, type RunLogRow } from './store.js';
 
 export const MAX_RUN_LOG_LINES = 10_000;
 export const MAX_RUN_LOG_BYTES = 5 * 1024 * 1024;
-const MAX_LINE = 8 * 1024;
 
 /** `system`: what the control plane says about the run (started, exited, timed out). */
 export type RunStream = 'stdout' | 'stderr' | 'system';
@@ -19,9 +19,7 @@ export class RunLog {
   private seq: number;
   private bytes = 0;
   private truncated = false;
-  private pending: RunLogRow[] = [];
-  private flushing: Promise<void> = Promise.resolve();
-  private scheduled = false;
+  private readonly batch = new TickBatch<RunLogRow>((rows) => this.persist(rows));
   mask: (s: string) => string = (s) => s;
   /** Sees every line as stored (a release command's lines also go to its deployment's log). */
   onLine: ((line: string, stream: RunStream) => void) | null = null;
@@ -44,10 +42,7 @@ export class RunLog {
 
   write(line: string, stream: RunStream, at?: string): void {
     if (this.truncated) return;
-    let text = this.mask(line)
-      .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
-      .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
-    if (text.length > MAX_LINE) text = `${text.slice(0, MAX_LINE)}…`;
+    let text = cleanLine(this.mask(line));
     const size = Buffer.byteLength(text);
     if (this.seq + 1 >= MAX_RUN_LOG_LINES || this.bytes + size > MAX_RUN_LOG_BYTES) {
       this.truncated = true;
@@ -57,20 +52,11 @@ export class RunLog {
     this.bytes += size;
     const when =
       at && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : new Date(this.now()).toISOString();
-    this.pending.push({ run_id: this.runId, seq: ++this.seq, at: when, stream, line: text });
+    this.batch.push({ run_id: this.runId, seq: ++this.seq, at: when, stream, line: text });
     this.onLine?.(text, stream);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      queueMicrotask(() => {
-        this.scheduled = false;
-        this.flushing = this.flushing.then(() => this.flushNow());
-      });
-    }
   }
 
-  private async flushNow(): Promise<void> {
-    const batch = this.pending.splice(0);
-    if (!batch.length) return;
+  private async persist(batch: RunLogRow[]): Promise<void> {
     try {
       await insertRunLogs(this.db, batch);
     } catch {
@@ -85,12 +71,7 @@ export class RunLog {
   }
 
   /** Resolves once every line written so far is persisted and published. */
-  async flush(): Promise<void> {
-    await Promise.resolve();
-    await this.flushing;
-    if (this.pending.length) {
-      this.flushing = this.flushing.then(() => this.flushNow());
-      await this.flushing;
-    }
+  flush(): Promise<void> {
+    return this.batch.settle();
   }
 }

@@ -245,7 +245,10 @@ test('a failure records its exit code and emits job_failed to notification chann
     assert.equal(run.exit_code, 3);
     assert.equal(run.reason, 'exited with code 3');
     assert.deepEqual(await lines(app.id, run.id, 'stderr'), ['oops']);
-    const event = seen.find((d) => d.type === 'job_failed' && d.run_id === run.id);
+    // Published once the run's one-off is removed, which may be just after its row says failed.
+    const event = await until('job_failed on the jobs topic', async () =>
+      seen.find((d) => d.type === 'job_failed' && d.run_id === run.id),
+    );
     assert.ok(event, 'job_failed on the jobs topic');
     assert.equal(event.exit_code, 3);
     assert.equal(event.job, 'breaks');
@@ -260,7 +263,11 @@ test('a failure records its exit code and emits job_failed to notification chann
     const timed = await ended(app.id, (await runNow(app.id, slow)).id);
     assert.equal(timed.status, 'timed_out');
     assert.equal(timed.reason, 'ran longer than its timeout of 2 s');
-    assert.ok(seen.some((d) => d.type === 'job_failed' && d.run_id === timed.id && d.status === 'timed_out'));
+    assert.ok(
+      await until('job_failed of the timeout', async () =>
+        seen.some((d) => d.type === 'job_failed' && d.run_id === timed.id && d.status === 'timed_out'),
+      ),
+    );
     assert.equal(
       (await listRunContainers(s.env.engine)).some((x) => x.runId === timed.id),
       false,
